@@ -1,0 +1,72 @@
+"""The engine's method table: contract method name -> argument model, handler, access class.
+
+This is the single place that says which contract methods exist in the engine. The service routes
+and the machine-readable contract are checked against it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+from . import reads, writes
+from .inputs import (AppendArgs, Args, CaptureArgs, GraphViewArgs, IdArgs, LinkArgs,
+                     ListRecentArgs, NoArgs, RecallArgs, SetStatusArgs, StalenessPassArgs,
+                     UnlinkArgs, UpdateArgs)
+
+Access = Literal["read", "write", "maintenance"]
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    args: type[Args]
+    access: Access
+    # handler(conn, args, now_ms) -> result. Writes run inside a transaction.
+    handler: Callable[[Any, Any, int], Any]
+    # positional contract parameters (the rest is the options object), e.g. capture(content, {...})
+    positional: tuple[str, ...] = ()
+
+
+def _entry_after(write):
+    """Writes that change one entry answer with its new state."""
+    def run(conn, args, now_ms):
+        entry_id = write(conn, args, now_ms)
+        return reads.get_entry(conn, IdArgs(id=entry_id))
+    return run
+
+
+def _recall(conn, args, now_ms):
+    from .retrieval.recall import recall  # retrieval imports the engine, not the other way
+    return recall(conn, args, now_ms)
+
+
+def _staleness_pass(conn, args, now_ms):
+    from .staleness import run_staleness_pass
+    return run_staleness_pass(conn, args, now_ms)
+
+
+METHODS: dict[str, Method] = {m.name: m for m in [
+    # reads
+    Method("recall", RecallArgs, "write", _recall, ("query",)),  # bumps recall_count
+    Method("listRecent", ListRecentArgs, "read", lambda c, a, t: reads.list_recent(c, a)),
+    Method("getEntry", IdArgs, "read", lambda c, a, t: reads.get_entry(c, a), ("id",)),
+    Method("connections", IdArgs, "read", lambda c, a, t: reads.connections(c, a), ("id",)),
+    Method("graphView", GraphViewArgs, "read", lambda c, a, t: reads.graph_view(c, a)),
+    Method("getTags", NoArgs, "read", lambda c, a, t: reads.get_tags(c)),
+    Method("getCount", NoArgs, "read", lambda c, a, t: reads.get_count(c)),
+    Method("getStats", NoArgs, "read", lambda c, a, t: reads.get_stats(c)),
+    Method("getBrief", NoArgs, "read", lambda c, a, t: reads.get_brief(c, t)),
+    # writes
+    Method("capture", CaptureArgs, "write", writes.capture, ("content",)),
+    Method("append", AppendArgs, "write", _entry_after(writes.append), ("id", "addition")),
+    Method("update", UpdateArgs, "write", _entry_after(writes.update), ("id", "content")),
+    Method("setStatus", SetStatusArgs, "write", _entry_after(writes.set_status), ("id", "status")),
+    Method("forget", IdArgs, "write", writes.forget, ("id",)),
+    Method("link", LinkArgs, "write", writes.link, ("src", "dst", "type")),
+    Method("unlink", UnlinkArgs, "write", writes.unlink, ("src", "dst", "type")),
+    # maintenance (scheduler only)
+    Method("runStalenessPass", StalenessPassArgs, "maintenance", _staleness_pass),
+]}
+
+CONTRACT_METHODS = tuple(m for m in METHODS if METHODS[m].access != "maintenance")
+MAINTENANCE_METHODS = tuple(m for m in METHODS if METHODS[m].access == "maintenance")
