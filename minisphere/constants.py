@@ -39,3 +39,14 @@ BUSY_TIMEOUT_MS = 5000
 RECALL_DEFAULT_TOP_K = 10
 RECALL_MAX_TOP_K = 50
 RECALL_DEFAULT_HOPS = 1                # one hop: linked context without drowning the keyword hits
+
+# --- Staleness (contract §7): age since updated_at after which an entry needs re-confirming ---
+DAY_MS = 86_400_000
+STALE_AFTER_MS = {
+    "durable": 365 * DAY_MS,   # definitions, decisions, names: re-check yearly
+    "state": 30 * DAY_MS,      # "currently", versions, statuses: re-check monthly
+    "volatile": 2 * DAY_MS,    # prices, "right now", live incidents: re-check after two days
+}
+STALE_TAG_PREFIX = "stale:as-of:"
+STALENESS_PASS_DEFAULT_LIMIT = 1000
+REVALIDATE_PREVIEW_CHARS = 120

@@ -60,7 +60,7 @@ def new_id() -> str:
 
 
 def check_id(value: str, field: str = "id") -> str:
-    if not isinstance(value, str) or not _UUID.match(value):
+    if not isinstance(value, str) or not _UUID.fullmatch(value):  # `$` alone admits a final "\n"
         raise InvalidArgument(f"{field} must be a lower-case UUID like "
                               f"'123e4567-e89b-42d3-a456-426614174000', got {str(value)[:60]!r}")
     return value

@@ -14,9 +14,9 @@ _NON_TOPIC_PREFIXES = ("stale:", "rolled-up", "synthesized", "auto-pattern", "du
                        "contradiction-resolved")
 
 
-def get_entry(conn, args: IdArgs) -> dict:
+def get_entry(conn, args: IdArgs, now_ms: int) -> dict:
     require_entry(conn, args.id)
-    entry = entries_by_id(conn, [args.id])[args.id]
+    entry = entries_by_id(conn, [args.id], now_ms)[args.id]
     entry["revisionCount"] = conn.execute(
         "SELECT COUNT(*) FROM revisions WHERE entry_id = ?", (args.id,)).fetchone()[0]
     entry["edgeCount"] = conn.execute(
@@ -29,7 +29,7 @@ def get_entry(conn, args: IdArgs) -> dict:
     return entry
 
 
-def list_recent(conn, args: ListRecentArgs) -> dict:
+def list_recent(conn, args: ListRecentArgs, now_ms: int) -> dict:
     if args.tag is None:
         rows = conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries ORDER BY created_at DESC, seq DESC "
                             "LIMIT ?", (args.n,)).fetchall()
@@ -40,16 +40,16 @@ def list_recent(conn, args: ListRecentArgs) -> dict:
             "ORDER BY e.created_at DESC, e.seq DESC LIMIT ?",
             (normalize_tag(args.tag), args.n)).fetchall()
     tag_map = tags_for(conn, [r[0] for r in rows])
-    return {"items": [entry_dict(r, tag_map.get(r[0], [])) for r in rows]}
+    return {"items": [entry_dict(r, tag_map.get(r[0], []), now_ms) for r in rows]}
 
 
-def connections(conn, args: IdArgs) -> dict:
+def connections(conn, args: IdArgs, now_ms: int) -> dict:
     require_entry(conn, args.id)
     edges = conn.execute(
         f"SELECT {EDGE_COLUMNS} FROM edges WHERE src = ? UNION ALL "
         f"SELECT {EDGE_COLUMNS} FROM edges WHERE dst = ? ORDER BY weight DESC, updated_at DESC "
         "LIMIT ?", (args.id, args.id, C.CONNECTIONS_MAX_EDGES)).fetchall()
-    neighbours = entries_by_id(conn, list({r[1] if r[0] == args.id else r[0] for r in edges}))
+    neighbours = entries_by_id(conn, list({r[1] if r[0] == args.id else r[0] for r in edges}), now_ms)
     items = []
     for row in edges:
         edge = edge_dict(row)
@@ -71,7 +71,7 @@ def neighbours_of(conn, node: str, limit: int) -> list[tuple]:
     return [(r[1] if r[0] == node else r[0], r) for r in rows]
 
 
-def graph_view(conn, args: GraphViewArgs) -> dict:
+def graph_view(conn, args: GraphViewArgs, now_ms: int) -> dict:
     for seed in args.seed_ids:
         check_id(seed, "seedIds[]")
     seeds = [s for s in dict.fromkeys(args.seed_ids)
@@ -92,7 +92,7 @@ def graph_view(conn, args: GraphViewArgs) -> dict:
                 hop_of[other] = hop_of[node] + 1
                 queue.append(other)
             edges[(row[0], row[1], row[2])] = edge_dict(row)
-    entries = entries_by_id(conn, list(hop_of))
+    entries = entries_by_id(conn, list(hop_of), now_ms)
     nodes = [{**entries[i], "hop": h} for i, h in hop_of.items()]
     kept = [e for e in edges.values() if e["src"] in hop_of and e["dst"] in hop_of]
     return {"nodes": nodes, "edges": kept, "truncated": truncated,
@@ -158,7 +158,7 @@ def get_brief(conn, now_ms: int) -> dict:
         "SELECT id FROM entries WHERE status != 'deprecated' AND updated_at <= ? "
         "ORDER BY importance_score DESC, recall_count ASC, updated_at ASC LIMIT ?",
         (now_ms - C.BRIEF_RESURFACE_MIN_AGE_MS, C.BRIEF_RESURFACE_N))]
-    entries = entries_by_id(conn, recent_ids + resurface_ids)
+    entries = entries_by_id(conn, recent_ids + resurface_ids, now_ms)
     return {
         "generatedAt": now_ms,
         "recentActivity": {"windowMs": C.BRIEF_RECENT_WINDOW_MS, "captured": captured,

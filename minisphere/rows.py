@@ -4,21 +4,24 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+from .staleness import annotate
+
 ENTRY_COLUMNS = ("id, content, source, created_at, updated_at, recall_count, importance_score, "
-                 "claim_tag, evidence_ref, status, kind, volatility")
+                 "claim_tag, evidence_ref, status, kind, volatility, stale_due_at")
 
 
-def entry_dict(row, tags: list[str]) -> dict:
+def entry_dict(row, tags: list[str], now_ms: int) -> dict:
+    """An entry in its wire shape, staleness judged at `now_ms` (see staleness.py)."""
     (id_, content, source, created_at, updated_at, recall_count, importance, claim_tag,
-     evidence_ref, status, kind, volatility) = row[:12]
-    return {
+     evidence_ref, status, kind, volatility, stale_due_at) = row[:13]
+    return annotate({
         "id": id_, "content": content, "source": source,
         "createdAt": created_at, "updatedAt": updated_at,
         "recallCount": recall_count, "importance": importance,
         "claimTag": claim_tag, "evidenceRef": evidence_ref,
         "status": status, "kind": kind, "volatility": volatility,
         "tags": tags,
-    }
+    }, stale_due_at, now_ms)
 
 
 def tags_for(conn, ids: list[str]) -> dict[str, list[str]]:
@@ -33,7 +36,7 @@ def tags_for(conn, ids: list[str]) -> dict[str, list[str]]:
     return found
 
 
-def entries_by_id(conn, ids: list[str]) -> dict[str, dict]:
+def entries_by_id(conn, ids: list[str], now_ms: int) -> dict[str, dict]:
     """Full entry dicts (with tags) for the given ids; missing ids are simply absent."""
     result: dict[str, dict] = {}
     if not ids:
@@ -46,7 +49,7 @@ def entries_by_id(conn, ids: list[str]) -> dict[str, dict]:
                              chunk).fetchall()
     tag_map = tags_for(conn, [r[0] for r in rows])
     for row in rows:
-        result[row[0]] = entry_dict(row, tag_map.get(row[0], []))
+        result[row[0]] = entry_dict(row, tag_map.get(row[0], []), now_ms)
     return result
 
 

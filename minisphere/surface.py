@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
-from . import reads, writes
+from . import reads, staleness, writes
 from .inputs import (AppendArgs, Args, CaptureArgs, GraphViewArgs, IdArgs, LinkArgs,
                      ListRecentArgs, NoArgs, RecallArgs, SetStatusArgs, StalenessPassArgs,
                      UnlinkArgs, UpdateArgs)
@@ -31,7 +31,7 @@ def _entry_after(write):
     """Writes that change one entry answer with its new state."""
     def run(conn, args, now_ms):
         entry_id = write(conn, args, now_ms)
-        return reads.get_entry(conn, IdArgs(id=entry_id))
+        return reads.get_entry(conn, IdArgs(id=entry_id), now_ms)
     return run
 
 
@@ -40,18 +40,13 @@ def _recall(conn, args, now_ms):
     return recall(conn, args, now_ms)
 
 
-def _staleness_pass(conn, args, now_ms):
-    from .staleness import run_staleness_pass
-    return run_staleness_pass(conn, args, now_ms)
-
-
 METHODS: dict[str, Method] = {m.name: m for m in [
     # reads
     Method("recall", RecallArgs, "write", _recall, ("query",)),  # bumps recall_count
-    Method("listRecent", ListRecentArgs, "read", lambda c, a, t: reads.list_recent(c, a)),
-    Method("getEntry", IdArgs, "read", lambda c, a, t: reads.get_entry(c, a), ("id",)),
-    Method("connections", IdArgs, "read", lambda c, a, t: reads.connections(c, a), ("id",)),
-    Method("graphView", GraphViewArgs, "read", lambda c, a, t: reads.graph_view(c, a)),
+    Method("listRecent", ListRecentArgs, "read", reads.list_recent),
+    Method("getEntry", IdArgs, "read", reads.get_entry, ("id",)),
+    Method("connections", IdArgs, "read", reads.connections, ("id",)),
+    Method("graphView", GraphViewArgs, "read", reads.graph_view),
     Method("getTags", NoArgs, "read", lambda c, a, t: reads.get_tags(c)),
     Method("getCount", NoArgs, "read", lambda c, a, t: reads.get_count(c)),
     Method("getStats", NoArgs, "read", lambda c, a, t: reads.get_stats(c)),
@@ -65,7 +60,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("link", LinkArgs, "write", writes.link, ("src", "dst", "type")),
     Method("unlink", UnlinkArgs, "write", writes.unlink, ("src", "dst", "type")),
     # maintenance (scheduler only)
-    Method("runStalenessPass", StalenessPassArgs, "maintenance", _staleness_pass),
+    Method("runStalenessPass", StalenessPassArgs, "maintenance", staleness.run_staleness_pass),
 ]}
 
 CONTRACT_METHODS = tuple(m for m in METHODS if METHODS[m].access != "maintenance")

@@ -9,6 +9,7 @@ from .errors import ContentTooLarge, InvalidArgument, KindGateViolation, NotFoun
 from .inputs import (AppendArgs, CaptureArgs, IdArgs, LinkArgs, SetStatusArgs, UnlinkArgs,
                      UpdateArgs)
 from .normalize import check_id, content_hash, new_id, normalize_tags
+from .staleness import confirm, due_at
 from .rows import EDGE_COLUMNS, edge_dict
 from .volatility import infer_volatility
 
@@ -21,7 +22,10 @@ def check_content(text: str, field: str = "content") -> str:
         raise InvalidArgument(f"{field} must not be empty or whitespace")
     if "\x00" in text:
         raise InvalidArgument(f"{field} must not contain NUL characters")
-    size = len(text.encode("utf-8"))
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:  # lone surrogates: not storable text
+        raise InvalidArgument(f"{field} must be valid Unicode text (no lone surrogates)") from None
     if size > C.MAX_CONTENT_BYTES:
         raise ContentTooLarge(f"{field} is {size} bytes; the limit is {C.MAX_CONTENT_BYTES} bytes")
     return text
@@ -40,20 +44,28 @@ def capture(conn, args: CaptureArgs, now_ms: int) -> dict:
     check_content(args.content)
     tags = normalize_tags(args.tags)
     digest = content_hash(args.content)
-    match = conn.execute("SELECT id FROM entries WHERE content_hash = ? ORDER BY seq LIMIT 1",
+    match = conn.execute("SELECT id, source FROM entries WHERE content_hash = ? ORDER BY seq LIMIT 1",
                          (digest,)).fetchone()
     if match is not None:
-        return {"outcome": "blocked", "matchId": match[0]}
+        match_id, match_source = match
+        # The same fact again from a different, named source is independent evidence for it.
+        independent = (args.source is not None and match_source is not None
+                       and args.source != match_source)
+        if not independent:
+            return {"outcome": "blocked", "matchId": match_id}
+        confirm(conn, match_id, now_ms)
+        return {"outcome": "blocked", "matchId": match_id, "confirmed": True}
     entry_id = new_id()
     volatility = args.volatility or infer_volatility(args.content)
     kind = args.kind or C.DEFAULT_KIND
     unclassified = int(args.volatility is None or args.kind is None)
     conn.execute(
         "INSERT INTO entries(id, content, source, created_at, updated_at, importance_score, "
-        "claim_tag, evidence_ref, status, kind, volatility, unclassified, content_hash) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "claim_tag, evidence_ref, status, kind, volatility, unclassified, content_hash, "
+        "stale_due_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (entry_id, args.content, args.source, now_ms, now_ms, args.importance, args.claim_tag,
-         args.evidence_ref, args.status, kind, volatility, unclassified, digest))
+         args.evidence_ref, args.status, kind, volatility, unclassified, digest,
+         due_at(now_ms, volatility)))
     add_tags(conn, entry_id, tags)
     return {"outcome": "stored", "id": entry_id}
 
@@ -67,8 +79,9 @@ def _replace_content(conn, entry_id: str, old: str, new: str, reason: str, now_m
     check_content(new)
     conn.execute("INSERT INTO revisions(entry_id, content, at, reason) VALUES (?, ?, ?, ?)",
                  (entry_id, old, now_ms, reason))
-    conn.execute("UPDATE entries SET content = ?, content_hash = ?, updated_at = ? WHERE id = ?",
-                 (new, content_hash(new), now_ms, entry_id))
+    conn.execute("UPDATE entries SET content = ?, content_hash = ? WHERE id = ?",
+                 (new, content_hash(new), entry_id))
+    confirm(conn, entry_id, now_ms)
 
 
 def append(conn, args: AppendArgs, now_ms: int) -> str:
@@ -90,7 +103,7 @@ def update(conn, args: UpdateArgs, now_ms: int) -> str:
     check_content(args.content)
     _, old, _, _ = require_entry(conn, args.id)
     if old == args.content:  # same words again: a confirmation, not a new revision
-        conn.execute("UPDATE entries SET updated_at = ? WHERE id = ?", (now_ms, args.id))
+        confirm(conn, args.id, now_ms)
     else:
         _replace_content(conn, args.id, old, args.content, "update", now_ms)
     return args.id
@@ -130,8 +143,13 @@ def link(conn, args: LinkArgs, now_ms: int) -> dict:
             raise KindGateViolation(f"'{args.type}' needs an episodic dst; {args.dst} is {dst_kind}")
     metadata = None
     if args.metadata is not None:
-        metadata = json.dumps(args.metadata, ensure_ascii=False, sort_keys=True)
-        if len(metadata.encode("utf-8")) > C.MAX_METADATA_BYTES:
+        try:  # strict JSON only: no NaN/Infinity, no non-JSON Python objects, no lone surrogates
+            metadata = json.dumps(args.metadata, ensure_ascii=False, sort_keys=True,
+                                  allow_nan=False)
+            size = len(metadata.encode("utf-8"))
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument(f"edge metadata must be a plain JSON object: {exc}") from None
+        if size > C.MAX_METADATA_BYTES:
             raise ContentTooLarge(f"edge metadata is over {C.MAX_METADATA_BYTES} bytes")
     src, dst = canonical_endpoints(args.src, args.dst, args.type)
     existed = conn.execute("SELECT 1 FROM edges WHERE src = ? AND dst = ? AND type = ?",

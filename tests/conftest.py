@@ -1,6 +1,8 @@
 """Shared fixtures. Engine fixtures open real SQLite files under pytest's tmp_path."""
 import pytest
 
+pytest_plugins = ["s3_fixtures"]  # `s3_endpoint`: one moto S3 server on loopback per session
+
 from minisphere import ManualClock, Workspace
 
 

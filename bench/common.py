@@ -1,0 +1,46 @@
+"""Small shared helpers for the benchmarks: percentiles, tables, result files."""
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import statistics
+import sys
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).parent / "results"
+
+
+def percentile(samples: list[float], pct: float) -> float:
+    if not samples:
+        return float("nan")
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def p50(samples: list[float]) -> float:
+    return statistics.median(samples) if samples else float("nan")
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    def cell(value) -> str:
+        if isinstance(value, float):
+            return f"{value:.3f}" if abs(value) < 1000 else f"{value:,.0f}"
+        return str(value)
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |",
+             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in cells]
+    return "\n".join(lines)
+
+
+def save_report(name: str, body: str) -> Path:
+    """Write bench/results/<name>.md with the command line and date on top; return the path."""
+    RESULTS_DIR.mkdir(exist_ok=True)
+    path = RESULTS_DIR / f"{name}.md"
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    command = "python -m bench." + Path(sys.argv[0]).stem + " " + " ".join(sys.argv[1:])
+    header = f"# {name} benchmark\n\nCommand: `{command.strip()}`  \nRun: {stamp} on {platform.node()} ({platform.machine()}, Python {platform.python_version()})\n\n"
+    path.write_text(header + body + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,39 @@
+"""Opening, writing and closing many workspaces gives every file descriptor back."""
+import gc
+import os
+
+from minisphere import ManualClock, Workspace
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def exercise(path, clock) -> None:
+    ws = Workspace(path, clock=clock, synchronous="NORMAL")
+    try:
+        a = ws.capture(f"first entry of {path.name}", tags=["fd"])["id"]
+        b = ws.capture(f"second entry of {path.name}", kind="episodic")["id"]
+        ws.link(a, b, "relates_to")
+        ws.append(a, "more")
+        ws.run_batch([("capture", {"content": f"batched in {path.name}"}), ("getCount", {})])
+        ws.get_entry(a), ws.list_recent(tag="fd"), ws.graph_view([a], hops=2), ws.get_brief()
+    finally:
+        ws.close()
+
+
+def test_many_workspaces_return_fds_to_baseline(tmp_path):
+    clock = ManualClock()
+    exercise(tmp_path / "warmup.db", clock)  # first use loads modules, caches, etc.
+    gc.collect()
+    baseline = open_fds()
+    for i in range(200):
+        exercise(tmp_path / f"ws-{i:03d}.db", clock)
+    gc.collect()
+    assert open_fds() == baseline
+    # reopening the existing files (no migration this time) leaks nothing either
+    for i in range(0, 200, 4):
+        with Workspace(tmp_path / f"ws-{i:03d}.db", clock=clock, synchronous="NORMAL") as ws:
+            assert ws.get_count() == {"count": 3}
+    gc.collect()
+    assert open_fds() == baseline
