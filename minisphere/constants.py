@@ -50,3 +50,6 @@ STALE_AFTER_MS = {
 STALE_TAG_PREFIX = "stale:as-of:"
 STALENESS_PASS_DEFAULT_LIMIT = 1000
 REVALIDATE_PREVIEW_CHARS = 120
+
+# --- Optional vector binding (minisphere/vectors): the workspace_meta key that records it ---
+VECTOR_BINDING_META_KEY = "vector_binding"

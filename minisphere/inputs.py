@@ -109,5 +109,10 @@ class RecallArgs(Args):
     full: StrictBool = False
 
 
+class NoteRecalledArgs(Args):
+    """Internal (not routed): the entries a recall returned, whose recall_count goes up."""
+    ids: Annotated[list[Id], Field(max_length=C.RECALL_MAX_TOP_K)]
+
+
 class StalenessPassArgs(Args):
     limit: Annotated[StrictInt, Field(ge=1, le=100_000)] = 1000

@@ -104,8 +104,13 @@ def get_tags(conn) -> dict:
     return {"tags": [{"tag": tag, "count": n} for tag, n in rows]}
 
 
+def entry_count(conn) -> int:
+    """Exact, O(1): kept by triggers (migration 0004)."""
+    return conn.execute("SELECT value FROM counters WHERE name = 'entries'").fetchone()[0]
+
+
 def get_count(conn) -> dict:
-    return {"count": conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]}
+    return {"count": entry_count(conn)}
 
 
 def top_topics(conn, n: int = C.TOP_TOPICS_N) -> list[dict]:

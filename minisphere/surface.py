@@ -10,7 +10,7 @@ from typing import Any, Callable, Literal
 
 from . import reads, staleness, writes
 from .inputs import (AppendArgs, Args, CaptureArgs, GraphViewArgs, IdArgs, LinkArgs,
-                     ListRecentArgs, NoArgs, RecallArgs, SetStatusArgs, StalenessPassArgs,
+                     ListRecentArgs, NoArgs, NoteRecalledArgs, RecallArgs, SetStatusArgs, StalenessPassArgs,
                      UnlinkArgs, UpdateArgs)
 
 Access = Literal["read", "write", "maintenance"]
@@ -25,6 +25,8 @@ class Method:
     handler: Callable[[Any, Any, int], Any]
     # positional contract parameters (the rest is the options object), e.g. capture(content, {...})
     positional: tuple[str, ...] = ()
+    # a read may ask for one small internal write after it answered: result -> (method, body)
+    follow_up: Callable[[Any], tuple[str, dict]] | None = None
 
 
 def _entry_after(write):
@@ -40,9 +42,18 @@ def _recall(conn, args, now_ms):
     return recall(conn, args, now_ms)
 
 
+def _note_recalled(conn, args, now_ms):
+    from .retrieval.recall import note_recalled
+    return note_recalled(conn, args, now_ms)
+
+
+def _recalled_ids(result: dict) -> tuple[str, dict]:
+    return "noteRecalled", {"ids": [item["id"] for item in result["items"]]}
+
+
 METHODS: dict[str, Method] = {m.name: m for m in [
     # reads
-    Method("recall", RecallArgs, "write", _recall, ("query",)),  # bumps recall_count
+    Method("recall", RecallArgs, "read", _recall, ("query",), follow_up=_recalled_ids),
     Method("listRecent", ListRecentArgs, "read", reads.list_recent),
     Method("getEntry", IdArgs, "read", reads.get_entry, ("id",)),
     Method("connections", IdArgs, "read", reads.connections, ("id",)),
@@ -62,6 +73,11 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     # maintenance (scheduler only)
     Method("runStalenessPass", StalenessPassArgs, "maintenance", staleness.run_staleness_pass),
 ]}
+
+# Engine-internal writes: never routed, not part of the contract surface.
+INTERNAL_METHODS: dict[str, Method] = {
+    "noteRecalled": Method("noteRecalled", NoteRecalledArgs, "write", _note_recalled),
+}
 
 CONTRACT_METHODS = tuple(m for m in METHODS if METHODS[m].access != "maintenance")
 MAINTENANCE_METHODS = tuple(m for m in METHODS if METHODS[m].access == "maintenance")

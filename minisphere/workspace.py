@@ -10,9 +10,9 @@ from pydantic import ValidationError
 
 from . import db
 from .clock import Clock, SystemClock
-from .constants import DEFAULT_SYNCHRONOUS
+from .constants import DEFAULT_SYNCHRONOUS, VECTOR_BINDING_META_KEY
 from .errors import InvalidArgument, MiniSphereError, NotFound, WorkspaceClosed
-from .surface import METHODS, Method
+from .surface import INTERNAL_METHODS, METHODS, Method
 
 
 def describe_validation_error(method: str, exc: ValidationError) -> str:
@@ -21,6 +21,12 @@ def describe_validation_error(method: str, exc: ValidationError) -> str:
         where = ".".join(str(p) for p in err["loc"]) or "body"
         parts.append(f"{where}: {err['msg']}")
     return f"{method}: " + "; ".join(parts)
+
+
+def has_vector_binding(conn) -> bool:
+    """Whether the file records a vector binding (plain SQL: no extension, no model)."""
+    return conn.execute("SELECT 1 FROM workspace_meta WHERE key = ?",
+                        (VECTOR_BINDING_META_KEY,)).fetchone() is not None
 
 
 def parse_args(method: Method, body: Any):
@@ -43,13 +49,17 @@ class Workspace:
     """
 
     def __init__(self, path: str | Path, *, clock: Clock | None = None,
-                 synchronous: str = DEFAULT_SYNCHRONOUS):
+                 synchronous: str = DEFAULT_SYNCHRONOUS, embedder=None, vector_settings=None):
         self.path = Path(path)
         self.clock = clock or SystemClock()
         self._lock = threading.RLock()
         self._conn = db.connect(self.path, synchronous=synchronous)
+        self.vectors = None  # optional vector binding (minisphere/vectors); None: never imported
         try:
             self.schema_version = db.migrate(self._conn, self.clock.now_ms())
+            if embedder is not None or has_vector_binding(self._conn):
+                from .vectors.binding import attach
+                self.vectors = attach(self, embedder, vector_settings)
         except BaseException:
             self._conn.close()
             raise
@@ -95,9 +105,14 @@ class Workspace:
         if method is None:
             raise NotFound(f"unknown method {method_name!r}")
         args = parse_args(method, body)
+        if self.vectors is not None and method_name in self.vectors.hooked:
+            return self.vectors.call(method, args)  # embeds first, then the plain path
         if method.access == "read":
             with self._lock:
-                return method.handler(self.conn, args, self.clock.now_ms())
+                result = method.handler(self.conn, args, self.clock.now_ms())
+            if method.follow_up is not None:
+                self.run_batch([method.follow_up(result)])
+            return result
         with self.transaction() as conn:
             return method.handler(conn, args, self.clock.now_ms())
 
@@ -108,15 +123,19 @@ class Workspace:
         captured; a failure of the commit itself propagates (nothing in the group is durable).
         """
         outcomes: list[tuple[bool, Any]] = []
+        calls = list(calls)
+        prepared = self.vectors.prepare_calls(calls) if self.vectors is not None else None
         with self.transaction() as conn:
             now_ms = self.clock.now_ms()
-            for method_name, body in calls:
+            for index, (method_name, body) in enumerate(calls):
                 conn.execute("SAVEPOINT op")
                 try:
-                    method = METHODS.get(method_name)
+                    method = METHODS.get(method_name) or INTERNAL_METHODS.get(method_name)
                     if method is None:
                         raise NotFound(f"unknown method {method_name!r}")
-                    result = method.handler(conn, parse_args(method, body), now_ms)
+                    handler = method.handler if prepared is None else (
+                        self.vectors.handler(method, prepared[index]) or method.handler)
+                    result = handler(conn, parse_args(method, body), now_ms)
                 except (MiniSphereError, db.DatabaseError) as exc:
                     conn.execute("ROLLBACK TO op")
                     conn.execute("RELEASE op")
@@ -124,7 +143,35 @@ class Workspace:
                     continue
                 conn.execute("RELEASE op")
                 outcomes.append((True, result))
+        if self.vectors is not None:
+            self.vectors.after_commit()  # entries left without a vector get one now
         return outcomes
+
+    # ---- optional vector binding (minisphere/vectors/binding.py) ---------------------------------
+    def enable_vectors(self, embedder, *, replace: bool = False, batch_size: int | None = None,
+                       progress_callback=None, vector_settings=None) -> dict:
+        """Bind an embedding provider and backfill every entry's vector (progress: done, total)."""
+        from .vectors.binding import attach
+        if self.vectors is None:
+            self.vectors = attach(self, None, vector_settings)
+        return self.vectors.bind(embedder, replace=replace, batch_size=batch_size,
+                                 progress=progress_callback)
+
+    def backfill_vectors(self, batch_size: int | None = None, progress_callback=None) -> dict:
+        """Embed, outside any write transaction, every entry that has no vector yet."""
+        if self.vectors is None:
+            raise InvalidArgument("this workspace has no vector binding")
+        return self.vectors.backfill(batch_size, progress_callback)
+
+    def prefetch_vectors(self, method_name: str, body: dict | None) -> bool:
+        """Embed what a write will need ahead of time (e.g. before queueing it for the writer
+        thread): the write then finds its vector cached. False when unbound or nothing to embed."""
+        if self.vectors is None:
+            return False
+        return self.vectors.prefetch(method_name, body)
+
+    def vector_status(self) -> dict:
+        return self.vectors.status() if self.vectors is not None else {"bound": False}
 
     # ---- Pythonic wrappers (contract names in snake_case) -------------------------------------
     def capture(self, content: str, **options) -> dict:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from . import tuning as T
 from .prefilter import Prefilter
+from ..reads import entry_count
 from .query_text import content_terms, match_any, match_near_pairs, quote, stem
 
 
@@ -56,7 +57,8 @@ def feedback_terms(conn, query_tokens: list[str], scores: dict[str, float]) -> l
     the FEEDBACK_SHORTLIST heaviest terms found in at least two of those hits (query terms, stop
     words, digits and 1-letter terms excluded) are then weighted by idf = log(N / (1 + df)),
     where terms in more than max(FEEDBACK_MIN_DOC_CAP, FEEDBACK_MAX_DOC_RATIO × N) entries are
-    too common to help and dropped; the FEEDBACK_TERMS heaviest remain (as stems).
+    (never more than FEEDBACK_MAX_DOC_CAP) are too common to help and dropped; the
+    FEEDBACK_TERMS heaviest remain (as stems).
     """
     best = sorted(scores.items(), key=lambda kv: -kv[1])[: T.FEEDBACK_DOCS]
     if len(best) < T.FEEDBACK_MIN_HITS:
@@ -77,8 +79,9 @@ def feedback_terms(conn, query_tokens: list[str], scores: dict[str, float]) -> l
         for term in set(terms):
             seen_in[term] = seen_in.get(term, 0) + 1
     shortlist = sorted((t for t in weights if seen_in[t] >= 2), key=lambda t: -weights[t])
-    total = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0] or 1
-    cap = max(T.FEEDBACK_MIN_DOC_CAP, int(T.FEEDBACK_MAX_DOC_RATIO * total))
+    total = entry_count(conn) or 1
+    cap = min(T.FEEDBACK_MAX_DOC_CAP,
+              max(T.FEEDBACK_MIN_DOC_CAP, int(T.FEEDBACK_MAX_DOC_RATIO * total)))
     idf = {}
     for term in shortlist[: T.FEEDBACK_SHORTLIST]:
         frequency = bounded_document_frequency(conn, term, cap)
@@ -103,9 +106,8 @@ def keyword_arm(conn, tokens: list[str], prefilter: Prefilter) -> list[Hit]:
     feedback = _bm25(conn, match_any(expansion), prefilter, T.KEYWORD_ROW_CAP) if expansion else {}
     hits = []
     for entry_id in words.keys() | feedback.keys():
-        detail = {"bm25": round(words.get(entry_id, 0.0), 6),
-                  "proximity": round(proximity.get(entry_id, 0.0), 6),
-                  "feedback": round(feedback.get(entry_id, 0.0), 6)}
+        detail = {"bm25": words.get(entry_id, 0.0), "proximity": proximity.get(entry_id, 0.0),
+                  "feedback": feedback.get(entry_id, 0.0)}
         score = (words.get(entry_id, 0.0) + T.PROXIMITY_BOOST_WEIGHT * detail["proximity"]
                  + T.FEEDBACK_WEIGHT * detail["feedback"])
         hits.append(Hit(entry_id, score, detail))
@@ -130,10 +132,12 @@ def graph_arm(conn, seeds: list[Hit], hops: int, prefilter: Prefilter) -> list[H
     Nodes failing the prefilter (deprecated, other kind, …) are neither returned nor traversed.
     """
     seeds = seeds[: T.GRAPH_SEED_COUNT]
-    if not seeds or hops == 0 or conn.execute("SELECT 1 FROM edges LIMIT 1").fetchone() is None:
+    if not seeds:
         return []
     top = max(h.score for h in seeds) or 1.0
     best: dict[str, Hit] = {h.id: Hit(h.id, h.score / top, {"hop": 0, "via": None}) for h in seeds}
+    if hops == 0 or conn.execute("SELECT 1 FROM edges LIMIT 1").fetchone() is None:
+        return list(best.values())  # no edges anywhere: the seeds alone, in seed order
     frontier = [h.id for h in seeds]
     where, params = prefilter.sql()
     for hop in range(1, hops + 1):

@@ -17,6 +17,6 @@ def fuse(arms: dict[str, list[Hit]]) -> dict[str, dict]:
             contribution = weight / (T.RRF_K + rank)
             slot = fused.setdefault(hit.id, {"fused": 0.0, "arms": {}})
             slot["fused"] += contribution
-            slot["arms"][arm] = {"rank": rank, "score": round(hit.score, 6), **hit.detail,
-                                 "rrf": round(contribution, 6)}
+            slot["arms"][arm] = {"rank": rank, "score": hit.score, **hit.detail,
+                                 "rrf": contribution}
     return fused

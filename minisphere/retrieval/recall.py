@@ -3,15 +3,17 @@
 1 temporal rewrite + rare-term distillation -> 2 prefilters (SQL) -> 3 keyword arm (FTS5 bm25)
 -> 4 graph arm (BFS from keyword seeds) -> 5 RRF fusion -> 6 rerank factors + MMR
 -> 7 snippet budget -> 8 always-on filters (inside the prefilter SQL).
-Nothing is cached: every call recomputes every score. Returned entries get recall_count + 1;
-updated_at is never touched (using a fact is not confirming it).
+Nothing is cached: every call recomputes every score. recall itself only reads (it can run on a
+read-only connection); the returned entries' recall_count + 1 is the follow-up write
+`note_recalled`, which never touches updated_at (using a fact is not confirming it).
 """
 from __future__ import annotations
 
 import time
 
 from ..errors import InvalidArgument
-from ..inputs import RecallArgs
+from ..inputs import NoteRecalledArgs, RecallArgs
+from ..reads import entry_count
 from ..rows import entries_by_id
 from ..staleness import revalidate_prompt
 from . import tuning as T
@@ -35,14 +37,19 @@ class _Timer:
         self._last = now
 
 
+def _rounded(value):
+    """Breakdown numbers to 8 significant decimals, done once for the returned items only."""
+    if isinstance(value, float):
+        return round(value, 8)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
+
+
 def _iso(ms: int | None) -> str | None:
     if ms is None:
         return None
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
-
-
-def _entry_count(conn) -> int:
-    return conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
 
 
 def _rewrite(conn, args: RecallArgs, now_ms: int):
@@ -50,14 +57,15 @@ def _rewrite(conn, args: RecallArgs, now_ms: int):
         raise InvalidArgument("recall: query must not be empty")
     text, bounds = extract_time_bounds(args.query, now_ms)
     tokens = tokenize(text)
-    terms, dropped = distill(conn, tokens, _entry_count(conn)) if tokens else ([], [])
+    terms, dropped = distill(conn, tokens, entry_count(conn)) if tokens else ([], [])
     only_stop_words = bool(terms) and all(t in STOP_WORDS for t in terms)
     if only_stop_words and bounds.active:  # "what happened yesterday?": browse the period
         terms, dropped = [], list(dict.fromkeys(tokens))
     return text, bounds, terms, dropped
 
 
-def recall(conn, args: RecallArgs, now_ms: int) -> dict:
+def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
+    """vector_arm(conn, prefilter) -> hits: the optional vector binding's KNN arm."""
     timer = _Timer()
     text, bounds, terms, dropped = _rewrite(conn, args, now_ms)
     prefilter = Prefilter.build(args.kind, args.tag, bounds)
@@ -71,13 +79,16 @@ def recall(conn, args: RecallArgs, now_ms: int) -> dict:
             # A time phrase must not turn a good query into nothing: drop the bounds and search
             # the phrase's words too (in "the 1990 world cup", 1990 is a topic, not a filter).
             relaxed, prefilter = True, prefilter.without_time()
-            terms, dropped = distill(conn, tokenize(args.query), _entry_count(conn))
+            terms, dropped = distill(conn, tokenize(args.query), entry_count(conn))
             keyword = keyword_arm(conn, terms, prefilter)
         arms["keyword"] = keyword
         timer.lap("keywordMs")
         if args.hops > 0 and keyword:
             arms["graph"] = graph_arm(conn, keyword, args.hops, prefilter)
         timer.lap("graphMs")
+        if vector_arm is not None:  # optional binding: KNN over sqlite-vec (minisphere/vectors)
+            arms["vector"] = vector_arm(conn, prefilter)
+            timer.lap("vectorMs")
     elif bounds.active or prefilter.tag is not None:
         arms["recency"] = recency_arm(conn, prefilter)
         timer.lap("recencyMs")
@@ -108,21 +119,18 @@ def recall(conn, args: RecallArgs, now_ms: int) -> dict:
         items.append({
             **entry,
             "score": round(final_of[entry_id], 8),
-            "breakdown": {
+            "breakdown": _rounded({
                 "keyword": arm_detail.get("keyword"),
                 "graph": arm_detail.get("graph"),
                 "recency": arm_detail.get("recency"),
-                "fused": round(fused[entry_id]["fused"], 8),
+                **({"vector": arm_detail.get("vector")} if "vector" in arms else {}),
+                "fused": fused[entry_id]["fused"],
                 "rerank": factors_of[entry_id],
-                "final": round(final_of[entry_id], 8),
+                "final": final_of[entry_id],
                 "mmr": mmr_detail,
-            },
+            }),
         })
     apply_budget(items, args.full)
-    if items:
-        marks = ",".join("?" * len(items))
-        conn.execute(f"UPDATE entries SET recall_count = recall_count + 1 WHERE id IN ({marks})",
-                     [item["id"] for item in items])
     timer.lap("hydrateMs")
     return {
         "items": items,
@@ -142,3 +150,12 @@ def recall(conn, args: RecallArgs, now_ms: int) -> dict:
         },
         "timings": timer.marks,
     }
+
+
+def note_recalled(conn, args: NoteRecalledArgs, now_ms: int) -> dict:
+    """The follow-up write of a recall: recall_count + 1 for each returned entry."""
+    if args.ids:
+        marks = ",".join("?" * len(args.ids))
+        conn.execute(f"UPDATE entries SET recall_count = recall_count + 1 WHERE id IN ({marks})",
+                     list(args.ids))
+    return {"noted": len(args.ids)}

@@ -62,8 +62,7 @@ def rerank_factors(row: dict, now_ms: int, query_stems: set[str]) -> dict:
     product = 1.0
     for value in factors.values():
         product *= value
-    return {**{k: round(v, 6) for k, v in factors.items()}, "tagShare": round(tag_share, 4),
-            "product": round(product, 6)}
+    return {**factors, "tagShare": tag_share, "product": product}
 
 
 def shingles(text: str) -> frozenset:
@@ -94,9 +93,8 @@ def mmr(candidates: list[tuple[str, float]], texts: dict[str, str], top_k: int,
     while closest and len(chosen) < top_k:
         best_id = max(closest, key=lambda i: lam * relevance[i] - (1 - lam) * closest[i])
         sim = closest.pop(best_id)
-        chosen.append((best_id, {"relevance": round(relevance[best_id], 6),
-                                 "maxSimilarity": round(sim, 6),
-                                 "mmr": round(lam * relevance[best_id] - (1 - lam) * sim, 6)}))
+        chosen.append((best_id, {"relevance": relevance[best_id], "maxSimilarity": sim,
+                             "mmr": lam * relevance[best_id] - (1 - lam) * sim}))
         for i in closest:
             closest[i] = max(closest[i], jaccard(sets[i], sets[best_id]))
     return chosen

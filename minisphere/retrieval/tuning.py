@@ -17,7 +17,8 @@ FEEDBACK_TERMS = 10                # expansion terms added
 FEEDBACK_MIN_HITS = 3              # no feedback from fewer hits than this
 FEEDBACK_SHORTLIST = 12            # candidate terms whose document frequency is looked up
 FEEDBACK_MAX_DOC_RATIO = 0.01      # expansion terms must be in at most 1% of entries...
-FEEDBACK_MIN_DOC_CAP = 100         # ...or in at most 100 entries in a small workspace
+FEEDBACK_MIN_DOC_CAP = 100         # ...or in at most 100 entries in a small workspace...
+FEEDBACK_MAX_DOC_CAP = 300         # ...and never in more than 300 (specific words; bounds the cost)
 
 # --- graph arm ---
 GRAPH_SEED_COUNT = 10              # best keyword hits used as BFS seeds
