@@ -171,6 +171,9 @@ def main(argv=None) -> int:
     ap.add_argument("--workspaces", type=int, default=100)
     ap.add_argument("--per-workspace", type=int, default=20)
     ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--ray-niceness", default="0",
+                    help="RAY_worker_niceness for this run (Ray's default is 15; 0 puts Ray's "
+                         "processes on par with the uvicorn baseline on a busy machine)")
     args = ap.parse_args(argv)
     rng = random.Random(42)
     tmp = Path(tempfile.mkdtemp(prefix="bench-service-"))
@@ -191,6 +194,7 @@ def main(argv=None) -> int:
                           "MINISPHERE_RAY_NAMESPACE": "minisphere-bench",
                           "MINISPHERE_ADMIN_TOKEN": "bench-admin-token-0123456789"})
     print("starting Ray + Serve ...", flush=True)
+    os.environ.setdefault("RAY_worker_niceness", args.ray_niceness)
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, namespace=config.namespace,
              logging_level="WARNING", log_to_driver=False)
     serve_app.start(config)
@@ -204,6 +208,8 @@ def main(argv=None) -> int:
             print("sequential latency ...", flush=True)
             service, breakdown = service_latency(client, "bench-main", headers, args.samples, rng,
                                                  recall_ok)
+            timed(lambda i: client.get("/healthz"), 30)
+            serve_floor = timed(lambda i: client.get("/healthz"), args.samples)
             print(f"creating {args.workspaces} workspaces ...", flush=True)
             spaces = []
             for n in range(args.workspaces):
@@ -223,15 +229,17 @@ def main(argv=None) -> int:
         serve.shutdown()
         ray.shutdown()
 
-    rows = [row("minimal FastAPI/uvicorn POST (baseline)", minimal)]
+    rows = [row("minimal FastAPI/uvicorn POST (baseline)", minimal),
+            row("Serve trivial route GET /healthz (no actor)", serve_floor, base)]
     for method in ("capture", "getEntry", "recall"):
         if method in service:
             rows.append(row(f"service HTTP {method} @ {args.entries}", service[method], base))
             rows.append(row(f"engine in-process {method} @ {args.entries}", engine[method], base))
     rows.append(row(f"cold activation (first call) x{len(cold)}", cold, base))
     lat = table(["path", "p50 ms", "p99 ms", "n", "p50 / baseline"], rows)
-    parts = table(["method", "ingress p50", "actor p50", "queue p50", "engine p50"],
-                  [[m, *(p50(b.get(k, [])) for k in ("ingress", "actor", "queue", "engine"))]
+    parts = table(["method", "ingress p50", "rpc p50", "actor p50", "queue p50", "engine p50"],
+                  [[m, *(p50(b.get(k, [])) for k in ("ingress", "rpc", "actor", "queue",
+                                                      "engine"))]
                    for m, b in breakdown.items()])
     mib = [r / 2**20 for r in rss]
     thr = table(["measure", "value"], [
@@ -250,7 +258,12 @@ def main(argv=None) -> int:
     notes = [f"Target service p50 <= 3x minimal round trip: {verdict}.",
              "SQLite synchronous=FULL (durable on acknowledge) in both engine and service; "
              "a capture pays one fsync per group commit.",
-             f"{os.cpu_count()} cores shared with other work; single sequential client for latency."]
+             f"{os.cpu_count()} cores shared with other work (load average "
+             f"{os.getloadavg()[0]:.1f} at the end); one sequential client for latency; "
+             f"RAY_worker_niceness={os.environ.get('RAY_worker_niceness')}.",
+             "Server-Timing columns: ingress = inside the FastAPI handler of the Serve replica; "
+             "rpc = the Ray call to the workspace actor; actor = inside the actor; queue = "
+             "waiting for the writer/reader thread; engine = the SQLite transaction."]
     if not recall_ok:
         notes.append("recall did not run in this build (absent or failing): capture/getEntry "
                      "only.")

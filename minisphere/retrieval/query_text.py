@@ -29,6 +29,7 @@ should so some such than that the their theirs them themselves then there these 
 through to too under until up very was we were what when where which while who whom why will with
 would you your yours yourself yourselves also may might must shall us let get got ever else etc
 tell know think please anything something thing things one ones
+s t d ll re ve m
 happen happened happens happening
 """.split())
 

@@ -1,0 +1,179 @@
+"""The HTTP surface (FastAPI), independent of Ray: it talks to a gateway object.
+
+Routes: `POST /v1/w/{workspace}/{method}` (one per contract method, documented with its
+argument schema), admin `POST/GET /v1/workspaces`, `GET/DELETE /v1/workspaces/{id}`,
+`GET /healthz`, `GET /v1/contracts`; OpenAPI at `/docs`. Every error is JSON
+`{"error": {"code", "message"}}` with the status `http_errors` decides.
+
+The gateway needs: is_admin/require_admin(token), authorize(ws, token, method),
+call(ws, method, body) -> (result, timings), create/list/get/delete. Timings come back in a
+`Server-Timing` header (queue, engine, actor, ingress; milliseconds) and `X-Batch-Size`.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Annotated, Any, Optional
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .auth import WORKSPACE_ID_PATTERN, bearer_token, check_workspace_id
+from .http_errors import error_response
+from .service_errors import MalformedRequest, RequestTooLarge
+from .surface import METHODS
+from .workspace import describe_validation_error, parse_args
+
+MAX_BODY_BYTES = 1024 * 1024
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
+
+
+class CreateWorkspace(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: Optional[Annotated[StrictStr, Field(pattern=WORKSPACE_ID_PATTERN)]] = None
+    blueprint: Optional[dict[str, Any]] = None
+    label: Optional[Annotated[StrictStr, Field(max_length=200)]] = None
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+async def read_json_object(request: Request, required: bool = False) -> dict:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:   # refuse before reading it
+        raise RequestTooLarge(f"request body is {declared} bytes; the limit is {MAX_BODY_BYTES}")
+    raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:
+        raise RequestTooLarge(f"request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}")
+    if not raw.strip():
+        if required:
+            raise MalformedRequest("request body must be a JSON object")
+        return {}
+    try:
+        body = json.loads(raw, parse_constant=_reject_constant)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedRequest(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise MalformedRequest("request body must be a JSON object")
+    return body
+
+
+def _server_timing(timings: dict, ingress_ms: float) -> dict:
+    parts = [f"{name};dur={timings[key]:.3f}" for name, key in
+             (("queue", "queue_ms"), ("engine", "engine_ms"), ("actor", "actor_ms"),
+              ("rpc", "rpc_ms"))
+             if key in timings]
+    parts.append(f"ingress;dur={ingress_ms:.3f}")
+    headers = {"Server-Timing": ", ".join(parts)}
+    if "batch" in timings:
+        headers["X-Batch-Size"] = str(timings["batch"])
+    return headers
+
+
+def error_json(exc: BaseException) -> JSONResponse:
+    status, body = error_response(exc)
+    return JSONResponse(body, status_code=status)
+
+
+def build_api(gateway, contracts: list[dict]) -> FastAPI:
+    api = FastAPI(title="Mini-Sphere", version="0.1.0",
+                  description="Per-workspace memory for AI agents. Workspace routes need "
+                              "`Authorization: Bearer <workspace token>`; admin routes need the "
+                              f"admin token. Workspace ids match `{WORKSPACE_ID_PATTERN}`.")
+
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(_request, exc: StarletteHTTPException):
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        message = "no such route" if exc.status_code == 404 else str(exc.detail)
+        return JSONResponse({"error": {"code": code, "message": message}},
+                            status_code=exc.status_code)
+
+    @api.exception_handler(RequestValidationError)
+    async def validation_error(_request, exc: RequestValidationError):
+        return error_json(MalformedRequest(str(exc.errors()[:3])))
+
+    @api.get("/healthz", tags=["service"])
+    async def healthz():
+        return {"status": "ok"}
+
+    @api.get("/v1/contracts", tags=["service"])
+    async def list_contracts():
+        return {"contracts": contracts,
+                "methods": [{"name": m.name, "access": m.access, "positional": list(m.positional)}
+                            for m in METHODS.values()]}
+
+    # ---- admin -----------------------------------------------------------------------------
+    @api.post("/v1/workspaces", tags=["admin"], status_code=201,
+              openapi_extra={"requestBody": {"content": {"application/json": {
+                  "schema": CreateWorkspace.model_json_schema()}}}})
+    async def create_workspace(request: Request):
+        try:
+            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+            body = await read_json_object(request)
+            try:
+                spec = CreateWorkspace.model_validate(body)
+            except ValidationError as exc:
+                raise MalformedRequest(describe_validation_error("createWorkspace", exc)) from None
+            created = await gateway.create(spec.id, spec.blueprint, spec.label)
+            return JSONResponse(created, status_code=201)
+        except Exception as exc:  # noqa: BLE001
+            return error_json(exc)
+
+    @api.get("/v1/workspaces", tags=["admin"])
+    async def list_workspaces(request: Request, limit: str = "1000", after: str = ""):
+        try:
+            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+            if not limit.isdigit() or not 1 <= int(limit) <= 1000:
+                raise MalformedRequest("limit must be an integer from 1 to 1000")
+            return {"items": await gateway.list(int(limit), after[:100])}
+        except Exception as exc:  # noqa: BLE001
+            return error_json(exc)
+
+    @api.get("/v1/workspaces/{workspace_id}", tags=["admin"])
+    async def get_workspace(workspace_id: str, request: Request):
+        try:
+            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+            return await gateway.get(check_workspace_id(workspace_id))
+        except Exception as exc:  # noqa: BLE001
+            return error_json(exc)
+
+    @api.delete("/v1/workspaces/{workspace_id}", tags=["admin"])
+    async def delete_workspace(workspace_id: str, request: Request):
+        try:
+            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+            return await gateway.delete(check_workspace_id(workspace_id))
+        except Exception as exc:  # noqa: BLE001
+            return error_json(exc)
+
+    # ---- workspace methods -----------------------------------------------------------------
+    def method_route(name: str):
+        async def endpoint(workspace: str, request: Request):
+            started = time.perf_counter()
+            try:
+                check_workspace_id(workspace)
+                token = bearer_token(request.headers.get("authorization"))
+                await gateway.authorize(workspace, token, name)
+                body = await read_json_object(request)
+                parse_args(METHODS[name], body)       # refuse bad input before any actor
+                result, timings = await gateway.call(workspace, name, body)
+            except Exception as exc:  # noqa: BLE001
+                return error_json(exc)
+            ingress_ms = (time.perf_counter() - started) * 1e3
+            return JSONResponse(result, headers=_server_timing(timings, ingress_ms))
+        endpoint.__name__ = f"call_{name}"
+        return endpoint
+
+    for name, method in METHODS.items():
+        schema = method.args.model_json_schema(by_alias=True)
+        api.add_api_route(
+            f"/v1/w/{{workspace}}/{name}", method_route(name), methods=["POST"],
+            tags=["maintenance (admin token)" if method.access == "maintenance"
+                  else f"workspace {method.access}s"],
+            summary=f"{name} ({method.access})", name=name,
+            openapi_extra={"requestBody": {"required": False, "content": {
+                "application/json": {"schema": schema}}}})
+    return api
