@@ -2,6 +2,7 @@
 
     python -m bench.bench_retrieval --data ../shared/data/msmarco_5k ../shared/data/dbpedia_5k
     python -m bench.bench_retrieval --synthetic 100000
+    python -m bench.bench_retrieval --data ../shared/data/msmarco_5k ../shared/data/dbpedia_5k --vectors minilm
 
 Every method runs over the same workspace file in the same run:
   recall          our full pipeline (Workspace.recall, topK=10)
@@ -10,6 +11,10 @@ Every method runs over the same workspace file in the same run:
   keyword-arm     our keyword arm alone (distilled terms + proximity boost), no rerank
   graph-arm       our graph arm alone, seeded from the keyword arm (the BEIR sets have no edges,
                   so it reorders the seeds only)
+With --vectors PROVIDER (optional binding, see bench/bench_vectors.py) the same workspace is then
+bound and more rows follow per set: dense-only (vector arm alone), hybrid (our recall with the
+vector arm) and hybrid with MMR off; then the vector weight's sensitivity, embed throughput and
+capture latency with the binding on versus off. Saved as bench/results/retrieval-vectors.md.
 """
 from __future__ import annotations
 
@@ -82,8 +87,21 @@ def expand(entry_ids: list[str], docs_of: dict[str, list[str]]) -> list[str]:
     return [doc for entry_id in entry_ids for doc in docs_of.get(entry_id, [])]
 
 
-def quality(path: str) -> tuple[str, list[list]]:
+def _score(data, search, docs_of) -> list:
+    ndcgs, recalls, latencies = [], [], []
+    for qid, text in data.queries.items():
+        t0 = time.perf_counter()
+        ranked = search(text)
+        latencies.append((time.perf_counter() - t0) * 1000)
+        docs = expand(ranked, docs_of)
+        ndcgs.append(beir.ndcg_at(docs, data.qrels[qid]))
+        recalls.append(beir.recall_at(docs, data.qrels[qid]))
+    return [sum(ndcgs) / len(ndcgs), sum(recalls) / len(recalls), p50(latencies), percentile(latencies, 99)]
+
+
+def quality(path: str, vectors=None, cache=None, sensitivity: list | None = None) -> tuple[str, list[list]]:
     data = beir.load(path)
+    sensitivity = [] if sensitivity is None else sensitivity
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         with Workspace(Path(tmp) / "bench.db", synchronous="NORMAL") as ws:
@@ -101,8 +119,16 @@ def quality(path: str) -> tuple[str, list[list]]:
                     recalls.append(beir.recall_at(docs, data.qrels[qid]))
                 rows.append([data.name, name, sum(ndcgs) / len(ndcgs), sum(recalls) / len(recalls),
                              p50(latencies), percentile(latencies, 99)])
+            vector_note = ""
+            if vectors is not None:  # same file, now bound: dense-only and hybrid rows
+                from . import bench_vectors
+                provider, vector_note = bench_vectors.bind(ws, vectors, data, cache)
+                for name, search in bench_vectors.methods(ws, provider).items():
+                    bench_vectors.reset_recall_counts(ws)
+                    rows.append([data.name, name, *_score(data, search, docs_of)])
+                sensitivity += bench_vectors.weight_sensitivity(ws, data, docs_of, _score)
     note = f"{data.name}: {len(data.corpus)} docs loaded in {load_s:.1f} s, {len(data.queries)} judged queries"
-    return note, rows
+    return note + (f"; {vector_note}" if vector_note else ""), rows
 
 
 def synthetic_docs(n: int, seed: int = 7) -> tuple[list[tuple[str, str]], dict[str, list[str]]]:
@@ -162,12 +188,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", nargs="*", default=[], help="BEIR-layout folders")
     parser.add_argument("--synthetic", type=int, default=0, help="entries for the latency run")
+    parser.add_argument("--vectors", choices=["minilm", "hash"], default=None,
+                        help="also bind this embedding provider: dense-only and hybrid rows")
+    parser.add_argument("--embed-cache", default=None,
+                        help="folder caching corpus embeddings between runs (default: a temp dir)")
     args = parser.parse_args()
     out = []
+    provider = cache = None
+    if args.vectors:
+        from . import bench_vectors
+        provider, cache = bench_vectors.make(args.vectors), bench_vectors.cache_dir(args.embed_cache)
     if args.data:
-        notes, rows = [], []
+        notes, rows, sensitivity = [], [], []
         for path in args.data:
-            note, part = quality(path)
+            note, part = quality(path, provider, cache, sensitivity)
             notes.append(note)
             rows += part
         out.append("## Quality (nDCG@10, R@10) and query latency (ms)\n\n" + "\n".join(f"- {n}" for n in notes)
@@ -176,9 +210,12 @@ def main() -> None:
         note, rows = latency(args.synthetic)
         out.append(f"## Latency at scale\n\n- {note}\n\n" + table(
             ["data", "method", "p50 ms", "p99 ms", "p50 / raw", "p99 / raw"], rows))
+    if provider is not None:
+        from . import bench_vectors
+        out += bench_vectors.report_sections(provider, args.data, sensitivity if args.data else [])
     report = "\n\n".join(out)
     print(report)
-    print("\nsaved to", save_report("retrieval", report))
+    print("\nsaved to", save_report("retrieval-vectors" if provider is not None else "retrieval", report))
 
 
 if __name__ == "__main__":

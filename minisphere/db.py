@@ -9,7 +9,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
-from .constants import BUSY_TIMEOUT_MS, DEFAULT_SYNCHRONOUS
+from .constants import BUSY_TIMEOUT_MS, DEFAULT_SYNCHRONOUS, VECTOR_BINDING_META_KEY
 from .errors import InvalidArgument, SchemaTooNew
 
 try:  # pragma: no cover - which branch runs depends on the machine
@@ -41,10 +41,32 @@ def connect(path: str | Path, *, synchronous: str = DEFAULT_SYNCHRONOUS, readonl
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA temp_store = MEMORY")
+        load_vector_extension_if_bound(conn)
     except Exception:
         conn.close()
         raise
     return conn
+
+
+def load_vector_extension_if_bound(conn) -> None:
+    """A file with the optional vector binding has triggers into its sqlite-vec table, so every
+    connection to it (writer, readers, maintenance) needs the extension; others never load it."""
+    try:
+        bound = conn.execute("SELECT 1 FROM workspace_meta WHERE key = ?",
+                             (VECTOR_BINDING_META_KEY,)).fetchone()
+    except OperationalError:  # a new file, or not a workspace file (e.g. the control plane)
+        return
+    if bound:
+        load_sqlite_vec(conn)
+
+
+def load_sqlite_vec(conn) -> None:
+    import sqlite_vec
+    conn.enable_load_extension(True)
+    try:
+        sqlite_vec.load(conn)
+    finally:
+        conn.enable_load_extension(False)
 
 
 def available_migrations() -> list[tuple[int, str, str]]:

@@ -8,11 +8,14 @@ from . import tuning as T
 from .arms import Hit
 
 
-def fuse(arms: dict[str, list[Hit]]) -> dict[str, dict]:
-    """id -> {"fused": score, "arms": {arm: {"rank", "score", **detail, "rrf"}}}."""
+def fuse(arms: dict[str, list[Hit]], weights: dict[str, float] | None = None) -> dict[str, dict]:
+    """id -> {"fused": score, "arms": {arm: {"rank", "score", **detail, "rrf"}}}.
+
+    weights: ARM_WEIGHTS by default; recall passes HYBRID_ARM_WEIGHTS when the vector arm ran."""
     fused: dict[str, dict] = {}
+    weights = T.ARM_WEIGHTS if weights is None else weights
     for arm, hits in arms.items():
-        weight = T.ARM_WEIGHTS.get(arm, 1.0)
+        weight = weights.get(arm, 1.0)
         for rank, hit in enumerate(hits, start=1):
             contribution = weight / (T.RRF_K + rank)
             slot = fused.setdefault(hit.id, {"fused": 0.0, "arms": {}})

@@ -93,7 +93,7 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
         arms["recency"] = recency_arm(conn, prefilter)
         timer.lap("recencyMs")
 
-    fused = fuse(arms)
+    fused = fuse(arms, T.HYBRID_ARM_WEIGHTS if "vector" in arms else None)
     timer.lap("fusionMs")
 
     rows = entries_by_id(conn, list(fused), now_ms)

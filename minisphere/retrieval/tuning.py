@@ -47,3 +47,17 @@ SNIPPET_TOP_CHARS = 4000
 SNIPPET_TOP_COUNT = 2
 SNIPPET_TAIL_CHARS = 400
 SNIPPET_TOTAL_CHARS = 12000
+
+# --- vector arm (only with the optional vector binding; see minisphere/vectors/arm.py) ---
+VECTOR_ROW_CAP = 100               # nearest neighbours taken from sqlite-vec, best cosine first
+VECTOR_OVERFETCH = 2               # KNN depth multiplier before dropping always-on exclusions
+VECTOR_MIN_COSINE = 0.0            # neighbours at or below orthogonal say nothing: dropped
+
+# --- hybrid fusion: the same weighted RRF, with these weights when the vector arm ran ---
+# The dense arm leads; lexical evidence reorders within about one result page of its head. An
+# entry that is the keyword arm's rank 1 (plus its hop-0 graph echo: 2/61 in all) at dense rank
+# 11 ties the dense rank 1 (15/71 + 2/61 ≈ 15/61); entries the dense arm ranks far down cannot
+# be pulled up by keywords alone. Equal-weight RRF lets the weaker arm drag the stronger one down
+# (data README: 0.692 / 0.444 versus dense-only 0.704 / 0.478). One weight for every workspace;
+# bench/results/retrieval-vectors.md has the sensitivity. ARM_WEIGHTS stays the zero-binding fusion.
+HYBRID_ARM_WEIGHTS = {"keyword": 1.0, "graph": 1.0, "recency": 1.0, "vector": 15.0}

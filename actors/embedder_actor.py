@@ -1,0 +1,118 @@
+"""EmbedderActor: one shared embedding service per cluster, so no workspace actor loads a model.
+
+Named per provider (`embedder:<provider>[:<model>]`), detached, created with get-if-exists, so
+restarts and many callers never make a second copy. It loads the model once and embeds batches;
+concurrent requests arriving within BATCH_WINDOW_S are coalesced into one forward pass of at
+most MAX_BATCH_TEXTS texts (the model call runs on a worker thread, off the event loop).
+
+Workspace actors use it through `RemoteEmbedder`, a provider object (name, dim, embed) that the
+engine's Workspace accepts as `embedder=`:
+
+    handle = get_or_create_embedder({"provider": "minilm"})
+    workspace = Workspace(path, embedder=RemoteEmbedder(handle))
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+
+import numpy as np
+import ray
+
+log = logging.getLogger("minisphere.embedder")
+
+EMBEDDER_NUM_CPUS = 0.5          # the model's forward pass is CPU work: reserve half a core
+BATCH_WINDOW_S = 0.005           # wait this long for more requests before a forward pass
+MAX_BATCH_TEXTS = 256            # texts per forward pass at most
+REMOTE_TIMEOUT_S = 120.0         # a workspace gives up on one embed call after this
+
+
+def embedder_name(spec: dict) -> str:
+    return ":".join(["embedder", spec["provider"], *([spec["model"]] if spec.get("model") else [])])
+
+
+@ray.remote(max_restarts=-1, max_task_retries=1, max_concurrency=64)
+class EmbedderActor:
+    def __init__(self, spec: dict):
+        logging.basicConfig(level=logging.INFO)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from minisphere.embedding import make_provider
+        started = time.perf_counter()
+        self.provider = make_provider(spec)
+        self.spec = {k: v for k, v in spec.items() if k not in ("apiKey",)}
+        self.calls = self.texts = self.batches = 0
+        self.embed_s = 0.0
+        self._pending: list[tuple[list[str], asyncio.Future]] = []
+        self._flusher: asyncio.Task | None = None
+        log.info("embedder %s (%d dims) loaded in %.1f s", self.provider.name, self.provider.dim,
+                 time.perf_counter() - started)
+
+    async def info(self) -> dict:
+        return {"name": self.provider.name, "dim": self.provider.dim, "pid": os.getpid(),
+                "spec": self.spec, "calls": self.calls, "texts": self.texts,
+                "batches": self.batches, "embedSeconds": round(self.embed_s, 3)}
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        if not texts:
+            return np.zeros((0, self.provider.dim), dtype=np.float32)
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((list(texts), future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        return await future
+
+    async def _flush(self) -> None:
+        await asyncio.sleep(BATCH_WINDOW_S)
+        while self._pending:
+            group, size = [], 0
+            while self._pending and (not group or size + len(self._pending[0][0]) <= MAX_BATCH_TEXTS):
+                texts, future = self._pending.pop(0)
+                group.append((texts, future))
+                size += len(texts)
+            flat = [t for texts, _ in group for t in texts]
+            started = time.perf_counter()
+            try:
+                matrix = await asyncio.to_thread(self.provider.embed, flat)
+            except Exception as exc:  # noqa: BLE001 - every waiter gets the error
+                for _, future in group:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            self.embed_s += time.perf_counter() - started
+            self.batches += 1
+            self.texts += len(flat)
+            offset = 0
+            for texts, future in group:
+                if not future.done():
+                    future.set_result(matrix[offset:offset + len(texts)])
+                offset += len(texts)
+
+
+def get_or_create_embedder(spec: dict, namespace: str | None = None,
+                           num_cpus: float = EMBEDDER_NUM_CPUS):
+    """The cluster's one embedder for this provider spec (named, detached, get-if-exists).
+    Pass secrets as {"apiKeyEnv": "VAR"} (read inside the actor), not as a literal key."""
+    return EmbedderActor.options(name=embedder_name(spec), namespace=namespace, lifetime="detached",
+                                 get_if_exists=True, num_cpus=num_cpus).remote(spec)
+
+
+class RemoteEmbedder:
+    """An embedding provider (name, dim, embed) backed by the shared EmbedderActor.
+
+    `embed` blocks (ray.get): the engine calls it from its writer/reader threads, never from an
+    event loop. For an async caller, `aembed` awaits the actor instead."""
+
+    def __init__(self, handle, timeout_s: float = REMOTE_TIMEOUT_S):
+        self.handle = handle
+        self.timeout_s = timeout_s
+        info = ray.get(handle.info.remote(), timeout=timeout_s)
+        self.name, self.dim = info["name"], int(info["dim"])
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return ray.get(self.handle.embed.remote(list(texts)), timeout=self.timeout_s)
+
+    async def aembed(self, texts: list[str]) -> np.ndarray:
+        return await self.handle.embed.remote(list(texts))

@@ -1,0 +1,179 @@
+"""Vector-binding parts of the retrieval benchmark (`bench_retrieval --vectors minilm`).
+
+  dense-only   the vector arm alone: sqlite-vec KNN over the same workspace file, top 10
+  hybrid       our full recall with the binding on (keyword + graph + vector, fused, reranked)
+  hybrid, MMR off   the same with MMR's λ at 1: fusion + rerank factors only
+plus the provider's embed throughput and capture latency with the binding on versus off.
+Corpus/query vectors are cached under --embed-cache (a temp dir, never the repo) so reruns do not
+re-embed; the throughput row always embeds a fresh sample.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from minisphere import Workspace
+from minisphere.retrieval.prefilter import Prefilter
+
+from .common import p50, percentile
+from .embed_cache import cached_embed
+
+DEFAULT_CACHE = Path(tempfile.gettempdir()) / "minisphere-embed-cache"
+THROUGHPUT_SAMPLE = 128          # corpus texts embedded fresh for the sentences/s row
+CAPTURE_SAMPLES = 100            # captures timed per configuration
+CAPTURE_WARMUP = 5
+CAPTURE_NOTE_CHARS = 200         # captured notes: agent-note sized cuts of corpus passages
+SENSITIVITY_WEIGHTS = (1.0, 3.0, 6.0, 10.0, 15.0, 25.0)   # vector-arm RRF weights compared
+
+
+class CachedProvider:
+    """Wraps a provider with a text -> vector table filled from the embedding cache."""
+
+    def __init__(self, provider, table: dict[str, np.ndarray]):
+        self.inner, self.table = provider, table
+        self.name, self.dim = provider.name, provider.dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.table]
+        if missing:
+            for text, vector in zip(missing, self.inner.embed(missing)):
+                self.table[text] = vector
+        return np.stack([self.table[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+
+
+def make(name: str):
+    from minisphere.embedding import make_provider
+    return make_provider({"provider": name})
+
+
+def bind(ws: Workspace, provider, data, cache_dir) -> tuple[CachedProvider, str]:
+    """Bind the workspace (backfill from the cache); returns the provider and a note."""
+    corpus_texts = [text for _, text in data.corpus]
+    query_texts = list(data.queries.values())
+    corpus_vectors, corpus_s = cached_embed(provider, corpus_texts, cache_dir, data.name + "-corpus")
+    query_vectors, _ = cached_embed(provider, query_texts, cache_dir, data.name + "-queries")
+    table = dict(zip(corpus_texts, corpus_vectors))
+    table.update(zip(query_texts, query_vectors))
+    cached = CachedProvider(provider, table)
+    started = time.perf_counter()
+    report = ws.enable_vectors(cached, progress_callback=_progress(data.name))
+    note = (f"{data.name}: {report['embedded']} vectors backfilled into sqlite-vec in "
+            f"{time.perf_counter() - started:.1f} s" + (f" (corpus embedded in {corpus_s:.0f} s, cached)"
+                                                       if corpus_s else " (corpus vectors from the cache)"))
+    return cached, note
+
+
+def _progress(label: str):
+    def report(done: int, total: int) -> None:
+        if total and (done == total or done % 1000 < 64):
+            print(f"  backfill {label}: {done}/{total}", flush=True)
+    return report
+
+
+def methods(ws: Workspace, provider) -> dict:
+    from minisphere.vectors.arm import vector_arm
+
+    def dense(query: str) -> list[str]:
+        return [h.id for h in vector_arm(ws.conn, provider.embed([query])[0], Prefilter())[:10]]
+    def hybrid_without_mmr(query: str) -> list[str]:
+        """Fusion + rerank factors only: isolates the fusion from MMR's diversity trade-off."""
+        from minisphere.retrieval import recall as pipeline
+        original = pipeline.mmr
+        pipeline.mmr = functools.partial(original, lam=1.0)
+        try:
+            return [i["id"] for i in ws.recall(query, topK=10)["items"]]
+        finally:
+            pipeline.mmr = original
+    return {
+        "dense-only": dense,
+        "hybrid": lambda q: [i["id"] for i in ws.recall(q, topK=10)["items"]],
+        "hybrid, MMR off": hybrid_without_mmr,
+    }
+
+
+def reset_recall_counts(ws: Workspace) -> None:
+    """Each recall-based row starts from the same state: earlier rows' recalls must not boost
+    (recall-count factor) what this row returns."""
+    ws.conn.execute("UPDATE entries SET recall_count = 0")
+
+
+def weight_sensitivity(ws: Workspace, data, docs_of, score) -> list[list]:
+    """hybrid nDCG@10 / R@10 for other vector-arm weights (the shipped one is HYBRID_ARM_WEIGHTS)."""
+    from minisphere.retrieval import tuning as T
+    shipped = T.HYBRID_ARM_WEIGHTS["vector"]
+    rows = []
+    try:
+        for weight in SENSITIVITY_WEIGHTS:
+            T.HYBRID_ARM_WEIGHTS["vector"] = weight
+            reset_recall_counts(ws)
+            ndcg, recall, _, _ = score(data, lambda q: [i["id"] for i in ws.recall(q, topK=10)["items"]], docs_of)
+            rows.append([data.name, f"{weight:g}" + (" (shipped)" if weight == shipped else ""), ndcg, recall])
+    finally:
+        T.HYBRID_ARM_WEIGHTS["vector"] = shipped
+    return rows
+
+
+def throughput(provider, texts: list[str]) -> list:
+    sample = texts[:THROUGHPUT_SAMPLE]
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    provider.embed(sample)
+    seconds = time.perf_counter() - started
+    threads = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or "default"
+    return [f"embed ({provider.name}), BLAS threads {threads}, load avg {load:.1f} on {os.cpu_count()} cores",
+            f"{len(sample)} texts", len(sample) / seconds, "sentences/s"]
+
+
+def _capture_latency(ws: Workspace, texts: list[str], prefetch: bool) -> list[float]:
+    samples = []
+    for i, text in enumerate(texts):
+        if prefetch:  # the owner embeds while the write waits in its queue; time the write only
+            ws.prefetch_vectors("capture", {"content": text})
+        t0 = time.perf_counter()
+        ws.capture(text)
+        if i >= CAPTURE_WARMUP:
+            samples.append((time.perf_counter() - t0) * 1000)
+    return samples
+
+
+def capture_rows(provider, texts: list[str]) -> list[list]:
+    """Capture latency (ms, synchronous=FULL), one fresh workspace per configuration, same notes
+    (the first CAPTURE_WARMUP captures of each are not timed)."""
+    texts = texts[: CAPTURE_SAMPLES + CAPTURE_WARMUP]
+    rows = []
+    configs = [("binding off", None, False), (f"binding on ({provider.name})", provider, False),
+               ("binding on, prefetched", provider, True)]
+    for label, embedder, prefetch in configs:
+        with tempfile.TemporaryDirectory() as tmp:
+            with Workspace(Path(tmp) / "cap.db", embedder=embedder) as ws:
+                samples = _capture_latency(ws, [f"note {i}: {t}" for i, t in enumerate(texts)], prefetch)
+        rows.append(["capture " + label, f"{len(samples)} captures", p50(samples), percentile(samples, 99)])
+    return rows
+
+
+def cache_dir(arg: str | None) -> Path:
+    return Path(arg or os.environ.get("MINISPHERE_EMBED_CACHE") or DEFAULT_CACHE)
+
+
+def report_sections(provider, data_paths: list[str], sensitivity: list[list]) -> list[str]:
+    """Markdown sections: weight sensitivity, embed throughput, capture latency on vs off."""
+    from . import beir
+    from .common import table
+    corpus = [text for _, text in beir.load(data_paths[0]).corpus] if data_paths else \
+        [f"synthetic note {i} about topic {i % 17} and its details" for i in range(1000)]
+    sections = []
+    if sensitivity:
+        sections.append("## Hybrid: sensitivity to the vector arm's RRF weight (keyword, graph = 1)\n\n"
+                        + table(["set", "vector weight", "nDCG@10", "R@10"], sensitivity))
+    sections.append("## Vector binding: embed throughput\n\n" + table(
+        ["what", "sample", "value", "unit"], [throughput(provider, corpus[-THROUGHPUT_SAMPLE:])]))
+    notes = [text[:CAPTURE_NOTE_CHARS] for text in corpus[:CAPTURE_SAMPLES + CAPTURE_WARMUP]]
+    sections.append("## Capture latency, binding on vs off (ms, synchronous=FULL, one capture per "
+                    "commit; prefetched = embedded before the write, as the actor's queue allows)\n\n"
+                    + table(["configuration", "sample", "p50 ms", "p99 ms"], capture_rows(provider, notes)))
+    return sections
