@@ -18,6 +18,7 @@ from ray import serve
 
 from actors.gateway import Gateway
 from minisphere.config import ConfigError, ServiceConfig, load_config
+from minisphere.durability_config import DurabilityConfig
 from minisphere.http_api import build_api
 from minisphere.service_contracts import verified_contracts
 
@@ -40,6 +41,10 @@ class MiniSphereIngress:
         self.config = ServiceConfig.from_dict(settings) if settings else load_config()
         self.contracts = verified_contracts()     # a pin mismatch stops the replica here
         self.gateway = Gateway(self.config)
+        # `serve run serve_app:app` never calls start(): make sure the scheduler exists anyway
+        # (a named get-if-exists singleton, so every replica finds the same one)
+        from actors.scheduled_tasks_actor import get_scheduled_tasks
+        get_scheduled_tasks(self.config)
         log.info("ingress replica up; data in %s; %d pinned contracts", self.config.data_dir,
                  len(self.contracts))
         if self.config.admin_token_source != "env":
@@ -47,7 +52,9 @@ class MiniSphereIngress:
                         "one)", self.config.data_dir)
 
     def __serve_build_asgi_app__(self):
-        return build_api(self.gateway, self.contracts)
+        # request logs, metrics and the import/export routes: actors/ops.py (issue 9)
+        from actors.ops import instrument
+        return instrument(build_api(self.gateway, self.contracts), self.gateway)
 
     async def check_health(self):
         await self.gateway.ready()
@@ -73,8 +80,24 @@ def start(config: ServiceConfig, *, blocking_ready: bool = True):
     logging_config = {"enable_access_log": config.access_log}
     serve.start(http_options={"host": config.host, "port": config.port},
                 logging_config=logging_config)
-    return serve.run(build_app(config), name=APP_NAME, route_prefix="/",
-                     logging_config=logging_config)
+    handle = serve.run(build_app(config), name=APP_NAME, route_prefix="/",
+                       logging_config=logging_config)
+    start_scheduler(config)
+    return handle
+
+
+SCHEDULER_READY_TIMEOUT_S = 120.0
+
+
+def start_scheduler(config: ServiceConfig):
+    """The scheduled-tasks singleton (issue 5): created once, found by name on every later
+    start (get-if-exists), so restarts and extra launchers never make a second scheduler."""
+    import ray
+    from actors.scheduled_tasks_actor import get_scheduled_tasks
+    scheduler = get_scheduled_tasks(config)
+    status = ray.get(scheduler.status.remote(), timeout=SCHEDULER_READY_TIMEOUT_S)
+    log.info("scheduled tasks: %d staleness jobs", status["jobs"])
+    return scheduler
 
 
 def banner(config: ServiceConfig) -> str:
@@ -83,6 +106,7 @@ def banner(config: ServiceConfig) -> str:
     return "\n".join([
         f"Mini-Sphere is listening on {where}  (API docs: {where}/docs)",
         f"  data folder : {config.data_dir}",
+        f"  snapshots   : {DurabilityConfig.from_dict(config.durability).describe()}",
         f"  admin token : {shown}"
         + (f"  (kept in {config.data_dir}/.admin_token)" if config.admin_token_source != "env" else ""),
         f"  try         : curl -H 'Authorization: Bearer <admin token>' {where}/v1/workspaces",

@@ -191,6 +191,12 @@ class Client(_Admin):
         return _check(self.http.delete(f"/v1/workspaces/{workspace_id}",
                                        headers=self._admin_headers()))
 
+    def maintenance_runs(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
+        """Audited staleness runs (cron and manual), newest first (admin token)."""
+        params = {"limit": limit, **({"workspace": workspace_id} if workspace_id else {})}
+        return _check(self.http.get("/v1/maintenance/runs", params=params,
+                                    headers=self._admin_headers()))["items"]
+
 
 class AsyncClient(_Admin):
     def __init__(self, base_url: str | None = None, *, admin_token: str | None = None,

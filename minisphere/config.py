@@ -15,6 +15,9 @@
 | MINISPHERE_BLUEPRINT        | infra/blueprint.default.json | default workspace blueprint         |
 | MINISPHERE_ACCESS_LOG       | 0                | 1: Serve logs every request (costs latency)     |
 
+Durability settings (MINISPHERE_SNAPSHOT_*, MINISPHERE_S3_*, MINISPHERE_HIBERNATE_IDLE_S,
+MINISPHERE_MAX_RESIDENT) are read by `durability_config.py` (its table) into `durability`.
+
 On a loopback host without MINISPHERE_ADMIN_TOKEN, a token is generated once and kept in
 `<data>/.admin_token` (mode 0600), so every process of one deployment agrees on it. Off
 loopback the variable is mandatory: `load_config` refuses to produce a config without it.
@@ -24,9 +27,11 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping
+
+from .durability_config import DurabilityConfigError, load_durability_config
 
 ADMIN_TOKEN_FILE = ".admin_token"
 DEFAULT_BLUEPRINT = Path(__file__).resolve().parent.parent / "infra" / "blueprint.default.json"
@@ -52,6 +57,7 @@ class ServiceConfig:
     blueprint_path: str = str(DEFAULT_BLUEPRINT)
     token_cache_ttl_s: float = 30.0
     access_log: bool = False
+    durability: dict = field(default_factory=dict)   # DurabilityConfig.to_dict()
 
     @property
     def workspaces_dir(self) -> Path:
@@ -125,6 +131,10 @@ def load_config(env: Mapping[str, str] | None = None) -> ServiceConfig:
     max_batch = _int(env, "MINISPHERE_MAX_BATCH", 256, 1, 10_000)
     min_replicas = _int(env, "MINISPHERE_MIN_REPLICAS", 1, 1, 64)
     max_replicas = _int(env, "MINISPHERE_MAX_REPLICAS", max(2, min_replicas), min_replicas, 64)
+    try:
+        durability = load_durability_config(data_dir, env)
+    except DurabilityConfigError as exc:
+        raise ConfigError(str(exc)) from None
     data_dir.mkdir(parents=True, exist_ok=True)     # only once everything else is valid
     if not token:
         token, source = stored_admin_token(data_dir)
@@ -135,4 +145,5 @@ def load_config(env: Mapping[str, str] | None = None) -> ServiceConfig:
         max_batch=max_batch, min_replicas=min_replicas, max_replicas=max_replicas,
         blueprint_path=env.get("MINISPHERE_BLUEPRINT") or str(DEFAULT_BLUEPRINT),
         access_log=(env.get("MINISPHERE_ACCESS_LOG") or "0").strip().lower() in ("1", "true",
-                                                                                  "yes"))
+                                                                                  "yes"),
+        durability=durability.to_dict())

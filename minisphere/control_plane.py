@@ -144,6 +144,44 @@ class ControlPlane:
                                   (candidate_hash,)).fetchone()
         return ("other", []) if owner else ("invalid", [])
 
+    # ---- durability (issue 7) -----------------------------------------------------------------
+    def durability(self, workspace_id: str) -> dict:
+        row = self.conn.execute("SELECT snapshot_json, last_snapshot_version, snapshot_pending "
+                                "FROM workspaces WHERE id = ?", (workspace_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no workspace {workspace_id}")
+        return {"snapshots": json.loads(row[0]) if row[0] else None,
+                "lastSnapshotVersion": row[1], "snapshotPending": bool(row[2])}
+
+    def record_snapshot_status(self, workspace_id: str, status: dict) -> None:
+        """The workspace actor's latest snapshot status (after every attempt)."""
+        self.conn.execute(
+            "UPDATE workspaces SET snapshot_json = ?, "
+            "last_snapshot_version = COALESCE(?, last_snapshot_version), "
+            "snapshot_pending = CASE WHEN ? = 0 THEN 0 ELSE snapshot_pending END WHERE id = ?",
+            (json.dumps(status, sort_keys=True), status.get("lastVersion"),
+             status.get("pendingWrites", 1), workspace_id))
+
+    def record_hibernation(self, workspace_id: str, status: dict | None, pending: bool,
+                           version: str | None) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute(
+                "UPDATE workspaces SET state = 'hibernated', updated_at = ?, "
+                "snapshot_json = COALESCE(?, snapshot_json), snapshot_pending = ?, "
+                "last_snapshot_version = COALESCE(?, last_snapshot_version) "
+                "WHERE id = ? AND state != 'deleting'",
+                (_now_ms(), json.dumps(status, sort_keys=True) if status else None,
+                 1 if pending else 0, version, workspace_id))
+            self._audit(workspace_id, "hibernate", {"snapshot": version, "pending": pending})
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def record_event(self, workspace_id: str, action: str, detail: dict | None = None) -> None:
+        self._audit(workspace_id, action, detail)
+
     def audit_log(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
         rows = self.conn.execute(
             "SELECT seq, at, workspace_id, action, detail FROM audit WHERE ? IS NULL OR "

@@ -2,6 +2,8 @@
 
 Routes: `POST /v1/w/{workspace}/{method}` (one per contract method, documented with its
 argument schema), admin `POST/GET /v1/workspaces`, `GET/DELETE /v1/workspaces/{id}`,
+durability: `POST /v1/workspaces/{id}/snapshot` (admin), `GET /v1/workspaces/{id}/snapshots`
+(admin or the workspace's token), `POST /v1/workspaces/{id}/restore` {version} (admin),
 `GET /healthz`, `GET /v1/contracts`; OpenAPI at `/docs`. Every error is JSON
 `{"error": {"code", "message"}}` with the status `http_errors` decides.
 
@@ -23,12 +25,20 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .auth import WORKSPACE_ID_PATTERN, bearer_token, check_workspace_id
 from .http_errors import error_response
+from .maintenance import RUNS_DEFAULT_LIMIT, RUNS_MAX_LIMIT
+from .snapshots import VERSION_PATTERN as SNAPSHOT_VERSION_PATTERN
 from .service_errors import MalformedRequest, RequestTooLarge
 from .surface import METHODS
 from .workspace import describe_validation_error, parse_args
 
 MAX_BODY_BYTES = 1024 * 1024
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
+
+
+class RestoreWorkspace(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    version: Annotated[StrictStr, Field(pattern=SNAPSHOT_VERSION_PATTERN.pattern,
+                                        description="a version from GET .../snapshots")]
 
 
 class CreateWorkspace(BaseModel):
@@ -149,6 +159,59 @@ def build_api(gateway, contracts: list[dict]) -> FastAPI:
         except Exception as exc:  # noqa: BLE001
             return error_json(exc)
 
+    # ---- durability (issue 7) ----------------------------------------------------------------
+    @api.post("/v1/workspaces/{workspace_id}/snapshot", tags=["admin"],
+              summary="Take a snapshot now (returns its manifest)")
+    async def snapshot_workspace(workspace_id: str, request: Request):
+        try:
+            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+            return await gateway.snapshot(check_workspace_id(workspace_id))
+        except Exception as exc:  # noqa: BLE001
+            return error_json(exc)
+
+    @api.get("/v1/workspaces/{workspace_id}/snapshots", tags=["admin"],
+             summary="List snapshot versions, oldest first (admin or the workspace's token)")
+    async def list_workspace_snapshots(workspace_id: str, request: Request):
+        try:
+            check_workspace_id(workspace_id)
+            token = bearer_token(request.headers.get("authorization"))
+            await gateway.authorize(workspace_id, token, "listSnapshots")
+            return {"items": await gateway.list_snapshots(workspace_id)}
+        except Exception as exc:  # noqa: BLE001
+            return error_json(exc)
+
+    @api.post("/v1/workspaces/{workspace_id}/restore", tags=["admin"],
+              summary="Restore a snapshot version (point-in-time restore)",
+              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                  "schema": RestoreWorkspace.model_json_schema()}}}})
+    async def restore_workspace(workspace_id: str, request: Request):
+        try:
+            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+            check_workspace_id(workspace_id)
+            body = await read_json_object(request, required=True)
+            try:
+                spec = RestoreWorkspace.model_validate(body)
+            except ValidationError as exc:
+                raise MalformedRequest(describe_validation_error("restore", exc)) from None
+            return await gateway.restore(workspace_id, spec.version)
+        except Exception as exc:  # noqa: BLE001
+            return error_json(exc)
+
+    # ---- maintenance (issue 5) ---------------------------------------------------------------
+    @api.get("/v1/maintenance/runs", tags=["maintenance (admin token)"])
+    async def maintenance_runs(request: Request, workspace: Optional[str] = None,
+                               limit: str = str(RUNS_DEFAULT_LIMIT)):
+        """Staleness runs (cron and manual), newest first; `?workspace=` filters."""
+        try:
+            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+            if workspace is not None:
+                check_workspace_id(workspace)
+            if not limit.isdigit() or not 1 <= int(limit) <= RUNS_MAX_LIMIT:
+                raise MalformedRequest(f"limit must be an integer from 1 to {RUNS_MAX_LIMIT}")
+            return {"items": await gateway.maintenance_runs(workspace, int(limit))}
+        except Exception as exc:  # noqa: BLE001
+            return error_json(exc)
+
     # ---- workspace methods -----------------------------------------------------------------
     def method_route(name: str):
         async def endpoint(workspace: str, request: Request):
@@ -159,7 +222,10 @@ def build_api(gateway, contracts: list[dict]) -> FastAPI:
                 await gateway.authorize(workspace, token, name)
                 body = await read_json_object(request)
                 parse_args(METHODS[name], body)       # refuse bad input before any actor
-                result, timings = await gateway.call(workspace, name, body)
+                if METHODS[name].access == "maintenance":    # audited (trigger=manual)
+                    result, timings = await gateway.run_maintenance(workspace, name, body)
+                else:
+                    result, timings = await gateway.call(workspace, name, body)
             except Exception as exc:  # noqa: BLE001
                 return error_json(exc)
             ingress_ms = (time.perf_counter() - started) * 1e3

@@ -11,6 +11,7 @@ import logging
 
 from . import errors as E
 from . import service_errors as S
+from . import snapshot_errors as D
 
 log = logging.getLogger("minisphere.http")
 
@@ -30,6 +31,11 @@ STATUS: dict[type, int] = {
     S.WorkspaceUnavailable: 503,
     S.NotImplementedYet: 503,
     S.InternalError: 500,
+    D.SnapshotNotFound: 404,
+    D.SnapshotCorrupt: 422,
+    D.SnapshotStoreUnavailable: 503,
+    D.SnapshotError: 503,
+    D.WorkspaceHibernating: 503,
     E.MiniSphereError: 400,
 }
 

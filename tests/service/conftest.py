@@ -9,10 +9,16 @@ import os
 import socket
 import uuid
 
+from urllib.parse import urlparse
+
 import httpx
 import pytest
 
+from tcp_relay import TcpRelay   # tests/ is on sys.path (tests/conftest.py)
+
 ADMIN_TOKEN = "test-admin-" + uuid.uuid4().hex
+SNAPSHOT_BUCKET = "minisphere-service-tests"
+SNAPSHOT_PREFIX = "service-tests/"
 
 
 def _free_port() -> int:
@@ -22,7 +28,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def service(tmp_path_factory):
+def service(tmp_path_factory, s3_endpoint):
     ray = pytest.importorskip("ray")
     from ray import serve
 
@@ -31,10 +37,20 @@ def service(tmp_path_factory):
 
     data_dir = tmp_path_factory.mktemp("service-data")
     port = _free_port()
+    # snapshots go to moto through a relay the durability tests can take down and bring back
+    import boto3
+    boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1").create_bucket(
+        Bucket=SNAPSHOT_BUCKET)
+    moto = urlparse(s3_endpoint)
+    relay = TcpRelay(moto.hostname, moto.port).start()
     env = {"MINISPHERE_DATA_DIR": str(data_dir), "MINISPHERE_HOST": "127.0.0.1",
            "MINISPHERE_PORT": str(port), "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
            "MINISPHERE_RAY_NAMESPACE": "minisphere-test", "MINISPHERE_SYNCHRONOUS": "NORMAL",
-           "MINISPHERE_MAX_REPLICAS": "1"}
+           "MINISPHERE_MAX_REPLICAS": "1",
+           "MINISPHERE_SNAPSHOT_STORE": "s3", "MINISPHERE_S3_BUCKET": SNAPSHOT_BUCKET,
+           "MINISPHERE_S3_PREFIX": SNAPSHOT_PREFIX, "MINISPHERE_S3_ENDPOINT_URL": relay.url,
+           "MINISPHERE_S3_REGION": "us-east-1", "MINISPHERE_S3_ACCESS_KEY_ID": "testing",
+           "MINISPHERE_S3_SECRET_ACCESS_KEY": "testing"}
     config = load_config(env)
     owns_ray = not ray.is_initialized()     # another session fixture may have started it
     if owns_ray:
@@ -43,13 +59,16 @@ def service(tmp_path_factory):
     try:
         serve_app.start(config)
         yield {"url": f"http://127.0.0.1:{port}", "admin": ADMIN_TOKEN, "config": config,
-               "data_dir": data_dir}
+               "data_dir": data_dir, "s3_relay": relay,
+               "snapshots": {"endpoint": s3_endpoint, "bucket": SNAPSHOT_BUCKET,
+                             "prefix": SNAPSHOT_PREFIX}}
     finally:
         try:
             serve.shutdown()
         finally:
             if owns_ray:
                 ray.shutdown()
+            relay.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,69 @@
+"""ScheduledTasksActor: APScheduler inside one named, detached Ray actor.
+
+Each workspace whose blueprint binds `scheduledTasks {cron, limit}` gets one job that fires
+`runStalenessPass({limit})` through `StalenessGate` (the only workspace method it can reach),
+skipping workspaces with nothing due and auditing every run in the control plane. The job
+logic is `minisphere.maintenance_scheduler` (plain Python); this is the Ray shell.
+
+A singleton by name (`get_if_exists`), so the service starting it at every launch, or two
+replicas starting it at once, never makes a second scheduler; jobs are rebuilt from the
+directory in `__init__`, so a restart (Ray restarts it after a crash) never duplicates one.
+"""
+from __future__ import annotations
+
+import logging
+import warnings
+
+import ray
+
+from minisphere.config import ServiceConfig
+from minisphere.maintenance_scheduler import MaintenanceScheduler
+
+from .directory_actor import get_directory
+from .maintenance_access import DirectoryLedger, StalenessGate
+
+log = logging.getLogger("minisphere.scheduled_tasks")
+SCHEDULER_NAME = "scheduled-tasks"
+
+
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
+class ScheduledTasksActor:
+    def __init__(self, config: dict):
+        logging.basicConfig(level=logging.INFO)
+        directory = get_directory(ServiceConfig.from_dict(config))
+        self.core = MaintenanceScheduler(StalenessGate(directory), DirectoryLedger(directory))
+        self.started = self.core.start()
+        with warnings.catch_warnings():   # Ray's own property warns about its internals
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        log.info("scheduled tasks up: %d jobs (restarted=%s)", self.started["jobs"],
+                 self.restarted)
+
+    def refresh(self) -> dict:
+        """Re-read the schedules now (also done every JOB_REFRESH_INTERVAL_S)."""
+        return self.core.sync()
+
+    def jobs(self) -> list[dict]:
+        return self.core.jobs()
+
+    def run_scheduled(self, workspace_id: str) -> dict:
+        """Run one workspace's job now, exactly as its cron tick would (skip rule included)."""
+        spec = self.core.specs.get(workspace_id)
+        if spec is None:
+            self.core.sync()
+            spec = self.core.specs.get(workspace_id)
+        if spec is None:
+            raise ValueError(f"workspace {workspace_id} has no scheduled staleness job")
+        return self.core.run_scheduled(workspace_id, spec.limit)
+
+    def status(self) -> dict:
+        return {"jobs": len(self.core.jobs()), "restarted": self.restarted,
+                "running": self.core.scheduler.running}
+
+
+def get_scheduled_tasks(config: ServiceConfig):
+    """The scheduler singleton: created on first use, found by name afterwards."""
+    return ScheduledTasksActor.options(
+        name=SCHEDULER_NAME, namespace=config.namespace, lifetime="detached",
+        get_if_exists=True, num_cpus=0, max_restarts=-1, max_task_retries=0,
+    ).remote(config.to_dict())
