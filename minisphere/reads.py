@@ -6,6 +6,7 @@ from collections import deque
 from . import constants as C
 from .inputs import GraphViewArgs, IdArgs, ListRecentArgs
 from .normalize import check_id, normalize_tag
+from .staleness import lazy_stale_tag_counts, tag_filter_sql
 from .rows import EDGE_COLUMNS, ENTRY_COLUMNS, edge_dict, entries_by_id, entry_dict, tags_for
 from .writes import require_entry
 
@@ -30,15 +31,13 @@ def get_entry(conn, args: IdArgs, now_ms: int) -> dict:
 
 
 def list_recent(conn, args: ListRecentArgs, now_ms: int) -> dict:
-    if args.tag is None:
-        rows = conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries ORDER BY created_at DESC, seq DESC "
-                            "LIMIT ?", (args.n,)).fetchall()
-    else:
-        rows = conn.execute(
-            f"SELECT {', '.join('e.' + c.strip() for c in ENTRY_COLUMNS.split(','))} "
-            "FROM tags t JOIN entries e ON e.id = t.entry_id WHERE t.tag = ? "
-            "ORDER BY e.created_at DESC, e.seq DESC LIMIT ?",
-            (normalize_tag(args.tag), args.n)).fetchall()
+    where, params = "1", []
+    if args.tag is not None:
+        where, params = tag_filter_sql("e", normalize_tag(args.tag), now_ms)
+    columns = ", ".join("e." + c.strip() for c in ENTRY_COLUMNS.split(","))
+    rows = conn.execute(f"SELECT {columns} FROM entries e WHERE {where} "
+                        "ORDER BY e.created_at DESC, e.seq DESC LIMIT ?",
+                        [*params, args.n]).fetchall()
     tag_map = tags_for(conn, [r[0] for r in rows])
     return {"items": [entry_dict(r, tag_map.get(r[0], []), now_ms) for r in rows]}
 
@@ -99,9 +98,13 @@ def graph_view(conn, args: GraphViewArgs, now_ms: int) -> dict:
             "missingSeedIds": [s for s in args.seed_ids if s not in hop_of]}
 
 
-def get_tags(conn) -> dict:
-    rows = conn.execute("SELECT tag, COUNT(*) AS n FROM tags GROUP BY tag ORDER BY n DESC, tag")
-    return {"tags": [{"tag": tag, "count": n} for tag, n in rows]}
+def get_tags(conn, now_ms: int) -> dict:
+    """Tag vocabulary with counts; stale tags include entries judged stale lazily."""
+    counts = dict(conn.execute("SELECT tag, COUNT(*) FROM tags GROUP BY tag").fetchall())
+    for tag, n in lazy_stale_tag_counts(conn, now_ms).items():
+        counts[tag] = counts.get(tag, 0) + n
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {"tags": [{"tag": tag, "count": n} for tag, n in ordered]}
 
 
 def entry_count(conn) -> int:

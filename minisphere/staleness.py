@@ -13,6 +13,7 @@ Two paths that always agree, because both use `is_stale(stale_due_at, now)`:
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 
 from . import constants as C
 from .inputs import StalenessPassArgs
@@ -28,6 +29,38 @@ def is_stale(stale_due_at: int | None, now_ms: int) -> bool:
 
 def stale_tag(stale_due_at: int) -> str:
     return C.STALE_TAG_PREFIX + time.strftime("%Y-%m-%d", time.gmtime(stale_due_at / 1000))
+
+
+def stale_tag_day(tag: str) -> tuple[int, int] | None:
+    """[start, end) epoch ms of the day a `stale:as-of:<YYYY-MM-DD>` tag names, else None."""
+    if not tag.startswith(C.STALE_TAG_PREFIX):
+        return None
+    try:
+        day = datetime.strptime(tag[len(C.STALE_TAG_PREFIX):], "%Y-%m-%d")
+    except ValueError:
+        return None
+    start = int(day.replace(tzinfo=timezone.utc).timestamp() * 1000)
+    return start, start + C.DAY_MS
+
+
+def tag_filter_sql(alias: str, tag: str, now_ms: int) -> tuple[str, list]:
+    """SQL over `alias` (entries) matching entries that carry `tag`. For a stale tag it also
+    matches entries the lazy judgement puts on that day, so filters agree before the pass."""
+    clause = f"EXISTS (SELECT 1 FROM tags y WHERE y.entry_id = {alias}.id AND y.tag = ?)"
+    day = stale_tag_day(tag)
+    if day is None:
+        return clause, [tag]
+    lazy = (f"({alias}.stale_since IS NULL AND {alias}.stale_due_at <= ? "
+            f"AND {alias}.stale_due_at >= ? AND {alias}.stale_due_at < ?)")
+    return f"({clause} OR {lazy})", [tag, now_ms, *day]
+
+
+def lazy_stale_tag_counts(conn, now_ms: int) -> dict[str, int]:
+    """Stale tags the pass has not written yet, with how many entries would carry each."""
+    rows = conn.execute(
+        "SELECT strftime('%Y-%m-%d', stale_due_at / 1000, 'unixepoch') AS day, COUNT(*) "
+        "FROM entries WHERE stale_since IS NULL AND stale_due_at <= ? GROUP BY day", (now_ms,))
+    return {C.STALE_TAG_PREFIX + day: n for day, n in rows}
 
 
 def annotate(entry: dict, stale_due_at: int | None, now_ms: int) -> dict:

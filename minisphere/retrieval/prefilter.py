@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..normalize import normalize_tag
+from ..staleness import tag_filter_sql
 from .temporal import TimeBounds
 
 # Never returned by recall: deprecated entries and pipeline exhaust.
@@ -16,13 +17,15 @@ class Prefilter:
     tag: str | None = None
     since_ms: int | None = None
     until_ms: int | None = None
+    now_ms: int = 0                    # judges lazily stale entries for a `stale:as-of:` tag
     clauses: list[str] = field(default_factory=list, compare=False)
 
     @classmethod
-    def build(cls, kind: str | None, tag: str | None, bounds: TimeBounds | None) -> "Prefilter":
+    def build(cls, kind: str | None, tag: str | None, bounds: TimeBounds | None,
+              now_ms: int = 0) -> "Prefilter":
         return cls(kind=kind, tag=normalize_tag(tag) if tag is not None else None,
                    since_ms=bounds.since_ms if bounds else None,
-                   until_ms=bounds.until_ms if bounds else None)
+                   until_ms=bounds.until_ms if bounds else None, now_ms=now_ms)
 
     @property
     def only_always_on(self) -> bool:
@@ -31,7 +34,7 @@ class Prefilter:
                 and self.until_ms is None)
 
     def without_time(self) -> "Prefilter":
-        return Prefilter(kind=self.kind, tag=self.tag)
+        return Prefilter(kind=self.kind, tag=self.tag, now_ms=self.now_ms)
 
     def sql(self) -> tuple[str, list]:
         """A WHERE fragment over the alias `e` (entries) and its parameters."""
@@ -43,8 +46,9 @@ class Prefilter:
             clauses.append("e.kind = ?")
             params.append(self.kind)
         if self.tag is not None:
-            clauses.append("EXISTS (SELECT 1 FROM tags y WHERE y.entry_id = e.id AND y.tag = ?)")
-            params.append(self.tag)
+            clause, tag_params = tag_filter_sql("e", self.tag, self.now_ms)
+            clauses.append(clause)
+            params += tag_params
         if self.since_ms is not None:
             clauses.append("e.created_at >= ?")
             params.append(self.since_ms)

@@ -68,7 +68,7 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     """vector_arm(conn, prefilter) -> hits: the optional vector binding's KNN arm."""
     timer = _Timer()
     text, bounds, terms, dropped = _rewrite(conn, args, now_ms)
-    prefilter = Prefilter.build(args.kind, args.tag, bounds)
+    prefilter = Prefilter.build(args.kind, args.tag, bounds, now_ms)
     timer.lap("rewriteMs")
 
     relaxed = False
