@@ -166,11 +166,19 @@ class DirectoryActor:
                       "expect_snapshot": bool(snap["lastSnapshotVersion"])}
         handle = WorkspaceActor.options(
             name=actor_name(workspace_id), namespace=self.config.namespace, lifetime="detached",
-            get_if_exists=True, num_cpus=0, max_restarts=-1, max_task_retries=0, **placement,
+            get_if_exists=True, max_restarts=-1, max_task_retries=0,
+            **{"num_cpus": 0, **placement},
         ).remote(workspace_id, self.workspace_path(workspace_id), self.config.synchronous,
-                 self.config.max_batch, durability=durability)
+                 self.config.max_batch, durability=durability,
+                 vector=self._vector_spec(record))
         self.store.set_state(workspace_id, "active")
         return handle
+
+    @staticmethod
+    def _vector_spec(record: dict) -> dict | None:
+        """The embedder spec of the workspace's vector binding, or None (keyword + graph only)."""
+        binding = parse_blueprint(record["blueprint"]).bindings.vector
+        return binding.embedder_spec() if binding is not None else None
 
     def _make_room(self, incoming: str) -> None:
         if len(self._handles) + 1 <= self.residency.max_resident:

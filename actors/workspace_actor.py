@@ -66,7 +66,8 @@ def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class WorkspaceActor:
     def __init__(self, workspace_id: str, path: str, synchronous: str = "FULL",
-                 max_batch: int = 256, read_threads: int = 2, durability: dict | None = None):
+                 max_batch: int = 256, read_threads: int = 2, durability: dict | None = None,
+                 vector: dict | None = None):
         logging.basicConfig(level=logging.INFO)
         self.workspace_id = workspace_id
         self.contracts = verified_contracts()   # a broken pin must not open the file
@@ -82,7 +83,8 @@ class WorkspaceActor:
             every_writes=settings.snapshot_every_writes, every_s=settings.snapshot_every_s,
             keep=settings.snapshot_keep, pending_writes=int(durability.get("pending_writes", 0)),
             expect_snapshot=bool(durability.get("expect_snapshot")),
-            on_follow_up=self._follow_up, on_snapshot_status=self._report_snapshot)
+            on_follow_up=self._follow_up, on_snapshot_status=self._report_snapshot,
+            workspace_options=self._vector_options(vector))
         self.node_id = ray.get_runtime_context().get_node_id()
         self.started_at = time.time()
         with warnings.catch_warnings():   # Ray's own property warns about its internals
@@ -173,6 +175,15 @@ class WorkspaceActor:
             loop.call_soon_threadsafe(_settle, future, ok, result, timings)
         self.host.submit_write(method_name, body, done)
         return await future
+
+    @staticmethod
+    def _vector_options(spec: dict | None) -> dict:
+        """A vector binding embeds through the cluster's shared embedder, never a local model."""
+        if spec is None:
+            return {}
+        from .embedder_actor import RemoteEmbedder, get_or_create_embedder
+        namespace = ray.get_runtime_context().namespace
+        return {"embedder": RemoteEmbedder(get_or_create_embedder(spec, namespace=namespace))}
 
     async def ping(self) -> dict:
         return {"workspace": self.workspace_id, "pid": os.getpid(), "nodeId": self.node_id}

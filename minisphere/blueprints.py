@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
@@ -38,9 +38,22 @@ class ScheduledTasks(_Strict):
 
 
 class VectorBinding(_Strict):
-    model: Annotated[StrictStr, Field(min_length=1, max_length=200)]
-    dimensions: Annotated[StrictInt, Field(ge=1, le=8192)]
-    metric: StrictStr = "cosine"
+    """An embedding binding. `minilm` runs all-MiniLM-L6-v2 locally (384 dimensions); `http`
+    calls an OpenAI-compatible /embeddings endpoint (`url`, `model`, `dimensions`, the key read
+    from the environment variable named by `apiKeyEnv`); `hash` is deterministic, for tests."""
+    provider: Literal["minilm", "http", "hash"] = "minilm"
+    model: Annotated[StrictStr, Field(min_length=1, max_length=200)] = "all-MiniLM-L6-v2"
+    dimensions: Annotated[StrictInt, Field(ge=1, le=8192)] = 384
+    metric: Literal["cosine"] = "cosine"
+    url: Optional[Annotated[StrictStr, Field(max_length=2000)]] = None
+    apiKeyEnv: Optional[Annotated[StrictStr, Field(max_length=200)]] = None
+
+    def embedder_spec(self) -> dict:
+        """The spec `minisphere.embedding.make_provider` (and the shared embedder) takes."""
+        spec = {"provider": self.provider, "model": self.model, "dim": self.dimensions}
+        if self.provider == "http":
+            spec.update({"url": self.url, **({"apiKeyEnv": self.apiKeyEnv} if self.apiKeyEnv else {})})
+        return spec
 
 
 class Bindings(_Strict):

@@ -1,0 +1,38 @@
+"""A workspace whose blueprint binds vectors embeds through the shared embedder actor."""
+import ray
+
+
+def call(http, ws, headers, method, body):
+    response = http.post(f"/v1/w/{ws}/{method}", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_vector_binding_from_the_blueprint(http, admin_headers, service):
+    created = http.post("/v1/workspaces", headers=admin_headers, json={
+        "id": "vector-bound-1",
+        "blueprint": {"bindings": {"vector": {"provider": "hash", "dimensions": 384}}}})
+    assert created.status_code == 201, created.text
+    assert created.json()["workspace"]["blueprint"]["bindings"]["vector"]["provider"] == "hash"
+    headers = {"Authorization": f"Bearer {created.json()['token']}"}
+    try:
+        first = call(http, "vector-bound-1", headers, "capture",
+                     {"content": "The nightly export job writes parquet files to the archive bucket"})
+        assert first["outcome"] == "stored"
+        call(http, "vector-bound-1", headers, "capture",
+             {"content": "Lunch on Fridays is pizza in the small meeting room"})
+        found = call(http, "vector-bound-1", headers, "recall",
+                     {"query": "where does the nightly export write its files", "topK": 2})
+        assert found["items"][0]["id"] == first["id"]
+        assert found["items"][0]["breakdown"]["vector"]["rank"] >= 1   # the vector arm ran
+        embedder = ray.get_actor("embedder:hash:all-MiniLM-L6-v2", namespace=service["config"].namespace)
+        assert ray.get(embedder.info.remote())["texts"] >= 3            # shared, not per actor
+    finally:
+        http.delete("/v1/workspaces/vector-bound-1", headers=admin_headers)
+
+
+def test_unbound_workspace_has_no_vector_arm(http, new_workspace):
+    ws, headers = new_workspace()
+    call(http, ws, headers, "capture", {"content": "Backups are verified every Sunday"})
+    found = call(http, ws, headers, "recall", {"query": "backups verified"})
+    assert "vector" not in found["items"][0]["breakdown"]
