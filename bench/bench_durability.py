@@ -144,14 +144,8 @@ def bench_group_commit(seconds: float) -> tuple[str, str, list[dict]]:
 
 # ---- Ray parts ---------------------------------------------------------------------------------
 def _proc_rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    from actors.workspace_actor import rss_bytes
+    return rss_bytes(pid)
 
 
 def _children(pid: int) -> list[int]:

@@ -109,16 +109,7 @@ def quality(path: str, vectors=None, cache=None, sensitivity: list | None = None
             docs_of = load_workspace(ws, data.corpus)
             load_s = time.perf_counter() - started
             for name, search in methods(ws).items():
-                ndcgs, recalls, latencies = [], [], []
-                for qid, text in data.queries.items():
-                    t0 = time.perf_counter()
-                    ranked = search(text)
-                    latencies.append((time.perf_counter() - t0) * 1000)
-                    docs = expand(ranked, docs_of)
-                    ndcgs.append(beir.ndcg_at(docs, data.qrels[qid]))
-                    recalls.append(beir.recall_at(docs, data.qrels[qid]))
-                rows.append([data.name, name, sum(ndcgs) / len(ndcgs), sum(recalls) / len(recalls),
-                             p50(latencies), percentile(latencies, 99)])
+                rows.append([data.name, name, *_score(data, search, docs_of)])
             vector_note = ""
             if vectors is not None:  # same file, now bound: dense-only and hybrid rows
                 from . import bench_vectors
