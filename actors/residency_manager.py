@@ -17,6 +17,7 @@ from minisphere.residency import idle_residents, lru_victims, placement
 NODE_CACHE_S = 2.0                 # how long the list of live nodes is trusted
 ACTIVITY_TIMEOUT_S = 0.5           # how long the directory waits for actors' last-call times
 CLEAN_EXITS_KEPT = 10_000          # actor ids remembered as cleanly hibernated
+PLACED_ACTOR_CPUS = 0.001          # CPUs a placed workspace actor asks for (see scheduling())
 
 
 class Residency:
@@ -88,4 +89,8 @@ class Residency:
         node, why = placement(recorded_node, self.alive_nodes())
         if node is None:
             return {}, why
-        return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=True)}, why
+        # Ray 2.60 ignores a *soft* node affinity for an actor that requests no resources, so
+        # a placed actor asks for a token CPU share (soft: when the node is gone, Ray restarts
+        # the actor elsewhere, where it restores from the snapshot store).
+        return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=True),
+                "num_cpus": PLACED_ACTOR_CPUS}, why
