@@ -61,6 +61,18 @@ def call(ray, directory, workspace_id: str, method: str, body: dict, deadline: f
     raise TimeoutError(f"{workspace_id}: no answer to {method} before the deadline: {last!r}")
 
 
+def retrying(ray, make_call, deadline: float):
+    """ray.get of a call to a detached actor that may be restarting after its node died."""
+    from ray.exceptions import GetTimeoutError, RayActorError
+    while True:
+        try:
+            return ray.get(make_call(), timeout=CALL_TIMEOUT_S)
+        except (RayActorError, GetTimeoutError):
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
+
+
 def main() -> int:
     import ray
     from ray.cluster_utils import Cluster
@@ -141,8 +153,9 @@ def main() -> int:
         checks["A's workspaces kept everything"] = all(
             recovered[w]["count"] == ENTRIES_SNAPSHOTTED + ENTRIES_AFTER_SNAPSHOT
             for w in kept if w.startswith("mn-a-"))
-        status = ray.get(scheduler.status.remote(), timeout=RECOVERY_TIMEOUT_S)
-        run = ray.get(scheduler.run_scheduled.remote("mn-b-0"), timeout=RECOVERY_TIMEOUT_S)
+        # the scheduler lived on B too: it is restarting elsewhere, so wait for it
+        status = retrying(ray, lambda: scheduler.status.remote(), deadline)
+        run = retrying(ray, lambda: scheduler.run_scheduled.remote("mn-b-0"), deadline)
         findings["scheduler"] = {"status": status, "run": {k: run.get(k) for k in
                                                            ("status", "outcome", "trigger")
                                                            if k in run}}
