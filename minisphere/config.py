@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Mapping
 
 from .durability_config import DurabilityConfigError, load_durability_config
+from .env_values import env_number
 
 ADMIN_TOKEN_FILE = ".admin_token"
 DEFAULT_BLUEPRINT = Path(__file__).resolve().parent.parent / "infra" / "blueprint.default.json"
@@ -85,16 +86,7 @@ def is_loopback(host: str) -> bool:
 
 
 def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
-    if not low <= value <= high:
-        raise ConfigError(f"{name} must be between {low} and {high}, got {value}")
-    return value
+    return env_number(env, name, default, low, high, error=ConfigError)
 
 
 def stored_admin_token(data_dir: Path) -> tuple[str, str]:

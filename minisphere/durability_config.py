@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping
 
+from .env_values import env_number
 from .snapshot_constants import (HIBERNATE_IDLE_S, MAX_RESIDENT_WORKSPACES, SNAPSHOT_EVERY_S,
                                  SNAPSHOT_EVERY_WRITES, SNAPSHOT_KEEP_VERSIONS)
 from .snapshot_store import SnapshotStore, store_from_settings
@@ -78,16 +79,7 @@ class DurabilityConfig:
 
 
 def _number(env: Mapping[str, str], name: str, default, low, high, kind=int):
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise DurabilityConfigError(f"{name} must be a number, got {raw!r}") from None
-    if not low <= value <= high:
-        raise DurabilityConfigError(f"{name} must be between {low} and {high}, got {value}")
-    return value
+    return env_number(env, name, default, low, high, kind=kind, error=DurabilityConfigError)
 
 
 def load_durability_config(data_dir: str | Path, env: Mapping[str, str] | None = None

@@ -89,6 +89,15 @@ def error_json(exc: BaseException) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
+async def as_admin(gateway, request: Request, action):
+    """Await `action()` for an admin caller; any failure (auth included) becomes the error JSON."""
+    try:
+        gateway.require_admin(bearer_token(request.headers.get("authorization")))
+        return await action()
+    except Exception as exc:  # noqa: BLE001 - answered as a structured error
+        return error_json(exc)
+
+
 def build_api(gateway, contracts: list[dict]) -> FastAPI:
     api = FastAPI(title="Mini-Sphere", version="0.1.0",
                   description="Per-workspace memory for AI agents. Workspace routes need "
@@ -121,8 +130,7 @@ def build_api(gateway, contracts: list[dict]) -> FastAPI:
               openapi_extra={"requestBody": {"content": {"application/json": {
                   "schema": CreateWorkspace.model_json_schema()}}}})
     async def create_workspace(request: Request):
-        try:
-            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+        async def create():
             body = await read_json_object(request)
             try:
                 spec = CreateWorkspace.model_validate(body)
@@ -130,44 +138,32 @@ def build_api(gateway, contracts: list[dict]) -> FastAPI:
                 raise MalformedRequest(describe_validation_error("createWorkspace", exc)) from None
             created = await gateway.create(spec.id, spec.blueprint, spec.label)
             return JSONResponse(created, status_code=201)
-        except Exception as exc:  # noqa: BLE001
-            return error_json(exc)
+        return await as_admin(gateway, request, create)
 
     @api.get("/v1/workspaces", tags=["admin"])
     async def list_workspaces(request: Request, limit: str = "1000", after: str = ""):
-        try:
-            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+        async def listing():
             if not limit.isdigit() or not 1 <= int(limit) <= 1000:
                 raise MalformedRequest("limit must be an integer from 1 to 1000")
             return {"items": await gateway.list(int(limit), after[:100])}
-        except Exception as exc:  # noqa: BLE001
-            return error_json(exc)
+        return await as_admin(gateway, request, listing)
 
     @api.get("/v1/workspaces/{workspace_id}", tags=["admin"])
     async def get_workspace(workspace_id: str, request: Request):
-        try:
-            gateway.require_admin(bearer_token(request.headers.get("authorization")))
-            return await gateway.get(check_workspace_id(workspace_id))
-        except Exception as exc:  # noqa: BLE001
-            return error_json(exc)
+        return await as_admin(gateway, request,
+                              lambda: gateway.get(check_workspace_id(workspace_id)))
 
     @api.delete("/v1/workspaces/{workspace_id}", tags=["admin"])
     async def delete_workspace(workspace_id: str, request: Request):
-        try:
-            gateway.require_admin(bearer_token(request.headers.get("authorization")))
-            return await gateway.delete(check_workspace_id(workspace_id))
-        except Exception as exc:  # noqa: BLE001
-            return error_json(exc)
+        return await as_admin(gateway, request,
+                              lambda: gateway.delete(check_workspace_id(workspace_id)))
 
     # ---- durability (issue 7) ----------------------------------------------------------------
     @api.post("/v1/workspaces/{workspace_id}/snapshot", tags=["admin"],
               summary="Take a snapshot now (returns its manifest)")
     async def snapshot_workspace(workspace_id: str, request: Request):
-        try:
-            gateway.require_admin(bearer_token(request.headers.get("authorization")))
-            return await gateway.snapshot(check_workspace_id(workspace_id))
-        except Exception as exc:  # noqa: BLE001
-            return error_json(exc)
+        return await as_admin(gateway, request,
+                              lambda: gateway.snapshot(check_workspace_id(workspace_id)))
 
     @api.get("/v1/workspaces/{workspace_id}/snapshots", tags=["admin"],
              summary="List snapshot versions, oldest first (admin or the workspace's token)")
@@ -185,8 +181,7 @@ def build_api(gateway, contracts: list[dict]) -> FastAPI:
               openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                   "schema": RestoreWorkspace.model_json_schema()}}}})
     async def restore_workspace(workspace_id: str, request: Request):
-        try:
-            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+        async def restore():
             check_workspace_id(workspace_id)
             body = await read_json_object(request, required=True)
             try:
@@ -194,23 +189,20 @@ def build_api(gateway, contracts: list[dict]) -> FastAPI:
             except ValidationError as exc:
                 raise MalformedRequest(describe_validation_error("restore", exc)) from None
             return await gateway.restore(workspace_id, spec.version)
-        except Exception as exc:  # noqa: BLE001
-            return error_json(exc)
+        return await as_admin(gateway, request, restore)
 
     # ---- maintenance (issue 5) ---------------------------------------------------------------
     @api.get("/v1/maintenance/runs", tags=["maintenance (admin token)"])
     async def maintenance_runs(request: Request, workspace: Optional[str] = None,
                                limit: str = str(RUNS_DEFAULT_LIMIT)):
         """Staleness runs (cron and manual), newest first; `?workspace=` filters."""
-        try:
-            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+        async def runs():
             if workspace is not None:
                 check_workspace_id(workspace)
             if not limit.isdigit() or not 1 <= int(limit) <= RUNS_MAX_LIMIT:
                 raise MalformedRequest(f"limit must be an integer from 1 to {RUNS_MAX_LIMIT}")
             return {"items": await gateway.maintenance_runs(workspace, int(limit))}
-        except Exception as exc:  # noqa: BLE001
-            return error_json(exc)
+        return await as_admin(gateway, request, runs)
 
     # ---- workspace methods -----------------------------------------------------------------
     def method_route(name: str):

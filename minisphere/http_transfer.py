@@ -15,17 +15,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from .auth import bearer_token, check_workspace_id
-from .http_errors import error_response
+from .http_api import as_admin, error_json
 from .service_errors import MalformedRequest, RequestTooLarge
 
 IMPORT_MAX_BODY_BYTES = 16 * 1024 * 1024
 IMPORT_CHUNK_LINES = 500
 NDJSON = "application/x-ndjson"
-
-
-def _error(exc: BaseException) -> JSONResponse:
-    status, body = error_response(exc)
-    return JSONResponse(body, status_code=status)
 
 
 def _flag(raw: str, name: str) -> bool:
@@ -44,7 +39,7 @@ def add_transfer_routes(api: FastAPI, gateway, ops) -> None:
             pages = ops.export_pages(check_workspace_id(workspace_id))
             first = await pages.__anext__()          # errors before any byte is sent
         except Exception as exc:  # noqa: BLE001
-            return _error(exc)
+            return error_json(exc)
 
         async def body():
             yield "".join(line + "\n" for line in first)
@@ -58,8 +53,7 @@ def add_transfer_routes(api: FastAPI, gateway, ops) -> None:
               openapi_extra={"requestBody": {"content": {NDJSON: {"schema": {"type": "string"}}}}})
     async def import_workspace(workspace_id: str, request: Request, key: str = "",
                                first: str = "1", final: str = "false"):
-        try:
-            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+        async def import_chunk():
             check_workspace_id(workspace_id)
             if not first.isdigit() or int(first) < 1:
                 raise MalformedRequest("first must be a positive integer (a data line number)")
@@ -80,5 +74,4 @@ def add_transfer_routes(api: FastAPI, gateway, ops) -> None:
             report = await ops.import_chunk(workspace_id, key, lines[0], lines[1:], int(first),
                                             _flag(final, "final"))
             return JSONResponse(report)
-        except Exception as exc:  # noqa: BLE001
-            return _error(exc)
+        return await as_admin(gateway, request, import_chunk)
