@@ -44,16 +44,12 @@ def list_recent(conn, args: ListRecentArgs, now_ms: int) -> dict:
 
 def connections(conn, args: IdArgs, now_ms: int) -> dict:
     require_entry(conn, args.id)
-    edges = conn.execute(
-        f"SELECT {EDGE_COLUMNS} FROM edges WHERE src = ? UNION ALL "
-        f"SELECT {EDGE_COLUMNS} FROM edges WHERE dst = ? ORDER BY weight DESC, updated_at DESC "
-        "LIMIT ?", (args.id, args.id, C.CONNECTIONS_MAX_EDGES)).fetchall()
-    neighbours = entries_by_id(conn, list({r[1] if r[0] == args.id else r[0] for r in edges}), now_ms)
+    edges = neighbours_of(conn, args.id, C.CONNECTIONS_MAX_EDGES)
+    neighbours = entries_by_id(conn, list({other for other, _ in edges}), now_ms)
     items = []
-    for row in edges:
+    for other, row in edges:
         edge = edge_dict(row)
         outgoing = edge["src"] == args.id
-        other = edge["dst"] if outgoing else edge["src"]
         symmetric = edge["type"] == "relates_to"
         items.append({"edge": edge,
                       "direction": "both" if symmetric else ("out" if outgoing else "in"),
@@ -62,10 +58,12 @@ def connections(conn, args: IdArgs, now_ms: int) -> dict:
 
 
 def neighbours_of(conn, node: str, limit: int) -> list[tuple]:
-    """(neighbour id, edge row) pairs of one node, strongest edges first."""
+    """(neighbour id, edge row) pairs of one node, both directions, strongest edges first
+    (newest first among equals). Shared by connections, graphView and recall's graph arm."""
     rows = conn.execute(
         f"SELECT {EDGE_COLUMNS} FROM edges WHERE src = ? UNION ALL "
-        f"SELECT {EDGE_COLUMNS} FROM edges WHERE dst = ? ORDER BY weight DESC LIMIT ?",
+        f"SELECT {EDGE_COLUMNS} FROM edges WHERE dst = ? ORDER BY weight DESC, updated_at DESC "
+        "LIMIT ?",
         (node, node, limit)).fetchall()
     return [(r[1] if r[0] == node else r[0], r) for r in rows]
 

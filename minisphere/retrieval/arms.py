@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from . import tuning as T
 from .prefilter import Prefilter
-from ..reads import entry_count
+from ..reads import entry_count, neighbours_of
 from .query_text import content_terms, match_any, match_near_pairs, quote, stem
 
 
@@ -144,12 +144,9 @@ def graph_arm(conn, seeds: list[Hit], hops: int, prefilter: Prefilter) -> list[H
         next_frontier: list[str] = []
         for node in frontier:
             parent_score = best[node].score
-            rows = conn.execute(
-                "SELECT other, weight FROM ("
-                " SELECT dst AS other, weight FROM edges WHERE src = ?"
-                " UNION ALL SELECT src AS other, weight FROM edges WHERE dst = ?)"
-                " ORDER BY weight DESC LIMIT ?", (node, node, T.GRAPH_FANOUT_PER_NODE)).fetchall()
-            candidates = [(o, w) for o, w in rows if o not in best]
+            candidates = [(other, row[3])   # row[3] is the edge weight (EDGE_COLUMNS order)
+                          for other, row in neighbours_of(conn, node, T.GRAPH_FANOUT_PER_NODE)
+                          if other not in best]
             if not candidates:
                 continue
             marks = ",".join("?" * len(candidates))
