@@ -3,7 +3,7 @@
 It creates, lists, deletes and activates workspaces; the ingress only asks it when its own
 caches (token hashes, actor handles) cannot answer. Calls are serialized (a plain actor).
 
-Residency (issue 7): at most `max_resident` workspace actors stay; above the cap the least
+Residency: at most `max_resident` workspace actors stay; above the cap the least
 recently called ones hibernate (snapshot if changed, close, exit) before a new one starts, and
 a background sweep hibernates those idle for `hibernate_idle_s`. A workspace is re-activated on
 the node recorded as holding its file (soft node affinity); when that node is gone it starts
@@ -20,21 +20,19 @@ from pathlib import Path
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError
 
-from minisphere.auth import check_workspace_id
-from minisphere.blueprints import load_default_blueprint, parse_blueprint
-from minisphere.config import ServiceConfig
-from minisphere.control_plane import ControlPlane
-from minisphere.durability_config import DurabilityConfig
-from minisphere.errors import InvalidArgument, NotFound
-from minisphere.maintenance_store import LEDGER_OPS, LocalLedger
-from minisphere.snapshot_constants import IDLE_SWEEP_S
-from minisphere.snapshot_errors import SnapshotError
-from minisphere.snapshots import delete_all_snapshots
-from minisphere.service_contracts import born_with, verified_contracts
-from minisphere.workspace import Workspace
-
-from .residency_manager import Residency
-from .workspace_actor import WorkspaceActor, actor_name
+from actors.parts.residency import Residency
+from actors.workspace_actor import WorkspaceActor, WorkspaceLaunch, actor_name
+from minisphere.contract.startup import born_with, verified_contracts
+from minisphere.control.auth import check_workspace_id
+from minisphere.control.blueprints import load_default_blueprint, parse_blueprint
+from minisphere.control.plane import ControlPlane
+from minisphere.control.residency import IDLE_SWEEP_S
+from minisphere.durability.snapshots import delete_all_snapshots
+from minisphere.durability.stores import open_snapshot_store
+from minisphere.engine.workspace import Workspace
+from minisphere.errors import InvalidArgument, NotFound, SnapshotError
+from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
+from minisphere.settings import Settings
 
 log = logging.getLogger("minisphere.directory")
 DIRECTORY_NAME = "directory"
@@ -44,38 +42,38 @@ NAME_RELEASE_TIMEOUT_S = 15.0      # waiting for a killed actor's name to be fre
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class DirectoryActor:
-    def __init__(self, config: dict):
+    def __init__(self, settings: Settings):
         logging.basicConfig(level=logging.INFO)
-        self.config = ServiceConfig.from_dict(config)
-        self.store = ControlPlane(self.config.control_db)
+        self.settings = settings
+        self.control = ControlPlane(settings.control_db)
         self.contracts = born_with(verified_contracts())
-        self.default_blueprint = load_default_blueprint(self.config.blueprint_path)
-        self.root = self.config.workspaces_dir.resolve()
+        self.default_blueprint = load_default_blueprint(self.settings.blueprint_path)
+        self.root = self.settings.workspaces_dir.resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._handles: dict = {}
-        self.durability = DurabilityConfig.from_dict(self.config.durability)
-        self.snapshots = self.durability.make_store()
-        self.residency = Residency(self.durability.max_resident, self.durability.hibernate_idle_s)
+        self.snapshots = open_snapshot_store(settings.snapshots)
+        self.residency = Residency(settings.residency.max_resident,
+                                   settings.residency.hibernate_idle_s)
         self._activation: dict[str, dict] = {}     # how each resident actor opened its file
         self._placement: dict[str, str] = {}       # why it was placed where it is
         self._self = ray.get_runtime_context().current_actor
-        self.maintenance_ledger = LocalLedger(self.store)   # issue 5: runs + due state
+        self.maintenance_ledger = LocalLedger(self.control)   # runs + due state
         self._adopt_residents()
         threading.Thread(target=self._sweep_loop, daemon=True, name="idle-sweep").start()
         log.info("directory up: %s (%d workspaces); snapshots in %s; at most %d resident, "
-                 "hibernate after %.0f s idle", self.config.control_db, len(self.store.list()),
-                 self.durability.describe(), self.durability.max_resident,
-                 self.durability.hibernate_idle_s)
+                 "hibernate after %.0f s idle", settings.control_db, len(self.control.list()),
+                 settings.snapshots.describe(), settings.residency.max_resident,
+                 settings.residency.hibernate_idle_s)
 
     def _adopt_residents(self) -> None:
         """After a directory restart: workspace actors still alive count as resident."""
         after = ""
-        while page := self.store.list(1000, after):
+        while page := self.control.list(1000, after):
             for record in page:
                 if record["state"] == "active":
                     try:
                         handle = ray.get_actor(actor_name(record["id"]),
-                                               namespace=self.config.namespace)
+                                               namespace=self.settings.namespace)
                     except ValueError:
                         continue
                     self._handles[record["id"]] = handle
@@ -106,7 +104,7 @@ class DirectoryActor:
     def create(self, workspace_id: str | None = None, blueprint: dict | None = None,
                label: str | None = None) -> dict:
         chosen = parse_blueprint(blueprint) if blueprint is not None else self.default_blueprint
-        record, token = self.store.create(chosen, self.contracts, workspace_id, label)
+        record, token = self.control.create(chosen, self.contracts, workspace_id, label)
         try:   # born now: the file exists and is migrated; the actor starts on first use
             folder = self._folder(record["id"])
             if folder.exists():   # left over from an interrupted delete: keep it, aside
@@ -115,23 +113,23 @@ class DirectoryActor:
                 folder.rename(aside)
                 log.warning("moved orphaned folder %s to %s", folder, aside)
             folder.mkdir(parents=True)
-            Workspace(folder / "workspace.db", synchronous=self.config.synchronous).close()
+            Workspace(folder / "workspace.db", synchronous=self.settings.synchronous).close()
         except BaseException:
-            self.store.delete(record["id"])
+            self.control.delete(record["id"])
             raise
         log.info("created workspace %s", record["id"])
         return {"workspace": record, "token": token}
 
     def get(self, workspace_id: str) -> dict:
-        record = self.store.get(workspace_id)
+        record = self.control.get(workspace_id)
         record["durability"] = self.durability_of(workspace_id)
         return record
 
     def list(self, limit: int = 1000, after: str = "") -> list[dict]:
-        return self.store.list(limit, after)
+        return self.control.list(limit, after)
 
     def authenticate(self, workspace_id: str, candidate_hash: str) -> tuple[str, list[str]]:
-        return self.store.authenticate(workspace_id, candidate_hash)
+        return self.control.authenticate(workspace_id, candidate_hash)
 
     def activate(self, workspace_id: str, stale: bool = False):
         """The workspace's actor handle, creating the actor if it is not running."""
@@ -141,44 +139,38 @@ class DirectoryActor:
         if handle is not None:
             self.residency.touch(workspace_id)
             return handle
-        if not self.store.exists(workspace_id):
+        if not self.control.exists(workspace_id):
             raise NotFound(f"no workspace {workspace_id}")
         try:            # still alive (restarting after a crash, or the cache was stale)
-            handle = ray.get_actor(actor_name(workspace_id), namespace=self.config.namespace)
+            handle = ray.get_actor(actor_name(workspace_id), namespace=self.settings.namespace)
         except ValueError:
             handle = self._start(workspace_id)
         self._handles[workspace_id] = handle
         self.residency.touch(workspace_id)
-        self.store.touch(workspace_id)
+        self.control.touch(workspace_id)
         return handle
 
     def _start(self, workspace_id: str):
         """Start the workspace's actor: make room under the cap, place it, hand it its
         durability settings (and whether a snapshot is owed or expected)."""
         self._make_room(workspace_id)
-        record = self.store.get(workspace_id)
-        snap = self.store.durability(workspace_id)
+        record = self.control.get(workspace_id)
+        snap = self.control.durability(workspace_id)
         placement, why = self.residency.scheduling(record["nodeId"])
         self._placement[workspace_id] = why
-        durability = {"config": self.durability.to_dict(), "directory": self._self,
-                      "pending_writes": 1 if snap["snapshotPending"]
-                      or not snap["lastSnapshotVersion"] else 0,
-                      "expect_snapshot": bool(snap["lastSnapshotVersion"])}
+        launch = WorkspaceLaunch(
+            workspace_id, self.workspace_path(workspace_id), synchronous=self.settings.synchronous,
+            max_batch=self.settings.max_batch, snapshots=self.settings.snapshots,
+            pending_writes=1 if snap["snapshotPending"] or not snap["lastSnapshotVersion"] else 0,
+            expect_snapshot=bool(snap["lastSnapshotVersion"]),
+            vector=parse_blueprint(record["blueprint"]).bindings.vector)
         handle = WorkspaceActor.options(
-            name=actor_name(workspace_id), namespace=self.config.namespace, lifetime="detached",
+            name=actor_name(workspace_id), namespace=self.settings.namespace, lifetime="detached",
             get_if_exists=True, max_restarts=-1, max_task_retries=0,
             **{"num_cpus": 0, **placement},
-        ).remote(workspace_id, self.workspace_path(workspace_id), self.config.synchronous,
-                 self.config.max_batch, durability=durability,
-                 vector=self._vector_spec(record))
-        self.store.set_state(workspace_id, "active")
+        ).remote(launch, self._self)
+        self.control.set_state(workspace_id, "active")
         return handle
-
-    @staticmethod
-    def _vector_spec(record: dict) -> dict | None:
-        """The embedder spec of the workspace's vector binding, or None (keyword + graph only)."""
-        binding = parse_blueprint(record["blueprint"]).bindings.vector
-        return binding.embedder_spec() if binding is not None else None
 
     def _make_room(self, incoming: str) -> None:
         if len(self._handles) + 1 <= self.residency.max_resident:
@@ -195,7 +187,7 @@ class DirectoryActor:
         self.residency.forget(workspace_id)
         if handle is None:
             try:
-                handle = ray.get_actor(actor_name(workspace_id), namespace=self.config.namespace)
+                handle = ray.get_actor(actor_name(workspace_id), namespace=self.settings.namespace)
             except ValueError:
                 return {"workspace": workspace_id, "hibernated": False, "why": "not resident"}
         clean = True
@@ -211,7 +203,7 @@ class DirectoryActor:
         if clean:
             self.residency.record_clean_exit(actor_id)
         snapshot = result.get("snapshot") or {}
-        self.store.record_hibernation(workspace_id, result.get("snapshots"),
+        self.control.record_hibernation(workspace_id, result.get("snapshots"),
                                       bool(result.get("pendingSnapshot")), snapshot.get("version"))
         self._activation.pop(workspace_id, None)
         log.info("hibernated %s (%s): snapshot %s%s", workspace_id, reason,
@@ -223,7 +215,7 @@ class DirectoryActor:
         deadline = time.monotonic() + NAME_RELEASE_TIMEOUT_S
         while time.monotonic() < deadline:
             try:
-                ray.get_actor(actor_name(workspace_id), namespace=self.config.namespace)
+                ray.get_actor(actor_name(workspace_id), namespace=self.settings.namespace)
             except ValueError:
                 return
             time.sleep(0.02)
@@ -253,39 +245,39 @@ class DirectoryActor:
 
     # ---- reports from workspace actors (fire-and-forget) ------------------------------------
     def placed(self, workspace_id: str, node_id: str, activation: dict) -> None:
-        if not self.store.exists(workspace_id):
+        if not self.control.exists(workspace_id):
             return
-        self.store.touch(workspace_id, node_id)
+        self.control.touch(workspace_id, node_id)
         self._activation[workspace_id] = activation
         if activation.get("source") == "snapshot":
-            self.store.record_event(workspace_id, "restore-on-activation",
+            self.control.record_event(workspace_id, "restore-on-activation",
                                     {"version": activation.get("version"), "node": node_id})
 
     def snapshot_status(self, workspace_id: str, status: dict) -> None:
-        if self.store.exists(workspace_id):
-            self.store.record_snapshot_status(workspace_id, status)
+        if self.control.exists(workspace_id):
+            self.control.record_snapshot_status(workspace_id, status)
 
     def audit_event(self, workspace_id: str, action: str, detail: dict | None = None) -> None:
-        if self.store.exists(workspace_id):
-            self.store.record_event(workspace_id, action, detail)
+        if self.control.exists(workspace_id):
+            self.control.record_event(workspace_id, action, detail)
 
     def set_placement(self, workspace_id: str, node_id: str | None) -> None:
         """Record where the file is (operators moving files; tests simulating a lost node)."""
-        self.store.touch(workspace_id, node_id)
+        self.control.touch(workspace_id, node_id)
 
     def durability_of(self, workspace_id: str) -> dict:
         resident = workspace_id in self._handles
-        return {"resident": resident, "store": self.durability.describe(),
+        return {"resident": resident, "store": self.settings.snapshots.describe(),
                 "activation": self._activation.get(workspace_id) if resident else None,
                 "placement": self._placement.get(workspace_id),
-                **self.store.durability(workspace_id)}
+                **self.control.durability(workspace_id)}
 
     def resident(self) -> list[str]:
         """Workspaces whose actor currently exists in the cluster."""
         alive = []
         for workspace_id in list(self._handles):
             try:
-                ray.get_actor(actor_name(workspace_id), namespace=self.config.namespace)
+                ray.get_actor(actor_name(workspace_id), namespace=self.settings.namespace)
                 alive.append(workspace_id)
             except ValueError:
                 self._handles.pop(workspace_id, None)
@@ -293,12 +285,12 @@ class DirectoryActor:
         return alive
 
     def delete(self, workspace_id: str) -> dict:
-        self.store.get(workspace_id)                      # NotFound when absent
-        self.store.set_state(workspace_id, "deleting")    # no new activation from here on
+        self.control.get(workspace_id)                      # NotFound when absent
+        self.control.set_state(workspace_id, "deleting")    # no new activation from here on
         self._handles.pop(workspace_id, None)
         self.residency.forget(workspace_id)
         self._activation.pop(workspace_id, None)
-        name, namespace = actor_name(workspace_id), self.config.namespace
+        name, namespace = actor_name(workspace_id), self.settings.namespace
         try:
             ray.kill(ray.get_actor(name, namespace=namespace), no_restart=True)
         except ValueError:
@@ -316,25 +308,25 @@ class DirectoryActor:
         except SnapshotError as exc:
             log.warning("snapshots of deleted workspace %s not removed: %s", workspace_id,
                         exc.message)
-        self.store.delete(workspace_id)
+        self.control.delete(workspace_id)
         log.info("deleted workspace %s", workspace_id)
         return {"deleted": workspace_id}
 
     def audit(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
-        return self.store.audit_log(workspace_id, limit)
+        return self.control.audit_log(workspace_id, limit)
 
-    # ---- maintenance (issue 5) -------------------------------------------------------------------
+    # ---- maintenance -------------------------------------------------------------------
     def maintenance(self, op: str, *args):
         """The maintenance rows of the control plane: schedules, due state, write notes, the
-        run audit (`minisphere.maintenance_store.LEDGER_OPS`; nothing else is reachable)."""
+        run audit (`minisphere.maintenance.ledger.LEDGER_OPS`; nothing else is reachable)."""
         if op not in LEDGER_OPS:
             raise InvalidArgument(f"not a maintenance operation: {op!r}")
         return getattr(self.maintenance_ledger, op)(*args)
 
 
-def get_directory(config: ServiceConfig):
+def get_directory(settings: Settings):
     """The directory singleton: created on first use, found by name afterwards."""
     return DirectoryActor.options(
-        name=DIRECTORY_NAME, namespace=config.namespace, lifetime="detached",
+        name=DIRECTORY_NAME, namespace=settings.namespace, lifetime="detached",
         get_if_exists=True, num_cpus=0, max_restarts=-1, max_task_retries=0,
-    ).remote(config.to_dict())
+    ).remote(settings)

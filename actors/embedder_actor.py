@@ -5,11 +5,8 @@ restarts and many callers never make a second copy. It loads the model once and 
 concurrent requests arriving within BATCH_WINDOW_S are coalesced into one forward pass of at
 most MAX_BATCH_TEXTS texts (the model call runs on a worker thread, off the event loop).
 
-Workspace actors use it through `RemoteEmbedder`, a provider object (name, dim, embed) that the
-engine's Workspace accepts as `embedder=`:
-
-    handle = get_or_create_embedder({"provider": "minilm"})
-    workspace = Workspace(path, embedder=RemoteEmbedder(handle))
+Workspace actors use it through `actors.parts.remote_embedder.RemoteEmbedder`, a provider
+object (name, dim, embed) that the engine's Workspace accepts as `embedder=`.
 """
 from __future__ import annotations
 
@@ -26,7 +23,6 @@ log = logging.getLogger("minisphere.embedder")
 EMBEDDER_NUM_CPUS = 0.5          # the model's forward pass is CPU work: reserve half a core
 BATCH_WINDOW_S = 0.005           # wait this long for more requests before a forward pass
 MAX_BATCH_TEXTS = 256            # texts per forward pass at most
-REMOTE_TIMEOUT_S = 120.0         # a workspace gives up on one embed call after this
 
 
 def embedder_name(spec: dict) -> str:
@@ -38,7 +34,7 @@ class EmbedderActor:
     def __init__(self, spec: dict):
         logging.basicConfig(level=logging.INFO)
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from minisphere.embedding import make_provider
+        from minisphere.engine.embedding import make_provider
         started = time.perf_counter()
         self.provider = make_provider(spec)
         self.spec = {k: v for k, v in spec.items() if k not in ("apiKey",)}
@@ -97,22 +93,3 @@ def get_or_create_embedder(spec: dict, namespace: str | None = None,
     Pass secrets as {"apiKeyEnv": "VAR"} (read inside the actor), not as a literal key."""
     return EmbedderActor.options(name=embedder_name(spec), namespace=namespace, lifetime="detached",
                                  get_if_exists=True, num_cpus=num_cpus).remote(spec)
-
-
-class RemoteEmbedder:
-    """An embedding provider (name, dim, embed) backed by the shared EmbedderActor.
-
-    `embed` blocks (ray.get): the engine calls it from its writer/reader threads, never from an
-    event loop. For an async caller, `aembed` awaits the actor instead."""
-
-    def __init__(self, handle, timeout_s: float = REMOTE_TIMEOUT_S):
-        self.handle = handle
-        self.timeout_s = timeout_s
-        info = ray.get(handle.info.remote(), timeout=timeout_s)
-        self.name, self.dim = info["name"], int(info["dim"])
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        return ray.get(self.handle.embed.remote(list(texts)), timeout=self.timeout_s)
-
-    async def aembed(self, texts: list[str]) -> np.ndarray:
-        return await self.handle.embed.remote(list(texts))

@@ -1,9 +1,9 @@
 """ScheduledTasksActor: APScheduler inside one named, detached Ray actor.
 
 Each workspace whose blueprint binds `scheduledTasks {cron, limit}` gets one job that fires
-`runStalenessPass({limit})` through `StalenessGate` (the only workspace method it can reach),
-skipping workspaces with nothing due and auditing every run in the control plane. The job
-logic is `minisphere.maintenance_scheduler` (plain Python); this is the Ray shell.
+`runStalenessPass({limit})` through `StalenessPassAccess` (the only workspace method it can
+reach), skipping workspaces with nothing due and auditing every run in the control plane. The
+job logic is `minisphere.maintenance.scheduler` (plain Python); this is the Ray shell.
 
 A singleton by name (`get_if_exists`), so the service starting it at every launch, or two
 replicas starting it at once, never makes a second scheduler; jobs are rebuilt from the
@@ -16,11 +16,10 @@ import warnings
 
 import ray
 
-from minisphere.config import ServiceConfig
-from minisphere.maintenance_scheduler import MaintenanceScheduler
-
-from .directory_actor import get_directory
-from .maintenance_access import DirectoryLedger, StalenessGate
+from actors.directory_actor import get_directory
+from actors.parts.scheduler_access import DirectoryLedger, StalenessPassAccess
+from minisphere.maintenance.scheduler import MaintenanceScheduler
+from minisphere.settings import Settings
 
 log = logging.getLogger("minisphere.scheduled_tasks")
 SCHEDULER_NAME = "scheduled-tasks"
@@ -28,10 +27,10 @@ SCHEDULER_NAME = "scheduled-tasks"
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class ScheduledTasksActor:
-    def __init__(self, config: dict):
+    def __init__(self, settings: Settings):
         logging.basicConfig(level=logging.INFO)
-        directory = get_directory(ServiceConfig.from_dict(config))
-        self.core = MaintenanceScheduler(StalenessGate(directory), DirectoryLedger(directory))
+        directory = get_directory(settings)
+        self.core = MaintenanceScheduler(StalenessPassAccess(directory), DirectoryLedger(directory))
         self.started = self.core.start()
         with warnings.catch_warnings():   # Ray's own property warns about its internals
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -61,9 +60,9 @@ class ScheduledTasksActor:
                 "running": self.core.scheduler.running}
 
 
-def get_scheduled_tasks(config: ServiceConfig):
+def get_scheduled_tasks(settings: Settings):
     """The scheduler singleton: created on first use, found by name afterwards."""
     return ScheduledTasksActor.options(
-        name=SCHEDULER_NAME, namespace=config.namespace, lifetime="detached",
+        name=SCHEDULER_NAME, namespace=settings.namespace, lifetime="detached",
         get_if_exists=True, num_cpus=0, max_restarts=-1, max_task_retries=0,
-    ).remote(config.to_dict())
+    ).remote(settings)

@@ -1,19 +1,23 @@
 """WorkspaceActor: the only owner of one workspace's SQLite file (a Durable Object on Ray).
 
-Writes go onto the group-commit writer's queue (one thread, one connection); each caller is
-answered after the batch holding its write committed. Reads run on a small thread pool with
-read-only connections. The event loop never touches SQLite.
+One write path: every write goes onto the group-commit writer's queue (one thread, one
+connection) and each caller is answered after the batch holding its write committed. A write
+the workspace's hooks take part in (a capture on a vector-bound file) is first prepared on a
+read-pool thread — embedded there, outside any transaction and lock — and then queued. Reads
+(recall included, bound or not) run on a small pool of read-only connections. The event loop
+never touches SQLite.
 
-Durability (issue 7): the file, writer, readers and snapshot scheduler live in a
-`WorkspaceHost`; a `CallGate` admits calls, holds them while a restore swaps the file, and
-refuses them (`hibernating`, not run, safe to resend) once the actor hibernates. The actor
-reports its node (placement) and every snapshot attempt to the directory, fire-and-forget.
+The file, writer, readers and snapshotter live in a `WorkspaceHost`; an `Admission` admits
+calls, holds them while a restore swaps the file, and refuses them (`hibernating`, not run,
+safe to resend) once the actor hibernates. The actor reports its node (placement) and every
+snapshot attempt to the directory, fire-and-forget.
 
-Every answer is an envelope, never a raised exception, so the ingress can tell engine errors
-from actor failures: `{"ok": True, "result": ..., "timings": {...}}` or
+Every answer is an envelope, never a raised exception, so callers can tell engine errors from
+actor failures: `{"ok": True, "result": ..., "timings": {...}}` or
 `{"ok": False, "error": <MiniSphereError>, "timings": {...}}`. Timings (milliseconds):
-`queue_ms` (waiting for the writer / a reader thread), `engine_ms` (the transaction, or the
-read), `batch` (writes committed together), `actor_ms` (inside this actor, end to end).
+`prepare_ms` (embedding before the write was queued), `queue_ms` (waiting for the writer / a
+reader thread), `engine_ms` (the transaction, or the read), `batch` (writes committed
+together), `actor_ms` (inside this actor, end to end).
 """
 from __future__ import annotations
 
@@ -22,19 +26,21 @@ import logging
 import os
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import ray
 
-from minisphere.durability_config import DurabilityConfig
-from minisphere.errors import NotFound
-from minisphere.http_errors import as_named_error
-from minisphere.service_contracts import verified_contracts
-from minisphere.surface import METHODS
-from minisphere.workspace_host import WorkspaceHost
-
-from .call_gate import CallGate
-from .due_notes import DueNotes
+from actors.parts.admission import Admission
+from actors.parts.due_notes import DueNotes
+from minisphere.contract.startup import verified_contracts
+from minisphere.control.blueprints import VectorBindingSpec
+from minisphere.durability.stores import open_snapshot_store
+from minisphere.engine.hooks import NOT_PREPARED
+from minisphere.engine.methods import find_method
+from minisphere.errors import as_named_error
+from minisphere.hosting.host import WorkspaceHost
+from minisphere.settings import DEFAULT_MAX_BATCH_WRITES, DEFAULT_SYNCHRONOUS, SnapshotSettings
 
 log = logging.getLogger("minisphere.workspace_actor")
 
@@ -55,6 +61,19 @@ def rss_bytes(pid: int | str = "self") -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class WorkspaceLaunch:
+    """What the directory hands a workspace actor when it starts one."""
+    workspace_id: str
+    path: str
+    synchronous: str = DEFAULT_SYNCHRONOUS
+    max_batch: int = DEFAULT_MAX_BATCH_WRITES
+    snapshots: SnapshotSettings | None = None    # None: no snapshot store
+    pending_writes: int = 0                      # writes not in any snapshot yet
+    expect_snapshot: bool = False                # a missing file must come from a snapshot
+    vector: VectorBindingSpec | None = None      # the blueprint's vector binding, if any
+
+
 def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
     if future.cancelled():
         return
@@ -66,26 +85,22 @@ def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class WorkspaceActor:
-    def __init__(self, workspace_id: str, path: str, synchronous: str = "FULL",
-                 max_batch: int = 256, read_threads: int = 2, durability: dict | None = None,
-                 vector: dict | None = None):
+    def __init__(self, launch: WorkspaceLaunch, directory=None):
         logging.basicConfig(level=logging.INFO)
-        self.workspace_id = workspace_id
+        self.workspace_id = workspace_id = launch.workspace_id
         self.contracts = verified_contracts()   # a broken pin must not open the file
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        durability = dict(durability or {})
-        settings = DurabilityConfig.from_dict(durability.get("config"))
-        self.directory = durability.get("directory")      # handle, for reports (may be None)
-        self.gate = CallGate(workspace_id)
-        self.due = DueNotes(workspace_id, self.directory)   # the scheduler's skip rule
+        Path(launch.path).parent.mkdir(parents=True, exist_ok=True)
+        self.directory = directory               # handle, for reports (may be None)
+        self.admission = Admission(workspace_id)
+        self.due = DueNotes(workspace_id, directory)   # the scheduler's skip rule
+        snapshots = launch.snapshots
         self.host = WorkspaceHost(
-            workspace_id, path, store=settings.make_store() if durability else None,
-            synchronous=synchronous, max_batch=max_batch, read_threads=read_threads,
-            every_writes=settings.snapshot_every_writes, every_s=settings.snapshot_every_s,
-            keep=settings.snapshot_keep, pending_writes=int(durability.get("pending_writes", 0)),
-            expect_snapshot=bool(durability.get("expect_snapshot")),
-            on_follow_up=self._follow_up, on_snapshot_status=self._report_snapshot,
-            workspace_options=self._vector_options(vector))
+            workspace_id, launch.path,
+            store=open_snapshot_store(snapshots) if snapshots is not None else None,
+            synchronous=launch.synchronous, max_batch=launch.max_batch,
+            snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
+            expect_snapshot=launch.expect_snapshot, embedder=self._embedder(launch.vector),
+            on_follow_up=self._follow_up, on_snapshot_status=self._report_snapshot)
         self.node_id = ray.get_runtime_context().get_node_id()
         self.started_at = time.time()
         with warnings.catch_warnings():   # Ray's own property warns about its internals
@@ -94,7 +109,7 @@ class WorkspaceActor:
         self.calls = 0
         self.last_call_at = self.started_at
         log.info("workspace %s open at %s (schema %s, restarted=%s, from %s)", workspace_id,
-                 path, self.workspace.schema_version, self.restarted,
+                 launch.path, self.workspace.schema_version, self.restarted,
                  self.host.activation["source"])
         self._report("placed", self.node_id, self.host.activation)
         if self.host.activation["source"] == "snapshot":
@@ -108,10 +123,6 @@ class WorkspaceActor:
     @property
     def writer(self):
         return self.host.writer
-
-    @property
-    def reads(self):
-        return self.host.reads
 
     def _report(self, method: str, *args) -> None:
         """Tell the directory something, fire-and-forget (never fails the caller)."""
@@ -131,30 +142,45 @@ class WorkspaceActor:
         self.last_call_at = time.time()
         timings: dict = {}
         try:
-            method = METHODS.get(method_name)
-            if method is None:
-                raise NotFound(f"unknown method {method_name!r}")
-            async with self.gate.admit():
-                # issue 5: tell the control plane before a write can change what is due; the
-                # write / pass is queued right after (no await in between), see due_notes.py
-                if method.access == "maintenance":
-                    await self.due.before_pass()
-                elif method.access == "write":
-                    await self.due.before_write(method_name)
-                if self._engine_path(method_name):
-                    result = await asyncio.to_thread(self.workspace.call, method_name, body)
-                    if method.access != "read":
-                        self.host.scheduler.note_writes(1)
-                elif method.access == "read":
+            method = find_method(method_name)
+            async with self.admission.admit():
+                if method.access == "read":
                     result, timings = await asyncio.wrap_future(
                         self.host.submit_read(method_name, body))
                 else:
-                    result, timings = await self._write(method_name, body or {})
+                    result, timings = await self._write(method, body or {})
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             timings["actor_ms"] = (time.perf_counter() - started) * 1e3
             return {"ok": False, "error": as_named_error(exc), "timings": timings}
         timings["actor_ms"] = (time.perf_counter() - started) * 1e3
         return {"ok": True, "result": result, "timings": timings}
+
+    async def _write(self, method, body: dict):
+        prepared, prepare_ms = await self._prepare(method.name, body)
+        # Tell the control plane before a write (or a pass) can change what is due, then queue
+        # it right after, with no await in between (see parts/due_notes.py).
+        if method.access == "maintenance":
+            await self.due.before_pass()
+        else:
+            await self.due.before_write(method.name)
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+
+        def done(ok, result, timings):
+            loop.call_soon_threadsafe(_settle, future, ok, result, timings)
+        self.host.submit_write(method.name, body, done, prepared)
+        result, timings = await future
+        if prepare_ms is not None:
+            timings["prepare_ms"] = prepare_ms
+        return result, timings
+
+    async def _prepare(self, method_name: str, body: dict) -> tuple[object, float | None]:
+        """The hooks' prepare step (embedding) on a read-pool thread, when the write has one."""
+        if not self.host.needs_prepare(method_name):
+            return NOT_PREPARED, None
+        started = time.perf_counter()
+        prepared = await asyncio.wrap_future(self.host.prepare_write(method_name, body))
+        return prepared, (time.perf_counter() - started) * 1e3
 
     def _follow_up(self, method_name: str, body: dict) -> None:
         """A read's small internal write (recall counts): queued, not awaited by the reader."""
@@ -163,36 +189,23 @@ class WorkspaceActor:
                 log.warning("follow-up %s failed: %r", method_name, result)
         self.host.submit_write(method_name, body, done)
 
-    def _engine_path(self, method_name: str) -> bool:
-        """Calls a vector binding hooks (it embeds first) take the engine's own path."""
-        vectors = getattr(self.workspace, "vectors", None)
-        return vectors is not None and method_name in getattr(vectors, "hooked", ())
-
-    async def _write(self, method_name: str, body: dict):
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-
-        def done(ok, result, timings):
-            loop.call_soon_threadsafe(_settle, future, ok, result, timings)
-        self.host.submit_write(method_name, body, done)
-        return await future
-
     @staticmethod
-    def _vector_options(spec: dict | None) -> dict:
+    def _embedder(vector: VectorBindingSpec | None):
         """A vector binding embeds through the cluster's shared embedder, never a local model."""
-        if spec is None:
-            return {}
-        from .embedder_actor import RemoteEmbedder, get_or_create_embedder
+        if vector is None:
+            return None
+        from actors.embedder_actor import get_or_create_embedder
+        from actors.parts.remote_embedder import RemoteEmbedder
         namespace = ray.get_runtime_context().namespace
-        return {"embedder": RemoteEmbedder(get_or_create_embedder(spec, namespace=namespace))}
+        return RemoteEmbedder(get_or_create_embedder(vector.embedder_spec(), namespace=namespace))
 
     async def ping(self) -> dict:
         return {"workspace": self.workspace_id, "pid": os.getpid(), "nodeId": self.node_id}
 
     async def activity(self) -> dict:
         """What the directory needs to choose hibernation victims (cheap)."""
-        snapshots = self.host.scheduler.status()
-        return {"lastCallAt": self.last_call_at, "inflight": self.gate.inflight,
+        snapshots = self.host.snapshotter.status()
+        return {"lastCallAt": self.last_call_at, "inflight": self.admission.inflight,
                 "snapshotFailing": bool(snapshots["consecutiveFailures"]
                                         and snapshots["pendingWrites"])}
 
@@ -205,7 +218,7 @@ class WorkspaceActor:
 
     async def snapshot(self, reason: str = "manual") -> dict:
         try:
-            async with self.gate.admit():
+            async with self.admission.admit():
                 return await self._run(self.host.snapshot_now, reason)
         except Exception as exc:  # noqa: BLE001 - hibernating
             return {"ok": False, "error": as_named_error(exc)}
@@ -213,7 +226,7 @@ class WorkspaceActor:
     async def restore(self, version: str | None) -> dict:
         """Point-in-time restore: hold new calls, let those in flight finish, swap, reopen."""
         try:
-            async with self.gate.exclusive():
+            async with self.admission.exclusive():
                 answer = await self._run(self.host.restore, version)
         except Exception as exc:  # noqa: BLE001 - hibernating
             return {"ok": False, "error": as_named_error(exc)}
@@ -225,7 +238,7 @@ class WorkspaceActor:
     async def hibernate(self) -> dict:
         """Refuse new calls, finish those in flight, snapshot if changed, close. The directory
         kills the actor afterwards."""
-        await self.gate.close_for_hibernation()
+        await self.admission.close_for_hibernation()
         return await asyncio.to_thread(self.host.hibernate)
 
     async def durability(self) -> dict:
@@ -241,6 +254,6 @@ class WorkspaceActor:
 
     async def close(self) -> dict:
         """Commit what is queued, close every connection. The actor must be killed after."""
-        await self.gate.close_for_hibernation()
+        await self.admission.close_for_hibernation()
         await asyncio.to_thread(self.host.close)
         return {"closed": self.workspace_id}

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from minisphere import Workspace
-from minisphere.group_commit import GroupCommitWriter
+from minisphere.hosting.group_commit import GroupCommitWriter
 
 from .common import p50, percentile, save_report, table
 
@@ -198,7 +198,7 @@ def bench_ray(args) -> str:
     import ray
 
     from actors.directory_actor import get_directory
-    from minisphere.config import load_config
+    from minisphere.settings import load_settings
 
     data_dir = Path(tempfile.mkdtemp(prefix="bench-durability-ray-", dir=REPO))
     env = {"MINISPHERE_DATA_DIR": str(data_dir),
@@ -206,7 +206,7 @@ def bench_ray(args) -> str:
            "MINISPHERE_RAY_NAMESPACE": "minisphere-bench-durability",
            "MINISPHERE_SYNCHRONOUS": "FULL", "MINISPHERE_MAX_RESIDENT": str(args.cap),
            "MINISPHERE_HIBERNATE_IDLE_S": "0"}
-    config = load_config(env)
+    config = load_settings(env)
     ray.init(num_cpus=2, include_dashboard=False, namespace=config.namespace,
              logging_level="WARNING", log_to_driver=False)
     out = []

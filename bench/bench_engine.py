@@ -36,8 +36,8 @@ import uuid
 from pathlib import Path
 
 from minisphere import Workspace
-from minisphere import db
-from minisphere.db import sqlite3
+from minisphere.engine import db
+from minisphere.engine.db import sqlite3
 
 from .common import p50, percentile, save_report, table
 

@@ -24,9 +24,8 @@ import time
 from pathlib import Path
 
 from minisphere import ManualClock, Workspace
-from minisphere.constants import DAY_MS, STALE_AFTER_MS
-from minisphere.surface import METHODS
-from minisphere.workspace import parse_args
+from minisphere.engine.constants import DAY_MS, STALE_AFTER_MS
+from minisphere.engine.methods import METHODS, parse_args
 
 from .bench_engine import make_items, make_vocabulary
 from .common import p50, percentile, save_report, table
@@ -120,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             order = (("lazy", lazy), ("passed", passed)) if index % 2 else \
                 (("passed", passed), ("lazy", lazy))
             for name, ws in order:
-                ms, answers[name] = timed(lambda: recall_read(ws, query))
-                ms_recent, recent = timed(lambda: ws.list_recent(n=20))
+                ms, answers[name] = timed(lambda ws=ws, query=query: recall_read(ws, query))
+                ms_recent, recent = timed(lambda ws=ws: ws.list_recent(n=20))
                 if index >= WARMUP_CALLS:
                     recall_ms[name].append(ms)
                     recent_ms[name].append(ms_recent)
@@ -156,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         f"ManualClock jump of 366 days; SQLite WAL, synchronous=NORMAL. Recall: "
         f"{args.queries} two-word queries (after {WARMUP_CALLS} warm-up), the same query on both "
         "workspaces back to back in alternating order; the recall pipeline only (its "
-        "recall-count follow-up write is not made, so both files stay identical). Both workspaces' answers were checked to agree on ids, tags, stale and "
+        "recall-count follow-up write is not made, so both files stay identical). Both "
+        "workspaces' answers were checked to agree on ids, tags, stale and "
         f"staleSince ({stale_items} stale results carried revalidate prompts).\n"
         f"Total wall time {time.perf_counter() - wall:.0f} s on {os.cpu_count()} CPUs; 1-minute "
         f"load average {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end "

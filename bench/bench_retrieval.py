@@ -25,10 +25,9 @@ import time
 from pathlib import Path
 
 from minisphere import Workspace
-from minisphere.inputs import RecallArgs
-from minisphere.retrieval.arms import graph_arm, keyword_arm
-from minisphere.retrieval.prefilter import Prefilter
-from minisphere.retrieval.query_text import distill, match_any, tokenize
+from minisphere.engine.retrieval.arms import graph_arm, keyword_arm
+from minisphere.engine.retrieval.prefilter import Prefilter
+from minisphere.engine.retrieval.query_text import distill, match_any, tokenize
 
 from . import beir
 from .common import p50, percentile, save_report, table

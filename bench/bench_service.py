@@ -187,10 +187,11 @@ def main(argv=None) -> int:
     recall_ok = "recall" in engine
 
     import ray
+
     import serve_app
-    from minisphere.config import load_config
+    from minisphere.settings import load_settings
     port = free_port()
-    config = load_config({"MINISPHERE_DATA_DIR": str(tmp / "service"), "MINISPHERE_PORT": str(port),
+    config = load_settings({"MINISPHERE_DATA_DIR": str(tmp / "service"), "MINISPHERE_PORT": str(port),
                           "MINISPHERE_RAY_NAMESPACE": "minisphere-bench",
                           "MINISPHERE_ADMIN_TOKEN": "bench-admin-token-0123456789"})
     print("starting Ray + Serve ...", flush=True)
@@ -212,7 +213,7 @@ def main(argv=None) -> int:
             serve_floor = timed(lambda i: client.get("/healthz"), args.samples)
             print(f"creating {args.workspaces} workspaces ...", flush=True)
             spaces = []
-            for n in range(args.workspaces):
+            for _ in range(args.workspaces):
                 made = client.post("/v1/workspaces", headers=admin, json={}).json()
                 spaces.append((made["workspace"]["id"],
                                {"Authorization": f"Bearer {made['token']}"}))

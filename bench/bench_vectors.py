@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from minisphere import Workspace
-from minisphere.retrieval.prefilter import Prefilter
+from minisphere.engine.retrieval.prefilter import Prefilter
 
 from .common import p50, percentile
 from .embed_cache import cached_embed
@@ -47,7 +47,7 @@ class CachedProvider:
 
 
 def make(name: str):
-    from minisphere.embedding import make_provider
+    from minisphere.engine.embedding import make_provider
     return make_provider({"provider": name})
 
 
@@ -76,13 +76,13 @@ def _progress(label: str):
 
 
 def methods(ws: Workspace, provider) -> dict:
-    from minisphere.vectors.arm import vector_arm
+    from minisphere.engine.vectors.arm import vector_arm
 
     def dense(query: str) -> list[str]:
         return [h.id for h in vector_arm(ws.conn, provider.embed([query])[0], Prefilter())[:10]]
     def hybrid_without_mmr(query: str) -> list[str]:
         """Fusion + rerank factors only: isolates the fusion from MMR's diversity trade-off."""
-        from minisphere.retrieval import recall as pipeline
+        from minisphere.engine.retrieval import recall as pipeline
         original = pipeline.mmr
         pipeline.mmr = functools.partial(original, lam=1.0)
         try:
@@ -104,7 +104,7 @@ def reset_recall_counts(ws: Workspace) -> None:
 
 def weight_sensitivity(ws: Workspace, data, docs_of, score) -> list[list]:
     """hybrid nDCG@10 / R@10 for other vector-arm weights (the shipped one is HYBRID_ARM_WEIGHTS)."""
-    from minisphere.retrieval import tuning as T
+    from minisphere.engine.retrieval import tuning as T
     shipped = T.HYBRID_ARM_WEIGHTS["vector"]
     rows = []
     try:
@@ -132,10 +132,12 @@ def throughput(provider, texts: list[str]) -> list:
 def _capture_latency(ws: Workspace, texts: list[str], prefetch: bool) -> list[float]:
     samples = []
     for i, text in enumerate(texts):
-        if prefetch:  # the owner embeds while the write waits in its queue; time the write only
-            ws.prefetch_vectors("capture", {"content": text})
+        call = [("capture", {"content": text})]
+        # prepared: embedded before the write is queued, as the workspace actor does; time the
+        # write only
+        prepared = ws.prepare(call) if prefetch else None
         t0 = time.perf_counter()
-        ws.capture(text)
+        ws.run_batch(call, prepared=prepared)
         if i >= CAPTURE_WARMUP:
             samples.append((time.perf_counter() - t0) * 1000)
     return samples

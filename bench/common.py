@@ -39,8 +39,9 @@ def save_report(name: str, body: str) -> Path:
     """Write bench/results/<name>.md with the command line and date on top; return the path."""
     RESULTS_DIR.mkdir(exist_ok=True)
     path = RESULTS_DIR / f"{name}.md"
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     command = "python -m bench." + Path(sys.argv[0]).stem + " " + " ".join(sys.argv[1:])
-    header = f"# {name} benchmark\n\nCommand: `{command.strip()}`  \nRun: {stamp} on {platform.node()} ({platform.machine()}, Python {platform.python_version()})\n\n"
+    header = (f"# {name} benchmark\n\nCommand: `{command.strip()}`  \nRun: {stamp} on "
+              f"{platform.node()} ({platform.machine()}, Python {platform.python_version()})\n\n")
     path.write_text(header + body + "\n", encoding="utf-8")
     return path

@@ -1,9 +1,16 @@
-"""Named error types of the engine.
+"""Every named error of Mini-Sphere, each with a stable machine `code`.
 
-Every error carries a stable machine `code` and a human message. The HTTP layer maps the
-classes to status codes in exactly one place (`minisphere.http_errors`); nothing else decides a
-status.
+An error is a `MiniSphereError` subclass: the code travels to clients in the body
+`{"error": {"code", "message"}}`. Which HTTP status a class gets is decided in one place,
+`minisphere.http.statuses`, matched along the class hierarchy, so a subclass inherits its
+parent's status. Everything that is not a named error is a bug: `as_named_error` hides it
+behind `internal` (and logs it) before it can leave a process.
 """
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger("minisphere.errors")
 
 
 class MiniSphereError(Exception):
@@ -17,6 +24,7 @@ class MiniSphereError(Exception):
         return {"error": {"code": self.code, "message": self.message}}
 
 
+# ---- the engine: one workspace file ------------------------------------------------------------
 class InvalidArgument(MiniSphereError):
     """Wrong type, unknown enum value, out-of-range number, malformed id, unknown field."""
     code = "invalid_argument"
@@ -46,3 +54,142 @@ class SchemaTooNew(MiniSphereError):
 
 class WorkspaceClosed(MiniSphereError):
     code = "workspace_closed"
+
+
+class EmbeddingError(MiniSphereError):
+    """An embedding provider could not embed (bad response, timeout, wrong shape, no model).
+    Writes never fail for it: the entry is stored and embedded later."""
+    code = "embedding_failed"
+
+
+# ---- the service: requests, tokens, workspaces, settings ---------------------------------------
+class MalformedRequest(MiniSphereError):
+    """The request itself cannot be read: not JSON, not an object, bad workspace id."""
+    code = "malformed_request"
+
+
+class RequestTooLarge(MiniSphereError):
+    code = "request_too_large"
+
+
+class Unauthenticated(MiniSphereError):
+    """No bearer token, or a token that belongs to nothing."""
+    code = "unauthenticated"
+
+
+class Forbidden(MiniSphereError):
+    """A valid token that may not do this (another workspace's, or a maintenance method)."""
+    code = "forbidden"
+
+
+class WorkspaceExists(MiniSphereError):
+    code = "workspace_exists"
+
+
+class WorkspaceUnavailable(MiniSphereError):
+    """The workspace actor could not answer (restarting, stopped, or its outcome is unknown)."""
+    code = "unavailable"
+
+
+class WorkspaceHibernating(WorkspaceUnavailable):
+    """The workspace actor is hibernating and took no part of the call; the caller re-activates
+    the workspace and sends the call again (safe for writes too)."""
+    code = "hibernating"
+
+
+class InternalError(MiniSphereError):
+    """A bug: logged with its traceback, reported without internals."""
+    code = "internal"
+
+
+class ConfigError(MiniSphereError):
+    """Settings that cannot be used; the service must not start."""
+    code = "invalid_config"
+
+
+# ---- durability: snapshots and their stores ----------------------------------------------------
+class SnapshotError(MiniSphereError):
+    """A snapshot or restore could not be done."""
+    code = "snapshot_failed"
+
+
+class SnapshotStoreUnavailable(SnapshotError):
+    """The snapshot store cannot be reached (S3 down, timeout, missing bucket, no access)."""
+    code = "snapshot_store_unavailable"
+
+
+class SnapshotCorrupt(SnapshotError):
+    """A stored snapshot fails its checksum, is truncated, does not decompress, or fails
+    `PRAGMA integrity_check`. It is refused; the live file is left untouched."""
+    code = "snapshot_corrupt"
+
+
+class SnapshotNotFound(NotFound):
+    """No such snapshot version (or no snapshot at all) for the workspace."""
+    code = "snapshot_not_found"
+
+
+# ---- import / export ---------------------------------------------------------------------------
+class TransferError(MiniSphereError):
+    code = "transfer_failed"
+
+
+class ImportFormatError(InvalidArgument):
+    """A line of the JSONL file is not a valid export record (the message names the line)."""
+    code = "import_format"
+
+
+class ImportVersionError(ImportFormatError):
+    """The file was written by an export format this build does not read."""
+    code = "import_version"
+
+
+# ---- pinned contracts and their evidence -------------------------------------------------------
+class ContractPinError(MiniSphereError):
+    """A contract file's bytes do not match its pin, or the file or the pin is missing."""
+    code = "contract_pin_mismatch"
+
+    def __init__(self, message: str, *, file: str | None = None, expected: str | None = None,
+                 actual: str | None = None):
+        super().__init__(message)
+        self.file, self.expected, self.actual = file, expected, actual
+
+
+class ContractSurfaceError(MiniSphereError):
+    """The routed methods or the engine disagree with the machine-readable contract surface."""
+    code = "contract_surface_mismatch"
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = list(problems or [])
+
+
+class EvidenceError(MiniSphereError):
+    """The evidence store refused or failed an operation (bucket, credentials, permissions)."""
+    code = "evidence_error"
+
+
+class EvidenceConflict(EvidenceError):
+    """The store already holds different bytes for the same contract version."""
+    code = "evidence_conflict"
+
+
+class EvidenceUnreachable(EvidenceError):
+    """The S3 endpoint cannot be reached (refused, timed out, DNS)."""
+    code = "evidence_unreachable"
+
+
+class EvidenceVerifyError(EvidenceError):
+    """A downloaded object does not hash to the local pin."""
+    code = "evidence_verify_failed"
+
+
+def as_named_error(exc: BaseException) -> MiniSphereError:
+    """Any exception as a named error; unknown ones are logged and hidden behind `internal`."""
+    if isinstance(exc, MiniSphereError):
+        return exc
+    if "sqlite" in type(exc).__module__:     # disk full, I/O error, locked: storage trouble
+        log.error("storage error: %r", exc)
+        return WorkspaceUnavailable(f"storage error: {exc}")
+    log.error("unexpected error", exc_info=(type(exc), exc, exc.__traceback__))
+    return InternalError("internal error; the service logged the details")

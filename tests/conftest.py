@@ -1,9 +1,14 @@
-"""Shared fixtures. Engine fixtures open real SQLite files under pytest's tmp_path."""
+"""Shared fixtures. Engine fixtures open real SQLite files under pytest's tmp_path.
+
+The tests are a package (`tests.engine.helpers`, ...): pytest puts the project folder on
+sys.path, so `minisphere`, `actors` and `serve_app` import from the checkout.
+"""
 import pytest
 
-pytest_plugins = ["s3_fixtures"]  # `s3_endpoint`: one moto S3 server on loopback per session
-
 from minisphere import ManualClock, Workspace
+
+# `s3_endpoint` / `fresh_bucket`: one moto S3 server on loopback per session; snapshot stores
+pytest_plugins = ["tests.support.s3", "tests.support.stores"]
 
 
 @pytest.fixture

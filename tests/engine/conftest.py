@@ -1,7 +1,7 @@
-"""Fixtures of the engine tests (helpers live in engine_helpers.py)."""
+"""Fixtures of the engine tests (helpers live in helpers.py)."""
 import pytest
 
-from engine_helpers import Api
+from tests.engine.helpers import Api
 
 
 @pytest.fixture(params=["call", "wrapper"])

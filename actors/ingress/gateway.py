@@ -1,0 +1,180 @@
+"""What one ingress replica does between HTTP and the actors: authenticate, find the
+workspace's actor, call it, and recover from a dead actor.
+
+Caches (per replica): token hashes per workspace (for `token_cache_ttl_s`) and actor handles.
+An unauthenticated request is refused before any actor is looked up, so it never wakes one.
+Calls go through the resend loop of `actors/parts/reach.py`: a dead actor is re-activated
+through the directory and a read is sent once more; a write whose actor died under it may or
+may not have committed, so it is answered 503 -- unless the actor ended by hibernation (then
+the write never ran and is sent again), as is any call refused with `hibernating`.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from actors.directory_actor import get_directory
+from actors.parts.reach import WorkspaceReach, ask
+from minisphere.control.auth import check_workspace_id, hash_in, same_hash, token_hash
+from minisphere.durability.snapshots import list_snapshots
+from minisphere.durability.stores import open_snapshot_store
+from minisphere.engine.clock import epoch_ms
+from minisphere.engine.methods import METHODS
+from minisphere.errors import Forbidden, Unauthenticated, as_named_error
+from minisphere.maintenance import runs as M
+from minisphere.settings import Settings
+
+log = logging.getLogger("minisphere.gateway")
+CALL_TIMEOUT_S = 60.0
+LIVE_STATUS_TIMEOUT_S = 3.0        # GET /v1/workspaces/{id}: the actor's own snapshot status
+
+
+class Gateway:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.directory = get_directory(settings)
+        self.reach = WorkspaceReach(self.directory)
+        self._admin_hash = token_hash(settings.admin_token)
+        self._tokens: dict[str, tuple[list[str], float]] = {}
+        self._store = None                     # snapshot store, made on first use
+
+    async def ask_directory(self, method: str, *args):
+        return await ask(self.directory, method, *args)
+
+    # ---- auth ----------------------------------------------------------------------------------
+    def is_admin(self, token: str) -> bool:
+        return same_hash(token_hash(token), self._admin_hash)
+
+    def require_admin(self, token: str) -> None:
+        if not self.is_admin(token):
+            raise Unauthenticated("this route needs the admin token")
+
+    async def authorize(self, workspace_id: str, token: str, method_name: str) -> None:
+        """Raise unless `token` may call `method_name` on `workspace_id`."""
+        check_workspace_id(workspace_id)
+        if self.is_admin(token):
+            return
+        candidate = token_hash(token)
+        cached = self._tokens.get(workspace_id)
+        if cached is None or cached[1] < time.monotonic() or not hash_in(candidate, cached[0]):
+            verdict, hashes = await self.ask_directory("authenticate", workspace_id, candidate)
+            if verdict == "other":
+                raise Forbidden("this token belongs to another workspace")
+            if verdict != "ok":
+                self._tokens.pop(workspace_id, None)
+                raise Unauthenticated("invalid token")
+            self._tokens[workspace_id] = (hashes, time.monotonic() + self.settings.token_cache_ttl_s)
+        method = METHODS.get(method_name)
+        if method is not None and method.access == "maintenance":
+            raise Forbidden(f"{method_name} is a maintenance method; it needs the admin token")
+
+    def forget(self, workspace_id: str) -> None:
+        self._tokens.pop(workspace_id, None)
+        self.reach.forget(workspace_id)
+
+    # ---- calls ---------------------------------------------------------------------------------
+    async def call(self, workspace_id: str, method_name: str, body: dict) -> tuple[object, dict]:
+        """Run one method on the workspace's actor: (result, timings); engine errors raise."""
+        read = METHODS[method_name].access == "read"
+        envelope, attempts, rpc_ms = await self.reach.call(
+            workspace_id, "call", method_name, body, idempotent_attempts=1 if read else 0,
+            timeout_s=CALL_TIMEOUT_S,
+            unknown_outcome=f"workspace {workspace_id} is restarting; retry shortly" if read else
+            f"workspace {workspace_id} failed or timed out during {method_name}; the write may "
+            "or may not have been applied (capture is safe to repeat: a duplicate is answered "
+            "'blocked')")
+        timings = envelope["timings"]
+        timings["rpc_ms"] = rpc_ms
+        if attempts > 1:
+            timings["attempts"] = attempts
+        return envelope["result"], timings
+
+    # ---- maintenance -------------------------------------------------------------------
+    async def run_maintenance(self, workspace_id: str, method_name: str,
+                              body: dict) -> tuple[object, dict]:
+        """A maintenance method called over HTTP (admin token, checked by `authorize`): run like
+        any call, recorded as the workspace's due state and audited as trigger=manual."""
+        record = M.RunRecord.begin(workspace_id, "manual", epoch_ms())
+        try:
+            result, timings = await self.call(workspace_id, method_name, body)
+        except Exception as exc:
+            await self._audit_run(record.finish("error", epoch_ms(),
+                                                M.describe_error(as_named_error(exc))))
+            raise
+        record.add(result)
+        try:
+            await self.ask_directory("maintenance", "record_pass", workspace_id,
+                                     result.get("nextDueAt"), result["remaining"],
+                                     record.startedAt)
+        except Exception:  # noqa: BLE001 - the pass ran; the scheduler just will not skip
+            log.warning("could not record the due state of %s", workspace_id, exc_info=True)
+        await self._audit_run(record.finish("ok", epoch_ms()))
+        return result, timings
+
+    async def _audit_run(self, row: dict) -> None:
+        try:
+            await self.ask_directory("maintenance", "record_run", row)
+        except Exception:  # noqa: BLE001 - never turn a done pass into an error
+            log.error("could not audit maintenance run %s", row["runId"], exc_info=True)
+
+    async def maintenance_runs(self, workspace_id: str | None, limit: int) -> list[dict]:
+        return await self.ask_directory("maintenance", "runs", workspace_id, limit)
+
+    # ---- durability (admin) ----------------------------------------------------------------------
+    async def actor_call(self, workspace_id: str, method: str, *args):
+        """An admin call on the workspace's actor (activating it), following hibernation."""
+        check_workspace_id(workspace_id)
+        envelope, _, _ = await self.reach.call(
+            workspace_id, method, *args, idempotent_attempts=1,
+            unknown_outcome=f"workspace {workspace_id} restarted during {method}; retry shortly")
+        return envelope["result"]
+
+    async def snapshot(self, workspace_id: str) -> dict:
+        return await self.actor_call(workspace_id, "snapshot", "manual")
+
+    async def restore(self, workspace_id: str, version: str) -> dict:
+        result = await self.actor_call(workspace_id, "restore", version)
+        return {"workspace": workspace_id, "version": result["version"],
+                "entryCount": result["manifest"].get("entryCount"),
+                "previousFileKeptAt": result["aside"], "tookMs": result["tookMs"]}
+
+    def _snapshot_store(self):
+        if self._store is None:
+            self._store = open_snapshot_store(self.settings.snapshots)
+        return self._store
+
+    async def list_snapshots(self, workspace_id: str) -> list[dict]:
+        """Versions in the store (no actor is woken for this)."""
+        check_workspace_id(workspace_id)
+        await self.ask_directory("get", workspace_id)        # NotFound when absent
+        return await asyncio.to_thread(list_snapshots, self._snapshot_store(), workspace_id)
+
+    # ---- admin -----------------------------------------------------------------------------------
+    async def create(self, workspace_id, blueprint, label) -> dict:
+        return await self.ask_directory("create", workspace_id, blueprint, label)
+
+    async def list(self, limit: int, after: str) -> list[dict]:
+        return await self.ask_directory("list", limit, after)
+
+    async def get(self, workspace_id: str) -> dict:
+        check_workspace_id(workspace_id)
+        record = await self.ask_directory("get", workspace_id)
+        durability = record.get("durability") or {}
+        if durability.get("resident"):        # the actor's own, current snapshot status
+            try:
+                handle = await self.reach.handle(workspace_id)
+                live = await asyncio.wait_for(handle.durability.remote(), LIVE_STATUS_TIMEOUT_S)
+                durability.update(live)
+            except Exception as exc:  # noqa: BLE001 - the stored status is shown instead
+                log.info("live durability status of %s unavailable: %r", workspace_id, exc)
+        return record
+
+    async def delete(self, workspace_id: str) -> dict:
+        check_workspace_id(workspace_id)
+        self.forget(workspace_id)
+        return await self.ask_directory("delete", workspace_id)
+
+    async def ready(self) -> bool:
+        await self.directory.list.remote(1)
+        return True

@@ -1,0 +1,79 @@
+"""Prometheus metrics of an ingress replica.
+
+Metrics go through `ray.util.metrics`, so they are served by every node's Ray metrics agent
+(the same Prometheus endpoint as Ray Serve's own `ray_serve_*` metrics; Ray prefixes names
+with `ray_`):
+
+| metric                                  | type      | tags                     |
+|-----------------------------------------|-----------|--------------------------|
+| ray_minisphere_requests_total           | counter   | method, status           |
+| ray_minisphere_request_latency_ms       | histogram | method                   |
+| ray_minisphere_resident_workspaces      | gauge     | (per replica; take max)  |
+| ray_minisphere_snapshot_age_seconds     | gauge     | (per replica; take max)  |
+
+The two gauges are polled from the directory every `METRICS_POLL_S`. The snapshot age is the
+oldest last-snapshot age among resident workspaces that hold writes not yet in a snapshot
+(0 when everything is snapshotted); it is skipped when the directory does not report it.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+log = logging.getLogger("minisphere.metrics")
+METRICS_POLL_S = 15.0
+SNAPSHOT_AGE_SAMPLE = 50            # resident workspaces asked per poll, at most
+LATENCY_BOUNDARIES_MS = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000]
+
+
+class ServiceMetrics:
+    def __init__(self, gateway=None):
+        from ray.util import metrics
+        self.gateway = gateway
+        self.requests = metrics.Counter(
+            "minisphere_requests_total", description="HTTP requests by method and status",
+            tag_keys=("method", "status"))
+        self.latency = metrics.Histogram(
+            "minisphere_request_latency_ms", description="ingress latency per method (ms)",
+            boundaries=LATENCY_BOUNDARIES_MS, tag_keys=("method",))
+        self.resident = metrics.Gauge(
+            "minisphere_resident_workspaces", description="workspace actors resident now")
+        self.snapshot_age = metrics.Gauge(
+            "minisphere_snapshot_age_seconds",
+            description="oldest snapshot age among resident workspaces with unsnapshotted writes")
+        self._poller: asyncio.Task | None = None
+
+    def observe(self, record: dict) -> None:
+        method = record["method"]
+        self.requests.inc(1, tags={"method": method, "status": str(record["status"])})
+        self.latency.observe(record["latencyMs"], tags={"method": method})
+        if self._poller is None and self.gateway is not None:
+            try:
+                self._poller = asyncio.get_running_loop().create_task(self._poll_forever())
+            except RuntimeError:
+                pass
+
+    async def _poll_forever(self) -> None:
+        while True:
+            try:
+                await self.poll_once()
+            except Exception:  # noqa: BLE001 - metrics never break the service
+                log.debug("metrics poll failed", exc_info=True)
+            await asyncio.sleep(METRICS_POLL_S)
+
+    async def poll_once(self) -> dict:
+        resident = await self.gateway.ask_directory("resident")
+        self.resident.set(len(resident))
+        ages = []
+        for workspace_id in resident[:SNAPSHOT_AGE_SAMPLE]:
+            try:
+                info = await self.gateway.ask_directory("durability_of", workspace_id)
+            except Exception:  # noqa: BLE001 - an older directory: no snapshot age
+                return {"resident": len(resident)}
+            status = info.get("snapshots") or {}
+            if status.get("pendingWrites") and status.get("lastSnapshotAt"):
+                ages.append(max(0.0, time.time() - float(status["lastSnapshotAt"])))
+        age = max(ages, default=0.0)
+        self.snapshot_age.set(age)
+        return {"resident": len(resident), "snapshotAgeS": age}

@@ -1,0 +1,32 @@
+"""Import and export through the service: the ingress side of the admin routes in
+`minisphere.http.transfer_routes`. Each page or chunk is one call into the workspace's actor,
+where `actors/parts/transfer_steps.py` does the work."""
+from __future__ import annotations
+
+import uuid
+
+from actors.parts.transfer_steps import EXPORT_PAGE_LINES, export_page, import_chunk
+from minisphere.errors import TransferError
+
+
+class TransferOps:
+    """What the HTTP routes need, on top of the replica's gateway."""
+
+    def __init__(self, gateway):
+        self.gateway = gateway
+
+    async def export_pages(self, workspace_id: str):
+        export_id = uuid.uuid4().hex
+        while True:
+            page = await self.gateway.actor_call(workspace_id, "__ray_call__", export_page,
+                                                 export_id, EXPORT_PAGE_LINES)
+            yield page["lines"]
+            if page["done"]:
+                return
+
+    async def import_chunk(self, workspace_id: str, key: str, header: str, lines: list[str],
+                           first: int, final: bool) -> dict:
+        if not key.isalnum() or len(key) > 64:
+            raise TransferError("key must be 1-64 letters or digits (e.g. the file's sha256)")
+        return await self.gateway.actor_call(workspace_id, "__ray_call__", import_chunk, key,
+                                             header, lines, first, final)

@@ -1,0 +1,114 @@
+"""Reaching a workspace's actor from another process: find it through the directory, call it,
+and follow it when it hibernates or dies. Used by the ingress (every HTTP call) and by the
+scheduled-tasks actor (staleness passes), so both recover the same way.
+
+Every workspace-actor method answers an envelope (`{"ok": True, "result"}` or
+`{"ok": False, "error": <named error>}`), so an engine error is told apart from a failure of
+the actor itself:
+
+- the envelope says `hibernating`: the actor refused the call before touching anything, so it
+  is sent again, to the re-activated workspace (until `deadline_s`);
+- the actor died (or did not answer within `timeout_s`): the workspace is re-activated at once
+  (a workspace deleted meanwhile answers 404 there). The call is sent again when that is safe:
+  within the caller's `idempotent_attempts`, or when the directory says the actor ended by a
+  clean hibernation (then the call never ran). Otherwise its outcome is unknown:
+  `WorkspaceUnavailable`.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from ray.exceptions import RayActorError, RayTaskError
+
+from minisphere.errors import MiniSphereError, WorkspaceHibernating, WorkspaceUnavailable
+
+log = logging.getLogger("minisphere.reach")
+FOLLOW_HIBERNATION_S = 60.0        # how long a call may keep following a hibernating workspace
+RESEND_PAUSE_S = 0.05              # pause before sending again (grows per attempt, up to 1 s)
+RESEND_PAUSE_MAX_S = 1.0
+
+
+def unwrap(exc: BaseException) -> BaseException:
+    """The named error inside a Ray task error, when there is one."""
+    if isinstance(exc, RayTaskError):
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, BaseException):
+            return cause
+    return exc
+
+
+async def ask(directory, method: str, *args):
+    """Call the directory actor; its named errors come back as themselves."""
+    try:
+        return await getattr(directory, method).remote(*args)
+    except RayTaskError as exc:
+        raise unwrap(exc) from None
+    except RayActorError as exc:
+        raise WorkspaceUnavailable(f"directory unavailable: {exc.__class__.__name__}") from None
+
+
+class WorkspaceReach:
+    """Actor handles of workspaces, cached per process, and the one resend loop."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self._handles: dict = {}
+
+    async def handle(self, workspace_id: str, stale: bool = False):
+        handle = None if stale else self._handles.get(workspace_id)
+        if handle is None:
+            handle = await ask(self.directory, "activate", workspace_id, stale)
+            self._handles[workspace_id] = handle
+        return handle
+
+    def forget(self, workspace_id: str) -> None:
+        self._handles.pop(workspace_id, None)
+
+    async def _ended_cleanly(self, workspace_id: str, handle) -> bool:
+        try:
+            return bool(await ask(self.directory, "ended_cleanly", workspace_id,
+                                  handle._actor_id.hex()))  # noqa: SLF001 - the only stable id
+        except MiniSphereError:
+            return False
+
+    async def call(self, workspace_id: str, method: str, *args, idempotent_attempts: int = 0,
+                   max_attempts: int | None = None, timeout_s: float | None = None,
+                   deadline_s: float = FOLLOW_HIBERNATION_S,
+                   unknown_outcome: str = "") -> tuple[dict, int, float]:
+        """Send `method(*args)` to the workspace's actor until it answers (see the module
+        docstring). Returns (the ok envelope, attempts, ms of the last round trip); an error
+        envelope raises its named error."""
+        deadline = time.monotonic() + deadline_s
+        attempt = 0
+        while True:
+            attempt += 1
+            last = max_attempts is not None and attempt >= max_attempts
+            handle = await self.handle(workspace_id)
+            sent = time.perf_counter()
+            try:
+                envelope = await asyncio.wait_for(getattr(handle, method).remote(*args),
+                                                  timeout_s)
+            except (TimeoutError, RayActorError) as exc:
+                self.forget(workspace_id)
+                log.warning("workspace %s actor failed during %s (attempt %d): %s",
+                            workspace_id, method, attempt, exc.__class__.__name__)
+                await self.handle(workspace_id, stale=True)
+                if not last and (attempt <= idempotent_attempts or (
+                        time.monotonic() < deadline
+                        and await self._ended_cleanly(workspace_id, handle))):
+                    continue
+                raise WorkspaceUnavailable(unknown_outcome or (
+                    f"workspace {workspace_id} failed during {method}; retry shortly")) from None
+            rpc_ms = (time.perf_counter() - sent) * 1e3
+            if envelope["ok"]:
+                return envelope, attempt, rpc_ms
+            error = envelope["error"]
+            if isinstance(error, WorkspaceHibernating) and not last \
+                    and time.monotonic() < deadline:
+                self.forget(workspace_id)
+                await asyncio.sleep(min(RESEND_PAUSE_S * attempt, RESEND_PAUSE_MAX_S))
+                await self.handle(workspace_id, stale=True)
+                continue
+            raise error if isinstance(error, MiniSphereError) else WorkspaceUnavailable(str(error))

@@ -1,0 +1,15 @@
+"""Typed Python client of the Mini-Sphere HTTP service (sync and async; httpx + pydantic).
+
+It imports nothing of the server, so an agent can use it with only httpx and pydantic.
+"""
+from minisphere.client.client import (
+                                      DEFAULT_URL,
+                                      AsyncClient,
+                                      AsyncWorkspaceClient,
+                                      Client,
+                                      ServiceError,
+                                      WorkspaceClient,
+)
+
+__all__ = ["Client", "AsyncClient", "WorkspaceClient", "AsyncWorkspaceClient", "ServiceError",
+           "DEFAULT_URL"]

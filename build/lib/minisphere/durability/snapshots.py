@@ -1,0 +1,369 @@
+"""Consistent, compressed, checksummed, versioned snapshots of one workspace file; restore.
+
+A snapshot is taken with SQLite's online backup API from a separate read-only connection (one
+step, so it is one consistent read transaction; WAL lets writers go on meanwhile), converted to
+a single self-contained file (journal_mode=DELETE), gzip-compressed and uploaded as
+
+    <workspace>/<version>.db.gz      the compressed file
+    <workspace>/<version>.json       its manifest, written last (a version exists once it does)
+
+where `version` is `<UTC yyyymmddThhmmssmmmZ>-<seq:06d>` and `seq` grows by one per snapshot of
+the workspace. The manifest holds sizes and SHA-256 of both the compressed and the raw bytes,
+the schema version and the entry count.
+
+A restore downloads a version, checks size and checksum of the compressed bytes, decompresses,
+checks size and checksum of the raw bytes, opens it and requires `PRAGMA integrity_check` to
+answer `ok` -- only then is the live file swapped (the live file is checkpointed and kept
+aside as `<file>.pre-restore-<stamp>`, stale `-wal`/`-shm` are removed, and the verified file
+is renamed into place). Any failed check raises `SnapshotCorrupt` and leaves the live file as
+it was. The caller must have closed every connection to the live file before a restore.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import gzip
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+from minisphere.durability.constants import (
+    RESTORE_ASIDE_KEEP,
+    SNAPSHOT_BLOB_SUFFIX,
+    SNAPSHOT_COPY_CHUNK_BYTES,
+    SNAPSHOT_FORMAT_VERSION,
+    SNAPSHOT_GZIP_LEVEL,
+    SNAPSHOT_MANIFEST_SUFFIX,
+    SNAPSHOT_MAX_MANIFEST_BYTES,
+)
+from minisphere.durability.stores import SnapshotStore
+from minisphere.engine import db
+from minisphere.engine.clock import epoch_ms, iso_utc
+from minisphere.errors import (
+    SnapshotCorrupt,
+    SnapshotError,
+    SnapshotNotFound,
+    SnapshotStoreUnavailable,
+)
+from minisphere.files import fsync_dir, fsync_file, sized_sha256
+from minisphere.settings import SNAPSHOT_KEEP_VERSIONS
+
+log = logging.getLogger("minisphere.snapshots")
+VERSION_PATTERN = re.compile(r"^(\d{8}T\d{9}Z)-(\d{6,})$")
+ASIDE_MARK = ".pre-restore-"
+
+
+def version_seq(version: str) -> int:
+    match = VERSION_PATTERN.fullmatch(version)
+    if not match:
+        raise SnapshotNotFound(f"{version!r} is not a snapshot version (expected e.g. "
+                               "20260101T120000000Z-000001)")
+    return int(match.group(2))
+
+
+def _stamp(now_ms: int) -> str:
+    moment = _dt.datetime.fromtimestamp(now_ms / 1000, tz=_dt.UTC)
+    return moment.strftime("%Y%m%dT%H%M%S") + f"{now_ms % 1000:03d}Z"
+
+
+def blob_key(workspace_id: str, version: str) -> str:
+    return f"{workspace_id}/{version}{SNAPSHOT_BLOB_SUFFIX}"
+
+
+def manifest_key(workspace_id: str, version: str) -> str:
+    return f"{workspace_id}/{version}{SNAPSHOT_MANIFEST_SUFFIX}"
+
+
+def list_versions(store: SnapshotStore, workspace_id: str) -> list[str]:
+    """Versions with a manifest, oldest first (ordered by sequence number)."""
+    found = []
+    for key in store.list_keys(f"{workspace_id}/"):
+        name = key.rsplit("/", 1)[-1]
+        if name.endswith(SNAPSHOT_MANIFEST_SUFFIX):
+            version = name[: -len(SNAPSHOT_MANIFEST_SUFFIX)]
+            if VERSION_PATTERN.fullmatch(version):
+                found.append(version)
+    return sorted(found, key=lambda v: (version_seq(v), v))
+
+
+def read_manifest(store: SnapshotStore, workspace_id: str, version: str) -> dict:
+    version_seq(version)
+    raw = store.get_bytes(manifest_key(workspace_id, version), SNAPSHOT_MAX_MANIFEST_BYTES)
+    try:
+        manifest = json.loads(raw)
+        if not isinstance(manifest, dict) or manifest.get("version") != version:
+            raise ValueError("manifest does not describe this version")
+        for field in ("compressedBytes", "compressedSha256", "rawBytes", "rawSha256"):
+            if field not in manifest:
+                raise ValueError(f"manifest lacks {field}")
+    except ValueError as exc:
+        raise SnapshotCorrupt(f"snapshot {workspace_id}@{version}: unreadable manifest ({exc})") \
+            from None
+    if manifest.get("format", 0) > SNAPSHOT_FORMAT_VERSION:
+        raise SnapshotError(f"snapshot {workspace_id}@{version} has format "
+                            f"{manifest.get('format')}; this build reads up to "
+                            f"{SNAPSHOT_FORMAT_VERSION}")
+    return manifest
+
+
+def list_snapshots(store: SnapshotStore, workspace_id: str) -> list[dict]:
+    """Every version's manifest, oldest first. An unreadable manifest is listed with `error`."""
+    listed = []
+    for version in list_versions(store, workspace_id):
+        try:
+            listed.append(read_manifest(store, workspace_id, version))
+        except (SnapshotCorrupt, SnapshotNotFound) as exc:
+            listed.append({"version": version, "workspace": workspace_id, "error": exc.message})
+    return listed
+
+
+# ---- taking a snapshot ---------------------------------------------------------------------
+def _backup(source_path: Path, target: Path) -> tuple[int, int]:
+    """Copy the live file into `target` (one consistent step); returns (schema, entries)."""
+    source = db.connect(source_path, readonly=True)
+    try:
+        dest = db.sqlite3.connect(str(target), isolation_level=None)
+        try:
+            source.backup(dest)                    # pages=-1: one step, one read transaction
+            dest.execute("PRAGMA journal_mode = DELETE")
+            schema = dest.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
+                                  ).fetchone()[0]
+            try:
+                entries = dest.execute("SELECT count(*) FROM entries").fetchone()[0]
+            except db.OperationalError:
+                entries = 0
+        finally:
+            dest.close()
+    finally:
+        source.close()
+    return int(schema), int(entries)
+
+
+def _compress(raw: Path, packed: Path) -> None:
+    with open(raw, "rb") as src, open(packed, "wb") as out:
+        with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=SNAPSHOT_GZIP_LEVEL,
+                           mtime=0) as gz:
+            shutil.copyfileobj(src, gz, SNAPSHOT_COPY_CHUNK_BYTES)
+
+
+def take_snapshot(db_path: str | Path, store: SnapshotStore, workspace_id: str, *,
+                  reason: str = "manual", keep: int = SNAPSHOT_KEEP_VERSIONS,
+                  now_ms: int | None = None) -> dict:
+    """Snapshot the live file at `db_path` into `store`; returns the manifest.
+
+    Store failures raise `SnapshotStoreUnavailable`; nothing partial becomes a version (the
+    manifest is written after the blob).
+    """
+    db_path = Path(db_path)
+    if not db_path.exists():
+        raise SnapshotError(f"workspace {workspace_id} has no file at {db_path} to snapshot")
+    started = time.perf_counter()
+    now_ms = now_ms if now_ms is not None else epoch_ms()
+    existing = list_versions(store, workspace_id)       # reaches the store first: fail fast
+    seq = (version_seq(existing[-1]) + 1) if existing else 1
+    version = f"{_stamp(now_ms)}-{seq:06d}"
+    with tempfile.TemporaryDirectory(prefix=".snapshot-", dir=db_path.parent) as folder:
+        raw, packed = Path(folder) / "copy.db", Path(folder) / "copy.db.gz"
+        try:
+            schema, entries = _backup(db_path, raw)
+        except db.DatabaseError as exc:
+            raise SnapshotError(f"cannot copy workspace {workspace_id}: {exc}") from None
+        raw_bytes, raw_sha = sized_sha256(raw)
+        _compress(raw, packed)
+        packed_bytes, packed_sha = sized_sha256(packed)
+        manifest = {
+            "format": SNAPSHOT_FORMAT_VERSION, "workspace": workspace_id, "version": version,
+            "seq": seq, "createdAt": iso_utc(now_ms, milliseconds=True), "createdAtMs": now_ms, "reason": reason,
+            "schemaVersion": schema, "entryCount": entries, "compression": "gzip",
+            "rawBytes": raw_bytes, "rawSha256": raw_sha, "compressedBytes": packed_bytes,
+            "compressedSha256": packed_sha, "blobKey": blob_key(workspace_id, version)}
+        store.put_file(blob_key(workspace_id, version), packed)
+        store.put_bytes(manifest_key(workspace_id, version),
+                        json.dumps(manifest, sort_keys=True).encode())
+    manifest["tookMs"] = round((time.perf_counter() - started) * 1e3, 3)
+    log.info("snapshot %s@%s (%s): %d entries, %d -> %d bytes in %.1f ms", workspace_id,
+             version, reason, entries, raw_bytes, packed_bytes, manifest["tookMs"])
+    if keep > 0:
+        prune(store, workspace_id, keep, existing + [version])
+    return manifest
+
+
+def prune(store: SnapshotStore, workspace_id: str, keep: int,
+          versions: list[str] | None = None) -> list[str]:
+    """Delete all but the newest `keep` versions (manifest first). Failures are only logged."""
+    versions = list_versions(store, workspace_id) if versions is None else versions
+    doomed = versions[:-keep] if keep > 0 else []
+    for version in doomed:
+        try:
+            store.delete(manifest_key(workspace_id, version))
+            store.delete(blob_key(workspace_id, version))
+        except SnapshotError as exc:
+            log.warning("could not prune snapshot %s@%s: %s", workspace_id, version, exc.message)
+    return doomed
+
+
+# ---- restoring -----------------------------------------------------------------------------
+def _corrupt(workspace_id: str, version: str, why: str) -> SnapshotCorrupt:
+    return SnapshotCorrupt(f"snapshot {workspace_id}@{version} refused: {why}; the workspace "
+                           "file was not changed")
+
+
+def _decompress(packed: Path, raw: Path) -> None:
+    with gzip.open(packed, "rb") as gz, open(raw, "wb") as out:
+        shutil.copyfileobj(gz, out, SNAPSHOT_COPY_CHUNK_BYTES)
+
+
+def _check_database(path: Path) -> int:
+    """`PRAGMA integrity_check` must be ok; returns the schema version."""
+    conn = db.sqlite3.connect(str(path), isolation_level=None)
+    try:
+        rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+        if rows != ["ok"]:
+            raise ValueError("integrity_check: " + "; ".join(map(str, rows[:3])))
+        schema = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
+                              ).fetchone()[0]
+    finally:
+        conn.close()
+    return int(schema)
+
+
+def fetch_verified(store: SnapshotStore, workspace_id: str, version: str,
+                   folder: Path) -> tuple[Path, dict]:
+    """Download `version` into `folder` and verify it completely; returns (file, manifest)."""
+    manifest = read_manifest(store, workspace_id, version)
+    packed, raw = folder / "restore.db.gz", folder / "restore.db"
+    store.get_file(blob_key(workspace_id, version), packed)
+    size, sha = sized_sha256(packed)
+    if size != manifest["compressedBytes"]:
+        raise _corrupt(workspace_id, version, f"truncated or padded: {size} bytes stored, "
+                                              f"manifest says {manifest['compressedBytes']}")
+    if sha != manifest["compressedSha256"]:
+        raise _corrupt(workspace_id, version, "checksum mismatch of the compressed bytes")
+    try:
+        _decompress(packed, raw)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _corrupt(workspace_id, version, f"does not decompress ({exc})") from None
+    size, sha = sized_sha256(raw)
+    if size != manifest["rawBytes"] or sha != manifest["rawSha256"]:
+        raise _corrupt(workspace_id, version, "checksum mismatch of the decompressed file")
+    try:
+        schema = _check_database(raw)
+    except (ValueError, db.DatabaseError) as exc:
+        raise _corrupt(workspace_id, version, f"not a sound SQLite file ({exc})") from None
+    newest = db.available_migrations()[-1][0]
+    if schema > newest:
+        raise SnapshotError(f"snapshot {workspace_id}@{version} has schema {schema}; this "
+                            f"build knows up to {newest}")
+    for suffix in ("-wal", "-shm", "-journal"):
+        Path(str(raw) + suffix).unlink(missing_ok=True)
+    return raw, manifest
+
+
+def _checkpoint(path: Path) -> None:
+    """Fold the live file's WAL into it (best effort) so the file alone is complete."""
+    try:
+        conn = db.sqlite3.connect(str(path), isolation_level=None)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+    except db.DatabaseError as exc:
+        log.warning("could not checkpoint %s before restore: %s", path, exc)
+
+
+def _prune_asides(db_path: Path, keep: int) -> None:
+    asides = sorted(p for p in db_path.parent.glob(f"{db_path.name}{ASIDE_MARK}*")
+                    if not p.name.endswith(("-wal", "-shm")))
+    for old in asides[:-keep] if keep > 0 else asides:
+        for path in (old, Path(str(old) + "-wal"), Path(str(old) + "-shm")):
+            path.unlink(missing_ok=True)
+
+
+def swap_in(verified: Path, db_path: Path, *, keep_asides: int = RESTORE_ASIDE_KEEP) -> str | None:
+    """Put `verified` in place of the (closed) live file; returns where the old one went."""
+    aside = None
+    if db_path.exists():
+        _checkpoint(db_path)
+        aside = db_path.with_name(f"{db_path.name}{ASIDE_MARK}{time.time_ns()}")
+        try:
+            os.link(db_path, aside)
+        except OSError:
+            shutil.copy2(db_path, aside)
+        wal = Path(str(db_path) + "-wal")
+        if wal.exists():                   # not folded in: keep it with its file
+            os.replace(wal, Path(str(aside) + "-wal"))
+    for suffix in ("-wal", "-shm", "-journal"):
+        Path(str(db_path) + suffix).unlink(missing_ok=True)
+    fsync_file(verified)
+    os.replace(verified, db_path)
+    fsync_dir(db_path.parent)
+    _prune_asides(db_path, keep_asides)
+    return str(aside) if aside else None
+
+
+def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Path,
+                     version: str | None = None) -> dict:
+    """Replace the (closed) workspace file by a verified copy of `version` (default: latest).
+
+    Returns {"version", "manifest", "aside"}. Raises `SnapshotNotFound`, `SnapshotCorrupt`
+    or `SnapshotStoreUnavailable`; in every failure the live file is untouched.
+    """
+    db_path = Path(db_path)
+    if version is None:
+        versions = list_versions(store, workspace_id)
+        if not versions:
+            raise SnapshotNotFound(f"workspace {workspace_id} has no snapshot in "
+                                   f"{store.description}")
+        version = versions[-1]
+    else:
+        version_seq(version)
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=".restore-", dir=db_path.parent) as folder:
+        verified, manifest = fetch_verified(store, workspace_id, version, Path(folder))
+        aside = swap_in(verified, db_path)
+    took = round((time.perf_counter() - started) * 1e3, 3)
+    log.info("restored %s to %s (%d entries) in %.1f ms; previous file kept at %s",
+             workspace_id, version, manifest.get("entryCount", -1), took, aside)
+    return {"version": version, "manifest": manifest, "aside": aside, "tookMs": took}
+
+
+def restore_latest_good(store: SnapshotStore, workspace_id: str, db_path: str | Path) -> dict:
+    """Restore the newest version that verifies, skipping (and reporting) corrupt ones.
+
+    Used when a workspace's file is missing (a new node): an older good version beats none.
+    """
+    versions = list_versions(store, workspace_id)
+    if not versions:
+        raise SnapshotNotFound(f"workspace {workspace_id} has no snapshot in {store.description}")
+    skipped = []
+    for version in reversed(versions):
+        try:
+            result = restore_snapshot(store, workspace_id, db_path, version)
+        except SnapshotCorrupt as exc:
+            log.error("skipping corrupt snapshot: %s", exc.message)
+            skipped.append({"version": version, "error": exc.message})
+            continue
+        result["skipped"] = skipped
+        return result
+    raise SnapshotCorrupt(f"every snapshot of workspace {workspace_id} is corrupt "
+                          f"({len(skipped)} tried)")
+
+
+
+def delete_all_snapshots(store: SnapshotStore, workspace_id: str) -> int:
+    """Remove every stored object of the workspace (used when it is deleted for good)."""
+    keys = store.list_keys(f"{workspace_id}/")
+    for key in sorted(keys, key=lambda k: not k.endswith(SNAPSHOT_MANIFEST_SUFFIX)):
+        store.delete(key)                 # manifests first: no version points at a lost blob
+    return len(keys)
+
+
+__all__ = ["take_snapshot", "list_snapshots", "list_versions", "read_manifest",
+           "restore_snapshot", "restore_latest_good", "prune", "fetch_verified", "swap_in",
+           "delete_all_snapshots", "SnapshotStoreUnavailable"]

@@ -1,0 +1,55 @@
+"""Named defaults and limits of the engine. Units are in the names."""
+
+# --- Input limits (validated at the boundary; exceeding them writes nothing) ---
+MAX_CONTENT_BYTES = 64 * 1024          # UTF-8 bytes of one entry's content (413 when exceeded)
+MAX_TAGS_PER_ENTRY = 32
+MAX_TAG_CHARS = 64
+MAX_SOURCE_CHARS = 256
+MAX_EVIDENCE_REF_CHARS = 1024
+MAX_QUERY_CHARS = 4096
+MAX_METADATA_BYTES = 8 * 1024          # JSON-encoded edge metadata
+
+# --- Read defaults ---
+LIST_RECENT_DEFAULT_N = 20
+LIST_RECENT_MAX_N = 200
+GRAPH_VIEW_DEFAULT_HOPS = 1
+GRAPH_MAX_HOPS = 3
+GRAPH_VIEW_MAX_NODES = 200
+GRAPH_VIEW_FANOUT_PER_NODE = 50
+CONNECTIONS_MAX_EDGES = 500
+TOP_TOPICS_N = 10
+BRIEF_RECENT_N = 10
+BRIEF_RECENT_WINDOW_MS = 7 * 24 * 3600 * 1000
+BRIEF_RESURFACE_N = 5
+BRIEF_RESURFACE_MIN_AGE_MS = 14 * 24 * 3600 * 1000
+BRIEF_PREVIEW_CHARS = 160
+
+# --- Write defaults (caller classification, DP-MS4) ---
+DEFAULT_STATUS = "canonical"
+DEFAULT_KIND = "semantic"
+DEFAULT_IMPORTANCE = 0.0
+DEFAULT_EDGE_WEIGHT = 1.0
+DEFAULT_PROVENANCE = "explicit"
+
+# --- SQLite ---
+DEFAULT_SYNCHRONOUS = "FULL"           # durable on acknowledge; NORMAL is an opt-in for speed
+BUSY_TIMEOUT_MS = 5000
+
+# --- Recall arguments ---
+RECALL_DEFAULT_TOP_K = 10
+RECALL_MAX_TOP_K = 50
+RECALL_DEFAULT_HOPS = 1                # one hop: linked context without drowning the keyword hits
+
+# --- Staleness (contract §7): age since updated_at after which an entry needs re-confirming ---
+DAY_MS = 86_400_000
+STALE_AFTER_MS = {
+    "durable": 365 * DAY_MS,   # definitions, decisions, names: re-check yearly
+    "state": 30 * DAY_MS,      # "currently", versions, statuses: re-check monthly
+    "volatile": 2 * DAY_MS,    # prices, "right now", live incidents: re-check after two days
+}
+STALE_TAG_PREFIX = "stale:as-of:"
+STALENESS_PASS_DEFAULT_LIMIT = 1000
+REVALIDATE_PREVIEW_CHARS = 120
+
+# --- Optional vector binding (minisphere/vectors): the workspace_meta key that records it ---
+VECTOR_BINDING_META_KEY = "vector_binding"

@@ -1,0 +1,173 @@
+"""Retrieval arms. Each returns a ranked list of `Hit`s, best first."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from minisphere.engine.reads import entry_count, neighbours_of
+from minisphere.engine.retrieval import tuning as T
+from minisphere.engine.retrieval.prefilter import Prefilter
+from minisphere.engine.retrieval.query_text import (
+    content_terms,
+    match_any,
+    match_near_pairs,
+    quote,
+    stem,
+)
+
+
+@dataclass
+class Hit:
+    id: str
+    score: float                       # arm-specific, higher is better
+    detail: dict = field(default_factory=dict)
+
+
+def _bm25(conn, expression: str, prefilter: Prefilter, limit: int,
+          only_ids: list[str] | None = None) -> dict[str, float]:
+    """entry id -> -bm25 (higher is better) for one FTS5 expression, prefilter applied."""
+    where, params = prefilter.sql()
+    if only_ids is not None:
+        where += f" AND e.id IN ({','.join('?' * len(only_ids))})"
+        params = [*params, *only_ids]
+    elif prefilter.only_always_on:
+        # Few entries fail the always-on filters: rank in FTS5 alone (no per-match join), then
+        # filter the head; fall back to the joined query if too many of the head were dropped.
+        head = conn.execute("SELECT rowid, bm25(entries_fts) AS s FROM entries_fts "
+                            "WHERE entries_fts MATCH ? ORDER BY s LIMIT ?",
+                            (expression, 2 * limit)).fetchall()
+        marks = ",".join("?" * len(head))
+        allowed = dict(conn.execute(f"SELECT e.seq, e.id FROM entries e WHERE e.seq IN ({marks}) "
+                                    f"AND {where}", [seq for seq, _ in head] + params).fetchall())
+        kept = [(allowed[seq], bm25) for seq, bm25 in head if seq in allowed]
+        if len(kept) >= limit or len(head) < 2 * limit:
+            return {entry_id: -bm25 for entry_id, bm25 in kept[:limit]}
+    rows = conn.execute(
+        "SELECT e.id, bm25(entries_fts) AS s FROM entries_fts "
+        "JOIN entries e ON e.seq = entries_fts.rowid "
+        f"WHERE entries_fts MATCH ? AND {where} ORDER BY s LIMIT ?",
+        [expression, *params, limit]).fetchall()
+    return {entry_id: -bm25 for entry_id, bm25 in rows}
+
+
+def bounded_document_frequency(conn, term: str, cap: int) -> int:
+    """How many entries contain the term, counting no further than `cap` (cost O(cap))."""
+    return conn.execute("SELECT COUNT(*) FROM (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? "
+                        "LIMIT ?)", (quote(term), cap)).fetchone()[0]
+
+
+def feedback_terms(conn, query_tokens: list[str], scores: dict[str, float]) -> list[str]:
+    """Expansion terms from the best hits (pseudo-relevance feedback, RM3-like).
+
+    weight(t) = sum over the FEEDBACK_DOCS best hits d of tf(t, d) / |d| × score(d) / best score;
+    the FEEDBACK_SHORTLIST heaviest terms found in at least two of those hits (query terms, stop
+    words, digits and 1-letter terms excluded) are then weighted by idf = log(N / (1 + df)),
+    where terms in more than max(FEEDBACK_MIN_DOC_CAP, FEEDBACK_MAX_DOC_RATIO × N) entries are
+    (never more than FEEDBACK_MAX_DOC_CAP) are too common to help and dropped; the
+    FEEDBACK_TERMS heaviest remain (as stems).
+    """
+    best = sorted(scores.items(), key=lambda kv: -kv[1])[: T.FEEDBACK_DOCS]
+    if len(best) < T.FEEDBACK_MIN_HITS:
+        return []
+    marks = ",".join("?" * len(best))
+    texts = dict(conn.execute(f"SELECT id, content FROM entries WHERE id IN ({marks})",
+                              [i for i, _ in best]).fetchall())
+    query_stems = {stem(t) for t in query_tokens}
+    top_score = best[0][1] or 1.0
+    weights: dict[str, float] = {}
+    seen_in: dict[str, int] = {}
+    for entry_id, score in best:
+        terms = content_terms(texts.get(entry_id, ""))
+        for term in terms:
+            if term in query_stems or len(term) < 2 or term.isdigit():
+                continue
+            weights[term] = weights.get(term, 0.0) + score / top_score / len(terms)
+        for term in set(terms):
+            seen_in[term] = seen_in.get(term, 0) + 1
+    shortlist = sorted((t for t in weights if seen_in[t] >= 2), key=lambda t: -weights[t])
+    total = entry_count(conn) or 1
+    cap = min(T.FEEDBACK_MAX_DOC_CAP,
+              max(T.FEEDBACK_MIN_DOC_CAP, int(T.FEEDBACK_MAX_DOC_RATIO * total)))
+    idf = {}
+    for term in shortlist[: T.FEEDBACK_SHORTLIST]:
+        frequency = bounded_document_frequency(conn, term, cap)
+        if 0 < frequency < cap:
+            idf[term] = math.log(total / (1 + frequency))
+    ranked = sorted(idf, key=lambda t: -weights[t] * idf[t])
+    return ranked[: T.FEEDBACK_TERMS]
+
+
+def keyword_arm(conn, tokens: list[str], prefilter: Prefilter) -> list[Hit]:
+    """FTS5 BM25 over the OR of the tokens (the words), plus two bounded additions:
+
+    score = -bm25(words) - PROXIMITY_BOOST_WEIGHT × bm25(consecutive query terms near each other)
+            - FEEDBACK_WEIGHT × bm25(expansion terms from the best hits)
+    """
+    words = _bm25(conn, match_any(tokens), prefilter, T.KEYWORD_ROW_CAP)
+    proximity: dict[str, float] = {}
+    near = match_near_pairs(tokens, T.PROXIMITY_WINDOW_TOKENS) if T.PROXIMITY_BOOST_WEIGHT else None
+    if near and words:
+        proximity = _bm25(conn, near, prefilter, T.KEYWORD_ROW_CAP, only_ids=list(words))
+    expansion = feedback_terms(conn, tokens, words) if T.FEEDBACK_WEIGHT and words else []
+    feedback = _bm25(conn, match_any(expansion), prefilter, T.KEYWORD_ROW_CAP) if expansion else {}
+    hits = []
+    for entry_id in words.keys() | feedback.keys():
+        detail = {"bm25": words.get(entry_id, 0.0), "proximity": proximity.get(entry_id, 0.0),
+                  "feedback": feedback.get(entry_id, 0.0)}
+        score = (words.get(entry_id, 0.0) + T.PROXIMITY_BOOST_WEIGHT * detail["proximity"]
+                 + T.FEEDBACK_WEIGHT * detail["feedback"])
+        hits.append(Hit(entry_id, score, detail))
+    hits.sort(key=lambda h: -h.score)
+    return hits[: T.KEYWORD_ROW_CAP]
+
+
+def recency_arm(conn, prefilter: Prefilter) -> list[Hit]:
+    """Newest first inside the prefilter: answers "what happened yesterday?" with no keywords."""
+    where, params = prefilter.sql()
+    rows = conn.execute(f"SELECT e.id, e.created_at FROM entries e WHERE {where} "
+                        "ORDER BY e.created_at DESC, e.seq DESC LIMIT ?",
+                        [*params, T.KEYWORD_ROW_CAP]).fetchall()
+    return [Hit(entry_id, float(created_at), {"createdAt": created_at}) for entry_id, created_at in rows]
+
+
+def graph_arm(conn, seeds: list[Hit], hops: int, prefilter: Prefilter) -> list[Hit]:
+    """BFS from the best keyword hits over edges in both directions.
+
+    score = seed score (normalized to the best seed) × 0.6^hop × product of edge weights on the
+    path; at most GRAPH_FANOUT_PER_NODE strongest edges per node and GRAPH_MAX_NODES nodes.
+    Nodes failing the prefilter (deprecated, other kind, …) are neither returned nor traversed.
+    """
+    seeds = seeds[: T.GRAPH_SEED_COUNT]
+    if not seeds:
+        return []
+    top = max(h.score for h in seeds) or 1.0
+    best: dict[str, Hit] = {h.id: Hit(h.id, h.score / top, {"hop": 0, "via": None}) for h in seeds}
+    if hops == 0 or conn.execute("SELECT 1 FROM edges LIMIT 1").fetchone() is None:
+        return list(best.values())  # no edges anywhere: the seeds alone, in seed order
+    frontier = [h.id for h in seeds]
+    where, params = prefilter.sql()
+    for hop in range(1, hops + 1):
+        next_frontier: list[str] = []
+        for node in frontier:
+            parent_score = best[node].score
+            candidates = [(other, row[3])   # row[3] is the edge weight (EDGE_COLUMNS order)
+                          for other, row in neighbours_of(conn, node, T.GRAPH_FANOUT_PER_NODE)
+                          if other not in best]
+            if not candidates:
+                continue
+            marks = ",".join("?" * len(candidates))
+            allowed = {r[0] for r in conn.execute(
+                f"SELECT e.id FROM entries e WHERE e.id IN ({marks}) AND {where}",
+                [o for o, _ in candidates] + params)}
+            for other, weight in candidates:
+                if other not in allowed or other in best or len(best) >= T.GRAPH_MAX_NODES:
+                    continue
+                score = parent_score * T.GRAPH_HOP_DECAY * weight
+                best[other] = Hit(other, score, {"hop": hop, "via": node})
+                next_frontier.append(other)
+        frontier = next_frontier
+        if not frontier or len(best) >= T.GRAPH_MAX_NODES:
+            break
+    hits = list(best.values())
+    hits.sort(key=lambda h: -h.score)
+    return hits

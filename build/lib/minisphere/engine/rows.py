@@ -1,0 +1,65 @@
+"""Turning database rows into the contract's camelCase JSON shapes."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+from minisphere.engine.staleness import annotate
+
+ENTRY_COLUMNS = ("id, content, source, created_at, updated_at, recall_count, importance_score, "
+                 "claim_tag, evidence_ref, status, kind, volatility, stale_due_at")
+
+
+def entry_dict(row, tags: list[str], now_ms: int) -> dict:
+    """An entry in its wire shape, staleness judged at `now_ms` (see staleness.py)."""
+    (id_, content, source, created_at, updated_at, recall_count, importance, claim_tag,
+     evidence_ref, status, kind, volatility, stale_due_at) = row[:13]
+    return annotate({
+        "id": id_, "content": content, "source": source,
+        "createdAt": created_at, "updatedAt": updated_at,
+        "recallCount": recall_count, "importance": importance,
+        "claimTag": claim_tag, "evidenceRef": evidence_ref,
+        "status": status, "kind": kind, "volatility": volatility,
+        "tags": tags,
+    }, stale_due_at, now_ms)
+
+
+def tags_for(conn, ids: list[str]) -> dict[str, list[str]]:
+    """Tags of many entries in one query per 500 ids, each list sorted."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for entry_id, tag in conn.execute(
+                f"SELECT entry_id, tag FROM tags WHERE entry_id IN ({marks}) ORDER BY tag", chunk):
+            found[entry_id].append(tag)
+    return found
+
+
+def entries_by_id(conn, ids: list[str], now_ms: int) -> dict[str, dict]:
+    """Full entry dicts (with tags) for the given ids; missing ids are simply absent."""
+    result: dict[str, dict] = {}
+    if not ids:
+        return result
+    rows = []
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows += conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN ({marks})",
+                             chunk).fetchall()
+    tag_map = tags_for(conn, [r[0] for r in rows])
+    for row in rows:
+        result[row[0]] = entry_dict(row, tag_map.get(row[0], []), now_ms)
+    return result
+
+
+def edge_dict(row) -> dict:
+    src, dst, type_, weight, provenance, metadata, created_at, updated_at = row
+    return {
+        "src": src, "dst": dst, "type": type_, "weight": weight, "provenance": provenance,
+        "metadata": json.loads(metadata) if metadata else None,
+        "createdAt": created_at, "updatedAt": updated_at,
+    }
+
+
+EDGE_COLUMNS = "src, dst, type, weight, provenance, metadata, created_at, updated_at"

@@ -1,0 +1,192 @@
+"""One workspace's file with everything around it: the group-commit writer, the read pool and
+the snapshotter. Plain Python; the workspace actor is a thin async shell around it.
+
+Lifecycle: `WorkspaceHost(...)` makes sure the file is there (restoring the newest good
+snapshot when it is missing, e.g. on a new node) and opens it; `restore(version)` closes
+everything, swaps in a verified snapshot and reopens; `hibernate()` drains the writer, takes a
+snapshot when anything changed since the last one (skipped, and reported as pending, while the
+store is backing off after a failure), and closes. Callers must not submit while `restore` or
+`hibernate` runs (the actor holds its admission closed).
+
+One write path: every write goes through the group-commit writer. A write the workspace's
+hooks take part in (a capture on a vector-bound file) is first prepared on a read-pool thread
+(`prepare_write`: the embedding happens there, outside any transaction and lock) and then
+queued with its prepared value.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from minisphere.durability.snapshots import (
+    list_snapshots,
+    restore_latest_good,
+    restore_snapshot,
+    take_snapshot,
+)
+from minisphere.durability.snapshotter import Snapshotter
+from minisphere.durability.stores import SnapshotStore
+from minisphere.engine.hooks import NOT_PREPARED
+from minisphere.engine.workspace import Workspace
+from minisphere.errors import SnapshotError, SnapshotNotFound
+from minisphere.hosting.group_commit import GroupCommitWriter
+from minisphere.hosting.read_pool import DEFAULT_READ_THREADS, ReadPool
+from minisphere.settings import DEFAULT_MAX_BATCH_WRITES, DEFAULT_SYNCHRONOUS, SnapshotSettings
+
+log = logging.getLogger("minisphere.host")
+
+
+class WorkspaceHost:
+    def __init__(self, workspace_id: str, path: str | Path, *, store: SnapshotStore | None = None,
+                 synchronous: str = DEFAULT_SYNCHRONOUS,
+                 max_batch: int = DEFAULT_MAX_BATCH_WRITES,
+                 read_threads: int = DEFAULT_READ_THREADS,
+                 snapshots: SnapshotSettings | None = None, pending_writes: int = 0,
+                 expect_snapshot: bool = False, background: bool = True, embedder=None,
+                 on_follow_up: Callable[[str, dict], None] | None = None,
+                 on_snapshot_status: Callable[[dict], None] | None = None):
+        self.workspace_id = workspace_id
+        self.path = Path(path)
+        self.store = store
+        self.synchronous, self.max_batch, self.read_threads = synchronous, max_batch, read_threads
+        snapshots = snapshots or SnapshotSettings()
+        self.keep = snapshots.keep
+        self.embedder = embedder                # the vector binding's provider, if any
+        self.on_follow_up = on_follow_up        # a read's internal write (recall counts)
+        self.snapshotter = Snapshotter(self._take, every_writes=snapshots.every_writes,
+                                       every_s=snapshots.every_s, name=workspace_id,
+                                       on_status=on_snapshot_status)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.activation = self._ensure_file(expect_snapshot)
+        if pending_writes or self.activation["source"] == "new":
+            self.snapshotter.note_writes(max(1, pending_writes))
+        self.workspace: Workspace | None = None
+        self.writer: GroupCommitWriter | None = None
+        self.reads: ReadPool | None = None
+        self._open()
+        if background and store is not None:
+            self.snapshotter.start()
+
+    # ---- file and connections ------------------------------------------------------------------
+    def _ensure_file(self, expect_snapshot: bool) -> dict:
+        started = time.perf_counter()
+        if self.path.exists():
+            return {"source": "local"}
+        if self.store is None:
+            return {"source": "new"}
+        try:
+            restored = restore_latest_good(self.store, self.workspace_id, self.path)
+        except SnapshotNotFound:
+            if expect_snapshot:
+                raise SnapshotNotFound(
+                    f"workspace {self.workspace_id} has no local file and its snapshots are "
+                    f"missing from {self.store.description}; refusing to start it empty") from None
+            log.warning("workspace %s: no file and no snapshot; starting empty", self.workspace_id)
+            return {"source": "new"}
+        took = (time.perf_counter() - started) * 1e3
+        log.info("workspace %s restored from snapshot %s in %.1f ms", self.workspace_id,
+                 restored["version"], took)
+        return {"source": "snapshot", "version": restored["version"], "restoreMs": took,
+                "skipped": restored["skipped"]}
+
+    def _open(self) -> None:
+        self.workspace = Workspace(self.path, synchronous=self.synchronous,
+                                   embedder=self.embedder)
+        self.writer = GroupCommitWriter(self.workspace, self.max_batch, name=self.workspace_id)
+        self.reads = ReadPool(self.path, threads=self.read_threads,
+                              on_follow_up=self.on_follow_up, hooks=self.workspace.hooks)
+
+    def _close_io(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        if self.reads is not None:
+            self.reads.close()
+        if self.workspace is not None:
+            self.workspace.close()
+        self.writer = self.reads = self.workspace = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.workspace is not None
+
+    # ---- calls -------------------------------------------------------------------------------
+    def needs_prepare(self, method: str) -> bool:
+        """Whether a write must be prepared (`prepare_write`) before it is queued."""
+        return method in self.workspace.hooks.hooked
+
+    def prepare_write(self, method: str, body: dict) -> Future:
+        """The hooks' prepare step of one write, on a read-pool thread: a Future of the value
+        to pass to `submit_write`."""
+        return self.reads.prepare(method, body)
+
+    def submit_write(self, method: str, body: dict, callback: Callable[[bool, Any, dict], None],
+                     prepared: Any = NOT_PREPARED) -> None:
+        note = self.snapshotter.note_writes
+
+        def done(ok, result, timings):
+            if ok:
+                note(1)
+            callback(ok, result, timings)
+        self.writer.submit(method, body, done, prepared)
+
+    def submit_read(self, method: str, body: dict | None) -> Future:
+        return self.reads.submit(method, body)
+
+    # ---- snapshots -----------------------------------------------------------------------------
+    def _require_store(self) -> SnapshotStore:
+        if self.store is None:
+            raise SnapshotError("no snapshot store is configured")
+        return self.store
+
+    def _take(self, reason: str) -> dict:
+        return take_snapshot(self.path, self._require_store(), self.workspace_id, reason=reason,
+                             keep=self.keep)
+
+    def snapshot_now(self, reason: str = "manual") -> dict:
+        self._require_store()
+        return self.snapshotter.snapshot_now(reason)
+
+    def list_snapshots(self) -> list[dict]:
+        return list_snapshots(self._require_store(), self.workspace_id)
+
+    def restore(self, version: str | None) -> dict:
+        """Point-in-time restore: close, swap in the verified version, reopen (even on error)."""
+        store = self._require_store()
+        self._close_io()
+        try:
+            result = restore_snapshot(store, self.workspace_id, self.path, version)
+        finally:
+            self._open()
+        self.snapshotter.mark_clean()
+        return result
+
+    def hibernate(self) -> dict:
+        """Drain writes, snapshot if anything changed (unless the store is backing off), close."""
+        self.writer.close()
+        manifest, error = None, None
+        status = self.snapshotter.status()
+        if status["pendingWrites"] > 0 and self.store is not None:
+            if status["consecutiveFailures"] and status["retryInS"]:
+                error = f"snapshot store backing off: {status['lastFailure']}"
+            else:
+                try:
+                    manifest = self.snapshotter.snapshot_now("hibernate")
+                except SnapshotError as exc:
+                    error = exc.message
+        self.snapshotter.close()
+        self._close_io()
+        status = self.snapshotter.status()
+        return {"workspace": self.workspace_id, "snapshot": manifest, "error": error,
+                "pendingSnapshot": status["pendingWrites"] > 0, "snapshots": status}
+
+    def close(self) -> None:
+        self.snapshotter.close()
+        self._close_io()
+
+    def status(self) -> dict:
+        return {"activation": self.activation, "snapshots": self.snapshotter.status(),
+                "store": self.store.description if self.store is not None else None}

@@ -1,0 +1,209 @@
+"""The HTTP surface (FastAPI), independent of Ray: it talks to a gateway object.
+
+Routes: `POST /v1/w/{workspace}/{method}` (one per contract method, documented with its
+argument schema), admin `POST/GET /v1/workspaces`, `GET/DELETE /v1/workspaces/{id}`,
+durability: `POST /v1/workspaces/{id}/snapshot` (admin), `GET /v1/workspaces/{id}/snapshots`
+(admin or the workspace's token), `POST /v1/workspaces/{id}/restore` {version} (admin),
+`GET /healthz`, `GET /v1/contracts`; OpenAPI at `/docs`. Every error is JSON
+`{"error": {"code", "message"}}` with the status `http_errors` decides.
+
+The gateway needs: is_admin/require_admin(token), authorize(ws, token, method),
+call(ws, method, body) -> (result, timings), create/list/get/delete. Timings come back in a
+`Server-Timing` header (queue, engine, actor, ingress; milliseconds) and `X-Batch-Size`.
+"""
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Optional
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from minisphere.control.auth import WORKSPACE_ID_PATTERN, bearer_token, check_workspace_id
+from minisphere.durability.snapshots import VERSION_PATTERN as SNAPSHOT_VERSION_PATTERN
+from minisphere.engine.methods import METHODS, describe_validation_error, parse_args
+from minisphere.errors import MalformedRequest
+from minisphere.http import responses as R
+from minisphere.http.handling import as_admin, error_json, read_json_object, server_timing
+from minisphere.http.request_log import RequestLog
+from minisphere.http.transfer_routes import add_transfer_routes
+from minisphere.maintenance.runs import RUNS_DEFAULT_LIMIT, RUNS_MAX_LIMIT
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
+
+
+def answers(model, status: int = 200) -> dict:
+    """OpenAPI `responses` for a route answering `model` (documentation only: the routes
+    return the engine's JSON as is)."""
+    return {status: {"model": model}, **R.ERROR_RESPONSES}
+
+
+class RestoreWorkspace(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    version: Annotated[StrictStr, Field(pattern=SNAPSHOT_VERSION_PATTERN.pattern,
+                                        description="a version from GET .../snapshots")]
+
+
+class CreateWorkspace(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: Optional[Annotated[StrictStr, Field(pattern=WORKSPACE_ID_PATTERN)]] = None
+    blueprint: Optional[dict[str, Any]] = None
+    label: Optional[Annotated[StrictStr, Field(max_length=200)]] = None
+
+
+def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
+              request_id=None) -> FastAPI:
+    """The whole HTTP surface. `transfer`: the import/export operations (routes added when
+    given); `observe(record)`: called with each request's log record (metrics); `request_id()`:
+    the server's own id of the request, when it has one."""
+    api = FastAPI(title="Mini-Sphere", version="0.1.0",
+                  description="Per-workspace memory for AI agents. Workspace routes need "
+                              "`Authorization: Bearer <workspace token>`; admin routes need the "
+                              f"admin token. Workspace ids match `{WORKSPACE_ID_PATTERN}`.")
+
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(_request, exc: StarletteHTTPException):
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        message = "no such route" if exc.status_code == 404 else str(exc.detail)
+        return JSONResponse({"error": {"code": code, "message": message}},
+                            status_code=exc.status_code)
+
+    @api.exception_handler(RequestValidationError)
+    async def validation_error(_request, exc: RequestValidationError):
+        return error_json(MalformedRequest(str(exc.errors()[:3])))
+
+    @api.get("/healthz", tags=["service"], responses=answers(R.Health))
+    async def healthz():
+        return {"status": "ok"}
+
+    @api.get("/v1/contracts", tags=["service"], responses=answers(R.ContractsAnswer))
+    async def list_contracts():
+        return {"contracts": contracts,
+                "methods": [{"name": m.name, "access": m.access, "positional": list(m.positional)}
+                            for m in METHODS.values()]}
+
+    # ---- admin -----------------------------------------------------------------------------
+    @api.post("/v1/workspaces", tags=["admin"], status_code=201,
+              responses=answers(R.CreatedWorkspace, 201),
+              openapi_extra={"requestBody": {"content": {"application/json": {
+                  "schema": CreateWorkspace.model_json_schema()}}}})
+    async def create_workspace(request: Request):
+        async def create():
+            body = await read_json_object(request)
+            try:
+                spec = CreateWorkspace.model_validate(body)
+            except ValidationError as exc:
+                raise MalformedRequest(describe_validation_error("createWorkspace", exc)) from None
+            created = await gateway.create(spec.id, spec.blueprint, spec.label)
+            return JSONResponse(created, status_code=201)
+        return await as_admin(gateway, request, create)
+
+    @api.get("/v1/workspaces", tags=["admin"], responses=answers(R.WorkspaceList))
+    async def list_workspaces(request: Request, limit: str = "1000", after: str = ""):
+        async def listing():
+            if not limit.isdigit() or not 1 <= int(limit) <= 1000:
+                raise MalformedRequest("limit must be an integer from 1 to 1000")
+            return {"items": await gateway.list(int(limit), after[:100])}
+        return await as_admin(gateway, request, listing)
+
+    @api.get("/v1/workspaces/{workspace_id}", tags=["admin"],
+             responses=answers(R.WorkspaceDetail))
+    async def get_workspace(workspace_id: str, request: Request):
+        return await as_admin(gateway, request,
+                              lambda: gateway.get(check_workspace_id(workspace_id)))
+
+    @api.delete("/v1/workspaces/{workspace_id}", tags=["admin"], responses=answers(R.Deleted))
+    async def delete_workspace(workspace_id: str, request: Request):
+        return await as_admin(gateway, request,
+                              lambda: gateway.delete(check_workspace_id(workspace_id)))
+
+    # ---- durability ----------------------------------------------------------------
+    @api.post("/v1/workspaces/{workspace_id}/snapshot", tags=["admin"],
+              summary="Take a snapshot now (returns its manifest)",
+              responses=answers(R.SnapshotManifest))
+    async def snapshot_workspace(workspace_id: str, request: Request):
+        return await as_admin(gateway, request,
+                              lambda: gateway.snapshot(check_workspace_id(workspace_id)))
+
+    @api.get("/v1/workspaces/{workspace_id}/snapshots", tags=["admin"],
+             summary="List snapshot versions, oldest first (admin or the workspace's token)",
+             responses=answers(R.SnapshotList))
+    async def list_workspace_snapshots(workspace_id: str, request: Request):
+        try:
+            check_workspace_id(workspace_id)
+            token = bearer_token(request.headers.get("authorization"))
+            await gateway.authorize(workspace_id, token, "listSnapshots")
+            return {"items": await gateway.list_snapshots(workspace_id)}
+        except Exception as exc:  # noqa: BLE001
+            return error_json(exc)
+
+    @api.post("/v1/workspaces/{workspace_id}/restore", tags=["admin"],
+              summary="Restore a snapshot version (point-in-time restore)",
+              responses=answers(R.Restored),
+              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                  "schema": RestoreWorkspace.model_json_schema()}}}})
+    async def restore_workspace(workspace_id: str, request: Request):
+        async def restore():
+            check_workspace_id(workspace_id)
+            body = await read_json_object(request, required=True)
+            try:
+                spec = RestoreWorkspace.model_validate(body)
+            except ValidationError as exc:
+                raise MalformedRequest(describe_validation_error("restore", exc)) from None
+            return await gateway.restore(workspace_id, spec.version)
+        return await as_admin(gateway, request, restore)
+
+    # ---- maintenance ---------------------------------------------------------------
+    @api.get("/v1/maintenance/runs", tags=["maintenance (admin token)"],
+             responses=answers(R.MaintenanceRuns))
+    async def maintenance_runs(request: Request, workspace: Optional[str] = None,
+                               limit: str = str(RUNS_DEFAULT_LIMIT)):
+        """Staleness runs (cron and manual), newest first; `?workspace=` filters."""
+        async def runs():
+            if workspace is not None:
+                check_workspace_id(workspace)
+            if not limit.isdigit() or not 1 <= int(limit) <= RUNS_MAX_LIMIT:
+                raise MalformedRequest(f"limit must be an integer from 1 to {RUNS_MAX_LIMIT}")
+            return {"items": await gateway.maintenance_runs(workspace, int(limit))}
+        return await as_admin(gateway, request, runs)
+
+    # ---- workspace methods -----------------------------------------------------------------
+    def method_route(name: str):
+        async def endpoint(workspace: str, request: Request):
+            started = time.perf_counter()
+            try:
+                check_workspace_id(workspace)
+                token = bearer_token(request.headers.get("authorization"))
+                await gateway.authorize(workspace, token, name)
+                body = await read_json_object(request)
+                parse_args(METHODS[name], body)       # refuse bad input before any actor
+                if METHODS[name].access == "maintenance":    # audited (trigger=manual)
+                    result, timings = await gateway.run_maintenance(workspace, name, body)
+                else:
+                    result, timings = await gateway.call(workspace, name, body)
+            except Exception as exc:  # noqa: BLE001
+                return error_json(exc)
+            ingress_ms = (time.perf_counter() - started) * 1e3
+            return JSONResponse(result, headers=server_timing(timings, ingress_ms))
+        endpoint.__name__ = f"call_{name}"
+        return endpoint
+
+    for name, method in METHODS.items():
+        schema = method.args.model_json_schema(by_alias=True)
+        api.add_api_route(
+            f"/v1/w/{{workspace}}/{name}", method_route(name), methods=["POST"],
+            tags=["maintenance (admin token)" if method.access == "maintenance"
+                  else f"workspace {method.access}s"],
+            summary=f"{name} ({method.access})", name=name,
+            responses=answers(R.METHOD_ANSWERS[name]),
+            openapi_extra={"requestBody": {"required": False, "content": {
+                "application/json": {"schema": schema}}}})
+    if transfer is not None:
+        add_transfer_routes(api, gateway, transfer)
+    # under Ray Serve the proxy sends X-Request-Id itself: echo it only without a server id
+    api.add_middleware(RequestLog, observe=observe, request_id=request_id,
+                       echo_header=request_id is None)
+    return api

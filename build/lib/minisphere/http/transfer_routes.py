@@ -1,0 +1,77 @@
+"""Admin routes for import and export (`ops`: the import/export operations; in the service
+`actors/ingress/transfer.py`).
+
+    GET  /v1/workspaces/{id}/export          -> application/x-ndjson, the JSONL export (streamed)
+    POST /v1/workspaces/{id}/import?key=K&first=N&final=true|false
+         body: the export's header line, then data lines N, N+1, … of the file (JSONL)
+         -> {"applied", "expected", "entries", "edges", "duplicate…"}; with final=true the
+            import's full report, and its checkpoint is dropped.
+
+`minisphere import` sends a file in chunks of `IMPORT_CHUNK_LINES` lines; re-sending a chunk
+(after a failure) is harmless: the workspace's checkpoint skips lines already applied.
+"""
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from minisphere.control.auth import bearer_token, check_workspace_id
+from minisphere.errors import MalformedRequest
+from minisphere.http import responses as R
+from minisphere.http.handling import as_admin, error_json, read_body
+
+IMPORT_MAX_BODY_BYTES = 16 * 1024 * 1024
+IMPORT_CHUNK_LINES = 500
+NDJSON = "application/x-ndjson"
+
+
+def _flag(raw: str, name: str) -> bool:
+    if raw not in ("true", "false", "1", "0"):
+        raise MalformedRequest(f"{name} must be true or false")
+    return raw in ("true", "1")
+
+
+def add_transfer_routes(api: FastAPI, gateway, ops) -> None:
+    @api.get("/v1/workspaces/{workspace_id}/export", tags=["admin"],
+             summary="export the workspace as JSONL (streamed)",
+             response_class=StreamingResponse,
+             responses={200: {"description": "header line, then one line per entry and edge",
+                              "content": {NDJSON: {"schema": {"type": "string"}}}},
+                        **R.ERROR_RESPONSES})
+    async def export_workspace(workspace_id: str, request: Request):
+        try:
+            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+            pages = ops.export_pages(check_workspace_id(workspace_id))
+            first = await pages.__anext__()          # errors before any byte is sent
+        except Exception as exc:  # noqa: BLE001
+            return error_json(exc)
+
+        async def body():
+            yield "".join(line + "\n" for line in first)
+            async for page in pages:
+                yield "".join(line + "\n" for line in page)
+        return StreamingResponse(body(), media_type=NDJSON, headers={
+            "Content-Disposition": f'attachment; filename="{workspace_id}.jsonl"'})
+
+    @api.post("/v1/workspaces/{workspace_id}/import", tags=["admin"],
+              summary="import a chunk of a JSONL export (header line + data lines)",
+              responses={200: {"model": R.ImportReport}, **R.ERROR_RESPONSES},
+              openapi_extra={"requestBody": {"content": {NDJSON: {"schema": {"type": "string"}}}}})
+    async def import_workspace(workspace_id: str, request: Request, key: str = "",
+                               first: str = "1", final: str = "false"):
+        async def import_chunk():
+            check_workspace_id(workspace_id)
+            if not first.isdigit() or int(first) < 1:
+                raise MalformedRequest("first must be a positive integer (a data line number)")
+            raw = await read_body(request, IMPORT_MAX_BODY_BYTES,
+                                  "an import chunk must be smaller: send fewer lines per request")
+            try:
+                lines = [line for line in raw.decode("utf-8").split("\n") if line.strip()]
+            except UnicodeDecodeError:
+                raise MalformedRequest("the import body must be UTF-8 JSONL") from None
+            if not lines:
+                raise MalformedRequest("the import body must start with the export's header line")
+            report = await ops.import_chunk(workspace_id, key, lines[0], lines[1:], int(first),
+                                            _flag(final, "final"))
+            return JSONResponse(report)
+        return await as_admin(gateway, request, import_chunk)

@@ -1,0 +1,302 @@
+"""The service's settings: one typed, immutable object, read from the environment once.
+
+`load_settings(env)` is the only reader of `MINISPHERE_*` service variables; the processes of a
+deployment (the launcher, every ingress replica, the actors) receive the resulting `Settings`
+object itself, never a dict. `ENV_VARS` is the single table of what can be set: the loader
+refuses to read a name that is not in it, `minisphere settings` prints it, and a test compares
+it with the README's table, so the three cannot drift apart.
+
+On a loopback host without MINISPHERE_ADMIN_TOKEN, a token is generated once and kept in
+`<data>/.admin_token` (mode 0600), so every process of one deployment agrees on it. Off
+loopback the variable is mandatory: the service refuses to start without it.
+"""
+from __future__ import annotations
+
+import ipaddress
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from minisphere.engine.constants import DEFAULT_SYNCHRONOUS
+from minisphere.engine.db import SYNCHRONOUS_MODES
+from minisphere.errors import ConfigError
+
+# ---- defaults (units in the names) --------------------------------------------------------------
+DEFAULT_DATA_DIR = "data"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_RAY_NAMESPACE = "minisphere"
+DEFAULT_MAX_BATCH_WRITES = 256         # most writes one group commit takes
+DEFAULT_MIN_REPLICAS = 1
+DEFAULT_MAX_REPLICAS = 2
+TOKEN_CACHE_TTL_S = 30.0               # how long an ingress replica trusts its token-hash cache
+MIN_ADMIN_TOKEN_CHARS = 16
+ADMIN_TOKEN_FILE = ".admin_token"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent     # the checkout, when run from source
+DEFAULT_BLUEPRINT_PATH = PROJECT_ROOT / "infra" / "blueprint.default.json"
+
+SNAPSHOT_STORE_KINDS = ("local", "s3")
+SNAPSHOT_DIR_NAME = "snapshots"
+DEFAULT_S3_PREFIX = "minisphere/"
+SNAPSHOT_EVERY_WRITES = 1000           # acknowledged writes since the last snapshot
+SNAPSHOT_EVERY_S = 300.0               # seconds since the last snapshot, if anything changed
+SNAPSHOT_KEEP_VERSIONS = 20            # older versions of a workspace are pruned after a snapshot
+HIBERNATE_IDLE_S = 600.0               # an actor with no call for this long hibernates
+MAX_RESIDENT_WORKSPACES = 256          # resident workspace actors per directory (LRU above it)
+
+
+# ---- the table of environment variables ---------------------------------------------------------
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    default: str          # as documented
+    meaning: str
+
+
+ENV_VARS: tuple[EnvVar, ...] = (
+    EnvVar("MINISPHERE_DATA_DIR", "`./data`", "data folder: control plane, workspace files, "
+           "admin token"),
+    EnvVar("MINISPHERE_HOST", f"`{DEFAULT_HOST}`", "where HTTP listens"),
+    EnvVar("MINISPHERE_PORT", f"`{DEFAULT_PORT}`", "HTTP port"),
+    EnvVar("MINISPHERE_ADMIN_TOKEN", "generated on loopback, kept in `<data>/.admin_token`",
+           "admin bearer token; required on a non-loopback host (the service refuses to start "
+           "without it)"),
+    EnvVar("MINISPHERE_SYNCHRONOUS", f"`{DEFAULT_SYNCHRONOUS}`",
+           "SQLite durability of workspace files (OFF, NORMAL, FULL, EXTRA)"),
+    EnvVar("MINISPHERE_MAX_BATCH", f"`{DEFAULT_MAX_BATCH_WRITES}`",
+           "most writes one group commit takes"),
+    EnvVar("MINISPHERE_MIN_REPLICAS", f"`{DEFAULT_MIN_REPLICAS}`",
+           "ingress autoscaling lower bound"),
+    EnvVar("MINISPHERE_MAX_REPLICAS", f"`{DEFAULT_MAX_REPLICAS}`",
+           "ingress autoscaling upper bound"),
+    EnvVar("MINISPHERE_RAY_NAMESPACE", f"`{DEFAULT_RAY_NAMESPACE}`",
+           "namespace of the named, detached actors"),
+    EnvVar("MINISPHERE_RAY_ADDRESS", "(start a local Ray)", "join an existing cluster"),
+    EnvVar("MINISPHERE_BLUEPRINT", "`infra/blueprint.default.json`",
+           "default blueprint of new workspaces"),
+    EnvVar("MINISPHERE_ACCESS_LOG", "`0`", "`1`: Serve logs one line per request"),
+    EnvVar("MINISPHERE_CONTRACTS_DIR", "the checkout's `contracts/`, else "
+           "`<prefix>/share/minisphere/contracts`", "where the pinned contracts are"),
+    EnvVar("MINISPHERE_SNAPSHOT_STORE", "`local`", "`local` (a directory) or `s3`"),
+    EnvVar("MINISPHERE_SNAPSHOT_DIR", "`<data>/snapshots`", "the local store's directory"),
+    EnvVar("MINISPHERE_S3_BUCKET", "(none)", "bucket of the S3 store and of contract evidence "
+           "(required for `s3`)"),
+    EnvVar("MINISPHERE_S3_PREFIX", f"`{DEFAULT_S3_PREFIX}`", "key prefix inside the bucket"),
+    EnvVar("MINISPHERE_S3_ENDPOINT_URL", "(AWS)", "an S3-compatible endpoint (MinIO, moto, ...)"),
+    EnvVar("MINISPHERE_S3_REGION", "(boto3's, else `us-east-1`)", "region name"),
+    EnvVar("MINISPHERE_S3_ACCESS_KEY_ID", "(boto3's chain)",
+           "credentials; empty: boto3's usual chain (`AWS_*` variables, instance role)"),
+    EnvVar("MINISPHERE_S3_SECRET_ACCESS_KEY", "(boto3's chain)", "the key's secret"),
+    EnvVar("MINISPHERE_SNAPSHOT_EVERY_WRITES", f"`{SNAPSHOT_EVERY_WRITES}`",
+           "snapshot after this many writes (0 = off)"),
+    EnvVar("MINISPHERE_SNAPSHOT_EVERY_S", f"`{SNAPSHOT_EVERY_S:g}`",
+           "or this many seconds, if anything changed (0 = off)"),
+    EnvVar("MINISPHERE_SNAPSHOT_KEEP", f"`{SNAPSHOT_KEEP_VERSIONS}`",
+           "versions kept per workspace"),
+    EnvVar("MINISPHERE_HIBERNATE_IDLE_S", f"`{HIBERNATE_IDLE_S:g}`",
+           "idle seconds before a workspace hibernates (0 = never)"),
+    EnvVar("MINISPHERE_MAX_RESIDENT", f"`{MAX_RESIDENT_WORKSPACES}`",
+           "resident workspace actors (least recently used hibernate above it)"),
+)
+
+# Read by the client and the CLI, not by the service.
+CLIENT_ENV_VARS: tuple[EnvVar, ...] = (
+    EnvVar("MINISPHERE_URL", "`http://127.0.0.1:8000`", "the service the client and CLI call"),
+    EnvVar("MINISPHERE_WORKSPACE", "(none)", "workspace of the CLI's workspace commands"),
+    EnvVar("MINISPHERE_TOKEN", "(the admin token)", "workspace token of the CLI's workspace "
+           "commands"),
+    EnvVar("MINISPHERE_APP_DIR", "the checkout, else `.`",
+           "where `minisphere serve` finds `serve_app.py` and `actors/`"),
+)
+_KNOWN = {var.name for var in ENV_VARS + CLIENT_ENV_VARS}
+
+
+def env_table_markdown(variables: tuple[EnvVar, ...] = ENV_VARS) -> str:
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    rows += [f"| `{v.name}` | {v.default} | {v.meaning} |" for v in variables]
+    return "\n".join(rows)
+
+
+def env_value(name: str, env: Mapping[str, str] | None = None) -> str:
+    """The stripped value of a documented variable ('' when unset)."""
+    if name not in _KNOWN:
+        raise KeyError(f"{name} is not in minisphere.settings.ENV_VARS; document it there first")
+    return ((os.environ if env is None else env).get(name) or "").strip()
+
+
+# ---- the settings object ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class S3Settings:
+    """One bucket/prefix on an S3-compatible server: the snapshot store and contract evidence."""
+    bucket: str = ""
+    prefix: str = DEFAULT_S3_PREFIX
+    endpoint_url: str = ""
+    region: str = ""
+    access_key_id: str = ""
+    secret_access_key: str = ""
+
+    def describe(self) -> str:
+        where = f"s3://{self.bucket}/{self.prefix}"
+        return where + (f" at {self.endpoint_url}" if self.endpoint_url else "")
+
+
+@dataclass(frozen=True)
+class SnapshotSettings:
+    store: str = "local"                  # local | s3
+    local_dir: str = ""
+    s3: S3Settings = field(default_factory=S3Settings)
+    every_writes: int = SNAPSHOT_EVERY_WRITES
+    every_s: float = SNAPSHOT_EVERY_S
+    keep: int = SNAPSHOT_KEEP_VERSIONS
+
+    def describe(self) -> str:
+        return self.s3.describe() if self.store == "s3" else self.local_dir
+
+
+@dataclass(frozen=True)
+class ResidencySettings:
+    hibernate_idle_s: float = HIBERNATE_IDLE_S
+    max_resident: int = MAX_RESIDENT_WORKSPACES
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: str
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    admin_token: str = ""
+    admin_token_source: str = "env"          # env | file | generated
+    namespace: str = DEFAULT_RAY_NAMESPACE
+    ray_address: str = ""
+    synchronous: str = DEFAULT_SYNCHRONOUS
+    max_batch: int = DEFAULT_MAX_BATCH_WRITES
+    min_replicas: int = DEFAULT_MIN_REPLICAS
+    max_replicas: int = DEFAULT_MAX_REPLICAS
+    blueprint_path: str = str(DEFAULT_BLUEPRINT_PATH)
+    token_cache_ttl_s: float = TOKEN_CACHE_TTL_S
+    access_log: bool = False
+    snapshots: SnapshotSettings = field(default_factory=SnapshotSettings)
+    residency: ResidencySettings = field(default_factory=ResidencySettings)
+
+    @property
+    def workspaces_dir(self) -> Path:
+        return Path(self.data_dir) / "workspaces"
+
+    @property
+    def control_db(self) -> Path:
+        return Path(self.data_dir) / "control.db"
+
+
+# ---- loading ------------------------------------------------------------------------------------
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def env_number(env: Mapping[str, str], name: str, default, low, high, *, kind=int):
+    """A documented variable as a number in [low, high]; `default` when unset or blank."""
+    raw = env_value(name, env)
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        whole = " (an integer)" if kind is int else ""
+        raise ConfigError(f"{name} must be a number{whole}, got {raw!r}") from None
+    if not low <= value <= high:
+        raise ConfigError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def stored_admin_token(data_dir: Path) -> tuple[str, str]:
+    """Read `<data>/.admin_token`, creating it (exclusively, 0600) if absent."""
+    path = data_dir / ADMIN_TOKEN_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        token = path.read_text(encoding="utf-8").strip()
+        if len(token) < MIN_ADMIN_TOKEN_CHARS:
+            raise ConfigError(f"{path} holds no usable admin token; delete it to regenerate"
+                              ) from None
+        return token, "file"
+    token = "msa_" + secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+    return token, "generated"
+
+
+def load_s3_settings(env: Mapping[str, str] | None = None) -> S3Settings:
+    env = os.environ if env is None else env
+    prefix = (env["MINISPHERE_S3_PREFIX"] if "MINISPHERE_S3_PREFIX" in env
+              else DEFAULT_S3_PREFIX).strip().strip("/")
+    return S3Settings(
+        bucket=env_value("MINISPHERE_S3_BUCKET", env), prefix=prefix + "/" if prefix else "",
+        endpoint_url=env_value("MINISPHERE_S3_ENDPOINT_URL", env),
+        region=env_value("MINISPHERE_S3_REGION", env),
+        access_key_id=env_value("MINISPHERE_S3_ACCESS_KEY_ID", env),
+        secret_access_key=env_value("MINISPHERE_S3_SECRET_ACCESS_KEY", env))
+
+
+def load_snapshot_settings(data_dir: str | Path, env: Mapping[str, str]) -> SnapshotSettings:
+    store = env_value("MINISPHERE_SNAPSHOT_STORE", env).lower() or "local"
+    if store not in SNAPSHOT_STORE_KINDS:
+        raise ConfigError(f"MINISPHERE_SNAPSHOT_STORE must be local or s3, got {store!r}")
+    s3 = load_s3_settings(env)
+    if store == "s3" and not s3.bucket:
+        raise ConfigError("MINISPHERE_SNAPSHOT_STORE=s3 needs MINISPHERE_S3_BUCKET")
+    local_dir = env_value("MINISPHERE_SNAPSHOT_DIR", env) or str(Path(data_dir) / SNAPSHOT_DIR_NAME)
+    return SnapshotSettings(
+        store=store, local_dir=str(Path(local_dir).expanduser().resolve()), s3=s3,
+        every_writes=env_number(env, "MINISPHERE_SNAPSHOT_EVERY_WRITES", SNAPSHOT_EVERY_WRITES,
+                                0, 10**9),
+        every_s=env_number(env, "MINISPHERE_SNAPSHOT_EVERY_S", SNAPSHOT_EVERY_S, 0,
+                           86_400 * 30, kind=float),
+        keep=env_number(env, "MINISPHERE_SNAPSHOT_KEEP", SNAPSHOT_KEEP_VERSIONS, 1, 10_000))
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Every setting from `env` (default: the process environment); `ConfigError` when one is
+    unusable, before anything is created on disk."""
+    env = os.environ if env is None else env
+    data_dir = Path(env_value("MINISPHERE_DATA_DIR", env) or DEFAULT_DATA_DIR).expanduser().resolve()
+    host = env_value("MINISPHERE_HOST", env) or DEFAULT_HOST
+    synchronous = (env_value("MINISPHERE_SYNCHRONOUS", env) or DEFAULT_SYNCHRONOUS).upper()
+    if synchronous not in SYNCHRONOUS_MODES:
+        raise ConfigError(f"MINISPHERE_SYNCHRONOUS must be OFF, NORMAL, FULL or EXTRA, "
+                          f"got {synchronous!r}")
+    token, source = env_value("MINISPHERE_ADMIN_TOKEN", env), "env"
+    if token and len(token) < MIN_ADMIN_TOKEN_CHARS:
+        raise ConfigError(f"MINISPHERE_ADMIN_TOKEN must be at least {MIN_ADMIN_TOKEN_CHARS} "
+                          "characters")
+    if not token and not is_loopback(host):
+        raise ConfigError(f"refusing to listen on non-loopback host {host!r} without "
+                          "MINISPHERE_ADMIN_TOKEN; set a long random admin token")
+    port = env_number(env, "MINISPHERE_PORT", DEFAULT_PORT, 1, 65535)
+    max_batch = env_number(env, "MINISPHERE_MAX_BATCH", DEFAULT_MAX_BATCH_WRITES, 1, 10_000)
+    min_replicas = env_number(env, "MINISPHERE_MIN_REPLICAS", DEFAULT_MIN_REPLICAS, 1, 64)
+    max_replicas = env_number(env, "MINISPHERE_MAX_REPLICAS",
+                              max(DEFAULT_MAX_REPLICAS, min_replicas), min_replicas, 64)
+    snapshots = load_snapshot_settings(data_dir, env)
+    residency = ResidencySettings(
+        hibernate_idle_s=env_number(env, "MINISPHERE_HIBERNATE_IDLE_S", HIBERNATE_IDLE_S, 0,
+                                    86_400 * 365, kind=float),
+        max_resident=env_number(env, "MINISPHERE_MAX_RESIDENT", MAX_RESIDENT_WORKSPACES, 1,
+                                1_000_000))
+    data_dir.mkdir(parents=True, exist_ok=True)     # only once everything else is valid
+    if not token:
+        token, source = stored_admin_token(data_dir)
+    return Settings(
+        data_dir=str(data_dir), host=host, port=port, admin_token=token,
+        admin_token_source=source,
+        namespace=env_value("MINISPHERE_RAY_NAMESPACE", env) or DEFAULT_RAY_NAMESPACE,
+        ray_address=env_value("MINISPHERE_RAY_ADDRESS", env), synchronous=synchronous,
+        max_batch=max_batch, min_replicas=min_replicas, max_replicas=max_replicas,
+        blueprint_path=env_value("MINISPHERE_BLUEPRINT", env) or str(DEFAULT_BLUEPRINT_PATH),
+        access_log=env_value("MINISPHERE_ACCESS_LOG", env).lower() in ("1", "true", "yes"),
+        snapshots=snapshots, residency=residency)

@@ -1,0 +1,5 @@
+import sys
+
+from minisphere.cli.main import main
+
+sys.exit(main())

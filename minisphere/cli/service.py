@@ -1,0 +1,175 @@
+"""`minisphere serve`, `minisphere ws create|list|show|delete` and the workspace commands
+(`capture`, `recall`, `get`, `append`, `update`, `status`, `forget`, `link`, `unlink`,
+`recent`, `connections`, `count`, `tags`, `stats`, `brief`, `call`) over HTTP.
+
+Connection settings come from flags or the environment: MINISPHERE_URL, MINISPHERE_WORKSPACE,
+MINISPHERE_TOKEN (workspace token), MINISPHERE_ADMIN_TOKEN (else `<data>/.admin_token` of the
+embedded default is used when readable).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from minisphere.cli.common import admin_token, connection_flags, fail
+from minisphere.client import Client, ServiceError
+from minisphere.settings import (
+    CLIENT_ENV_VARS,
+    ENV_VARS,
+    PROJECT_ROOT,
+    env_table_markdown,
+    env_value,
+)
+
+APP_LAUNCHER = "serve_app.py"
+
+
+def _print(value) -> None:
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(by_alias=True, exclude_none=True)
+    elif isinstance(value, list):
+        value = [v.model_dump(by_alias=True, exclude_none=True) if hasattr(v, "model_dump")
+                 else v for v in value]
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _run(action):
+    def run(args) -> int:
+        try:
+            with Client(args.url, admin_token=admin_token(args)) as client:
+                _print(action(client, args))
+            return 0
+        except ServiceError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        except OSError as exc:  # connection refused and friends
+            print(f"error: cannot reach {args.url}: {exc}", file=sys.stderr)
+            return 1
+    return run
+
+
+def _ws(client: Client, args):
+    if not args.workspace:
+        raise ServiceError(0, "usage", "give --workspace (or set MINISPHERE_WORKSPACE)")
+    return client.workspace(args.workspace, args.token or None)
+
+
+def _serve(args) -> int:
+    """Run the Ray application's launcher (`serve_app.py`) in place of this process: the
+    library never imports the Ray layer, it starts it."""
+    try:
+        app_dir = find_app_dir(args.app_dir)
+    except FileNotFoundError as exc:
+        return fail(str(exc))
+    launcher = str(app_dir / APP_LAUNCHER)
+    os.execv(sys.executable, [sys.executable, launcher])
+    return 0  # pragma: no cover - execv does not return
+
+
+def find_app_dir(explicit: str | None = None) -> Path:
+    """Where `serve_app.py` and `actors/` are: `--app-dir`, else MINISPHERE_APP_DIR, else the
+    checkout this package runs from, else the current directory."""
+    candidates = [Path(p) for p in (explicit, env_value("MINISPHERE_APP_DIR")) if p]
+    candidates += [PROJECT_ROOT, Path.cwd()]
+    for folder in candidates:
+        if (folder / APP_LAUNCHER).is_file() and (folder / "actors").is_dir():
+            return folder.resolve()
+    raise FileNotFoundError(
+        "minisphere serve needs the service application (serve_app.py and actors/): run it in "
+        "a checkout of the project, or pass --app-dir / set MINISPHERE_APP_DIR")
+
+
+def _settings(args) -> int:
+    print(env_table_markdown(ENV_VARS if not args.client else CLIENT_ENV_VARS))
+    return 0
+
+
+def _register_ws(subparsers) -> None:
+    ws = subparsers.add_parser("ws", help="create, list, show and delete workspaces (admin)")
+    actions = ws.add_subparsers(dest="ws_command", required=True)
+    create = actions.add_parser("create", help="create a workspace; prints its token once")
+    create.add_argument("id", nargs="?")
+    create.add_argument("--label")
+    create.add_argument("--blueprint", type=Path, help="blueprint JSON file")
+    create.set_defaults(func=_run(lambda c, a: c.create_workspace(
+        a.id, label=a.label,
+        blueprint=json.loads(a.blueprint.read_text()) if a.blueprint else None)))
+    listing = actions.add_parser("list", help="list workspaces")
+    listing.set_defaults(func=_run(lambda c, a: c.list_workspaces()))
+    show = actions.add_parser("show", help="show one workspace")
+    show.add_argument("id")
+    show.set_defaults(func=_run(lambda c, a: c.get_workspace(a.id)))
+    delete = actions.add_parser("delete", help="delete a workspace and all its data")
+    delete.add_argument("id")
+    delete.set_defaults(func=_run(lambda c, a: c.delete_workspace(a.id)))
+    for parser in (create, listing, show, delete):
+        connection_flags(parser, workspace=False)
+
+
+def _opts(args, *names) -> dict:
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) not in (None, [])}
+
+
+def _register_calls(subparsers) -> None:
+    def command(name, help_text, action, *arguments):
+        parser = subparsers.add_parser(name, help=help_text)
+        for flags, kwargs in arguments:
+            parser.add_argument(*flags, **kwargs)
+        connection_flags(parser, workspace=True)
+        parser.set_defaults(func=_run(lambda c, a: action(_ws(c, a), a)))
+
+    pos = lambda name: ((name,), {})  # noqa: E731
+    command("capture", "store a fact or event", lambda w, a: w.capture(a.content, **_opts(
+        a, "tags", "kind", "volatility", "status", "importance", "source", "claim_tag")),
+        pos("content"), (("--tag",), {"dest": "tags", "action": "append"}),
+        (("--kind",), {}), (("--volatility",), {}), (("--status",), {}),
+        (("--importance",), {"type": float}), (("--source",), {}), (("--claim-tag",), {}))
+    command("recall", "ranked retrieval", lambda w, a: w.recall(a.query, **_opts(
+        a, "top_k", "tag", "kind", "hops", "full")), pos("query"),
+        (("--top-k",), {"type": int}), (("--tag",), {}), (("--kind",), {}),
+        (("--hops",), {"type": int}), (("--full",), {"action": "store_true", "default": None}))
+    command("get", "one entry", lambda w, a: w.get_entry(a.id), pos("id"))
+    command("append", "append text to an entry", lambda w, a: w.append(a.id, a.addition),
+            pos("id"), pos("addition"))
+    command("update", "replace an entry's content", lambda w, a: w.update(a.id, a.content),
+            pos("id"), pos("content"))
+    command("status", "set canonical|draft|deprecated",
+            lambda w, a: w.set_status(a.id, a.status), pos("id"), pos("status"))
+    command("forget", "delete an entry permanently", lambda w, a: w.forget(a.id), pos("id"))
+    command("link", "add or update an edge", lambda w, a: w.link(a.src, a.dst, a.type, **_opts(
+        a, "weight", "provenance")), pos("src"), pos("dst"), pos("type"),
+        (("--weight",), {"type": float}), (("--provenance",), {}))
+    command("unlink", "remove an edge", lambda w, a: w.unlink(a.src, a.dst, a.type),
+            pos("src"), pos("dst"), pos("type"))
+    command("recent", "latest entries", lambda w, a: w.list_recent(**_opts(a, "n", "tag")),
+            (("-n",), {"type": int}), (("--tag",), {}))
+    command("connections", "edges of an entry", lambda w, a: w.connections(a.id), pos("id"))
+    command("count", "number of entries", lambda w, a: {"count": w.get_count()})
+    command("tags", "tags and counts", lambda w, a: w.get_tags())
+    command("stats", "workspace statistics", lambda w, a: w.get_stats())
+    command("brief", "session brief", lambda w, a: w.get_brief())
+    command("call", "any method with a JSON body",
+            lambda w, a: w._run(a.method, json.loads(a.body)), pos("method"),
+            (("body",), {"nargs": "?", "default": "{}"}))
+
+
+def register(subparsers) -> None:
+    serve = subparsers.add_parser("serve", help="start the service on the embedded default "
+                                                "(local Ray, 127.0.0.1:8000, data in ./data)")
+    serve.add_argument("--app-dir", help="folder holding serve_app.py and actors/ (default: "
+                                         "$MINISPHERE_APP_DIR, the checkout, or .)")
+    serve.set_defaults(func=_serve)
+    settings = subparsers.add_parser("settings", help="print the table of environment variables "
+                                                      "the service reads (markdown)")
+    settings.add_argument("--client", action="store_true",
+                          help="the client's and CLI's variables instead")
+    settings.set_defaults(func=_settings)
+    _register_ws(subparsers)
+    runs = subparsers.add_parser("runs", help="audited staleness runs, newest first (admin)")
+    runs.add_argument("-w", "--workspace", default=None, help="only this workspace's runs")
+    runs.add_argument("--limit", type=int, default=100)
+    connection_flags(runs, workspace=False)
+    runs.set_defaults(func=_run(lambda c, a: c.maintenance_runs(a.workspace, a.limit)))
+    _register_calls(subparsers)

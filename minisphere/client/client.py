@@ -1,0 +1,245 @@
+"""Typed Python client for the Mini-Sphere HTTP service (sync and async, httpx + pydantic).
+
+    from minisphere.client import Client
+    admin = Client("http://127.0.0.1:8000", admin_token="...")
+    created = admin.create_workspace("notes")            # the token is shown only here
+    ws = admin.workspace("notes", created.token)
+    ws.capture("Postgres is the system of record", tags=["db"], kind="semantic")
+    ws.recall("system of record", top_k=5)
+
+    async with AsyncClient(url, admin_token=...) as admin:
+        ws = admin.workspace("notes", token)
+        await ws.capture("...")
+
+Options are given in snake_case (`top_k=5`, `claim_tag="VERIFIED"`) and sent in the
+contract's camelCase. Errors raise `ServiceError(status, code, message)`.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from pydantic.alias_generators import to_camel
+
+from minisphere.client.models import (
+    CaptureResult,
+    CreatedWorkspace,
+    Entry,
+    RecallResult,
+    WorkspaceInfo,
+)
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+class ServiceError(Exception):
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(f"{status} {code}: {message}")
+        self.status, self.code, self.message = status, code, message
+
+
+def _check(response: httpx.Response) -> Any:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if response.status_code >= 400:
+        error = body.get("error", {}) if isinstance(body, dict) else {}
+        raise ServiceError(response.status_code, error.get("code", "http_error"),
+                           error.get("message", response.text[:200]))
+    return body
+
+
+def _camel(options: dict) -> dict:
+    return {to_camel(k): v for k, v in options.items() if v is not None}
+
+
+def _same(x):
+    return x
+
+
+class _WorkspaceCalls:
+    """Every contract method once; `_run` is sync or async in the subclasses."""
+    workspace_id: str
+
+    def _run(self, method: str, body: dict, parse: Callable = _same):  # pragma: no cover
+        raise NotImplementedError
+
+    def call(self, method: str, **args):
+        return self._run(method, _camel(args))
+
+    def capture(self, content: str, **options):
+        return self._run("capture", {"content": content, **_camel(options)},
+                         CaptureResult.model_validate)
+
+    def recall(self, query: str, **options):
+        return self._run("recall", {"query": query, **_camel(options)},
+                         RecallResult.model_validate)
+
+    def get_entry(self, id: str):
+        return self._run("getEntry", {"id": id}, Entry.model_validate)
+
+    def append(self, id: str, addition: str, **options):
+        return self._run("append", {"id": id, "addition": addition, **_camel(options)},
+                         Entry.model_validate)
+
+    def update(self, id: str, content: str):
+        return self._run("update", {"id": id, "content": content}, Entry.model_validate)
+
+    def set_status(self, id: str, status: str):
+        return self._run("setStatus", {"id": id, "status": status}, Entry.model_validate)
+
+    def forget(self, id: str):
+        return self._run("forget", {"id": id})
+
+    def link(self, src: str, dst: str, type: str, **options):
+        return self._run("link", {"src": src, "dst": dst, "type": type, **_camel(options)})
+
+    def unlink(self, src: str, dst: str, type: str):
+        return self._run("unlink", {"src": src, "dst": dst, "type": type})
+
+    def list_recent(self, **options):
+        return self._run("listRecent", _camel(options),
+                         lambda b: [Entry.model_validate(e) for e in b["items"]])
+
+    def connections(self, id: str):
+        return self._run("connections", {"id": id})
+
+    def graph_view(self, seed_ids: list[str], **options):
+        return self._run("graphView", {"seedIds": seed_ids, **_camel(options)})
+
+    def get_tags(self):
+        return self._run("getTags", {})
+
+    def get_count(self):
+        return self._run("getCount", {}, lambda b: b["count"])
+
+    def get_stats(self):
+        return self._run("getStats", {})
+
+    def get_brief(self):
+        return self._run("getBrief", {})
+
+    def run_staleness_pass(self, limit: int = 1000):
+        return self._run("runStalenessPass", {"limit": limit})
+
+
+class WorkspaceClient(_WorkspaceCalls):
+    def __init__(self, http: httpx.Client, workspace_id: str, token: str):
+        self.http, self.workspace_id, self._auth = http, workspace_id, f"Bearer {token}"
+
+    def _run(self, method, body, parse=_same):
+        response = self.http.post(f"/v1/w/{self.workspace_id}/{method}", json=body,
+                                  headers={"Authorization": self._auth})
+        return parse(_check(response))
+
+
+class AsyncWorkspaceClient(_WorkspaceCalls):
+    def __init__(self, http: httpx.AsyncClient, workspace_id: str, token: str):
+        self.http, self.workspace_id, self._auth = http, workspace_id, f"Bearer {token}"
+
+    async def _run(self, method, body, parse=_same):
+        response = await self.http.post(f"/v1/w/{self.workspace_id}/{method}", json=body,
+                                        headers={"Authorization": self._auth})
+        return parse(_check(response))
+
+
+class _Admin:
+    def _settings(self, base_url, admin_token):
+        self.base_url = base_url or os.environ.get("MINISPHERE_URL") or DEFAULT_URL
+        self.admin_token = admin_token or os.environ.get("MINISPHERE_ADMIN_TOKEN", "")
+
+    def _admin_headers(self) -> dict:
+        return {"Authorization": f"Bearer {self.admin_token}"}
+
+
+class Client(_Admin):
+    def __init__(self, base_url: str | None = None, *, admin_token: str | None = None,
+                 timeout: float = 30.0, transport: httpx.BaseTransport | None = None):
+        self._settings(base_url, admin_token)
+        self.http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
+
+    def close(self):
+        self.http.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def workspace(self, workspace_id: str, token: str | None = None) -> WorkspaceClient:
+        return WorkspaceClient(self.http, workspace_id, token or self.admin_token)
+
+    def health(self) -> dict:
+        return _check(self.http.get("/healthz"))
+
+    def contracts(self) -> dict:
+        return _check(self.http.get("/v1/contracts"))
+
+    def create_workspace(self, workspace_id: str | None = None, *, blueprint: dict | None = None,
+                         label: str | None = None) -> CreatedWorkspace:
+        body = _camel({"id": workspace_id, "blueprint": blueprint, "label": label})
+        return CreatedWorkspace.model_validate(_check(
+            self.http.post("/v1/workspaces", json=body, headers=self._admin_headers())))
+
+    def list_workspaces(self, limit: int = 1000) -> list[WorkspaceInfo]:
+        body = _check(self.http.get("/v1/workspaces", params={"limit": limit},
+                                    headers=self._admin_headers()))
+        return [WorkspaceInfo.model_validate(w) for w in body["items"]]
+
+    def get_workspace(self, workspace_id: str) -> WorkspaceInfo:
+        return WorkspaceInfo.model_validate(_check(self.http.get(
+            f"/v1/workspaces/{workspace_id}", headers=self._admin_headers())))
+
+    def delete_workspace(self, workspace_id: str) -> dict:
+        return _check(self.http.delete(f"/v1/workspaces/{workspace_id}",
+                                       headers=self._admin_headers()))
+
+    def maintenance_runs(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
+        """Audited staleness runs (cron and manual), newest first (admin token)."""
+        params = {"limit": limit, **({"workspace": workspace_id} if workspace_id else {})}
+        return _check(self.http.get("/v1/maintenance/runs", params=params,
+                                    headers=self._admin_headers()))["items"]
+
+
+class AsyncClient(_Admin):
+    def __init__(self, base_url: str | None = None, *, admin_token: str | None = None,
+                 timeout: float = 30.0, transport: httpx.AsyncBaseTransport | None = None,
+                 limits: httpx.Limits | None = None):
+        self._settings(base_url, admin_token)
+        self.http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
+                                      transport=transport, limits=limits or httpx.Limits())
+
+    async def aclose(self):
+        await self.http.aclose()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.aclose()
+
+    def workspace(self, workspace_id: str, token: str | None = None) -> AsyncWorkspaceClient:
+        return AsyncWorkspaceClient(self.http, workspace_id, token or self.admin_token)
+
+    async def health(self) -> dict:
+        return _check(await self.http.get("/healthz"))
+
+    async def create_workspace(self, workspace_id: str | None = None, *,
+                               blueprint: dict | None = None,
+                               label: str | None = None) -> CreatedWorkspace:
+        body = _camel({"id": workspace_id, "blueprint": blueprint, "label": label})
+        return CreatedWorkspace.model_validate(_check(await self.http.post(
+            "/v1/workspaces", json=body, headers=self._admin_headers())))
+
+    async def list_workspaces(self, limit: int = 1000) -> list[WorkspaceInfo]:
+        body = _check(await self.http.get("/v1/workspaces", params={"limit": limit},
+                                          headers=self._admin_headers()))
+        return [WorkspaceInfo.model_validate(w) for w in body["items"]]
+
+    async def delete_workspace(self, workspace_id: str) -> dict:
+        return _check(await self.http.delete(f"/v1/workspaces/{workspace_id}",
+                                             headers=self._admin_headers()))

@@ -1,0 +1,61 @@
+"""Tokens and workspace ids: hashing, constant-time comparison, bearer parsing, id shape.
+
+Workspace ids match `^[a-z0-9][a-z0-9-]{2,62}$` (3 to 63 characters, lower-case letters,
+digits and inner hyphens). They become a directory name under the data folder, so nothing
+that could climb out of it (`..`, `/`, `\\`, `%`, NUL, upper case tricks) is ever accepted.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+
+from minisphere.errors import MalformedRequest, Unauthenticated
+
+WORKSPACE_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{2,62}$"
+_WORKSPACE_ID = re.compile(WORKSPACE_ID_PATTERN)
+WORKSPACE_TOKEN_PREFIX = "msw_"
+MAX_TOKEN_CHARS = 512
+
+
+def check_workspace_id(value: object) -> str:
+    if not isinstance(value, str) or not _WORKSPACE_ID.fullmatch(value) or value.endswith("-"):
+        raise MalformedRequest(f"workspace id must match {WORKSPACE_ID_PATTERN} and not end "
+                               "with '-'")
+    return value
+
+
+def new_workspace_id() -> str:
+    return "ws-" + secrets.token_hex(8)
+
+
+def new_workspace_token() -> str:
+    return WORKSPACE_TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def same_hash(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode("ascii"), b.encode("ascii"))
+
+
+def hash_in(candidate: str, hashes) -> bool:
+    """Constant-time membership: compares against every stored hash, no early exit."""
+    found = False
+    for stored in hashes:
+        found |= same_hash(candidate, stored)
+    return found
+
+
+def bearer_token(header: str | None) -> str:
+    """The token of an `Authorization: Bearer <token>` header, or Unauthenticated."""
+    if not header:
+        raise Unauthenticated("missing Authorization: Bearer <token> header")
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > MAX_TOKEN_CHARS:
+        raise Unauthenticated("Authorization header must be 'Bearer <token>'")
+    return token

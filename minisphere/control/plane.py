@@ -1,0 +1,169 @@
+"""The control plane's store: workspaces, their blueprints, contracts and token hashes.
+
+Plain Python over its own SQLite file (migrations in `control/migrations/`). The directory
+actor is its only user in the service; tests use it directly.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from minisphere.control.auth import (
+    check_workspace_id,
+    hash_in,
+    new_workspace_id,
+    new_workspace_token,
+    token_hash,
+)
+from minisphere.control.blueprints import Blueprint
+from minisphere.engine import db
+from minisphere.engine.clock import epoch_ms
+from minisphere.errors import NotFound, WorkspaceExists
+
+CONTROL_MIGRATIONS = "minisphere.control.migrations"
+_COLUMNS = "id, created_at, updated_at, state, contracts_json, blueprint_json, label, node_id, " \
+           "last_active_at"
+
+
+def _row_dict(row) -> dict:
+    (id_, created, updated, state, contracts, blueprint, label, node_id, last_active) = row
+    return {"id": id_, "createdAt": created, "updatedAt": updated, "state": state,
+            "contracts": json.loads(contracts), "blueprint": json.loads(blueprint),
+            "label": label, "nodeId": node_id, "lastActiveAt": last_active}
+
+
+class ControlPlane:
+    def __init__(self, path: str | Path, synchronous: str = "FULL"):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = db.connect(self.path, synchronous=synchronous)
+        self._migrate()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _migrate(self) -> None:
+        db.migrate(self.conn, epoch_ms(), package=CONTROL_MIGRATIONS)
+
+    def _audit(self, workspace_id: str | None, action: str, detail: dict | None = None) -> None:
+        self.conn.execute("INSERT INTO audit(at, workspace_id, action, detail) VALUES (?,?,?,?)",
+                          (epoch_ms(), workspace_id, action,
+                           json.dumps(detail, sort_keys=True) if detail else None))
+
+    # ---- workspaces ----------------------------------------------------------------------
+    def create(self, blueprint: Blueprint, contracts: list[dict], workspace_id: str | None = None,
+               label: str | None = None) -> tuple[dict, str]:
+        """Record a new workspace; returns (record, token). The token exists only here."""
+        workspace_id = check_workspace_id(workspace_id) if workspace_id else new_workspace_id()
+        token = new_workspace_token()
+        now = epoch_ms()
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            if self.conn.execute("SELECT 1 FROM workspaces WHERE id = ?", (workspace_id,)
+                                 ).fetchone():
+                raise WorkspaceExists(f"workspace {workspace_id} already exists")
+            self.conn.execute(
+                f"INSERT INTO workspaces({_COLUMNS}) VALUES (?, ?, ?, 'active', ?, ?, ?, NULL, ?)",
+                (workspace_id, now, now, json.dumps(contracts, sort_keys=True),
+                 blueprint.model_dump_json(), label, now))
+            self.conn.execute("INSERT INTO workspace_tokens VALUES (?, ?, ?)",
+                              (token_hash(token), workspace_id, now))
+            self._audit(workspace_id, "create", {"blueprint": blueprint.name})
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return self.get(workspace_id), token
+
+    def get(self, workspace_id: str) -> dict:
+        row = self.conn.execute(f"SELECT {_COLUMNS} FROM workspaces WHERE id = ?",
+                                (workspace_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no workspace {workspace_id}")
+        return _row_dict(row)
+
+    def exists(self, workspace_id: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM workspaces WHERE id = ? AND state != 'deleting'",
+                                 (workspace_id,)).fetchone() is not None
+
+    def list(self, limit: int = 1000, after: str = "") -> list[dict]:
+        rows = self.conn.execute(f"SELECT {_COLUMNS} FROM workspaces WHERE id > ? ORDER BY id "
+                                 "LIMIT ?", (after, limit)).fetchall()
+        return [_row_dict(r) for r in rows]
+
+    def set_state(self, workspace_id: str, state: str) -> None:
+        self.conn.execute("UPDATE workspaces SET state = ?, updated_at = ? WHERE id = ?",
+                          (state, epoch_ms(), workspace_id))
+
+    def touch(self, workspace_id: str, node_id: str | None = None) -> None:
+        self.conn.execute("UPDATE workspaces SET last_active_at = ?, node_id = COALESCE(?, node_id)"
+                          " WHERE id = ?", (epoch_ms(), node_id, workspace_id))
+
+    def delete(self, workspace_id: str) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute("DELETE FROM workspaces WHERE id = ?", (workspace_id,))
+            self._audit(workspace_id, "delete")
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    # ---- tokens ------------------------------------------------------------------------------
+    def token_hashes(self, workspace_id: str) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT token_hash FROM workspace_tokens WHERE workspace_id = ?", (workspace_id,))]
+
+    def authenticate(self, workspace_id: str, candidate_hash: str) -> tuple[str, list[str]]:
+        """("ok", hashes) | ("other", []) for another workspace's token | ("invalid", [])."""
+        hashes = self.token_hashes(workspace_id) if self.exists(workspace_id) else []
+        if hashes and hash_in(candidate_hash, hashes):
+            return "ok", hashes
+        owner = self.conn.execute("SELECT workspace_id FROM workspace_tokens WHERE token_hash = ?",
+                                  (candidate_hash,)).fetchone()
+        return ("other", []) if owner else ("invalid", [])
+
+    # ---- durability -----------------------------------------------------------------
+    def durability(self, workspace_id: str) -> dict:
+        row = self.conn.execute("SELECT snapshot_json, last_snapshot_version, snapshot_pending "
+                                "FROM workspaces WHERE id = ?", (workspace_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no workspace {workspace_id}")
+        return {"snapshots": json.loads(row[0]) if row[0] else None,
+                "lastSnapshotVersion": row[1], "snapshotPending": bool(row[2])}
+
+    def record_snapshot_status(self, workspace_id: str, status: dict) -> None:
+        """The workspace actor's latest snapshot status (after every attempt)."""
+        self.conn.execute(
+            "UPDATE workspaces SET snapshot_json = ?, "
+            "last_snapshot_version = COALESCE(?, last_snapshot_version), "
+            "snapshot_pending = CASE WHEN ? = 0 THEN 0 ELSE snapshot_pending END WHERE id = ?",
+            (json.dumps(status, sort_keys=True), status.get("lastVersion"),
+             status.get("pendingWrites", 1), workspace_id))
+
+    def record_hibernation(self, workspace_id: str, status: dict | None, pending: bool,
+                           version: str | None) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute(
+                "UPDATE workspaces SET state = 'hibernated', updated_at = ?, "
+                "snapshot_json = COALESCE(?, snapshot_json), snapshot_pending = ?, "
+                "last_snapshot_version = COALESCE(?, last_snapshot_version) "
+                "WHERE id = ? AND state != 'deleting'",
+                (epoch_ms(), json.dumps(status, sort_keys=True) if status else None,
+                 1 if pending else 0, version, workspace_id))
+            self._audit(workspace_id, "hibernate", {"snapshot": version, "pending": pending})
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def record_event(self, workspace_id: str, action: str, detail: dict | None = None) -> None:
+        self._audit(workspace_id, action, detail)
+
+    def audit_log(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
+        rows = self.conn.execute(
+            "SELECT seq, at, workspace_id, action, detail FROM audit WHERE ? IS NULL OR "
+            "workspace_id = ? ORDER BY seq DESC LIMIT ?", (workspace_id, workspace_id, limit))
+        return [{"seq": s, "at": at, "workspaceId": w, "action": a,
+                 "detail": json.loads(d) if d else None} for s, at, w, a, d in rows]

@@ -1,0 +1,43 @@
+"""Optional embedding providers (the vector binding). Imported only by bound workspaces.
+
+    make_provider({"provider": "hash"})                      deterministic, for tests
+    make_provider({"provider": "minilm"})                    local all-MiniLM-L6-v2 (numpy)
+    make_provider({"provider": "http", "url": ..., "model": ..., "dim": 1536,
+                   "apiKey": ... | "apiKeyEnv": "OPENAI_API_KEY"})
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+from minisphere.engine.embedding.base import EmbeddingError, EmbeddingProvider, l2_normalize
+
+PROVIDERS = ("hash", "minilm", "http")
+_MINILM_SINGLETON = None   # one model per process, however many workspaces use it
+_MINILM_LOCK = threading.Lock()
+
+
+def make_provider(spec: dict) -> EmbeddingProvider:
+    kind = spec.get("provider")
+    if kind == "hash":
+        from minisphere.engine.embedding.hash_provider import HASH_DIM, HashProvider
+        return HashProvider(int(spec.get("dim", HASH_DIM)))
+    if kind == "minilm":
+        global _MINILM_SINGLETON
+        with _MINILM_LOCK:
+            if _MINILM_SINGLETON is None:
+                from minisphere.engine.embedding.minilm import MiniLMProvider
+                _MINILM_SINGLETON = MiniLMProvider(spec.get("path"))
+        return _MINILM_SINGLETON
+    if kind == "http":
+        from minisphere.engine.embedding.http_provider import HttpProvider
+        key = spec.get("apiKey") or (os.environ.get(spec["apiKeyEnv"]) if spec.get("apiKeyEnv") else None)
+        try:
+            return HttpProvider(spec["url"], spec["model"], int(spec["dim"]), key,
+                                **{k: spec[k] for k in ("batch_size", "timeout_s") if k in spec})
+        except KeyError as exc:
+            raise EmbeddingError(f"http provider needs {exc.args[0]!r} in its spec") from None
+    raise EmbeddingError(f"unknown embedding provider {kind!r}; expected one of {PROVIDERS}")
+
+
+__all__ = ["EmbeddingError", "EmbeddingProvider", "PROVIDERS", "l2_normalize", "make_provider"]

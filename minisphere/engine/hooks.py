@@ -1,0 +1,58 @@
+"""What an optional binding may add around a workspace's calls, without the engine knowing it.
+
+Every call of the engine runs in the same steps, whoever drives it (`Workspace` alone, or the
+group-commit writer and the read pool of a hosted workspace):
+
+1. parse the arguments (`methods.parse_args`);
+2. `prepare` — outside any transaction and any lock, on a connection that only reads: work that
+   may be slow and must never hold the writer, such as embedding the text a write will store;
+3. the in-transaction step — the method's own handler, or the one `handler` returns for it;
+4. `after_commit` — once the transaction that held the call has committed.
+
+`WorkspaceHooks` is the interface with do-nothing defaults; the vector binding
+(`engine/vectors/binding.py`) implements it. Because the engine only knows this interface, it
+never imports the binding at module level and the binding never imports the workspace.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - types only
+    from minisphere.engine.methods import Method
+
+Handler = Callable[[Any, Any, int], Any]       # handler(conn, args, now_ms) -> result
+
+
+class _NotPrepared:
+    """Marks a call whose `prepare` step has not run yet (the writer then runs it itself)."""
+
+    def __repr__(self) -> str:
+        return "NOT_PREPARED"
+
+
+NOT_PREPARED = _NotPrepared()
+
+
+class WorkspaceHooks:
+    """The do-nothing hooks of a workspace without bindings."""
+
+    hooked: frozenset[str] = frozenset()       # method names `prepare`/`handler` take part in
+
+    def prepare(self, calls: list[tuple[str, Any]], conn) -> list[Any]:
+        """One prepared value per (method name, parsed arguments) of a hooked method, computed
+        outside any transaction; `conn` may only be read."""
+        return [None] * len(calls)
+
+    def handler(self, method: Method, prepared: Any) -> Handler | None:
+        """The in-transaction handler that replaces `method.handler` (None: the method's own)."""
+        return None
+
+    def prepare_connection(self, conn) -> None:
+        """Make a freshly opened connection to the file able to run the hooked handlers."""
+
+    def after_commit(self) -> None:
+        """Called once after each commit of calls (outside the transaction)."""
+
+
+NO_HOOKS = WorkspaceHooks()

@@ -1,0 +1,127 @@
+"""The engine's method table: contract method name -> argument model, handler, access class,
+and the one argument parser every layer uses (`parse_args`).
+
+This is the single place that says which contract methods exist in the engine. The service routes
+and the machine-readable contract are checked against it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from minisphere.engine import reads, staleness, writes
+from minisphere.engine.arguments import (
+    AppendArgs,
+    Args,
+    CaptureArgs,
+    GraphViewArgs,
+    IdArgs,
+    LinkArgs,
+    ListRecentArgs,
+    NoArgs,
+    NoteRecalledArgs,
+    RecallArgs,
+    SetStatusArgs,
+    StalenessPassArgs,
+    UnlinkArgs,
+    UpdateArgs,
+)
+from minisphere.errors import InvalidArgument, NotFound
+
+Access = Literal["read", "write", "maintenance"]
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    args: type[Args]
+    access: Access
+    # handler(conn, args, now_ms) -> result. Writes run inside a transaction.
+    handler: Callable[[Any, Any, int], Any]
+    # positional contract parameters (the rest is the options object), e.g. capture(content, {...})
+    positional: tuple[str, ...] = ()
+    # a read may ask for one small internal write after it answered: result -> (method, body)
+    follow_up: Callable[[Any], tuple[str, dict]] | None = None
+
+
+def _entry_after(write):
+    """Writes that change one entry answer with its new state."""
+    def run(conn, args, now_ms):
+        entry_id = write(conn, args, now_ms)
+        return reads.get_entry(conn, IdArgs(id=entry_id), now_ms)
+    return run
+
+
+def _recall(conn, args, now_ms):
+    # imported here: retrieval imports the engine's modules, not the other way round
+    from minisphere.engine.retrieval.recall import recall
+    return recall(conn, args, now_ms)
+
+
+def _note_recalled(conn, args, now_ms):
+    from minisphere.engine.retrieval.recall import note_recalled
+    return note_recalled(conn, args, now_ms)
+
+
+def _recalled_ids(result: dict) -> tuple[str, dict]:
+    return "noteRecalled", {"ids": [item["id"] for item in result["items"]]}
+
+
+METHODS: dict[str, Method] = {m.name: m for m in [
+    # reads
+    Method("recall", RecallArgs, "read", _recall, ("query",), follow_up=_recalled_ids),
+    Method("listRecent", ListRecentArgs, "read", reads.list_recent),
+    Method("getEntry", IdArgs, "read", reads.get_entry, ("id",)),
+    Method("connections", IdArgs, "read", reads.connections, ("id",)),
+    Method("graphView", GraphViewArgs, "read", reads.graph_view),
+    Method("getTags", NoArgs, "read", lambda c, a, t: reads.get_tags(c, t)),
+    Method("getCount", NoArgs, "read", lambda c, a, t: reads.get_count(c)),
+    Method("getStats", NoArgs, "read", lambda c, a, t: reads.get_stats(c)),
+    Method("getBrief", NoArgs, "read", lambda c, a, t: reads.get_brief(c, t)),
+    # writes
+    Method("capture", CaptureArgs, "write", writes.capture, ("content",)),
+    Method("append", AppendArgs, "write", _entry_after(writes.append), ("id", "addition")),
+    Method("update", UpdateArgs, "write", _entry_after(writes.update), ("id", "content")),
+    Method("setStatus", SetStatusArgs, "write", _entry_after(writes.set_status), ("id", "status")),
+    Method("forget", IdArgs, "write", writes.forget, ("id",)),
+    Method("link", LinkArgs, "write", writes.link, ("src", "dst", "type")),
+    Method("unlink", UnlinkArgs, "write", writes.unlink, ("src", "dst", "type")),
+    # maintenance (scheduler only)
+    Method("runStalenessPass", StalenessPassArgs, "maintenance", staleness.run_staleness_pass),
+]}
+
+# Engine-internal writes: never routed, not part of the contract surface.
+INTERNAL_METHODS: dict[str, Method] = {
+    "noteRecalled": Method("noteRecalled", NoteRecalledArgs, "write", _note_recalled),
+}
+
+
+def find_method(method_name: str, *, internal: bool = False) -> Method:
+    """The method of that name (engine-internal ones only when `internal`), or NotFound."""
+    method = METHODS.get(method_name) or (INTERNAL_METHODS.get(method_name) if internal else None)
+    if method is None:
+        raise NotFound(f"unknown method {method_name!r}")
+    return method
+
+
+def describe_validation_error(method: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "body"
+        parts.append(f"{where}: {err['msg']}")
+    return f"{method}: " + "; ".join(parts)
+
+
+def parse_args(method: Method, body: Any):
+    """A method's arguments from a JSON-like body; InvalidArgument says what is wrong."""
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        raise InvalidArgument(f"{method.name}: arguments must be a JSON object")
+    try:
+        return method.args.model_validate(body)
+    except ValidationError as exc:
+        raise InvalidArgument(describe_validation_error(method.name, exc)) from None

@@ -1,0 +1,95 @@
+"""From user text to a safe FTS5 query.
+
+User text never reaches FTS5 syntax: it is split into plain word tokens (letters and digits
+only), each token is double-quoted, and tokens are OR-ed. Quotes, `*`, `^`, `NEAR`, AND/OR/NOT,
+`column:` filters, parentheses and control characters therefore all search as plain words or
+vanish as separators.
+
+Rare-term distillation drops English stop words and terms that occur in so many entries of this
+workspace that they cannot discriminate — unless that would leave nothing to search.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import snowballstemmer
+
+from minisphere.engine.retrieval import tuning as T
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+STOP_WORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just me more most
+my myself no nor not now of off on once only or other our ours ourselves out over own same she
+should so some such than that the their theirs them themselves then there these they this those
+through to too under until up very was we were what when where which while who whom why will with
+would you your yours yourself yourselves also may might must shall us let get got ever else etc
+tell know think please anything something thing things one ones
+s t d ll re ve m
+happen happened happens happening
+""".split())
+
+_stemmer = snowballstemmer.stemmer("porter")
+
+
+def fold(text: str) -> str:
+    """Lower-case and strip diacritics, like FTS5's unicode61 remove_diacritics tokenizer."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def tokenize(text: str) -> list[str]:
+    return _TOKEN.findall(fold(text))
+
+
+@lru_cache(maxsize=65536)
+def stem(token: str) -> str:
+    return _stemmer.stemWord(token) if token.isascii() else token
+
+
+def content_terms(text: str) -> list[str]:
+    """Stemmed, stop-word-free terms of a text (for overlap and similarity measures)."""
+    return [stem(t) for t in tokenize(text) if t not in STOP_WORDS]
+
+
+def distill(conn, tokens: list[str], entry_count: int) -> tuple[list[str], list[str]]:
+    """Split query tokens into (kept, dropped). Order of first appearance is kept."""
+    unique = list(dict.fromkeys(tokens))[: T.MAX_QUERY_TERMS]
+    kept = [t for t in unique if t not in STOP_WORDS]
+    if entry_count >= T.COMMON_TERM_MIN_ENTRIES and kept:
+        frequency = document_frequency(conn, [stem(t) for t in kept])
+        limit = T.COMMON_TERM_DOC_RATIO * entry_count
+        rare = [t for t in kept if frequency.get(stem(t), 0) <= limit]
+        kept = rare or kept
+    if not kept:  # only stop words: search them rather than nothing
+        kept = unique
+    dropped = [t for t in unique if t not in kept]
+    return kept, dropped
+
+
+def document_frequency(conn, stems: list[str]) -> dict[str, int]:
+    marks = ",".join("?" * len(stems))
+    return dict(conn.execute(f"SELECT term, doc FROM entries_fts_vocab WHERE term IN ({marks})",
+                             stems).fetchall())
+
+
+def quote(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def match_any(tokens: list[str]) -> str:
+    """FTS5 expression matching any of the tokens, each as a plain string."""
+    return " OR ".join(quote(t) for t in tokens)
+
+
+def match_near_pairs(tokens: list[str], window_tokens: int) -> str | None:
+    """FTS5 expression matching any two consecutive query tokens found close together."""
+    pairs = [f"NEAR({quote(a)} {quote(b)}, {window_tokens})" for a, b in zip(tokens, tokens[1:])]
+    return " OR ".join(pairs) if pairs else None

@@ -1,0 +1,232 @@
+"""One workspace = one SQLite file. The plain-Python engine the Ray actors wrap."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from minisphere.engine import db
+from minisphere.engine.clock import Clock, SystemClock
+from minisphere.engine.constants import DEFAULT_SYNCHRONOUS
+from minisphere.engine.hooks import NO_HOOKS, NOT_PREPARED, WorkspaceHooks
+from minisphere.engine.methods import Method, find_method, parse_args
+from minisphere.errors import MiniSphereError, WorkspaceClosed
+
+
+class Workspace:
+    """Open a workspace file (creating and migrating it), then `call(method, args)`.
+
+    Writes run in `BEGIN IMMEDIATE … COMMIT` on the one writer connection: a failure anywhere
+    in a write rolls the whole write back. `run_batch` commits many writes in one transaction
+    (group commit) with a savepoint around each, so one bad write never spoils the others.
+    Every call goes through the steps of `engine/hooks.py`; a file with a vector binding gets
+    the binding as its hooks (`self.vectors`), any other file none.
+    """
+
+    def __init__(self, path: str | Path, *, clock: Clock | None = None,
+                 synchronous: str = DEFAULT_SYNCHRONOUS, embedder=None, vector_settings=None):
+        self.path = Path(path)
+        self.clock = clock or SystemClock()
+        self._lock = threading.RLock()
+        self._conn = db.connect(self.path, synchronous=synchronous)
+        self.vectors = None  # the optional vector binding; None: its code is never imported
+        try:
+            self.schema_version = db.migrate(self._conn, self.clock.now_ms())
+            if embedder is not None or db.read_vector_binding(self._conn) is not None:
+                from minisphere.engine.vectors.binding import attach
+                self.vectors = attach(self, embedder, vector_settings)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    @property
+    def hooks(self) -> WorkspaceHooks:
+        return self.vectors if self.vectors is not None else NO_HOOKS
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    @property
+    def closed(self) -> bool:
+        return self._conn is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def conn(self):
+        if self._conn is None:
+            raise WorkspaceClosed(f"workspace {self.path.name} is closed")
+        return self._conn
+
+    @contextmanager
+    def transaction(self):
+        with self._lock:
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def reading(self):
+        """The writer connection for reads, while no write runs on it."""
+        with self._lock:
+            yield self.conn
+
+    # ---- dispatch ----------------------------------------------------------------------------
+    def prepare(self, calls: Sequence[tuple[str, dict | None]], conn=None) -> list[Any]:
+        """The hooks' `prepare` step for raw (method name, body) calls, outside any transaction:
+        one value per call, to hand to `run_batch`. Calls the hooks do not take part in (or
+        whose arguments are invalid: `run_batch` reports those) get None. `conn`: a connection
+        that only reads (default: the writer's, taken between writes)."""
+        hooks = self.hooks
+        wanted = []
+        for index, (method_name, body) in enumerate(calls):
+            if method_name not in hooks.hooked:
+                continue
+            try:
+                wanted.append((index, method_name, parse_args(find_method(method_name), body)))
+            except MiniSphereError:
+                continue
+        prepared: list[Any] = [None] * len(calls)
+        if wanted:
+            if conn is None:
+                with self.reading() as own:
+                    values = hooks.prepare([(name, args) for _, name, args in wanted], own)
+            else:
+                values = hooks.prepare([(name, args) for _, name, args in wanted], conn)
+            for (index, _, _), value in zip(wanted, values):
+                prepared[index] = value
+        return prepared
+
+    def call(self, method_name: str, body: dict | None = None) -> Any:
+        method = find_method(method_name)
+        args = parse_args(method, body)
+        prepared = self.prepare([(method_name, body)])[0]
+        handler = self._handler(method, prepared)
+        if method.access == "read":
+            with self.reading() as conn:
+                result = handler(conn, args, self.clock.now_ms())
+            if method.follow_up is not None:
+                self.run_batch([method.follow_up(result)])
+            return result
+        with self.transaction() as conn:
+            result = handler(conn, args, self.clock.now_ms())
+        self.hooks.after_commit()
+        return result
+
+    def _handler(self, method: Method, prepared: Any):
+        if method.name not in self.hooks.hooked:
+            return method.handler
+        return self.hooks.handler(method, prepared) or method.handler
+
+    def run_batch(self, calls: Iterable[tuple[str, dict]],
+                  prepared: Sequence[Any] | None = None) -> list[tuple[bool, Any]]:
+        """Group commit: every call in one transaction, each under its own savepoint.
+
+        `prepared`: the values `prepare` made for the calls (NOT_PREPARED, or no list at all:
+        prepare them here, before the transaction). Returns (ok, result-or-error) per call, in
+        order. Only errors of the call itself are captured; a failure of the commit itself
+        propagates (nothing in the group is durable).
+        """
+        calls = list(calls)
+        payloads = list(prepared) if prepared is not None else [NOT_PREPARED] * len(calls)
+        missing = [i for i, value in enumerate(payloads) if value is NOT_PREPARED]
+        if missing:
+            for index, value in zip(missing, self.prepare([calls[i] for i in missing])):
+                payloads[index] = value
+        outcomes: list[tuple[bool, Any]] = []
+        with self.transaction() as conn:
+            now_ms = self.clock.now_ms()
+            for (method_name, body), payload in zip(calls, payloads):
+                conn.execute("SAVEPOINT op")
+                try:
+                    method = find_method(method_name, internal=True)
+                    result = self._handler(method, payload)(conn, parse_args(method, body), now_ms)
+                except (MiniSphereError, db.DatabaseError) as exc:
+                    conn.execute("ROLLBACK TO op")
+                    conn.execute("RELEASE op")
+                    outcomes.append((False, exc))
+                    continue
+                conn.execute("RELEASE op")
+                outcomes.append((True, result))
+        self.hooks.after_commit()
+        return outcomes
+
+    # ---- optional vector binding (engine/vectors/binding.py) --------------------------------
+    def enable_vectors(self, embedder, *, replace: bool = False, batch_size: int | None = None,
+                       progress_callback=None, vector_settings=None) -> dict:
+        """Bind an embedding provider and backfill every entry's vector (progress: done, total)."""
+        from minisphere.engine.vectors.binding import attach
+        if self.vectors is None:
+            self.vectors = attach(self, None, vector_settings)
+        return self.vectors.bind(embedder, replace=replace, batch_size=batch_size,
+                                 progress=progress_callback)
+
+    def vector_status(self) -> dict:
+        return self.vectors.status() if self.vectors is not None else {"bound": False}
+
+    # ---- Pythonic wrappers (contract names in snake_case) -------------------------------------
+    def capture(self, content: str, **options) -> dict:
+        return self.call("capture", {"content": content, **options})
+
+    def append(self, id: str, addition: str, **options) -> dict:
+        return self.call("append", {"id": id, "addition": addition, **options})
+
+    def update(self, id: str, content: str) -> dict:
+        return self.call("update", {"id": id, "content": content})
+
+    def set_status(self, id: str, status: str) -> dict:
+        return self.call("setStatus", {"id": id, "status": status})
+
+    def forget(self, id: str) -> dict:
+        return self.call("forget", {"id": id})
+
+    def link(self, src: str, dst: str, type: str, **options) -> dict:
+        return self.call("link", {"src": src, "dst": dst, "type": type, **options})
+
+    def unlink(self, src: str, dst: str, type: str) -> dict:
+        return self.call("unlink", {"src": src, "dst": dst, "type": type})
+
+    def recall(self, query: str, **options) -> dict:
+        return self.call("recall", {"query": query, **options})
+
+    def get_entry(self, id: str) -> dict:
+        return self.call("getEntry", {"id": id})
+
+    def list_recent(self, **options) -> dict:
+        return self.call("listRecent", options)
+
+    def connections(self, id: str) -> dict:
+        return self.call("connections", {"id": id})
+
+    def graph_view(self, seed_ids: list[str], **options) -> dict:
+        return self.call("graphView", {"seedIds": seed_ids, **options})
+
+    def get_tags(self) -> dict:
+        return self.call("getTags")
+
+    def get_count(self) -> dict:
+        return self.call("getCount")
+
+    def get_stats(self) -> dict:
+        return self.call("getStats")
+
+    def get_brief(self) -> dict:
+        return self.call("getBrief")
+
+    def run_staleness_pass(self, **options) -> dict:
+        return self.call("runStalenessPass", options)

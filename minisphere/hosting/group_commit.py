@@ -1,0 +1,125 @@
+"""Group commit: one writer thread takes every queued write (up to a cap) and commits them in
+one transaction, then answers each caller. Acknowledgement only after the commit returned.
+
+Plain Python (no Ray). The caller hands `submit` a callback; it is called on the writer thread
+with (ok, result_or_exception, timings) where timings has `queue_ms` (enqueue -> batch start),
+`engine_ms` (the whole batch's transaction, commit included) and `batch` (its size). A write
+whose hooks' `prepare` step already ran (the host embeds a bound capture before queueing it)
+carries the prepared value, so the writer thread only does SQLite work.
+
+A call that fails inside the batch is rolled back to its savepoint and fails alone. If the
+batch as a whole fails (an unexpected exception, or the commit itself), each call is retried
+in a transaction of its own, so one bad call never fails the others.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from minisphere.engine.hooks import NOT_PREPARED
+from minisphere.engine.workspace import Workspace
+from minisphere.errors import WorkspaceClosed
+from minisphere.settings import DEFAULT_MAX_BATCH_WRITES
+
+log = logging.getLogger("minisphere.group_commit")
+Callback = Callable[[bool, Any, dict], None]
+_STOP = object()
+
+
+@dataclass
+class _Pending:
+    method: str
+    body: dict
+    callback: Callback
+    prepared: Any = NOT_PREPARED
+    enqueued: float = field(default_factory=time.perf_counter)
+
+
+class GroupCommitWriter:
+    def __init__(self, workspace: Workspace, max_batch: int = DEFAULT_MAX_BATCH_WRITES,
+                 name: str = "writer"):
+        self.workspace = workspace
+        self.max_batch = max(1, int(max_batch))
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._closed = False
+        self.batches = 0
+        self.writes = 0
+        self.largest_batch = 0
+        self._thread = threading.Thread(target=self._run, name=f"group-commit-{name}", daemon=True)
+        self._thread.start()
+
+    def submit(self, method: str, body: dict, callback: Callback,
+               prepared: Any = NOT_PREPARED) -> None:
+        if self._closed:
+            raise WorkspaceClosed("the workspace's writer is closed")
+        self._queue.put(_Pending(method, body, callback, prepared))
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Commit what is queued, then stop the thread."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put(_STOP)
+        self._thread.join(timeout)
+
+    @property
+    def depth(self) -> int:
+        return self._queue.qsize()
+
+    # ---- writer thread -----------------------------------------------------------------------
+    def _take_batch(self) -> tuple[list[_Pending], bool]:
+        first = self._queue.get()
+        if first is _STOP:
+            return [], True
+        batch, stop = [first], False
+        while len(batch) < self.max_batch:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is _STOP:
+                stop = True
+                break
+            batch.append(item)
+        return batch, stop
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            batch, stop = self._take_batch()
+            if batch:
+                self._commit(batch)
+
+    def _commit(self, batch: list[_Pending]) -> None:
+        started = time.perf_counter()
+        try:
+            outcomes = self.workspace.run_batch([(p.method, p.body) for p in batch],
+                                                 [p.prepared for p in batch])
+        except BaseException as exc:  # noqa: BLE001 - isolate, then retry one by one
+            if len(batch) == 1:
+                outcomes = [(False, exc)]
+            else:
+                log.warning("group of %d failed (%r); committing one by one", len(batch), exc)
+                outcomes = [self._commit_alone(p) for p in batch]
+        finished = time.perf_counter()
+        self.batches += 1
+        self.writes += len(batch)
+        self.largest_batch = max(self.largest_batch, len(batch))
+        for pending, (ok, result) in zip(batch, outcomes):
+            timings = {"queue_ms": (started - pending.enqueued) * 1e3,
+                       "engine_ms": (finished - started) * 1e3, "batch": len(batch)}
+            try:
+                pending.callback(ok, result, timings)
+            except Exception:  # a broken callback must not stop the writer
+                log.exception("group-commit callback failed")
+
+    def _commit_alone(self, pending: _Pending) -> tuple[bool, Any]:
+        try:
+            return self.workspace.run_batch([(pending.method, pending.body)],
+                                           [pending.prepared])[0]
+        except BaseException as exc:  # noqa: BLE001
+            return False, exc

@@ -1,0 +1,428 @@
+"""The shapes of every answer the HTTP surface gives, as pydantic models.
+
+They exist for the published OpenAPI document (`/openapi.json` describes answers as well as
+requests) and for the test that validates real answers of every route against it; the routes
+return the engine's own JSON, so nothing is converted at request time. Models forbid unknown
+fields: a field the engine adds without describing it here fails that test.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---- errors ---------------------------------------------------------------------------------------
+class ErrorDetail(Answer):
+    code: str = Field(description="stable machine code, e.g. `not_found`, `invalid_argument`")
+    message: str
+
+
+class ErrorBody(Answer):
+    error: ErrorDetail
+
+
+# ---- entries and edges ----------------------------------------------------------------------------
+class Entry(Answer):
+    id: str
+    content: str
+    source: Optional[str]
+    createdAt: int = Field(description="epoch milliseconds")
+    updatedAt: int = Field(description="epoch milliseconds; moved only by confirming writes")
+    recallCount: int
+    importance: float
+    claimTag: Optional[Literal["VERIFIED", "INFERRED", "UNKNOWN"]]
+    evidenceRef: Optional[str]
+    status: Literal["canonical", "draft", "deprecated"]
+    kind: Literal["episodic", "semantic"]
+    volatility: Literal["durable", "state", "volatile"]
+    tags: list[str]
+    stale: bool
+    staleSince: Optional[int]
+    staleDueAt: Optional[int]
+
+
+class Revision(Answer):
+    content: str
+    at: int
+    reason: Literal["append", "update"]
+
+
+class EntryDetail(Entry):
+    revisionCount: int
+    edgeCount: int
+    revisions: list[Revision] = Field(description="the newest revisions, newest first")
+
+
+class Edge(Answer):
+    src: str
+    dst: str
+    type: str
+    weight: float
+    provenance: Literal["explicit", "inferred", "system"]
+    metadata: Optional[dict[str, Any]]
+    createdAt: int
+    updatedAt: int
+
+
+# ---- writes ---------------------------------------------------------------------------------------
+class NearEntry(Answer):
+    id: str
+    cosine: float
+
+
+class CaptureAnswer(Answer):
+    outcome: Literal["stored", "blocked", "merged", "replaced"]
+    id: Optional[str] = Field(None, description="the new entry (stored)")
+    matchId: Optional[str] = Field(None, description="the entry it duplicates (blocked)")
+    confirmed: Optional[bool] = Field(None, description="an exact re-capture from another "
+                                                        "named source confirmed the match")
+    cosine: Optional[float] = Field(None, description="semantic duplicate: its similarity")
+    semantic: Optional[bool] = None
+    duplicateCandidateOf: Optional[NearEntry] = None
+    autoLinked: Optional[list[NearEntry]] = None
+
+
+class ForgetAnswer(Answer):
+    forgotten: bool
+    id: str
+
+
+class LinkAnswer(Answer):
+    edge: Edge
+    created: bool
+
+
+class UnlinkAnswer(Answer):
+    removed: bool
+
+
+class StalenessPassAnswer(Answer):
+    scanned: int
+    marked: int
+    cleared: int
+    remaining: int
+    nextDueAt: Optional[int]
+
+
+# ---- reads ----------------------------------------------------------------------------------------
+class EntryList(Answer):
+    items: list[Entry]
+
+
+class Connection(Answer):
+    edge: Edge
+    direction: Literal["in", "out", "both"]
+    entry: Entry
+
+
+class ConnectionsAnswer(Answer):
+    id: str
+    items: list[Connection]
+
+
+class GraphNode(Entry):
+    hop: int
+
+
+class GraphAnswer(Answer):
+    nodes: list[GraphNode]
+    edges: list[Edge]
+    truncated: bool
+    missingSeedIds: list[str]
+
+
+class TagCount(Answer):
+    tag: str
+    count: int
+
+
+class TagsAnswer(Answer):
+    tags: list[TagCount]
+
+
+class CountAnswer(Answer):
+    count: int
+
+
+class StatsAnswer(Answer):
+    count: int
+    avgImportance: float
+    unclassified: int
+    topTopics: list[TagCount]
+    byStatus: dict[str, int]
+    byKind: dict[str, int]
+    byVolatility: dict[str, int]
+    edgeCount: int
+
+
+class Preview(Answer):
+    id: str
+    preview: str
+    createdAt: int
+    updatedAt: int
+    kind: str
+    tags: list[str]
+    importance: float
+    recallCount: int
+
+
+class RecentActivity(Answer):
+    windowMs: int
+    captured: int
+    revised: int
+    entries: list[Preview]
+
+
+class BriefAnswer(Answer):
+    generatedAt: int
+    recentActivity: RecentActivity
+    topTopics: list[TagCount]
+    resurface: list[Preview]
+    count: int
+
+
+# ---- recall ---------------------------------------------------------------------------------------
+class ArmDetail(Answer):
+    rank: int
+    score: float
+    rrf: float = Field(description="this arm's share of the fused score: weight / (60 + rank)")
+
+
+class KeywordDetail(ArmDetail):
+    bm25: float
+    proximity: float
+    feedback: float
+
+
+class GraphDetail(ArmDetail):
+    hop: int
+    via: Optional[str]
+
+
+class RecencyDetail(ArmDetail):
+    createdAt: int
+
+
+class VectorDetail(ArmDetail):
+    cosine: float
+
+
+class RerankFactors(Answer):
+    decay: float
+    recall: float
+    importance: float
+    tagOverlap: float
+    rolledUp: float
+    tagShare: float
+    product: float
+
+
+class MmrDetail(Answer):
+    relevance: float
+    maxSimilarity: float
+    mmr: float
+
+
+class Breakdown(Answer):
+    keyword: Optional[KeywordDetail]
+    graph: Optional[GraphDetail]
+    recency: Optional[RecencyDetail]
+    vector: Optional[VectorDetail] = Field(None, description="only with a vector binding")
+    fused: float
+    rerank: RerankFactors
+    final: float
+    mmr: MmrDetail
+
+
+class RecallItem(Entry):
+    score: float
+    breakdown: Breakdown
+    contentChars: int = Field(description="length of the whole content")
+    truncated: bool = Field(description="content was cut by the snippet budget")
+
+
+class Revalidate(Answer):
+    id: str
+    staleSince: Optional[int]
+    question: str
+
+
+class QueryFilters(Answer):
+    kind: Optional[str]
+    tag: Optional[str]
+
+
+class VectorArmState(Answer):
+    arm: Literal["on", "off"]
+    provider: str
+    reason: Optional[str] = None
+
+
+class QueryUsed(Answer):
+    original: str
+    text: str
+    terms: list[str]
+    droppedTerms: list[str]
+    timePhrases: list[str]
+    since: Optional[int]
+    until: Optional[int]
+    sinceIso: Optional[str]
+    untilIso: Optional[str]
+    boundsRelaxed: bool
+    filters: QueryFilters
+    arms: dict[str, int] = Field(description="hits per arm")
+    vector: Optional[VectorArmState] = Field(None, description="only with a vector binding")
+
+
+class RecallAnswer(Answer):
+    items: list[RecallItem]
+    revalidate: list[Revalidate]
+    queryUsed: QueryUsed
+    timings: dict[str, float] = Field(description="milliseconds per pipeline stage")
+
+
+METHOD_ANSWERS: dict[str, type[BaseModel]] = {
+    "recall": RecallAnswer, "listRecent": EntryList, "getEntry": EntryDetail,
+    "connections": ConnectionsAnswer, "graphView": GraphAnswer, "getTags": TagsAnswer,
+    "getCount": CountAnswer, "getStats": StatsAnswer, "getBrief": BriefAnswer,
+    "capture": CaptureAnswer, "append": EntryDetail, "update": EntryDetail,
+    "setStatus": EntryDetail, "forget": ForgetAnswer, "link": LinkAnswer,
+    "unlink": UnlinkAnswer, "runStalenessPass": StalenessPassAnswer,
+}
+
+
+# ---- the service and its admin routes --------------------------------------------------------------
+class Health(Answer):
+    status: Literal["ok"]
+
+
+class PinnedContract(Answer):
+    name: str
+    version: str
+    sha256: str
+    file: str
+    role: Literal["text", "surface"]
+    active: bool
+
+
+class RoutedMethod(Answer):
+    name: str
+    access: Literal["read", "write", "maintenance"]
+    positional: list[str]
+
+
+class ContractsAnswer(Answer):
+    contracts: list[PinnedContract]
+    methods: list[RoutedMethod]
+
+
+class BornWith(Answer):
+    name: str
+    version: str
+    sha256: str
+    reference: str = Field(description="NAME@version+sha256:<hex>")
+
+
+class WorkspaceRecord(Answer):
+    id: str
+    createdAt: int
+    updatedAt: int
+    state: str = Field(description="active | hibernated | deleting")
+    contracts: list[BornWith] = Field(description="the contract the workspace was born with")
+    blueprint: dict[str, Any]
+    label: Optional[str]
+    nodeId: Optional[str]
+    lastActiveAt: Optional[int]
+
+
+class WorkspaceDetail(WorkspaceRecord):
+    durability: dict[str, Any] = Field(description="residency, placement, snapshot status")
+
+
+class CreatedWorkspace(Answer):
+    workspace: WorkspaceRecord
+    token: str = Field(description="the workspace token, shown only in this answer")
+
+
+class WorkspaceList(Answer):
+    items: list[WorkspaceRecord]
+
+
+class Deleted(Answer):
+    deleted: str
+
+
+class SnapshotManifest(Answer):
+    model_config = ConfigDict(extra="allow")     # a newer format may add fields
+    version: str
+    workspace: str
+    format: Optional[int] = None
+    seq: Optional[int] = None
+    createdAt: Optional[str] = None
+    createdAtMs: Optional[int] = None
+    reason: Optional[str] = None
+    schemaVersion: Optional[int] = None
+    entryCount: Optional[int] = None
+    compression: Optional[str] = None
+    rawBytes: Optional[int] = None
+    rawSha256: Optional[str] = None
+    compressedBytes: Optional[int] = None
+    compressedSha256: Optional[str] = None
+    blobKey: Optional[str] = None
+    tookMs: Optional[float] = None
+    error: Optional[str] = Field(None, description="set when the manifest cannot be read")
+
+
+class SnapshotList(Answer):
+    items: list[SnapshotManifest]
+
+
+class Restored(Answer):
+    workspace: str
+    version: str
+    entryCount: Optional[int]
+    previousFileKeptAt: Optional[str]
+    tookMs: float
+
+
+class MaintenanceRun(Answer):
+    runId: str
+    workspaceId: str
+    trigger: Literal["cron", "manual"]
+    startedAt: int
+    finishedAt: Optional[int]
+    outcome: Optional[Literal["ok", "error", "skipped"]]
+    calls: int
+    scanned: int
+    marked: int
+    cleared: int
+    remaining: Optional[int]
+    nextDueAt: Optional[int]
+    error: Optional[str]
+
+
+class MaintenanceRuns(Answer):
+    items: list[MaintenanceRun]
+
+
+class ImportReport(Answer):
+    entries: int
+    edges: int
+    duplicateIds: int
+    duplicateContent: int
+    duplicateEdges: int
+    orphanEdges: int
+    applied: Optional[int] = Field(None, description="data lines applied so far (a chunk)")
+    expected: int
+    lines: Optional[int] = Field(None, description="data lines in the file (final chunk)")
+    resumedFrom: Optional[int] = None
+    complete: Optional[bool] = None
+
+
+ERROR_RESPONSES = {status: {"model": ErrorBody} for status in (400, 401, 403, 404, 409, 413,
+                                                              422, 500, 503)}

@@ -1,0 +1,134 @@
+"""Maintenance tables of the control plane (migration 0002): the run audit and the per-workspace
+due state the skip rule reads (see `maintenance.py`). Functions over the control plane's
+connection (autocommit; each function is one statement, so one atomic step)."""
+from __future__ import annotations
+
+import threading
+
+from minisphere.errors import InvalidArgument
+from minisphere.maintenance.runs import CLOCK_SKEW_ALLOWANCE_MS, RUNS_MAX_LIMIT
+
+# What the directory's `maintenance(op, ...)` accepts (methods of LocalLedger); nothing else.
+LEDGER_OPS = frozenset({"schedules", "due_state", "record_pass", "note_write", "forget_due",
+                        "record_run", "last_cron_start", "runs"})
+_RUN_COLUMNS = ("run_id", "workspace_id", "trigger", "started_at", "finished_at", "outcome",
+                "calls", "scanned", "marked", "cleared", "remaining", "next_due_at", "error")
+_RUN_KEYS = ("runId", "workspaceId", "trigger", "startedAt", "finishedAt", "outcome", "calls",
+             "scanned", "marked", "cleared", "remaining", "nextDueAt", "error")
+
+
+def record_run(conn, run: dict) -> None:
+    conn.execute(f"INSERT INTO maintenance_runs({', '.join(_RUN_COLUMNS)}) "
+                 f"VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
+                 [run.get(key) for key in _RUN_KEYS])
+
+
+def list_runs(conn, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
+    """Runs newest first, optionally of one workspace."""
+    if not isinstance(limit, int) or not 1 <= limit <= RUNS_MAX_LIMIT:
+        raise InvalidArgument(f"limit must be an integer from 1 to {RUNS_MAX_LIMIT}")
+    rows = conn.execute(
+        f"SELECT {', '.join(_RUN_COLUMNS)} FROM maintenance_runs "
+        "WHERE ? IS NULL OR workspace_id = ? ORDER BY seq DESC LIMIT ?",
+        (workspace_id, workspace_id, limit)).fetchall()
+    return [dict(zip(_RUN_KEYS, row)) for row in rows]
+
+
+def last_cron_start(conn, workspace_id: str) -> int | None:
+    return conn.execute("SELECT MAX(started_at) FROM maintenance_runs WHERE workspace_id = ? "
+                        "AND trigger = 'cron'", (workspace_id,)).fetchone()[0]
+
+
+def record_pass(conn, workspace_id: str, next_due_at: int | None, remaining: int,
+                checked_at: int) -> None:
+    """A pass requested at `checked_at` answered (next_due_at, remaining). A write noted before
+    the request (minus the clock-skew allowance) was seen by it and is forgotten; a later one is
+    kept. An answer older than the recorded one changes nothing (concurrent passes)."""
+    conn.execute(
+        "INSERT INTO maintenance_due(workspace_id, next_due_at, remaining, checked_at) "
+        "SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM workspaces WHERE id = ?) "
+        "ON CONFLICT(workspace_id) DO UPDATE SET next_due_at = excluded.next_due_at, "
+        "remaining = excluded.remaining, checked_at = excluded.checked_at, "
+        "dirty_since = CASE WHEN dirty_since >= excluded.checked_at - ? THEN dirty_since END "
+        "WHERE excluded.checked_at >= maintenance_due.checked_at",
+        (workspace_id, next_due_at, remaining, checked_at, workspace_id,
+         CLOCK_SKEW_ALLOWANCE_MS))
+
+
+def note_write(conn, workspace_id: str, at: int) -> None:
+    """A due-changing write is about to be queued at `at` (workspace actor's clock). Ignored when
+    the workspace has no due state yet (then the scheduler always runs it anyway)."""
+    conn.execute(
+        "UPDATE maintenance_due SET dirty_since = MIN(COALESCE(dirty_since, ?), ?) "
+        "WHERE workspace_id = ? AND ? >= checked_at - ?",
+        (at, at, workspace_id, at, CLOCK_SKEW_ALLOWANCE_MS))
+
+
+def forget_due(conn, workspace_id: str) -> None:
+    """The file changed under the recorded state (a snapshot restore): unknown again, so the
+    next cron run is never skipped."""
+    conn.execute("DELETE FROM maintenance_due WHERE workspace_id = ?", (workspace_id,))
+
+
+def due_state(conn, workspace_id: str) -> dict | None:
+    row = conn.execute("SELECT next_due_at, remaining, checked_at, dirty_since FROM "
+                       "maintenance_due WHERE workspace_id = ?", (workspace_id,)).fetchone()
+    if row is None:
+        return None
+    return dict(zip(("nextDueAt", "remaining", "checkedAt", "dirtySince"), row))
+
+
+def all_workspaces(control_plane, page: int = 1000) -> list[dict]:
+    records, after = [], ""
+    while True:
+        batch = control_plane.list(page, after)
+        records += batch
+        if len(batch) < page:
+            return records
+        after = batch[-1]["id"]
+
+
+class LocalLedger:
+    """The ledger interface of `maintenance.run_workspace` over a `ControlPlane` in this process
+    (the directory actor uses it; tests use it directly)."""
+
+    def __init__(self, control_plane):
+        self.control_plane = control_plane
+        self._lock = threading.Lock()       # scheduler threads share the one connection
+
+    @property
+    def conn(self):
+        return self.control_plane.conn
+
+    def schedules(self) -> list[dict]:
+        with self._lock:
+            return all_workspaces(self.control_plane)
+
+    def due_state(self, workspace_id: str) -> dict | None:
+        with self._lock:
+            return due_state(self.conn, workspace_id)
+
+    def record_pass(self, workspace_id: str, next_due_at: int | None, remaining: int,
+                    checked_at: int) -> None:
+        with self._lock:
+            record_pass(self.conn, workspace_id, next_due_at, remaining, checked_at)
+
+    def note_write(self, workspace_id: str, at: int) -> None:
+        with self._lock:
+            note_write(self.conn, workspace_id, at)
+
+    def forget_due(self, workspace_id: str) -> None:
+        with self._lock:
+            forget_due(self.conn, workspace_id)
+
+    def record_run(self, run: dict) -> None:
+        with self._lock:
+            record_run(self.conn, run)
+
+    def last_cron_start(self, workspace_id: str) -> int | None:
+        with self._lock:
+            return last_cron_start(self.conn, workspace_id)
+
+    def runs(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
+        with self._lock:
+            return list_runs(self.conn, workspace_id, limit)

@@ -1,0 +1,47 @@
+"""The shared embedder actor: one per provider (get-if-exists), batches coalesced, and a
+Workspace driven through RemoteEmbedder (what a workspace actor hands the engine)."""
+import uuid
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from actors.embedder_actor import embedder_name, get_or_create_embedder  # noqa: E402
+from actors.parts.remote_embedder import RemoteEmbedder  # noqa: E402
+from minisphere import Workspace  # noqa: E402
+from minisphere.engine.embedding.hash_provider import HashProvider  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    owns = not ray.is_initialized()          # the service suite may have started Ray already
+    if owns:
+        ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level="WARNING",
+                 log_to_driver=False, namespace=f"vectors-{uuid.uuid4().hex[:8]}")
+    yield
+    if owns:
+        ray.shutdown()
+
+
+def test_vectors_embedder_actor_is_shared_and_batches(ray_session, tmp_path, clock):
+    spec = {"provider": "hash", "dim": 384, "model": f"t{uuid.uuid4().hex[:6]}"}
+    first = get_or_create_embedder(spec, num_cpus=0)
+    try:
+        again = get_or_create_embedder(spec, num_cpus=0)
+        assert first._actor_id == again._actor_id               # one per cluster, by name
+        assert embedder_name(spec) == f"embedder:hash:{spec['model']}"
+        remote = RemoteEmbedder(first)
+        assert (remote.name, remote.dim) == ("hash-384", 384)
+        texts = [f"text number {i}" for i in range(20)]
+        refs = [first.embed.remote([t]) for t in texts]           # concurrent callers
+        vectors = np.concatenate(ray.get(refs))
+        assert np.allclose(vectors, HashProvider().embed(texts), atol=1e-6)
+        info = ray.get(first.info.remote())
+        assert info["texts"] == 20 and info["batches"] < 20      # coalesced into fewer passes
+        with Workspace(tmp_path / "r.db", clock=clock, embedder=remote) as ws:
+            entry = ws.capture("embedded by the shared actor")["id"]
+            top = ws.recall("shared actor")["items"][0]
+            assert top["id"] == entry and top["breakdown"]["vector"]["rank"] == 1
+    finally:
+        ray.kill(first, no_restart=True)

@@ -1,0 +1,52 @@
+"""The ingress metrics: per-method counters and latency histograms, the resident-workspace and
+snapshot-age gauges (polled from the directory; skipped gracefully when it cannot say)."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+from actors.ingress.metrics import ServiceMetrics
+
+SNAPSHOT_AGE_S = 42.0
+
+
+class Directory:
+    def __init__(self, durability=True):
+        self.durability = durability
+
+    async def ask_directory(self, method, *args):
+        if method == "resident":
+            return ["a", "b", "c"]
+        if not self.durability:
+            raise AttributeError("durability_of")
+        if args[0] == "c":      # fully snapshotted: no age at risk
+            return {"snapshots": {"pendingWrites": 0, "lastSnapshotAt": time.time() - 999}}
+        return {"snapshots": {"pendingWrites": 2, "lastSnapshotAt": time.time() - SNAPSHOT_AGE_S}}
+
+
+class Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: self.calls.append((name, args, kwargs))
+
+
+def test_infra_metrics_observe_and_poll():
+    metrics = ServiceMetrics(Directory())
+    for name in ("requests", "latency", "resident", "snapshot_age"):
+        setattr(metrics, name, Recorder())
+    metrics.observe({"method": "recall", "status": 200, "latencyMs": 3.5})
+    assert metrics.requests.calls == [("inc", (1,), {"tags": {"method": "recall",
+                                                              "status": "200"}})]
+    assert metrics.latency.calls == [("observe", (3.5,), {"tags": {"method": "recall"}})]
+    polled = asyncio.run(metrics.poll_once())
+    assert polled["resident"] == 3 and abs(polled["snapshotAgeS"] - SNAPSHOT_AGE_S) < 5
+    assert metrics.resident.calls == [("set", (3,), {})]
+
+
+def test_infra_metrics_without_snapshot_status_skip_the_age():
+    metrics = ServiceMetrics(Directory(durability=False))
+    metrics.snapshot_age = Recorder()
+    assert asyncio.run(metrics.poll_once()) == {"resident": 3}
+    assert metrics.snapshot_age.calls == []

@@ -1,0 +1,17 @@
+"""Fixtures of the contract tests (`s3_endpoint` / `fresh_bucket` come from tests/support/s3.py,
+registered by tests/conftest.py)."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO_CONTRACTS = Path(__file__).resolve().parents[2] / "contracts"
+
+
+@pytest.fixture
+def contracts_copy(tmp_path, monkeypatch):
+    """A private copy of the repository's contracts/, selected through MINISPHERE_CONTRACTS_DIR."""
+    target = tmp_path / "contracts"
+    shutil.copytree(REPO_CONTRACTS, target)
+    monkeypatch.setenv("MINISPHERE_CONTRACTS_DIR", str(target))
+    return target

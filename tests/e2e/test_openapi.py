@@ -1,0 +1,155 @@
+"""`/openapi.json` describes answers, not only requests: real answers of every route, errors
+included, validate against the schema the service publishes for them."""
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from minisphere.engine.methods import METHODS
+
+NDJSON = "application/x-ndjson"
+
+
+class OpenApi:
+    """The published document, and a check of one real answer against it."""
+
+    def __init__(self, document: dict):
+        self.document = document
+        self.checked: set[tuple[str, str]] = set()
+        self.statuses: set[int] = set()
+
+    def operations(self) -> set[tuple[str, str]]:
+        return {(verb.upper(), path) for path, item in self.document["paths"].items()
+                for verb in item}
+
+    def check(self, verb: str, path: str, response) -> dict | list | str:
+        operation = self.document["paths"][path][verb.lower()]
+        documented = operation["responses"].get(str(response.status_code))
+        assert documented is not None, (
+            f"{verb} {path} answered {response.status_code}, which its OpenAPI entry does not "
+            f"list ({sorted(operation['responses'])}): {response.text[:300]}")
+        media = response.headers["content-type"].split(";")[0]
+        schema = documented["content"][media]["schema"]
+        body = response.text if media == NDJSON else response.json()
+        validator = jsonschema.Draft202012Validator(
+            {**schema, "components": self.document["components"]})
+        problems = sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
+        assert not problems, (f"{verb} {path} {response.status_code}: "
+                              + "; ".join(f"{list(p.absolute_path)}: {p.message}"
+                                          for p in problems[:5]))
+        self.checked.add((verb.upper(), path))
+        self.statuses.add(response.status_code)
+        return body
+
+
+@pytest.fixture
+def openapi(http):
+    return OpenApi(http.get("/openapi.json").json())
+
+
+def workspace_call(http, openapi, ws, headers, method, body=None, status=200):
+    response = http.post(f"/v1/w/{ws}/{method}", json=body or {}, headers=headers)
+    assert response.status_code == status, response.text
+    return openapi.check("POST", f"/v1/w/{{workspace}}/{method}", response)
+
+
+def test_every_published_route_answers_what_its_schema_says(http, admin_headers, openapi,
+                                                           service):
+    def admin(verb, url, path, status=200, headers=None, **kw):
+        response = http.request(verb, url, headers={**admin_headers, **(headers or {})}, **kw)
+        assert response.status_code == status, response.text
+        return openapi.check(verb, path, response)
+
+    openapi.check("GET", "/healthz", http.get("/healthz"))
+    openapi.check("GET", "/v1/contracts", http.get("/v1/contracts"))
+    ws = "openapi-answers"
+    created = admin("POST", "/v1/workspaces", "/v1/workspaces", 201,
+                    json={"id": ws, "label": "schema check"})
+    headers = {"Authorization": f"Bearer {created['token']}"}
+    try:
+        call = lambda method, body=None, status=200: workspace_call(  # noqa: E731
+            http, openapi, ws, headers, method, body, status)
+        a = call("capture", {"content": "The deploy pipeline runs on Fridays",
+                             "tags": ["ops"], "kind": "episodic", "claimTag": "VERIFIED"})["id"]
+        b = call("capture", {"content": "Rollbacks take ten minutes", "kind": "episodic"})["id"]
+        assert call("capture", {"content": "the deploy pipeline runs on fridays"}
+                    )["outcome"] == "blocked"
+        call("append", {"id": b, "addition": "on a good day"})
+        call("update", {"id": a, "content": "The deploy pipeline runs on Fridays at noon"})
+        call("setStatus", {"id": b, "status": "draft"})
+        call("link", {"src": a, "dst": b, "type": "follows", "metadata": {"why": "order"}})
+        call("link", {"src": a, "dst": b, "type": "relates_to", "weight": 0.5})
+        call("getEntry", {"id": a})
+        call("listRecent", {"n": 5})
+        call("connections", {"id": a})
+        call("graphView", {"seedIds": [a, "123e4567-e89b-42d3-a456-426614174000"], "hops": 2})
+        call("getTags")
+        call("getCount")
+        call("getStats")
+        call("getBrief")
+        found = call("recall", {"query": "when does the deploy pipeline run", "topK": 5})
+        assert found["items"] and found["items"][0]["breakdown"]["keyword"] is not None
+        call("recall", {"query": "what happened yesterday"})
+        call("unlink", {"src": b, "dst": a, "type": "relates_to"})
+        call("getEntry", {"id": "123e4567-e89b-42d3-a456-426614174000"}, status=404)
+        call("capture", {"content": ""}, status=422)
+        workspace_call(http, openapi, ws, admin_headers, "runStalenessPass", {"limit": 10})
+        call("forget", {"id": b})
+        unauthorized = http.post(f"/v1/w/{ws}/getCount", json={},
+                                 headers={"Authorization": "Bearer wrong-token-value"})
+        assert unauthorized.status_code == 401
+        openapi.check("POST", "/v1/w/{workspace}/getCount", unauthorized)
+
+        item = f"/v1/workspaces/{ws}"
+        admin("GET", "/v1/workspaces", "/v1/workspaces")
+        admin("GET", item, "/v1/workspaces/{workspace_id}")
+        admin("GET", "/v1/workspaces/no-such-one", "/v1/workspaces/{workspace_id}", 404)
+        manifest = admin("POST", f"{item}/snapshot", "/v1/workspaces/{workspace_id}/snapshot")
+        admin("GET", f"{item}/snapshots", "/v1/workspaces/{workspace_id}/snapshots")
+        admin("POST", f"{item}/restore", "/v1/workspaces/{workspace_id}/restore",
+              json={"version": manifest["version"]})
+        admin("POST", f"{item}/restore", "/v1/workspaces/{workspace_id}/restore", 400,
+              json={"version": "not-a-version"})
+        admin("GET", f"/v1/maintenance/runs?workspace={ws}", "/v1/maintenance/runs")
+        exported = admin("GET", f"{item}/export", "/v1/workspaces/{workspace_id}/export")
+        lines = exported.splitlines()
+        assert all(isinstance(json.loads(line), dict) for line in lines)
+        report = admin("POST", f"{item}/import?key=openapi1&final=true",
+                       "/v1/workspaces/{workspace_id}/import",
+                       content="\n".join(lines).encode(),
+                       headers={"Content-Type": NDJSON})
+        assert report["complete"] is True
+    finally:
+        admin("DELETE", f"/v1/workspaces/{ws}", "/v1/workspaces/{workspace_id}")
+    assert openapi.operations() - openapi.checked == set(), "routes answered by no test"
+    assert {200, 201, 400, 401, 404, 422} <= openapi.statuses
+
+
+def test_vector_bound_answers_match_the_schema(http, admin_headers, openapi):
+    """A bound workspace adds fields (semantic dedup, auto-links, the vector arm); they are
+    published too."""
+    created = http.post("/v1/workspaces", headers=admin_headers, json={
+        "id": "openapi-vectors",
+        "blueprint": {"bindings": {"vector": {"provider": "hash", "dimensions": 64}}}})
+    assert created.status_code == 201, created.text
+    headers = {"Authorization": f"Bearer {created.json()['token']}"}
+    try:
+        def call(method, body):
+            return workspace_call(http, openapi, "openapi-vectors", headers, method, body)
+        call("capture", {"content": "The nightly export job writes parquet files to S3"})
+        second = call("capture", {"content": "The nightly export job writes parquet files to GCS"})
+        assert second["outcome"] in ("stored", "blocked")
+        found = call("recall", {"query": "nightly export parquet"})
+        assert found["queryUsed"]["vector"]["arm"] == "on"
+        assert found["items"][0]["breakdown"]["vector"] is not None
+    finally:
+        http.delete("/v1/workspaces/openapi-vectors", headers=admin_headers)
+
+
+def test_openapi_lists_every_contract_method_with_an_answer_schema(openapi):
+    for name in METHODS:
+        responses = openapi.document["paths"][f"/v1/w/{{workspace}}/{name}"]["post"]["responses"]
+        schema = responses["200"]["content"]["application/json"]["schema"]
+        assert schema.get("$ref", "").startswith("#/components/schemas/"), name

@@ -1,0 +1,19 @@
+"""Fixtures of the vector-binding tests (helpers live in helpers.py)."""
+import pytest
+
+from minisphere import Workspace
+from minisphere.engine.embedding import make_provider
+
+
+@pytest.fixture
+def hash_provider():
+    return make_provider({"provider": "hash"})
+
+
+@pytest.fixture
+def vws(tmp_path, clock, hash_provider):
+    """A workspace bound to the deterministic hash provider."""
+    workspace = Workspace(tmp_path / "vws.db", clock=clock, synchronous="NORMAL",
+                          embedder=hash_provider)
+    yield workspace
+    workspace.close()

@@ -1,0 +1,69 @@
+"""The vector arm in recall: KNN via sqlite-vec, prefilters respected, shown in the breakdown."""
+from minisphere import Workspace
+from tests.engine.vectors.helpers import ChosenVectors, at_cosine
+
+QUERY = "how do we ship code"
+
+
+def bound(tmp_path, clock, table):
+    return Workspace(tmp_path / "r.db", clock=clock, synchronous="NORMAL",
+                     embedder=ChosenVectors({QUERY: at_cosine(1.0), **table}))
+
+
+def test_vectors_breakdown_shows_the_vector_arm(tmp_path, clock):
+    ws = bound(tmp_path, clock, {"Releases go out through the deploy pipeline": at_cosine(0.7)})
+    target = ws.capture("Releases go out through the deploy pipeline")["id"]
+    ws.capture("Quarterly planning happens in March")
+    result = ws.recall(QUERY)
+    assert result["queryUsed"]["vector"] == {"arm": "on", "provider": "chosen-8"}
+    top = result["items"][0]
+    assert top["id"] == target   # no shared keyword: only the vector arm can find it
+    vector = top["breakdown"]["vector"]
+    assert vector["rank"] == 1 and abs(vector["cosine"] - 0.7) < 1e-4 and vector["rrf"] > 0
+    assert top["breakdown"]["keyword"] is None
+    assert result["queryUsed"]["arms"]["vector"] >= 1
+
+
+def test_vectors_prefilters_apply_to_the_vector_arm(tmp_path, clock):
+    texts = {"semantic shipping note": 0.9, "episodic shipping event": 0.8, "tagged shipping note": 0.7}
+    ws = bound(tmp_path, clock, {t: at_cosine(c, axis=i + 1) for i, (t, c) in enumerate(texts.items())})
+    semantic = ws.capture("semantic shipping note", kind="semantic")["id"]
+    episodic = ws.capture("episodic shipping event", kind="episodic")["id"]
+    tagged = ws.capture("tagged shipping note", kind="semantic", tags=["ops"])["id"]
+    assert [i["id"] for i in ws.recall(QUERY, kind="episodic")["items"]] == [episodic]
+    assert [i["id"] for i in ws.recall(QUERY, tag="ops")["items"]] == [tagged]
+    ws.set_status(semantic, "deprecated")
+    ids = [i["id"] for i in ws.recall(QUERY)["items"]]
+    assert semantic not in ids and set(ids) == {episodic, tagged}
+
+
+def test_vectors_auto_pattern_entries_never_come_back(tmp_path, clock):
+    ws = bound(tmp_path, clock, {"pattern exhaust": at_cosine(0.95), "real note": at_cosine(0.5, axis=2)})
+    ws.capture("pattern exhaust", tags=["auto-pattern"])
+    real = ws.capture("real note")["id"]
+    assert [i["id"] for i in ws.recall(QUERY)["items"]] == [real]
+
+
+def test_vectors_keyword_and_vector_agree_on_top(vws):
+    target = vws.capture("The staging database password rotates every 30 days")["id"]
+    for i in range(5):
+        vws.capture(f"Unrelated note {i} about lunch menus and parking spot {i}")
+    result = vws.recall("staging database password rotation")
+    top = result["items"][0]
+    assert top["id"] == target
+    assert top["breakdown"]["keyword"]["rank"] == 1 and top["breakdown"]["vector"]["rank"] == 1
+    assert top["breakdown"]["fused"] > top["breakdown"]["vector"]["rrf"]
+
+
+def test_vectors_recall_on_a_read_only_connection(tmp_path, clock):
+    """How a read pool runs a bound recall: its own mode=ro connection, sqlite-vec loaded there."""
+    from minisphere.hosting.read_pool import ReadPool
+
+    ws = bound(tmp_path, clock, {"Releases go out through the deploy pipeline": at_cosine(0.7)})
+    target = ws.capture("Releases go out through the deploy pipeline")["id"]
+    reader = ReadPool(ws.path, clock=clock, hooks=ws.hooks)
+    try:
+        result, _ = reader.read("recall", {"query": QUERY})
+    finally:
+        reader.close()
+    assert result["items"][0]["id"] == target and result["items"][0]["breakdown"]["vector"]["rank"] == 1

@@ -1,0 +1,96 @@
+"""The hosting layer without Ray: the group-commit writer and the read pool."""
+import threading
+
+import pytest
+
+from minisphere import Workspace
+from minisphere import errors as E
+from minisphere.hosting.group_commit import GroupCommitWriter
+from minisphere.hosting.read_pool import ReadPool
+
+
+def submit_and_wait(writer, calls):
+    done, results = threading.Event(), [None] * len(calls)
+    remaining = [len(calls)]
+    lock = threading.Lock()
+
+    def callback_for(i):
+        def callback(ok, result, timings):
+            results[i] = (ok, result, timings)
+            with lock:
+                remaining[0] -= 1
+                if remaining[0] == 0:
+                    done.set()
+        return callback
+    for i, (method, body) in enumerate(calls):
+        writer.submit(method, body, callback_for(i))
+    assert done.wait(30)
+    return results
+
+
+def test_group_commit_batches_and_isolates_failures(tmp_path):
+    ws = Workspace(tmp_path / "w.db", synchronous="NORMAL")
+    writer = GroupCommitWriter(ws, max_batch=64)
+    calls = [("capture", {"content": f"entry {i}"}) for i in range(200)]
+    calls[50] = ("capture", {"content": ""})                 # invalid: fails alone
+    calls[51] = ("recall", {"query": 5})                      # invalid arguments
+    results = submit_and_wait(writer, calls)
+    assert not results[50][0] and isinstance(results[50][1], E.InvalidArgument)
+    assert not results[51][0]
+    ok = [r for r in results if r[0]]
+    assert len(ok) == 198
+    assert all({"queue_ms", "engine_ms", "batch"} <= set(r[2]) for r in results)
+    assert writer.batches < 200 and writer.largest_batch > 1
+    writer.close()
+    assert ws.get_count() == {"count": 198}
+    ws.close()
+
+
+def test_group_commit_survives_an_unexpected_error(tmp_path, monkeypatch):
+    ws = Workspace(tmp_path / "w.db", synchronous="NORMAL")
+    real = ws.run_batch
+
+    def flaky(calls, prepared=None):
+        calls = list(calls)
+        if any(body.get("content") == "boom" for _, body in calls):
+            raise RuntimeError("unexpected")
+        return real(calls, prepared)
+    monkeypatch.setattr(ws, "run_batch", flaky)
+    writer = GroupCommitWriter(ws, max_batch=64)
+    results = submit_and_wait(writer, [("capture", {"content": c}) for c in ("a", "boom", "b")])
+    assert [r[0] for r in results] == [True, False, True]
+    writer.close()
+    assert ws.get_count() == {"count": 2}
+    ws.close()
+
+
+def test_read_pool_sees_acknowledged_writes(tmp_path):
+    ws = Workspace(tmp_path / "w.db", synchronous="NORMAL")
+    pool = ReadPool(tmp_path / "w.db", threads=2)
+    stored = ws.capture("hello")
+    result, timings = pool.submit("getEntry", {"id": stored["id"]}).result()
+    assert result["content"] == "hello" and "engine_ms" in timings
+    with pytest.raises(E.NotFound):
+        pool.read("capture", {"content": "no writes here"})
+    pool.close()
+    ws.close()
+
+
+
+def test_read_follow_ups_go_to_the_writer(tmp_path):
+    ws = Workspace(tmp_path / "w.db", synchronous="NORMAL")
+    writer = GroupCommitWriter(ws)
+    handed = []
+
+    def follow_up(method, body):
+        handed.append(method)
+        writer.submit(method, body, lambda *_: None)
+    pool = ReadPool(tmp_path / "w.db", on_follow_up=follow_up)
+    entry_id = ws.capture("sqlite is an embedded database")["id"]
+    result, _ = pool.read("recall", {"query": "embedded database"})
+    assert [item["id"] for item in result["items"]] == [entry_id]
+    writer.close()        # drains the queued follow-up
+    assert handed == ["noteRecalled"]
+    assert ws.get_entry(entry_id)["recallCount"] == 1
+    pool.close()
+    ws.close()

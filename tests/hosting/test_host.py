@@ -1,0 +1,88 @@
+"""The plain-Python workspace host: writes counted toward snapshots, restore by version,
+hibernation, and re-activation from a snapshot when the file is missing."""
+from concurrent.futures import Future
+
+import pytest
+
+from minisphere.durability.stores import S3SnapshotStore
+from minisphere.errors import NotFound, SnapshotNotFound, SnapshotStoreUnavailable
+from minisphere.hosting.host import WorkspaceHost
+from tests.durability.helpers import count, fill, free_port
+
+
+def write(host, content):
+    future = Future()
+    host.submit_write("capture", {"content": content},
+                      lambda ok, result, t: future.set_result(result) if ok
+                      else future.set_exception(result))
+    return future.result(timeout=30)
+
+
+def read(host, method, body=None):
+    return host.submit_read(method, body or {}).result(timeout=30)[0]
+
+
+def make(tmp_path, store, **kw):
+    return WorkspaceHost("ws-host", tmp_path / "ws-host" / "workspace.db", store=store,
+                         synchronous="NORMAL", background=False, **kw)
+
+
+def test_snapshot_restore_and_reactivation(tmp_path, local_store):
+    host = make(tmp_path, local_store)
+    assert host.activation == {"source": "new"}
+    kept = [write(host, f"kept fact {i}")["id"] for i in range(3)]
+    assert host.snapshotter.pending_writes == 4          # 3 writes + "never snapshotted"
+    first = host.snapshot_now()
+    assert host.snapshotter.pending_writes == 0
+    later = write(host, "a later fact")["id"]
+    assert read(host, "getCount")["count"] == 4
+
+    result = host.restore(first["version"])
+    assert result["version"] == first["version"]
+    assert read(host, "getCount")["count"] == 3
+    assert read(host, "getEntry", {"id": kept[0]})["content"] == "kept fact 0"
+    with pytest.raises(NotFound):
+        read(host, "getEntry", {"id": later})
+    write(host, "after the restore")                  # writable again
+
+    hibernated = host.hibernate()
+    assert hibernated["snapshot"]["entryCount"] == 4 and not hibernated["pendingSnapshot"]
+    assert not host.is_open
+
+    host.path.unlink()                                 # "a new node": no local file
+    again = make(tmp_path, local_store, expect_snapshot=True)
+    try:
+        assert again.activation["source"] == "snapshot"
+        assert again.activation["version"] == hibernated["snapshot"]["version"]
+        assert read(again, "getCount")["count"] == 4
+        assert again.snapshotter.pending_writes == 0
+    finally:
+        again.close()
+
+
+def test_hibernate_without_changes_takes_no_snapshot(tmp_path, local_store):
+    host = make(tmp_path, local_store)
+    write(host, "x")
+    host.snapshot_now()
+    out = host.hibernate()
+    assert out["snapshot"] is None and out["error"] is None
+    assert len(host.list_snapshots()) == 1
+
+
+def test_missing_file_without_snapshot_is_refused_when_one_was_expected(tmp_path, local_store):
+    with pytest.raises(SnapshotNotFound, match="refusing to start it empty"):
+        make(tmp_path, local_store, expect_snapshot=True)
+
+
+def test_hibernate_with_store_down_keeps_the_file_and_reports_pending(tmp_path, s3_endpoint):
+    down = S3SnapshotStore("b", endpoint_url=f"http://127.0.0.1:{free_port()}",
+                           region="us-east-1", connect_timeout_s=0.3, max_attempts=1)
+    with pytest.raises(SnapshotStoreUnavailable):    # no file and no way to fetch one: refuse
+        make(tmp_path, down)
+    fill(tmp_path / "ws-host" / "workspace.db", [])   # the directory created the file
+    host = make(tmp_path, down)
+    write(host, "acknowledged while S3 is down")
+    out = host.hibernate()
+    assert out["pendingSnapshot"] and "cannot reach" in out["error"]
+    assert out["snapshots"]["lastFailureCode"] == "snapshot_store_unavailable"
+    assert count(host.path) == 1                       # nothing lost locally

@@ -1,0 +1,89 @@
+"""The per-request log line: its shape, and that it never carries content, queries or tokens."""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import httpx
+
+from minisphere.errors import NotFound, Unauthenticated
+from minisphere.http.app import build_api
+from minisphere.http.request_log import classify, outcome_of
+
+TOKEN = "msw_secret-token-value-1234567890"
+SECRET_CONTENT = "the launch code is 0000-SECRET"
+SECRET_QUERY = "what is the launch code"
+FIELDS = {"event", "requestId", "workspace", "method", "route", "httpMethod", "status",
+          "outcome", "latencyMs"}
+
+
+class FakeGateway:
+    def require_admin(self, token):
+        if token != TOKEN:
+            raise Unauthenticated("this route needs the admin token")
+
+    async def authorize(self, workspace, token, method):
+        self.require_admin(token)
+
+    async def call(self, workspace, method, body):
+        if method == "getEntry":
+            raise NotFound(f"no entry with id {body['id']}")
+        return {"echo": body}, {"engine_ms": 0.1}
+
+
+def run_requests(requests, caplog):
+    observed = []
+    api = build_api(FakeGateway(), [], observe=observed.append)
+
+    async def go():
+        transport = httpx.ASGITransport(app=api)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return [await client.request(m, url, **kw) for m, url, kw in requests]
+    with caplog.at_level(logging.INFO, logger="minisphere.requests"):
+        responses = asyncio.run(go())
+    lines = [r.getMessage() for r in caplog.records if r.name == "minisphere.requests"]
+    return responses, [json.loads(line) for line in lines], lines, observed
+
+
+def test_infra_request_log_line_shape_and_no_secrets(caplog):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    responses, records, lines, observed = run_requests([
+        ("POST", "/v1/w/notes/capture", {"json": {"content": SECRET_CONTENT}, "headers": auth}),
+        ("POST", "/v1/w/notes/recall?debug=" + SECRET_QUERY,
+         {"json": {"query": SECRET_QUERY}, "headers": {**auth, "X-Request-Id": "req-42"}}),
+        ("POST", "/v1/w/notes/getEntry",
+         {"json": {"id": "123e4567-e89b-42d3-a456-426614174000"}, "headers": auth}),
+        ("POST", "/v1/w/notes/recall", {"json": {"query": SECRET_QUERY},
+                                        "headers": {"Authorization": "Bearer wrong-" + TOKEN}}),
+        ("GET", "/healthz", {}),
+        ("POST", "/v1/w/../../etc/nope", {}),
+    ], caplog)
+    assert [r.status_code for r in responses] == [200, 200, 404, 401, 200, 404]
+    assert len(records) == 6 and observed == records
+    for record in records:
+        assert set(record) == FIELDS
+        assert isinstance(record["latencyMs"], float) and record["latencyMs"] >= 0
+    capture, recall, missing, denied, health, bogus = records
+    assert (capture["workspace"], capture["method"], capture["status"], capture["outcome"]) == \
+        ("notes", "capture", 200, "ok")
+    assert recall["requestId"] == "req-42" and responses[1].headers["x-request-id"] == "req-42"
+    assert responses[0].headers["x-request-id"] == capture["requestId"]
+    assert (missing["outcome"], denied["outcome"]) == ("not_found", "unauthenticated")
+    assert (health["route"], health["method"], health["workspace"]) == ("service", "healthz", None)
+    assert bogus["method"] == "unknown"
+    text = "\n".join(lines)
+    for secret in (TOKEN, SECRET_CONTENT, SECRET_QUERY, "launch", "debug"):
+        assert secret not in text
+
+
+def test_infra_request_log_classification_is_bounded():
+    assert classify("GET", "/v1/workspaces/notes/export") == \
+        {"route": "admin", "method": "admin.export", "workspace": "notes"}
+    assert classify("DELETE", "/v1/workspaces/notes")["method"] == "admin.delete"
+    assert classify("POST", "/v1/workspaces")["method"] == "admin.create"
+    assert classify("POST", "/v1/w/notes/dropTables")["method"] == "unknown"
+    assert classify("POST", "/v1/w/NOT A VALID ID!/recall")["workspace"] is None
+    assert outcome_of(200, b"") == "ok"
+    assert outcome_of(503, b"<html>") == "http_503"
+    assert outcome_of(422, b'{"error": {"code": "a code with spaces"}}') == "http_422"

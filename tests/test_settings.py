@@ -1,0 +1,115 @@
+"""The settings object: loaded once from the environment, refusals before anything is created,
+durability defaults, and the README's table of variables kept equal to `settings.ENV_VARS`."""
+import re
+from pathlib import Path
+
+import pytest
+
+from minisphere.durability.stores import LocalDirSnapshotStore, S3SnapshotStore, open_snapshot_store
+from minisphere.errors import ConfigError
+from minisphere.settings import (
+    CLIENT_ENV_VARS,
+    ENV_VARS,
+    env_table_markdown,
+    env_value,
+    load_settings,
+)
+
+
+def settings_from(tmp_path, env):
+    return load_settings({"MINISPHERE_DATA_DIR": str(tmp_path), "MINISPHERE_ADMIN_TOKEN": "x" * 20,
+                          **env})
+
+
+def test_defaults_are_a_local_store_under_the_data_folder(tmp_path):
+    settings = settings_from(tmp_path, {})
+    snapshots = settings.snapshots
+    assert snapshots.store == "local" and snapshots.local_dir == str(tmp_path / "snapshots")
+    assert isinstance(open_snapshot_store(snapshots), LocalDirSnapshotStore)
+    assert snapshots.every_writes == 1000 and settings.residency.hibernate_idle_s == 600
+    assert settings_from(tmp_path, {}) == settings          # loaded again: the same object
+
+
+def test_s3_settings(tmp_path):
+    settings = settings_from(tmp_path, {
+        "MINISPHERE_SNAPSHOT_STORE": "s3", "MINISPHERE_S3_BUCKET": "b",
+        "MINISPHERE_S3_PREFIX": "/team/ms/", "MINISPHERE_S3_ENDPOINT_URL": "http://127.0.0.1:9",
+        "MINISPHERE_S3_REGION": "us-east-1", "MINISPHERE_MAX_RESIDENT": "8",
+        "MINISPHERE_SNAPSHOT_EVERY_S": "2.5"})
+    snapshots = settings.snapshots
+    assert snapshots.s3.prefix == "team/ms/" and settings.residency.max_resident == 8
+    assert snapshots.every_s == 2.5
+    store = open_snapshot_store(snapshots)
+    assert isinstance(store, S3SnapshotStore) and store.prefix == "team/ms/"
+    assert snapshots.describe() == "s3://b/team/ms/ at http://127.0.0.1:9"
+
+
+@pytest.mark.parametrize("env, words", [
+    ({"MINISPHERE_SNAPSHOT_STORE": "s3"}, "needs MINISPHERE_S3_BUCKET"),
+    ({"MINISPHERE_SNAPSHOT_STORE": "ftp"}, "local or s3"),
+    ({"MINISPHERE_MAX_RESIDENT": "0"}, "between"),
+    ({"MINISPHERE_SNAPSHOT_EVERY_WRITES": "many"}, "must be a number"),
+])
+def test_bad_settings_refuse_to_start(tmp_path, env, words):
+    with pytest.raises(ConfigError, match=words):
+        load_settings({"MINISPHERE_DATA_DIR": str(tmp_path / "d"),
+                       "MINISPHERE_ADMIN_TOKEN": "x" * 20, **env})
+    assert not (tmp_path / "d").exists()          # nothing created for a refused config
+
+
+def test_config(tmp_path):
+    with pytest.raises(ConfigError, match="non-loopback"):
+        load_settings({"MINISPHERE_DATA_DIR": str(tmp_path), "MINISPHERE_HOST": "0.0.0.0"})
+    with pytest.raises(ConfigError):
+        load_settings({"MINISPHERE_DATA_DIR": str(tmp_path), "MINISPHERE_PORT": "http"})
+    first = load_settings({"MINISPHERE_DATA_DIR": str(tmp_path)})
+    again = load_settings({"MINISPHERE_DATA_DIR": str(tmp_path)})
+    assert first.admin_token_source == "generated" and again.admin_token_source == "file"
+    assert first.admin_token == again.admin_token
+    assert (tmp_path / ".admin_token").stat().st_mode & 0o077 == 0
+    remote = load_settings({"MINISPHERE_DATA_DIR": str(tmp_path), "MINISPHERE_HOST": "0.0.0.0",
+                          "MINISPHERE_ADMIN_TOKEN": "a-long-enough-admin-token"})
+    assert remote.admin_token_source == "env"
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_table(heading: str) -> str:
+    """The markdown table that follows `heading` in the README."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    after = text[text.index(heading) + len(heading):]
+    lines = after.strip("\n").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| variable"))
+    table = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        table.append(line)
+    return "\n".join(table)
+
+
+def test_readme_tables_are_the_settings_tables():
+    assert readme_table("<!-- service settings: minisphere settings -->") == env_table_markdown()
+    assert readme_table("<!-- client settings: minisphere settings --client -->") == \
+        env_table_markdown(CLIENT_ENV_VARS)
+
+
+def test_every_variable_the_code_reads_is_in_the_table():
+    documented = {var.name for var in ENV_VARS + CLIENT_ENV_VARS}
+    used = set()
+    for path in [*(ROOT / "minisphere").rglob("*.py"), *(ROOT / "actors").rglob("*.py"),
+                 ROOT / "serve_app.py"]:
+        used |= set(re.findall(r"\bMINISPHERE_[A-Z0-9_]*[A-Z0-9]\b", path.read_text(encoding="utf-8")))
+    assert used - documented == set(), "read but not documented in minisphere.settings"
+
+
+def test_an_undocumented_variable_cannot_be_read():
+    with pytest.raises(KeyError, match="ENV_VARS"):
+        env_value("MINISPHERE_NOT_A_SETTING", {})
+
+
+def test_settings_command_prints_the_table(capsys):
+    from minisphere.cli import main
+    assert main(["settings"]) == 0
+    assert capsys.readouterr().out.strip() == env_table_markdown()
