@@ -8,7 +8,7 @@ CREATE TABLE workspaces (
     contracts_json TEXT    NOT NULL,   -- [{"name", "version", "sha256"}] it was born with
     blueprint_json TEXT    NOT NULL,
     label          TEXT,
-    node_id        TEXT,               -- placement: node holding the file (issue 7)
+    node_id        TEXT,               -- placement: node holding the file
     last_active_at INTEGER
 );
 

@@ -1,4 +1,4 @@
--- Maintenance (issue 5): the audit of every staleness run, and per workspace what the last
+-- Maintenance: the audit of every staleness run, and per workspace what the last
 -- pass said about when something can next turn stale (so the scheduler can skip a workspace
 -- without waking its actor).
 

@@ -1,4 +1,4 @@
--- Durability (issue 7): the last snapshot status each workspace actor reported, its newest
+-- Durability: the last snapshot status each workspace actor reported, its newest
 -- version, and whether writes are not yet in any snapshot (hibernated while the store was down).
 ALTER TABLE workspaces ADD COLUMN snapshot_json TEXT;
 ALTER TABLE workspaces ADD COLUMN last_snapshot_version TEXT;
