@@ -10,12 +10,14 @@ Routes are built by `minisphere.http.app`; the ingress replica's gateway
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
 
 from ray import serve
 
+from actors.directory_actor import get_directory
 from actors.ingress.gateway import Gateway
 from actors.ingress.metrics import ServiceMetrics
 from actors.ingress.transfer import TransferOps
@@ -30,6 +32,10 @@ APP_NAME = "minisphere"
 SCHEDULER_READY_TIMEOUT_S = 120.0
 INGRESS_AUTOSCALING = {"target_ongoing_requests": 64, "upscale_delay_s": 10,
                        "downscale_delay_s": 120}
+# Ray Serve settings that measured faster on this service (bench/results/serverless.md). They
+# must be in the environment before Ray starts, so the proxy and the replicas inherit them;
+# infra/serve_config.yaml and the RayService set the same.
+SERVE_PERFORMANCE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}
 
 
 @serve.deployment(
@@ -92,6 +98,8 @@ def start(settings: Settings):
     """Start (or join) Ray and Serve and deploy the app. Returns the Serve handle."""
     import ray
     if not ray.is_initialized():
+        for name, value in SERVE_PERFORMANCE_ENV.items():
+            os.environ.setdefault(name, value)
         ray.init(address=settings.ray_address or None, namespace=settings.namespace,
                  include_dashboard=False, logging_level=logging.WARNING)
     logging_config = {"enable_access_log": settings.access_log}
@@ -100,6 +108,7 @@ def start(settings: Settings):
     handle = serve.run(build_app(settings), name=APP_NAME, route_prefix="/",
                        logging_config=logging_config)
     start_scheduler(settings)
+    ray.get(get_directory(settings).start.remote(), timeout=SCHEDULER_READY_TIMEOUT_S)
     return handle
 
 

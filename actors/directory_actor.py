@@ -1,94 +1,161 @@
 """DirectoryActor: the control plane as one named, detached actor owning its SQLite file.
 
 It creates, lists, deletes and activates workspaces; the ingress only asks it when its own
-caches (token hashes, actor handles) cannot answer. Calls are serialized (a plain actor).
+caches (token hashes, actor handles) cannot answer, so a call to a resident workspace never
+reaches it and a wake reaches it once. It is an async actor with bounded concurrency: a slow
+hibernation (a snapshot upload) never holds the other callers, and its SQLite calls are short.
 
-Residency: at most `max_resident` workspace actors stay; above the cap the least
-recently called ones hibernate (snapshot if changed, close, exit) before a new one starts, and
-a background sweep hibernates those idle for `hibernate_idle_s`. A workspace is re-activated on
-the node recorded as holding its file (soft node affinity); when that node is gone it starts
-elsewhere and restores its newest snapshot first.
+Activation binds a warm spare from its pool (`parts/spares.py`): a process that has already
+started and done its imports, so a wake costs opening the file. Without a spare (the pool is
+spent, or none sits on the node holding the file) a new actor is started and bound the same
+way. Each actor has a random, permanent name; the control plane records which one holds each
+workspace, which is how a restarted directory adopts the residents and how an actor Ray
+restarted after a crash finds its workspace again.
+
+Residency: at most `max_resident` workspace actors stay (by default derived from the cluster's
+memory and CPUs); above the cap the least recently called ones hibernate (snapshot if changed,
+close, exit) before a new one is bound, and a background sweep hibernates those idle for
+`hibernate_idle_s`. A workspace is re-activated on the node recorded as holding its file
+(soft node affinity); when that node is gone it starts elsewhere and restores its newest
+snapshot first.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import shutil
-import threading
 import time
 from pathlib import Path
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError
+from ray.exceptions import RayActorError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from actors.parts.residency import Residency
-from actors.workspace_actor import WorkspaceActor, WorkspaceLaunch, actor_name
+from actors.parts.residency import PLACED_ACTOR_CPUS, Residency
+from actors.parts.spares import Spare, SparePool
+from actors.workspace_actor import WorkspaceActor, WorkspaceLaunch, new_actor_name
 from minisphere.contract.startup import born_with, verified_contracts
-from minisphere.control.auth import check_workspace_id
+from minisphere.control.auth import check_workspace_id, same_hash, token_hash
 from minisphere.control.blueprints import load_default_blueprint, parse_blueprint
 from minisphere.control.plane import ControlPlane
-from minisphere.control.residency import IDLE_SWEEP_S
+from minisphere.control.residency import (
+    IDLE_SWEEP_S,
+    derived_resident_cap,
+    derived_spare_actors,
+    lru_victims,
+)
 from minisphere.durability.snapshots import delete_all_snapshots
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.engine.workspace import Workspace
-from minisphere.errors import InvalidArgument, NotFound, SnapshotError
+from minisphere.errors import InvalidArgument, MiniSphereError, NotFound, SnapshotError
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
 from minisphere.settings import Settings
 
 log = logging.getLogger("minisphere.directory")
 DIRECTORY_NAME = "directory"
+DIRECTORY_CONCURRENCY = 64         # calls the directory interleaves at most
 HIBERNATE_TIMEOUT_S = 60.0         # a workspace actor's drain + snapshot + close
-NAME_RELEASE_TIMEOUT_S = 15.0      # waiting for a killed actor's name to be free again
+BIND_TIMEOUT_S = 120.0             # opening a file, restoring it from a snapshot if missing
+SWEEP_MAX_PER_ROUND = 16           # idle workspaces hibernated per sweep round, at most
+ROOM_WAIT_S = 0.01                 # re-check pause while other activations fill the cap
 
 
-@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0,
+            max_concurrency=DIRECTORY_CONCURRENCY)
 class DirectoryActor:
     def __init__(self, settings: Settings):
         logging.basicConfig(level=logging.INFO)
         self.settings = settings
         self.control = ControlPlane(settings.control_db)
         self.contracts = born_with(verified_contracts())
-        self.default_blueprint = load_default_blueprint(self.settings.blueprint_path)
-        self.root = self.settings.workspaces_dir.resolve()
+        self.default_blueprint = load_default_blueprint(settings.blueprint_path)
+        self.root = settings.workspaces_dir.resolve()
         self.root.mkdir(parents=True, exist_ok=True)
-        self._handles: dict = {}
         self.snapshots = open_snapshot_store(settings.snapshots)
-        self.residency = Residency(settings.residency.max_resident,
-                                   settings.residency.hibernate_idle_s)
+        cluster = ray.cluster_resources()
+        cpus, memory = float(cluster.get("CPU", 1)), float(cluster.get("memory", 2 ** 30))
+        self.residency = Residency(
+            settings.residency.max_resident or derived_resident_cap(memory, cpus),
+            settings.residency.hibernate_idle_s)
+        spares = settings.residency.spare_actors
+        self.pool = None
+        self._pool_size = derived_spare_actors(cpus) if spares is None else spares
+        self._handles: dict[str, object] = {}       # resident workspace -> its actor
+        self._actor_names: dict[str, str] = {}
+        self._activating: dict[str, asyncio.Future] = {}
+        self._reserved: set[str] = set()            # being bound, a slot under the cap held
+        self._hibernating: dict[str, asyncio.Future] = {}
         self._activation: dict[str, dict] = {}     # how each resident actor opened its file
+        self._woken_from: dict[str, dict] = {}     # spare | new, and how long the wake took
         self._placement: dict[str, str] = {}       # why it was placed where it is
         self._self = ray.get_runtime_context().current_actor
+        self._admin_hash = token_hash(settings.admin_token)
+        self._background: list[asyncio.Task] = []
         self.maintenance_ledger = LocalLedger(self.control)   # runs + due state
         self._adopt_residents()
-        threading.Thread(target=self._sweep_loop, daemon=True, name="idle-sweep").start()
         log.info("directory up: %s (%d workspaces); snapshots in %s; at most %d resident, "
-                 "hibernate after %.0f s idle", settings.control_db, len(self.control.list()),
-                 settings.snapshots.describe(), settings.residency.max_resident,
-                 settings.residency.hibernate_idle_s)
+                 "%d warm spares, hibernate after %.0f s idle", settings.control_db,
+                 len(self.control.list()), settings.snapshots.describe(),
+                 self.residency.max_resident, self._pool_size, self.residency.idle_s)
 
     def _adopt_residents(self) -> None:
         """After a directory restart: workspace actors still alive count as resident."""
-        after = ""
-        while page := self.control.list(1000, after):
-            for record in page:
-                if record["state"] == "active":
-                    try:
-                        handle = ray.get_actor(actor_name(record["id"]),
-                                               namespace=self.settings.namespace)
-                    except ValueError:
-                        continue
-                    self._handles[record["id"]] = handle
-                    self.residency.touch(record["id"])
-            after = page[-1]["id"]
-
-    def _sweep_loop(self) -> None:
-        while True:
-            time.sleep(IDLE_SWEEP_S)
-            if self.residency.idle_s <= 0:
-                continue
+        for workspace_id, name in self.control.bound_actors():
             try:
-                ray.get(self._self.sweep.remote())
-            except Exception:  # noqa: BLE001 - keep sweeping
-                log.warning("idle sweep failed", exc_info=True)
+                handle = ray.get_actor(name, namespace=self.settings.namespace)
+            except ValueError:
+                self.control.set_actor(workspace_id, None)
+                continue
+            self._handles[workspace_id] = handle
+            self._actor_names[workspace_id] = name
+            self.residency.touch(workspace_id)
+
+    def _start_background(self) -> None:
+        """The pool and the idle sweep live on the actor's event loop, started by the first
+        call (an async actor's constructor runs before its loop)."""
+        if self.pool is None:
+            self.pool = SparePool(self._pool_size, self._start_spare, self._kill)
+            self.pool.refill()
+            self._background.append(asyncio.get_running_loop().create_task(self._sweep_loop()))
+
+    async def start(self) -> dict:
+        """Start the pool and the sweep now (the launcher calls it; any call does it too)."""
+        self._start_background()
+        return self.pool.status()
+
+    # ---- spares ------------------------------------------------------------------------------
+    def _actor_options(self, name: str, placement: dict | None = None) -> dict:
+        return {"name": name, "namespace": self.settings.namespace, "lifetime": "detached",
+                "max_restarts": -1, "max_task_retries": 0, "num_cpus": 0, **(placement or {})}
+
+    async def _start_spare(self) -> Spare:
+        """A new unbound workspace actor, spread over the alive nodes, once it is ready."""
+        nodes = sorted(self.residency.alive_nodes())
+        node = nodes[(self.pool.started + self.pool.failed) % len(nodes)] if nodes else None
+        placement = ({"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=True),
+                      "num_cpus": PLACED_ACTOR_CPUS} if node and len(nodes) > 1 else {})
+        name = new_actor_name()
+        handle = WorkspaceActor.options(**self._actor_options(name, placement)).remote(
+            None, self._self, self._admin_hash)
+        info = await handle.ready.remote()
+        return Spare(handle, name, info["nodeId"])
+
+    @staticmethod
+    def _kill(handle) -> None:
+        try:
+            ray.kill(handle, no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+
+    def spares(self) -> dict:
+        self._start_background()
+        return self.pool.status()
+
+    def set_spares(self, size: int) -> dict:
+        """Resize the pool at run time (operators, tests); returns its status."""
+        self._start_background()
+        self.pool.resize(size)
+        return self.pool.status()
 
     # ---- places ----------------------------------------------------------------------------
     def _folder(self, workspace_id: str) -> Path:
@@ -101,8 +168,9 @@ class DirectoryActor:
         return str(self._folder(workspace_id) / "workspace.db")
 
     # ---- workspaces --------------------------------------------------------------------------
-    def create(self, workspace_id: str | None = None, blueprint: dict | None = None,
-               label: str | None = None) -> dict:
+    async def create(self, workspace_id: str | None = None, blueprint: dict | None = None,
+                     label: str | None = None) -> dict:
+        self._start_background()
         chosen = parse_blueprint(blueprint) if blueprint is not None else self.default_blueprint
         record, token = self.control.create(chosen, self.contracts, workspace_id, label)
         try:   # born now: the file exists and is migrated; the actor starts on first use
@@ -120,117 +188,234 @@ class DirectoryActor:
         log.info("created workspace %s", record["id"])
         return {"workspace": record, "token": token}
 
-    def get(self, workspace_id: str) -> dict:
+    async def get(self, workspace_id: str) -> dict:
         record = self.control.get(workspace_id)
+        record["resident"] = workspace_id in self._handles
         record["durability"] = self.durability_of(workspace_id)
         return record
 
-    def list(self, limit: int = 1000, after: str = "") -> list[dict]:
+    async def list(self, limit: int = 1000, after: str = "") -> list[dict]:
+        self._start_background()
         return self.control.list(limit, after)
 
-    def authenticate(self, workspace_id: str, candidate_hash: str) -> tuple[str, list[str]]:
+    async def authenticate(self, workspace_id: str, candidate_hash: str) -> tuple[str, list[str]]:
+        """("ok", hashes) | ("admin", []) | ("other", []) | ("invalid", [])."""
+        if same_hash(candidate_hash, self._admin_hash):
+            return "admin", []
         return self.control.authenticate(workspace_id, candidate_hash)
 
-    def activate(self, workspace_id: str, stale: bool = False):
-        """The workspace's actor handle, creating the actor if it is not running."""
+    async def actor_name_of(self, workspace_id: str) -> str | None:
+        """The name of the actor holding the workspace now (None: not resident)."""
+        return self._actor_names.get(workspace_id)
+
+    async def binding_of_actor(self, actor_name: str):
+        """(launch, token hashes) of the workspace this actor is bound to, or None: what an
+        actor Ray restarted after a crash asks."""
+        workspace_id = self.control.workspace_of_actor(actor_name)
+        if workspace_id is None:
+            return None
+        return self._launch(workspace_id), tuple(self.control.token_hashes(workspace_id))
+
+    # ---- activation ----------------------------------------------------------------------------
+    async def activate(self, workspace_id: str, stale: bool = False):
+        """The workspace's actor handle, binding one if it is not resident. Concurrent
+        activations of one workspace share the first one's result."""
+        self._start_background()
         if stale:
-            self._handles.pop(workspace_id, None)
+            await self._drop_if_dead(workspace_id)
         handle = self._handles.get(workspace_id)
         if handle is not None:
             self.residency.touch(workspace_id)
             return handle
-        if not self.control.exists(workspace_id):
-            raise NotFound(f"no workspace {workspace_id}")
-        try:            # still alive (restarting after a crash, or the cache was stale)
-            handle = ray.get_actor(actor_name(workspace_id), namespace=self.settings.namespace)
-        except ValueError:
-            handle = self._start(workspace_id)
-        self._handles[workspace_id] = handle
-        self.residency.touch(workspace_id)
-        self.control.touch(workspace_id)
-        return handle
+        pending = self._activating.get(workspace_id)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future = asyncio.get_running_loop().create_future()
+        self._activating[workspace_id] = future
+        try:
+            handle = await self._bind(workspace_id)
+            future.set_result(handle)
+            return handle
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()          # retrieved: no "never retrieved" warning
+            raise
+        finally:
+            self._activating.pop(workspace_id, None)
 
-    def _start(self, workspace_id: str):
-        """Start the workspace's actor: make room under the cap, place it, hand it its
-        durability settings (and whether a snapshot is owed or expected)."""
-        self._make_room(workspace_id)
+    async def _drop_if_dead(self, workspace_id: str) -> None:
+        """A caller saw the actor fail: forget it unless it is alive (restarting)."""
+        name = self._actor_names.get(workspace_id)
+        if name is None:
+            return
+        try:
+            ray.get_actor(name, namespace=self.settings.namespace)
+        except ValueError:
+            self._handles.pop(workspace_id, None)
+            self._actor_names.pop(workspace_id, None)
+            self.residency.forget(workspace_id)
+            self.control.set_actor(workspace_id, None)
+
+    def _launch(self, workspace_id: str) -> WorkspaceLaunch:
         record = self.control.get(workspace_id)
         snap = self.control.durability(workspace_id)
-        placement, why = self.residency.scheduling(record["nodeId"])
-        self._placement[workspace_id] = why
-        launch = WorkspaceLaunch(
+        return WorkspaceLaunch(
             workspace_id, self.workspace_path(workspace_id), synchronous=self.settings.synchronous,
             max_batch=self.settings.max_batch, snapshots=self.settings.snapshots,
             pending_writes=1 if snap["snapshotPending"] or not snap["lastSnapshotVersion"] else 0,
             expect_snapshot=bool(snap["lastSnapshotVersion"]),
             vector=parse_blueprint(record["blueprint"]).bindings.vector)
-        handle = WorkspaceActor.options(
-            name=actor_name(workspace_id), namespace=self.settings.namespace, lifetime="detached",
-            get_if_exists=True, max_restarts=-1, max_task_retries=0,
-            **{"num_cpus": 0, **placement},
-        ).remote(launch, self._self)
-        self.control.set_state(workspace_id, "active")
+
+    async def _bind(self, workspace_id: str):
+        """Make room under the cap, take a spare on the node holding the file (or start an
+        actor there), and bind it to the workspace."""
+        if not self.control.exists(workspace_id):
+            raise NotFound(f"no workspace {workspace_id}")
+        if workspace_id in self._hibernating:          # its hibernation must finish first
+            await asyncio.shield(self._hibernating[workspace_id])
+        started = time.perf_counter()
+        await self._make_room(workspace_id)
+        room_ms = (time.perf_counter() - started) * 1e3
+        try:
+            handle = await self._bind_reserved(workspace_id)
+        finally:
+            self._reserved.discard(workspace_id)
+        self._woken_from[workspace_id]["roomMs"] = round(room_ms, 3)
+        self._woken_from[workspace_id]["wakeMs"] = round((time.perf_counter() - started) * 1e3, 3)
         return handle
 
-    def _make_room(self, incoming: str) -> None:
-        if len(self._handles) + 1 <= self.residency.max_resident:
-            return
-        self.residency.refresh(self._handles)
-        for victim in self.residency.victims(incoming):
-            self.hibernate(victim, "lru")
+    async def _bind_reserved(self, workspace_id: str):
+        record = self.control.get(workspace_id)
+        recorded, why = self.residency.placement_of(record["nodeId"])
+        self._placement[workspace_id] = why
+        spare = self.pool.take(recorded) if self.pool.size else None
+        if spare is None and recorded is None and self.pool.size:
+            spare = self.pool.take()
+        if spare is not None:
+            handle, name, source = spare.handle, spare.name, "spare"
+        else:
+            name, source = new_actor_name(), "new"
+            placement, _ = self.residency.scheduling(record["nodeId"])
+            handle = WorkspaceActor.options(**self._actor_options(name, placement)).remote(
+                None, self._self, self._admin_hash)
+        launch = self._launch(workspace_id)
+        self.control.set_actor(workspace_id, name)      # before binding: a crash finds it
+        bind_started = time.perf_counter()
+        try:
+            answer = await asyncio.wait_for(
+                handle.bind.remote(launch, tuple(self.control.token_hashes(workspace_id))),
+                BIND_TIMEOUT_S)
+        except (TimeoutError, RayActorError) as exc:
+            self.control.set_actor(workspace_id, None)
+            self._kill(handle)
+            raise MiniSphereError(f"workspace {workspace_id} could not be opened: "
+                                  f"{exc.__class__.__name__}") from None
+        if not answer["ok"]:
+            self.control.set_actor(workspace_id, None)
+            self._kill(handle)                          # it may hold part of that workspace
+            raise answer["error"]
+        self._handles[workspace_id] = handle
+        self._actor_names[workspace_id] = name
+        self._activation[workspace_id] = answer["result"]["activation"]
+        self._woken_from[workspace_id] = {
+            "actor": source, "bindMs": round((time.perf_counter() - bind_started) * 1e3, 3)}
+        self.residency.bound(workspace_id)
+        self.control.set_state(workspace_id, "active")
+        self.control.touch(workspace_id, answer["result"]["nodeId"])
+        return handle
+
+    def _over_cap(self) -> int:
+        """How many actors the incoming one would put above the cap, counting those with a
+        reserved slot being bound and those still hibernating (all hold a process)."""
+        return (len(self._handles) + len(self._hibernating) + len(self._reserved) + 1
+                - self.residency.max_resident)
+
+    async def _make_room(self, incoming: str) -> None:
+        """Hibernate least recently used residents until the incoming one fits the cap, then
+        reserve its slot (released by `_bind` once it is bound or has failed)."""
+        if self._over_cap() > 0:
+            await self.residency.refresh(self._handles)
+        while (over := self._over_cap()) > 0:
+            evictable = self.residency.evictable(self._handles, incoming)
+            victims = lru_victims(evictable, max(0, len(evictable) - over))
+            if victims:
+                await asyncio.gather(*(self.hibernate(victim, "lru") for victim in victims))
+            elif self._hibernating:
+                await asyncio.wait([asyncio.shield(f) for f in self._hibernating.values()],
+                                   return_when=asyncio.FIRST_COMPLETED)
+            else:          # the room is held by activations or by workspaces just bound
+                await asyncio.sleep(ROOM_WAIT_S)
+        self._reserved.add(incoming)
 
     # ---- hibernation ---------------------------------------------------------------------------
-    def hibernate(self, workspace_id: str, reason: str = "manual") -> dict:
+    async def hibernate(self, workspace_id: str, reason: str = "manual") -> dict:
         """Hibernate a resident workspace: its actor drains, snapshots (if changed), closes;
         then it is killed. Calls that reach it afterwards were never run (ended cleanly)."""
+        if workspace_id in self._hibernating:
+            return await asyncio.shield(self._hibernating[workspace_id])
+        if workspace_id not in self._handles:
+            self.control.get(workspace_id)            # NotFound for a workspace never made
         handle = self._handles.pop(workspace_id, None)
+        name = self._actor_names.pop(workspace_id, None)
         self.residency.forget(workspace_id)
         if handle is None:
-            try:
-                handle = ray.get_actor(actor_name(workspace_id), namespace=self.settings.namespace)
-            except ValueError:
-                return {"workspace": workspace_id, "hibernated": False, "why": "not resident"}
+            return {"workspace": workspace_id, "hibernated": False, "why": "not resident"}
+        future = asyncio.get_running_loop().create_future()
+        self._hibernating[workspace_id] = future
+        try:
+            result = await self._hibernate_actor(workspace_id, handle, name, reason)
+            future.set_result(result)
+            return result
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()
+            raise
+        finally:
+            self._hibernating.pop(workspace_id, None)
+
+    async def _hibernate_actor(self, workspace_id: str, handle, name: str, reason: str) -> dict:
         clean = True
         try:
-            result = ray.get(handle.hibernate.remote(), timeout=HIBERNATE_TIMEOUT_S)
-        except (RayActorError, GetTimeoutError) as exc:
+            result = await asyncio.wait_for(handle.hibernate.remote(), HIBERNATE_TIMEOUT_S)
+        except (TimeoutError, RayActorError) as exc:
             clean = False
             result = {"workspace": workspace_id, "snapshot": None, "pendingSnapshot": True,
                       "snapshots": None, "error": f"hibernation failed: {exc.__class__.__name__}"}
         actor_id = handle._actor_id.hex()            # noqa: SLF001 - the only stable id
-        ray.kill(handle, no_restart=True)
-        self._wait_name_released(workspace_id)
+        self._kill(handle)
         if clean:
             self.residency.record_clean_exit(actor_id)
         snapshot = result.get("snapshot") or {}
         self.control.record_hibernation(workspace_id, result.get("snapshots"),
-                                      bool(result.get("pendingSnapshot")), snapshot.get("version"))
+                                        bool(result.get("pendingSnapshot")),
+                                        snapshot.get("version"))
         self._activation.pop(workspace_id, None)
-        log.info("hibernated %s (%s): snapshot %s%s", workspace_id, reason,
+        log.info("hibernated %s (%s, actor %s): snapshot %s%s", workspace_id, reason, name,
                  snapshot.get("version", "not needed"),
                  f"; {result['error']}" if result.get("error") else "")
         return {**result, "hibernated": True, "reason": reason}
 
-    def _wait_name_released(self, workspace_id: str) -> None:
-        deadline = time.monotonic() + NAME_RELEASE_TIMEOUT_S
-        while time.monotonic() < deadline:
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(IDLE_SWEEP_S)
             try:
-                ray.get_actor(actor_name(workspace_id), namespace=self.settings.namespace)
-            except ValueError:
-                return
-            time.sleep(0.02)
+                await self.sweep()
+            except Exception:  # noqa: BLE001 - keep sweeping
+                log.warning("idle sweep failed", exc_info=True)
 
-    def sweep(self) -> list[str]:
-        """Hibernate idle residents (not those whose snapshots are failing: they retry)."""
+    async def sweep(self) -> list[str]:
+        """Hibernate idle residents (not those whose snapshots are failing: they retry), at
+        most SWEEP_MAX_PER_ROUND at once, concurrently."""
         if self.residency.idle_s <= 0 or not self._handles:
             return []
-        self.residency.refresh(self._handles)
+        await self.residency.refresh(self._handles)
         idle = [ws for ws in self.residency.idle() if ws in self._handles]
-        for workspace_id in idle:
-            self.hibernate(workspace_id, "idle")
+        idle = idle[:SWEEP_MAX_PER_ROUND]
+        await asyncio.gather(*(self.hibernate(ws, "idle") for ws in idle))
         return idle
 
-    def set_residency(self, max_resident: int | None = None, idle_s: float | None = None) -> dict:
+    async def set_residency(self, max_resident: int | None = None,
+                            idle_s: float | None = None) -> dict:
         """Change the cap / idle time at run time (operators, tests); returns the previous."""
         previous = {"max_resident": self.residency.max_resident, "idle_s": self.residency.idle_s}
         if max_resident is not None:
@@ -239,29 +424,31 @@ class DirectoryActor:
             self.residency.idle_s = max(0.0, float(idle_s))
         return previous
 
-    def ended_cleanly(self, workspace_id: str, actor_id: str) -> bool:
+    async def ended_cleanly(self, workspace_id: str, actor_id: str) -> bool:
         """Did this actor end by hibernation (so a call that failed on it never ran)?"""
+        if workspace_id in self._hibernating:         # ending now: the call was refused
+            await asyncio.shield(self._hibernating[workspace_id])
         return self.residency.ended_cleanly(actor_id)
 
     # ---- reports from workspace actors (fire-and-forget) ------------------------------------
-    def placed(self, workspace_id: str, node_id: str, activation: dict) -> None:
+    async def placed(self, workspace_id: str, node_id: str, activation: dict) -> None:
         if not self.control.exists(workspace_id):
             return
         self.control.touch(workspace_id, node_id)
-        self._activation[workspace_id] = activation
         if activation.get("source") == "snapshot":
             self.control.record_event(workspace_id, "restore-on-activation",
-                                    {"version": activation.get("version"), "node": node_id})
+                                      {"version": activation.get("version"), "node": node_id})
 
-    def snapshot_status(self, workspace_id: str, status: dict) -> None:
+    async def snapshot_status(self, workspace_id: str, status: dict) -> None:
         if self.control.exists(workspace_id):
             self.control.record_snapshot_status(workspace_id, status)
 
-    def audit_event(self, workspace_id: str, action: str, detail: dict | None = None) -> None:
+    async def audit_event(self, workspace_id: str, action: str,
+                          detail: dict | None = None) -> None:
         if self.control.exists(workspace_id):
             self.control.record_event(workspace_id, action, detail)
 
-    def set_placement(self, workspace_id: str, node_id: str | None) -> None:
+    async def set_placement(self, workspace_id: str, node_id: str | None) -> None:
         """Record where the file is (operators moving files; tests simulating a lost node)."""
         self.control.touch(workspace_id, node_id)
 
@@ -269,42 +456,42 @@ class DirectoryActor:
         resident = workspace_id in self._handles
         return {"resident": resident, "store": self.settings.snapshots.describe(),
                 "activation": self._activation.get(workspace_id) if resident else None,
+                "wake": self._woken_from.get(workspace_id) if resident else None,
                 "placement": self._placement.get(workspace_id),
                 **self.control.durability(workspace_id)}
 
-    def resident(self) -> list[str]:
-        """Workspaces whose actor currently exists in the cluster."""
-        alive = []
-        for workspace_id in list(self._handles):
-            try:
-                ray.get_actor(actor_name(workspace_id), namespace=self.settings.namespace)
-                alive.append(workspace_id)
-            except ValueError:
-                self._handles.pop(workspace_id, None)
-                self.residency.forget(workspace_id)
-        return alive
+    async def durability(self, workspace_id: str) -> dict:
+        return self.durability_of(workspace_id)
 
-    def delete(self, workspace_id: str) -> dict:
+    async def resident(self) -> list[str]:
+        """Workspaces whose actor currently exists in the cluster."""
+        for workspace_id in list(self._handles):
+            await self._drop_if_dead(workspace_id)
+        return sorted(self._handles)
+
+    async def residency_status(self) -> dict:
+        self._start_background()
+        return {"resident": len(self._handles), "hibernating": len(self._hibernating),
+                "maxResident": self.residency.max_resident, "idleS": self.residency.idle_s,
+                "spares": self.pool.status()}
+
+    async def delete(self, workspace_id: str) -> dict:
         self.control.get(workspace_id)                      # NotFound when absent
         self.control.set_state(workspace_id, "deleting")    # no new activation from here on
-        self._handles.pop(workspace_id, None)
+        if workspace_id in self._activating:
+            try:
+                await asyncio.shield(self._activating[workspace_id])
+            except Exception:  # noqa: BLE001 - it is being deleted anyway
+                pass
+        handle = self._handles.pop(workspace_id, None)
+        self._actor_names.pop(workspace_id, None)
         self.residency.forget(workspace_id)
         self._activation.pop(workspace_id, None)
-        name, namespace = actor_name(workspace_id), self.settings.namespace
-        try:
-            ray.kill(ray.get_actor(name, namespace=namespace), no_restart=True)
-        except ValueError:
-            pass
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            try:
-                ray.get_actor(name, namespace=namespace)
-            except ValueError:
-                break
-            time.sleep(0.05)
+        if handle is not None:
+            self._kill(handle)
         shutil.rmtree(self._folder(workspace_id), ignore_errors=True)
         try:     # deletion is permanent: a later workspace of that id must not inherit them
-            delete_all_snapshots(self.snapshots, workspace_id)
+            await asyncio.to_thread(delete_all_snapshots, self.snapshots, workspace_id)
         except SnapshotError as exc:
             log.warning("snapshots of deleted workspace %s not removed: %s", workspace_id,
                         exc.message)
@@ -312,11 +499,11 @@ class DirectoryActor:
         log.info("deleted workspace %s", workspace_id)
         return {"deleted": workspace_id}
 
-    def audit(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
+    async def audit(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
         return self.control.audit_log(workspace_id, limit)
 
-    # ---- maintenance -------------------------------------------------------------------
-    def maintenance(self, op: str, *args):
+    # ---- maintenance -------------------------------------------------------------------------
+    async def maintenance(self, op: str, *args):
         """The maintenance rows of the control plane: schedules, due state, write notes, the
         run audit (`minisphere.maintenance.ledger.LEDGER_OPS`; nothing else is reachable)."""
         if op not in LEDGER_OPS:

@@ -18,6 +18,7 @@ import ray
 
 from actors.directory_actor import get_directory
 from actors.parts.scheduler_access import DirectoryLedger, StalenessPassAccess
+from minisphere.control.auth import token_hash
 from minisphere.maintenance.scheduler import MaintenanceScheduler
 from minisphere.settings import Settings
 
@@ -30,7 +31,9 @@ class ScheduledTasksActor:
     def __init__(self, settings: Settings):
         logging.basicConfig(level=logging.INFO)
         directory = get_directory(settings)
-        self.core = MaintenanceScheduler(StalenessPassAccess(directory), DirectoryLedger(directory))
+        self.core = MaintenanceScheduler(
+            StalenessPassAccess(directory, token_hash(settings.admin_token)),
+            DirectoryLedger(directory))
         self.started = self.core.start()
         with warnings.catch_warnings():   # Ray's own property warns about its internals
             warnings.simplefilter("ignore", DeprecationWarning)

@@ -7,10 +7,20 @@ read-pool thread — embedded there, outside any transaction and lock — and th
 (recall included, bound or not) run on a small pool of read-only connections. The event loop
 never touches SQLite.
 
+Warm spares: an actor may start unbound (`launch=None`): it does its imports and the contract
+check, then waits in the directory's pool until `bind(launch)` gives it a workspace — opening
+a file is then all a wake costs. A bound actor serves that one workspace for the rest of its
+life: `bind` refuses a second workspace, so one process never holds two tenants' data. Actor
+names are `workspace-actor:<random>` and never change; the directory records which actor holds
+which workspace, and an actor Ray restarts after a crash asks the directory what it was bound
+to and opens that file again.
+
 The file, writer, readers and snapshotter live in a `WorkspaceHost`; an `Admission` admits
 calls, holds them while a restore swaps the file, and refuses them (`hibernating`, not run,
-safe to resend) once the actor hibernates. The actor reports its node (placement) and every
-snapshot attempt to the directory, fire-and-forget.
+safe to resend) once the actor hibernates. Every call carries the caller's token hash, checked
+here against the workspace's token hashes (or the admin's), so a caller inside the cluster can
+call the actor directly. The actor reports its node (placement) and every snapshot attempt to
+the directory, fire-and-forget.
 
 Every answer is an envelope, never a raised exception, so callers can tell engine errors from
 actor failures: `{"ok": True, "result": ..., "timings": {...}}` or
@@ -25,6 +35,7 @@ import asyncio
 import logging
 import os
 import time
+import uuid
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,19 +45,30 @@ import ray
 from actors.parts.admission import Admission
 from actors.parts.due_notes import DueNotes
 from minisphere.contract.startup import verified_contracts
+from minisphere.control.auth import hash_in, same_hash
 from minisphere.control.blueprints import VectorBindingSpec
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.methods import find_method
-from minisphere.errors import as_named_error
+from minisphere.errors import (
+    Forbidden,
+    InternalError,
+    Unauthenticated,
+    WorkspaceUnavailable,
+    as_named_error,
+)
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.settings import DEFAULT_MAX_BATCH_WRITES, DEFAULT_SYNCHRONOUS, SnapshotSettings
 
 log = logging.getLogger("minisphere.workspace_actor")
 
 
-def actor_name(workspace_id: str) -> str:
-    return f"workspace:{workspace_id}"
+ACTOR_NAME_PREFIX = "workspace-actor:"
+DIRECTORY_TIMEOUT_S = 30.0          # a restarted actor asking what it was bound to
+
+
+def new_actor_name() -> str:
+    return ACTOR_NAME_PREFIX + uuid.uuid4().hex[:16]
 
 
 def rss_bytes(pid: int | str = "self") -> int:
@@ -85,14 +107,56 @@ def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class WorkspaceActor:
-    def __init__(self, launch: WorkspaceLaunch, directory=None):
+    def __init__(self, launch: WorkspaceLaunch | None = None, directory=None,
+                 admin_token_hash: str = "", token_hashes: tuple[str, ...] = ()):
         logging.basicConfig(level=logging.INFO)
-        self.workspace_id = workspace_id = launch.workspace_id
-        self.contracts = verified_contracts()   # a broken pin must not open the file
-        Path(launch.path).parent.mkdir(parents=True, exist_ok=True)
+        self.contracts = verified_contracts()   # a broken pin must not open any file
         self.directory = directory               # handle, for reports (may be None)
-        self.admission = Admission(workspace_id)
-        self.due = DueNotes(workspace_id, directory)   # the scheduler's skip rule
+        self.admin_token_hash = admin_token_hash
+        context = ray.get_runtime_context()
+        self.name = context.get_actor_name()
+        self.node_id = context.get_node_id()
+        with warnings.catch_warnings():   # Ray's own property warns about its internals
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.restarted = context.was_current_actor_reconstructed
+        self.started_at = time.time()
+        self.calls = 0
+        self.last_call_at = self.started_at
+        self.workspace_id: str | None = None
+        self.host: WorkspaceHost | None = None
+        self.admission: Admission | None = None
+        self.due: DueNotes | None = None
+        self.token_hashes: frozenset[str] = frozenset()
+        if launch is None and self.restarted and directory is not None:
+            # Ray re-ran the constructor after a crash: reopen what this actor was bound to
+            binding = ray.get(directory.binding_of_actor.remote(self.name),
+                              timeout=DIRECTORY_TIMEOUT_S)
+            if binding is not None:
+                launch, token_hashes = binding
+        if launch is not None:
+            self._bind(launch, token_hashes)
+
+    async def ready(self) -> dict:
+        """What the directory's pool records of a spare once its imports are done."""
+        return {"name": self.name, "pid": os.getpid(), "nodeId": self.node_id,
+                "bound": self.workspace_id}
+
+    async def bind(self, launch: WorkspaceLaunch, token_hashes: tuple[str, ...] = ()) -> dict:
+        """Give this actor its one workspace: open the file (restoring it from a snapshot if it
+        is missing). An envelope; a second bind is refused."""
+        try:
+            activation = await asyncio.to_thread(self._bind, launch, token_hashes)
+        except Exception as exc:  # noqa: BLE001 - answered as a named error
+            return {"ok": False, "error": as_named_error(exc)}
+        return {"ok": True, "result": {"activation": activation, "nodeId": self.node_id,
+                                       "pid": os.getpid()}}
+
+    def _bind(self, launch: WorkspaceLaunch, token_hashes) -> dict:
+        if self.workspace_id is not None:
+            raise InternalError(f"actor {self.name} already serves workspace "
+                                f"{self.workspace_id}; it is never bound to another")
+        self.workspace_id = workspace_id = launch.workspace_id     # claimed, even if opening fails
+        Path(launch.path).parent.mkdir(parents=True, exist_ok=True)
         snapshots = launch.snapshots
         self.host = WorkspaceHost(
             workspace_id, launch.path,
@@ -101,19 +165,29 @@ class WorkspaceActor:
             snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
             expect_snapshot=launch.expect_snapshot, embedder=self._embedder(launch.vector),
             on_follow_up=self._follow_up, on_snapshot_status=self._report_snapshot)
-        self.node_id = ray.get_runtime_context().get_node_id()
-        self.started_at = time.time()
-        with warnings.catch_warnings():   # Ray's own property warns about its internals
-            warnings.simplefilter("ignore", DeprecationWarning)
-            self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
-        self.calls = 0
-        self.last_call_at = self.started_at
-        log.info("workspace %s open at %s (schema %s, restarted=%s, from %s)", workspace_id,
-                 launch.path, self.workspace.schema_version, self.restarted,
-                 self.host.activation["source"])
+        self.token_hashes = frozenset(token_hashes)
+        self.admission = Admission(workspace_id)
+        self.due = DueNotes(workspace_id, self.directory)
+        self.last_call_at = time.time()
+        log.info("workspace %s open at %s in %s (schema %s, restarted=%s, from %s)",
+                 workspace_id, launch.path, self.name, self.workspace.schema_version,
+                 self.restarted, self.host.activation["source"])
         self._report("placed", self.node_id, self.host.activation)
         if self.host.activation["source"] == "snapshot":
             self.due.forget()          # opened from a snapshot: the recorded due state is stale
+        return self.host.activation
+
+    async def set_tokens(self, token_hashes: tuple[str, ...]) -> None:
+        """The directory's current token hashes of this workspace (checked on every call)."""
+        self.token_hashes = frozenset(token_hashes)
+
+    def _authorize(self, method, token_hash: str) -> None:
+        if self.admin_token_hash and same_hash(token_hash, self.admin_token_hash):
+            return
+        if not hash_in(token_hash, self.token_hashes):
+            raise Unauthenticated("invalid token")
+        if method.access == "maintenance":
+            raise Forbidden(f"{method.name} is a maintenance method; it needs the admin token")
 
     # ---- the host's parts (they change when a restore reopens the file) -----------------------
     @property
@@ -124,9 +198,14 @@ class WorkspaceActor:
     def writer(self):
         return self.host.writer
 
+    def _admission(self) -> Admission:
+        if self.admission is None:
+            raise WorkspaceUnavailable(f"actor {self.name} serves no workspace yet")
+        return self.admission
+
     def _report(self, method: str, *args) -> None:
         """Tell the directory something, fire-and-forget (never fails the caller)."""
-        if self.directory is None:
+        if self.directory is None or self.workspace_id is None:
             return
         try:
             getattr(self.directory, method).remote(self.workspace_id, *args)
@@ -136,14 +215,15 @@ class WorkspaceActor:
     def _report_snapshot(self, status: dict) -> None:
         self._report("snapshot_status", status)
 
-    async def call(self, method_name: str, body: dict | None) -> dict:
+    async def call(self, method_name: str, body: dict | None, token_hash: str) -> dict:
         started = time.perf_counter()
         self.calls += 1
         self.last_call_at = time.time()
         timings: dict = {}
         try:
             method = find_method(method_name)
-            async with self.admission.admit():
+            self._authorize(method, token_hash)
+            async with self._admission().admit():
                 if method.access == "read":
                     result, timings = await asyncio.wrap_future(
                         self.host.submit_read(method_name, body))
@@ -158,11 +238,11 @@ class WorkspaceActor:
     async def _write(self, method, body: dict):
         prepared, prepare_ms = await self._prepare(method.name, body)
         # Tell the control plane before a write (or a pass) can change what is due, then queue
-        # it right after, with no await in between (see parts/due_notes.py).
+        # it right after (see parts/due_notes.py).
         if method.access == "maintenance":
-            await self.due.before_pass()
+            self.due.before_pass()
         else:
-            await self.due.before_write(method.name)
+            self.due.before_write(method.name)
         loop = asyncio.get_running_loop()
         future = loop.create_future()
 
@@ -204,6 +284,8 @@ class WorkspaceActor:
 
     async def activity(self) -> dict:
         """What the directory needs to choose hibernation victims (cheap)."""
+        if self.host is None:
+            return {"lastCallAt": self.last_call_at, "inflight": 0, "snapshotFailing": False}
         snapshots = self.host.snapshotter.status()
         return {"lastCallAt": self.last_call_at, "inflight": self.admission.inflight,
                 "snapshotFailing": bool(snapshots["consecutiveFailures"]
@@ -218,7 +300,7 @@ class WorkspaceActor:
 
     async def snapshot(self, reason: str = "manual") -> dict:
         try:
-            async with self.admission.admit():
+            async with self._admission().admit():
                 return await self._run(self.host.snapshot_now, reason)
         except Exception as exc:  # noqa: BLE001 - hibernating
             return {"ok": False, "error": as_named_error(exc)}
@@ -226,7 +308,7 @@ class WorkspaceActor:
     async def restore(self, version: str | None) -> dict:
         """Point-in-time restore: hold new calls, let those in flight finish, swap, reopen."""
         try:
-            async with self.admission.exclusive():
+            async with self._admission().exclusive():
                 answer = await self._run(self.host.restore, version)
         except Exception as exc:  # noqa: BLE001 - hibernating
             return {"ok": False, "error": as_named_error(exc)}
@@ -238,14 +320,22 @@ class WorkspaceActor:
     async def hibernate(self) -> dict:
         """Refuse new calls, finish those in flight, snapshot if changed, close. The directory
         kills the actor afterwards."""
+        if self.host is None:                    # a spare: nothing to keep
+            return {"workspace": None, "snapshot": None, "error": None,
+                    "pendingSnapshot": False, "snapshots": None}
         await self.admission.close_for_hibernation()
         return await asyncio.to_thread(self.host.hibernate)
 
     async def durability(self) -> dict:
-        return {"nodeId": self.node_id, **self.host.status()}
+        return {"nodeId": self.node_id, "actor": self.name,
+                **(self.host.status() if self.host is not None else {})}
 
     async def stats(self) -> dict:
-        return {"workspace": self.workspace_id, "pid": os.getpid(), "rssBytes": rss_bytes(),
+        if self.host is None:
+            return {"workspace": None, "name": self.name, "pid": os.getpid(),
+                    "rssBytes": rss_bytes(), "restarted": self.restarted}
+        return {"workspace": self.workspace_id, "name": self.name, "pid": os.getpid(),
+                "rssBytes": rss_bytes(),
                 "startedAt": self.started_at, "restarted": self.restarted, "calls": self.calls,
                 "lastCallAt": self.last_call_at, "queueDepth": self.writer.depth,
                 "batches": self.writer.batches, "writes": self.writer.writes,
@@ -254,6 +344,7 @@ class WorkspaceActor:
 
     async def close(self) -> dict:
         """Commit what is queued, close every connection. The actor must be killed after."""
-        await self.admission.close_for_hibernation()
-        await asyncio.to_thread(self.host.close)
+        if self.host is not None:
+            await self.admission.close_for_hibernation()
+            await asyncio.to_thread(self.host.close)
         return {"closed": self.workspace_id}

@@ -198,6 +198,7 @@ def bench_ray(args) -> str:
     import ray
 
     from actors.directory_actor import get_directory
+    from minisphere.control.auth import token_hash
     from minisphere.settings import load_settings
 
     data_dir = Path(tempfile.mkdtemp(prefix="bench-durability-ray-", dir=REPO))
@@ -216,9 +217,11 @@ def bench_ray(args) -> str:
         sampler = PeakSampler()
         sampler.start()
 
+        caller = token_hash(config.admin_token)
+
         def call(ws, method, body):
             handle = ray.get(directory.activate.remote(ws))
-            envelope = ray.get(handle.call.remote(method, body))
+            envelope = ray.get(handle.call.remote(method, body, caller))
             assert envelope["ok"], envelope
             return envelope["result"]
 

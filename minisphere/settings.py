@@ -43,8 +43,9 @@ DEFAULT_S3_PREFIX = "minisphere/"
 SNAPSHOT_EVERY_WRITES = 1000           # acknowledged writes since the last snapshot
 SNAPSHOT_EVERY_S = 300.0               # seconds since the last snapshot, if anything changed
 SNAPSHOT_KEEP_VERSIONS = 20            # older versions of a workspace are pruned after a snapshot
-HIBERNATE_IDLE_S = 600.0               # an actor with no call for this long hibernates
-MAX_RESIDENT_WORKSPACES = 256          # resident workspace actors per directory (LRU above it)
+HIBERNATE_IDLE_S = 60.0                # an actor with no call for this long hibernates: a wake
+                                       # from a warm spare costs tens of ms, an idle actor ~50 MiB
+AUTO = 0                               # MAX_RESIDENT / SPARE_ACTORS: derived from the cluster
 
 
 # ---- the table of environment variables ---------------------------------------------------------
@@ -97,8 +98,10 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "versions kept per workspace"),
     EnvVar("MINISPHERE_HIBERNATE_IDLE_S", f"`{HIBERNATE_IDLE_S:g}`",
            "idle seconds before a workspace hibernates (0 = never)"),
-    EnvVar("MINISPHERE_MAX_RESIDENT", f"`{MAX_RESIDENT_WORKSPACES}`",
+    EnvVar("MINISPHERE_MAX_RESIDENT", "derived from the cluster's memory and CPUs",
            "resident workspace actors (least recently used hibernate above it)"),
+    EnvVar("MINISPHERE_SPARE_ACTORS", "2 per CPU of the cluster, 2 to 32",
+           "warm, not yet bound workspace actors kept ready for wakes (0 = none)"),
 )
 
 # Read by the client and the CLI, not by the service.
@@ -158,7 +161,8 @@ class SnapshotSettings:
 @dataclass(frozen=True)
 class ResidencySettings:
     hibernate_idle_s: float = HIBERNATE_IDLE_S
-    max_resident: int = MAX_RESIDENT_WORKSPACES
+    max_resident: int = AUTO               # AUTO: control/residency.derived_resident_cap
+    spare_actors: int | None = None        # None: control/residency.derived_spare_actors
 
 
 @dataclass(frozen=True)
@@ -286,8 +290,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     residency = ResidencySettings(
         hibernate_idle_s=env_number(env, "MINISPHERE_HIBERNATE_IDLE_S", HIBERNATE_IDLE_S, 0,
                                     86_400 * 365, kind=float),
-        max_resident=env_number(env, "MINISPHERE_MAX_RESIDENT", MAX_RESIDENT_WORKSPACES, 1,
-                                1_000_000))
+        max_resident=env_number(env, "MINISPHERE_MAX_RESIDENT", AUTO, 1, 1_000_000),
+        spare_actors=env_number(env, "MINISPHERE_SPARE_ACTORS", None, 0, 1_000))
     data_dir.mkdir(parents=True, exist_ok=True)     # only once everything else is valid
     if not token:
         token, source = stored_admin_token(data_dir)

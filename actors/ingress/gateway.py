@@ -34,6 +34,7 @@ class Gateway:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.directory = get_directory(settings)
+        self.directory.start.remote()          # warm the spare pool; never waited for
         self.reach = WorkspaceReach(self.directory)
         self._admin_hash = token_hash(settings.admin_token)
         self._tokens: dict[str, tuple[list[str], float]] = {}
@@ -50,12 +51,13 @@ class Gateway:
         if not self.is_admin(token):
             raise Unauthenticated("this route needs the admin token")
 
-    async def authorize(self, workspace_id: str, token: str, method_name: str) -> None:
-        """Raise unless `token` may call `method_name` on `workspace_id`."""
+    async def authorize(self, workspace_id: str, token: str, method_name: str) -> str:
+        """Raise unless `token` may call `method_name` on `workspace_id`; returns the token's
+        hash, which the workspace actor checks again on every call."""
         check_workspace_id(workspace_id)
-        if self.is_admin(token):
-            return
         candidate = token_hash(token)
+        if same_hash(candidate, self._admin_hash):
+            return candidate
         cached = self._tokens.get(workspace_id)
         if cached is None or cached[1] < time.monotonic() or not hash_in(candidate, cached[0]):
             verdict, hashes = await self.ask_directory("authenticate", workspace_id, candidate)
@@ -68,17 +70,21 @@ class Gateway:
         method = METHODS.get(method_name)
         if method is not None and method.access == "maintenance":
             raise Forbidden(f"{method_name} is a maintenance method; it needs the admin token")
+        return candidate
 
     def forget(self, workspace_id: str) -> None:
         self._tokens.pop(workspace_id, None)
         self.reach.forget(workspace_id)
 
     # ---- calls ---------------------------------------------------------------------------------
-    async def call(self, workspace_id: str, method_name: str, body: dict) -> tuple[object, dict]:
-        """Run one method on the workspace's actor: (result, timings); engine errors raise."""
+    async def call(self, workspace_id: str, method_name: str, body,
+                   caller: str) -> tuple[object, dict]:
+        """Run one method on the workspace's actor as `caller` (the token hash `authorize`
+        returned): (result, timings); engine errors raise."""
         read = METHODS[method_name].access == "read"
         envelope, attempts, rpc_ms = await self.reach.call(
-            workspace_id, "call", method_name, body, idempotent_attempts=1 if read else 0,
+            workspace_id, "call", method_name, body, caller,
+            idempotent_attempts=1 if read else 0,
             timeout_s=CALL_TIMEOUT_S,
             unknown_outcome=f"workspace {workspace_id} is restarting; retry shortly" if read else
             f"workspace {workspace_id} failed or timed out during {method_name}; the write may "
@@ -91,13 +97,13 @@ class Gateway:
         return envelope["result"], timings
 
     # ---- maintenance -------------------------------------------------------------------
-    async def run_maintenance(self, workspace_id: str, method_name: str,
-                              body: dict) -> tuple[object, dict]:
+    async def run_maintenance(self, workspace_id: str, method_name: str, body,
+                              caller: str) -> tuple[object, dict]:
         """A maintenance method called over HTTP (admin token, checked by `authorize`): run like
         any call, recorded as the workspace's due state and audited as trigger=manual."""
         record = M.RunRecord.begin(workspace_id, "manual", epoch_ms())
         try:
-            result, timings = await self.call(workspace_id, method_name, body)
+            result, timings = await self.call(workspace_id, method_name, body, caller)
         except Exception as exc:
             await self._audit_run(record.finish("error", epoch_ms(),
                                                 M.describe_error(as_named_error(exc))))
@@ -132,6 +138,16 @@ class Gateway:
 
     async def snapshot(self, workspace_id: str) -> dict:
         return await self.actor_call(workspace_id, "snapshot", "manual")
+
+    async def hibernate(self, workspace_id: str) -> dict:
+        """Hibernate the workspace now (snapshot if changed, close, release its actor)."""
+        check_workspace_id(workspace_id)
+        result = await self.ask_directory("hibernate", workspace_id, "manual")
+        self.reach.forget(workspace_id)
+        return {"workspace": workspace_id, "hibernated": bool(result.get("hibernated")),
+                "why": result.get("why"),
+                "snapshot": (result.get("snapshot") or {}).get("version"),
+                "pendingSnapshot": bool(result.get("pendingSnapshot"))}
 
     async def restore(self, workspace_id: str, version: str) -> dict:
         result = await self.actor_call(workspace_id, "restore", version)

@@ -6,16 +6,21 @@ Policy decisions are the pure functions of `minisphere.control.residency`; this 
 """
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from minisphere.control.residency import idle_residents, lru_victims, placement
+from minisphere.control.residency import idle_residents, placement
 
 NODE_CACHE_S = 2.0                 # how long the list of live nodes is trusted
 ACTIVITY_TIMEOUT_S = 0.5           # how long the directory waits for actors' last-call times
+REFRESH_INTERVAL_S = 1.0           # actors' last-call times are asked for at most this often
+# A workspace just bound keeps its slot this long: its first call is still on the way, and
+# evicting it then would only wake it again (under more wakes than the cap, a livelock).
+MIN_RESIDENCY_S = 2.0
 CLEAN_EXITS_KEPT = 10_000          # actor ids remembered as cleanly hibernated
 PLACED_ACTOR_CPUS = 0.001          # CPUs a placed workspace actor asks for (see scheduling())
 
@@ -28,6 +33,8 @@ class Residency:
         self.failing: set[str] = set()                 # resident with a failing snapshot
         self._clean: OrderedDict[str, None] = OrderedDict()
         self._nodes: tuple[float, set[str]] = (0.0, set())
+        self._refreshed_at = float("-inf")
+        self.bound_at: dict[str, float] = {}           # workspace -> monotonic time it was bound
 
     # ---- recency ---------------------------------------------------------------------------------
     def touch(self, workspace_id: str) -> None:
@@ -35,32 +42,43 @@ class Residency:
 
     def forget(self, workspace_id: str) -> None:
         self.last_used.pop(workspace_id, None)
+        self.bound_at.pop(workspace_id, None)
         self.failing.discard(workspace_id)
 
-    def refresh(self, handles: dict) -> None:
+    def bound(self, workspace_id: str) -> None:
+        self.bound_at[workspace_id] = time.monotonic()
+        self.touch(workspace_id)
+
+    def evictable(self, resident, incoming: str) -> dict[str, float]:
+        """Residents that may hibernate for room, with their last use: not the incoming one,
+        not one bound within MIN_RESIDENCY_S."""
+        now = time.monotonic()
+        return {ws: self.last_used.get(ws, 0.0) for ws in resident
+                if ws != incoming and now - self.bound_at.get(ws, float("-inf")) >= MIN_RESIDENCY_S}
+
+    async def refresh(self, handles: dict) -> None:
         """Ask every resident actor for its last call time (those that do not answer in time,
-        e.g. still starting, keep the directory's own time)."""
-        ids = [ws for ws in handles if ws in self.last_used]
-        refs = {handles[ws].activity.remote(): ws for ws in ids}
-        if not refs:
+        e.g. still starting, keep the directory's own time). At most once per
+        REFRESH_INTERVAL_S: under a stream of wakes it would otherwise ask every resident on
+        every wake."""
+        if time.monotonic() - self._refreshed_at < REFRESH_INTERVAL_S:
             return
-        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=ACTIVITY_TIMEOUT_S)
-        for ref in ready:
-            ws = refs[ref]
+        self._refreshed_at = time.monotonic()
+        async def ask(workspace_id: str):
             try:
-                info = ray.get(ref)
-            except Exception:  # noqa: BLE001 - a dead actor is handled at its next call
+                return workspace_id, await asyncio.wait_for(
+                    handles[workspace_id].activity.remote(), ACTIVITY_TIMEOUT_S)
+            except Exception:  # noqa: BLE001 - slow or dead: handled at its next call
+                return workspace_id, None
+        ids = [ws for ws in handles if ws in self.last_used]
+        for ws, info in await asyncio.gather(*(ask(ws) for ws in ids)):
+            if info is None:
                 continue
             self.last_used[ws] = max(self.last_used.get(ws, 0.0), info["lastCallAt"])
             if info.get("snapshotFailing"):
                 self.failing.add(ws)
             else:
                 self.failing.discard(ws)
-
-    def victims(self, incoming: str) -> list[str]:
-        """Residents to hibernate so that, with `incoming`, at most `max_resident` stay."""
-        others = {ws: t for ws, t in self.last_used.items() if ws != incoming}
-        return lru_victims(others, self.max_resident - 1)
 
     def idle(self) -> list[str]:
         """Idle residents; those whose snapshots are failing stay (their retries live there)."""
@@ -84,9 +102,13 @@ class Residency:
             self._nodes = (time.monotonic() + NODE_CACHE_S, nodes)
         return nodes
 
+    def placement_of(self, recorded_node: str | None) -> tuple[str | None, str]:
+        """The node to bind the workspace on (None: any), and why."""
+        return placement(recorded_node, self.alive_nodes())
+
     def scheduling(self, recorded_node: str | None) -> tuple[dict, str]:
         """Actor options for the workspace's placement, and why."""
-        node, why = placement(recorded_node, self.alive_nodes())
+        node, why = self.placement_of(recorded_node)
         if node is None:
             return {}, why
         # Ray 2.60 ignores a *soft* node affinity for an actor that requests no resources, so

@@ -33,7 +33,7 @@ class StalenessPassAccess:
 
     __slots__ = ("run_staleness_pass",)
 
-    def __init__(self, directory):
+    def __init__(self, directory, admin_token_hash: str = ""):
         reach = WorkspaceReach(directory)
 
         def run_staleness_pass(workspace_id: str, limit: int) -> dict:
@@ -41,7 +41,7 @@ class StalenessPassAccess:
             parse_args(METHODS[PASS_METHOD], {"limit": limit})     # InvalidArgument if bad
             # runs on an APScheduler thread: the resend loop gets an event loop of its own
             envelope, _, _ = asyncio.run(reach.call(
-                workspace_id, "call", PASS_METHOD, {"limit": limit},
+                workspace_id, "call", PASS_METHOD, {"limit": limit}, admin_token_hash,
                 idempotent_attempts=PASS_ATTEMPTS, max_attempts=PASS_ATTEMPTS,
                 timeout_s=PASS_TIMEOUT_S,
                 unknown_outcome=f"workspace {workspace_id} failed {PASS_ATTEMPTS} times during "

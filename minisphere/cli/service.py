@@ -104,7 +104,11 @@ def _register_ws(subparsers) -> None:
     delete = actions.add_parser("delete", help="delete a workspace and all its data")
     delete.add_argument("id")
     delete.set_defaults(func=_run(lambda c, a: c.delete_workspace(a.id)))
-    for parser in (create, listing, show, delete):
+    hibernate = actions.add_parser("hibernate", help="snapshot if changed, close, release its "
+                                                     "actor (it wakes on its next call)")
+    hibernate.add_argument("id")
+    hibernate.set_defaults(func=_run(lambda c, a: c.hibernate_workspace(a.id)))
+    for parser in (create, listing, show, delete, hibernate):
         connection_flags(parser, workspace=False)
 
 

@@ -198,6 +198,11 @@ class Client(_Admin):
         return _check(self.http.delete(f"/v1/workspaces/{workspace_id}",
                                        headers=self._admin_headers()))
 
+    def hibernate_workspace(self, workspace_id: str) -> dict:
+        """Snapshot if changed, close, release its actor; answers once it is done (admin)."""
+        return _check(self.http.post(f"/v1/workspaces/{workspace_id}/hibernate",
+                                     headers=self._admin_headers()))
+
     def maintenance_runs(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
         """Audited staleness runs (cron and manual), newest first (admin token)."""
         params = {"limit": limit, **({"workspace": workspace_id} if workspace_id else {})}
@@ -243,3 +248,7 @@ class AsyncClient(_Admin):
     async def delete_workspace(self, workspace_id: str) -> dict:
         return _check(await self.http.delete(f"/v1/workspaces/{workspace_id}",
                                              headers=self._admin_headers()))
+
+    async def hibernate_workspace(self, workspace_id: str) -> dict:
+        return _check(await self.http.post(f"/v1/workspaces/{workspace_id}/hibernate",
+                                           headers=self._admin_headers()))

@@ -58,6 +58,7 @@ class WorkspaceInfo(Model):
     label: Optional[str] = None
     node_id: Optional[str] = None
     last_active_at: Optional[int] = None
+    resident: Optional[bool] = None          # shown by get_workspace (an actor holds it now)
 
 
 class CreatedWorkspace(Model):

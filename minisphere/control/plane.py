@@ -146,7 +146,7 @@ class ControlPlane:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             self.conn.execute(
-                "UPDATE workspaces SET state = 'hibernated', updated_at = ?, "
+                "UPDATE workspaces SET state = 'hibernated', updated_at = ?, actor_name = NULL, "
                 "snapshot_json = COALESCE(?, snapshot_json), snapshot_pending = ?, "
                 "last_snapshot_version = COALESCE(?, last_snapshot_version) "
                 "WHERE id = ? AND state != 'deleting'",
@@ -157,6 +157,27 @@ class ControlPlane:
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
+
+    # ---- actors ------------------------------------------------------------------------------
+    def set_actor(self, workspace_id: str, actor_name: str | None) -> None:
+        """The live actor now holding the workspace (None: not resident)."""
+        self.conn.execute("UPDATE workspaces SET actor_name = ? WHERE id = ?",
+                          (actor_name, workspace_id))
+
+    def actor_of(self, workspace_id: str) -> str | None:
+        row = self.conn.execute("SELECT actor_name FROM workspaces WHERE id = ?",
+                                (workspace_id,)).fetchone()
+        return row[0] if row else None
+
+    def workspace_of_actor(self, actor_name: str) -> str | None:
+        row = self.conn.execute("SELECT id FROM workspaces WHERE actor_name = ? "
+                                "AND state != 'deleting'", (actor_name,)).fetchone()
+        return row[0] if row else None
+
+    def bound_actors(self) -> list[tuple[str, str]]:
+        """(workspace id, actor name) of every workspace recorded as resident."""
+        return self.conn.execute("SELECT id, actor_name FROM workspaces WHERE actor_name IS NOT "
+                                 "NULL AND state != 'deleting' ORDER BY id").fetchall()
 
     def record_event(self, workspace_id: str, action: str, detail: dict | None = None) -> None:
         self._audit(workspace_id, action, detail)

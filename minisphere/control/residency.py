@@ -4,13 +4,39 @@ Pure functions over plain data, so the policy is tested without Ray:
 - `lru_victims`: above the cap, the least recently used residents hibernate first;
 - `idle_residents`: residents with no call for `idle_s` seconds;
 - `placement`: the node recorded as holding the file, while it is alive, else any node (the
-  file is then restored from the snapshot store there).
+  file is then restored from the snapshot store there);
+- `derived_resident_cap` / `derived_spare_actors`: the defaults, from what the cluster has.
+
+A resident workspace is a whole process: it costs memory and a little CPU even when idle
+(`RESIDENT_ACTOR_PSS_BYTES`, `RESIDENT_ACTOR_IDLE_CPUS`, measured by bench/bench_serverless.py).
+The cap keeps the sum of both within a share of the cluster, so idle workspaces never crowd
+out the ones working; everything beyond the cap hibernates and wakes from a warm spare.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
 IDLE_SWEEP_S = 5.0                     # how often the directory looks for idle workspaces
+MIB = 1024 * 1024
+RESIDENT_ACTOR_PSS_BYTES = 57 * MIB    # one idle bound workspace actor's proportional set size
+                                       # (a bare Ray actor is 54 MiB: nearly all of it is Ray's)
+RESIDENT_ACTOR_IDLE_CPUS = 0.0055      # one idle actor's share of a core (Ray's own upkeep)
+RESIDENT_MEMORY_SHARE = 0.25           # of the cluster's memory resident actors may take
+RESIDENT_IDLE_CPU_SHARE = 0.25         # of the cluster's CPUs idle resident actors may take
+MIN_RESIDENT = 8
+SPARES_PER_CPU = 2                     # warm spares kept per CPU of the cluster...
+MIN_SPARES, MAX_SPARES = 2, 32         # ...within these bounds
+
+
+def derived_resident_cap(memory_bytes: float, cpus: float) -> int:
+    """How many workspace actors may stay resident on a cluster of this size."""
+    by_memory = memory_bytes * RESIDENT_MEMORY_SHARE / RESIDENT_ACTOR_PSS_BYTES
+    by_cpu = cpus * RESIDENT_IDLE_CPU_SHARE / RESIDENT_ACTOR_IDLE_CPUS
+    return max(MIN_RESIDENT, int(min(by_memory, by_cpu)))
+
+
+def derived_spare_actors(cpus: float) -> int:
+    return max(MIN_SPARES, min(MAX_SPARES, int(cpus * SPARES_PER_CPU)))
 
 
 def lru_victims(last_used: Mapping[str, float], cap: int, protect: Iterable[str] = ()) -> list[str]:

@@ -140,6 +140,13 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
         except Exception as exc:  # noqa: BLE001
             return error_json(exc)
 
+    @api.post("/v1/workspaces/{workspace_id}/hibernate", tags=["admin"],
+              summary="Hibernate now: snapshot if changed, close, release its actor",
+              responses=answers(R.Hibernated))
+    async def hibernate_workspace(workspace_id: str, request: Request):
+        return await as_admin(gateway, request,
+                              lambda: gateway.hibernate(check_workspace_id(workspace_id)))
+
     @api.post("/v1/workspaces/{workspace_id}/restore", tags=["admin"],
               summary="Restore a snapshot version (point-in-time restore)",
               responses=answers(R.Restored),
@@ -177,13 +184,13 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
             try:
                 check_workspace_id(workspace)
                 token = bearer_token(request.headers.get("authorization"))
-                await gateway.authorize(workspace, token, name)
-                body = await read_json_object(request)
-                parse_args(METHODS[name], body)       # refuse bad input before any actor
+                caller = await gateway.authorize(workspace, token, name)
+                # validated here, before any actor is woken, and sent on validated
+                args = parse_args(METHODS[name], await read_json_object(request))
                 if METHODS[name].access == "maintenance":    # audited (trigger=manual)
-                    result, timings = await gateway.run_maintenance(workspace, name, body)
+                    result, timings = await gateway.run_maintenance(workspace, name, args, caller)
                 else:
-                    result, timings = await gateway.call(workspace, name, body)
+                    result, timings = await gateway.call(workspace, name, args, caller)
             except Exception as exc:  # noqa: BLE001
                 return error_json(exc)
             ingress_ms = (time.perf_counter() - started) * 1e3

@@ -341,7 +341,16 @@ class WorkspaceRecord(Answer):
 
 
 class WorkspaceDetail(WorkspaceRecord):
+    resident: bool = Field(description="an actor holds it now (else it is hibernated)")
     durability: dict[str, Any] = Field(description="residency, placement, snapshot status")
+
+
+class Hibernated(Answer):
+    workspace: str
+    hibernated: bool = Field(description="false: it was not resident")
+    why: Optional[str]
+    snapshot: Optional[str] = Field(description="the version taken on the way, if any")
+    pendingSnapshot: bool
 
 
 class CreatedWorkspace(Answer):

@@ -31,22 +31,28 @@ NODE_CPUS = 1
 
 def service_env(data_dir: Path) -> dict:
     return {"MINISPHERE_DATA_DIR": str(data_dir), "MINISPHERE_HOST": "127.0.0.1",
-            "MINISPHERE_ADMIN_TOKEN": "multinode-admin-token-0123456789",
+            "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
             "MINISPHERE_RAY_NAMESPACE": "minisphere-multinode",
             "MINISPHERE_SYNCHRONOUS": "NORMAL", "MINISPHERE_SNAPSHOT_STORE": "local",
             "MINISPHERE_SNAPSHOT_EVERY_WRITES": "0", "MINISPHERE_SNAPSHOT_EVERY_S": "0",
             "MINISPHERE_HIBERNATE_IDLE_S": "0", "MINISPHERE_MAX_RESIDENT": "64"}
 
 
+ADMIN_TOKEN = "multinode-admin-token-0123456789"
+
+
 def call(ray, directory, workspace_id: str, method: str, body: dict, deadline: float):
     """A call as the gateway makes it: re-activate through the directory while the actor is
     restarting or being restored, until `deadline`."""
     from ray.exceptions import GetTimeoutError, RayActorError
+
+    from minisphere.control.auth import token_hash
     stale, last = False, None
     while time.monotonic() < deadline:
         try:
             handle = ray.get(directory.activate.remote(workspace_id, stale), timeout=CALL_TIMEOUT_S)
-            envelope = ray.get(handle.call.remote(method, body), timeout=CALL_TIMEOUT_S)
+            envelope = ray.get(handle.call.remote(method, body, token_hash(ADMIN_TOKEN)),
+                               timeout=CALL_TIMEOUT_S)
         except (RayActorError, GetTimeoutError) as exc:
             stale, last = True, exc
             time.sleep(0.5)

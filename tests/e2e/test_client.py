@@ -1,12 +1,45 @@
-"""The typed client (sync and async) and the CLI against the running service."""
+"""The typed clients against the running service: over HTTP (sync and async), in the cluster
+(the same methods, auth and errors without the HTTP proxy), and the CLI."""
 import asyncio
 import json
 
 import pytest
+import ray
 
+from actors.in_cluster import AsyncInClusterWorkspace, connect_in_cluster
 from minisphere.cli.main import main as cli_main
 from minisphere.client.client import AsyncClient, Client, ServiceError
 from minisphere.client.models import CaptureResult, Entry
+
+
+def exercise_workspace(ws) -> None:
+    """What every workspace client must do alike (HTTP or in-cluster)."""
+    stored = ws.capture("Typed clients are pleasant", tags=["dx"], claim_tag="VERIFIED")
+    assert isinstance(stored, CaptureResult) and stored.outcome == "stored"
+    entry = ws.get_entry(stored.id)
+    assert isinstance(entry, Entry) and entry.claim_tag == "VERIFIED" and entry.tags == ["dx"]
+    other = ws.capture("Second fact", kind="episodic").id
+    assert ws.link(stored.id, other, "relates_to", weight=0.4)["created"] is True
+    assert ws.get_count() == 2
+    assert [e.id for e in ws.list_recent(n=1)] == [other]
+    assert ws.recall("typed clients", top_k=3).items[0].id == stored.id
+    assert ws.append(stored.id, "and typed").content.endswith("and typed")
+    assert ws.set_status(other, "deprecated").status == "deprecated"
+    assert ws.connections(stored.id)["items"][0]["entry"]["id"] == other
+    assert ws.graph_view([stored.id])["nodes"]
+    assert {"tag": "dx", "count": 1} in ws.get_tags()["tags"]
+    assert ws.get_stats()["count"] == 2 and ws.get_brief()["count"] == 2
+    assert ws.unlink(stored.id, other, "relates_to") == {"removed": True}
+    with pytest.raises(ServiceError) as info:
+        ws.get_entry("00000000-0000-4000-8000-000000000000")
+    assert info.value.status == 404 and info.value.code == "not_found"
+    with pytest.raises(ServiceError) as info:
+        ws.capture("")
+    assert info.value.status == 422 and info.value.code == "invalid_argument"
+    with pytest.raises(ServiceError) as info:
+        ws.run_staleness_pass()
+    assert info.value.status == 403
+    assert ws.forget(other) == {"forgotten": True, "id": other}
 
 
 def test_sync_client(service):
@@ -16,34 +49,62 @@ def test_sync_client(service):
         created = admin.create_workspace("client-sync", label="typed")
         assert created.workspace.id == "client-sync" and created.token
         assert "client-sync" in [w.id for w in admin.list_workspaces()]
-        ws = admin.workspace("client-sync", created.token)
-        stored = ws.capture("Typed clients are pleasant", tags=["dx"], claim_tag="VERIFIED")
-        assert isinstance(stored, CaptureResult) and stored.outcome == "stored"
-        entry = ws.get_entry(stored.id)
-        assert isinstance(entry, Entry) and entry.claim_tag == "VERIFIED" and entry.tags == ["dx"]
-        other = ws.capture("Second fact", kind="episodic").id
-        assert ws.link(stored.id, other, "relates_to", weight=0.4)["created"] is True
-        assert ws.get_count() == 2
-        assert [e.id for e in ws.list_recent(n=1)] == [other]
-        assert ws.set_status(other, "deprecated").status == "deprecated"
-        with pytest.raises(ServiceError) as info:
-            ws.get_entry("00000000-0000-4000-8000-000000000000")
-        assert info.value.status == 404 and info.value.code == "not_found"
-        with pytest.raises(ServiceError) as info:
-            ws.run_staleness_pass()
-        assert info.value.status == 403
+        exercise_workspace(admin.workspace("client-sync", created.token))
         assert admin.get_workspace("client-sync").label == "typed"
         admin.delete_workspace("client-sync")
 
 
-def test_async_client(service):
+def test_in_cluster_client_answers_like_the_http_client(service):
+    with Client(service["url"], admin_token=service["admin"]) as admin:
+        created = admin.create_workspace("client-in-cluster")
+        try:
+            ws = connect_in_cluster("client-in-cluster", created.token,
+                                    namespace=service["config"].namespace)
+            exercise_workspace(ws)
+            ws.close()
+            for token, status in (("wrong-token-value-1234", 401), (created.token, None)):
+                probe = connect_in_cluster("client-in-cluster", token,
+                                           namespace=service["config"].namespace)
+                if status is None:
+                    assert probe.get_count() == 1
+                else:
+                    with pytest.raises(ServiceError) as info:
+                        probe.get_count()
+                    assert info.value.status == status
+                probe.close()
+        finally:
+            admin.delete_workspace("client-in-cluster")
+
+
+def test_in_cluster_client_works_inside_a_ray_task(service):
+    with Client(service["url"], admin_token=service["admin"]) as admin:
+        created = admin.create_workspace("client-in-task")
+        namespace = service["config"].namespace
+
+        @ray.remote(num_cpus=0)
+        def agent(token):
+            from actors.in_cluster import connect_in_cluster as connect
+            notes = connect("client-in-task", token, namespace=namespace)
+            notes.capture("captured by an agent running on the cluster")
+            return notes.get_count()
+        try:
+            assert ray.get(agent.remote(created.token), timeout=120) == 1
+            assert admin.workspace("client-in-task", created.token).get_count() == 1
+        finally:
+            admin.delete_workspace("client-in-task")
+
+
+def test_async_clients(service):
     async def scenario():
         async with AsyncClient(service["url"], admin_token=service["admin"]) as admin:
             created = await admin.create_workspace()
-            ws = admin.workspace(created.workspace.id, created.token)
-            results = await asyncio.gather(*[ws.capture(f"async fact {i}") for i in range(20)])
-            assert all(r.outcome == "stored" for r in results)
-            assert await ws.get_count() == 20
+            for ws in (admin.workspace(created.workspace.id, created.token),
+                       AsyncInClusterWorkspace(created.workspace.id, created.token,
+                                               service["config"].namespace)):
+                results = await asyncio.gather(*[ws.capture(f"{type(ws).__name__} fact {i}")
+                                                 for i in range(20)])
+                assert all(r.outcome == "stored" for r in results)
+            assert await admin.workspace(created.workspace.id, created.token).get_count() == 40
             await admin.delete_workspace(created.workspace.id)
     asyncio.run(scenario())
 

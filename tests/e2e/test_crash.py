@@ -12,7 +12,7 @@ import httpx
 import pytest
 import ray
 
-from actors.workspace_actor import actor_name
+from tests.e2e.helpers import workspace_actor
 
 WRITES = 240
 CONCURRENCY = 16
@@ -41,22 +41,20 @@ async def stream_with_kill(url, ws, headers, kill):
     return acked, unknown, others
 
 
-def sigkill_process(namespace, ws):
-    actor = ray.get_actor(actor_name(ws), namespace=namespace)
-    pid = ray.get(actor.stats.remote())["pid"]
+def sigkill_process(service, ws):
+    pid = ray.get(workspace_actor(service, ws).stats.remote())["pid"]
     os.kill(pid, signal.SIGKILL)
 
 
-def ray_kill_with_restart(namespace, ws):
-    ray.kill(ray.get_actor(actor_name(ws), namespace=namespace), no_restart=False)
+def ray_kill_with_restart(service, ws):
+    ray.kill(workspace_actor(service, ws), no_restart=False)
 
 
 @pytest.mark.parametrize("how", [sigkill_process, ray_kill_with_restart])
 def test_no_acknowledged_write_is_lost(http, new_workspace, service, how):
     ws, h = new_workspace()
-    namespace = service["config"].namespace
     acked, unknown, others = asyncio.run(
-        stream_with_kill(service["url"], ws, h, lambda: how(namespace, ws)))
+        stream_with_kill(service["url"], ws, h, lambda: how(service, ws)))
     print(f"\n{how.__name__}: acked={len(acked)} unknown={len(unknown)}")
     assert others == []
     assert len(acked) >= WRITES // 4
@@ -66,7 +64,7 @@ def test_no_acknowledged_write_is_lost(http, new_workspace, service, how):
         assert r.json()["content"] == f"fact number {i} in the stream"
     count = http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json()["count"]
     assert len(acked) <= count <= len(acked) + len(unknown)
-    stats = ray.get(ray.get_actor(actor_name(ws), namespace=namespace).stats.remote())
+    stats = ray.get(workspace_actor(service, ws).stats.remote())
     assert stats["restarted"] is True
     # writes whose outcome was unknown can simply be repeated: stored or blocked, never twice
     for i in unknown:

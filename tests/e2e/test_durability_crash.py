@@ -9,8 +9,8 @@ import httpx
 import ray
 
 from actors.directory_actor import DIRECTORY_NAME
-from actors.workspace_actor import actor_name
 from minisphere.engine import db
+from tests.e2e.helpers import workspace_actor
 
 WRITES = 500
 
@@ -41,8 +41,7 @@ def test_kill_9_during_500_concurrent_captures(http, new_workspace, service):
     namespace = service["config"].namespace
 
     def kill():
-        handle = ray.get_actor(actor_name(ws), namespace=namespace)
-        os.kill(ray.get(handle.stats.remote())["pid"], signal.SIGKILL)
+        os.kill(ray.get(workspace_actor(service, ws).stats.remote())["pid"], signal.SIGKILL)
     http.post(f"/v1/w/{ws}/getCount", headers=h, json={})          # resident before the burst
     acked, unknown, others = asyncio.run(burst_with_kill(service["url"], ws, h, kill))
     print(f"\nacked={len(acked)} unknown={len(unknown)}")

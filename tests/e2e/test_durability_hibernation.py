@@ -10,7 +10,7 @@ import pytest
 import ray
 
 from actors.directory_actor import DIRECTORY_NAME
-from actors.workspace_actor import actor_name
+from tests.e2e.helpers import workspace_actor
 
 
 @pytest.fixture
@@ -19,11 +19,7 @@ def directory(service):
 
 
 def alive(service, ws) -> bool:
-    try:
-        ray.get_actor(actor_name(ws), namespace=service["config"].namespace)
-        return True
-    except ValueError:
-        return False
+    return workspace_actor(service, ws) is not None
 
 
 def capture(http, ws, h, text):

@@ -8,7 +8,7 @@ import ray
 
 from actors.directory_actor import get_directory
 from actors.scheduled_tasks_actor import get_scheduled_tasks
-from actors.workspace_actor import actor_name
+from tests.e2e.helpers import workspace_actor
 
 
 def call(http, ws, headers, method, body=None):
@@ -21,14 +21,12 @@ def runs(http, admin_headers, **params):
     return response.json()["items"]
 
 
-def wait_gone(name, namespace, timeout_s=20):
+def wait_gone(service, ws, timeout_s=20):
     deadline = time.time() + timeout_s
     while time.time() < deadline:
-        try:
-            ray.get_actor(name, namespace=namespace)
-            time.sleep(0.1)
-        except ValueError:
+        if workspace_actor(service, ws) is None:
             return True
+        time.sleep(0.1)
     return False
 
 
@@ -94,22 +92,26 @@ def test_scheduler_is_a_singleton_and_restarts_without_duplicate_jobs(
 def test_scheduled_runs_ok_then_skipped_without_waking_the_workspace(
         service, scheduler, http, new_workspace, admin_headers):
     ws, h = new_workspace()
-    namespace = service["config"].namespace
     assert call(http, ws, h, "capture", {"content": "we store times in UTC"}).status_code == 200
     first = ray.get(scheduler.run_scheduled.remote(ws), timeout=60)
     assert first["outcome"] == "ok" and first["trigger"] == "cron" and first["remaining"] == 0
     # a capture after the pass is noted (before it is queued) for the skip rule
     assert call(http, ws, h, "capture", {"content": "the CI runs on v2.1"}).status_code == 200
     directory = get_directory(service["config"])
-    state = ray.get(directory.maintenance.remote("due_state", ws), timeout=30)
+    # the note is sent without waiting for it, before the write is queued: it lands promptly
+    deadline = time.time() + 10
+    while True:
+        state = ray.get(directory.maintenance.remote("due_state", ws), timeout=30)
+        if state["dirtySince"] is not None or time.time() > deadline:
+            break
+        time.sleep(0.05)
     assert state["dirtySince"] is not None
     # hibernate the workspace: a run with nothing due must not wake it
     assert ray.get(directory.hibernate.remote(ws), timeout=120)["hibernated"] is True
-    assert wait_gone(actor_name(ws), namespace)
+    assert wait_gone(service, ws)
     skipped = ray.get(scheduler.run_scheduled.remote(ws), timeout=60)
     assert skipped["outcome"] == "skipped" and skipped["error"].startswith("not due until")
-    with pytest.raises(ValueError):
-        ray.get_actor(actor_name(ws), namespace=namespace)
+    assert workspace_actor(service, ws) is None
     outcomes = [r["outcome"] for r in runs(http, admin_headers, workspace=ws)]
     assert outcomes == ["skipped", "ok"]
 

@@ -26,10 +26,10 @@ class FakeGateway:
     async def authorize(self, workspace, token, method):
         self.require_admin(token)
 
-    async def call(self, workspace, method, body):
+    async def call(self, workspace, method, body, caller=None):
         if method == "getEntry":
-            raise NotFound(f"no entry with id {body['id']}")
-        return {"echo": body}, {"engine_ms": 0.1}
+            raise NotFound(f"no entry with id {body.id}")
+        return {"echo": body.model_dump(by_alias=True)}, {"engine_ms": 0.1}
 
 
 def run_requests(requests, caplog):

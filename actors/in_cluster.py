@@ -1,0 +1,100 @@
+"""A client for agents that run on the Ray cluster itself: the HTTP client's methods, auth and
+errors, without the HTTP proxy or the ingress replica.
+
+    from actors.in_cluster import connect_in_cluster
+    notes = connect_in_cluster("notes", token)          # from a Ray driver, task or actor
+    notes.capture("Postgres is the system of record", tags=["db"])
+    notes.recall("system of record", top_k=5).items[0].breakdown
+
+One authenticated lookup (the directory checks the token, and only then activates the
+workspace: a wrong token never wakes it), then every call goes straight to the workspace's
+actor, which checks the token hash again on every call. Dead or hibernating actors are
+followed exactly as the ingress does (`parts/reach.py`). Errors raise the HTTP client's
+`ServiceError(status, code, message)` with the status the HTTP route would have answered.
+`AsyncInClusterWorkspace` has the same methods as coroutines.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+
+import ray
+
+from actors.directory_actor import DIRECTORY_NAME
+from actors.parts.reach import WorkspaceReach, ask
+from minisphere.client.client import ServiceError, _same, _WorkspaceCalls
+from minisphere.control.auth import check_workspace_id, token_hash
+from minisphere.engine.methods import METHODS
+from minisphere.errors import Forbidden, MiniSphereError, Unauthenticated
+from minisphere.http.statuses import error_response
+from minisphere.settings import DEFAULT_RAY_NAMESPACE
+
+CALL_TIMEOUT_S = 60.0
+
+
+class _InClusterCalls:
+    """What the sync and async clients share: the lookup and one call through the resend loop."""
+
+    def __init__(self, workspace_id: str, token: str, namespace: str | None):
+        if not ray.is_initialized():
+            ray.init(address="auto", namespace=namespace or DEFAULT_RAY_NAMESPACE)
+        namespace = namespace or ray.get_runtime_context().namespace or DEFAULT_RAY_NAMESPACE
+        self.workspace_id = check_workspace_id(workspace_id)
+        self.directory = ray.get_actor(DIRECTORY_NAME, namespace=namespace)
+        self.reach = WorkspaceReach(self.directory)
+        self._caller = token_hash(token)
+        self._checked = False
+
+    async def _authenticate(self) -> None:
+        verdict, _ = await ask(self.directory, "authenticate", self.workspace_id, self._caller)
+        if verdict == "other":
+            raise Forbidden("this token belongs to another workspace")
+        if verdict not in ("ok", "admin"):
+            raise Unauthenticated("invalid token")
+        self._checked = True
+
+    async def _call(self, method: str, body: dict, parse: Callable):
+        try:
+            if method not in METHODS:
+                raise MiniSphereError(f"unknown method {method!r}")
+            if not self._checked:
+                await self._authenticate()
+            read = METHODS[method].access == "read"
+            envelope, _, _ = await self.reach.call(
+                self.workspace_id, "call", method, body, self._caller,
+                idempotent_attempts=1 if read else 0, timeout_s=CALL_TIMEOUT_S)
+        except MiniSphereError as exc:
+            status, payload = error_response(exc)
+            raise ServiceError(status, payload["error"]["code"],
+                               payload["error"]["message"]) from None
+        return parse(envelope["result"])
+
+
+class InClusterWorkspace(_InClusterCalls, _WorkspaceCalls):
+    """The sync client: calls run on one private event-loop thread."""
+
+    def __init__(self, workspace_id: str, token: str, namespace: str | None = None):
+        super().__init__(workspace_id, token, namespace)
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(target=self._loop.run_forever, daemon=True,
+                         name=f"in-cluster-{workspace_id}").start()
+
+    def _run(self, method: str, body: dict, parse: Callable = _same):
+        return asyncio.run_coroutine_threadsafe(self._call(method, body, parse),
+                                                self._loop).result()
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+class AsyncInClusterWorkspace(_InClusterCalls, _WorkspaceCalls):
+    """The async client: `await notes.capture(...)` on the caller's own event loop."""
+
+    async def _run(self, method: str, body: dict, parse: Callable = _same):
+        return await self._call(method, body, parse)
+
+
+def connect_in_cluster(workspace_id: str, token: str, *,
+                       namespace: str | None = None) -> InClusterWorkspace:
+    return InClusterWorkspace(workspace_id, token, namespace)

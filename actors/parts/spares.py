@@ -1,0 +1,121 @@
+"""The directory's pool of warm spare workspace actors.
+
+A spare is a `WorkspaceActor` started with no workspace: its process is up, its imports are
+done and the contract is verified, so binding it to a workspace costs only opening a file.
+`take(node)` hands out a ready spare — on the given node when one is there — and never the same
+spare twice; the pool refills itself in the background, one start at a time per free slot, so
+a burst of wakes spends the pool first and then waits only for process starts.
+
+Plain asyncio inside the (async) directory actor; `start_spare()` is the Ray part.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("minisphere.spares")
+SPARE_READY_TIMEOUT_S = 120.0     # a spare that has not finished starting by then is dropped
+REFILL_RETRY_PAUSE_S = 1.0        # after a failed start
+# A process start takes most of a core for ~0.4 s: starting the replacement right away would
+# take that CPU from the very wake that used the spare. Wait this long first.
+REFILL_DELAY_S = 0.5
+
+
+@dataclass
+class Spare:
+    handle: Any
+    name: str
+    node_id: str | None
+    ready_at: float = field(default_factory=time.monotonic)
+
+
+class SparePool:
+    def __init__(self, size: int, start_spare: Callable[[], Awaitable[Spare]],
+                 kill: Callable[[Any], None]):
+        self.size = max(0, int(size))
+        self._start_spare = start_spare
+        self._kill = kill
+        self._ready: deque[Spare] = deque()
+        self._starting = 0
+        self._refiller: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+        self.started = 0                 # spares that finished starting
+        self.handed_out = 0
+        self.failed = 0
+        self.start_seconds: deque[float] = deque(maxlen=64)   # recent start durations
+        self._handed: set[str] = set()   # names ever handed out: never twice
+
+    # ---- use -----------------------------------------------------------------------------------
+    def take(self, node_id: str | None = None) -> Spare | None:
+        """A ready spare (on `node_id` when given and one is there), or None."""
+        chosen = None
+        if node_id is not None:
+            chosen = next((s for s in self._ready if s.node_id == node_id), None)
+            if chosen is None:
+                return None
+        elif self._ready:
+            chosen = self._ready[0]
+        if chosen is None:
+            return None
+        self._ready.remove(chosen)
+        if chosen.name in self._handed:             # cannot happen; refuse to hand it twice
+            log.error("spare %s was already handed out; dropping it", chosen.name)
+            return None
+        self._handed.add(chosen.name)
+        self.handed_out += 1
+        self.refill()
+        return chosen
+
+    def status(self) -> dict:
+        recent = list(self.start_seconds)
+        return {"size": self.size, "ready": len(self._ready), "starting": self._starting,
+                "started": self.started, "handedOut": self.handed_out, "failed": self.failed,
+                "startSecondsP50": sorted(recent)[len(recent) // 2] if recent else None}
+
+    def resize(self, size: int) -> None:
+        self.size = max(0, int(size))
+        while len(self._ready) > self.size:
+            self._kill(self._ready.pop().handle)
+        self.refill()
+
+    # ---- refilling -------------------------------------------------------------------------------
+    def refill(self) -> None:
+        """Make sure the background refiller runs (cheap; call after every change)."""
+        if self._refiller is None or self._refiller.done():
+            self._refiller = asyncio.get_running_loop().create_task(self._refill_forever())
+        self._wake.set()
+
+    async def _refill_forever(self) -> None:
+        while True:
+            await asyncio.sleep(REFILL_DELAY_S)
+            self._wake.clear()
+            missing = self.size - len(self._ready) - self._starting
+            for _ in range(max(0, missing)):
+                self._starting += 1
+                asyncio.get_running_loop().create_task(self._start_one())
+            await self._wake.wait()
+
+    async def _start_one(self) -> None:
+        started = time.monotonic()
+        try:
+            spare = await asyncio.wait_for(self._start_spare(), SPARE_READY_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - keep refilling; report it
+            self.failed += 1
+            log.warning("a spare workspace actor failed to start: %r", exc)
+            self._starting -= 1
+            await asyncio.sleep(REFILL_RETRY_PAUSE_S)
+            self._wake.set()
+            return
+        self._starting -= 1
+        self.started += 1
+        self.start_seconds.append(time.monotonic() - started)
+        if len(self._ready) >= self.size:             # shrunk meanwhile
+            self._kill(spare.handle)
+        else:
+            self._ready.append(spare)
+        self._wake.set()

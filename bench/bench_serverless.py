@@ -1,0 +1,403 @@
+"""Serverless benchmark: wakes, bursts of wakes, many workspaces under a Zipf load, and the
+in-cluster client — every figure beside a baseline measured in the same run.
+
+    python -m bench.bench_serverless                      # the full run (2,000 workspaces)
+    python -m bench.bench_serverless --workspaces 300 --zipf-s 20     # a quicker look
+
+One local Ray + Serve on this machine, settings at their defaults (synchronous=FULL, local
+snapshot store, the derived resident cap and spare pool) except the data folder and port.
+
+1. one workspace, warm: closed-loop throughput of 32 clients (70% getCount / 30% capture) —
+   the baseline of the Zipf run — and sequential capture p50 over HTTP and in-cluster;
+2. sequential wakes: hibernate (admin route), wait for a ready spare, time the next call; a
+   warm call to the same workspace right after is the baseline;
+3. a burst of 100 wakes of distinct hibernated workspaces from 32 clients (more than the pool
+   holds: the rest wait for process starts, whose rate is reported);
+4. the Zipf run: N workspaces, Zipf(s = 1.1) over them, 70/30, 32 clients, for a fixed time:
+   throughput as a ratio of (1), p50/p99, resident count sampled every second, peak PSS and
+   RSS of all Ray processes;
+5. the idle cost of a resident workspace actor (CPU share and PSS), which the derived
+   resident cap uses.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shutil
+import socket
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from .common import p50, percentile, save_report, table
+
+CLIENTS = 32
+READ_SHARE = 0.7
+ZIPF_S = 1.1
+BURST_WAKES = 100
+ADMIN_TOKEN = "bench-serverless-admin-0123456789"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# ---- memory and CPU of the Ray processes -----------------------------------------------------------
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def ray_processes() -> list[int]:
+    """Every process of this machine's Ray session: daemons, workers, actors."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            cmd = _read(f"/proc/{entry}/cmdline").replace("\0", " ")
+            if "ray" in cmd and ("ray::" in cmd or "/ray/" in cmd or "raylet" in cmd
+                                 or "gcs_server" in cmd):
+                pids.append(int(entry))
+    return pids
+
+
+def actor_processes(class_name: str) -> list[int]:
+    return [pid for pid in ray_processes()
+            if _read(f"/proc/{pid}/cmdline").startswith(f"ray::{class_name}")]
+
+
+def pss_rss(pids: list[int]) -> tuple[int, int]:
+    """(PSS, RSS) in bytes summed over the processes (PSS counts shared pages once)."""
+    pss = rss = 0
+    for pid in pids:
+        for line in _read(f"/proc/{pid}/smaps_rollup").splitlines():
+            if line.startswith("Pss:"):
+                pss += int(line.split()[1]) * 1024
+            elif line.startswith("Rss:"):
+                rss += int(line.split()[1]) * 1024
+    return pss, rss
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        fields = _read(f"/proc/{pid}/stat").rsplit(")", 1)[-1].split()
+        if len(fields) > 13:
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+class Sampler(threading.Thread):
+    """Samples the directory's residency and the Ray processes' memory while a run goes on."""
+
+    def __init__(self, directory, period_s: float = 1.0):
+        super().__init__(daemon=True)
+        self.directory, self.period_s = directory, period_s
+        self.resident: list[int] = []
+        self.peak_pss = self.peak_rss = 0
+        self._halt = threading.Event()
+
+    def run(self):
+        import ray
+        while not self._halt.is_set():
+            status = ray.get(self.directory.residency_status.remote(), timeout=60)
+            self.resident.append(status["resident"] + status["hibernating"])
+            pss, rss = pss_rss(ray_processes())
+            self.peak_pss, self.peak_rss = max(self.peak_pss, pss), max(self.peak_rss, rss)
+            self._halt.wait(self.period_s)
+
+    def stop(self):
+        self._halt.set()
+        self.join(60)
+
+
+# ---- load ------------------------------------------------------------------------------------------
+async def closed_loop(url: str, pick, seconds: float, clients: int, seed: int
+                      ) -> tuple[float, list[float], int]:
+    """`clients` loops sending requests for `seconds`: (req/s, latencies ms, errors)."""
+    rng = random.Random(seed)
+    latencies: list[float] = []
+    errors = 0
+    stop_at = time.perf_counter() + seconds
+    counter = [0]
+
+    async def loop(http: httpx.AsyncClient):
+        nonlocal errors
+        while time.perf_counter() < stop_at:
+            ws, headers = pick(rng)
+            counter[0] += 1
+            if rng.random() < READ_SHARE:
+                method, body = "getCount", {}
+            else:
+                method, body = "capture", {"content": f"note {counter[0]} {rng.random()}"}
+            started = time.perf_counter()
+            response = await http.post(f"/v1/w/{ws}/{method}", json=body, headers=headers)
+            latencies.append((time.perf_counter() - started) * 1e3)
+            if response.status_code != 200:
+                errors += 1
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as http:
+        started = time.perf_counter()
+        await asyncio.gather(*(loop(http) for _ in range(clients)))
+        elapsed = time.perf_counter() - started
+    return len(latencies) / elapsed, latencies, errors
+
+
+def zipf_picker(spaces: list[tuple[str, dict]], s: float):
+    weights = [1 / (rank + 1) ** s for rank in range(len(spaces))]
+    cumulative, total = [], 0.0
+    for w in weights:
+        total += w
+        cumulative.append(total)
+
+    def pick(rng: random.Random):
+        import bisect
+        return spaces[min(len(spaces) - 1, bisect.bisect(cumulative, rng.random() * total))]
+    return pick
+
+
+async def burst(url: str, spaces: list[tuple[str, dict]], clients: int) -> list[float]:
+    sem = asyncio.Semaphore(clients)
+    latencies: list[float] = []
+
+    async def wake(http, ws, headers):
+        async with sem:
+            started = time.perf_counter()
+            response = await http.post(f"/v1/w/{ws}/getCount", json={}, headers=headers)
+            assert response.status_code == 200, response.text
+            latencies.append((time.perf_counter() - started) * 1e3)
+    async with httpx.AsyncClient(base_url=url, timeout=300) as http:
+        await asyncio.gather(*(wake(http, ws, h) for ws, h in spaces))
+    return latencies
+
+
+def timed(fn, n: int) -> list[float]:
+    out = []
+    for i in range(n):
+        started = time.perf_counter()
+        fn(i)
+        out.append((time.perf_counter() - started) * 1e3)
+    return out
+
+
+def create_workspaces(http: httpx.Client, admin: dict, n: int, prefix: str) -> list:
+    spaces = []
+    for i in range(n):
+        made = http.post("/v1/workspaces", headers=admin, json={"id": f"{prefix}-{i:05d}"})
+        assert made.status_code == 201, made.text
+        spaces.append((made.json()["workspace"]["id"],
+                       {"Authorization": f"Bearer {made.json()['token']}"}))
+        if (i + 1) % 500 == 0:
+            print(f"  {i + 1}/{n} created", flush=True)
+    return spaces
+
+
+def settle(http: httpx.Client, admin: dict, directory) -> None:
+    """Hibernate every resident workspace and wait for a full pool: each step starts from the
+    same state."""
+    import ray
+    for ws in ray.get(directory.resident.remote(), timeout=60):
+        http.post(f"/v1/workspaces/{ws}/hibernate", headers=admin)
+    size = ray.get(directory.spares.remote(), timeout=60)["size"]
+    wait_ready(directory, size)
+    time.sleep(2)
+
+
+def wait_ready(directory, ready: int, timeout_s: float = 120.0) -> dict:
+    import ray
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = ray.get(directory.spares.remote(), timeout=60)
+        if status["ready"] >= ready or time.monotonic() > deadline:
+            return status
+        time.sleep(0.1)
+
+
+# ---- the run -------------------------------------------------------------------------------------
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workspaces", type=int, default=2000, help="Zipf run population")
+    parser.add_argument("--zipf-s", type=float, default=60.0, help="Zipf run duration, seconds")
+    parser.add_argument("--warm-s", type=float, default=20.0, help="one-workspace run, seconds")
+    parser.add_argument("--wakes", type=int, default=40, help="sequential wakes timed")
+    parser.add_argument("--samples", type=int, default=200, help="sequential captures timed")
+    parser.add_argument("--idle-actors", type=int, default=20)
+    args = parser.parse_args(argv)
+
+    import ray
+
+    import serve_app
+    from actors.in_cluster import connect_in_cluster
+    from minisphere.settings import load_settings
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-serverless-"))
+    port = free_port()
+    settings = load_settings({"MINISPHERE_DATA_DIR": str(tmp), "MINISPHERE_PORT": str(port),
+                              "MINISPHERE_RAY_NAMESPACE": "minisphere-bench-serverless",
+                              "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN})
+    for name, value in serve_app.SERVE_PERFORMANCE_ENV.items():
+        os.environ.setdefault(name, value)
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, namespace=settings.namespace,
+             logging_level="WARNING", log_to_driver=False)
+    serve_app.start(settings)
+    url, admin = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    from actors.directory_actor import get_directory
+    directory = get_directory(settings)
+    rows, notes = [], []
+    try:
+        with httpx.Client(base_url=url, timeout=300) as http:
+            residency = ray.get(directory.residency_status.remote(), timeout=60)
+            print(f"resident cap {residency['maxResident']}, spare pool "
+                  f"{residency['spares']['size']}", flush=True)
+
+            # 1. one warm workspace
+            (one,) = create_workspaces(http, admin, 1, "warm")
+            http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1])
+            print("one workspace, closed loop ...", flush=True)
+            one_rate, one_lat, one_err = asyncio.run(
+                closed_loop(url, lambda rng: one, args.warm_s, CLIENTS, 1))
+            seq = timed(lambda i: http.post(f"/v1/w/{one[0]}/capture", headers=one[1],
+                                            json={"content": f"sequential note {i}"}),
+                        args.samples)
+            in_cluster = connect_in_cluster(one[0], one[1]["Authorization"][7:],
+                                            namespace=settings.namespace)
+            in_cluster.get_count()
+            seq_ic = timed(lambda i: in_cluster.capture(f"in-cluster note {i}"), args.samples)
+            read_ic = timed(lambda i: in_cluster.get_count(), args.samples)
+            read_http = timed(lambda i: http.post(f"/v1/w/{one[0]}/getCount", json={},
+                                                  headers=one[1]), args.samples)
+            in_cluster.close()
+            rows += [
+                ["1 workspace, 32 clients, 70/30: req/s", f"{one_rate:,.0f}",
+                 f"p50 {p50(one_lat):.1f} ms, p99 {percentile(one_lat, 99):.1f} ms, "
+                 f"errors {one_err}", "≥ 150 req/s"],
+                ["capture p50 over HTTP (sequential)", f"{p50(seq):.2f} ms",
+                 f"p99 {percentile(seq, 99):.1f} ms", "≤ 8 ms"],
+                ["capture p50 in-cluster client (sequential)", f"{p50(seq_ic):.2f} ms",
+                 f"{p50(seq_ic) / p50(seq):.2f}× HTTP", "≤ 4 ms"],
+                ["getCount p50: in-cluster / HTTP", f"{p50(read_ic):.2f} / {p50(read_http):.2f} ms",
+                 f"{p50(read_ic) / p50(read_http):.2f}×", ""]]
+
+            # 2. sequential wakes
+            print("sequential wakes ...", flush=True)
+            (sleeper,) = create_workspaces(http, admin, 1, "sleeper")
+            http.post(f"/v1/w/{sleeper[0]}/capture", json={"content": "wake me"},
+                      headers=sleeper[1])
+            wakes, warm, from_spare, binds, directory_ms = [], [], 0, [], []
+            for _ in range(args.wakes):
+                assert http.post(f"/v1/workspaces/{sleeper[0]}/hibernate",
+                                 headers=admin).status_code == 200
+                wait_ready(directory, 1)
+                started = time.perf_counter()
+                assert http.post(f"/v1/w/{sleeper[0]}/getCount", json={},
+                                 headers=sleeper[1]).status_code == 200
+                wakes.append((time.perf_counter() - started) * 1e3)
+                started = time.perf_counter()
+                http.post(f"/v1/w/{sleeper[0]}/getCount", json={}, headers=sleeper[1])
+                warm.append((time.perf_counter() - started) * 1e3)
+                record = http.get(f"/v1/workspaces/{sleeper[0]}", headers=admin).json()
+                wake = record["durability"]["wake"]
+                from_spare += wake["actor"] == "spare"
+                binds.append(wake["bindMs"])
+                directory_ms.append(wake["wakeMs"])
+            rows += [["sequential wake (hibernated → answered), HTTP getCount",
+                      f"p50 {p50(wakes):.1f} ms, p99 {percentile(wakes, 99):.1f} ms",
+                      f"warm call p50 {p50(warm):.1f} ms ({p50(wakes) / p50(warm):.1f}×); "
+                      f"{from_spare}/{len(wakes)} from a spare; in the directory p50 "
+                      f"{p50(directory_ms):.1f} ms, of it binding {p50(binds):.1f} ms",
+                      "p50 ≤ 30 ms, p99 ≤ 150 ms"]]
+
+            # 3. a burst of wakes
+            print(f"burst of {BURST_WAKES} wakes ...", flush=True)
+            sleepers = create_workspaces(http, admin, BURST_WAKES, "burst")
+            settle(http, admin, directory)
+            pool_before = wait_ready(directory, residency["spares"]["size"])
+            started = time.perf_counter()
+            burst_lat = asyncio.run(burst(url, sleepers, CLIENTS))
+            burst_s = time.perf_counter() - started
+            pool_after = ray.get(directory.spares.remote(), timeout=60)
+            covered = min(BURST_WAKES, pool_before["ready"])
+            new_starts = BURST_WAKES - covered
+            burst_sorted = sorted(burst_lat)
+            rows += [[f"burst: {BURST_WAKES} wakes from {CLIENTS} clients",
+                      f"p50 {p50(burst_lat):.0f} ms, p99 {percentile(burst_lat, 99):.0f} ms",
+                      f"fastest {covered} (the pool's {pool_before['ready']}): p99 "
+                      f"{percentile(burst_sorted[:covered] or [0], 99):.0f} ms; "
+                      f"{new_starts} waited for process starts: "
+                      f"{new_starts / burst_s:.1f} starts/s over {burst_s:.1f} s; "
+                      f"spare start p50 {pool_after['startSecondsP50'] or 0:.2f} s",
+                      "pool-covered within the wake target; p99 ≤ 10 s"]]
+
+            # 4. the Zipf run, from a settled start: nothing resident, the pool full
+            settle(http, admin, directory)
+            print(f"creating {args.workspaces} workspaces ...", flush=True)
+            started = time.perf_counter()
+            population = create_workspaces(http, admin, args.workspaces, "zipf")
+            create_s = time.perf_counter() - started
+            cap = ray.get(directory.residency_status.remote(), timeout=60)["maxResident"]
+            print(f"Zipf run for {args.zipf_s:.0f} s ...", flush=True)
+            sampler = Sampler(directory)
+            sampler.start()
+            zipf_rate, zipf_lat, zipf_err = asyncio.run(
+                closed_loop(url, zipf_picker(population, ZIPF_S), args.zipf_s, CLIENTS, 2))
+            sampler.stop()
+            pool_end = ray.get(directory.spares.remote(), timeout=60)
+            rows += [[f"Zipf(s={ZIPF_S}) over {args.workspaces} workspaces, 32 clients, 70/30",
+                      f"{zipf_rate:,.0f} req/s ({zipf_rate / one_rate:.0%} of 1 workspace)",
+                      f"p50 {p50(zipf_lat):.0f} ms, p99 {percentile(zipf_lat, 99):.0f} ms, "
+                      f"errors {zipf_err}; spares handed out {pool_end['handedOut']}",
+                      "≥ 75%, p99 ≤ 1 s"],
+                     ["resident during the Zipf run (sampled 1/s)",
+                      f"max {max(sampler.resident, default=0)}, median "
+                      f"{statistics.median(sampler.resident) if sampler.resident else 0:.0f}",
+                      f"cap {cap}", "never above the cap"],
+                     ["peak memory of all Ray processes during the Zipf run",
+                      f"PSS {sampler.peak_pss / 2**30:.2f} GiB",
+                      f"RSS {sampler.peak_rss / 2**30:.2f} GiB", "PSS ≤ 6 GiB"]]
+            notes.append(f"creating {args.workspaces} workspaces took {create_s:.0f} s "
+                         f"({args.workspaces / create_s:.0f}/s).")
+
+            # 5. idle cost of resident actors
+            print("idle cost of resident actors ...", flush=True)
+            ray.get(directory.set_residency.remote(idle_s=0), timeout=60)
+            idle = population[: args.idle_actors]
+            for ws, headers in idle:
+                http.post(f"/v1/w/{ws}/getCount", json={}, headers=headers)
+            time.sleep(5)
+            pids = actor_processes("WorkspaceActor")
+            cpu_before, wall_before = cpu_seconds(pids), time.monotonic()
+            time.sleep(20)
+            cpu_share = (cpu_seconds(pids) - cpu_before) / (time.monotonic() - wall_before)
+            pss, rss = pss_rss(pids)
+            rows += [[f"idle workspace actor ({len(pids)} resident, 20 s)",
+                      f"{cpu_share / max(1, len(pids)) * 100:.2f}% of a core each",
+                      f"PSS {pss / max(1, len(pids)) / 2**20:.0f} MiB, RSS "
+                      f"{rss / max(1, len(pids)) / 2**20:.0f} MiB each", ""]]
+    finally:
+        from ray import serve
+        serve.shutdown()
+        ray.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+    body = table(["measure", "figure", "detail / baseline in the same run", "target"], rows)
+    notes.append(f"{os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.2f}; "
+                 "settings at their defaults (synchronous=FULL, local snapshot store, derived "
+                 "resident cap and spare pool), Serve with "
+                 + ", ".join(f"{k}={v}" for k, v in serve_app.SERVE_PERFORMANCE_ENV.items()) + ".")
+    text = body + "\n\n" + "\n".join(f"- {n}" for n in notes)
+    print(text)
+    print(f"saved to {save_report('serverless', text)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

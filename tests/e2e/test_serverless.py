@@ -1,0 +1,187 @@
+"""Serverless workspaces on the real local cluster: a wake is served by a warm spare, a spare
+is never bound twice, the pool refills, the hibernate route, and the resident cap holding while
+a skewed load runs over more workspaces than it allows."""
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+
+import httpx
+import ray
+
+from actors.workspace_actor import WorkspaceLaunch
+from tests.e2e.helpers import directory_of, workspace_actor
+
+POOL_WAIT_S = 90.0
+
+
+def call(http, ws, headers, method, body=None):
+    response = http.post(f"/v1/w/{ws}/{method}", json=body or {}, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def wait_for_spares(directory, ready: int) -> dict:
+    deadline = time.monotonic() + POOL_WAIT_S
+    while True:
+        status = ray.get(directory.spares.remote(), timeout=30)
+        if status["ready"] >= ready or time.monotonic() > deadline:
+            return status
+        time.sleep(0.2)
+
+
+def hibernate(http, admin_headers, ws) -> dict:
+    response = http.post(f"/v1/workspaces/{ws}/hibernate", headers=admin_headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_the_hibernate_route_releases_the_actor_and_the_next_call_wakes_it(
+        http, admin_headers, new_workspace, service):
+    ws, h = new_workspace()
+    stored = call(http, ws, h, "capture", {"content": "kept across a hibernation"})
+    assert http.get(f"/v1/workspaces/{ws}", headers=admin_headers).json()["resident"] is True
+    answer = hibernate(http, admin_headers, ws)
+    assert answer["hibernated"] is True and answer["snapshot"]    # the write was snapshotted
+    assert http.get(f"/v1/workspaces/{ws}", headers=admin_headers).json()["resident"] is False
+    assert workspace_actor(service, ws) is None
+    assert hibernate(http, admin_headers, ws)["hibernated"] is False   # not resident: a no-op
+    assert call(http, ws, h, "getEntry", {"id": stored["id"]})["content"] == \
+        "kept across a hibernation"
+    assert http.post("/v1/workspaces/no-such-space/hibernate",
+                     headers=admin_headers).status_code == 404
+    assert http.post(f"/v1/workspaces/{ws}/hibernate", headers=h).status_code == 401
+
+
+def test_a_wake_is_served_by_a_warm_spare(http, admin_headers, new_workspace, service):
+    directory = directory_of(service)
+    ws, h = new_workspace()
+    call(http, ws, h, "capture", {"content": "first life"})
+    hibernate(http, admin_headers, ws)
+    before = wait_for_spares(directory, 1)
+    assert before["ready"] >= 1
+    started = time.perf_counter()
+    assert call(http, ws, h, "getCount") == {"count": 1}
+    wake_ms = (time.perf_counter() - started) * 1e3
+    record = http.get(f"/v1/workspaces/{ws}", headers=admin_headers).json()
+    assert record["durability"]["wake"]["actor"] == "spare"
+    after = ray.get(directory.spares.remote(), timeout=30)
+    assert after["handedOut"] > before["handedOut"]
+    print(f"\nwake from a spare: {wake_ms:.1f} ms over HTTP")
+
+
+def test_a_bound_actor_refuses_a_second_workspace(http, new_workspace, service):
+    ws, h = new_workspace()
+    other, _ = new_workspace()
+    call(http, ws, h, "capture", {"content": "the first tenant's data"})
+    actor = workspace_actor(service, ws)
+    answer = ray.get(actor.bind.remote(WorkspaceLaunch(other, "/nonexistent/other.db")),
+                     timeout=30)
+    assert answer["ok"] is False and answer["error"].code == "internal"
+    assert "never bound to another" in answer["error"].message
+    assert ray.get(actor.stats.remote(), timeout=30)["workspace"] == ws
+    assert call(http, ws, h, "getCount") == {"count": 1}
+
+
+def test_every_wake_binds_an_actor_no_other_workspace_ever_had(
+        http, admin_headers, new_workspace, service):
+    spaces = [new_workspace() for _ in range(4)]
+    names = []
+    for _ in range(2):
+        for ws, h in spaces:
+            call(http, ws, h, "getCount")
+            names.append(ray.get(directory_of(service).actor_name_of.remote(ws), timeout=30))
+            hibernate(http, admin_headers, ws)
+    assert None not in names and len(set(names)) == len(names)
+
+
+def test_the_pool_refills_in_the_background(http, admin_headers, new_workspace, service):
+    directory = directory_of(service)
+    previous = ray.get(directory.spares.remote(), timeout=30)["size"]
+    try:
+        ray.get(directory.set_spares.remote(2), timeout=30)
+        assert wait_for_spares(directory, 2)["ready"] == 2
+        started_before = ray.get(directory.spares.remote(), timeout=30)["started"]
+        for _ in range(2):
+            ws, h = new_workspace()
+            call(http, ws, h, "getCount")
+        assert wait_for_spares(directory, 2)["ready"] == 2          # refilled
+        assert ray.get(directory.spares.remote(), timeout=30)["started"] >= started_before + 2
+    finally:
+        ray.get(directory.set_spares.remote(previous), timeout=30)
+
+
+async def skewed_load(url: str, spaces: list[tuple[str, dict]], requests: int, clients: int,
+                      seed: int = 7) -> tuple[list[int], dict[str, int]]:
+    """Zipf-like (s = 1.1) picks over the workspaces, 70% reads / 30% writes: the statuses,
+    and the acknowledged writes per workspace."""
+    weights = [1 / (rank + 1) ** 1.1 for rank in range(len(spaces))]
+    rng = random.Random(seed)
+    picks = rng.choices(range(len(spaces)), weights=weights, k=requests)
+    statuses: list[int] = []
+    written = {ws: 0 for ws, _ in spaces}
+    queue: asyncio.Queue = asyncio.Queue()
+    for n, index in enumerate(picks):
+        queue.put_nowait((n, index))
+
+    async def client(http: httpx.AsyncClient):
+        while not queue.empty():
+            n, index = queue.get_nowait()
+            ws, headers = spaces[index]
+            if rng.random() < 0.3:
+                method, body = "capture", {"content": f"skewed load write {n}"}
+            else:
+                method, body = "getCount", {}
+            response = await http.post(f"/v1/w/{ws}/{method}", json=body, headers=headers)
+            statuses.append(response.status_code)
+            if method == "capture" and response.status_code == 200:
+                written[ws] += 1
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        await asyncio.gather(*(client(http) for _ in range(clients)))
+    return statuses, written
+
+
+def test_the_resident_cap_holds_under_a_skewed_load(http, new_workspace, service):
+    directory = directory_of(service)
+    cap = 4
+    previous = ray.get(directory.set_residency.remote(max_resident=cap), timeout=30)
+    try:
+        spaces = [new_workspace() for _ in range(12)]
+        samples: list[int] = []
+        done = False
+
+        def sample():
+            while not done:
+                status = ray.get(directory.residency_status.remote(), timeout=30)
+                samples.append(status["resident"] + status["hibernating"])
+                time.sleep(0.05)
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            statuses, written = asyncio.run(
+                skewed_load(service["url"], spaces, requests=240, clients=8))
+        finally:
+            done = True
+            sampler.join(30)
+        assert statuses and all(s == 200 for s in statuses), sorted(set(statuses))
+        assert samples and max(samples) <= cap, max(samples)
+        for ws, h in spaces:        # nothing acknowledged was lost across the hibernations
+            assert call(http, ws, h, "getCount")["count"] == written[ws]
+    finally:
+        ray.get(directory.set_residency.remote(max_resident=previous["max_resident"]),
+                timeout=30)
+
+
+def test_without_spares_a_wake_still_works(http, admin_headers, new_workspace, service):
+    directory = directory_of(service)
+    previous = ray.get(directory.spares.remote(), timeout=30)["size"]
+    try:
+        ray.get(directory.set_spares.remote(0), timeout=30)
+        ws, h = new_workspace()
+        call(http, ws, h, "capture", {"content": "woken without a spare"})
+        record = http.get(f"/v1/workspaces/{ws}", headers=admin_headers).json()
+        assert record["durability"]["wake"]["actor"] == "new"
+    finally:
+        ray.get(directory.set_spares.remote(previous), timeout=30)
