@@ -1,20 +1,31 @@
-"""Retrieval benchmark: quality on BEIR-layout sets and latency at 100k synthetic entries.
+"""Retrieval benchmark: quality on BEIR-layout and conversational sets, latency at 100k entries.
 
-    python -m bench.bench_retrieval --data ../shared/data/msmarco_5k ../shared/data/dbpedia_5k
+    python -m bench.bench_retrieval --data ../shared/data/msmarco_5k ../shared/data/dbpedia_5k \
+        --conversations ../shared/data/locomo_dev
     python -m bench.bench_retrieval --synthetic 100000
-    python -m bench.bench_retrieval --data ../shared/data/msmarco_5k ../shared/data/dbpedia_5k --vectors minilm
+    python -m bench.bench_retrieval --data ... --conversations ... --vectors minilm --embed-cache DIR
 
-Every method runs over the same workspace file in the same run:
-  recall          our full pipeline (Workspace.recall, topK=10)
+Every method runs over the same workspace file(s) in the same run:
+  recall          our full pipeline, zero bindings (Workspace.recall, topK=10)
   raw-fts5        FTS5 bm25() with the default tokenizer (unicode61), query = OR of its words
   raw-fts5-porter FTS5 bm25() on our own index (porter), query = OR of all its words
-  keyword-arm     our keyword arm alone (distilled terms + proximity boost), no rerank
-  graph-arm       our graph arm alone, seeded from the keyword arm (the BEIR sets have no edges,
-                  so it reorders the seeds only)
-With --vectors PROVIDER (optional binding, see bench/bench_vectors.py) the same workspace is then
-bound and more rows follow per set: dense-only (vector arm alone), hybrid (our recall with the
-vector arm) and hybrid with MMR off; then the vector weight's sensitivity, embed throughput and
-capture latency with the binding on versus off. Saved as bench/results/retrieval-vectors.md.
+  keyword-arm     our keyword arm alone (distilled terms + proximity + feedback), no rerank
+  keyword+graph   the keyword and graph arms fused (the lexical score), no rerank, no MMR
+With --vectors PROVIDER (optional binding, see bench/bench_vectors.py): dense-only (the vector
+arm's KNN alone), dense+feedback (its one feedback round on its own head, no lexical arm),
+hybrid (our recall with the binding) and hybrid with MMR off; then the hybrid's sensitivity to
+its settings, embed throughput and capture latency with the binding on versus off.
+
+The conversational set (--conversations, LoCoMo layout; protocol in bench/locomo.py) gets one
+workspace per conversation; its rows average over every question of every conversation, with a
+per-category table. With --vectors the bound rows use workspaces captured with the binding on
+(semantic dedup and auto-links active, as a user who turns it on gets), and the run reports what
+dedup and auto-linking did to the turns.
+
+--synthetic N times recall at N entries against raw FTS5 top-50 on "specific" (rare-word) and
+"mixed" queries, through the read path a service replica runs (a read-only connection, one read
+transaction; the recall-count follow-up write is queued, not awaited: it is timed in its own
+row), plus MMR + rerank time at topK=50 over 64 KiB entries versus short ones.
 """
 from __future__ import annotations
 
@@ -22,17 +33,29 @@ import argparse
 import random
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 
 from minisphere import Workspace
+from minisphere.engine import db
+from minisphere.engine.methods import find_method, parse_args
+from minisphere.engine.reads import entry_count
 from minisphere.engine.retrieval.arms import graph_arm, keyword_arm
+from minisphere.engine.retrieval.fusion import fuse
 from minisphere.engine.retrieval.prefilter import Prefilter
 from minisphere.engine.retrieval.query_text import distill, match_any, tokenize
+from minisphere.engine.retrieval.recall import recall as run_recall
 
-from . import beir
+from . import beir, locomo
 from .common import p50, percentile, save_report, table
 
 BATCH = 500
+TOP_K = 10
+LARGE_ENTRY_CHARS = 64 * 1024      # the contract's content limit
+LARGE_ENTRY_COUNT = 150            # topK=50 × MMR's pool factor 3
+LARGE_TOP_K = 50
+LARGE_REPEATS = 10
+HEADLINE_TARGETS_NDCG_MARGIN = 0.01    # hybrid must beat its best arm by this much
 
 
 def load_workspace(ws: Workspace, docs: list[tuple[str, str]]) -> dict[str, list[str]]:
@@ -45,9 +68,14 @@ def load_workspace(ws: Workspace, docs: list[tuple[str, str]]) -> dict[str, list
         for (doc_id, _), (ok, result) in zip(chunk, outcomes):
             if ok:
                 docs_of.setdefault(result.get("id") or result["matchId"], []).append(doc_id)
-    ws.conn.execute("CREATE VIRTUAL TABLE raw_fts USING fts5(content)")
-    ws.conn.execute("INSERT INTO raw_fts(rowid, content) SELECT seq, content FROM entries")
+    add_raw_index(ws)
     return docs_of
+
+
+def add_raw_index(ws: Workspace) -> None:
+    """A plain FTS5 table (default tokenizer) over the same entries: the raw-fts5 baseline."""
+    ws.conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS raw_fts USING fts5(content)")
+    ws.conn.execute("INSERT INTO raw_fts(rowid, content) SELECT seq, content FROM entries")
 
 
 def raw_search(conn, table_name: str, query: str, limit: int) -> list[str]:
@@ -61,66 +89,182 @@ def raw_search(conn, table_name: str, query: str, limit: int) -> list[str]:
 
 
 def arm_search(conn, query: str, which: str) -> list[str]:
-    count = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-    terms, _ = distill(conn, tokenize(query), count)
+    terms, _ = distill(conn, tokenize(query), entry_count(conn))
     if not terms:
         return []
     hits = keyword_arm(conn, terms, Prefilter())
-    if which == "graph":
-        hits = graph_arm(conn, hits, 1, Prefilter())
-    return [h.id for h in hits[:10]]
+    if which == "keyword":
+        return [h.id for h in hits[:TOP_K]]
+    fused = fuse({"keyword": hits, "graph": graph_arm(conn, hits, 1, Prefilter())})
+    return sorted(fused, key=lambda i: -fused[i]["fused"])[:TOP_K]
+
+
+def recall_ids(ws: Workspace, query: str, top_k: int = TOP_K) -> list[str]:
+    return [i["id"] for i in ws.recall(query, topK=top_k)["items"]]
 
 
 def methods(ws: Workspace) -> dict:
     conn = ws.conn
     return {
-        "recall": lambda q: [i["id"] for i in ws.recall(q, topK=10)["items"]],
-        "raw-fts5": lambda q: raw_search(conn, "raw_fts", q, 10),
-        "raw-fts5-porter": lambda q: raw_search(conn, "entries_fts", q, 10),
+        "recall": lambda q: recall_ids(ws, q),
+        "raw-fts5": lambda q: raw_search(conn, "raw_fts", q, TOP_K),
+        "raw-fts5-porter": lambda q: raw_search(conn, "entries_fts", q, TOP_K),
         "keyword-arm": lambda q: arm_search(conn, q, "keyword"),
-        "graph-arm": lambda q: arm_search(conn, q, "graph"),
+        "keyword+graph": lambda q: arm_search(conn, q, "graph"),
     }
 
 
-def expand(entry_ids: list[str], docs_of: dict[str, list[str]]) -> list[str]:
-    return [doc for entry_id in entry_ids for doc in docs_of.get(entry_id, [])]
+def reset_recall_counts(ws: Workspace) -> None:
+    """Each recall-based row starts from the same state: earlier rows' recalls must not boost
+    (recall-count factor) what this row returns."""
+    ws.conn.execute("UPDATE entries SET recall_count = 0")
 
 
-def _score(data, search, docs_of) -> list:
-    ndcgs, recalls, latencies = [], [], []
-    for qid, text in data.queries.items():
-        t0 = time.perf_counter()
-        ranked = search(text)
-        latencies.append((time.perf_counter() - t0) * 1000)
-        docs = expand(ranked, docs_of)
-        ndcgs.append(beir.ndcg_at(docs, data.qrels[qid]))
-        recalls.append(beir.recall_at(docs, data.qrels[qid]))
-    return [sum(ndcgs) / len(ndcgs), sum(recalls) / len(recalls), p50(latencies), percentile(latencies, 99)]
+# ---- scoring ------------------------------------------------------------------------------------
+class Scores:
+    """Per-question nDCG@10, R@10 and latency of each method, with a category per question."""
+
+    def __init__(self):
+        self.values: dict[str, list[tuple[float, float, float, str | None]]] = defaultdict(list)
+
+    def run(self, name: str, search, questions) -> None:
+        """questions: (text, judge(ranked entry ids) -> (ndcg, recall), category)."""
+        for text, judge, category in questions:
+            t0 = time.perf_counter()
+            ranked = search(text)
+            ms = (time.perf_counter() - t0) * 1000
+            ndcg, rec = judge(ranked)
+            self.values[name].append((ndcg, rec, ms, category))
+
+    def row(self, name: str) -> list[float]:
+        v = self.values[name]
+        latencies = [x[2] for x in v]
+        return [sum(x[0] for x in v) / len(v), sum(x[1] for x in v) / len(v), p50(latencies),
+                percentile(latencies, 99)]
+
+    def by_category(self, name: str, index: int) -> dict[str, float]:
+        groups: dict[str, list[float]] = defaultdict(list)
+        for value in self.values[name]:
+            groups[value[3]].append(value[index])
+        return {c: sum(v) / len(v) for c, v in groups.items()}
 
 
-def quality(path: str, vectors=None, cache=None, sensitivity: list | None = None) -> tuple[str, list[list]]:
+def beir_questions(data, docs_of) -> list:
+    def judge_for(qid):
+        def judge(ranked):
+            docs = [doc for entry_id in ranked for doc in docs_of.get(entry_id, [])]
+            return beir.ndcg_at(docs, data.qrels[qid]), beir.recall_at(docs, data.qrels[qid])
+        return judge
+    return [(text, judge_for(qid), None) for qid, text in data.queries.items()]
+
+
+def conversation_questions(conversation, turns_of) -> list:
+    def judge_for(evidence):
+        def judge(ranked):
+            turns = locomo.expand(ranked, turns_of)
+            return locomo.ndcg_at(turns, evidence), locomo.recall_at(turns, evidence)
+        return judge
+    return [(q.text, judge_for(q.evidence), locomo.CATEGORY_NAMES.get(q.category, str(q.category)))
+            for q in conversation.questions]
+
+
+# ---- quality runs --------------------------------------------------------------------------------
+def beir_quality(path: str, vectors=None, cache=None) -> tuple[str, Scores, list]:
     data = beir.load(path)
-    sensitivity = [] if sensitivity is None else sensitivity
-    rows = []
+    scores, sensitivity = Scores(), []
     with tempfile.TemporaryDirectory() as tmp:
         with Workspace(Path(tmp) / "bench.db", synchronous="NORMAL") as ws:
             started = time.perf_counter()
             docs_of = load_workspace(ws, data.corpus)
             load_s = time.perf_counter() - started
+            questions = beir_questions(data, docs_of)
             for name, search in methods(ws).items():
-                rows.append([data.name, name, *_score(data, search, docs_of)])
+                reset_recall_counts(ws)
+                scores.run(name, search, questions)
             vector_note = ""
             if vectors is not None:  # same file, now bound: dense-only and hybrid rows
                 from . import bench_vectors
-                provider, vector_note = bench_vectors.bind(ws, vectors, data, cache)
+                provider = bench_vectors.CachedProvider(vectors, bench_vectors.vector_table(
+                    vectors, [t for _, t in data.corpus], list(data.queries.values()), cache, data.name))
+                vector_note = bench_vectors.bind(ws, provider, data.name)
                 for name, search in bench_vectors.methods(ws, provider).items():
-                    bench_vectors.reset_recall_counts(ws)
-                    rows.append([data.name, name, *_score(data, search, docs_of)])
-                sensitivity += bench_vectors.weight_sensitivity(ws, data, docs_of, _score)
+                    reset_recall_counts(ws)
+                    scores.run(name, search, questions)
+                sensitivity = bench_vectors.sensitivity(
+                    lambda: [reset_recall_counts(ws)],
+                    lambda: scores_of_hybrid(ws, questions))
     note = f"{data.name}: {len(data.corpus)} docs loaded in {load_s:.1f} s, {len(data.queries)} judged queries"
-    return note + (f"; {vector_note}" if vector_note else ""), rows
+    return note + (f"; {vector_note}" if vector_note else ""), scores, [[data.name, *r] for r in sensitivity]
 
 
+def scores_of_hybrid(ws: Workspace, questions) -> tuple[float, float]:
+    scores = Scores()
+    scores.run("hybrid", lambda q: recall_ids(ws, q), questions)
+    ndcg, rec, _, _ = scores.row("hybrid")
+    return ndcg, rec
+
+
+def conversation_quality(path: str, vectors=None, cache=None) -> tuple[str, Scores, list, list]:
+    data = locomo.load(path)
+    scores = Scores()
+    dedup_rows: list[list] = []
+    sensitivity: list = []
+    provider = None
+    if vectors is not None:
+        from . import bench_vectors
+        provider = bench_vectors.CachedProvider(vectors, bench_vectors.vector_table(
+            vectors, data.turn_texts, data.question_texts, cache, data.name))
+    started = time.perf_counter()
+    bound_runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for conversation in data.conversations:
+            with Workspace(Path(tmp) / f"{conversation.id}.db", synchronous="NORMAL") as ws:
+                info = locomo.capture_conversation(ws, conversation)
+                add_raw_index(ws)
+                questions = conversation_questions(conversation, info["turns_of"])
+                for name, search in methods(ws).items():
+                    reset_recall_counts(ws)
+                    scores.run(name, search, questions)
+            if provider is None:
+                continue
+            from . import bench_vectors
+            bound = Workspace(Path(tmp) / f"{conversation.id}-bound.db", synchronous="NORMAL",
+                              embedder=provider)
+            bound_info = locomo.capture_conversation(bound, conversation)
+            dedup_rows.append([conversation.id, len(conversation.turns),
+                               bound_info["outcomes"].get("stored", 0), len(bound_info["blocked"]),
+                               bound_info["duplicate_candidates"], bound_info["auto_links"]])
+            for blocked_text, matched_text, cosine in bound_info["blocked"]:
+                dedup_rows.append(["  blocked", f"{cosine:.3f}", blocked_text[:60], matched_text[:60], "", ""])
+            bound_questions = conversation_questions(conversation, bound_info["turns_of"])
+            for name, search in bench_vectors.methods(bound, provider).items():
+                reset_recall_counts(bound)
+                scores.run(name, search, bound_questions)
+            bound_runs.append((bound, bound_questions))
+        if bound_runs:
+            from . import bench_vectors
+
+            def reset():
+                for bound, _ in bound_runs:
+                    reset_recall_counts(bound)
+
+            def measure():
+                run = Scores()
+                for bound, questions in bound_runs:
+                    run.run("hybrid", lambda q, ws=bound: recall_ids(ws, q), questions)
+                ndcg, rec, _, _ = run.row("hybrid")
+                return ndcg, rec
+            sensitivity = [[data.name, *r] for r in bench_vectors.sensitivity(reset, measure)]
+            for bound, _ in bound_runs:
+                bound.close()
+    turns = sum(len(c.turns) for c in data.conversations)
+    questions = sum(len(c.questions) for c in data.conversations)
+    note = (f"{data.name}: {len(data.conversations)} conversations, {turns} turns captured and "
+            f"linked in {time.perf_counter() - started:.1f} s (all runs), {questions} questions")
+    return note, scores, dedup_rows, sensitivity
+
+
+# ---- latency --------------------------------------------------------------------------------------
 def synthetic_docs(n: int, seed: int = 7) -> tuple[list[tuple[str, str]], dict[str, list[str]]]:
     """n short docs over a 20k-word Zipf vocabulary, and two query sets drawn from random docs:
     `mixed` takes 2-4 of the doc's words at random (often very common words), `specific` takes
@@ -142,7 +286,33 @@ def synthetic_docs(n: int, seed: int = 7) -> tuple[list[tuple[str, str]], dict[s
     return docs, queries
 
 
-def latency(n: int) -> tuple[str, list[list]]:
+def read_path_recall(ws: Workspace, reader):
+    """recall as a read-pool thread serves it: parsed, run inside one read transaction on a
+    read-only connection; the recall-count follow-up is not part of the answer's latency."""
+    method = find_method("recall")
+
+    def run(query: str, top_k: int = TOP_K):
+        args = parse_args(method, {"query": query, "topK": top_k})
+        reader.execute("BEGIN")
+        try:
+            return run_recall(reader, args, ws.clock.now_ms())
+        finally:
+            reader.execute("COMMIT")
+    return run
+
+
+def _timed(run, queries: list[str], warmup: int = 20) -> list[float]:
+    for q in queries[:warmup]:
+        run(q)
+    samples = []
+    for q in queries:
+        t0 = time.perf_counter()
+        run(q)
+        samples.append((time.perf_counter() - t0) * 1000)
+    return samples
+
+
+def latency(n: int) -> tuple[str, list[list], list[list]]:
     docs, query_sets = synthetic_docs(n)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -150,59 +320,161 @@ def latency(n: int) -> tuple[str, list[list]]:
             started = time.perf_counter()
             load_workspace(ws, docs)
             load_s = time.perf_counter() - started
-            conn = ws.conn
-            runs = {
-                "raw-fts5 top-50": lambda q: raw_search(conn, "raw_fts", q, 50),
-                "raw-fts5-porter top-50": lambda q: raw_search(conn, "entries_fts", q, 50),
-                "recall topK=10": lambda q: ws.recall(q, topK=10),
-            }
-            for set_name, queries in query_sets.items():
-                baseline = None
-                for name, run in runs.items():
-                    for q in queries[:20]:
-                        run(q)  # warm caches
-                    samples = []
-                    for q in queries:
-                        t0 = time.perf_counter()
-                        run(q)
-                        samples.append((time.perf_counter() - t0) * 1000)
-                    row_p50, row_p99 = p50(samples), percentile(samples, 99)
-                    baseline = baseline or (row_p50, row_p99)
-                    rows.append([f"{n:,} / {set_name}", name, row_p50, row_p99,
-                                 row_p50 / baseline[0], row_p99 / baseline[1]])
+            reader = db.connect(ws.path, readonly=True)
+            try:
+                runs = {
+                    "raw-fts5 top-50": lambda q: raw_search(reader, "raw_fts", q, 50),
+                    "raw-fts5-porter top-50": lambda q: raw_search(reader, "entries_fts", q, 50),
+                    "recall topK=10 (read path)": read_path_recall(ws, reader),
+                    "recall topK=10 + follow-up write (Workspace.recall)": lambda q: ws.recall(q, topK=10),
+                }
+                for set_name, queries in query_sets.items():
+                    baseline = None
+                    for name, run in runs.items():
+                        samples = _timed(run, queries)
+                        row_p50, row_p99 = p50(samples), percentile(samples, 99)
+                        baseline = baseline or (row_p50, row_p99)
+                        rows.append([f"{n:,} / {set_name}", name, row_p50, row_p99,
+                                     row_p50 / baseline[0], row_p99 / baseline[1]])
+            finally:
+                reader.close()
     sizes = ", ".join(f"{len(q)} {name}" for name, q in query_sets.items())
-    return f"{n:,} synthetic entries loaded in {load_s:.1f} s; queries: {sizes}", rows
+    return f"{n:,} synthetic entries loaded in {load_s:.1f} s; queries: {sizes}", rows, large_entries()
+
+
+def large_entries() -> list[list]:
+    """recall topK=50 over LARGE_ENTRY_COUNT entries that all match, 64 KiB each versus 200
+    characters each: MMR and rerank must not pay for the entries' length."""
+    rng = random.Random(11)
+    words = [f"x{i}{rng.choice('aeiou')}" for i in range(3000)]
+    rows = []
+    for chars in (200, LARGE_ENTRY_CHARS):
+        with tempfile.TemporaryDirectory() as tmp:
+            with Workspace(Path(tmp) / "large.db", synchronous="OFF") as ws:
+                calls = []
+                for i in range(LARGE_ENTRY_COUNT):
+                    text, size = [f"zephyr note {i}"], 0
+                    while size < chars - 20:
+                        word = rng.choice(words)
+                        text.append(word)
+                        size += len(word) + 1
+                    calls.append(("capture", {"content": " ".join(text)[: chars - 1]}))
+                ws.run_batch(calls)
+                reader = db.connect(ws.path, readonly=True)
+                try:
+                    run = read_path_recall(ws, reader)
+                    samples, stages = [], defaultdict(list)
+                    for _ in range(LARGE_REPEATS + 2):
+                        t0 = time.perf_counter()
+                        result = run("zephyr note", LARGE_TOP_K)
+                        samples.append((time.perf_counter() - t0) * 1000)
+                        for stage, ms in result["timings"].items():
+                            stages[stage].append(ms)
+                finally:
+                    reader.close()
+                samples = samples[2:]
+                rows.append([f"{LARGE_ENTRY_COUNT} entries × {chars:,} chars", f"topK={LARGE_TOP_K}",
+                             p50(samples), p50(stages["rerankMs"]), p50(stages["hydrateMs"])])
+    return rows
+
+
+# ---- report ------------------------------------------------------------------------------------------
+QUALITY_METHODS = ["raw-fts5", "raw-fts5-porter", "keyword-arm", "keyword+graph", "recall",
+                   "dense-only", "dense+feedback", "hybrid", "hybrid, MMR off"]
+
+
+def targets(results: dict[str, Scores], kinds: dict[str, str]) -> list[list]:
+    """The issue's targets, checked on this run's rows."""
+    rows = []
+    for name, scores in results.items():
+        have = scores.values
+        if "hybrid" in have:
+            best_arm = max(scores.row("keyword-arm")[0], scores.row("dense-only")[0])
+            hybrid = scores.row("hybrid")[0]
+            need = best_arm + HEADLINE_TARGETS_NDCG_MARGIN
+            rows.append([name, "hybrid nDCG@10 ≥ max(keyword-arm, dense-only) + 0.01",
+                         f"{hybrid:.3f}", f"{need:.3f}", "met" if hybrid >= need else "missed"])
+            zero = scores.row("recall")[0]
+            rows.append([name, "hybrid nDCG@10 ≥ zero-binding recall", f"{hybrid:.3f}", f"{zero:.3f}",
+                         "met" if hybrid >= zero else "missed"])
+        if kinds[name] == "conversations":
+            rec = scores.row("recall")[1]
+            rows.append([name, "zero-binding R@10 ≥ 0.68", f"{rec:.3f}", "0.680",
+                         "met" if rec >= 0.68 else "missed"])
+        else:
+            zero, keyword = scores.row("recall")[0], scores.row("keyword-arm")[0]
+            rows.append([name, "zero-binding nDCG@10 ≥ keyword-arm", f"{zero:.3f}", f"{keyword:.3f}",
+                         "met" if zero >= keyword else "missed"])
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", nargs="*", default=[], help="BEIR-layout folders")
+    parser.add_argument("--conversations", nargs="*", default=[],
+                        help="LoCoMo-layout folders (conversations.jsonl)")
     parser.add_argument("--synthetic", type=int, default=0, help="entries for the latency run")
     parser.add_argument("--vectors", choices=["minilm", "hash"], default=None,
                         help="also bind this embedding provider: dense-only and hybrid rows")
     parser.add_argument("--embed-cache", default=None,
-                        help="folder caching corpus embeddings between runs (default: a temp dir)")
+                        help="folder caching embeddings between runs (default: a temp dir)")
     args = parser.parse_args()
     out = []
     provider = cache = None
     if args.vectors:
         from . import bench_vectors
         provider, cache = bench_vectors.make(args.vectors), bench_vectors.cache_dir(args.embed_cache)
-    if args.data:
-        notes, rows, sensitivity = [], [], []
-        for path in args.data:
-            note, part = quality(path, provider, cache, sensitivity)
-            notes.append(note)
-            rows += part
-        out.append("## Quality (nDCG@10, R@10) and query latency (ms)\n\n" + "\n".join(f"- {n}" for n in notes)
-                   + "\n\n" + table(["set", "method", "nDCG@10", "R@10", "p50 ms", "p99 ms"], rows))
+    results: dict[str, Scores] = {}
+    kinds: dict[str, str] = {}
+    notes, sensitivity, dedup = [], [], []
+    for path in args.data:
+        note, scores, sens = beir_quality(path, provider, cache)
+        name = Path(path).name
+        results[name], kinds[name] = scores, "passages"
+        notes.append(note)
+        sensitivity += sens
+    for path in args.conversations:
+        note, scores, dedup_rows, sens = conversation_quality(path, provider, cache)
+        name = Path(path).name
+        results[name], kinds[name] = scores, "conversations"
+        notes.append(note)
+        dedup += dedup_rows
+        sensitivity += sens
+    if results:
+        rows = [[name, method, *scores.row(method)] for name, scores in results.items()
+                for method in QUALITY_METHODS if method in scores.values]
+        out.append("## Quality (nDCG@10, R@10) and query latency (ms)\n\n"
+                   + "\n".join(f"- {n}" for n in notes) + "\n\n"
+                   + table(["set", "method", "nDCG@10", "R@10", "p50 ms", "p99 ms"], rows))
+        for name, scores in results.items():
+            if kinds[name] != "conversations":
+                continue
+            categories = list(locomo.CATEGORY_NAMES.values())
+            for index, label in ((1, "R@10"), (0, "nDCG@10")):
+                cat_rows = []
+                for method in QUALITY_METHODS:
+                    if method in scores.values:
+                        values = scores.by_category(method, index)
+                        cat_rows.append([method, *[values.get(c, float("nan")) for c in categories]])
+                counts = scores.by_category("recall", 1)
+                sizes = {c: sum(1 for v in scores.values["recall"] if v[3] == c) for c in counts}
+                out.append(f"## {name}: {label} by question category\n\n" + table(
+                    ["method", *[f"{c} ({sizes.get(c, 0)})" for c in categories]], cat_rows))
+        out.append("## Targets\n\n" + table(["set", "target", "figure", "bar (same run)", ""],
+                                            targets(results, kinds)))
+    if dedup:
+        out.append("## Semantic dedup and auto-links when capturing conversations with the binding on\n\n"
+                   + table(["conversation", "turns", "stored", "blocked (semantic)",
+                            "duplicate-candidate", "auto-link edges"], dedup))
     if args.synthetic:
-        note, rows = latency(args.synthetic)
+        note, rows, large = latency(args.synthetic)
         out.append(f"## Latency at scale\n\n- {note}\n\n" + table(
             ["data", "method", "p50 ms", "p99 ms", "p50 / raw", "p99 / raw"], rows))
+        out.append("## MMR + rerank against entry size (recall read path, ms)\n\n" + table(
+            ["entries", "query", "recall p50", "rerank + MMR p50", "hydrate + snippets p50"], large))
     if provider is not None:
         from . import bench_vectors
-        out += bench_vectors.report_sections(provider, args.data, sensitivity if args.data else [])
+        out += bench_vectors.report_sections(provider, args.data, sensitivity)
     report = "\n\n".join(out)
     print(report)
     print("\nsaved to", save_report("retrieval-vectors" if provider is not None else "retrieval", report))

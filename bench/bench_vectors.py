@@ -1,8 +1,10 @@
 """Vector-binding parts of the retrieval benchmark (`bench_retrieval --vectors minilm`).
 
-  dense-only   the vector arm alone: sqlite-vec KNN over the same workspace file, top 10
-  hybrid       our full recall with the binding on (keyword + graph + vector, fused, reranked)
-  hybrid, MMR off   the same with MMR's λ at 1: fusion + rerank factors only
+  dense-only      the vector arm alone: sqlite-vec KNN over the same workspace file, top 10
+  dense+feedback  the vector arm with its one feedback round taken on its own top 10 (what the
+                  hybrid's feedback would do with no lexical arm): how much is feedback alone
+  hybrid          our full recall with the binding on (keyword + graph + vector, fused, reranked)
+  hybrid, MMR off the same with MMR's λ at 1: fusion + rerank factors only
 plus the provider's embed throughput and capture latency with the binding on versus off.
 Corpus/query vectors are cached under --embed-cache (a temp dir, never the repo) so reruns do not
 re-embed; the throughput row always embeds a fresh sample.
@@ -28,7 +30,13 @@ THROUGHPUT_SAMPLE = 128          # corpus texts embedded fresh for the sentences
 CAPTURE_SAMPLES = 100            # captures timed per configuration
 CAPTURE_WARMUP = 5
 CAPTURE_NOTE_CHARS = 200         # captured notes: agent-note sized cuts of corpus passages
-SENSITIVITY_WEIGHTS = (1.0, 3.0, 6.0, 10.0, 15.0, 25.0)   # vector-arm RRF weights compared
+# hybrid settings compared with the shipped ones (tuning constant -> values)
+SENSITIVITY = {
+    "HYBRID_LEXICAL_MARGIN_FLOOR": (0.25, 0.4),
+    "HYBRID_LEXICAL_SLOPE": (1.0, 2.0),
+    "HYBRID_LEXICAL_MAX": (0.4, 0.8),
+    "VECTOR_FEEDBACK_WEIGHT": (0.0, 1.0),
+}
 
 
 class CachedProvider:
@@ -51,21 +59,23 @@ def make(name: str):
     return make_provider({"provider": name})
 
 
-def bind(ws: Workspace, provider, data, cache_dir) -> tuple[CachedProvider, str]:
-    """Bind the workspace (backfill from the cache); returns the provider and a note."""
-    corpus_texts = [text for _, text in data.corpus]
-    query_texts = list(data.queries.values())
-    corpus_vectors, corpus_s = cached_embed(provider, corpus_texts, cache_dir, data.name + "-corpus")
-    query_vectors, _ = cached_embed(provider, query_texts, cache_dir, data.name + "-queries")
+def vector_table(provider, corpus_texts: list[str], query_texts: list[str], cache_dir,
+                 label: str) -> dict[str, np.ndarray]:
+    """text -> vector for a set's corpus and queries, from the embedding cache (filled once)."""
+    corpus_vectors, _ = cached_embed(provider, corpus_texts, cache_dir, label + "-corpus")
+    query_vectors, _ = cached_embed(provider, query_texts, cache_dir, label + "-queries")
     table = dict(zip(corpus_texts, corpus_vectors))
     table.update(zip(query_texts, query_vectors))
-    cached = CachedProvider(provider, table)
+    return table
+
+
+def bind(ws: Workspace, cached: CachedProvider, label: str) -> str:
+    """Bind the workspace (backfill through the cached provider); returns a note."""
     started = time.perf_counter()
-    report = ws.enable_vectors(cached, progress_callback=_progress(data.name))
-    note = (f"{data.name}: {report['embedded']} vectors backfilled into sqlite-vec in "
-            f"{time.perf_counter() - started:.1f} s" + (f" (corpus embedded in {corpus_s:.0f} s, cached)"
-                                                       if corpus_s else " (corpus vectors from the cache)"))
-    return cached, note
+    report = ws.enable_vectors(cached, progress_callback=_progress(label))
+    note = (f"{label}: {report['embedded']} vectors backfilled into sqlite-vec in "
+            f"{time.perf_counter() - started:.1f} s (embeddings from the cache)")
+    return note
 
 
 def _progress(label: str):
@@ -76,10 +86,16 @@ def _progress(label: str):
 
 
 def methods(ws: Workspace, provider) -> dict:
-    from minisphere.engine.vectors.arm import vector_arm
+    from minisphere.engine.vectors.arm import VectorArm
 
     def dense(query: str) -> list[str]:
-        return [h.id for h in vector_arm(ws.conn, provider.embed([query])[0], Prefilter())[:10]]
+        return [h.id for h in VectorArm(provider.embed([query])[0]).hits(ws.conn, Prefilter())[:10]]
+
+    def dense_feedback(query: str) -> list[str]:
+        arm = VectorArm(provider.embed([query])[0])
+        head = [h.id for h in arm.hits(ws.conn, Prefilter())[:10]]
+        return [h.id for h in arm.refine(ws.conn, Prefilter(), head)[:10]]
+
     def hybrid_without_mmr(query: str) -> list[str]:
         """Fusion + rerank factors only: isolates the fusion from MMR's diversity trade-off."""
         from minisphere.engine.retrieval import recall as pipeline
@@ -91,30 +107,27 @@ def methods(ws: Workspace, provider) -> dict:
             pipeline.mmr = original
     return {
         "dense-only": dense,
+        "dense+feedback": dense_feedback,
         "hybrid": lambda q: [i["id"] for i in ws.recall(q, topK=10)["items"]],
         "hybrid, MMR off": hybrid_without_mmr,
     }
 
 
-def reset_recall_counts(ws: Workspace) -> None:
-    """Each recall-based row starts from the same state: earlier rows' recalls must not boost
-    (recall-count factor) what this row returns."""
-    ws.conn.execute("UPDATE entries SET recall_count = 0")
-
-
-def weight_sensitivity(ws: Workspace, data, docs_of, score) -> list[list]:
-    """hybrid nDCG@10 / R@10 for other vector-arm weights (the shipped one is HYBRID_ARM_WEIGHTS)."""
+def sensitivity(reset, measure) -> list[list]:
+    """hybrid (nDCG@10, R@10) with each listed setting moved, one at a time; `measure()` runs
+    every question once, `reset()` clears recall counts before each run."""
     from minisphere.engine.retrieval import tuning as T
-    shipped = T.HYBRID_ARM_WEIGHTS["vector"]
-    rows = []
-    try:
-        for weight in SENSITIVITY_WEIGHTS:
-            T.HYBRID_ARM_WEIGHTS["vector"] = weight
-            reset_recall_counts(ws)
-            ndcg, recall, _, _ = score(data, lambda q: [i["id"] for i in ws.recall(q, topK=10)["items"]], docs_of)
-            rows.append([data.name, f"{weight:g}" + (" (shipped)" if weight == shipped else ""), ndcg, recall])
-    finally:
-        T.HYBRID_ARM_WEIGHTS["vector"] = shipped
+    reset()
+    rows = [["shipped", *measure()]]
+    for name, values in SENSITIVITY.items():
+        shipped = getattr(T, name)
+        try:
+            for value in values:
+                setattr(T, name, value)
+                reset()
+                rows.append([f"{name} = {value:g} (shipped {shipped:.3g})", *measure()])
+        finally:
+            setattr(T, name, shipped)
     return rows
 
 
@@ -170,8 +183,8 @@ def report_sections(provider, data_paths: list[str], sensitivity: list[list]) ->
         [f"synthetic note {i} about topic {i % 17} and its details" for i in range(1000)]
     sections = []
     if sensitivity:
-        sections.append("## Hybrid: sensitivity to the vector arm's RRF weight (keyword, graph = 1)\n\n"
-                        + table(["set", "vector weight", "nDCG@10", "R@10"], sensitivity))
+        sections.append("## Hybrid: sensitivity to its settings (one moved at a time)\n\n"
+                        + table(["set", "setting", "nDCG@10", "R@10"], sensitivity))
     sections.append("## Vector binding: embed throughput\n\n" + table(
         ["what", "sample", "value", "unit"], [throughput(provider, corpus[-THROUGHPUT_SAMPLE:])]))
     notes = [text[:CAPTURE_NOTE_CHARS] for text in corpus[:CAPTURE_SAMPLES + CAPTURE_WARMUP]]

@@ -131,28 +131,39 @@ def recency_arm(conn, prefilter: Prefilter) -> list[Hit]:
 
 
 def graph_arm(conn, seeds: list[Hit], hops: int, prefilter: Prefilter) -> list[Hit]:
-    """BFS from the best keyword hits over edges in both directions.
+    """BFS from the best keyword hits over edges in both directions; each node's score is the
+    support its graph neighbourhood gives it.
 
-    score = seed score (normalized to the best seed) × 0.6^hop × product of edge weights on the
-    path; at most GRAPH_FANOUT_PER_NODE strongest edges per node and GRAPH_MAX_NODES nodes.
-    Nodes failing the prefilter (deprecated, other kind, …) are neither returned nor traversed.
+    A seed's base is its keyword score relative to the best seed. Each followed edge (p, d)
+    adds 0.6 × weight(p, d) × base(p) to d, where base(p) is p's own seed score if p is a
+    seed, else the support p gathered one hop earlier; along one path that is the contract's
+    seed × 0.6^hop × product of edge weights, and several paths into one node add up (a turn
+    whose neighbours both match is better supported than one with a single matching
+    neighbour), up to GRAPH_SUPPORT_MAX (the best seed's own score: a dense cluster of weak
+    matches never outweighs the best match). Seeds support each other too (hop 0). Only nodes reached at hop h expand at
+    hop h + 1, and support never flows back to an earlier level, so no path counts twice.
+    At most GRAPH_FANOUT_PER_NODE strongest edges per node and GRAPH_MAX_NODES nodes (seeds
+    included); nodes failing the prefilter (deprecated, other kind, …) are neither returned
+    nor traversed. Returned: every node with support, best first (a seed without any
+    supporting neighbour is the keyword arm's alone and is not repeated here).
     """
     seeds = seeds[: T.GRAPH_SEED_COUNT]
-    if not seeds:
+    if not seeds or hops == 0 or conn.execute("SELECT 1 FROM edges LIMIT 1").fetchone() is None:
         return []
     top = max(h.score for h in seeds) or 1.0
-    best: dict[str, Hit] = {h.id: Hit(h.id, h.score / top, {"hop": 0, "via": None}) for h in seeds}
-    if hops == 0 or conn.execute("SELECT 1 FROM edges LIMIT 1").fetchone() is None:
-        return list(best.values())  # no edges anywhere: the seeds alone, in seed order
+    base = {h.id: h.score / top for h in seeds}
+    level = dict.fromkeys(base, 0)          # BFS distance of every node taken so far
+    support: dict[str, float] = {}
+    via: dict[str, tuple[str, float]] = {}  # strongest single contributor
     frontier = [h.id for h in seeds]
     where, params = prefilter.sql()
     for hop in range(1, hops + 1):
-        next_frontier: list[str] = []
+        reached: list[str] = []
         for node in frontier:
-            parent_score = best[node].score
+            giving = base[node]
             candidates = [(other, row[3])   # row[3] is the edge weight (EDGE_COLUMNS order)
                           for other, row in neighbours_of(conn, node, T.GRAPH_FANOUT_PER_NODE)
-                          if other not in best]
+                          if level.get(other, hop) >= hop - 1 and other != node]
             if not candidates:
                 continue
             marks = ",".join("?" * len(candidates))
@@ -160,14 +171,25 @@ def graph_arm(conn, seeds: list[Hit], hops: int, prefilter: Prefilter) -> list[H
                 f"SELECT e.id FROM entries e WHERE e.id IN ({marks}) AND {where}",
                 [o for o, _ in candidates] + params)}
             for other, weight in candidates:
-                if other not in allowed or other in best or len(best) >= T.GRAPH_MAX_NODES:
+                if other not in allowed:
                     continue
-                score = parent_score * T.GRAPH_HOP_DECAY * weight
-                best[other] = Hit(other, score, {"hop": hop, "via": node})
-                next_frontier.append(other)
-        frontier = next_frontier
-        if not frontier or len(best) >= T.GRAPH_MAX_NODES:
+                if other not in level:
+                    if len(level) >= T.GRAPH_MAX_NODES:
+                        continue
+                    level[other] = hop
+                    reached.append(other)
+                elif level[other] == hop - 1 and hop > 1:
+                    continue        # a sibling on the parent's own level: not a new path
+                gift = T.GRAPH_HOP_DECAY * weight * giving
+                support[other] = support.get(other, 0.0) + gift
+                if gift > via.get(other, (None, 0.0))[1]:
+                    via[other] = (node, gift)
+        for node in reached:
+            base[node] = support[node] = min(support[node], T.GRAPH_SUPPORT_MAX)
+        frontier = reached
+        if not frontier:
             break
-    hits = list(best.values())
+    hits = [Hit(node, min(score, T.GRAPH_SUPPORT_MAX), {"hop": level[node], "via": via[node][0]})
+            for node, score in support.items()]
     hits.sort(key=lambda h: -h.score)
     return hits

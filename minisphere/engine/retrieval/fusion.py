@@ -1,25 +1,155 @@
-"""Reciprocal-rank fusion: fused(d) = sum over arms of weight(arm) / (RRF_K + rank_arm(d)).
+"""Fusion: from the arms' hit lists to one score per candidate.
 
-An arm is just a name and a ranked hit list, so a vector arm joins by adding one more entry.
+Lexical evidence (zero bindings), per candidate d:
+
+    lexical(d) = keyword(d) / best keyword score + GRAPH_FUSION_WEIGHT × graph support(d)
+
+The keyword arm is scaled so its best hit is 1; the graph arm's support is already relative to
+the best seed (arms.graph_arm). A neighbour of the best hit over a `follows` edge of weight 0.5
+gets 0.5 (GRAPH_FUSION_WEIGHT undoes the 0.6 hop decay of the first hop), so the turn that
+answers the matching question can enter the first page, which reciprocal-rank fusion never
+let happen: there an entry found by the graph alone at graph rank 1 scores 1/61, below every
+entry found by both arms down to rank 60.
+
+With a vector binding (hybrid), a convex combination of the lexical score and the cosine:
+
+    fused(d) = a × lexical(d) / best lexical + (1 - a) × cosine'(d)
+
+where `a`, the lexical share, is set per query by how sharply the lexical head stands out:
+
+    margin = 1 - lexical(10th) / lexical(1st)            (1 with fewer than 10 candidates)
+    a      = clip(HYBRID_LEXICAL_SLOPE × (margin - HYBRID_LEXICAL_MARGIN_FLOOR), 0, HYBRID_LEXICAL_MAX)
+
+A flat lexical head (many entries matching the query words about equally: common words, long
+natural-language questions) has no say and the dense arm ranks alone; a peaked one (rare
+words, short entries) leads. cosine'(d) is the cosine to the query vector after one round of
+feedback (the vector arm's `refine`: the query moved towards the mean vector of the first
+fused page), computed exactly for every candidate of either arm. Cosines are used raw, not
+stretched per query: on short conversational turns every cosine sits in a narrow band, so the
+dense arm's say shrinks by itself where it tells entries apart least.
+
+Guarantees (tests/engine/retrieval/test_fusion_rerank.py): an empty or flat lexical arm leaves
+the dense order untouched; an empty vector arm, or one giving every candidate the same cosine,
+leaves the lexical order untouched.
 """
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.arms import Hit
 
+FLAT_COSINE_SPREAD = 1e-9   # cosines of the vector arm's hits closer than this are all equal
+Slot = dict   # {"fused": float, "arms": {arm: {"rank", "score", **detail, "rrf": share}}}
 
-def fuse(arms: dict[str, list[Hit]], weights: dict[str, float] | None = None) -> dict[str, dict]:
-    """id -> {"fused": score, "arms": {arm: {"rank", "score", **detail, "rrf"}}}.
 
-    weights: ARM_WEIGHTS by default; recall passes HYBRID_ARM_WEIGHTS when the vector arm ran."""
-    fused: dict[str, dict] = {}
-    weights = T.ARM_WEIGHTS if weights is None else weights
+def _slots(arms: dict[str, list[Hit]]) -> dict[str, Slot]:
+    slots: dict[str, Slot] = {}
     for arm, hits in arms.items():
-        weight = weights.get(arm, 1.0)
         for rank, hit in enumerate(hits, start=1):
-            contribution = weight / (T.RRF_K + rank)
-            slot = fused.setdefault(hit.id, {"fused": 0.0, "arms": {}})
-            slot["fused"] += contribution
-            slot["arms"][arm] = {"rank": rank, "score": hit.score, **hit.detail,
-                                 "rrf": contribution}
-    return fused
+            slot = slots.setdefault(hit.id, {"fused": 0.0, "arms": {}})
+            slot["arms"][arm] = {"rank": rank, "score": hit.score, **hit.detail, "rrf": 0.0}
+    return slots
+
+
+def lexical_scores(keyword: list[Hit], graph: list[Hit]) -> dict[str, dict[str, float]]:
+    """id -> {"keyword": share, "graph": share}: the two terms of lexical(d)."""
+    best = keyword[0].score if keyword and keyword[0].score > 0 else 1.0
+    shares: dict[str, dict[str, float]] = {}
+    for hit in keyword:
+        shares.setdefault(hit.id, {})["keyword"] = max(hit.score, 0.0) / best
+    for hit in graph:
+        shares.setdefault(hit.id, {})["graph"] = T.GRAPH_FUSION_WEIGHT * hit.score
+    return shares
+
+
+def lexical_margin(totals: list[float]) -> float:
+    """1 - (depth-th best) / best: how sharply the head stands out (0 flat .. 1 peaked)."""
+    ordered = sorted(totals, reverse=True)
+    if not ordered or ordered[0] <= 0:
+        return 0.0
+    if len(ordered) < T.HYBRID_MARGIN_DEPTH:
+        return 1.0
+    return 1.0 - ordered[T.HYBRID_MARGIN_DEPTH - 1] / ordered[0]
+
+
+def lexical_share(margin: float) -> float:
+    raw = T.HYBRID_LEXICAL_SLOPE * (margin - T.HYBRID_LEXICAL_MARGIN_FLOOR)
+    return min(T.HYBRID_LEXICAL_MAX, max(0.0, raw))
+
+
+def fuse(arms: dict[str, list[Hit]]) -> dict[str, Slot]:
+    """Zero-binding fusion: the lexical score, or the recency list's reciprocal rank."""
+    slots = _slots(arms)
+    for entry_id, shares in lexical_scores(arms.get("keyword", []), arms.get("graph", [])).items():
+        slot = slots[entry_id]
+        for arm, share in shares.items():
+            slot["arms"][arm]["rrf"] = share
+        slot["fused"] = sum(shares.values())
+    for rank, hit in enumerate(arms.get("recency", []), start=1):
+        share = 1.0 / (T.RRF_K + rank)
+        slots[hit.id]["arms"]["recency"]["rrf"] = share
+        slots[hit.id]["fused"] += share
+    return slots
+
+
+Refine = Callable[[list[str]], list[Hit]]
+
+
+def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine) -> dict[str, Slot]:
+    """Hybrid fusion over the keyword, graph and vector arms (cosine hits, best first).
+
+    `refine(head ids)` runs the vector arm again with the query moved towards the head's
+    vectors and returns its hits. In the breakdown, the vector arm's `cosine` is what the first
+    round used, `score` and `rank` what the final one used (an entry the vector arm did not
+    return in a round gets that round's lowest cosine), and every arm's `rrf` is its share of
+    `fused`, so the shares add up to it. Slots come best first, ties in lexical order.
+    """
+    if not arms.get("vector"):    # no vector evidence at all: the lexical ranking as it is
+        return fuse({k: v for k, v in arms.items() if k != "vector"})
+    shares = lexical_scores(arms.get("keyword", []), arms.get("graph", []))
+    lexical = {entry_id: sum(s.values()) for entry_id, s in shares.items()}
+    best = max(lexical.values(), default=0.0)
+    a = lexical_share(lexical_margin(list(lexical.values()))) if best > 0 else 0.0
+
+    def cosines_used(cos: dict[str, float], candidates: list[str]) -> dict[str, float]:
+        floor = min(cos.values())
+        return {i: cos.get(i, floor) for i in candidates}
+
+    def combine(cos: dict[str, float]) -> dict[str, float]:
+        return {i: (a * lexical.get(i, 0.0) / best if best > 0 else 0.0) + (1 - a) * c
+                for i, c in cos.items()}
+
+    def ranked(scores: dict[str, float]) -> list[str]:
+        # ties (an imputed cosine ties the lowest returned one): the arm that has a say first
+        if a > 0:
+            return sorted(scores, key=lambda i: (-scores[i], -lexical.get(i, 0.0), i not in returned))
+        return sorted(scores, key=lambda i: (-scores[i], i not in returned, -lexical.get(i, 0.0)))
+
+    plain = {h.id: h.score for h in arms["vector"]}
+    returned = set(plain)
+    if best > 0 and max(plain.values()) - min(plain.values()) <= FLAT_COSINE_SPREAD:
+        a = 1.0   # every entry equally close to the query: the vector arm tells nothing apart
+    candidates = list(dict.fromkeys([*lexical, *plain]))
+    first_cos = cosines_used(plain, candidates)
+    head = ranked(combine(first_cos))[: T.VECTOR_FEEDBACK_DOCS]
+    refined_hits = refine(head) or arms["vector"]
+    refined = {h.id: h.score for h in refined_hits}
+    returned = set(refined)
+    candidates = list(dict.fromkeys([*candidates, *refined]))
+    first_floor = min(first_cos.values())
+    final_cos = cosines_used(refined, candidates)
+    fused = combine(final_cos)
+    rank_of = {i: r for r, i in enumerate(ranked(final_cos), start=1)}
+    slots = _slots(arms)
+    out: dict[str, Slot] = {}
+    for entry_id in ranked(fused):
+        slot = slots.setdefault(entry_id, {"fused": 0.0, "arms": {}})
+        slot["fused"] = fused[entry_id]
+        for arm, share in shares.get(entry_id, {}).items():
+            slot["arms"][arm]["rrf"] = a * share / best
+        slot["arms"]["vector"] = {"rank": rank_of[entry_id], "score": final_cos[entry_id],
+                                  "cosine": first_cos.get(entry_id, first_floor),
+                                  "rrf": (1 - a) * final_cos[entry_id]}
+        out[entry_id] = slot
+    return out

@@ -1,7 +1,9 @@
 """recall(): the contract's §5 pipeline, end to end, with a score breakdown per item.
 
 1 temporal rewrite + rare-term distillation -> 2 prefilters (SQL) -> 3 keyword arm (FTS5 bm25)
--> 4 graph arm (BFS from keyword seeds) -> 5 RRF fusion -> 6 rerank factors + MMR
+-> 4 graph arm (BFS from keyword seeds) -> 5 fusion (lexical score; with a vector binding, a
+convex mix with the cosine whose lexical share follows the lexical head's margin) -> 6 rerank
+factors + MMR
 -> 7 snippet budget -> 8 always-on filters (inside the prefilter SQL).
 Nothing is cached: every call recomputes every score. recall itself only reads (it can run on a
 read-only connection); the returned entries' recall_count + 1 is the follow-up write
@@ -14,9 +16,8 @@ import time
 from minisphere.engine.arguments import NoteRecalledArgs, RecallArgs
 from minisphere.engine.clock import iso_utc
 from minisphere.engine.reads import entry_count
-from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.arms import Hit, graph_arm, keyword_arm, recency_arm
-from minisphere.engine.retrieval.fusion import fuse
+from minisphere.engine.retrieval.fusion import fuse, fuse_hybrid
 from minisphere.engine.retrieval.prefilter import Prefilter
 from minisphere.engine.retrieval.query_text import STOP_WORDS, distill, stem, tokenize
 from minisphere.engine.retrieval.rerank import mmr, rerank_factors
@@ -64,7 +65,8 @@ def _rewrite(conn, args: RecallArgs, now_ms: int):
 
 
 def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
-    """vector_arm(conn, prefilter) -> hits: the optional vector binding's KNN arm."""
+    """vector_arm: the optional vector binding's arm (vectors.arm.VectorArm: `hits(conn,
+    prefilter)` and `refine(conn, prefilter, head ids)`)."""
     timer = _Timer()
     text, bounds, terms, dropped = _rewrite(conn, args, now_ms)
     prefilter = Prefilter.build(args.kind, args.tag, bounds, now_ms)
@@ -86,13 +88,16 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
             arms["graph"] = graph_arm(conn, keyword, args.hops, prefilter)
         timer.lap("graphMs")
         if vector_arm is not None:  # optional binding: KNN over sqlite-vec (minisphere/vectors)
-            arms["vector"] = vector_arm(conn, prefilter)
+            arms["vector"] = vector_arm.hits(conn, prefilter)
             timer.lap("vectorMs")
     elif bounds.active or prefilter.tag is not None:
         arms["recency"] = recency_arm(conn, prefilter)
         timer.lap("recencyMs")
 
-    fused = fuse(arms, T.HYBRID_ARM_WEIGHTS if "vector" in arms else None)
+    if "vector" in arms:
+        fused = fuse_hybrid(arms, lambda head: vector_arm.refine(conn, prefilter, head))
+    else:
+        fused = fuse(arms)
     timer.lap("fusionMs")
 
     rows = entries_by_id(conn, list(fused), now_ms)

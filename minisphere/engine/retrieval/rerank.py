@@ -66,7 +66,7 @@ def rerank_factors(row: dict, now_ms: int, query_stems: set[str]) -> dict:
 
 
 def shingles(text: str) -> frozenset:
-    terms = content_terms(text)
+    terms = content_terms(text[: T.MMR_TEXT_CHARS])
     if len(terms) < 2:
         return frozenset(terms)
     return frozenset(zip(terms, terms[1:]))
@@ -76,6 +76,13 @@ def jaccard(a: frozenset, b: frozenset) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / len(a | b)
+
+
+def similarity(a: frozenset, b: frozenset) -> float:
+    """Jaccard overlap, counted only above MMR_SIMILARITY_FLOOR and rescaled to [0, 1]."""
+    overlap = jaccard(a, b)
+    floor = T.MMR_SIMILARITY_FLOOR
+    return 0.0 if overlap <= floor else (overlap - floor) / (1.0 - floor)
 
 
 def mmr(candidates: list[tuple[str, float]], texts: dict[str, str], top_k: int,
@@ -96,5 +103,5 @@ def mmr(candidates: list[tuple[str, float]], texts: dict[str, str], top_k: int,
         chosen.append((best_id, {"relevance": relevance[best_id], "maxSimilarity": sim,
                              "mmr": lam * relevance[best_id] - (1 - lam) * sim}))
         for i in closest:
-            closest[i] = max(closest[i], jaccard(sets[i], sets[best_id]))
+            closest[i] = max(closest[i], similarity(sets[i], sets[best_id]))
     return chosen

@@ -25,10 +25,16 @@ GRAPH_SEED_COUNT = 10              # best keyword hits used as BFS seeds
 GRAPH_FANOUT_PER_NODE = 8          # strongest edges followed per node
 GRAPH_MAX_NODES = 50               # nodes visited in total, seeds included
 GRAPH_HOP_DECAY = 0.6              # score = seed score × 0.6^hop × edge weight
+GRAPH_SUPPORT_MAX = 1.0            # support over several paths adds up, to the best seed's score
 
-# --- fusion (reciprocal rank) ---
-RRF_K = 60                         # 1 / (60 + rank), rank starting at 1
-ARM_WEIGHTS = {"keyword": 1.0, "graph": 1.0, "recency": 1.0, "vector": 1.0}
+# --- fusion (engine/retrieval/fusion.py; measured in bench/results/retrieval.md) ---
+RRF_K = 60                         # the recency list (no searchable words): 1 / (60 + rank)
+# lexical(d) = keyword / best keyword + GRAPH_FUSION_WEIGHT × graph support. 1 / 0.6: the first
+# hop's decay is undone, so a neighbour over an edge of weight w counts w × its seed's score.
+# Conversations (locomo_dev, zero bindings, nDCG@10 / R@10): reciprocal rank 0.448 / 0.620;
+# support weight 1.0: 0.482 / 0.649; 1/0.6: 0.490 / 0.668 (max instead of sum: 0.497 / 0.676);
+# 2.5: worse again (neighbours crowd out the matching turns). No edges: no effect.
+GRAPH_FUSION_WEIGHT = 1.0 / 0.6
 
 # --- rerank: each factor is a bounded multiplier, 1.0 = neutral ---
 HALF_LIFE_MS = {"durable": 365 * DAY_MS, "state": 30 * DAY_MS, "volatile": 3 * DAY_MS}
@@ -41,6 +47,15 @@ ROLLED_UP_FACTOR = 0.4             # entries tagged rolled-up are summaries' sou
 # --- MMR diversity ---
 MMR_LAMBDA = 0.7
 MMR_POOL_FACTOR = 3                # MMR chooses topK out of the best topK × 3 candidates
+MMR_TEXT_CHARS = 2000              # shingles from each candidate's first 2,000 characters: the
+                                   # cost stays flat however long entries get (64 KiB allowed)
+# Similarity below half of the word pairs shared counts as 0, above it is rescaled to [0, 1]:
+# MMR pushes down restatements and copies, not entries that share a topic. With the scored
+# fusion, relevance in the head is tight enough that even a 0.05 overlap reordered it: MS MARCO
+# zero-binding 0.632 nDCG@10 with no floor, 0.638 with 0.5, 0.643 without MMR (the rest is
+# near-copies of one passage that the judgments count twice); hybrid 0.707 / 0.714 / 0.714;
+# conversations 0.492 / 0.493 / 0.493.
+MMR_SIMILARITY_FLOOR = 0.5
 
 # --- snippet budget (characters) ---
 SNIPPET_TOP_CHARS = 4000
@@ -52,12 +67,21 @@ SNIPPET_TOTAL_CHARS = 12000
 VECTOR_ROW_CAP = 100               # nearest neighbours taken from sqlite-vec, best cosine first
 VECTOR_OVERFETCH = 2               # KNN depth multiplier before dropping always-on exclusions
 VECTOR_MIN_COSINE = 0.0            # neighbours at or below orthogonal say nothing: dropped
+# One feedback round (Rocchio): query' = query + 0.5 × mean vector of the first fused page,
+# then the KNN again. Uses both arms' agreement (the fused head, not the dense head alone); it is
+# what lifts the hybrid above dense-only on the passage sets (simulated, same run: MS MARCO
+# 0.700 -> 0.714, DBpedia 0.485 -> 0.498 nDCG@10; conversations 0.510 -> 0.504).
+VECTOR_FEEDBACK_DOCS = 10
+VECTOR_FEEDBACK_WEIGHT = 0.5
 
-# --- hybrid fusion: the same weighted RRF, with these weights when the vector arm ran ---
-# The dense arm leads; lexical evidence reorders within about one result page of its head. An
-# entry that is the keyword arm's rank 1 (plus its hop-0 graph echo: 2/61 in all) at dense rank
-# 11 ties the dense rank 1 (15/71 + 2/61 ≈ 15/61); entries the dense arm ranks far down cannot
-# be pulled up by keywords alone. Equal-weight RRF lets the weaker arm drag the stronger one down
-# (data README: 0.692 / 0.444 versus dense-only 0.704 / 0.478). One weight for every workspace;
-# bench/results/retrieval-vectors.md has the sensitivity. ARM_WEIGHTS stays the zero-binding fusion.
-HYBRID_ARM_WEIGHTS = {"keyword": 1.0, "graph": 1.0, "recency": 1.0, "vector": 15.0}
+# --- hybrid fusion: fused = a × lexical / best lexical + (1 - a) × cosine -----------------------
+# The lexical share `a` follows how sharply the lexical head stands out, margin = 1 - 10th / 1st:
+# a = clip(1.5 × (margin - 1/3), 0, 0.6). No fixed weight served all three dev sets: the dense
+# arm leads on MS MARCO and DBpedia (0.704 / 0.478 vs keyword 0.643 / 0.356) and trails far on
+# conversations (0.330 vs 0.470), and any fixed lexical share that helped conversations cost
+# DBpedia (convex, fixed share 0.3: 0.702 / 0.459 / 0.522). Mean margin on the dev sets: MS MARCO
+# 0.40, DBpedia 0.33, conversations 0.64. Sensitivity in bench/results/retrieval-vectors.md.
+HYBRID_MARGIN_DEPTH = 10           # margin compares the best lexical score with the 10th
+HYBRID_LEXICAL_MARGIN_FLOOR = 1 / 3  # at or below this margin the lexical arm has no say
+HYBRID_LEXICAL_SLOPE = 1.5         # lexical share gained per unit of margin above the floor
+HYBRID_LEXICAL_MAX = 0.6           # the dense arm always keeps 40% (it breaks lexical ties)

@@ -5,6 +5,12 @@ VECTOR_ROW_CAP × VECTOR_OVERFETCH neighbours and drops excluded ones; if that l
 VECTOR_ROW_CAP while more may exist, or whenever a real prefilter applies (kind, tag, time), the
 allowed seqs are pushed into the KNN itself (`rowid IN (SELECT … WHERE prefilter)`), so k counts
 allowed entries only. Score = cosine similarity; nothing below VECTOR_MIN_COSINE is returned.
+
+`VectorArm` is what a bound recall gets: the KNN for the query vector, and `refine`, one round
+of feedback for the hybrid fusion (engine/retrieval/fusion.py): the query vector moved towards
+the mean stored vector of the first fused page (Rocchio), then the KNN again. Only the head's
+vectors are read back (a handful of rowid lookups: vec0 reads a stored vector at a per-row cost
+of a chunk lookup, so re-reading a hundred candidates would cost more than a second KNN).
 """
 from __future__ import annotations
 
@@ -25,6 +31,43 @@ def _ids(conn, seqs: list[int], where: str, params: list) -> dict[int, str]:
 
 
 def vector_arm(conn, query_vector: np.ndarray, prefilter: Prefilter) -> list[Hit]:
+    """The KNN arm alone (dense-only)."""
+    return VectorArm(query_vector).hits(conn, prefilter)
+
+
+def stored_vectors(conn, entry_ids: list[str]) -> np.ndarray:
+    """The stored vectors of these entries (those that have one), one row each."""
+    if not entry_ids:
+        return np.zeros((0, 0), dtype=np.float32)
+    marks = ",".join("?" * len(entry_ids))
+    seqs = [r[0] for r in conn.execute(f"SELECT seq FROM entries WHERE id IN ({marks})", entry_ids)]
+    blobs = [row[0] for seq in seqs for row in conn.execute(
+        f"SELECT embedding FROM {table.VEC_TABLE} WHERE rowid = ?", (seq,))]
+    if not blobs:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs])
+
+
+class VectorArm:
+    def __init__(self, query_vector: np.ndarray):
+        self.query = np.asarray(query_vector, dtype=np.float32)
+
+    def hits(self, conn, prefilter: Prefilter, vector: np.ndarray | None = None) -> list[Hit]:
+        return _knn_hits(conn, self.query if vector is None else vector, prefilter)
+
+    def refine(self, conn, prefilter: Prefilter, head_ids: list[str]) -> list[Hit]:
+        """The KNN again for query + VECTOR_FEEDBACK_WEIGHT × mean vector of the head."""
+        head = stored_vectors(conn, head_ids)
+        if not len(head):
+            return []
+        moved = self.query + T.VECTOR_FEEDBACK_WEIGHT * head.mean(axis=0)
+        norm = float(np.linalg.norm(moved))
+        if norm == 0.0:
+            return []
+        return self.hits(conn, prefilter, (moved / norm).astype(np.float32))
+
+
+def _knn_hits(conn, query_vector: np.ndarray, prefilter: Prefilter) -> list[Hit]:
     where, params = prefilter.sql()
     cap = T.VECTOR_ROW_CAP
     pairs: list[tuple[int, float]] = []

@@ -28,7 +28,7 @@ import numpy as np
 from minisphere.engine import db
 from minisphere.engine.hooks import WorkspaceHooks
 from minisphere.engine.vectors import semantic, table
-from minisphere.engine.vectors.arm import vector_arm
+from minisphere.engine.vectors.arm import VectorArm
 from minisphere.errors import InvalidArgument
 
 log = logging.getLogger("minisphere.vectors")
@@ -158,7 +158,7 @@ class VectorBinding(WorkspaceHooks):
             from minisphere.engine.retrieval.recall import recall
 
             def run_recall(conn, args, now_ms):
-                arm = (lambda c, prefilter: vector_arm(c, vector, prefilter)) if vector is not None else None
+                arm = VectorArm(vector) if vector is not None else None
                 result = recall(conn, args, now_ms, vector_arm=arm)
                 result["queryUsed"]["vector"] = self._arm_state(vector)
                 return result

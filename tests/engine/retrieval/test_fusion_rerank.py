@@ -1,29 +1,132 @@
-"""Fusion (RRF), the score breakdown, rerank factors and MMR."""
+"""Fusion (lexical score, hybrid convex mix), the score breakdown, rerank factors and MMR."""
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.arms import Hit
-from minisphere.engine.retrieval.fusion import fuse
+from minisphere.engine.retrieval.fusion import fuse, fuse_hybrid, lexical_margin, lexical_share
 from minisphere.engine.retrieval.rerank import decay_factor, jaccard, mmr, shingles
 from tests.engine.retrieval.helpers import DAY_MS, by_id, ids
 
 # ---- fusion ----------------------------------------------------------------------------------
+GRAPH_W = T.GRAPH_FUSION_WEIGHT
 
 
-def test_rrf_arithmetic_of_fuse():
-    assert T.RRF_K == 60
-    fused = fuse({"keyword": [Hit("a", 9.0), Hit("b", 5.0), Hit("c", 1.0)],
-                  "graph": [Hit("c", 1.0, {"hop": 0}), Hit("d", 0.3, {"hop": 1})],
-                  "vector": [Hit("d", 0.9)]})          # the seam a vector arm joins through
-    assert fused["a"]["fused"] == pytest.approx(1 / 61)
-    assert fused["b"]["fused"] == pytest.approx(1 / 62)
-    assert fused["c"]["fused"] == pytest.approx(1 / 63 + 1 / 61)
-    assert fused["d"]["fused"] == pytest.approx(1 / 62 + 1 / 61)
-    assert fused["c"]["arms"]["keyword"] == {"rank": 3, "score": 1.0, "rrf": pytest.approx(1 / 63, abs=1e-6)}
-    assert fused["d"]["arms"]["graph"] == {"rank": 2, "score": 0.3, "hop": 1, "rrf": pytest.approx(1 / 62, abs=1e-6)}
-    assert set(fused["d"]["arms"]) == {"graph", "vector"}
+def order(slots: dict) -> list[str]:
+    """Slots best first, ties kept in the slots' own order (as recall's stable sort does)."""
+    return sorted(slots, key=lambda i: -slots[i]["fused"])
+
+
+def test_lexical_fusion_adds_graph_support_to_the_scaled_keyword_score():
+    fused = fuse({"keyword": [Hit("a", 9.0), Hit("b", 4.5), Hit("c", 0.9)],
+                  "graph": [Hit("c", 0.5, {"hop": 0, "via": "a"}), Hit("d", 0.3, {"hop": 1, "via": "a"})]})
+    assert fused["a"]["fused"] == pytest.approx(1.0)
+    assert fused["b"]["fused"] == pytest.approx(0.5)
+    assert fused["c"]["fused"] == pytest.approx(0.1 + GRAPH_W * 0.5)
+    assert fused["d"]["fused"] == pytest.approx(GRAPH_W * 0.3)
+    assert fused["c"]["arms"]["keyword"] == {"rank": 3, "score": 0.9, "rrf": pytest.approx(0.1)}
+    assert fused["d"]["arms"]["graph"] == {"rank": 2, "score": 0.3, "hop": 1, "via": "a",
+                                           "rrf": pytest.approx(GRAPH_W * 0.3)}
+    for slot in fused.values():       # the shares add up to the fused score
+        assert slot["fused"] == pytest.approx(sum(a["rrf"] for a in slot["arms"].values()))
+
+
+def test_a_neighbour_of_the_best_hit_can_outrank_a_weak_keyword_hit():
+    """What reciprocal rank never allowed: graph rank 1 alone (1/61) lost to every entry both
+    arms found. A follows-neighbour (weight 0.5) of the best hit now scores half of it."""
+    keyword = [Hit("question", 10.0), Hit("weak", 2.0)]
+    graph = [Hit("answer", T.GRAPH_HOP_DECAY * 0.5, {"hop": 1, "via": "question"})]
+    assert order(fuse({"keyword": keyword, "graph": graph})) == ["question", "answer", "weak"]
+
+
+def test_recency_list_keeps_its_order():
+    hits = [Hit(x, float(100 - i)) for i, x in enumerate("abc")]
+    fused = fuse({"recency": hits})
+    assert order(fused) == ["a", "b", "c"]
+    assert fused["b"]["fused"] == pytest.approx(1 / (T.RRF_K + 2))
+
+
+@pytest.mark.parametrize("margin, share", [(0.0, 0.0), (1 / 3, 0.0), (0.5, 0.25), (0.6, 0.4),
+                                           (0.8, T.HYBRID_LEXICAL_MAX), (1.0, T.HYBRID_LEXICAL_MAX)])
+def test_lexical_share_grows_with_the_margin_and_is_capped(margin, share):
+    assert lexical_share(margin) == pytest.approx(share)
+
+
+def test_lexical_margin_compares_the_best_with_the_tenth():
+    assert lexical_margin([]) == 0.0
+    assert lexical_margin([1.0] * 12) == 0.0                     # flat: no say
+    assert lexical_margin([1.0, 0.5]) == 1.0                     # fewer than 10: peaked
+    assert lexical_margin([1.0] + [0.9] * 8 + [0.25, 0.1]) == pytest.approx(0.75)
+
+
+def _no_refine(hits):
+    return lambda head: hits
+
+
+distinct_scores = st.lists(st.floats(0.01, 100.0), min_size=1, max_size=30, unique=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(scores=distinct_scores, cosine=st.floats(-0.5, 1.0), share_of_ids=st.floats(0, 1))
+def test_a_vector_arm_giving_every_entry_the_same_cosine_cannot_reorder_the_lexical_ranking(
+        scores, cosine, share_of_ids):
+    keyword = [Hit(f"k{i}", s) for i, s in enumerate(sorted(scores, reverse=True))]
+    flat = [Hit(h.id, cosine, {"cosine": cosine}) for h in keyword[: max(1, int(len(keyword) * share_of_ids))]]
+    flat += [Hit(f"v{i}", cosine, {"cosine": cosine}) for i in range(3)]   # entries only it found
+    hybrid = order(fuse_hybrid({"keyword": keyword, "vector": flat}, _no_refine(flat)))
+    assert hybrid[: len(keyword)] == [h.id for h in keyword]
+
+
+@settings(max_examples=60, deadline=None)
+@given(scores=distinct_scores)
+def test_an_empty_vector_arm_leaves_the_lexical_ranking_as_it_is(scores):
+    keyword = [Hit(f"k{i}", s) for i, s in enumerate(sorted(scores, reverse=True))]
+    hybrid = fuse_hybrid({"keyword": keyword, "vector": []}, _no_refine([]))
+    assert order(hybrid) == order(fuse({"keyword": keyword}))
+    assert all("vector" not in slot["arms"] for slot in hybrid.values())
+
+
+cosine_lists = st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30, unique=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cosines=cosine_lists, flat_hits=st.integers(10, 40), flat_score=st.floats(0.1, 50.0))
+def test_a_flat_lexical_arm_has_no_say_over_the_vector_ranking(cosines, flat_hits, flat_score):
+    """Many entries matching the words equally well (margin 0): the dense ranking stands."""
+    vector = [Hit(f"v{i}", c, {"cosine": c}) for i, c in enumerate(sorted(cosines, reverse=True))]
+    keyword = [Hit(f"k{i}", flat_score) for i in range(flat_hits)]
+    keyword += [Hit(h.id, flat_score) for h in vector[:3]]     # some found by both
+    hybrid = order(fuse_hybrid({"keyword": keyword, "vector": vector}, _no_refine(vector)))
+    assert hybrid[: len(vector)] == [h.id for h in vector]
+
+
+@settings(max_examples=60, deadline=None)
+@given(cosines=cosine_lists)
+def test_an_empty_lexical_arm_leaves_the_vector_ranking_as_it_is(cosines):
+    vector = [Hit(f"v{i}", c, {"cosine": c}) for i, c in enumerate(sorted(cosines, reverse=True))]
+    hybrid = fuse_hybrid({"keyword": [], "vector": vector}, _no_refine(vector))
+    assert order(hybrid) == [h.id for h in vector]
+
+
+def test_hybrid_shares_add_up_and_the_vector_detail_shows_both_rounds():
+    keyword = [Hit("a", 10.0), Hit("b", 1.0)]
+    first = [Hit("c", 0.9, {"cosine": 0.9}), Hit("a", 0.5, {"cosine": 0.5})]
+    refined = [Hit("a", 0.8, {"cosine": 0.8}), Hit("c", 0.7, {"cosine": 0.7}), Hit("d", 0.6, {"cosine": 0.6})]
+    asked = []
+    slots = fuse_hybrid({"keyword": keyword, "vector": first},
+                        lambda head: asked.append(head) or refined)
+    share = lexical_share(1.0)                          # two lexical candidates: peaked
+    assert asked == [["a", "c", "b"]]                  # the first fused page feeds the feedback
+    assert slots["a"]["fused"] == pytest.approx(share * 1.0 + (1 - share) * 0.8)
+    assert slots["b"]["fused"] == pytest.approx(share * 0.1 + (1 - share) * 0.6)   # lowest cosine
+    assert slots["a"]["arms"]["vector"] == {"rank": 1, "score": 0.8, "cosine": 0.5,
+                                            "rrf": pytest.approx((1 - share) * 0.8)}
+    assert slots["d"]["arms"]["vector"]["cosine"] == 0.5   # not in the first round: its lowest
+    for slot in slots.values():
+        assert slot["fused"] == pytest.approx(sum(a["rrf"] for a in slot["arms"].values()))
 
 
 @pytest.fixture
@@ -39,34 +142,54 @@ def linked(ws, now_clock, add, filler):
 def test_breakdown_shows_every_stage(ws, linked):
     strong, weak, friend = linked
     result = ws.recall("condor")
-    assert ids(result) == [strong, weak, friend]
+    items = by_id(result)
+    s_weak = items[weak]["breakdown"]["keyword"]["score"] / items[strong]["breakdown"]["keyword"]["score"]
+    # the friend, reached from the best hit over an edge of weight 0.7, scores 0.7 of it
+    expected = sorted([strong, weak, friend], key=lambda i: -{strong: 1.0, weak: s_weak, friend: 0.7}[i])
+    assert ids(result) == expected
     for item in result["items"]:
         b = item["breakdown"]
         assert set(b) >= {"keyword", "graph", "recency", "fused", "rerank", "final", "mmr"}
         assert set(b["rerank"]) >= {"decay", "recall", "importance", "tagOverlap", "rolledUp",
                                     "product"}
         arms = [arm for arm in (b["keyword"], b["graph"]) if arm is not None]
-        for arm in arms:
-            assert arm["rrf"] == pytest.approx(1 / (60 + arm["rank"]), abs=1e-6)
-        assert b["fused"] == pytest.approx(sum(arm["rrf"] for arm in arms), abs=1e-5)
+        assert b["fused"] == pytest.approx(sum(arm["rrf"] for arm in arms), abs=1e-6)
         assert b["final"] == pytest.approx(b["fused"] * b["rerank"]["product"], rel=1e-6)
         assert item["score"] == b["final"]
-    top, second, third = (item["breakdown"] for item in result["items"])
-    assert top["keyword"]["rank"] == 1 and top["graph"] == {"rank": 1, "score": 1.0, "hop": 0,
-                                                            "via": None, "rrf": pytest.approx(1 / 61, abs=1e-6)}
-    assert second["keyword"]["rank"] == 2 and second["graph"]["hop"] == 0
-    assert third["keyword"] is None
-    assert third["graph"]["hop"] == 1 and third["graph"]["score"] == pytest.approx(0.6 * 0.7)
+    top, friend_b = items[strong]["breakdown"], items[friend]["breakdown"]
+    assert top["keyword"]["rank"] == 1 and top["keyword"]["rrf"] == pytest.approx(1.0)
+    assert top["graph"] is None                       # no neighbour of it matched the query
+    assert items[weak]["breakdown"]["graph"] is None
+    assert friend_b["keyword"] is None
+    assert (friend_b["graph"]["hop"], friend_b["graph"]["via"]) == (1, strong)
+    assert friend_b["graph"]["score"] == pytest.approx(0.6 * 0.7)
+    assert friend_b["graph"]["rrf"] == pytest.approx(GRAPH_W * 0.6 * 0.7)
 
 
-def test_an_entry_found_by_two_arms_beats_one_found_by_one(ws, linked):
-    """Fused = sum over arms: the keyword hit that is also a graph seed gets 1/61 + 1/61."""
+def test_hops_zero_ranks_by_the_keyword_arm_alone(ws, linked):
     strong, weak, friend = linked
     result = by_id(ws.recall("condor", hops=0))
-    assert result[strong]["breakdown"]["fused"] == pytest.approx(1 / 61, abs=1e-7)
+    assert set(result) == {strong, weak}
+    assert result[strong]["breakdown"]["fused"] == pytest.approx(1.0)
     assert result[strong]["breakdown"]["graph"] is None
-    with_graph = by_id(ws.recall("condor", hops=1))
-    assert with_graph[strong]["breakdown"]["fused"] == pytest.approx(2 / 61, abs=1e-7)
+
+
+def test_neighbouring_hits_support_each_other(ws, now_clock, add, filler):
+    """Two matching entries linked to each other both gain: the keyword share plus the other's
+    share passed over the edge."""
+    filler()
+    a = add("Avocet avocet ringing totals")
+    b = add("An avocet was ringed near the old sluice gate on the marsh path today")
+    c = add("An avocet landed near the new pier by the harbour wall this week again")
+    ws.link(a, b, "relates_to", weight=0.5)
+    result = by_id(ws.recall("avocet"))
+    kb = result[b]["breakdown"]
+    assert kb["graph"]["hop"] == 0 and kb["graph"]["via"] == a
+    assert kb["graph"]["score"] == pytest.approx(0.6 * 0.5)            # from the best seed (1.0)
+    s_b = kb["keyword"]["rrf"]
+    assert result[a]["breakdown"]["graph"]["score"] == pytest.approx(0.6 * 0.5 * s_b, rel=1e-4)
+    assert result[c]["breakdown"]["graph"] is None
+    assert kb["fused"] > result[c]["breakdown"]["fused"]
 
 
 # ---- rerank factors ----------------------------------------------------------------------------
@@ -136,7 +259,10 @@ def test_importance_raises_the_score_within_its_bound(ws, now_clock, add, filler
     assert items[important]["breakdown"]["rerank"]["importance"] == pytest.approx(1.2)
     assert items[half]["breakdown"]["rerank"]["importance"] == pytest.approx(1.1)
     assert items[relevant]["breakdown"]["rerank"]["importance"] == 1.0
-    assert ids(result)[0] == important        # 1.2 × 1/62 > 1/61
+    fused = {i: items[i]["breakdown"]["fused"] for i in items}
+    assert items[important]["breakdown"]["final"] == pytest.approx(1.2 * fused[important])
+    # the boost reorders only within its bound: above the best hit iff 1.2 × fused beats it
+    assert (ids(result)[0] == important) is (1.2 * fused[important] > fused[relevant])
 
 
 def test_tag_overlap_boost(ws, now_clock, add):
@@ -159,7 +285,7 @@ def test_rolled_up_entries_are_scaled_down(ws, now_clock, add, filler):
     items = by_id(result)
     assert items[rolled]["breakdown"]["keyword"]["rank"] == 1
     assert items[rolled]["breakdown"]["rerank"]["rolledUp"] == 0.4
-    assert items[rolled]["breakdown"]["final"] == pytest.approx(0.4 / 61, rel=1e-5)
+    assert items[rolled]["breakdown"]["final"] == pytest.approx(0.4, rel=1e-5)   # 0.4 × the best
     assert items[summary]["breakdown"]["rerank"]["rolledUp"] == 1.0
     assert ids(result) == [summary, rolled]
 
@@ -189,9 +315,10 @@ def test_all_boosts_together_stay_within_their_bounds(ws, now_clock, add):
 
 def test_mmr_picks_a_distinct_entry_before_a_near_duplicate(ws, now_clock, add, filler):
     filler()
-    first = add("The billing deploy pipeline runs every night at two")
-    second = add("The billing deploy pipeline runs every night at three")
-    distinct = add("Billing deploy approvals need a second reviewer in the pipeline dashboard")
+    first = add("The billing deploy pipeline runs every night at two from the main branch")
+    second = add("The billing deploy pipeline runs every night at two from the main branch reliably")
+    distinct = add("Billing deploy pipeline approvals need a second reviewer from the security "
+                   "team on weekdays")
     for word in ["invoices", "refunds", "taxes", "ledger", "payouts", "disputes"]:
         add(f"Billing {word} are handled by the finance team")
     result = ws.recall("billing deploy pipeline")
@@ -204,10 +331,32 @@ def test_mmr_picks_a_distinct_entry_before_a_near_duplicate(ws, now_clock, add, 
     # without MMR the near-duplicate would have come first: it scores higher than the distinct one
     assert items[later_dup]["score"] > items[distinct]["score"]
     mmr_detail = items[later_dup]["breakdown"]["mmr"]
-    assert mmr_detail["maxSimilarity"] == pytest.approx(5 / 7, abs=1e-6)   # 5 of 7 word pairs shared
+    floor = T.MMR_SIMILARITY_FLOOR                      # 8 of 9 word pairs shared, rescaled
+    assert mmr_detail["maxSimilarity"] == pytest.approx((8 / 9 - floor) / (1 - floor), abs=1e-6)
     for item in result["items"]:
         m = item["breakdown"]["mmr"]
         assert m["mmr"] == pytest.approx(0.7 * m["relevance"] - 0.3 * m["maxSimilarity"], abs=1e-5)
+
+
+def test_mmr_leaves_entries_that_only_share_a_topic_in_relevance_order():
+    texts = {"a": "the billing deploy pipeline runs nightly from main",
+             "b": "the billing deploy pipeline needs a reviewer",     # 3 of 9 pairs: a topic
+             "c": "garden watering rota"}
+    assert 0 < jaccard(shingles(texts["a"]), shingles(texts["b"])) <= T.MMR_SIMILARITY_FLOOR
+    picked = mmr([("a", 1.0), ("b", 0.8), ("c", 0.7)], texts, top_k=3)
+    assert [i for i, _ in picked] == ["a", "b", "c"]
+    assert dict(picked)["b"]["maxSimilarity"] == 0.0
+
+
+def test_mmr_cost_does_not_grow_with_entry_length():
+    """Shingles come from a bounded prefix: a 64 KiB entry is compared like its first chars."""
+    head = "zephyr " + " ".join(f"word{i}" for i in range(400))
+    long_a = head + " " + " ".join(f"tail{i}" for i in range(9000))
+    long_b = head + " " + " ".join(f"other{i}" for i in range(9000))
+    assert len(long_a) > 64_000 and long_a[: T.MMR_TEXT_CHARS] == long_b[: T.MMR_TEXT_CHARS]
+    assert shingles(long_a) == shingles(long_a[: T.MMR_TEXT_CHARS])
+    picked = mmr([("a", 1.0), ("b", 0.9)], {"a": long_a, "b": long_b}, top_k=2)
+    assert dict(picked)["b"]["maxSimilarity"] == 1.0    # the same prefix: a copy, as far as MMR sees
 
 
 def test_mmr_function_directly():
@@ -216,7 +365,7 @@ def test_mmr_function_directly():
              "c": "blue whale sings under the cold sea", "d": "green frog"}
     candidates = [("a", 1.0), ("b", 0.9), ("c", 0.8), ("d", 0.0)]
     picked = mmr(candidates, texts, top_k=4)
-    assert [i for i, _ in picked] == ["a", "c", "b", "d"]
+    assert [i for i, _ in picked] == ["a", "c", "b", "d"]     # a and b are copies: similarity 1
     detail = dict(picked)
     assert detail["b"] == {"relevance": 0.9, "maxSimilarity": 1.0, "mmr": pytest.approx(0.33)}
     assert detail["c"]["mmr"] == pytest.approx(0.56)

@@ -124,8 +124,9 @@ def test_more_hops_reach_further_with_decayed_scores(ws, chain):
     graph = three_hops[three]["breakdown"]["graph"]
     assert graph["hop"] == 3
     assert graph["score"] == pytest.approx(0.6 ** 3 * 0.5 * 0.8 * 1.0)
-    seed_graph = three_hops[seed]["breakdown"]["graph"]
-    assert (seed_graph["hop"], seed_graph["score"], seed_graph["via"]) == (0, 1.0, None)
+    assert three_hops[seed]["breakdown"]["graph"] is None   # its neighbour has no keyword score
+    # support never flows back to an earlier level: one's score is the seed's gift alone
+    assert three_hops[one]["breakdown"]["graph"]["score"] == pytest.approx(0.6 * 0.5)
 
 
 def test_graph_score_scales_with_the_seed_score(ws, now_clock, add, filler):
@@ -140,7 +141,7 @@ def test_graph_score_scales_with_the_seed_score(ws, now_clock, add, filler):
     s_strong = result[strong]["breakdown"]["keyword"]["score"]
     s_weak = result[weak]["breakdown"]["keyword"]["score"]
     assert s_strong > s_weak > 0
-    assert result[weak]["breakdown"]["graph"]["score"] == pytest.approx(s_weak / s_strong, rel=1e-4)
+    assert result[weak]["breakdown"]["graph"] is None   # a seed no matching neighbour supports
     assert result[strong_friend]["breakdown"]["graph"]["score"] == pytest.approx(0.6 * 0.9)
     assert result[weak_friend]["breakdown"]["graph"]["score"] == pytest.approx(
         s_weak / s_strong * 0.6 * 0.9, rel=1e-4)
@@ -163,7 +164,8 @@ def test_fan_out_is_capped_at_the_strongest_edges(ws, now_clock, add):
         ws.link(hub, leaf, "relates_to", weight=weight)
         leaves[leaf] = weight
     result = by_id(ws.recall("albatross", hops=1, topK=50))
-    reached = {i for i, item in result.items() if item["breakdown"]["graph"]["hop"] == 1}
+    reached = {i for i, item in result.items()
+               if item["breakdown"]["graph"] and item["breakdown"]["graph"]["hop"] == 1}
     strongest = sorted(leaves, key=leaves.get, reverse=True)[:8]
     assert reached == set(strongest)
     for leaf in reached:
@@ -182,7 +184,7 @@ def test_node_cap_in_a_two_level_star(ws, now_clock, add):
         for j in range(8):
             ws.link(child, add(f"Grandchild note {i}-{j}"), "part_of_project")
     hits = graph_arm(ws.conn, [Hit(hub, 5.0)], 2, Prefilter())
-    assert len(hits) == T.GRAPH_MAX_NODES
+    assert len(hits) == T.GRAPH_MAX_NODES - 1           # every node but the seed itself
     assert len({h.id for h in hits}) == len(hits)
     assert {h.id for h in hits if h.detail["hop"] == 1} == set(children)
     per_parent: dict = {}
@@ -191,8 +193,40 @@ def test_node_cap_in_a_two_level_star(ws, now_clock, add):
             per_parent[hit.detail["via"]] = per_parent.get(hit.detail["via"], 0) + 1
     assert max(per_parent.values()) <= T.GRAPH_FANOUT_PER_NODE
     result = ws.recall("pelican", hops=2, topK=50)
-    assert result["queryUsed"]["arms"]["graph"] == T.GRAPH_MAX_NODES
+    assert result["queryUsed"]["arms"]["graph"] == T.GRAPH_MAX_NODES - 1
     assert len(result["items"]) == T.GRAPH_MAX_NODES
+
+
+def test_support_from_several_seeds_adds_up(ws, now_clock, add, filler):
+    """An entry between two matching entries (a reply between question and follow-up) is
+    supported by both; one next to a single match by one."""
+    filler()
+    question = add("Did the grebe survey start on time", kind="episodic")
+    follow_up = add("And the grebe survey needs boats too", kind="episodic")
+    between = add("Yes it started at dawn", kind="episodic")
+    aside = add("Coffee was late", kind="episodic")
+    ws.link(between, question, "follows", weight=0.5)
+    ws.link(follow_up, between, "follows", weight=0.5)
+    ws.link(aside, follow_up, "follows", weight=0.5)
+    hits = {h.id: h for h in graph_arm(ws.conn, [Hit(question, 2.0), Hit(follow_up, 1.0)], 1, Prefilter())}
+    assert hits[between].score == pytest.approx(0.6 * 0.5 * (1.0 + 0.5))
+    assert hits[aside].score == pytest.approx(0.6 * 0.5 * 0.5)
+    assert hits[between].detail == {"hop": 1, "via": question}     # the larger gift
+    order = ids(ws.recall("grebe survey"))
+    assert set(order[:3]) == {question, between, follow_up} and order[3] == aside
+
+
+def test_graph_arm_cost_is_bounded_by_the_node_cap_on_a_dense_graph(ws, now_clock, add):
+    """A clique: every node reaches every other; still at most 50 nodes, and no node's support
+    above the best seed's score however many paths reach it."""
+    nodes = [add(f"Clique member {i} shares the word tern") for i in range(12)]
+    for i, a in enumerate(nodes):
+        for b in nodes[i + 1:]:
+            ws.link(a, b, "relates_to", weight=0.9)
+    hits = graph_arm(ws.conn, [Hit(n, 1.0) for n in nodes[:10]], 3, Prefilter())
+    assert len({h.id for h in hits}) == len(hits) <= T.GRAPH_MAX_NODES
+    assert all(h.score <= T.GRAPH_SUPPORT_MAX for h in hits)
+    assert max(h.score for h in hits) == pytest.approx(T.GRAPH_SUPPORT_MAX)
 
 
 def test_deprecated_neighbours_are_neither_returned_nor_traversed(ws, now_clock, add):
@@ -217,13 +251,14 @@ def test_graph_respects_the_kind_and_tag_prefilters(ws, now_clock, add):
     assert set(ids(ws.recall("gannet"))) == {seed, other_kind, untagged}
 
 
-def test_graph_arm_without_seeds_is_empty_and_zero_hops_stays_at_the_seeds(ws, now_clock, add):
+def test_graph_arm_without_seeds_or_hops_adds_nothing(ws, now_clock, add):
     a, b = add("Cormorant wing drying"), add("Sunny rock ledge")
     ws.link(a, b, "relates_to")
     assert graph_arm(ws.conn, [], 2, Prefilter()) == []
-    assert [(h.id, h.score, h.detail["hop"]) for h in graph_arm(ws.conn, [Hit(a, 4.0)], 0,
-                                                                Prefilter())] == [(a, 1.0, 0)]
-    assert [h.id for h in graph_arm(ws.conn, [Hit(a, 4.0)], 1, Prefilter())] == [a, b]
+    assert graph_arm(ws.conn, [Hit(a, 4.0)], 0, Prefilter()) == []
+    hits = graph_arm(ws.conn, [Hit(a, 4.0)], 1, Prefilter())
+    assert [(h.id, h.detail) for h in hits] == [(b, {"hop": 1, "via": a})]
+    assert hits[0].score == pytest.approx(0.6 * 1.0)
     assert ws.recall("zzzunknownword", hops=3)["items"] == []
     result = ws.recall("cormorant", hops=0)
     assert ids(result) == [a] and result["items"][0]["breakdown"]["graph"] is None
