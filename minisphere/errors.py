@@ -13,15 +13,41 @@ import logging
 log = logging.getLogger("minisphere.errors")
 
 
-class MiniSphereError(Exception):
-    code = "internal"
+# Who reads an error's message: an operator holding the admin token sees `message` in full; a
+# tenant (a workspace token, or a caller not yet authenticated) sees `public_message` when the
+# error has one.
+ADMIN = "admin"
+TENANT = "tenant"
+AUDIENCES = (ADMIN, TENANT)
 
-    def __init__(self, message: str):
+
+class MiniSphereError(Exception):
+    """A named error. `message` may name deployment details (a bucket, an endpoint, a local
+    path) only when the class (or the instance) sets `public_message`: that text is what a
+    tenant is told instead, so it must name no infrastructure. The detailed message is still
+    logged where the answer is made (`minisphere.http.statuses.error_response`)."""
+    code = "internal"
+    public_message: str | None = None          # None: `message` is fit for every caller
+
+    def __init__(self, message: str, *, public_message: str | None = None):
         super().__init__(message)
         self.message = message
+        if public_message is not None:
+            self.public_message = public_message
 
-    def to_dict(self) -> dict:
-        return {"error": {"code": self.code, "message": self.message}}
+    @property
+    def withholds_details(self) -> bool:
+        """True when tenants are told `public_message` instead of `message`."""
+        return self.public_message is not None
+
+    def message_for(self, audience: str = TENANT) -> str:
+        """The message this audience may read; anything but ADMIN counts as a tenant."""
+        if audience == ADMIN or self.public_message is None:
+            return self.message
+        return self.public_message
+
+    def to_dict(self, audience: str = TENANT) -> dict:
+        return {"error": {"code": self.code, "message": self.message_for(audience)}}
 
 
 # ---- the engine: one workspace file ------------------------------------------------------------
@@ -105,28 +131,38 @@ class InternalError(MiniSphereError):
 class ConfigError(MiniSphereError):
     """Settings that cannot be used; the service must not start."""
     code = "invalid_config"
+    public_message = "the service is misconfigured; an operator can find the details in its log"
 
 
 # ---- durability: snapshots and their stores ----------------------------------------------------
+# Snapshot messages name the store (bucket, endpoint, local directory) and file paths for the
+# operator; tenants get the public message of the class.
 class SnapshotError(MiniSphereError):
     """A snapshot or restore could not be done."""
     code = "snapshot_failed"
+    public_message = "the snapshot operation failed; an operator can find the details in the " \
+                     "service log"
 
 
 class SnapshotStoreUnavailable(SnapshotError):
     """The snapshot store cannot be reached (S3 down, timeout, missing bucket, no access)."""
     code = "snapshot_store_unavailable"
+    public_message = "the snapshot store is unavailable right now; try again later"
 
 
 class SnapshotCorrupt(SnapshotError):
     """A stored snapshot fails its checksum, is truncated, does not decompress, or fails
-    `PRAGMA integrity_check`. It is refused; the live file is left untouched."""
+    `PRAGMA integrity_check`. It is refused; the live file is left untouched. Its messages
+    name only the workspace, the version and the check that failed (never a path or the
+    store), so every caller may read them."""
     code = "snapshot_corrupt"
+    public_message = None
 
 
 class SnapshotNotFound(NotFound):
     """No such snapshot version (or no snapshot at all) for the workspace."""
     code = "snapshot_not_found"
+    public_message = "no such snapshot"
 
 
 # ---- import / export ---------------------------------------------------------------------------
@@ -167,6 +203,8 @@ class ContractSurfaceError(MiniSphereError):
 class EvidenceError(MiniSphereError):
     """The evidence store refused or failed an operation (bucket, credentials, permissions)."""
     code = "evidence_error"
+    public_message = "the contract evidence store failed; an operator can find the details " \
+                     "in the service log"
 
 
 class EvidenceConflict(EvidenceError):
@@ -190,6 +228,7 @@ def as_named_error(exc: BaseException) -> MiniSphereError:
         return exc
     if "sqlite" in type(exc).__module__:     # disk full, I/O error, locked: storage trouble
         log.error("storage error: %r", exc)
-        return WorkspaceUnavailable(f"storage error: {exc}")
+        return WorkspaceUnavailable(f"storage error: {exc}",
+                                    public_message="the workspace's storage failed; retry shortly")
     log.error("unexpected error", exc_info=(type(exc), exc, exc.__traceback__))
     return InternalError("internal error; the service logged the details")

@@ -113,3 +113,21 @@ def test_settings_command_prints_the_table(capsys):
     from minisphere.cli import main
     assert main(["settings"]) == 0
     assert capsys.readouterr().out.strip() == env_table_markdown()
+
+
+def test_the_data_folder_is_created_private_and_an_old_one_is_tightened(tmp_path):
+    import os
+    import stat
+    previous = os.umask(0o022)                 # the usual default: folders 0755
+    try:
+        fresh = tmp_path / "fresh" / "data"
+        load_settings({"MINISPHERE_DATA_DIR": str(fresh)})
+        old = tmp_path / "old"
+        old.mkdir()
+        os.chmod(old, 0o755)
+        load_settings({"MINISPHERE_DATA_DIR": str(old)})
+    finally:
+        os.umask(previous)
+    for folder in (fresh, fresh.parent, old):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE((fresh / ".admin_token").stat().st_mode) == 0o600

@@ -45,6 +45,7 @@ from minisphere.durability.stores import SnapshotStore
 from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms, iso_utc
 from minisphere.errors import (
+    TENANT,
     SnapshotCorrupt,
     SnapshotError,
     SnapshotNotFound,
@@ -56,6 +57,16 @@ from minisphere.settings import SNAPSHOT_KEEP_VERSIONS
 log = logging.getLogger("minisphere.snapshots")
 VERSION_PATTERN = re.compile(r"^(\d{8}T\d{9}Z)-(\d{6,})$")
 ASIDE_MARK = ".pre-restore-"
+LIVE_FILE_MODE = 0o600                  # a restored workspace file is private to the service
+# What a manifest must hold, and the types its fields must have: a manifest comes back from a
+# store that someone else may have written to, so nothing in it is trusted before this check.
+MANIFEST_REQUIRED = ("compressedBytes", "compressedSha256", "rawBytes", "rawSha256")
+MANIFEST_COUNTS = ("format", "seq", "schemaVersion", "entryCount", "rawBytes",
+                   "compressedBytes", "createdAtMs")
+MANIFEST_DIGESTS = ("rawSha256", "compressedSha256")
+MANIFEST_COMPRESSION = "gzip"
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+_SHOWN_VALUE_CHARS = 40                 # of a bad field's value, in the refusal
 
 
 def version_seq(version: str) -> int:
@@ -91,34 +102,69 @@ def list_versions(store: SnapshotStore, workspace_id: str) -> list[str]:
     return sorted(found, key=lambda v: (version_seq(v), v))
 
 
+def _shown(value) -> str:
+    return repr(value)[:_SHOWN_VALUE_CHARS]
+
+
+def check_manifest(manifest, workspace_id: str, version: str) -> dict:
+    """The manifest, or ValueError naming the first field that is missing or of the wrong
+    type (counts are non-negative integers, digests 64 hex digits)."""
+    if not isinstance(manifest, dict) or manifest.get("version") != version:
+        raise ValueError("manifest does not describe this version")
+    if manifest.get("workspace", workspace_id) != workspace_id:
+        raise ValueError("manifest describes another workspace")
+    for field in MANIFEST_REQUIRED:
+        if field not in manifest:
+            raise ValueError(f"manifest lacks {field}")
+    for field in MANIFEST_COUNTS:
+        value = manifest.get(field, 0)
+        if type(value) is not int or value < 0:         # bool is an int subclass: refused
+            raise ValueError(f"{field} must be a non-negative integer, got {_shown(value)}")
+    for field in MANIFEST_DIGESTS:
+        value = manifest[field]
+        if not isinstance(value, str) or not _SHA256_HEX.fullmatch(value):
+            raise ValueError(f"{field} must be 64 hex digits, got {_shown(value)}")
+    return manifest
+
+
 def read_manifest(store: SnapshotStore, workspace_id: str, version: str) -> dict:
     version_seq(version)
-    raw = store.get_bytes(manifest_key(workspace_id, version), SNAPSHOT_MAX_MANIFEST_BYTES)
     try:
-        manifest = json.loads(raw)
-        if not isinstance(manifest, dict) or manifest.get("version") != version:
-            raise ValueError("manifest does not describe this version")
-        for field in ("compressedBytes", "compressedSha256", "rawBytes", "rawSha256"):
-            if field not in manifest:
-                raise ValueError(f"manifest lacks {field}")
-    except ValueError as exc:
-        raise SnapshotCorrupt(f"snapshot {workspace_id}@{version}: unreadable manifest ({exc})") \
+        raw = store.get_bytes(manifest_key(workspace_id, version), SNAPSHOT_MAX_MANIFEST_BYTES)
+    except SnapshotCorrupt as exc:                        # larger than a manifest can be
+        raise SnapshotCorrupt(f"snapshot {workspace_id}@{version}: unreadable manifest "
+                              f"({exc.message})") from None
+    try:
+        manifest = check_manifest(json.loads(raw), workspace_id, version)
+    except (ValueError, RecursionError) as exc:     # RecursionError: absurdly nested JSON
+        why = exc if isinstance(exc, ValueError) else "nested too deeply"
+        raise SnapshotCorrupt(f"snapshot {workspace_id}@{version}: unreadable manifest ({why})") \
             from None
     if manifest.get("format", 0) > SNAPSHOT_FORMAT_VERSION:
-        raise SnapshotError(f"snapshot {workspace_id}@{version} has format "
-                            f"{manifest.get('format')}; this build reads up to "
-                            f"{SNAPSHOT_FORMAT_VERSION}")
+        newer = (f"snapshot {workspace_id}@{version} has format {manifest['format']}; this "
+                 f"build reads up to {SNAPSHOT_FORMAT_VERSION}")
+        raise SnapshotError(newer, public_message=newer)       # names nothing of the deployment
+    if manifest.get("compression", MANIFEST_COMPRESSION) != MANIFEST_COMPRESSION:
+        raise SnapshotCorrupt(f"snapshot {workspace_id}@{version}: unreadable manifest "
+                              f"(compression {_shown(manifest['compression'])} is not gzip)")
     return manifest
 
 
 def list_snapshots(store: SnapshotStore, workspace_id: str) -> list[dict]:
-    """Every version's manifest, oldest first. An unreadable manifest is listed with `error`."""
+    """Every version's manifest, oldest first. A manifest that cannot be read is listed with
+    `error`, in words any caller may read (the listing also reaches workspace tokens); the
+    details are logged. An unreachable store fails the whole listing."""
     listed = []
     for version in list_versions(store, workspace_id):
         try:
             listed.append(read_manifest(store, workspace_id, version))
-        except (SnapshotCorrupt, SnapshotNotFound) as exc:
-            listed.append({"version": version, "workspace": workspace_id, "error": exc.message})
+        except SnapshotStoreUnavailable:
+            raise
+        except (SnapshotError, SnapshotNotFound) as exc:
+            if exc.withholds_details:
+                log.warning("snapshot %s@%s not listed: %s", workspace_id, version, exc.message)
+            listed.append({"version": version, "workspace": workspace_id,
+                           "error": exc.message_for(TENANT)})
     return listed
 
 
@@ -246,8 +292,11 @@ def fetch_verified(store: SnapshotStore, workspace_id: str, version: str,
         raise _corrupt(workspace_id, version, "checksum mismatch of the compressed bytes")
     try:
         _decompress(packed, raw)
-    except (OSError, EOFError, zlib.error) as exc:
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise _corrupt(workspace_id, version, f"does not decompress ({exc})") from None
+    except OSError as exc:               # the disk here, not the snapshot (e.g. no space left)
+        raise SnapshotError(f"cannot decompress snapshot {workspace_id}@{version} into "
+                            f"{folder}: {exc}") from None
     size, sha = sized_sha256(raw)
     if size != manifest["rawBytes"] or sha != manifest["rawSha256"]:
         raise _corrupt(workspace_id, version, "checksum mismatch of the decompressed file")
@@ -299,6 +348,7 @@ def swap_in(verified: Path, db_path: Path, *, keep_asides: int = RESTORE_ASIDE_K
             os.replace(wal, Path(str(aside) + "-wal"))
     for suffix in ("-wal", "-shm", "-journal"):
         Path(str(db_path) + suffix).unlink(missing_ok=True)
+    os.chmod(verified, LIVE_FILE_MODE)
     fsync_file(verified)
     os.replace(verified, db_path)
     fsync_dir(db_path.parent)

@@ -5,6 +5,8 @@ key can climb out of the store's root or prefix. Two stores:
 
 - `LocalDirSnapshotStore(root)`: files under a directory (the embedded default,
   `<data>/snapshots`). Writes go to a temporary file, are fsynced, then renamed into place.
+  Its files are 0600 and its folders 0700 whatever the process umask is: a snapshot holds a
+  workspace's whole content.
 - `S3SnapshotStore(bucket, prefix, endpoint_url, ...)`: boto3 with short connect timeouts and a
   bounded number of attempts. Any failure to reach the store is `SnapshotStoreUnavailable`.
 """
@@ -24,9 +26,19 @@ from minisphere.durability.constants import (
     SNAPSHOT_COPY_CHUNK_BYTES,
 )
 from minisphere.durability.s3 import make_s3_client
-from minisphere.errors import SnapshotError, SnapshotNotFound, SnapshotStoreUnavailable
+from minisphere.errors import (
+    SnapshotCorrupt,
+    SnapshotError,
+    SnapshotNotFound,
+    SnapshotStoreUnavailable,
+)
 from minisphere.files import fsync_dir
-from minisphere.settings import S3Settings, SnapshotSettings
+from minisphere.settings import (
+    PRIVATE_FILE_MODE,
+    S3Settings,
+    SnapshotSettings,
+    ensure_private_dir,
+)
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -80,7 +92,8 @@ class SnapshotStore(abc.ABC):
             path = Path(folder) / "blob"
             self.get_file(key, path)
             if max_bytes is not None and path.stat().st_size > max_bytes:
-                raise SnapshotError(f"{key} is larger than {max_bytes} bytes")
+                # only a tampered or broken object outgrows what its reader allows
+                raise SnapshotCorrupt(f"{key} is larger than {max_bytes} bytes")
             return path.read_bytes()
 
 
@@ -98,9 +111,11 @@ class LocalDirSnapshotStore(SnapshotStore):
     def put_file(self, key: str, source: Path) -> None:
         target = self._path(key)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            ensure_private_dir(target.parent)
             tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            with open(source, "rb") as src, open(tmp, "wb") as dst:
+            with open(source, "rb") as src, os.fdopen(os.open(
+                    tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE), "wb") as dst:
+                os.fchmod(dst.fileno(), PRIVATE_FILE_MODE)   # a left-over tmp keeps its mode
                 shutil.copyfileobj(src, dst, SNAPSHOT_COPY_CHUNK_BYTES)
                 dst.flush()
                 os.fsync(dst.fileno())
