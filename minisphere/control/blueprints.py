@@ -2,19 +2,39 @@
 
 `scheduledTasks {cron, limit}` drives the external staleness scheduler; `vector` is either
 `null` (keyword + graph only, the default) or a description of an embedding binding.
+
+A new blueprint's cron is checked with the scheduler's own parser (APScheduler's
+`CronTrigger.from_crontab`, in UTC) and must fire at least once: a cron the scheduler would
+refuse is refused here, when the workspace is created, not later by the scheduler.
+`parse_stored_blueprint` reads a blueprint already kept in the control plane (possibly written
+by a build that checked less): it never refuses one for its cron, so a workspace can always be
+opened; the scheduler skips and audits a schedule it cannot use.
 """
 from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
+from apscheduler.triggers.cron import CronTrigger
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationInfo,
+    field_validator,
+)
 
 from minisphere.errors import InvalidArgument
 
 _CRON_FIELD = re.compile(r"^[0-9*/,\-]+$")
+_CRON_MAX_CHARS = 200
+# validation context of a blueprint read back from the control plane
+_STORED = "stored"
 FALLBACK_BLUEPRINT = {"name": "default", "version": 1,
                       "bindings": {"scheduledTasks": {"cron": "17 3 * * *", "limit": 1000},
                                    "vector": None}}
@@ -30,11 +50,27 @@ class ScheduledTasks(_Strict):
 
     @field_validator("cron")
     @classmethod
-    def five_fields(cls, value: str) -> str:
+    def five_fields(cls, value: str, info: ValidationInfo) -> str:
         fields = value.split()
-        if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+        if len(value) > _CRON_MAX_CHARS or len(fields) != 5 \
+                or not all(_CRON_FIELD.match(f) for f in fields):
             raise ValueError("cron must have 5 fields of digits, '*', '/', ',' or '-'")
-        return " ".join(fields)
+        cron = " ".join(fields)
+        if not (info.context or {}).get(_STORED):
+            check_cron(cron)
+        return cron
+
+
+def check_cron(cron: str) -> CronTrigger:
+    """The trigger the scheduler will build from `cron`, or ValueError saying why it cannot
+    (a value out of range, a zero step, a date that never comes)."""
+    try:
+        trigger = CronTrigger.from_crontab(cron, timezone=UTC)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"cron {cron!r} is not valid: {exc}") from None
+    if trigger.get_next_fire_time(None, datetime.now(UTC)) is None:
+        raise ValueError(f"cron {cron!r} never fires")
+    return trigger
 
 
 class VectorBindingSpec(_Strict):
@@ -68,8 +104,20 @@ class Blueprint(_Strict):
 
 
 def parse_blueprint(data) -> Blueprint:
+    """A new blueprint (from a create request or the deployment's default file), fully checked;
+    InvalidArgument says what is wrong."""
     try:
         return Blueprint.model_validate(data)
+    except Exception as exc:  # pydantic.ValidationError or a type error
+        raise InvalidArgument(f"blueprint: {exc}".replace("\n", " ")[:600]) from None
+
+
+def parse_stored_blueprint(data) -> Blueprint:
+    """A blueprint kept in the control plane. Its cron is not re-checked with the scheduler's
+    parser (the scheduler skips and audits one it cannot use), so a workspace whose stored
+    schedule is unusable can still be opened and its other bindings read."""
+    try:
+        return Blueprint.model_validate(data, context={_STORED: True})
     except Exception as exc:  # pydantic.ValidationError or a type error
         raise InvalidArgument(f"blueprint: {exc}".replace("\n", " ")[:600]) from None
 

@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass
 
 from minisphere.engine.clock import epoch_ms, iso_utc
 from minisphere.engine.constants import STALE_AFTER_MS
+from minisphere.errors import InvalidArgument
 
 log = logging.getLogger("minisphere.maintenance")
 
@@ -58,6 +59,7 @@ RUNS_DEFAULT_LIMIT = 100
 RUNS_MAX_LIMIT = 1000
 TRIGGERS = ("cron", "manual")
 OUTCOMES = ("ok", "error", "skipped")
+UNUSABLE_SCHEDULE_PREFIX = "schedule not used (no cron runs until the blueprint is fixed): "
 # Writes that can create or move a due date (a new entry, or a confirmation); setStatus, link,
 # unlink and forget cannot make anything due earlier.
 DUE_CHANGING_WRITES = frozenset({"capture", "append", "update"})
@@ -186,15 +188,54 @@ class JobSpec:
 
 def job_spec(record: dict) -> JobSpec | None:
     """The job a directory record asks for: its blueprint's `scheduledTasks` binding, or None
-    (no binding, or the workspace is being deleted)."""
+    (no binding, or the workspace is being deleted). A binding that cannot be a job (no cron
+    text, a limit that is not a positive integer) raises InvalidArgument; whether the cron
+    itself parses is the scheduler's question (`scheduler.trigger_for`)."""
+    workspace_id = record.get("id")
     if record.get("state") == "deleting":
         return None
-    bindings = (record.get("blueprint") or {}).get("bindings") or {}
+    blueprint = record.get("blueprint") or {}
+    bindings = (blueprint.get("bindings") or {}) if isinstance(blueprint, dict) else None
+    if not isinstance(bindings, dict):
+        raise InvalidArgument(f"workspace {workspace_id}: its blueprint is not an object")
     tasks = bindings.get("scheduledTasks")
     if not tasks:
         return None
-    return JobSpec(record["id"], " ".join(str(tasks["cron"]).split()), int(tasks["limit"]))
+    if not isinstance(tasks, dict):
+        raise InvalidArgument(f"workspace {workspace_id}: scheduledTasks is not an object")
+    cron, limit = tasks.get("cron"), tasks.get("limit")
+    if not isinstance(cron, str) or not cron.split():
+        raise InvalidArgument(f"workspace {workspace_id}: scheduledTasks.cron {cron!r} is not "
+                              "a cron expression")
+    if type(limit) is not int or limit < 1:
+        raise InvalidArgument(f"workspace {workspace_id}: scheduledTasks.limit {limit!r} is not "
+                              "a positive integer")
+    return JobSpec(workspace_id, " ".join(cron.split()), limit)
+
+
+def checked_job_specs(records: list[dict]) -> tuple[dict[str, JobSpec], dict[str, str]]:
+    """(the jobs the records ask for, {workspace id: why its schedule cannot be used}). One
+    unusable record never hides the others."""
+    specs: dict[str, JobSpec] = {}
+    problems: dict[str, str] = {}
+    for record in records:
+        try:
+            spec = job_spec(record)
+        except InvalidArgument as exc:
+            problems[str(record.get("id"))] = exc.message
+            continue
+        if spec is not None:
+            specs[spec.workspace_id] = spec
+    return specs, problems
 
 
 def job_specs(records: list[dict]) -> dict[str, JobSpec]:
-    return {spec.workspace_id: spec for spec in map(job_spec, records) if spec is not None}
+    return checked_job_specs(records)[0]
+
+
+def audit_unusable_schedule(ledger, workspace_id: str, reason: str, now: int) -> dict:
+    """Audit a schedule the scheduler refused (outcome `error`, no call made): the workspace
+    gets no cron runs until its blueprint is fixed, and the audit says so."""
+    record = RunRecord.begin(workspace_id, "cron", now)
+    return audit_run(ledger, record.finish(
+        "error", now, f"{UNUSABLE_SCHEDULE_PREFIX}{reason}"))

@@ -8,6 +8,10 @@ MISFIRE_GRACE_S` (APScheduler's default of 1 s would silently drop a late run),
 `max_instances=1` (two runs for one workspace never overlap). A tick missed beyond the grace is
 audited as `skipped` (reason "missed ...") instead of vanishing.
 
+One record can never stop the scheduler: a schedule that cannot be used (a cron APScheduler's
+parser refuses, a malformed binding kept by an older build) gets no job and an audited run with
+outcome `error` naming the reason, and every other workspace is scheduled as usual.
+
 Catch-up on start: if the workspace's latest cron time lies within the grace window and no cron
 run was audited since, the job's first run is that time (it runs at once), so an actor restart
 at 03:18 does not lose the 03:17 run.
@@ -69,6 +73,7 @@ class MaintenanceScheduler:
         self.clock = clock
         self.scheduler = scheduler or new_scheduler()
         self.specs: dict[str, M.JobSpec] = {}
+        self.unusable: dict[str, str] = {}       # workspace id -> why its schedule is not used
         self.scheduler.add_listener(self._on_missed, EVENT_JOB_MISSED)
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -89,8 +94,19 @@ class MaintenanceScheduler:
     # ---- jobs ----------------------------------------------------------------------------------
     def sync(self, catch_up: bool = False) -> dict:
         """Make the jobs match the directory: add new or changed ones (replace_existing), remove
-        those of deleted workspaces, leave unchanged ones alone (their next run time stays)."""
-        wanted = M.job_specs(self.ledger.schedules())
+        those of deleted workspaces, leave unchanged ones alone (their next run time stays).
+
+        A record whose schedule cannot be used (a cron APScheduler refuses, a malformed
+        binding, a job the scheduler will not take) gets no job and one audited run with
+        outcome `error` saying why; the other workspaces are scheduled as usual. It is audited
+        again only when the reason changes, not on every refresh."""
+        wanted, problems = M.checked_job_specs(self.ledger.schedules())
+        for workspace_id, spec in list(wanted.items()):
+            try:
+                trigger_for(spec)
+            except ValueError as exc:
+                problems[workspace_id] = f"cron {spec.cron!r} is not valid: {exc}"
+                del wanted[workspace_id]
         existing = {job.id for job in self.scheduler.get_jobs() if job.id != REFRESH_JOB_ID}
         added, removed = [], []
         for workspace_id in existing - set(wanted):
@@ -100,21 +116,44 @@ class MaintenanceScheduler:
         for workspace_id, spec in wanted.items():
             if workspace_id in existing and self.specs.get(workspace_id) == spec:
                 continue
-            options = {}
-            if catch_up:
-                first = self._catch_up_time(spec)
-                if first is not None:
-                    options["next_run_time"] = first
-            self.scheduler.add_job(
-                self.run_scheduled, trigger_for(spec), args=[workspace_id, spec.limit],
-                id=workspace_id, name=f"staleness {workspace_id} [{spec.cron}]",
-                replace_existing=True, **options)
-            self.specs[workspace_id] = spec
+            try:
+                self._add_job(spec, catch_up)
+            except Exception as exc:  # noqa: BLE001 - one job never stops the others
+                problems[workspace_id] = f"the job could not be scheduled: {M.describe_error(exc)}"
+                if self.scheduler.get_job(workspace_id) is not None:
+                    self.scheduler.remove_job(workspace_id)
+                self.specs.pop(workspace_id, None)
+                continue
             added.append(workspace_id)
+        self._audit_problems(problems)
+        jobs = len(wanted) - sum(1 for w in problems if w in wanted)
         if added or removed:
-            log.info("maintenance jobs: %d (added %d, removed %d)", len(wanted), len(added),
+            log.info("maintenance jobs: %d (added %d, removed %d)", jobs, len(added),
                      len(removed))
-        return {"jobs": len(wanted), "added": sorted(added), "removed": sorted(removed)}
+        return {"jobs": jobs, "added": sorted(added), "removed": sorted(removed),
+                "unusable": sorted(problems)}
+
+    def _add_job(self, spec: M.JobSpec, catch_up: bool) -> None:
+        options = {}
+        if catch_up:
+            first = self._catch_up_time(spec)
+            if first is not None:
+                options["next_run_time"] = first
+        self.scheduler.add_job(
+            self.run_scheduled, trigger_for(spec), args=[spec.workspace_id, spec.limit],
+            id=spec.workspace_id, name=f"staleness {spec.workspace_id} [{spec.cron}]",
+            replace_existing=True, **options)
+        self.specs[spec.workspace_id] = spec
+
+    def _audit_problems(self, problems: dict[str, str]) -> None:
+        for workspace_id, reason in problems.items():
+            if self.unusable.get(workspace_id) == reason:
+                continue
+            log.error("maintenance schedule of %s not used: %s", workspace_id, reason)
+            M.audit_unusable_schedule(self.ledger, workspace_id, reason, self.clock())
+            self.unusable[workspace_id] = reason
+        for workspace_id in set(self.unusable) - set(problems):
+            del self.unusable[workspace_id]            # fixed (or deleted): audit it anew later
 
     def _catch_up_time(self, spec: M.JobSpec) -> datetime | None:
         now = datetime.fromtimestamp(self.clock() / 1000, UTC)

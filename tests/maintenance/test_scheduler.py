@@ -1,6 +1,7 @@
 """The APScheduler wiring without Ray: jobs rebuilt from the directory (a restart never
 duplicates one), misfires coalesced within the documented grace and audited beyond it,
 catch-up on start, and no overlapping runs for one workspace."""
+import json
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -62,7 +63,7 @@ def test_one_job_per_scheduled_workspace_and_restart_never_duplicates(made, tmp_
     store.create(blueprint(scheduled=False), [], "ws-off")
     ms.start(paused=True)
     assert sorted(j["id"] for j in ms.jobs()) == ["ws-aaa", "ws-bbb"]
-    assert ms.sync() == {"jobs": 2, "added": [], "removed": []}       # idempotent
+    assert ms.sync() == {"jobs": 2, "added": [], "removed": [], "unusable": []}   # idempotent
     assert len(ms.jobs()) == 2
     ms.shutdown()
     # restart: a new scheduler rebuilt from the same directory holds the same jobs, once
@@ -88,7 +89,7 @@ def test_sync_follows_the_directory(made):
     untouched = ms.scheduler.get_job("ws-aaa").next_run_time
     store.delete("ws-bbb")
     store.create(blueprint(cron="*/5 * * * *", limit=7), [], "ws-ccc")
-    assert ms.sync() == {"jobs": 2, "added": ["ws-ccc"], "removed": ["ws-bbb"]}
+    assert ms.sync() == {"jobs": 2, "added": ["ws-ccc"], "removed": ["ws-bbb"], "unusable": []}
     assert ms.scheduler.get_job("ws-aaa").next_run_time == untouched
     assert ms.scheduler.get_job("ws-ccc").args == ("ws-ccc", 7)
 
@@ -170,3 +171,53 @@ def test_runs_for_one_workspace_never_overlap(made):
     release.set()
     assert wait_for(lambda: len(ledger.runs("ws-aaa")) == 1)
     assert gate.most_running == 1 and gate.calls == ["ws-aaa"]
+
+
+def store_raw_schedule(store, workspace_id: str, tasks) -> None:
+    """Write a schedule into the control plane as an older build (one that checked less)
+    could have stored it: straight into the record, past today's blueprint checks."""
+    record = store.get(workspace_id)
+    bp = dict(record["blueprint"], bindings=dict(record["blueprint"]["bindings"],
+                                                 scheduledTasks=tasks))
+    store.conn.execute("UPDATE workspaces SET blueprint_json = ? WHERE id = ?",
+                       (json.dumps(bp), workspace_id))
+
+
+@pytest.mark.parametrize("tasks, words", [
+    ({"cron": "99 * * * *", "limit": 10}, "99"),
+    ({"cron": "*/0 * * * *", "limit": 10}, "Increment"),
+    ({"cron": "17 3 * * *", "limit": "lots"}, "limit"),
+    ({"limit": 10}, "cron"),
+    ("every night", "not an object"),
+])
+def test_an_unusable_stored_schedule_is_skipped_and_audited_and_others_still_run(
+        made, tasks, words):
+    ms, store, ledger = made(("ws-aaa", "ws-bad", "ws-ccc"), cron="* * * * *")
+    store_raw_schedule(store, "ws-bad", tasks)
+    summary = ms.start(paused=True, catch_up=False)           # used to raise: actor never started
+    assert sorted(j["id"] for j in ms.jobs()) == ["ws-aaa", "ws-ccc"]
+    assert summary["unusable"] == ["ws-bad"] and summary["jobs"] == 2
+    (row,) = ledger.runs("ws-bad")
+    assert row["outcome"] == "error" and row["trigger"] == "cron" and row["calls"] == 0
+    assert row["error"].startswith(M.UNUSABLE_SCHEDULE_PREFIX) and words in row["error"]
+    # audited once, not on every refresh; the others keep running on their cron
+    ms.sync()
+    ms.sync()
+    assert len(ledger.runs("ws-bad")) == 1
+    ms.scheduler.modify_job("ws-aaa", next_run_time=ago(seconds=1))
+    ms.scheduler.resume()
+    assert wait_for(lambda: ledger.runs("ws-aaa"))
+    assert "ws-bad" not in ms._gate.calls
+    # once the record is fixed, the next refresh schedules it
+    store_raw_schedule(store, "ws-bad", {"cron": "17 3 * * *", "limit": 10})
+    assert ms.sync()["added"] == ["ws-bad"] and ms.scheduler.get_job("ws-bad") is not None
+
+
+def test_a_schedule_that_turns_unusable_loses_its_job(made):
+    ms, store, ledger = made(("ws-aaa",), cron="17 3 * * *")
+    ms.start(paused=True)
+    assert ms.scheduler.get_job("ws-aaa") is not None
+    store_raw_schedule(store, "ws-aaa", {"cron": "61 3 * * *", "limit": 10})
+    assert ms.sync() == {"jobs": 0, "added": [], "removed": ["ws-aaa"], "unusable": ["ws-aaa"]}
+    assert ms.scheduler.get_job("ws-aaa") is None
+    assert [r["outcome"] for r in ledger.runs("ws-aaa")] == ["error"]
