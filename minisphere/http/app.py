@@ -23,16 +23,26 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from minisphere.control.auth import WORKSPACE_ID_PATTERN, bearer_token, check_workspace_id
+from minisphere.control.blueprints import parse_blueprint
 from minisphere.durability.snapshots import VERSION_PATTERN as SNAPSHOT_VERSION_PATTERN
 from minisphere.engine.methods import METHODS, describe_validation_error, parse_args
-from minisphere.errors import MalformedRequest
+from minisphere.errors import TENANT, MalformedRequest
 from minisphere.http import responses as R
-from minisphere.http.handling import as_admin, error_json, read_json_object, server_timing
+from minisphere.http.handling import (
+    as_admin,
+    audience_of,
+    error_json,
+    query_integer,
+    read_json_object,
+    server_timing,
+)
 from minisphere.http.request_log import RequestLog
 from minisphere.http.transfer_routes import add_transfer_routes
 from minisphere.maintenance.runs import RUNS_DEFAULT_LIMIT, RUNS_MAX_LIMIT
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
+WORKSPACES_MAX_LIMIT = 1000
+AFTER_MAX_CHARS = 100
 
 
 def answers(model, status: int = 200) -> dict:
@@ -97,16 +107,18 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
                 spec = CreateWorkspace.model_validate(body)
             except ValidationError as exc:
                 raise MalformedRequest(describe_validation_error("createWorkspace", exc)) from None
+            if spec.blueprint is not None:
+                parse_blueprint(spec.blueprint)   # refused here (422), before the directory
             created = await gateway.create(spec.id, spec.blueprint, spec.label)
             return JSONResponse(created, status_code=201)
         return await as_admin(gateway, request, create)
 
     @api.get("/v1/workspaces", tags=["admin"], responses=answers(R.WorkspaceList))
-    async def list_workspaces(request: Request, limit: str = "1000", after: str = ""):
+    async def list_workspaces(request: Request, limit: str = str(WORKSPACES_MAX_LIMIT),
+                              after: str = ""):
         async def listing():
-            if not limit.isdigit() or not 1 <= int(limit) <= 1000:
-                raise MalformedRequest("limit must be an integer from 1 to 1000")
-            return {"items": await gateway.list(int(limit), after[:100])}
+            count = query_integer(limit, "limit", 1, WORKSPACES_MAX_LIMIT)
+            return {"items": await gateway.list(count, after[:AFTER_MAX_CHARS])}
         return await as_admin(gateway, request, listing)
 
     @api.get("/v1/workspaces/{workspace_id}", tags=["admin"],
@@ -132,13 +144,15 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
              summary="List snapshot versions, oldest first (admin or the workspace's token)",
              responses=answers(R.SnapshotList))
     async def list_workspace_snapshots(workspace_id: str, request: Request):
+        audience = TENANT
         try:
             check_workspace_id(workspace_id)
             token = bearer_token(request.headers.get("authorization"))
+            audience = audience_of(gateway, token)
             await gateway.authorize(workspace_id, token, "listSnapshots")
             return {"items": await gateway.list_snapshots(workspace_id)}
         except Exception as exc:  # noqa: BLE001
-            return error_json(exc)
+            return error_json(exc, audience)
 
     @api.post("/v1/workspaces/{workspace_id}/hibernate", tags=["admin"],
               summary="Hibernate now: snapshot if changed, close, release its actor",
@@ -172,18 +186,19 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
         async def runs():
             if workspace is not None:
                 check_workspace_id(workspace)
-            if not limit.isdigit() or not 1 <= int(limit) <= RUNS_MAX_LIMIT:
-                raise MalformedRequest(f"limit must be an integer from 1 to {RUNS_MAX_LIMIT}")
-            return {"items": await gateway.maintenance_runs(workspace, int(limit))}
+            count = query_integer(limit, "limit", 1, RUNS_MAX_LIMIT)
+            return {"items": await gateway.maintenance_runs(workspace, count)}
         return await as_admin(gateway, request, runs)
 
     # ---- workspace methods -----------------------------------------------------------------
     def method_route(name: str):
         async def endpoint(workspace: str, request: Request):
             started = time.perf_counter()
+            audience = TENANT
             try:
                 check_workspace_id(workspace)
                 token = bearer_token(request.headers.get("authorization"))
+                audience = audience_of(gateway, token)
                 caller = await gateway.authorize(workspace, token, name)
                 # validated here, before any actor is woken, and sent on validated
                 args = parse_args(METHODS[name], await read_json_object(request))
@@ -192,7 +207,7 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
                 else:
                     result, timings = await gateway.call(workspace, name, args, caller)
             except Exception as exc:  # noqa: BLE001
-                return error_json(exc)
+                return error_json(exc, audience)
             ingress_ms = (time.perf_counter() - started) * 1e3
             return JSONResponse(result, headers=server_timing(timings, ingress_ms))
         endpoint.__name__ = f"call_{name}"
@@ -212,5 +227,5 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
         add_transfer_routes(api, gateway, transfer)
     # under Ray Serve the proxy sends X-Request-Id itself: echo it only without a server id
     api.add_middleware(RequestLog, observe=observe, request_id=request_id,
-                       echo_header=request_id is None)
+                       echo_header=request_id is None, routes=api.router.routes)
     return api

@@ -1,37 +1,100 @@
 """Reading requests and writing answers, shared by every route: bounded bodies, strict JSON,
-the error body of any failure, the admin check, and the timing headers."""
+strict query numbers, the error body of any failure (for the caller's audience), the admin
+check, and the timing headers."""
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from minisphere.control.auth import bearer_token
-from minisphere.errors import MalformedRequest, RequestTooLarge
+from minisphere.errors import ADMIN, TENANT, MalformedRequest, RequestTooLarge
 from minisphere.http.statuses import error_response
 
 MAX_BODY_BYTES = 1024 * 1024
+# Deeper JSON is refused before it reaches a model, an actor call or the engine: Python's own
+# JSON encoder and decoder, pickling for Ray and pydantic all recurse once per level, so a
+# body nested a few hundred levels deep fails somewhere far from the request (as a 500) instead
+# of here. No argument of any route needs more than a handful of levels.
+MAX_JSON_NESTING_LEVELS = 64
+# Query numbers are ASCII digits only: str.isdigit() also accepts '²' or '٣', which int()
+# refuses or reads differently. Nine digits are enough for every limit and line number.
+_QUERY_INTEGER = re.compile(r"[0-9]{1,9}")
+_CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
 # Server-Timing parts, in order: (name in the header, key in the timings the actors report)
 TIMING_PARTS = (("prepare", "prepare_ms"), ("queue", "queue_ms"), ("engine", "engine_ms"),
                 ("actor", "actor_ms"), ("rpc", "rpc_ms"))
 
 
+def query_integer(raw: str, name: str, low: int, high: int) -> int:
+    """A query parameter as an integer in [low, high], or MalformedRequest naming the range."""
+    if not isinstance(raw, str) or not _QUERY_INTEGER.fullmatch(raw) \
+            or not low <= int(raw) <= high:
+        raise MalformedRequest(f"{name} must be an integer from {low} to {high}")
+    return int(raw)
+
+
+def _too_large(limit_bytes: int, hint: str, size: int | None = None) -> RequestTooLarge:
+    said = f"request body is {size} bytes" if size is not None else \
+        f"request body is larger than {limit_bytes} bytes"
+    return RequestTooLarge(f"{said}; the limit is {limit_bytes}" + (f"; {hint}" if hint else ""))
+
+
 async def read_body(request: Request, limit_bytes: int = MAX_BODY_BYTES, hint: str = "") -> bytes:
-    """The raw body, refused (413) past `limit_bytes` -- before reading it when declared."""
-    declared = request.headers.get("content-length", "")
-    size = int(declared) if declared.isdigit() else None
-    if size is None or size <= limit_bytes:
-        raw = await request.body()
-        size = len(raw)
-    if size > limit_bytes:
-        raise RequestTooLarge(f"request body is {size} bytes; the limit is {limit_bytes}"
-                              + (f"; {hint}" if hint else ""))
-    return raw
+    """The raw body, refused (413) past `limit_bytes`: at once when the declared length is too
+    large, else as soon as the bytes received pass the limit. The stream is read chunk by chunk
+    (a chunked upload declares no length), so an oversized body is never held whole."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not _CONTENT_LENGTH.fullmatch(declared.strip()):
+            raise MalformedRequest("Content-Length must be a number of bytes")
+        if int(declared) > limit_bytes:
+            raise _too_large(limit_bytes, hint, int(declared))
+    chunks: list[bytes] = []
+    received = 0
+    async for chunk in request.stream():
+        received += len(chunk)
+        if received > limit_bytes:
+            raise _too_large(limit_bytes, hint)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
+
+
+def nesting_levels_exceed(value: Any, levels: int = MAX_JSON_NESTING_LEVELS) -> bool:
+    """True when `value` (parsed JSON) nests objects/arrays deeper than `levels`. Iterative, so
+    it cannot itself run out of stack."""
+    pending = [(value, 1)] if isinstance(value, dict | list) else []
+    while pending:
+        node, depth = pending.pop()
+        if depth > levels:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        pending.extend((child, depth + 1) for child in children
+                       if isinstance(child, dict | list))
+    return False
+
+
+def parse_json(raw: bytes | str, what: str = "request body") -> Any:
+    """Strict JSON (no NaN/Infinity, at most MAX_JSON_NESTING_LEVELS levels); every failure,
+    including a nesting deep enough to exhaust the parser's stack, is MalformedRequest."""
+    try:
+        value = json.loads(raw, parse_constant=_reject_constant)
+    except RecursionError:                   # not a ValueError: the parser ran out of stack
+        value, deep = None, True
+    except (ValueError, UnicodeDecodeError) as exc:      # JSONDecodeError is a ValueError
+        raise MalformedRequest(f"{what} is not valid JSON: {exc}") from None
+    else:
+        deep = nesting_levels_exceed(value)
+    if deep:
+        raise MalformedRequest(f"{what} nests deeper than {MAX_JSON_NESTING_LEVELS} levels")
+    return value
 
 
 async def read_json_object(request: Request, required: bool = False) -> dict:
@@ -40,10 +103,7 @@ async def read_json_object(request: Request, required: bool = False) -> dict:
         if required:
             raise MalformedRequest("request body must be a JSON object")
         return {}
-    try:
-        body = json.loads(raw, parse_constant=_reject_constant)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise MalformedRequest(f"request body is not valid JSON: {exc}") from None
+    body = parse_json(raw)
     if not isinstance(body, dict):
         raise MalformedRequest("request body must be a JSON object")
     return body
@@ -58,15 +118,29 @@ def server_timing(timings: dict, ingress_ms: float) -> dict:
     return headers
 
 
-def error_json(exc: BaseException) -> JSONResponse:
-    status, body = error_response(exc)
+def error_json(exc: BaseException, audience: str = TENANT) -> JSONResponse:
+    """The error answer of `exc` as `audience` may read it (default: a tenant, who is never
+    told deployment details)."""
+    status, body = error_response(exc, audience)
     return JSONResponse(body, status_code=status)
 
 
+def audience_of(gateway, token: str | None) -> str:
+    """ADMIN for the admin token, else TENANT (a workspace token, or none at all)."""
+    try:
+        return ADMIN if token and gateway.is_admin(token) else TENANT
+    except Exception:  # noqa: BLE001 - when in doubt, the caller is told least
+        return TENANT
+
+
 async def as_admin(gateway, request: Request, action):
-    """Await `action()` for an admin caller; any failure (auth included) becomes the error JSON."""
+    """Await `action()` for an admin caller; any failure becomes the error JSON. A caller that
+    fails the admin check is answered as a tenant; the admin's own failures in full."""
     try:
         gateway.require_admin(bearer_token(request.headers.get("authorization")))
+    except Exception as exc:  # noqa: BLE001 - answered as a structured error
+        return error_json(exc, TENANT)
+    try:
         return await action()
     except Exception as exc:  # noqa: BLE001 - answered as a structured error
-        return error_json(exc)
+        return error_json(exc, ADMIN)

@@ -7,8 +7,11 @@
      "httpMethod": "POST", "route": "workspace", "status": 200, "outcome": "ok",
      "latencyMs": 3.1}
 
-- `method` is a contract method name, an admin action (`admin.create`, `admin.export`, …) or
-  the service route (`healthz`, `docs`, …); anything else is `unknown` (bounded label set);
+- `method` is a label of the route that matched, taken only from the app's own route table:
+  a contract method name, an admin action (`admin.create`, `admin.export`, …), a maintenance
+  route (`maintenance.runs`) or a service route (`healthz`, `docs`, …). A path no route
+  matches is `unknown`, so however many distinct paths callers send, the label set is
+  bounded by the routes the app has (metrics use it as a tag);
 - `workspace` only when the path names a syntactically valid workspace id;
 - `outcome` is `ok` below 400, else the error `code` of the JSON error body (`not_found`,
   `unauthenticated`, …), else `http_<status>`;
@@ -26,41 +29,117 @@ import time
 import uuid
 from collections.abc import Callable
 
+from starlette.routing import Match
+
 from minisphere.control.auth import WORKSPACE_ID_PATTERN
-from minisphere.engine.methods import METHODS
 
 REQUEST_LOGGER = "minisphere.requests"
 REQUEST_ID_HEADER = b"x-request-id"
 ERROR_BODY_SNIFF_BYTES = 4096          # of an error response, to read its `code`
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _WORKSPACE = re.compile(WORKSPACE_ID_PATTERN)
-_ADMIN_ACTIONS = {("POST", ""): "admin.create", ("GET", ""): "admin.list",
-                  ("GET", "id"): "admin.get", ("DELETE", "id"): "admin.delete"}
+# Admin routes on the collection and on one workspace are named by their HTTP method.
+_COLLECTION_VERBS = {"POST": "create", "GET": "list"}
+_ITEM_VERBS = {"GET": "get", "DELETE": "delete", "PUT": "update", "PATCH": "update"}
 _SERVICE_ROUTES = {"/healthz": "healthz", "/v1/contracts": "contracts", "/docs": "docs",
-                   "/openapi.json": "openapi", "/redoc": "docs"}
+                   "/docs/oauth2-redirect": "docs", "/openapi.json": "openapi",
+                   "/redoc": "docs"}
 _TOKEN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+_LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+UNKNOWN = "unknown"
+_WORKSPACE_PARAMS = ("workspace", "workspace_id")
 
 
-def _valid_workspace(raw: str) -> str | None:
-    return raw if _WORKSPACE.fullmatch(raw) else None
+def _valid_workspace(raw) -> str | None:
+    return raw if isinstance(raw, str) and _WORKSPACE.fullmatch(raw) else None
 
 
-def classify(http_method: str, path: str) -> dict:
-    """(route kind, contract/admin method, workspace) from the path alone."""
-    parts = path.strip("/").split("/")
-    if len(parts) == 4 and parts[:2] == ["v1", "w"]:
-        method = parts[3] if parts[3] in METHODS else "unknown"
-        return {"route": "workspace", "method": method, "workspace": _valid_workspace(parts[2])}
-    if len(parts) >= 2 and parts[:2] == ["v1", "workspaces"]:
-        workspace = _valid_workspace(parts[2]) if len(parts) >= 3 else None
-        if len(parts) == 4 and _TOKEN.fullmatch(parts[3]):
-            action = f"admin.{parts[3]}"
-        else:
-            action = _ADMIN_ACTIONS.get((http_method, "id" if len(parts) == 3 else ""),
-                                        "unknown") if len(parts) <= 3 else "unknown"
-        return {"route": "admin", "method": action, "workspace": workspace}
-    return {"route": "service", "method": _SERVICE_ROUTES.get(path, "unknown"),
-            "workspace": None}
+def _literal(segment: str) -> bool:
+    return not (segment.startswith("{") and segment.endswith("}"))
+
+
+def _kind_of(parts: list[str]) -> str:
+    if parts[:2] == ["v1", "w"]:
+        return "workspace"
+    if parts[:2] in (["v1", "workspaces"], ["v1", "maintenance"]):
+        return "admin"
+    return "service"
+
+
+def route_label(route) -> tuple[str, str]:
+    """(route kind, label) of one route of the app, derived from its path template (and, for
+    the workspace collection and items, its HTTP method)."""
+    template = getattr(route, "path", "") or ""
+    parts = template.strip("/").split("/")
+    kind = _kind_of(parts)
+    methods = sorted(getattr(route, "methods", None) or ())
+    verb = next((m for m in methods if m != "HEAD"), "")
+    if kind == "workspace":
+        label = parts[3] if len(parts) == 4 and _literal(parts[3]) else getattr(route, "name", "")
+    elif parts[:2] == ["v1", "workspaces"] and len(parts) == 2:
+        label = "admin." + _COLLECTION_VERBS.get(verb, verb.lower())
+    elif parts[:2] == ["v1", "workspaces"] and len(parts) == 3:
+        label = "admin." + _ITEM_VERBS.get(verb, verb.lower())
+    elif parts[:2] == ["v1", "workspaces"]:
+        label = "admin." + ".".join(p for p in parts[3:] if _literal(p))
+    elif template in _SERVICE_ROUTES:
+        label = _SERVICE_ROUTES[template]
+    elif parts[:1] == ["v1"]:
+        label = ".".join(p for p in parts[1:] if _literal(p))
+    else:
+        label = getattr(route, "name", "") or ""
+    return kind, (label if _LABEL.fullmatch(label) else UNKNOWN)
+
+
+class RouteTable:
+    """The app's routes (a live list: routes added later are seen) and their labels."""
+
+    def __init__(self, routes):
+        self.routes = routes
+        self._labels: dict[int, tuple[str, str]] = {}
+
+    def _label(self, route) -> tuple[str, str]:
+        key = id(route)
+        if key not in self._labels:
+            self._labels[key] = route_label(route)
+        return self._labels[key]
+
+    def labels(self) -> set[str]:
+        """Every label a request can get (besides `unknown`)."""
+        return {self._label(route)[1] for route in self.routes}
+
+    def classify(self, http_method: str, path: str, root_path: str = "") -> dict:
+        """(route kind, method label, workspace) of a request, from the route it matches."""
+        scope = {"type": "http", "method": http_method, "path": path, "root_path": root_path}
+        partial = None
+        for route in self.routes:
+            try:
+                match, child = route.matches(scope)
+            except Exception:  # noqa: BLE001 - a route that cannot judge does not match
+                continue
+            if match is Match.FULL:
+                return self._found(route, child)
+            if match is Match.PARTIAL and partial is None:       # path known, method not
+                partial = (route, child)
+        if partial is not None:          # a route's path with a method it does not serve
+            return dict(self._found(*partial), method=UNKNOWN)
+        parts = path.strip("/").split("/")
+        workspace = _valid_workspace(parts[2]) if len(parts) >= 3 and \
+            parts[:2] in (["v1", "w"], ["v1", "workspaces"]) else None
+        return {"route": _kind_of(parts), "method": UNKNOWN, "workspace": workspace}
+
+    def _found(self, route, child: dict) -> dict:
+        kind, label = self._label(route)
+        params = child.get("path_params") or {}
+        workspace = next((_valid_workspace(params[name]) for name in _WORKSPACE_PARAMS
+                          if name in params), None)
+        return {"route": kind, "method": label, "workspace": workspace}
+
+
+def classify(http_method: str, path: str, routes) -> dict:
+    """(route kind, method label, workspace) of a request to an app with these routes."""
+    table = routes if isinstance(routes, RouteTable) else RouteTable(routes)
+    return table.classify(http_method, path)
 
 
 def outcome_of(status: int, error_body: bytes) -> str:
@@ -89,8 +168,11 @@ class RequestLog:
 
     def __init__(self, app, *, logger: logging.Logger | None = None,
                  observe: Callable[[dict], None] | None = None,
-                 request_id: Callable[[], str | None] | None = None, echo_header: bool = True):
+                 request_id: Callable[[], str | None] | None = None, echo_header: bool = True,
+                 routes=None):
         self.app = app
+        # the labels come from these routes (the app's own list), else from scope["app"]
+        self.table = RouteTable(routes) if routes is not None else None
         self.logger = logger or logging.getLogger(REQUEST_LOGGER)
         self.observe = observe
         self.request_id = request_id      # e.g. Ray Serve's own request id (same as its header)
@@ -119,11 +201,22 @@ class RequestLog:
             await self.app(scope, receive, send_logged)
         finally:
             record = {"event": "request", "requestId": request_id,
-                      **classify(scope.get("method", ""), scope.get("path", "")),
+                      **self.classify(scope),
                       "httpMethod": scope.get("method", ""), "status": state["status"],
                       "outcome": outcome_of(state["status"], bytes(state["error"])),
                       "latencyMs": round((time.perf_counter() - started) * 1e3, 3)}
             self.emit(record)
+
+    def classify(self, scope) -> dict:
+        http_method, path = scope.get("method", ""), scope.get("path", "")
+        table = self.table
+        if table is None:
+            app = scope.get("app")
+            table = self.table = RouteTable(getattr(app, "routes", None) or [])
+        try:
+            return table.classify(http_method, path, scope.get("root_path", ""))
+        except Exception:  # noqa: BLE001 - observability must never fail a request
+            return {"route": "service", "method": UNKNOWN, "workspace": None}
 
     def emit(self, record: dict) -> None:
         try:

@@ -1,12 +1,24 @@
-"""The one place that maps named errors to HTTP statuses.
+"""The one place that maps named errors to HTTP statuses, and picks each error's message for
+the caller who reads it.
 
 Classes are matched along the MRO, so a new subclass inherits its parent's status; a named
 error nobody listed is a client error (400). Anything else is a bug: `as_named_error` logs it
 and answers `internal` (500), never with a framework page.
+
+Audience: an error whose class (or instance) has a `public_message` carries deployment details
+in its `message` (a bucket, an endpoint, a local path). `error_response(exc, audience)` answers
+the detailed message only to `ADMIN` and the public one to everybody else; the default audience
+is `TENANT`, so a route that forgets to say who is calling leaks nothing. The detailed message
+of such an error is logged on every answer, whoever the caller was.
 """
 from __future__ import annotations
 
+import logging
+
 from minisphere import errors as E
+from minisphere.errors import ADMIN, TENANT
+
+log = logging.getLogger("minisphere.http")
 
 STATUS: dict[type, int] = {
     E.MalformedRequest: 400,
@@ -32,6 +44,8 @@ STATUS: dict[type, int] = {
     E.MiniSphereError: 400,
 }
 
+__all__ = ["ADMIN", "TENANT", "STATUS", "status_for", "error_response"]
+
 
 def status_for(exc: BaseException) -> int:
     for cls in type(exc).__mro__:
@@ -40,6 +54,12 @@ def status_for(exc: BaseException) -> int:
     return 500
 
 
-def error_response(exc: BaseException) -> tuple[int, dict]:
+def error_response(exc: BaseException, audience: str = TENANT) -> tuple[int, dict]:
+    """(status, `{"error": {"code", "message"}}`) of any exception, for `audience`."""
     named = E.as_named_error(exc)
-    return status_for(named), named.to_dict()
+    status = status_for(named)
+    if named.withholds_details:
+        log.warning("%s (%d) answered to %s: %s", named.code, status,
+                    "an admin" if audience == ADMIN else "a tenant without the details",
+                    named.message)
+    return status, named.to_dict(audience)

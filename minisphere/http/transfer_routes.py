@@ -12,23 +12,55 @@
 """
 from __future__ import annotations
 
+import json
+import re
+
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from minisphere.control.auth import bearer_token, check_workspace_id
-from minisphere.errors import MalformedRequest
+from minisphere.errors import TENANT, ImportFormatError, MalformedRequest, TransferError
 from minisphere.http import responses as R
-from minisphere.http.handling import as_admin, error_json, read_body
+from minisphere.http.handling import (
+    MAX_JSON_NESTING_LEVELS,
+    as_admin,
+    audience_of,
+    error_json,
+    nesting_levels_exceed,
+    query_integer,
+    read_body,
+)
 
 IMPORT_MAX_BODY_BYTES = 16 * 1024 * 1024
 IMPORT_CHUNK_LINES = 500
+IMPORT_MAX_FIRST_LINE = 999_999_999          # `first`: a data line number
 NDJSON = "application/x-ndjson"
+_IMPORT_KEY = re.compile(r"[A-Za-z0-9]{1,64}")       # ASCII only: str.isalnum() takes any script
 
 
 def _flag(raw: str, name: str) -> bool:
     if raw not in ("true", "false", "1", "0"):
         raise MalformedRequest(f"{name} must be true or false")
     return raw in ("true", "1")
+
+
+def check_line_nesting(lines: list[str], first: int) -> None:
+    """Refuse a line nested deeper than the JSON bodies may be, naming its line in the file
+    (the header is line 1, data line `first` is line first + 1). Only a line with more brackets
+    than the limit can be that deep, so the others are not parsed twice."""
+    for index, line in enumerate(lines):
+        if line.count("[") + line.count("{") <= MAX_JSON_NESTING_LEVELS:
+            continue
+        try:
+            deep = nesting_levels_exceed(json.loads(line))
+        except RecursionError:
+            deep = True
+        except ValueError:          # not JSON at all: the importer names the line itself
+            continue
+        if deep:
+            number = 1 if index == 0 else first + index
+            raise ImportFormatError(f"line {number}: nests deeper than "
+                                    f"{MAX_JSON_NESTING_LEVELS} levels")
 
 
 def add_transfer_routes(api: FastAPI, gateway, ops) -> None:
@@ -39,12 +71,15 @@ def add_transfer_routes(api: FastAPI, gateway, ops) -> None:
                               "content": {NDJSON: {"schema": {"type": "string"}}}},
                         **R.ERROR_RESPONSES})
     async def export_workspace(workspace_id: str, request: Request):
+        audience = TENANT
         try:
-            gateway.require_admin(bearer_token(request.headers.get("authorization")))
+            token = bearer_token(request.headers.get("authorization"))
+            audience = audience_of(gateway, token)
+            gateway.require_admin(token)
             pages = ops.export_pages(check_workspace_id(workspace_id))
             first = await pages.__anext__()          # errors before any byte is sent
         except Exception as exc:  # noqa: BLE001
-            return error_json(exc)
+            return error_json(exc, audience)
 
         async def body():
             yield "".join(line + "\n" for line in first)
@@ -61,8 +96,10 @@ def add_transfer_routes(api: FastAPI, gateway, ops) -> None:
                                first: str = "1", final: str = "false"):
         async def import_chunk():
             check_workspace_id(workspace_id)
-            if not first.isdigit() or int(first) < 1:
-                raise MalformedRequest("first must be a positive integer (a data line number)")
+            first_line = query_integer(first, "first", 1, IMPORT_MAX_FIRST_LINE)
+            is_final = _flag(final, "final")
+            if not _IMPORT_KEY.fullmatch(key):
+                raise TransferError("key must be 1-64 letters or digits (e.g. the file's sha256)")
             raw = await read_body(request, IMPORT_MAX_BODY_BYTES,
                                   "an import chunk must be smaller: send fewer lines per request")
             try:
@@ -71,7 +108,8 @@ def add_transfer_routes(api: FastAPI, gateway, ops) -> None:
                 raise MalformedRequest("the import body must be UTF-8 JSONL") from None
             if not lines:
                 raise MalformedRequest("the import body must start with the export's header line")
-            report = await ops.import_chunk(workspace_id, key, lines[0], lines[1:], int(first),
-                                            _flag(final, "final"))
+            check_line_nesting(lines, first_line)
+            report = await ops.import_chunk(workspace_id, key, lines[0], lines[1:], first_line,
+                                            is_final)
             return JSONResponse(report)
         return await as_admin(gateway, request, import_chunk)

@@ -6,10 +6,13 @@ import json
 import logging
 
 import httpx
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from minisphere.engine.methods import METHODS
 from minisphere.errors import NotFound, Unauthenticated
 from minisphere.http.app import build_api
-from minisphere.http.request_log import classify, outcome_of
+from minisphere.http.request_log import RouteTable, classify, outcome_of, route_label
 
 TOKEN = "msw_secret-token-value-1234567890"
 SECRET_CONTENT = "the launch code is 0000-SECRET"
@@ -19,6 +22,9 @@ FIELDS = {"event", "requestId", "workspace", "method", "route", "httpMethod", "s
 
 
 class FakeGateway:
+    def is_admin(self, token):
+        return token == TOKEN
+
     def require_admin(self, token):
         if token != TOKEN:
             raise Unauthenticated("this route needs the admin token")
@@ -78,12 +84,57 @@ def test_infra_request_log_line_shape_and_no_secrets(caplog):
 
 
 def test_infra_request_log_classification_is_bounded():
-    assert classify("GET", "/v1/workspaces/notes/export") == \
+    routes = build_api(FakeGateway(), [], transfer=object()).router.routes
+    assert classify("GET", "/v1/workspaces/notes/export", routes) == \
         {"route": "admin", "method": "admin.export", "workspace": "notes"}
-    assert classify("DELETE", "/v1/workspaces/notes")["method"] == "admin.delete"
-    assert classify("POST", "/v1/workspaces")["method"] == "admin.create"
-    assert classify("POST", "/v1/w/notes/dropTables")["method"] == "unknown"
-    assert classify("POST", "/v1/w/NOT A VALID ID!/recall")["workspace"] is None
+    assert classify("DELETE", "/v1/workspaces/notes", routes)["method"] == "admin.delete"
+    assert classify("POST", "/v1/workspaces", routes)["method"] == "admin.create"
+    assert classify("POST", "/v1/w/notes/dropTables", routes)["method"] == "unknown"
+    assert classify("POST", "/v1/w/NOT A VALID ID!/recall", routes)["workspace"] is None
     assert outcome_of(200, b"") == "ok"
     assert outcome_of(503, b"<html>") == "http_503"
     assert outcome_of(422, b'{"error": {"code": "a code with spaces"}}') == "http_422"
+
+
+JUNK_SEGMENT = st.text(st.sampled_from("abcxyzABCZ0129-._~!$&'()*+,;=:@"), min_size=1,
+                       max_size=24)
+
+
+@settings(max_examples=60, deadline=None)
+@given(junk=st.lists(st.tuples(st.sampled_from(["GET", "POST", "DELETE", "PUT"]),
+                               st.lists(JUNK_SEGMENT, min_size=1, max_size=3)),
+                     min_size=20, max_size=40, unique_by=lambda j: tuple(j[1])))
+def test_metric_labels_stay_bounded_however_many_junk_paths_arrive(junk):
+    """Unauthenticated junk under every prefix the app serves: the labels the metrics get are
+    only the route table's own (or `unknown`), however many distinct paths arrive."""
+    observed = []
+    api = build_api(FakeGateway(), [], transfer=object(), observe=observed.append)
+    known = RouteTable(api.router.routes).labels()
+    prefixes = ["/v1/workspaces/notes/", "/v1/workspaces/", "/v1/w/notes/", "/v1/", "/"]
+    requests = [(method, prefixes[i % len(prefixes)] + "/".join(segments), {})
+                for i, (method, segments) in enumerate(junk)]
+
+    async def go():
+        transport = httpx.ASGITransport(app=api)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            for method, url, kw in requests:
+                await client.request(method, url, **kw)
+    asyncio.run(go())
+    labels = {record["method"] for record in observed}
+    assert len(observed) == len(requests)
+    assert labels <= known | {"unknown"}, labels - known
+    assert len(known) <= len(api.router.routes)
+
+
+def test_every_route_of_the_app_has_its_own_label():
+    api = build_api(FakeGateway(), [], transfer=object())
+    table = RouteTable(api.router.routes)
+    labels = {route_label(route)[1] for route in api.router.routes}
+    assert "unknown" not in labels
+    assert {"admin.create", "admin.list", "admin.get", "admin.delete", "admin.snapshot",
+            "admin.snapshots", "admin.restore", "admin.hibernate", "admin.export",
+            "admin.import", "maintenance.runs", "healthz", "contracts", "docs",
+            "openapi"} <= labels
+    assert set(METHODS) <= labels
+    assert table.classify("POST", "/v1/workspaces/notes/tokens")["method"] == "unknown"
+    assert table.classify("GET", "/v1/workspaces/notes/snapshots")["method"] == "admin.snapshots"
