@@ -50,8 +50,17 @@ def tokenize(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=65536)
+def _porter(token: str) -> str:
+    return _stemmer.stemWord(token)
+
+
 def stem(token: str) -> str:
-    return _stemmer.stemWord(token) if token.isascii() else token
+    # Every Porter suffix ends in a letter: a token ending in a digit (ids, years, versions)
+    # stays as it is, without a call into the pure-Python stemmer (and without a cache entry:
+    # such tokens are mostly unique)
+    if not token.isascii() or token[-1:].isdigit():
+        return token
+    return _porter(token)
 
 
 def content_terms(text: str) -> list[str]:
@@ -59,12 +68,22 @@ def content_terms(text: str) -> list[str]:
     return [stem(t) for t in tokenize(text) if t not in STOP_WORDS]
 
 
-def distill(conn, tokens: list[str], entry_count: int) -> tuple[list[str], list[str]]:
-    """Split query tokens into (kept, dropped). Order of first appearance is kept."""
+def plain_terms(text: str) -> list[str]:
+    """Stop-word-free words of a text, not stemmed: enough to see a copy, and cheap."""
+    return [t for t in tokenize(text) if t not in STOP_WORDS]
+
+
+def distill(conn, tokens: list[str], entry_count: int,
+            frequencies: dict[str, int] | None = None) -> tuple[list[str], list[str]]:
+    """Split query tokens into (kept, dropped). Order of first appearance is kept.
+    `frequencies`, if given, receives the document frequency of each non-stop token looked up
+    (nothing in a workspace too small to judge)."""
     unique = list(dict.fromkeys(tokens))[: T.MAX_QUERY_TERMS]
     kept = [t for t in unique if t not in STOP_WORDS]
     if entry_count >= T.COMMON_TERM_MIN_ENTRIES and kept:
         frequency = document_frequency(conn, [stem(t) for t in kept])
+        if frequencies is not None:
+            frequencies.update((t, frequency.get(stem(t), 0)) for t in kept)
         limit = T.COMMON_TERM_DOC_RATIO * entry_count
         rare = [t for t in kept if frequency.get(stem(t), 0) <= limit]
         kept = rare or kept

@@ -11,19 +11,29 @@ read-only connection); the returned entries' recall_count + 1 is the follow-up w
 """
 from __future__ import annotations
 
+import heapq
 import time
 
 from minisphere.engine.arguments import NoteRecalledArgs, RecallArgs
 from minisphere.engine.clock import iso_utc
 from minisphere.engine.reads import entry_count
-from minisphere.engine.retrieval.arms import Hit, graph_arm, keyword_arm, recency_arm
+from minisphere.engine.retrieval import tuning as T
+from minisphere.engine.retrieval.arms import (
+    RERANK_COLUMNS,
+    TAG_SEPARATOR,
+    Hit,
+    graph_arm,
+    keyword_arm,
+    recency_arm,
+    rerank_row,
+)
 from minisphere.engine.retrieval.fusion import fuse, fuse_hybrid
 from minisphere.engine.retrieval.prefilter import Prefilter
 from minisphere.engine.retrieval.query_text import STOP_WORDS, distill, stem, tokenize
 from minisphere.engine.retrieval.rerank import mmr, rerank_factors
 from minisphere.engine.retrieval.snippets import apply_budget
 from minisphere.engine.retrieval.temporal import extract_time_bounds
-from minisphere.engine.rows import entries_by_id
+from minisphere.engine.rows import ENTRY_COLUMNS, entries_by_id, entry_dict
 from minisphere.engine.staleness import revalidate_prompt
 from minisphere.errors import InvalidArgument
 
@@ -40,11 +50,12 @@ class _Timer:
 
 
 def _rounded(value):
-    """Breakdown numbers to 8 significant decimals, done once for the returned items only."""
-    if isinstance(value, float):
+    """Breakdown numbers to 8 decimals, done once for the returned items only."""
+    if value.__class__ is float:
         return round(value, 8)
-    if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
+    if value.__class__ is dict:
+        return {k: (round(v, 8) if v.__class__ is float else _rounded(v) if v.__class__ is dict else v)
+                for k, v in value.items()}
     return value
 
 
@@ -52,12 +63,91 @@ def _iso_or_none(ms: int | None) -> str | None:
     return None if ms is None else iso_utc(ms)
 
 
-def _rewrite(conn, args: RecallArgs, now_ms: int):
+def _rerank_rows(conn, ids: list[str]) -> dict[str, dict]:
+    """What the rerank factors read, for candidates no arm read: no content (it can be 64 KiB)."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    return {r[0]: rerank_row(r[1:]) for r in conn.execute(
+        f"SELECT e.id, {RERANK_COLUMNS} FROM entries e WHERE e.id IN ({marks})", ids).fetchall()}
+
+
+# No rerank factor lifts a score by more than this (decay and rolledUp only lower it).
+MAX_RERANK_BOOST = ((1 + T.RECALL_BOOST_MAX) * (1 + T.IMPORTANCE_BOOST_MAX)
+                    * (1 + T.TAG_OVERLAP_BOOST_MAX))
+
+
+def _rerank(conn, fused: dict, known: dict[str, dict], now_ms: int, query_stems: set[str],
+            pool_size: int) -> list[tuple]:
+    """(id, final, factors), best first, for every candidate that can reach the MMR pool.
+
+    Candidates are taken in fused order; once the pool is full, one whose fused score times the
+    largest possible boost cannot beat the pool's last is not looked at, nor is any after it
+    (the same pool as reranking everything; the cost follows the pool, not the candidates).
+    """
+    order = sorted(fused, key=lambda i: -fused[i]["fused"])
+    scored: list[tuple] = []
+    finals: list[float] = []           # min-heap of the pool's finals
+    for start in range(0, len(order), 2 * pool_size):
+        chunk = order[start:start + 2 * pool_size]
+        light = _rerank_rows(conn, [i for i in chunk if i not in known])
+        light.update((i, known[i]) for i in chunk if i in known)
+        for entry_id in chunk:
+            if len(finals) >= pool_size and fused[entry_id]["fused"] * MAX_RERANK_BOOST < finals[0]:
+                scored.sort(key=lambda s: -s[1])
+                return scored
+            if entry_id not in light:
+                continue
+            factors = rerank_factors(light[entry_id], now_ms, query_stems)
+            final = fused[entry_id]["fused"] * factors["product"]
+            scored.append((entry_id, final, factors))
+            if len(finals) < pool_size:
+                heapq.heappush(finals, final)
+            elif final > finals[0]:
+                heapq.heapreplace(finals, final)
+    scored.sort(key=lambda s: -s[1])
+    return scored
+
+
+def _prefixes(conn, ids: list[str], chars: int) -> dict[str, str]:
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    return dict(conn.execute(f"SELECT id, substr(content, 1, ?) FROM entries WHERE id IN ({marks})",
+                             [chars, *ids]).fetchall())
+
+
+# the entry columns with the content cut to what the snippet budget can show (one past it, so a
+# cut is still seen as one) and its whole length beside them
+_SNIPPET_COLUMNS = ENTRY_COLUMNS.replace("content,", "substr(content, 1, ?),", 1)
+assert _SNIPPET_COLUMNS != ENTRY_COLUMNS
+
+
+def _hydrate(conn, ids: list[str], now_ms: int, full: bool) -> dict[str, dict]:
+    """The returned entries only. Without `full`, content is read up to the snippet budget."""
+    if not ids:
+        return {}
+    if full:
+        return entries_by_id(conn, ids, now_ms)
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT {_SNIPPET_COLUMNS}, length(content), (SELECT group_concat(t.tag, "
+        f"'{TAG_SEPARATOR}') FROM tags t WHERE t.entry_id = entries.id) FROM entries "
+        f"WHERE id IN ({marks})", [T.SNIPPET_TOP_CHARS + 1, *ids]).fetchall()
+    out = {}
+    for row in rows:
+        entry = entry_dict(row, sorted(row[-1].split(TAG_SEPARATOR)) if row[-1] else [], now_ms)
+        entry["contentChars"] = row[-2]
+        out[row[0]] = entry
+    return out
+
+
+def _rewrite(conn, args: RecallArgs, now_ms: int, frequencies: dict[str, int]):
     if not args.query.strip():
         raise InvalidArgument("recall: query must not be empty")
     text, bounds = extract_time_bounds(args.query, now_ms)
     tokens = tokenize(text)
-    terms, dropped = distill(conn, tokens, entry_count(conn)) if tokens else ([], [])
+    terms, dropped = distill(conn, tokens, entry_count(conn), frequencies) if tokens else ([], [])
     only_stop_words = bool(terms) and all(t in STOP_WORDS for t in terms)
     if only_stop_words and bounds.active:  # "what happened yesterday?": browse the period
         terms, dropped = [], list(dict.fromkeys(tokens))
@@ -68,20 +158,21 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     """vector_arm: the optional vector binding's arm (vectors.arm.VectorArm: `hits(conn,
     prefilter)` and `refine(conn, prefilter, head ids)`)."""
     timer = _Timer()
-    text, bounds, terms, dropped = _rewrite(conn, args, now_ms)
+    frequencies: dict[str, int] = {}      # document counts of the query words (distill's)
+    text, bounds, terms, dropped = _rewrite(conn, args, now_ms, frequencies)
     prefilter = Prefilter.build(args.kind, args.tag, bounds, now_ms)
     timer.lap("rewriteMs")
 
     relaxed = False
     arms: dict[str, list[Hit]] = {}
     if terms:
-        keyword = keyword_arm(conn, terms, prefilter)
+        keyword = keyword_arm(conn, terms, prefilter, frequencies)
         if not keyword and bounds.active:
             # A time phrase must not turn a good query into nothing: drop the bounds and search
             # the phrase's words too (in "the 1990 world cup", 1990 is a topic, not a filter).
             relaxed, prefilter = True, prefilter.without_time()
-            terms, dropped = distill(conn, tokenize(args.query), entry_count(conn))
-            keyword = keyword_arm(conn, terms, prefilter)
+            terms, dropped = distill(conn, tokenize(args.query), entry_count(conn), frequencies)
+            keyword = keyword_arm(conn, terms, prefilter, frequencies)
         arms["keyword"] = keyword
         timer.lap("keywordMs")
         if args.hops > 0 and keyword:
@@ -100,21 +191,16 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
         fused = fuse(arms)
     timer.lap("fusionMs")
 
-    rows = entries_by_id(conn, list(fused), now_ms)
     query_stems = {stem(t) for t in terms}
-    scored = []
-    for entry_id, slot in fused.items():
-        if entry_id not in rows:
-            continue
-        factors = rerank_factors(rows[entry_id], now_ms, query_stems)
-        scored.append((entry_id, slot["fused"] * factors["product"], factors))
-    scored.sort(key=lambda s: -s[1])
+    known = {h.id: h.row for hits in arms.values() for h in hits if h.row is not None}
+    scored = _rerank(conn, fused, known, now_ms, query_stems, args.top_k * T.MMR_POOL_FACTOR)
     factors_of = {entry_id: factors for entry_id, _, factors in scored}
     final_of = {entry_id: final for entry_id, final, _ in scored}
-    picked = mmr([(i, s) for i, s, _ in scored], {i: rows[i]["content"] for i, _, _ in scored},
-                 args.top_k)
+    pool = [(i, s) for i, s, _ in scored[: args.top_k * T.MMR_POOL_FACTOR]]
+    picked = mmr(pool, lambda ids: _prefixes(conn, ids, T.MMR_TEXT_CHARS), args.top_k)
     timer.lap("rerankMs")
 
+    rows = _hydrate(conn, [i for i, _ in picked], now_ms, args.full)
     items = []
     for entry_id, mmr_detail in picked:
         entry = rows[entry_id]

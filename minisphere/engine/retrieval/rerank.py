@@ -17,15 +17,18 @@ relevance alone.
 MMR then picks topK from the best topK × 3: at each step the candidate maximising
   λ × relevance - (1 - λ) × max similarity to the already picked ones   (λ = 0.7)
 where relevance is the final score min-max scaled over the pool to [0, 1] and similarity is the
-Jaccard overlap of word-pair shingles (single words for texts under two terms). Shingles make the
-penalty bite on near-duplicates and restatements, not on entries that merely share a topic.
+Jaccard overlap of word-pair shingles (single words for texts under two terms) of the first
+MMR_TEXT_CHARS characters, counted above MMR_SIMILARITY_FLOOR only and rescaled to [0, 1].
+Shingles make the penalty bite on near-duplicates and restatements, not on entries that merely
+share a topic.
 """
 from __future__ import annotations
 
+import heapq
 import math
 
 from minisphere.engine.retrieval import tuning as T
-from minisphere.engine.retrieval.query_text import content_terms
+from minisphere.engine.retrieval.query_text import content_terms, plain_terms
 
 
 def decay_factor(volatility: str, age_ms: int) -> float:
@@ -66,7 +69,9 @@ def rerank_factors(row: dict, now_ms: int, query_stems: set[str]) -> dict:
 
 
 def shingles(text: str) -> frozenset:
-    terms = content_terms(text[: T.MMR_TEXT_CHARS])
+    """Word pairs of the text's first MMR_TEXT_CHARS (unstemmed: near-copies share the words
+    themselves, and stemming a long prefix would cost more than the whole rest of MMR)."""
+    terms = plain_terms(text[: T.MMR_TEXT_CHARS])
     if len(terms) < 2:
         return frozenset(terms)
     return frozenset(zip(terms, terms[1:]))
@@ -80,28 +85,65 @@ def jaccard(a: frozenset, b: frozenset) -> float:
 
 def similarity(a: frozenset, b: frozenset) -> float:
     """Jaccard overlap, counted only above MMR_SIMILARITY_FLOOR and rescaled to [0, 1]."""
-    overlap = jaccard(a, b)
     floor = T.MMR_SIMILARITY_FLOOR
+    if not a or not b:
+        return 0.0
+    small, large = (len(a), len(b)) if len(a) <= len(b) else (len(b), len(a))
+    if small <= floor * large:       # Jaccard ≤ |smaller| / |larger|: cannot pass the floor
+        return 0.0
+    overlap = jaccard(a, b)
     return 0.0 if overlap <= floor else (overlap - floor) / (1.0 - floor)
 
 
-def mmr(candidates: list[tuple[str, float]], texts: dict[str, str], top_k: int,
+def mmr(candidates: list[tuple[str, float]], texts, top_k: int,
         lam: float = T.MMR_LAMBDA) -> list[tuple[str, dict]]:
-    """candidates: (id, score) best first. Returns (id, {relevance, maxSimilarity, mmr})."""
+    """candidates: (id, score) best first. Returns (id, {relevance, maxSimilarity, mmr}).
+    texts: id -> text, or a function reading the texts of a list of ids (called lazily, a
+    page at a time, only for candidates MMR has to compare).
+
+    Lazy greedy, with the same picks as comparing every candidate with every pick: a candidate's
+    similarity to the picks only grows as picks are added, so its value computed against the
+    picks it was compared with so far is an upper bound. The best bound is brought up to date
+    (compared with the newer picks) and taken only if it is still the best; candidates that
+    relevance alone keeps out of reach are never compared, nor their shingles computed.
+    """
     pool = candidates[: top_k * T.MMR_POOL_FACTOR]
     if not pool:
         return []
     high, low = pool[0][1], min(score for _, score in pool)
     spread = high - low
-    relevance = {i: (s - low) / spread if spread > 0 else 1.0 for i, s in pool}
-    sets = {i: shingles(texts[i]) for i, _ in pool}
-    closest = {i: 0.0 for i, _ in pool}   # max similarity to anything picked so far
+    relevance = [(s - low) / spread if spread > 0 else 1.0 for _, s in pool]
+    sets: dict[int, frozenset] = {}
+    read: dict[str, str] = texts if isinstance(texts, dict) else {}
+
+    def shingles_of(index: int) -> frozenset:
+        if index not in sets:
+            entry_id = pool[index][0]
+            if entry_id not in read and not isinstance(texts, dict):
+                page = [i for i, _ in pool[index:index + top_k] if i not in read]
+                read.update(texts(page))
+            sets[index] = shingles(read.get(entry_id, ""))
+        return sets[index]
+
+    keep = 1 - lam
+    closest = [0.0] * len(pool)           # max similarity to the picks compared so far
+    compared = [0] * len(pool)            # how many picks that covers
+    bounds = [(-lam * relevance[i], i) for i in range(len(pool))]   # (-value, pool order)
+    heapq.heapify(bounds)
+    picks: list[int] = []
     chosen: list[tuple[str, dict]] = []
-    while closest and len(chosen) < top_k:
-        best_id = max(closest, key=lambda i: lam * relevance[i] - (1 - lam) * closest[i])
-        sim = closest.pop(best_id)
-        chosen.append((best_id, {"relevance": relevance[best_id], "maxSimilarity": sim,
-                             "mmr": lam * relevance[best_id] - (1 - lam) * sim}))
-        for i in closest:
-            closest[i] = max(closest[i], similarity(sets[i], sets[best_id]))
+    while bounds and len(chosen) < top_k:
+        _, index = heapq.heappop(bounds)
+        if compared[index] < len(picks):
+            mine = shingles_of(index)
+            for pick in picks[compared[index]:]:
+                if closest[index] < 1.0:
+                    closest[index] = max(closest[index], similarity(mine, shingles_of(pick)))
+            compared[index] = len(picks)
+            heapq.heappush(bounds, (-(lam * relevance[index] - keep * closest[index]), index))
+            continue
+        value = lam * relevance[index] - keep * closest[index]
+        picks.append(index)
+        chosen.append((pool[index][0], {"relevance": relevance[index],
+                                        "maxSimilarity": closest[index], "mmr": value}))
     return chosen

@@ -17,15 +17,16 @@ def apply_budget(items: list[dict], full: bool) -> None:
     remaining = T.SNIPPET_TOTAL_CHARS
     for position, item in enumerate(items):
         text = item["content"]
-        item["contentChars"] = len(text)
+        # the whole length, when only a prefix was read (recall reads no more than it can show)
+        whole = item.setdefault("contentChars", len(text))
         item["truncated"] = False
         if full:
             continue
         cap = T.SNIPPET_TOP_CHARS if position < T.SNIPPET_TOP_COUNT else T.SNIPPET_TAIL_CHARS
         allowed = max(0, min(cap, remaining))
-        if len(text) > allowed:
+        if whole > allowed:
             head = text[:allowed].rstrip()
-            item["content"] = (head + " " if head else "") + truncation_marker(len(text) - len(head), item["id"])
+            item["content"] = (head + " " if head else "") + truncation_marker(whole - len(head), item["id"])
             item["truncated"] = True
             remaining -= len(head)
         else:
