@@ -25,7 +25,7 @@ from actors.scheduled_tasks_actor import get_scheduled_tasks
 from minisphere.contract.startup import verified_contracts
 from minisphere.errors import ConfigError
 from minisphere.http.app import build_api
-from minisphere.settings import Settings, load_settings
+from minisphere.settings import Settings, load_settings, restrict_file_modes
 
 log = logging.getLogger("minisphere.serve")
 APP_NAME = "minisphere"
@@ -48,6 +48,7 @@ SERVE_PERFORMANCE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}
 @serve.ingress()
 class MiniSphereIngress:
     def __init__(self, settings: Settings | None = None):
+        restrict_file_modes()       # `serve run` / `serve deploy` never run the launcher
         logging.basicConfig(level=logging.INFO)
         self.settings = settings or load_settings()
         self.contracts = verified_contracts()     # a pin mismatch stops the replica here
@@ -97,6 +98,7 @@ app = MiniSphereIngress.bind()
 def start(settings: Settings):
     """Start (or join) Ray and Serve and deploy the app. Returns the Serve handle."""
     import ray
+    restrict_file_modes()       # before Ray starts: its local processes inherit the umask
     if not ray.is_initialized():
         for name, value in SERVE_PERFORMANCE_ENV.items():
             os.environ.setdefault(name, value)
@@ -139,6 +141,7 @@ def banner(settings: Settings) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    restrict_file_modes()       # first: load_settings already writes the admin token file
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = load_settings()

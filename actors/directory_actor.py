@@ -36,7 +36,11 @@ from actors.parts.spares import Spare, SparePool
 from actors.workspace_actor import WorkspaceActor, WorkspaceLaunch, new_actor_name
 from minisphere.contract.startup import born_with, verified_contracts
 from minisphere.control.auth import check_workspace_id, same_hash, token_hash
-from minisphere.control.blueprints import load_default_blueprint, parse_blueprint
+from minisphere.control.blueprints import (
+    load_default_blueprint,
+    parse_blueprint,
+    parse_stored_blueprint,
+)
 from minisphere.control.plane import ControlPlane
 from minisphere.control.residency import (
     IDLE_SWEEP_S,
@@ -44,12 +48,12 @@ from minisphere.control.residency import (
     derived_spare_actors,
     lru_victims,
 )
-from minisphere.durability.snapshots import delete_all_snapshots
+from minisphere.durability.generations import delete_snapshots
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import InvalidArgument, MiniSphereError, NotFound, SnapshotError
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
-from minisphere.settings import Settings
+from minisphere.settings import Settings, ensure_private_dir, restrict_file_modes
 
 log = logging.getLogger("minisphere.directory")
 DIRECTORY_NAME = "directory"
@@ -57,6 +61,7 @@ DIRECTORY_CONCURRENCY = 64         # calls the directory interleaves at most
 HIBERNATE_TIMEOUT_S = 60.0         # a workspace actor's drain + snapshot + close
 BIND_TIMEOUT_S = 120.0             # opening a file, restoring it from a snapshot if missing
 SWEEP_MAX_PER_ROUND = 16           # idle workspaces hibernated per sweep round, at most
+SNAPSHOT_DEBT_EVERY_ROUNDS = 12    # sweep rounds between retries of owed snapshot deletions
 ROOM_WAIT_S = 0.01                 # re-check pause while other activations fill the cap
 
 
@@ -64,13 +69,16 @@ ROOM_WAIT_S = 0.01                 # re-check pause while other activations fill
             max_concurrency=DIRECTORY_CONCURRENCY)
 class DirectoryActor:
     def __init__(self, settings: Settings):
+        restrict_file_modes()       # each actor: a `ray start` cluster has its own umask
         logging.basicConfig(level=logging.INFO)
         self.settings = settings
+        ensure_private_dir(settings.data_dir)
         self.control = ControlPlane(settings.control_db)
         self.contracts = born_with(verified_contracts())
         self.default_blueprint = load_default_blueprint(settings.blueprint_path)
-        self.root = settings.workspaces_dir.resolve()
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root = ensure_private_dir(settings.workspaces_dir).resolve()
+        if settings.snapshots.store == "local":
+            ensure_private_dir(settings.snapshots.local_dir)
         self.snapshots = open_snapshot_store(settings.snapshots)
         cluster = ray.cluster_resources()
         cpus, memory = float(cluster.get("CPU", 1)), float(cluster.get("memory", 2 ** 30))
@@ -177,10 +185,10 @@ class DirectoryActor:
             folder = self._folder(record["id"])
             if folder.exists():   # left over from an interrupted delete: keep it, aside
                 aside = self.root / ".orphaned" / f"{record['id']}-{time.time_ns()}"
-                aside.parent.mkdir(exist_ok=True)
+                ensure_private_dir(aside.parent)
                 folder.rename(aside)
                 log.warning("moved orphaned folder %s to %s", folder, aside)
-            folder.mkdir(parents=True)
+            ensure_private_dir(folder)
             Workspace(folder / "workspace.db", synchronous=self.settings.synchronous).close()
         except BaseException:
             self.control.delete(record["id"])
@@ -262,9 +270,10 @@ class DirectoryActor:
         return WorkspaceLaunch(
             workspace_id, self.workspace_path(workspace_id), synchronous=self.settings.synchronous,
             max_batch=self.settings.max_batch, snapshots=self.settings.snapshots,
+            generation=record["generation"],
             pending_writes=1 if snap["snapshotPending"] or not snap["lastSnapshotVersion"] else 0,
             expect_snapshot=bool(snap["lastSnapshotVersion"]),
-            vector=parse_blueprint(record["blueprint"]).bindings.vector)
+            vector=parse_stored_blueprint(record["blueprint"]).bindings.vector)
 
     async def _bind(self, workspace_id: str):
         """Make room under the cap, take a spare on the node holding the file (or start an
@@ -396,10 +405,14 @@ class DirectoryActor:
         return {**result, "hibernated": True, "reason": reason}
 
     async def _sweep_loop(self) -> None:
+        rounds = 0
         while True:
             await asyncio.sleep(IDLE_SWEEP_S)
+            rounds += 1
             try:
                 await self.sweep()
+                if rounds % SNAPSHOT_DEBT_EVERY_ROUNDS == 0:
+                    await self.settle_snapshot_debts()
             except Exception:  # noqa: BLE001 - keep sweeping
                 log.warning("idle sweep failed", exc_info=True)
 
@@ -490,14 +503,32 @@ class DirectoryActor:
         if handle is not None:
             self._kill(handle)
         shutil.rmtree(self._folder(workspace_id), ignore_errors=True)
-        try:     # deletion is permanent: a later workspace of that id must not inherit them
-            await asyncio.to_thread(delete_all_snapshots, self.snapshots, workspace_id)
-        except SnapshotError as exc:
-            log.warning("snapshots of deleted workspace %s not removed: %s", workspace_id,
-                        exc.message)
+        generation = self.control.get(workspace_id)["generation"]
+        snapshots_deleted = await self._delete_snapshots(workspace_id, generation)
         self.control.delete(workspace_id)
         log.info("deleted workspace %s", workspace_id)
-        return {"deleted": workspace_id}
+        return {"deleted": workspace_id, "snapshotsDeleted": snapshots_deleted}
+
+    async def _delete_snapshots(self, workspace_id: str, generation: str | None) -> bool:
+        """Remove one generation's snapshots; when the store fails, owe it (the sweep retries).
+        A workspace created later with the same id has another generation, so it never sees
+        these meanwhile."""
+        try:
+            await asyncio.to_thread(delete_snapshots, self.snapshots, workspace_id, generation)
+        except SnapshotError as exc:
+            log.warning("snapshots of deleted workspace %s (%s) not removed yet: %s",
+                        workspace_id, generation, exc.message)
+            self.control.owe_snapshot_deletion(workspace_id, generation, exc.message)
+            return False
+        return True
+
+    async def settle_snapshot_debts(self) -> int:
+        """Retry deleting the snapshots of deleted workspaces; returns how many are left."""
+        debts = self.control.snapshot_debts()
+        for workspace_id, generation in debts:
+            if await self._delete_snapshots(workspace_id, generation):
+                self.control.settle_snapshot_debt(workspace_id, generation)
+        return len(self.control.snapshot_debts())
 
     async def audit(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
         return self.control.audit_log(workspace_id, limit)

@@ -22,9 +22,10 @@ from collections.abc import Callable
 import ray
 
 from actors.directory_actor import DIRECTORY_NAME
-from actors.parts.reach import WorkspaceReach, ask
+from actors.parts.reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.client.client import ServiceError, _same, _WorkspaceCalls
 from minisphere.control.auth import check_workspace_id, token_hash
+from minisphere.engine.idempotency import check_key
 from minisphere.engine.methods import METHODS
 from minisphere.errors import Forbidden, MiniSphereError, Unauthenticated
 from minisphere.http.statuses import error_response
@@ -54,16 +55,20 @@ class _InClusterCalls:
             raise Unauthenticated("invalid token")
         self._checked = True
 
-    async def _call(self, method: str, body: dict, parse: Callable):
+    async def _call(self, method: str, body: dict, parse: Callable, key: str | None):
         try:
             if method not in METHODS:
                 raise MiniSphereError(f"unknown method {method!r}")
+            if key is not None:
+                check_key(key)
             if not self._checked:
                 await self._authenticate()
             read = METHODS[method].access == "read"
+            # as the ingress: reads and keyed writes are safe to send again after a failure
+            resends = 1 if read else (KEYED_WRITE_RESENDS if key is not None else 0)
             envelope, _, _ = await self.reach.call(
-                self.workspace_id, "call", method, body, self._caller,
-                idempotent_attempts=1 if read else 0, timeout_s=CALL_TIMEOUT_S)
+                self.workspace_id, "call", method, body, self._caller, key,
+                idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S)
         except MiniSphereError as exc:
             status, payload = error_response(exc)
             raise ServiceError(status, payload["error"]["code"],
@@ -80,8 +85,8 @@ class InClusterWorkspace(_InClusterCalls, _WorkspaceCalls):
         threading.Thread(target=self._loop.run_forever, daemon=True,
                          name=f"in-cluster-{workspace_id}").start()
 
-    def _run(self, method: str, body: dict, parse: Callable = _same):
-        return asyncio.run_coroutine_threadsafe(self._call(method, body, parse),
+    def _run(self, method: str, body: dict, parse: Callable = _same, key: str | None = None):
+        return asyncio.run_coroutine_threadsafe(self._call(method, body, parse, key),
                                                 self._loop).result()
 
     def close(self) -> None:
@@ -91,8 +96,9 @@ class InClusterWorkspace(_InClusterCalls, _WorkspaceCalls):
 class AsyncInClusterWorkspace(_InClusterCalls, _WorkspaceCalls):
     """The async client: `await notes.capture(...)` on the caller's own event loop."""
 
-    async def _run(self, method: str, body: dict, parse: Callable = _same):
-        return await self._call(method, body, parse)
+    async def _run(self, method: str, body: dict, parse: Callable = _same,
+                   key: str | None = None):
+        return await self._call(method, body, parse, key)
 
 
 def connect_in_cluster(workspace_id: str, token: str, *,

@@ -20,7 +20,7 @@ from actors.directory_actor import get_directory
 from actors.parts.scheduler_access import DirectoryLedger, StalenessPassAccess
 from minisphere.control.auth import token_hash
 from minisphere.maintenance.scheduler import MaintenanceScheduler
-from minisphere.settings import Settings
+from minisphere.settings import Settings, restrict_file_modes
 
 log = logging.getLogger("minisphere.scheduled_tasks")
 SCHEDULER_NAME = "scheduled-tasks"
@@ -29,6 +29,7 @@ SCHEDULER_NAME = "scheduled-tasks"
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class ScheduledTasksActor:
     def __init__(self, settings: Settings):
+        restrict_file_modes()       # each actor: a `ray start` cluster has its own umask
         logging.basicConfig(level=logging.INFO)
         directory = get_directory(settings)
         self.core = MaintenanceScheduler(

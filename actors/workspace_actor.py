@@ -44,6 +44,7 @@ import ray
 
 from actors.parts.admission import Admission
 from actors.parts.due_notes import DueNotes
+from actors.parts.transfer_steps import TransferSessions
 from minisphere.contract.startup import verified_contracts
 from minisphere.control.auth import hash_in, same_hash
 from minisphere.control.blueprints import VectorBindingSpec
@@ -58,7 +59,13 @@ from minisphere.errors import (
     as_named_error,
 )
 from minisphere.hosting.host import WorkspaceHost
-from minisphere.settings import DEFAULT_MAX_BATCH_WRITES, DEFAULT_SYNCHRONOUS, SnapshotSettings
+from minisphere.settings import (
+    DEFAULT_MAX_BATCH_WRITES,
+    DEFAULT_SYNCHRONOUS,
+    SnapshotSettings,
+    ensure_private_dir,
+    restrict_file_modes,
+)
 
 log = logging.getLogger("minisphere.workspace_actor")
 
@@ -94,6 +101,7 @@ class WorkspaceLaunch:
     pending_writes: int = 0                      # writes not in any snapshot yet
     expect_snapshot: bool = False                # a missing file must come from a snapshot
     vector: VectorBindingSpec | None = None      # the blueprint's vector binding, if any
+    generation: str | None = None                # this creation of the id (snapshot keys)
 
 
 def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
@@ -109,6 +117,7 @@ def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
 class WorkspaceActor:
     def __init__(self, launch: WorkspaceLaunch | None = None, directory=None,
                  admin_token_hash: str = "", token_hashes: tuple[str, ...] = ()):
+        restrict_file_modes()       # spares too: a `ray start` cluster has its own umask
         logging.basicConfig(level=logging.INFO)
         self.contracts = verified_contracts()   # a broken pin must not open any file
         self.directory = directory               # handle, for reports (may be None)
@@ -127,6 +136,7 @@ class WorkspaceActor:
         self.admission: Admission | None = None
         self.due: DueNotes | None = None
         self.token_hashes: frozenset[str] = frozenset()
+        self.transfers = TransferSessions()
         if launch is None and self.restarted and directory is not None:
             # Ray re-ran the constructor after a crash: reopen what this actor was bound to
             binding = ray.get(directory.binding_of_actor.remote(self.name),
@@ -156,15 +166,16 @@ class WorkspaceActor:
             raise InternalError(f"actor {self.name} already serves workspace "
                                 f"{self.workspace_id}; it is never bound to another")
         self.workspace_id = workspace_id = launch.workspace_id     # claimed, even if opening fails
-        Path(launch.path).parent.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(Path(launch.path).parent)
         snapshots = launch.snapshots
         self.host = WorkspaceHost(
             workspace_id, launch.path,
             store=open_snapshot_store(snapshots) if snapshots is not None else None,
+            generation=launch.generation,
             synchronous=launch.synchronous, max_batch=launch.max_batch,
             snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
             expect_snapshot=launch.expect_snapshot, embedder=self._embedder(launch.vector),
-            on_follow_up=self._follow_up, on_snapshot_status=self._report_snapshot)
+            on_snapshot_status=self._report_snapshot)
         self.token_hashes = frozenset(token_hashes)
         self.admission = Admission(workspace_id)
         self.due = DueNotes(workspace_id, self.directory)
@@ -188,6 +199,10 @@ class WorkspaceActor:
             raise Unauthenticated("invalid token")
         if method.access == "maintenance":
             raise Forbidden(f"{method.name} is a maintenance method; it needs the admin token")
+
+    def _authorize_admin(self, token_hash: str, what: str) -> None:
+        if not (self.admin_token_hash and same_hash(token_hash, self.admin_token_hash)):
+            raise Unauthenticated(f"{what} needs the admin token")
 
     # ---- the host's parts (they change when a restore reopens the file) -----------------------
     @property
@@ -215,7 +230,10 @@ class WorkspaceActor:
     def _report_snapshot(self, status: dict) -> None:
         self._report("snapshot_status", status)
 
-    async def call(self, method_name: str, body: dict | None, token_hash: str) -> dict:
+    async def call(self, method_name: str, body: dict | None, token_hash: str,
+                   idempotency_key: str | None = None) -> dict:
+        """One contract method. `idempotency_key` (writes): a repeat of a committed write with
+        the same key answers the stored result (timings `replayed`) and writes nothing."""
         started = time.perf_counter()
         self.calls += 1
         self.last_call_at = time.time()
@@ -228,14 +246,14 @@ class WorkspaceActor:
                     result, timings = await asyncio.wrap_future(
                         self.host.submit_read(method_name, body))
                 else:
-                    result, timings = await self._write(method, body or {})
+                    result, timings = await self._write(method, body or {}, idempotency_key)
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             timings["actor_ms"] = (time.perf_counter() - started) * 1e3
             return {"ok": False, "error": as_named_error(exc), "timings": timings}
         timings["actor_ms"] = (time.perf_counter() - started) * 1e3
         return {"ok": True, "result": result, "timings": timings}
 
-    async def _write(self, method, body: dict):
+    async def _write(self, method, body, key: str | None = None):
         prepared, prepare_ms = await self._prepare(method.name, body)
         # Tell the control plane before a write (or a pass) can change what is due, then queue
         # it right after (see parts/due_notes.py).
@@ -248,7 +266,7 @@ class WorkspaceActor:
 
         def done(ok, result, timings):
             loop.call_soon_threadsafe(_settle, future, ok, result, timings)
-        self.host.submit_write(method.name, body, done, prepared)
+        self.host.submit_write(method.name, body, done, prepared, key=key)
         result, timings = await future
         if prepare_ms is not None:
             timings["prepare_ms"] = prepare_ms
@@ -261,13 +279,6 @@ class WorkspaceActor:
         started = time.perf_counter()
         prepared = await asyncio.wrap_future(self.host.prepare_write(method_name, body))
         return prepared, (time.perf_counter() - started) * 1e3
-
-    def _follow_up(self, method_name: str, body: dict) -> None:
-        """A read's small internal write (recall counts): queued, not awaited by the reader."""
-        def done(ok, result, _timings):
-            if not ok:
-                log.warning("follow-up %s failed: %r", method_name, result)
-        self.host.submit_write(method_name, body, done)
 
     @staticmethod
     def _embedder(vector: VectorBindingSpec | None):
@@ -290,6 +301,33 @@ class WorkspaceActor:
         return {"lastCallAt": self.last_call_at, "inflight": self.admission.inflight,
                 "snapshotFailing": bool(snapshots["consecutiveFailures"]
                                         and snapshots["pendingWrites"])}
+
+    # ---- import and export (admin) ---------------------------------------------------------------
+    async def export_page(self, export_id: str, number: int, max_lines: int,
+                          token_hash: str) -> dict:
+        """The next page of an export (see parts/transfer_steps.py), admitted like a call."""
+        try:
+            self._authorize_admin(token_hash, "export")
+            async with self._admission().admit():
+                self.host.ensure_open()
+                return await self._run(self.transfers.export_page, self.host, export_id,
+                                       number, max_lines)
+        except Exception as exc:  # noqa: BLE001 - answered as a named error
+            return {"ok": False, "error": as_named_error(exc)}
+
+    async def import_chunk(self, key: str, header: str, lines: list[str], first: int,
+                           final: bool, token_hash: str) -> dict:
+        """Apply one chunk of an import, admitted like a call; like any write it notes the
+        scheduler first (an import changes what is due)."""
+        try:
+            self._authorize_admin(token_hash, "import")
+            async with self._admission().admit():
+                self.host.ensure_open()
+                self.due.before_bulk_write()
+                return await self._run(self.transfers.import_chunk, self.host, key, header,
+                                       lines, first, final)
+        except Exception as exc:  # noqa: BLE001 - answered as a named error
+            return {"ok": False, "error": as_named_error(exc)}
 
     # ---- durability ----------------------------------------------------------------------------
     async def _run(self, fn, *args) -> dict:
@@ -317,6 +355,14 @@ class WorkspaceActor:
             self.due.forget()          # the scheduler's recorded due state is about the old file
         return answer
 
+    async def prune_snapshots(self, keep: int) -> dict:
+        """Keep the newest `keep` versions, the first of them the file as it is now."""
+        try:
+            async with self._admission().admit():
+                return await self._run(self.host.prune_snapshots, keep)
+        except Exception as exc:  # noqa: BLE001 - hibernating
+            return {"ok": False, "error": as_named_error(exc)}
+
     async def hibernate(self) -> dict:
         """Refuse new calls, finish those in flight, snapshot if changed, close. The directory
         kills the actor afterwards."""
@@ -324,6 +370,7 @@ class WorkspaceActor:
             return {"workspace": None, "snapshot": None, "error": None,
                     "pendingSnapshot": False, "snapshots": None}
         await self.admission.close_for_hibernation()
+        self.transfers.close()
         return await asyncio.to_thread(self.host.hibernate)
 
     async def durability(self) -> dict:
@@ -334,17 +381,21 @@ class WorkspaceActor:
         if self.host is None:
             return {"workspace": None, "name": self.name, "pid": os.getpid(),
                     "rssBytes": rss_bytes(), "restarted": self.restarted}
+        writer = self.writer         # None while the file is closed (or failed to reopen)
         return {"workspace": self.workspace_id, "name": self.name, "pid": os.getpid(),
-                "rssBytes": rss_bytes(),
+                "rssBytes": rss_bytes(), "open": writer is not None,
                 "startedAt": self.started_at, "restarted": self.restarted, "calls": self.calls,
-                "lastCallAt": self.last_call_at, "queueDepth": self.writer.depth,
-                "batches": self.writer.batches, "writes": self.writer.writes,
-                "largestBatch": self.writer.largest_batch, "contracts": self.contracts,
-                "nodeId": self.node_id, "durability": self.host.status()}
+                "lastCallAt": self.last_call_at, "queueDepth": writer.depth if writer else 0,
+                "batches": writer.batches if writer else 0,
+                "writes": writer.writes if writer else 0,
+                "largestBatch": writer.largest_batch if writer else 0,
+                "contracts": self.contracts, "nodeId": self.node_id,
+                "durability": self.host.status()}
 
     async def close(self) -> dict:
         """Commit what is queued, close every connection. The actor must be killed after."""
         if self.host is not None:
             await self.admission.close_for_hibernation()
             await asyncio.to_thread(self.host.close)
+        self.transfers.close()
         return {"closed": self.workspace_id}

@@ -82,6 +82,11 @@ class WorkspaceClosed(MiniSphereError):
     code = "workspace_closed"
 
 
+class IdempotencyKeyReused(MiniSphereError):
+    """An idempotency key already used for a different call (another method or body)."""
+    code = "idempotency_key_reused"
+
+
 class EmbeddingError(MiniSphereError):
     """An embedding provider could not embed (bad response, timeout, wrong shape, no model).
     Writes never fail for it: the entry is stored and embedded later."""

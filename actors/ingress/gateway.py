@@ -4,9 +4,11 @@ workspace's actor, call it, and recover from a dead actor.
 Caches (per replica): token hashes per workspace (for `token_cache_ttl_s`) and actor handles.
 An unauthenticated request is refused before any actor is looked up, so it never wakes one.
 Calls go through the resend loop of `actors/parts/reach.py`: a dead actor is re-activated
-through the directory and a read is sent once more; a write whose actor died under it may or
-may not have committed, so it is answered 503 -- unless the actor ended by hibernation (then
-the write never ran and is sent again), as is any call refused with `hibernating`.
+through the directory and a read is sent once more; so is a write that carries an idempotency
+key (sent again with its key it cannot apply twice: the workspace file knows whether it
+committed). A write without a key whose actor died under it may or may not have committed, so
+it is answered 503 -- unless the actor ended by hibernation (then the write never ran and is
+sent again), as is any call refused with `hibernating`.
 """
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ import logging
 import time
 
 from actors.directory_actor import get_directory
-from actors.parts.reach import WorkspaceReach, ask
+from actors.parts.reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.control.auth import check_workspace_id, hash_in, same_hash, token_hash
+from minisphere.durability.generations import generation_store
 from minisphere.durability.snapshots import list_snapshots
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.engine.clock import epoch_ms
@@ -36,7 +39,7 @@ class Gateway:
         self.directory = get_directory(settings)
         self.directory.start.remote()          # warm the spare pool; never waited for
         self.reach = WorkspaceReach(self.directory)
-        self._admin_hash = token_hash(settings.admin_token)
+        self.admin_hash = token_hash(settings.admin_token)
         self._tokens: dict[str, tuple[list[str], float]] = {}
         self._store = None                     # snapshot store, made on first use
 
@@ -45,7 +48,7 @@ class Gateway:
 
     # ---- auth ----------------------------------------------------------------------------------
     def is_admin(self, token: str) -> bool:
-        return same_hash(token_hash(token), self._admin_hash)
+        return same_hash(token_hash(token), self.admin_hash)
 
     def require_admin(self, token: str) -> None:
         if not self.is_admin(token):
@@ -56,7 +59,7 @@ class Gateway:
         hash, which the workspace actor checks again on every call."""
         check_workspace_id(workspace_id)
         candidate = token_hash(token)
-        if same_hash(candidate, self._admin_hash):
+        if same_hash(candidate, self.admin_hash):
             return candidate
         cached = self._tokens.get(workspace_id)
         if cached is None or cached[1] < time.monotonic() or not hash_in(candidate, cached[0]):
@@ -77,19 +80,27 @@ class Gateway:
         self.reach.forget(workspace_id)
 
     # ---- calls ---------------------------------------------------------------------------------
-    async def call(self, workspace_id: str, method_name: str, body,
-                   caller: str) -> tuple[object, dict]:
+    async def call(self, workspace_id: str, method_name: str, body, caller: str,
+                   idempotency_key: str | None = None) -> tuple[object, dict]:
         """Run one method on the workspace's actor as `caller` (the token hash `authorize`
-        returned): (result, timings); engine errors raise."""
+        returned): (result, timings); engine errors raise. Timings say `replayed` when a
+        keyed write was answered from its stored result."""
         read = METHODS[method_name].access == "read"
+        keyed = not read and idempotency_key is not None
+        if read:
+            resends, unknown = 1, f"workspace {workspace_id} is restarting; retry shortly"
+        elif keyed:
+            resends, unknown = KEYED_WRITE_RESENDS, (
+                f"workspace {workspace_id} failed or timed out during {method_name}; send it "
+                "again with the same Idempotency-Key: it is applied at most once")
+        else:
+            resends, unknown = 0, (
+                f"workspace {workspace_id} failed or timed out during {method_name}; the write "
+                "may or may not have been applied (send writes with an Idempotency-Key to "
+                "make them safe to repeat)")
         envelope, attempts, rpc_ms = await self.reach.call(
-            workspace_id, "call", method_name, body, caller,
-            idempotent_attempts=1 if read else 0,
-            timeout_s=CALL_TIMEOUT_S,
-            unknown_outcome=f"workspace {workspace_id} is restarting; retry shortly" if read else
-            f"workspace {workspace_id} failed or timed out during {method_name}; the write may "
-            "or may not have been applied (capture is safe to repeat: a duplicate is answered "
-            "'blocked')")
+            workspace_id, "call", method_name, body, caller, idempotency_key,
+            idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S, unknown_outcome=unknown)
         timings = envelope["timings"]
         timings["rpc_ms"] = rpc_ms
         if attempts > 1:
@@ -153,7 +164,11 @@ class Gateway:
         result = await self.actor_call(workspace_id, "restore", version)
         return {"workspace": workspace_id, "version": result["version"],
                 "entryCount": result["manifest"].get("entryCount"),
-                "previousFileKeptAt": result["aside"], "tookMs": result["tookMs"]}
+                "previousFileKeptAt": result["aside"], "tookMs": result["tookMs"],
+                "newestVersion": result["published"]["version"]}
+
+    async def prune_snapshots(self, workspace_id: str, keep: int) -> dict:
+        return await self.actor_call(workspace_id, "prune_snapshots", keep)
 
     def _snapshot_store(self):
         if self._store is None:
@@ -163,8 +178,9 @@ class Gateway:
     async def list_snapshots(self, workspace_id: str) -> list[dict]:
         """Versions in the store (no actor is woken for this)."""
         check_workspace_id(workspace_id)
-        await self.ask_directory("get", workspace_id)        # NotFound when absent
-        return await asyncio.to_thread(list_snapshots, self._snapshot_store(), workspace_id)
+        record = await self.ask_directory("get", workspace_id)        # NotFound when absent
+        store = generation_store(self._snapshot_store(), workspace_id, record["generation"])
+        return await asyncio.to_thread(list_snapshots, store, workspace_id)
 
     # ---- admin -----------------------------------------------------------------------------------
     async def create(self, workspace_id, blueprint, label) -> dict:

@@ -1,11 +1,13 @@
 """Import and export through the service: the ingress side of the admin routes in
-`minisphere.http.transfer_routes`. Each page or chunk is one call into the workspace's actor,
-where `actors/parts/transfer_steps.py` does the work."""
+`minisphere.http.transfer_routes`. Each page or chunk is one admin call into the workspace's
+actor (its `export_page` / `import_chunk` methods; `actors/parts/transfer_steps.py` does the
+work there)."""
 from __future__ import annotations
 
+import itertools
 import uuid
 
-from actors.parts.transfer_steps import EXPORT_PAGE_LINES, export_page, import_chunk
+from actors.parts.transfer_steps import EXPORT_PAGE_LINES
 from minisphere.errors import TransferError
 
 
@@ -17,9 +19,9 @@ class TransferOps:
 
     async def export_pages(self, workspace_id: str):
         export_id = uuid.uuid4().hex
-        while True:
-            page = await self.gateway.actor_call(workspace_id, "__ray_call__", export_page,
-                                                 export_id, EXPORT_PAGE_LINES)
+        for number in itertools.count():
+            page = await self.gateway.actor_call(workspace_id, "export_page", export_id, number,
+                                                 EXPORT_PAGE_LINES, self.gateway.admin_hash)
             yield page["lines"]
             if page["done"]:
                 return
@@ -28,5 +30,5 @@ class TransferOps:
                            first: int, final: bool) -> dict:
         if not key.isalnum() or len(key) > 64:
             raise TransferError("key must be 1-64 letters or digits (e.g. the file's sha256)")
-        return await self.gateway.actor_call(workspace_id, "__ray_call__", import_chunk, key,
-                                             header, lines, first, final)
+        return await self.gateway.actor_call(workspace_id, "import_chunk", key, header, lines,
+                                             first, final, self.gateway.admin_hash)

@@ -37,7 +37,12 @@ class DueNotes:
 
     def before_write(self, method_name: str) -> None:
         """Call right before queueing a write: sends the note when one is owed."""
-        if self.noted or self.directory is None or method_name not in DUE_CHANGING_WRITES:
+        if method_name in DUE_CHANGING_WRITES:
+            self.before_bulk_write()
+
+    def before_bulk_write(self) -> None:
+        """Call right before an import chunk (it captures entries): as `before_write`."""
+        if self.noted or self.directory is None:
             return
         self.noted = True
         try:

@@ -28,6 +28,7 @@ log = logging.getLogger("minisphere.reach")
 FOLLOW_HIBERNATION_S = 60.0        # how long a call may keep following a hibernating workspace
 RESEND_PAUSE_S = 0.05              # pause before sending again (grows per attempt, up to 1 s)
 RESEND_PAUSE_MAX_S = 1.0
+KEYED_WRITE_RESENDS = 2            # a write with an idempotency key is sent up to 3 times
 
 
 def unwrap(exc: BaseException) -> BaseException:

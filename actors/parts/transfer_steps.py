@@ -1,12 +1,14 @@
-"""The steps of an import or export that run inside the workspace's own actor (sent with
-`__ray_call__` by `actors/ingress/transfer.py`), so the file is only ever touched on the node
-that holds it, and writes take the workspace's one writer lock:
+"""The steps of an import or export that run inside the workspace's own actor, as ordinary
+actor methods admitted like any call (so a restore or a hibernation waits for a chunk in
+flight, and the file is only ever touched on the node that holds it):
 - export: the first page takes a consistent copy of the file (online backup API) into a temp
   file next to it; pages of `EXPORT_PAGE_LINES` lines are then read from that copy, which is
   deleted after the last page (or after `EXPORT_SESSION_TTL_S` without a page);
 - import: each request carries the header and a chunk of lines; an `ImportSession` per file
   (keyed by its digest) persists in the actor between chunks, and its checkpoint lives in the
   workspace file, so a re-sent or resumed import skips what is already applied.
+`TransferSessions` holds both kinds of session for one actor; its methods run on a worker
+thread, never on the actor's event loop.
 """
 from __future__ import annotations
 
@@ -14,11 +16,12 @@ import itertools
 import logging
 import os
 import tempfile
+import threading
 import time
 
 from minisphere.engine import db
 from minisphere.engine.clock import SystemClock
-from minisphere.errors import WorkspaceHibernating, as_named_error
+from minisphere.errors import TransferError
 from minisphere.transfer import ImportSession, export_lines, export_raw
 from minisphere.transfer.format import parse_record
 
@@ -27,77 +30,74 @@ EXPORT_PAGE_LINES = 2000
 EXPORT_SESSION_TTL_S = 600.0
 
 
-def _host(actor):
-    admission = getattr(actor, "admission", None)
-    if admission is not None and admission.hibernating:
-        raise WorkspaceHibernating(f"workspace {actor.workspace_id} is hibernating")
-    host = getattr(actor, "host", None)
-    if host is None or not host.is_open:
-        raise WorkspaceHibernating(f"workspace {actor.workspace_id} is not open")
-    return host
+class _Export:
+    def __init__(self, lines, conn, copy: str):
+        self.lines, self.conn, self.copy = lines, conn, copy
+        self.used_at = time.monotonic()
+
+    def drop(self) -> None:
+        self.conn.close()
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(self.copy + suffix)
+            except FileNotFoundError:
+                pass
 
 
-def _envelope(fn, *args) -> dict:
-    try:
-        return {"ok": True, "result": fn(*args)}
-    except Exception as exc:  # noqa: BLE001 - answered as a named error
-        return {"ok": False, "error": as_named_error(exc)}
+class TransferSessions:
+    def __init__(self):
+        self._lock = threading.Lock()        # pages and chunks may run on several threads
+        self._exports: dict[str, _Export] = {}
+        self._imports: dict[str, ImportSession] = {}
 
+    def export_page(self, host, export_id: str, number: int, max_lines: int) -> dict:
+        """Page `number` of export `export_id` (page 0 takes the copy). A later page of an
+        export this actor does not know (it restarted meanwhile) is refused: starting over
+        silently would repeat lines in the middle of the stream."""
+        with self._lock:
+            for stale in [k for k, v in self._exports.items()
+                          if time.monotonic() - v.used_at > EXPORT_SESSION_TTL_S]:
+                self._exports.pop(stale).drop()
+            session = self._exports.get(export_id)
+            if session is None and number > 0:
+                raise TransferError("the export was interrupted (the workspace restarted); "
+                                    "start it again")
+            if session is None:
+                fd, copy = tempfile.mkstemp(prefix=".export-", suffix=".db",
+                                            dir=str(host.path.parent))
+                os.close(fd)
+                export_raw(host.path, copy)
+                conn = db.connect(copy, readonly=True)
+                session = self._exports[export_id] = _Export(
+                    export_lines(conn, now_ms=SystemClock().now_ms()), conn, copy)
+            session.used_at = time.monotonic()
+            lines = list(itertools.islice(session.lines, max_lines))
+            done = len(lines) < max_lines
+            if done:
+                self._exports.pop(export_id).drop()
+        return {"lines": lines, "done": done}
 
-def _drop_export(sessions: dict, export_id: str) -> None:
-    _gen, conn, path, _at = sessions.pop(export_id)
-    conn.close()
-    for suffix in ("", "-wal", "-shm"):
-        try:
-            os.unlink(path + suffix)
-        except FileNotFoundError:
-            pass
+    def import_chunk(self, host, key: str, header: str, lines: list[str], first: int,
+                     final: bool) -> dict:
+        """Apply data lines `first..` of one file (identified by `key`)."""
+        with self._lock:
+            session = self._imports.get(key)
+            if session is None or session.workspace is not host.workspace:
+                session = self._imports[key] = ImportSession(host.workspace, header, key)
+            records = [parse_record(line, first + i + 1) for i, line in enumerate(lines)]
+            before = session.applied
+            session.feed(records, first)
+            if session.applied > before:
+                host.snapshotter.note_writes(session.applied - before)  # snapshot triggers
+            if final:
+                self._imports.pop(key, None)
+                return session.finish(first + len(lines) - 1)
+            return {"applied": session.applied, "expected": session.total,
+                    **session.importer.report}
 
-
-def _export_page(actor, export_id: str, max_lines: int) -> dict:
-    sessions = actor.__dict__.setdefault("_transfer_exports", {})
-    for stale in [k for k, v in sessions.items() if time.monotonic() - v[3] > EXPORT_SESSION_TTL_S]:
-        _drop_export(sessions, stale)
-    if export_id not in sessions:
-        host = _host(actor)
-        fd, copy = tempfile.mkstemp(prefix=".export-", suffix=".db", dir=str(host.path.parent))
-        os.close(fd)
-        export_raw(host.path, copy)
-        conn = db.connect(copy, readonly=True)
-        sessions[export_id] = (export_lines(conn, now_ms=SystemClock().now_ms()), conn, copy, 0)
-    gen, conn, copy, _ = sessions[export_id]
-    sessions[export_id] = (gen, conn, copy, time.monotonic())
-    lines = list(itertools.islice(gen, max_lines))
-    done = len(lines) < max_lines
-    if done:
-        _drop_export(sessions, export_id)
-    return {"lines": lines, "done": done}
-
-
-def export_page(actor, export_id: str, max_lines: int) -> dict:
-    """Runs in the workspace actor: the next page of an export (an envelope)."""
-    return _envelope(_export_page, actor, export_id, max_lines)
-
-
-def _import_chunk(actor, key: str, header: str, lines: list[str], first: int,
-                  final: bool) -> dict:
-    host = _host(actor)
-    sessions = actor.__dict__.setdefault("_transfer_imports", {})
-    session = sessions.get(key)
-    if session is None or session.workspace is not host.workspace:
-        session = sessions[key] = ImportSession(host.workspace, header, key)
-    records = [parse_record(line, first + i + 1) for i, line in enumerate(lines)]
-    before = session.applied
-    session.feed(records, first)
-    if session.applied > before:
-        host.snapshotter.note_writes(session.applied - before)   # snapshot triggers count these
-    if final:
-        sessions.pop(key, None)
-        return session.finish(first + len(lines) - 1)
-    return {"applied": session.applied, "expected": session.total, **session.importer.report}
-
-
-def import_chunk(actor, key: str, header: str, lines: list[str], first: int,
-                 final: bool) -> dict:
-    """Runs in the workspace actor: apply data lines `first..` of one file (an envelope)."""
-    return _envelope(_import_chunk, actor, key, header, lines, first, final)
+    def close(self) -> None:
+        with self._lock:
+            for session in self._exports.values():
+                session.drop()
+            self._exports.clear()
+            self._imports.clear()

@@ -108,7 +108,12 @@ def _register_ws(subparsers) -> None:
                                                      "actor (it wakes on its next call)")
     hibernate.add_argument("id")
     hibernate.set_defaults(func=_run(lambda c, a: c.hibernate_workspace(a.id)))
-    for parser in (create, listing, show, delete, hibernate):
+    prune = actions.add_parser("prune-snapshots", help="keep only the newest snapshot "
+                                   "versions (after a forget: drop those holding the text)")
+    prune.add_argument("id")
+    prune.add_argument("--keep", type=int, default=1)
+    prune.set_defaults(func=_run(lambda c, a: c.prune_snapshots(a.id, a.keep)))
+    for parser in (create, listing, show, delete, hibernate, prune):
         connection_flags(parser, workspace=False)
 
 
@@ -116,37 +121,51 @@ def _opts(args, *names) -> dict:
     return {n: getattr(args, n) for n in names if getattr(args, n, None) not in (None, [])}
 
 
+IDEMPOTENCY_KEY_HELP = ("make the write safe to repeat: sent again with the same key, it is "
+                        "answered as the first time and applied at most once (keys are kept "
+                        "at least 24 h)")
+
+
 def _register_calls(subparsers) -> None:
-    def command(name, help_text, action, *arguments):
+    def command(name, help_text, action, *arguments, write=False):
         parser = subparsers.add_parser(name, help=help_text)
         for flags, kwargs in arguments:
             parser.add_argument(*flags, **kwargs)
+        if write:
+            parser.add_argument("--idempotency-key", help=IDEMPOTENCY_KEY_HELP)
         connection_flags(parser, workspace=True)
         parser.set_defaults(func=_run(lambda c, a: action(_ws(c, a), a)))
 
     pos = lambda name: ((name,), {})  # noqa: E731
-    command("capture", "store a fact or event", lambda w, a: w.capture(a.content, **_opts(
+    key = lambda args: {"idempotency_key": args.idempotency_key}  # noqa: E731
+    command("capture", "store a fact or event", lambda w, a: w.capture(a.content, **key(a), **_opts(
         a, "tags", "kind", "volatility", "status", "importance", "source", "claim_tag")),
         pos("content"), (("--tag",), {"dest": "tags", "action": "append"}),
         (("--kind",), {}), (("--volatility",), {}), (("--status",), {}),
-        (("--importance",), {"type": float}), (("--source",), {}), (("--claim-tag",), {}))
+        (("--importance",), {"type": float}), (("--source",), {}), (("--claim-tag",), {}),
+        write=True)
     command("recall", "ranked retrieval", lambda w, a: w.recall(a.query, **_opts(
         a, "top_k", "tag", "kind", "hops", "full")), pos("query"),
         (("--top-k",), {"type": int}), (("--tag",), {}), (("--kind",), {}),
         (("--hops",), {"type": int}), (("--full",), {"action": "store_true", "default": None}))
     command("get", "one entry", lambda w, a: w.get_entry(a.id), pos("id"))
-    command("append", "append text to an entry", lambda w, a: w.append(a.id, a.addition),
-            pos("id"), pos("addition"))
-    command("update", "replace an entry's content", lambda w, a: w.update(a.id, a.content),
-            pos("id"), pos("content"))
+    command("append", "append text to an entry",
+            lambda w, a: w.append(a.id, a.addition, **key(a)), pos("id"), pos("addition"),
+            write=True)
+    command("update", "replace an entry's content",
+            lambda w, a: w.update(a.id, a.content, **key(a)), pos("id"), pos("content"),
+            write=True)
     command("status", "set canonical|draft|deprecated",
-            lambda w, a: w.set_status(a.id, a.status), pos("id"), pos("status"))
-    command("forget", "delete an entry permanently", lambda w, a: w.forget(a.id), pos("id"))
-    command("link", "add or update an edge", lambda w, a: w.link(a.src, a.dst, a.type, **_opts(
-        a, "weight", "provenance")), pos("src"), pos("dst"), pos("type"),
-        (("--weight",), {"type": float}), (("--provenance",), {}))
-    command("unlink", "remove an edge", lambda w, a: w.unlink(a.src, a.dst, a.type),
-            pos("src"), pos("dst"), pos("type"))
+            lambda w, a: w.set_status(a.id, a.status, **key(a)), pos("id"), pos("status"),
+            write=True)
+    command("forget", "delete an entry permanently", lambda w, a: w.forget(a.id, **key(a)),
+            pos("id"), write=True)
+    command("link", "add or update an edge", lambda w, a: w.link(a.src, a.dst, a.type,
+            **key(a), **_opts(a, "weight", "provenance")), pos("src"), pos("dst"), pos("type"),
+            (("--weight",), {"type": float}), (("--provenance",), {}), write=True)
+    command("unlink", "remove an edge",
+            lambda w, a: w.unlink(a.src, a.dst, a.type, **key(a)), pos("src"), pos("dst"),
+            pos("type"), write=True)
     command("recent", "latest entries", lambda w, a: w.list_recent(**_opts(a, "n", "tag")),
             (("-n",), {"type": int}), (("--tag",), {}))
     command("connections", "edges of an entry", lambda w, a: w.connections(a.id), pos("id"))
@@ -154,9 +173,9 @@ def _register_calls(subparsers) -> None:
     command("tags", "tags and counts", lambda w, a: w.get_tags())
     command("stats", "workspace statistics", lambda w, a: w.get_stats())
     command("brief", "session brief", lambda w, a: w.get_brief())
-    command("call", "any method with a JSON body",
-            lambda w, a: w._run(a.method, json.loads(a.body)), pos("method"),
-            (("body",), {"nargs": "?", "default": "{}"}))
+    command("call", "any method with a JSON body (--idempotency-key for a write)",
+            lambda w, a: w._run(a.method, json.loads(a.body), key=a.idempotency_key),
+            pos("method"), (("body",), {"nargs": "?", "default": "{}"}), write=True)
 
 
 def register(subparsers) -> None:

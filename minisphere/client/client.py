@@ -13,6 +13,10 @@
 
 Options are given in snake_case (`top_k=5`, `claim_tag="VERIFIED"`) and sent in the
 contract's camelCase. Errors raise `ServiceError(status, code, message)`.
+
+Every write takes `idempotency_key=`: sent as the `Idempotency-Key` header, it makes the write
+safe to send again after a timeout or a 503 -- a repeat with the same key is answered what the
+first answered and writes nothing (the service keeps keys at least 24 hours).
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from minisphere.client.models import (
 )
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 class ServiceError(Exception):
@@ -61,18 +66,20 @@ def _same(x):
 
 
 class _WorkspaceCalls:
-    """Every contract method once; `_run` is sync or async in the subclasses."""
+    """Every contract method once; `_run` is sync or async in the subclasses. `key`: the
+    write's idempotency key (None: none sent)."""
     workspace_id: str
 
-    def _run(self, method: str, body: dict, parse: Callable = _same):  # pragma: no cover
+    def _run(self, method: str, body: dict, parse: Callable = _same,
+             key: str | None = None):  # pragma: no cover
         raise NotImplementedError
 
-    def call(self, method: str, **args):
-        return self._run(method, _camel(args))
+    def call(self, method: str, *, idempotency_key: str | None = None, **args):
+        return self._run(method, _camel(args), key=idempotency_key)
 
-    def capture(self, content: str, **options):
+    def capture(self, content: str, *, idempotency_key: str | None = None, **options):
         return self._run("capture", {"content": content, **_camel(options)},
-                         CaptureResult.model_validate)
+                         CaptureResult.model_validate, idempotency_key)
 
     def recall(self, query: str, **options):
         return self._run("recall", {"query": query, **_camel(options)},
@@ -81,24 +88,30 @@ class _WorkspaceCalls:
     def get_entry(self, id: str):
         return self._run("getEntry", {"id": id}, Entry.model_validate)
 
-    def append(self, id: str, addition: str, **options):
+    def append(self, id: str, addition: str, *, idempotency_key: str | None = None,
+               **options):
         return self._run("append", {"id": id, "addition": addition, **_camel(options)},
-                         Entry.model_validate)
+                         Entry.model_validate, idempotency_key)
 
-    def update(self, id: str, content: str):
-        return self._run("update", {"id": id, "content": content}, Entry.model_validate)
+    def update(self, id: str, content: str, *, idempotency_key: str | None = None):
+        return self._run("update", {"id": id, "content": content}, Entry.model_validate,
+                         idempotency_key)
 
-    def set_status(self, id: str, status: str):
-        return self._run("setStatus", {"id": id, "status": status}, Entry.model_validate)
+    def set_status(self, id: str, status: str, *, idempotency_key: str | None = None):
+        return self._run("setStatus", {"id": id, "status": status}, Entry.model_validate,
+                         idempotency_key)
 
-    def forget(self, id: str):
-        return self._run("forget", {"id": id})
+    def forget(self, id: str, *, idempotency_key: str | None = None):
+        return self._run("forget", {"id": id}, key=idempotency_key)
 
-    def link(self, src: str, dst: str, type: str, **options):
-        return self._run("link", {"src": src, "dst": dst, "type": type, **_camel(options)})
+    def link(self, src: str, dst: str, type: str, *, idempotency_key: str | None = None,
+             **options):
+        return self._run("link", {"src": src, "dst": dst, "type": type, **_camel(options)},
+                         key=idempotency_key)
 
-    def unlink(self, src: str, dst: str, type: str):
-        return self._run("unlink", {"src": src, "dst": dst, "type": type})
+    def unlink(self, src: str, dst: str, type: str, *, idempotency_key: str | None = None):
+        return self._run("unlink", {"src": src, "dst": dst, "type": type},
+                         key=idempotency_key)
 
     def list_recent(self, **options):
         return self._run("listRecent", _camel(options),
@@ -126,13 +139,17 @@ class _WorkspaceCalls:
         return self._run("runStalenessPass", {"limit": limit})
 
 
+def _call_headers(auth: str, key: str | None) -> dict:
+    return {"Authorization": auth, **({IDEMPOTENCY_HEADER: key} if key is not None else {})}
+
+
 class WorkspaceClient(_WorkspaceCalls):
     def __init__(self, http: httpx.Client, workspace_id: str, token: str):
         self.http, self.workspace_id, self._auth = http, workspace_id, f"Bearer {token}"
 
-    def _run(self, method, body, parse=_same):
+    def _run(self, method, body, parse=_same, key=None):
         response = self.http.post(f"/v1/w/{self.workspace_id}/{method}", json=body,
-                                  headers={"Authorization": self._auth})
+                                  headers=_call_headers(self._auth, key))
         return parse(_check(response))
 
 
@@ -140,9 +157,9 @@ class AsyncWorkspaceClient(_WorkspaceCalls):
     def __init__(self, http: httpx.AsyncClient, workspace_id: str, token: str):
         self.http, self.workspace_id, self._auth = http, workspace_id, f"Bearer {token}"
 
-    async def _run(self, method, body, parse=_same):
+    async def _run(self, method, body, parse=_same, key=None):
         response = await self.http.post(f"/v1/w/{self.workspace_id}/{method}", json=body,
-                                        headers={"Authorization": self._auth})
+                                        headers=_call_headers(self._auth, key))
         return parse(_check(response))
 
 
@@ -202,6 +219,12 @@ class Client(_Admin):
         """Snapshot if changed, close, release its actor; answers once it is done (admin)."""
         return _check(self.http.post(f"/v1/workspaces/{workspace_id}/hibernate",
                                      headers=self._admin_headers()))
+
+    def prune_snapshots(self, workspace_id: str, keep: int = 1) -> dict:
+        """Keep only the newest `keep` snapshot versions, the newest being the workspace as it
+        is now (admin). After a forget, this drops the versions that still hold the text."""
+        return _check(self.http.post(f"/v1/workspaces/{workspace_id}/snapshots/prune",
+                                     json={"keep": keep}, headers=self._admin_headers()))
 
     def maintenance_runs(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
         """Audited staleness runs (cron and manual), newest first (admin token)."""

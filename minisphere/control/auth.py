@@ -30,6 +30,11 @@ def new_workspace_id() -> str:
     return "ws-" + secrets.token_hex(8)
 
 
+def new_generation() -> str:
+    """Names one creation of a workspace id (its snapshots are stored under it)."""
+    return "g" + secrets.token_hex(6)
+
+
 def new_workspace_token() -> str:
     return WORKSPACE_TOKEN_PREFIX + secrets.token_urlsafe(32)
 

@@ -3,9 +3,9 @@
 `scheduledTasks {cron, limit}` drives the external staleness scheduler; `vector` is either
 `null` (keyword + graph only, the default) or a description of an embedding binding.
 
-A new blueprint's cron is checked with the scheduler's own parser (APScheduler's
-`CronTrigger.from_crontab`, in UTC) and must fire at least once: a cron the scheduler would
-refuse is refused here, when the workspace is created, not later by the scheduler.
+A new blueprint's cron is checked with the scheduler's own parser (`minisphere.cron`, cron's
+meaning on APScheduler, in UTC) and must fire at least once: a cron the scheduler would refuse
+is refused here, when the workspace is created, not later by the scheduler.
 `parse_stored_blueprint` reads a blueprint already kept in the control plane (possibly written
 by a build that checked less): it never refuses one for its cron, so a workspace can always be
 opened; the scheduler skips and audits a schedule it cannot use.
@@ -29,6 +29,7 @@ from pydantic import (
     field_validator,
 )
 
+from minisphere.cron import cron_trigger
 from minisphere.errors import InvalidArgument
 
 _CRON_FIELD = re.compile(r"^[0-9*/,\-]+$")
@@ -65,7 +66,7 @@ def check_cron(cron: str) -> CronTrigger:
     """The trigger the scheduler will build from `cron`, or ValueError saying why it cannot
     (a value out of range, a zero step, a date that never comes)."""
     try:
-        trigger = CronTrigger.from_crontab(cron, timezone=UTC)
+        trigger = cron_trigger(cron)
     except (ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"cron {cron!r} is not valid: {exc}") from None
     if trigger.get_next_fire_time(None, datetime.now(UTC)) is None:

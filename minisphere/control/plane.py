@@ -11,6 +11,7 @@ from pathlib import Path
 from minisphere.control.auth import (
     check_workspace_id,
     hash_in,
+    new_generation,
     new_workspace_id,
     new_workspace_token,
     token_hash,
@@ -22,14 +23,17 @@ from minisphere.errors import NotFound, WorkspaceExists
 
 CONTROL_MIGRATIONS = "minisphere.control.migrations"
 _COLUMNS = "id, created_at, updated_at, state, contracts_json, blueprint_json, label, node_id, " \
-           "last_active_at"
+           "last_active_at, generation"
+SNAPSHOT_DEBT_RETRY_LIMIT = 100       # debts handed out per retry round, oldest first
 
 
 def _row_dict(row) -> dict:
-    (id_, created, updated, state, contracts, blueprint, label, node_id, last_active) = row
+    (id_, created, updated, state, contracts, blueprint, label, node_id, last_active,
+     generation) = row
     return {"id": id_, "createdAt": created, "updatedAt": updated, "state": state,
             "contracts": json.loads(contracts), "blueprint": json.loads(blueprint),
-            "label": label, "nodeId": node_id, "lastActiveAt": last_active}
+            "label": label, "nodeId": node_id, "lastActiveAt": last_active,
+            "generation": generation}
 
 
 class ControlPlane:
@@ -63,9 +67,9 @@ class ControlPlane:
                                  ).fetchone():
                 raise WorkspaceExists(f"workspace {workspace_id} already exists")
             self.conn.execute(
-                f"INSERT INTO workspaces({_COLUMNS}) VALUES (?, ?, ?, 'active', ?, ?, ?, NULL, ?)",
-                (workspace_id, now, now, json.dumps(contracts, sort_keys=True),
-                 blueprint.model_dump_json(), label, now))
+                f"INSERT INTO workspaces({_COLUMNS}) VALUES (?, ?, ?, 'active', ?, ?, ?, NULL, ?, "
+                "?)", (workspace_id, now, now, json.dumps(contracts, sort_keys=True),
+                       blueprint.model_dump_json(), label, now, new_generation()))
             self.conn.execute("INSERT INTO workspace_tokens VALUES (?, ?, ?)",
                               (token_hash(token), workspace_id, now))
             self._audit(workspace_id, "create", {"blueprint": blueprint.name})
@@ -108,6 +112,27 @@ class ControlPlane:
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
+
+    # ---- snapshots of deleted workspaces -----------------------------------------------------
+    def owe_snapshot_deletion(self, workspace_id: str, generation: str | None,
+                              error: str) -> None:
+        """Snapshots of a deleted workspace that are still in the store: retried later."""
+        self.conn.execute(
+            "INSERT INTO snapshot_debts(workspace_id, generation, since, attempts, last_error) "
+            "VALUES (?, ?, ?, 1, ?) ON CONFLICT(workspace_id, generation) DO UPDATE SET "
+            "attempts = attempts + 1, last_error = excluded.last_error",
+            (workspace_id, generation or "", epoch_ms(), error))
+
+    def snapshot_debts(self) -> list[tuple[str, str | None]]:
+        """(workspace id, generation) of snapshots still to delete, oldest first."""
+        rows = self.conn.execute("SELECT workspace_id, generation FROM snapshot_debts "
+                                 "ORDER BY since LIMIT ?", (SNAPSHOT_DEBT_RETRY_LIMIT,))
+        return [(w, g or None) for w, g in rows]
+
+    def settle_snapshot_debt(self, workspace_id: str, generation: str | None) -> None:
+        self.conn.execute("DELETE FROM snapshot_debts WHERE workspace_id = ? AND generation = ?",
+                          (workspace_id, generation or ""))
+        self._audit(workspace_id, "snapshots-deleted", {"generation": generation})
 
     # ---- tokens ------------------------------------------------------------------------------
     def token_hashes(self, workspace_id: str) -> list[str]:

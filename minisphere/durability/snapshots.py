@@ -1,8 +1,11 @@
 """Consistent, compressed, checksummed, versioned snapshots of one workspace file; restore.
 
-A snapshot is taken with SQLite's online backup API from a separate read-only connection (one
-step, so it is one consistent read transaction; WAL lets writers go on meanwhile), converted to
-a single self-contained file (journal_mode=DELETE), gzip-compressed and uploaded as
+A snapshot is taken with `VACUUM INTO` from a separate read-only connection (one consistent
+read transaction; WAL lets writers go on meanwhile). Unlike a page-by-page copy it rebuilds
+the file, so the copy carries no free pages: text that `forget` removed is not in a snapshot
+taken after the forget (the write connection's secure_delete also zeroes the live file's freed
+pages). The copy is a single self-contained file (journal_mode=DELETE), gzip-compressed and
+uploaded as
 
     <workspace>/<version>.db.gz      the compressed file
     <workspace>/<version>.json       its manifest, written last (a version exists once it does)
@@ -90,10 +93,17 @@ def manifest_key(workspace_id: str, version: str) -> str:
     return f"{workspace_id}/{version}{SNAPSHOT_MANIFEST_SUFFIX}"
 
 
+def own_keys(store: SnapshotStore, workspace_id: str) -> list[str]:
+    """The workspace's objects: directly under `<workspace>/`, not in a generation folder
+    below it (those belong to other creations of the id; see `durability/generations.py`)."""
+    prefix = f"{workspace_id}/"
+    return [key for key in store.list_keys(prefix) if "/" not in key[len(prefix):]]
+
+
 def list_versions(store: SnapshotStore, workspace_id: str) -> list[str]:
     """Versions with a manifest, oldest first (ordered by sequence number)."""
     found = []
-    for key in store.list_keys(f"{workspace_id}/"):
+    for key in own_keys(store, workspace_id):
         name = key.rsplit("/", 1)[-1]
         if name.endswith(SNAPSHOT_MANIFEST_SUFFIX):
             version = name[: -len(SNAPSHOT_MANIFEST_SUFFIX)]
@@ -170,12 +180,13 @@ def list_snapshots(store: SnapshotStore, workspace_id: str) -> list[dict]:
 
 # ---- taking a snapshot ---------------------------------------------------------------------
 def _backup(source_path: Path, target: Path) -> tuple[int, int]:
-    """Copy the live file into `target` (one consistent step); returns (schema, entries)."""
+    """Copy the live file into `target`, compacted (one consistent read); returns (schema,
+    entries)."""
     source = db.connect(source_path, readonly=True)
     try:
+        source.execute("VACUUM INTO ?", (str(target),))
         dest = db.sqlite3.connect(str(target), isolation_level=None)
         try:
-            source.backup(dest)                    # pages=-1: one step, one read transaction
             dest.execute("PRAGMA journal_mode = DELETE")
             schema = dest.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
                                   ).fetchone()[0]
@@ -209,33 +220,49 @@ def take_snapshot(db_path: str | Path, store: SnapshotStore, workspace_id: str, 
     if not db_path.exists():
         raise SnapshotError(f"workspace {workspace_id} has no file at {db_path} to snapshot")
     started = time.perf_counter()
-    now_ms = now_ms if now_ms is not None else epoch_ms()
     existing = list_versions(store, workspace_id)       # reaches the store first: fail fast
-    seq = (version_seq(existing[-1]) + 1) if existing else 1
-    version = f"{_stamp(now_ms)}-{seq:06d}"
     with tempfile.TemporaryDirectory(prefix=".snapshot-", dir=db_path.parent) as folder:
-        raw, packed = Path(folder) / "copy.db", Path(folder) / "copy.db.gz"
+        raw = Path(folder) / "copy.db"
         try:
             schema, entries = _backup(db_path, raw)
         except db.DatabaseError as exc:
             raise SnapshotError(f"cannot copy workspace {workspace_id}: {exc}") from None
-        raw_bytes, raw_sha = sized_sha256(raw)
-        _compress(raw, packed)
+        manifest = publish_file(raw, store, workspace_id, existing, reason=reason,
+                                schema=schema, entries=entries, now_ms=now_ms)
+    manifest["tookMs"] = round((time.perf_counter() - started) * 1e3, 3)
+    if keep > 0:
+        prune(store, workspace_id, keep, existing + [manifest["version"]])
+    return manifest
+
+
+def publish_file(raw: Path, store: SnapshotStore, workspace_id: str, existing: list[str], *,
+                 reason: str, schema: int, entries: int, now_ms: int | None = None,
+                 **extra) -> dict:
+    """Compress the self-contained database file `raw` and store it as the workspace's next
+    version (after `existing`, its current versions); returns the manifest. `extra` fields
+    go into the manifest as they are."""
+    now_ms = now_ms if now_ms is not None else epoch_ms()
+    seq = (version_seq(existing[-1]) + 1) if existing else 1
+    version = f"{_stamp(now_ms)}-{seq:06d}"
+    packed = raw.with_name(raw.name + ".gz")
+    raw_bytes, raw_sha = sized_sha256(raw)
+    _compress(raw, packed)
+    try:
         packed_bytes, packed_sha = sized_sha256(packed)
         manifest = {
             "format": SNAPSHOT_FORMAT_VERSION, "workspace": workspace_id, "version": version,
-            "seq": seq, "createdAt": iso_utc(now_ms, milliseconds=True), "createdAtMs": now_ms, "reason": reason,
-            "schemaVersion": schema, "entryCount": entries, "compression": "gzip",
-            "rawBytes": raw_bytes, "rawSha256": raw_sha, "compressedBytes": packed_bytes,
-            "compressedSha256": packed_sha, "blobKey": blob_key(workspace_id, version)}
+            "seq": seq, "createdAt": iso_utc(now_ms, milliseconds=True), "createdAtMs": now_ms,
+            "reason": reason, "schemaVersion": schema, "entryCount": entries,
+            "compression": "gzip", "rawBytes": raw_bytes, "rawSha256": raw_sha,
+            "compressedBytes": packed_bytes, "compressedSha256": packed_sha,
+            "blobKey": store.stored_key(blob_key(workspace_id, version)), **extra}
         store.put_file(blob_key(workspace_id, version), packed)
         store.put_bytes(manifest_key(workspace_id, version),
                         json.dumps(manifest, sort_keys=True).encode())
-    manifest["tookMs"] = round((time.perf_counter() - started) * 1e3, 3)
-    log.info("snapshot %s@%s (%s): %d entries, %d -> %d bytes in %.1f ms", workspace_id,
-             version, reason, entries, raw_bytes, packed_bytes, manifest["tookMs"])
-    if keep > 0:
-        prune(store, workspace_id, keep, existing + [version])
+    finally:
+        packed.unlink(missing_ok=True)
+    log.info("snapshot %s@%s (%s): %d entries, %d -> %d bytes", workspace_id, version, reason,
+             entries, raw_bytes, packed_bytes)
     return manifest
 
 
@@ -357,30 +384,46 @@ def swap_in(verified: Path, db_path: Path, *, keep_asides: int = RESTORE_ASIDE_K
 
 
 def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Path,
-                     version: str | None = None) -> dict:
+                     version: str | None = None, *, publish: bool = False,
+                     keep: int = SNAPSHOT_KEEP_VERSIONS) -> dict:
     """Replace the (closed) workspace file by a verified copy of `version` (default: latest).
 
-    Returns {"version", "manifest", "aside"}. Raises `SnapshotNotFound`, `SnapshotCorrupt`
-    or `SnapshotStoreUnavailable`; in every failure the live file is untouched.
+    `publish`: before the swap, store the verified copy again as the newest version (reason
+    `restore`, `restoredFrom` naming the version), so the restored state is what a later
+    activation or a restore without a version picks -- not the state it replaced. If that
+    upload fails, nothing is swapped.
+
+    Returns {"version", "manifest", "aside", "published"}. Raises `SnapshotNotFound`,
+    `SnapshotCorrupt` or `SnapshotStoreUnavailable`; in every failure the live file is
+    untouched.
     """
     db_path = Path(db_path)
+    existing = list_versions(store, workspace_id)
     if version is None:
-        versions = list_versions(store, workspace_id)
-        if not versions:
+        if not existing:
             raise SnapshotNotFound(f"workspace {workspace_id} has no snapshot in "
                                    f"{store.description}")
-        version = versions[-1]
+        version = existing[-1]
     else:
         version_seq(version)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    published = None
     with tempfile.TemporaryDirectory(prefix=".restore-", dir=db_path.parent) as folder:
         verified, manifest = fetch_verified(store, workspace_id, version, Path(folder))
+        if publish:
+            published = publish_file(verified, store, workspace_id, existing, reason="restore",
+                                     schema=manifest.get("schemaVersion", 0),
+                                     entries=manifest.get("entryCount", 0),
+                                     restoredFrom=version)
         aside = swap_in(verified, db_path)
+    if published is not None and keep > 0:
+        prune(store, workspace_id, keep, existing + [published["version"]])
     took = round((time.perf_counter() - started) * 1e3, 3)
     log.info("restored %s to %s (%d entries) in %.1f ms; previous file kept at %s",
              workspace_id, version, manifest.get("entryCount", -1), took, aside)
-    return {"version": version, "manifest": manifest, "aside": aside, "tookMs": took}
+    return {"version": version, "manifest": manifest, "aside": aside, "tookMs": took,
+            "published": published}
 
 
 def restore_latest_good(store: SnapshotStore, workspace_id: str, db_path: str | Path) -> dict:
@@ -408,7 +451,7 @@ def restore_latest_good(store: SnapshotStore, workspace_id: str, db_path: str | 
 
 def delete_all_snapshots(store: SnapshotStore, workspace_id: str) -> int:
     """Remove every stored object of the workspace (used when it is deleted for good)."""
-    keys = store.list_keys(f"{workspace_id}/")
+    keys = own_keys(store, workspace_id)
     for key in sorted(keys, key=lambda k: not k.endswith(SNAPSHOT_MANIFEST_SUFFIX)):
         store.delete(key)                 # manifests first: no version points at a lost blob
     return len(keys)

@@ -16,6 +16,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,11 +106,24 @@ class Snapshotter:
         with self._lock:
             return self.writes_total - self._snapshotted_at_writes
 
-    def mark_clean(self) -> None:
-        """The file now equals a stored snapshot (e.g. right after a restore)."""
+    def mark_clean(self, manifest: dict | None = None) -> None:
+        """The file now equals a stored snapshot (right after a restore published it as the
+        newest version: `manifest`)."""
         with self._lock:
             self._snapshotted_at_writes = self.writes_total
             self._last_base = self._monotonic()
+            if manifest is not None:
+                self.last_version = manifest.get("version")
+                self.last_success_at = self._wall()
+        self._notify()
+
+    @contextmanager
+    def paused(self):
+        """No snapshot runs while inside (a restore swapping the file): one that is running is
+        waited for, and one that starts meanwhile waits, so no copy of the old file can land
+        as a version after the restore's own."""
+        with self._running:
+            yield
 
     def due(self) -> bool:
         pending, now = self.pending_writes, self._monotonic()

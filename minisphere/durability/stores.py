@@ -81,6 +81,10 @@ class SnapshotStore(abc.ABC):
     def delete(self, key: str) -> None:
         """Remove `key` (absent is fine)."""
 
+    def stored_key(self, key: str) -> str:
+        """Where `key` is kept in the store itself (a view may place it elsewhere)."""
+        return key
+
     def put_bytes(self, key: str, data: bytes) -> None:
         with tempfile.TemporaryDirectory(prefix="ms-put-") as folder:
             path = Path(folder) / "blob"

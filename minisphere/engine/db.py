@@ -43,6 +43,8 @@ def connect(path: str | Path, *, synchronous: str = DEFAULT_SYNCHRONOUS, readonl
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
+            # freed pages are zeroed: a forgotten entry's text does not linger in free pages
+            conn.execute("PRAGMA secure_delete = ON")
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA temp_store = MEMORY")

@@ -1,18 +1,39 @@
 """One workspace = one SQLite file. The plain-Python engine the Ray actors wrap."""
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from minisphere.engine import db
+from minisphere.engine import db, idempotency
 from minisphere.engine.clock import Clock, SystemClock
-from minisphere.engine.constants import DEFAULT_SYNCHRONOUS
+from minisphere.engine.constants import BUSY_TIMEOUT_MS, DEFAULT_SYNCHRONOUS
 from minisphere.engine.hooks import NO_HOOKS, NOT_PREPARED, WorkspaceHooks
 from minisphere.engine.methods import Method, find_method, parse_args
 from minisphere.errors import MiniSphereError, WorkspaceClosed
+
+log = logging.getLogger("minisphere.workspace")
+
+
+class Outcome(tuple):
+    """One call's outcome in a batch: unpacks as (ok, result-or-error); `replayed` is True when
+    the answer came from a stored idempotency key (nothing was written)."""
+
+    def __new__(cls, ok: bool, result: Any, replayed: bool = False):
+        outcome = super().__new__(cls, (ok, result))
+        outcome.replayed = replayed
+        return outcome
+
+    @property
+    def ok(self) -> bool:
+        return self[0]
+
+    @property
+    def result(self) -> Any:
+        return self[1]
 
 
 class Workspace:
@@ -32,6 +53,7 @@ class Workspace:
         self._lock = threading.RLock()
         self._conn = db.connect(self.path, synchronous=synchronous)
         self.vectors = None  # the optional vector binding; None: its code is never imported
+        self._checkpoint_owed = False   # a forget whose WAL frames are not truncated yet
         try:
             self.schema_version = db.migrate(self._conn, self.clock.now_ms())
             if embedder is not None or db.read_vector_binding(self._conn) is not None:
@@ -78,7 +100,14 @@ class Workspace:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                # a COMMIT that fails (disk full, I/O error) may leave the transaction open:
+                # close it, so nothing of it is committed later by accident
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     @contextmanager
     def reading(self):
@@ -112,59 +141,97 @@ class Workspace:
                 prepared[index] = value
         return prepared
 
-    def call(self, method_name: str, body: dict | None = None) -> Any:
+    def call(self, method_name: str, body: dict | None = None, *,
+             idempotency_key: str | None = None) -> Any:
         method = find_method(method_name)
         args = parse_args(method, body)
-        prepared = self.prepare([(method_name, body)])[0]
-        handler = self._handler(method, prepared)
         if method.access == "read":
+            prepared = self.prepare([(method_name, body)])[0]
             with self.reading() as conn:
-                result = handler(conn, args, self.clock.now_ms())
+                result = self._handler(method, prepared)(conn, args, self.clock.now_ms())
             if method.follow_up is not None:
                 self.run_batch([method.follow_up(result)])
             return result
-        with self.transaction() as conn:
-            result = handler(conn, args, self.clock.now_ms())
-        self.hooks.after_commit()
-        return result
+        [outcome] = self.run_batch([(method_name, args, idempotency_key)])
+        if not outcome.ok:
+            raise outcome.result
+        return outcome.result
 
     def _handler(self, method: Method, prepared: Any):
         if method.name not in self.hooks.hooked:
             return method.handler
         return self.hooks.handler(method, prepared) or method.handler
 
-    def run_batch(self, calls: Iterable[tuple[str, dict]],
-                  prepared: Sequence[Any] | None = None) -> list[tuple[bool, Any]]:
+    def run_batch(self, calls: Iterable[tuple], prepared: Sequence[Any] | None = None
+                  ) -> list[Outcome]:
         """Group commit: every call in one transaction, each under its own savepoint.
 
-        `prepared`: the values `prepare` made for the calls (NOT_PREPARED, or no list at all:
-        prepare them here, before the transaction). Returns (ok, result-or-error) per call, in
+        A call is (method name, body) or (method name, body, idempotency key). `prepared`: the
+        values `prepare` made for the calls (NOT_PREPARED, or no list at all: prepare them
+        here, before the transaction). Returns an `Outcome` (ok, result-or-error) per call, in
         order. Only errors of the call itself are captured; a failure of the commit itself
-        propagates (nothing in the group is durable).
+        propagates (then nothing in the group is durable). What runs after the commit (the
+        hooks' `after_commit`, a checkpoint after a forget) can never fail the batch: its
+        calls are committed and must not be run again.
         """
-        calls = list(calls)
+        calls = [call if len(call) == 3 else (*call, None) for call in calls]
         payloads = list(prepared) if prepared is not None else [NOT_PREPARED] * len(calls)
         missing = [i for i, value in enumerate(payloads) if value is NOT_PREPARED]
         if missing:
-            for index, value in zip(missing, self.prepare([calls[i] for i in missing])):
+            for index, value in zip(missing, self.prepare([calls[i][:2] for i in missing])):
                 payloads[index] = value
-        outcomes: list[tuple[bool, Any]] = []
+        outcomes: list[Outcome] = []
+        forgot = False
         with self.transaction() as conn:
             now_ms = self.clock.now_ms()
-            for (method_name, body), payload in zip(calls, payloads):
+            keyed = any(key is not None for _, _, key in calls)
+            if keyed:
+                idempotency.prune(conn, now_ms)
+            for (method_name, body, key), payload in zip(calls, payloads):
                 conn.execute("SAVEPOINT op")
                 try:
                     method = find_method(method_name, internal=True)
-                    result = self._handler(method, payload)(conn, parse_args(method, body), now_ms)
+                    args = parse_args(method, body)
+                    replay = idempotency.recall(conn, key, method_name, args)
+                    if replay is not None:
+                        conn.execute("RELEASE op")
+                        outcomes.append(Outcome(True, replay, replayed=True))
+                        continue
+                    result = self._handler(method, payload)(conn, args, now_ms)
+                    idempotency.remember(conn, key, method_name, args, result, now_ms)
                 except (MiniSphereError, db.DatabaseError) as exc:
                     conn.execute("ROLLBACK TO op")
                     conn.execute("RELEASE op")
-                    outcomes.append((False, exc))
+                    outcomes.append(Outcome(False, exc))
                     continue
                 conn.execute("RELEASE op")
-                outcomes.append((True, result))
-        self.hooks.after_commit()
+                forgot = forgot or method_name == "forget"
+                outcomes.append(Outcome(True, result))
+        self._after_commit(forgot)
         return outcomes
+
+    def _after_commit(self, forgot: bool) -> None:
+        try:
+            self.hooks.after_commit()
+        except Exception:  # noqa: BLE001 - the batch is committed; this is housekeeping
+            log.exception("after-commit step of %s failed; its writes are committed", self.path)
+        if forgot or self._checkpoint_owed:
+            self._checkpoint_owed = not self._truncate_wal()
+
+    def _truncate_wal(self) -> bool:
+        """Fold the WAL into the file and empty it, so a forgotten entry's old pages do not
+        stay in WAL frames. Never waits for readers: when one holds the WAL it is owed to the
+        next commit. True when done."""
+        with self._lock:
+            conn = self.conn
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except db.OperationalError:
+                busy = 1
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return not busy
 
     # ---- optional vector binding (engine/vectors/binding.py) --------------------------------
     def enable_vectors(self, embedder, *, replace: bool = False, batch_size: int | None = None,

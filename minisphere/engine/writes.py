@@ -109,7 +109,18 @@ def append(conn, args: AppendArgs, now_ms: int) -> str:
         if value is not None:
             conn.execute(f"UPDATE entries SET {column} = ? WHERE id = ?", (value, args.id))
     add_tags(conn, args.id, tags)
+    check_tag_count(conn, args.id)
     return args.id
+
+
+def check_tag_count(conn, entry_id: str) -> None:
+    """An entry carries at most MAX_TAGS_PER_ENTRY tags of its own (the engine's `stale:`
+    marks do not count): an append adding tags must not go past it."""
+    held = conn.execute("SELECT COUNT(*) FROM tags WHERE entry_id = ? AND tag NOT LIKE ?",
+                        (entry_id, C.STALE_TAG_PREFIX + "%")).fetchone()[0]
+    if held > C.MAX_TAGS_PER_ENTRY:
+        raise InvalidArgument(f"entry {entry_id} would carry {held} tags; the limit is "
+                              f"{C.MAX_TAGS_PER_ENTRY}")
 
 
 def update(conn, args: UpdateArgs, now_ms: int) -> str:

@@ -3,13 +3,16 @@ one transaction, then answers each caller. Acknowledgement only after the commit
 
 Plain Python (no Ray). The caller hands `submit` a callback; it is called on the writer thread
 with (ok, result_or_exception, timings) where timings has `queue_ms` (enqueue -> batch start),
-`engine_ms` (the whole batch's transaction, commit included) and `batch` (its size). A write
+`engine_ms` (the whole batch's transaction, commit included), `batch` (its size) and
+`replayed` (the answer came from a stored idempotency key; nothing was written). A write
 whose hooks' `prepare` step already ran (the host embeds a bound capture before queueing it)
 carries the prepared value, so the writer thread only does SQLite work.
 
 A call that fails inside the batch is rolled back to its savepoint and fails alone. If the
-batch as a whole fails (an unexpected exception, or the commit itself), each call is retried
-in a transaction of its own, so one bad call never fails the others.
+batch as a whole fails before or at its commit (an unexpected exception, or the commit
+itself), nothing of it is durable, so each call is retried in a transaction of its own and
+one bad call never fails the others. What runs after a commit cannot fail the batch (the
+engine isolates it), so a committed call is never run twice.
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ class _Pending:
     body: dict
     callback: Callback
     prepared: Any = NOT_PREPARED
+    key: str | None = None          # the caller's idempotency key, if it sent one
     enqueued: float = field(default_factory=time.perf_counter)
 
 
@@ -54,10 +58,10 @@ class GroupCommitWriter:
         self._thread.start()
 
     def submit(self, method: str, body: dict, callback: Callback,
-               prepared: Any = NOT_PREPARED) -> None:
+               prepared: Any = NOT_PREPARED, key: str | None = None) -> None:
         if self._closed:
             raise WorkspaceClosed("the workspace's writer is closed")
-        self._queue.put(_Pending(method, body, callback, prepared))
+        self._queue.put(_Pending(method, body, callback, prepared, key))
 
     def close(self, timeout: float = 30.0) -> None:
         """Commit what is queued, then stop the thread."""
@@ -97,7 +101,7 @@ class GroupCommitWriter:
     def _commit(self, batch: list[_Pending]) -> None:
         started = time.perf_counter()
         try:
-            outcomes = self.workspace.run_batch([(p.method, p.body) for p in batch],
+            outcomes = self.workspace.run_batch([(p.method, p.body, p.key) for p in batch],
                                                  [p.prepared for p in batch])
         except BaseException as exc:  # noqa: BLE001 - isolate, then retry one by one
             if len(batch) == 1:
@@ -109,9 +113,11 @@ class GroupCommitWriter:
         self.batches += 1
         self.writes += len(batch)
         self.largest_batch = max(self.largest_batch, len(batch))
-        for pending, (ok, result) in zip(batch, outcomes):
+        for pending, outcome in zip(batch, outcomes):
+            ok, result = outcome
             timings = {"queue_ms": (started - pending.enqueued) * 1e3,
-                       "engine_ms": (finished - started) * 1e3, "batch": len(batch)}
+                       "engine_ms": (finished - started) * 1e3, "batch": len(batch),
+                       "replayed": getattr(outcome, "replayed", False)}
             try:
                 pending.callback(ok, result, timings)
             except Exception:  # a broken callback must not stop the writer
@@ -119,7 +125,7 @@ class GroupCommitWriter:
 
     def _commit_alone(self, pending: _Pending) -> tuple[bool, Any]:
         try:
-            return self.workspace.run_batch([(pending.method, pending.body)],
+            return self.workspace.run_batch([(pending.method, pending.body, pending.key)],
                                            [pending.prepared])[0]
         except BaseException as exc:  # noqa: BLE001
             return False, exc

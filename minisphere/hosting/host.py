@@ -2,8 +2,9 @@
 the snapshotter. Plain Python; the workspace actor is a thin async shell around it.
 
 Lifecycle: `WorkspaceHost(...)` makes sure the file is there (restoring the newest good
-snapshot when it is missing, e.g. on a new node) and opens it; `restore(version)` closes
-everything, swaps in a verified snapshot and reopens; `hibernate()` drains the writer, takes a
+snapshot when it is missing, e.g. on a new node) and opens it; `restore(version)` pauses
+snapshots, closes everything, stores the verified version again as the newest one, swaps it
+in and reopens; `hibernate()` drains the writer, takes a
 snapshot when anything changed since the last one (skipped, and reported as pending, while the
 store is backing off after a failure), and closes. Callers must not submit while `restore` or
 `hibernate` runs (the actor holds its admission closed).
@@ -22,8 +23,11 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from minisphere.durability.generations import generation_store
 from minisphere.durability.snapshots import (
     list_snapshots,
+    list_versions,
+    prune,
     restore_latest_good,
     restore_snapshot,
     take_snapshot,
@@ -32,7 +36,13 @@ from minisphere.durability.snapshotter import Snapshotter
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.workspace import Workspace
-from minisphere.errors import SnapshotError, SnapshotNotFound
+from minisphere.errors import (
+    InvalidArgument,
+    SnapshotError,
+    SnapshotNotFound,
+    WorkspaceClosed,
+    WorkspaceUnavailable,
+)
 from minisphere.hosting.group_commit import GroupCommitWriter
 from minisphere.hosting.read_pool import DEFAULT_READ_THREADS, ReadPool
 from minisphere.settings import DEFAULT_MAX_BATCH_WRITES, DEFAULT_SYNCHRONOUS, SnapshotSettings
@@ -48,15 +58,18 @@ class WorkspaceHost:
                  snapshots: SnapshotSettings | None = None, pending_writes: int = 0,
                  expect_snapshot: bool = False, background: bool = True, embedder=None,
                  on_follow_up: Callable[[str, dict], None] | None = None,
-                 on_snapshot_status: Callable[[dict], None] | None = None):
+                 on_snapshot_status: Callable[[dict], None] | None = None,
+                 generation: str | None = None):
         self.workspace_id = workspace_id
         self.path = Path(path)
-        self.store = store
+        # only this creation of the id's snapshots (durability/generations.py)
+        self.store = (generation_store(store, workspace_id, generation) if store is not None
+                      else None)
         self.synchronous, self.max_batch, self.read_threads = synchronous, max_batch, read_threads
         snapshots = snapshots or SnapshotSettings()
         self.keep = snapshots.keep
         self.embedder = embedder                # the vector binding's provider, if any
-        self.on_follow_up = on_follow_up        # a read's internal write (recall counts)
+        self.on_follow_up = on_follow_up or self._follow_up   # a read's write (recall counts)
         self.snapshotter = Snapshotter(self._take, every_writes=snapshots.every_writes,
                                        every_s=snapshots.every_s, name=workspace_id,
                                        on_status=on_snapshot_status)
@@ -67,6 +80,7 @@ class WorkspaceHost:
         self.workspace: Workspace | None = None
         self.writer: GroupCommitWriter | None = None
         self.reads: ReadPool | None = None
+        self._closed = False                    # closed for good (hibernated or closed)
         self._open()
         if background and store is not None:
             self.snapshotter.start()
@@ -94,11 +108,30 @@ class WorkspaceHost:
                 "skipped": restored["skipped"]}
 
     def _open(self) -> None:
-        self.workspace = Workspace(self.path, synchronous=self.synchronous,
-                                   embedder=self.embedder)
-        self.writer = GroupCommitWriter(self.workspace, self.max_batch, name=self.workspace_id)
-        self.reads = ReadPool(self.path, threads=self.read_threads,
-                              on_follow_up=self.on_follow_up, hooks=self.workspace.hooks)
+        workspace = Workspace(self.path, synchronous=self.synchronous, embedder=self.embedder)
+        try:
+            reads = ReadPool(self.path, threads=self.read_threads,
+                             on_follow_up=self.on_follow_up, hooks=workspace.hooks)
+        except BaseException:
+            workspace.close()
+            raise
+        self.workspace, self.reads = workspace, reads
+        self.writer = GroupCommitWriter(workspace, self.max_batch, name=self.workspace_id)
+
+    def ensure_open(self) -> None:
+        """Make sure the file is open before a call. After a restore whose reopen failed (the
+        disk was full, say), each call tries to open it again, so the workspace recovers on
+        its own once the cause is gone and a caller meanwhile gets a clear 503, not a crash."""
+        if self.workspace is not None:
+            return
+        if self._closed:
+            raise WorkspaceClosed(f"workspace {self.workspace_id} is closed")
+        try:
+            self._open()
+        except Exception as exc:  # noqa: BLE001 - answered as unavailable, retried next call
+            log.error("workspace %s cannot be opened: %r", self.workspace_id, exc)
+            raise WorkspaceUnavailable(f"workspace {self.workspace_id} cannot be opened right "
+                                       f"now ({exc.__class__.__name__}); retry shortly") from None
 
     def _close_io(self) -> None:
         if self.writer is not None:
@@ -116,24 +149,42 @@ class WorkspaceHost:
     # ---- calls -------------------------------------------------------------------------------
     def needs_prepare(self, method: str) -> bool:
         """Whether a write must be prepared (`prepare_write`) before it is queued."""
+        self.ensure_open()
         return method in self.workspace.hooks.hooked
 
     def prepare_write(self, method: str, body: dict) -> Future:
         """The hooks' prepare step of one write, on a read-pool thread: a Future of the value
         to pass to `submit_write`."""
+        self.ensure_open()
         return self.reads.prepare(method, body)
 
     def submit_write(self, method: str, body: dict, callback: Callable[[bool, Any, dict], None],
-                     prepared: Any = NOT_PREPARED) -> None:
+                     prepared: Any = NOT_PREPARED, *, key: str | None = None,
+                     counts: bool = True) -> None:
+        """Queue one write; `callback(ok, result, timings)` runs once it committed (or failed).
+        `key`: the caller's idempotency key. `counts`: whether the write makes the file dirty
+        for the snapshot triggers -- a read's own follow-up (recall counts) does not, or a
+        workspace that is only read would be snapshotted again and again."""
+        self.ensure_open()
         note = self.snapshotter.note_writes
 
         def done(ok, result, timings):
-            if ok:
+            if ok and counts and not timings.get("replayed"):
                 note(1)
             callback(ok, result, timings)
-        self.writer.submit(method, body, done, prepared)
+        self.writer.submit(method, body, done, prepared, key)
+
+    def _follow_up(self, method: str, body: dict) -> None:
+        """A read's small internal write (recall counts): queued, not awaited by the reader,
+        and not a change of the memory, so it leaves the snapshot triggers alone."""
+        def done(ok, result, _timings):
+            if not ok:
+                log.warning("follow-up %s of %s failed: %r", method, self.workspace_id, result)
+        if self.writer is not None:
+            self.submit_write(method, body, done, counts=False)
 
     def submit_read(self, method: str, body: dict | None) -> Future:
+        self.ensure_open()
         return self.reads.submit(method, body)
 
     # ---- snapshots -----------------------------------------------------------------------------
@@ -150,23 +201,49 @@ class WorkspaceHost:
         self._require_store()
         return self.snapshotter.snapshot_now(reason)
 
+    def prune_snapshots(self, keep: int) -> dict:
+        """Keep only the newest `keep` versions, after making sure the newest one is the file
+        as it is now (a snapshot is taken first when anything changed). The way to make a
+        forget reach the store: versions taken before it still hold the forgotten text."""
+        if keep < 1:
+            raise InvalidArgument("keep must be at least 1 (the current state)")
+        store = self._require_store()
+        taken = None
+        if self.snapshotter.pending_writes > 0 or not list_versions(store, self.workspace_id):
+            taken = self.snapshotter.snapshot_now("prune")
+        with self.snapshotter.paused():
+            deleted = prune(store, self.workspace_id, keep)
+        return {"workspace": self.workspace_id, "snapshot": taken, "deleted": deleted,
+                "kept": list_versions(store, self.workspace_id)}
+
     def list_snapshots(self) -> list[dict]:
         return list_snapshots(self._require_store(), self.workspace_id)
 
     def restore(self, version: str | None) -> dict:
-        """Point-in-time restore: close, swap in the verified version, reopen (even on error)."""
+        """Point-in-time restore: with snapshots paused, close, publish the verified version
+        again as the newest one (so a later activation from the store, or a restore without a
+        version, comes back to it and not to the state it replaced), swap it in and reopen
+        (even on error; a reopen that fails is retried by the next call, see `ensure_open`)."""
         store = self._require_store()
-        self._close_io()
-        try:
-            result = restore_snapshot(store, self.workspace_id, self.path, version)
-        finally:
-            self._open()
-        self.snapshotter.mark_clean()
+        with self.snapshotter.paused():
+            self._close_io()
+            try:
+                result = restore_snapshot(store, self.workspace_id, self.path, version,
+                                          publish=True, keep=self.keep)
+            finally:
+                try:
+                    self._open()
+                except Exception:  # noqa: BLE001 - the next call tries again and says why
+                    log.exception("workspace %s: reopening after restore failed",
+                                  self.workspace_id)
+        self.snapshotter.mark_clean(result["published"])
         return result
 
     def hibernate(self) -> dict:
         """Drain writes, snapshot if anything changed (unless the store is backing off), close."""
-        self.writer.close()
+        self._closed = True
+        if self.writer is not None:
+            self.writer.close()
         manifest, error = None, None
         status = self.snapshotter.status()
         if status["pendingWrites"] > 0 and self.store is not None:
@@ -184,6 +261,7 @@ class WorkspaceHost:
                 "pendingSnapshot": status["pendingWrites"] > 0, "snapshots": status}
 
     def close(self) -> None:
+        self._closed = True
         self.snapshotter.close()
         self._close_io()
 

@@ -4,6 +4,7 @@ Routes: `POST /v1/w/{workspace}/{method}` (one per contract method, documented w
 argument schema), admin `POST/GET /v1/workspaces`, `GET/DELETE /v1/workspaces/{id}`,
 durability: `POST /v1/workspaces/{id}/snapshot` (admin), `GET /v1/workspaces/{id}/snapshots`
 (admin or the workspace's token), `POST /v1/workspaces/{id}/restore` {version} (admin),
+`POST /v1/workspaces/{id}/snapshots/prune` {keep} (admin),
 `GET /healthz`, `GET /v1/contracts`; OpenAPI at `/docs`. Every error is JSON
 `{"error": {"code", "message"}}` with the status `http_errors` decides.
 
@@ -19,19 +20,23 @@ from typing import Annotated, Any, Optional
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from minisphere.control.auth import WORKSPACE_ID_PATTERN, bearer_token, check_workspace_id
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.durability.snapshots import VERSION_PATTERN as SNAPSHOT_VERSION_PATTERN
+from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS, KEY_PATTERN
 from minisphere.engine.methods import METHODS, describe_validation_error, parse_args
 from minisphere.errors import TENANT, MalformedRequest
 from minisphere.http import responses as R
 from minisphere.http.handling import (
+    IDEMPOTENCY_HEADER,
+    REPLAY_HEADER,
     as_admin,
     audience_of,
     error_json,
+    idempotency_key,
     query_integer,
     read_json_object,
     server_timing,
@@ -42,7 +47,22 @@ from minisphere.maintenance.runs import RUNS_DEFAULT_LIMIT, RUNS_MAX_LIMIT
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
 WORKSPACES_MAX_LIMIT = 1000
+PRUNE_KEEP_MAX = 1000
 AFTER_MAX_CHARS = 100
+
+
+IDEMPOTENCY_KEY_DOC = {
+    "name": IDEMPOTENCY_HEADER, "in": "header", "required": False,
+    "schema": {"type": "string", "minLength": 1, "maxLength": 200,
+               "pattern": KEY_PATTERN.pattern},
+    "description": "Makes the write safe to send again: a repeat with the same key within "
+                   f"{IDEMPOTENCY_KEEP_MS // 3_600_000} hours is answered what the first was "
+                   "answered and writes nothing; the same key with another method or body is "
+                   "refused with 409 idempotency_key_reused."}
+IDEMPOTENT_REPLAY_DOC = {REPLAY_HEADER: {
+    "description": "true when the answer is the stored one of an earlier call with the same "
+                   "Idempotency-Key (nothing was written this time)",
+    "schema": {"type": "string", "enum": ["true"]}}}
 
 
 def answers(model, status: int = 200) -> dict:
@@ -55,6 +75,12 @@ class RestoreWorkspace(BaseModel):
     model_config = ConfigDict(extra="forbid")
     version: Annotated[StrictStr, Field(pattern=SNAPSHOT_VERSION_PATTERN.pattern,
                                         description="a version from GET .../snapshots")]
+
+
+class PruneSnapshots(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    keep: Annotated[StrictInt, Field(ge=1, le=PRUNE_KEEP_MAX,
+                                     description="versions to keep, the newest first")] = 1
 
 
 class CreateWorkspace(BaseModel):
@@ -177,6 +203,22 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
             return await gateway.restore(workspace_id, spec.version)
         return await as_admin(gateway, request, restore)
 
+    @api.post("/v1/workspaces/{workspace_id}/snapshots/prune", tags=["admin"],
+              summary="Keep only the newest versions (after a forget: drop the versions that "
+                      "still hold the forgotten text)",
+              responses=answers(R.Pruned),
+              openapi_extra={"requestBody": {"required": False, "content": {"application/json": {
+                  "schema": PruneSnapshots.model_json_schema()}}}})
+    async def prune_workspace_snapshots(workspace_id: str, request: Request):
+        async def prune():
+            check_workspace_id(workspace_id)
+            try:
+                spec = PruneSnapshots.model_validate(await read_json_object(request))
+            except ValidationError as exc:
+                raise MalformedRequest(describe_validation_error("prune", exc)) from None
+            return await gateway.prune_snapshots(workspace_id, spec.keep)
+        return await as_admin(gateway, request, prune)
+
     # ---- maintenance ---------------------------------------------------------------
     @api.get("/v1/maintenance/runs", tags=["maintenance (admin token)"],
              responses=answers(R.MaintenanceRuns))
@@ -201,11 +243,12 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
                 audience = audience_of(gateway, token)
                 caller = await gateway.authorize(workspace, token, name)
                 # validated here, before any actor is woken, and sent on validated
+                key = idempotency_key(request) if METHODS[name].access == "write" else None
                 args = parse_args(METHODS[name], await read_json_object(request))
                 if METHODS[name].access == "maintenance":    # audited (trigger=manual)
                     result, timings = await gateway.run_maintenance(workspace, name, args, caller)
                 else:
-                    result, timings = await gateway.call(workspace, name, args, caller)
+                    result, timings = await gateway.call(workspace, name, args, caller, key)
             except Exception as exc:  # noqa: BLE001
                 return error_json(exc, audience)
             ingress_ms = (time.perf_counter() - started) * 1e3
@@ -215,14 +258,18 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
 
     for name, method in METHODS.items():
         schema = method.args.model_json_schema(by_alias=True)
+        write = method.access == "write"
+        responses = answers(R.METHOD_ANSWERS[name])
+        if write:
+            responses[200] = {**responses[200], "headers": IDEMPOTENT_REPLAY_DOC}
         api.add_api_route(
             f"/v1/w/{{workspace}}/{name}", method_route(name), methods=["POST"],
             tags=["maintenance (admin token)" if method.access == "maintenance"
                   else f"workspace {method.access}s"],
-            summary=f"{name} ({method.access})", name=name,
-            responses=answers(R.METHOD_ANSWERS[name]),
-            openapi_extra={"requestBody": {"required": False, "content": {
-                "application/json": {"schema": schema}}}})
+            summary=f"{name} ({method.access})", name=name, responses=responses,
+            openapi_extra={"parameters": [IDEMPOTENCY_KEY_DOC] if write else [],
+                           "requestBody": {"required": False, "content": {
+                               "application/json": {"schema": schema}}}})
     if transfer is not None:
         add_transfer_routes(api, gateway, transfer)
     # under Ray Serve the proxy sends X-Request-Id itself: echo it only without a server id

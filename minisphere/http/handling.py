@@ -11,6 +11,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from minisphere.control.auth import bearer_token
+from minisphere.engine.idempotency import check_key
 from minisphere.errors import ADMIN, TENANT, MalformedRequest, RequestTooLarge
 from minisphere.http.statuses import error_response
 
@@ -24,6 +25,8 @@ MAX_JSON_NESTING_LEVELS = 64
 # refuses or reads differently. Nine digits are enough for every limit and line number.
 _QUERY_INTEGER = re.compile(r"[0-9]{1,9}")
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
+IDEMPOTENCY_HEADER = "Idempotency-Key"       # on a write: applied at most once per key
+REPLAY_HEADER = "Idempotent-Replay"          # "true": answered from the key's stored result
 # Server-Timing parts, in order: (name in the header, key in the timings the actors report)
 TIMING_PARTS = (("prepare", "prepare_ms"), ("queue", "queue_ms"), ("engine", "engine_ms"),
                 ("actor", "actor_ms"), ("rpc", "rpc_ms"))
@@ -115,7 +118,15 @@ def server_timing(timings: dict, ingress_ms: float) -> dict:
     headers = {"Server-Timing": ", ".join(parts)}
     if "batch" in timings:
         headers["X-Batch-Size"] = str(timings["batch"])
+    if timings.get("replayed"):
+        headers[REPLAY_HEADER] = "true"
     return headers
+
+
+def idempotency_key(request) -> str | None:
+    """The request's Idempotency-Key header, checked (400 when malformed), or None."""
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    return None if key is None else check_key(key)
 
 
 def error_json(exc: BaseException, audience: str = TENANT) -> JSONResponse:

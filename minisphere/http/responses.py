@@ -338,6 +338,9 @@ class WorkspaceRecord(Answer):
     label: Optional[str]
     nodeId: Optional[str]
     lastActiveAt: Optional[int]
+    generation: Optional[str] = Field(description="this creation of the id: its snapshots are "
+                                                  "stored under it (null: created before "
+                                                  "generations existed)")
 
 
 class WorkspaceDetail(WorkspaceRecord):
@@ -364,6 +367,9 @@ class WorkspaceList(Answer):
 
 class Deleted(Answer):
     deleted: str
+    snapshotsDeleted: bool = Field(description="false: the snapshot store failed; the directory "
+                                               "keeps retrying, and a workspace created again "
+                                               "with this id never sees them")
 
 
 class SnapshotManifest(Answer):
@@ -383,6 +389,8 @@ class SnapshotManifest(Answer):
     compressedBytes: Optional[int] = None
     compressedSha256: Optional[str] = None
     blobKey: Optional[str] = None
+    restoredFrom: Optional[str] = Field(None, description="reason restore: the version it "
+                                                          "stores again")
     tookMs: Optional[float] = None
     error: Optional[str] = Field(None, description="set when the manifest cannot be read")
 
@@ -397,6 +405,16 @@ class Restored(Answer):
     entryCount: Optional[int]
     previousFileKeptAt: Optional[str]
     tookMs: float
+    newestVersion: str = Field(description="the version that now holds the restored state: "
+                                           "a later activation or restore comes back to it")
+
+
+class Pruned(Answer):
+    workspace: str
+    snapshot: Optional[SnapshotManifest] = Field(description="taken first, when the file had "
+                                                             "changed since the newest version")
+    deleted: list[str]
+    kept: list[str]
 
 
 class MaintenanceRun(Answer):

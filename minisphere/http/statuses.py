@@ -29,6 +29,7 @@ STATUS: dict[type, int] = {
     E.NotFound: 404,
     E.KindGateViolation: 409,
     E.WorkspaceExists: 409,
+    E.IdempotencyKeyReused: 409,
     E.ContentTooLarge: 413,
     E.RequestTooLarge: 413,
     E.SchemaTooNew: 503,

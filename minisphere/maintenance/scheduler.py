@@ -1,7 +1,8 @@
 """APScheduler wiring of the maintenance runs (plain Python; the Ray actor is a thin shell).
 
 One job per workspace with a `scheduledTasks {cron, limit}` binding: job id = workspace id,
-`CronTrigger.from_crontab(cron, timezone=UTC)`, added with `replace_existing=True`. Jobs live in
+`cron_trigger(cron)` (cron's meaning, in UTC; `minisphere/cron.py`), added with
+`replace_existing=True`. Jobs live in
 memory and are rebuilt from the directory on every start, so a restart can never hold a job
 twice. Job defaults: `coalesce=True` (N missed ticks run once), `misfire_grace_time=
 MISFIRE_GRACE_S` (APScheduler's default of 1 s would silently drop a late run),
@@ -28,6 +29,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from minisphere.cron import cron_trigger
 from minisphere.engine.clock import epoch_ms
 from minisphere.maintenance import runs as M
 
@@ -44,7 +46,7 @@ def new_scheduler() -> BackgroundScheduler:
 
 
 def trigger_for(spec: M.JobSpec) -> CronTrigger:
-    return CronTrigger.from_crontab(spec.cron, timezone=UTC)
+    return cron_trigger(spec.cron)
 
 
 def latest_fire_within_grace(spec: M.JobSpec, now: datetime) -> datetime | None:

@@ -35,7 +35,11 @@ CONTRACT = "MINI_SPHERE_CONTRACT@0.1"
 MAX_LINE_BYTES = 2 * 1024 * 1024          # one entry with many revisions still fits
 MAX_REVISIONS_PER_ENTRY = 100_000
 
-EpochMs = Annotated[StrictInt, Field(ge=0)]
+# Every integer of the format is at most 2^53: SQLite stores at most 2^63 - 1 (a larger one
+# fails deep in the driver) and JSON readers in other languages are exact only up to 2^53.
+MAX_EXACT_INT = 2**53
+Count = Annotated[StrictInt, Field(ge=0, le=MAX_EXACT_INT)]
+EpochMs = Count
 Score = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 EdgeWeight = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
@@ -46,18 +50,18 @@ class _Record(BaseModel):
 
 
 class Counts(_Record):
-    entries: Annotated[StrictInt, Field(ge=0)]
-    edges: Annotated[StrictInt, Field(ge=0)]
-    revisions: Annotated[StrictInt, Field(ge=0)]
-    tags: Annotated[StrictInt, Field(ge=0)]
+    entries: Count
+    edges: Count
+    revisions: Count
+    tags: Count
 
 
 class Header(_Record):
     record: Literal["header"]
     format: Literal["minisphere-jsonl"]
-    format_version: StrictInt
+    format_version: Count
     contract: StrictStr
-    schema_version: StrictInt
+    schema_version: Count
     counts: Counts
     exported_at: EpochMs
 
@@ -75,7 +79,7 @@ class EntryRecord(_Record):
     source: Optional[StrictStr] = None
     created_at: EpochMs
     updated_at: EpochMs
-    recall_count: Annotated[StrictInt, Field(ge=0)] = 0
+    recall_count: Count = 0
     importance: Score = 0.0
     claim_tag: Optional[ClaimTag] = None
     evidence_ref: Optional[StrictStr] = None

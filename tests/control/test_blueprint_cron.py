@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from apscheduler.triggers.cron import CronTrigger
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minisphere.control.blueprints import parse_blueprint, parse_stored_blueprint
+from minisphere.cron import cron_trigger
 from minisphere.errors import InvalidArgument
 
 
@@ -19,7 +19,7 @@ def with_cron(cron: str) -> dict:
 
 def scheduler_takes(cron: str) -> bool:
     try:
-        trigger = CronTrigger.from_crontab(cron, timezone=UTC)
+        trigger = cron_trigger(cron)
     except ValueError:
         return False
     return trigger.get_next_fire_time(None, datetime.now(UTC)) is not None

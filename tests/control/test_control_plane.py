@@ -3,7 +3,7 @@ import pytest
 
 from minisphere import errors as E
 from minisphere.control.auth import bearer_token, check_workspace_id, hash_in, token_hash
-from minisphere.control.blueprints import load_default_blueprint, parse_blueprint
+from minisphere.control.blueprints import Blueprint, load_default_blueprint, parse_blueprint
 from minisphere.control.plane import ControlPlane
 
 
@@ -53,3 +53,19 @@ def test_auth_helpers():
             bearer_token(header)
     assert hash_in(token_hash("t"), [token_hash("u"), token_hash("t")])
     assert not hash_in(token_hash("t"), [])
+
+
+def test_each_creation_of_an_id_gets_a_new_generation(tmp_path):
+    plane = ControlPlane(tmp_path / "control.db", synchronous="NORMAL")
+    blueprint = Blueprint()
+    first, _ = plane.create(blueprint, [], "ws-again")
+    plane.delete("ws-again")
+    second, _ = plane.create(blueprint, [], "ws-again")
+    assert first["generation"] and second["generation"]
+    assert first["generation"] != second["generation"]
+    plane.owe_snapshot_deletion("ws-again", first["generation"], "store down")
+    plane.owe_snapshot_deletion("ws-legacy", None, "store down")
+    assert plane.snapshot_debts() == [("ws-again", first["generation"]), ("ws-legacy", None)]
+    plane.settle_snapshot_debt("ws-again", first["generation"])
+    assert plane.snapshot_debts() == [("ws-legacy", None)]
+    plane.close()

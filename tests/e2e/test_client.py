@@ -30,6 +30,12 @@ def exercise_workspace(ws) -> None:
     assert {"tag": "dx", "count": 1} in ws.get_tags()["tags"]
     assert ws.get_stats()["count"] == 2 and ws.get_brief()["count"] == 2
     assert ws.unlink(stored.id, other, "relates_to") == {"removed": True}
+    once = [ws.append(stored.id, "keyed once", idempotency_key=f"{type(ws).__name__}-a1")
+            for _ in range(2)]                     # sent twice, applied once
+    assert once[0] == once[1] and ws.get_entry(stored.id).content.count("keyed once") == 1
+    with pytest.raises(ServiceError) as info:
+        ws.append(stored.id, "another text", idempotency_key=f"{type(ws).__name__}-a1")
+    assert info.value.status == 409 and info.value.code == "idempotency_key_reused"
     with pytest.raises(ServiceError) as info:
         ws.get_entry("00000000-0000-4000-8000-000000000000")
     assert info.value.status == 404 and info.value.code == "not_found"
@@ -122,6 +128,11 @@ def test_cli(service, capsys):
     assert json.loads(capsys.readouterr().out) == {"count": 1}
     assert cli_main(["call", "listRecent", '{"n": 1}', *ws]) == 0
     assert len(json.loads(capsys.readouterr().out)["items"]) == 1
+    for _ in range(2):
+        assert cli_main(["append", entry_id, "once", "--idempotency-key", "cli-1", *ws]) == 0
+    capsys.readouterr()
+    assert cli_main(["get", entry_id, *ws]) == 0
+    assert json.loads(capsys.readouterr().out)["content"].count("once") == 1
     assert cli_main(["get", "not-an-id", *ws]) == 1
     assert "error: 422" in capsys.readouterr().err
     assert cli_main(["ws", "list", *base]) == 0

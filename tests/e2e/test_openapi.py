@@ -112,6 +112,8 @@ def test_every_published_route_answers_what_its_schema_says(http, admin_headers,
               json={"version": manifest["version"]})
         admin("POST", f"{item}/restore", "/v1/workspaces/{workspace_id}/restore", 400,
               json={"version": "not-a-version"})
+        admin("POST", f"{item}/snapshots/prune", "/v1/workspaces/{workspace_id}/snapshots/prune",
+              json={"keep": 2})
         admin("GET", f"/v1/maintenance/runs?workspace={ws}", "/v1/maintenance/runs")
         assert admin("POST", f"{item}/hibernate", "/v1/workspaces/{workspace_id}/hibernate"
                      )["hibernated"] is True

@@ -49,7 +49,8 @@ def test_admin_workspace_lifecycle(http, admin_headers, service):
     token_headers = {"Authorization": f"Bearer {body['token']}"}
     assert call(http, "life-cycle-1", token_headers, "capture", {"content": "x1"}).status_code == 200
     deleted = http.delete("/v1/workspaces/life-cycle-1", headers=admin_headers)
-    assert deleted.status_code == 200 and deleted.json() == {"deleted": "life-cycle-1"}
+    assert deleted.status_code == 200
+    assert deleted.json() == {"deleted": "life-cycle-1", "snapshotsDeleted": True}
     assert not (service["data_dir"] / "workspaces" / "life-cycle-1").exists()
     assert http.get("/v1/workspaces/life-cycle-1", headers=admin_headers).status_code == 404
     assert http.delete("/v1/workspaces/life-cycle-1", headers=admin_headers).status_code == 404

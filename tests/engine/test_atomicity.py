@@ -198,3 +198,21 @@ def test_process_crash_keeps_acknowledged_writes_only(tmp_path):
         ws.conn.execute("INSERT INTO entries_fts(entries_fts, rank) VALUES ('integrity-check', 1)")
     finally:
         ws.close()
+
+
+def test_commit_that_fails_leaves_no_transaction_open(ws):
+    """COMMIT itself can fail (here: a deferred foreign key checked only at commit; in the
+    field: disk full, I/O error). The transaction must be closed, so its writes are not
+    committed by accident with the next call's COMMIT."""
+    ws.conn.execute("CREATE TABLE probe(entry_id TEXT REFERENCES entries(id) "
+                    "DEFERRABLE INITIALLY DEFERRED)")
+    ws.conn.execute("CREATE TRIGGER probe_on_tags AFTER INSERT ON tags WHEN new.tag = 'doomed' "
+                    "BEGIN INSERT INTO probe VALUES ('no-such-entry'); END")
+    before = snapshot(ws)
+    with pytest.raises(db.IntegrityError, match="FOREIGN KEY"):
+        ws.capture("the pangolin entry that must not survive", tags=["doomed"])
+    assert not ws.conn.in_transaction
+    assert ws.capture("a later, sound capture")["outcome"] == "stored"
+    assert ws.conn.execute("SELECT COUNT(*) FROM entries WHERE content LIKE '%pangolin%'"
+                           ).fetchone()[0] == 0
+    assert snapshot(ws)["rows"]["probe"] == before["rows"]["probe"] == []

@@ -5,7 +5,7 @@ once via the snake_case Python wrappers.
 """
 import pytest
 
-from minisphere import KindGateViolation, NotFound
+from minisphere import InvalidArgument, KindGateViolation, NotFound
 from minisphere.engine.arguments import EDGE_TYPES
 from minisphere.engine.normalize import content_hash
 from tests.engine.helpers import fts_ids, fts_rowcount, snapshot
@@ -430,3 +430,13 @@ def test_link_metadata_round_trip(api, make_entry):
     meta = {"reason": "ticket MS-12", "nested": {"list": [1, 2.5, None, True]}, "ünï": "✓"}
     edge = api.link(make_entry(), make_entry(), "relates_to", metadata=meta)["edge"]
     assert edge["metadata"] == meta
+
+
+def test_append_cannot_push_an_entry_past_32_tags(api, ws):
+    entry_id = api.capture("a tagged entry", tags=[f"first-{i}" for i in range(30)])["id"]
+    before = snapshot(ws)
+    with pytest.raises(InvalidArgument, match="32"):
+        api.append(entry_id, "more", tags=["a", "b", "c"])
+    assert snapshot(ws) == before
+    api.append(entry_id, "two more fit", tags=["a", "b"])
+    assert len(api.get_entry(entry_id)["tags"]) == 32

@@ -52,7 +52,7 @@ def test_group_commit_survives_an_unexpected_error(tmp_path, monkeypatch):
 
     def flaky(calls, prepared=None):
         calls = list(calls)
-        if any(body.get("content") == "boom" for _, body in calls):
+        if any(call[1].get("content") == "boom" for call in calls):
             raise RuntimeError("unexpected")
         return real(calls, prepared)
     monkeypatch.setattr(ws, "run_batch", flaky)
@@ -93,4 +93,48 @@ def test_read_follow_ups_go_to_the_writer(tmp_path):
     assert handed == ["noteRecalled"]
     assert ws.get_entry(entry_id)["recallCount"] == 1
     pool.close()
+    ws.close()
+
+
+def test_failure_after_commit_is_not_applied_twice(tmp_path):
+    """The hooks' after-commit step raising must not make the writer re-run committed calls
+    one by one (appends twice, extra revisions, callers told it failed)."""
+    from tests.engine.vectors.helpers import ChosenVectors
+
+    ws = Workspace(tmp_path / "w.db", synchronous="NORMAL", embedder=ChosenVectors({}))
+    entry = ws.capture("the base fact")["id"]
+
+    def broken_after_commit():
+        raise RuntimeError("index refresh failed after the commit")
+    ws.vectors.after_commit = broken_after_commit
+    writer = GroupCommitWriter(ws, max_batch=64)
+    results = submit_and_wait(writer, [("append", {"id": entry, "addition": f"line {i}"})
+                                       for i in range(3)])
+    writer.close()
+    assert all(ok for ok, _, _ in results)
+    content = ws.get_entry(entry)["content"]
+    assert [content.count(f"line {i}") for i in range(3)] == [1, 1, 1]
+    revisions = ws.conn.execute("SELECT COUNT(*) FROM revisions WHERE entry_id = ?",
+                                (entry,)).fetchone()[0]
+    assert revisions == 3
+    ws.close()
+
+
+def test_keyed_write_queued_twice_is_applied_once_and_flagged_replayed(tmp_path):
+    ws = Workspace(tmp_path / "w.db", synchronous="NORMAL")
+    entry = ws.capture("queued twice")["id"]
+    writer = GroupCommitWriter(ws, max_batch=64)
+    done, results = threading.Event(), []
+
+    def callback(ok, result, timings):
+        results.append((ok, result, timings))
+        if len(results) == 2:
+            done.set()
+    for _ in range(2):       # a caller that timed out sends it again while the first is queued
+        writer.submit("append", {"id": entry, "addition": "once"}, callback, key="retry-1")
+    assert done.wait(30)
+    writer.close()
+    assert [r[0] for r in results] == [True, True]
+    assert [r[2]["replayed"] for r in results] == [False, True]
+    assert ws.get_entry(entry)["content"].count("once") == 1
     ws.close()

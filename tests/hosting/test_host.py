@@ -86,3 +86,47 @@ def test_hibernate_with_store_down_keeps_the_file_and_reports_pending(tmp_path, 
     assert out["pendingSnapshot"] and "cannot reach" in out["error"]
     assert out["snapshots"]["lastFailureCode"] == "snapshot_store_unavailable"
     assert count(host.path) == 1                       # nothing lost locally
+
+
+def test_reads_do_not_make_the_workspace_dirty_for_snapshots(tmp_path, local_store):
+    """A recall's own follow-up write (recall counts) must not count as a change: a workspace
+    that is only read is not snapshotted again, at hibernation or by the write trigger."""
+    host = make(tmp_path, local_store)
+    entry = write(host, "a fact worth recalling")["id"]
+    host.snapshot_now()
+    for _ in range(5):
+        assert read(host, "recall", {"query": "fact recalling"})["items"]
+    host.writer.close()                     # the follow-ups are committed
+    assert host.workspace.get_entry(entry)["recallCount"] == 5
+    assert host.snapshotter.pending_writes == 0
+    out = host.hibernate()
+    assert out["snapshot"] is None
+    assert len(host.list_snapshots()) == 1
+
+
+def test_failed_reopen_after_restore_answers_unavailable_then_recovers(tmp_path, local_store,
+                                                                        monkeypatch):
+    """If opening the file fails right after a restore (disk full, say), calls get a clear
+    WorkspaceUnavailable instead of crashing on a missing writer, and the host reopens the
+    file by itself once opening works again."""
+    import minisphere.hosting.host as host_module
+    from minisphere.errors import WorkspaceUnavailable
+
+    host = make(tmp_path, local_store)
+    write(host, "restored fact")
+    version = host.snapshot_now()["version"]
+    real = host_module.Workspace
+    failing = {"left": 2}
+
+    def flaky_open(*args, **kwargs):
+        if failing["left"]:
+            failing["left"] -= 1
+            raise OSError(28, "No space left on device")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(host_module, "Workspace", flaky_open)
+    host.restore(version)                    # the swap succeeded; the reopen did not
+    with pytest.raises(WorkspaceUnavailable, match="cannot be opened"):
+        read(host, "getCount")
+    assert read(host, "getCount")["count"] == 1     # the next call opened it
+    write(host, "writable again")
+    host.close()

@@ -44,7 +44,7 @@ class StandInGateway:
             raise Forbidden("this token belongs to another workspace")
         return "tenant"
 
-    async def call(self, workspace, method, args, caller):
+    async def call(self, workspace, method, args, caller, idempotency_key=None):
         self.calls.append(("call", workspace, method, args))
         if self.failure is not None:
             raise self.failure

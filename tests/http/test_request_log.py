@@ -32,7 +32,7 @@ class FakeGateway:
     async def authorize(self, workspace, token, method):
         self.require_admin(token)
 
-    async def call(self, workspace, method, body, caller=None):
+    async def call(self, workspace, method, body, caller=None, idempotency_key=None):
         if method == "getEntry":
             raise NotFound(f"no entry with id {body.id}")
         return {"echo": body.model_dump(by_alias=True)}, {"engine_ms": 0.1}

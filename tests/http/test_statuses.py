@@ -9,6 +9,7 @@ from minisphere.http.statuses import error_response, status_for
     (E.MalformedRequest("x"), 400), (E.InvalidArgument("x"), 422), (E.SelfLink("x"), 422),
     (E.Unauthenticated("x"), 401), (E.Forbidden("x"), 403), (E.NotFound("x"), 404),
     (E.KindGateViolation("x"), 409), (E.WorkspaceExists("x"), 409),
+    (E.IdempotencyKeyReused("x"), 409),
     (E.ContentTooLarge("x"), 413), (E.RequestTooLarge("x"), 413),
     (E.WorkspaceUnavailable("x"), 503), (E.SchemaTooNew("x"), 503),
     (ImportError("no module"), 500)])

@@ -130,3 +130,19 @@ def test_transfer_export_raw_is_a_consistent_openable_copy(source, tmp_path):
         assert copy.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     with pytest.raises(TransferError):
         export_raw(tmp_path / "missing.db", tmp_path / "x.db")
+
+
+@pytest.mark.parametrize("field", ["createdAt", "updatedAt", "recallCount", "staleDueAt"])
+@pytest.mark.parametrize("value", [2**53 + 1, 2**63, 10**30])
+def test_transfer_import_refuses_integers_sqlite_cannot_hold(export_path, tmp_path, field, value):
+    """An integer past 2^53 is a clear format error naming the line, not a driver overflow
+    (a 500 through the service)."""
+    lines = export_path.read_text(encoding="utf-8").splitlines()
+    broken = json.loads(lines[2])
+    broken[field] = value
+    bad = tmp_path / "big.jsonl"
+    bad.write_text("\n".join(lines[:2] + [json.dumps(broken)] + lines[3:]) + "\n")
+    with fresh(tmp_path) as target:
+        with pytest.raises(ImportFormatError, match=f"line 3: {field}"):
+            import_file(target, bad, batch_lines=100)
+        assert target.get_count() == {"count": 0}

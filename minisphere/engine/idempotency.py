@@ -1,0 +1,66 @@
+"""Idempotency keys: a write sent again with the same key answers what it answered the first
+time and writes nothing.
+
+The key, the call's method and a digest of its validated arguments, and its answer are stored
+in the workspace file in the same transaction (the same savepoint) as the write itself, so a
+key exists exactly when its write committed: a caller who never heard back — the actor died,
+the call timed out while it stayed queued — sends the call again with its key and learns the
+committed answer instead of applying the write twice. The same key with another method or other
+arguments is refused (`IdempotencyKeyReused`). Keys are kept at least IDEMPOTENCY_KEEP_MS.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+from minisphere.errors import IdempotencyKeyReused, MalformedRequest
+
+IDEMPOTENCY_KEEP_MS = 24 * 3600 * 1000     # a key answers repeats for at least a day
+PRUNE_ROWS_PER_BATCH = 200                 # expired keys removed per keyed batch, at most
+KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,200}$")     # 1-200 printable ASCII, no spaces
+
+
+def check_key(key: str) -> str:
+    """The key, or MalformedRequest: a key is not an argument of the method but part of the
+    request around it (over HTTP, its Idempotency-Key header), so a bad one is a 400."""
+    if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
+        raise MalformedRequest("Idempotency-Key: 1 to 200 printable ASCII characters without "
+                               "spaces")
+    return key
+
+
+def digest(method_name: str, args) -> str:
+    canonical = json.dumps(args.model_dump(mode="json", by_alias=True), sort_keys=True,
+                           ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(f"{method_name}\n{canonical}".encode()).hexdigest()
+
+
+def recall(conn, key: str | None, method_name: str, args) -> dict | None:
+    """The stored answer of this call under `key`, or None when the key is new."""
+    if key is None:
+        return None
+    check_key(key)
+    row = conn.execute("SELECT method, body_hash, answer FROM idempotency_keys WHERE key = ?",
+                       (key,)).fetchone()
+    if row is None:
+        return None
+    if row[0] != method_name or row[1] != digest(method_name, args):
+        raise IdempotencyKeyReused(f"idempotency key {key!r} was used for another call "
+                                   f"({row[0]} with other arguments); use a new key per write")
+    return json.loads(row[2])
+
+
+def remember(conn, key: str | None, method_name: str, args, answer, now_ms: int) -> None:
+    if key is None:
+        return
+    conn.execute("INSERT INTO idempotency_keys(key, method, body_hash, answer, at) "
+                 "VALUES (?, ?, ?, ?, ?)",
+                 (key, method_name, digest(method_name, args),
+                  json.dumps(answer, ensure_ascii=False, separators=(",", ":")), now_ms))
+
+
+def prune(conn, now_ms: int) -> None:
+    conn.execute("DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys "
+                 "WHERE at < ? ORDER BY at LIMIT ?)",
+                 (now_ms - IDEMPOTENCY_KEEP_MS, PRUNE_ROWS_PER_BATCH))

@@ -1,0 +1,63 @@
+"""What `forget` guarantees about snapshots: a snapshot taken after the forget does not hold
+the forgotten text (snapshots carry no free pages), one taken before it does until it is
+pruned, and pruning leaves the store, the data folder and a restored file without it."""
+import gzip
+from concurrent.futures import Future
+from pathlib import Path
+
+from minisphere.hosting.host import WorkspaceHost
+
+SECRET = b"quetzal-cipher-58821"
+
+
+def call(host, method, body):
+    future = Future()
+    host.submit_write(method, body, lambda ok, result, t: future.set_result(result) if ok
+                      else future.set_exception(result))
+    return future.result(timeout=30)
+
+
+def holding_secret(folder: Path) -> list[str]:
+    """Every file under `folder` whose bytes (decompressed, for .gz) contain the secret."""
+    found = []
+    for path in folder.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.suffix == ".gz":
+                data = gzip.decompress(data)
+            if SECRET in data:
+                found.append(str(path.relative_to(folder)))
+    return sorted(found)
+
+
+def test_forget_then_snapshot_then_restore_leaves_the_text_in_no_file(tmp_path, local_store):
+    host = WorkspaceHost("ws-f", tmp_path / "workspaces" / "ws-f" / "workspace.db",
+                         store=local_store, synchronous="NORMAL", background=False)
+    for i in range(30):
+        call(host, "capture", {"content": f"an unrelated note {i}"})
+    secret = call(host, "capture", {"content": f"the door code is {SECRET.decode()}"})["id"]
+    call(host, "update", {"id": secret, "content": f"door code {SECRET.decode()}, rotated"})
+    before = host.snapshot_now()["version"]            # taken before the forget: holds it
+    call(host, "forget", {"id": secret})
+    after = host.snapshot_now()["version"]
+    assert holding_secret(tmp_path / "snapshots") == [f"ws-f/{before}.db.gz"]
+    pruned = host.prune_snapshots(keep=1)
+    assert pruned["deleted"] == [before] and pruned["kept"] == [after]
+    host.restore(after)
+    assert holding_secret(tmp_path) == []              # live file, WAL, aside copy, store
+    assert host.submit_read("getCount", {}).result(30)[0]["count"] == 30
+    host.close()
+    assert holding_secret(tmp_path) == []
+
+
+def test_prune_takes_a_snapshot_first_when_the_file_changed(tmp_path, local_store):
+    host = WorkspaceHost("ws-p", tmp_path / "ws-p.db", store=local_store,
+                         synchronous="NORMAL", background=False)
+    call(host, "capture", {"content": "one"})
+    host.snapshot_now()
+    call(host, "capture", {"content": "two"})
+    pruned = host.prune_snapshots(keep=1)
+    assert pruned["snapshot"]["entryCount"] == 2 and pruned["kept"] == [pruned["snapshot"]["version"]]
+    again = host.prune_snapshots(keep=1)               # nothing changed: nothing taken
+    assert again["snapshot"] is None and again["deleted"] == []
+    host.close()
