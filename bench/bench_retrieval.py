@@ -25,7 +25,8 @@ dedup and auto-linking did to the turns.
 --synthetic N times recall at N entries against raw FTS5 top-50 on "specific" (rare-word) and
 "mixed" queries, through the read path a service replica runs (a read-only connection, one read
 transaction; the recall-count follow-up write is queued, not awaited: it is timed in its own
-row), plus MMR + rerank time at topK=50 over 64 KiB entries versus short ones.
+row), the methods interleaved query by query; plus MMR + rerank time at topK=50 over 64 KiB
+entries versus short ones.
 """
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ LARGE_ENTRY_COUNT = 150            # topK=50 × MMR's pool factor 3
 LARGE_TOP_K = 50
 LARGE_REPEATS = 10
 HEADLINE_TARGETS_NDCG_MARGIN = 0.01    # hybrid must beat its best arm by this much
+LATENCY_PASSES = 3                 # each query set timed this many times, methods interleaved
 
 
 def load_workspace(ws: Workspace, docs: list[tuple[str, str]]) -> dict[str, list[str]]:
@@ -301,14 +303,22 @@ def read_path_recall(ws: Workspace, reader):
     return run
 
 
-def _timed(run, queries: list[str], warmup: int = 20) -> list[float]:
+def _timed_together(runs: dict, queries: list[str], passes: int = LATENCY_PASSES,
+                    warmup: int = 20) -> dict[str, list[float]]:
+    """ms per query of each run, the runs interleaved query by query (and the order rotated),
+    so a load spike on this shared machine hits the baseline and the measured run alike."""
+    names = list(runs)
     for q in queries[:warmup]:
-        run(q)
-    samples = []
-    for q in queries:
-        t0 = time.perf_counter()
-        run(q)
-        samples.append((time.perf_counter() - t0) * 1000)
+        for name in names:
+            runs[name](q)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for rotation in range(passes):
+        for index, q in enumerate(queries):
+            shift = (index + rotation) % len(names)
+            for name in names[shift:] + names[:shift]:
+                t0 = time.perf_counter()
+                runs[name](q)
+                samples[name].append((time.perf_counter() - t0) * 1000)
     return samples
 
 
@@ -330,8 +340,7 @@ def latency(n: int) -> tuple[str, list[list], list[list]]:
                 }
                 for set_name, queries in query_sets.items():
                     baseline = None
-                    for name, run in runs.items():
-                        samples = _timed(run, queries)
+                    for name, samples in _timed_together(runs, queries).items():
                         row_p50, row_p99 = p50(samples), percentile(samples, 99)
                         baseline = baseline or (row_p50, row_p99)
                         rows.append([f"{n:,} / {set_name}", name, row_p50, row_p99,

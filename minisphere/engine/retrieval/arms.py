@@ -21,8 +21,8 @@ class Hit:
     id: str
     score: float                       # arm-specific, higher is better
     detail: dict = field(default_factory=dict)
-    # what the rerank factors read (rerank_row), when the arm read the entry's row anyway
-    row: dict | None = field(default=None, compare=False, repr=False)
+    # RERANK_COLUMNS' values, when the arm read the entry's row anyway (see rerank_row)
+    row: tuple | None = field(default=None, compare=False, repr=False)
 
 
 TAG_SEPARATOR = "\x1f"   # tags are normalized text: they never hold a control character
@@ -39,9 +39,9 @@ def rerank_row(values) -> dict:
 
 
 def _bm25(conn, expression: str, prefilter: Prefilter, limit: int) -> dict[str, tuple[float, int, dict]]:
-    """entry id -> (-bm25 (higher is better), seq, rerank row) for one FTS5 expression, the
-    prefilter applied. The rerank row comes with the same read, so recall need not look these
-    entries up again."""
+    """entry id -> (-bm25 (higher is better), seq, RERANK_COLUMNS values) for one FTS5
+    expression, the prefilter applied. The rerank values come with the same read, so recall need
+    not look these entries up again (rerank_row turns them into what rerank_factors reads)."""
     if prefilter.only_always_on:
         # Few entries fail the always-on filters: rank in FTS5 alone (no per-match join), then
         # read the head's rows (a little more than needed) and drop excluded ones here; fall back
@@ -59,10 +59,10 @@ def _bm25(conn, expression: str, prefilter: Prefilter, limit: int) -> dict[str, 
             r = rows.get(seq)
             if r is None or r[2] == "deprecated":
                 continue
-            row = rerank_row(r[3:])
-            if any(tag in ALWAYS_EXCLUDED_TAGS for tag in row["tags"]):
+            tags = r[-1]
+            if tags and any(tag in ALWAYS_EXCLUDED_TAGS for tag in tags.split(TAG_SEPARATOR)):
                 continue
-            kept.append((r[1], -bm25, seq, row))
+            kept.append((r[1], -bm25, seq, r[3:]))
         if len(kept) >= limit or len(head) < depth:
             return {entry_id: (score, seq, row) for entry_id, score, seq, row in kept[:limit]}
     where, params = prefilter.sql()
@@ -71,7 +71,7 @@ def _bm25(conn, expression: str, prefilter: Prefilter, limit: int) -> dict[str, 
         "JOIN entries e ON e.seq = entries_fts.rowid "
         f"WHERE entries_fts MATCH ? AND {where} ORDER BY s LIMIT ?",
         [expression, *params, limit]).fetchall()
-    return {r[0]: (-r[1], r[2], rerank_row(r[3:])) for r in rows}
+    return {r[0]: (-r[1], r[2], r[3:]) for r in rows}
 
 
 def _bm25_among(conn, expression: str, seqs: list[int]) -> dict[int, float]:

@@ -30,7 +30,7 @@ from minisphere.engine.retrieval.arms import (
 from minisphere.engine.retrieval.fusion import fuse, fuse_hybrid
 from minisphere.engine.retrieval.prefilter import Prefilter
 from minisphere.engine.retrieval.query_text import STOP_WORDS, distill, stem, tokenize
-from minisphere.engine.retrieval.rerank import mmr, rerank_factors
+from minisphere.engine.retrieval.rerank import mmr, rerank_factors, rerank_product
 from minisphere.engine.retrieval.snippets import apply_budget
 from minisphere.engine.retrieval.temporal import extract_time_bounds
 from minisphere.engine.rows import ENTRY_COLUMNS, entries_by_id, entry_dict
@@ -47,16 +47,6 @@ class _Timer:
         now = time.perf_counter()
         self.marks[name] = round((now - self._last) * 1000, 3)
         self._last = now
-
-
-def _rounded(value):
-    """Breakdown numbers to 8 decimals, done once for the returned items only."""
-    if value.__class__ is float:
-        return round(value, 8)
-    if value.__class__ is dict:
-        return {k: (round(v, 8) if v.__class__ is float else _rounded(v) if v.__class__ is dict else v)
-                for k, v in value.items()}
-    return value
 
 
 def _iso_or_none(ms: int | None) -> str | None:
@@ -77,9 +67,9 @@ MAX_RERANK_BOOST = ((1 + T.RECALL_BOOST_MAX) * (1 + T.IMPORTANCE_BOOST_MAX)
                     * (1 + T.TAG_OVERLAP_BOOST_MAX))
 
 
-def _rerank(conn, fused: dict, known: dict[str, dict], now_ms: int, query_stems: set[str],
+def _rerank(conn, fused: dict, known: dict[str, tuple], now_ms: int, query_stems: set[str],
             pool_size: int) -> list[tuple]:
-    """(id, final, factors), best first, for every candidate that can reach the MMR pool.
+    """(id, final, rerank row), best first, for every candidate that can reach the MMR pool.
 
     Candidates are taken in fused order; once the pool is full, one whose fused score times the
     largest possible boost cannot beat the pool's last is not looked at, nor is any after it
@@ -91,16 +81,15 @@ def _rerank(conn, fused: dict, known: dict[str, dict], now_ms: int, query_stems:
     for start in range(0, len(order), 2 * pool_size):
         chunk = order[start:start + 2 * pool_size]
         light = _rerank_rows(conn, [i for i in chunk if i not in known])
-        light.update((i, known[i]) for i in chunk if i in known)
+        light.update((i, rerank_row(known[i])) for i in chunk if i in known)
         for entry_id in chunk:
             if len(finals) >= pool_size and fused[entry_id]["fused"] * MAX_RERANK_BOOST < finals[0]:
                 scored.sort(key=lambda s: -s[1])
                 return scored
             if entry_id not in light:
                 continue
-            factors = rerank_factors(light[entry_id], now_ms, query_stems)
-            final = fused[entry_id]["fused"] * factors["product"]
-            scored.append((entry_id, final, factors))
+            final = fused[entry_id]["fused"] * rerank_product(light[entry_id], now_ms, query_stems)
+            scored.append((entry_id, final, light[entry_id]))
             if len(finals) < pool_size:
                 heapq.heappush(finals, final)
             elif final > finals[0]:
@@ -194,7 +183,7 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     query_stems = {stem(t) for t in terms}
     known = {h.id: h.row for hits in arms.values() for h in hits if h.row is not None}
     scored = _rerank(conn, fused, known, now_ms, query_stems, args.top_k * T.MMR_POOL_FACTOR)
-    factors_of = {entry_id: factors for entry_id, _, factors in scored}
+    row_of = {entry_id: row for entry_id, _, row in scored}
     final_of = {entry_id: final for entry_id, final, _ in scored}
     pool = [(i, s) for i, s, _ in scored[: args.top_k * T.MMR_POOL_FACTOR]]
     picked = mmr(pool, lambda ids: _prefixes(conn, ids, T.MMR_TEXT_CHARS), args.top_k)
@@ -208,17 +197,18 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
         arm_detail = fused[entry_id]["arms"]
         items.append({
             **entry,
-            "score": round(final_of[entry_id], 8),
-            "breakdown": _rounded({
+            "score": final_of[entry_id],
+            # full floats: rounding ~200 numbers a call cost a tenth of a rare-word recall
+            "breakdown": {
                 "keyword": arm_detail.get("keyword"),
                 "graph": arm_detail.get("graph"),
                 "recency": arm_detail.get("recency"),
                 **({"vector": arm_detail.get("vector")} if "vector" in arms else {}),
                 "fused": fused[entry_id]["fused"],
-                "rerank": factors_of[entry_id],
+                "rerank": rerank_factors(row_of[entry_id], now_ms, query_stems),
                 "final": final_of[entry_id],
                 "mmr": mmr_detail,
-            }),
+            },
         })
     apply_budget(items, args.full)
     timer.lap("hydrateMs")

@@ -68,6 +68,24 @@ def rerank_factors(row: dict, now_ms: int, query_stems: set[str]) -> dict:
     return {**factors, "tagShare": tag_share, "product": product}
 
 
+def rerank_product(row: dict, now_ms: int, query_stems: set[str]) -> float:
+    """rerank_factors(...)["product"], without building the breakdown (run on every candidate;
+    the breakdown is built for the returned ones only)."""
+    volatility = row["volatility"]
+    floor = T.DECAY_FLOOR[volatility]
+    product = floor + (1.0 - floor) * 0.5 ** (max(now_ms - row["updatedAt"], 0) / T.HALF_LIFE_MS[volatility])
+    if row["recallCount"] > 0:
+        product *= recall_factor(row["recallCount"])
+    if row["importance"] > 0:
+        product *= importance_factor(row["importance"])
+    tags = row["tags"]
+    if tags:
+        product *= tag_overlap_factor(query_stems, tags)[0]
+        if "rolled-up" in tags:
+            product *= T.ROLLED_UP_FACTOR
+    return product
+
+
 def shingles(text: str) -> frozenset:
     """Word pairs of the text's first MMR_TEXT_CHARS (unstemmed: near-copies share the words
     themselves, and stemming a long prefix would cost more than the whole rest of MMR)."""
@@ -120,7 +138,7 @@ def mmr(candidates: list[tuple[str, float]], texts, top_k: int,
         if index not in sets:
             entry_id = pool[index][0]
             if entry_id not in read and not isinstance(texts, dict):
-                page = [i for i, _ in pool[index:index + top_k] if i not in read]
+                page = [i for i, _ in pool[: index + 2 * top_k] if i not in read]
                 read.update(texts(page))
             sets[index] = shingles(read.get(entry_id, ""))
         return sets[index]
