@@ -62,6 +62,7 @@ HIBERNATE_TIMEOUT_S = 60.0         # a workspace actor's drain + snapshot + clos
 BIND_TIMEOUT_S = 120.0             # opening a file, restoring it from a snapshot if missing
 SWEEP_MAX_PER_ROUND = 16           # idle workspaces hibernated per sweep round, at most
 SNAPSHOT_DEBT_EVERY_ROUNDS = 12    # sweep rounds between retries of owed snapshot deletions
+PUSH_GRANTS_TIMEOUT_S = 10.0       # handing a resident actor its new token set
 ROOM_WAIT_S = 0.01                 # re-check pause while other activations fill the cap
 
 
@@ -194,7 +195,8 @@ class DirectoryActor:
             self.control.delete(record["id"])
             raise
         log.info("created workspace %s", record["id"])
-        return {"workspace": record, "token": token}
+        [grant] = self.control.grants(record["id"])
+        return {"workspace": record, "token": token, "tokenId": grant.token_id}
 
     async def get(self, workspace_id: str) -> dict:
         record = self.control.get(workspace_id)
@@ -206,23 +208,62 @@ class DirectoryActor:
         self._start_background()
         return self.control.list(limit, after)
 
-    async def authenticate(self, workspace_id: str, candidate_hash: str) -> tuple[str, list[str]]:
-        """("ok", hashes) | ("admin", []) | ("other", []) | ("invalid", [])."""
+    async def authenticate(self, workspace_id: str, candidate_hash: str):
+        """("ok", grants) | ("admin", []) | ("expired", []) | ("other", []) | ("invalid", [])."""
         if same_hash(candidate_hash, self._admin_hash):
             return "admin", []
         return self.control.authenticate(workspace_id, candidate_hash)
+
+    async def whoami(self, candidate_hash: str) -> dict | None:
+        """What a token is: {"kind": "admin"}, its workspace grant, or None (unknown)."""
+        if same_hash(candidate_hash, self._admin_hash):
+            return {"kind": "admin"}
+        return self.control.whoami(candidate_hash)
+
+    # ---- tokens ------------------------------------------------------------------------------
+    async def create_token(self, workspace_id: str, scope: str, label: str | None,
+                           expires_at: int | None) -> dict:
+        issued = self.control.issue_token(workspace_id, scope, label, expires_at)
+        await self._push_grants(workspace_id)
+        return issued
+
+    async def list_tokens(self, workspace_id: str) -> list[dict]:
+        return self.control.list_tokens(workspace_id)
+
+    async def revoke_token(self, workspace_id: str, token_id: str) -> dict:
+        """Revoke now: answered once the workspace's actor (if resident) holds the new set,
+        so the very next call with that token is refused, whichever ingress sends it."""
+        self.control.revoke_token(workspace_id, token_id)
+        await self._push_grants(workspace_id)
+        return {"revoked": token_id}
+
+    async def _push_grants(self, workspace_id: str) -> None:
+        handle = self._handles.get(workspace_id)     # a bind in flight re-checks at its end
+        if handle is None:
+            return
+        try:
+            await asyncio.wait_for(handle.set_tokens.remote(
+                tuple(self.control.grants(workspace_id))), PUSH_GRANTS_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - a dead actor restarts asking for the current set
+            log.warning("could not hand the new token set to %s's actor", workspace_id,
+                        exc_info=True)
+
+    async def tokens_used(self, workspace_id: str, used: dict[str, int]) -> None:
+        """When tokens were last used, reported by the workspace actor (fire-and-forget)."""
+        if self.control.exists(workspace_id):
+            self.control.touch_tokens(workspace_id, used)
 
     async def actor_name_of(self, workspace_id: str) -> str | None:
         """The name of the actor holding the workspace now (None: not resident)."""
         return self._actor_names.get(workspace_id)
 
     async def binding_of_actor(self, actor_name: str):
-        """(launch, token hashes) of the workspace this actor is bound to, or None: what an
+        """(launch, token grants) of the workspace this actor is bound to, or None: what an
         actor Ray restarted after a crash asks."""
         workspace_id = self.control.workspace_of_actor(actor_name)
         if workspace_id is None:
             return None
-        return self._launch(workspace_id), tuple(self.control.token_hashes(workspace_id))
+        return self._launch(workspace_id), tuple(self.control.grants(workspace_id))
 
     # ---- activation ----------------------------------------------------------------------------
     async def activate(self, workspace_id: str, stale: bool = False):
@@ -310,10 +351,9 @@ class DirectoryActor:
         launch = self._launch(workspace_id)
         self.control.set_actor(workspace_id, name)      # before binding: a crash finds it
         bind_started = time.perf_counter()
+        grants = tuple(self.control.grants(workspace_id))
         try:
-            answer = await asyncio.wait_for(
-                handle.bind.remote(launch, tuple(self.control.token_hashes(workspace_id))),
-                BIND_TIMEOUT_S)
+            answer = await asyncio.wait_for(handle.bind.remote(launch, grants), BIND_TIMEOUT_S)
         except (TimeoutError, RayActorError) as exc:
             self.control.set_actor(workspace_id, None)
             self._kill(handle)
@@ -323,6 +363,8 @@ class DirectoryActor:
             self.control.set_actor(workspace_id, None)
             self._kill(handle)                          # it may hold part of that workspace
             raise answer["error"]
+        if tuple(self.control.grants(workspace_id)) != grants:   # changed while binding
+            await handle.set_tokens.remote(tuple(self.control.grants(workspace_id)))
         self._handles[workspace_id] = handle
         self._actor_names[workspace_id] = name
         self._activation[workspace_id] = answer["result"]["activation"]

@@ -46,13 +46,15 @@ from actors.parts.admission import Admission
 from actors.parts.due_notes import DueNotes
 from actors.parts.transfer_steps import TransferSessions
 from minisphere.contract.startup import verified_contracts
-from minisphere.control.auth import hash_in, same_hash
+from minisphere.control.auth import TokenGrant, same_hash
 from minisphere.control.blueprints import VectorBindingSpec
 from minisphere.durability.stores import open_snapshot_store
+from minisphere.engine.clock import epoch_ms
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.methods import find_method
 from minisphere.errors import (
     Forbidden,
+    InsufficientScope,
     InternalError,
     Unauthenticated,
     WorkspaceUnavailable,
@@ -72,6 +74,7 @@ log = logging.getLogger("minisphere.workspace_actor")
 
 ACTOR_NAME_PREFIX = "workspace-actor:"
 DIRECTORY_TIMEOUT_S = 30.0          # a restarted actor asking what it was bound to
+TOKEN_USE_REPORT_S = 60.0           # how often token use reaches the directory, at most
 
 
 def new_actor_name() -> str:
@@ -116,7 +119,7 @@ def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class WorkspaceActor:
     def __init__(self, launch: WorkspaceLaunch | None = None, directory=None,
-                 admin_token_hash: str = "", token_hashes: tuple[str, ...] = ()):
+                 admin_token_hash: str = "", grants: tuple[TokenGrant, ...] = ()):
         restrict_file_modes()       # spares too: a `ray start` cluster has its own umask
         logging.basicConfig(level=logging.INFO)
         self.contracts = verified_contracts()   # a broken pin must not open any file
@@ -135,33 +138,35 @@ class WorkspaceActor:
         self.host: WorkspaceHost | None = None
         self.admission: Admission | None = None
         self.due: DueNotes | None = None
-        self.token_hashes: frozenset[str] = frozenset()
+        self.grants: dict[str, TokenGrant] = {}     # token hash -> what that token may do
+        self._used: dict[str, int] = {}              # token id -> last use (epoch ms)
+        self._used_reported_at = 0.0
         self.transfers = TransferSessions()
         if launch is None and self.restarted and directory is not None:
             # Ray re-ran the constructor after a crash: reopen what this actor was bound to
             binding = ray.get(directory.binding_of_actor.remote(self.name),
                               timeout=DIRECTORY_TIMEOUT_S)
             if binding is not None:
-                launch, token_hashes = binding
+                launch, grants = binding
         if launch is not None:
-            self._bind(launch, token_hashes)
+            self._bind(launch, grants)
 
     async def ready(self) -> dict:
         """What the directory's pool records of a spare once its imports are done."""
         return {"name": self.name, "pid": os.getpid(), "nodeId": self.node_id,
                 "bound": self.workspace_id}
 
-    async def bind(self, launch: WorkspaceLaunch, token_hashes: tuple[str, ...] = ()) -> dict:
+    async def bind(self, launch: WorkspaceLaunch, grants: tuple[TokenGrant, ...] = ()) -> dict:
         """Give this actor its one workspace: open the file (restoring it from a snapshot if it
         is missing). An envelope; a second bind is refused."""
         try:
-            activation = await asyncio.to_thread(self._bind, launch, token_hashes)
+            activation = await asyncio.to_thread(self._bind, launch, grants)
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             return {"ok": False, "error": as_named_error(exc)}
         return {"ok": True, "result": {"activation": activation, "nodeId": self.node_id,
                                        "pid": os.getpid()}}
 
-    def _bind(self, launch: WorkspaceLaunch, token_hashes) -> dict:
+    def _bind(self, launch: WorkspaceLaunch, grants) -> dict:
         if self.workspace_id is not None:
             raise InternalError(f"actor {self.name} already serves workspace "
                                 f"{self.workspace_id}; it is never bound to another")
@@ -176,7 +181,7 @@ class WorkspaceActor:
             snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
             expect_snapshot=launch.expect_snapshot, embedder=self._embedder(launch.vector),
             on_snapshot_status=self._report_snapshot)
-        self.token_hashes = frozenset(token_hashes)
+        self._set_grants(grants)
         self.admission = Admission(workspace_id)
         self.due = DueNotes(workspace_id, self.directory)
         self.last_call_at = time.time()
@@ -188,17 +193,42 @@ class WorkspaceActor:
             self.due.forget()          # opened from a snapshot: the recorded due state is stale
         return self.host.activation
 
-    async def set_tokens(self, token_hashes: tuple[str, ...]) -> None:
-        """The directory's current token hashes of this workspace (checked on every call)."""
-        self.token_hashes = frozenset(token_hashes)
+    async def set_tokens(self, grants: tuple[TokenGrant, ...]) -> None:
+        """The directory's current token grants of this workspace: the authoritative set,
+        checked on every call (a revoked token is refused from the next call on)."""
+        self._set_grants(grants)
+
+    def _set_grants(self, grants) -> None:
+        self.grants = {grant.token_hash: grant for grant in grants}
 
     def _authorize(self, method, token_hash: str) -> None:
         if self.admin_token_hash and same_hash(token_hash, self.admin_token_hash):
             return
-        if not hash_in(token_hash, self.token_hashes):
+        grant = self.grants.get(token_hash)
+        if grant is None:
             raise Unauthenticated("invalid token")
+        now_ms = epoch_ms()
+        if grant.expired(now_ms):
+            raise Unauthenticated("the token has expired")
         if method.access == "maintenance":
             raise Forbidden(f"{method.name} is a maintenance method; it needs the admin token")
+        if not grant.allows(method.access):
+            raise InsufficientScope(f"this token may only read; {method.name} is a "
+                                    f"{method.access}")
+        self._note_use(grant.token_id, now_ms)
+
+    def _note_use(self, token_id: str, now_ms: int) -> None:
+        """Remember when each token was last used; tell the directory at most every
+        TOKEN_USE_REPORT_S (its `lastUsedAt` is that coarse), fire-and-forget."""
+        self._used[token_id] = now_ms
+        if time.monotonic() - self._used_reported_at >= TOKEN_USE_REPORT_S:
+            self._report_token_use()
+
+    def _report_token_use(self) -> None:
+        if self._used:
+            self._used_reported_at = time.monotonic()
+            used, self._used = self._used, {}
+            self._report("tokens_used", used)
 
     def _authorize_admin(self, token_hash: str, what: str) -> None:
         if not (self.admin_token_hash and same_hash(token_hash, self.admin_token_hash)):
@@ -371,6 +401,7 @@ class WorkspaceActor:
                     "pendingSnapshot": False, "snapshots": None}
         await self.admission.close_for_hibernation()
         self.transfers.close()
+        self._report_token_use()
         return await asyncio.to_thread(self.host.hibernate)
 
     async def durability(self) -> dict:

@@ -113,6 +113,21 @@ class Forbidden(MiniSphereError):
     code = "forbidden"
 
 
+class InsufficientScope(Forbidden):
+    """A read token calling a write method."""
+    code = "insufficient_scope"
+
+
+class RateLimited(MiniSphereError):
+    """Too many failed authentications from one client address; `retry_after_s` says when
+    to try again."""
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after_s: float):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class WorkspaceExists(MiniSphereError):
     code = "workspace_exists"
 

@@ -1,8 +1,11 @@
 """What one ingress replica does between HTTP and the actors: authenticate, find the
 workspace's actor, call it, and recover from a dead actor.
 
-Caches (per replica): token hashes per workspace (for `token_cache_ttl_s`) and actor handles.
-An unauthenticated request is refused before any actor is looked up, so it never wakes one.
+Caches (per replica): token grants per workspace and refused tokens (the pre-filter of
+`minisphere.control.prefilter`, which also budgets failed authentications per client address)
+and actor handles. An unauthenticated request is refused before any actor is looked up, so it
+never wakes one; the workspace actor checks the token again on every call against the grants
+it holds, so a revoked token is refused at once even while this replica's cache still knows it.
 Calls go through the resend loop of `actors/parts/reach.py`: a dead actor is re-activated
 through the directory and a read is sent once more; so is a write that carries an idempotency
 key (sent again with its key it cannot apply twice: the workspace file knows whether it
@@ -14,23 +17,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 from actors.directory_actor import get_directory
 from actors.parts.reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
-from minisphere.control.auth import check_workspace_id, hash_in, same_hash, token_hash
+from minisphere.control.auth import check_workspace_id, same_hash, token_hash
+from minisphere.control.prefilter import TokenPrefilter
 from minisphere.durability.generations import generation_store
 from minisphere.durability.snapshots import list_snapshots
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.engine.clock import epoch_ms
 from minisphere.engine.methods import METHODS
-from minisphere.errors import Forbidden, Unauthenticated, as_named_error
+from minisphere.errors import Forbidden, InsufficientScope, Unauthenticated, as_named_error
 from minisphere.maintenance import runs as M
 from minisphere.settings import Settings
 
 log = logging.getLogger("minisphere.gateway")
 CALL_TIMEOUT_S = 60.0
 LIVE_STATUS_TIMEOUT_S = 3.0        # GET /v1/workspaces/{id}: the actor's own snapshot status
+UNKNOWN_CLIENT = "unknown"         # a caller whose address the server was not told
 
 
 class Gateway:
@@ -40,7 +44,7 @@ class Gateway:
         self.directory.start.remote()          # warm the spare pool; never waited for
         self.reach = WorkspaceReach(self.directory)
         self.admin_hash = token_hash(settings.admin_token)
-        self._tokens: dict[str, tuple[list[str], float]] = {}
+        self.prefilter = TokenPrefilter(self.ask_directory, settings.token_cache_ttl_s)
         self._store = None                     # snapshot store, made on first use
 
     async def ask_directory(self, method: str, *args):
@@ -54,29 +58,38 @@ class Gateway:
         if not self.is_admin(token):
             raise Unauthenticated("this route needs the admin token")
 
-    async def authorize(self, workspace_id: str, token: str, method_name: str) -> str:
+    async def authorize(self, workspace_id: str, token: str, method_name: str,
+                        client: str = UNKNOWN_CLIENT) -> str:
         """Raise unless `token` may call `method_name` on `workspace_id`; returns the token's
-        hash, which the workspace actor checks again on every call."""
+        hash, which the workspace actor checks again on every call. `client`: the caller's
+        address, whose failed authentications are budgeted."""
         check_workspace_id(workspace_id)
         candidate = token_hash(token)
         if same_hash(candidate, self.admin_hash):
             return candidate
-        cached = self._tokens.get(workspace_id)
-        if cached is None or cached[1] < time.monotonic() or not hash_in(candidate, cached[0]):
-            verdict, hashes = await self.ask_directory("authenticate", workspace_id, candidate)
-            if verdict == "other":
-                raise Forbidden("this token belongs to another workspace")
-            if verdict != "ok":
-                self._tokens.pop(workspace_id, None)
-                raise Unauthenticated("invalid token")
-            self._tokens[workspace_id] = (hashes, time.monotonic() + self.settings.token_cache_ttl_s)
+        grant = await self.prefilter.grant_of(workspace_id, candidate, client)
         method = METHODS.get(method_name)
         if method is not None and method.access == "maintenance":
             raise Forbidden(f"{method_name} is a maintenance method; it needs the admin token")
+        if method is not None and not grant.allows(method.access):
+            raise InsufficientScope(f"this token may only read; {method_name} is a "
+                                    f"{method.access}")
         return candidate
 
+    async def whoami(self, token: str, client: str = UNKNOWN_CLIENT) -> dict:
+        """What the token is (admin, or a workspace grant without its secret)."""
+        candidate = token_hash(token)
+        if same_hash(candidate, self.admin_hash):
+            return {"kind": "admin"}
+        self.prefilter.budget.check(client)
+        found = await self.ask_directory("whoami", candidate)
+        if found is None:
+            self.prefilter.failed(client)
+            raise Unauthenticated("invalid token")
+        return found
+
     def forget(self, workspace_id: str) -> None:
-        self._tokens.pop(workspace_id, None)
+        self.prefilter.forget(workspace_id)
         self.reach.forget(workspace_id)
 
     # ---- calls ---------------------------------------------------------------------------------
@@ -98,9 +111,13 @@ class Gateway:
                 f"workspace {workspace_id} failed or timed out during {method_name}; the write "
                 "may or may not have been applied (send writes with an Idempotency-Key to "
                 "make them safe to repeat)")
-        envelope, attempts, rpc_ms = await self.reach.call(
-            workspace_id, "call", method_name, body, caller, idempotency_key,
-            idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S, unknown_outcome=unknown)
+        try:
+            envelope, attempts, rpc_ms = await self.reach.call(
+                workspace_id, "call", method_name, body, caller, idempotency_key,
+                idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S, unknown_outcome=unknown)
+        except Unauthenticated:
+            self.prefilter.forget(workspace_id)    # the actor knows better: revoked, expired
+            raise
         timings = envelope["timings"]
         timings["rpc_ms"] = rpc_ms
         if attempts > 1:
@@ -208,5 +225,24 @@ class Gateway:
         return await self.ask_directory("delete", workspace_id)
 
     async def ready(self) -> bool:
-        await self.directory.list.remote(1)
+        """The replica's own health: deliberately not the directory's. A directory busy with a
+        slow snapshot upload must not get every ingress replica marked unhealthy and restarted
+        (that would not help it); calls that need it wait for it or answer 503 themselves."""
         return True
+
+    # ---- tokens (admin) --------------------------------------------------------------------------
+    async def create_token(self, workspace_id: str, scope: str, label: str | None,
+                           expires_in_s: int | None) -> dict:
+        check_workspace_id(workspace_id)
+        expires_at = epoch_ms() + expires_in_s * 1000 if expires_in_s is not None else None
+        return await self.ask_directory("create_token", workspace_id, scope, label, expires_at)
+
+    async def list_tokens(self, workspace_id: str) -> list[dict]:
+        check_workspace_id(workspace_id)
+        return await self.ask_directory("list_tokens", workspace_id)
+
+    async def revoke_token(self, workspace_id: str, token_id: str) -> dict:
+        check_workspace_id(workspace_id)
+        answer = await self.ask_directory("revoke_token", workspace_id, token_id)
+        self.prefilter.forget(workspace_id)
+        return answer

@@ -112,4 +112,8 @@ class WorkspaceReach:
                 await asyncio.sleep(min(RESEND_PAUSE_S * attempt, RESEND_PAUSE_MAX_S))
                 await self.handle(workspace_id, stale=True)
                 continue
-            raise error if isinstance(error, MiniSphereError) else WorkspaceUnavailable(str(error))
+            if isinstance(error, MiniSphereError):
+                raise error
+            # not a named error (a bug somewhere): its text may name nodes or addresses
+            raise WorkspaceUnavailable(str(error), public_message=(
+                f"workspace {workspace_id} failed during {method}; retry shortly"))

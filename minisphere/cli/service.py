@@ -1,4 +1,5 @@
-"""`minisphere serve`, `minisphere ws create|list|show|delete` and the workspace commands
+"""`minisphere serve`, `minisphere ws create|list|show|delete|hibernate|prune-snapshots`,
+`minisphere token create|list|revoke` and the workspace commands
 (`capture`, `recall`, `get`, `append`, `update`, `status`, `forget`, `link`, `unlink`,
 `recent`, `connections`, `count`, `tags`, `stats`, `brief`, `call`) over HTTP.
 
@@ -126,6 +127,28 @@ IDEMPOTENCY_KEY_HELP = ("make the write safe to repeat: sent again with the same
                         "at least 24 h)")
 
 
+def _register_tokens(subparsers) -> None:
+    tokens = subparsers.add_parser("token", help="issue, list and revoke workspace tokens "
+                                                 "(admin)")
+    actions = tokens.add_subparsers(dest="token_command", required=True)
+    create = actions.add_parser("create", help="issue a token; prints its secret once")
+    create.add_argument("workspace")
+    create.add_argument("--scope", choices=("read", "write"), default="write")
+    create.add_argument("--label")
+    create.add_argument("--expires-in-s", type=int)
+    create.set_defaults(func=_run(lambda c, a: c.create_token(
+        a.workspace, a.scope, label=a.label, expires_in_s=a.expires_in_s)))
+    listing = actions.add_parser("list", help="a workspace's tokens (no secrets)")
+    listing.add_argument("workspace")
+    listing.set_defaults(func=_run(lambda c, a: c.list_tokens(a.workspace)))
+    revoke = actions.add_parser("revoke", help="revoke a token at once")
+    revoke.add_argument("workspace")
+    revoke.add_argument("token_id")
+    revoke.set_defaults(func=_run(lambda c, a: c.revoke_token(a.workspace, a.token_id)))
+    for parser in (create, listing, revoke):
+        connection_flags(parser, workspace=False)
+
+
 def _register_calls(subparsers) -> None:
     def command(name, help_text, action, *arguments, write=False):
         parser = subparsers.add_parser(name, help=help_text)
@@ -190,6 +213,7 @@ def register(subparsers) -> None:
                           help="the client's and CLI's variables instead")
     settings.set_defaults(func=_settings)
     _register_ws(subparsers)
+    _register_tokens(subparsers)
     runs = subparsers.add_parser("runs", help="audited staleness runs, newest first (admin)")
     runs.add_argument("-w", "--workspace", default=None, help="only this workspace's runs")
     runs.add_argument("--limit", type=int, default=100)

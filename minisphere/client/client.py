@@ -220,6 +220,29 @@ class Client(_Admin):
         return _check(self.http.post(f"/v1/workspaces/{workspace_id}/hibernate",
                                      headers=self._admin_headers()))
 
+    def create_token(self, workspace_id: str, scope: str = "write", *, label: str | None = None,
+                     expires_in_s: int | None = None) -> dict:
+        """Issue a token (`read`: read methods only; `write`: everything a tenant may do);
+        the secret is in this answer only. Rotation: create the new one, move callers, revoke
+        the old one."""
+        body = _camel({"scope": scope, "label": label, "expires_in_s": expires_in_s})
+        return _check(self.http.post(f"/v1/workspaces/{workspace_id}/tokens", json=body,
+                                     headers=self._admin_headers()))
+
+    def list_tokens(self, workspace_id: str) -> list[dict]:
+        return _check(self.http.get(f"/v1/workspaces/{workspace_id}/tokens",
+                                    headers=self._admin_headers()))["items"]
+
+    def revoke_token(self, workspace_id: str, token_id: str) -> dict:
+        """Revoke now: the very next request with it is refused."""
+        return _check(self.http.delete(f"/v1/workspaces/{workspace_id}/tokens/{token_id}",
+                                       headers=self._admin_headers()))
+
+    def whoami(self, token: str | None = None) -> dict:
+        """What a token is (default: the admin token this client holds)."""
+        return _check(self.http.get("/v1/whoami", headers={
+            "Authorization": f"Bearer {token or self.admin_token}"}))
+
     def prune_snapshots(self, workspace_id: str, keep: int = 1) -> dict:
         """Keep only the newest `keep` snapshot versions, the newest being the workspace as it
         is now (admin). After a forget, this drops the versions that still hold the text."""
@@ -275,3 +298,17 @@ class AsyncClient(_Admin):
     async def hibernate_workspace(self, workspace_id: str) -> dict:
         return _check(await self.http.post(f"/v1/workspaces/{workspace_id}/hibernate",
                                            headers=self._admin_headers()))
+
+    async def create_token(self, workspace_id: str, scope: str = "write", *,
+                           label: str | None = None, expires_in_s: int | None = None) -> dict:
+        body = _camel({"scope": scope, "label": label, "expires_in_s": expires_in_s})
+        return _check(await self.http.post(f"/v1/workspaces/{workspace_id}/tokens", json=body,
+                                           headers=self._admin_headers()))
+
+    async def list_tokens(self, workspace_id: str) -> list[dict]:
+        return _check(await self.http.get(f"/v1/workspaces/{workspace_id}/tokens",
+                                          headers=self._admin_headers()))["items"]
+
+    async def revoke_token(self, workspace_id: str, token_id: str) -> dict:
+        return _check(await self.http.delete(
+            f"/v1/workspaces/{workspace_id}/tokens/{token_id}", headers=self._admin_headers()))

@@ -64,3 +64,4 @@ class WorkspaceInfo(Model):
 class CreatedWorkspace(Model):
     workspace: WorkspaceInfo
     token: str
+    token_id: Optional[str] = None

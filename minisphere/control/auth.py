@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import re
 import secrets
+from dataclasses import dataclass
 
 from minisphere.errors import MalformedRequest, Unauthenticated
 
@@ -37,6 +38,31 @@ def new_generation() -> str:
 
 def new_workspace_token() -> str:
     return WORKSPACE_TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def new_token_id() -> str:
+    return "tok-" + secrets.token_hex(8)
+
+
+TOKEN_SCOPES = ("read", "write")
+
+
+@dataclass(frozen=True)
+class TokenGrant:
+    """What one workspace token may do: the set of these is what the workspace actor checks
+    on every call. `scope` read: the read methods only; write: every read and write method.
+    `expires_at`: epoch ms, None for never."""
+    token_hash: str
+    token_id: str
+    scope: str
+    expires_at: int | None = None
+
+    def expired(self, now_ms: int) -> bool:
+        return self.expires_at is not None and now_ms >= self.expires_at
+
+    def allows(self, access: str) -> bool:
+        """Whether the grant covers a method of this access (read / write)."""
+        return access == "read" or self.scope == "write"
 
 
 def token_hash(token: str) -> str:

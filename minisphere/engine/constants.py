@@ -17,6 +17,10 @@ GRAPH_MAX_HOPS = 3
 GRAPH_VIEW_MAX_NODES = 200
 GRAPH_VIEW_FANOUT_PER_NODE = 50
 CONNECTIONS_MAX_EDGES = 500
+# listRecent, connections and graphView show each entry's content up to this many characters
+# (then `truncated: true` and the full length in `contentChars`; getEntry has it all): 200
+# entries of 64 KiB would otherwise be a 13 MB answer built on a node every tenant shares.
+LIST_CONTENT_MAX_CHARS = 1000
 TOP_TOPICS_N = 10
 BRIEF_RECENT_N = 10
 BRIEF_RECENT_WINDOW_MS = 7 * 24 * 3600 * 1000

@@ -109,10 +109,12 @@ def schema_version(conn) -> int:
     return int(row[0])
 
 
-def migrate(conn, now_ms: int, package: str = WORKSPACE_MIGRATIONS) -> int:
-    """Apply pending migrations of `package`, each in its own transaction. Returns the
-    resulting version. A file whose schema is newer than anything this build ships is refused,
-    not touched."""
+def migrate(conn, now_ms: int, package: str = WORKSPACE_MIGRATIONS,
+            up_to: int | None = None) -> int:
+    """Apply pending migrations of `package` (up to version `up_to`, default all: tests build
+    files as an older build left them), each in its own transaction. Returns the resulting
+    version. A file whose schema is newer than anything this build ships is refused, not
+    touched."""
     migrations = available_migrations(package)
     newest_known = migrations[-1][0] if migrations else 0
     current = schema_version(conn)
@@ -121,7 +123,7 @@ def migrate(conn, now_ms: int, package: str = WORKSPACE_MIGRATIONS) -> int:
             f"{Path(conn_path(conn)).name or 'the file'} has schema version {current} but this "
             f"build knows only up to {newest_known}; upgrade Mini-Sphere to open it")
     for version, name, sql in migrations:
-        if version <= current:
+        if version <= current or (up_to is not None and version > up_to):
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -9,6 +9,7 @@ from minisphere.engine.normalize import check_id, normalize_tag
 from minisphere.engine.rows import (
     EDGE_COLUMNS,
     ENTRY_COLUMNS,
+    bounded,
     edge_dict,
     entries_by_id,
     entry_dict,
@@ -46,7 +47,8 @@ def list_recent(conn, args: ListRecentArgs, now_ms: int) -> dict:
                         "ORDER BY e.created_at DESC, e.seq DESC LIMIT ?",
                         [*params, args.n]).fetchall()
     tag_map = tags_for(conn, [r[0] for r in rows])
-    return {"items": [entry_dict(r, tag_map.get(r[0], []), now_ms) for r in rows]}
+    return {"items": [bounded(entry_dict(r, tag_map.get(r[0], []), now_ms),
+                              C.LIST_CONTENT_MAX_CHARS) for r in rows]}
 
 
 def connections(conn, args: IdArgs, now_ms: int) -> dict:
@@ -60,7 +62,7 @@ def connections(conn, args: IdArgs, now_ms: int) -> dict:
         symmetric = edge["type"] == "relates_to"
         items.append({"edge": edge,
                       "direction": "both" if symmetric else ("out" if outgoing else "in"),
-                      "entry": neighbours[other]})
+                      "entry": bounded(neighbours[other], C.LIST_CONTENT_MAX_CHARS)})
     return {"id": args.id, "items": items}
 
 
@@ -97,7 +99,8 @@ def graph_view(conn, args: GraphViewArgs, now_ms: int) -> dict:
                 queue.append(other)
             edges[(row[0], row[1], row[2])] = edge_dict(row)
     entries = entries_by_id(conn, list(hop_of), now_ms)
-    nodes = [{**entries[i], "hop": h} for i, h in hop_of.items()]
+    nodes = [{**bounded(entries[i], C.LIST_CONTENT_MAX_CHARS), "hop": h}
+             for i, h in hop_of.items()]
     kept = [e for e in edges.values() if e["src"] in hop_of and e["dst"] in hop_of]
     return {"nodes": nodes, "edges": kept, "truncated": truncated,
             "missingSeedIds": [s for s in args.seed_ids if s not in hop_of]}

@@ -24,6 +24,16 @@ def entry_dict(row, tags: list[str], now_ms: int) -> dict:
     }, stale_due_at, now_ms)
 
 
+def bounded(entry: dict, max_chars: int) -> dict:
+    """The entry with its content cut to `max_chars` (list-style reads): a cut entry says so
+    (`truncated`) and how long its content is (`contentChars`)."""
+    content = entry["content"]
+    if len(content) <= max_chars:
+        return entry
+    return {**entry, "content": content[:max_chars], "truncated": True,
+            "contentChars": len(content)}
+
+
 def tags_for(conn, ids: list[str]) -> dict[str, list[str]]:
     """Tags of many entries in one query per 500 ids, each list sorted."""
     found: dict[str, list[str]] = defaultdict(list)

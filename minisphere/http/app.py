@@ -15,7 +15,7 @@ call(ws, method, body) -> (result, timings), create/list/get/delete. Timings com
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -28,13 +28,15 @@ from minisphere.control.blueprints import parse_blueprint
 from minisphere.durability.snapshots import VERSION_PATTERN as SNAPSHOT_VERSION_PATTERN
 from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS, KEY_PATTERN
 from minisphere.engine.methods import METHODS, describe_validation_error, parse_args
-from minisphere.errors import TENANT, MalformedRequest
+from minisphere.errors import TENANT, MalformedRequest, NotFound
 from minisphere.http import responses as R
+from minisphere.http.console import mount_console
 from minisphere.http.handling import (
     IDEMPOTENCY_HEADER,
     REPLAY_HEADER,
     as_admin,
     audience_of,
+    client_address,
     error_json,
     idempotency_key,
     query_integer,
@@ -48,6 +50,8 @@ from minisphere.maintenance.runs import RUNS_DEFAULT_LIMIT, RUNS_MAX_LIMIT
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
 WORKSPACES_MAX_LIMIT = 1000
 PRUNE_KEEP_MAX = 1000
+TOKEN_MAX_LIFETIME_S = 10 * 365 * 24 * 3600       # ten years: "does not expire" is null
+TOKEN_ID_MAX_CHARS = 64
 AFTER_MAX_CHARS = 100
 
 
@@ -81,6 +85,14 @@ class PruneSnapshots(BaseModel):
     model_config = ConfigDict(extra="forbid")
     keep: Annotated[StrictInt, Field(ge=1, le=PRUNE_KEEP_MAX,
                                      description="versions to keep, the newest first")] = 1
+
+
+class CreateToken(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    scope: Literal["read", "write"] = Field(description="read: the read methods only; write: "
+                                                        "every read and write method")
+    label: Optional[Annotated[StrictStr, Field(max_length=200)]] = None
+    expiresInS: Optional[Annotated[StrictInt, Field(ge=1, le=TOKEN_MAX_LIFETIME_S)]] = None
 
 
 class CreateWorkspace(BaseModel):
@@ -175,7 +187,8 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
             check_workspace_id(workspace_id)
             token = bearer_token(request.headers.get("authorization"))
             audience = audience_of(gateway, token)
-            await gateway.authorize(workspace_id, token, "listSnapshots")
+            await gateway.authorize(workspace_id, token, "listSnapshots",
+                                    client_address(request))
             return {"items": await gateway.list_snapshots(workspace_id)}
         except Exception as exc:  # noqa: BLE001
             return error_json(exc, audience)
@@ -219,6 +232,52 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
             return await gateway.prune_snapshots(workspace_id, spec.keep)
         return await as_admin(gateway, request, prune)
 
+    # ---- tokens --------------------------------------------------------------------
+    @api.get("/v1/whoami", tags=["service"], responses=answers(R.WhoAmI),
+             summary="What the bearer token is: admin, or a workspace token and its scope")
+    async def whoami(request: Request):
+        try:
+            token = bearer_token(request.headers.get("authorization"))
+            return await gateway.whoami(token, client_address(request))
+        except Exception as exc:  # noqa: BLE001
+            return error_json(exc, TENANT)
+
+    @api.post("/v1/workspaces/{workspace_id}/tokens", tags=["admin"], status_code=201,
+              summary="Issue a workspace token (the secret is shown only in this answer)",
+              responses=answers(R.TokenIssued, 201),
+              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                  "schema": CreateToken.model_json_schema()}}}})
+    async def create_token(workspace_id: str, request: Request):
+        async def create():
+            check_workspace_id(workspace_id)
+            try:
+                spec = CreateToken.model_validate(await read_json_object(request, required=True))
+            except ValidationError as exc:
+                raise MalformedRequest(describe_validation_error("token", exc)) from None
+            issued = await gateway.create_token(workspace_id, spec.scope, spec.label,
+                                                spec.expiresInS)
+            return JSONResponse(issued, status_code=201)
+        return await as_admin(gateway, request, create)
+
+    @api.get("/v1/workspaces/{workspace_id}/tokens", tags=["admin"],
+             summary="The workspace's tokens (never a secret or a hash)",
+             responses=answers(R.TokenList))
+    async def list_tokens(workspace_id: str, request: Request):
+        async def listing():
+            return {"items": await gateway.list_tokens(check_workspace_id(workspace_id))}
+        return await as_admin(gateway, request, listing)
+
+    @api.delete("/v1/workspaces/{workspace_id}/tokens/{token_id}", tags=["admin"],
+                summary="Revoke a token: refused from the very next request on",
+                responses=answers(R.TokenRevoked))
+    async def revoke_token(workspace_id: str, token_id: str, request: Request):
+        async def revoke():
+            check_workspace_id(workspace_id)
+            if not token_id.isascii() or len(token_id) > TOKEN_ID_MAX_CHARS:
+                raise NotFound(f"workspace {workspace_id} has no token {token_id[:64]!r}")
+            return await gateway.revoke_token(workspace_id, token_id)
+        return await as_admin(gateway, request, revoke)
+
     # ---- maintenance ---------------------------------------------------------------
     @api.get("/v1/maintenance/runs", tags=["maintenance (admin token)"],
              responses=answers(R.MaintenanceRuns))
@@ -241,7 +300,7 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
                 check_workspace_id(workspace)
                 token = bearer_token(request.headers.get("authorization"))
                 audience = audience_of(gateway, token)
-                caller = await gateway.authorize(workspace, token, name)
+                caller = await gateway.authorize(workspace, token, name, client_address(request))
                 # validated here, before any actor is woken, and sent on validated
                 key = idempotency_key(request) if METHODS[name].access == "write" else None
                 args = parse_args(METHODS[name], await read_json_object(request))
@@ -272,6 +331,7 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
                                "application/json": {"schema": schema}}}})
     if transfer is not None:
         add_transfer_routes(api, gateway, transfer)
+    mount_console(api)           # the web console at /ui: static files, public routes only
     # under Ray Serve the proxy sends X-Request-Id itself: echo it only without a server id
     api.add_middleware(RequestLog, observe=observe, request_id=request_id,
                        echo_header=request_id is None, routes=api.router.routes)

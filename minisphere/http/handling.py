@@ -4,6 +4,7 @@ check, and the timing headers."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -12,7 +13,7 @@ from fastapi.responses import JSONResponse
 
 from minisphere.control.auth import bearer_token
 from minisphere.engine.idempotency import check_key
-from minisphere.errors import ADMIN, TENANT, MalformedRequest, RequestTooLarge
+from minisphere.errors import ADMIN, TENANT, MalformedRequest, RateLimited, RequestTooLarge
 from minisphere.http.statuses import error_response
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -133,7 +134,15 @@ def error_json(exc: BaseException, audience: str = TENANT) -> JSONResponse:
     """The error answer of `exc` as `audience` may read it (default: a tenant, who is never
     told deployment details)."""
     status, body = error_response(exc, audience)
-    return JSONResponse(body, status_code=status)
+    headers = ({"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
+               if isinstance(exc, RateLimited) else None)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def client_address(request: Request) -> str:
+    """The caller's address as the server saw it (the budget of failed authentications is
+    kept per address; forwarded-for headers are not trusted, anyone can send them)."""
+    return request.client.host if request.client is not None else "unknown"
 
 
 def audience_of(gateway, token: str | None) -> str:

@@ -110,14 +110,20 @@ class StalenessPassAnswer(Answer):
 
 
 # ---- reads ----------------------------------------------------------------------------------------
+class ListedEntry(Entry):
+    """An entry in a list-style read: its content is cut at LIST_CONTENT_MAX_CHARS."""
+    truncated: bool = Field(False, description="the content was cut; getEntry has all of it")
+    contentChars: Optional[int] = Field(None, description="the full content's length, when cut")
+
+
 class EntryList(Answer):
-    items: list[Entry]
+    items: list[ListedEntry]
 
 
 class Connection(Answer):
     edge: Edge
     direction: Literal["in", "out", "both"]
-    entry: Entry
+    entry: ListedEntry
 
 
 class ConnectionsAnswer(Answer):
@@ -125,7 +131,7 @@ class ConnectionsAnswer(Answer):
     items: list[Connection]
 
 
-class GraphNode(Entry):
+class GraphNode(ListedEntry):
     hop: int
 
 
@@ -358,7 +364,42 @@ class Hibernated(Answer):
 
 class CreatedWorkspace(Answer):
     workspace: WorkspaceRecord
-    token: str = Field(description="the workspace token, shown only in this answer")
+    token: str = Field(description="a write token of the workspace, shown only in this answer")
+    tokenId: str = Field(description="its id (to list or revoke it)")
+
+
+class TokenIssued(Answer):
+    tokenId: str
+    token: str = Field(description="the secret, shown only in this answer")
+    scope: str = Field(description="read | write")
+    label: Optional[str]
+    expiresAt: Optional[int] = Field(description="epoch ms; null: never")
+
+
+class TokenInfo(Answer):
+    tokenId: str
+    scope: str
+    label: Optional[str]
+    createdAt: int
+    expiresAt: Optional[int]
+    lastUsedAt: Optional[int] = Field(description="epoch ms, to within a minute; null: never")
+
+
+class TokenList(Answer):
+    items: list[TokenInfo]
+
+
+class TokenRevoked(Answer):
+    revoked: str
+
+
+class WhoAmI(Answer):
+    kind: str = Field(description="admin | workspace")
+    workspace: Optional[str] = None
+    tokenId: Optional[str] = None
+    scope: Optional[str] = None
+    label: Optional[str] = None
+    expiresAt: Optional[int] = None
 
 
 class WorkspaceList(Answer):
@@ -451,5 +492,5 @@ class ImportReport(Answer):
     complete: Optional[bool] = None
 
 
-ERROR_RESPONSES = {status: {"model": ErrorBody} for status in (400, 401, 403, 404, 409, 413,
+ERROR_RESPONSES = {status: {"model": ErrorBody} for status in (400, 401, 403, 404, 409, 413, 429,
                                                               422, 500, 503)}

@@ -22,7 +22,7 @@ def test_control_plane_tokens_and_lifecycle(tmp_path):
         cp.create(blueprint, [], "team-a")
     cp.delete("team-a")
     assert cp.authenticate("team-a", token_hash(token)) == ("invalid", [])
-    assert cp.token_hashes("team-a") == []
+    assert cp.grants("team-a") == []
     assert [a["action"] for a in cp.audit_log("team-a")] == ["delete", "create"]
     cp.close()
     assert ControlPlane(tmp_path / "control.db").get(other["id"])["id"] == other["id"]
@@ -69,3 +69,50 @@ def test_each_creation_of_an_id_gets_a_new_generation(tmp_path):
     plane.settle_snapshot_debt("ws-again", first["generation"])
     assert plane.snapshot_debts() == [("ws-legacy", None)]
     plane.close()
+
+
+def test_tokens_are_scoped_listed_without_secrets_expired_and_revoked(tmp_path):
+    cp = ControlPlane(tmp_path / "control.db", synchronous="NORMAL")
+    record, first = cp.create(Blueprint(), [], "ws-tokens")
+    reader = cp.issue_token("ws-tokens", "read", "dashboard", expires_at=2_000)
+    listed = cp.list_tokens("ws-tokens")
+    assert [t["scope"] for t in listed] == ["write", "read"]
+    assert listed[1] == {"tokenId": reader["tokenId"], "scope": "read", "label": "dashboard",
+                         "createdAt": listed[1]["createdAt"], "expiresAt": 2_000,
+                         "lastUsedAt": None}
+    shown = repr(listed)
+    assert first not in shown and reader["token"] not in shown
+    assert token_hash(reader["token"]) not in shown
+    assert cp.authenticate("ws-tokens", token_hash(reader["token"]), now_ms=1_000)[0] == "ok"
+    assert cp.authenticate("ws-tokens", token_hash(reader["token"]), now_ms=2_000) == \
+        ("expired", [])
+    assert cp.whoami(token_hash(reader["token"]), now_ms=1_000)["scope"] == "read"
+    assert cp.whoami(token_hash(reader["token"]), now_ms=2_000) is None
+    cp.touch_tokens("ws-tokens", {reader["tokenId"]: 1_500})
+    assert cp.list_tokens("ws-tokens")[1]["lastUsedAt"] == 1_500
+    cp.revoke_token("ws-tokens", reader["tokenId"])
+    assert [g.scope for g in cp.grants("ws-tokens")] == ["write"]
+    assert cp.authenticate("ws-tokens", token_hash(reader["token"]), now_ms=1_000) == \
+        ("invalid", [])
+    with pytest.raises(E.NotFound):
+        cp.revoke_token("ws-tokens", reader["tokenId"])
+    with pytest.raises(E.NotFound):
+        cp.issue_token("ws-missing", "read")
+    cp.close()
+
+
+def test_tokens_of_an_older_control_plane_become_write_tokens_with_ids(tmp_path):
+    """A control plane migrated from before scopes: its tokens keep working as write tokens."""
+    from minisphere.engine import db
+    path = tmp_path / "control.db"
+    conn = db.connect(path, synchronous="NORMAL")
+    db.migrate(conn, 1, package="minisphere.control.migrations", up_to=5)
+    conn.execute("INSERT INTO workspaces(id, created_at, updated_at, contracts_json, "
+                 "blueprint_json) VALUES ('ws-old', 1, 1, '[]', '{}')")
+    conn.execute("INSERT INTO workspace_tokens VALUES (?, 'ws-old', 1)", (token_hash("t"),))
+    conn.close()
+    cp = ControlPlane(path, synchronous="NORMAL")
+    [grant] = cp.grants("ws-old")
+    assert grant.scope == "write" and grant.token_id.startswith("tok-")
+    assert cp.authenticate("ws-old", token_hash("t"))[0] == "ok"
+    cp.close()

@@ -115,6 +115,13 @@ def test_every_published_route_answers_what_its_schema_says(http, admin_headers,
         admin("POST", f"{item}/snapshots/prune", "/v1/workspaces/{workspace_id}/snapshots/prune",
               json={"keep": 2})
         admin("GET", f"/v1/maintenance/runs?workspace={ws}", "/v1/maintenance/runs")
+        issued = admin("POST", f"{item}/tokens", "/v1/workspaces/{workspace_id}/tokens", 201,
+                       json={"scope": "read", "label": "schema check", "expiresInS": 600})
+        openapi.check("GET", "/v1/whoami", http.get(
+            "/v1/whoami", headers={"Authorization": f"Bearer {issued['token']}"}))
+        admin("GET", f"{item}/tokens", "/v1/workspaces/{workspace_id}/tokens")
+        admin("DELETE", f"{item}/tokens/{issued['tokenId']}",
+              "/v1/workspaces/{workspace_id}/tokens/{token_id}")
         assert admin("POST", f"{item}/hibernate", "/v1/workspaces/{workspace_id}/hibernate"
                      )["hibernated"] is True
         assert admin("GET", item, "/v1/workspaces/{workspace_id}")["resident"] is False

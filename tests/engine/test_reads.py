@@ -346,3 +346,21 @@ def test_schema_migration_time_comes_from_the_clock(ws, clock):
     from minisphere.engine.db import available_migrations
     assert ws.conn.execute("SELECT applied_at FROM schema_migrations").fetchall() == \
         [(clock.now_ms(),)] * len(available_migrations())
+
+
+def test_list_style_reads_bound_each_entrys_content(ws):
+    """listRecent, connections and graphView cut long content (saying so and how long it is);
+    getEntry still has all of it. 200 entries of 64 KiB would otherwise be a 13 MB answer."""
+    from minisphere.engine.constants import LIST_CONTENT_MAX_CHARS, MAX_CONTENT_BYTES
+    long_text = ("word " * (MAX_CONTENT_BYTES // 5))[:MAX_CONTENT_BYTES - 1]
+    big = ws.capture(long_text)["id"]
+    small = ws.capture("a short neighbour")["id"]
+    ws.link(big, small, "relates_to")
+    [listed_small, listed_big] = ws.list_recent(n=2)["items"]
+    assert listed_small["content"] == "a short neighbour" and "truncated" not in listed_small
+    assert listed_big["truncated"] is True and listed_big["contentChars"] == len(long_text)
+    assert listed_big["content"] == long_text[:LIST_CONTENT_MAX_CHARS]
+    assert ws.connections(small)["items"][0]["entry"]["truncated"] is True
+    nodes = {n["id"]: n for n in ws.graph_view([small], hops=1)["nodes"]}
+    assert len(nodes[big]["content"]) == LIST_CONTENT_MAX_CHARS
+    assert ws.get_entry(big)["content"] == long_text

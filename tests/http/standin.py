@@ -35,7 +35,7 @@ class StandInGateway:
         if not self.is_admin(token):
             raise Unauthenticated("this route needs the admin token")
 
-    async def authorize(self, workspace: str, token: str, method: str) -> str:
+    async def authorize(self, workspace: str, token: str, method: str, client: str = "") -> str:
         if self.is_admin(token):
             return "admin"
         if token != WORKSPACE_TOKEN:

@@ -29,7 +29,7 @@ class FakeGateway:
         if token != TOKEN:
             raise Unauthenticated("this route needs the admin token")
 
-    async def authorize(self, workspace, token, method):
+    async def authorize(self, workspace, token, method, client=""):
         self.require_admin(token)
 
     async def call(self, workspace, method, body, caller=None, idempotency_key=None):
@@ -136,5 +136,5 @@ def test_every_route_of_the_app_has_its_own_label():
             "admin.import", "maintenance.runs", "healthz", "contracts", "docs",
             "openapi"} <= labels
     assert set(METHODS) <= labels
-    assert table.classify("POST", "/v1/workspaces/notes/tokens")["method"] == "unknown"
+    assert table.classify("POST", "/v1/workspaces/notes/frobnicate")["method"] == "unknown"
     assert table.classify("GET", "/v1/workspaces/notes/snapshots")["method"] == "admin.snapshots"

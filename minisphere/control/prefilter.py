@@ -1,0 +1,120 @@
+"""What one ingress replica keeps so that bad tokens are refused cheaply: `TokenPrefilter`.
+
+It is only a pre-filter. The workspace actor holds the authoritative grants of its workspace
+and checks every call (so a revoked or expired token is refused by the next call whichever
+replica sends it); this filter exists so that unauthenticated requests never wake an actor
+and rarely reach the directory:
+
+- the grants of each workspace are cached for `ttl_s` after the directory answered; a bad
+  token never evicts them;
+- a rejected (workspace, token hash) is remembered for REJECTED_TOKEN_TTL_S, so the same bad
+  token sent again costs no directory round trip;
+- failed authentications are budgeted per client address (a token bucket of
+  FAILED_AUTH_BURST, refilled at FAILED_AUTH_PER_S): once a client has spent it, tokens the
+  cache does not already know are answered `429 rate_limited` with the seconds to wait,
+  without asking the directory. A client using a known good token is never slowed.
+
+Plain Python; `ask(method, *args)` is how it reaches the directory (an async callable).
+"""
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+
+from minisphere.control.auth import TokenGrant
+from minisphere.engine.clock import epoch_ms
+from minisphere.errors import Forbidden, RateLimited, Unauthenticated
+
+REJECTED_TOKEN_TTL_S = 10.0        # a refused token hash is refused again without asking
+REJECTED_TOKENS_MAX = 10_000       # remembered refusals, at most (oldest forgotten first)
+FAILED_AUTH_BURST = 20             # failed authentications a client may make at once
+FAILED_AUTH_PER_S = 2.0            # ...and then per second
+CLIENTS_TRACKED_MAX = 10_000       # client addresses with a budget, at most
+
+Ask = Callable[..., Awaitable]
+
+
+class FailedAuthBudget:
+    """A token bucket per client address, spent by failed authentications only."""
+
+    def __init__(self, burst: float = FAILED_AUTH_BURST, per_s: float = FAILED_AUTH_PER_S,
+                 clock: Callable[[], float] = time.monotonic):
+        self.burst, self.per_s, self._clock = float(burst), float(per_s), clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def _level(self, client: str) -> float:
+        level, at = self._buckets.get(client, (self.burst, self._clock()))
+        return min(self.burst, level + (self._clock() - at) * self.per_s)
+
+    def check(self, client: str) -> None:
+        """RateLimited when the client has no failed attempt left right now."""
+        level = self._level(client)
+        if level < 1.0:
+            raise RateLimited("too many failed authentications from this address; slow down",
+                              retry_after_s=(1.0 - level) / self.per_s)
+
+    def charge(self, client: str) -> None:
+        self._buckets[client] = (max(0.0, self._level(client) - 1.0), self._clock())
+        self._buckets.move_to_end(client)
+        while len(self._buckets) > CLIENTS_TRACKED_MAX:
+            self._buckets.popitem(last=False)
+
+
+def _refusal(verdict: str) -> Exception:
+    if verdict == "other":
+        return Forbidden("this token belongs to another workspace")
+    if verdict == "expired":
+        return Unauthenticated("the token has expired")
+    return Unauthenticated("invalid token")
+
+
+class TokenPrefilter:
+    def __init__(self, ask: Ask, ttl_s: float, budget: FailedAuthBudget | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self._ask, self.ttl_s, self._clock = ask, float(ttl_s), clock
+        self.budget = budget or FailedAuthBudget(clock=clock)
+        self._grants: dict[str, tuple[dict[str, TokenGrant], float]] = {}
+        self._rejected: OrderedDict[tuple[str, str], tuple[str, float]] = OrderedDict()
+        self.directory_asks = 0
+
+    async def grant_of(self, workspace_id: str, candidate_hash: str,
+                       client: str) -> TokenGrant:
+        """The grant of this token on this workspace, or the refusal (Unauthenticated,
+        Forbidden for another workspace's token, RateLimited)."""
+        now = self._clock()
+        cached = self._grants.get(workspace_id)
+        if cached is not None and cached[1] > now and candidate_hash in cached[0]:
+            grant = cached[0][candidate_hash]
+            if grant.expired(epoch_ms()):
+                raise _refusal("expired")
+            return grant
+        rejected = self._rejected.get((workspace_id, candidate_hash))
+        if rejected is not None and rejected[1] > now:
+            self.budget.charge(client)
+            raise _refusal(rejected[0])
+        self.budget.check(client)
+        self.directory_asks += 1
+        verdict, grants = await self._ask("authenticate", workspace_id, candidate_hash)
+        if verdict != "ok":
+            self.budget.charge(client)
+            self._remember_refusal(workspace_id, candidate_hash, verdict)
+            raise _refusal(verdict)
+        by_hash = {grant.token_hash: grant for grant in grants}
+        self._grants[workspace_id] = (by_hash, self._clock() + self.ttl_s)
+        return by_hash[candidate_hash]
+
+    def _remember_refusal(self, workspace_id: str, candidate_hash: str, verdict: str) -> None:
+        self._rejected[(workspace_id, candidate_hash)] = (verdict,
+                                                          self._clock() + REJECTED_TOKEN_TTL_S)
+        self._rejected.move_to_end((workspace_id, candidate_hash))
+        while len(self._rejected) > REJECTED_TOKENS_MAX:
+            self._rejected.popitem(last=False)
+
+    def failed(self, client: str) -> None:
+        """A failed authentication decided elsewhere (e.g. whoami): spend the budget."""
+        self.budget.charge(client)
+
+    def forget(self, workspace_id: str) -> None:
+        """Drop the workspace's cached grants (deleted, or its actor refused a cached token)."""
+        self._grants.pop(workspace_id, None)
