@@ -21,11 +21,17 @@ from actors.directory_actor import get_directory
 from actors.ingress.gateway import Gateway
 from actors.ingress.metrics import ServiceMetrics
 from actors.ingress.transfer import TransferOps
+from actors.parts.residency import node_workspace_slots
 from actors.scheduled_tasks_actor import get_scheduled_tasks
 from minisphere.contract.startup import verified_contracts
 from minisphere.errors import ConfigError
 from minisphere.http.app import build_api
-from minisphere.settings import Settings, load_settings, restrict_file_modes
+from minisphere.settings import (
+    WORKSPACE_SLOT_RESOURCE,
+    Settings,
+    load_settings,
+    restrict_file_modes,
+)
 
 log = logging.getLogger("minisphere.serve")
 APP_NAME = "minisphere"
@@ -95,6 +101,14 @@ def build_app(settings: Settings):
 app = MiniSphereIngress.bind()
 
 
+def local_node_resources(settings: Settings) -> dict[str, float]:
+    """The custom resources of the one node the launcher starts: its workspace slots (a
+    `ray start` node is given the same with `--resources`, see infra/README.md)."""
+    slots = settings.residency.node_workspace_slots or node_workspace_slots(
+        os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    return {WORKSPACE_SLOT_RESOURCE: slots}
+
+
 def start(settings: Settings):
     """Start (or join) Ray and Serve and deploy the app. Returns the Serve handle."""
     import ray
@@ -102,8 +116,10 @@ def start(settings: Settings):
     if not ray.is_initialized():
         for name, value in SERVE_PERFORMANCE_ENV.items():
             os.environ.setdefault(name, value)
+        joining = bool(settings.ray_address)     # a cluster's nodes advertise their own slots
         ray.init(address=settings.ray_address or None, namespace=settings.namespace,
-                 include_dashboard=False, logging_level=logging.WARNING)
+                 include_dashboard=False, logging_level=logging.WARNING,
+                 resources=None if joining else local_node_resources(settings))
     logging_config = {"enable_access_log": settings.access_log}
     serve.start(http_options={"host": settings.host, "port": settings.port},
                 logging_config=logging_config)

@@ -52,6 +52,12 @@ SNAPSHOT_KEEP_VERSIONS = 20            # older versions of a workspace are prune
 HIBERNATE_IDLE_S = 60.0                # an actor with no call for this long hibernates: a wake
                                        # from a warm spare costs tens of ms, an idle actor ~50 MiB
 AUTO = 0                               # MAX_RESIDENT / SPARE_ACTORS: derived from the cluster
+# Workspace slots: a custom Ray resource each node advertises in proportion to its memory. Every
+# workspace actor (bound or spare) asks for one, so Ray spreads them by capacity and a wake with
+# no free slot left is a pending actor: demand the autoscaler answers with another node.
+WORKSPACE_SLOT_RESOURCE = "minisphere_workspace_slots"
+WORKSPACE_SLOT_MODES = ("auto", "on", "off")   # auto: ask when some live node advertises slots
+DEFAULT_WORKSPACE_SLOTS_MODE = "auto"
 PRIVATE_UMASK = 0o077                  # what a process of the service creates: owner only
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -161,6 +167,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "resident workspace actors (least recently used hibernate above it)"),
     EnvVar("MINISPHERE_SPARE_ACTORS", "2 per CPU of the cluster, 2 to 32",
            "warm, not yet bound workspace actors kept ready for wakes (0 = none)"),
+    EnvVar("MINISPHERE_WORKSPACE_SLOTS", f"`{DEFAULT_WORKSPACE_SLOTS_MODE}`",
+           f"each workspace actor asks for one `{WORKSPACE_SLOT_RESOURCE}` resource: `on`, "
+           "`off`, or `auto` (when some live node advertises it)"),
+    EnvVar("MINISPHERE_NODE_WORKSPACE_SLOTS", "half the node's memory / 64 MiB",
+           f"`{WORKSPACE_SLOT_RESOURCE}` the node `minisphere serve` starts advertises "
+           "(`ray start` nodes: `--resources`)"),
 )
 
 # Read by the client and the CLI, not by the service.
@@ -222,6 +234,8 @@ class ResidencySettings:
     hibernate_idle_s: float = HIBERNATE_IDLE_S
     max_resident: int = AUTO               # AUTO: control/residency.derived_resident_cap
     spare_actors: int | None = None        # None: control/residency.derived_spare_actors
+    workspace_slots: str = DEFAULT_WORKSPACE_SLOTS_MODE     # auto | on | off
+    node_workspace_slots: int = AUTO       # AUTO: actors/parts/residency.node_workspace_slots
 
 
 @dataclass(frozen=True)
@@ -323,6 +337,13 @@ def load_snapshot_settings(data_dir: str | Path, env: Mapping[str, str]) -> Snap
         keep=env_number(env, "MINISPHERE_SNAPSHOT_KEEP", SNAPSHOT_KEEP_VERSIONS, 1, 10_000))
 
 
+def load_workspace_slots_mode(env: Mapping[str, str]) -> str:
+    mode = env_value("MINISPHERE_WORKSPACE_SLOTS", env).lower() or DEFAULT_WORKSPACE_SLOTS_MODE
+    if mode not in WORKSPACE_SLOT_MODES:
+        raise ConfigError(f"MINISPHERE_WORKSPACE_SLOTS must be auto, on or off, got {mode!r}")
+    return mode
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Every setting from `env` (default: the process environment); `ConfigError` when one is
     unusable, before anything is created on disk."""
@@ -350,7 +371,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         hibernate_idle_s=env_number(env, "MINISPHERE_HIBERNATE_IDLE_S", HIBERNATE_IDLE_S, 0,
                                     86_400 * 365, kind=float),
         max_resident=env_number(env, "MINISPHERE_MAX_RESIDENT", AUTO, 1, 1_000_000),
-        spare_actors=env_number(env, "MINISPHERE_SPARE_ACTORS", None, 0, 1_000))
+        spare_actors=env_number(env, "MINISPHERE_SPARE_ACTORS", None, 0, 1_000),
+        workspace_slots=load_workspace_slots_mode(env),
+        node_workspace_slots=env_number(env, "MINISPHERE_NODE_WORKSPACE_SLOTS", AUTO, 1,
+                                        1_000_000))
     ensure_private_dir(data_dir)                    # only once everything else is valid
     if not token:
         token, source = stored_admin_token(data_dir)

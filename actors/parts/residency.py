@@ -13,7 +13,8 @@ from collections import OrderedDict
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from minisphere.control.residency import idle_residents, placement
+from minisphere.control.residency import MIB, idle_residents, placement
+from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 
 NODE_CACHE_S = 2.0                 # how long the list of live nodes is trusted
 ACTIVITY_TIMEOUT_S = 0.5           # how long the directory waits for actors' last-call times
@@ -23,16 +24,44 @@ REFRESH_INTERVAL_S = 1.0           # actors' last-call times are asked for at mo
 MIN_RESIDENCY_S = 2.0
 CLEAN_EXITS_KEPT = 10_000          # actor ids remembered as cleanly hibernated
 PLACED_ACTOR_CPUS = 0.001          # CPUs a placed workspace actor asks for (see scheduling())
+# What one workspace slot stands for: an idle bound actor measured 57 MiB PSS; rounded up so a
+# busy one (read pool, page cache of its file) still fits.
+WORKSPACE_SLOT_MEMORY_BYTES = 64 * MIB
+# Of a node's memory, the share its workspace actors may take; the rest is Ray's own processes,
+# the ingress replica, the object store and the page cache.
+NODE_WORKSPACE_MEMORY_SHARE = 0.5
+SLOTS_PER_WORKSPACE_ACTOR = 1
+
+
+def slot_request(mode: str, advertised: bool) -> dict:
+    """Actor options asking for one workspace slot, or {}: `off`, or `auto` while no live node
+    advertises slots (a plain `ray.init()` on a laptop). With `on` an actor waits for a free
+    slot: on an autoscaling cluster, that wait is the demand for another node."""
+    if mode == "on" or (mode == "auto" and advertised):
+        return {"resources": {WORKSPACE_SLOT_RESOURCE: SLOTS_PER_WORKSPACE_ACTOR}}
+    return {}
+
+
+def prefer_node(node_id: str) -> NodeAffinitySchedulingStrategy:
+    """Start on this node if it has room, else on another. A soft affinity alone falls back only
+    when the node is gone, not when it is full."""
+    return NodeAffinitySchedulingStrategy(node_id, soft=True, _spill_on_unavailable=True)
+
+
+def node_workspace_slots(memory_bytes: float) -> int:
+    """The workspace slots a node of this much memory advertises (at least one)."""
+    return max(1, int(memory_bytes * NODE_WORKSPACE_MEMORY_SHARE / WORKSPACE_SLOT_MEMORY_BYTES))
 
 
 class Residency:
-    def __init__(self, max_resident: int, idle_s: float):
+    def __init__(self, max_resident: int, idle_s: float, slots: str = "auto"):
         self.max_resident = int(max_resident)
+        self.slots = slots                             # auto | on | off (settings)
         self.idle_s = float(idle_s)
         self.last_used: dict[str, float] = {}          # workspace -> wall time of last use
         self.failing: set[str] = set()                 # resident with a failing snapshot
         self._clean: OrderedDict[str, None] = OrderedDict()
-        self._nodes: tuple[float, set[str]] = (0.0, set())
+        self._nodes: tuple[float, dict[str, dict]] = (0.0, {})   # live node -> resources
         self._refreshed_at = float("-inf")
         self.bound_at: dict[str, float] = {}           # workspace -> monotonic time it was bound
 
@@ -95,12 +124,21 @@ class Residency:
         return actor_id in self._clean
 
     # ---- placement -------------------------------------------------------------------------------
-    def alive_nodes(self) -> set[str]:
+    def _alive(self) -> dict[str, dict]:
         expires, nodes = self._nodes
         if time.monotonic() >= expires:
-            nodes = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+            nodes = {n["NodeID"]: n.get("Resources") or {} for n in ray.nodes() if n.get("Alive")}
             self._nodes = (time.monotonic() + NODE_CACHE_S, nodes)
         return nodes
+
+    def alive_nodes(self) -> set[str]:
+        return set(self._alive())
+
+    def slot_request(self) -> dict:
+        """Actor options asking for a workspace slot, or {} (see `slot_request`)."""
+        advertised = self.slots == "auto" and any(
+            WORKSPACE_SLOT_RESOURCE in resources for resources in self._alive().values())
+        return slot_request(self.slots, advertised)
 
     def placement_of(self, recorded_node: str | None) -> tuple[str | None, str]:
         """The node to bind the workspace on (None: any), and why."""
@@ -111,8 +149,19 @@ class Residency:
         node, why = self.placement_of(recorded_node)
         if node is None:
             return {}, why
+        options = self.affinity(node)
+        return options, why if options else "node holding the file has no free slot"
+
+    def affinity(self, node_id: str) -> dict:
+        """Actor options preferring this node, or {} when workspace slots are asked for and the
+        node has none free. Ray never turns a pending actor with a node affinity into autoscaler
+        demand (not even when allowed to spill), so aiming at a full node left the actor waiting
+        there for good, while any other node, or a new one, could have taken it."""
+        if self.slot_request():
+            free = ray._private.state.available_resources_per_node().get(node_id, {})
+            if free.get(WORKSPACE_SLOT_RESOURCE, 0) < SLOTS_PER_WORKSPACE_ACTOR:
+                return {}
         # Ray 2.60 ignores a *soft* node affinity for an actor that requests no resources, so
         # a placed actor asks for a token CPU share (soft: when the node is gone, Ray restarts
         # the actor elsewhere, where it restores from the snapshot store).
-        return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=True),
-                "num_cpus": PLACED_ACTOR_CPUS}, why
+        return {"scheduling_strategy": prefer_node(node_id), "num_cpus": PLACED_ACTOR_CPUS}
