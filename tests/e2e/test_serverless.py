@@ -185,3 +185,46 @@ def test_without_spares_a_wake_still_works(http, admin_headers, new_workspace, s
         assert record["durability"]["wake"]["actor"] == "new"
     finally:
         ray.get(directory.set_spares.remote(previous), timeout=30)
+
+
+def test_a_slow_hibernation_does_not_block_the_directory_or_other_workspaces(
+        http, admin_headers, new_workspace, service):
+    """The directory is concurrent: while it hibernates a big workspace (a snapshot of tens of
+    MB), it still answers for others, other residents keep serving and the health check
+    passes. A synchronous directory answered nothing until the hibernation was done."""
+    big, big_h = new_workspace()
+    other, other_h = new_workspace()
+    call(http, other, other_h, "capture", {"content": "a small neighbour"})
+    rng = random.Random(7)
+
+    def bulky(i: int) -> dict:
+        # hex of random bytes: compresses poorly, so the snapshot's gzip really takes a while
+        return {"content": f"bulk {i} " + rng.randbytes(30_000).hex()}
+
+    async def fill() -> None:
+        async with httpx.AsyncClient(base_url=str(http.base_url), timeout=120) as client:
+            gate = asyncio.Semaphore(8)
+
+            async def one(i: int) -> None:
+                async with gate:
+                    r = await client.post(f"/v1/w/{big}/capture", json=bulky(i), headers=big_h)
+                    assert r.status_code == 200, r.text
+            await asyncio.gather(*(one(i) for i in range(400)))
+    asyncio.run(fill())
+
+    answered: dict = {}
+    slow = threading.Thread(target=lambda: answered.update(
+        hibernation=http.post(f"/v1/workspaces/{big}/hibernate", headers=admin_headers)))
+    slow.start()
+    time.sleep(0.3)                                  # the hibernation is under way
+    during = {
+        "directory": http.get(f"/v1/workspaces/{other}", headers=admin_headers).status_code,
+        "resident": http.post(f"/v1/w/{other}/getCount", json={}, headers=other_h).status_code,
+        "health": http.get("/healthz").status_code,
+    }
+    still_hibernating = slow.is_alive()
+    slow.join(timeout=180)
+    assert during == {"directory": 200, "resident": 200, "health": 200}
+    assert still_hibernating, "the hibernation ended before the other calls: nothing was shown"
+    assert answered["hibernation"].status_code == 200
+    assert answered["hibernation"].json()["hibernated"] is True
