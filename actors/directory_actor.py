@@ -29,9 +29,8 @@ from pathlib import Path
 
 import ray
 from ray.exceptions import RayActorError
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from actors.parts.residency import PLACED_ACTOR_CPUS, Residency
+from actors.parts.residency import Residency
 from actors.parts.spares import Spare, SparePool
 from actors.workspace_actor import WorkspaceActor, WorkspaceLaunch, new_actor_name
 from minisphere.contract.startup import born_with, verified_contracts
@@ -64,6 +63,10 @@ SWEEP_MAX_PER_ROUND = 16           # idle workspaces hibernated per sweep round,
 SNAPSHOT_DEBT_EVERY_ROUNDS = 12    # sweep rounds between retries of owed snapshot deletions
 PUSH_GRANTS_TIMEOUT_S = 10.0       # handing a resident actor its new token set
 ROOM_WAIT_S = 0.01                 # re-check pause while other activations fill the cap
+# Ray's own resource of the head node. The control plane's file is in the data folder of the node
+# the directory runs on; on separate hosts only the head outlives the workers, so the directory
+# lives there (a worker going away must not take the record of every workspace with it).
+HEAD_NODE_RESOURCE = {"node:__internal_head__": 0.001}
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0,
@@ -85,7 +88,7 @@ class DirectoryActor:
         cpus, memory = float(cluster.get("CPU", 1)), float(cluster.get("memory", 2 ** 30))
         self.residency = Residency(
             settings.residency.max_resident or derived_resident_cap(memory, cpus),
-            settings.residency.hibernate_idle_s)
+            settings.residency.hibernate_idle_s, slots=settings.residency.workspace_slots)
         spares = settings.residency.spare_actors
         self.pool = None
         self._pool_size = derived_spare_actors(cpus) if spares is None else spares
@@ -135,14 +138,14 @@ class DirectoryActor:
     # ---- spares ------------------------------------------------------------------------------
     def _actor_options(self, name: str, placement: dict | None = None) -> dict:
         return {"name": name, "namespace": self.settings.namespace, "lifetime": "detached",
-                "max_restarts": -1, "max_task_retries": 0, "num_cpus": 0, **(placement or {})}
+                "max_restarts": -1, "max_task_retries": 0, "num_cpus": 0,
+                **self.residency.slot_request(), **(placement or {})}
 
     async def _start_spare(self) -> Spare:
         """A new unbound workspace actor, spread over the alive nodes, once it is ready."""
         nodes = sorted(self.residency.alive_nodes())
         node = nodes[(self.pool.started + self.pool.failed) % len(nodes)] if nodes else None
-        placement = ({"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=True),
-                      "num_cpus": PLACED_ACTOR_CPUS} if node and len(nodes) > 1 else {})
+        placement = self.residency.affinity(node) if node and len(nodes) > 1 else {}
         name = new_actor_name()
         handle = WorkspaceActor.options(**self._actor_options(name, placement)).remote(
             None, self._self, self._admin_hash)
@@ -589,4 +592,5 @@ def get_directory(settings: Settings):
     return DirectoryActor.options(
         name=DIRECTORY_NAME, namespace=settings.namespace, lifetime="detached",
         get_if_exists=True, num_cpus=0, max_restarts=-1, max_task_retries=0,
+        resources=HEAD_NODE_RESOURCE,
     ).remote(settings)
