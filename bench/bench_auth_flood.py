@@ -21,27 +21,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
-import os
-import socket
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import httpx
 
 from .common import p50, percentile, save_report, table
+from .local_service import start_local_service, stop_local_service
 
 ADMIN_TOKEN = "bench-flood-admin-0123456789abcdef"
 IN_FLIGHT = 64
 BASELINE_S = 10.0
 TARGET_RATIO = 2.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class LegitimateCaller(threading.Thread):
@@ -98,22 +89,7 @@ def main(argv=None) -> int:
     parser.add_argument("--flood", type=int, default=2000, help="bad requests per scenario")
     args = parser.parse_args(argv)
 
-    import ray
-
-    import serve_app
-    from minisphere.settings import load_settings
-
-    tmp = Path(tempfile.mkdtemp(prefix="bench-flood-"))
-    port = free_port()
-    settings = load_settings({"MINISPHERE_DATA_DIR": str(tmp), "MINISPHERE_PORT": str(port),
-                              "MINISPHERE_RAY_NAMESPACE": "minisphere-bench-flood",
-                              "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN})
-    for name, value in serve_app.SERVE_PERFORMANCE_ENV.items():
-        os.environ.setdefault(name, value)
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, namespace=settings.namespace,
-             logging_level="WARNING", log_to_driver=False)
-    serve_app.start(settings)
-    url, admin = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    settings, url, admin = start_local_service("bench-flood", ADMIN_TOKEN)
     try:
         with httpx.Client(base_url=url, timeout=120) as http:
             made = [http.post("/v1/workspaces", headers=admin, json={"id": name}).json()
@@ -159,9 +135,7 @@ def main(argv=None) -> int:
         print(body)
         print(f"saved {save_report('auth-flood', body)}")
     finally:
-        from ray import serve
-        serve.shutdown()
-        ray.shutdown()
+        stop_local_service()
     return 0
 
 

@@ -19,15 +19,13 @@ load: what a user would feel as a freeze. The target: no view's longest task abo
 from __future__ import annotations
 
 import argparse
-import os
-import socket
-import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
 from .common import p50, percentile, save_report, table
+from .local_service import start_local_service, stop_local_service
 
 ADMIN_TOKEN = "bench-console-admin-0123456789abcdef"
 WORKSPACE = "console-bench"
@@ -39,12 +37,6 @@ LONG_TASKS = ("window.__longTasks = [];"
               "try { new PerformanceObserver((list) => { for (const e of list.getEntries())"
               " window.__longTasks.push(e.duration); }).observe({type: 'longtask', buffered: true});"
               "} catch (e) {}")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_js(driver, script: str, timeout_s: float = 60.0):
@@ -84,26 +76,13 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=10, help="loads of each page")
     args = parser.parse_args(argv)
 
-    import ray
-
-    import serve_app
-    from minisphere.settings import load_settings
     from tests.e2e.console_helpers import browser_available, chrome, seed_service
 
     missing = browser_available()
     if missing:
         raise SystemExit(missing)
-    tmp = Path(tempfile.mkdtemp(prefix="bench-console-"))
-    port = free_port()
-    settings = load_settings({"MINISPHERE_DATA_DIR": str(tmp), "MINISPHERE_PORT": str(port),
-                              "MINISPHERE_RAY_NAMESPACE": "minisphere-bench-console",
-                              "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN})
-    for name, value in serve_app.SERVE_PERFORMANCE_ENV.items():
-        os.environ.setdefault(name, value)
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, namespace=settings.namespace,
-             logging_level="WARNING", log_to_driver=False)
-    serve_app.start(settings)
-    url, admin = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    settings, url, admin = start_local_service("bench-console", ADMIN_TOKEN)
+    tmp = Path(settings.data_dir)
     driver = None
     try:
         with httpx.Client(base_url=url, timeout=120) as http:
@@ -165,9 +144,7 @@ def main(argv=None) -> int:
     finally:
         if driver is not None:
             driver.quit()
-        from ray import serve
-        serve.shutdown()
-        ray.shutdown()
+        stop_local_service()
     return 0
 
 

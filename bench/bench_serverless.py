@@ -26,9 +26,7 @@ import asyncio
 import os
 import random
 import shutil
-import socket
 import statistics
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -36,18 +34,13 @@ from pathlib import Path
 import httpx
 
 from .common import p50, percentile, save_report, table
+from .local_service import start_local_service, stop_local_service
 
 CLIENTS = 32
 READ_SHARE = 0.7
 ZIPF_S = 1.1
 BURST_WAKES = 100
 ADMIN_TOKEN = "bench-serverless-admin-0123456789"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # ---- memory and CPU of the Ray processes -----------------------------------------------------------
@@ -238,19 +231,9 @@ def main(argv=None) -> int:
 
     import serve_app
     from actors.in_cluster import connect_in_cluster
-    from minisphere.settings import load_settings
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-serverless-"))
-    port = free_port()
-    settings = load_settings({"MINISPHERE_DATA_DIR": str(tmp), "MINISPHERE_PORT": str(port),
-                              "MINISPHERE_RAY_NAMESPACE": "minisphere-bench-serverless",
-                              "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN})
-    for name, value in serve_app.SERVE_PERFORMANCE_ENV.items():
-        os.environ.setdefault(name, value)
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, namespace=settings.namespace,
-             logging_level="WARNING", log_to_driver=False)
-    serve_app.start(settings)
-    url, admin = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    settings, url, admin = start_local_service("bench-serverless", ADMIN_TOKEN)
+    tmp = Path(settings.data_dir)
     from actors.directory_actor import get_directory
     directory = get_directory(settings)
     rows, notes = [], []
@@ -384,9 +367,7 @@ def main(argv=None) -> int:
                       f"PSS {pss / max(1, len(pids)) / 2**20:.0f} MiB, RSS "
                       f"{rss / max(1, len(pids)) / 2**20:.0f} MiB each", ""]]
     finally:
-        from ray import serve
-        serve.shutdown()
-        ray.shutdown()
+        stop_local_service()
         shutil.rmtree(tmp, ignore_errors=True)
     body = table(["measure", "figure", "detail / baseline in the same run", "target"], rows)
     notes.append(f"{os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.2f}; "

@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from pathlib import Path
 import httpx
 
 from bench.common import p50, percentile, save_report, table
+from bench.local_service import free_port
 
 WORDS = [f"{a}{b}" for a in ("kar", "lum", "sev", "tor", "mip", "dax", "quo", "fen", "zul", "bri")
          for b in ("ana", "eto", "iro", "ush", "ela", "opa", "ynn", "arc", "ide", "umo")]
@@ -29,12 +29,6 @@ WORDS = [f"{a}{b}" for a in ("kar", "lum", "sev", "tor", "mip", "dax", "quo", "f
 
 def sentence(rng: random.Random, i: int) -> str:
     return f"note {i}: " + " ".join(rng.choice(WORDS) for _ in range(12))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def timed(fn, n: int) -> list[float]:

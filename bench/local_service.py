@@ -1,0 +1,47 @@
+"""Starting and stopping the service the way the HTTP benchmarks run it: one local Ray cluster
+with Serve, settings at their defaults but a fresh data folder, a free port, its own Ray
+namespace and a known admin token. Ray is imported only when a service is started."""
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_local_service(name: str, admin_token: str, performance_env: bool = True):
+    """(settings, base url, admin headers) of a service started under Ray namespace
+    `minisphere-<name>`, data in a new temp folder. `performance_env`: the Serve settings the
+    launcher adopts (serve_app.SERVE_PERFORMANCE_ENV), unless the caller's environment says
+    otherwise. Stop it with `stop_local_service()`."""
+    import ray
+
+    import serve_app
+    from minisphere.settings import load_settings
+
+    data = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+    port = free_port()
+    settings = load_settings({"MINISPHERE_DATA_DIR": str(data), "MINISPHERE_PORT": str(port),
+                              "MINISPHERE_RAY_NAMESPACE": f"minisphere-{name}",
+                              "MINISPHERE_ADMIN_TOKEN": admin_token})
+    if performance_env:
+        for variable, value in serve_app.SERVE_PERFORMANCE_ENV.items():
+            os.environ.setdefault(variable, value)
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, namespace=settings.namespace,
+             logging_level="WARNING", log_to_driver=False)
+    serve_app.start(settings)
+    return settings, f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {admin_token}"}
+
+
+def stop_local_service() -> None:
+    import ray
+    from ray import serve
+
+    serve.shutdown()
+    ray.shutdown()
