@@ -1,5 +1,0 @@
-import sys
-
-from minisphere.cli.main import main
-
-sys.exit(main())
