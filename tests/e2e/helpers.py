@@ -1,4 +1,5 @@
-"""Helpers of the end-to-end tests: finding the actor that holds a workspace right now."""
+"""Helpers of the end-to-end tests: finding the actor that holds a workspace right now, and the
+few HTTP calls the durability drills repeat (capture, count, snapshot)."""
 from __future__ import annotations
 
 import ray
@@ -20,3 +21,21 @@ def workspace_actor(service, workspace_id: str):
         return ray.get_actor(name, namespace=service["config"].namespace)
     except ValueError:
         return None
+
+
+def capture(http, ws, h, text, **extra) -> str:
+    """Capture `text` (and any other capture fields) over HTTP; the new entry's id."""
+    r = http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": text, **extra})
+    assert r.status_code == 200, r.text
+    return r.json()["id"]
+
+
+def count(http, ws, h) -> int:
+    return http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json()["count"]
+
+
+def snapshot(http, ws, admin) -> dict:
+    """Snapshot the workspace now (admin route); the manifest of the new version."""
+    r = http.post(f"/v1/workspaces/{ws}/snapshot", headers=admin)
+    assert r.status_code == 200, r.text
+    return r.json()

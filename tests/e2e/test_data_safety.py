@@ -9,25 +9,11 @@ import time
 import boto3
 import ray
 
-from tests.e2e.helpers import directory_of, workspace_actor
+from tests.e2e.helpers import capture, count, directory_of, snapshot, workspace_actor
 
 SECRET = "ocelot-lantern-77310"
 
 
-def capture(http, ws, h, text, **extra):
-    r = http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": text, **extra})
-    assert r.status_code == 200, r.text
-    return r.json()["id"]
-
-
-def count(http, ws, h):
-    return http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json()["count"]
-
-
-def snapshot(http, ws, admin):
-    r = http.post(f"/v1/workspaces/{ws}/snapshot", headers=admin)
-    assert r.status_code == 200, r.text
-    return r.json()["version"]
 
 
 def hibernate(http, ws, admin):
@@ -57,7 +43,7 @@ def test_restore_then_hibernate_then_lost_file_comes_back_restored(http, admin_h
                                                                   new_workspace, service):
     ws, h = new_workspace()
     capture(http, ws, h, "the good state")
-    v1 = snapshot(http, ws, admin_headers)
+    v1 = snapshot(http, ws, admin_headers)["version"]
     capture(http, ws, h, "a bad write to undo")
     snapshot(http, ws, admin_headers)
     r = http.post(f"/v1/workspaces/{ws}/restore", headers=admin_headers, json={"version": v1})
@@ -78,9 +64,9 @@ def test_forget_snapshot_restore_leaves_the_text_in_no_file_of_the_data_folder(
     for i in range(20):
         capture(http, ws, h, f"a harmless note {i}")
     secret = capture(http, ws, h, f"the alarm code is {SECRET}")
-    early = snapshot(http, ws, admin_headers)             # before the forget: keeps the text
+    early = snapshot(http, ws, admin_headers)["version"]   # before the forget: keeps the text
     assert http.post(f"/v1/w/{ws}/forget", headers=h, json={"id": secret}).status_code == 200
-    later = snapshot(http, ws, admin_headers)
+    later = snapshot(http, ws, admin_headers)["version"]
     r = http.post(f"/v1/workspaces/{ws}/restore", headers=admin_headers, json={"version": later})
     assert r.status_code == 200, r.text
     assert count(http, ws, h) == 20

@@ -5,21 +5,7 @@ import time
 import boto3
 import pytest
 
-
-def capture(http, ws, h, text):
-    r = http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": text})
-    assert r.status_code == 200, r.text
-    return r.json()["id"]
-
-
-def count(http, ws, h):
-    return http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json()["count"]
-
-
-def snapshot(http, ws, admin):
-    r = http.post(f"/v1/workspaces/{ws}/snapshot", headers=admin)
-    assert r.status_code == 200, r.text
-    return r.json()
+from tests.e2e.helpers import capture, count, snapshot
 
 
 def test_restore_to_an_earlier_version_over_http(http, admin_headers, new_workspace):
