@@ -102,6 +102,16 @@ class CreateWorkspace(BaseModel):
     label: Optional[Annotated[StrictStr, Field(max_length=200)]] = None
 
 
+async def read_spec(request: Request, model: type[BaseModel], what: str,
+                    required: bool = False):
+    """The request's JSON object body as `model`; a 400 naming `what` when it does not fit."""
+    body = await read_json_object(request, required=required)
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise MalformedRequest(describe_validation_error(what, exc)) from None
+
+
 def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
               request_id=None) -> FastAPI:
     """The whole HTTP surface. `transfer`: the import/export operations (routes added when
@@ -140,11 +150,7 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
                   "schema": CreateWorkspace.model_json_schema()}}}})
     async def create_workspace(request: Request):
         async def create():
-            body = await read_json_object(request)
-            try:
-                spec = CreateWorkspace.model_validate(body)
-            except ValidationError as exc:
-                raise MalformedRequest(describe_validation_error("createWorkspace", exc)) from None
+            spec = await read_spec(request, CreateWorkspace, "createWorkspace")
             if spec.blueprint is not None:
                 parse_blueprint(spec.blueprint)   # refused here (422), before the directory
             created = await gateway.create(spec.id, spec.blueprint, spec.label)
@@ -208,11 +214,7 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
     async def restore_workspace(workspace_id: str, request: Request):
         async def restore():
             check_workspace_id(workspace_id)
-            body = await read_json_object(request, required=True)
-            try:
-                spec = RestoreWorkspace.model_validate(body)
-            except ValidationError as exc:
-                raise MalformedRequest(describe_validation_error("restore", exc)) from None
+            spec = await read_spec(request, RestoreWorkspace, "restore", required=True)
             return await gateway.restore(workspace_id, spec.version)
         return await as_admin(gateway, request, restore)
 
@@ -225,10 +227,7 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
     async def prune_workspace_snapshots(workspace_id: str, request: Request):
         async def prune():
             check_workspace_id(workspace_id)
-            try:
-                spec = PruneSnapshots.model_validate(await read_json_object(request))
-            except ValidationError as exc:
-                raise MalformedRequest(describe_validation_error("prune", exc)) from None
+            spec = await read_spec(request, PruneSnapshots, "prune")
             return await gateway.prune_snapshots(workspace_id, spec.keep)
         return await as_admin(gateway, request, prune)
 
@@ -250,10 +249,7 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
     async def create_token(workspace_id: str, request: Request):
         async def create():
             check_workspace_id(workspace_id)
-            try:
-                spec = CreateToken.model_validate(await read_json_object(request, required=True))
-            except ValidationError as exc:
-                raise MalformedRequest(describe_validation_error("token", exc)) from None
+            spec = await read_spec(request, CreateToken, "token", required=True)
             issued = await gateway.create_token(workspace_id, spec.scope, spec.label,
                                                 spec.expiresInS)
             return JSONResponse(issued, status_code=201)
