@@ -53,8 +53,6 @@ from minisphere.engine.clock import epoch_ms
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.methods import find_method
 from minisphere.errors import (
-    Forbidden,
-    InsufficientScope,
     InternalError,
     Unauthenticated,
     WorkspaceUnavailable,
@@ -210,11 +208,7 @@ class WorkspaceActor:
         now_ms = epoch_ms()
         if grant.expired(now_ms):
             raise Unauthenticated("the token has expired")
-        if method.access == "maintenance":
-            raise Forbidden(f"{method.name} is a maintenance method; it needs the admin token")
-        if not grant.allows(method.access):
-            raise InsufficientScope(f"this token may only read; {method.name} is a "
-                                    f"{method.access}")
+        grant.require(method.name, method.access)
         self._note_use(grant.token_id, now_ms)
 
     def _note_use(self, token_id: str, now_ms: int) -> None:

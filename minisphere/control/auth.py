@@ -12,7 +12,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from minisphere.errors import MalformedRequest, Unauthenticated
+from minisphere.errors import Forbidden, InsufficientScope, MalformedRequest, Unauthenticated
 
 WORKSPACE_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{2,62}$"
 _WORKSPACE_ID = re.compile(WORKSPACE_ID_PATTERN)
@@ -64,6 +64,15 @@ class TokenGrant:
         """Whether the grant covers a method of this access (read / write)."""
         return access == "read" or self.scope == "write"
 
+    def require(self, method_name: str, access: str) -> None:
+        """Raise unless the grant may call this method: maintenance methods need the admin
+        token (Forbidden), a read token may not write (InsufficientScope). Checked by the
+        ingress before a call is sent and by the workspace actor on every call."""
+        if access == "maintenance":
+            raise Forbidden(f"{method_name} is a maintenance method; it needs the admin token")
+        if not self.allows(access):
+            raise InsufficientScope(f"this token may only read; {method_name} is a {access}")
+
 
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
@@ -71,14 +80,6 @@ def token_hash(token: str) -> str:
 
 def same_hash(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("ascii"), b.encode("ascii"))
-
-
-def hash_in(candidate: str, hashes) -> bool:
-    """Constant-time membership: compares against every stored hash, no early exit."""
-    found = False
-    for stored in hashes:
-        found |= same_hash(candidate, stored)
-    return found
 
 
 def bearer_token(header: str | None) -> str:
