@@ -30,7 +30,7 @@ from pathlib import Path
 import ray
 from ray.exceptions import RayActorError
 
-from actors.parts.residency import Residency
+from actors.parts.residency import Placement, Residency
 from actors.parts.spares import Spare, SparePool
 from actors.workspace_actor import WorkspaceActor, WorkspaceLaunch, new_actor_name
 from minisphere.contract.startup import born_with, verified_contracts
@@ -59,9 +59,15 @@ DIRECTORY_NAME = "directory"
 DIRECTORY_CONCURRENCY = 64         # calls the directory interleaves at most
 HIBERNATE_TIMEOUT_S = 60.0         # a workspace actor's drain + snapshot + close
 BIND_TIMEOUT_S = 120.0             # opening a file, restoring it from a snapshot if missing
+# A new actor aimed at a node that is still not started after this long while that node has no
+# free workspace slot is started elsewhere (starting 100 actors at once takes ~40 s on 2 CPUs,
+# but then the slots are free; only a full node makes the wait endless).
+PLACEMENT_STALL_S = 15.0
 SWEEP_MAX_PER_ROUND = 16           # idle workspaces hibernated per sweep round, at most
 SNAPSHOT_DEBT_EVERY_ROUNDS = 12    # sweep rounds between retries of owed snapshot deletions
 PUSH_GRANTS_TIMEOUT_S = 10.0       # handing a resident actor its new token set
+KILL_CONFIRM_TIMEOUT_S = 10.0      # waiting for Ray to report a retired actor dead
+KILL_CONFIRM_POLL_S = 0.05
 ROOM_WAIT_S = 0.01                 # re-check pause while other activations fill the cap
 # Ray's own resource of the head node. The control plane's file is in the data folder of the node
 # the directory runs on; on separate hosts only the head outlives the workers, so the directory
@@ -145,12 +151,19 @@ class DirectoryActor:
         """A new unbound workspace actor, spread over the alive nodes, once it is ready."""
         nodes = sorted(self.residency.alive_nodes())
         node = nodes[(self.pool.started + self.pool.failed) % len(nodes)] if nodes else None
-        placement = self.residency.affinity(node) if node and len(nodes) > 1 else {}
+        placed = self.residency.place_on(node) if node and len(nodes) > 1 else None
         name = new_actor_name()
-        handle = WorkspaceActor.options(**self._actor_options(name, placement)).remote(
-            None, self._self, self._admin_hash)
-        info = await handle.ready.remote()
+        handle = self._new_workspace_actor(name, placed)
+        try:
+            info = await handle.ready.remote()
+        finally:
+            if placed is not None:
+                self.residency.release(placed)
         return Spare(handle, name, info["nodeId"])
+
+    def _new_workspace_actor(self, name: str, placed: Placement | None):
+        options = self._actor_options(name, placed.options if placed else None)
+        return WorkspaceActor.options(**options).remote(None, self._self, self._admin_hash)
 
     @staticmethod
     def _kill(handle) -> None:
@@ -241,15 +254,23 @@ class DirectoryActor:
         return {"revoked": token_id}
 
     async def _push_grants(self, workspace_id: str) -> None:
+        """Hand the resident actor the current token set. An actor that cannot be told (hung,
+        dead, restarting) is retired rather than left serving with the old set, which could
+        still hold a revoked token: the next call wakes a new actor that starts with the
+        current set (committed writes are in the file; a call cut short was never answered)."""
         handle = self._handles.get(workspace_id)     # a bind in flight re-checks at its end
         if handle is None:
             return
         try:
             await asyncio.wait_for(handle.set_tokens.remote(
                 tuple(self.control.grants(workspace_id))), PUSH_GRANTS_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - a dead actor restarts asking for the current set
-            log.warning("could not hand the new token set to %s's actor", workspace_id,
-                        exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - whatever the cause, it must not keep serving
+            log.warning("could not hand the new token set to %s's actor (%s): retiring it",
+                        workspace_id, exc.__class__.__name__)
+            if self._handles.get(workspace_id) is handle:
+                self._forget_resident(workspace_id)
+            self._kill(handle)
+            await self._until_dead(handle)
 
     async def tokens_used(self, workspace_id: str, used: dict[str, int]) -> None:
         """When tokens were last used, reported by the workspace actor (fire-and-forget)."""
@@ -303,10 +324,24 @@ class DirectoryActor:
         try:
             ray.get_actor(name, namespace=self.settings.namespace)
         except ValueError:
-            self._handles.pop(workspace_id, None)
-            self._actor_names.pop(workspace_id, None)
-            self.residency.forget(workspace_id)
-            self.control.set_actor(workspace_id, None)
+            self._forget_resident(workspace_id)
+
+    def _forget_resident(self, workspace_id: str) -> None:
+        self._handles.pop(workspace_id, None)
+        self._actor_names.pop(workspace_id, None)
+        self.residency.forget(workspace_id)
+        self.control.set_actor(workspace_id, None)
+
+    @staticmethod
+    async def _until_dead(handle) -> None:
+        """Wait (bounded) until Ray reports the killed actor dead: a call already on its way
+        to it must fail, not be served by it."""
+        deadline = time.monotonic() + KILL_CONFIRM_TIMEOUT_S
+        while time.monotonic() < deadline:
+            info = ray._private.state.actors(handle._actor_id.hex())
+            if not info or info.get("State") == "DEAD":
+                return
+            await asyncio.sleep(KILL_CONFIRM_POLL_S)
 
     def _launch(self, workspace_id: str) -> WorkspaceLaunch:
         record = self.control.get(workspace_id)
@@ -340,28 +375,33 @@ class DirectoryActor:
     async def _bind_reserved(self, workspace_id: str):
         record = self.control.get(workspace_id)
         recorded, why = self.residency.placement_of(record["nodeId"])
-        self._placement[workspace_id] = why
         spare = self.pool.take(recorded) if self.pool.size else None
         if spare is None and recorded is None and self.pool.size:
             spare = self.pool.take()
+        placed = None
         if spare is not None:
             handle, name, source = spare.handle, spare.name, "spare"
         else:
             name, source = new_actor_name(), "new"
-            placement, _ = self.residency.scheduling(record["nodeId"])
-            handle = WorkspaceActor.options(**self._actor_options(name, placement)).remote(
-                None, self._self, self._admin_hash)
+            placed = self.residency.place(record["nodeId"])
+            why = placed.why
+            handle = self._new_workspace_actor(name, placed)
+        self._placement[workspace_id] = why
         launch = self._launch(workspace_id)
         self.control.set_actor(workspace_id, name)      # before binding: a crash finds it
         bind_started = time.perf_counter()
         grants = tuple(self.control.grants(workspace_id))
         try:
-            answer = await asyncio.wait_for(handle.bind.remote(launch, grants), BIND_TIMEOUT_S)
+            handle, name, answer = await self._bound(workspace_id, handle, name, placed,
+                                                     launch, grants)
         except (TimeoutError, RayActorError) as exc:
             self.control.set_actor(workspace_id, None)
             self._kill(handle)
             raise MiniSphereError(f"workspace {workspace_id} could not be opened: "
                                   f"{exc.__class__.__name__}") from None
+        finally:
+            if placed is not None:
+                self.residency.release(placed)
         if not answer["ok"]:
             self.control.set_actor(workspace_id, None)
             self._kill(handle)                          # it may hold part of that workspace
@@ -377,6 +417,36 @@ class DirectoryActor:
         self.control.set_state(workspace_id, "active")
         self.control.touch(workspace_id, answer["result"]["nodeId"])
         return handle
+
+    async def _bound(self, workspace_id: str, handle, name: str, placed: Placement | None,
+                     launch: WorkspaceLaunch, grants: tuple):
+        """Bind the actor; (handle, name, answer). A new actor aimed at a node that filled up
+        before it started (a wake racing it for the last slot) would wait there for good, so
+        one still not started after PLACEMENT_STALL_S on a full node is replaced by one that
+        may start anywhere: on another node, or on a new one the autoscaler adds for it."""
+        started = time.monotonic()
+        binding = asyncio.ensure_future(handle.bind.remote(launch, grants))
+        if placed is not None and placed.node is not None:
+            await asyncio.wait([binding], timeout=PLACEMENT_STALL_S)
+            if not binding.done() and self.residency.stuck(handle, placed):
+                log.warning("workspace %s: its actor waited %.0f s on the full node %s; "
+                            "starting it elsewhere", workspace_id, PLACEMENT_STALL_S,
+                            placed.node[:12])
+                self.residency.release(placed)
+                self._kill(handle)
+                binding.cancel()
+                name = new_actor_name()
+                self._placement[workspace_id] = "its node filled up before it started"
+                self.control.set_actor(workspace_id, name)
+                handle = self._new_workspace_actor(name, None)
+                binding = asyncio.ensure_future(handle.bind.remote(launch, grants))
+        try:
+            remaining = max(0.0, BIND_TIMEOUT_S - (time.monotonic() - started))
+            answer = await asyncio.wait_for(binding, remaining)
+        except (TimeoutError, RayActorError):
+            self._kill(handle)              # the replacement, when there was one
+            raise
+        return handle, name, answer
 
     def _over_cap(self) -> int:
         """How many actors the incoming one would put above the cap, counting those with a

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -23,7 +24,7 @@ REFRESH_INTERVAL_S = 1.0           # actors' last-call times are asked for at mo
 # evicting it then would only wake it again (under more wakes than the cap, a livelock).
 MIN_RESIDENCY_S = 2.0
 CLEAN_EXITS_KEPT = 10_000          # actor ids remembered as cleanly hibernated
-PLACED_ACTOR_CPUS = 0.001          # CPUs a placed workspace actor asks for (see scheduling())
+PLACED_ACTOR_CPUS = 0.001          # CPUs a placed workspace actor asks for (see Residency._claim)
 # What one workspace slot stands for: an idle bound actor measured 57 MiB PSS; rounded up so a
 # busy one (read pool, page cache of its file) still fits.
 WORKSPACE_SLOT_MEMORY_BYTES = 64 * MIB
@@ -64,6 +65,7 @@ class Residency:
         self._nodes: tuple[float, dict[str, dict]] = (0.0, {})   # live node -> resources
         self._refreshed_at = float("-inf")
         self.bound_at: dict[str, float] = {}           # workspace -> monotonic time it was bound
+        self._claims: dict[str, int] = {}              # node -> slots promised to starting actors
 
     # ---- recency ---------------------------------------------------------------------------------
     def touch(self, workspace_id: str) -> None:
@@ -144,24 +146,74 @@ class Residency:
         """The node to bind the workspace on (None: any), and why."""
         return placement(recorded_node, self.alive_nodes())
 
-    def scheduling(self, recorded_node: str | None) -> tuple[dict, str]:
-        """Actor options for the workspace's placement, and why."""
+    def place(self, recorded_node: str | None) -> Placement:
+        """Where a new workspace actor should start, and why. With workspace slots every new
+        actor is aimed at a node chosen here (the file's node if it has a free slot, else the
+        node with the most), counting the slots already promised to actors still starting:
+        left to Ray, wakes with no recorded node took the very slots that the wakes aimed at
+        their file's node were promised, and those then waited on the full node for good. With
+        no free slot anywhere the actor is not aimed: its wait is the autoscaler's demand."""
         node, why = self.placement_of(recorded_node)
-        if node is None:
-            return {}, why
-        options = self.affinity(node)
-        return options, why if options else "node holding the file has no free slot"
+        if not self.slot_request():
+            return self._claim(node, why) if node is not None else Placement({}, why, None)
+        if node is not None and self.free_slots(node) >= SLOTS_PER_WORKSPACE_ACTOR:
+            return self._claim(node, why)
+        roomiest = max(self.alive_nodes(), key=self.free_slots, default=None)
+        if roomiest is None or self.free_slots(roomiest) < SLOTS_PER_WORKSPACE_ACTOR:
+            return Placement({}, "no node has a free slot: waiting for one (or a new node)", None)
+        if node is not None:
+            why = "node holding the file has no free slot"
+        return self._claim(roomiest, f"{why}; node with the most free slots")
 
-    def affinity(self, node_id: str) -> dict:
-        """Actor options preferring this node, or {} when workspace slots are asked for and the
-        node has none free. Ray never turns a pending actor with a node affinity into autoscaler
-        demand (not even when allowed to spill), so aiming at a full node left the actor waiting
-        there for good, while any other node, or a new one, could have taken it."""
-        if self.slot_request():
-            free = ray._private.state.available_resources_per_node().get(node_id, {})
-            if free.get(WORKSPACE_SLOT_RESOURCE, 0) < SLOTS_PER_WORKSPACE_ACTOR:
-                return {}
+    def place_on(self, node_id: str) -> Placement:
+        """Aim a new actor (a spare) at this node if it has a free slot, else anywhere."""
+        if self.slot_request() and self.free_slots(node_id) < SLOTS_PER_WORKSPACE_ACTOR:
+            return Placement({}, "node has no free slot", None)
+        return self._claim(node_id, "spread over the nodes")
+
+    def _claim(self, node_id: str, why: str) -> Placement:
+        self._claims[node_id] = self._claims.get(node_id, 0) + SLOTS_PER_WORKSPACE_ACTOR
         # Ray 2.60 ignores a *soft* node affinity for an actor that requests no resources, so
         # a placed actor asks for a token CPU share (soft: when the node is gone, Ray restarts
         # the actor elsewhere, where it restores from the snapshot store).
-        return {"scheduling_strategy": prefer_node(node_id), "num_cpus": PLACED_ACTOR_CPUS}
+        options = {"scheduling_strategy": prefer_node(node_id), "num_cpus": PLACED_ACTOR_CPUS}
+        return Placement(options, why, node_id)
+
+    def release(self, placed: Placement) -> None:
+        """The actor aimed by `placed` has started (its slot now shows in Ray's figures) or
+        was given up: its promise ends."""
+        if placed.node is None:
+            return
+        left = self._claims.get(placed.node, 0) - SLOTS_PER_WORKSPACE_ACTOR
+        if left > 0:
+            self._claims[placed.node] = left
+        else:
+            self._claims.pop(placed.node, None)
+        placed.node = None
+
+    def free_slots(self, node_id: str) -> float:
+        """Workspace slots free on this node, less those promised to actors still starting."""
+        free = ray._private.state.available_resources_per_node().get(node_id, {})
+        return free.get(WORKSPACE_SLOT_RESOURCE, 0) - self._claims.get(node_id, 0)
+
+    @staticmethod
+    def stuck(handle, placed: Placement) -> bool:
+        """An aimed actor that has not started and whose node has no free slot: a pending
+        actor with a node affinity is never the autoscaler's demand, so it would wait there
+        until another workspace on that node hibernates."""
+        if placed.node is None:
+            return False
+        info = ray._private.state.actors(handle._actor_id.hex())
+        if info.get("State") == "ALIVE":
+            return False
+        free = ray._private.state.available_resources_per_node().get(placed.node, {})
+        return free.get(WORKSPACE_SLOT_RESOURCE, 0) < SLOTS_PER_WORKSPACE_ACTOR
+
+
+@dataclass
+class Placement:
+    """Actor options aiming a new actor at a node, why, and the node whose slot it was
+    promised (None once released, or when the actor is not aimed)."""
+    options: dict
+    why: str
+    node: str | None

@@ -1,6 +1,9 @@
 """Workspace tokens over real HTTP: scopes, listing without secrets, revocation and expiry that
 take effect on the very next request, a re-created id that inherits no token, whoami, and the
 budget of failed authentications per client address."""
+import contextlib
+import os
+import signal
 import time
 
 import httpx
@@ -88,6 +91,44 @@ def test_revoked_token_is_refused_in_the_cluster_too(http, admin_headers, new_wo
             raise AssertionError("a revoked token was accepted by the workspace actor")
     finally:
         agent.close()
+
+
+def process_ends(pid: int, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_an_actor_that_cannot_take_a_revocation_is_retired_not_left_serving(
+        http, admin_headers, new_workspace, service):
+    ws, h = new_workspace()
+    spare = issue(http, admin_headers, ws, scope="write")
+    s = bearer(spare["token"])
+    assert call(http, ws, s, "capture", {"content": "written before the revocation"}
+                ).status_code == 200
+    directory = directory_of(service)
+    handle = ray.get(directory.activate.remote(ws), timeout=60)
+    pid = ray.get(handle.ping.remote(), timeout=60)["pid"]
+    os.kill(pid, signal.SIGSTOP)          # the actor hangs: it cannot be handed the new set
+    try:
+        ray.get(directory.revoke_token.remote(ws, spare["tokenId"]), timeout=120)
+        # still hung: the call must not wait for it (nor ever be served by it)
+        refused = call(http, ws, s, "getCount")
+        assert refused.status_code == 401, refused.text
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    assert process_ends(pid, within_s=30), "the actor that missed the revocation still runs"
+    assert call(http, ws, h, "getCount").json()["count"] == 1     # the write is still there
+    fresh = ray.get(ray.get(directory.activate.remote(ws), timeout=60).ping.remote(), timeout=60)
+    assert fresh["pid"] != pid
 
 
 def test_expired_token_is_refused_on_the_next_request(http, admin_headers, new_workspace):
