@@ -218,9 +218,10 @@ def graph_arm(conn, seeds: list[Hit], hops: int, prefilter: Prefilter) -> list[H
     seed, else the support p gathered one hop earlier; along one path that is the contract's
     seed × 0.6^hop × product of edge weights, and several paths into one node add up (a turn
     whose neighbours both match is better supported than one with a single matching
-    neighbour), up to GRAPH_SUPPORT_MAX (the best seed's own score: a dense cluster of weak
-    matches never outweighs the best match). Seeds support each other too (hop 0). Only nodes reached at hop h expand at
-    hop h + 1, and support never flows back to an earlier level, so no path counts twice.
+    neighbour), up to GRAPH_SUPPORT_MAX (half the best seed's score: neither a dense cluster
+    of weak matches nor a hub linked to many of them outweighs the best match). Seeds support
+    each other too (hop 0). Only nodes reached at hop h expand at hop h + 1, and support never
+    flows back to an earlier level, so no path counts twice.
     At most GRAPH_FANOUT_PER_NODE strongest edges per node and GRAPH_MAX_NODES nodes (seeds
     included); nodes failing the prefilter (deprecated, other kind, …) are neither returned
     nor traversed. Returned: every node with support, best first (a seed without any

@@ -35,7 +35,13 @@ GRAPH_SEED_COUNT = 10              # best keyword hits used as BFS seeds
 GRAPH_FANOUT_PER_NODE = 8          # strongest edges followed per node
 GRAPH_MAX_NODES = 50               # nodes visited in total, seeds included
 GRAPH_HOP_DECAY = 0.6              # score = seed score × 0.6^hop × edge weight
-GRAPH_SUPPORT_MAX = 1.0            # support over several paths adds up, to the best seed's score
+# Support over several paths adds up, to half the best seed's score: with GRAPH_FUSION_WEIGHT
+# (1/0.6) a node found by the graph alone reaches at most 0.83 of the best keyword hit, so a
+# hub linked to many matches never outranks the best match itself (at 1.0 it reached 1.67:
+# the console showed hubs above an exact match). Conversations (locomo_dev, zero bindings,
+# nDCG@10 / R@10): cap 1.0 0.4926 / 0.6876, 0.6 0.4925 / 0.6876, 0.5 0.4932 / 0.6889, 0.4
+# 0.4933 / 0.6886; no edges on the passage sets.
+GRAPH_SUPPORT_MAX = 0.5
 
 # --- fusion (engine/retrieval/fusion.py; measured in bench/results/retrieval.md) ---
 RRF_K = 60                         # the recency list (no searchable words): 1 / (60 + rank)
