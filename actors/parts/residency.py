@@ -14,7 +14,15 @@ from dataclasses import dataclass
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from minisphere.control.residency import MIB, idle_residents, placement
+from actors.parts.spares import NoRoomForSpare
+from minisphere.control.residency import (
+    MIB,
+    idle_residents,
+    misplaced_spares,
+    node_with_room,
+    placement,
+    spare_home,
+)
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 
 NODE_CACHE_S = 2.0                 # how long the list of live nodes is trusted
@@ -66,6 +74,7 @@ class Residency:
         self._refreshed_at = float("-inf")
         self.bound_at: dict[str, float] = {}           # workspace -> monotonic time it was bound
         self._claims: dict[str, int] = {}              # node -> slots promised to starting actors
+        self.node_of: dict[str, str] = {}              # resident workspace -> node it runs on
 
     # ---- recency ---------------------------------------------------------------------------------
     def touch(self, workspace_id: str) -> None:
@@ -74,11 +83,18 @@ class Residency:
     def forget(self, workspace_id: str) -> None:
         self.last_used.pop(workspace_id, None)
         self.bound_at.pop(workspace_id, None)
+        self.node_of.pop(workspace_id, None)
         self.failing.discard(workspace_id)
 
-    def bound(self, workspace_id: str) -> None:
+    def bound(self, workspace_id: str, node_id: str | None) -> None:
         self.bound_at[workspace_id] = time.monotonic()
+        self.located(workspace_id, node_id)
         self.touch(workspace_id)
+
+    def located(self, workspace_id: str, node_id: str | None) -> None:
+        """A resident workspace runs on this node (bound there, adopted, or restarted there)."""
+        if node_id:
+            self.node_of[workspace_id] = node_id
 
     def evictable(self, resident, incoming: str) -> dict[str, float]:
         """Residents that may hibernate for room, with their last use: not the incoming one,
@@ -156,20 +172,41 @@ class Residency:
         node, why = self.placement_of(recorded_node)
         if not self.slot_request():
             return self._claim(node, why) if node is not None else Placement({}, why, None)
-        if node is not None and self.free_slots(node) >= SLOTS_PER_WORKSPACE_ACTOR:
-            return self._claim(node, why)
-        roomiest = max(self.alive_nodes(), key=self.free_slots, default=None)
-        if roomiest is None or self.free_slots(roomiest) < SLOTS_PER_WORKSPACE_ACTOR:
+        chosen = node_with_room(node, self._free_slots_now(), SLOTS_PER_WORKSPACE_ACTOR)
+        if chosen is None:
             return Placement({}, "no node has a free slot: waiting for one (or a new node)", None)
-        if node is not None:
-            why = "node holding the file has no free slot"
-        return self._claim(roomiest, f"{why}; node with the most free slots")
+        if chosen != node:
+            why = ("node holding the file has no free slot; " if node else "") + \
+                "node with the most free slots"
+        return self._claim(chosen, why)
 
-    def place_on(self, node_id: str) -> Placement:
-        """Aim a new actor (a spare) at this node if it has a free slot, else anywhere."""
-        if self.slot_request() and self.free_slots(node_id) < SLOTS_PER_WORKSPACE_ACTOR:
-            return Placement({}, "node has no free slot", None)
-        return self._claim(node_id, "spread over the nodes")
+    def place_spare(self, turn: int, spares_on: dict[str, int]) -> Placement:
+        """Where a new spare starts. With workspace slots: `spare_home` (nodes holding bound
+        workspaces in turn, so idle nodes stay idle for the autoscaler to remove), and with no
+        room anywhere no spare at all (NoRoomForSpare): a spare waiting for a slot would be
+        autoscaler demand for a node that holds nothing else. Without slots: the live nodes
+        in turn."""
+        if self.slot_request():
+            chosen = spare_home(turn, self._free_slots_now(), self.busy_nodes(), spares_on,
+                                SLOTS_PER_WORKSPACE_ACTOR)
+            if chosen is None:
+                raise NoRoomForSpare("no node has a free workspace slot")
+            return self._claim(chosen, "warm spare")
+        nodes = sorted(self.alive_nodes())
+        if len(nodes) > 1:
+            return self._claim(nodes[turn % len(nodes)], "spread over the nodes")
+        return Placement({}, "one node", None)
+
+    def misplaced_spares(self, spare_nodes: dict[str, str | None]) -> list[str]:
+        """Ready spares to retire so that idle nodes can go (see `misplaced_spares`)."""
+        if not self.slot_request():
+            return []
+        return misplaced_spares(spare_nodes, self._free_slots_now(), self.busy_nodes(),
+                                SLOTS_PER_WORKSPACE_ACTOR)
+
+    def busy_nodes(self) -> set[str]:
+        """Live nodes holding at least one bound workspace."""
+        return set(self.node_of.values()) & self.alive_nodes()
 
     def _claim(self, node_id: str, why: str) -> Placement:
         self._claims[node_id] = self._claims.get(node_id, 0) + SLOTS_PER_WORKSPACE_ACTOR
@@ -191,10 +228,11 @@ class Residency:
             self._claims.pop(placed.node, None)
         placed.node = None
 
-    def free_slots(self, node_id: str) -> float:
-        """Workspace slots free on this node, less those promised to actors still starting."""
-        free = ray._private.state.available_resources_per_node().get(node_id, {})
-        return free.get(WORKSPACE_SLOT_RESOURCE, 0) - self._claims.get(node_id, 0)
+    def _free_slots_now(self) -> dict[str, float]:
+        """Live node -> workspace slots free, less those promised to actors still starting."""
+        available = ray._private.state.available_resources_per_node()
+        return {node: available.get(node, {}).get(WORKSPACE_SLOT_RESOURCE, 0)
+                - self._claims.get(node, 0) for node in self.alive_nodes()}
 
     @staticmethod
     def stuck(handle, placed: Placement) -> bool:

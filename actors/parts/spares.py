@@ -21,9 +21,14 @@ from typing import Any
 log = logging.getLogger("minisphere.spares")
 SPARE_READY_TIMEOUT_S = 120.0     # a spare that has not finished starting by then is dropped
 REFILL_RETRY_PAUSE_S = 1.0        # after a failed start
+NO_ROOM_RETRY_S = 5.0             # after finding no free workspace slot for a spare
 # A process start takes most of a core for ~0.4 s: starting the replacement right away would
 # take that CPU from the very wake that used the spare. Wait this long first.
 REFILL_DELAY_S = 0.5
+
+
+class NoRoomForSpare(Exception):
+    """No node has room for another spare now: not a failure, the pool waits and tries again."""
 
 
 @dataclass
@@ -47,6 +52,9 @@ class SparePool:
         self.started = 0                 # spares that finished starting
         self.handed_out = 0
         self.failed = 0
+        self.no_room = 0                 # starts skipped: no node had a free slot
+        self.no_room_why = ""
+        self.retired = 0                 # ready spares killed so their node could go idle
         self.start_seconds: deque[float] = deque(maxlen=64)   # recent start durations
         self._handed: set[str] = set()   # names ever handed out: never twice
 
@@ -75,7 +83,30 @@ class SparePool:
         recent = list(self.start_seconds)
         return {"size": self.size, "ready": len(self._ready), "starting": self._starting,
                 "started": self.started, "handedOut": self.handed_out, "failed": self.failed,
+                "noRoom": self.no_room, "noRoomWhy": self.no_room_why, "retired": self.retired,
                 "startSecondsP50": sorted(recent)[len(recent) // 2] if recent else None}
+
+    def spares_per_node(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for spare in self._ready:
+            if spare.node_id is not None:
+                counts[spare.node_id] = counts.get(spare.node_id, 0) + 1
+        return counts
+
+    def ready_nodes(self) -> dict[str, str | None]:
+        """Ready spares: name -> node."""
+        return {spare.name: spare.node_id for spare in self._ready}
+
+    def retire(self, names: list[str]) -> int:
+        """Kill these ready spares (the pool refills, placing the replacements afresh)."""
+        doomed = [spare for spare in self._ready if spare.name in set(names)]
+        for spare in doomed:
+            self._ready.remove(spare)
+            self._kill(spare.handle)
+        self.retired += len(doomed)
+        if doomed:
+            self.refill()
+        return len(doomed)
 
     def resize(self, size: int) -> None:
         self.size = max(0, int(size))
@@ -104,6 +135,13 @@ class SparePool:
         started = time.monotonic()
         try:
             spare = await asyncio.wait_for(self._start_spare(), SPARE_READY_TIMEOUT_S)
+        except NoRoomForSpare as why:
+            self.no_room += 1
+            self.no_room_why = str(why)
+            self._starting -= 1
+            await asyncio.sleep(NO_ROOM_RETRY_S)
+            self._wake.set()
+            return
         except Exception as exc:  # noqa: BLE001 - keep refilling; report it
             self.failed += 1
             log.warning("a spare workspace actor failed to start: %r", exc)

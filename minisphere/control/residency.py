@@ -63,3 +63,49 @@ def placement(recorded_node: str | None, alive_nodes: Iterable[str]) -> tuple[st
     if recorded_node in alive:
         return recorded_node, "node holding the file"
     return None, f"node {recorded_node[:12]} is gone; restoring from the snapshot store"
+
+
+def node_with_room(preferred: str | None, free: dict[str, float], need: float) -> str | None:
+    """The preferred node if it has `need` free, else the node with the most free (ties: the
+    first in id order, so the choice is stable), else None: no node has room."""
+    if preferred is not None and free.get(preferred, 0) >= need:
+        return preferred
+    roomiest = max(sorted(free), key=lambda node: free[node], default=None)
+    return roomiest if roomiest is not None and free[roomiest] >= need else None
+
+
+# Warm spares and the autoscaler. A spare holds a slot, so a node with a spare is never idle and
+# never removed: spares live only on nodes that hold bound workspaces (where the wakes they
+# serve come from), or, while no node does, all on one node.
+def spare_home(turn: int, free: dict[str, float], busy: set[str], spares_on: dict[str, int],
+               need: float) -> str | None:
+    """The node for a new spare: the busy nodes with room in turn; with none, the node already
+    holding the most spares if it has room; else the roomiest node; None: no room anywhere."""
+    eligible = sorted(node for node in busy if free.get(node, 0) >= need)
+    if eligible:
+        return eligible[turn % len(eligible)]
+    holding = [node for node in sorted(spares_on, key=lambda n: (-spares_on[n], n))
+               if free.get(node, 0) >= need]
+    return holding[0] if holding else node_with_room(None, free, need)
+
+
+def misplaced_spares(spare_nodes: dict[str, str | None], free: dict[str, float],
+                     busy: set[str], need: float) -> list[str]:
+    """Spares (name -> node) to retire so idle nodes can go: those on idle nodes while a busy
+    node has room for their replacements; with no busy node, all but those on the node holding
+    the most, if that node has room for the rest. A replacement goes where `spare_home` says,
+    which these rules never retire again."""
+    if any(free.get(node, 0) >= need for node in busy):
+        return [name for name, node in spare_nodes.items() if node not in busy]
+    if busy or not spare_nodes:
+        return []
+    counts: dict[str, int] = {}
+    for node in spare_nodes.values():
+        if node is not None:
+            counts[node] = counts.get(node, 0) + 1
+    if not counts:
+        return []
+    keep = min(counts, key=lambda n: (-counts[n], n))
+    if free.get(keep, 0) < need:
+        return []
+    return [name for name, node in spare_nodes.items() if node != keep]

@@ -13,8 +13,8 @@ the fake provider's helpers run, sees only this cluster's processes). Steps:
 2. WORKSPACES (> WORKER_SLOTS) workspaces wake at once through the directory: those beyond the
    first worker's slots are pending actors, which the autoscaler sees as demand and answers
    with a second worker, where they are placed;
-3. each workspace gets writes; then they hibernate (idle), the second worker has nothing left to
-   hold and the autoscaler removes it;
+3. each workspace gets writes; then they hibernate (idle): the directory gathers the warm
+   spares on one worker, the other has nothing left to hold and the autoscaler removes it;
 4. every workspace wakes again: every acknowledged write is there.
 
 The last line of stdout is the findings as JSON with --json.
@@ -39,6 +39,7 @@ NETNS = "msas-auto"
 WORKER_TYPE = "workspace-worker"
 WORKER_SLOTS = 3                   # minisphere_workspace_slots of one worker
 WORKSPACES = 5                     # more than one worker's slots, fewer than two workers'
+SPARE_ACTORS = 2                   # warm spares (each holds a slot while it waits)
 WRITES_PER_WORKSPACE = 3
 WORKER_CPUS = 1
 IDLE_TIMEOUT_MIN = 0.1             # the autoscaler removes a worker idle this long (6 s)
@@ -151,9 +152,9 @@ def inside(work: Path) -> dict:
             "MINISPHERE_SYNCHRONOUS": "NORMAL", "MINISPHERE_SNAPSHOT_STORE": "local",
             "MINISPHERE_SNAPSHOT_EVERY_WRITES": "0", "MINISPHERE_SNAPSHOT_EVERY_S": "0",
             "MINISPHERE_HIBERNATE_IDLE_S": "0", "MINISPHERE_MAX_RESIDENT": "64",
-            # no warm spares: each workspace actor is one slot, so the demand is exactly the
-            # workspaces beyond the first worker's slots
-            "MINISPHERE_SPARE_ACTORS": "0", "MINISPHERE_WORKSPACE_SLOTS": "on"})
+            # warm spares hold slots too: they must neither take the slots that waiting wakes
+            # need nor keep an otherwise idle worker from being removed
+            "MINISPHERE_SPARE_ACTORS": str(SPARE_ACTORS), "MINISPHERE_WORKSPACE_SLOTS": "on"})
         admin = token_hash(ADMIN_TOKEN)
         directory = get_directory(settings)
         ids = [f"as-{i}" for i in range(WORKSPACES)]
@@ -232,6 +233,7 @@ def inside(work: Path) -> dict:
                 kept += bool(envelope["ok"] and envelope["result"].get("id") == entry_id)
         findings["writes"] = {"acknowledged": sum(map(len, written.values())), "kept": kept}
         findings["timings"]["woken again"] = since()
+        findings["spares"] = ray.get(directory.spares.remote(), timeout=CALL_TIMEOUT_S)
         check["no acknowledged write lost"] = kept == findings["writes"]["acknowledged"]
         findings["ok"] = all(check.values())
     except Exception as exc:  # noqa: BLE001 - reported as findings
@@ -292,7 +294,8 @@ def summary(findings: dict) -> str:
              f"  {findings.get('workspaces')} workspaces, {findings.get('workerSlots')} slots "
              f"per worker; placed: {findings.get('placed')}",
              f"  worker removed after hibernation: {findings.get('removed')}",
-             f"  writes: {findings.get('writes')}", f"  timings (s): {findings.get('timings')}"]
+             f"  writes: {findings.get('writes')}", f"  spares: {findings.get('spares')}",
+             f"  timings (s): {findings.get('timings')}"]
     lines += [f"  {'ok  ' if ok else 'FAIL'} {name}"
               for name, ok in findings.get("checks", {}).items()]
     if findings.get("error"):
