@@ -195,6 +195,30 @@ def test_admin_sees_every_workspace_with_residency_snapshots_and_runs(page, cons
     assert text_of(page, "#stat-count") == str(console["seeded"].entries)
 
 
+def test_admin_restores_a_snapshot_from_the_console_and_later_writes_are_gone(
+        page, console, http, admin_headers, new_workspace):
+    ws, h = new_workspace()
+    kept = [http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": f"kept {n}"}).json()["id"]
+            for n in range(2)]
+    snap = http.post(f"/v1/workspaces/{ws}/snapshot", headers=admin_headers)
+    assert snap.status_code in (200, 201), snap.text
+    later = http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": "after the snapshot"})
+    assert http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json()["count"] == 3
+    sign_in(page, console["admin"], expect="#workspace-table")
+    row = wait_for(page, f'.workspace-row[data-id="{ws}"]')[0]
+    row.find_element("xpath", ".//button[text()='Snapshots']").click()
+    wait_for(page, "#snapshot-table button.restore")[0].click()
+    wait_for(page, "dialog#confirm-dialog[open]")
+    page.find_element("css selector", "#confirm-ok").click()
+    wait_until(page, lambda: "Restored" in page.find_element("css selector", "#toast").text,
+               "the restore notice")
+    assert http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json()["count"] == 2
+    gone = http.post(f"/v1/w/{ws}/getEntry", headers=h, json={"id": later.json()["id"]})
+    assert gone.status_code == 404, gone.text
+    for entry_id in kept:
+        assert http.post(f"/v1/w/{ws}/getEntry", headers=h, json={"id": entry_id}).status_code == 200
+
+
 def test_search_explains_each_score_with_bars_and_the_query_used(page, console, screenshot):
     from selenium.webdriver.common.keys import Keys
     sign_in(page, console["write"])
