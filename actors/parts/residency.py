@@ -234,12 +234,12 @@ class Residency:
         return {node: available.get(node, {}).get(WORKSPACE_SLOT_RESOURCE, 0)
                 - self._claims.get(node, 0) for node in self.alive_nodes()}
 
-    @staticmethod
-    def stuck(handle, placed: Placement) -> bool:
+    def stuck(self, handle, placed: Placement) -> bool:
         """An aimed actor that has not started and whose node has no free slot: a pending
         actor with a node affinity is never the autoscaler's demand, so it would wait there
-        until another workspace on that node hibernates."""
-        if placed.node is None:
+        until another workspace on that node hibernates. Without workspace slots nothing
+        waits for a slot: an actor still starting is only slow (a burst of process starts)."""
+        if placed.node is None or not self.slot_request():
             return False
         info = ray._private.state.actors(handle._actor_id.hex())
         if info.get("State") == "ALIVE":
