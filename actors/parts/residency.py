@@ -237,12 +237,13 @@ class Residency:
     def stuck(self, handle, placed: Placement) -> bool:
         """An aimed actor that has not started and whose node has no free slot: a pending
         actor with a node affinity is never the autoscaler's demand, so it would wait there
-        until another workspace on that node hibernates. Without workspace slots nothing
-        waits for a slot: an actor still starting is only slow (a burst of process starts)."""
+        until another workspace on that node hibernates. One that has a worker process (Ray
+        reports its pid before it is ALIVE) is only slow to start (a burst of process starts),
+        and without workspace slots nothing waits for a slot at all."""
         if placed.node is None or not self.slot_request():
             return False
         info = ray._private.state.actors(handle._actor_id.hex())
-        if info.get("State") == "ALIVE":
+        if info.get("State") == "ALIVE" or info.get("Pid"):
             return False
         free = ray._private.state.available_resources_per_node().get(placed.node, {})
         return free.get(WORKSPACE_SLOT_RESOURCE, 0) < SLOTS_PER_WORKSPACE_ACTOR
