@@ -75,6 +75,15 @@ def answers(model, status: int = 200) -> dict:
     return {status: {"model": model}, **R.ERROR_RESPONSES}
 
 
+def json_body(model: type[BaseModel], required: bool | None = None) -> dict:
+    """OpenAPI `openapi_extra` documenting a JSON body of `model` (the routes read it with
+    `read_spec`, not through FastAPI's own body parsing)."""
+    body: dict = {"content": {"application/json": {"schema": model.model_json_schema()}}}
+    if required is not None:
+        body = {"required": required, **body}
+    return {"requestBody": body}
+
+
 class RestoreWorkspace(BaseModel):
     model_config = ConfigDict(extra="forbid")
     version: Annotated[StrictStr, Field(pattern=SNAPSHOT_VERSION_PATTERN.pattern,
@@ -146,8 +155,7 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
     # ---- admin -----------------------------------------------------------------------------
     @api.post("/v1/workspaces", tags=["admin"], status_code=201,
               responses=answers(R.CreatedWorkspace, 201),
-              openapi_extra={"requestBody": {"content": {"application/json": {
-                  "schema": CreateWorkspace.model_json_schema()}}}})
+              openapi_extra=json_body(CreateWorkspace))
     async def create_workspace(request: Request):
         async def create():
             spec = await read_spec(request, CreateWorkspace, "createWorkspace")
@@ -209,8 +217,7 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
     @api.post("/v1/workspaces/{workspace_id}/restore", tags=["admin"],
               summary="Restore a snapshot version (point-in-time restore)",
               responses=answers(R.Restored),
-              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                  "schema": RestoreWorkspace.model_json_schema()}}}})
+              openapi_extra=json_body(RestoreWorkspace, required=True))
     async def restore_workspace(workspace_id: str, request: Request):
         async def restore():
             check_workspace_id(workspace_id)
@@ -222,8 +229,7 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
               summary="Keep only the newest versions (after a forget: drop the versions that "
                       "still hold the forgotten text)",
               responses=answers(R.Pruned),
-              openapi_extra={"requestBody": {"required": False, "content": {"application/json": {
-                  "schema": PruneSnapshots.model_json_schema()}}}})
+              openapi_extra=json_body(PruneSnapshots, required=False))
     async def prune_workspace_snapshots(workspace_id: str, request: Request):
         async def prune():
             check_workspace_id(workspace_id)
@@ -244,8 +250,7 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
     @api.post("/v1/workspaces/{workspace_id}/tokens", tags=["admin"], status_code=201,
               summary="Issue a workspace token (the secret is shown only in this answer)",
               responses=answers(R.TokenIssued, 201),
-              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                  "schema": CreateToken.model_json_schema()}}}})
+              openapi_extra=json_body(CreateToken, required=True))
     async def create_token(workspace_id: str, request: Request):
         async def create():
             check_workspace_id(workspace_id)
