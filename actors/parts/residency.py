@@ -199,7 +199,7 @@ class Residency:
 
     def misplaced_spares(self, spare_nodes: dict[str, str | None]) -> list[str]:
         """Ready spares to retire so that idle nodes can go (see `misplaced_spares`)."""
-        if not self.slot_request():
+        if not spare_nodes or not self.slot_request():     # the sweep asks every round
             return []
         return misplaced_spares(spare_nodes, self._free_slots_now(), self.busy_nodes(),
                                 SLOTS_PER_WORKSPACE_ACTOR)
@@ -228,11 +228,17 @@ class Residency:
             self._claims.pop(placed.node, None)
         placed.node = None
 
+    @staticmethod
+    def _slots_available() -> dict[str, float]:
+        """Node -> workspace slots Ray has not handed out (one GCS call)."""
+        return {node: resources.get(WORKSPACE_SLOT_RESOURCE, 0) for node, resources
+                in ray._private.state.available_resources_per_node().items()}
+
     def _free_slots_now(self) -> dict[str, float]:
         """Live node -> workspace slots free, less those promised to actors still starting."""
-        available = ray._private.state.available_resources_per_node()
-        return {node: available.get(node, {}).get(WORKSPACE_SLOT_RESOURCE, 0)
-                - self._claims.get(node, 0) for node in self.alive_nodes()}
+        available = self._slots_available()
+        return {node: available.get(node, 0) - self._claims.get(node, 0)
+                for node in self.alive_nodes()}
 
     def stuck(self, handle, placed: Placement) -> bool:
         """An aimed actor that has not started and whose node has no free slot: a pending
@@ -245,8 +251,7 @@ class Residency:
         info = ray._private.state.actors(handle._actor_id.hex())
         if info.get("State") == "ALIVE" or info.get("Pid"):
             return False
-        free = ray._private.state.available_resources_per_node().get(placed.node, {})
-        return free.get(WORKSPACE_SLOT_RESOURCE, 0) < SLOTS_PER_WORKSPACE_ACTOR
+        return self._slots_available().get(placed.node, 0) < SLOTS_PER_WORKSPACE_ACTOR
 
 
 @dataclass
