@@ -139,6 +139,15 @@ def next_view(driver):
     wait_for(driver, '.view[aria-busy="false"]:not([data-left])')
 
 
+@contextlib.contextmanager
+def reloaded(driver):
+    """Run the block's clicks, then wait until the view they bring (a new route, or the same
+    one loaded again) has finished loading."""
+    leave(driver)
+    yield
+    next_view(driver)
+
+
 def go(driver, console, hash_route):
     leave(driver)
     driver.get(f"{console['url']}/ui/#{hash_route}")
@@ -323,43 +332,46 @@ def test_overview_and_revalidation_list_show_the_seeded_workspace(page, console)
 def test_write_token_captures_appends_sets_status_links_and_forgets(page, console):
     seeded = console["seeded"]
     sign_in(page, console["write"])
-    leave(page)
-    page.find_element("css selector", 'a[data-tab="capture"]').click()
-    next_view(page)
+    view_ready(page)                 # the overview has loaded: the click below replaces it
+    with reloaded(page):
+        page.find_element("css selector", 'a[data-tab="capture"]').click()
     marker = f"console capture {uuid.uuid4().hex[:6]}"
     page.find_element("css selector", "#capture-content").send_keys(
         f"The {marker} went through the browser.")
     page.find_element("css selector", "#capture-tags").send_keys("console, probe")
     page.find_element("css selector", "#capture-form button[type=submit]").click()
-    leave(page)
-    wait_for(page, "#capture-outcome a.entry-link")[0].click()
-    next_view(page)
+    link = wait_for(page, "#capture-outcome a.entry-link")[0]
+    with reloaded(page):
+        link.click()
     captured = text_of(page, "#entry-id")
-    # append: a new revision
-    page.find_element("css selector", "#append-text").send_keys("Added from the console.")
-    page.find_element("css selector", "#append-form button[type=submit]").click()
-    wait_for(page, "#revisions li.revision")
-    wait_until(page, lambda: "Added from the console." in text_of(page, "#entry-content"),
-               "the appended text")
-    # status
+    # Each write below reloads the entry view: the step waits for the new view to finish
+    # loading before it reads or clicks anything, so no step acts on the view being replaced
+    # (an edge row gone while the view reloads is not yet the view without the edge).
+    with reloaded(page):
+        page.find_element("css selector", "#append-text").send_keys("Added from the console.")
+        page.find_element("css selector", "#append-form button[type=submit]").click()
+    assert "Added from the console." in text_of(page, "#entry-content")
+    assert wait_for(page, "#revisions li.revision")
     from selenium.webdriver.support.select import Select
-    Select(page.find_element("css selector", "#status")).select_by_value("draft")
-    page.find_element("css selector", "#status-form button[type=submit]").click()
-    wait_until(page, lambda: "draft" in text_of(page, "#entry .facts"), "the draft badge")
-    # link, then unlink (confirmed)
-    page.find_element("css selector", "#link-dst").send_keys(seeded.neighbour)
-    page.find_element("css selector", "#link-form button[type=submit]").click()
-    wait_for(page, '#edges tr.edge-row[data-type="relates_to"] button.unlink')[0].click()
-    wait_for(page, "dialog#confirm-dialog[open]")
-    page.find_element("css selector", "#confirm-ok").click()
-    wait_until(page, lambda: not page.find_elements("css selector", "#edges tr.edge-row"),
-               "the edge going away")
+    with reloaded(page):
+        Select(page.find_element("css selector", "#status")).select_by_value("draft")
+        page.find_element("css selector", "#status-form button[type=submit]").click()
+    assert "draft" in text_of(page, "#entry .facts")
+    with reloaded(page):
+        page.find_element("css selector", "#link-dst").send_keys(seeded.neighbour)
+        page.find_element("css selector", "#link-form button[type=submit]").click()
+    unlink = wait_for(page, '#edges tr.edge-row[data-type="relates_to"] button.unlink')[0]
+    with reloaded(page):
+        unlink.click()
+        wait_for(page, "dialog#confirm-dialog[open]")
+        page.find_element("css selector", "#confirm-ok").click()
+    assert not page.find_elements("css selector", "#edges tr.edge-row")
     # forget (confirmed): the entry is gone
-    page.find_element("css selector", "#forget").click()
-    wait_for(page, "dialog#confirm-dialog[open]")
-    page.find_element("css selector", "#confirm-ok").click()
-    wait_until(page, lambda: "/overview" in page.current_url, "the way back to the overview")
-    view_ready(page)
+    with reloaded(page):
+        wait_for(page, "#forget")[0].click()
+        wait_for(page, "dialog#confirm-dialog[open]")
+        page.find_element("css selector", "#confirm-ok").click()
+    assert "/overview" in page.current_url
     gone = browser_fetch(page, f"/v1/w/{console['workspace']}/getEntry", {"id": captured})
     assert gone["status"] == 404, gone
 
