@@ -17,11 +17,11 @@ import threading
 
 from ray import serve
 
+from actors.directory.placement import node_workspace_slots
 from actors.directory_actor import get_directory
 from actors.ingress.gateway import Gateway
 from actors.ingress.metrics import ServiceMetrics
 from actors.ingress.transfer import TransferOps
-from actors.parts.residency import node_workspace_slots
 from actors.scheduled_tasks_actor import get_scheduled_tasks
 from minisphere.contract.startup import verified_contracts
 from minisphere.errors import ConfigError

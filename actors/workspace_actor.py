@@ -35,33 +35,29 @@ import asyncio
 import logging
 import os
 import time
-import uuid
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import ray
 
 from actors.parts.admission import Admission
 from actors.parts.due_notes import DueNotes
+from actors.parts.launch import WorkspaceLaunch
+from actors.parts.token_checks import TokenChecks
 from actors.parts.transfer_steps import TransferSessions
 from minisphere.contract.startup import verified_contracts
-from minisphere.control.auth import TokenGrant, same_hash
+from minisphere.control.auth import TokenGrant
 from minisphere.control.blueprints import VectorBindingSpec
 from minisphere.durability.stores import open_snapshot_store
-from minisphere.engine.clock import epoch_ms
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.methods import find_method
 from minisphere.errors import (
     InternalError,
-    Unauthenticated,
     WorkspaceUnavailable,
     as_named_error,
 )
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.settings import (
-    DEFAULT_MAX_BATCH_WRITES,
-    DEFAULT_SYNCHRONOUS,
     SnapshotSettings,
     ensure_private_dir,
     restrict_file_modes,
@@ -70,13 +66,7 @@ from minisphere.settings import (
 log = logging.getLogger("minisphere.workspace_actor")
 
 
-ACTOR_NAME_PREFIX = "workspace-actor:"
 DIRECTORY_TIMEOUT_S = 30.0          # a restarted actor asking what it was bound to
-TOKEN_USE_REPORT_S = 60.0           # how often token use reaches the directory, at most
-
-
-def new_actor_name() -> str:
-    return ACTOR_NAME_PREFIX + uuid.uuid4().hex[:16]
 
 
 def rss_bytes(pid: int | str = "self") -> int:
@@ -89,20 +79,6 @@ def rss_bytes(pid: int | str = "self") -> int:
     except OSError:
         pass
     return 0
-
-
-@dataclass(frozen=True)
-class WorkspaceLaunch:
-    """What the directory hands a workspace actor when it starts one."""
-    workspace_id: str
-    path: str
-    synchronous: str = DEFAULT_SYNCHRONOUS
-    max_batch: int = DEFAULT_MAX_BATCH_WRITES
-    snapshots: SnapshotSettings | None = None    # None: no snapshot store
-    pending_writes: int = 0                      # writes not in any snapshot yet
-    expect_snapshot: bool = False                # a missing file must come from a snapshot
-    vector: VectorBindingSpec | None = None      # the blueprint's vector binding, if any
-    generation: str | None = None                # this creation of the id (snapshot keys)
 
 
 def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
@@ -122,7 +98,6 @@ class WorkspaceActor:
         logging.basicConfig(level=logging.INFO)
         self.contracts = verified_contracts()   # a broken pin must not open any file
         self.directory = directory               # handle, for reports (may be None)
-        self.admin_token_hash = admin_token_hash
         context = ray.get_runtime_context()
         self.name = context.get_actor_name()
         self.node_id = context.get_node_id()
@@ -136,9 +111,8 @@ class WorkspaceActor:
         self.host: WorkspaceHost | None = None
         self.admission: Admission | None = None
         self.due: DueNotes | None = None
-        self.grants: dict[str, TokenGrant] = {}     # token hash -> what that token may do
-        self._used: dict[str, int] = {}              # token id -> last use (epoch ms)
-        self._used_reported_at = 0.0
+        self.tokens = TokenChecks(admin_token_hash,
+                                  lambda used: self._report("tokens_used", used))
         self.transfers = TransferSessions()
         if launch is None and self.restarted and directory is not None:
             # Ray re-ran the constructor after a crash: reopen what this actor was bound to
@@ -179,7 +153,7 @@ class WorkspaceActor:
             snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
             expect_snapshot=launch.expect_snapshot, embedder=self._embedder(launch.vector),
             on_snapshot_status=self._report_snapshot)
-        self._set_grants(grants)
+        self.tokens.set_grants(grants)
         self.admission = Admission(workspace_id)
         self.due = DueNotes(workspace_id, self.directory)
         self.last_call_at = time.time()
@@ -194,39 +168,7 @@ class WorkspaceActor:
     async def set_tokens(self, grants: tuple[TokenGrant, ...]) -> None:
         """The directory's current token grants of this workspace: the authoritative set,
         checked on every call (a revoked token is refused from the next call on)."""
-        self._set_grants(grants)
-
-    def _set_grants(self, grants) -> None:
-        self.grants = {grant.token_hash: grant for grant in grants}
-
-    def _authorize(self, method, token_hash: str) -> None:
-        if self.admin_token_hash and same_hash(token_hash, self.admin_token_hash):
-            return
-        grant = self.grants.get(token_hash)
-        if grant is None:
-            raise Unauthenticated("invalid token")
-        now_ms = epoch_ms()
-        if grant.expired(now_ms):
-            raise Unauthenticated("the token has expired")
-        grant.require(method.name, method.access)
-        self._note_use(grant.token_id, now_ms)
-
-    def _note_use(self, token_id: str, now_ms: int) -> None:
-        """Remember when each token was last used; tell the directory at most every
-        TOKEN_USE_REPORT_S (its `lastUsedAt` is that coarse), fire-and-forget."""
-        self._used[token_id] = now_ms
-        if time.monotonic() - self._used_reported_at >= TOKEN_USE_REPORT_S:
-            self._report_token_use()
-
-    def _report_token_use(self) -> None:
-        if self._used:
-            self._used_reported_at = time.monotonic()
-            used, self._used = self._used, {}
-            self._report("tokens_used", used)
-
-    def _authorize_admin(self, token_hash: str, what: str) -> None:
-        if not (self.admin_token_hash and same_hash(token_hash, self.admin_token_hash)):
-            raise Unauthenticated(f"{what} needs the admin token")
+        self.tokens.set_grants(grants)
 
     # ---- the host's parts (they change when a restore reopens the file) -----------------------
     @property
@@ -264,7 +206,7 @@ class WorkspaceActor:
         timings: dict = {}
         try:
             method = find_method(method_name)
-            self._authorize(method, token_hash)
+            self.tokens.authorize(method, token_hash)
             async with self._admission().admit():
                 if method.access == "read":
                     result, timings = await asyncio.wrap_future(
@@ -331,7 +273,7 @@ class WorkspaceActor:
                           token_hash: str) -> dict:
         """The next page of an export (see parts/transfer_steps.py), admitted like a call."""
         try:
-            self._authorize_admin(token_hash, "export")
+            self.tokens.authorize_admin(token_hash, "export")
             async with self._admission().admit():
                 self.host.ensure_open()
                 return await self._run(self.transfers.export_page, self.host, export_id,
@@ -344,7 +286,7 @@ class WorkspaceActor:
         """Apply one chunk of an import, admitted like a call; like any write it notes the
         scheduler first (an import changes what is due)."""
         try:
-            self._authorize_admin(token_hash, "import")
+            self.tokens.authorize_admin(token_hash, "import")
             async with self._admission().admit():
                 self.host.ensure_open()
                 self.due.before_bulk_write()
@@ -395,7 +337,7 @@ class WorkspaceActor:
                     "pendingSnapshot": False, "snapshots": None}
         await self.admission.close_for_hibernation()
         self.transfers.close()
-        self._report_token_use()
+        self.tokens.report_use()
         return await asyncio.to_thread(self.host.hibernate)
 
     async def durability(self) -> dict:

@@ -235,7 +235,7 @@ class ResidencySettings:
     max_resident: int = AUTO               # AUTO: control/residency.derived_resident_cap
     spare_actors: int | None = None        # None: control/residency.derived_spare_actors
     workspace_slots: str = DEFAULT_WORKSPACE_SLOTS_MODE     # auto | on | off
-    node_workspace_slots: int = AUTO       # AUTO: actors/parts/residency.node_workspace_slots
+    node_workspace_slots: int = AUTO       # AUTO: actors/directory/placement.node_workspace_slots
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ done and the contract is verified, so binding it to a workspace costs only openi
 spare twice; the pool refills itself in the background, one start at a time per free slot, so
 a burst of wakes spends the pool first and then waits only for process starts.
 
-Plain asyncio inside the (async) directory actor; `start_spare()` is the Ray part.
+Plain asyncio inside the (async) directory actor; `start_spare()` (`SpareStarter.start`) is
+where a process is started.
 """
 from __future__ import annotations
 
@@ -56,7 +57,6 @@ class SparePool:
         self.no_room_why = ""
         self.retired = 0                 # ready spares killed so their node could go idle
         self.start_seconds: deque[float] = deque(maxlen=64)   # recent start durations
-        self._handed: set[str] = set()   # names ever handed out: never twice
 
     # ---- use -----------------------------------------------------------------------------------
     def take(self, node_id: str | None = None) -> Spare | None:
@@ -70,11 +70,10 @@ class SparePool:
             chosen = self._ready[0]
         if chosen is None:
             return None
+        # leaving the queue is what makes it never handed out twice (a bound actor also
+        # refuses a second workspace); no record of past spares is kept, so the pool's state
+        # stays the size of the pool however many wakes it served
         self._ready.remove(chosen)
-        if chosen.name in self._handed:             # cannot happen; refuse to hand it twice
-            log.error("spare %s was already handed out; dropping it", chosen.name)
-            return None
-        self._handed.add(chosen.name)
         self.handed_out += 1
         self.refill()
         return chosen

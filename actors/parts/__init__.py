@@ -1,4 +1,5 @@
-"""What the actors are built from: call admission, the scheduler's due notes, the directory's
-view of residency, the narrow access of the scheduled-tasks actor, the remote embedder, the
-import/export steps run inside a workspace actor, and `reach`: the one way every caller finds a
-workspace actor and follows it through hibernation and crashes."""
+"""What the actors are built from: call admission, the token checks and the scheduler's due
+notes of a workspace actor, the launch the directory hands it, the narrow access of the
+scheduled-tasks actor, the remote embedder, the import/export steps run inside a workspace
+actor, and `reach`: the one way every caller finds a workspace actor and follows it through
+hibernation and crashes. The directory's own parts are in `actors/directory/`."""

@@ -57,10 +57,12 @@ class WorkspaceReach:
         self.directory = directory
         self._handles: dict = {}
 
-    async def handle(self, workspace_id: str, stale: bool = False):
-        handle = None if stale else self._handles.get(workspace_id)
+    async def handle(self, workspace_id: str, saw_failure: bool = False):
+        """The workspace's actor: cached, or from the directory (told when this process saw
+        the cached one fail, so it lets go of a dead actor)."""
+        handle = None if saw_failure else self._handles.get(workspace_id)
         if handle is None:
-            handle = await ask(self.directory, "activate", workspace_id, stale)
+            handle = await ask(self.directory, "activate", workspace_id, saw_failure)
             self._handles[workspace_id] = handle
         return handle
 
@@ -95,7 +97,7 @@ class WorkspaceReach:
                 self.forget(workspace_id)
                 log.warning("workspace %s actor failed during %s (attempt %d): %s",
                             workspace_id, method, attempt, exc.__class__.__name__)
-                await self.handle(workspace_id, stale=True)
+                await self.handle(workspace_id, saw_failure=True)
                 if not last and (attempt <= idempotent_attempts or (
                         time.monotonic() < deadline
                         and await self._ended_cleanly(workspace_id, handle))):
@@ -110,7 +112,7 @@ class WorkspaceReach:
                     and time.monotonic() < deadline:
                 self.forget(workspace_id)
                 await asyncio.sleep(min(RESEND_PAUSE_S * attempt, RESEND_PAUSE_MAX_S))
-                await self.handle(workspace_id, stale=True)
+                await self.handle(workspace_id, saw_failure=True)
                 continue
             if isinstance(error, MiniSphereError):
                 raise error

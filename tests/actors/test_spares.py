@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from actors.parts import spares
-from actors.parts.spares import NoRoomForSpare, Spare, SparePool
+from actors.directory import spares
+from actors.directory.spares import NoRoomForSpare, Spare, SparePool
 
 
 def test_no_room_for_a_spare_is_waited_out_not_counted_as_a_failed_start(monkeypatch):

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from actors.parts.residency import WORKSPACE_SLOT_MEMORY_BYTES, node_workspace_slots, slot_request
+from actors.directory.placement import (
+    WORKSPACE_SLOT_MEMORY_BYTES,
+    node_workspace_slots,
+    slot_request,
+)
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE, load_settings
 
 GIB = 1024 ** 3

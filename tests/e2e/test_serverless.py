@@ -169,6 +169,11 @@ def test_the_resident_cap_holds_under_a_skewed_load(http, new_workspace, service
         assert samples and max(samples) <= cap, max(samples)
         for ws, h in spaces:        # nothing acknowledged was lost across the hibernations
             assert call(http, ws, h, "getCount")["count"] == written[ws]
+        # after dozens of wakes and evictions the directory holds state for residents only
+        status = ray.get(directory.residency_status.remote(), timeout=30)
+        assert status["state"] == {"residents": status["resident"], "activations": 0,
+                                   "hibernations": 0, "reserved": 0}
+        assert status["resident"] <= cap
     finally:
         ray.get(directory.set_residency.remote(max_resident=previous["max_resident"]),
                 timeout=30)

@@ -19,7 +19,7 @@ import re
 import pytest
 import yaml
 
-from actors.parts.residency import node_workspace_slots
+from actors.directory.placement import node_workspace_slots
 from minisphere.control.residency import MAX_SPARES
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 from tests.infra.helpers import manifests, rayservice

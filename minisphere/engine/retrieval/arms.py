@@ -209,6 +209,22 @@ def recency_arm(conn, prefilter: Prefilter) -> list[Hit]:
     return [Hit(entry_id, float(created_at), {"createdAt": created_at}) for entry_id, created_at in rows]
 
 
+def _followable(conn, node: str, level: dict[str, int], hop: int, where: str,
+                params: list) -> list[tuple[str, float]]:
+    """(neighbour, edge weight) of `node` that hop `hop` may follow: not reached on an earlier
+    level than the parent's, and passing the prefilter."""
+    candidates = [(other, row[3])   # row[3] is the edge weight (EDGE_COLUMNS order)
+                  for other, row in neighbours_of(conn, node, T.GRAPH_FANOUT_PER_NODE)
+                  if level.get(other, hop) >= hop - 1 and other != node]
+    if not candidates:
+        return []
+    marks = ",".join("?" * len(candidates))
+    allowed = {r[0] for r in conn.execute(
+        f"SELECT e.id FROM entries e WHERE e.id IN ({marks}) AND {where}",
+        [o for o, _ in candidates] + params)}
+    return [(other, weight) for other, weight in candidates if other in allowed]
+
+
 def graph_arm(conn, seeds: list[Hit], hops: int, prefilter: Prefilter) -> list[Hit]:
     """BFS from the best keyword hits over edges in both directions; each node's score is the
     support its graph neighbourhood gives it.
@@ -241,18 +257,7 @@ def graph_arm(conn, seeds: list[Hit], hops: int, prefilter: Prefilter) -> list[H
         reached: list[str] = []
         for node in frontier:
             giving = base[node]
-            candidates = [(other, row[3])   # row[3] is the edge weight (EDGE_COLUMNS order)
-                          for other, row in neighbours_of(conn, node, T.GRAPH_FANOUT_PER_NODE)
-                          if level.get(other, hop) >= hop - 1 and other != node]
-            if not candidates:
-                continue
-            marks = ",".join("?" * len(candidates))
-            allowed = {r[0] for r in conn.execute(
-                f"SELECT e.id FROM entries e WHERE e.id IN ({marks}) AND {where}",
-                [o for o, _ in candidates] + params)}
-            for other, weight in candidates:
-                if other not in allowed:
-                    continue
+            for other, weight in _followable(conn, node, level, hop, where, params):
                 if other not in level:
                     if len(level) >= T.GRAPH_MAX_NODES:
                         continue

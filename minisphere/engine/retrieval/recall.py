@@ -143,15 +143,13 @@ def _rewrite(conn, args: RecallArgs, now_ms: int, frequencies: dict[str, int]):
     return text, bounds, terms, dropped
 
 
-def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
-    """vector_arm: the optional vector binding's arm (vectors.arm.VectorArm: `hits(conn,
-    prefilter)` and `refine(conn, prefilter, head ids)`)."""
-    timer = _Timer()
+def _gather_arms(conn, args: RecallArgs, now_ms: int, vector_arm, timer: _Timer):
+    """The query rewritten and every arm run: (arms, prefilter, terms, dropped words, the
+    rewritten text, the time bounds, whether the bounds were relaxed)."""
     frequencies: dict[str, int] = {}      # document counts of the query words (distill's)
     text, bounds, terms, dropped = _rewrite(conn, args, now_ms, frequencies)
     prefilter = Prefilter.build(args.kind, args.tag, bounds, now_ms)
     timer.lap("rewriteMs")
-
     relaxed = False
     arms: dict[str, list[Hit]] = {}
     if terms:
@@ -173,7 +171,37 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     elif bounds.active or prefilter.tag is not None:
         arms["recency"] = recency_arm(conn, prefilter)
         timer.lap("recencyMs")
+    return arms, prefilter, terms, dropped, text, bounds, relaxed
 
+
+def _recall_item(entry: dict, fused: dict, arms: dict, row, final: float, mmr_detail,
+                 now_ms: int, query_stems: set[str]) -> dict:
+    """One answer item: the entry, its score and the breakdown of how it was reached."""
+    entry["recallCount"] += 1
+    arm_detail = fused["arms"]
+    return {
+        **entry,
+        "score": final,
+        # full floats: rounding ~200 numbers a call cost a tenth of a rare-word recall
+        "breakdown": {
+            "keyword": arm_detail.get("keyword"),
+            "graph": arm_detail.get("graph"),
+            "recency": arm_detail.get("recency"),
+            **({"vector": arm_detail.get("vector")} if "vector" in arms else {}),
+            "fused": fused["fused"],
+            "rerank": rerank_factors(row, now_ms, query_stems),
+            "final": final,
+            "mmr": mmr_detail,
+        },
+    }
+
+
+def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
+    """vector_arm: the optional vector binding's arm (vectors.arm.VectorArm: `hits(conn,
+    prefilter)` and `refine(conn, prefilter, head ids)`)."""
+    timer = _Timer()
+    arms, prefilter, terms, dropped, text, bounds, relaxed = _gather_arms(
+        conn, args, now_ms, vector_arm, timer)
     if "vector" in arms:
         fused = fuse_hybrid(arms, lambda head: vector_arm.refine(conn, prefilter, head))
     else:
@@ -190,26 +218,9 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     timer.lap("rerankMs")
 
     rows = _hydrate(conn, [i for i, _ in picked], now_ms, args.full)
-    items = []
-    for entry_id, mmr_detail in picked:
-        entry = rows[entry_id]
-        entry["recallCount"] += 1
-        arm_detail = fused[entry_id]["arms"]
-        items.append({
-            **entry,
-            "score": final_of[entry_id],
-            # full floats: rounding ~200 numbers a call cost a tenth of a rare-word recall
-            "breakdown": {
-                "keyword": arm_detail.get("keyword"),
-                "graph": arm_detail.get("graph"),
-                "recency": arm_detail.get("recency"),
-                **({"vector": arm_detail.get("vector")} if "vector" in arms else {}),
-                "fused": fused[entry_id]["fused"],
-                "rerank": rerank_factors(row_of[entry_id], now_ms, query_stems),
-                "final": final_of[entry_id],
-                "mmr": mmr_detail,
-            },
-        })
+    items = [_recall_item(rows[entry_id], fused[entry_id], arms, row_of[entry_id],
+                          final_of[entry_id], mmr_detail, now_ms, query_stems)
+             for entry_id, mmr_detail in picked]
     apply_budget(items, args.full)
     timer.lap("hydrateMs")
     return {

@@ -1,0 +1,55 @@
+"""The directory's parts, wired to each other once: the directory actor builds them over Ray's
+runtime, and tests build the very same wiring over a runtime that keeps its actors in-process."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from actors.directory.binding import Binder, SpareStarter
+from actors.directory.grants import TokenGrants
+from actors.directory.hibernation import Hibernation
+from actors.directory.placement import NodePlacement
+from actors.directory.residents import ResidentTable
+from actors.directory.spares import SparePool
+from actors.directory.workspaces import WorkspaceLifecycle
+from minisphere.contract.startup import born_with, verified_contracts
+from minisphere.control.blueprints import load_default_blueprint
+from minisphere.control.residency import derived_resident_cap, derived_spare_actors
+from minisphere.durability.stores import open_snapshot_store
+from minisphere.settings import Settings, ensure_private_dir
+
+
+@dataclass
+class DirectoryParts:
+    residents: ResidentTable
+    placement: NodePlacement
+    pool: SparePool
+    hibernation: Hibernation
+    workspaces: WorkspaceLifecycle
+    binder: Binder
+    grants: TokenGrants
+
+
+def assemble(settings: Settings, control, runtime, admin_token_hash: str, *,
+             cluster_cpus: float, cluster_memory_bytes: float) -> DirectoryParts:
+    """Every part, given its collaborators; the limits not set in `settings` are derived from
+    the cluster's size."""
+    if settings.snapshots.store == "local":
+        ensure_private_dir(settings.snapshots.local_dir)
+    limits = settings.residency
+    residents = ResidentTable(control, runtime)
+    placement = NodePlacement(runtime, residents, slots=limits.workspace_slots)
+    starter = SpareStarter(runtime, placement, residents)
+    pool = SparePool(derived_spare_actors(cluster_cpus) if limits.spare_actors is None
+                     else limits.spare_actors, starter.start, runtime.kill)
+    starter.spares_on = pool.spares_per_node
+    hibernation = Hibernation(
+        control, runtime, residents,
+        limits.max_resident or derived_resident_cap(cluster_memory_bytes, cluster_cpus),
+        limits.hibernate_idle_s)
+    workspaces = WorkspaceLifecycle(
+        settings, control, open_snapshot_store(settings.snapshots), residents, runtime,
+        born_with(verified_contracts()), load_default_blueprint(settings.blueprint_path))
+    binder = Binder(settings, control, runtime, residents, placement, pool, hibernation,
+                    workspaces.workspace_path)
+    grants = TokenGrants(control, runtime, residents, binder, admin_token_hash)
+    return DirectoryParts(residents, placement, pool, hibernation, workspaces, binder, grants)

@@ -1,0 +1,205 @@
+"""How a workspace gets a process: a warm spare or a new actor, aimed at a node with a free
+workspace slot, bound to the workspace's file under the resident cap; and how a dead or
+retired one is let go.
+
+`Binder.activate` is the only way in: concurrent activations of one workspace share one bind.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from actors.directory.placement import Placement
+from actors.directory.residents import Resident
+from actors.directory.runtime import ActorGone
+from actors.directory.spares import NoRoomForSpare, Spare
+from actors.parts.launch import WorkspaceLaunch, new_actor_name
+from minisphere.control.blueprints import parse_stored_blueprint
+from minisphere.errors import MiniSphereError, NotFound
+
+log = logging.getLogger("minisphere.directory")
+BIND_TIMEOUT_S = 120.0             # opening a file, restoring it from a snapshot if missing
+# A new actor aimed at a node that is still not started after this long while that node has no
+# free workspace slot is started elsewhere (starting 100 actors at once takes ~40 s on 2 CPUs,
+# but then the slots are free; only a full node makes the wait endless).
+PLACEMENT_STALL_S = 15.0
+
+
+class SpareStarter:
+    """Starts the spare pool's actors where `NodePlacement.place_spare` says. `spares_on` is
+    the pool's count of ready spares per node (set once the pool exists)."""
+
+    def __init__(self, runtime, placement, residents):
+        self.runtime = runtime
+        self.placement = placement
+        self.residents = residents
+        self.spares_on = dict
+        self._turn = 0
+
+    async def start(self) -> Spare:
+        if self.residents.reserved and self.placement.slot_request():
+            # wakes are waiting for slots: a spare started now could take the one they need
+            raise NoRoomForSpare("wakes first")
+        placed = self.placement.place_spare(self._turn, self.spares_on())
+        self._turn += 1
+        name = new_actor_name()
+        handle = self.runtime.start(name, {**self.placement.slot_request(), **placed.options})
+        try:
+            info = await self.runtime.call(handle, "ready")
+        except BaseException:
+            # failed, or given up on (the pool's timeout cancels this): a detached actor left
+            # behind would start some day and sit unbound, holding a slot, for good
+            self.runtime.kill(handle)
+            raise
+        finally:
+            self.placement.release(placed)
+        return Spare(handle, name, info["nodeId"])
+
+
+class Binder:
+    def __init__(self, settings, control, runtime, residents, placement, pool, cap,
+                 workspace_path):
+        self.settings = settings
+        self.control = control
+        self.runtime = runtime
+        self.residents = residents
+        self.placement = placement
+        self.pool = pool
+        self.cap = cap                          # makes room under the resident cap
+        self.workspace_path = workspace_path    # workspace id -> its file on the node
+
+    async def activate(self, workspace_id: str, caller_saw_failure: bool = False):
+        """The workspace's actor handle, binding one if it is not resident. A caller that saw
+        the actor fail says so: it is let go unless Ray still has it (restarting)."""
+        if caller_saw_failure:
+            self.drop_if_dead(workspace_id)
+        resident = self.residents.get(workspace_id)
+        if resident is not None:
+            self.residents.touch(workspace_id)
+            return resident.handle
+        return await self.residents.activations.run(workspace_id,
+                                                    lambda: self._bind(workspace_id))
+
+    def drop_if_dead(self, workspace_id: str) -> None:
+        resident = self.residents.get(workspace_id)
+        if resident is not None and self.runtime.find(resident.actor_name) is None:
+            self.residents.forget(workspace_id)
+
+    async def retire(self, workspace_id: str, handle) -> None:
+        """Stop this actor serving the workspace now: forget it, kill it, and wait until Ray
+        reports it dead, so no call on its way to it is served."""
+        resident = self.residents.get(workspace_id)
+        if resident is not None and resident.handle is handle:
+            self.residents.forget(workspace_id)
+        self.runtime.kill(handle)
+        await self.runtime.until_dead(handle)
+
+    def launch(self, workspace_id: str) -> WorkspaceLaunch:
+        record = self.control.get(workspace_id)
+        snap = self.control.durability(workspace_id)
+        return WorkspaceLaunch(
+            workspace_id, self.workspace_path(workspace_id), synchronous=self.settings.synchronous,
+            max_batch=self.settings.max_batch, snapshots=self.settings.snapshots,
+            generation=record["generation"],
+            pending_writes=1 if snap["snapshotPending"] or not snap["lastSnapshotVersion"] else 0,
+            expect_snapshot=bool(snap["lastSnapshotVersion"]),
+            vector=parse_stored_blueprint(record["blueprint"]).bindings.vector)
+
+    # ---- binding -----------------------------------------------------------------------------------
+    async def _bind(self, workspace_id: str):
+        """Make room under the cap, take a spare on the node holding the file (or start an
+        actor there), and bind it to the workspace."""
+        if not self.control.exists(workspace_id):
+            raise NotFound(f"no workspace {workspace_id}")
+        await self.residents.hibernations.settled(workspace_id)   # its own must finish first
+        started = time.perf_counter()
+        await self.cap.make_room(workspace_id)
+        room_ms = (time.perf_counter() - started) * 1e3
+        try:
+            resident = await self._bind_reserved(workspace_id)
+        finally:
+            self.residents.reserved.discard(workspace_id)
+        resident.wake.update(roomMs=round(room_ms, 3),
+                             wakeMs=round((time.perf_counter() - started) * 1e3, 3))
+        return resident.handle
+
+    def _actor_for(self, record: dict) -> tuple:
+        """(handle, name, "spare" | "new", the placement of a new one, why there)."""
+        recorded, why = self.placement.placement_of(record["nodeId"])
+        spare = self.pool.take(recorded) if self.pool.size else None
+        if spare is None and recorded is None and self.pool.size:
+            spare = self.pool.take()
+        if spare is not None:
+            return spare.handle, spare.name, "spare", None, why
+        placed = self.placement.place(record["nodeId"])
+        name = new_actor_name()
+        return self._start(name, placed), name, "new", placed, placed.why
+
+    def _start(self, name: str, placed: Placement | None):
+        options = {**self.placement.slot_request(), **(placed.options if placed else {})}
+        return self.runtime.start(name, options)
+
+    async def _bind_reserved(self, workspace_id: str) -> Resident:
+        handle, name, source, placed, why = self._actor_for(self.control.get(workspace_id))
+        launch = self.launch(workspace_id)
+        self.control.set_actor(workspace_id, name)      # before binding: a crash finds it
+        bind_started = time.perf_counter()
+        grants = tuple(self.control.grants(workspace_id))
+        resident = Resident(handle, name, placement=why)
+        try:
+            answer = await self._bound(workspace_id, resident, placed, launch, grants)
+        except (TimeoutError, ActorGone) as exc:
+            self.control.set_actor(workspace_id, None)
+            self.runtime.kill(resident.handle)
+            raise MiniSphereError(f"workspace {workspace_id} could not be opened: "
+                                  f"{exc.__class__.__name__}") from None
+        finally:
+            self.placement.release(placed)
+        if not answer["ok"]:
+            self.control.set_actor(workspace_id, None)
+            self.runtime.kill(resident.handle)          # it may hold part of that workspace
+            raise answer["error"]
+        if tuple(self.control.grants(workspace_id)) != grants:   # changed while binding
+            await self.runtime.call(resident.handle, "set_tokens",
+                                    tuple(self.control.grants(workspace_id)))
+        node = answer["result"]["nodeId"]
+        resident.node_id, resident.bound_at = node, time.monotonic()
+        resident.activation = answer["result"]["activation"]
+        resident.wake = {"actor": source,
+                         "bindMs": round((time.perf_counter() - bind_started) * 1e3, 3)}
+        self.residents.add(workspace_id, resident)
+        self.control.set_state(workspace_id, "active")
+        self.control.touch(workspace_id, node)
+        return resident
+
+    async def _bound(self, workspace_id: str, resident: Resident, placed: Placement | None,
+                     launch: WorkspaceLaunch, grants: tuple) -> dict:
+        """Bind the actor; its answer. A new actor aimed at a node that filled up before it
+        started (a wake racing it for the last slot) would wait there for good, so one still
+        not started after PLACEMENT_STALL_S on a full node is replaced (in `resident`) by one
+        that may start anywhere: on another node, or on a new one the autoscaler adds for it."""
+        started = time.monotonic()
+        binding = asyncio.ensure_future(
+            self.runtime.call(resident.handle, "bind", launch, grants))
+        if placed is not None and placed.node is not None:
+            await asyncio.wait([binding], timeout=PLACEMENT_STALL_S)
+            if not binding.done() and self.placement.stuck(resident.handle, placed):
+                log.warning("workspace %s: its actor waited %.0f s on the full node %s; "
+                            "starting it elsewhere", workspace_id, PLACEMENT_STALL_S,
+                            placed.node[:12])
+                self.placement.release(placed)
+                self.runtime.kill(resident.handle)
+                binding.cancel()
+                resident.actor_name = new_actor_name()
+                resident.placement = "its node filled up before it started"
+                self.control.set_actor(workspace_id, resident.actor_name)
+                resident.handle = self._start(resident.actor_name, None)
+                binding = asyncio.ensure_future(
+                    self.runtime.call(resident.handle, "bind", launch, grants))
+        remaining = max(0.0, BIND_TIMEOUT_S - (time.monotonic() - started))
+        try:
+            return await asyncio.wait_for(binding, remaining)
+        except (TimeoutError, ActorGone):
+            self.runtime.kill(resident.handle)      # the replacement, when there was one
+            raise

@@ -1,0 +1,52 @@
+"""Single flight: while work for a key is running, callers for the same key wait for that work
+and share its outcome instead of starting it again (two activations of one workspace must
+bind one actor, two hibernations must snapshot once). A key is held only while its work runs,
+so the table is bounded by the work in flight."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+
+class SingleFlight:
+    def __init__(self):
+        self._running: dict[str, asyncio.Future] = {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._running
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+    async def run(self, key: str, work: Callable[[], Awaitable[Any]]) -> Any:
+        """The outcome of `work()`, or of the one already running for `key`."""
+        running = self._running.get(key)
+        if running is not None:
+            return await asyncio.shield(running)
+        future = asyncio.get_running_loop().create_future()
+        self._running[key] = future
+        try:
+            result = await work()
+            future.set_result(result)
+            return result
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()          # retrieved: no "never retrieved" warning
+            raise
+        finally:
+            self._running.pop(key, None)
+
+    async def settled(self, key: str) -> None:
+        """Wait until the work running for `key` (if any) has ended, however it ended."""
+        running = self._running.get(key)
+        if running is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(running)
+
+    async def any_settled(self) -> None:
+        """Wait until one of the running works has ended (returns at once when none runs)."""
+        if self._running:
+            await asyncio.wait([asyncio.shield(f) for f in self._running.values()],
+                               return_when=asyncio.FIRST_COMPLETED)

@@ -1,0 +1,117 @@
+"""Hibernation, the idle sweep and the resident cap.
+
+At most `max_resident` workspace actors stay; above the cap the least recently called ones
+hibernate (drain, snapshot if changed, close; then they are killed) before a new one is bound,
+and the sweep hibernates those idle for `idle_s`. An actor that ended by a clean hibernation
+refused every call it did not finish, so a caller whose call failed on it may send it again:
+`ended_cleanly` tells it so.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+
+from actors.directory.runtime import ActorGone
+from minisphere.control.residency import lru_victims
+
+log = logging.getLogger("minisphere.directory")
+HIBERNATE_TIMEOUT_S = 60.0         # a workspace actor's drain + snapshot + close
+SWEEP_MAX_PER_ROUND = 16           # idle workspaces hibernated per sweep round, at most
+CLEAN_EXITS_KEPT = 10_000          # actor ids remembered as cleanly hibernated
+ROOM_WAIT_S = 0.01                 # re-check pause while other activations fill the cap
+
+
+class Hibernation:
+    def __init__(self, control, runtime, residents, max_resident: int, idle_s: float):
+        self.control = control
+        self.runtime = runtime
+        self.residents = residents
+        self.max_resident = int(max_resident)
+        self.idle_s = float(idle_s)
+        self._clean_exits: OrderedDict[str, None] = OrderedDict()   # actor ids, bounded
+
+    # ---- one workspace -----------------------------------------------------------------------------
+    async def hibernate(self, workspace_id: str, reason: str = "manual") -> dict:
+        """Hibernate a resident workspace: its actor drains, snapshots (if changed), closes;
+        then it is killed. Calls that reach it afterwards were never run (ended cleanly)."""
+        if workspace_id in self.residents.hibernations:
+            return await self.residents.hibernations.run(workspace_id, None)
+        resident = self.residents.get(workspace_id)
+        if resident is None:
+            self.control.get(workspace_id)            # NotFound for a workspace never made
+            return {"workspace": workspace_id, "hibernated": False, "why": "not resident"}
+        self.residents.forget(workspace_id)
+        return await self.residents.hibernations.run(
+            workspace_id, lambda: self._hibernate_actor(workspace_id, resident, reason))
+
+    async def _hibernate_actor(self, workspace_id: str, resident, reason: str) -> dict:
+        clean = True
+        try:
+            result = await self.runtime.call(resident.handle, "hibernate",
+                                             timeout_s=HIBERNATE_TIMEOUT_S)
+        except (TimeoutError, ActorGone) as exc:
+            clean = False
+            result = {"workspace": workspace_id, "snapshot": None, "pendingSnapshot": True,
+                      "snapshots": None, "error": f"hibernation failed: {exc.__class__.__name__}"}
+        self.runtime.kill(resident.handle)
+        if clean:
+            self._clean_exits[self.runtime.actor_id(resident.handle)] = None
+            while len(self._clean_exits) > CLEAN_EXITS_KEPT:
+                self._clean_exits.popitem(last=False)
+        snapshot = result.get("snapshot") or {}
+        self.control.record_hibernation(workspace_id, result.get("snapshots"),
+                                        bool(result.get("pendingSnapshot")),
+                                        snapshot.get("version"))
+        log.info("hibernated %s (%s, actor %s): snapshot %s%s", workspace_id, reason,
+                 resident.actor_name, snapshot.get("version", "not needed"),
+                 f"; {result['error']}" if result.get("error") else "")
+        return {**result, "hibernated": True, "reason": reason}
+
+    async def ended_cleanly(self, workspace_id: str, actor_id: str) -> bool:
+        """Did this actor end by hibernation (so a call that failed on it never ran)?"""
+        await self.residents.hibernations.settled(workspace_id)   # ending now: refused
+        return actor_id in self._clean_exits
+
+    # ---- the sweep -------------------------------------------------------------------------------------
+    async def sweep(self) -> list[str]:
+        """Hibernate idle residents (not those whose snapshots are failing: they retry), at
+        most SWEEP_MAX_PER_ROUND at once, concurrently."""
+        if self.idle_s <= 0 or not len(self.residents):
+            return []
+        await self.residents.refresh()
+        idle = self.residents.idle(self.idle_s)[:SWEEP_MAX_PER_ROUND]
+        await asyncio.gather(*(self.hibernate(ws, "idle") for ws in idle))
+        return idle
+
+    def set_limits(self, max_resident: int | None = None, idle_s: float | None = None) -> dict:
+        """Change the cap / idle time at run time (operators, tests); returns the previous."""
+        previous = {"max_resident": self.max_resident, "idle_s": self.idle_s}
+        if max_resident is not None:
+            self.max_resident = max(1, int(max_resident))
+        if idle_s is not None:
+            self.idle_s = max(0.0, float(idle_s))
+        return previous
+
+    # ---- the cap -----------------------------------------------------------------------------------------
+    def _over_cap(self) -> int:
+        """How many actors the incoming one would put above the cap, counting those with a
+        reserved slot being bound and those still hibernating (all hold a process)."""
+        return (len(self.residents) + len(self.residents.hibernations)
+                + len(self.residents.reserved) + 1 - self.max_resident)
+
+    async def make_room(self, incoming: str) -> None:
+        """Hibernate least recently used residents until the incoming one fits the cap, then
+        reserve its slot (the binder releases it once it is bound or has failed)."""
+        if self._over_cap() > 0:
+            await self.residents.refresh()
+        while (over := self._over_cap()) > 0:
+            evictable = self.residents.evictable(incoming)
+            victims = lru_victims(evictable, max(0, len(evictable) - over))
+            if victims:
+                await asyncio.gather(*(self.hibernate(victim, "lru") for victim in victims))
+            elif len(self.residents.hibernations):
+                await self.residents.hibernations.any_settled()
+            else:          # the room is held by activations or by workspaces just bound
+                await asyncio.sleep(ROOM_WAIT_S)
+        self.residents.reserved.add(incoming)

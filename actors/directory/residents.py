@@ -1,0 +1,138 @@
+"""The resident table: one record per workspace whose actor is alive and bound, and the
+work in flight that is about to change it (activations, hibernations, slots held under the cap).
+
+Everything the directory knows about a resident lives in its `Resident` record and goes with
+it: `forget` is the one way a workspace stops being resident, whether it hibernated, was
+deleted, died or was retired. So the directory's state never grows past the live residents
+(plus what is in flight) however many workspaces a long-running cluster has woken.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors.directory.flights import SingleFlight
+from minisphere.control.residency import idle_residents
+
+ACTIVITY_TIMEOUT_S = 0.5           # how long the directory waits for actors' last-call times
+REFRESH_INTERVAL_S = 1.0           # actors' last-call times are asked for at most this often
+# A workspace just bound keeps its slot this long: its first call is still on the way, and
+# evicting it then would only wake it again (under more wakes than the cap, a livelock).
+MIN_RESIDENCY_S = 2.0
+
+
+@dataclass
+class Resident:
+    handle: Any
+    actor_name: str
+    node_id: str | None = None
+    last_used: float = field(default_factory=time.time)       # wall time of the last call
+    bound_at: float = float("-inf")        # monotonic time it was bound (adopted: long ago)
+    snapshot_failing: bool = False         # its snapshots fail: it stays to retry them
+    activation: dict | None = None         # how its actor opened the file
+    wake: dict | None = None               # spare | new, and how long the wake took
+    placement: str | None = None           # why it runs where it runs
+
+
+class ResidentTable:
+    def __init__(self, control, runtime):
+        self.control = control
+        self.runtime = runtime
+        self._residents: dict[str, Resident] = {}
+        self.activations = SingleFlight()
+        self.hibernations = SingleFlight()
+        self.reserved: set[str] = set()          # being bound, a slot under the cap held
+        self._refreshed_at = float("-inf")
+
+    # ---- the table -------------------------------------------------------------------------------
+    def __contains__(self, workspace_id: str) -> bool:
+        return workspace_id in self._residents
+
+    def __len__(self) -> int:
+        return len(self._residents)
+
+    def get(self, workspace_id: str) -> Resident | None:
+        return self._residents.get(workspace_id)
+
+    def ids(self) -> list[str]:
+        return list(self._residents)
+
+    def add(self, workspace_id: str, resident: Resident) -> None:
+        """Bound: the control plane already names its actor (recorded before the bind, so a
+        crash mid-bind finds it)."""
+        self._residents[workspace_id] = resident
+
+    def forget(self, workspace_id: str) -> Resident | None:
+        """It is no longer resident (whatever the reason): its record goes, and the control
+        plane no longer names an actor for it. Returns the record it had."""
+        resident = self._residents.pop(workspace_id, None)
+        if self.control.exists(workspace_id):
+            self.control.set_actor(workspace_id, None)
+        return resident
+
+    def adopt(self) -> None:
+        """After a directory restart: workspace actors still alive count as resident."""
+        for workspace_id, name in self.control.bound_actors():
+            handle = self.runtime.find(name)
+            if handle is None:
+                self.control.set_actor(workspace_id, None)
+                continue
+            node = self.control.get(workspace_id)["nodeId"]
+            self._residents[workspace_id] = Resident(handle, name, node_id=node)
+
+    def state_sizes(self) -> dict[str, int]:
+        """How much per-workspace state the table holds (operators, tests)."""
+        return {"residents": len(self._residents), "activations": len(self.activations),
+                "hibernations": len(self.hibernations), "reserved": len(self.reserved)}
+
+    # ---- recency and place -------------------------------------------------------------------------
+    def touch(self, workspace_id: str) -> None:
+        resident = self._residents.get(workspace_id)
+        if resident is not None:
+            resident.last_used = max(resident.last_used, time.time())
+
+    def located(self, workspace_id: str, node_id: str | None) -> None:
+        """A resident workspace runs on this node (bound there, adopted, or restarted there)."""
+        resident = self._residents.get(workspace_id)
+        if resident is not None and node_id:
+            resident.node_id = node_id
+
+    def busy_nodes(self) -> set[str]:
+        """Nodes holding at least one resident workspace."""
+        return {r.node_id for r in self._residents.values() if r.node_id}
+
+    def evictable(self, incoming: str) -> dict[str, float]:
+        """Residents that may hibernate for room, with their last use: not the incoming one,
+        not one bound within MIN_RESIDENCY_S."""
+        now = time.monotonic()
+        return {ws: r.last_used for ws, r in self._residents.items()
+                if ws != incoming and now - r.bound_at >= MIN_RESIDENCY_S}
+
+    def idle(self, idle_s: float) -> list[str]:
+        """Idle residents; those whose snapshots are failing stay (their retries live there)."""
+        last_used = {ws: r.last_used for ws, r in self._residents.items()
+                     if not r.snapshot_failing}
+        return idle_residents(last_used, time.time(), idle_s)
+
+    async def refresh(self) -> None:
+        """Ask every resident actor for its last call time (those that do not answer in time,
+        e.g. still starting, keep the directory's own time). At most once per
+        REFRESH_INTERVAL_S: under a stream of wakes it would otherwise ask every resident on
+        every wake."""
+        if time.monotonic() - self._refreshed_at < REFRESH_INTERVAL_S:
+            return
+        self._refreshed_at = time.monotonic()
+
+        async def ask(workspace_id: str, resident: Resident):
+            try:
+                info = await self.runtime.call(resident.handle, "activity",
+                                               timeout_s=ACTIVITY_TIMEOUT_S)
+            except Exception:  # noqa: BLE001 - slow or dead: handled at its next call
+                return
+            if self._residents.get(workspace_id) is resident:     # still the same one
+                resident.last_used = max(resident.last_used, info["lastCallAt"])
+                resident.snapshot_failing = bool(info.get("snapshotFailing"))
+
+        await asyncio.gather(*(ask(ws, r) for ws, r in list(self._residents.items())))

@@ -1,0 +1,96 @@
+"""A workspace's life in the directory: its folder on the node, creation (the file is made and
+migrated at once; the actor starts on first use), and deletion (the actor, the folder, this
+generation's snapshots — owed to a later sweep when the store fails — and the record).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import time
+from pathlib import Path
+
+from minisphere.control.auth import check_workspace_id
+from minisphere.control.blueprints import parse_blueprint
+from minisphere.durability.generations import delete_snapshots
+from minisphere.engine.workspace import Workspace
+from minisphere.errors import NotFound, SnapshotError
+from minisphere.settings import ensure_private_dir
+
+log = logging.getLogger("minisphere.directory")
+
+
+class WorkspaceLifecycle:
+    def __init__(self, settings, control, snapshots, residents, runtime, contracts,
+                 default_blueprint):
+        self.settings = settings
+        self.control = control
+        self.snapshots = snapshots              # the snapshot store
+        self.residents = residents
+        self.runtime = runtime
+        self.contracts = contracts              # what a new workspace is born with
+        self.default_blueprint = default_blueprint
+        self.root = ensure_private_dir(settings.workspaces_dir).resolve()
+
+    def folder(self, workspace_id: str) -> Path:
+        folder = (self.root / check_workspace_id(workspace_id)).resolve()
+        if folder.parent != self.root:      # belt and braces: the id pattern already forbids it
+            raise NotFound(f"no workspace {workspace_id}")
+        return folder
+
+    def workspace_path(self, workspace_id: str) -> str:
+        return str(self.folder(workspace_id) / "workspace.db")
+
+    def create(self, workspace_id: str | None, blueprint: dict | None,
+               label: str | None) -> dict:
+        chosen = parse_blueprint(blueprint) if blueprint is not None else self.default_blueprint
+        record, token = self.control.create(chosen, self.contracts, workspace_id, label)
+        try:
+            folder = self.folder(record["id"])
+            if folder.exists():   # left over from an interrupted delete: keep it, aside
+                aside = self.root / ".orphaned" / f"{record['id']}-{time.time_ns()}"
+                ensure_private_dir(aside.parent)
+                folder.rename(aside)
+                log.warning("moved orphaned folder %s to %s", folder, aside)
+            ensure_private_dir(folder)
+            Workspace(folder / "workspace.db", synchronous=self.settings.synchronous).close()
+        except BaseException:
+            self.control.delete(record["id"])
+            raise
+        log.info("created workspace %s", record["id"])
+        [grant] = self.control.grants(record["id"])
+        return {"workspace": record, "token": token, "tokenId": grant.token_id}
+
+    async def delete(self, workspace_id: str) -> dict:
+        self.control.get(workspace_id)                      # NotFound when absent
+        self.control.set_state(workspace_id, "deleting")    # no new activation from here on
+        await self.residents.activations.settled(workspace_id)
+        resident = self.residents.forget(workspace_id)
+        if resident is not None:
+            self.runtime.kill(resident.handle)
+        shutil.rmtree(self.folder(workspace_id), ignore_errors=True)
+        generation = self.control.get(workspace_id)["generation"]
+        snapshots_deleted = await self._delete_snapshots(workspace_id, generation)
+        self.control.delete(workspace_id)
+        log.info("deleted workspace %s", workspace_id)
+        return {"deleted": workspace_id, "snapshotsDeleted": snapshots_deleted}
+
+    async def _delete_snapshots(self, workspace_id: str, generation: str | None) -> bool:
+        """Remove one generation's snapshots; when the store fails, owe it (the sweep retries).
+        A workspace created later with the same id has another generation, so it never sees
+        these meanwhile."""
+        try:
+            await asyncio.to_thread(delete_snapshots, self.snapshots, workspace_id, generation)
+        except SnapshotError as exc:
+            log.warning("snapshots of deleted workspace %s (%s) not removed yet: %s",
+                        workspace_id, generation, exc.message)
+            self.control.owe_snapshot_deletion(workspace_id, generation, exc.message)
+            return False
+        return True
+
+    async def settle_snapshot_debts(self) -> int:
+        """Retry deleting the snapshots of deleted workspaces; returns how many are left."""
+        for workspace_id, generation in self.control.snapshot_debts():
+            if await self._delete_snapshots(workspace_id, generation):
+                self.control.settle_snapshot_debt(workspace_id, generation)
+        return len(self.control.snapshot_debts())

@@ -1,0 +1,58 @@
+"""The checks a workspace actor makes of the token on every call, against the authoritative
+token set the directory hands it (so a revoked token is refused from the very next call,
+whichever ingress sent it), and the record of when each token was last used."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from minisphere.control.auth import TokenGrant, same_hash
+from minisphere.engine.clock import epoch_ms
+from minisphere.errors import Unauthenticated
+
+TOKEN_USE_REPORT_S = 60.0           # how often token use reaches the directory, at most
+
+
+class TokenChecks:
+    def __init__(self, admin_token_hash: str, report_use: Callable[[dict[str, int]], None]):
+        self.admin_token_hash = admin_token_hash
+        self._report_use = report_use              # token id -> last use, to the directory
+        self.grants: dict[str, TokenGrant] = {}    # token hash -> what that token may do
+        self._used: dict[str, int] = {}             # token id -> last use (epoch ms)
+        self._used_reported_at = 0.0
+
+    def set_grants(self, grants) -> None:
+        self.grants = {grant.token_hash: grant for grant in grants}
+
+    def _is_admin(self, token_hash: str) -> bool:
+        return bool(self.admin_token_hash) and same_hash(token_hash, self.admin_token_hash)
+
+    def authorize(self, method, token_hash: str) -> None:
+        """Refuse the call unless the token may call `method` (a contract method) now."""
+        if self._is_admin(token_hash):
+            return
+        grant = self.grants.get(token_hash)
+        if grant is None:
+            raise Unauthenticated("invalid token")
+        now_ms = epoch_ms()
+        if grant.expired(now_ms):
+            raise Unauthenticated("the token has expired")
+        grant.require(method.name, method.access)
+        self._note_use(grant.token_id, now_ms)
+
+    def authorize_admin(self, token_hash: str, what: str) -> None:
+        if not self._is_admin(token_hash):
+            raise Unauthenticated(f"{what} needs the admin token")
+
+    def _note_use(self, token_id: str, now_ms: int) -> None:
+        """Remember when each token was last used; tell the directory at most every
+        TOKEN_USE_REPORT_S (its `lastUsedAt` is that coarse), fire-and-forget."""
+        self._used[token_id] = now_ms
+        if time.monotonic() - self._used_reported_at >= TOKEN_USE_REPORT_S:
+            self.report_use()
+
+    def report_use(self) -> None:
+        if self._used:
+            self._used_reported_at = time.monotonic()
+            used, self._used = self._used, {}
+            self._report_use(used)

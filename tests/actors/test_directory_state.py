@@ -1,0 +1,93 @@
+"""The directory's parts, wired exactly as the directory actor wires them, driven through
+many wakes and hibernations over real workspace files (an in-process runtime instead of Ray's,
+so a thousand wakes take seconds, not a thousand process starts).
+
+What a long-running cluster needs: the directory's per-workspace state is bounded by the
+workspaces resident now, never by every workspace it has woken."""
+from __future__ import annotations
+
+import asyncio
+
+from actors.directory import hibernation as hibernation_module
+from actors.directory.assembly import assemble
+from minisphere.control.auth import token_hash
+from minisphere.control.plane import ControlPlane
+from minisphere.settings import load_settings
+from tests.support.in_process_actors import InProcessActors
+
+ADMIN = "test-admin-token-for-the-directory-parts"
+RESIDENT_CAP = 8
+WORKSPACES = 1000
+CLEAN_EXITS_KEPT = 50
+
+
+def directory_parts(tmp_path, **env):
+    settings = load_settings({"MINISPHERE_DATA_DIR": str(tmp_path),
+                              "MINISPHERE_ADMIN_TOKEN": ADMIN,
+                              "MINISPHERE_SYNCHRONOUS": "OFF",
+                              "MINISPHERE_MAX_RESIDENT": str(RESIDENT_CAP),
+                              "MINISPHERE_SPARE_ACTORS": "0", **env})
+    control = ControlPlane(settings.control_db)
+    runtime = InProcessActors()
+    parts = assemble(settings, control, runtime, token_hash(ADMIN), cluster_cpus=2,
+                     cluster_memory_bytes=2 ** 34)
+    return parts, control, runtime
+
+
+def test_a_thousand_wakes_leave_only_the_residents_in_the_directorys_state(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(hibernation_module, "CLEAN_EXITS_KEPT", CLEAN_EXITS_KEPT)
+    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    parts, control, runtime = directory_parts(tmp_path)
+
+    async def drive() -> None:
+        ids = [parts.workspaces.create(f"ws-{i:04d}", None, None)["workspace"]["id"]
+               for i in range(WORKSPACES)]
+        for i, workspace_id in enumerate(ids):
+            await parts.binder.activate(workspace_id)
+            if i % 3 == 0:                # a third hibernate by hand; the rest by the cap
+                await parts.hibernation.hibernate(workspace_id)
+        for workspace_id in ids[:: WORKSPACES // 10]:    # some wake again and are deleted
+            await parts.binder.activate(workspace_id)
+            await parts.workspaces.delete(workspace_id)
+
+    asyncio.run(drive())
+    residents = parts.residents.ids()
+    assert 0 < len(residents) <= RESIDENT_CAP
+    assert parts.residents.state_sizes() == {"residents": len(residents), "activations": 0,
+                                             "hibernations": 0, "reserved": 0}
+    assert sorted(runtime.live) == sorted(parts.residents.get(ws).actor_name
+                                          for ws in residents)
+    assert len(parts.hibernation._clean_exits) <= CLEAN_EXITS_KEPT
+    assert parts.placement._claims == {}
+    # the control plane names an actor for the residents and for no one else
+    named = {ws for ws, _ in control.bound_actors()}
+    assert named == set(residents)
+
+
+def test_concurrent_activations_of_one_workspace_bind_one_actor(tmp_path):
+    parts, _, runtime = directory_parts(tmp_path)
+
+    async def drive():
+        workspace_id = parts.workspaces.create("shared", None, None)["workspace"]["id"]
+        return await asyncio.gather(*(parts.binder.activate(workspace_id) for _ in range(20)))
+
+    handles = asyncio.run(drive())
+    assert len({id(h) for h in handles}) == 1
+    assert runtime.started == 1
+
+
+def test_a_workspace_hibernated_under_the_cap_keeps_its_writes_when_woken_again(tmp_path):
+    parts, _, _ = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="1")
+
+    async def drive():
+        first = parts.workspaces.create("first", None, None)["workspace"]["id"]
+        second = parts.workspaces.create("second", None, None)["workspace"]["id"]
+        actor = await parts.binder.activate(first)
+        actor.host.workspace.capture("written before the eviction")
+        await parts.binder.activate(second)          # the cap of one evicts the first
+        assert first not in parts.residents
+        woken = await parts.binder.activate(first)
+        return woken.host.workspace.get_count()
+
+    assert asyncio.run(drive()) == {"count": 1}

@@ -1,0 +1,101 @@
+"""A runtime for the directory's parts that keeps its workspace "actors" in this process: each
+one opens its workspace with the real host (the real SQLite file, snapshots to the real store)
+and hibernates it the way the Ray actor does, so the directory's bookkeeping can be driven
+through thousands of wakes in seconds, with no process start per wake. It has the methods of
+`actors.directory.runtime.RayActors`; one node, no workspace slots."""
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+from actors.directory.runtime import ActorGone
+from minisphere.durability.stores import open_snapshot_store
+from minisphere.hosting.host import WorkspaceHost
+from minisphere.settings import SnapshotSettings
+
+NODE = "in-process-node"
+
+
+class InProcessWorkspaceActor:
+    _ids = itertools.count()
+
+    def __init__(self, name: str):
+        self.name = name
+        self.actor_id = f"actor-{next(self._ids)}"
+        self.host: WorkspaceHost | None = None
+        self.grants: tuple = ()
+        self.killed = False
+
+    async def ready(self) -> dict:
+        return {"name": self.name, "nodeId": NODE, "bound": None}
+
+    async def bind(self, launch, grants=()) -> dict:
+        if self.host is not None:
+            raise AssertionError(f"{self.name} bound twice")
+        snapshots = launch.snapshots or SnapshotSettings()
+        self.host = await asyncio.to_thread(
+            WorkspaceHost, launch.workspace_id, launch.path,
+            store=open_snapshot_store(snapshots), generation=launch.generation,
+            synchronous=launch.synchronous, snapshots=snapshots,
+            pending_writes=launch.pending_writes, expect_snapshot=launch.expect_snapshot,
+            background=False)
+        self.grants = tuple(grants)
+        return {"ok": True, "result": {"activation": self.host.activation, "nodeId": NODE}}
+
+    async def set_tokens(self, grants) -> None:
+        self.grants = tuple(grants)
+
+    async def activity(self) -> dict:
+        return {"lastCallAt": 0.0, "snapshotFailing": False}
+
+    async def hibernate(self) -> dict:
+        return await asyncio.to_thread(self.host.hibernate)
+
+
+class InProcessActors:
+    def __init__(self):
+        self.live: dict[str, InProcessWorkspaceActor] = {}
+        self.started = 0
+
+    def start(self, name: str, options: dict) -> InProcessWorkspaceActor:
+        self.started += 1
+        actor = self.live[name] = InProcessWorkspaceActor(name)
+        return actor
+
+    @staticmethod
+    async def call(actor, method: str, *args, timeout_s: float | None = None):
+        if actor.killed:
+            raise ActorGone("killed")
+        return await asyncio.wait_for(getattr(actor, method)(*args), timeout_s)
+
+    def kill(self, actor) -> None:
+        actor.killed = True
+        if actor.host is not None and actor.host.writer is not None:
+            actor.host.close()
+        self.live.pop(actor.name, None)
+
+    @staticmethod
+    def actor_id(actor) -> str:
+        return actor.actor_id
+
+    async def until_dead(self, actor) -> None:
+        return None
+
+    @staticmethod
+    def has_process(actor) -> bool:
+        return True
+
+    def find(self, name: str):
+        return self.live.get(name)
+
+    @staticmethod
+    def alive_nodes() -> dict[str, dict]:
+        return {NODE: {}}
+
+    @staticmethod
+    def free_slots() -> dict[str, float]:
+        return {}
+
+    @staticmethod
+    def aimed_at(node_id: str, cpus: float) -> dict:
+        return {}
