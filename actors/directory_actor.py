@@ -6,9 +6,10 @@ reaches it and a wake reaches it once. It is an async actor with bounded concurr
 hibernation (a snapshot upload) never holds the other callers, and its SQLite calls are short.
 
 This module is wiring: each remote method is one line over a part of `actors/directory/`,
-each part owning one concern and given its collaborators here —
+each part owning one concern and given its collaborators in `directory/assembly.py` —
 - `residents`: the resident table (one record per resident workspace, work in flight);
-- `placement` + `binding`: where an actor starts, and binding a warm spare or a new actor;
+- `placement` + `activation`: where an actor starts, and binding a warm spare or a new actor
+  to the workspace;
 - `spares`: the warm spare pool (processes started and imported, waiting for a workspace);
 - `hibernation`: hibernating, the idle sweep and the resident cap;
 - `grants`: tokens and the resident actors' token sets;
@@ -63,7 +64,7 @@ class DirectoryActor:
                          cluster_memory_bytes=float(cluster.get("memory", 2 ** 30)))
         self.residents, self.placement, self.pool = parts.residents, parts.placement, parts.pool
         self.hibernation, self.workspaces = parts.hibernation, parts.workspaces
-        self.binder, self.grants = parts.binder, parts.grants
+        self.activator, self.grants = parts.activator, parts.grants
         self.maintenance_ledger = LocalLedger(control)   # runs + due state
         self._sweeper: asyncio.Task | None = None
         self.residents.adopt()
@@ -143,7 +144,7 @@ class DirectoryActor:
     # ---- residency ---------------------------------------------------------------------------------
     async def activate(self, workspace_id: str, caller_saw_failure: bool = False):
         self._start_background()
-        return await self.binder.activate(workspace_id, caller_saw_failure)
+        return await self.activator.activate(workspace_id, caller_saw_failure)
 
     async def hibernate(self, workspace_id: str, reason: str = "manual") -> dict:
         return await self.hibernation.hibernate(workspace_id, reason)
@@ -166,7 +167,7 @@ class DirectoryActor:
     async def resident(self) -> list[str]:
         """Workspaces whose actor currently exists in the cluster."""
         for workspace_id in self.residents.ids():
-            self.binder.drop_if_dead(workspace_id)
+            self.activator.drop_if_dead(workspace_id)
         return sorted(self.residents.ids())
 
     async def residency_status(self) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from actors.directory.binding import Binder, SpareStarter
+from actors.directory.activation import Activator, SpareStarter
 from actors.directory.grants import TokenGrants
 from actors.directory.hibernation import Hibernation
 from actors.directory.placement import NodePlacement
@@ -25,7 +25,7 @@ class DirectoryParts:
     pool: SparePool
     hibernation: Hibernation
     workspaces: WorkspaceLifecycle
-    binder: Binder
+    activator: Activator
     grants: TokenGrants
 
 
@@ -49,7 +49,7 @@ def assemble(settings: Settings, control, runtime, admin_token_hash: str, *,
     workspaces = WorkspaceLifecycle(
         settings, control, open_snapshot_store(settings.snapshots), residents, runtime,
         born_with(verified_contracts()), load_default_blueprint(settings.blueprint_path))
-    binder = Binder(settings, control, runtime, residents, placement, pool, hibernation,
+    activator = Activator(settings, control, runtime, residents, placement, pool, hibernation,
                     workspaces.workspace_path)
-    grants = TokenGrants(control, runtime, residents, binder, admin_token_hash)
-    return DirectoryParts(residents, placement, pool, hibernation, workspaces, binder, grants)
+    grants = TokenGrants(control, runtime, residents, activator, admin_token_hash)
+    return DirectoryParts(residents, placement, pool, hibernation, workspaces, activator, grants)

@@ -18,11 +18,11 @@ PUSH_GRANTS_TIMEOUT_S = 10.0       # handing a resident actor its new token set
 
 
 class TokenGrants:
-    def __init__(self, control, runtime, residents, binder, admin_token_hash: str):
+    def __init__(self, control, runtime, residents, activator, admin_token_hash: str):
         self.control = control
         self.runtime = runtime
         self.residents = residents
-        self.binder = binder                    # retires an actor that cannot be told
+        self.activator = activator                    # retires an actor that cannot be told
         self._admin_hash = admin_token_hash
 
     def authenticate(self, workspace_id: str, candidate_hash: str):
@@ -61,7 +61,7 @@ class TokenGrants:
         except Exception as exc:  # noqa: BLE001 - whatever the cause, it must not keep serving
             log.warning("could not hand the new token set to %s's actor (%s): retiring it",
                         workspace_id, exc.__class__.__name__)
-            await self.binder.retire(workspace_id, resident.handle)
+            await self.activator.retire(workspace_id, resident.handle)
 
     def binding_of_actor(self, actor_name: str):
         """(launch, token grants) of the workspace this actor is bound to, or None: what an
@@ -69,4 +69,4 @@ class TokenGrants:
         workspace_id = self.control.workspace_of_actor(actor_name)
         if workspace_id is None:
             return None
-        return self.binder.launch(workspace_id), tuple(self.control.grants(workspace_id))
+        return self.activator.launch(workspace_id), tuple(self.control.grants(workspace_id))

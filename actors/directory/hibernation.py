@@ -102,7 +102,7 @@ class Hibernation:
 
     async def make_room(self, incoming: str) -> None:
         """Hibernate least recently used residents until the incoming one fits the cap, then
-        reserve its slot (the binder releases it once it is bound or has failed)."""
+        reserve its slot (the activator releases it once it is bound or has failed)."""
         if self._over_cap() > 0:
             await self.residents.refresh()
         while (over := self._over_cap()) > 0:

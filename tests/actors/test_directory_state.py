@@ -44,11 +44,11 @@ def test_a_thousand_wakes_leave_only_the_residents_in_the_directorys_state(
         ids = [parts.workspaces.create(f"ws-{i:04d}", None, None)["workspace"]["id"]
                for i in range(WORKSPACES)]
         for i, workspace_id in enumerate(ids):
-            await parts.binder.activate(workspace_id)
+            await parts.activator.activate(workspace_id)
             if i % 3 == 0:                # a third hibernate by hand; the rest by the cap
                 await parts.hibernation.hibernate(workspace_id)
         for workspace_id in ids[:: WORKSPACES // 10]:    # some wake again and are deleted
-            await parts.binder.activate(workspace_id)
+            await parts.activator.activate(workspace_id)
             await parts.workspaces.delete(workspace_id)
 
     asyncio.run(drive())
@@ -70,7 +70,7 @@ def test_concurrent_activations_of_one_workspace_bind_one_actor(tmp_path):
 
     async def drive():
         workspace_id = parts.workspaces.create("shared", None, None)["workspace"]["id"]
-        return await asyncio.gather(*(parts.binder.activate(workspace_id) for _ in range(20)))
+        return await asyncio.gather(*(parts.activator.activate(workspace_id) for _ in range(20)))
 
     handles = asyncio.run(drive())
     assert len({id(h) for h in handles}) == 1
@@ -83,11 +83,11 @@ def test_a_workspace_hibernated_under_the_cap_keeps_its_writes_when_woken_again(
     async def drive():
         first = parts.workspaces.create("first", None, None)["workspace"]["id"]
         second = parts.workspaces.create("second", None, None)["workspace"]["id"]
-        actor = await parts.binder.activate(first)
+        actor = await parts.activator.activate(first)
         actor.host.workspace.capture("written before the eviction")
-        await parts.binder.activate(second)          # the cap of one evicts the first
+        await parts.activator.activate(second)          # the cap of one evicts the first
         assert first not in parts.residents
-        woken = await parts.binder.activate(first)
+        woken = await parts.activator.activate(first)
         return woken.host.workspace.get_count()
 
     assert asyncio.run(drive()) == {"count": 1}

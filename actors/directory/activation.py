@@ -2,7 +2,7 @@
 workspace slot, bound to the workspace's file under the resident cap; and how a dead or
 retired one is let go.
 
-`Binder.activate` is the only way in: concurrent activations of one workspace share one bind.
+`Activator.activate` is the only way in: concurrent activations of one workspace share one bind.
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ class SpareStarter:
         return Spare(handle, name, info["nodeId"])
 
 
-class Binder:
+class Activator:
     def __init__(self, settings, control, runtime, residents, placement, pool, cap,
                  workspace_path):
         self.settings = settings
