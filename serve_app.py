@@ -29,6 +29,7 @@ from minisphere.http.app import build_api
 from minisphere.settings import (
     WORKSPACE_SLOT_RESOURCE,
     Settings,
+    load_replica_bounds,
     load_settings,
     restrict_file_modes,
 )
@@ -47,7 +48,6 @@ SERVE_PERFORMANCE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}
 @serve.deployment(
     name="MiniSphereIngress",
     max_ongoing_requests=512,
-    autoscaling_config={"min_replicas": 1, "max_replicas": 2, **INGRESS_AUTOSCALING},
     ray_actor_options={"num_cpus": 0.25},
     health_check_period_s=10,
 )
@@ -90,15 +90,20 @@ def serve_request_id() -> str | None:
         return None
 
 
+def autoscaled(min_replicas: int, max_replicas: int):
+    """The ingress deployment between these replica counts."""
+    return MiniSphereIngress.options(autoscaling_config={
+        "min_replicas": min_replicas, "max_replicas": max_replicas, **INGRESS_AUTOSCALING})
+
+
 def build_app(settings: Settings):
     """The Serve application for resolved settings (replica counts from the settings)."""
-    scaling = {"min_replicas": settings.min_replicas, "max_replicas": settings.max_replicas,
-               **INGRESS_AUTOSCALING}
-    return MiniSphereIngress.options(autoscaling_config=scaling).bind(settings)
+    return autoscaled(settings.min_replicas, settings.max_replicas).bind(settings)
 
 
-# `serve run serve_app:app`: each replica reads its settings from the environment.
-app = MiniSphereIngress.bind()
+# `serve run serve_app:app`: the replica counts from MINISPHERE_MIN_REPLICAS and
+# MINISPHERE_MAX_REPLICAS here; each replica reads its other settings from the environment.
+app = autoscaled(*load_replica_bounds()).bind()
 
 
 def local_node_resources(settings: Settings) -> dict[str, float]:

@@ -31,7 +31,7 @@ from actors.directory.runtime import RayActors
 from actors.workspace_actor import WorkspaceActor
 from minisphere.control.auth import token_hash
 from minisphere.control.plane import ControlPlane
-from minisphere.control.residency import IDLE_SWEEP_S
+from minisphere.control.residency_policy import IDLE_SWEEP_S
 from minisphere.errors import InvalidArgument
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
 from minisphere.settings import Settings, ensure_private_dir, restrict_file_modes

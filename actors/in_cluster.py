@@ -23,11 +23,12 @@ import ray
 
 from actors.directory_actor import DIRECTORY_NAME
 from actors.parts.reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
-from minisphere.client.client import ServiceError, _same, _WorkspaceCalls
+from minisphere.client.client import ServiceError, WorkspaceCalls, unparsed
 from minisphere.control.auth import check_workspace_id, token_hash
+from minisphere.control.token_cache import token_refusal
 from minisphere.engine.idempotency import check_key
 from minisphere.engine.methods import METHODS
-from minisphere.errors import Forbidden, MiniSphereError, Unauthenticated
+from minisphere.errors import MiniSphereError
 from minisphere.http.statuses import error_response
 from minisphere.settings import DEFAULT_RAY_NAMESPACE
 
@@ -37,7 +38,7 @@ CALL_TIMEOUT_S = 60.0
 class _InClusterCalls:
     """What the sync and async clients share: the lookup and one call through the resend loop."""
 
-    def __init__(self, workspace_id: str, token: str, namespace: str | None):
+    def __init__(self, workspace_id: str, token: str, namespace: str | None = None):
         if not ray.is_initialized():
             ray.init(address="auto", namespace=namespace or DEFAULT_RAY_NAMESPACE)
         namespace = namespace or ray.get_runtime_context().namespace or DEFAULT_RAY_NAMESPACE
@@ -49,10 +50,8 @@ class _InClusterCalls:
 
     async def _authenticate(self) -> None:
         verdict, _ = await ask(self.directory, "authenticate", self.workspace_id, self._caller)
-        if verdict == "other":
-            raise Forbidden("this token belongs to another workspace")
         if verdict not in ("ok", "admin"):
-            raise Unauthenticated("invalid token")
+            raise token_refusal(verdict)        # as the ingress answers: expired, other, invalid
         self._checked = True
 
     async def _call(self, method: str, body: dict, parse: Callable, key: str | None):
@@ -76,7 +75,7 @@ class _InClusterCalls:
         return parse(envelope["result"])
 
 
-class InClusterWorkspace(_InClusterCalls, _WorkspaceCalls):
+class InClusterWorkspace(_InClusterCalls, WorkspaceCalls):
     """The sync client: calls run on one private event-loop thread."""
 
     def __init__(self, workspace_id: str, token: str, namespace: str | None = None):
@@ -85,7 +84,7 @@ class InClusterWorkspace(_InClusterCalls, _WorkspaceCalls):
         threading.Thread(target=self._loop.run_forever, daemon=True,
                          name=f"in-cluster-{workspace_id}").start()
 
-    def _run(self, method: str, body: dict, parse: Callable = _same, key: str | None = None):
+    def _run(self, method: str, body: dict, parse: Callable = unparsed, key: str | None = None):
         return asyncio.run_coroutine_threadsafe(self._call(method, body, parse, key),
                                                 self._loop).result()
 
@@ -93,10 +92,10 @@ class InClusterWorkspace(_InClusterCalls, _WorkspaceCalls):
         self._loop.call_soon_threadsafe(self._loop.stop)
 
 
-class AsyncInClusterWorkspace(_InClusterCalls, _WorkspaceCalls):
+class AsyncInClusterWorkspace(_InClusterCalls, WorkspaceCalls):
     """The async client: `await notes.capture(...)` on the caller's own event loop."""
 
-    async def _run(self, method: str, body: dict, parse: Callable = _same,
+    async def _run(self, method: str, body: dict, parse: Callable = unparsed,
                    key: str | None = None):
         return await self._call(method, body, parse, key)
 

@@ -29,7 +29,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from minisphere import Workspace
+from minisphere.engine.workspace import Workspace
 from minisphere.hosting.group_commit import GroupCommitWriter
 
 from .common import p50, percentile, save_report, table

@@ -5,7 +5,7 @@
 
 For every size N, in the same run and on the same disk:
 
-  engine  minisphere.Workspace on a fresh file (validation, normalization, dedup lookup,
+  engine  the engine's Workspace on a fresh file (validation, normalization, dedup lookup,
           volatility inference, savepoints in batches, result dicts)
   raw     the same pysqlite3 module on another fresh file with the same table shape
           (entries with the same columns and indexes, tags, the external-content FTS5 table and
@@ -35,9 +35,9 @@ import time
 import uuid
 from pathlib import Path
 
-from minisphere import Workspace
 from minisphere.engine import db
 from minisphere.engine.db import sqlite3
+from minisphere.engine.workspace import Workspace
 
 from .common import p50, percentile, save_report, table
 

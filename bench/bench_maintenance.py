@@ -23,9 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from minisphere import ManualClock, Workspace
+from minisphere.engine.clock import ManualClock
 from minisphere.engine.constants import DAY_MS, STALE_AFTER_MS
 from minisphere.engine.methods import METHODS, parse_args
+from minisphere.engine.workspace import Workspace
 
 from .bench_engine import make_items, make_vocabulary
 from .common import p50, percentile, save_report, table

@@ -37,15 +37,15 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from minisphere import Workspace
 from minisphere.engine import db
 from minisphere.engine.methods import find_method, parse_args
 from minisphere.engine.reads import entry_count
 from minisphere.engine.retrieval.arms import graph_arm, keyword_arm
 from minisphere.engine.retrieval.fusion import fuse
-from minisphere.engine.retrieval.prefilter import Prefilter
 from minisphere.engine.retrieval.query_text import distill, match_any, tokenize
 from minisphere.engine.retrieval.recall import recall as run_recall
+from minisphere.engine.retrieval.sql_filters import Prefilter
+from minisphere.engine.workspace import Workspace
 
 from . import beir, locomo
 from .common import p50, percentile, save_report, table

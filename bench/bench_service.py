@@ -67,7 +67,7 @@ def minimal_round_trip(samples: int) -> list[float]:
 
 # ---- engine in-process -----------------------------------------------------------------------
 def engine_numbers(folder: Path, entries: int, samples: int, rng) -> dict[str, list[float]]:
-    from minisphere import Workspace
+    from minisphere.engine.workspace import Workspace
     ws = Workspace(folder / "engine.db", synchronous="FULL")
     for start in range(0, entries, 500):
         ws.run_batch([("capture", {"content": sentence(rng, i)})

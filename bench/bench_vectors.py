@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from minisphere import Workspace
-from minisphere.engine.retrieval.prefilter import Prefilter
+from minisphere.engine.retrieval.sql_filters import Prefilter
+from minisphere.engine.workspace import Workspace
 
 from .common import p50, percentile
 from .embed_cache import cached_embed

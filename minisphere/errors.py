@@ -18,7 +18,6 @@ log = logging.getLogger("minisphere.errors")
 # error has one.
 ADMIN = "admin"
 TENANT = "tenant"
-AUDIENCES = (ADMIN, TENANT)
 
 
 class MiniSphereError(Exception):
@@ -135,6 +134,18 @@ class WorkspaceExists(MiniSphereError):
 class WorkspaceUnavailable(MiniSphereError):
     """The workspace actor could not answer (restarting, stopped, or its outcome is unknown)."""
     code = "unavailable"
+
+
+class NoWorkspaceSlots(WorkspaceUnavailable):
+    """Workspace actors ask for a workspace slot and no node of the cluster advertises any, so
+    none can start; `retry_after_s` says when asking again may find a node that does (one an
+    autoscaler adds)."""
+    code = "no_workspace_slots"
+    public_message = "the service has no room to open workspaces right now; retry later"
+
+    def __init__(self, message: str, retry_after_s: float):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class WorkspaceHibernating(WorkspaceUnavailable):

@@ -232,8 +232,8 @@ class SnapshotSettings:
 @dataclass(frozen=True)
 class ResidencySettings:
     hibernate_idle_s: float = HIBERNATE_IDLE_S
-    max_resident: int = AUTO               # AUTO: control/residency.derived_resident_cap
-    spare_actors: int | None = None        # None: control/residency.derived_spare_actors
+    max_resident: int = AUTO               # AUTO: control/residency_policy.derived_resident_cap
+    spare_actors: int | None = None        # None: control/residency_policy.derived_spare_actors
     workspace_slots: str = DEFAULT_WORKSPACE_SLOTS_MODE     # auto | on | off
     node_workspace_slots: int = AUTO       # AUTO: actors/directory/placement.node_workspace_slots
 
@@ -344,6 +344,17 @@ def load_workspace_slots_mode(env: Mapping[str, str]) -> str:
     return mode
 
 
+def load_replica_bounds(env: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """(min, max) ingress replicas from MINISPHERE_MIN_REPLICAS / MINISPHERE_MAX_REPLICAS (the
+    max defaults to at least the min). The launcher reads them through `load_settings`;
+    `serve run serve_app:app` reads only these, when the app is imported."""
+    env = os.environ if env is None else env
+    min_replicas = env_number(env, "MINISPHERE_MIN_REPLICAS", DEFAULT_MIN_REPLICAS, 1, 64)
+    max_replicas = env_number(env, "MINISPHERE_MAX_REPLICAS",
+                              max(DEFAULT_MAX_REPLICAS, min_replicas), min_replicas, 64)
+    return min_replicas, max_replicas
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Every setting from `env` (default: the process environment); `ConfigError` when one is
     unusable, before anything is created on disk."""
@@ -363,9 +374,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                           "MINISPHERE_ADMIN_TOKEN; set a long random admin token")
     port = env_number(env, "MINISPHERE_PORT", DEFAULT_PORT, 1, 65535)
     max_batch = env_number(env, "MINISPHERE_MAX_BATCH", DEFAULT_MAX_BATCH_WRITES, 1, 10_000)
-    min_replicas = env_number(env, "MINISPHERE_MIN_REPLICAS", DEFAULT_MIN_REPLICAS, 1, 64)
-    max_replicas = env_number(env, "MINISPHERE_MAX_REPLICAS",
-                              max(DEFAULT_MAX_REPLICAS, min_replicas), min_replicas, 64)
+    min_replicas, max_replicas = load_replica_bounds(env)
     snapshots = load_snapshot_settings(data_dir, env)
     residency = ResidencySettings(
         hibernate_idle_s=env_number(env, "MINISPHERE_HIBERNATE_IDLE_S", HIBERNATE_IDLE_S, 0,

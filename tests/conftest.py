@@ -5,10 +5,12 @@ sys.path, so `minisphere`, `actors` and `serve_app` import from the checkout.
 """
 import pytest
 
-from minisphere import ManualClock, Workspace
+from minisphere.engine.clock import ManualClock
+from minisphere.engine.workspace import Workspace
 
-# `s3_endpoint` / `fresh_bucket`: one moto S3 server on loopback per session; snapshot stores
-pytest_plugins = ["tests.support.s3", "tests.support.stores"]
+# `s3_endpoint` / `fresh_bucket`: one moto S3 server on loopback per session; snapshot stores;
+# `contracts_copy`: a private copy of contracts/
+pytest_plugins = ["tests.support.s3", "tests.support.stores", "tests.support.contracts"]
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from actors.directory.runtime import ActorGone
 from actors.directory.spares import NoRoomForSpare, Spare
 from actors.parts.launch import WorkspaceLaunch, new_actor_name
 from minisphere.control.blueprints import parse_stored_blueprint
-from minisphere.errors import MiniSphereError, NotFound
+from minisphere.errors import MiniSphereError, NotFound, NoWorkspaceSlots
 
 log = logging.getLogger("minisphere.directory")
 BIND_TIMEOUT_S = 120.0             # opening a file, restoring it from a snapshot if missing
@@ -24,6 +24,15 @@ BIND_TIMEOUT_S = 120.0             # opening a file, restoring it from a snapsho
 # free workspace slot is started elsewhere (starting 100 actors at once takes ~40 s on 2 CPUs,
 # but then the slots are free; only a full node makes the wait endless).
 PLACEMENT_STALL_S = 15.0
+# With workspace slots required and no node advertising any, a wake waits this long (the actor
+# it started is the demand an autoscaler answers with a node) before it is refused with a named
+# error saying which resource is missing, instead of hanging until the request times out.
+NO_SLOTS_WAIT_S = 20.0
+SLOTS_RESOURCE_HINT = (
+    "no node of the cluster advertises the minisphere_workspace_slots resource that "
+    "MINISPHERE_WORKSPACE_SLOTS=on makes every workspace actor ask for: start the nodes with "
+    "`ray start ... --resources '{\"minisphere_workspace_slots\": N}'` (N: half the node's "
+    "memory / 64 MiB) or set MINISPHERE_WORKSPACE_SLOTS=auto")
 
 
 class SpareStarter:
@@ -68,6 +77,7 @@ class Activator:
         self.pool = pool
         self.cap = cap                          # makes room under the resident cap
         self.workspace_path = workspace_path    # workspace id -> its file on the node
+        self._told_slots_missing = False
 
     async def activate(self, workspace_id: str, caller_saw_failure: bool = False):
         """The workspace's actor handle, binding one if it is not resident. A caller that saw
@@ -149,9 +159,11 @@ class Activator:
         resident = Resident(handle, name, placement=why)
         try:
             answer = await self._bound(workspace_id, resident, placed, launch, grants)
-        except (TimeoutError, ActorGone) as exc:
+        except (TimeoutError, ActorGone, NoWorkspaceSlots) as exc:
             self.control.set_actor(workspace_id, None)
             self.runtime.kill(resident.handle)
+            if isinstance(exc, NoWorkspaceSlots):
+                raise
             raise MiniSphereError(f"workspace {workspace_id} could not be opened: "
                                   f"{exc.__class__.__name__}") from None
         finally:
@@ -197,9 +209,24 @@ class Activator:
                 resident.handle = self._start(resident.actor_name, None)
                 binding = asyncio.ensure_future(
                     self.runtime.call(resident.handle, "bind", launch, grants))
+        await self._unless_slots_missing(binding)
         remaining = max(0.0, BIND_TIMEOUT_S - (time.monotonic() - started))
         try:
             return await asyncio.wait_for(binding, remaining)
         except (TimeoutError, ActorGone):
             self.runtime.kill(resident.handle)      # the replacement, when there was one
             raise
+
+    async def _unless_slots_missing(self, binding: asyncio.Future) -> None:
+        """While no node advertises the workspace slots every actor asks for, wait at most
+        NO_SLOTS_WAIT_S for one to join; then refuse the wake (logged once per directory)."""
+        if not self.placement.slots_missing():
+            return
+        await asyncio.wait([binding], timeout=NO_SLOTS_WAIT_S)
+        if binding.done() or not self.placement.slots_missing():
+            return
+        binding.cancel()
+        if not self._told_slots_missing:
+            self._told_slots_missing = True
+            log.error("workspaces cannot start: %s", SLOTS_RESOURCE_HINT)
+        raise NoWorkspaceSlots(SLOTS_RESOURCE_HINT, retry_after_s=NO_SLOTS_WAIT_S)

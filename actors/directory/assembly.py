@@ -13,7 +13,7 @@ from actors.directory.spares import SparePool
 from actors.directory.workspaces import WorkspaceLifecycle
 from minisphere.contract.startup import born_with, verified_contracts
 from minisphere.control.blueprints import load_default_blueprint
-from minisphere.control.residency import derived_resident_cap, derived_spare_actors
+from minisphere.control.residency_policy import derived_resident_cap, derived_spare_actors
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.settings import Settings, ensure_private_dir
 

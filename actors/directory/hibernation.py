@@ -13,7 +13,7 @@ import logging
 from collections import OrderedDict
 
 from actors.directory.runtime import ActorGone
-from minisphere.control.residency import lru_victims
+from minisphere.control.residency_policy import lru_victims
 
 log = logging.getLogger("minisphere.directory")
 HIBERNATE_TIMEOUT_S = 60.0         # a workspace actor's drain + snapshot + close

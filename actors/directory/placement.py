@@ -6,15 +6,15 @@ Workspace slots (`minisphere_workspace_slots`, a custom Ray resource) are how a 
 many workspace actors it has memory for. Every workspace actor asks for one (`on`, or `auto`
 once some node advertises them), so Ray never packs more onto a node than it can hold, and on
 an autoscaling cluster an actor waiting for a slot is the demand for another node. The policy
-decisions are the pure functions of `minisphere.control.residency`; this adds the cluster's
-facts, read through the runtime.
+decisions are the pure functions of `minisphere.control.residency_policy`; this adds the
+cluster's facts, read through the runtime.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from actors.directory.spares import NoRoomForSpare
-from minisphere.control.residency import (
+from minisphere.control.residency_policy import (
     MIB,
     misplaced_spares,
     node_with_room,
@@ -72,6 +72,13 @@ class NodePlacement:
             WORKSPACE_SLOT_RESOURCE in resources
             for resources in self.runtime.alive_nodes().values())
         return slot_request(self.slots, advertised)
+
+    def slots_missing(self) -> bool:
+        """Workspace actors must ask for a slot (`on`) and no live node advertises any: no
+        workspace actor can start until a node that does joins."""
+        return self.slots == "on" and not any(
+            WORKSPACE_SLOT_RESOURCE in resources
+            for resources in self.runtime.alive_nodes().values())
 
     def placement_of(self, recorded_node: str | None) -> tuple[str | None, str]:
         """The node to bind the workspace on (None: any), and why."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.directory.flights import SingleFlight
-from minisphere.control.residency import idle_residents
+from minisphere.control.residency_policy import idle_residents
 
 ACTIVITY_TIMEOUT_S = 0.5           # how long the directory waits for actors' last-call times
 REFRESH_INTERVAL_S = 1.0           # actors' last-call times are asked for at most this often

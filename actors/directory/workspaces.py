@@ -12,7 +12,7 @@ from pathlib import Path
 
 from minisphere.control.auth import check_workspace_id
 from minisphere.control.blueprints import parse_blueprint
-from minisphere.durability.generations import delete_snapshots
+from minisphere.durability.generations import delete_generation_snapshots
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import NotFound, SnapshotError
 from minisphere.settings import ensure_private_dir
@@ -80,7 +80,8 @@ class WorkspaceLifecycle:
         A workspace created later with the same id has another generation, so it never sees
         these meanwhile."""
         try:
-            await asyncio.to_thread(delete_snapshots, self.snapshots, workspace_id, generation)
+            await asyncio.to_thread(delete_generation_snapshots, self.snapshots, workspace_id,
+                                    generation)
         except SnapshotError as exc:
             log.warning("snapshots of deleted workspace %s (%s) not removed yet: %s",
                         workspace_id, generation, exc.message)

@@ -1,8 +1,8 @@
 """What one ingress replica does between HTTP and the actors: authenticate, find the
 workspace's actor, call it, and recover from a dead actor.
 
-Caches (per replica): token grants per workspace and refused tokens (the pre-filter of
-`minisphere.control.prefilter`, which also budgets failed authentications per client address)
+Caches (per replica): token grants per workspace and refused tokens (the `TokenCache` of
+`minisphere.control.token_cache`, which also budgets failed authentications per client address)
 and actor handles. An unauthenticated request is refused before any actor is looked up, so it
 never wakes one; the workspace actor checks the token again on every call against the grants
 it holds, so a revoked token is refused at once even while this replica's cache still knows it.
@@ -21,7 +21,7 @@ import logging
 from actors.directory_actor import get_directory
 from actors.parts.reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.control.auth import check_workspace_id, same_hash, token_hash
-from minisphere.control.prefilter import TokenPrefilter
+from minisphere.control.token_cache import TokenCache
 from minisphere.durability.generations import generation_store
 from minisphere.durability.snapshots import list_snapshots
 from minisphere.durability.stores import open_snapshot_store
@@ -44,7 +44,7 @@ class Gateway:
         self.directory.start.remote()          # warm the spare pool; never waited for
         self.reach = WorkspaceReach(self.directory)
         self.admin_hash = token_hash(settings.admin_token)
-        self.prefilter = TokenPrefilter(self.ask_directory, settings.token_cache_ttl_s)
+        self.token_cache = TokenCache(self.ask_directory, settings.token_cache_ttl_s)
         self._store = None                     # snapshot store, made on first use
 
     async def ask_directory(self, method: str, *args):
@@ -67,7 +67,7 @@ class Gateway:
         candidate = token_hash(token)
         if same_hash(candidate, self.admin_hash):
             return candidate
-        grant = await self.prefilter.grant_of(workspace_id, candidate, client)
+        grant = await self.token_cache.grant_of(workspace_id, candidate, client)
         method = METHODS.get(method_name)
         if method is not None:
             grant.require(method_name, method.access)
@@ -78,15 +78,20 @@ class Gateway:
         candidate = token_hash(token)
         if same_hash(candidate, self.admin_hash):
             return {"kind": "admin"}
-        self.prefilter.budget.check(client)
-        found = await self.ask_directory("whoami", candidate)
+        budget = self.token_cache.budget
+        budget.reserve(client)             # before the await, as for workspace tokens
+        try:
+            found = await self.ask_directory("whoami", candidate)
+        except BaseException:
+            budget.refund(client)
+            raise
         if found is None:
-            self.prefilter.failed(client)
             raise Unauthenticated("invalid token")
+        budget.refund(client)
         return found
 
     def forget(self, workspace_id: str) -> None:
-        self.prefilter.forget(workspace_id)
+        self.token_cache.forget(workspace_id)
         self.reach.forget(workspace_id)
 
     # ---- calls ---------------------------------------------------------------------------------
@@ -113,7 +118,7 @@ class Gateway:
                 workspace_id, "call", method_name, body, caller, idempotency_key,
                 idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S, unknown_outcome=unknown)
         except Unauthenticated:
-            self.prefilter.forget(workspace_id)    # the actor knows better: revoked, expired
+            self.token_cache.forget(workspace_id)    # the actor knows better: revoked, expired
             raise
         timings = envelope["timings"]
         timings["rpc_ms"] = rpc_ms
@@ -241,5 +246,5 @@ class Gateway:
     async def revoke_token(self, workspace_id: str, token_id: str) -> dict:
         check_workspace_id(workspace_id)
         answer = await self.ask_directory("revoke_token", workspace_id, token_id)
-        self.prefilter.forget(workspace_id)
+        self.token_cache.forget(workspace_id)
         return answer

@@ -1,5 +1,5 @@
 """Import and export through the service: the ingress side of the admin routes in
-`minisphere.http.transfer_routes`. Each page or chunk is one admin call into the workspace's
+`minisphere.http.routes.transfer`. Each page or chunk is one admin call into the workspace's
 actor (its `export_page` / `import_chunk` methods; `actors/parts/transfer_steps.py` does the
 work there)."""
 from __future__ import annotations

@@ -8,6 +8,8 @@ from pathlib import Path
 from minisphere.settings import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, env_value
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+NO_TOKEN = ("no token to send: give --admin-token (or a workspace's --token), or set "
+            "MINISPHERE_ADMIN_TOKEN; `minisphere serve` keeps it in <data>/.admin_token")
 
 
 def admin_token(args) -> str:

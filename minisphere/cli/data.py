@@ -21,7 +21,9 @@ import json
 import sys
 from pathlib import Path
 
-from minisphere.cli.common import admin_token, connection_flags, fail
+import httpx
+
+from minisphere.cli.common import NO_TOKEN, admin_token, connection_flags, fail
 from minisphere.cli.progress import ProgressLine
 
 IMPORT_CHUNK_LINES = 500
@@ -72,14 +74,19 @@ def _export(args) -> int:
         return 0
     except MiniSphereError as exc:
         return fail(exc.message)
+    except httpx.TransportError as exc:
+        return fail(f"cannot reach {args.url}: {exc}")
     except OSError as exc:
         return fail(str(exc))
 
 
 def _http(args):
-    import httpx
+    from minisphere.errors import TransferError
+    token = admin_token(args)
+    if not token:
+        raise TransferError(NO_TOKEN)
     return httpx.Client(base_url=args.url, timeout=HTTP_TIMEOUT_S,
-                        headers={"Authorization": f"Bearer {admin_token(args)}"})
+                        headers={"Authorization": f"Bearer {token}"})
 
 
 def _service_error(response) -> str:
@@ -133,6 +140,8 @@ def _import(args) -> int:
     except MiniSphereError as exc:
         bar.finish()
         return fail(exc.message)
+    except httpx.TransportError as exc:
+        return fail(f"cannot reach {args.url}: {exc}")
     except OSError as exc:
         return fail(str(exc))
     bar.finish(json.dumps(report, sort_keys=True))

@@ -14,8 +14,11 @@ import os
 import sys
 from pathlib import Path
 
-from minisphere.cli.common import admin_token, connection_flags, fail
+import httpx
+
+from minisphere.cli.common import NO_TOKEN, admin_token, connection_flags, fail
 from minisphere.client import Client, ServiceError
+from minisphere.control.auth import TOKEN_SCOPES
 from minisphere.settings import (
     CLIENT_ENV_VARS,
     ENV_VARS,
@@ -38,22 +41,47 @@ def _print(value) -> None:
 
 def _run(action):
     def run(args) -> int:
+        token = admin_token(args)
+        if not token and not getattr(args, "token", ""):
+            return fail(NO_TOKEN)
         try:
-            with Client(args.url, admin_token=admin_token(args)) as client:
+            with Client(args.url, admin_token=token) as client:
                 _print(action(client, args))
             return 0
-        except ServiceError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        except OSError as exc:  # connection refused and friends
-            print(f"error: cannot reach {args.url}: {exc}", file=sys.stderr)
-            return 1
+        except ServiceError as exc:     # status 0: refused here, before anything was sent
+            return fail(exc.message if exc.status == USAGE_STATUS else str(exc))
+        except (httpx.TransportError, OSError) as exc:  # connection refused and friends
+            return fail(f"cannot reach {args.url}: {exc}")
     return run
+
+
+USAGE_STATUS = 0
+
+
+def _usage(message: str) -> ServiceError:
+    return ServiceError(USAGE_STATUS, "usage", message)
+
+
+def _json_argument(text: str, what: str):
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise _usage(f"{what} is not valid JSON: {exc}") from None
+
+
+def _blueprint_file(path: Path | None) -> dict | None:
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _usage(f"cannot read the blueprint file {path}: {exc.strerror or exc}") from None
+    return _json_argument(text, f"the blueprint file {path}")
 
 
 def _ws(client: Client, args):
     if not args.workspace:
-        raise ServiceError(0, "usage", "give --workspace (or set MINISPHERE_WORKSPACE)")
+        raise _usage("give --workspace (or set MINISPHERE_WORKSPACE)")
     return client.workspace(args.workspace, args.token or None)
 
 
@@ -95,8 +123,7 @@ def _register_ws(subparsers) -> None:
     create.add_argument("--label")
     create.add_argument("--blueprint", type=Path, help="blueprint JSON file")
     create.set_defaults(func=_run(lambda c, a: c.create_workspace(
-        a.id, label=a.label,
-        blueprint=json.loads(a.blueprint.read_text()) if a.blueprint else None)))
+        a.id, label=a.label, blueprint=_blueprint_file(a.blueprint))))
     listing = actions.add_parser("list", help="list workspaces")
     listing.set_defaults(func=_run(lambda c, a: c.list_workspaces()))
     show = actions.add_parser("show", help="show one workspace")
@@ -133,7 +160,7 @@ def _register_tokens(subparsers) -> None:
     actions = tokens.add_subparsers(dest="token_command", required=True)
     create = actions.add_parser("create", help="issue a token; prints its secret once")
     create.add_argument("workspace")
-    create.add_argument("--scope", choices=("read", "write"), default="write")
+    create.add_argument("--scope", choices=TOKEN_SCOPES, default="write")
     create.add_argument("--label")
     create.add_argument("--expires-in-s", type=int)
     create.set_defaults(func=_run(lambda c, a: c.create_token(
@@ -197,7 +224,8 @@ def _register_calls(subparsers) -> None:
     command("stats", "workspace statistics", lambda w, a: w.get_stats())
     command("brief", "session brief", lambda w, a: w.get_brief())
     command("call", "any method with a JSON body (--idempotency-key for a write)",
-            lambda w, a: w._run(a.method, json.loads(a.body), key=a.idempotency_key),
+            lambda w, a: w._run(a.method, _json_argument(a.body, "the body"),
+                                key=a.idempotency_key),
             pos("method"), (("body",), {"nargs": "?", "default": "{}"}), write=True)
 
 

@@ -61,16 +61,19 @@ def _camel(options: dict) -> dict:
     return {to_camel(k): v for k, v in options.items() if v is not None}
 
 
-def _same(x):
-    return x
+def unparsed(body):
+    """The `parse` of a call whose answer is returned as the service sent it."""
+    return body
 
 
-class _WorkspaceCalls:
-    """Every contract method once; `_run` is sync or async in the subclasses. `key`: the
-    write's idempotency key (None: none sent)."""
+class WorkspaceCalls:
+    """Every contract method once, over any transport: a subclass implements `_run` (sync or
+    async) to send one call and return `parse` of its answer. `key`: the write's idempotency
+    key (None: none sent). The HTTP clients below and `actors/in_cluster.py` are the
+    subclasses."""
     workspace_id: str
 
-    def _run(self, method: str, body: dict, parse: Callable = _same,
+    def _run(self, method: str, body: dict, parse: Callable = unparsed,
              key: str | None = None):  # pragma: no cover
         raise NotImplementedError
 
@@ -135,29 +138,30 @@ class _WorkspaceCalls:
     def get_brief(self):
         return self._run("getBrief", {})
 
-    def run_staleness_pass(self, limit: int = 1000):
-        return self._run("runStalenessPass", {"limit": limit})
+    def run_staleness_pass(self, limit: int | None = None):
+        """None: the service's default limit."""
+        return self._run("runStalenessPass", _camel({"limit": limit}))
 
 
 def _call_headers(auth: str, key: str | None) -> dict:
     return {"Authorization": auth, **({IDEMPOTENCY_HEADER: key} if key is not None else {})}
 
 
-class WorkspaceClient(_WorkspaceCalls):
+class WorkspaceClient(WorkspaceCalls):
     def __init__(self, http: httpx.Client, workspace_id: str, token: str):
         self.http, self.workspace_id, self._auth = http, workspace_id, f"Bearer {token}"
 
-    def _run(self, method, body, parse=_same, key=None):
+    def _run(self, method, body, parse=unparsed, key=None):
         response = self.http.post(f"/v1/w/{self.workspace_id}/{method}", json=body,
                                   headers=_call_headers(self._auth, key))
         return parse(_check(response))
 
 
-class AsyncWorkspaceClient(_WorkspaceCalls):
+class AsyncWorkspaceClient(WorkspaceCalls):
     def __init__(self, http: httpx.AsyncClient, workspace_id: str, token: str):
         self.http, self.workspace_id, self._auth = http, workspace_id, f"Bearer {token}"
 
-    async def _run(self, method, body, parse=_same, key=None):
+    async def _run(self, method, body, parse=unparsed, key=None):
         response = await self.http.post(f"/v1/w/{self.workspace_id}/{method}", json=body,
                                         headers=_call_headers(self._auth, key))
         return parse(_check(response))

@@ -1,37 +1,29 @@
 """Pydantic models of the service's answers (camelCase on the wire, snake_case in Python).
 
-Models allow extra fields, so a newer server adding a field never breaks an older client.
+Models allow extra fields, so a newer server adding a field never breaks an older client. An
+entry's fields and the enum values are `minisphere.wire`'s, the ones the service answers with.
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
+
+from minisphere import wire
 
 
 class Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
 
 
-class Entry(Model):
-    id: str
-    content: str
-    source: Optional[str] = None
-    created_at: int
-    updated_at: int
-    recall_count: int = 0
-    importance: float = 0.0
-    claim_tag: Optional[str] = None
-    evidence_ref: Optional[str] = None
-    status: str
-    kind: str
-    volatility: str
-    tags: list[str] = []
+class Entry(Model, wire.Entry):
+    """An entry as a read or a write answers it; what an answer adds to the wire entry (the
+    staleness fields, a list's `truncated`) is kept as extra fields."""
 
 
 class CaptureResult(Model):
-    outcome: Literal["stored", "blocked", "merged", "replaced"]
+    outcome: wire.CaptureOutcome
     id: Optional[str] = None
     match_id: Optional[str] = None
 

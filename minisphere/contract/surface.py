@@ -29,7 +29,7 @@ DESCRIPTIVE_KEYS = frozenset({"description"})
 _BOUND_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "maxLength",
                "minLength", "minItems", "maxItems")
 
-# Surface limit name -> engine constant name (constants.py). Both sides must agree.
+# Surface limit name -> engine constant name (engine/constants.py). Both sides must agree.
 LIMIT_CONSTANTS = {
     "maxContentBytes": "MAX_CONTENT_BYTES",
     "maxTagsPerEntry": "MAX_TAGS_PER_ENTRY",
@@ -224,42 +224,4 @@ def differences(surface_doc: dict, engine: dict | None = None) -> list[str]:
         elif not _same_number(contract_limits[key], value):
             problems.append(f"limit {key}: {contract_limits[key]!r} in the contract, {value!r} "
                             "in the engine")
-    return problems
-
-
-# Surface retrieval parameter (path in the "retrieval" section) -> retrieval.tuning constant.
-RETRIEVAL_CONSTANTS = {
-    ("graph", "fanoutPerNode"): "GRAPH_FANOUT_PER_NODE",
-    ("graph", "maxNodes"): "GRAPH_MAX_NODES",
-    ("graph", "hopDecay"): "GRAPH_HOP_DECAY",
-    ("fusion", "k"): "RRF_K",
-    ("rerank", "volatilityFloors"): "DECAY_FLOOR",
-    ("rerank", "rolledUpPenalty"): "ROLLED_UP_FACTOR",
-    ("rerank", "mmrLambda"): "MMR_LAMBDA",
-    ("snippets", "strongCount"): "SNIPPET_TOP_COUNT",
-    ("snippets", "strongChars"): "SNIPPET_TOP_CHARS",
-    ("snippets", "tailChars"): "SNIPPET_TAIL_CHARS",
-    ("snippets", "totalChars"): "SNIPPET_TOTAL_CHARS",
-}
-
-
-def retrieval_differences(surface_doc: dict) -> list[str]:
-    """The recall pipeline's numbers (retrieval/tuning.py) against the surface's `retrieval`.
-
-    Kept out of the startup check on purpose: these are tuning numbers, guarded by the test
-    suite; the startup gate covers methods, arguments, enums, edge gates and limits.
-    """
-    from minisphere.engine.retrieval import tuning
-    problems = []
-    section = surface_doc.get("retrieval", {})
-    for (group, key), const in RETRIEVAL_CONSTANTS.items():
-        want = section.get(group, {}).get(key)
-        have = getattr(tuning, const, None)
-        if isinstance(want, dict) and isinstance(have, dict):
-            same = want.keys() == have.keys() and all(_same_number(want[k], have[k]) for k in want)
-        else:
-            same = _same_number(want, have)
-        if not same:
-            problems.append(f"retrieval.{group}.{key} is {want!r} in the contract, "
-                            f"{const} = {have!r} in the engine")
     return problems

@@ -44,6 +44,8 @@ def new_token_id() -> str:
     return "tok-" + secrets.token_hex(8)
 
 
+# What a workspace token may be issued for (see TokenGrant.scope): the one list the HTTP app
+# and the CLI offer.
 TOKEN_SCOPES = ("read", "write")
 
 

@@ -259,11 +259,6 @@ class ControlPlane:
         self.conn.execute("UPDATE workspaces SET actor_name = ? WHERE id = ?",
                           (actor_name, workspace_id))
 
-    def actor_of(self, workspace_id: str) -> str | None:
-        row = self.conn.execute("SELECT actor_name FROM workspaces WHERE id = ?",
-                                (workspace_id,)).fetchone()
-        return row[0] if row else None
-
     def workspace_of_actor(self, actor_name: str) -> str | None:
         row = self.conn.execute("SELECT id FROM workspaces WHERE actor_name = ? "
                                 "AND state != 'deleting'", (actor_name,)).fetchone()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from minisphere.durability.snapshots import delete_all_snapshots
+from minisphere.durability.snapshots import delete_visible_snapshots
 from minisphere.durability.stores import SnapshotStore
 from minisphere.errors import SnapshotError
 
@@ -54,6 +54,6 @@ def generation_store(store: SnapshotStore, workspace_id: str,
     return _GenerationView(store, workspace_id, generation)
 
 
-def delete_snapshots(store: SnapshotStore, workspace_id: str, generation: str | None) -> int:
+def delete_generation_snapshots(store: SnapshotStore, workspace_id: str, generation: str | None) -> int:
     """Remove every snapshot of one generation of the workspace; returns how many objects."""
-    return delete_all_snapshots(generation_store(store, workspace_id, generation), workspace_id)
+    return delete_visible_snapshots(generation_store(store, workspace_id, generation), workspace_id)

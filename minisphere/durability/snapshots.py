@@ -449,8 +449,9 @@ def restore_latest_good(store: SnapshotStore, workspace_id: str, db_path: str | 
 
 
 
-def delete_all_snapshots(store: SnapshotStore, workspace_id: str) -> int:
-    """Remove every stored object of the workspace (used when it is deleted for good)."""
+def delete_visible_snapshots(store: SnapshotStore, workspace_id: str) -> int:
+    """Remove every object of the workspace that this store shows (through a generation view:
+    that generation's; the store itself: the older layout's own); returns how many."""
     keys = own_keys(store, workspace_id)
     for key in sorted(keys, key=lambda k: not k.endswith(SNAPSHOT_MANIFEST_SUFFIX)):
         store.delete(key)                 # manifests first: no version points at a lost blob
@@ -459,4 +460,4 @@ def delete_all_snapshots(store: SnapshotStore, workspace_id: str) -> int:
 
 __all__ = ["take_snapshot", "list_snapshots", "list_versions", "read_manifest",
            "restore_snapshot", "restore_latest_good", "prune", "fetch_verified", "swap_in",
-           "delete_all_snapshots", "SnapshotStoreUnavailable"]
+           "delete_visible_snapshots", "SnapshotStoreUnavailable"]

@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from minisphere.durability.constants import (
     SNAPSHOT_BACKOFF_FACTOR,
@@ -27,7 +26,7 @@ from minisphere.durability.constants import (
     SNAPSHOT_BACKOFF_MAX_S,
     SNAPSHOT_POLL_S,
 )
-from minisphere.errors import MiniSphereError, SnapshotError, SnapshotStoreUnavailable
+from minisphere.errors import MiniSphereError, SnapshotError
 from minisphere.settings import SNAPSHOT_EVERY_S, SNAPSHOT_EVERY_WRITES
 
 log = logging.getLogger("minisphere.snapshots")
@@ -45,23 +44,6 @@ class Backoff:
         base = min(self.max_s, self.initial_s * self.factor ** max(0, failures - 1))
         jitter = base * self.jitter_ratio * ((rng or random).random() * 2 - 1)
         return max(0.0, min(self.max_s, base + jitter))
-
-
-def retry_with_backoff(fn: Callable[[], Any], *, attempts: int, backoff: Backoff = Backoff(),
-                       retry_on: tuple[type, ...] = (SnapshotStoreUnavailable,),
-                       sleep: Callable[[float], None] = time.sleep,
-                       on_failure: Callable[[int, BaseException], None] | None = None) -> Any:
-    """Call `fn` up to `attempts` times, sleeping the backoff between failures of `retry_on`."""
-    for attempt in range(1, max(1, attempts) + 1):
-        try:
-            return fn()
-        except retry_on as exc:
-            if on_failure is not None:
-                on_failure(attempt, exc)
-            if attempt >= attempts:
-                raise
-            sleep(backoff.delay_s(attempt))
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 class Snapshotter:

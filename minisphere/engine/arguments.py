@@ -5,22 +5,17 @@ accepted. Unknown fields are refused, types are strict (no "5" for 5, no true fo
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
 
 from minisphere.engine import constants as C
+from minisphere.wire import EDGE_TYPES as EDGE_TYPES
+from minisphere.wire import ClaimTag, EdgeType, Kind, Provenance, Status, Volatility
 
-Status = Literal["canonical", "draft", "deprecated"]
-Kind = Literal["episodic", "semantic"]
-Volatility = Literal["durable", "state", "volatile"]
-Provenance = Literal["explicit", "inferred", "system"]
-ClaimTag = Literal["VERIFIED", "INFERRED", "UNKNOWN"]
-EdgeType = Literal["relates_to", "supersedes", "caused_by", "decided", "about_person",
-                   "part_of_project", "follows", "document_of"]
-EDGE_TYPES: tuple[str, ...] = EdgeType.__args__  # type: ignore[attr-defined]
-
+# The enum literals are `minisphere.wire`'s, shared with the answer models, the transfer format
+# and the client (EDGE_TYPES is re-exported: the contract's surface check reads it here).
 Score01 = Annotated[float, Field(ge=0, le=1, strict=True, allow_inf_nan=False)]
 Weight = Annotated[float, Field(gt=0, le=1, strict=True, allow_inf_nan=False)]
 Id = StrictStr  # shape checked by normalize.check_id so the message is specific
@@ -115,4 +110,4 @@ class NoteRecalledArgs(Args):
 
 
 class StalenessPassArgs(Args):
-    limit: Annotated[StrictInt, Field(ge=1, le=100_000)] = 1000
+    limit: Annotated[StrictInt, Field(ge=1, le=100_000)] = C.STALENESS_PASS_DEFAULT_LIMIT

@@ -55,5 +55,5 @@ STALE_TAG_PREFIX = "stale:as-of:"
 STALENESS_PASS_DEFAULT_LIMIT = 1000
 REVALIDATE_PREVIEW_CHARS = 120
 
-# --- Optional vector binding (minisphere/vectors): the workspace_meta key that records it ---
+# --- Optional vector binding (minisphere/engine/vectors): the workspace_meta key recording it ---
 VECTOR_BINDING_META_KEY = "vector_binding"

@@ -243,9 +243,6 @@ class Workspace:
         return self.vectors.bind(embedder, replace=replace, batch_size=batch_size,
                                  progress=progress_callback)
 
-    def vector_status(self) -> dict:
-        return self.vectors.status() if self.vectors is not None else {"bound": False}
-
     # ---- Pythonic wrappers (contract names in snake_case) -------------------------------------
     def capture(self, content: str, **options) -> dict:
         return self.call("capture", {"content": content, **options})

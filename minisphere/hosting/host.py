@@ -142,10 +142,6 @@ class WorkspaceHost:
             self.workspace.close()
         self.writer = self.reads = self.workspace = None
 
-    @property
-    def is_open(self) -> bool:
-        return self.workspace is not None
-
     # ---- calls -------------------------------------------------------------------------------
     def needs_prepare(self, method: str) -> bool:
         """Whether a write must be prepared (`prepare_write`) before it is queued."""

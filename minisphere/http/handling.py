@@ -1,6 +1,6 @@
 """Reading requests and writing answers, shared by every route: bounded bodies, strict JSON,
-strict query numbers, the error body of any failure (for the caller's audience), the admin
-check, and the timing headers."""
+strict query numbers, request bodies as models, the error body of any failure (for the caller's
+audience), and the timing headers."""
 from __future__ import annotations
 
 import json
@@ -10,10 +10,11 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
 
-from minisphere.control.auth import bearer_token
 from minisphere.engine.idempotency import check_key
-from minisphere.errors import ADMIN, TENANT, MalformedRequest, RateLimited, RequestTooLarge
+from minisphere.engine.methods import describe_validation_error
+from minisphere.errors import ADMIN, TENANT, MalformedRequest, MiniSphereError, RequestTooLarge
 from minisphere.http.statuses import error_response
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -134,8 +135,10 @@ def error_json(exc: BaseException, audience: str = TENANT) -> JSONResponse:
     """The error answer of `exc` as `audience` may read it (default: a tenant, who is never
     told deployment details)."""
     status, body = error_response(exc, audience)
-    headers = ({"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
-               if isinstance(exc, RateLimited) else None)
+    # an error that knows when asking again may succeed (rate limits, no room yet) says so
+    retry_after_s = getattr(exc, "retry_after_s", None)
+    headers = ({"Retry-After": str(max(1, math.ceil(retry_after_s)))}
+               if isinstance(exc, MiniSphereError) and retry_after_s is not None else None)
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -153,14 +156,11 @@ def audience_of(gateway, token: str | None) -> str:
         return TENANT
 
 
-async def as_admin(gateway, request: Request, action):
-    """Await `action()` for an admin caller; any failure becomes the error JSON. A caller that
-    fails the admin check is answered as a tenant; the admin's own failures in full."""
+async def read_spec(request: Request, model: type[BaseModel], what: str,
+                    required: bool = False):
+    """The request's JSON object body as `model`; a 400 naming `what` when it does not fit."""
+    body = await read_json_object(request, required=required)
     try:
-        gateway.require_admin(bearer_token(request.headers.get("authorization")))
-    except Exception as exc:  # noqa: BLE001 - answered as a structured error
-        return error_json(exc, TENANT)
-    try:
-        return await action()
-    except Exception as exc:  # noqa: BLE001 - answered as a structured error
-        return error_json(exc, ADMIN)
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise MalformedRequest(describe_validation_error(what, exc)) from None

@@ -3,13 +3,18 @@
 They exist for the published OpenAPI document (`/openapi.json` describes answers as well as
 requests) and for the test that validates real answers of every route against it; the routes
 return the engine's own JSON, so nothing is converted at request time. Models forbid unknown
-fields: a field the engine adds without describing it here fails that test.
+fields: a field the engine adds without describing it here fails that test. The entry's own
+fields and the enum values are `minisphere.wire`'s, the ones the engine validates arguments with.
 """
 from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from minisphere import wire
+from minisphere.engine.methods import Access
+from minisphere.maintenance.runs import OUTCOMES, TRIGGERS
 
 
 class Answer(BaseModel):
@@ -27,20 +32,7 @@ class ErrorBody(Answer):
 
 
 # ---- entries and edges ----------------------------------------------------------------------------
-class Entry(Answer):
-    id: str
-    content: str
-    source: Optional[str]
-    createdAt: int = Field(description="epoch milliseconds")
-    updatedAt: int = Field(description="epoch milliseconds; moved only by confirming writes")
-    recallCount: int
-    importance: float
-    claimTag: Optional[Literal["VERIFIED", "INFERRED", "UNKNOWN"]]
-    evidenceRef: Optional[str]
-    status: Literal["canonical", "draft", "deprecated"]
-    kind: Literal["episodic", "semantic"]
-    volatility: Literal["durable", "state", "volatile"]
-    tags: list[str]
+class Entry(Answer, wire.Entry):
     stale: bool
     staleSince: Optional[int]
     staleDueAt: Optional[int]
@@ -49,7 +41,7 @@ class Entry(Answer):
 class Revision(Answer):
     content: str
     at: int
-    reason: Literal["append", "update"]
+    reason: wire.RevisionReason
 
 
 class EntryDetail(Entry):
@@ -63,7 +55,7 @@ class Edge(Answer):
     dst: str
     type: str
     weight: float
-    provenance: Literal["explicit", "inferred", "system"]
+    provenance: wire.Provenance
     metadata: Optional[dict[str, Any]]
     createdAt: int
     updatedAt: int
@@ -76,7 +68,7 @@ class NearEntry(Answer):
 
 
 class CaptureAnswer(Answer):
-    outcome: Literal["stored", "blocked", "merged", "replaced"]
+    outcome: wire.CaptureOutcome
     id: Optional[str] = Field(None, description="the new entry (stored)")
     matchId: Optional[str] = Field(None, description="the entry it duplicates (blocked)")
     confirmed: Optional[bool] = Field(None, description="an exact re-capture from another "
@@ -318,7 +310,7 @@ class PinnedContract(Answer):
 
 class RoutedMethod(Answer):
     name: str
-    access: Literal["read", "write", "maintenance"]
+    access: Access
     positional: list[str]
 
 
@@ -461,10 +453,10 @@ class Pruned(Answer):
 class MaintenanceRun(Answer):
     runId: str
     workspaceId: str
-    trigger: Literal["cron", "manual"]
+    trigger: Literal[*TRIGGERS]
     startedAt: int
     finishedAt: Optional[int]
-    outcome: Optional[Literal["ok", "error", "skipped"]]
+    outcome: Optional[Literal[*OUTCOMES]]
     calls: int
     scanned: int
     marked: int
@@ -494,3 +486,19 @@ class ImportReport(Answer):
 
 ERROR_RESPONSES = {status: {"model": ErrorBody} for status in (400, 401, 403, 404, 409, 413, 429,
                                                               422, 500, 503)}
+
+
+
+def answers(model: type[BaseModel], status: int = 200) -> dict:
+    """OpenAPI `responses` for a route answering `model` (documentation only: the routes
+    return the engine's JSON as is)."""
+    return {status: {"model": model}, **ERROR_RESPONSES}
+
+
+def json_body(model: type[BaseModel], required: bool | None = None) -> dict:
+    """OpenAPI `openapi_extra` documenting a JSON body of `model` (the routes read it with
+    `handling.read_spec`, not through FastAPI's own body parsing)."""
+    body: dict = {"content": {"application/json": {"schema": model.model_json_schema()}}}
+    if required is not None:
+        body = {"required": required, **body}
+    return {"requestBody": body}

@@ -1,5 +1,5 @@
 """Maintenance tables of the control plane (migration 0002): the run audit and the per-workspace
-due state the skip rule reads (see `maintenance.py`). Functions over the control plane's
+due state the skip rule reads (see `runs.py`). Functions over the control plane's
 connection (autocommit; each function is one statement, so one atomic step)."""
 from __future__ import annotations
 

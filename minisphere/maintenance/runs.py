@@ -13,7 +13,7 @@ A *run* is what one cron tick (or one admin call) does for one workspace:
    A cron run is skipped, without contacting the workspace actor, when the last pass left
    `remaining == 0` and `due` is in the future (or there is nothing that can turn stale).
    A workspace never passed has no record: it is always run. A skip is audited.
-   `dirty_since` comes from the workspace actor (`actors/due_notes.py`): before the first
+   `dirty_since` comes from the workspace actor (`actors/parts/due_notes.py`): before the first
    capture/append/update after each pass (and after each actor start) it notes "a write is
    queued at t" -- one directory call per pass cycle, not per write. Why a write cannot make
    anything due sooner than that bound: a new or confirmed entry's due date is its write time
@@ -227,10 +227,6 @@ def checked_job_specs(records: list[dict]) -> tuple[dict[str, JobSpec], dict[str
         if spec is not None:
             specs[spec.workspace_id] = spec
     return specs, problems
-
-
-def job_specs(records: list[dict]) -> dict[str, JobSpec]:
-    return checked_job_specs(records)[0]
 
 
 def audit_unusable_schedule(ledger, workspace_id: str, reason: str, now: int) -> dict:

@@ -24,10 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from pydantic.alias_generators import to_camel
 
 from minisphere.engine import constants as C
-from minisphere.engine.arguments import ClaimTag, EdgeType, Kind, Provenance, Status, Volatility
 from minisphere.engine.normalize import check_id, normalize_tags
 from minisphere.engine.writes import check_content
 from minisphere.errors import ImportFormatError, ImportVersionError
+from minisphere.wire import ClaimTag, EdgeType, Provenance, RevisionReason
+from minisphere.wire import Entry as WireEntry
 
 FORMAT_NAME = "minisphere-jsonl"
 FORMAT_VERSION = 1
@@ -69,13 +70,15 @@ class Header(_Record):
 class Revision(_Record):
     content: StrictStr
     at: EpochMs
-    reason: Literal["append", "update"]
+    reason: RevisionReason
 
 
-class EntryRecord(_Record):
+class EntryRecord(_Record, WireEntry):
+    """An entry line: the entry's wire fields (`minisphere.wire.Entry`; a line is parsed JSON,
+    so their plain `str` types are as strict as StrictStr here), the ones below held to the
+    file's bounds and given the defaults an older or hand-made file relies on, and what only a
+    copy of the workspace keeps besides."""
     record: Literal["entry"]
-    id: StrictStr
-    content: StrictStr
     source: Optional[StrictStr] = None
     created_at: EpochMs
     updated_at: EpochMs
@@ -83,9 +86,6 @@ class EntryRecord(_Record):
     importance: Score = 0.0
     claim_tag: Optional[ClaimTag] = None
     evidence_ref: Optional[StrictStr] = None
-    status: Status
-    kind: Kind
-    volatility: Volatility
     unclassified: StrictBool = False
     stale_due_at: Optional[EpochMs] = None
     stale_since: Optional[EpochMs] = None

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from actors.directory import activation as activation_module
 from actors.directory import hibernation as hibernation_module
 from actors.directory.assembly import assemble
 from minisphere.control.auth import token_hash
 from minisphere.control.plane import ControlPlane
-from minisphere.settings import load_settings
+from minisphere.errors import NoWorkspaceSlots
+from minisphere.settings import WORKSPACE_SLOT_RESOURCE, load_settings
 from tests.support.in_process_actors import InProcessActors
 
 ADMIN = "test-admin-token-for-the-directory-parts"
@@ -21,14 +25,14 @@ WORKSPACES = 1000
 CLEAN_EXITS_KEPT = 50
 
 
-def directory_parts(tmp_path, **env):
+def directory_parts(tmp_path, node_resources=None, **env):
     settings = load_settings({"MINISPHERE_DATA_DIR": str(tmp_path),
                               "MINISPHERE_ADMIN_TOKEN": ADMIN,
                               "MINISPHERE_SYNCHRONOUS": "OFF",
                               "MINISPHERE_MAX_RESIDENT": str(RESIDENT_CAP),
                               "MINISPHERE_SPARE_ACTORS": "0", **env})
     control = ControlPlane(settings.control_db)
-    runtime = InProcessActors()
+    runtime = InProcessActors(node_resources)
     parts = assemble(settings, control, runtime, token_hash(ADMIN), cluster_cpus=2,
                      cluster_memory_bytes=2 ** 34)
     return parts, control, runtime
@@ -91,3 +95,39 @@ def test_a_workspace_hibernated_under_the_cap_keeps_its_writes_when_woken_again(
         return woken.host.workspace.get_count()
 
     assert asyncio.run(drive()) == {"count": 1}
+
+
+def test_a_wake_with_no_node_advertising_slots_is_refused_by_name_not_left_hanging(
+        tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(activation_module, "NO_SLOTS_WAIT_S", 0.2)
+    parts, control, runtime = directory_parts(tmp_path, MINISPHERE_WORKSPACE_SLOTS="on")
+
+    async def wake_twice():
+        workspace_id = parts.workspaces.create("no-room", None, None)["workspace"]["id"]
+        refusals = []
+        for _ in range(2):
+            with pytest.raises(NoWorkspaceSlots) as refused:
+                await asyncio.wait_for(parts.activator.activate(workspace_id), 30)
+            refusals.append(refused.value)
+        return workspace_id, refusals
+
+    workspace_id, refusals = asyncio.run(wake_twice())
+    assert all("minisphere_workspace_slots" in r.message and r.retry_after_s > 0
+               for r in refusals)
+    assert "minisphere_workspace_slots" not in refusals[0].message_for("tenant")
+    assert runtime.live == {}                      # the actors that could not start are gone
+    assert dict(control.bound_actors()) == {}
+    assert parts.residents.state_sizes()["reserved"] == 0
+    told = [r for r in caplog.records if "workspaces cannot start" in r.getMessage()]
+    assert len(told) == 1                          # logged once, not per wake
+
+
+def test_a_wake_waits_for_a_slot_node_and_binds_once_one_advertises_slots(tmp_path):
+    parts, _, runtime = directory_parts(tmp_path, node_resources={WORKSPACE_SLOT_RESOURCE: 4},
+                                        MINISPHERE_WORKSPACE_SLOTS="on")
+
+    async def wake():
+        workspace_id = parts.workspaces.create("room", None, None)["workspace"]["id"]
+        return await asyncio.wait_for(parts.activator.activate(workspace_id), 30)
+
+    assert asyncio.run(wake()).host is not None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minisphere.control.residency import misplaced_spares, spare_home
+from minisphere.control.residency_policy import misplaced_spares, spare_home
 
 NODES = ["n1", "n2", "n3"]
 free_slots = st.fixed_dictionaries({n: st.integers(min_value=0, max_value=3).map(float)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from minisphere import Workspace
+from minisphere.engine.workspace import Workspace
 from tests.support.tcp_relay import TcpRelay, free_port  # noqa: F401 - re-exported
 
 

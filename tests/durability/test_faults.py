@@ -6,8 +6,8 @@ from urllib.parse import urlparse
 import pytest
 
 from minisphere.durability.snapshots import list_versions, restore_snapshot, take_snapshot
-from minisphere.durability.snapshotter import Backoff, Snapshotter, retry_with_backoff
-from minisphere.durability.stores import S3SnapshotStore
+from minisphere.durability.snapshotter import Backoff, Snapshotter
+from minisphere.durability.stores import LocalDirSnapshotStore, S3SnapshotStore
 from minisphere.errors import SnapshotStoreUnavailable
 from tests.durability.helpers import TcpRelay, count, fill, free_port
 
@@ -82,21 +82,39 @@ def test_backoff_grows_and_caps():
     assert all(90 <= jittery.delay_s(1) <= 110 for _ in range(50))
 
 
-def test_retry_with_backoff_records_each_failure_then_succeeds():
-    calls, slept, failures = [], [], []
-
-    def flaky():
-        calls.append(1)
-        if len(calls) < 3:
-            raise SnapshotStoreUnavailable("down")
-        return "done"
-    result = retry_with_backoff(flaky, attempts=5, backoff=Backoff(1, 2, 10, 0),
-                                sleep=slept.append,
-                                on_failure=lambda n, exc: failures.append((n, exc.message)))
-    assert result == "done" and slept == [1, 2] and failures == [(1, "down"), (2, "down")]
-    with pytest.raises(SnapshotStoreUnavailable):
-        retry_with_backoff(lambda: (_ for _ in ()).throw(SnapshotStoreUnavailable("x")),
-                           attempts=2, sleep=lambda s: None)
+def test_a_store_that_keeps_failing_is_retried_on_a_growing_backoff_until_it_is_back(tmp_path):
+    """The retry production has (the Snapshotter's own; nothing else retries snapshots):
+    each failure is recorded, the next try waits out a growing backoff, and the first
+    success clears the failures. The store fails for real: its folder is a file."""
+    live = tmp_path / "workspace.db"
+    fill(live, ["written while the store is broken"])
+    root = tmp_path / "snapshots"
+    root.write_text("a file where the store's folder should be")
+    store = LocalDirSnapshotStore(root)
+    now = [0.0]
+    snapshotter = Snapshotter(lambda reason: take_snapshot(live, store, "ws-broken",
+                                                           reason=reason),
+                              every_writes=1, every_s=0, name="ws-broken",
+                              backoff=Backoff(initial_s=1, factor=2, max_s=10, jitter_ratio=0),
+                              monotonic=lambda: now[0])
+    snapshotter.note_writes(1)
+    waits = []
+    for failures in (1, 2, 3):
+        assert snapshotter.tick() is None                  # recorded, not raised
+        status = snapshotter.status()
+        assert status["consecutiveFailures"] == failures
+        assert status["lastFailureCode"] == "snapshot_store_unavailable"
+        waits.append(status["retryInS"])
+        assert not snapshotter.due()                       # backing off: no attempt yet
+        now[0] += status["retryInS"]
+    assert waits == [1, 2, 4]
+    root.unlink()                                          # the store is back
+    manifest = snapshotter.tick()
+    assert manifest is not None and manifest["entryCount"] == 1
+    status = snapshotter.status()
+    assert (status["consecutiveFailures"], status["failures"], status["retryInS"]) == (0, 3, None)
+    assert status["pendingWrites"] == 0
+    assert list_versions(store, "ws-broken") == [manifest["version"]]
 
 
 def test_scheduler_triggers_by_writes_and_by_time(tmp_path, local_store):

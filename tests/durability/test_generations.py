@@ -2,7 +2,7 @@
 one never lists or restores the versions the deleted one left behind."""
 import pytest
 
-from minisphere.durability.generations import delete_snapshots, generation_store
+from minisphere.durability.generations import delete_generation_snapshots, generation_store
 from minisphere.durability.snapshots import (
     list_snapshots,
     list_versions,
@@ -45,10 +45,10 @@ def test_deleting_one_generation_leaves_the_others(tmp_path, store):
     take_snapshot(path, store, "ws-mixed")
     for generation in ("g-a", "g-b"):
         take_snapshot(path, generation_store(store, "ws-mixed", generation), "ws-mixed")
-    assert delete_snapshots(store, "ws-mixed", "g-a") == 2          # blob and manifest
+    assert delete_generation_snapshots(store, "ws-mixed", "g-a") == 2          # blob and manifest
     assert list_versions(generation_store(store, "ws-mixed", "g-a"), "ws-mixed") == []
     assert len(list_versions(generation_store(store, "ws-mixed", "g-b"), "ws-mixed")) == 1
-    assert delete_snapshots(store, "ws-mixed", None) == 2           # the older layout's own
+    assert delete_generation_snapshots(store, "ws-mixed", None) == 2           # the older layout's own
     assert len(list_versions(generation_store(store, "ws-mixed", "g-b"), "ws-mixed")) == 1
 
 

@@ -7,7 +7,6 @@ import threading
 
 import pytest
 
-from minisphere import Workspace
 from minisphere.durability.snapshots import (
     blob_key,
     list_snapshots,
@@ -18,6 +17,7 @@ from minisphere.durability.snapshots import (
     take_snapshot,
 )
 from minisphere.durability.stores import LocalDirSnapshotStore
+from minisphere.engine.workspace import Workspace
 from minisphere.errors import NotFound, SnapshotCorrupt, SnapshotError, SnapshotNotFound
 from tests.durability.helpers import count, file_sha, fill
 
@@ -191,11 +191,11 @@ def test_snapshot_of_a_missing_file_is_a_named_error(local_store, tmp_path):
         take_snapshot(tmp_path / "absent.db", local_store, "ws-gone")
 
 
-def test_delete_all_snapshots(store, tmp_path):
-    from minisphere.durability.snapshots import delete_all_snapshots
+def test_delete_visible_snapshots(store, tmp_path):
+    from minisphere.durability.snapshots import delete_visible_snapshots
     live = tmp_path / "workspace.db"
     fill(live, ["doomed"])
     take_snapshot(live, store, "ws-del")
     take_snapshot(live, store, "ws-keep")
-    assert delete_all_snapshots(store, "ws-del") == 2
+    assert delete_visible_snapshots(store, "ws-del") == 2
     assert list_versions(store, "ws-del") == [] and len(list_versions(store, "ws-keep")) == 1

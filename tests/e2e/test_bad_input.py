@@ -54,8 +54,9 @@ def test_bad_bodies_on_every_method(http, seeded, admin_headers, method):
                 continue
             response = http.post(url, headers=headers, json={**good, key: wrong})
             if response.status_code == 200:
-                continue   # e.g. an optional field given null is a valid request
-            assert_error(response, (404, 413, 422, 503))
+                continue   # e.g. a limit of 12345 is a valid request
+            # the same as in process (tests/http/test_bad_input.py): 422, never a 5xx
+            assert_error(response, (422,))
     assert_error(http.post(url, headers=headers, content=b"{" + b" " * (1024 * 1024 + 1) + b"}"),
                  (413,))
     assert http.get(url, headers=headers).status_code == 405
@@ -110,6 +111,6 @@ def test_no_input_produces_a_500(http, seeded, admin_headers, method, body):
     ws, h, _ = seeded
     headers = admin_headers if method == "runStalenessPass" else h
     response = http.post(f"/v1/w/{ws}/{method}", headers=headers, json=body)
-    assert response.status_code < 500 or response.status_code == 503, response.text
+    assert response.status_code in (200, 422), response.text   # no id here names an entry
     if response.status_code != 200:
         assert set(response.json()["error"]) == {"code", "message"}

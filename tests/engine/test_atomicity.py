@@ -2,8 +2,10 @@
 (`run_batch`) isolates each call under its own savepoint."""
 import pytest
 
-from minisphere import InvalidArgument, ManualClock, NotFound, SelfLink, Workspace
 from minisphere.engine import db
+from minisphere.engine.clock import ManualClock
+from minisphere.engine.workspace import Workspace
+from minisphere.errors import InvalidArgument, NotFound, SelfLink
 from tests.engine.helpers import fts_ids, fts_rowcount, snapshot
 
 
@@ -169,7 +171,8 @@ def test_run_batch_failure_undoes_its_own_partial_writes(ws):
 
 CRASHING_WRITER = r"""
 import os, sys
-from minisphere import ManualClock, Workspace
+from minisphere.engine.clock import ManualClock
+from minisphere.engine.workspace import Workspace
 ws = Workspace(sys.argv[1], clock=ManualClock(), synchronous="FULL")
 acked = ws.capture("acknowledged before the crash", tags=["kept"])["id"]
 print(acked, flush=True)

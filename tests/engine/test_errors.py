@@ -1,18 +1,21 @@
 """Every refused input raises its named error type and leaves the database exactly as it was
 (schema, every table row, and the FTS index shadow tables)."""
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from minisphere import (
+from minisphere.engine import constants as C
+from minisphere.engine.methods import METHODS
+from minisphere.engine.workspace import Workspace
+from minisphere.errors import (
     ContentTooLarge,
     InvalidArgument,
     KindGateViolation,
     MiniSphereError,
     NotFound,
     SelfLink,
-    Workspace,
     WorkspaceClosed,
 )
-from minisphere.engine import constants as C
 from tests.engine.helpers import snapshot
 
 MISSING = "123e4567-e89b-42d3-a456-426614174000"
@@ -306,8 +309,38 @@ def test_refused_and_nothing_written(ws, ids, method, body, error):
     assert snapshot(ws) == before
 
 
-def test_every_case_id_is_unique():
-    assert len({c[0] for c in CASES}) == len(CASES)
+ENGINE_ERRORS = (InvalidArgument, ContentTooLarge, NotFound, KindGateViolation, SelfLink)
+ARGUMENT_NAMES = sorted({name for method in METHODS.values()
+                         for name in method.args.model_json_schema(by_alias=True)["properties"]})
+
+
+def argument_values(ids):
+    scalars = (st.sampled_from([*ids.values(), MISSING, UPPER]) | st.none() | st.booleans()
+               | st.integers(-5, 300) | st.floats(allow_nan=True, allow_infinity=True)
+               | st.text(max_size=20) | st.sampled_from(["relates_to", "follows", "decided",
+                                                         "draft", "semantic", "VERIFIED"]))
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
+                        | st.dictionaries(st.text(max_size=5), inner, max_size=2), max_leaves=4)
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_refused_call_raises_one_named_engine_error_and_writes_nothing(ws, ids, data):
+    """Arbitrary bodies on every method, with ids of real, missing and malformed entries: a
+    call either succeeds or raises exactly one of the engine's named errors (never a
+    TypeError, a pydantic or a SQLite error), and a refused call leaves the file as it was."""
+    method = data.draw(st.sampled_from(sorted(METHODS)), label="method")
+    body = data.draw(st.dictionaries(st.sampled_from(ARGUMENT_NAMES), argument_values(ids),
+                                     max_size=4), label="body")
+    before = snapshot(ws)
+    try:
+        ws.call(method, body)
+    except MiniSphereError as exc:
+        assert type(exc) in ENGINE_ERRORS, exc
+        assert exc.message and exc.to_dict() == {"error": {"code": type(exc).code,
+                                                           "message": exc.message}}
+        assert snapshot(ws) == before
 
 
 def test_error_codes_are_distinct():

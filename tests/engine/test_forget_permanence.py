@@ -6,7 +6,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minisphere import Workspace
+from minisphere.engine.workspace import Workspace
 
 
 def traces(path: Path, secret: bytes) -> list[str]:

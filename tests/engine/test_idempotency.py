@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minisphere import Workspace
 from minisphere import errors as E
 from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS
+from minisphere.engine.workspace import Workspace
 from tests.engine.helpers import snapshot
 
 MISSING_ID = "123e4567-e89b-42d3-a456-426614174000"

@@ -12,9 +12,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from minisphere import InvalidArgument, ManualClock, Workspace
 from minisphere.engine import constants as C
+from minisphere.engine.clock import ManualClock
 from minisphere.engine.normalize import content_hash, normalize_content, normalize_tag
+from minisphere.engine.workspace import Workspace
+from minisphere.errors import InvalidArgument
 from tests.engine.helpers import snapshot
 
 SETTINGS = settings(max_examples=80, deadline=None,

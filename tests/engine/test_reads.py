@@ -2,8 +2,8 @@
 getBrief — each through `ws.call` and through the Python wrappers (the `api` fixture)."""
 import pytest
 
-from minisphere import NotFound
 from minisphere.engine import constants as C
+from minisphere.errors import NotFound
 
 # ---- getEntry --------------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 import gc
 import os
 
-from minisphere import ManualClock, Workspace
+from minisphere.engine.clock import ManualClock
+from minisphere.engine.workspace import Workspace
 
 
 def open_fds() -> int:

@@ -4,8 +4,10 @@ import os
 
 import pytest
 
-from minisphere import InvalidArgument, ManualClock, SchemaTooNew, Workspace
 from minisphere.engine import db
+from minisphere.engine.clock import ManualClock
+from minisphere.engine.workspace import Workspace
+from minisphere.errors import InvalidArgument, SchemaTooNew
 from tests.engine.helpers import fts_ids, snapshot
 
 

@@ -5,9 +5,9 @@ once via the snake_case Python wrappers.
 """
 import pytest
 
-from minisphere import InvalidArgument, KindGateViolation, NotFound
 from minisphere.engine.arguments import EDGE_TYPES
 from minisphere.engine.normalize import content_hash
+from minisphere.errors import InvalidArgument, KindGateViolation, NotFound
 from tests.engine.helpers import fts_ids, fts_rowcount, snapshot
 
 

@@ -3,8 +3,8 @@ import threading
 
 import pytest
 
-from minisphere import Workspace
 from minisphere import errors as E
+from minisphere.engine.workspace import Workspace
 from minisphere.hosting.group_commit import GroupCommitWriter
 from minisphere.hosting.read_pool import ReadPool
 

@@ -5,7 +5,7 @@ from concurrent.futures import Future
 import pytest
 
 from minisphere.durability.stores import S3SnapshotStore
-from minisphere.errors import NotFound, SnapshotNotFound, SnapshotStoreUnavailable
+from minisphere.errors import NotFound, SnapshotNotFound, SnapshotStoreUnavailable, WorkspaceClosed
 from minisphere.hosting.host import WorkspaceHost
 from tests.durability.helpers import count, fill, free_port
 
@@ -47,7 +47,8 @@ def test_snapshot_restore_and_reactivation(tmp_path, local_store):
 
     hibernated = host.hibernate()
     assert hibernated["snapshot"]["entryCount"] == 4 and not hibernated["pendingSnapshot"]
-    assert not host.is_open
+    with pytest.raises(WorkspaceClosed):               # closed: calls are refused, not reopened
+        read(host, "getCount")
 
     host.path.unlink()                                 # "a new node": no local file
     again = make(tmp_path, local_store, expect_snapshot=True)

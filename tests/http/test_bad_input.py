@@ -1,5 +1,6 @@
 """Inputs that used to escape as 500s: every one answers a 4xx JSON error with a code, and none
-of them reaches the gateway (bad input changes nothing)."""
+of them reaches the gateway (bad input changes nothing). Wrong argument values are sent through
+to real engine files (tests/support/engine_gateway.py): the exact status, and no write."""
 from __future__ import annotations
 
 import json
@@ -9,8 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from minisphere.engine.methods import METHODS
 from minisphere.errors import MalformedRequest
 from minisphere.http.handling import MAX_JSON_NESTING_LEVELS, parse_json
+from tests.engine.helpers import snapshot
 from tests.http.standin import (
     ADMIN,
     TENANT,
@@ -18,7 +21,10 @@ from tests.http.standin import (
     StandInTransfer,
     make_api,
     one,
+    send,
 )
+from tests.support.engine_gateway import ADMIN_TOKEN as GATEWAY_ADMIN
+from tests.support.engine_gateway import EngineGateway, engine_api
 
 EXAMPLES = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -78,6 +84,95 @@ def test_json_nested_to_the_limit_still_reaches_the_workspace():
     with pytest.raises(MalformedRequest, match="nests deeper"):
         parse_json(nested(MAX_JSON_NESTING_LEVELS + 1))
     assert parse_json(nested(MAX_JSON_NESTING_LEVELS, "a")) is not None
+
+
+# ---- wrong argument values ----------------------------------------------------------------------
+def good_bodies(a: str, b: str) -> dict:
+    """A valid body of every method, on entries a and b (both semantic)."""
+    return {"capture": {"content": "fine"}, "recall": {"query": "x"}, "getEntry": {"id": a},
+            "connections": {"id": a}, "forget": {"id": a}, "append": {"id": a, "addition": "more"},
+            "update": {"id": a, "content": "new"}, "setStatus": {"id": a, "status": "draft"},
+            "link": {"src": a, "dst": b, "type": "relates_to"},
+            "unlink": {"src": a, "dst": b, "type": "relates_to"}, "listRecent": {"n": 3},
+            "graphView": {"seedIds": [a]}, "getTags": {}, "getCount": {}, "getStats": {},
+            "getBrief": {}, "runStalenessPass": {"limit": 3}}
+
+
+WRONG_VALUES = (None, 12345, "", [], {"x": 1}, True)
+
+
+@pytest.fixture
+def seeded_app(tmp_path):
+    """The app over a real engine workspace `notes` holding two entries: (api, token, ws, ids)."""
+    gateway = EngineGateway(tmp_path)
+    token = gateway.create_now("notes")["token"]
+    ws = gateway.workspace("notes")
+    ids = [ws.capture(f"seed entry {n}", kind="semantic")["id"] for n in range(2)]
+    yield engine_api(gateway), {"Authorization": f"Bearer {token}"}, ws, ids
+    gateway.close()
+
+
+def headers_for(method: str, tenant: dict) -> dict:
+    return {"Authorization": f"Bearer {GATEWAY_ADMIN}"} \
+        if METHODS[method].access == "maintenance" else tenant
+
+
+def test_every_method_has_a_good_body(seeded_app):
+    api, tenant, ws, (a, b) = seeded_app
+    bodies = good_bodies(a, b)
+    assert set(bodies) == set(METHODS)
+    for method in sorted(METHODS, key=lambda name: name == "forget"):   # forget a: the last
+        response = one(api, "POST", f"/v1/w/notes/{method}", json=bodies[method],
+                       headers=headers_for(method, tenant))
+        assert response.status_code == 200, (method, response.text)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_a_wrong_argument_value_is_a_422_invalid_argument_and_changes_nothing(
+        seeded_app, method):
+    """Each argument of a good body set to a value of the wrong type or range, through the real
+    app to the real engine: 422 invalid_argument (never a 5xx), the file unchanged -- except a
+    `limit` of 12345, which is a valid limit."""
+    api, tenant, ws, (a, b) = seeded_app
+    good = good_bodies(a, b)[method]
+    cases = [(key, wrong) for key in good for wrong in WRONG_VALUES]
+    before = snapshot(ws)
+    answers = send(api, [("POST", f"/v1/w/notes/{method}", {
+        "json": {**good, key: wrong}, "headers": headers_for(method, tenant)})
+        for key, wrong in cases])
+    for (key, wrong), response in zip(cases, answers):
+        if method == "runStalenessPass" and key == "limit" and type(wrong) is int:
+            assert response.status_code == 200, response.text
+        else:
+            assert_refused(response, 422, "invalid_argument")
+    if method != "runStalenessPass":          # a pass records when it ran
+        assert snapshot(ws) == before
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner,
+                                                                max_size=3), max_leaves=8)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(method=st.sampled_from(sorted(METHODS)),
+       body=st.dictionaries(st.sampled_from(["id", "content", "query", "tags", "n", "src", "dst",
+                                             "type", "seedIds", "hops", "topK", "status",
+                                             "limit", "weight", "addition", "x"]),
+                            JSON_VALUES, max_size=4))
+def test_any_body_is_answered_200_or_422_never_a_5xx(seeded_app, method, body):
+    """No id in these bodies names an entry, so nothing can be 404 or 409: a body is either
+    a valid call (200) or refused with 422 invalid_argument, writing nothing."""
+    api, tenant, ws, _ = seeded_app
+    before = snapshot(ws)
+    response = one(api, "POST", f"/v1/w/notes/{method}", json=body,
+                   headers=headers_for(method, tenant))
+    if response.status_code != 200:
+        assert_refused(response, 422, "invalid_argument")
+        assert snapshot(ws) == before
 
 
 # ---- query numbers ----------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from minisphere.http.handling import MAX_BODY_BYTES
-from minisphere.http.transfer_routes import IMPORT_MAX_BODY_BYTES
+from minisphere.http.routes.transfer import IMPORT_MAX_BODY_BYTES
 from tests.http.standin import ADMIN, TENANT, StandInGateway, StandInTransfer, make_api, one
 
 CHUNK_BYTES = 64 * 1024

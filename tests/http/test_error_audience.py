@@ -97,3 +97,15 @@ def test_storage_errors_hide_the_sqlite_text_from_tenants():
     status, body = error_response(db.OperationalError("unable to open /data/x/workspace.db"),
                                   ADMIN)
     assert "/data/x" in body["error"]["message"]
+
+
+def test_a_wake_with_no_workspace_slots_is_a_503_that_says_when_to_retry_and_what_is_missing():
+    api = make_api(StandInGateway(failure=E.NoWorkspaceSlots(
+        "no node advertises the minisphere_workspace_slots resource", retry_after_s=20)))
+    tenant = one(api, "POST", "/v1/w/notes/getCount", json={}, headers=TENANT_HEADERS)
+    admin = one(api, "POST", "/v1/w/notes/getCount", json={}, headers=ADMIN_HEADERS)
+    assert tenant.status_code == admin.status_code == 503
+    assert tenant.headers["retry-after"] == admin.headers["retry-after"] == "20"
+    assert tenant.json()["error"]["code"] == "no_workspace_slots"
+    assert "minisphere_workspace_slots" not in tenant.text        # deployment detail: admin's
+    assert "minisphere_workspace_slots" in admin.json()["error"]["message"]

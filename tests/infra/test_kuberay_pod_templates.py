@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from actors.directory.placement import node_workspace_slots
-from minisphere.control.residency import MAX_SPARES
+from minisphere.control.residency_policy import MAX_SPARES
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 from tests.infra.helpers import manifests, rayservice
 

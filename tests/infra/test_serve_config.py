@@ -66,8 +66,9 @@ def test_infra_serve_config_env_is_a_loadable_config_without_secrets(tmp_path):
     assert settings.snapshots.s3.bucket == env["MINISPHERE_S3_BUCKET"]
 
 
-def test_infra_serve_config_matches_serve_build_output(tmp_path):
-    """`serve build` (Ray's own generator) on the same import path yields the same app shape."""
+def serve_build(tmp_path, **env: str) -> ServeDeploySchema:
+    """What `serve build serve_app:app` (Ray's own generator) writes, with `env` set."""
+    import os
     import shutil
     import subprocess
     import sys
@@ -78,9 +79,15 @@ def test_infra_serve_config_matches_serve_build_output(tmp_path):
     serve_cli = shutil.which("serve") or sys.executable + " -m ray.serve.scripts"
     out = tmp_path / "built.yaml"
     done = subprocess.run([*serve_cli.split(), "build", "serve_app:app", "-o", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    built = ServeDeploySchema.model_validate(yaml.safe_load(out.read_text()))
+    return ServeDeploySchema.model_validate(yaml.safe_load(out.read_text()))
+
+
+def test_infra_serve_config_matches_serve_build_output(tmp_path):
+    """`serve build` (Ray's own generator) on the same import path yields the same app shape."""
+    built = serve_build(tmp_path)
     ours = parsed()
     assert built.applications[0].import_path == ours.applications[0].import_path
     assert [d.name for d in built.applications[0].deployments] == \
@@ -88,3 +95,11 @@ def test_infra_serve_config_matches_serve_build_output(tmp_path):
     built_deployment = built.applications[0].deployments[0]
     assert set(ours.applications[0].deployments[0].autoscaling_config) <= \
         set(built_deployment.autoscaling_config) | {"upscale_delay_s", "downscale_delay_s"}
+
+
+def test_serve_run_takes_the_replica_bounds_from_the_environment(tmp_path):
+    """`serve run serve_app:app` (no launcher) honours MINISPHERE_MIN_REPLICAS and
+    MINISPHERE_MAX_REPLICAS: `serve build` imports the same app object and writes its bounds."""
+    built = serve_build(tmp_path, MINISPHERE_MIN_REPLICAS="2", MINISPHERE_MAX_REPLICAS="5")
+    scaling = built.applications[0].deployments[0].autoscaling_config
+    assert (scaling["min_replicas"], scaling["max_replicas"]) == (2, 5)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from minisphere import Workspace
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.control.plane import ControlPlane
+from minisphere.engine.workspace import Workspace
 from minisphere.maintenance.ledger import LocalLedger
 
 

@@ -205,8 +205,8 @@ def test_job_specs_from_directory_records(tmp_path):
     store.create(blueprint(scheduled=False), [], "ws-off")
     store.create(blueprint(), [], "ws-del")
     store.set_state("ws-del", "deleting")
-    specs = M.job_specs(S.all_workspaces(store))
-    assert specs == {"ws-aaa": M.JobSpec("ws-aaa", "*/15 * * * *", 50)}
+    specs, problems = M.checked_job_specs(S.all_workspaces(store))
+    assert specs == {"ws-aaa": M.JobSpec("ws-aaa", "*/15 * * * *", 50)} and problems == {}
     store.close()
 
 
@@ -219,10 +219,25 @@ def test_record_validation():
     assert len(long["error"]) == M.MAX_ERROR_CHARS
 
 
-def test_grace_and_overlap_constants_are_documented_values():
-    assert M.MISFIRE_GRACE_S == 300 and M.MAX_INSTANCES_PER_WORKSPACE == 1
-    assert M.COALESCE_MISSED_RUNS is True
-    assert M.MIN_STALE_AFTER_MS == C.STALE_AFTER_MS["volatile"]
+@pytest.mark.parametrize("volatility", sorted(C.STALE_AFTER_MS))
+def test_an_entry_written_after_a_pass_is_marked_by_the_cron_run_at_its_due_time(
+        setup, clock, volatility):
+    """The skip rule never holds a cron run back past the moment an entry written after the
+    last pass turns stale, whatever its class: the shortest class's threshold is the bound."""
+    _, ledger, gate = setup
+    assert run(gate, ledger, clock)["outcome"] == "ok"       # empty: nothing can turn stale
+    clock.advance(seconds=30)
+    ledger.note_write("ws-aaa", clock.now_ms())              # what the workspace actor reports
+    entry_id = gate.workspace("ws-aaa").capture(f"a {volatility} fact written after the pass",
+                                                volatility=volatility)["id"]
+    due_at = gate.workspace("ws-aaa").get_entry(entry_id)["staleDueAt"]
+    shortest = min(C.STALE_AFTER_MS.values())
+    clock.set(clock.now_ms() + shortest - 1)
+    assert run(gate, ledger, clock)["outcome"] == "skipped"  # nothing can be due yet
+    clock.set(due_at)
+    row = run(gate, ledger, clock)
+    assert (row["outcome"], row["marked"]) == ("ok", 1)
+    assert gate.workspace("ws-aaa").get_entry(entry_id)["stale"] is True
 
 
 def test_a_restore_forgets_the_due_state_so_the_next_run_is_not_skipped(setup, clock):

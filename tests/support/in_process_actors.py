@@ -2,7 +2,9 @@
 one opens its workspace with the real host (the real SQLite file, snapshots to the real store)
 and hibernates it the way the Ray actor does, so the directory's bookkeeping can be driven
 through thousands of wakes in seconds, with no process start per wake. It has the methods of
-`actors.directory.runtime.RayActors`; one node, no workspace slots."""
+`actors.directory.runtime.RayActors`; one node, which advertises `node_resources`. An actor
+asking for a resource no node has never starts, as in Ray: its calls wait until it is
+killed."""
 from __future__ import annotations
 
 import asyncio
@@ -11,7 +13,7 @@ import itertools
 from actors.directory.runtime import ActorGone
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.hosting.host import WorkspaceHost
-from minisphere.settings import SnapshotSettings
+from minisphere.settings import WORKSPACE_SLOT_RESOURCE, SnapshotSettings
 
 NODE = "in-process-node"
 
@@ -19,8 +21,11 @@ NODE = "in-process-node"
 class InProcessWorkspaceActor:
     _ids = itertools.count()
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, startable: bool = True):
         self.name = name
+        self.started = asyncio.Event()
+        if startable:
+            self.started.set()
         self.actor_id = f"actor-{next(self._ids)}"
         self.host: WorkspaceHost | None = None
         self.grants: tuple = ()
@@ -53,23 +58,32 @@ class InProcessWorkspaceActor:
 
 
 class InProcessActors:
-    def __init__(self):
+    def __init__(self, node_resources: dict | None = None):
+        self.node_resources = dict(node_resources or {})
         self.live: dict[str, InProcessWorkspaceActor] = {}
         self.started = 0
 
     def start(self, name: str, options: dict) -> InProcessWorkspaceActor:
         self.started += 1
-        actor = self.live[name] = InProcessWorkspaceActor(name)
+        wanted = options.get("resources") or {}
+        startable = all(self.node_resources.get(r, 0) >= n for r, n in wanted.items())
+        actor = self.live[name] = InProcessWorkspaceActor(name, startable)
         return actor
 
     @staticmethod
     async def call(actor, method: str, *args, timeout_s: float | None = None):
+        async def run():
+            await actor.started.wait()
+            if actor.killed:
+                raise ActorGone("killed")
+            return await getattr(actor, method)(*args)
         if actor.killed:
             raise ActorGone("killed")
-        return await asyncio.wait_for(getattr(actor, method)(*args), timeout_s)
+        return await asyncio.wait_for(run(), timeout_s)
 
     def kill(self, actor) -> None:
         actor.killed = True
+        actor.started.set()          # a call waiting for it to start now fails
         if actor.host is not None and actor.host.writer is not None:
             actor.host.close()
         self.live.pop(actor.name, None)
@@ -88,13 +102,11 @@ class InProcessActors:
     def find(self, name: str):
         return self.live.get(name)
 
-    @staticmethod
-    def alive_nodes() -> dict[str, dict]:
-        return {NODE: {}}
+    def alive_nodes(self) -> dict[str, dict]:
+        return {NODE: dict(self.node_resources)}
 
-    @staticmethod
-    def free_slots() -> dict[str, float]:
-        return {}
+    def free_slots(self) -> dict[str, float]:
+        return {NODE: self.node_resources.get(WORKSPACE_SLOT_RESOURCE, 0)}
 
     @staticmethod
     def aimed_at(node_id: str, cpus: float) -> dict:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from minisphere import Workspace
 from minisphere.engine import db
+from minisphere.engine.workspace import Workspace
 from minisphere.errors import ImportFormatError, ImportVersionError, TransferError
 from minisphere.transfer import CHECKPOINT_PREFIX, export_file, export_raw, import_file
 from tests.transfer.helpers import EXPORT_TIME_MS, body_lines, export_text, table_dump

@@ -9,8 +9,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minisphere import ManualClock, Workspace
 from minisphere.engine.arguments import EDGE_TYPES
+from minisphere.engine.clock import ManualClock
+from minisphere.engine.workspace import Workspace
 from minisphere.transfer import import_file
 from tests.transfer.helpers import body_lines, export_text, header, table_dump
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from minisphere.engine.reads import entry_count, neighbours_of
 from minisphere.engine.retrieval import tuning as T
-from minisphere.engine.retrieval.prefilter import ALWAYS_EXCLUDED_TAGS, Prefilter
 from minisphere.engine.retrieval.query_text import (
     content_terms,
     match_any,
@@ -14,6 +13,7 @@ from minisphere.engine.retrieval.query_text import (
     quote,
     stem,
 )
+from minisphere.engine.retrieval.sql_filters import ALWAYS_EXCLUDED_TAGS, Prefilter
 
 
 @dataclass

@@ -28,10 +28,10 @@ from minisphere.engine.retrieval.arms import (
     rerank_row,
 )
 from minisphere.engine.retrieval.fusion import fuse, fuse_hybrid
-from minisphere.engine.retrieval.prefilter import Prefilter
 from minisphere.engine.retrieval.query_text import STOP_WORDS, distill, stem, tokenize
 from minisphere.engine.retrieval.rerank import mmr, rerank_factors, rerank_product
 from minisphere.engine.retrieval.snippets import apply_budget
+from minisphere.engine.retrieval.sql_filters import Prefilter
 from minisphere.engine.retrieval.temporal import extract_time_bounds
 from minisphere.engine.rows import ENTRY_COLUMNS, entries_by_id, entry_dict
 from minisphere.engine.staleness import revalidate_prompt
@@ -165,7 +165,7 @@ def _gather_arms(conn, args: RecallArgs, now_ms: int, vector_arm, timer: _Timer)
         if args.hops > 0 and keyword:
             arms["graph"] = graph_arm(conn, keyword, args.hops, prefilter)
         timer.lap("graphMs")
-        if vector_arm is not None:  # optional binding: KNN over sqlite-vec (minisphere/vectors)
+        if vector_arm is not None:  # optional binding: KNN over sqlite-vec (engine/vectors)
             arms["vector"] = vector_arm.hits(conn, prefilter)
             timer.lap("vectorMs")
     elif bounds.active or prefilter.tag is not None:

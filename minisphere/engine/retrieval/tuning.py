@@ -79,7 +79,7 @@ SNIPPET_TOP_COUNT = 2
 SNIPPET_TAIL_CHARS = 400
 SNIPPET_TOTAL_CHARS = 12000
 
-# --- vector arm (only with the optional vector binding; see minisphere/vectors/arm.py) ---
+# --- vector arm (only with the optional vector binding; see minisphere/engine/vectors/arm.py) ---
 VECTOR_ROW_CAP = 100               # nearest neighbours taken from sqlite-vec, best cosine first
 VECTOR_OVERFETCH = 2               # KNN depth multiplier before dropping always-on exclusions
 VECTOR_MIN_COSINE = 0.0            # neighbours at or below orthogonal say nothing: dropped

@@ -18,7 +18,7 @@ import numpy as np
 
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.arms import Hit
-from minisphere.engine.retrieval.prefilter import Prefilter
+from minisphere.engine.retrieval.sql_filters import Prefilter
 from minisphere.engine.vectors import table
 
 

@@ -92,12 +92,6 @@ class VectorBinding(WorkspaceHooks):
         self._cache.clear()
         return self.backfill(batch_size, progress)
 
-    def status(self) -> dict:
-        with self.storage.reading() as conn:
-            return {"bound": True, "provider": self.binding["provider"], "dim": self.binding["dim"],
-                    "attached": self.provider is not None, "vectors": table.count(conn),
-                    "missing": table.missing_count(conn), "lastError": self.last_error}
-
     # ---- embedding -------------------------------------------------------------------------------
     def embed(self, texts: list[str]) -> list[np.ndarray | None]:
         """Vectors for texts (cache first, one provider call for the rest); None on failure."""

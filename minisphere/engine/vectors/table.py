@@ -60,10 +60,6 @@ def put(conn, seq: int, vector: np.ndarray) -> None:
     conn.execute(f"INSERT INTO {VEC_TABLE}(rowid, embedding) VALUES (?, ?)", (seq, blob(vector)))
 
 
-def count(conn) -> int:
-    return conn.execute(f"SELECT COUNT(*) FROM {VEC_TABLE}").fetchone()[0]
-
-
 def missing(conn, limit: int, after_seq: int = 0) -> list[tuple[int, str, str]]:
     """(seq, content, content_hash) of entries without a vector, oldest first."""
     return conn.execute(

@@ -15,9 +15,22 @@ def _items(*lengths, char="x"):
     return [{"id": ID.format(i), "content": char * n} for i, n in enumerate(lengths)]
 
 
-def test_budget_constants():
-    assert (T.SNIPPET_TOP_COUNT, T.SNIPPET_TOP_CHARS, T.SNIPPET_TAIL_CHARS,
-            T.SNIPPET_TOTAL_CHARS) == (2, 4000, 400, 12000)
+def test_recall_of_many_long_entries_shows_4000_twice_then_400_within_12000(ws, now_clock, add):
+    """The documented budget, end to end: recall reads only a prefix of each candidate from
+    the file, yet the two best show 4,000 characters, the next ten 400, the rest only the
+    marker, and every item still says how long the whole entry is."""
+    lengths = {add(f"razorbill {i} " + "abcdefghij" * 600): None for i in range(14)}
+    for entry_id in lengths:
+        lengths[entry_id] = len(ws.get_entry(entry_id)["content"])
+    result = ws.recall("razorbill", topK=14)
+    heads = [item["content"].split(" [truncated · ")[0] if not item["content"].startswith(
+        "[truncated") else "" for item in result["items"]]
+    assert [len(head) for head in heads] == [4000, 4000] + [400] * 10 + [0, 0]
+    assert sum(len(head) for head in heads) == 12000
+    for item, head in zip(result["items"], heads):
+        assert item["truncated"] is True and item["contentChars"] == lengths[item["id"]]
+        assert item["content"].endswith(truncation_marker(lengths[item["id"]] - len(head),
+                                                          item["id"]))
 
 
 def test_top_two_get_4000_the_rest_400():

@@ -1,8 +1,8 @@
 """Fixtures of the vector-binding tests (helpers live in helpers.py)."""
 import pytest
 
-from minisphere import Workspace
 from minisphere.engine.embedding import make_provider
+from minisphere.engine.workspace import Workspace
 
 
 @pytest.fixture

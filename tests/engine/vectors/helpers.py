@@ -2,6 +2,8 @@
 implementation: the engine and sqlite-vec run for real on its output)."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from minisphere.engine.embedding.hash_provider import HashProvider
@@ -51,6 +53,18 @@ class FailingProvider:
 
 def vec_rows(ws) -> int:
     return ws.conn.execute("SELECT COUNT(*) FROM entries_vec").fetchone()[0]
+
+
+def without_vector(ws) -> int:
+    """Entries that have no stored vector (yet)."""
+    return ws.conn.execute("SELECT COUNT(*) FROM entries e WHERE NOT EXISTS "
+                           "(SELECT 1 FROM entries_vec v WHERE v.rowid = e.seq)").fetchone()[0]
+
+
+def bound_model(ws) -> dict:
+    """The file's recorded vector binding (provider name, dimension)."""
+    row = ws.conn.execute("SELECT value FROM workspace_meta WHERE key = 'vector_binding'").fetchone()
+    return json.loads(row[0])
 
 
 def stored_vector(ws, entry_id: str) -> np.ndarray | None:

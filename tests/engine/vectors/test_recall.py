@@ -1,5 +1,5 @@
 """The vector arm in recall: KNN via sqlite-vec, prefilters respected, shown in the breakdown."""
-from minisphere import Workspace
+from minisphere.engine.workspace import Workspace
 from tests.engine.vectors.helpers import ChosenVectors, at_cosine
 
 QUERY = "how do we ship code"

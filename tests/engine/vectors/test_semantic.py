@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from minisphere import Workspace
 from minisphere.engine.vectors.semantic import SemanticSettings
+from minisphere.engine.workspace import Workspace
 from tests.engine.vectors.helpers import ChosenVectors, at_cosine
 
 BASE = "the base fact"

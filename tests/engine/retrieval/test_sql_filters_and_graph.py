@@ -3,7 +3,7 @@ import pytest
 
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.arms import Hit, graph_arm
-from minisphere.engine.retrieval.prefilter import Prefilter
+from minisphere.engine.retrieval.sql_filters import Prefilter
 from tests.engine.retrieval.helpers import by_id, ids
 
 # ---- prefilters --------------------------------------------------------------------------------

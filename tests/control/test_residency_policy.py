@@ -2,7 +2,12 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minisphere.control.residency import idle_residents, lru_victims, node_with_room, placement
+from minisphere.control.residency_policy import (
+    idle_residents,
+    lru_victims,
+    node_with_room,
+    placement,
+)
 
 
 def test_lru_victims_evict_the_least_recently_used_above_the_cap():

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from minisphere import Workspace
 from minisphere.cli.main import main
+from minisphere.engine.workspace import Workspace
 from tests.transfer.helpers import body_lines, table_dump
 
 

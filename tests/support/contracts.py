@@ -1,5 +1,5 @@
-"""Fixtures of the contract tests (`s3_endpoint` / `fresh_bucket` come from tests/support/s3.py,
-registered by tests/conftest.py)."""
+"""The `contracts_copy` fixture: a private copy of the repository's contracts/, for tests that
+change contract files or pins (the contract tests and the CLI's `contracts` commands)."""
 import shutil
 from pathlib import Path
 

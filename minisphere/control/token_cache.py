@@ -1,9 +1,9 @@
-"""What one ingress replica keeps so that bad tokens are refused cheaply: `TokenPrefilter`.
+"""What one ingress replica keeps so that bad tokens are refused cheaply: `TokenCache`.
 
-It is only a pre-filter. The workspace actor holds the authoritative grants of its workspace
-and checks every call (so a revoked or expired token is refused by the next call whichever
-replica sends it); this filter exists so that unauthenticated requests never wake an actor
-and rarely reach the directory:
+It only filters ahead of the actor. The workspace actor holds the authoritative grants of its
+workspace and checks every call (so a revoked or expired token is refused by the next call
+whichever replica sends it); this cache exists so that unauthenticated requests never wake an
+actor and rarely reach the directory:
 
 - the grants of each workspace are cached for `ttl_s` after the directory answered; a bad
   token never evicts them;
@@ -55,13 +55,30 @@ class FailedAuthBudget:
                               retry_after_s=(1.0 - level) / self.per_s)
 
     def charge(self, client: str) -> None:
-        self._buckets[client] = (max(0.0, self._level(client) - 1.0), self._clock())
+        self._set(client, max(0.0, self._level(client) - 1.0))
+
+    def reserve(self, client: str) -> None:
+        """Spend one attempt before asking whether a token is good (RateLimited when none is
+        left): concurrent requests then each find the attempts the others already took, so
+        sending many at once buys no more asks than sending them one by one. `refund` gives
+        it back when the token was good."""
+        self.check(client)
+        self.charge(client)
+
+    def refund(self, client: str) -> None:
+        self._set(client, min(self.burst, self._level(client) + 1.0))
+
+    def _set(self, client: str, level: float) -> None:
+        self._buckets[client] = (level, self._clock())
         self._buckets.move_to_end(client)
         while len(self._buckets) > CLIENTS_TRACKED_MAX:
             self._buckets.popitem(last=False)
 
 
-def _refusal(verdict: str) -> Exception:
+def token_refusal(verdict: str) -> Exception:
+    """The error for a token the directory's `authenticate` did not accept ("expired",
+    "other": another workspace's token, anything else: invalid). The ingress and the
+    in-cluster client both answer with it."""
     if verdict == "other":
         return Forbidden("this token belongs to another workspace")
     if verdict == "expired":
@@ -69,7 +86,7 @@ def _refusal(verdict: str) -> Exception:
     return Unauthenticated("invalid token")
 
 
-class TokenPrefilter:
+class TokenCache:
     def __init__(self, ask: Ask, ttl_s: float, budget: FailedAuthBudget | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self._ask, self.ttl_s, self._clock = ask, float(ttl_s), clock
@@ -87,19 +104,23 @@ class TokenPrefilter:
         if cached is not None and cached[1] > now and candidate_hash in cached[0]:
             grant = cached[0][candidate_hash]
             if grant.expired(epoch_ms()):
-                raise _refusal("expired")
+                raise token_refusal("expired")
             return grant
         rejected = self._rejected.get((workspace_id, candidate_hash))
         if rejected is not None and rejected[1] > now:
             self.budget.charge(client)
-            raise _refusal(rejected[0])
-        self.budget.check(client)
+            raise token_refusal(rejected[0])
+        self.budget.reserve(client)        # before the await: see FailedAuthBudget.reserve
         self.directory_asks += 1
-        verdict, grants = await self._ask("authenticate", workspace_id, candidate_hash)
+        try:
+            verdict, grants = await self._ask("authenticate", workspace_id, candidate_hash)
+        except BaseException:
+            self.budget.refund(client)     # no verdict: the attempt is not the client's fault
+            raise
         if verdict != "ok":
-            self.budget.charge(client)
             self._remember_refusal(workspace_id, candidate_hash, verdict)
-            raise _refusal(verdict)
+            raise token_refusal(verdict)
+        self.budget.refund(client)
         by_hash = {grant.token_hash: grant for grant in grants}
         self._grants[workspace_id] = (by_hash, self._clock() + self.ttl_s)
         return by_hash[candidate_hash]
@@ -110,10 +131,6 @@ class TokenPrefilter:
         self._rejected.move_to_end((workspace_id, candidate_hash))
         while len(self._rejected) > REJECTED_TOKENS_MAX:
             self._rejected.popitem(last=False)
-
-    def failed(self, client: str) -> None:
-        """A failed authentication decided elsewhere (e.g. whoami): spend the budget."""
-        self.budget.charge(client)
 
     def forget(self, workspace_id: str) -> None:
         """Drop the workspace's cached grants (deleted, or its actor refused a cached token)."""

@@ -1,0 +1,124 @@
+"""Admin routes of workspaces and their durability (the admin token, except where noted):
+
+    POST/GET /v1/workspaces, GET/DELETE /v1/workspaces/{id}
+    POST /v1/workspaces/{id}/snapshot             take a snapshot now
+    GET  /v1/workspaces/{id}/snapshots            its versions (admin or the workspace's token)
+    POST /v1/workspaces/{id}/hibernate            snapshot if changed, close, release its actor
+    POST /v1/workspaces/{id}/restore {version}    point-in-time restore
+    POST /v1/workspaces/{id}/snapshots/prune {keep}
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+from fastapi import Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from minisphere.control.auth import WORKSPACE_ID_PATTERN, check_workspace_id
+from minisphere.control.blueprints import parse_blueprint
+from minisphere.durability.snapshots import VERSION_PATTERN as SNAPSHOT_VERSION_PATTERN
+from minisphere.http import responses as R
+from minisphere.http.callers import AdminGateway, WorkspaceCall, workspace_caller
+from minisphere.http.handling import query_integer, read_spec
+from minisphere.http.responses import answers, json_body
+from minisphere.http.routes import Routes
+
+WORKSPACES_MAX_LIMIT = 1000
+PRUNE_KEEP_MAX = 1000
+AFTER_MAX_CHARS = 100
+
+routes = Routes(tags=["admin"])
+
+
+class CreateWorkspace(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: Optional[Annotated[StrictStr, Field(pattern=WORKSPACE_ID_PATTERN)]] = None
+    blueprint: Optional[dict[str, Any]] = None
+    label: Optional[Annotated[StrictStr, Field(max_length=200)]] = None
+
+
+class RestoreWorkspace(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    version: Annotated[StrictStr, Field(pattern=SNAPSHOT_VERSION_PATTERN.pattern,
+                                        description="a version from GET .../snapshots")]
+
+
+class PruneSnapshots(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    keep: Annotated[StrictInt, Field(ge=1, le=PRUNE_KEEP_MAX,
+                                     description="versions to keep, the newest first")] = 1
+
+
+# a workspace's own token may list its snapshots too: authorized like a method call
+SnapshotsCaller = Annotated[WorkspaceCall, workspace_caller("listSnapshots", "workspace_id")]
+
+
+@routes.post("/v1/workspaces", status_code=201, responses=answers(R.CreatedWorkspace, 201),
+             openapi_extra=json_body(CreateWorkspace))
+async def create_workspace(request: Request, gateway: AdminGateway):
+    spec = await read_spec(request, CreateWorkspace, "createWorkspace")
+    if spec.blueprint is not None:
+        parse_blueprint(spec.blueprint)   # refused here (422), before the directory
+    created = await gateway.create(spec.id, spec.blueprint, spec.label)
+    return JSONResponse(created, status_code=201)
+
+
+@routes.get("/v1/workspaces", responses=answers(R.WorkspaceList))
+async def list_workspaces(gateway: AdminGateway, limit: str = str(WORKSPACES_MAX_LIMIT),
+                          after: str = ""):
+    count = query_integer(limit, "limit", 1, WORKSPACES_MAX_LIMIT)
+    return {"items": await gateway.list(count, after[:AFTER_MAX_CHARS])}
+
+
+@routes.get("/v1/workspaces/{workspace_id}", responses=answers(R.WorkspaceDetail))
+async def get_workspace(workspace_id: str, gateway: AdminGateway):
+    return await gateway.get(check_workspace_id(workspace_id))
+
+
+@routes.delete("/v1/workspaces/{workspace_id}", responses=answers(R.Deleted))
+async def delete_workspace(workspace_id: str, gateway: AdminGateway):
+    return await gateway.delete(check_workspace_id(workspace_id))
+
+
+@routes.post("/v1/workspaces/{workspace_id}/snapshot",
+             summary="Take a snapshot now (returns its manifest)",
+             responses=answers(R.SnapshotManifest))
+async def snapshot_workspace(workspace_id: str, gateway: AdminGateway):
+    return await gateway.snapshot(check_workspace_id(workspace_id))
+
+
+@routes.get("/v1/workspaces/{workspace_id}/snapshots",
+            summary="List snapshot versions, oldest first (admin or the workspace's token)",
+            responses=answers(R.SnapshotList))
+async def list_workspace_snapshots(workspace_id: str, call: SnapshotsCaller):
+    return {"items": await call.gateway.list_snapshots(workspace_id)}
+
+
+@routes.post("/v1/workspaces/{workspace_id}/hibernate",
+             summary="Hibernate now: snapshot if changed, close, release its actor",
+             responses=answers(R.Hibernated))
+async def hibernate_workspace(workspace_id: str, gateway: AdminGateway):
+    return await gateway.hibernate(check_workspace_id(workspace_id))
+
+
+@routes.post("/v1/workspaces/{workspace_id}/restore",
+             summary="Restore a snapshot version (point-in-time restore)",
+             responses=answers(R.Restored),
+             openapi_extra=json_body(RestoreWorkspace, required=True))
+async def restore_workspace(workspace_id: str, request: Request, gateway: AdminGateway):
+    check_workspace_id(workspace_id)
+    spec = await read_spec(request, RestoreWorkspace, "restore", required=True)
+    return await gateway.restore(workspace_id, spec.version)
+
+
+@routes.post("/v1/workspaces/{workspace_id}/snapshots/prune",
+             summary="Keep only the newest versions (after a forget: drop the versions that "
+                     "still hold the forgotten text)",
+             responses=answers(R.Pruned),
+             openapi_extra=json_body(PruneSnapshots, required=False))
+async def prune_workspace_snapshots(workspace_id: str, request: Request,
+                                    gateway: AdminGateway):
+    check_workspace_id(workspace_id)
+    spec = await read_spec(request, PruneSnapshots, "prune")
+    return await gateway.prune_snapshots(workspace_id, spec.keep)

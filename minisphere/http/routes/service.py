@@ -1,0 +1,24 @@
+"""Public service routes: `GET /healthz` and `GET /v1/contracts` (the pinned contracts and the
+routed methods)."""
+from __future__ import annotations
+
+from fastapi import Request
+
+from minisphere.engine.methods import METHODS
+from minisphere.http import responses as R
+from minisphere.http.responses import answers
+from minisphere.http.routes import Routes
+
+routes = Routes(tags=["service"])
+
+
+@routes.get("/healthz", responses=answers(R.Health))
+async def healthz():
+    return {"status": "ok"}
+
+
+@routes.get("/v1/contracts", responses=answers(R.ContractsAnswer))
+async def list_contracts(request: Request):
+    return {"contracts": request.app.state.contracts,
+            "methods": [{"name": m.name, "access": m.access, "positional": list(m.positional)}
+                        for m in METHODS.values()]}

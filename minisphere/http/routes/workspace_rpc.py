@@ -1,0 +1,78 @@
+"""`POST /v1/w/{workspace}/{method}`: one route per contract method (and the maintenance
+method), documented with its argument schema and its answer. The bearer token must be
+authorized for the method on the workspace; the arguments are validated here, before any actor
+is woken, and sent on validated. Timings come back in a `Server-Timing` header (the actors'
+parts and the ingress; milliseconds) and `X-Batch-Size`."""
+from __future__ import annotations
+
+import time
+
+from fastapi import Request
+from fastapi.responses import JSONResponse
+
+from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS, KEY_PATTERN
+from minisphere.engine.methods import METHODS, Method, parse_args
+from minisphere.http import responses as R
+from minisphere.http.callers import WorkspaceCall, workspace_caller
+from minisphere.http.handling import (
+    IDEMPOTENCY_HEADER,
+    REPLAY_HEADER,
+    idempotency_key,
+    read_json_object,
+    server_timing,
+)
+from minisphere.http.responses import answers
+from minisphere.http.routes import Routes
+from minisphere.http.routes.maintenance import MAINTENANCE_TAG
+
+IDEMPOTENCY_KEY_DOC = {
+    "name": IDEMPOTENCY_HEADER, "in": "header", "required": False,
+    "schema": {"type": "string", "minLength": 1, "maxLength": 200,
+               "pattern": KEY_PATTERN.pattern},
+    "description": "Makes the write safe to send again: a repeat with the same key within "
+                   f"{IDEMPOTENCY_KEEP_MS // 3_600_000} hours is answered what the first was "
+                   "answered and writes nothing; the same key with another method or body is "
+                   "refused with 409 idempotency_key_reused."}
+IDEMPOTENT_REPLAY_DOC = {REPLAY_HEADER: {
+    "description": "true when the answer is the stored one of an earlier call with the same "
+                   "Idempotency-Key (nothing was written this time)",
+    "schema": {"type": "string", "enum": ["true"]}}}
+
+routes = Routes()
+
+
+def method_endpoint(name: str, method: Method):
+    """The route function of one method (named `call_<method>`)."""
+    authorized = workspace_caller(name)
+
+    async def endpoint(workspace: str, request: Request, call: WorkspaceCall = authorized):
+        key = idempotency_key(request) if method.access == "write" else None
+        args = parse_args(method, await read_json_object(request))
+        if method.access == "maintenance":    # audited (trigger=manual)
+            result, timings = await call.gateway.run_maintenance(workspace, name, args,
+                                                                 call.caller)
+        else:
+            result, timings = await call.gateway.call(workspace, name, args, call.caller, key)
+        ingress_ms = (time.perf_counter() - call.started) * 1e3
+        return JSONResponse(result, headers=server_timing(timings, ingress_ms))
+    endpoint.__name__ = f"call_{name}"
+    return endpoint
+
+
+def add_method_route(name: str, method: Method) -> None:
+    write = method.access == "write"
+    responses = answers(R.METHOD_ANSWERS[name])
+    if write:
+        responses[200] = {**responses[200], "headers": IDEMPOTENT_REPLAY_DOC}
+    routes.post(
+        f"/v1/w/{{workspace}}/{name}",
+        tags=[MAINTENANCE_TAG if method.access == "maintenance" else f"workspace {method.access}s"],
+        summary=f"{name} ({method.access})", name=name, responses=responses,
+        openapi_extra={"parameters": [IDEMPOTENCY_KEY_DOC] if write else [],
+                       "requestBody": {"required": False, "content": {"application/json": {
+                           "schema": method.args.model_json_schema(by_alias=True)}}}},
+    )(method_endpoint(name, method))
+
+
+for _name, _method in METHODS.items():
+    add_method_route(_name, _method)

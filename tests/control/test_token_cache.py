@@ -1,0 +1,128 @@
+"""The ingress's token cache, in front of a real control plane: bad tokens never evict
+good cached grants, a refused token is refused again without asking, and failed
+authentications are budgeted per client address (429 with the seconds to wait)."""
+import asyncio
+
+import pytest
+
+from minisphere import errors as E
+from minisphere.control.auth import token_hash
+from minisphere.control.blueprints import Blueprint
+from minisphere.control.plane import ControlPlane
+from minisphere.control.token_cache import FAILED_AUTH_BURST, FailedAuthBudget, TokenCache
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def plane(tmp_path):
+    cp = ControlPlane(tmp_path / "control.db", synchronous="NORMAL")
+    yield cp
+    cp.close()
+
+
+def directory_of(plane):
+    """The directory's `authenticate`, answered by the real control plane; counts asks."""
+    asked = []
+
+    async def ask(method, *args):
+        asked.append(method)
+        return getattr(plane, method)(*args)
+    return ask, asked
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_bad_token_does_not_evict_the_good_cached_entry(plane):
+    _, good = plane.create(Blueprint(), [], "ws-a")
+    ask, asked = directory_of(plane)
+    cache = TokenCache(ask, ttl_s=30)
+    run(cache.grant_of("ws-a", token_hash(good), "10.0.0.1"))
+    with pytest.raises(E.Unauthenticated):
+        run(cache.grant_of("ws-a", token_hash("wrong"), "10.0.0.2"))
+    asked.clear()
+    assert run(cache.grant_of("ws-a", token_hash(good), "10.0.0.1")).scope == "write"
+    assert asked == []                        # still cached: no round trip
+
+
+def test_refused_token_is_refused_again_without_asking(plane):
+    plane.create(Blueprint(), [], "ws-a")
+    _, other = plane.create(Blueprint(), [], "ws-b")
+    ask, asked = directory_of(plane)
+    cache = TokenCache(ask, ttl_s=30)
+    for _ in range(5):
+        with pytest.raises(E.Forbidden):
+            run(cache.grant_of("ws-a", token_hash(other), "10.0.0.3"))
+    assert asked == ["authenticate"]
+
+
+def test_failed_authentications_are_budgeted_per_client_address(plane):
+    _, good = plane.create(Blueprint(), [], "ws-a")
+    ask, asked = directory_of(plane)
+    clock = Clock()
+    cache = TokenCache(ask, ttl_s=30, budget=FailedAuthBudget(clock=clock), clock=clock)
+    run(cache.grant_of("ws-a", token_hash(good), "10.0.0.9"))     # cached before the flood
+    for i in range(FAILED_AUTH_BURST):
+        with pytest.raises(E.Unauthenticated):
+            run(cache.grant_of("ws-a", token_hash(f"bad-{i}"), "10.0.0.9"))
+    with pytest.raises(E.RateLimited) as limited:
+        run(cache.grant_of("ws-a", token_hash("bad-more"), "10.0.0.9"))
+    assert 0 < limited.value.retry_after_s <= 1.0
+    assert asked.count("authenticate") == FAILED_AUTH_BURST + 1      # the last one never asked
+    assert run(cache.grant_of("ws-a", token_hash(good), "10.0.0.9")).scope == "write"
+    with pytest.raises(E.Unauthenticated):                            # another address is fine
+        run(cache.grant_of("ws-a", token_hash("bad-x"), "10.0.0.10"))
+    clock.now += 1.0                                                  # refilled: may try again
+    with pytest.raises(E.Unauthenticated):
+        run(cache.grant_of("ws-a", token_hash("bad-later"), "10.0.0.9"))
+
+
+def test_cached_grant_that_expires_is_refused_from_the_cache(plane):
+    plane.create(Blueprint(), [], "ws-a")
+    issued = plane.issue_token("ws-a", "read", expires_at=1)          # expired long ago
+    ask, _ = directory_of(plane)
+    cache = TokenCache(ask, ttl_s=30)
+    with pytest.raises(E.Unauthenticated, match="expired"):
+        run(cache.grant_of("ws-a", token_hash(issued["token"]), "10.0.0.4"))
+
+
+def test_concurrent_bad_tokens_cannot_multiply_the_failed_auth_budget(plane):
+    """A thousand bad tokens sent at once from one address get no more directory round trips
+    than the budget allows one at a time: each reserves its attempt before awaiting the
+    directory, so the others find it spent."""
+    plane.create(Blueprint(), [], "ws-a")
+    asked = []
+
+    async def slow_directory(method, *args):
+        asked.append(method)
+        await asyncio.sleep(0.01)          # every request is in flight before any answer
+        return getattr(plane, method)(*args)
+
+    cache = TokenCache(slow_directory, ttl_s=30)
+
+    async def flood():
+        return await asyncio.gather(
+            *(cache.grant_of("ws-a", token_hash(f"bad-{i}"), "10.0.0.66") for i in range(1000)),
+            return_exceptions=True)
+
+    outcomes = run(flood())
+    assert len(asked) <= FAILED_AUTH_BURST
+    assert sum(isinstance(o, E.RateLimited) for o in outcomes) >= 1000 - FAILED_AUTH_BURST
+    assert all(isinstance(o, (E.RateLimited, E.Unauthenticated)) for o in outcomes)
+
+
+def test_a_good_token_asked_about_gives_its_reserved_attempt_back(plane):
+    _, good = plane.create(Blueprint(), [], "ws-a")
+    ask, asked = directory_of(plane)
+    cache = TokenCache(ask, ttl_s=0)        # never cached: every call asks the directory
+    for _ in range(FAILED_AUTH_BURST * 3):
+        assert run(cache.grant_of("ws-a", token_hash(good), "10.0.0.7")).scope == "write"
+    assert len(asked) == FAILED_AUTH_BURST * 3
