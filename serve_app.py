@@ -24,7 +24,7 @@ from actors.ingress.metrics import ServiceMetrics
 from actors.ingress.transfer import TransferOps
 from actors.scheduled_tasks_actor import get_scheduled_tasks
 from minisphere.contract.startup import verified_contracts
-from minisphere.errors import ConfigError
+from minisphere.errors import ConfigError, MiniSphereError
 from minisphere.http.app import build_api
 from minisphere.settings import (
     WORKSPACE_SLOT_RESOURCE,
@@ -135,6 +135,20 @@ def start(settings: Settings):
     return handle
 
 
+def deployment_messages() -> str:
+    """What Serve says of each deployment of the app (a failing replica constructor's own
+    error is there), for an operator who would otherwise see only "deploying ... failed"."""
+    try:
+        app = serve.status().applications.get(APP_NAME)
+    except Exception as exc:  # noqa: BLE001 - the controller itself may be gone
+        return f"(Serve's status could not be read: {exc.__class__.__name__})"
+    if app is None:
+        return "(Serve has no status for the application)"
+    lines = [f"{name}: {status.status} {status.message}".rstrip()
+             for name, status in app.deployments.items()]
+    return "\n".join([f"application {APP_NAME}: {app.status} {app.message}".rstrip(), *lines])
+
+
 def start_scheduler(settings: Settings):
     """The scheduled-tasks singleton: created once, found by name on every later start
     (get-if-exists), so restarts and extra launchers never make a second scheduler."""
@@ -169,8 +183,18 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"minisphere: {exc.message}", file=sys.stderr)
         return 2
+    try:
+        verified_contracts()      # the pins first: a replica refusing them says so only in
+    except MiniSphereError as exc:  # Ray's logs, behind Serve's generic deploy failure
+        print(f"minisphere: {exc.message}", file=sys.stderr)
+        return 2
     print(f"starting Ray and Serve (data in {settings.data_dir}) ...", flush=True)
-    start(settings)
+    try:
+        start(settings)
+    except RuntimeError as exc:   # Serve's "Deploying application ... failed"
+        print(f"minisphere: {exc}\n{deployment_messages()}", file=sys.stderr)
+        serve.shutdown()
+        return 1
     print(banner(settings), flush=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

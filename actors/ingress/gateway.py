@@ -67,8 +67,12 @@ class Gateway:
         candidate = token_hash(token)
         if same_hash(candidate, self.admin_hash):
             return candidate
-        grant = await self.token_cache.grant_of(workspace_id, candidate, client)
         method = METHODS.get(method_name)
+        # a contract method is checked again by the workspace actor against its authoritative
+        # token set; any other tenant route (the snapshot listing) is checked here, against
+        # the directory's, never against a cache that may hold a revoked grant
+        grant = await self.token_cache.grant_of(workspace_id, candidate, client,
+                                                authoritative=method is None)
         if method is not None:
             grant.require(method_name, method.access)
         return candidate

@@ -95,12 +95,15 @@ class TokenCache:
         self._rejected: OrderedDict[tuple[str, str], tuple[str, float]] = OrderedDict()
         self.directory_asks = 0
 
-    async def grant_of(self, workspace_id: str, candidate_hash: str,
-                       client: str) -> TokenGrant:
+    async def grant_of(self, workspace_id: str, candidate_hash: str, client: str,
+                       authoritative: bool = False) -> TokenGrant:
         """The grant of this token on this workspace, or the refusal (Unauthenticated,
-        Forbidden for another workspace's token, RateLimited)."""
+        Forbidden for another workspace's token, RateLimited). `authoritative`: never from the
+        cached grants, always the directory's current word — for a route whose answer no
+        workspace actor checks again (a revocation clears the cache only on the replica that
+        handled it, so another replica's cache may still hold the revoked grant)."""
         now = self._clock()
-        cached = self._grants.get(workspace_id)
+        cached = None if authoritative else self._grants.get(workspace_id)
         if cached is not None and cached[1] > now and candidate_hash in cached[0]:
             grant = cached[0][candidate_hash]
             if grant.expired(epoch_ms()):

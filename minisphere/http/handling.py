@@ -86,6 +86,37 @@ def nesting_levels_exceed(value: Any, levels: int = MAX_JSON_NESTING_LEVELS) -> 
     return False
 
 
+# A JSON escape of a UTF-16 surrogate (\ud800-\udfff). A valid pair is joined into one code point
+# by the parser; a lone one stays in the parsed text, which no UTF-8 encoder (SQLite's, the
+# idempotency digest's) accepts. Only a body with such an escape is searched for one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE_ESCAPE_BYTES = re.compile(_SURROGATE_ESCAPE.pattern.encode())
+
+
+def _holds_unencodable_text(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_holds_unencodable_text(k) or _holds_unencodable_text(v)
+                   for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_unencodable_text(item) for item in value)
+    return False
+
+
+def refuse_unencodable_text(raw: bytes | str, value: Any, what: str = "request body") -> None:
+    """MalformedRequest when the parsed `value` of `raw` holds a lone surrogate: refused at the
+    edge, so no method (keyed or not) fails on it later, inside a batch of other writes."""
+    escape = _SURROGATE_ESCAPE_BYTES if isinstance(raw, bytes) else _SURROGATE_ESCAPE
+    if escape.search(raw) and _holds_unencodable_text(value):
+        raise MalformedRequest(f"{what} holds text that is not valid Unicode (a lone UTF-16 "
+                               "surrogate escape such as \\ud800): send UTF-8 text")
+
+
 def parse_json(raw: bytes | str, what: str = "request body") -> Any:
     """Strict JSON (no NaN/Infinity, at most MAX_JSON_NESTING_LEVELS levels); every failure,
     including a nesting deep enough to exhaust the parser's stack, is MalformedRequest."""
@@ -99,6 +130,7 @@ def parse_json(raw: bytes | str, what: str = "request body") -> Any:
         deep = nesting_levels_exceed(value)
     if deep:
         raise MalformedRequest(f"{what} nests deeper than {MAX_JSON_NESTING_LEVELS} levels")
+    refuse_unencodable_text(raw, value, what)
     return value
 
 

@@ -126,3 +126,18 @@ def test_a_good_token_asked_about_gives_its_reserved_attempt_back(plane):
     for _ in range(FAILED_AUTH_BURST * 3):
         assert run(cache.grant_of("ws-a", token_hash(good), "10.0.0.7")).scope == "write"
     assert len(asked) == FAILED_AUTH_BURST * 3
+
+
+def test_an_authoritative_lookup_refuses_a_token_revoked_since_it_was_cached(plane):
+    """Another replica revoked the token: this replica's cache still holds the grant, so a
+    route no workspace actor checks again (the snapshot listing) must ask the directory."""
+    plane.create(Blueprint(), [], "ws-a")
+    issued = plane.issue_token("ws-a", "read")
+    ask, asked = directory_of(plane)
+    cache = TokenCache(ask, ttl_s=300)
+    candidate = token_hash(issued["token"])
+    assert run(cache.grant_of("ws-a", candidate, "10.0.0.5")).scope == "read"
+    plane.revoke_token("ws-a", issued["tokenId"])          # elsewhere: this cache never hears
+    assert run(cache.grant_of("ws-a", candidate, "10.0.0.5")).scope == "read"   # cached
+    with pytest.raises(E.Unauthenticated):
+        run(cache.grant_of("ws-a", candidate, "10.0.0.5", authoritative=True))

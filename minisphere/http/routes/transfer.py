@@ -29,6 +29,7 @@ from minisphere.http.handling import (
     nesting_levels_exceed,
     query_integer,
     read_body,
+    refuse_unencodable_text,
 )
 from minisphere.http.routes import Routes
 
@@ -44,23 +45,30 @@ def _flag(raw: str, name: str) -> bool:
     return raw in ("true", "1")
 
 
-def check_line_nesting(lines: list[str], first: int) -> None:
-    """Refuse a line nested deeper than the JSON bodies may be, naming its line in the file
-    (the header is line 1, data line `first` is line first + 1). Only a line with more brackets
-    than the limit can be that deep, so the others are not parsed twice."""
+def check_lines(lines: list[str], first: int) -> None:
+    """Refuse a line nested deeper than the JSON bodies may be, or holding text that is not
+    valid Unicode, naming its line in the file (the header is line 1, data line `first` is line
+    first + 1). Only a line with more brackets than the limit can be that deep, and only one
+    with a \\u escape can hold a lone surrogate, so the others are not parsed twice."""
     for index, line in enumerate(lines):
-        if line.count("[") + line.count("{") <= MAX_JSON_NESTING_LEVELS:
+        number = 1 if index == 0 else first + index
+        deep_enough = line.count("[") + line.count("{") > MAX_JSON_NESTING_LEVELS
+        if not deep_enough and "\\u" not in line:
             continue
         try:
-            deep = nesting_levels_exceed(json.loads(line))
+            value = json.loads(line)
+            deep = deep_enough and nesting_levels_exceed(value)
         except RecursionError:
             deep = True
         except ValueError:          # not JSON at all: the importer names the line itself
             continue
         if deep:
-            number = 1 if index == 0 else first + index
             raise ImportFormatError(f"line {number}: nests deeper than "
                                     f"{MAX_JSON_NESTING_LEVELS} levels")
+        try:
+            refuse_unencodable_text(line, value, f"line {number}")
+        except MalformedRequest as exc:
+            raise ImportFormatError(exc.message) from None
 
 
 async def _admin_operations(request: Request, _admin: AdminGateway) -> Any:
@@ -110,6 +118,6 @@ async def import_workspace(workspace_id: str, request: Request, ops: TransferOps
         raise MalformedRequest("the import body must be UTF-8 JSONL") from None
     if not lines:
         raise MalformedRequest("the import body must start with the export's header line")
-    check_line_nesting(lines, first_line)
+    check_lines(lines, first_line)
     report = await ops.import_chunk(workspace_id, key, lines[0], lines[1:], first_line, is_final)
     return JSONResponse(report)
