@@ -37,6 +37,7 @@ from minisphere.settings import (
 log = logging.getLogger("minisphere.serve")
 APP_NAME = "minisphere"
 SCHEDULER_READY_TIMEOUT_S = 120.0
+STOP_HIBERNATE_TIMEOUT_S = 20.0        # residents draining and snapshotting on Ctrl-C, at most
 INGRESS_AUTOSCALING = {"target_ongoing_requests": 64, "upscale_delay_s": 10,
                        "downscale_delay_s": 120}
 # Ray Serve settings that measured faster on this service (bench/results/serverless.md). They
@@ -201,10 +202,28 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     stop.wait()
     print("stopping ...", flush=True)
-    import ray
-    serve.shutdown()
-    ray.shutdown()
+    stop_service(settings)
     return 0
+
+
+def stop_service(settings: Settings) -> None:
+    """Stop what `start` started. On the embedded Ray the residents hibernate first (each
+    drains and snapshots what changed), then Ray stops with every process of the service:
+    Serve's own shutdown waits 30 s for its controller here and stops nothing that Ray's
+    shutdown would not. On a cluster this launcher joined, the app is taken off the cluster
+    and the workspaces stay with it."""
+    import ray
+    if settings.ray_address:
+        serve.shutdown()
+    else:
+        try:
+            hibernated = ray.get(get_directory(settings).hibernate_all.remote("shutdown"),
+                                 timeout=STOP_HIBERNATE_TIMEOUT_S)
+            print(f"hibernated {hibernated} resident workspace(s)", flush=True)
+        except Exception as exc:  # noqa: BLE001 - stop anyway; committed writes are on disk
+            print(f"could not hibernate every resident workspace ({exc.__class__.__name__}); "
+                  "their committed writes are on disk", file=sys.stderr, flush=True)
+    ray.shutdown()
 
 
 if __name__ == "__main__":

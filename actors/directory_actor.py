@@ -149,6 +149,10 @@ class DirectoryActor:
     async def hibernate(self, workspace_id: str, reason: str = "manual") -> dict:
         return await self.hibernation.hibernate(workspace_id, reason)
 
+    async def hibernate_all(self, reason: str = "shutdown") -> int:
+        """Hibernate every resident at once (the service is stopping); how many there were."""
+        return await self.hibernation.hibernate_all(reason)
+
     async def sweep(self) -> list[str]:
         return await self.hibernation.sweep()
 

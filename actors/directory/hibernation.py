@@ -68,6 +68,11 @@ class Hibernation:
                  f"; {result['error']}" if result.get("error") else "")
         return {**result, "hibernated": True, "reason": reason}
 
+    async def hibernate_all(self, reason: str) -> int:
+        ids = self.residents.ids()
+        await asyncio.gather(*(self.hibernate(ws, reason) for ws in ids))
+        return len(ids)
+
     async def ended_cleanly(self, workspace_id: str, actor_id: str) -> bool:
         """Did this actor end by hibernation (so a call that failed on it never ran)?"""
         await self.residents.hibernations.settled(workspace_id)   # ending now: refused
