@@ -131,3 +131,23 @@ def test_a_wake_waits_for_a_slot_node_and_binds_once_one_advertises_slots(tmp_pa
         return await asyncio.wait_for(parts.activator.activate(workspace_id), 30)
 
     assert asyncio.run(wake()).host is not None
+
+
+def test_stopping_hibernates_every_resident_and_keeps_their_writes(tmp_path):
+    """What Ctrl-C on the embedded service does before Ray stops: every resident drains and
+    snapshots, so the next start finds nothing resident and nothing unsnapshotted."""
+    parts, control, runtime = directory_parts(tmp_path)
+
+    async def drive():
+        ids = [parts.workspaces.create(f"stop-{i}", None, None)["workspace"]["id"]
+               for i in range(3)]
+        for workspace_id in ids:
+            actor = await parts.activator.activate(workspace_id)
+            actor.host.workspace.capture(f"written in {workspace_id}")
+        return ids, await parts.hibernation.hibernate_all("shutdown")
+
+    ids, hibernated = asyncio.run(drive())
+    assert hibernated == 3 and len(parts.residents) == 0 and runtime.live == {}
+    for workspace_id in ids:
+        assert control.durability(workspace_id)["snapshotPending"] is False
+        assert control.durability(workspace_id)["lastSnapshotVersion"]
