@@ -159,18 +159,17 @@ class Activator:
         resident = Resident(handle, name, placement=why)
         try:
             answer = await self._bound(workspace_id, resident, placed, launch, grants)
-        except (TimeoutError, ActorGone, NoWorkspaceSlots) as exc:
-            self.control.set_actor(workspace_id, None)
-            self.runtime.kill(resident.handle)
-            if isinstance(exc, NoWorkspaceSlots):
-                raise
+        except NoWorkspaceSlots:
+            self._abandon(workspace_id, resident)
+            raise
+        except (TimeoutError, ActorGone) as exc:
+            self._abandon(workspace_id, resident)
             raise MiniSphereError(f"workspace {workspace_id} could not be opened: "
                                   f"{exc.__class__.__name__}") from None
         finally:
             self.placement.release(placed)
         if not answer["ok"]:
-            self.control.set_actor(workspace_id, None)
-            self.runtime.kill(resident.handle)          # it may hold part of that workspace
+            self._abandon(workspace_id, resident)       # it may hold part of that workspace
             raise answer["error"]
         if tuple(self.control.grants(workspace_id)) != grants:   # changed while binding
             await self.runtime.call(resident.handle, "set_tokens",
@@ -184,6 +183,12 @@ class Activator:
         self.control.set_state(workspace_id, "active")
         self.control.touch(workspace_id, node)
         return resident
+
+    def _abandon(self, workspace_id: str, resident: Resident) -> None:
+        """The actor did not bind: the control plane names no actor for the workspace, and
+        the actor (started, starting or half-bound) is killed."""
+        self.control.set_actor(workspace_id, None)
+        self.runtime.kill(resident.handle)
 
     async def _bound(self, workspace_id: str, resident: Resident, placed: Placement | None,
                      launch: WorkspaceLaunch, grants: tuple) -> dict:

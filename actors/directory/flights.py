@@ -20,11 +20,14 @@ class SingleFlight:
     def __len__(self) -> int:
         return len(self._running)
 
+    async def joined(self, key: str) -> Any:
+        """The outcome of the work running for `key` (which must be running)."""
+        return await asyncio.shield(self._running[key])
+
     async def run(self, key: str, work: Callable[[], Awaitable[Any]]) -> Any:
         """The outcome of `work()`, or of the one already running for `key`."""
-        running = self._running.get(key)
-        if running is not None:
-            return await asyncio.shield(running)
+        if key in self._running:
+            return await self.joined(key)
         future = asyncio.get_running_loop().create_future()
         self._running[key] = future
         try:

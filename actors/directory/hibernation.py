@@ -36,7 +36,7 @@ class Hibernation:
         """Hibernate a resident workspace: its actor drains, snapshots (if changed), closes;
         then it is killed. Calls that reach it afterwards were never run (ended cleanly)."""
         if workspace_id in self.residents.hibernations:
-            return await self.residents.hibernations.run(workspace_id, None)
+            return await self.residents.hibernations.joined(workspace_id)
         resident = self.residents.get(workspace_id)
         if resident is None:
             self.control.get(workspace_id)            # NotFound for a workspace never made

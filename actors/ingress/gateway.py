@@ -82,16 +82,11 @@ class Gateway:
         candidate = token_hash(token)
         if same_hash(candidate, self.admin_hash):
             return {"kind": "admin"}
-        budget = self.token_cache.budget
-        budget.reserve(client)             # before the await, as for workspace tokens
-        try:
-            found = await self.ask_directory("whoami", candidate)
-        except BaseException:
-            budget.refund(client)
-            raise
+        found = await self.token_cache.budget.attempt(
+            client, lambda: self.ask_directory("whoami", candidate),
+            lambda answer: answer is not None)
         if found is None:
             raise Unauthenticated("invalid token")
-        budget.refund(client)
         return found
 
     def forget(self, workspace_id: str) -> None:

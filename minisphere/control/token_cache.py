@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from minisphere.control.auth import TokenGrant
 from minisphere.engine.clock import epoch_ms
@@ -57,15 +58,25 @@ class FailedAuthBudget:
     def charge(self, client: str) -> None:
         self._set(client, max(0.0, self._level(client) - 1.0))
 
-    def reserve(self, client: str) -> None:
-        """Spend one attempt before asking whether a token is good (RateLimited when none is
-        left): concurrent requests then each find the attempts the others already took, so
-        sending many at once buys no more asks than sending them one by one. `refund` gives
-        it back when the token was good."""
+    async def attempt(self, client: str, ask: Callable[[], Awaitable],
+                      good: Callable[[Any], bool]):
+        """`await ask()`, the question whether a token is good, paid for by one attempt of the
+        client's budget (RateLimited, without asking, when none is left). The attempt is spent
+        before the await, so concurrent requests each find the attempts the others took and
+        sending many at once buys no more asks than sending them one by one; it is given back
+        when `good(answer)`, or when no answer came (not the client's fault)."""
         self.check(client)
         self.charge(client)
+        try:
+            answer = await ask()
+        except BaseException:
+            self._refund(client)
+            raise
+        if good(answer):
+            self._refund(client)
+        return answer
 
-    def refund(self, client: str) -> None:
+    def _refund(self, client: str) -> None:
         self._set(client, min(self.burst, self._level(client) + 1.0))
 
     def _set(self, client: str, level: float) -> None:
@@ -113,20 +124,19 @@ class TokenCache:
         if rejected is not None and rejected[1] > now:
             self.budget.charge(client)
             raise token_refusal(rejected[0])
-        self.budget.reserve(client)        # before the await: see FailedAuthBudget.reserve
-        self.directory_asks += 1
-        try:
-            verdict, grants = await self._ask("authenticate", workspace_id, candidate_hash)
-        except BaseException:
-            self.budget.refund(client)     # no verdict: the attempt is not the client's fault
-            raise
+        verdict, grants = await self.budget.attempt(
+            client, lambda: self._ask_directory(workspace_id, candidate_hash),
+            lambda answer: answer[0] == "ok")
         if verdict != "ok":
             self._remember_refusal(workspace_id, candidate_hash, verdict)
             raise token_refusal(verdict)
-        self.budget.refund(client)
         by_hash = {grant.token_hash: grant for grant in grants}
         self._grants[workspace_id] = (by_hash, self._clock() + self.ttl_s)
         return by_hash[candidate_hash]
+
+    async def _ask_directory(self, workspace_id: str, candidate_hash: str):
+        self.directory_asks += 1
+        return await self._ask("authenticate", workspace_id, candidate_hash)
 
     def _remember_refusal(self, workspace_id: str, candidate_hash: str, verdict: str) -> None:
         self._rejected[(workspace_id, candidate_hash)] = (verdict,
