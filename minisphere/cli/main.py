@@ -4,20 +4,21 @@
                              commands capture|recall|get|link|… (through the HTTP client)
 - `minisphere.cli.contracts` contracts verify|pin|push-evidence|verify-evidence
 - `minisphere.cli.data`      export, import (through the service, or offline on a file)
+- `minisphere.cli.tools`     tools (the contract methods as LLM tool definitions)
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
-from minisphere.cli import contracts, data, service
+from minisphere.cli import contracts, data, service, tools
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="minisphere",
                                      description="Mini-Sphere: per-workspace memory for AI agents")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for module in (service, contracts, data):
+    for module in (service, contracts, data, tools):
         module.register(subparsers)
     return parser
 

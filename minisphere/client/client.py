@@ -20,6 +20,7 @@ first answered and writes nothing (the service keeps keys at least 24 hours).
 """
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +38,13 @@ from minisphere.client.models import (
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+# The methods a workspace token may call, which `call_tool` dispatches (the tool definitions of
+# `minisphere tools` are these; runStalenessPass is the scheduler's). The client cannot import
+# the engine's method table, so tests/integrations keeps this set equal to it.
+TOOL_METHODS = frozenset({
+    "recall", "listRecent", "getEntry", "connections", "graphView", "getTags", "getCount",
+    "getStats", "getBrief", "capture", "append", "update", "setStatus", "forget", "link",
+    "unlink"})
 
 
 class ServiceError(Exception):
@@ -79,6 +87,22 @@ class WorkspaceCalls:
 
     def call(self, method: str, *, idempotency_key: str | None = None, **args):
         return self._run(method, _camel(args), key=idempotency_key)
+
+    def call_tool(self, name: str, arguments: dict | str | None = None, *,
+                  idempotency_key: str | None = None):
+        """Send an LLM's tool call (`minisphere tools` defines the tools): `arguments` as the
+        model gave them, a dict or JSON text (OpenAI sends text). The service validates them as
+        any call; the answer is its JSON, ready to hand back to the model."""
+        if name not in TOOL_METHODS:
+            raise ValueError(f"no tool {name!r}; the tools are {', '.join(sorted(TOOL_METHODS))}")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except ValueError as exc:
+                raise ValueError(f"{name}: arguments are not JSON: {exc}") from None
+        if not isinstance(arguments, dict | None):
+            raise ValueError(f"{name}: arguments must be a JSON object")
+        return self._run(name, dict(arguments or {}), key=idempotency_key)
 
     def capture(self, content: str, *, idempotency_key: str | None = None, **options):
         return self._run("capture", {"content": content, **_camel(options)},
