@@ -21,7 +21,7 @@ import logging
 from actors.directory_actor import get_directory
 from actors.parts.reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.control.auth import check_workspace_id, same_hash, token_hash
-from minisphere.control.token_cache import TokenCache
+from minisphere.control.token_cache import AdminCheck, TokenCache
 from minisphere.durability.generations import generation_store
 from minisphere.durability.snapshots import list_snapshots
 from minisphere.durability.stores import open_snapshot_store
@@ -45,6 +45,8 @@ class Gateway:
         self.reach = WorkspaceReach(self.directory)
         self.admin_hash = token_hash(settings.admin_token)
         self.token_cache = TokenCache(self.ask_directory, settings.token_cache_ttl_s)
+        self.admin = AdminCheck(self.admin_hash, lambda candidate: self.ask_directory(
+            "whoami", candidate), known_ttl_s=settings.token_cache_ttl_s)
         self._store = None                     # snapshot store, made on first use
 
     async def ask_directory(self, method: str, *args):
@@ -52,11 +54,12 @@ class Gateway:
 
     # ---- auth ----------------------------------------------------------------------------------
     def is_admin(self, token: str) -> bool:
-        return same_hash(token_hash(token), self.admin_hash)
+        return self.admin.is_admin(token)
 
-    def require_admin(self, token: str) -> None:
-        if not self.is_admin(token):
-            raise Unauthenticated("this route needs the admin token")
+    async def require_admin(self, token: str, client: str = UNKNOWN_CLIENT) -> None:
+        """Raise unless `token` is the admin token; a wrong one spends the client's budget of
+        admin guesses (a workspace token, a valid token without the rights, does not)."""
+        await self.admin.require(token, client)
 
     async def authorize(self, workspace_id: str, token: str, method_name: str,
                         client: str = UNKNOWN_CLIENT) -> str:

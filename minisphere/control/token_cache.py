@@ -14,16 +14,23 @@ actor and rarely reach the directory:
   cache does not already know are answered `429 rate_limited` with the seconds to wait,
   without asking the directory. A client using a known good token is never slowed.
 
+`AdminCheck` guards the admin routes the same way: a token there that is not the admin token
+is a guess at it, paid for from a budget of its own per client address (ADMIN_GUESS_BURST,
+refilled at ADMIN_GUESSES_PER_S). It is a separate bucket so that failed workspace
+authentications and admin guesses never drain each other, and so that one kind of test or
+tenant traffic cannot change the answers the other gets.
+
 Plain Python; `ask(method, *args)` is how it reaches the directory (an async callable).
 """
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from minisphere.control.auth import TokenGrant
+from minisphere.control.auth import TokenGrant, same_hash, token_hash
 from minisphere.engine.clock import epoch_ms
 from minisphere.errors import Forbidden, RateLimited, Unauthenticated
 
@@ -32,7 +39,13 @@ REJECTED_TOKENS_MAX = 10_000       # remembered refusals, at most (oldest forgot
 FAILED_AUTH_BURST = 20             # failed authentications a client may make at once
 FAILED_AUTH_PER_S = 2.0            # ...and then per second
 CLIENTS_TRACKED_MAX = 10_000       # client addresses with a budget, at most
+ADMIN_GUESS_BURST = 20             # wrong tokens at admin routes a client may send at once
+ADMIN_GUESSES_PER_S = 1.0          # ...and then per second
+KNOWN_WORKSPACE_TOKENS_TTL_S = 30.0  # a token the directory called a workspace token, trusted so
+KNOWN_WORKSPACE_TOKENS_MAX = 10_000  # ...for at most this many token hashes (oldest forgotten)
+ADMIN_ONLY_MESSAGE = "this route needs the admin token"
 
+log = logging.getLogger("minisphere.auth")
 Ask = Callable[..., Awaitable]
 
 
@@ -70,13 +83,14 @@ class FailedAuthBudget:
         try:
             answer = await ask()
         except BaseException:
-            self._refund(client)
+            self.refund(client)
             raise
         if good(answer):
-            self._refund(client)
+            self.refund(client)
         return answer
 
-    def _refund(self, client: str) -> None:
+    def refund(self, client: str) -> None:
+        """Give back one attempt spent on what turned out not to be a failure."""
         self._set(client, min(self.burst, self._level(client) + 1.0))
 
     def _set(self, client: str, level: float) -> None:
@@ -148,3 +162,67 @@ class TokenCache:
     def forget(self, workspace_id: str) -> None:
         """Drop the workspace's cached grants (deleted, or its actor refused a cached token)."""
         self._grants.pop(workspace_id, None)
+
+
+class AdminCheck:
+    """The check of the admin routes: the admin token passes, anything else is refused
+    (`Unauthenticated`), and a refused token that is a guess spends one attempt of the client
+    address's budget of admin guesses (`RateLimited`, without asking anyone, once it is spent).
+
+    The admin token is compared before any budget is looked at, so its holder is never slowed
+    by someone else's guesses from the same address: the lock-out is of the address, not of
+    the admin. A workspace token the directory knows is not a guess -- a caller holding a valid
+    token without the rights for the route -- so it spends nothing; the directory is asked
+    once per such token per KNOWN_WORKSPACE_TOKENS_TTL_S. The attempt is spent before the
+    directory is awaited (concurrent guesses cannot multiply the budget) and stays spent when
+    the directory gives no answer: the admin token is checked here, not there, so a directory
+    outage must not make guessing it free.
+
+    `whoami(token_hash)` is the directory's answer (an async callable): the token's workspace
+    grant, or None."""
+
+    def __init__(self, admin_hash: str, whoami: Callable[[str], Awaitable[Any]],
+                 budget: FailedAuthBudget | None = None,
+                 known_ttl_s: float = KNOWN_WORKSPACE_TOKENS_TTL_S,
+                 clock: Callable[[], float] = time.monotonic):
+        self._admin_hash, self._whoami, self._clock = admin_hash, whoami, clock
+        self.budget = budget or FailedAuthBudget(ADMIN_GUESS_BURST, ADMIN_GUESSES_PER_S,
+                                                 clock=clock)
+        self.known_ttl_s = float(known_ttl_s)
+        self._known: OrderedDict[str, float] = OrderedDict()    # workspace token hash -> until
+        self.directory_asks = 0
+
+    def is_admin(self, token: str) -> bool:
+        return bool(self._admin_hash) and same_hash(token_hash(token), self._admin_hash)
+
+    async def require(self, token: str, client: str) -> None:
+        """Return when `token` is the admin token; else raise (see the class)."""
+        if self.is_admin(token):
+            return
+        candidate = token_hash(token)
+        if not self._known_workspace_token(candidate):
+            self.budget.check(client)
+            self.budget.charge(client)
+            if await self._is_workspace_token(candidate):
+                self.budget.refund(client)
+        raise Unauthenticated(ADMIN_ONLY_MESSAGE)
+
+    def _known_workspace_token(self, candidate: str) -> bool:
+        until = self._known.get(candidate)
+        return until is not None and until > self._clock()
+
+    async def _is_workspace_token(self, candidate: str) -> bool:
+        self.directory_asks += 1
+        try:
+            found = await self._whoami(candidate)
+        except Exception:  # noqa: BLE001 - no answer: the attempt stays a guess (see the class)
+            log.warning("could not ask the directory about a token sent to an admin route",
+                        exc_info=True)
+            return False
+        if found is None:
+            return False
+        self._known[candidate] = self._clock() + self.known_ttl_s
+        self._known.move_to_end(candidate)
+        while len(self._known) > KNOWN_WORKSPACE_TOKENS_MAX:
+            self._known.popitem(last=False)
+        return True

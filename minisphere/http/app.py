@@ -5,7 +5,8 @@ maintenance, one `POST /v1/w/{workspace}/{method}` per contract method, transfer
 console at `/ui`, and the request log; OpenAPI at `/docs`. Every error is JSON
 `{"error": {"code", "message"}}` with the status `http_errors` decides.
 
-The gateway needs: is_admin/require_admin(token), authorize(ws, token, method),
+The gateway needs: is_admin(token), await require_admin(token, client address) (which budgets
+wrong admin tokens per address), authorize(ws, token, method),
 call(ws, method, body) -> (result, timings), create/list/get/delete. Timings come back in a
 `Server-Timing` header (queue, engine, actor, ingress; milliseconds) and `X-Batch-Size`.
 """

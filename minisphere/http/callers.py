@@ -60,7 +60,7 @@ async def _gateway(request: Request) -> Any:
 async def _admin_gateway(request: Request) -> AsyncIterator[Any]:
     gateway, audience = request.app.state.gateway, TENANT    # a refused caller is told least
     try:
-        gateway.require_admin(_bearer(request))
+        await gateway.require_admin(_bearer(request), client_address(request))
         audience = ADMIN
         yield gateway
     except Exception as exc:  # noqa: BLE001 - answered as a structured error

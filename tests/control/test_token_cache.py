@@ -1,6 +1,7 @@
 """The ingress's token cache, in front of a real control plane: bad tokens never evict
 good cached grants, a refused token is refused again without asking, and failed
-authentications are budgeted per client address (429 with the seconds to wait)."""
+authentications are budgeted per client address (429 with the seconds to wait). The admin
+routes' check budgets wrong admin tokens per address in a bucket of their own."""
 import asyncio
 
 import pytest
@@ -9,7 +10,15 @@ from minisphere import errors as E
 from minisphere.control.auth import token_hash
 from minisphere.control.blueprints import Blueprint
 from minisphere.control.plane import ControlPlane
-from minisphere.control.token_cache import FAILED_AUTH_BURST, FailedAuthBudget, TokenCache
+from minisphere.control.token_cache import (
+    ADMIN_GUESS_BURST,
+    FAILED_AUTH_BURST,
+    AdminCheck,
+    FailedAuthBudget,
+    TokenCache,
+)
+
+ADMIN = "msa_the-admin-token-of-these-tests-0123456789"
 
 
 class Clock:
@@ -141,3 +150,89 @@ def test_an_authoritative_lookup_refuses_a_token_revoked_since_it_was_cached(pla
     assert run(cache.grant_of("ws-a", candidate, "10.0.0.5")).scope == "read"   # cached
     with pytest.raises(E.Unauthenticated):
         run(cache.grant_of("ws-a", candidate, "10.0.0.5", authoritative=True))
+
+
+def admin_check_of(plane, clock=None):
+    """The admin routes' check over the real control plane's `whoami`; counts the asks."""
+    asked = []
+
+    async def whoami(candidate):
+        asked.append(candidate)
+        await asyncio.sleep(0.001)
+        return plane.whoami(candidate)
+    clock = clock or Clock()
+    check = AdminCheck(token_hash(ADMIN), whoami,
+                       budget=FailedAuthBudget(ADMIN_GUESS_BURST, 1.0, clock=clock), clock=clock)
+    return check, asked
+
+
+def test_wrong_admin_tokens_are_budgeted_per_address_and_never_lock_out_the_admin(plane):
+    clock = Clock()
+    check, asked = admin_check_of(plane, clock)
+    for i in range(ADMIN_GUESS_BURST):
+        with pytest.raises(E.Unauthenticated, match="admin token"):
+            run(check.require(f"msa_guess-{i}", "10.0.0.20"))
+    with pytest.raises(E.RateLimited) as limited:
+        run(check.require("msa_guess-more", "10.0.0.20"))
+    assert 0 < limited.value.retry_after_s <= 1.0
+    assert len(asked) == ADMIN_GUESS_BURST                   # the refused guess asked nobody
+    run(check.require(ADMIN, "10.0.0.20"))                  # the admin, same address: let in
+    with pytest.raises(E.Unauthenticated):                  # another address still may guess
+        run(check.require("msa_guess-elsewhere", "10.0.0.21"))
+    clock.now += 1.0
+    with pytest.raises(E.Unauthenticated):                  # refilled
+        run(check.require("msa_guess-later", "10.0.0.20"))
+
+
+def test_admin_guesses_and_failed_workspace_authentications_do_not_drain_each_other(plane):
+    plane.create(Blueprint(), [], "ws-a")
+    check, _ = admin_check_of(plane)
+    ask, _ = directory_of(plane)
+    cache = TokenCache(ask, ttl_s=30)
+    for i in range(FAILED_AUTH_BURST):
+        with pytest.raises(E.Unauthenticated):
+            run(cache.grant_of("ws-a", token_hash(f"bad-{i}"), "10.0.0.22"))
+    with pytest.raises(E.Unauthenticated):                  # not a 429: its own bucket
+        run(check.require("msa_guess", "10.0.0.22"))
+
+
+def test_a_workspace_token_at_an_admin_route_is_refused_without_spending_the_guess_budget(plane):
+    """A valid workspace token at an admin route lacks the rights; it is no guess at the admin
+    token, so however often it is sent the guesses of the same address stay untouched (and
+    the directory is asked about it once)."""
+    _, tenant = plane.create(Blueprint(), [], "ws-a")
+    check, asked = admin_check_of(plane)
+    for _ in range(ADMIN_GUESS_BURST * 5):
+        with pytest.raises(E.Unauthenticated, match="admin token"):
+            run(check.require(tenant, "10.0.0.23"))
+    assert len(asked) == 1
+    for i in range(ADMIN_GUESS_BURST):
+        with pytest.raises(E.Unauthenticated):
+            run(check.require(f"msa_guess-{i}", "10.0.0.23"))
+    with pytest.raises(E.RateLimited):
+        run(check.require("msa_guess-more", "10.0.0.23"))
+
+
+def test_concurrent_admin_guesses_cannot_multiply_the_guess_budget(plane):
+    check, asked = admin_check_of(plane)
+
+    async def flood():
+        return await asyncio.gather(*(check.require(f"msa_guess-{i}", "10.0.0.24")
+                                      for i in range(500)), return_exceptions=True)
+    outcomes = run(flood())
+    assert len(asked) <= ADMIN_GUESS_BURST
+    assert sum(isinstance(o, E.RateLimited) for o in outcomes) >= 500 - ADMIN_GUESS_BURST
+    assert all(isinstance(o, E.RateLimited | E.Unauthenticated) for o in outcomes)
+
+
+def test_admin_guesses_stay_budgeted_while_the_directory_cannot_answer():
+    """The admin token is compared here, not by the directory: an outage of the directory
+    must not make guessing it free."""
+    async def gone(_candidate):
+        raise ConnectionError("directory unreachable")
+    check = AdminCheck(token_hash(ADMIN), gone)
+    for i in range(ADMIN_GUESS_BURST):
+        with pytest.raises(E.Unauthenticated):
+            run(check.require(f"msa_guess-{i}", "10.0.0.25"))
+    with pytest.raises(E.RateLimited):
+        run(check.require("msa_guess-more", "10.0.0.25"))

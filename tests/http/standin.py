@@ -31,7 +31,7 @@ class StandInGateway:
     def is_admin(self, token: str) -> bool:
         return token == ADMIN_TOKEN
 
-    def require_admin(self, token: str) -> None:
+    async def require_admin(self, token: str, client: str = "") -> None:
         if not self.is_admin(token):
             raise Unauthenticated("this route needs the admin token")
 

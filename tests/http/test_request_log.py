@@ -25,12 +25,12 @@ class FakeGateway:
     def is_admin(self, token):
         return token == TOKEN
 
-    def require_admin(self, token):
+    async def require_admin(self, token, client=""):
         if token != TOKEN:
             raise Unauthenticated("this route needs the admin token")
 
     async def authorize(self, workspace, token, method, client=""):
-        self.require_admin(token)
+        await self.require_admin(token)
 
     async def call(self, workspace, method, body, caller=None, idempotency_key=None):
         if method == "getEntry":

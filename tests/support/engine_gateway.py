@@ -7,7 +7,9 @@ workspace (`workspaces/<id>/workspace.db`, so the CLI's offline `--data-dir` mod
 same files), plus a local snapshot store (`snapshots/`). Tokens are checked the way the
 service checks them, on every call, against the control plane: the admin token, a `write`
 token, a `read` token (writes refused with 403 insufficient_scope), another workspace's token
-(403), an unknown, expired or revoked one (401). Writes go through `Workspace.run_batch` with
+(403), an unknown, expired or revoked one (401). The admin routes are guarded by the service's
+own `AdminCheck`: a wrong admin token spends the client address's budget of guesses (429 once
+it is spent), a workspace token there does not. Writes go through `Workspace.run_batch` with
 the caller's idempotency key, so a replay is answered with `Idempotent-Replay: true`.
 
 Not served: restore (no client method calls it). Everything runs under one lock on worker
@@ -35,6 +37,7 @@ import uvicorn
 from minisphere.control.auth import check_workspace_id, same_hash, token_hash
 from minisphere.control.blueprints import load_default_blueprint, parse_blueprint
 from minisphere.control.plane import ControlPlane
+from minisphere.control.token_cache import AdminCheck
 from minisphere.durability.snapshots import (
     delete_visible_snapshots,
     list_snapshots,
@@ -71,6 +74,8 @@ class EngineGateway:
         self.store = LocalDirSnapshotStore(self.folder / "snapshots")
         self.open: dict[str, Workspace] = {}        # resident workspaces (opened on first use)
         self._lock = threading.Lock()
+        self.admin = AdminCheck(token_hash(ADMIN_TOKEN),
+                                lambda candidate: self._run(self.control.whoami, candidate))
 
     async def _run(self, fn, *args):
         """`fn(*args)` on a worker thread, one at a time (SQLite connections are shared)."""
@@ -104,11 +109,10 @@ class EngineGateway:
 
     # ---- auth ----------------------------------------------------------------------------------
     def is_admin(self, token: str) -> bool:
-        return same_hash(token_hash(token), token_hash(ADMIN_TOKEN))
+        return self.admin.is_admin(token)
 
-    def require_admin(self, token: str) -> None:
-        if not self.is_admin(token):
-            raise Unauthenticated("this route needs the admin token")
+    async def require_admin(self, token: str, client: str = "") -> None:
+        await self.admin.require(token, client)      # the service's own check and budget
 
     def _authorize(self, workspace_id: str, token: str, method_name: str) -> str:
         check_workspace_id(workspace_id)
