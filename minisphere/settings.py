@@ -8,7 +8,8 @@ it with the README's table, so the three cannot drift apart.
 
 On a loopback host without MINISPHERE_ADMIN_TOKEN, a token is generated once and kept in
 `<data>/.admin_token` (mode 0600), so every process of one deployment agrees on it. Off
-loopback the variable is mandatory: the service refuses to start without it.
+loopback the variable is mandatory and must be at least MIN_REMOTE_ADMIN_TOKEN_CHARS long: the
+service refuses to start without it or with a shorter one.
 
 File modes: everything the service writes (workspace files and their -wal/-shm, the control
 plane, snapshots, the admin token) is private to the user it runs as. `restrict_file_modes()`
@@ -39,6 +40,10 @@ DEFAULT_MIN_REPLICAS = 1
 DEFAULT_MAX_REPLICAS = 2
 TOKEN_CACHE_TTL_S = 30.0               # how long an ingress replica trusts its token-hash cache
 MIN_ADMIN_TOKEN_CHARS = 16
+# Off loopback anyone who can reach the port can guess: wrong guesses are rate limited per
+# address, but many addresses guess in parallel, so the token itself must be out of reach
+# (32 random URL-safe characters are about 190 bits).
+MIN_REMOTE_ADMIN_TOKEN_CHARS = 32
 ADMIN_TOKEN_FILE = ".admin_token"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent     # the checkout, when run from source
 DEFAULT_BLUEPRINT_PATH = PROJECT_ROOT / "infra" / "blueprint.default.json"
@@ -127,8 +132,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("MINISPHERE_HOST", f"`{DEFAULT_HOST}`", "where HTTP listens"),
     EnvVar("MINISPHERE_PORT", f"`{DEFAULT_PORT}`", "HTTP port"),
     EnvVar("MINISPHERE_ADMIN_TOKEN", "generated on loopback, kept in `<data>/.admin_token`",
-           "admin bearer token; required on a non-loopback host (the service refuses to start "
-           "without it)"),
+           "admin bearer token, at least 16 characters; required on a non-loopback host, and "
+           "at least 32 characters there (the service refuses to start otherwise)"),
     EnvVar("MINISPHERE_SYNCHRONOUS", f"`{DEFAULT_SYNCHRONOUS}`",
            "SQLite durability of workspace files (OFF, NORMAL, FULL, EXTRA)"),
     EnvVar("MINISPHERE_MAX_BATCH", f"`{DEFAULT_MAX_BATCH_WRITES}`",
@@ -372,6 +377,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     if not token and not is_loopback(host):
         raise ConfigError(f"refusing to listen on non-loopback host {host!r} without "
                           "MINISPHERE_ADMIN_TOKEN; set a long random admin token")
+    if not is_loopback(host) and len(token) < MIN_REMOTE_ADMIN_TOKEN_CHARS:
+        raise ConfigError(
+            f"refusing to listen on non-loopback host {host!r} with a {len(token)}-character "
+            f"MINISPHERE_ADMIN_TOKEN: off loopback it must be at least "
+            f"{MIN_REMOTE_ADMIN_TOKEN_CHARS} characters (e.g. python -c \"import secrets; "
+            "print(secrets.token_urlsafe(32))\")")
     port = env_number(env, "MINISPHERE_PORT", DEFAULT_PORT, 1, 65535)
     max_batch = env_number(env, "MINISPHERE_MAX_BATCH", DEFAULT_MAX_BATCH_WRITES, 1, 10_000)
     min_replicas, max_replicas = load_replica_bounds(env)

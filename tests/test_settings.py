@@ -70,8 +70,22 @@ def test_config(tmp_path):
     assert first.admin_token == again.admin_token
     assert (tmp_path / ".admin_token").stat().st_mode & 0o077 == 0
     remote = load_settings({"MINISPHERE_DATA_DIR": str(tmp_path), "MINISPHERE_HOST": "0.0.0.0",
-                          "MINISPHERE_ADMIN_TOKEN": "a-long-enough-admin-token"})
+                            "MINISPHERE_ADMIN_TOKEN": "an-admin-token-of-32-characters!"})
     assert remote.admin_token_source == "env"
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "minisphere.example.com", "::"])
+def test_a_short_admin_token_off_loopback_refuses_to_start_saying_how_long_it_must_be(
+        tmp_path, host):
+    with pytest.raises(ConfigError, match="at least 32 characters") as refused:
+        load_settings({"MINISPHERE_DATA_DIR": str(tmp_path / "d"), "MINISPHERE_HOST": host,
+                       "MINISPHERE_ADMIN_TOKEN": "x" * 31})
+    assert "31-character" in refused.value.message and host in refused.value.message
+    assert not (tmp_path / "d").exists()
+    on_loopback = load_settings({"MINISPHERE_DATA_DIR": str(tmp_path / "l"),
+                                 "MINISPHERE_HOST": "127.0.0.1",
+                                 "MINISPHERE_ADMIN_TOKEN": "x" * 20})
+    assert on_loopback.admin_token == "x" * 20      # loopback: 16 characters stay enough
 
 
 ROOT = Path(__file__).resolve().parents[1]
