@@ -21,6 +21,10 @@ CONNECTIONS_MAX_EDGES = 500
 # (then `truncated: true` and the full length in `contentChars`; getEntry has it all): 200
 # entries of 64 KiB would otherwise be a 13 MB answer built on a node every tenant shares.
 LIST_CONTENT_MAX_CHARS = 1000
+# graphView shows an edge's metadata only up to this many UTF-8 bytes of its JSON (larger: left
+# out, with `metadataOmitted: true` and its size in `metadataBytes`; connections has it whole).
+# Its 200 nodes can hold up to 200 x 50 edges, each with 8 KiB of metadata: an 80 MB answer.
+GRAPH_VIEW_EDGE_METADATA_MAX_BYTES = 256
 TOP_TOPICS_N = 10
 BRIEF_RECENT_N = 10
 BRIEF_RECENT_WINDOW_MS = 7 * 24 * 3600 * 1000

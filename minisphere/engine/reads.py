@@ -10,6 +10,7 @@ from minisphere.engine.rows import (
     EDGE_COLUMNS,
     ENTRY_COLUMNS,
     bounded,
+    bounded_edge_dict,
     edge_dict,
     entries_by_id,
     entry_dict,
@@ -97,7 +98,8 @@ def graph_view(conn, args: GraphViewArgs, now_ms: int) -> dict:
                     continue
                 hop_of[other] = hop_of[node] + 1
                 queue.append(other)
-            edges[(row[0], row[1], row[2])] = edge_dict(row)
+            edges[(row[0], row[1], row[2])] = bounded_edge_dict(
+                row, C.GRAPH_VIEW_EDGE_METADATA_MAX_BYTES)
     entries = entries_by_id(conn, list(hop_of), now_ms)
     nodes = [{**bounded(entries[i], C.LIST_CONTENT_MAX_CHARS), "hop": h}
              for i, h in hop_of.items()]

@@ -72,4 +72,16 @@ def edge_dict(row) -> dict:
     }
 
 
+def bounded_edge_dict(row, max_bytes: int) -> dict:
+    """The edge with its metadata left out when its JSON is over `max_bytes` (graphView): such
+    an edge says so (`metadataOmitted`) and how big the metadata is (`metadataBytes`). Large
+    metadata is never parsed here, only measured."""
+    metadata = row[5]
+    size = len(metadata.encode("utf-8")) if metadata else 0
+    if size <= max_bytes:
+        return edge_dict(row)
+    return {**edge_dict((*row[:5], None, *row[6:])), "metadataOmitted": True,
+            "metadataBytes": size}
+
+
 EDGE_COLUMNS = "src, dst, type, weight, provenance, metadata, created_at, updated_at"

@@ -59,6 +59,11 @@ class Edge(Answer):
     metadata: Optional[dict[str, Any]]
     createdAt: int
     updatedAt: int
+    metadataOmitted: bool = Field(False, description=(
+        "graphView only: the metadata is larger than the answer shows (it is null here); "
+        "connections of either end has it whole"))
+    metadataBytes: Optional[int] = Field(
+        None, description="the left-out metadata's size (UTF-8 bytes of its JSON)")
 
 
 # ---- writes ---------------------------------------------------------------------------------------

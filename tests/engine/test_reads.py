@@ -364,3 +364,40 @@ def test_list_style_reads_bound_each_entrys_content(ws):
     nodes = {n["id"]: n for n in ws.graph_view([small], hops=1)["nodes"]}
     assert len(nodes[big]["content"]) == LIST_CONTENT_MAX_CHARS
     assert ws.get_entry(big)["content"] == long_text
+
+
+def test_graph_view_over_dense_edges_with_large_metadata_is_not_an_unbounded_answer(ws):
+    """Every node linked to 32 others, each edge with 8 KiB of metadata: hops=3 reached 193
+    nodes and 4,551 edges in a 37 MB answer. Each edge now shows its metadata only up to
+    GRAPH_VIEW_EDGE_METADATA_MAX_BYTES (saying it left the rest out, and how big it is), so
+    the answer is bounded by the node and fan-out caps; every edge among the nodes is still
+    there, and connections still has the whole metadata."""
+    import json
+
+    from minisphere.engine.constants import GRAPH_VIEW_EDGE_METADATA_MAX_BYTES as METADATA_MAX
+    nodes = [ws.capture(f"node {i} " + "x" * 900)["id"] for i in range(C.GRAPH_VIEW_MAX_NODES)]
+    large = {"note": "m" * (C.MAX_METADATA_BYTES - 20)}
+    small = {"why": "same incident"}
+    calls = [("link", {"src": nodes[i], "dst": nodes[(i + k) % len(nodes)], "type": "caused_by",
+                       "metadata": small if k == 1 else large}, None)
+             for i in range(len(nodes)) for k in range(1, 33)]
+    for start in range(0, len(calls), 500):
+        assert all(outcome.ok for outcome in ws.run_batch(calls[start:start + 500]))
+    answer = ws.graph_view([nodes[0]], hops=3)
+    edges = answer["edges"]
+    assert len(edges) > 3000
+    size = len(json.dumps(answer).encode("utf-8"))
+    per_edge_max = METADATA_MAX + 400               # the edge's own fields, with room to spare
+    per_node_max = 4 * C.LIST_CONTENT_MAX_CHARS + 400
+    assert size <= len(edges) * per_edge_max + len(answer["nodes"]) * per_node_max
+    assert size < 2_000_000, size
+    omitted = [e for e in edges if e.get("metadataOmitted")]
+    shown = [e for e in edges if not e.get("metadataOmitted")]
+    assert omitted and all(e["metadata"] is None and e["metadataBytes"] > METADATA_MAX
+                           for e in omitted)
+    assert shown and all(e["metadata"] == small and "metadataBytes" not in e for e in shown)
+    whole = {(c["edge"]["src"], c["edge"]["dst"]): c["edge"]
+             for c in ws.connections(omitted[0]["src"])["items"]}
+    edge = whole[(omitted[0]["src"], omitted[0]["dst"])]
+    assert edge["metadata"] == large
+    assert METADATA_MAX < omitted[0]["metadataBytes"] <= C.MAX_METADATA_BYTES
