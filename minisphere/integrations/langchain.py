@@ -10,8 +10,9 @@ structured tools for the contract methods.
 ones `ainvoke`. A tool's `args_schema` is the engine's own argument model, so a model's call is
 validated exactly as the RPC is (LangChain shows a model the Python names, `top_k`; the
 model accepts those and the wire's `topK` alike). A tool answers the service's JSON; a refused
-call raises the client's `ServiceError`, which LangChain turns into an error ToolMessage when
-the tool's `handle_tool_error` is set.
+call raises `ToolServiceError`, both the client's `ServiceError` and LangChain's
+`ToolException`, so a tool made with `handle_tool_error=True` hands the refusal back to the
+model as an error ToolMessage instead of raising.
 """
 from __future__ import annotations
 
@@ -23,9 +24,10 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.tools import StructuredTool
+from langchain_core.tools import StructuredTool, ToolException
 from pydantic import ConfigDict, Field
 
+from minisphere.client import ServiceError
 from minisphere.engine import constants as C
 from minisphere.engine.arguments import RecallArgs
 from minisphere.integrations.handles import acall, as_wire, call
@@ -92,6 +94,10 @@ def documents(answer: Any) -> list[Document]:
             for item in items]
 
 
+class ToolServiceError(ServiceError, ToolException):
+    """A refused tool call: caught as the client's ServiceError, handled as a ToolException."""
+
+
 def minisphere_tool(workspace: Any, name: str, *, description: str | None = None,
                     **tool_options: Any) -> StructuredTool:
     """One contract method as a structured tool. `tool_options` go to StructuredTool (e.g.
@@ -100,10 +106,16 @@ def minisphere_tool(workspace: Any, name: str, *, description: str | None = None
         raise ValueError(f"no tool {name!r}; the tools are {', '.join(TOOL_ARGUMENTS)}")
 
     def run(**arguments: Any) -> Any:
-        return as_wire(call(workspace, "call", name, **arguments))
+        try:
+            return as_wire(call(workspace, "call", name, **arguments))
+        except ServiceError as exc:
+            raise ToolServiceError(exc.status, exc.code, exc.message) from exc
 
     async def arun(**arguments: Any) -> Any:
-        return as_wire(await acall(workspace, "call", name, **arguments))
+        try:
+            return as_wire(await acall(workspace, "call", name, **arguments))
+        except ServiceError as exc:
+            raise ToolServiceError(exc.status, exc.code, exc.message) from exc
 
     return StructuredTool.from_function(
         func=run, coroutine=arun, name=name, args_schema=TOOL_ARGUMENTS[name],
