@@ -38,9 +38,11 @@ UNKNOWN_CLIENT = "unknown"         # a caller whose address the server was not t
 
 
 class Gateway:
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, directory=None):
+        """`directory`: the directory actor's handle (default: the named singleton); a test
+        passes one whose methods' `.remote()` are awaitables, to run replicas in process."""
         self.settings = settings
-        self.directory = get_directory(settings)
+        self.directory = directory if directory is not None else get_directory(settings)
         self.directory.start.remote()          # warm the spare pool; never waited for
         self.reach = WorkspaceReach(self.directory)
         self.admin_hash = token_hash(settings.admin_token)

@@ -9,6 +9,7 @@ actor and rarely reach the directory:
   token never evicts them;
 - a rejected (workspace, token hash) is remembered for REJECTED_TOKEN_TTL_S, so the same bad
   token sent again costs no directory round trip;
+- copies of one token sent at once share one question to the directory (`SharedAsks`);
 - failed authentications are budgeted per client address (a token bucket of
   FAILED_AUTH_BURST, refilled at FAILED_AUTH_PER_S): once a client has spent it, tokens the
   cache does not already know are answered `429 rate_limited` with the seconds to wait,
@@ -24,6 +25,7 @@ Plain Python; `ask(method, *args)` is how it reaches the directory (an async cal
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import OrderedDict
@@ -100,6 +102,31 @@ class FailedAuthBudget:
             self._buckets.popitem(last=False)
 
 
+class SharedAsks:
+    """Concurrent questions with the same key share one answer: the first asker's question runs
+    once, in a task of its own (a caller that gives up does not cancel it for the others), and
+    everyone asking meanwhile awaits the same result. So a token sent many times at once costs
+    one directory round trip and one attempt of its sender's budget, not one per copy; distinct
+    tokens share nothing and each spends its own attempt."""
+
+    def __init__(self):
+        self._running: dict[Any, asyncio.Future] = {}
+
+    async def ask(self, key, question: Callable[[], Awaitable]):
+        task = self._running.get(key)
+        if task is None:
+            task = asyncio.ensure_future(question())
+            self._running[key] = task
+            task.add_done_callback(lambda done: self._finished(key, done))
+        return await asyncio.shield(task)
+
+    def _finished(self, key, task: asyncio.Future) -> None:
+        if self._running.get(key) is task:
+            del self._running[key]
+        if not task.cancelled():
+            task.exception()        # retrieved, so a task whose askers all gave up logs nothing
+
+
 def token_refusal(verdict: str) -> Exception:
     """The error for a token the directory's `authenticate` did not accept ("expired",
     "other": another workspace's token, anything else: invalid). The ingress and the
@@ -118,6 +145,7 @@ class TokenCache:
         self.budget = budget or FailedAuthBudget(clock=clock)
         self._grants: dict[str, tuple[dict[str, TokenGrant], float]] = {}
         self._rejected: OrderedDict[tuple[str, str], tuple[str, float]] = OrderedDict()
+        self._asks = SharedAsks()
         self.directory_asks = 0
 
     async def grant_of(self, workspace_id: str, candidate_hash: str, client: str,
@@ -138,9 +166,9 @@ class TokenCache:
         if rejected is not None and rejected[1] > now:
             self.budget.charge(client)
             raise token_refusal(rejected[0])
-        verdict, grants = await self.budget.attempt(
-            client, lambda: self._ask_directory(workspace_id, candidate_hash),
-            lambda answer: answer[0] == "ok")
+        verdict, grants = await self._asks.ask((workspace_id, candidate_hash), lambda: (
+            self.budget.attempt(client, lambda: self._ask_directory(workspace_id, candidate_hash),
+                                lambda answer: answer[0] == "ok")))
         if verdict != "ok":
             self._remember_refusal(workspace_id, candidate_hash, verdict)
             raise token_refusal(verdict)
@@ -173,10 +201,11 @@ class AdminCheck:
     by someone else's guesses from the same address: the lock-out is of the address, not of
     the admin. A workspace token the directory knows is not a guess -- a caller holding a valid
     token without the rights for the route -- so it spends nothing; the directory is asked
-    once per such token per KNOWN_WORKSPACE_TOKENS_TTL_S. The attempt is spent before the
-    directory is awaited (concurrent guesses cannot multiply the budget) and stays spent when
-    the directory gives no answer: the admin token is checked here, not there, so a directory
-    outage must not make guessing it free.
+    once per such token per KNOWN_WORKSPACE_TOKENS_TTL_S (copies of one token sent at once
+    share that question). The attempt is spent before the directory is awaited (concurrent
+    guesses cannot multiply the budget) and stays spent when the directory gives no answer:
+    the admin token is checked here, not there, so a directory outage must not make guessing
+    it free.
 
     `whoami(token_hash)` is the directory's answer (an async callable): the token's workspace
     grant, or None."""
@@ -190,6 +219,7 @@ class AdminCheck:
                                                  clock=clock)
         self.known_ttl_s = float(known_ttl_s)
         self._known: OrderedDict[str, float] = OrderedDict()    # workspace token hash -> until
+        self._asks = SharedAsks()
         self.directory_asks = 0
 
     def is_admin(self, token: str) -> bool:
@@ -201,11 +231,15 @@ class AdminCheck:
             return
         candidate = token_hash(token)
         if not self._known_workspace_token(candidate):
-            self.budget.check(client)
-            self.budget.charge(client)
-            if await self._is_workspace_token(candidate):
-                self.budget.refund(client)
+            await self._asks.ask(candidate, lambda: self._spend_unless_workspace_token(
+                candidate, client))
         raise Unauthenticated(ADMIN_ONLY_MESSAGE)
+
+    async def _spend_unless_workspace_token(self, candidate: str, client: str) -> None:
+        self.budget.check(client)
+        self.budget.charge(client)
+        if await self._is_workspace_token(candidate):
+            self.budget.refund(client)
 
     def _known_workspace_token(self, candidate: str) -> bool:
         until = self._known.get(candidate)

@@ -236,3 +236,24 @@ def test_admin_guesses_stay_budgeted_while_the_directory_cannot_answer():
             run(check.require(f"msa_guess-{i}", "10.0.0.25"))
     with pytest.raises(E.RateLimited):
         run(check.require("msa_guess-more", "10.0.0.25"))
+
+
+def test_copies_of_one_good_token_sent_at_once_are_one_ask_and_never_rate_limited(plane):
+    """A client's first burst with a token not yet cached: each copy used to reserve its own
+    attempt, so past the budget a valid token was answered 429. The copies now share one
+    question to the directory."""
+    _, good = plane.create(Blueprint(), [], "ws-a")
+    asked = []
+
+    async def slow_directory(method, *args):
+        asked.append(method)
+        await asyncio.sleep(0.01)
+        return getattr(plane, method)(*args)
+    cache = TokenCache(slow_directory, ttl_s=30)
+
+    async def burst():
+        return await asyncio.gather(*(cache.grant_of("ws-a", token_hash(good), "10.0.0.26")
+                                      for _ in range(FAILED_AUTH_BURST * 10)),
+                                    return_exceptions=True)
+    assert {grant.scope for grant in run(burst())} == {"write"}
+    assert asked == ["authenticate"]
