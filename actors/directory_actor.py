@@ -40,6 +40,7 @@ log = logging.getLogger("minisphere.directory")
 DIRECTORY_NAME = "directory"
 DIRECTORY_CONCURRENCY = 64         # calls the directory interleaves at most
 SNAPSHOT_DEBT_EVERY_ROUNDS = 12    # sweep rounds between retries of owed snapshot deletions
+NODE_SWEEP_EVERY_ROUNDS = 120      # sweep rounds (of IDLE_SWEEP_S) between sweeps of every node
 # Ray's own resource of the head node. The control plane's file is in the data folder of the node
 # the directory runs on; on separate hosts only the head outlives the workers, so the directory
 # lives there (a worker going away must not take the record of every workspace with it).
@@ -90,6 +91,8 @@ class DirectoryActor:
                 self.pool.retire(self.placement.misplaced_spares(self.pool.ready_nodes()))
                 if rounds % SNAPSHOT_DEBT_EVERY_ROUNDS == 0:
                     await self.workspaces.settle_snapshot_debts()
+                if rounds % NODE_SWEEP_EVERY_ROUNDS == 0:
+                    await self.workspaces.sweep_nodes()
             except Exception:  # noqa: BLE001 - keep sweeping
                 log.warning("idle sweep failed", exc_info=True)
 
@@ -106,7 +109,8 @@ class DirectoryActor:
 
     async def get(self, workspace_id: str) -> dict:
         return {**self.control.get(workspace_id), "resident": workspace_id in self.residents,
-                "durability": self._durability(workspace_id)}
+                "durability": self._durability(workspace_id),
+                "location": self.control.location(workspace_id)}
 
     async def list(self, limit: int = 1000, after: str = "") -> list[dict]:
         self._start_background()
@@ -212,6 +216,17 @@ class DirectoryActor:
         if activation.get("source") == "snapshot":
             self.control.record_event(workspace_id, "restore-on-activation",
                                       {"version": activation.get("version"), "node": node_id})
+
+    async def position(self, workspace_id: str, generation: str | None, position: int,
+                       stored: int | None) -> None:
+        self.control.record_position(workspace_id, generation, position, stored)
+
+    async def accept_stored_state(self, workspace_id: str) -> dict:
+        """An admin accepts losing what only an unreachable copy held (then restores)."""
+        return self.control.accept_stored_state(workspace_id)
+
+    async def sweep_nodes(self) -> dict:
+        return await self.workspaces.sweep_nodes()
 
     async def snapshot_status(self, workspace_id: str, status: dict) -> None:
         if self.control.exists(workspace_id):

@@ -67,6 +67,7 @@ log = logging.getLogger("minisphere.workspace_actor")
 
 
 DIRECTORY_TIMEOUT_S = 30.0          # a restarted actor asking what it was bound to
+POSITION_REPORT_S = 1.0             # how often the directory hears the position while writing
 
 
 def rss_bytes(pid: int | str = "self") -> int:
@@ -114,6 +115,9 @@ class WorkspaceActor:
         self.tokens = TokenChecks(admin_token_hash,
                                   lambda used: self._report("tokens_used", used))
         self.transfers = TransferSessions()
+        self.launch: WorkspaceLaunch | None = None
+        self._position_reported_at = float("-inf")
+        self._position_report_due = False
         if launch is None and self.restarted and directory is not None:
             # Ray re-ran the constructor after a crash: reopen what this actor was bound to
             binding = ray.get(directory.binding_of_actor.remote(self.name),
@@ -143,12 +147,13 @@ class WorkspaceActor:
             raise InternalError(f"actor {self.name} already serves workspace "
                                 f"{self.workspace_id}; it is never bound to another")
         self.workspace_id = workspace_id = launch.workspace_id     # claimed, even if opening fails
+        self.launch = launch
         ensure_private_dir(Path(launch.path).parent)
         snapshots = launch.snapshots
         self.host = WorkspaceHost(
             workspace_id, launch.path,
             store=open_snapshot_store(snapshots) if snapshots is not None else None,
-            generation=launch.generation,
+            generation=launch.generation, epoch=launch.epoch, position=launch.position,
             synchronous=launch.synchronous, max_batch=launch.max_batch,
             snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
             expect_snapshot=launch.expect_snapshot, embedder=self._embedder(launch.vector),
@@ -195,6 +200,27 @@ class WorkspaceActor:
 
     def _report_snapshot(self, status: dict) -> None:
         self._report("snapshot_status", status)
+        self._report_position(status.get("lastPosition"))
+
+    def _report_position(self, stored: int | None = None) -> None:
+        """Tell the directory how far the workspace has got, so no copy below it is ever
+        opened: after each snapshot, and within POSITION_REPORT_S of any write (one report per
+        interval however many writes, the last one always reported)."""
+        if self.host is None or self.host.workspace is None:
+            return
+        self._position_reported_at = time.monotonic()
+        self._report("position", self.launch.generation, self.host.workspace.position, stored)
+
+    def _schedule_position_report(self) -> None:
+        if self._position_report_due:
+            return
+        self._position_report_due = True
+        delay = max(0.0, self._position_reported_at + POSITION_REPORT_S - time.monotonic())
+
+        def send():
+            self._position_report_due = False
+            self._report_position()
+        asyncio.get_running_loop().call_later(delay, send)
 
     async def call(self, method_name: str, body: dict | None, token_hash: str,
                    idempotency_key: str | None = None) -> dict:
@@ -234,6 +260,9 @@ class WorkspaceActor:
             loop.call_soon_threadsafe(_settle, future, ok, result, timings)
         self.host.submit_write(method.name, body, done, prepared, key=key)
         result, timings = await future
+        if method.name == "forget":
+            self.transfers.drop_exports()       # their copies were taken before the forget
+        self._schedule_position_report()
         if prepare_ms is not None:
             timings["prepare_ms"] = prepare_ms
         return result, timings

@@ -154,6 +154,22 @@ class WorkspaceHibernating(WorkspaceUnavailable):
     code = "hibernating"
 
 
+class WorkspaceDataMissing(WorkspaceUnavailable):
+    """The newest acknowledged state of the workspace is in no copy this node can reach (its
+    file is gone or stale, and the store holds only an older position). The workspace is
+    refused rather than opened older or empty; an admin who accepts the loss restores a
+    named snapshot version."""
+    code = "workspace_data_missing"
+    public_message = ("the workspace's newest data cannot be reached right now; it was not "
+                      "opened with older data. An operator can find the details in the log")
+
+
+class WorkspaceFenced(WorkspaceUnavailable):
+    """A newer owner has taken the workspace over (its epoch is higher than this host's):
+    this host must neither open nor write the file. Nothing of the refused call was written."""
+    code = "fenced"
+
+
 class InternalError(MiniSphereError):
     """A bug: logged with its traceback, reported without internals."""
     code = "internal"

@@ -106,12 +106,16 @@ class Activator:
         await self.runtime.until_dead(handle)
 
     def launch(self, workspace_id: str) -> WorkspaceLaunch:
+        """What the actor is bound with: the file, and the location record's generation, a new
+        fencing epoch and the newest acknowledged position (no copy below it is opened)."""
         record = self.control.get(workspace_id)
         snap = self.control.durability(workspace_id)
+        location = self.control.location(workspace_id)
         return WorkspaceLaunch(
             workspace_id, self.workspace_path(workspace_id), synchronous=self.settings.synchronous,
             max_batch=self.settings.max_batch, snapshots=self.settings.snapshots,
-            generation=record["generation"],
+            generation=record["generation"], epoch=self.control.next_epoch(workspace_id),
+            position=location["position"],
             pending_writes=1 if snap["snapshotPending"] or not snap["lastSnapshotVersion"] else 0,
             expect_snapshot=bool(snap["lastSnapshotVersion"]),
             vector=parse_stored_blueprint(record["blueprint"]).bindings.vector)
@@ -124,6 +128,7 @@ class Activator:
             raise NotFound(f"no workspace {workspace_id}")
         await self.residents.hibernations.settled(workspace_id)   # its own must finish first
         started = time.perf_counter()
+        await self._room_on_file_node(workspace_id)
         await self.cap.make_room(workspace_id)
         room_ms = (time.perf_counter() - started) * 1e3
         try:
@@ -133,6 +138,22 @@ class Activator:
         resident.wake.update(roomMs=round(room_ms, 3),
                              wakeMs=round((time.perf_counter() - started) * 1e3, 3))
         return resident.handle
+
+    async def _room_on_file_node(self, workspace_id: str) -> None:
+        """The node holding the file is alive but full: hibernate its least recently used
+        resident rather than move the workspace (a move costs a restore, and when the store is
+        behind the file, only this node holds the newest state)."""
+        node = self.control.get(workspace_id)["nodeId"]
+        if not self.placement.full(node):
+            return
+        evictable = self.residents.evictable(workspace_id)
+        there = {ws: used for ws, used in evictable.items()
+                 if self.residents.get(ws).node_id == node}
+        if there:
+            victim = min(there, key=there.get)
+            log.info("workspace %s: its node %s is full; hibernating %s there instead of moving",
+                     workspace_id, node[:12], victim)
+            await self.cap.hibernate(victim, "room on its node")
 
     def _actor_for(self, record: dict) -> tuple:
         """(handle, name, "spare" | "new", the placement of a new one, why there)."""
@@ -171,6 +192,9 @@ class Activator:
         if not answer["ok"]:
             self._abandon(workspace_id, resident)       # it may hold part of that workspace
             raise answer["error"]
+        if not self._still_the_same_workspace(workspace_id, launch):
+            self._abandon(workspace_id, resident)       # deleted (or re-created) meanwhile
+            raise NotFound(f"no workspace {workspace_id}")
         if tuple(self.control.grants(workspace_id)) != grants:   # changed while binding
             await self.runtime.call(resident.handle, "set_tokens",
                                     tuple(self.control.grants(workspace_id)))
@@ -184,10 +208,18 @@ class Activator:
         self.control.touch(workspace_id, node)
         return resident
 
+    def _still_the_same_workspace(self, workspace_id: str, launch: WorkspaceLaunch) -> bool:
+        """A delete that raced this activation wins: the bound actor must neither serve nor be
+        handed the tokens of a workspace re-created with the id."""
+        if not self.control.exists(workspace_id):
+            return False
+        return self.control.get(workspace_id)["generation"] == launch.generation
+
     def _abandon(self, workspace_id: str, resident: Resident) -> None:
         """The actor did not bind: the control plane names no actor for the workspace, and
         the actor (started, starting or half-bound) is killed."""
-        self.control.set_actor(workspace_id, None)
+        if self.control.workspace_of_actor(resident.actor_name) == workspace_id:
+            self.control.set_actor(workspace_id, None)
         self.runtime.kill(resident.handle)
 
     async def _bound(self, workspace_id: str, resident: Resident, placed: Placement | None,

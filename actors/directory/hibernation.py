@@ -62,7 +62,7 @@ class Hibernation:
         snapshot = result.get("snapshot") or {}
         self.control.record_hibernation(workspace_id, result.get("snapshots"),
                                         bool(result.get("pendingSnapshot")),
-                                        snapshot.get("version"))
+                                        snapshot.get("version"), result.get("position"))
         log.info("hibernated %s (%s, actor %s): snapshot %s%s", workspace_id, reason,
                  resident.actor_name, snapshot.get("version", "not needed"),
                  f"; {result['error']}" if result.get("error") else "")

@@ -154,6 +154,13 @@ class NodePlacement:
         return {node: available.get(node, 0) - self._claims.get(node, 0)
                 for node in self.alive_nodes()}
 
+    def full(self, node_id: str | None) -> bool:
+        """A live node, slots required, and none of them free there: a workspace whose file is
+        on it would have to move (or a resident there make room)."""
+        if node_id is None or node_id not in self.alive_nodes() or not self.slot_request():
+            return False
+        return self._free_slots_now().get(node_id, 0) < SLOTS_PER_WORKSPACE_ACTOR
+
     def stuck(self, handle, placed: Placement | None) -> bool:
         """An aimed actor that has not started and whose node has no free slot: a pending
         actor with a node affinity is never the autoscaler's demand, so it would wait there

@@ -31,6 +31,7 @@ class Resident:
     last_used: float = field(default_factory=time.time)       # wall time of the last call
     bound_at: float = float("-inf")        # monotonic time it was bound (adopted: long ago)
     snapshot_failing: bool = False         # its snapshots fail: it stays to retry them
+    inflight: int = 0                      # calls running in it when last asked: not idle
     activation: dict | None = None         # how its actor opened the file
     wake: dict | None = None               # spare | new, and how long the wake took
     placement: str | None = None           # why it runs where it runs
@@ -111,9 +112,11 @@ class ResidentTable:
                 if ws != incoming and now - r.bound_at >= MIN_RESIDENCY_S}
 
     def idle(self, idle_s: float) -> list[str]:
-        """Idle residents; those whose snapshots are failing stay (their retries live there)."""
+        """Idle residents: not those with a call running (a long write started before the idle
+        time began is not idle), nor those whose snapshots are failing (their retries live
+        there)."""
         last_used = {ws: r.last_used for ws, r in self._residents.items()
-                     if not r.snapshot_failing}
+                     if not r.snapshot_failing and not r.inflight}
         return idle_residents(last_used, time.time(), idle_s)
 
     async def refresh(self) -> None:
@@ -134,5 +137,6 @@ class ResidentTable:
             if self._residents.get(workspace_id) is resident:     # still the same one
                 resident.last_used = max(resident.last_used, info["lastCallAt"])
                 resident.snapshot_failing = bool(info.get("snapshotFailing"))
+                resident.inflight = int(info.get("inflight", 0))
 
         await asyncio.gather(*(ask(ws, r) for ws, r in list(self._residents.items())))

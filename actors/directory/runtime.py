@@ -19,6 +19,7 @@ from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 KILL_CONFIRM_TIMEOUT_S = 10.0      # waiting for Ray to report a retired actor dead
 KILL_CONFIRM_POLL_S = 0.05
 NODE_CACHE_S = 2.0                 # how long the list of live nodes is trusted
+NODE_TASK_TIMEOUT_S = 120.0        # a task on every node (the sweep of its workspace copies)
 
 
 class ActorGone(Exception):
@@ -86,6 +87,22 @@ class RayActors:
             return ray.get_actor(name, namespace=self.namespace)
         except ValueError:
             return None
+
+    # ---- work on every node --------------------------------------------------------------------
+    async def on_every_node(self, fn, args_for, timeout_s: float = NODE_TASK_TIMEOUT_S) -> dict:
+        """Run `fn(*args_for(node))` once on each live node (a task pinned there: a node's
+        own disk is reachable only from it); node -> its answer, or the error's name."""
+        task = ray.remote(num_cpus=0, max_retries=0)(fn)
+        refs = {node: task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+                    node, soft=False)).remote(*args_for(node))
+                for node in self.alive_nodes()}
+        answers = {}
+        for node, ref in refs.items():
+            try:
+                answers[node] = await asyncio.wait_for(ref, timeout_s)
+            except Exception as exc:  # noqa: BLE001 - one node's failure is reported, not raised
+                answers[node] = f"failed: {exc.__class__.__name__}"
+        return answers
 
     # ---- nodes -----------------------------------------------------------------------------------
     def alive_nodes(self) -> dict[str, dict]:

@@ -15,6 +15,7 @@ from minisphere.control.blueprints import parse_blueprint
 from minisphere.durability.generations import delete_generation_snapshots
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import NotFound, SnapshotError
+from minisphere.hosting.copies import sweep_node
 from minisphere.settings import ensure_private_dir
 
 log = logging.getLogger("minisphere.directory")
@@ -53,7 +54,11 @@ class WorkspaceLifecycle:
                 folder.rename(aside)
                 log.warning("moved orphaned folder %s to %s", folder, aside)
             ensure_private_dir(folder)
-            Workspace(folder / "workspace.db", synchronous=self.settings.synchronous).close()
+            made = Workspace(folder / "workspace.db", synchronous=self.settings.synchronous)
+            try:
+                made.claim(record["generation"], 0)   # the file knows which creation it is
+            finally:
+                made.close()
         except BaseException:
             self.control.delete(record["id"])
             raise
@@ -64,16 +69,38 @@ class WorkspaceLifecycle:
     async def delete(self, workspace_id: str) -> dict:
         self.control.get(workspace_id)                      # NotFound when absent
         self.control.set_state(workspace_id, "deleting")    # no new activation from here on
+        # an activation in flight finds the workspace deleting once bound and lets go of its
+        # actor; a hibernation in flight finishes its upload before the snapshots go
         await self.residents.activations.settled(workspace_id)
+        await self.residents.hibernations.settled(workspace_id)
         resident = self.residents.forget(workspace_id)
         if resident is not None:
             self.runtime.kill(resident.handle)
+            await self.runtime.until_dead(resident.handle)   # no upload after the deletion
         shutil.rmtree(self.folder(workspace_id), ignore_errors=True)
         generation = self.control.get(workspace_id)["generation"]
         snapshots_deleted = await self._delete_snapshots(workspace_id, generation)
-        self.control.delete(workspace_id)
+        self.control.delete(workspace_id)                   # and tombstones its generation
         log.info("deleted workspace %s", workspace_id)
-        return {"deleted": workspace_id, "snapshotsDeleted": snapshots_deleted}
+        copies = await self.sweep_nodes()                   # its copies on every other node
+        return {"deleted": workspace_id, "snapshotsDeleted": snapshots_deleted,
+                "nodesSwept": len(copies)}
+
+    async def sweep_nodes(self) -> dict:
+        """On every node, delete the copies of tombstoned generations and the stale copies of
+        workspaces that moved on (minisphere/hosting/copies.py); node -> what it deleted."""
+        tombstones, moved = self.control.tombstones(), self.control.stored_copies()
+        root = str(self.root)
+        try:
+            swept = await self.runtime.on_every_node(
+                sweep_node, lambda node: (root, node, tombstones, moved))
+        except Exception:  # noqa: BLE001 - the periodic sweep tries again
+            log.warning("node sweep failed", exc_info=True)
+            return {}
+        for node, deleted in swept.items():
+            if deleted:
+                log.info("node %s swept: %s", node[:12], deleted)
+        return swept
 
     async def _delete_snapshots(self, workspace_id: str, generation: str | None) -> bool:
         """Remove one generation's snapshots; when the store fails, owe it (the sweep retries).

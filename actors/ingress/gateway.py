@@ -27,7 +27,7 @@ from minisphere.durability.snapshots import list_snapshots
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.engine.clock import epoch_ms
 from minisphere.engine.methods import METHODS
-from minisphere.errors import Unauthenticated, as_named_error
+from minisphere.errors import Unauthenticated, WorkspaceDataMissing, as_named_error
 from minisphere.maintenance import runs as M
 from minisphere.settings import Settings
 
@@ -184,7 +184,15 @@ class Gateway:
                 "pendingSnapshot": bool(result.get("pendingSnapshot"))}
 
     async def restore(self, workspace_id: str, version: str) -> dict:
-        result = await self.actor_call(workspace_id, "restore", version)
+        try:
+            result = await self.actor_call(workspace_id, "restore", version)
+        except WorkspaceDataMissing:
+            if version is None:
+                raise
+            # the admin names a version: that accepts losing what only an unreachable copy
+            # held, so the workspace may open from the store and be restored to it
+            await self.ask_directory("accept_stored_state", workspace_id)
+            result = await self.actor_call(workspace_id, "restore", version)
         return {"workspace": workspace_id, "version": result["version"],
                 "entryCount": result["manifest"].get("entryCount"),
                 "previousFileKeptAt": result["aside"], "tookMs": result["tookMs"],

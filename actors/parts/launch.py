@@ -28,3 +28,5 @@ class WorkspaceLaunch:
     expect_snapshot: bool = False                # a missing file must come from a snapshot
     vector: VectorBindingSpec | None = None      # the blueprint's vector binding, if any
     generation: str | None = None                # this creation of the id (snapshot keys)
+    epoch: int | None = None                     # fencing token of this activation
+    position: int = 0                            # newest acknowledged position: no copy below

@@ -8,11 +8,14 @@ the actor itself:
 
 - the envelope says `hibernating`: the actor refused the call before touching anything, so it
   is sent again, to the re-activated workspace (until `deadline_s`);
-- the actor died (or did not answer within `timeout_s`): the workspace is re-activated at once
-  (a workspace deleted meanwhile answers 404 there). The call is sent again when that is safe:
-  within the caller's `idempotent_attempts`, or when the directory says the actor ended by a
-  clean hibernation (then the call never ran). Otherwise its outcome is unknown:
-  `WorkspaceUnavailable`.
+- the actor died: the workspace is re-activated at once (a workspace deleted meanwhile answers
+  404 there). The call is sent again when that is safe: within the caller's
+  `idempotent_attempts`, or when the directory says the actor ended by a clean hibernation
+  (then the call never ran). Otherwise its outcome is unknown: `WorkspaceUnavailable`;
+- the actor did not answer within `timeout_s`: the call may still be running (or may have run)
+  in a live actor, and a hibernation that ends the actor cleanly drains it first, so a clean
+  end says nothing about it. It is sent again only within `idempotent_attempts` (reads, keyed
+  writes); a keyless write's outcome is unknown.
 """
 from __future__ import annotations
 
@@ -93,7 +96,15 @@ class WorkspaceReach:
             try:
                 envelope = await asyncio.wait_for(getattr(handle, method).remote(*args),
                                                   timeout_s)
-            except (TimeoutError, RayActorError) as exc:
+            except TimeoutError:
+                log.warning("workspace %s: %s did not answer in %s s (attempt %d)",
+                            workspace_id, method, timeout_s, attempt)
+                if not last and attempt <= idempotent_attempts:
+                    continue
+                raise WorkspaceUnavailable(unknown_outcome or (
+                    f"workspace {workspace_id} did not answer {method} in time; it may still "
+                    "apply it")) from None
+            except RayActorError as exc:
                 self.forget(workspace_id)
                 log.warning("workspace %s actor failed during %s (attempt %d): %s",
                             workspace_id, method, attempt, exc.__class__.__name__)

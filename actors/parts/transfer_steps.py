@@ -54,10 +54,8 @@ class TransferSessions:
         """Page `number` of export `export_id` (page 0 takes the copy). A later page of an
         export this actor does not know (it restarted meanwhile) is refused: starting over
         silently would repeat lines in the middle of the stream."""
+        self.expire_exports()
         with self._lock:
-            for stale in [k for k, v in self._exports.items()
-                          if time.monotonic() - v.used_at > EXPORT_SESSION_TTL_S]:
-                self._exports.pop(stale).drop()
             session = self._exports.get(export_id)
             if session is None and number > 0:
                 raise TransferError("the export was interrupted (the workspace restarted); "
@@ -70,6 +68,10 @@ class TransferSessions:
                 conn = db.connect(copy, readonly=True)
                 session = self._exports[export_id] = _Export(
                     export_lines(conn, now_ms=SystemClock().now_ms()), conn, copy)
+                # an export nobody finishes must not keep its full copy until the next one
+                expiry = threading.Timer(EXPORT_SESSION_TTL_S + 1, self.expire_exports)
+                expiry.daemon = True
+                expiry.start()
             session.used_at = time.monotonic()
             lines = list(itertools.islice(session.lines, max_lines))
             done = len(lines) < max_lines
@@ -94,6 +96,21 @@ class TransferSessions:
                 return session.finish(first + len(lines) - 1)
             return {"applied": session.applied, "expected": session.total,
                     **session.importer.report}
+
+    def expire_exports(self) -> None:
+        """Drop the exports not asked for a page for EXPORT_SESSION_TTL_S, with their copies."""
+        with self._lock:
+            for stale in [k for k, v in self._exports.items()
+                          if time.monotonic() - v.used_at > EXPORT_SESSION_TTL_S]:
+                self._exports.pop(stale).drop()
+
+    def drop_exports(self) -> None:
+        """A forget happened: the copies exports read from still hold the forgotten text, so
+        they go (such an export answers "interrupted" and is started again)."""
+        with self._lock:
+            for session in self._exports.values():
+                session.drop()
+            self._exports.clear()
 
     def close(self) -> None:
         with self._lock:

@@ -98,8 +98,11 @@ class ControlPlane:
         return [_row_dict(r) for r in rows]
 
     def set_state(self, workspace_id: str, state: str) -> None:
-        self.conn.execute("UPDATE workspaces SET state = ?, updated_at = ? WHERE id = ?",
-                          (state, epoch_ms(), workspace_id))
+        """Change the state; a workspace being deleted stays so (an activation that finishes
+        during the deletion must not make it active again)."""
+        self.conn.execute("UPDATE workspaces SET state = ?, updated_at = ? WHERE id = ? AND "
+                          "(state != 'deleting' OR ? = 'deleting')",
+                          (state, epoch_ms(), workspace_id, state))
 
     def touch(self, workspace_id: str, node_id: str | None = None) -> None:
         self.conn.execute("UPDATE workspaces SET last_active_at = ?, node_id = COALESCE(?, node_id)"
@@ -108,12 +111,68 @@ class ControlPlane:
     def delete(self, workspace_id: str) -> None:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
+            self.conn.execute("INSERT OR IGNORE INTO tombstones(workspace_id, generation, "
+                              "deleted_at) SELECT id, COALESCE(generation, ''), ? FROM "
+                              "workspaces WHERE id = ?", (epoch_ms(), workspace_id))
             self.conn.execute("DELETE FROM workspaces WHERE id = ?", (workspace_id,))
             self._audit(workspace_id, "delete")
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
+
+    # ---- the location record ----------------------------------------------------------------
+    def location(self, workspace_id: str) -> dict:
+        row = self.conn.execute("SELECT generation, node_id, epoch, position, stored_position "
+                                "FROM workspaces WHERE id = ?", (workspace_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no workspace {workspace_id}")
+        generation, node, epoch, position, stored = row
+        return {"generation": generation, "nodeId": node, "epoch": epoch, "position": position,
+                "storedPosition": stored}
+
+    def next_epoch(self, workspace_id: str) -> int:
+        """The fencing epoch of the host about to open the workspace (one more than any before)."""
+        row = self.conn.execute("UPDATE workspaces SET epoch = epoch + 1 WHERE id = ? "
+                                "RETURNING epoch", (workspace_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no workspace {workspace_id}")
+        return row[0]
+
+    def record_position(self, workspace_id: str, generation: str | None, position: int,
+                        stored: int | None = None) -> None:
+        """A host of `generation` reports how far the workspace has got (and how far the store
+        has): positions only grow, and a report of another creation of the id is ignored."""
+        self.conn.execute(
+            "UPDATE workspaces SET position = MAX(position, ?), "
+            "stored_position = MAX(stored_position, COALESCE(?, 0)) "
+            "WHERE id = ? AND generation IS ?", (position, stored, workspace_id, generation))
+
+    def accept_stored_state(self, workspace_id: str) -> dict:
+        """An admin accepts losing what only a lost copy held: the newest acknowledged position
+        becomes the store's, so the workspace opens from the store again."""
+        before = self.location(workspace_id)
+        self.conn.execute("UPDATE workspaces SET position = stored_position WHERE id = ?",
+                          (workspace_id,))
+        self._audit(workspace_id, "loss-accepted", {"position": before["position"],
+                                                    "storedPosition": before["storedPosition"]})
+        return self.location(workspace_id)
+
+    def tombstones(self) -> dict[str, list[str]]:
+        """Dead generations per workspace id ('' for a workspace made before generations)."""
+        found: dict[str, list[str]] = {}
+        for workspace_id, generation in self.conn.execute(
+                "SELECT workspace_id, generation FROM tombstones"):
+            found.setdefault(workspace_id, []).append(generation)
+        return found
+
+    def stored_copies(self) -> dict[str, tuple[str | None, str | None, int]]:
+        """Workspaces whose newest state is in the store: id -> (generation, node holding the
+        live copy, stored position). A copy of one of them on any other node is stale."""
+        rows = self.conn.execute("SELECT id, generation, node_id, stored_position FROM "
+                                 "workspaces WHERE state != 'deleting' AND position <= "
+                                 "stored_position")
+        return {w: (g, n, s) for w, g, n, s in rows}
 
     # ---- snapshots of deleted workspaces -----------------------------------------------------
     def owe_snapshot_deletion(self, workspace_id: str, generation: str | None,
@@ -237,9 +296,16 @@ class ControlPlane:
              status.get("pendingWrites", 1), workspace_id))
 
     def record_hibernation(self, workspace_id: str, status: dict | None, pending: bool,
-                           version: str | None) -> None:
+                           version: str | None, position: int | None = None) -> None:
+        """The workspace hibernated: no actor; its snapshot status; and the position its copy
+        was left at (in the store too when it left no pending writes)."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
+            if position is not None:
+                self.conn.execute(
+                    "UPDATE workspaces SET position = MAX(position, ?), stored_position = "
+                    "MAX(stored_position, ?) WHERE id = ?",
+                    (position, 0 if pending else position, workspace_id))
             self.conn.execute(
                 "UPDATE workspaces SET state = 'hibernated', updated_at = ?, actor_name = NULL, "
                 "snapshot_json = COALESCE(?, snapshot_json), snapshot_pending = ?, "

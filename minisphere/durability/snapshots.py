@@ -47,6 +47,8 @@ from minisphere.durability.constants import (
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms, iso_utc
+from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS
+from minisphere.engine.location import read_location, rebase
 from minisphere.errors import (
     TENANT,
     SnapshotCorrupt,
@@ -65,7 +67,7 @@ LIVE_FILE_MODE = 0o600                  # a restored workspace file is private t
 # store that someone else may have written to, so nothing in it is trusted before this check.
 MANIFEST_REQUIRED = ("compressedBytes", "compressedSha256", "rawBytes", "rawSha256")
 MANIFEST_COUNTS = ("format", "seq", "schemaVersion", "entryCount", "rawBytes",
-                   "compressedBytes", "createdAtMs")
+                   "compressedBytes", "createdAtMs", "position")
 MANIFEST_DIGESTS = ("rawSha256", "compressedSha256")
 MANIFEST_COMPRESSION = "gzip"
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -179,9 +181,9 @@ def list_snapshots(store: SnapshotStore, workspace_id: str) -> list[dict]:
 
 
 # ---- taking a snapshot ---------------------------------------------------------------------
-def _backup(source_path: Path, target: Path) -> tuple[int, int]:
-    """Copy the live file into `target`, compacted (one consistent read); returns (schema,
-    entries)."""
+def _backup(source_path: Path, target: Path) -> tuple[int, int, int]:
+    """Copy the live file into `target`, compacted (one consistent read), without idempotency
+    answers past their keep time; returns (schema, entries, position)."""
     source = db.connect(source_path, readonly=True)
     try:
         source.execute("VACUUM INTO ?", (str(target),))
@@ -190,15 +192,27 @@ def _backup(source_path: Path, target: Path) -> tuple[int, int]:
             dest.execute("PRAGMA journal_mode = DELETE")
             schema = dest.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
                                   ).fetchone()[0]
+            _drop_expired_keys(dest)
             try:
                 entries = dest.execute("SELECT count(*) FROM entries").fetchone()[0]
             except db.OperationalError:
                 entries = 0
+            position = read_location(dest).position
         finally:
             dest.close()
     finally:
         source.close()
-    return int(schema), int(entries)
+    return int(schema), int(entries), int(position)
+
+
+def _drop_expired_keys(copy) -> None:
+    """Expired idempotency answers stay out of the stored copy (zeroed, not just unlinked)."""
+    try:
+        copy.execute("PRAGMA secure_delete = ON")
+        copy.execute("DELETE FROM idempotency_keys WHERE at < ?",
+                     (epoch_ms() - IDEMPOTENCY_KEEP_MS,))
+    except db.OperationalError:          # a file from before idempotency keys: nothing to drop
+        pass
 
 
 def _compress(raw: Path, packed: Path) -> None:
@@ -224,11 +238,12 @@ def take_snapshot(db_path: str | Path, store: SnapshotStore, workspace_id: str, 
     with tempfile.TemporaryDirectory(prefix=".snapshot-", dir=db_path.parent) as folder:
         raw = Path(folder) / "copy.db"
         try:
-            schema, entries = _backup(db_path, raw)
+            schema, entries, position = _backup(db_path, raw)
         except db.DatabaseError as exc:
             raise SnapshotError(f"cannot copy workspace {workspace_id}: {exc}") from None
         manifest = publish_file(raw, store, workspace_id, existing, reason=reason,
-                                schema=schema, entries=entries, now_ms=now_ms)
+                                schema=schema, entries=entries, now_ms=now_ms,
+                                position=position)
     manifest["tookMs"] = round((time.perf_counter() - started) * 1e3, 3)
     if keep > 0:
         prune(store, workspace_id, keep, existing + [manifest["version"]])
@@ -385,13 +400,14 @@ def swap_in(verified: Path, db_path: Path, *, keep_asides: int = RESTORE_ASIDE_K
 
 def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Path,
                      version: str | None = None, *, publish: bool = False,
-                     keep: int = SNAPSHOT_KEEP_VERSIONS) -> dict:
+                     keep: int = SNAPSHOT_KEEP_VERSIONS, new_position: int | None = None) -> dict:
     """Replace the (closed) workspace file by a verified copy of `version` (default: latest).
 
     `publish`: before the swap, store the verified copy again as the newest version (reason
     `restore`, `restoredFrom` naming the version), so the restored state is what a later
     activation or a restore without a version picks -- not the state it replaced. If that
-    upload fails, nothing is swapped.
+    upload fails, nothing is swapped. `new_position`: the position the restored state takes
+    (a restore is a new state: it must rank above the one it replaces; engine/location.py).
 
     Returns {"version", "manifest", "aside", "published"}. Raises `SnapshotNotFound`,
     `SnapshotCorrupt` or `SnapshotStoreUnavailable`; in every failure the live file is
@@ -411,11 +427,14 @@ def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Pat
     published = None
     with tempfile.TemporaryDirectory(prefix=".restore-", dir=db_path.parent) as folder:
         verified, manifest = fetch_verified(store, workspace_id, version, Path(folder))
+        if new_position is not None:
+            rebase(verified, new_position, epoch_ms())
         if publish:
             published = publish_file(verified, store, workspace_id, existing, reason="restore",
                                      schema=manifest.get("schemaVersion", 0),
                                      entries=manifest.get("entryCount", 0),
-                                     restoredFrom=version)
+                                     restoredFrom=version,
+                                     position=new_position or manifest.get("position", 0))
         aside = swap_in(verified, db_path)
     if published is not None and keep > 0:
         prune(store, workspace_id, keep, existing + [published["version"]])

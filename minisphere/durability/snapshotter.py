@@ -66,6 +66,7 @@ class Snapshotter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.writes_total = 0
+        self.last_position: int | None = None     # the newest snapshot's position, if known
         self._snapshotted_at_writes = 0
         self._last_base = monotonic()          # last success (or start) for the time trigger
         self._next_try = 0.0                   # monotonic; backoff after a failure
@@ -96,6 +97,7 @@ class Snapshotter:
             self._last_base = self._monotonic()
             if manifest is not None:
                 self.last_version = manifest.get("version")
+                self.last_position = manifest.get("position", self.last_position)
                 self.last_success_at = self._wall()
         self._notify()
 
@@ -146,6 +148,7 @@ class Snapshotter:
             self._next_try = 0.0
             self.last_success_at = self._wall()
             self.last_version = manifest.get("version")
+            self.last_position = manifest.get("position", self.last_position)
             self.consecutive_failures = 0
             self.snapshots += 1
 
@@ -179,6 +182,7 @@ class Snapshotter:
         with self._lock:
             retry_in = max(0.0, self._next_try - self._monotonic()) if self._next_try else 0.0
             return {"lastSnapshotAt": self.last_success_at, "lastVersion": self.last_version,
+                    "lastPosition": self.last_position,
                     "pendingWrites": self.writes_total - self._snapshotted_at_writes,
                     "snapshots": self.snapshots, "failures": self.failures,
                     "consecutiveFailures": self.consecutive_failures,

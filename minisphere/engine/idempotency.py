@@ -6,7 +6,13 @@ in the workspace file in the same transaction (the same savepoint) as the write 
 key exists exactly when its write committed: a caller who never heard back — the actor died,
 the call timed out while it stayed queued — sends the call again with its key and learns the
 committed answer instead of applying the write twice. The same key with another method or other
-arguments is refused (`IdempotencyKeyReused`). Keys are kept at least IDEMPOTENCY_KEEP_MS.
+arguments is refused (`IdempotencyKeyReused`). Keys are kept at least IDEMPOTENCY_KEEP_MS and
+pruned in every write transaction after that (and from every snapshot copy).
+
+A forget reaches the stored answers too: the answer of an `append`, `update` or `setStatus` is
+the whole entry with its revisions, so each answer that names the forgotten entry is replaced
+by a marker (and its argument digest, itself a fingerprint of the forgotten text, is dropped).
+A repeat of such a call learns that its entry was forgotten instead of getting the text back.
 """
 from __future__ import annotations
 
@@ -14,10 +20,11 @@ import hashlib
 import json
 import re
 
-from minisphere.errors import IdempotencyKeyReused, MalformedRequest
+from minisphere.errors import IdempotencyKeyReused, MalformedRequest, NotFound
 
 IDEMPOTENCY_KEEP_MS = 24 * 3600 * 1000     # a key answers repeats for at least a day
 PRUNE_ROWS_PER_BATCH = 200                 # expired keys removed per keyed batch, at most
+FORGOTTEN_DIGEST = ""                      # marks an answer purged by a forget
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,200}$")     # 1-200 printable ASCII, no spaces
 
 
@@ -45,6 +52,10 @@ def recall(conn, key: str | None, method_name: str, args) -> dict | None:
                        (key,)).fetchone()
     if row is None:
         return None
+    if row[1] == FORGOTTEN_DIGEST:
+        forgotten = json.loads(row[2]).get("forgotten")
+        raise NotFound(f"the entry this call wrote ({forgotten}) was forgotten since; "
+                       "nothing was written")
     if row[0] != method_name or row[1] != digest(method_name, args):
         raise IdempotencyKeyReused(f"idempotency key {key!r} was used for another call "
                                    f"({row[0]} with other arguments); use a new key per write")
@@ -64,3 +75,12 @@ def prune(conn, now_ms: int) -> None:
     conn.execute("DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys "
                  "WHERE at < ? ORDER BY at LIMIT ?)",
                  (now_ms - IDEMPOTENCY_KEEP_MS, PRUNE_ROWS_PER_BATCH))
+
+
+def forget_answers(conn, entry_id: str) -> int:
+    """Purge the stored answers that name `entry_id` (inside the forget's transaction): each
+    becomes a marker naming only the id. Returns how many were purged."""
+    marker = json.dumps({"forgotten": entry_id})
+    return conn.execute("UPDATE idempotency_keys SET answer = ?, body_hash = ? "
+                        "WHERE instr(answer, ?) > 0",
+                        (marker, FORGOTTEN_DIGEST, f'"{entry_id}"')).rowcount

@@ -8,11 +8,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from minisphere.engine import db, idempotency
+from minisphere.engine import db, idempotency, location
 from minisphere.engine.clock import Clock, SystemClock
 from minisphere.engine.constants import BUSY_TIMEOUT_MS, DEFAULT_SYNCHRONOUS
 from minisphere.engine.hooks import NO_HOOKS, NOT_PREPARED, WorkspaceHooks
-from minisphere.engine.methods import Method, find_method, parse_args
+from minisphere.engine.methods import METHODS, Method, find_method, parse_args
 from minisphere.errors import MiniSphereError, WorkspaceClosed
 
 log = logging.getLogger("minisphere.workspace")
@@ -54,8 +54,10 @@ class Workspace:
         self._conn = db.connect(self.path, synchronous=synchronous)
         self.vectors = None  # the optional vector binding; None: its code is never imported
         self._checkpoint_owed = False   # a forget whose WAL frames are not truncated yet
+        self.epoch: int | None = None   # the fencing epoch this writer holds (None: unfenced)
         try:
             self.schema_version = db.migrate(self._conn, self.clock.now_ms())
+            self.position = location.read_location(self._conn).position   # of this copy
             if embedder is not None or db.read_vector_binding(self._conn) is not None:
                 from minisphere.engine.vectors.binding import attach
                 self.vectors = attach(self, embedder, vector_settings)
@@ -96,6 +98,8 @@ class Workspace:
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
+                if self.epoch is not None:       # every write checks no newer owner took over
+                    location.check_fence(conn, self.epoch)
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -114,6 +118,24 @@ class Workspace:
         """The writer connection for reads, while no write runs on it."""
         with self._lock:
             yield self.conn
+
+    # ---- where this copy stands (engine/location.py) ---------------------------------------
+    def location(self) -> location.CopyLocation:
+        with self.reading() as conn:
+            return location.read_location(conn)
+
+    def claim(self, generation: str | None, epoch: int) -> location.CopyLocation:
+        """Open the file as the owner with `epoch` (refused when a newer owner stamped it);
+        from now on every write transaction checks that no newer owner has taken over."""
+        with self.transaction() as conn:
+            claimed = location.claim(conn, generation, epoch)
+        self.epoch, self.position = epoch, claimed.position
+        return claimed
+
+    def prune_expired_keys(self) -> None:
+        """Drop idempotency keys past their keep time (housekeeping: not a change of memory)."""
+        with self.transaction() as conn:
+            idempotency.prune(conn, self.clock.now_ms())
 
     # ---- dispatch ----------------------------------------------------------------------------
     def prepare(self, calls: Sequence[tuple[str, dict | None]], conn=None) -> list[Any]:
@@ -181,13 +203,12 @@ class Workspace:
             for index, value in zip(missing, self.prepare([calls[i][:2] for i in missing])):
                 payloads[index] = value
         outcomes: list[Outcome] = []
-        forgot = False
+        forgot = changed = False
         with self.transaction() as conn:
             now_ms = self.clock.now_ms()
-            keyed = any(key is not None for _, _, key in calls)
-            if keyed:
-                idempotency.prune(conn, now_ms)
+            idempotency.prune(conn, now_ms)
             for (method_name, body, key), payload in zip(calls, payloads):
+                rows_before = conn.total_changes
                 conn.execute("SAVEPOINT op")
                 try:
                     method = find_method(method_name, internal=True)
@@ -198,6 +219,8 @@ class Workspace:
                         outcomes.append(Outcome(True, replay, replayed=True))
                         continue
                     result = self._handler(method, payload)(conn, args, now_ms)
+                    if method_name == "forget":
+                        idempotency.forget_answers(conn, args.id)
                     idempotency.remember(conn, key, method_name, args, result, now_ms)
                 except (MiniSphereError, db.DatabaseError) as exc:
                     conn.execute("ROLLBACK TO op")
@@ -206,7 +229,14 @@ class Workspace:
                     continue
                 conn.execute("RELEASE op")
                 forgot = forgot or method_name == "forget"
+                # a change of the memory: rows written, and not by a read's own follow-up
+                changed = changed or (method_name in METHODS
+                                      and conn.total_changes > rows_before)
                 outcomes.append(Outcome(True, result))
+            if changed:
+                position = location.advance(conn)
+        if changed:
+            self.position = position           # committed
         self._after_commit(forgot)
         return outcomes
 

@@ -35,14 +35,17 @@ from minisphere.durability.snapshots import (
 from minisphere.durability.snapshotter import Snapshotter
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.hooks import NOT_PREPARED
+from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import (
     InvalidArgument,
     SnapshotError,
     SnapshotNotFound,
     WorkspaceClosed,
+    WorkspaceDataMissing,
     WorkspaceUnavailable,
 )
+from minisphere.hosting.copies import HostLock, discard_copy, drop_after_forget
 from minisphere.hosting.group_commit import GroupCommitWriter
 from minisphere.hosting.read_pool import DEFAULT_READ_THREADS, ReadPool
 from minisphere.settings import DEFAULT_MAX_BATCH_WRITES, DEFAULT_SYNCHRONOUS, SnapshotSettings
@@ -59,9 +62,14 @@ class WorkspaceHost:
                  expect_snapshot: bool = False, background: bool = True, embedder=None,
                  on_follow_up: Callable[[str, dict], None] | None = None,
                  on_snapshot_status: Callable[[dict], None] | None = None,
-                 generation: str | None = None):
+                 generation: str | None = None, epoch: int | None = None,
+                 position: int = 0):
         self.workspace_id = workspace_id
         self.path = Path(path)
+        # the location record's view of this workspace (engine/location.py): the creation of
+        # the id, this host's fencing epoch (None: unfenced, a host outside the service) and
+        # the newest position known to have been acknowledged -- no copy below it is opened
+        self.generation, self.epoch, self.min_position = generation, epoch, int(position)
         # only this creation of the id's snapshots (durability/generations.py)
         self.store = (generation_store(store, workspace_id, generation) if store is not None
                       else None)
@@ -74,38 +82,85 @@ class WorkspaceHost:
                                        every_s=snapshots.every_s, name=workspace_id,
                                        on_status=on_snapshot_status)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.activation = self._ensure_file(expect_snapshot)
+        self._lock = HostLock(self.path.parent)      # the node's sweep leaves this folder alone
+        try:
+            self.activation = self._ensure_file(expect_snapshot)
+        except BaseException:
+            self._lock.release()
+            raise
         if pending_writes or self.activation["source"] == "new":
             self.snapshotter.note_writes(max(1, pending_writes))
         self.workspace: Workspace | None = None
         self.writer: GroupCommitWriter | None = None
         self.reads: ReadPool | None = None
         self._closed = False                    # closed for good (hibernated or closed)
-        self._open()
+        try:
+            self._open()
+        except BaseException:
+            self._lock.release()
+            raise
         if background and store is not None:
             self.snapshotter.start()
 
     # ---- file and connections ------------------------------------------------------------------
     def _ensure_file(self, expect_snapshot: bool) -> dict:
+        """Make sure the file at `path` is a current copy of this workspace: keep a local copy
+        of this generation at the newest position, delete any other (a deleted creation's, or
+        one left behind when the workspace moved on), restore from the store, and refuse when
+        no reachable copy reaches the newest acknowledged position."""
         started = time.perf_counter()
+        discarded = self._discard_unusable_copy()
         if self.path.exists():
-            return {"source": "local"}
+            return {"source": "local", "position": inspect_copy(self.path).position}
         if self.store is None:
-            return {"source": "new"}
+            return self._start_empty(expect_snapshot, discarded, "no snapshot store")
         try:
             restored = restore_latest_good(self.store, self.workspace_id, self.path)
         except SnapshotNotFound:
-            if expect_snapshot:
-                raise SnapshotNotFound(
-                    f"workspace {self.workspace_id} has no local file and its snapshots are "
-                    f"missing from {self.store.description}; refusing to start it empty") from None
-            log.warning("workspace %s: no file and no snapshot; starting empty", self.workspace_id)
-            return {"source": "new"}
+            return self._start_empty(expect_snapshot, discarded,
+                                     f"no snapshot in {self.store.description}")
+        position = inspect_copy(self.path).position
+        if position < self.min_position:
+            discard_copy(self.path)
+            raise self._missing(f"the newest snapshot ({restored['version']}) reaches position "
+                                f"{position}")
         took = (time.perf_counter() - started) * 1e3
-        log.info("workspace %s restored from snapshot %s in %.1f ms", self.workspace_id,
-                 restored["version"], took)
+        log.info("workspace %s restored from snapshot %s (position %d) in %.1f ms",
+                 self.workspace_id, restored["version"], position, took)
         return {"source": "snapshot", "version": restored["version"], "restoreMs": took,
-                "skipped": restored["skipped"]}
+                "skipped": restored["skipped"], "position": position,
+                **({"discarded": discarded} if discarded else {})}
+
+    def _discard_unusable_copy(self) -> str | None:
+        """Delete the local copy when it belongs to another creation of the id or is older than
+        the newest acknowledged position; returns why (None: kept, or there was none)."""
+        local = inspect_copy(self.path)
+        if local is None:
+            return None
+        if None not in (local.generation, self.generation) and local.generation != self.generation:
+            why = f"it belongs to a deleted creation of the id ({local.generation})"
+        elif local.position < self.min_position:
+            why = (f"it is stale (position {local.position}, the workspace has reached "
+                   f"{self.min_position} elsewhere)")
+        else:
+            return None
+        log.warning("workspace %s: deleting the local copy at %s: %s", self.workspace_id,
+                    self.path, why)
+        discard_copy(self.path)
+        return why
+
+    def _start_empty(self, expect_snapshot: bool, discarded: str | None, why: str) -> dict:
+        if expect_snapshot or self.min_position > 0:
+            raise self._missing(why)
+        log.warning("workspace %s: no file and %s; starting empty", self.workspace_id, why)
+        return {"source": "new", "position": 0, **({"discarded": discarded} if discarded else {})}
+
+    def _missing(self, why: str) -> WorkspaceDataMissing:
+        return WorkspaceDataMissing(
+            f"workspace {self.workspace_id} was acknowledged up to position {self.min_position} "
+            f"but no copy reachable here holds it ({why}); refusing to open it older or empty. "
+            "Bring back the node or store holding it, or restore a named snapshot version to "
+            "accept the loss")
 
     def _open(self) -> None:
         workspace = Workspace(self.path, synchronous=self.synchronous, embedder=self.embedder)
@@ -113,6 +168,14 @@ class WorkspaceHost:
             reads = ReadPool(self.path, threads=self.read_threads,
                              on_follow_up=self.on_follow_up, hooks=workspace.hooks)
         except BaseException:
+            workspace.close()
+            raise
+        try:
+            if self.epoch is not None:
+                workspace.claim(self.generation, self.epoch)     # refused if a newer owner did
+            workspace.prune_expired_keys()
+        except BaseException:
+            reads.close()
             workspace.close()
             raise
         self.workspace, self.reads = workspace, reads
@@ -167,6 +230,8 @@ class WorkspaceHost:
         def done(ok, result, timings):
             if ok and counts and not timings.get("replayed"):
                 note(1)
+                if method == "forget":        # copies taken before it hold the text too
+                    drop_after_forget(self.path)
             callback(ok, result, timings)
         self.writer.submit(method, body, done, prepared, key)
 
@@ -209,6 +274,7 @@ class WorkspaceHost:
             taken = self.snapshotter.snapshot_now("prune")
         with self.snapshotter.paused():
             deleted = prune(store, self.workspace_id, keep)
+        drop_after_forget(self.path)           # asides are older versions kept on the node
         return {"workspace": self.workspace_id, "snapshot": taken, "deleted": deleted,
                 "kept": list_versions(store, self.workspace_id)}
 
@@ -225,7 +291,8 @@ class WorkspaceHost:
             self._close_io()
             try:
                 result = restore_snapshot(store, self.workspace_id, self.path, version,
-                                          publish=True, keep=self.keep)
+                                          publish=True, keep=self.keep,
+                                          new_position=self._position_after_restore())
             finally:
                 try:
                     self._open()
@@ -234,6 +301,16 @@ class WorkspaceHost:
                                   self.workspace_id)
         self.snapshotter.mark_clean(result["published"])
         return result
+
+    def _position_after_restore(self) -> int:
+        """A restore is a new state: above the live copy's and every acknowledged position."""
+        live = inspect_copy(self.path)
+        return max(self.min_position, live.position if live else 0) + 1
+
+    def position(self) -> int:
+        """The copy's position now (the newest acknowledged state of this workspace)."""
+        copy = inspect_copy(self.path)
+        return copy.position if copy is not None else 0
 
     def hibernate(self) -> dict:
         """Drain writes, snapshot if anything changed (unless the store is backing off), close."""
@@ -252,14 +329,18 @@ class WorkspaceHost:
                     error = exc.message
         self.snapshotter.close()
         self._close_io()
+        position = self.position()
+        self._lock.release()
         status = self.snapshotter.status()
         return {"workspace": self.workspace_id, "snapshot": manifest, "error": error,
-                "pendingSnapshot": status["pendingWrites"] > 0, "snapshots": status}
+                "pendingSnapshot": status["pendingWrites"] > 0, "snapshots": status,
+                "position": position}
 
     def close(self) -> None:
         self._closed = True
         self.snapshotter.close()
         self._close_io()
+        self._lock.release()
 
     def status(self) -> dict:
         return {"activation": self.activation, "snapshots": self.snapshotter.status(),

@@ -346,9 +346,23 @@ class WorkspaceRecord(Answer):
                                                   "generations existed)")
 
 
+class Location(Answer):
+    generation: Optional[str] = Field(description="this creation of the id")
+    nodeId: Optional[str] = Field(description="the node holding the live copy")
+    epoch: int = Field(description="fencing token: one more on every activation; a host "
+                                   "holding an older one can neither open nor write the file")
+    position: int = Field(description="committed changes acknowledged so far: no copy below "
+                                      "this is ever opened")
+    storedPosition: int = Field(description="the newest position held by the snapshot store "
+                                            "(below `position`: only the live copy's node has "
+                                            "the newest writes)")
+
+
 class WorkspaceDetail(WorkspaceRecord):
     resident: bool = Field(description="an actor holds it now (else it is hibernated)")
     durability: dict[str, Any] = Field(description="residency, placement, snapshot status")
+    location: Location = Field(description="the location record: where the workspace lives "
+                                           "and how far its copies reach")
 
 
 class Hibernated(Answer):

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from minisphere.engine.location import advance
 from minisphere.engine.normalize import content_hash, normalize_tags
 from minisphere.engine.writes import canonical_endpoints
 from minisphere.errors import ImportFormatError
@@ -125,6 +126,7 @@ class ImportSession:
     def feed(self, records: list, first: int) -> None:
         """`records` are data lines number `first` (1-based) onwards."""
         last = first + len(records) - 1
+        position = None
         with self.workspace.transaction() as conn:
             self.importer.conn = conn
             for index, record in enumerate(records, start=first):
@@ -134,6 +136,9 @@ class ImportSession:
                     self.importer.apply(record)
             if last > self.applied:
                 _checkpoint(conn, self.key, last)
+                position = advance(conn)   # imported lines change the memory (its position)
+        if position is not None:
+            self.workspace.position = position                 # committed
         self.applied = max(self.applied, last)
 
     def finish(self, lines: int) -> dict:

@@ -4,9 +4,12 @@ cluster: a head and two worker nodes on this machine, `ray.cluster_utils.Cluster
 1. workspaces are placed on worker A and worker B (recorded placement -> node affinity);
 2. each gets entries, then a snapshot, then a few more (unsnapshotted) entries;
 3. worker B's disk is lost (its workspaces' folders deleted) and worker B is removed;
-4. every workspace answers again, B's from another node restored from their snapshots, with
-   every snapshotted entry present; A's untouched; the scheduled-tasks actor still runs and can
-   run a staleness pass on a moved workspace.
+4. B's workspaces are refused by name (`workspace_data_missing`), never opened older: their
+   newest acknowledged writes were only on B, and the directory's location record knows it;
+5. an admin accepts the loss (the store's state becomes the newest); then every workspace
+   answers again, B's from another node restored from their snapshots, with every snapshotted
+   entry present; A's untouched; the scheduled-tasks actor still runs and can run a staleness
+   pass on a moved workspace.
 
 Prints one JSON line (the findings) on stdout; exit status 0 when every check held.
 """
@@ -132,6 +135,12 @@ def main() -> int:
             raise AssertionError("the directory did not start workspaces on their recorded "
                                  "nodes (placement / node affinity not honored)")
 
+        # the directory has heard every acknowledged write (the actors report positions)
+        expected = ENTRIES_SNAPSHOTTED + ENTRIES_AFTER_SNAPSHOT
+        while time.monotonic() < deadline and not all(
+                ray.get(directory.get.remote(w))["location"]["position"] >= expected
+                for w in kept):
+            time.sleep(0.2)
         # worker B goes away with its disk: its workspace files are gone too
         for workspace_id in kept:
             if workspace_id.startswith("mn-b-"):
@@ -140,6 +149,17 @@ def main() -> int:
         findings["removed"] = "B"
 
         deadline = time.monotonic() + RECOVERY_TIMEOUT_S
+        refused = {}
+        for workspace_id in [w for w in kept if w.startswith("mn-b-")]:
+            try:
+                call(ray, directory, workspace_id, "getCount", {}, deadline)
+                refused[workspace_id] = "opened"
+            except Exception as exc:  # noqa: BLE001 - the refusal is what is checked
+                refused[workspace_id] = getattr(exc, "code", exc.__class__.__name__)
+            ray.get(directory.accept_stored_state.remote(workspace_id))
+        findings["refusedBeforeAcceptingTheLoss"] = refused
+        findings["checks"]["B's workspaces refused by name, not opened older"] = all(
+            code == "workspace_data_missing" for code in refused.values())
         recovered = {}
         for workspace_id, entries in kept.items():
             count, handle = call(ray, directory, workspace_id, "getCount", {}, deadline)

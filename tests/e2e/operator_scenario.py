@@ -17,8 +17,11 @@ node's files). The procedure is infra/README.md's, step by step:
 4. black-box route checks over HTTP through the head's proxy (with Serve's fast path on, Ray
    2.60 runs its one HTTP proxy on the head): create workspaces, writes, reads, isolation,
    snapshots;
-5. `ray stop` on the worker holding the most workspaces: they are served again from the other
-   worker, restored from their snapshots (checked entry by entry);
+5. `ray stop` on the worker holding the most workspaces: the writes acknowledged after their
+   last snapshot were only on that worker, so they are refused by name
+   (`503 workspace_data_missing`), never opened older; an admin restores the newest snapshot
+   version (accepting the loss), and they are served from the other worker, every snapshotted
+   write present (checked entry by entry);
 6. `serve deploy` again with a changed config while a client keeps writing: no acknowledged write
    lost or doubled, still one directory and one scheduler actor (the same ones).
 
@@ -462,6 +465,37 @@ class Scenario:
             found += answer.status_code == 200 and answer.json().get("id") == entry_id
         return found
 
+    def wait_positions(self, http, workspaces: dict, deadline: float) -> None:
+        """Until the directory's location record has heard of every acknowledged write."""
+        expected = WRITES_PER_WORKSPACE + WRITES_AFTER_SNAPSHOT
+        while time.monotonic() < deadline:
+            positions = [http.get(f"/v1/workspaces/{w}", headers=self.admin).json()
+                         ["location"]["position"] for w in workspaces]
+            if all(p >= expected for p in positions):
+                return
+            time.sleep(POLL_S)
+        raise TimeoutError(f"positions not reported: {positions}")
+
+    def accept_the_loss(self, http, workspaces: dict, moved: list[str], deadline: float) -> None:
+        """The stopped worker held writes the store never got: its workspaces are refused by
+        name (never opened older), until an admin restores the newest stored version."""
+        refused = {}
+        for workspace_id in moved:
+            answer = http.post(f"/v1/w/{workspace_id}/getCount", json={},
+                               headers={"Authorization": f"Bearer {workspaces[workspace_id]['token']}"})
+            refused[workspace_id] = (answer.status_code,
+                                     (answer.json().get("error") or {}).get("code"))
+            versions = http.get(f"/v1/workspaces/{workspace_id}/snapshots",
+                                headers=self.admin).json()["items"]
+            restored = http.post(f"/v1/workspaces/{workspace_id}/restore", headers=self.admin,
+                                 json={"version": versions[-1]["version"]})
+            if restored.status_code != 200:
+                raise RuntimeError(f"restore {workspace_id}: {restored.status_code} "
+                                   f"{restored.text[:300]}")
+        self.findings["refusedBeforeTheRestore"] = refused
+        self.check("moved workspaces refused by name, never opened older",
+                   all(r == (503, "workspace_data_missing") for r in refused.values()), refused)
+
     # ---- a worker leaves ------------------------------------------------------------------------
     def stop_worker(self, http, workspaces: dict, placed: dict) -> None:
         per_worker = {n.name: [w for w, where in placed.items() if where == n.name]
@@ -484,6 +518,7 @@ class Scenario:
             os.kill(victim.init_pid, signal.SIGKILL)
         deadline = time.monotonic() + RECOVERY_TIMEOUT_S
         started = time.monotonic()
+        self.accept_the_loss(http, workspaces, moved, deadline)
         report = {}
         for workspace_id, ws in workspaces.items():
             answer = self.call(http, workspace_id, ws["token"], "getCount", {},
@@ -632,6 +667,7 @@ class Scenario:
                     workspaces = self.route_checks(http)
                     placed = self.placement(http, workspaces)
                     self.snapshot_all(http, workspaces)
+                    self.wait_positions(http, workspaces, time.monotonic() + DEPLOY_TIMEOUT_S)
                 self.findings["placedOn"] = placed
                 log(f"placed: {placed}")
                 self.check("one directory and one scheduler after the deploy",

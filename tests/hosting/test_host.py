@@ -5,7 +5,12 @@ from concurrent.futures import Future
 import pytest
 
 from minisphere.durability.stores import S3SnapshotStore
-from minisphere.errors import NotFound, SnapshotNotFound, SnapshotStoreUnavailable, WorkspaceClosed
+from minisphere.errors import (
+    NotFound,
+    SnapshotStoreUnavailable,
+    WorkspaceClosed,
+    WorkspaceDataMissing,
+)
 from minisphere.hosting.host import WorkspaceHost
 from tests.durability.helpers import count, fill, free_port
 
@@ -29,7 +34,7 @@ def make(tmp_path, store, **kw):
 
 def test_snapshot_restore_and_reactivation(tmp_path, local_store):
     host = make(tmp_path, local_store)
-    assert host.activation == {"source": "new"}
+    assert host.activation == {"source": "new", "position": 0}
     kept = [write(host, f"kept fact {i}")["id"] for i in range(3)]
     assert host.snapshotter.pending_writes == 4          # 3 writes + "never snapshotted"
     first = host.snapshot_now()
@@ -71,7 +76,7 @@ def test_hibernate_without_changes_takes_no_snapshot(tmp_path, local_store):
 
 
 def test_missing_file_without_snapshot_is_refused_when_one_was_expected(tmp_path, local_store):
-    with pytest.raises(SnapshotNotFound, match="refusing to start it empty"):
+    with pytest.raises(WorkspaceDataMissing, match="refusing to open it older or empty"):
         make(tmp_path, local_store, expect_snapshot=True)
 
 

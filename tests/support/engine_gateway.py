@@ -200,7 +200,8 @@ class EngineGateway:
     def _get(self, workspace_id: str) -> dict:
         resident = workspace_id in self.open
         return {**self.control.get(workspace_id), "resident": resident,
-                "durability": {**self.control.durability(workspace_id), "resident": resident}}
+                "durability": {**self.control.durability(workspace_id), "resident": resident},
+                "location": self.control.location(workspace_id)}
 
     async def get(self, workspace_id):
         return await self._run(self._get, workspace_id)

@@ -21,8 +21,9 @@ NODE = "in-process-node"
 class InProcessWorkspaceActor:
     _ids = itertools.count()
 
-    def __init__(self, name: str, startable: bool = True):
+    def __init__(self, name: str, startable: bool = True, bind_gate: asyncio.Event | None = None):
         self.name = name
+        self.bind_gate = bind_gate          # a test holds binds here to race them
         self.started = asyncio.Event()
         if startable:
             self.started.set()
@@ -30,6 +31,7 @@ class InProcessWorkspaceActor:
         self.host: WorkspaceHost | None = None
         self.grants: tuple = ()
         self.killed = False
+        self.inflight = 0                   # calls a test says are running in it
 
     async def ready(self) -> dict:
         return {"name": self.name, "nodeId": NODE, "bound": None}
@@ -37,10 +39,13 @@ class InProcessWorkspaceActor:
     async def bind(self, launch, grants=()) -> dict:
         if self.host is not None:
             raise AssertionError(f"{self.name} bound twice")
+        if self.bind_gate is not None:
+            await self.bind_gate.wait()
         snapshots = launch.snapshots or SnapshotSettings()
         self.host = await asyncio.to_thread(
             WorkspaceHost, launch.workspace_id, launch.path,
             store=open_snapshot_store(snapshots), generation=launch.generation,
+            epoch=launch.epoch, position=launch.position,
             synchronous=launch.synchronous, snapshots=snapshots,
             pending_writes=launch.pending_writes, expect_snapshot=launch.expect_snapshot,
             background=False)
@@ -51,7 +56,7 @@ class InProcessWorkspaceActor:
         self.grants = tuple(grants)
 
     async def activity(self) -> dict:
-        return {"lastCallAt": 0.0, "snapshotFailing": False}
+        return {"lastCallAt": 0.0, "snapshotFailing": False, "inflight": self.inflight}
 
     async def hibernate(self) -> dict:
         return await asyncio.to_thread(self.host.hibernate)
@@ -60,6 +65,7 @@ class InProcessWorkspaceActor:
 class InProcessActors:
     def __init__(self, node_resources: dict | None = None):
         self.node_resources = dict(node_resources or {})
+        self.bind_gate: asyncio.Event | None = None    # set by a test: binds wait for it
         self.live: dict[str, InProcessWorkspaceActor] = {}
         self.started = 0
 
@@ -67,7 +73,7 @@ class InProcessActors:
         self.started += 1
         wanted = options.get("resources") or {}
         startable = all(self.node_resources.get(r, 0) >= n for r, n in wanted.items())
-        actor = self.live[name] = InProcessWorkspaceActor(name, startable)
+        actor = self.live[name] = InProcessWorkspaceActor(name, startable, self.bind_gate)
         return actor
 
     @staticmethod
@@ -104,6 +110,9 @@ class InProcessActors:
 
     def alive_nodes(self) -> dict[str, dict]:
         return {NODE: dict(self.node_resources)}
+
+    async def on_every_node(self, fn, args_for, timeout_s: float | None = None) -> dict:
+        return {NODE: await asyncio.to_thread(fn, *args_for(NODE))}
 
     def free_slots(self) -> dict[str, float]:
         return {NODE: self.node_resources.get(WORKSPACE_SLOT_RESOURCE, 0)}

@@ -1,0 +1,137 @@
+"""Every byte of a workspace on a node's disk, and how it goes away.
+
+Next to `workspace.db` a node can hold its WAL and shared-memory files, the copy a restore set
+aside (`workspace.db.pre-restore-*`, so an admin can undo a restore) and an export's private
+copy (`.export-*.db`). Each of them can hold text the tenant has since forgotten, or belong to
+a workspace that was deleted or has moved to another node. This module names them all in one
+place, so deletion, forget and the per-node sweep never miss one:
+
+- `discard_copy` deletes a workspace's copy with everything around it (a dead generation, a
+  stale copy left behind by a move);
+- `drop_after_forget` deletes what a forget must reach beside the live file (the aside copies
+  and export leftovers: both were taken before the forget);
+- `sweep_node` runs on every node (the directory sends it) and deletes the folders of
+  generations the directory has tombstoned and the stale copies of workspaces that now live
+  elsewhere, skipping any folder a live host holds (`HostLock`).
+"""
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+
+from minisphere.durability.snapshots import ASIDE_MARK
+from minisphere.engine.location import inspect_copy
+from minisphere.errors import WorkspaceUnavailable
+
+log = logging.getLogger("minisphere.copies")
+EXPORT_COPY_GLOB = ".export-*"
+SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
+LOCK_NAME = ".host.lock"
+HOST_LOCK_WAIT_S = 30.0       # for the previous host of the folder to end (a process exit)
+HOST_LOCK_POLL_S = 0.05
+
+
+def _unlink(path: Path) -> bool:
+    try:
+        path.unlink()
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def drop_asides(db_path: Path) -> int:
+    """Delete the pre-restore copies of the file; returns how many files went."""
+    return sum(_unlink(p) for p in db_path.parent.glob(f"{db_path.name}{ASIDE_MARK}*"))
+
+
+def drop_export_copies(folder: Path) -> int:
+    return sum(_unlink(p) for p in folder.glob(EXPORT_COPY_GLOB))
+
+
+def drop_after_forget(db_path: Path) -> int:
+    """What a forget must reach beside the live file: copies taken before it."""
+    return drop_asides(db_path) + drop_export_copies(db_path.parent)
+
+
+def discard_copy(db_path: Path) -> None:
+    """Delete a workspace copy: the file, its WAL and shared memory, its asides, exports."""
+    for path in [db_path, *(Path(str(db_path) + s) for s in SIDE_SUFFIXES)]:
+        _unlink(path)
+    drop_after_forget(db_path)
+
+
+class HostLock:
+    """An exclusive lock a host holds on its workspace folder while the file is open, so the
+    node's sweep (another process) never deletes a copy in use, and two hosts on one node never
+    open the same folder at once. A previous holder on its way out (a hibernated or killed
+    actor) lets go when its process ends, so a new host waits a bounded time for it."""
+
+    def __init__(self, folder: Path, wait_s: float = HOST_LOCK_WAIT_S):
+        self._fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(self._fd)
+                    self._fd = None
+                    raise WorkspaceUnavailable(
+                        f"another process on this node still holds {folder.name}; retry "
+                        "shortly") from None
+                time.sleep(HOST_LOCK_POLL_S)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)          # closing drops the lock
+            self._fd = None
+
+
+def _held_by_a_host(folder: Path) -> bool:
+    try:
+        fd = os.open(folder / LOCK_NAME, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def sweep_node(root: str | Path, node_id: str, tombstones: dict[str, list[str]],
+               moved: dict[str, tuple[str | None, str | None, int]],
+               file_name: str = "workspace.db") -> list[str]:
+    """Delete, under `root` (the node's workspaces folder), every copy the directory has given
+    up on: a copy whose generation is tombstoned (`tombstones`: id -> dead generations), and a
+    copy of a workspace that now lives on another node and is safely in the store (`moved`:
+    id -> (generation, holding node, stored position), deleted when it is at or below the
+    stored position). Folders a live host holds are skipped. Returns what was deleted."""
+    root = Path(root)
+    deleted = []
+    if not root.is_dir():
+        return deleted
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        copy = inspect_copy(folder / file_name)
+        if copy is None or _held_by_a_host(folder):
+            continue
+        dead = copy.generation in tombstones.get(folder.name, ())
+        generation, holder, stored = moved.get(folder.name, (None, None, -1))
+        stale = (holder not in (None, node_id) and copy.generation == generation
+                 and copy.position <= stored)
+        if dead:
+            shutil.rmtree(folder, ignore_errors=True)
+        elif stale:
+            discard_copy(folder / file_name)
+        else:
+            continue
+        log.info("node sweep: removed %s copy of %s", "deleted" if dead else "stale", folder.name)
+        deleted.append(folder.name)
+    return deleted

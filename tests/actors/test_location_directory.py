@@ -1,0 +1,101 @@
+"""The location record in the directory: a delete fences the activations racing it and
+reaches every copy, a wake gets a fresh fencing epoch and the newest acknowledged position,
+and a resident with a call running is never taken for idle. The directory's own parts over
+real workspace files (the in-process runtime of tests/support)."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from minisphere.errors import NotFound
+from tests.actors.test_directory_state import directory_parts
+
+SECRET = "the old tenant's launch code is 0000-7731"
+
+
+def test_a_delete_racing_a_wake_wins_and_the_recreated_id_starts_empty(tmp_path):
+    parts, control, runtime = directory_parts(tmp_path)
+
+    async def drive():
+        old = parts.workspaces.create("raced", None, None)
+        actor = await parts.activator.activate("raced")
+        actor.host.workspace.capture(SECRET)
+        await parts.hibernation.hibernate("raced")            # its snapshot holds the secret
+        runtime.bind_gate = asyncio.Event()                   # the next wake waits to bind
+        wake = asyncio.ensure_future(parts.activator.activate("raced"))
+        await asyncio.sleep(0.05)
+        deletion = asyncio.ensure_future(parts.workspaces.delete("raced"))
+        await asyncio.sleep(0.05)
+        runtime.bind_gate.set()                              # the wake binds mid-delete
+        with pytest.raises(NotFound):
+            await wake
+        await deletion
+        runtime.bind_gate = None
+        assert runtime.live == {}                             # no actor of it survives
+        new = parts.workspaces.create("raced", None, None)
+        assert new["workspace"]["generation"] != old["workspace"]["generation"]
+        fresh = await parts.activator.activate("raced")
+        return fresh.host.workspace.get_count(), new
+
+    count, new = asyncio.run(drive())
+    assert count == {"count": 0}
+    assert control.get("raced")["state"] == "active"
+    leftovers = [p for p in tmp_path.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert leftovers == []
+
+
+def test_every_wake_gets_a_higher_epoch_and_the_acknowledged_position(tmp_path):
+    parts, control, _ = directory_parts(tmp_path)
+
+    async def drive():
+        parts.workspaces.create("moving", None, None)
+        epochs = []
+        for round_ in range(3):
+            actor = await parts.activator.activate("moving")
+            epochs.append(actor.host.epoch)
+            actor.host.workspace.capture(f"fact {round_}")
+            await parts.hibernation.hibernate("moving")
+        return epochs
+
+    epochs = asyncio.run(drive())
+    assert epochs == sorted(set(epochs)) and len(epochs) == 3
+    location = control.location("moving")
+    assert location["position"] == location["storedPosition"] == 3
+
+
+def test_a_resident_with_a_call_running_is_not_hibernated_as_idle(tmp_path, monkeypatch):
+    monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
+    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_HIBERNATE_IDLE_S="1")
+
+    async def drive():
+        parts.workspaces.create("busy", None, None)
+        parts.workspaces.create("quiet", None, None)
+        busy = await parts.activator.activate("busy")
+        await parts.activator.activate("quiet")
+        busy.inflight = 1                                  # a long write, started long ago
+        for ws in ("busy", "quiet"):
+            parts.residents.get(ws).last_used -= 3600
+        return await parts.hibernation.sweep()
+
+    assert asyncio.run(drive()) == ["quiet"]
+
+
+def test_the_node_sweep_removes_a_deleted_workspaces_copy_left_on_a_node(tmp_path):
+    parts, control, _ = directory_parts(tmp_path)
+
+    async def drive():
+        parts.workspaces.create("gone", None, None)
+        actor = await parts.activator.activate("gone")
+        actor.host.workspace.capture(SECRET)
+        await parts.hibernation.hibernate("gone")
+        folder = parts.workspaces.folder("gone")
+        left = folder.with_name("gone-copy-on-a-worker")    # what another node's disk keeps
+        folder.rename(left)
+        await parts.workspaces.delete("gone")
+        left.rename(folder)                                 # the worker's folder is there
+        return await parts.workspaces.sweep_nodes(), folder
+
+    swept, folder = asyncio.run(drive())
+    assert list(swept.values()) == [["gone"]]
+    assert not folder.exists()

@@ -1,0 +1,168 @@
+"""A workspace lives in one place: the host opens a copy only when it belongs to the current
+creation of the id and reaches the newest acknowledged position; otherwise it deletes it and
+restores from the store, or refuses with a named error. Two folders stand for two nodes' disks
+sharing one snapshot store."""
+from __future__ import annotations
+
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from minisphere.engine.clock import ManualClock
+from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS
+from minisphere.engine.location import inspect_copy
+from minisphere.engine.workspace import Workspace
+from minisphere.errors import WorkspaceDataMissing, WorkspaceFenced
+from minisphere.hosting.copies import HostLock, sweep_node
+from minisphere.hosting.host import WorkspaceHost
+
+SECRET = "the vault passphrase is plum-otter-4471"
+
+
+def host_on(node: Path, store, **kw) -> WorkspaceHost:
+    return WorkspaceHost("ws-loc", node / "ws-loc" / "workspace.db", store=store,
+                         synchronous="NORMAL", background=False, **kw)
+
+
+def write(host, method, body, key=None):
+    future = Future()
+    host.submit_write(method, body, lambda ok, result, t: future.set_result((ok, result)),
+                      key=key)
+    ok, result = future.result(timeout=30)
+    if not ok:
+        raise result
+    return result
+
+
+def count(host) -> int:
+    return host.submit_read("getCount", {}).result(timeout=30)[0]["count"]
+
+
+def bytes_under(folder: Path, needle: str) -> list[str]:
+    return [str(p) for p in folder.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
+
+
+def test_a_recreated_id_never_opens_the_deleted_creations_file(tmp_path, local_store):
+    old = host_on(tmp_path / "b", local_store, generation="gen-old", epoch=1)
+    write(old, "capture", {"content": SECRET})
+    old.close()                                   # the node kept its file; the id was deleted
+    new = host_on(tmp_path / "b", local_store, generation="gen-new", epoch=1)
+    try:
+        assert new.activation["source"] == "new"
+        assert "deleted creation" in new.activation["discarded"]
+        assert count(new) == 0
+        assert new.submit_read("recall", {"query": "vault passphrase"}).result()[0]["items"] == []
+    finally:
+        new.close()
+    assert bytes_under(tmp_path / "b", SECRET) == []
+
+
+def test_moving_back_to_a_node_with_a_stale_copy_restores_the_newest_state(tmp_path,
+                                                                            local_store):
+    a = host_on(tmp_path / "a", local_store, generation="g", epoch=1)
+    write(a, "capture", {"content": "first fact"})
+    left_a = a.hibernate()                       # snapshot: the store reaches this position
+    b = host_on(tmp_path / "b", local_store, generation="g", epoch=2,
+                position=left_a["position"], expect_snapshot=True)
+    assert b.activation["source"] == "snapshot"
+    write(b, "capture", {"content": "second fact, written on b"})
+    left_b = b.hibernate()
+    assert left_b["position"] > left_a["position"]
+    back = host_on(tmp_path / "a", local_store, generation="g", epoch=3,
+                   position=left_b["position"], expect_snapshot=True)
+    try:
+        assert "stale" in back.activation["discarded"]
+        assert back.activation["source"] == "snapshot"
+        assert count(back) == 2                   # was 1: the stale local copy was opened
+    finally:
+        back.close()
+
+
+def test_a_copy_older_than_the_acknowledged_position_is_refused_not_opened(tmp_path,
+                                                                         local_store):
+    a = host_on(tmp_path / "a", local_store, generation="g", epoch=1)
+    write(a, "capture", {"content": "snapshotted fact"})
+    a.snapshot_now()
+    for i in range(3):
+        write(a, "capture", {"content": f"acknowledged after the snapshot {i}"})
+    acknowledged = a.position()
+    a.close()                                    # then node a is lost with its disk
+    with pytest.raises(WorkspaceDataMissing, match=f"position {acknowledged}"):
+        host_on(tmp_path / "b", local_store, generation="g", epoch=2, position=acknowledged,
+                expect_snapshot=True)
+    assert not (tmp_path / "b" / "ws-loc" / "workspace.db").exists()
+
+
+def test_a_lost_file_with_acknowledged_writes_and_no_snapshot_is_not_opened_empty(tmp_path,
+                                                                                 local_store):
+    with pytest.raises(WorkspaceDataMissing):
+        host_on(tmp_path / "a", local_store, generation="g", epoch=2, position=300)
+
+
+def test_an_owner_replaced_by_a_newer_epoch_writes_nothing(tmp_path, local_store):
+    first = host_on(tmp_path / "shared", local_store, generation="g", epoch=1)
+    write(first, "capture", {"content": "written by the first owner"})
+    first._lock.release()                   # the shared disk's lock aside: fencing alone
+    second = host_on(tmp_path / "shared", local_store, generation="g", epoch=2)
+    try:
+        with pytest.raises(WorkspaceFenced):
+            write(first, "capture", {"content": "a write from the replaced owner"})
+        assert count(second) == 1
+        second._lock.release()
+        with pytest.raises(WorkspaceFenced):      # and an older epoch cannot open it again
+            host_on(tmp_path / "shared", local_store, generation="g", epoch=1)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_forget_reaches_idempotency_answers_restore_asides_and_export_copies(tmp_path,
+                                                                            local_store):
+    host = host_on(tmp_path / "a", local_store, generation="g", epoch=1)
+    entry = write(host, "capture", {"content": "a harmless note"})["id"]
+    write(host, "update", {"id": entry, "content": SECRET}, key="update-1")
+    version = host.snapshot_now()["version"]
+    host.restore(version)                         # leaves a pre-restore copy beside the file
+    leftover = host.path.parent / ".export-abandoned.db"
+    leftover.write_bytes(SECRET.encode())         # an export nobody finished
+    assert bytes_under(tmp_path / "a", SECRET)
+    write(host, "forget", {"id": entry})
+    with pytest.raises(Exception, match="was forgotten since"):
+        write(host, "update", {"id": entry, "content": SECRET}, key="update-1")
+    host.close()
+    assert bytes_under(tmp_path / "a", SECRET) == []
+
+
+def test_expired_idempotency_answers_leave_the_file_and_its_snapshots(tmp_path, local_store):
+    clock = ManualClock()
+    ws = Workspace(tmp_path / "w.db", clock=clock)
+    entry = ws.capture("note")["id"]
+    ws.call("update", {"id": entry, "content": SECRET}, idempotency_key="k")
+    ws.call("update", {"id": entry, "content": "rewritten"})
+    clock.advance(ms=IDEMPOTENCY_KEEP_MS + 1)
+    ws.capture("a later keyless write")            # prunes expired keys, keyed or not
+    assert ws.conn.execute("SELECT count(*) FROM idempotency_keys").fetchone()[0] == 0
+    ws.close()
+
+
+def test_the_node_sweep_deletes_dead_and_moved_copies_but_never_a_held_one(tmp_path):
+    root = tmp_path / "workspaces"
+    for name, generation in [("dead", "g-dead"), ("moved", "g1"), ("held", "g-dead"),
+                             ("current", "g2")]:
+        (root / name).mkdir(parents=True)
+        ws = Workspace(root / name / "workspace.db")
+        ws.claim(generation, 1)
+        ws.capture(SECRET)
+        ws.close()
+    lock = HostLock(root / "held")
+    try:
+        deleted = sweep_node(root, "node-a", {"dead": ["g-dead"], "held": ["g-dead"]},
+                             {"moved": ("g1", "node-b", 10), "current": ("g2", "node-a", 10)})
+    finally:
+        lock.release()
+    assert sorted(deleted) == ["dead", "moved"]
+    assert not (root / "dead").exists()
+    assert inspect_copy(root / "moved" / "workspace.db") is None
+    assert inspect_copy(root / "held" / "workspace.db") is not None
+    assert inspect_copy(root / "current" / "workspace.db") is not None
