@@ -9,6 +9,8 @@ allow."""
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 from collections import Counter
 
 import httpx
@@ -17,7 +19,12 @@ import pytest
 from actors.ingress.gateway import Gateway
 from minisphere.control.blueprints import Blueprint
 from minisphere.control.plane import ControlPlane
-from minisphere.control.token_cache import ADMIN_GUESS_BURST, FAILED_AUTH_BURST
+from minisphere.control.token_cache import (
+    ADMIN_GUESS_BURST,
+    ADMIN_GUESSES_PER_S,
+    FAILED_AUTH_BURST,
+    FAILED_AUTH_PER_S,
+)
 from minisphere.http.app import build_api
 from minisphere.settings import Settings
 
@@ -105,12 +112,16 @@ def state(plane) -> tuple:
 CAPTURE = ("POST", "/v1/w/ws-a/capture", {"content": "an intruder's text"})
 ADMIN_ROUTE = ("GET", "/v1/workspaces", None)
 WHOAMI = ("GET", "/v1/whoami", None)
-# name: (route, authorization of request i, directory asks each replica may make). Distinct
-# guesses are held to the budget; copies of one token share one question per replica.
+# name: (route, authorization of request i, directory asks each replica may make, and how many
+# more per second the flood lasts: a budget refills while a busy machine works through it).
+# Distinct guesses are held to the budget; copies of one token share one question per replica.
 CASES = {
-    "unknown tokens, each new": (CAPTURE, lambda c, i: f"Bearer msw_guess-{i}", FAILED_AUTH_BURST),
-    "admin guesses": (ADMIN_ROUTE, lambda c, i: f"Bearer msa_guess-{i}", ADMIN_GUESS_BURST),
-    "whoami guesses": (WHOAMI, lambda c, i: f"Bearer msw_guess-{i}", FAILED_AUTH_BURST),
+    "unknown tokens, each new": (CAPTURE, lambda c, i: f"Bearer msw_guess-{i}",
+                                 (FAILED_AUTH_BURST, FAILED_AUTH_PER_S)),
+    "admin guesses": (ADMIN_ROUTE, lambda c, i: f"Bearer msa_guess-{i}",
+                      (ADMIN_GUESS_BURST, ADMIN_GUESSES_PER_S)),
+    "whoami guesses": (WHOAMI, lambda c, i: f"Bearer msw_guess-{i}",
+                       (FAILED_AUTH_BURST, FAILED_AUTH_PER_S)),
     "one unknown token": (CAPTURE, lambda c, i: "Bearer msw_guess", 1),
     "another workspace's token": (CAPTURE, lambda c, i: f"Bearer {c['other']}", 1),
     "a revoked token": (CAPTURE, lambda c, i: f"Bearer {c['revoked']}", 1),
@@ -126,18 +137,21 @@ CASES = {
 def test_bad_credentials_sent_at_once_to_two_replicas_get_nothing_past_the_budget(service,
                                                                                  case):
     plane, credentials, folder = service
-    (method, path, body), authorization, asks_per_replica = CASES[case]
+    (method, path, body), authorization, budget = CASES[case]
+    burst, refill_per_s = budget if isinstance(budget, tuple) else (budget, 0.0)
     apps, directory = replicas(plane, folder)
     before = state(plane)
+    started = time.monotonic()
     answers = flood(apps, [(method, path, body, authorization(credentials, i))
                            for i in range(AT_ONCE)])
+    asks_per_replica = burst + math.ceil(refill_per_s * (time.monotonic() - started))
     statuses = Counter(a.status_code for a in answers)
     assert set(statuses) <= {401, 403, 429}, statuses
     assert all(set(a.json()["error"]) == {"code", "message"} for a in answers)
     assert set(directory.asked) <= set(TOKEN_QUESTIONS), directory.asked      # nothing woken
     assert sum(directory.asked.values()) <= REPLICAS * asks_per_replica, directory.asked
     assert state(plane) == before
-    if asks_per_replica > 1:            # the budget, not luck, is what held the rest back
+    if burst > 1:                       # the budget, not luck, is what held the rest back
         assert statuses[429] >= AT_ONCE - REPLICAS * asks_per_replica, statuses
     else:                               # one token's copies: one answer, never a 429
         assert statuses[429] == 0, statuses

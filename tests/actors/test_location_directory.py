@@ -9,6 +9,7 @@ import asyncio
 import pytest
 
 from minisphere.errors import NotFound
+from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 from tests.actors.test_directory_state import directory_parts
 
 SECRET = "the old tenant's launch code is 0000-7731"
@@ -99,3 +100,25 @@ def test_the_node_sweep_removes_a_deleted_workspaces_copy_left_on_a_node(tmp_pat
     swept, folder = asyncio.run(drive())
     assert list(swept.values()) == [["gone"]]
     assert not folder.exists()
+
+
+def test_a_wake_on_a_full_node_makes_room_there_instead_of_moving(tmp_path, monkeypatch):
+    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    parts, _, runtime = directory_parts(
+        tmp_path, node_resources={WORKSPACE_SLOT_RESOURCE: 2}, MINISPHERE_WORKSPACE_SLOTS="on")
+
+    async def drive():
+        for ws in ("home", "older", "newer"):
+            parts.workspaces.create(ws, None, None)
+        home = await parts.activator.activate("home")
+        home.host.workspace.capture("written before it hibernated")
+        await parts.hibernation.hibernate("home")            # its file stays on the node
+        await parts.activator.activate("older")
+        await parts.activator.activate("newer")              # the node's two slots are taken
+        parts.residents.get("older").last_used -= 60
+        woken = await parts.activator.activate("home")
+        return woken.host.workspace.get_count()
+
+    assert asyncio.run(drive()) == {"count": 1}
+    assert sorted(parts.residents.ids()) == ["home", "newer"]    # the least recent made room
+    assert len(runtime.live) == 2

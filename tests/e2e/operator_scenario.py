@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import gzip
 import json
 import logging
 import os
@@ -46,6 +47,7 @@ import tempfile
 import threading
 import time
 import uuid
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,6 +144,7 @@ class Scenario:
         self.env_file = self.work / "minisphere.env"
         self.created_dirs: list[Path] = []
         self.moto = None
+        self.s3_endpoint: str | None = None
         self.findings: dict = {"store": store, "checks": {}, "timings": {}}
         self.url = f"http://{self.head.ip}:{SERVE_PORT}"
         self.dashboard = f"http://{self.head.ip}:{DASHBOARD_PORT}"
@@ -496,6 +499,106 @@ class Scenario:
         self.check("moved workspaces refused by name, never opened older",
                    all(r == (503, "workspace_data_missing") for r in refused.values()), refused)
 
+    # ---- nothing deleted or forgotten survives on any node -------------------------------------
+    def holding(self, secret: str) -> list[str]:
+        """Every file on any node's disk, and every stored object, that holds `secret` (stored
+        snapshots are gzip: they are searched decompressed)."""
+        needle = secret.encode()
+        found = []
+
+        def holds(blob: bytes, name: str) -> bool:
+            if name.endswith(".gz"):
+                with contextlib.suppress(OSError, EOFError, zlib.error):
+                    blob = gzip.decompress(blob)
+            return needle in blob
+
+        for node in self.nodes:
+            for path in (node.folder / "data").rglob("*"):
+                if path.is_file() and holds(path.read_bytes(), path.name):
+                    found.append(f"{node.name}:{path.relative_to(node.folder)}")
+        if self.store == "local":
+            for path in self.shared_snapshots.rglob("*"):
+                if path.is_file() and holds(path.read_bytes(), path.name):
+                    found.append(f"store:{path.relative_to(self.shared_snapshots)}")
+            return found
+        import boto3
+        s3 = boto3.client("s3", endpoint_url=self.s3_endpoint, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+        bucket = self.config_env(load_config())["MINISPHERE_S3_BUCKET"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+            for item in page.get("Contents", []):
+                blob = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+                if holds(blob, item["Key"]):
+                    found.append(f"store:{item['Key']}")
+        return found
+
+    def new_drill_workspace(self, http, label: str) -> tuple[str, dict]:
+        workspace_id = f"drill-{label}-{uuid.uuid4().hex[:6]}"
+        made = http.post("/v1/workspaces", json={"id": workspace_id}, headers=self.admin)
+        if made.status_code != 201:
+            raise RuntimeError(f"create {workspace_id}: {made.status_code} {made.text}")
+        return workspace_id, {"Authorization": f"Bearer {made.json()['token']}"}
+
+    def drill(self, http, workspace_id: str, headers: dict, method: str, body: dict,
+              key: str | None = None) -> dict:
+        answer = http.post(f"/v1/w/{workspace_id}/{method}", json=body,
+                           headers={**headers, **({"Idempotency-Key": key} if key else {})})
+        if answer.status_code != 200:
+            raise RuntimeError(f"{method} on {workspace_id}: {answer.status_code} "
+                               f"{answer.text[:300]}")
+        return answer.json()
+
+    def admin_step(self, http, verb: str, path: str, **kw):
+        answer = http.request(verb, path, headers=self.admin, **kw)
+        if answer.status_code != 200:
+            raise RuntimeError(f"{verb} {path}: {answer.status_code} {answer.text[:300]}")
+        return answer
+
+    def forget_drill(self, http) -> None:
+        """One secret through capture, a keyed update, a snapshot, a restore, forget, an export
+        and a prune: afterwards it is in no file of any node and in no stored object."""
+        secret = f"forget-drill passphrase {uuid.uuid4().hex}"
+        workspace_id, headers = self.new_drill_workspace(http, "forget")
+        entry = self.drill(http, workspace_id, headers, "capture",
+                           {"content": "a harmless note"})["id"]
+        self.drill(http, workspace_id, headers, "update", {"id": entry, "content": secret},
+                   key=uuid.uuid4().hex)
+        base = f"/v1/workspaces/{workspace_id}"
+        version = self.admin_step(http, "POST", f"{base}/snapshot").json()["version"]
+        self.admin_step(http, "POST", f"{base}/restore", json={"version": version})
+        before = self.holding(secret)
+        self.drill(http, workspace_id, headers, "forget", {"id": entry})
+        self.admin_step(http, "GET", f"{base}/export")
+        self.admin_step(http, "POST", f"{base}/snapshots/prune", json={"keep": 1})
+        after = self.holding(secret)
+        self.findings["forgetDrill"] = {"heldBefore": len(before), "heldAfter": after}
+        self.check("a forgotten secret is in no node's file and no stored object",
+                   bool(before) and not after, after)
+
+    def delete_drill(self, http) -> None:
+        """A workspace deleted while its file sits on a worker's disk, then created again with
+        the same id: the new tenant starts empty and the old content is nowhere."""
+        secret = f"delete-drill launch code {uuid.uuid4().hex}"
+        workspace_id, headers = self.new_drill_workspace(http, "delete")
+        self.drill(http, workspace_id, headers, "capture", {"content": secret})
+        base = f"/v1/workspaces/{workspace_id}"
+        self.admin_step(http, "POST", f"{base}/hibernate")       # its file stays on the worker
+        node = self.name_of(self.admin_step(http, "GET", base).json()["nodeId"])
+        before = self.holding(secret)
+        deleted = self.admin_step(http, "DELETE", base).json()
+        after = self.holding(secret)
+        made = http.post("/v1/workspaces", json={"id": workspace_id}, headers=self.admin)
+        again = {"Authorization": f"Bearer {made.json()['token']}"}
+        count = self.drill(http, workspace_id, again, "getCount", {})["count"]
+        recalled = self.drill(http, workspace_id, again, "recall", {"query": "launch code"})
+        self.findings["deleteDrill"] = {"node": node, "heldBefore": before, "heldAfter": after,
+                                        "nodesSwept": deleted.get("nodesSwept"),
+                                        "recreatedCount": count}
+        self.check("a deleted workspace leaves no byte on any node or in the store",
+                   any(h.startswith(node) for h in before) and not after, after)
+        self.check("the id created again starts empty", count == 0 and not recalled["items"],
+                   count)
+
     # ---- a worker leaves ------------------------------------------------------------------------
     def stop_worker(self, http, workspaces: dict, placed: dict) -> None:
         per_worker = {n.name: [w for w, where in placed.items() if where == n.name]
@@ -642,7 +745,7 @@ class Scenario:
         try:
             with self.timed("network"):
                 self.network_up()
-            endpoint = self.start_s3() if self.store == "s3" else None
+            endpoint = self.s3_endpoint = self.start_s3() if self.store == "s3" else None
             self.write_env_file(endpoint)
             base = load_config()
             config_path = SERVE_CONFIG
@@ -672,6 +775,9 @@ class Scenario:
                 log(f"placed: {placed}")
                 self.check("one directory and one scheduler after the deploy",
                            all(len(v) == 1 for v in self.singletons().values()))
+                with self.timed("drills"):
+                    self.forget_drill(http)
+                    self.delete_drill(http)
                 self.stop_worker(http, workspaces, placed)
                 self.redeploy(http, workspaces, base)
             self.findings["ok"] = all(self.findings["checks"].values())

@@ -115,7 +115,9 @@ class InProcessActors:
         return {NODE: await asyncio.to_thread(fn, *args_for(NODE))}
 
     def free_slots(self) -> dict[str, float]:
-        return {NODE: self.node_resources.get(WORKSPACE_SLOT_RESOURCE, 0)}
+        """As Ray counts them: every live actor holds one slot of the advertised ones."""
+        advertised = self.node_resources.get(WORKSPACE_SLOT_RESOURCE, 0)
+        return {NODE: max(0, advertised - len(self.live)) if advertised else 0}
 
     @staticmethod
     def aimed_at(node_id: str, cpus: float) -> dict:
