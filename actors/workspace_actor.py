@@ -48,6 +48,7 @@ from actors.parts.transfer_steps import TransferSessions
 from minisphere.contract.startup import verified_contracts
 from minisphere.control.auth import TokenGrant
 from minisphere.control.blueprints import VectorBindingSpec
+from minisphere.durability.replication import workspace_replica
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.methods import find_method
@@ -154,6 +155,8 @@ class WorkspaceActor:
             workspace_id, launch.path,
             store=open_snapshot_store(snapshots) if snapshots is not None else None,
             generation=launch.generation, epoch=launch.epoch, position=launch.position,
+            replica=workspace_replica(launch.replication, snapshots, launch.path, workspace_id,
+                                      launch.generation),
             synchronous=launch.synchronous, max_batch=launch.max_batch,
             snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
             expect_snapshot=launch.expect_snapshot, embedder=self._embedder(launch.vector),

@@ -170,6 +170,15 @@ class WorkspaceFenced(WorkspaceUnavailable):
     code = "fenced"
 
 
+class ReplicationUnconfirmed(WorkspaceUnavailable):
+    """`MINISPHERE_REPLICATION=sync`: the write committed on this node, but the replica did not
+    confirm it within the bound, so it is not reported as durable. A keyed write sent again
+    answers its stored result once the replica confirms."""
+    code = "replication_unconfirmed"
+    public_message = ("the write could not be confirmed on the replica in time; it may have "
+                      "been applied: send it again with the same Idempotency-Key")
+
+
 class InternalError(MiniSphereError):
     """A bug: logged with its traceback, reported without internals."""
     code = "internal"

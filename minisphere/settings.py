@@ -63,6 +63,10 @@ AUTO = 0                               # MAX_RESIDENT / SPARE_ACTORS: derived fr
 WORKSPACE_SLOT_RESOURCE = "minisphere_workspace_slots"
 WORKSPACE_SLOT_MODES = ("auto", "on", "off")   # auto: ask when some live node advertises slots
 DEFAULT_WORKSPACE_SLOTS_MODE = "auto"
+REPLICATION_MODES = ("sync", "async", "off")
+DEFAULT_REPLICATION_MODE = "off"
+REPLICATION_SYNC_TIMEOUT_S = 5.0       # a sync-mode batch waits this long for the replica
+LITESTREAM_DIR_NAME = "litestream"     # the node's daemon: config, socket, pid file, log
 PRIVATE_UMASK = 0o077                  # what a process of the service creates: owner only
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -160,6 +164,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("MINISPHERE_S3_ACCESS_KEY_ID", "(boto3's chain)",
            "credentials; empty: boto3's usual chain (`AWS_*` variables, instance role)"),
     EnvVar("MINISPHERE_S3_SECRET_ACCESS_KEY", "(boto3's chain)", "the key's secret"),
+    EnvVar("MINISPHERE_REPLICATION", f"`{DEFAULT_REPLICATION_MODE}`",
+           "continuous replication of resident workspaces with Litestream, to the snapshot "
+           "store: `sync` (a write is answered once on the replica), `async` (answered after "
+           "the local commit, shipped within about a second) or `off`"),
+    EnvVar("MINISPHERE_REPLICATION_TIMEOUT_S", f"`{REPLICATION_SYNC_TIMEOUT_S:g}`",
+           "`sync`: how long a write waits for the replica before it answers 503"),
     EnvVar("MINISPHERE_SNAPSHOT_EVERY_WRITES", f"`{SNAPSHOT_EVERY_WRITES}`",
            "snapshot after this many writes (0 = off)"),
     EnvVar("MINISPHERE_SNAPSHOT_EVERY_S", f"`{SNAPSHOT_EVERY_S:g}`",
@@ -235,6 +245,17 @@ class SnapshotSettings:
 
 
 @dataclass(frozen=True)
+class ReplicationSettings:
+    mode: str = DEFAULT_REPLICATION_MODE      # sync | async | off
+    sync_timeout_s: float = REPLICATION_SYNC_TIMEOUT_S
+    daemon_dir: str = ""                      # the node's Litestream folder (<data>/litestream)
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+
+@dataclass(frozen=True)
 class ResidencySettings:
     hibernate_idle_s: float = HIBERNATE_IDLE_S
     max_resident: int = AUTO               # AUTO: control/residency_policy.derived_resident_cap
@@ -261,6 +282,7 @@ class Settings:
     access_log: bool = False
     snapshots: SnapshotSettings = field(default_factory=SnapshotSettings)
     residency: ResidencySettings = field(default_factory=ResidencySettings)
+    replication: ReplicationSettings = field(default_factory=ReplicationSettings)
 
     @property
     def workspaces_dir(self) -> Path:
@@ -342,6 +364,16 @@ def load_snapshot_settings(data_dir: str | Path, env: Mapping[str, str]) -> Snap
         keep=env_number(env, "MINISPHERE_SNAPSHOT_KEEP", SNAPSHOT_KEEP_VERSIONS, 1, 10_000))
 
 
+def load_replication_settings(data_dir: Path, env: Mapping[str, str]) -> ReplicationSettings:
+    mode = env_value("MINISPHERE_REPLICATION", env).lower() or DEFAULT_REPLICATION_MODE
+    if mode not in REPLICATION_MODES:
+        raise ConfigError(f"MINISPHERE_REPLICATION must be sync, async or off, got {mode!r}")
+    return ReplicationSettings(
+        mode=mode, daemon_dir=str(data_dir / LITESTREAM_DIR_NAME),
+        sync_timeout_s=env_number(env, "MINISPHERE_REPLICATION_TIMEOUT_S",
+                                  REPLICATION_SYNC_TIMEOUT_S, 1, 300, kind=float))
+
+
 def load_workspace_slots_mode(env: Mapping[str, str]) -> str:
     mode = env_value("MINISPHERE_WORKSPACE_SLOTS", env).lower() or DEFAULT_WORKSPACE_SLOTS_MODE
     if mode not in WORKSPACE_SLOT_MODES:
@@ -387,6 +419,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     max_batch = env_number(env, "MINISPHERE_MAX_BATCH", DEFAULT_MAX_BATCH_WRITES, 1, 10_000)
     min_replicas, max_replicas = load_replica_bounds(env)
     snapshots = load_snapshot_settings(data_dir, env)
+    replication = load_replication_settings(data_dir, env)
     residency = ResidencySettings(
         hibernate_idle_s=env_number(env, "MINISPHERE_HIBERNATE_IDLE_S", HIBERNATE_IDLE_S, 0,
                                     86_400 * 365, kind=float),
@@ -406,4 +439,4 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_batch=max_batch, min_replicas=min_replicas, max_replicas=max_replicas,
         blueprint_path=env_value("MINISPHERE_BLUEPRINT", env) or str(DEFAULT_BLUEPRINT_PATH),
         access_log=env_value("MINISPHERE_ACCESS_LOG", env).lower() in ("1", "true", "yes"),
-        snapshots=snapshots, residency=residency)
+        snapshots=snapshots, residency=residency, replication=replication)

@@ -115,7 +115,7 @@ class Activator:
             workspace_id, self.workspace_path(workspace_id), synchronous=self.settings.synchronous,
             max_batch=self.settings.max_batch, snapshots=self.settings.snapshots,
             generation=record["generation"], epoch=self.control.next_epoch(workspace_id),
-            position=location["position"],
+            position=location["position"], replication=self.settings.replication,
             pending_writes=1 if snap["snapshotPending"] or not snap["lastSnapshotVersion"] else 0,
             expect_snapshot=bool(snap["lastSnapshotVersion"]),
             vector=parse_stored_blueprint(record["blueprint"]).bindings.vector)

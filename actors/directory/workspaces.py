@@ -13,6 +13,7 @@ from pathlib import Path
 from minisphere.control.auth import check_workspace_id
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.durability.generations import delete_generation_snapshots
+from minisphere.durability.replication import delete_replica
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import NotFound, SnapshotError
 from minisphere.hosting.copies import sweep_node
@@ -103,12 +104,14 @@ class WorkspaceLifecycle:
         return swept
 
     async def _delete_snapshots(self, workspace_id: str, generation: str | None) -> bool:
-        """Remove one generation's snapshots; when the store fails, owe it (the sweep retries).
+        """Remove one generation's snapshots and replica; when the store fails, owe it (the
+        sweep retries).
         A workspace created later with the same id has another generation, so it never sees
         these meanwhile."""
         try:
             await asyncio.to_thread(delete_generation_snapshots, self.snapshots, workspace_id,
                                     generation)
+            await asyncio.to_thread(delete_replica, self.snapshots, workspace_id, generation)
         except SnapshotError as exc:
             log.warning("snapshots of deleted workspace %s (%s) not removed yet: %s",
                         workspace_id, generation, exc.message)

@@ -3,10 +3,15 @@ write it, where its snapshots live. Shared by both sides, so neither imports the
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from minisphere.control.blueprints import VectorBindingSpec
-from minisphere.settings import DEFAULT_MAX_BATCH_WRITES, DEFAULT_SYNCHRONOUS, SnapshotSettings
+from minisphere.settings import (
+    DEFAULT_MAX_BATCH_WRITES,
+    DEFAULT_SYNCHRONOUS,
+    ReplicationSettings,
+    SnapshotSettings,
+)
 
 ACTOR_NAME_PREFIX = "workspace-actor:"
 
@@ -30,3 +35,4 @@ class WorkspaceLaunch:
     generation: str | None = None                # this creation of the id (snapshot keys)
     epoch: int | None = None                     # fencing token of this activation
     position: int = 0                            # newest acknowledged position: no copy below
+    replication: ReplicationSettings = field(default_factory=ReplicationSettings)

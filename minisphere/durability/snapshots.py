@@ -306,7 +306,7 @@ def _decompress(packed: Path, raw: Path) -> None:
         shutil.copyfileobj(gz, out, SNAPSHOT_COPY_CHUNK_BYTES)
 
 
-def _check_database(path: Path) -> int:
+def verify_database(path: Path) -> int:
     """`PRAGMA integrity_check` must be ok; returns the schema version."""
     conn = db.sqlite3.connect(str(path), isolation_level=None)
     try:
@@ -343,7 +343,7 @@ def fetch_verified(store: SnapshotStore, workspace_id: str, version: str,
     if size != manifest["rawBytes"] or sha != manifest["rawSha256"]:
         raise _corrupt(workspace_id, version, "checksum mismatch of the decompressed file")
     try:
-        schema = _check_database(raw)
+        schema = verify_database(raw)
     except (ValueError, db.DatabaseError) as exc:
         raise _corrupt(workspace_id, version, f"not a sound SQLite file ({exc})") from None
     newest = db.available_migrations()[-1][0]

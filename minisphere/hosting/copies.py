@@ -23,6 +23,7 @@ import shutil
 import time
 from pathlib import Path
 
+from minisphere.durability.replication import local_history
 from minisphere.durability.snapshots import ASIDE_MARK
 from minisphere.engine.location import inspect_copy
 from minisphere.errors import WorkspaceUnavailable
@@ -58,10 +59,12 @@ def drop_after_forget(db_path: Path) -> int:
 
 
 def discard_copy(db_path: Path) -> None:
-    """Delete a workspace copy: the file, its WAL and shared memory, its asides, exports."""
+    """Delete a workspace copy: the file, its WAL and shared memory, its asides, exports, and
+    the replication daemon's local history of it."""
     for path in [db_path, *(Path(str(db_path) + s) for s in SIDE_SUFFIXES)]:
         _unlink(path)
     drop_after_forget(db_path)
+    shutil.rmtree(local_history(db_path), ignore_errors=True)
 
 
 class HostLock:

@@ -26,7 +26,7 @@ from typing import Any
 
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.workspace import Workspace
-from minisphere.errors import WorkspaceClosed
+from minisphere.errors import ReplicationUnconfirmed, WorkspaceClosed
 from minisphere.settings import DEFAULT_MAX_BATCH_WRITES
 
 log = logging.getLogger("minisphere.group_commit")
@@ -45,9 +45,15 @@ class _Pending:
 
 
 class GroupCommitWriter:
+    """`confirm`: called once per committed batch before anyone is answered (sync replication:
+    it returns once the batch is on the replica); when it raises, the batch's calls are
+    answered with `ReplicationUnconfirmed` instead of their results, since they are not
+    durable as promised (a keyed call sent again gets its stored answer once confirmed)."""
+
     def __init__(self, workspace: Workspace, max_batch: int = DEFAULT_MAX_BATCH_WRITES,
-                 name: str = "writer"):
+                 name: str = "writer", confirm: Callable[[], Any] | None = None):
         self.workspace = workspace
+        self.confirm = confirm
         self.max_batch = max(1, int(max_batch))
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._closed = False
@@ -110,6 +116,8 @@ class GroupCommitWriter:
                 log.warning("group of %d failed (%r); committing one by one", len(batch), exc)
                 outcomes = [self._commit_alone(p) for p in batch]
         finished = time.perf_counter()
+        outcomes = self._confirmed(outcomes)
+        replicated = time.perf_counter()
         self.batches += 1
         self.writes += len(batch)
         self.largest_batch = max(self.largest_batch, len(batch))
@@ -117,11 +125,23 @@ class GroupCommitWriter:
             ok, result = outcome
             timings = {"queue_ms": (started - pending.enqueued) * 1e3,
                        "engine_ms": (finished - started) * 1e3, "batch": len(batch),
+                       "replicate_ms": (replicated - finished) * 1e3,
                        "replayed": getattr(outcome, "replayed", False)}
             try:
                 pending.callback(ok, result, timings)
             except Exception:  # a broken callback must not stop the writer
                 log.exception("group-commit callback failed")
+
+    def _confirmed(self, outcomes: list) -> list:
+        if self.confirm is None or not any(ok for ok, _ in outcomes):
+            return outcomes
+        try:
+            self.confirm()
+        except Exception as exc:  # noqa: BLE001 - every caller of the batch is told
+            unconfirmed = (exc if isinstance(exc, ReplicationUnconfirmed) else
+                           ReplicationUnconfirmed(f"replication not confirmed: {exc!r}"))
+            return [(False, unconfirmed) if ok else (ok, result) for ok, result in outcomes]
+        return outcomes
 
     def _commit_alone(self, pending: _Pending) -> tuple[bool, Any]:
         try:

