@@ -387,6 +387,90 @@ def large_entries() -> list[list]:
     return rows
 
 
+# ---- leave-one-conversation-out, recall's own cost ---------------------------------------------------
+def held_out_sections(path: str, vectors, cache, results: dict[str, Scores],
+                      kinds: dict[str, str]) -> list[str]:
+    """Every setting judged on conversations it was not chosen on (bench/folds.py), the weak
+    categories per fold, and recall against getCount stage by stage (bench/recall_cost.py)."""
+    from . import folds
+    data = locomo.load(path)
+    provider = None
+    if vectors is not None:
+        from . import bench_vectors
+        provider = bench_vectors.CachedProvider(vectors, bench_vectors.vector_table(
+            vectors, data.turn_texts, data.question_texts, cache, data.name))
+    bench = folds.ConversationBench(data, provider)
+    try:
+        sections = [_fold_section(bench, results, kinds), _category_section(bench),
+                    _settings_section(bench), _cost_section(bench, vectors, provider)]
+    finally:
+        bench.close()
+    return sections
+
+
+def _fold_section(bench, results: dict[str, Scores], kinds: dict[str, str]) -> str:
+    from . import folds
+    bound = bool(bench.runs[True])
+    headers = ["held-out conversation", "questions", "zero R@10", "zero nDCG@10"]
+    if bound:
+        headers += ["hybrid R@10", "hybrid nDCG@10", "Δ R@10", "Δ nDCG@10"]
+    rows = folds.fold_rows(bench)
+    for name, scores in results.items():      # the passage sets beside the folds
+        if kinds[name] != "passages":
+            continue
+        zn, zr = scores.row("recall")[:2]
+        row = [f"{name} (passages)", len(scores.values["recall"]), zr, zn]
+        if bound and "hybrid" in scores.values:
+            hn, hr = scores.row("hybrid")[:2]
+            row += [hr, hn, hr - zr, hn - zn]
+        rows.append(row + [""] * (len(headers) - len(row)))
+    return ("## Leave-one-conversation-out: the shipped settings on each held-out conversation\n\n"
+            "Each fold is a conversation none of the settings below was chosen on (they are "
+            "chosen on the other four); the passage sets are beside them.\n\n"
+            + table(headers, rows))
+
+
+def _category_section(bench) -> str:
+    from . import folds
+    categories, rows = folds.category_rows(bench)
+    return ("## Zero-binding R@10 by question category, per held-out conversation\n\n"
+            + table(["held-out conversation", *categories], rows))
+
+
+def _settings_section(bench) -> str:
+    from . import folds
+    per_fold, summary = folds.settings_rows(bench)
+    return ("## Settings, each chosen on four conversations and scored on the fifth\n\n"
+            "Baseline: the value before issue 28. Δ = held-out fold mean of the chosen value minus "
+            "the baseline's; worst = the lowest single-fold Δ. A setting is kept only if the "
+            "held-out mean improves.\n\n"
+            + table(["setting", "arm", "before", "shipped", "Δ R@10", "Δ nDCG@10", "worst fold Δ"],
+                    summary)
+            + "\n\nBy fold (the value the other four chose, its gain on the held-out one):\n\n"
+            + table(["setting", "held out", "chosen on the other four", "Δ R@10", "Δ nDCG@10"],
+                    per_fold))
+
+
+def _cost_section(bench, vectors, provider) -> str:
+    from . import recall_cost
+    fresh = None
+    if provider is not None:   # queries embedded fresh, turns from the cache
+        fresh = recall_cost.FreshQueries(vectors, provider.table)
+        for _, ws in bench.workspaces(True):
+            ws.vectors.provider = fresh
+    bound = dict(bench.workspaces(True))
+    pairs = [(ws, bound.get(cid), [q.text for q, _ in questions])
+             for cid, ws, questions in bench.runs[False]]
+    rows, stage_rows = recall_cost.report_rows(recall_cost.measure(pairs),
+                                               fresh.embed_ms if fresh else [])
+    return ("## Recall's own cost: recall against getCount on the same workspace (in process, ms)"
+            "\n\n" + recall_cost.__doc__.split("\n\n")[1].replace("\n", " ") + "\n\n"
+            + table(["call", "p50 ms", "p99 ms", "p50 / getCount p50"], rows)
+            + "\n\nWhere recall's time goes (ms per call; p50 of the calls a stage ran in, and the "
+            "mean over every call):\n\n"
+            + table(["stage", "zero p50", "zero mean", "bound p50", "bound mean"], stage_rows))
+
+
 # ---- report ------------------------------------------------------------------------------------------
 QUALITY_METHODS = ["raw-fts5", "raw-fts5-porter", "keyword-arm", "keyword+graph", "recall",
                    "dense-only", "dense+feedback", "hybrid", "hybrid, MMR off"]
@@ -472,6 +556,8 @@ def main() -> None:
                     ["method", *[f"{c} ({sizes.get(c, 0)})" for c in categories]], cat_rows))
         out.append("## Targets\n\n" + table(["set", "target", "figure", "bar (same run)", ""],
                                             targets(results, kinds)))
+    for path in args.conversations:
+        out += held_out_sections(path, provider, cache, results, kinds)
     if dedup:
         out.append("## Semantic dedup and auto-links when capturing conversations with the binding on\n\n"
                    + table(["conversation", "turns", "stored", "blocked (semantic)",

@@ -1,6 +1,7 @@
 """Retrieval arms. Each returns a ranked list of `Hit`s, best first."""
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 
@@ -8,6 +9,7 @@ from minisphere.engine.reads import entry_count, neighbours_of
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.query_text import (
     content_terms,
+    first_term,
     match_any,
     match_near_pairs,
     quote,
@@ -26,16 +28,20 @@ class Hit:
 
 
 TAG_SEPARATOR = "\x1f"   # tags are normalized text: they never hold a control character
-# The entry columns the rerank factors read, tags folded into one value, over the alias `e`
+# The entry columns the rerank factors read, tags folded into one value, over the alias `e`;
+# the content only as the short prefix the subject factor reads its first word from
 RERANK_COLUMNS = ("e.updated_at, e.recall_count, e.importance_score, e.volatility, "
-                  f"(SELECT group_concat(t.tag, '{TAG_SEPARATOR}') FROM tags t WHERE t.entry_id = e.id)")
+                  f"(SELECT group_concat(t.tag, '{TAG_SEPARATOR}') FROM tags t WHERE t.entry_id = e.id), "
+                  f"substr(e.content, 1, {T.SUBJECT_PREFIX_CHARS})")
+RERANK_TAGS_AT = 4       # where the folded tags sit among RERANK_COLUMNS
 
 
 def rerank_row(values) -> dict:
     """RERANK_COLUMNS' values as the dict rerank_factors reads."""
-    updated_at, recall_count, importance, volatility, tags = values
+    updated_at, recall_count, importance, volatility, tags, prefix = values
     return {"updatedAt": updated_at, "recallCount": recall_count, "importance": importance,
-            "volatility": volatility, "tags": tags.split(TAG_SEPARATOR) if tags else []}
+            "volatility": volatility, "tags": tags.split(TAG_SEPARATOR) if tags else [],
+            "subject": first_term(prefix or "")}
 
 
 def _bm25(conn, expression: str, prefilter: Prefilter, limit: int) -> dict[str, tuple[float, int, dict]]:
@@ -59,7 +65,7 @@ def _bm25(conn, expression: str, prefilter: Prefilter, limit: int) -> dict[str, 
             r = rows.get(seq)
             if r is None or r[2] == "deprecated":
                 continue
-            tags = r[-1]
+            tags = r[3 + RERANK_TAGS_AT]
             if tags and any(tag in ALWAYS_EXCLUDED_TAGS for tag in tags.split(TAG_SEPARATOR)):
                 continue
             kept.append((r[1], -bm25, seq, r[3:]))
@@ -163,7 +169,7 @@ def _specific_query(conn, tokens: list[str], frequencies: dict[str, int] | None)
 
 
 def keyword_arm(conn, tokens: list[str], prefilter: Prefilter,
-                frequencies: dict[str, int] | None = None) -> list[Hit]:
+                frequencies: dict[str, int] | None = None, stopwatch=None) -> list[Hit]:
     """FTS5 BM25 over the OR of the tokens (the words), plus two bounded additions:
 
     score = -bm25(words) - PROXIMITY_BOOST_WEIGHT × bm25(consecutive query terms near each other)
@@ -171,6 +177,7 @@ def keyword_arm(conn, tokens: list[str], prefilter: Prefilter,
     The proximity expression is ranked in FTS5 alone (no join with entries) and only its scores
     for the word hits are kept; expansion terms come from a bounded prefix of the best hits, and
     none are sought when every query word is rare (`frequencies`: distill's document counts).
+    `stopwatch()`, if given, is a context manager timing the feedback round on its own.
     """
     found = _bm25(conn, match_any(tokens), prefilter, T.KEYWORD_ROW_CAP)
     words = {entry_id: score for entry_id, (score, _, _) in found.items()}
@@ -181,14 +188,8 @@ def keyword_arm(conn, tokens: list[str], prefilter: Prefilter,
     if near and words:
         by_seq = _bm25_among(conn, near, list(seq_of.values()))
         proximity = {entry_id: by_seq[seq] for entry_id, seq in seq_of.items() if seq in by_seq}
-    wants_feedback = T.FEEDBACK_WEIGHT and words and not _specific_query(conn, tokens, frequencies)
-    expansion = feedback_terms(conn, tokens, words, seq_of) if wants_feedback else []
-    feedback: dict[str, float] = {}
-    if expansion:
-        for entry_id, (score, _, row) in _bm25(conn, match_any(expansion), prefilter,
-                                               T.KEYWORD_ROW_CAP).items():
-            feedback[entry_id] = score
-            row_of.setdefault(entry_id, row)
+    with (stopwatch or contextlib.nullcontext)():
+        feedback = _feedback_scores(conn, tokens, words, seq_of, row_of, prefilter, frequencies)
     hits = []
     for entry_id in words.keys() | feedback.keys():
         detail = {"bm25": words.get(entry_id, 0.0), "proximity": proximity.get(entry_id, 0.0),
@@ -198,6 +199,23 @@ def keyword_arm(conn, tokens: list[str], prefilter: Prefilter,
         hits.append(Hit(entry_id, score, detail, row_of.get(entry_id)))
     hits.sort(key=lambda h: -h.score)
     return hits[: T.KEYWORD_ROW_CAP]
+
+
+def _feedback_scores(conn, tokens: list[str], words: dict[str, float], seq_of: dict[str, int],
+                     row_of: dict[str, tuple], prefilter: Prefilter,
+                     frequencies: dict[str, int] | None) -> dict[str, float]:
+    """-bm25 of the expansion terms per entry (pseudo-relevance feedback); rows it reads are
+    added to `row_of`. Empty when feedback is off or every query word is rare."""
+    if not (T.FEEDBACK_WEIGHT and words) or _specific_query(conn, tokens, frequencies):
+        return {}
+    expansion = feedback_terms(conn, tokens, words, seq_of)
+    feedback: dict[str, float] = {}
+    if expansion:
+        for entry_id, (score, _, row) in _bm25(conn, match_any(expansion), prefilter,
+                                               T.KEYWORD_ROW_CAP).items():
+            feedback[entry_id] = score
+            row_of.setdefault(entry_id, row)
+    return feedback
 
 
 def recency_arm(conn, prefilter: Prefilter) -> list[Hit]:

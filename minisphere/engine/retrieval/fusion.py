@@ -28,9 +28,20 @@ fused page), computed exactly for every candidate of either arm. Cosines are use
 stretched per query: on short conversational turns every cosine sits in a narrow band, so the
 dense arm's say shrinks by itself where it tells entries apart least.
 
+The arms' agreement then bounds the dense arm's say from below (issue 28: the margin rule alone
+gained on the dev conversations and lost on unseen ones):
+
+    support = mean over the vector arm's HYBRID_AGREEMENT_DEPTH best hits of lexical(d) / best
+    a       = max(a, agreement_floor(support))    1 at or below HYBRID_AGREEMENT_LOW, 0 from HIGH
+
+A dense head the lexical arm does not back at all is off the query's topic (on conversations
+it mostly is: chit-chat turns close to any question), and the lexical order is left alone, the
+vector feedback round skipped. On passages the dense head is mostly backed (mean support 0.62
+against 0.23 on conversations) and the margin rule decides as before.
+
 Guarantees (tests/engine/retrieval/test_fusion_rerank.py): an empty or flat lexical arm leaves
-the dense order untouched; an empty vector arm, or one giving every candidate the same cosine,
-leaves the lexical order untouched.
+the dense order untouched; an empty vector arm, one giving every candidate the same cosine, or
+one whose head the lexical arm does not back, leaves the lexical order untouched.
 """
 from __future__ import annotations
 
@@ -78,6 +89,29 @@ def lexical_share(margin: float) -> float:
     return min(T.HYBRID_LEXICAL_MAX, max(0.0, raw))
 
 
+def dense_head_support(lexical: dict[str, float], cosines: dict[str, float]) -> float:
+    """How far the lexical arm backs the vector arm's head: the mean, over the vector arm's
+    HYBRID_AGREEMENT_DEPTH best hits, of lexical(d) / best lexical (0 where the lexical arm did
+    not find d). The arms' own agreement, measured per query."""
+    best = max(lexical.values(), default=0.0)
+    if best <= 0 or not cosines:
+        return 0.0
+    head = sorted(cosines, key=lambda i: -cosines[i])[: T.HYBRID_AGREEMENT_DEPTH]
+    return sum(lexical.get(i, 0.0) for i in head) / (best * len(head))
+
+
+def agreement_floor(support: float) -> float:
+    """The least lexical share a query gets for how little the lexical arm backs the dense head:
+    1 (the lexical order left alone) at or below HYBRID_AGREEMENT_LOW, 0 (no floor) from
+    HYBRID_AGREEMENT_HIGH, linear between."""
+    low, high = T.HYBRID_AGREEMENT_LOW, T.HYBRID_AGREEMENT_HIGH
+    if support <= low:
+        return 1.0
+    if support >= high:
+        return 0.0
+    return (high - support) / (high - low)
+
+
 def fuse(arms: dict[str, list[Hit]]) -> dict[str, Slot]:
     """Zero-binding fusion: the lexical score, or the recency list's reciprocal rank."""
     slots = _slots(arms)
@@ -110,7 +144,8 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine) -> dict[str, Slot]:
     shares = lexical_scores(arms.get("keyword", []), arms.get("graph", []))
     lexical = {entry_id: sum(s.values()) for entry_id, s in shares.items()}
     best = max(lexical.values(), default=0.0)
-    a = lexical_share(lexical_margin(list(lexical.values()))) if best > 0 else 0.0
+    margin = lexical_margin(list(lexical.values())) if best > 0 else 0.0
+    a = lexical_share(margin)
 
     def cosines_used(cos: dict[str, float], candidates: list[str]) -> dict[str, float]:
         floor = min(cos.values())
@@ -130,10 +165,14 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine) -> dict[str, Slot]:
     returned = set(plain)
     if best > 0 and max(plain.values()) - min(plain.values()) <= FLAT_COSINE_SPREAD:
         a = 1.0   # every entry equally close to the query: the vector arm tells nothing apart
+    elif margin > 0:   # a dense head the lexical arm does not back is off the query's topic
+        # (a lexical head with no spread at all tells nothing apart: there the dense order stands)
+        a = max(a, agreement_floor(dense_head_support(lexical, plain)))
     candidates = list(dict.fromkeys([*lexical, *plain]))
     first_cos = cosines_used(plain, candidates)
     head = ranked(combine(first_cos))[: T.VECTOR_FEEDBACK_DOCS]
-    refined_hits = refine(head) or arms["vector"]
+    # with no say for the dense arm its feedback round could not change the order: skip the KNN
+    refined_hits = (refine(head) if a < 1.0 else None) or arms["vector"]
     refined = {h.id: h.score for h in refined_hits}
     returned = set(refined)
     candidates = list(dict.fromkeys([*candidates, *refined]))

@@ -99,6 +99,21 @@ def document_frequency(conn, stems: list[str]) -> dict[str, int]:
                              stems).fetchall())
 
 
+def first_term(text: str) -> str:
+    """The stem of a text's first word: who speaks in a conversation turn ("Caroline: ..."),
+    what a note or an abstract is about ("Postgres upgrade: ...", "Sweden is ...")."""
+    match = _TOKEN.search(fold(text))
+    return stem(match.group(0)) if match else ""
+
+
+def subject_terms(dropped: list[str]) -> frozenset[str]:
+    """Stems of the words distillation dropped as too common to search (stop words aside): a
+    name in half the entries is no search term, yet an entry that starts with it is by or about
+    it (the subject factor, rerank.py). Words the query searches already are left out: boosting
+    them again double-counts them (passage sets lost 0.04 nDCG@10 that way)."""
+    return frozenset(stem(t) for t in dropped if t not in STOP_WORDS)
+
+
 def quote(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 

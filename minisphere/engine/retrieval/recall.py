@@ -11,6 +11,8 @@ read-only connection); the returned entries' recall_count + 1 is the follow-up w
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import heapq
 import time
 
@@ -28,7 +30,13 @@ from minisphere.engine.retrieval.arms import (
     rerank_row,
 )
 from minisphere.engine.retrieval.fusion import fuse, fuse_hybrid
-from minisphere.engine.retrieval.query_text import STOP_WORDS, distill, stem, tokenize
+from minisphere.engine.retrieval.query_text import (
+    STOP_WORDS,
+    distill,
+    stem,
+    subject_terms,
+    tokenize,
+)
 from minisphere.engine.retrieval.rerank import mmr, rerank_factors, rerank_product
 from minisphere.engine.retrieval.snippets import apply_budget
 from minisphere.engine.retrieval.sql_filters import Prefilter
@@ -39,14 +47,29 @@ from minisphere.errors import InvalidArgument
 
 
 class _Timer:
+    """Milliseconds per stage. `lap(name)` books the time since the previous lap to `name`;
+    time spent inside `part(name)` is booked to `name` instead of the lap it falls in (both
+    feedback rounds run inside other stages: the keyword arm's and the fusion's)."""
+
     def __init__(self):
         self.marks: dict[str, float] = {}
         self._last = time.perf_counter()
+        self._parted = 0.0            # seconds of the current lap already booked to a part
 
     def lap(self, name: str) -> None:
         now = time.perf_counter()
-        self.marks[name] = round((now - self._last) * 1000, 3)
-        self._last = now
+        self.marks[name] = round((now - self._last - self._parted) * 1000, 3)
+        self._last, self._parted = now, 0.0
+
+    @contextlib.contextmanager
+    def part(self, name: str):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            spent = time.perf_counter() - started
+            self._parted += spent
+            self.marks[name] = round(self.marks.get(name, 0.0) + spent * 1000, 3)
 
 
 def _iso_or_none(ms: int | None) -> str | None:
@@ -62,13 +85,14 @@ def _rerank_rows(conn, ids: list[str]) -> dict[str, dict]:
         f"SELECT e.id, {RERANK_COLUMNS} FROM entries e WHERE e.id IN ({marks})", ids).fetchall()}
 
 
-# No rerank factor lifts a score by more than this (decay and rolledUp only lower it).
-MAX_RERANK_BOOST = ((1 + T.RECALL_BOOST_MAX) * (1 + T.IMPORTANCE_BOOST_MAX)
-                    * (1 + T.TAG_OVERLAP_BOOST_MAX))
+def max_rerank_boost() -> float:
+    """No rerank factor lifts a score by more than this (decay and rolledUp only lower it)."""
+    return ((1 + T.RECALL_BOOST_MAX) * (1 + T.IMPORTANCE_BOOST_MAX)
+            * (1 + T.TAG_OVERLAP_BOOST_MAX) * (1 + T.SUBJECT_BOOST_MAX))
 
 
 def _rerank(conn, fused: dict, known: dict[str, tuple], now_ms: int, query_stems: set[str],
-            pool_size: int) -> list[tuple]:
+            subjects: frozenset[str], pool_size: int) -> list[tuple]:
     """(id, final, rerank row), best first, for every candidate that can reach the MMR pool.
 
     Candidates are taken in fused order; once the pool is full, one whose fused score times the
@@ -78,17 +102,18 @@ def _rerank(conn, fused: dict, known: dict[str, tuple], now_ms: int, query_stems
     order = sorted(fused, key=lambda i: -fused[i]["fused"])
     scored: list[tuple] = []
     finals: list[float] = []           # min-heap of the pool's finals
+    boost = max_rerank_boost()
     for start in range(0, len(order), 2 * pool_size):
         chunk = order[start:start + 2 * pool_size]
         light = _rerank_rows(conn, [i for i in chunk if i not in known])
         light.update((i, rerank_row(known[i])) for i in chunk if i in known)
         for entry_id in chunk:
-            if len(finals) >= pool_size and fused[entry_id]["fused"] * MAX_RERANK_BOOST < finals[0]:
+            if len(finals) >= pool_size and fused[entry_id]["fused"] * boost < finals[0]:
                 scored.sort(key=lambda s: -s[1])
                 return scored
             if entry_id not in light:
                 continue
-            final = fused[entry_id]["fused"] * rerank_product(light[entry_id], now_ms, query_stems)
+            final = fused[entry_id]["fused"] * rerank_product(light[entry_id], now_ms, query_stems, subjects)
             scored.append((entry_id, final, light[entry_id]))
             if len(finals) < pool_size:
                 heapq.heappush(finals, final)
@@ -153,13 +178,14 @@ def _gather_arms(conn, args: RecallArgs, now_ms: int, vector_arm, timer: _Timer)
     relaxed = False
     arms: dict[str, list[Hit]] = {}
     if terms:
-        keyword = keyword_arm(conn, terms, prefilter, frequencies)
+        feedback_watch = functools.partial(timer.part, "feedbackMs")
+        keyword = keyword_arm(conn, terms, prefilter, frequencies, feedback_watch)
         if not keyword and bounds.active:
             # A time phrase must not turn a good query into nothing: drop the bounds and search
             # the phrase's words too (in "the 1990 world cup", 1990 is a topic, not a filter).
             relaxed, prefilter = True, prefilter.without_time()
             terms, dropped = distill(conn, tokenize(args.query), entry_count(conn), frequencies)
-            keyword = keyword_arm(conn, terms, prefilter, frequencies)
+            keyword = keyword_arm(conn, terms, prefilter, frequencies, feedback_watch)
         arms["keyword"] = keyword
         timer.lap("keywordMs")
         if args.hops > 0 and keyword:
@@ -175,7 +201,7 @@ def _gather_arms(conn, args: RecallArgs, now_ms: int, vector_arm, timer: _Timer)
 
 
 def _recall_item(entry: dict, fused: dict, arms: dict, row, final: float, mmr_detail,
-                 now_ms: int, query_stems: set[str]) -> dict:
+                 now_ms: int, query_stems: set[str], subjects: frozenset[str]) -> dict:
     """One answer item: the entry, its score and the breakdown of how it was reached."""
     entry["recallCount"] += 1
     arm_detail = fused["arms"]
@@ -189,7 +215,7 @@ def _recall_item(entry: dict, fused: dict, arms: dict, row, final: float, mmr_de
             "recency": arm_detail.get("recency"),
             **({"vector": arm_detail.get("vector")} if "vector" in arms else {}),
             "fused": fused["fused"],
-            "rerank": rerank_factors(row, now_ms, query_stems),
+            "rerank": rerank_factors(row, now_ms, query_stems, subjects),
             "final": final,
             "mmr": mmr_detail,
         },
@@ -203,14 +229,18 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     arms, prefilter, terms, dropped, text, bounds, relaxed = _gather_arms(
         conn, args, now_ms, vector_arm, timer)
     if "vector" in arms:
-        fused = fuse_hybrid(arms, lambda head: vector_arm.refine(conn, prefilter, head))
+        def refine(head: list[str]) -> list[Hit]:
+            with timer.part("feedbackMs"):    # the vector arm's feedback round
+                return vector_arm.refine(conn, prefilter, head)
+        fused = fuse_hybrid(arms, refine)
     else:
         fused = fuse(arms)
     timer.lap("fusionMs")
 
     query_stems = {stem(t) for t in terms}
+    subjects = subject_terms(dropped)
     known = {h.id: h.row for hits in arms.values() for h in hits if h.row is not None}
-    scored = _rerank(conn, fused, known, now_ms, query_stems, args.top_k * T.MMR_POOL_FACTOR)
+    scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, args.top_k * T.MMR_POOL_FACTOR)
     row_of = {entry_id: row for entry_id, _, row in scored}
     final_of = {entry_id: final for entry_id, final, _ in scored}
     pool = [(i, s) for i, s, _ in scored[: args.top_k * T.MMR_POOL_FACTOR]]
@@ -219,7 +249,7 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
 
     rows = _hydrate(conn, [i for i, _ in picked], now_ms, args.full)
     items = [_recall_item(rows[entry_id], fused[entry_id], arms, row_of[entry_id],
-                          final_of[entry_id], mmr_detail, now_ms, query_stems)
+                          final_of[entry_id], mmr_detail, now_ms, query_stems, subjects)
              for entry_id, mmr_detail in picked]
     apply_budget(items, args.full)
     timer.lap("hydrateMs")

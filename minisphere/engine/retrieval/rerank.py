@@ -10,6 +10,7 @@ bounded multiplier and 1.0 means "no opinion":
   importance = 1 + 0.2 × importance                        -> in [1, 1.2]
   tagOverlap = 1 + 0.15 × (share of query terms that name one of the entry's tags) -> [1, 1.15]
   rolledUp   = 0.4 if tagged `rolled-up` else 1
+  subject    = 1 + SUBJECT_BOOST_MAX if the entry's first word is a word of the query, else 1
 
 A fresh entry with importance 0 that was never recalled gets ×1 from every factor: it ranks by
 relevance alone.
@@ -53,7 +54,12 @@ def tag_overlap_factor(query_stems: set[str], tags: list[str]) -> tuple[float, f
     return 1.0 + T.TAG_OVERLAP_BOOST_MAX * share, share
 
 
-def rerank_factors(row: dict, now_ms: int, query_stems: set[str]) -> dict:
+def subject_factor(subject_stems: frozenset[str], row: dict) -> float:
+    return 1.0 + T.SUBJECT_BOOST_MAX if row.get("subject") in subject_stems else 1.0
+
+
+def rerank_factors(row: dict, now_ms: int, query_stems: set[str],
+                   subject_stems: frozenset[str] = frozenset()) -> dict:
     tag_factor, tag_share = tag_overlap_factor(query_stems, row["tags"])
     factors = {
         "decay": decay_factor(row["volatility"], now_ms - row["updatedAt"]),
@@ -61,6 +67,7 @@ def rerank_factors(row: dict, now_ms: int, query_stems: set[str]) -> dict:
         "importance": importance_factor(row["importance"]),
         "tagOverlap": tag_factor,
         "rolledUp": T.ROLLED_UP_FACTOR if "rolled-up" in row["tags"] else 1.0,
+        "subject": subject_factor(subject_stems, row),
     }
     product = 1.0
     for value in factors.values():
@@ -68,7 +75,8 @@ def rerank_factors(row: dict, now_ms: int, query_stems: set[str]) -> dict:
     return {**factors, "tagShare": tag_share, "product": product}
 
 
-def rerank_product(row: dict, now_ms: int, query_stems: set[str]) -> float:
+def rerank_product(row: dict, now_ms: int, query_stems: set[str],
+                   subject_stems: frozenset[str] = frozenset()) -> float:
     """rerank_factors(...)["product"], without building the breakdown (run on every candidate;
     the breakdown is built for the returned ones only)."""
     volatility = row["volatility"]
@@ -83,6 +91,8 @@ def rerank_product(row: dict, now_ms: int, query_stems: set[str]) -> float:
         product *= tag_overlap_factor(query_stems, tags)[0]
         if "rolled-up" in tags:
             product *= T.ROLLED_UP_FACTOR
+    if row.get("subject") in subject_stems:
+        product *= 1.0 + T.SUBJECT_BOOST_MAX
     return product
 
 
@@ -114,7 +124,7 @@ def similarity(a: frozenset, b: frozenset) -> float:
 
 
 def mmr(candidates: list[tuple[str, float]], texts, top_k: int,
-        lam: float = T.MMR_LAMBDA) -> list[tuple[str, dict]]:
+        lam: float | None = None) -> list[tuple[str, dict]]:
     """candidates: (id, score) best first. Returns (id, {relevance, maxSimilarity, mmr}).
     texts: id -> text, or a function reading the texts of a list of ids (called lazily, a
     page at a time, only for candidates MMR has to compare).
@@ -125,6 +135,7 @@ def mmr(candidates: list[tuple[str, float]], texts, top_k: int,
     (compared with the newer picks) and taken only if it is still the best; candidates that
     relevance alone keeps out of reach are never compared, nor their shingles computed.
     """
+    lam = T.MMR_LAMBDA if lam is None else lam   # read per call: the benchmark varies it
     pool = candidates[: top_k * T.MMR_POOL_FACTOR]
     if not pool:
         return []
