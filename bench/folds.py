@@ -197,19 +197,17 @@ FAMILIES = [
     Family("graph fusion weight", {"GRAPH_FUSION_WEIGHT": 1 / 0.6},
            [{"GRAPH_FUSION_WEIGHT": v} for v in (1.2, 2.0)]),
     Family("keyword feedback weight", {"FEEDBACK_WEIGHT": 0.1},
-           [{"FEEDBACK_WEIGHT": v} for v in (0.0, 0.05, 0.2)]),
+           [{"FEEDBACK_WEIGHT": v} for v in (0.0, 0.2)]),
     Family("proximity weight", {"PROXIMITY_BOOST_WEIGHT": 0.25},
            [{"PROXIMITY_BOOST_WEIGHT": v} for v in (0.0, 0.5)]),
     Family("common-term ratio", {"COMMON_TERM_DOC_RATIO": 0.35},
-           [{"COMMON_TERM_DOC_RATIO": v} for v in (0.2, 0.5)]),
+           [{"COMMON_TERM_DOC_RATIO": 0.2}]),
     Family("hybrid: agreement floor (low, high)",
            {"HYBRID_AGREEMENT_LOW": 0.0, "HYBRID_AGREEMENT_HIGH": 0.0},
            [{"HYBRID_AGREEMENT_LOW": lo, "HYBRID_AGREEMENT_HIGH": hi}
-            for lo, hi in ((0.1, 0.3), (0.2, 0.4), (0.3, 0.5), (0.4, 0.6), (1.0, 1.0))], bound=True),
-    Family("hybrid: lexical share cap", {"HYBRID_LEXICAL_MAX": 0.6},
-           [{"HYBRID_LEXICAL_MAX": v} for v in (0.8,)], bound=True),
+            for lo, hi in ((0.15, 0.3), (0.2, 0.35), (0.25, 0.4))], bound=True),
     Family("hybrid: margin floor", {"HYBRID_LEXICAL_MARGIN_FLOOR": 1 / 3},
-           [{"HYBRID_LEXICAL_MARGIN_FLOOR": v} for v in (0.25, 0.45)], bound=True),
+           [{"HYBRID_LEXICAL_MARGIN_FLOOR": 0.25}], bound=True),
 ]
 
 

@@ -9,7 +9,6 @@ from minisphere.engine.reads import entry_count, neighbours_of
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.query_text import (
     content_terms,
-    first_term,
     match_any,
     match_near_pairs,
     quote,
@@ -41,7 +40,7 @@ def rerank_row(values) -> dict:
     updated_at, recall_count, importance, volatility, tags, prefix = values
     return {"updatedAt": updated_at, "recallCount": recall_count, "importance": importance,
             "volatility": volatility, "tags": tags.split(TAG_SEPARATOR) if tags else [],
-            "subject": first_term(prefix or "")}
+            "prefix": prefix or ""}   # its first word is read only if the query has a subject
 
 
 def _bm25(conn, expression: str, prefilter: Prefilter, limit: int) -> dict[str, tuple[float, int, dict]]:

@@ -29,7 +29,7 @@ import heapq
 import math
 
 from minisphere.engine.retrieval import tuning as T
-from minisphere.engine.retrieval.query_text import content_terms, plain_terms
+from minisphere.engine.retrieval.query_text import content_terms, first_term, plain_terms
 
 
 def decay_factor(volatility: str, age_ms: int) -> float:
@@ -55,7 +55,11 @@ def tag_overlap_factor(query_stems: set[str], tags: list[str]) -> tuple[float, f
 
 
 def subject_factor(subject_stems: frozenset[str], row: dict) -> float:
-    return 1.0 + T.SUBJECT_BOOST_MAX if row.get("subject") in subject_stems else 1.0
+    """1 + SUBJECT_BOOST_MAX if the entry's first word is one of the query's dropped common
+    words (most queries have none: then no entry's first word is read)."""
+    if not subject_stems or first_term(row.get("prefix", "")) not in subject_stems:
+        return 1.0
+    return 1.0 + T.SUBJECT_BOOST_MAX
 
 
 def rerank_factors(row: dict, now_ms: int, query_stems: set[str],
@@ -91,9 +95,7 @@ def rerank_product(row: dict, now_ms: int, query_stems: set[str],
         product *= tag_overlap_factor(query_stems, tags)[0]
         if "rolled-up" in tags:
             product *= T.ROLLED_UP_FACTOR
-    if row.get("subject") in subject_stems:
-        product *= 1.0 + T.SUBJECT_BOOST_MAX
-    return product
+    return product * subject_factor(subject_stems, row)
 
 
 def shingles(text: str) -> frozenset:
