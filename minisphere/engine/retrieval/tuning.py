@@ -31,7 +31,11 @@ FEEDBACK_SKIP_DOC_RATIO = 0.002
 FEEDBACK_SKIP_MIN_DOCS = 3
 
 # --- graph arm ---
-GRAPH_SEED_COUNT = 10              # best keyword hits used as BFS seeds
+# Best keyword hits used as BFS seeds. 20 (was 10): with the subject factor lifting the named
+# speaker's turns, the replies next to more of them are worth pulling in; leave-one-conversation-
+# out chose 20 over 5 and 10 on all five folds (held-out R@10 +0.011, nDCG@10 +0.004, worst fold
+# -0.002). No edges on the passage sets, and the BFS stops at GRAPH_MAX_NODES either way.
+GRAPH_SEED_COUNT = 20
 GRAPH_FANOUT_PER_NODE = 8          # strongest edges followed per node
 GRAPH_MAX_NODES = 50               # nodes visited in total, seeds included
 GRAPH_HOP_DECAY = 0.6              # score = seed score × 0.6^hop × edge weight
@@ -63,8 +67,12 @@ ROLLED_UP_FACTOR = 0.4             # entries tagged rolled-up are summaries' sou
 # as too common to search (stop words aside): an entry that starts with a name is by or about it
 # (a conversation turn's speaker, a note's subject). "What did Caroline research?" searches
 # "research" alone ("caroline" is in half the turns); this puts Caroline's own turns before
-# Melanie's. Chosen by leave-one-conversation-out (bench/folds.py, bench/results/retrieval.md).
-# Boosting first words the query searches anyway cost the passage sets 0.04 nDCG@10.
+# Melanie's. Leave-one-conversation-out (bench/folds.py) chose 2 on all five folds among 0.5, 1
+# and 2: held-out fold mean R@10 0.688 -> 0.730, nDCG@10 0.492 -> 0.561 (multi-hop 0.389 ->
+# 0.476); the passage sets have no such dropped words and are unchanged. Not above 2: by then it
+# acts as a filter (1 -> 2 gained 0.006 R@10), and a turn by the other speaker about the named
+# one must still be able to rank. Boosting first words the query searches anyway cost the
+# passage sets 0.04 nDCG@10 (DBpedia's abstracts start with their title).
 SUBJECT_BOOST_MAX = 2.0
 SUBJECT_PREFIX_CHARS = 64          # the first word is read from this much of the content
 
@@ -120,9 +128,11 @@ HYBRID_LEXICAL_MAX = 0.6           # the dense arm always keeps 40% (it breaks l
 # (10% / 50% / 90% quantiles: LoCoMo dev 0.05 / 0.16 / 0.30, MS MARCO 0.36 / 0.62 / 0.76,
 # DBpedia 0.42 / 0.56 / 0.75; depth 10: 0.42 on conversations against 0.39 on MS MARCO).
 # Leave-one-conversation-out chose (0.2, 0.35) on all five folds among (0.15, 0.3), (0.2, 0.35),
-# (0.25, 0.4), (0.3, 0.3): held-out hybrid R@10 0.7373 vs zero-binding 0.7310, every fold within
-# -0.003 R@10. Lower bounds gave MS MARCO its dense-only figure back but cost two folds 0.006 to
-# 0.014 R@10; higher ones cost MS MARCO (0.6976 at (0.25, 0.4) vs dense-only 0.7043).
+# (0.25, 0.4), (0.3, 0.3) (10 graph seeds then: hybrid R@10 0.7373 vs zero-binding 0.7310); with
+# 20 seeds no other pair improves the held-out mean. Lower bounds let the dense arm reorder more
+# conversations (two folds -0.006 to -0.014 R@10); higher ones cost MS MARCO (0.6976 at
+# (0.25, 0.4) vs dense-only 0.7043). It does not make the dense arm help on conversations: it
+# leaves most of them (support under 0.2) in lexical order, see bench/results/retrieval-vectors.md.
 HYBRID_AGREEMENT_DEPTH = 20
 HYBRID_AGREEMENT_LOW = 0.2
 HYBRID_AGREEMENT_HIGH = 0.35

@@ -115,3 +115,15 @@ def test_mmr_reads_its_lambda_when_called(monkeypatch):
     assert [i for i, _ in mmr(pool, texts, top_k=2)] == ["a", "b"]
     monkeypatch.setattr(T, "MMR_LAMBDA", 0.3)
     assert [i for i, _ in mmr(pool, texts, top_k=2)] == ["a", "c"]
+
+
+def test_the_graph_arm_follows_edges_from_the_fifteenth_best_keyword_hit(ws, now_clock, add):
+    """Twenty seeds (was ten): the reply next to the fifteenth matching turn is pulled in."""
+    from minisphere.engine.retrieval.arms import graph_arm
+    from minisphere.engine.retrieval.sql_filters import Prefilter
+    seeds = [Hit(add(f"zebra sighting number {i}", kind="episodic"), 20.0 - i) for i in range(16)]
+    reply = add("that was a lovely afternoon", kind="episodic")
+    ws.link(reply, seeds[14].id, "follows", weight=0.5)
+    support = {h.id: h.score for h in graph_arm(ws.conn, seeds, 1, Prefilter())}
+    assert T.GRAPH_SEED_COUNT >= 15
+    assert support.get(reply, 0.0) > 0.0
