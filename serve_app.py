@@ -24,6 +24,7 @@ from actors.ingress.metrics import ServiceMetrics
 from actors.ingress.transfer import TransferOps
 from actors.scheduled_tasks_actor import get_scheduled_tasks
 from minisphere.contract.startup import verified_contracts
+from minisphere.durability.replication import LitestreamDaemon
 from minisphere.errors import ConfigError, MiniSphereError
 from minisphere.http.app import build_api
 from minisphere.settings import (
@@ -223,6 +224,8 @@ def stop_service(settings: Settings) -> None:
         except Exception as exc:  # noqa: BLE001 - stop anyway; committed writes are on disk
             print(f"could not hibernate every resident workspace ({exc.__class__.__name__}); "
                   "their committed writes are on disk", file=sys.stderr, flush=True)
+        # the node's replication daemon outlives the actors that started it: stop it too
+        LitestreamDaemon(settings.replication.daemon_dir).stop()
     ray.shutdown()
 
 

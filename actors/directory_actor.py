@@ -110,7 +110,7 @@ class DirectoryActor:
     async def get(self, workspace_id: str) -> dict:
         return {**self.control.get(workspace_id), "resident": workspace_id in self.residents,
                 "durability": self._durability(workspace_id),
-                "location": self.control.location(workspace_id)}
+                "location": self.control.locations.location(workspace_id)}
 
     async def list(self, limit: int = 1000, after: str = "") -> list[dict]:
         self._start_background()
@@ -219,11 +219,11 @@ class DirectoryActor:
 
     async def position(self, workspace_id: str, generation: str | None, position: int,
                        stored: int | None) -> None:
-        self.control.record_position(workspace_id, generation, position, stored)
+        self.control.locations.record_position(workspace_id, generation, position, stored)
 
     async def accept_stored_state(self, workspace_id: str) -> dict:
         """An admin accepts losing what only an unreachable copy held (then restores)."""
-        return self.control.accept_stored_state(workspace_id)
+        return self.control.locations.accept_stored_state(workspace_id)
 
     async def sweep_nodes(self) -> dict:
         return await self.workspaces.sweep_nodes()

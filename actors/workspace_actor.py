@@ -43,6 +43,7 @@ import ray
 from actors.parts.admission import Admission
 from actors.parts.due_notes import DueNotes
 from actors.parts.launch import WorkspaceLaunch
+from actors.parts.position_reports import PositionReports
 from actors.parts.token_checks import TokenChecks
 from actors.parts.transfer_steps import TransferSessions
 from minisphere.contract.startup import verified_contracts
@@ -68,7 +69,6 @@ log = logging.getLogger("minisphere.workspace_actor")
 
 
 DIRECTORY_TIMEOUT_S = 30.0          # a restarted actor asking what it was bound to
-POSITION_REPORT_S = 1.0             # how often the directory hears the position while writing
 
 
 def rss_bytes(pid: int | str = "self") -> int:
@@ -117,8 +117,10 @@ class WorkspaceActor:
                                   lambda used: self._report("tokens_used", used))
         self.transfers = TransferSessions()
         self.launch: WorkspaceLaunch | None = None
-        self._position_reported_at = float("-inf")
-        self._position_report_due = False
+        self.positions = PositionReports(
+            lambda: self.host.workspace.position if self.host and self.host.workspace else None,
+            lambda position, stored: self._report("position", self.launch.generation,
+                                                  position, stored))
         if launch is None and self.restarted and directory is not None:
             # Ray re-ran the constructor after a crash: reopen what this actor was bound to
             binding = ray.get(directory.binding_of_actor.remote(self.name),
@@ -203,27 +205,7 @@ class WorkspaceActor:
 
     def _report_snapshot(self, status: dict) -> None:
         self._report("snapshot_status", status)
-        self._report_position(status.get("lastPosition"))
-
-    def _report_position(self, stored: int | None = None) -> None:
-        """Tell the directory how far the workspace has got, so no copy below it is ever
-        opened: after each snapshot, and within POSITION_REPORT_S of any write (one report per
-        interval however many writes, the last one always reported)."""
-        if self.host is None or self.host.workspace is None:
-            return
-        self._position_reported_at = time.monotonic()
-        self._report("position", self.launch.generation, self.host.workspace.position, stored)
-
-    def _schedule_position_report(self) -> None:
-        if self._position_report_due:
-            return
-        self._position_report_due = True
-        delay = max(0.0, self._position_reported_at + POSITION_REPORT_S - time.monotonic())
-
-        def send():
-            self._position_report_due = False
-            self._report_position()
-        asyncio.get_running_loop().call_later(delay, send)
+        self.positions.report(status.get("lastPosition"))
 
     async def call(self, method_name: str, body: dict | None, token_hash: str,
                    idempotency_key: str | None = None) -> dict:
@@ -265,7 +247,7 @@ class WorkspaceActor:
         result, timings = await future
         if method.name == "forget":
             self.transfers.drop_exports()       # their copies were taken before the forget
-        self._schedule_position_report()
+        self.positions.after_write()
         if prepare_ms is not None:
             timings["prepare_ms"] = prepare_ms
         return result, timings
@@ -342,15 +324,27 @@ class WorkspaceActor:
             return {"ok": False, "error": as_named_error(exc)}
 
     async def restore(self, version: str | None) -> dict:
-        """Point-in-time restore: hold new calls, let those in flight finish, swap, reopen."""
+        """Restore a snapshot version (see `_swap_file`)."""
+        return await self._swap_file(self.host.restore, version, "restore", "version")
+
+    async def restore_to_moment(self, moment: str) -> dict:
+        """Restore the replica's state at `moment` (see `_swap_file`)."""
+        return await self._swap_file(self.host.restore_to_time, moment, "restore-to-moment",
+                                     "moment")
+
+    async def _swap_file(self, restore, target: str | None, action: str, field: str) -> dict:
+        """A restore: hold new calls, let those in flight finish, swap the file, reopen; then
+        audit it, and tell the scheduler (its due state was about the old file) and the
+        directory (the restored state's new position)."""
         try:
             async with self._admission().exclusive():
-                answer = await self._run(self.host.restore, version)
+                answer = await self._run(restore, target)
         except Exception as exc:  # noqa: BLE001 - hibernating
             return {"ok": False, "error": as_named_error(exc)}
         if answer["ok"]:
-            self._report("audit_event", "restore", {"version": answer["result"]["version"]})
-            self.due.forget()          # the scheduler's recorded due state is about the old file
+            self._report("audit_event", action, {field: answer["result"][field]})
+            self.due.forget()
+            self.positions.report()
         return answer
 
     async def prune_snapshots(self, keep: int) -> dict:

@@ -110,11 +110,11 @@ class Activator:
         fencing epoch and the newest acknowledged position (no copy below it is opened)."""
         record = self.control.get(workspace_id)
         snap = self.control.durability(workspace_id)
-        location = self.control.location(workspace_id)
+        location = self.control.locations.location(workspace_id)
         return WorkspaceLaunch(
             workspace_id, self.workspace_path(workspace_id), synchronous=self.settings.synchronous,
             max_batch=self.settings.max_batch, snapshots=self.settings.snapshots,
-            generation=record["generation"], epoch=self.control.next_epoch(workspace_id),
+            generation=record["generation"], epoch=self.control.locations.next_epoch(workspace_id),
             position=location["position"], replication=self.settings.replication,
             pending_writes=1 if snap["snapshotPending"] or not snap["lastSnapshotVersion"] else 0,
             expect_snapshot=bool(snap["lastSnapshotVersion"]),

@@ -33,6 +33,8 @@ class WorkspaceLifecycle:
         self.contracts = contracts              # what a new workspace is born with
         self.default_blueprint = default_blueprint
         self.root = ensure_private_dir(settings.workspaces_dir).resolve()
+        self._sweep: asyncio.Task | None = None          # the node sweep running, if any
+        self._sweep_again = False
 
     def folder(self, workspace_id: str) -> Path:
         folder = (self.root / check_workspace_id(workspace_id)).resolve()
@@ -83,14 +85,29 @@ class WorkspaceLifecycle:
         snapshots_deleted = await self._delete_snapshots(workspace_id, generation)
         self.control.delete(workspace_id)                   # and tombstones its generation
         log.info("deleted workspace %s", workspace_id)
-        copies = await self.sweep_nodes()                   # its copies on every other node
-        return {"deleted": workspace_id, "snapshotsDeleted": snapshots_deleted,
-                "nodesSwept": len(copies)}
+        self.sweep_soon()                                   # its copies on every other node
+        return {"deleted": workspace_id, "snapshotsDeleted": snapshots_deleted}
+
+    def sweep_soon(self) -> None:
+        """Sweep every node in the background, without holding up the caller: deletes in a
+        row share sweeps (one runs at a time, and one more follows it to cover the deletes
+        that came in meanwhile)."""
+        if self._sweep is not None and not self._sweep.done():
+            self._sweep_again = True
+            return
+
+        async def sweeps():
+            while True:
+                self._sweep_again = False
+                await self.sweep_nodes()
+                if not self._sweep_again:
+                    return
+        self._sweep = asyncio.get_running_loop().create_task(sweeps())
 
     async def sweep_nodes(self) -> dict:
         """On every node, delete the copies of tombstoned generations and the stale copies of
         workspaces that moved on (minisphere/hosting/copies.py); node -> what it deleted."""
-        tombstones, moved = self.control.tombstones(), self.control.stored_copies()
+        tombstones, moved = self.control.locations.tombstones(), self.control.locations.stored_copies()
         root = str(self.root)
         try:
             swept = await self.runtime.on_every_node(

@@ -198,6 +198,9 @@ class Gateway:
                 "previousFileKeptAt": result["aside"], "tookMs": result["tookMs"],
                 "newestVersion": result["published"]["version"]}
 
+    async def restore_to_moment(self, workspace_id: str, moment: str) -> dict:
+        return await self.actor_call(workspace_id, "restore_to_moment", moment)
+
     async def prune_snapshots(self, workspace_id: str, keep: int) -> dict:
         return await self.actor_call(workspace_id, "prune_snapshots", keep)
 

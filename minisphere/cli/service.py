@@ -1,4 +1,5 @@
-"""`minisphere serve`, `minisphere ws create|list|show|delete|hibernate|prune-snapshots`,
+"""`minisphere serve`, `minisphere ws create|list|show|delete|hibernate|prune-snapshots|snapshot|
+snapshots|restore`,
 `minisphere token create|list|revoke` and the workspace commands
 (`capture`, `recall`, `get`, `append`, `update`, `status`, `forget`, `link`, `unlink`,
 `recent`, `connections`, `count`, `tags`, `stats`, `brief`, `call`) over HTTP.
@@ -141,7 +142,22 @@ def _register_ws(subparsers) -> None:
     prune.add_argument("id")
     prune.add_argument("--keep", type=int, default=1)
     prune.set_defaults(func=_run(lambda c, a: c.prune_snapshots(a.id, a.keep)))
-    for parser in (create, listing, show, delete, hibernate, prune):
+    snapshot = actions.add_parser("snapshot", help="take a snapshot now")
+    snapshot.add_argument("id")
+    snapshot.set_defaults(func=_run(lambda c, a: c.snapshot(a.id)))
+    snapshots = actions.add_parser("snapshots", help="list a workspace's snapshot versions")
+    snapshots.add_argument("id")
+    snapshots.set_defaults(func=_run(lambda c, a: c.list_snapshots(a.id)))
+    restore = actions.add_parser("restore", help="restore a snapshot version, or the state at "
+                                 "a moment (with continuous replication)")
+    restore.add_argument("id")
+    which = restore.add_mutually_exclusive_group(required=True)
+    which.add_argument("--version", help="a version from `ws snapshots`")
+    which.add_argument("--at", metavar="TIMESTAMP", help="UTC, e.g. 2026-12-02T06:00:00Z")
+    restore.set_defaults(func=_run(lambda c, a: c.restore(a.id, version=a.version,
+                                                          timestamp=a.at)))
+    for parser in (create, listing, show, delete, hibernate, prune, snapshot, snapshots,
+                   restore):
         connection_flags(parser, workspace=False)
 
 

@@ -271,6 +271,29 @@ class Client(_Admin):
         return _check(self.http.get("/v1/whoami", headers={
             "Authorization": f"Bearer {token or self.admin_token}"}))
 
+    def snapshot(self, workspace_id: str) -> dict:
+        """Take a snapshot now; its manifest."""
+        return _check(self.http.post(f"/v1/workspaces/{workspace_id}/snapshot",
+                                     headers=self._admin_headers()))
+
+    def list_snapshots(self, workspace_id: str) -> list[dict]:
+        return _check(self.http.get(f"/v1/workspaces/{workspace_id}/snapshots",
+                                    headers=self._admin_headers()))["items"]
+
+    def restore(self, workspace_id: str, *, version: str | None = None,
+                timestamp: str | None = None) -> dict:
+        """Restore a snapshot `version`, or the state at `timestamp` (UTC, e.g.
+        "2026-12-02T06:00:00Z"; needs continuous replication): exactly one of the two."""
+        if (version is None) == (timestamp is None):
+            raise ValueError("restore takes a version or a timestamp, not both or neither")
+        if version is not None:
+            return _check(self.http.post(f"/v1/workspaces/{workspace_id}/restore",
+                                         json={"version": version},
+                                         headers=self._admin_headers()))
+        return _check(self.http.post(f"/v1/workspaces/{workspace_id}/restore-to-moment",
+                                     json={"timestamp": timestamp},
+                                     headers=self._admin_headers()))
+
     def prune_snapshots(self, workspace_id: str, keep: int = 1) -> dict:
         """Keep only the newest `keep` snapshot versions, the newest being the workspace as it
         is now (admin). After a forget, this drops the versions that still hold the text."""

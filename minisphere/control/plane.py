@@ -19,6 +19,7 @@ from minisphere.control.auth import (
     token_hash,
 )
 from minisphere.control.blueprints import Blueprint
+from minisphere.control.locations import LocationRecords
 from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms
 from minisphere.errors import NotFound, WorkspaceExists
@@ -44,6 +45,7 @@ class ControlPlane:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = db.connect(self.path, synchronous=synchronous)
         self._migrate()
+        self.locations = LocationRecords(self.conn, self._audit)
 
     def close(self) -> None:
         self.conn.close()
@@ -120,59 +122,6 @@ class ControlPlane:
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
-
-    # ---- the location record ----------------------------------------------------------------
-    def location(self, workspace_id: str) -> dict:
-        row = self.conn.execute("SELECT generation, node_id, epoch, position, stored_position "
-                                "FROM workspaces WHERE id = ?", (workspace_id,)).fetchone()
-        if row is None:
-            raise NotFound(f"no workspace {workspace_id}")
-        generation, node, epoch, position, stored = row
-        return {"generation": generation, "nodeId": node, "epoch": epoch, "position": position,
-                "storedPosition": stored}
-
-    def next_epoch(self, workspace_id: str) -> int:
-        """The fencing epoch of the host about to open the workspace (one more than any before)."""
-        row = self.conn.execute("UPDATE workspaces SET epoch = epoch + 1 WHERE id = ? "
-                                "RETURNING epoch", (workspace_id,)).fetchone()
-        if row is None:
-            raise NotFound(f"no workspace {workspace_id}")
-        return row[0]
-
-    def record_position(self, workspace_id: str, generation: str | None, position: int,
-                        stored: int | None = None) -> None:
-        """A host of `generation` reports how far the workspace has got (and how far the store
-        has): positions only grow, and a report of another creation of the id is ignored."""
-        self.conn.execute(
-            "UPDATE workspaces SET position = MAX(position, ?), "
-            "stored_position = MAX(stored_position, COALESCE(?, 0)) "
-            "WHERE id = ? AND generation IS ?", (position, stored, workspace_id, generation))
-
-    def accept_stored_state(self, workspace_id: str) -> dict:
-        """An admin accepts losing what only a lost copy held: the newest acknowledged position
-        becomes the store's, so the workspace opens from the store again."""
-        before = self.location(workspace_id)
-        self.conn.execute("UPDATE workspaces SET position = stored_position WHERE id = ?",
-                          (workspace_id,))
-        self._audit(workspace_id, "loss-accepted", {"position": before["position"],
-                                                    "storedPosition": before["storedPosition"]})
-        return self.location(workspace_id)
-
-    def tombstones(self) -> dict[str, list[str]]:
-        """Dead generations per workspace id ('' for a workspace made before generations)."""
-        found: dict[str, list[str]] = {}
-        for workspace_id, generation in self.conn.execute(
-                "SELECT workspace_id, generation FROM tombstones"):
-            found.setdefault(workspace_id, []).append(generation)
-        return found
-
-    def stored_copies(self) -> dict[str, tuple[str | None, str | None, int]]:
-        """Workspaces whose newest state is in the store: id -> (generation, node holding the
-        live copy, stored position). A copy of one of them on any other node is stale."""
-        rows = self.conn.execute("SELECT id, generation, node_id, stored_position FROM "
-                                 "workspaces WHERE state != 'deleting' AND position <= "
-                                 "stored_position")
-        return {w: (g, n, s) for w, g, n, s in rows}
 
     # ---- snapshots of deleted workspaces -----------------------------------------------------
     def owe_snapshot_deletion(self, workspace_id: str, generation: str | None,

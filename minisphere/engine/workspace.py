@@ -246,9 +246,9 @@ class Workspace:
         except Exception:  # noqa: BLE001 - the batch is committed; this is housekeeping
             log.exception("after-commit step of %s failed; its writes are committed", self.path)
         if forgot or self._checkpoint_owed:
-            self._checkpoint_owed = not self._truncate_wal()
+            self.truncate_wal()
 
-    def _truncate_wal(self) -> bool:
+    def truncate_wal(self) -> bool:
         """Fold the WAL into the file and empty it, so a forgotten entry's old pages do not
         stay in WAL frames. Never waits for readers: when one holds the WAL it is owed to the
         next commit. True when done."""
@@ -261,6 +261,7 @@ class Workspace:
                 busy = 1
             finally:
                 conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._checkpoint_owed = bool(busy)
         return not busy
 
     # ---- optional vector binding (engine/vectors/binding.py) --------------------------------

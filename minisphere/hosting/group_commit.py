@@ -44,11 +44,23 @@ class _Pending:
     enqueued: float = field(default_factory=time.perf_counter)
 
 
+@dataclass
+class _Committed:
+    """A batch whose transaction has committed, waiting for its confirmation."""
+    batch: list[_Pending]
+    outcomes: list
+    started: float
+    finished: float
+
+
 class GroupCommitWriter:
-    """`confirm`: called once per committed batch before anyone is answered (sync replication:
-    it returns once the batch is on the replica); when it raises, the batch's calls are
-    answered with `ReplicationUnconfirmed` instead of their results, since they are not
-    durable as promised (a keyed call sent again gets its stored answer once confirmed)."""
+    """`confirm` (sync replication): nobody is answered before a call of it that began after
+    their commit has returned (it returns once everything committed so far is on the replica).
+    It runs on a thread of its own, pipelined with the writer: while one confirmation waits for
+    the replica, the next batches commit, and one confirmation then answers every batch that
+    committed before it began. When it raises, those calls are answered with
+    `ReplicationUnconfirmed` instead of their results, since they are not durable as promised
+    (a keyed call sent again gets its stored answer once confirmed)."""
 
     def __init__(self, workspace: Workspace, max_batch: int = DEFAULT_MAX_BATCH_WRITES,
                  name: str = "writer", confirm: Callable[[], Any] | None = None):
@@ -62,6 +74,12 @@ class GroupCommitWriter:
         self.largest_batch = 0
         self._thread = threading.Thread(target=self._run, name=f"group-commit-{name}", daemon=True)
         self._thread.start()
+        self._confirms: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._confirmer = None
+        if confirm is not None:
+            self._confirmer = threading.Thread(target=self._confirm_loop, daemon=True,
+                                               name=f"replica-confirm-{name}")
+            self._confirmer.start()
 
     def submit(self, method: str, body: dict, callback: Callback,
                prepared: Any = NOT_PREPARED, key: str | None = None) -> None:
@@ -75,6 +93,9 @@ class GroupCommitWriter:
             self._closed = True
             self._queue.put(_STOP)
         self._thread.join(timeout)
+        if self._confirmer is not None:          # every committed batch answered, then stop
+            self._confirms.put(_STOP)
+            self._confirmer.join(timeout)
 
     @property
     def depth(self) -> int:
@@ -115,33 +136,51 @@ class GroupCommitWriter:
             else:
                 log.warning("group of %d failed (%r); committing one by one", len(batch), exc)
                 outcomes = [self._commit_alone(p) for p in batch]
-        finished = time.perf_counter()
-        outcomes = self._confirmed(outcomes)
-        replicated = time.perf_counter()
         self.batches += 1
         self.writes += len(batch)
         self.largest_batch = max(self.largest_batch, len(batch))
-        for pending, outcome in zip(batch, outcomes):
-            ok, result = outcome
-            timings = {"queue_ms": (started - pending.enqueued) * 1e3,
-                       "engine_ms": (finished - started) * 1e3, "batch": len(batch),
-                       "replicate_ms": (replicated - finished) * 1e3,
-                       "replayed": getattr(outcome, "replayed", False)}
-            try:
-                pending.callback(ok, result, timings)
-            except Exception:  # a broken callback must not stop the writer
-                log.exception("group-commit callback failed")
+        committed = _Committed(batch, outcomes, started, time.perf_counter())
+        if self._confirmer is None:
+            self._answer([committed], None)
+        else:
+            self._confirms.put(committed)
 
-    def _confirmed(self, outcomes: list) -> list:
-        if self.confirm is None or not any(ok for ok, _ in outcomes):
-            return outcomes
-        try:
-            self.confirm()
-        except Exception as exc:  # noqa: BLE001 - every caller of the batch is told
-            unconfirmed = (exc if isinstance(exc, ReplicationUnconfirmed) else
-                           ReplicationUnconfirmed(f"replication not confirmed: {exc!r}"))
-            return [(False, unconfirmed) if ok else (ok, result) for ok, result in outcomes]
-        return outcomes
+    def _confirm_loop(self) -> None:
+        stop = False
+        while not stop:
+            group = [self._confirms.get()]
+            while True:
+                try:
+                    group.append(self._confirms.get_nowait())
+                except queue.Empty:
+                    break
+            stop = any(item is _STOP for item in group)
+            group = [item for item in group if item is not _STOP]
+            error = None
+            if any(ok for committed in group for ok, _ in committed.outcomes):
+                try:
+                    self.confirm()
+                except Exception as exc:  # noqa: BLE001 - every caller of the group is told
+                    error = (exc if isinstance(exc, ReplicationUnconfirmed) else
+                             ReplicationUnconfirmed(f"replication not confirmed: {exc!r}"))
+            self._answer(group, error)
+
+    def _answer(self, group: list[_Committed], unconfirmed: Exception | None) -> None:
+        answered = time.perf_counter()
+        for committed in group:
+            for pending, outcome in zip(committed.batch, committed.outcomes):
+                ok, result = outcome
+                if ok and unconfirmed is not None:
+                    ok, result = False, unconfirmed
+                timings = {"queue_ms": (committed.started - pending.enqueued) * 1e3,
+                           "engine_ms": (committed.finished - committed.started) * 1e3,
+                           "batch": len(committed.batch),
+                           "replicate_ms": (answered - committed.finished) * 1e3,
+                           "replayed": getattr(outcome, "replayed", False)}
+                try:
+                    pending.callback(ok, result, timings)
+                except Exception:  # a broken callback must not stop the writer
+                    log.exception("group-commit callback failed")
 
     def _commit_alone(self, pending: _Pending) -> tuple[bool, Any]:
         try:

@@ -124,6 +124,7 @@ class WorkspaceHost:
         self.workspace, self.reads = workspace, reads
         confirm = None
         if self.replica is not None:
+            self.replica.checkpoint = workspace.truncate_wal
             try:
                 self.replica.register()
             except Exception as exc:  # noqa: BLE001 - sync writes re-register and say so
@@ -180,14 +181,26 @@ class WorkspaceHost:
         note = self.snapshotter.note_writes
 
         def done(ok, result, timings):
-            if ok and counts and not timings.get("replayed"):
-                note(1)
-                if method == "forget":        # copies taken before it hold the text too
-                    drop_after_forget(self.path)
-                    if self.replica is not None:
-                        self.replica.restart_history()
-            callback(ok, result, timings)
+            try:
+                if ok and counts and not timings.get("replayed"):
+                    note(1)
+                    if method == "forget":        # copies taken before it hold the text too
+                        self._forget_copies()
+            finally:
+                callback(ok, result, timings)
         self.writer.submit(method, body, done, prepared, key)
+
+    def _forget_copies(self) -> None:
+        """After a forget committed: the copies beside the file and the replica's history were
+        taken before it. Housekeeping: a failure is logged (the replica's is owed), never
+        answered in place of the forget's own result."""
+        try:
+            drop_after_forget(self.path)
+        except OSError as exc:
+            log.error("workspace %s: copies from before a forget not deleted: %r",
+                      self.workspace_id, exc)
+        if self.replica is not None:
+            self.replica.restart_history()
 
     def _follow_up(self, method: str, body: dict) -> None:
         """A read's small internal write (recall counts): queued, not awaited by the reader,

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from minisphere.durability.replication import WorkspaceReplica, restore_from_replica
-from minisphere.durability.snapshots import restore_latest_good
+from minisphere.durability.snapshots import restore_latest_good, verify_database
 from minisphere.durability.stores import SnapshotStore
+from minisphere.engine.db import DatabaseError
 from minisphere.engine.location import inspect_copy
 from minisphere.errors import SnapshotError, SnapshotNotFound, WorkspaceDataMissing
 from minisphere.files import fsync_dir
@@ -76,12 +77,12 @@ class CurrentCopy:
         started = time.perf_counter()
         staged = self.path.with_name(self.path.name + ".from-replica")
         try:
-            found = restore_from_replica(self.replica.url, staged)
+            found = restore_from_replica(self.replica.url, staged, env=self.replica.daemon.env)
         except (SnapshotError, OSError) as exc:
             log.warning("workspace %s: no restore from its replica (%s); trying snapshots",
                         self.workspace_id, exc)
             found = False
-        copy = inspect_copy(staged) if found else None
+        copy = inspect_copy(staged) if found and self._sound(staged) else None
         if copy is None or copy.position < self.min_position or (
                 None not in (copy.generation, self.generation)
                 and copy.generation != self.generation):
@@ -93,6 +94,16 @@ class CurrentCopy:
         log.info("workspace %s restored from its replica (position %d) in %.1f ms",
                  self.workspace_id, copy.position, took)
         return {"source": "replica", "position": copy.position, "restoreMs": took}
+
+    def _sound(self, staged: Path) -> bool:
+        """The replica's state passes SQLite's integrity check (else the snapshots are tried)."""
+        try:
+            verify_database(staged)
+        except (ValueError, DatabaseError) as exc:
+            log.error("workspace %s: its replica restored a broken file (%s); trying snapshots",
+                      self.workspace_id, exc)
+            return False
+        return True
 
     def _discard_unusable_copy(self) -> str | None:
         """Delete the local copy when it belongs to another creation of the id or is older than

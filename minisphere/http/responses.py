@@ -461,6 +461,14 @@ class Restored(Answer):
                                            "a later activation or restore comes back to it")
 
 
+class RestoredToMoment(Answer):
+    workspace: str
+    moment: str = Field(description="the moment restored (UTC)")
+    position: int = Field(description="the restored state's position: a new state, above "
+                                      "every position the workspace had")
+    aside: Optional[str] = Field(description="where the replaced file was kept on its node")
+
+
 class Pruned(Answer):
     workspace: str
     snapshot: Optional[SnapshotManifest] = Field(description="taken first, when the file had "

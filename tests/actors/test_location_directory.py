@@ -61,7 +61,7 @@ def test_every_wake_gets_a_higher_epoch_and_the_acknowledged_position(tmp_path):
 
     epochs = asyncio.run(drive())
     assert epochs == sorted(set(epochs)) and len(epochs) == 3
-    location = control.location("moving")
+    location = control.locations.location("moving")
     assert location["position"] == location["storedPosition"] == 3
 
 

@@ -42,6 +42,20 @@ def test_ws_commands_create_list_show_hibernate_prune_and_delete(service, cli):
     assert [w["id"] for w in ok(cli("ws", "list"))] == ["other"]
 
 
+def test_ws_snapshot_snapshots_and_restore_by_version_or_moment(service, cli):
+    create(cli, "undo")
+    ok(cli("capture", "kept by the snapshot", "-w", "undo"))
+    version = ok(cli("ws", "snapshot", "undo"))["version"]
+    ok(cli("capture", "undone by the restore", "-w", "undo"))
+    assert [v["version"] for v in ok(cli("ws", "snapshots", "undo"))] == [version]
+    assert ok(cli("ws", "restore", "undo", "--version", version))["version"] == version
+    assert ok(cli("count", "-w", "undo"))["count"] == 1
+    moment = cli("ws", "restore", "undo", "--at", "2026-12-02T06:00:00Z")
+    assert moment.code == 1 and "422 invalid_argument" in moment.err   # no replica here
+    neither = cli("ws", "restore", "undo")
+    assert neither.code == 2 and "one of the arguments --version --at is required" in neither.err
+
+
 def test_ws_create_reads_a_blueprint_file(service, cli, tmp_path):
     path = tmp_path / "blueprint.json"
     path.write_text(json.dumps({"name": "nightly", "version": 1, "bindings": {

@@ -151,3 +151,20 @@ def test_contracts_lists_every_routed_method(admin):
     listed = admin.contracts()
     assert {m["name"]: m["access"] for m in listed["methods"]} == \
         {name: method.access for name, method in METHODS.items()}
+
+
+def test_the_client_restores_a_snapshot_version_and_a_moment_needs_replication(admin):
+    admin.create_workspace("restoring")
+    ws = admin.workspace("restoring")
+    ws.capture("kept by the snapshot")
+    version = admin.snapshot("restoring")["version"]
+    ws.capture("undone by the restore")
+    assert [v["version"] for v in admin.list_snapshots("restoring")] == [version]
+    restored = admin.restore("restoring", version=version)
+    assert restored["version"] == version and restored["newestVersion"] != version
+    assert ws.get_count() == 1
+    with pytest.raises(ServiceError) as refused:
+        admin.restore("restoring", timestamp="2026-12-02T06:00:00Z")
+    assert refused.value.status == 422 and "replication" in refused.value.message
+    with pytest.raises(ValueError):
+        admin.restore("restoring")

@@ -48,6 +48,12 @@ def write(host, content, key=None):
     return future.result(timeout=60)
 
 
+def forget(host, entry_id: str) -> bool:
+    future = Future()
+    host.submit_write("forget", {"id": entry_id}, lambda ok, r, t: future.set_result(ok))
+    return future.result(timeout=60)
+
+
 def replica_count(replica_root: Path, tmp_path: Path) -> int:
     target = tmp_path / f"probe-{time.monotonic_ns()}.db"
     assert restore_from_replica((replica_root / "ws-rep").as_uri(), target)
@@ -188,9 +194,7 @@ def test_a_forget_leaves_no_trace_in_the_replica_or_the_daemons_local_history(tm
         write(host, "a note that stays")
         held = [p for p in tmp_path.rglob("*.ltx") if secret.encode() in p.read_bytes()]
         assert held                                    # the history holds it before the forget
-        future = Future()
-        host.submit_write("forget", {"id": entry}, lambda ok, r, t: future.set_result(ok))
-        assert future.result(timeout=60)
+        assert forget(host, entry)
         assert [p for p in tmp_path.rglob("*") if p.is_file()
                 and secret.encode() in p.read_bytes()] == []
         target = tmp_path / "after-forget.db"
@@ -198,3 +202,26 @@ def test_a_forget_leaves_no_trace_in_the_replica_or_the_daemons_local_history(tm
         assert inspect_copy(target).position == host.workspace.position
     finally:
         host.close()
+
+
+def test_wal_checkpoints_before_the_daemon_read_the_frames_skip_no_transaction(tmp_path,
+                                                                                daemon):
+    settings = ReplicationSettings(mode="async", sync_timeout_s=5.0)
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon, settings=settings)
+    try:
+        for round_ in range(3):
+            ids = [write(host, f"round {round_} fact {n}")[1]["id"] for n in range(20)]
+            assert forget(host, ids[0])                 # a forget truncates the WAL at once
+            write(host, f"round {round_}: written after the forget")
+            with host.workspace.reading() as conn:      # and a checkpoint of our own
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        position = host.workspace.position
+        host.replica.confirm()
+    finally:
+        host.close()
+    target = tmp_path / "replicated.db"
+    assert restore_from_replica((tmp_path / "replica" / "ws-rep").as_uri(), target)
+    assert inspect_copy(target).position == position
+    import pysqlite3.dbapi2 as sqlite3
+    with sqlite3.connect(target) as conn:
+        assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 3 * 20

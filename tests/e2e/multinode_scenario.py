@@ -38,7 +38,9 @@ def service_env(data_dir: Path) -> dict:
             "MINISPHERE_RAY_NAMESPACE": "minisphere-multinode",
             "MINISPHERE_SYNCHRONOUS": "NORMAL", "MINISPHERE_SNAPSHOT_STORE": "local",
             "MINISPHERE_SNAPSHOT_EVERY_WRITES": "0", "MINISPHERE_SNAPSHOT_EVERY_S": "0",
-            "MINISPHERE_HIBERNATE_IDLE_S": "0", "MINISPHERE_MAX_RESIDENT": "64"}
+            "MINISPHERE_HIBERNATE_IDLE_S": "0", "MINISPHERE_MAX_RESIDENT": "64",
+            # without replication: the location record alone must refuse to open older state
+            "MINISPHERE_REPLICATION": "off"}
 
 
 ADMIN_TOKEN = "multinode-admin-token-0123456789"

@@ -51,8 +51,11 @@ def test_hibernate_and_reactivate_round_trip(http, admin_headers, new_workspace,
     assert record["durability"]["activation"]["source"] == "local"
 
 
-def test_missing_file_is_restored_from_the_latest_snapshot(http, admin_headers, new_workspace,
-                                                          service, directory):
+def test_missing_file_is_restored_from_its_replica_first(http, admin_headers, new_workspace,
+                                                        service, directory):
+    """The session replicates (the embedded default, async): a workspace whose node lost its
+    disk comes back from its replica, the newest state the store holds (the snapshot path
+    without replication: tests/hosting and the multinode scenario)."""
     ws, h = new_workspace()
     capture(http, ws, h, "survives the loss of the node's disk")
     ray.get(directory.hibernate.remote(ws))
@@ -63,7 +66,7 @@ def test_missing_file_is_restored_from_the_latest_snapshot(http, admin_headers, 
     r = http.post(f"/v1/w/{ws}/getCount", headers=h, json={})
     assert r.status_code == 200 and r.json()["count"] == 1
     shown = http.get(f"/v1/workspaces/{ws}", headers=admin_headers).json()["durability"]
-    assert shown["activation"]["source"] == "snapshot"
+    assert shown["activation"]["source"] == "replica"
     assert "gone" in shown["placement"]
 
 

@@ -12,8 +12,10 @@ own `AdminCheck`: a wrong admin token spends the client address's budget of gues
 it is spent), a workspace token there does not. Writes go through `Workspace.run_batch` with
 the caller's idempotency key, so a replay is answered with `Idempotent-Replay: true`.
 
-Not served: restore (no client method calls it). Everything runs under one lock on worker
-threads: the gateway is for correctness, not for measuring anything.
+A snapshot version is restored the way the service restores it (verified, published again as
+the newest version, swapped in); a restore to a moment answers what a service without
+continuous replication answers (422: there is no replica here). Everything runs under one lock
+on worker threads: the gateway is for correctness, not for measuring anything.
 
     gateway = EngineGateway(tmp_path)
     api = engine_api(gateway)                                  # build_api(gateway, [], ...)
@@ -43,13 +45,20 @@ from minisphere.durability.snapshots import (
     list_snapshots,
     list_versions,
     prune,
+    restore_snapshot,
     take_snapshot,
 )
 from minisphere.durability.stores import LocalDirSnapshotStore
 from minisphere.engine.clock import epoch_ms
 from minisphere.engine.methods import METHODS
 from minisphere.engine.workspace import Workspace
-from minisphere.errors import Forbidden, NotFound, TransferError, Unauthenticated
+from minisphere.errors import (
+    Forbidden,
+    InvalidArgument,
+    NotFound,
+    TransferError,
+    Unauthenticated,
+)
 from minisphere.http.app import build_api
 from minisphere.maintenance import runs as M
 from minisphere.maintenance.ledger import LocalLedger
@@ -201,7 +210,7 @@ class EngineGateway:
         resident = workspace_id in self.open
         return {**self.control.get(workspace_id), "resident": resident,
                 "durability": {**self.control.durability(workspace_id), "resident": resident},
-                "location": self.control.location(workspace_id)}
+                "location": self.control.locations.location(workspace_id)}
 
     async def get(self, workspace_id):
         return await self._run(self._get, workspace_id)
@@ -258,6 +267,25 @@ class EngineGateway:
 
     async def prune_snapshots(self, workspace_id, keep):
         return await self._run(self._prune_snapshots, workspace_id, keep)
+
+    def _restore(self, workspace_id: str, version: str) -> dict:
+        self.control.get(workspace_id)
+        self._close(workspace_id)
+        result = restore_snapshot(self.store, workspace_id, self.path(workspace_id), version,
+                                  publish=True)
+        return {"workspace": workspace_id, "version": result["version"],
+                "entryCount": result["manifest"].get("entryCount"),
+                "previousFileKeptAt": result["aside"], "tookMs": result["tookMs"],
+                "newestVersion": result["published"]["version"]}
+
+    async def restore(self, workspace_id, version):
+        return await self._run(self._restore, workspace_id, version)
+
+    async def restore_to_moment(self, workspace_id, moment):
+        self.control.get(workspace_id)
+        raise InvalidArgument("restoring to a moment needs continuous replication "
+                              "(MINISPHERE_REPLICATION=sync or async); restore a snapshot "
+                              "version instead")
 
     def _hibernate(self, workspace_id: str) -> dict:
         self.control.get(workspace_id)

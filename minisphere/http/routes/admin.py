@@ -4,7 +4,8 @@
     POST /v1/workspaces/{id}/snapshot             take a snapshot now
     GET  /v1/workspaces/{id}/snapshots            its versions (admin or the workspace's token)
     POST /v1/workspaces/{id}/hibernate            snapshot if changed, close, release its actor
-    POST /v1/workspaces/{id}/restore {version}    point-in-time restore
+    POST /v1/workspaces/{id}/restore {version}    restore a snapshot version
+    POST /v1/workspaces/{id}/restore-to-moment {timestamp}   restore any second the replica holds
     POST /v1/workspaces/{id}/snapshots/prune {keep}
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ from minisphere.http.routes import Routes
 WORKSPACES_MAX_LIMIT = 1000
 PRUNE_KEEP_MAX = 1000
 AFTER_MAX_CHARS = 100
+MOMENT_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
 
 routes = Routes(tags=["admin"])
 
@@ -42,6 +44,13 @@ class RestoreWorkspace(BaseModel):
     model_config = ConfigDict(extra="forbid")
     version: Annotated[StrictStr, Field(pattern=SNAPSHOT_VERSION_PATTERN.pattern,
                                         description="a version from GET .../snapshots")]
+
+
+class RestoreToMoment(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    timestamp: Annotated[StrictStr, Field(
+        pattern=MOMENT_PATTERN, description="UTC, RFC 3339 to the second, e.g. "
+                                            "2026-12-02T06:00:00Z")]
 
 
 class PruneSnapshots(BaseModel):
@@ -110,6 +119,18 @@ async def restore_workspace(workspace_id: str, request: Request, gateway: AdminG
     check_workspace_id(workspace_id)
     spec = await read_spec(request, RestoreWorkspace, "restore", required=True)
     return await gateway.restore(workspace_id, spec.version)
+
+
+@routes.post("/v1/workspaces/{workspace_id}/restore-to-moment",
+             summary="Restore the state the workspace had at a moment (needs continuous "
+                     "replication: any second the replica still holds)",
+             responses=answers(R.RestoredToMoment),
+             openapi_extra=json_body(RestoreToMoment, required=True))
+async def restore_workspace_to_moment(workspace_id: str, request: Request,
+                                      gateway: AdminGateway):
+    check_workspace_id(workspace_id)
+    spec = await read_spec(request, RestoreToMoment, "restore-to-moment", required=True)
+    return await gateway.restore_to_moment(workspace_id, spec.timestamp)
 
 
 @routes.post("/v1/workspaces/{workspace_id}/snapshots/prune",

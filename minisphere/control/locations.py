@@ -1,0 +1,68 @@
+"""The location record of each workspace, in the control plane's file (migration 0007): where
+its live copy is, the fencing epoch of the host that opens it next, the newest acknowledged
+position and the newest position the store holds, and the tombstones of deleted generations.
+What the positions and epochs mean: minisphere/engine/location.py.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from minisphere.errors import NotFound
+
+
+class LocationRecords:
+    def __init__(self, conn, audit: Callable[[str | None, str, dict | None], None]):
+        self.conn = conn
+        self._audit = audit
+
+    def location(self, workspace_id: str) -> dict:
+        row = self.conn.execute("SELECT generation, node_id, epoch, position, stored_position "
+                                "FROM workspaces WHERE id = ?", (workspace_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no workspace {workspace_id}")
+        generation, node, epoch, position, stored = row
+        return {"generation": generation, "nodeId": node, "epoch": epoch, "position": position,
+                "storedPosition": stored}
+
+    def next_epoch(self, workspace_id: str) -> int:
+        """The fencing epoch of the host about to open the workspace (one more than any before)."""
+        row = self.conn.execute("UPDATE workspaces SET epoch = epoch + 1 WHERE id = ? "
+                                "RETURNING epoch", (workspace_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no workspace {workspace_id}")
+        return row[0]
+
+    def record_position(self, workspace_id: str, generation: str | None, position: int,
+                        stored: int | None = None) -> None:
+        """A host of `generation` reports how far the workspace has got (and how far the store
+        has): positions only grow, and a report of another creation of the id is ignored."""
+        self.conn.execute(
+            "UPDATE workspaces SET position = MAX(position, ?), "
+            "stored_position = MAX(stored_position, COALESCE(?, 0)) "
+            "WHERE id = ? AND generation IS ?", (position, stored, workspace_id, generation))
+
+    def accept_stored_state(self, workspace_id: str) -> dict:
+        """An admin accepts losing what only a lost copy held: the newest acknowledged position
+        becomes the store's, so the workspace opens from the store again."""
+        before = self.location(workspace_id)
+        self.conn.execute("UPDATE workspaces SET position = stored_position WHERE id = ?",
+                          (workspace_id,))
+        self._audit(workspace_id, "loss-accepted", {"position": before["position"],
+                                                    "storedPosition": before["storedPosition"]})
+        return self.location(workspace_id)
+
+    def tombstones(self) -> dict[str, list[str]]:
+        """Dead generations per workspace id ('' for a workspace made before generations)."""
+        found: dict[str, list[str]] = {}
+        for workspace_id, generation in self.conn.execute(
+                "SELECT workspace_id, generation FROM tombstones"):
+            found.setdefault(workspace_id, []).append(generation)
+        return found
+
+    def stored_copies(self) -> dict[str, tuple[str | None, str | None, int]]:
+        """Workspaces whose newest state is in the store: id -> (generation, node holding the
+        live copy, stored position). A copy of one of them on any other node is stale."""
+        rows = self.conn.execute("SELECT id, generation, node_id, stored_position FROM "
+                                 "workspaces WHERE state != 'deleting' AND position <= "
+                                 "stored_position")
+        return {w: (g, n, s) for w, g, n, s in rows}
