@@ -118,7 +118,7 @@ class WorkspaceActor:
         self.transfers = TransferSessions()
         self.launch: WorkspaceLaunch | None = None
         self.positions = PositionReports(
-            lambda: self.host.workspace.position if self.host and self.host.workspace else None,
+            lambda: self.host.acknowledged_position() if self.host else None,
             lambda position, stored: self._report("position", self.launch.generation,
                                                   position, stored))
         if launch is None and self.restarted and directory is not None:

@@ -51,6 +51,7 @@ class _Committed:
     outcomes: list
     started: float
     finished: float
+    position: int                   # the file's position once this batch committed
 
 
 class GroupCommitWriter:
@@ -66,6 +67,9 @@ class GroupCommitWriter:
                  name: str = "writer", confirm: Callable[[], Any] | None = None):
         self.workspace = workspace
         self.confirm = confirm
+        # the newest position whose writes have been answered: with `confirm`, only what the
+        # replica holds (the directory must never record a position a lost node took along)
+        self.acknowledged_position = workspace.position
         self.max_batch = max(1, int(max_batch))
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._closed = False
@@ -139,7 +143,8 @@ class GroupCommitWriter:
         self.batches += 1
         self.writes += len(batch)
         self.largest_batch = max(self.largest_batch, len(batch))
-        committed = _Committed(batch, outcomes, started, time.perf_counter())
+        committed = _Committed(batch, outcomes, started, time.perf_counter(),
+                               self.workspace.position)
         if self._confirmer is None:
             self._answer([committed], None)
         else:
@@ -167,6 +172,9 @@ class GroupCommitWriter:
 
     def _answer(self, group: list[_Committed], unconfirmed: Exception | None) -> None:
         answered = time.perf_counter()
+        if unconfirmed is None:
+            self.acknowledged_position = max([self.acknowledged_position,
+                                              *(committed.position for committed in group)])
         for committed in group:
             for pending, outcome in zip(committed.batch, committed.outcomes):
                 ok, result = outcome

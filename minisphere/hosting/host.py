@@ -298,6 +298,12 @@ class WorkspaceHost:
         live = inspect_copy(self.path)
         return max(self.min_position, live.position if live else 0) + 1
 
+    def acknowledged_position(self) -> int | None:
+        """The newest position whose writes were answered (in sync replication: confirmed on
+        the replica), None while the file is not open: what the directory may record."""
+        writer = self.writer
+        return writer.acknowledged_position if writer is not None else None
+
     def position(self) -> int:
         """The copy's position now (the newest acknowledged state of this workspace)."""
         copy = inspect_copy(self.path)

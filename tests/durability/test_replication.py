@@ -111,6 +111,8 @@ def test_a_replica_that_cannot_confirm_makes_a_sync_write_a_503_not_an_acknowled
         assert time.monotonic() - started < 10          # bounded, not hanging
         ok, error, _ = write(host, "never confirmed", key="k-1")   # the retry: still not
         assert not ok and isinstance(error, ReplicationUnconfirmed)
+        # committed here, never acknowledged: the directory must not be told this position
+        assert host.workspace.position == 1 and host.acknowledged_position() == 0
     finally:
         host.close()
 
