@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import shutil
@@ -345,6 +346,18 @@ def workspace_replica(replication: ReplicationSettings, snapshots: SnapshotSetti
                              replica_prefix(workspace_id, generation)))
 
 
+def newest_moment(url: str, env: dict[str, str] | None = None) -> str | None:
+    """When the replica's newest transaction was shipped (RFC 3339, UTC), None if it has none."""
+    done = subprocess.run([litestream_binary(), "ltx", "-json", "-level", "all", url],
+                          capture_output=True, text=True, env=env, timeout=RESTORE_TIMEOUT_S)
+    if done.returncode != 0:
+        raise SnapshotError(f"litestream ltx of {url} failed: "
+                            f"{(done.stderr or done.stdout).strip()[-300:]}")
+    files = json.loads(done.stdout or "[]") or []
+    stamps = [item["timestamp"] for item in files if item.get("timestamp")]
+    return max(stamps) if stamps else None
+
+
 def restore_moment(url: str, db_path: Path, moment: str, new_position: int,
                    env: dict[str, str] | None = None) -> dict:
     """Replace the (closed) live file by the replica's state at `moment`, verified like a
@@ -355,10 +368,13 @@ def restore_moment(url: str, db_path: Path, moment: str, new_position: int,
         try:
             found = restore_from_replica(url, staged, timestamp=moment, env=env)
         except SnapshotError as exc:
-            if any(words in exc.message.lower() for words in NOTHING_AT_THAT_MOMENT):
-                found = False
-            else:
+            if not any(words in exc.message.lower() for words in NOTHING_AT_THAT_MOMENT):
                 raise
+            # Litestream finds no state for a moment after its newest transaction either:
+            # that moment's state is the newest one
+            newest = newest_moment(url, env)
+            found = (newest is not None and newest <= moment
+                     and restore_from_replica(url, staged, env=env))
         if not found:
             raise SnapshotNotFound(f"the replica holds no state at or before {moment}")
         try:

@@ -222,6 +222,8 @@ class RerankFactors(Answer):
     tagOverlap: float
     rolledUp: float
     tagShare: float
+    subject: float = Field(description="x3 when the entry starts with a query word too common "
+                                       "to search (the speaker a question names), else 1")
     product: float
 
 

@@ -177,6 +177,11 @@ def test_a_restore_to_a_moment_brings_back_exactly_the_writes_before_it(tmp_path
         with pytest.raises(SnapshotNotFound):
             host.restore_to_time(too_early.strftime("%Y-%m-%dT%H:%M:%SZ"))
         assert host.submit_read("getCount", {}).result()[0]["count"] == 2   # left as it was
+        time.sleep(1.2)                           # a moment after the newest write: its state
+        latest = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        time.sleep(1.2)
+        host.restore_to_time(latest)
+        assert host.submit_read("getCount", {}).result()[0]["count"] == 2
     finally:
         host.close()
 
@@ -227,3 +232,18 @@ def test_wal_checkpoints_before_the_daemon_read_the_frames_skip_no_transaction(t
     import pysqlite3.dbapi2 as sqlite3
     with sqlite3.connect(target) as conn:
         assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 3 * 20
+
+
+def test_a_daemon_that_dies_is_started_again_and_the_replica_catches_up(tmp_path, daemon):
+    import os
+    import signal
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    try:
+        assert write(host, "before the daemon died")[0]
+        os.kill(int((daemon.folder / "litestream.pid").read_text()), signal.SIGKILL)
+        ok, result, _ = write(host, "after the daemon died")
+        assert ok, result                               # confirmed by the daemon started anew
+        assert daemon.control.alive()
+        assert replica_count(tmp_path / "replica", tmp_path) == 2
+    finally:
+        host.close()

@@ -40,7 +40,7 @@ def test_escaping_workspace_ids_are_refused(http, admin_headers, raw_id, service
     assert created.status_code == 400, created.text
     root = service["data_dir"]
     assert {p.name for p in root.iterdir()} <= {"control.db", "control.db-shm",
-                                                "control.db-wal", "workspaces"}
+                                                "control.db-wal", "workspaces", "litestream"}
     assert all(p.is_dir() and p.parent == root / "workspaces"
                for p in (root / "workspaces").iterdir())
 

@@ -112,6 +112,11 @@ def test_every_published_route_answers_what_its_schema_says(http, admin_headers,
               json={"version": manifest["version"]})
         admin("POST", f"{item}/restore", "/v1/workspaces/{workspace_id}/restore", 400,
               json={"version": "not-a-version"})
+        moments = "/v1/workspaces/{workspace_id}/restore-to-moment"
+        admin("POST", f"{item}/restore-to-moment", moments, 404,
+              json={"timestamp": "2001-01-01T00:00:00Z"})     # before the replica's history
+        admin("POST", f"{item}/restore-to-moment", moments, 400,
+              json={"timestamp": "2001-02-30T00:00:00Z"})     # not a day that exists
         admin("POST", f"{item}/snapshots/prune", "/v1/workspaces/{workspace_id}/snapshots/prune",
               json={"keep": 2})
         admin("GET", f"/v1/maintenance/runs?workspace={ws}", "/v1/maintenance/runs")

@@ -10,11 +10,12 @@
 """
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any, Optional
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
 from minisphere.control.auth import WORKSPACE_ID_PATTERN, check_workspace_id
 from minisphere.control.blueprints import parse_blueprint
@@ -29,6 +30,7 @@ WORKSPACES_MAX_LIMIT = 1000
 PRUNE_KEEP_MAX = 1000
 AFTER_MAX_CHARS = 100
 MOMENT_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+MOMENT_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 routes = Routes(tags=["admin"])
 
@@ -50,7 +52,18 @@ class RestoreToMoment(BaseModel):
     model_config = ConfigDict(extra="forbid")
     timestamp: Annotated[StrictStr, Field(
         pattern=MOMENT_PATTERN, description="UTC, RFC 3339 to the second, e.g. "
-                                            "2026-12-02T06:00:00Z")]
+                                            "2026-12-02T06:00:00Z; not in the future")]
+
+    @field_validator("timestamp")
+    @classmethod
+    def a_past_moment(cls, value: str) -> str:
+        try:
+            moment = datetime.strptime(value, MOMENT_FORMAT).replace(tzinfo=UTC)
+        except ValueError:
+            raise ValueError("not a date and time that exists") from None
+        if moment > datetime.now(UTC):
+            raise ValueError("is in the future: the replica holds only what has happened")
+        return value
 
 
 class PruneSnapshots(BaseModel):
