@@ -70,6 +70,9 @@ def service(tmp_path_factory, s3_endpoint):
             if owns_ray:
                 ray.shutdown()
             relay.stop()
+            # the replication daemon the session's workspaces started outlives their actors
+            from minisphere.durability.replication import LitestreamDaemon
+            LitestreamDaemon(config.replication.daemon_dir).stop()
 
 
 @pytest.fixture(scope="session")
