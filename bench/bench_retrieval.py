@@ -454,8 +454,8 @@ def _settings_section(bench) -> str:
     from . import folds
     per_fold, summary = folds.settings_rows(bench)
     return ("## Settings, each chosen on four conversations and scored on the fifth\n\n"
-            "Baseline: the value before issue 28. Δ = held-out fold mean of the chosen value minus "
-            "the baseline's; worst = the lowest single-fold Δ. A setting is kept only if the "
+            "Baseline: the value shipped before the held-out tuning. Δ = held-out fold mean of "
+            "the chosen value minus the baseline's; worst = the lowest single-fold Δ. A setting is kept only if the "
             "held-out mean improves.\n\n"
             + table(["setting", "arm", "before", "shipped", "Δ R@10", "Δ nDCG@10", "worst fold Δ"],
                     summary)

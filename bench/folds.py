@@ -161,8 +161,8 @@ def by_category(outcomes: list[Outcome], field: str) -> dict[str, float]:
 # ---- the settings compared by leave-one-conversation-out -----------------------------------------
 @dataclass
 class Family:
-    """One setting and its candidate values; `before` is the value before issue 28 (the
-    baseline every fold is compared with), `bound` whether it acts with a vector binding only."""
+    """One setting and its candidate values; `before` is the value shipped before held-out
+    tuning (the baseline every fold is compared with), `bound` whether it acts with a vector binding only."""
     name: str
     before: dict
     candidates: list[dict]
@@ -185,8 +185,8 @@ def run_family(bench: ConversationBench, family: Family) -> tuple[dict[str, list
     return results, leave_one_out(results, bench.conversations)
 
 
-# The settings compared: the value before issue 28 first (every fold's baseline), then the
-# candidates; the shipped value is always among them. Each moves one setting around the
+# The settings compared: the value shipped before held-out tuning first (every fold's
+# baseline), then the candidates; the shipped value is always among them. Each moves one setting around the
 # shipped configuration.
 FAMILIES = [
     Family("subject factor (rerank)", {"SUBJECT_BOOST_MAX": 0.0},

@@ -82,21 +82,17 @@ class WorkspaceHost:
                                        every_s=snapshots.every_s, name=workspace_id,
                                        on_status=on_snapshot_status)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = HostLock(self.path.parent)      # the node's sweep leaves this folder alone
-        try:
-            self.activation = CurrentCopy(
-                workspace_id, self.path, generation, int(position), self.store,
-                replica).ensure(expect_snapshot)
-        except BaseException:
-            self._lock.release()
-            raise
-        if pending_writes or self.activation["source"] == "new":
-            self.snapshotter.note_writes(max(1, pending_writes))
         self.workspace: Workspace | None = None
         self.writer: GroupCommitWriter | None = None
         self.reads: ReadPool | None = None
         self._closed = False                    # closed for good (hibernated or closed)
+        self._lock = HostLock(self.path.parent)      # the node's sweep leaves this folder alone
         try:
+            self.activation = CurrentCopy(
+                workspace_id, self.path, generation, self.min_position, self.store,
+                replica).ensure(expect_snapshot)
+            if pending_writes or self.activation["source"] == "new":
+                self.snapshotter.note_writes(max(1, pending_writes))
             self._open()
         except BaseException:
             self._lock.release()

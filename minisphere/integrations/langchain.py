@@ -34,8 +34,8 @@ from minisphere.integrations.handles import acall, as_wire, call
 from minisphere.integrations.tool_specs import TOOL_ARGUMENTS, tool_description
 from minisphere.wire import Kind
 
-# the tools issue 27 names: the everyday surface (the statistics and graph views are left to
-# `minisphere_tools(ws, names=[...])`, which accepts every name in TOOL_ARGUMENTS)
+# the default tools: the everyday surface of an agent's memory (the statistics and graph views
+# are left to `minisphere_tools(ws, names=[...])`, which accepts every name in TOOL_ARGUMENTS)
 DEFAULT_TOOLS = ("capture", "append", "update", "setStatus", "forget", "link", "unlink",
                  "recall", "getEntry", "listRecent", "connections", "getBrief")
 RECALL_OPTIONS = ("top_k", "tag", "kind", "hops", "full")

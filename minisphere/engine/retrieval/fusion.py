@@ -28,7 +28,7 @@ fused page), computed exactly for every candidate of either arm. Cosines are use
 stretched per query: on short conversational turns every cosine sits in a narrow band, so the
 dense arm's say shrinks by itself where it tells entries apart least.
 
-The arms' agreement then bounds the dense arm's say from below (issue 28: the margin rule alone
+The arms' agreement then bounds the dense arm's say from below (the margin rule alone
 gained on the dev conversations and lost on unseen ones):
 
     support = mean over the vector arm's HYBRID_AGREEMENT_DEPTH best hits of lexical(d) / best

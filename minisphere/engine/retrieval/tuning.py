@@ -118,7 +118,7 @@ HYBRID_LEXICAL_MARGIN_FLOOR = 1 / 3  # at or below this margin the lexical arm h
 HYBRID_LEXICAL_SLOPE = 1.5         # lexical share gained per unit of margin above the floor
 HYBRID_LEXICAL_MAX = 0.6           # the dense arm always keeps 40% (it breaks lexical ties)
 
-# --- hybrid: the arms' agreement (issue 28) ------------------------------------------------------
+# --- hybrid: the arms' agreement ---------------------------------------------------------------
 # support = mean of lexical(d) / best lexical over the vector arm's 20 best hits. Where the
 # lexical arm barely backs the dense head, the dense arm is off the query's topic and the lexical
 # order is left alone (share 1, no feedback KNN); from HYBRID_AGREEMENT_HIGH the margin rule
