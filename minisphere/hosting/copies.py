@@ -58,11 +58,16 @@ def drop_after_forget(db_path: Path) -> int:
     return drop_asides(db_path) + drop_export_copies(db_path.parent)
 
 
+def remove_database(db_path: Path) -> None:
+    """Delete one SQLite file with its WAL, shared memory and journal."""
+    for path in [db_path, *(Path(str(db_path) + s) for s in SIDE_SUFFIXES)]:
+        _unlink(path)
+
+
 def discard_copy(db_path: Path) -> None:
     """Delete a workspace copy: the file, its WAL and shared memory, its asides, exports, and
     the replication daemon's local history of it."""
-    for path in [db_path, *(Path(str(db_path) + s) for s in SIDE_SUFFIXES)]:
-        _unlink(path)
+    remove_database(db_path)
     drop_after_forget(db_path)
     shutil.rmtree(local_history(db_path), ignore_errors=True)
 

@@ -24,7 +24,7 @@ from minisphere.engine.db import DatabaseError
 from minisphere.engine.location import inspect_copy
 from minisphere.errors import SnapshotError, SnapshotNotFound, WorkspaceDataMissing
 from minisphere.files import fsync_dir
-from minisphere.hosting.copies import discard_copy
+from minisphere.hosting.copies import discard_copy, remove_database
 
 log = logging.getLogger("minisphere.host")
 
@@ -86,7 +86,7 @@ class CurrentCopy:
         if copy is None or copy.position < self.min_position or (
                 None not in (copy.generation, self.generation)
                 and copy.generation != self.generation):
-            discard_copy(staged)
+            remove_database(staged)         # a staging file: nothing else of the folder goes
             return None
         os.replace(staged, self.path)
         fsync_dir(self.path.parent)
