@@ -262,7 +262,7 @@ def outside(args) -> int:
     try:
         subprocess.run(["ip", "netns", "exec", NETNS, "ip", "link", "set", "lo", "up"],
                        check=True)
-        script = (f"set -e; mount --bind {work / 'ray'} /tmp/ray; cd {ROOT}; "
+        script = (f"set -e; mkdir -p /tmp/ray; mount --bind {work / 'ray'} /tmp/ray; cd {ROOT}; "
                   f"exec {sys.executable} {Path(__file__).resolve()} --inside {work}")
         done = subprocess.run(
             ["ip", "netns", "exec", NETNS, "unshare", "--mount", "--pid", "--fork",

@@ -156,6 +156,8 @@ class Scenario:
     # ---- checks and timings ---------------------------------------------------------------------
     def check(self, name: str, ok: bool, detail=None) -> bool:
         self.findings["checks"][name] = bool(ok)
+        if not ok:      # what a failed CI run shows first (the log's tail may be cut)
+            self.findings.setdefault("details", {})[name] = repr(detail)[:1000]
         log(f"{'ok  ' if ok else 'FAIL'} {name}" + (f": {detail}" if detail is not None else ""))
         return ok
 
@@ -283,6 +285,7 @@ class Scenario:
 
     def cluster_up(self) -> None:
         self.mount_point(DATA_MOUNT)
+        self.mount_point(RAY_TMP_MOUNT)   # absent on a machine that never ran Ray before
         if self.store == "local":
             self.shared_snapshots.mkdir(mode=0o700)
         def common(cpus: int) -> list[str]:

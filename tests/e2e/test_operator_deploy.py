@@ -36,7 +36,9 @@ def run_scenario(store: str) -> dict:
     findings = json.loads(lines[-1])
     cleanup = findings.get("cleanup") or {}
     assert not cleanup.get("namespacesLeft"), cleanup
-    assert findings.get("ok"), json.dumps(findings, indent=2)[-6000:]
+    failed = [name for name, ok in findings.get("checks", {}).items() if not ok]
+    assert findings.get("ok"), (f"failed checks: {failed}; error: {findings.get('error')}; "
+                                f"details: {json.dumps(findings.get('details', {}))[:3000]}")
     assert done.returncode == 0
     return findings
 

@@ -10,6 +10,7 @@ Registered for every test by `pytest_plugins = ["tests.support.s3"]` in tests/co
 """
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 
@@ -34,6 +35,9 @@ def _acquire() -> str:
     with _lock:
         if _state["server"] is None:
             from moto.server import ThreadedMotoServer
+            # a line per request drowned a failing test's own output (replication daemons
+            # list their replicas every second)
+            logging.getLogger("werkzeug").setLevel(logging.WARNING)
             server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
             server.start()
             host, port = server.get_host_and_port()
