@@ -1,13 +1,14 @@
 """Pydantic models of every contract method's arguments (the validation boundary).
 
 Field names are snake_case in Python and camelCase on the wire (the contract's names); both are
-accepted. Unknown fields are refused, types are strict (no "5" for 5, no true for 1).
+accepted. Unknown fields are refused, types are strict (no "5" for 5, no true for 1; 5.0 is the
+integer 5, as in JSON Schema).
 """
 from __future__ import annotations
 
 from typing import Annotated, Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
 
 from minisphere.engine import constants as C
@@ -16,13 +17,53 @@ from minisphere.wire import ClaimTag, EdgeType, Kind, Provenance, Status, Volati
 
 # The enum literals are `minisphere.wire`'s, shared with the answer models, the transfer format
 # and the client (EDGE_TYPES is re-exported: the contract's surface check reads it here).
+
+
+def _integral(value: Any) -> Any:
+    """5.0 as 5: JSON has one number type and JSON Schema's `integer` (the published schema's
+    type) admits any number without a fractional part, which many JSON encoders write as 5.0.
+    Strings, booleans and fractions are still refused by StrictInt."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def integer(lowest: int, highest: int):
+    """An integer argument in [lowest, highest] (the bounds go first, so the schema shows them as
+    JSON Schema's minimum and maximum)."""
+    return Annotated[StrictInt, Field(ge=lowest, le=highest), BeforeValidator(_integral)]
+
+
 Score01 = Annotated[float, Field(ge=0, le=1, strict=True, allow_inf_nan=False)]
 Weight = Annotated[float, Field(gt=0, le=1, strict=True, allow_inf_nan=False)]
-Id = StrictStr  # shape checked by normalize.check_id so the message is specific
-TagList = Annotated[list[StrictStr], Field(max_length=C.MAX_TAGS_PER_ENTRY)]
+
+# The shapes below are checked by the engine's own functions (normalize.check_id,
+# normalize.normalize_tag, writes.check_content), whose messages name the rule broken; the
+# patterns here only publish the same rules (from the same constants) in the JSON schema, so a
+# client or a fuzzer reading the schema sends what the engine accepts. They are not enforced by
+# pydantic a second time: its regex engine and its messages differ from the engine's checks.
+Id = Annotated[StrictStr, Field(json_schema_extra={
+    "pattern": C.ID_PATTERN, "description": "a lower-case UUID"})]
+Text = Annotated[StrictStr, Field(json_schema_extra={
+    "pattern": C.TEXT_PATTERN,
+    "description": f"not blank, no NUL, at most {C.MAX_CONTENT_BYTES} UTF-8 bytes"})]
+_TAG_RULES = (f"normalized (NFKC, lower-case, whitespace runs to '-'), then 1 to "
+              f"{C.MAX_TAG_CHARS} characters with no control, format, private-use or unassigned "
+              "character")
+Tag = Annotated[StrictStr, Field(json_schema_extra={
+    "pattern": C.TAG_PATTERN, "maxLength": C.MAX_TAG_CHARS,
+    "description": f"{_TAG_RULES}; tags starting with 'stale:' are reserved to the engine"})]
+# a tag to filter by: the same rules, its length left to the description (the pinned contract
+# surface compares a top-level argument's bounds, and lists none for these)
+TagFilter = Annotated[StrictStr, Field(json_schema_extra={
+    "pattern": C.TAG_PATTERN, "description": f"one tag, {_TAG_RULES}"})]
+TagList = Annotated[list[Tag], Field(max_length=C.MAX_TAGS_PER_ENTRY)]
 OptionalSource = Optional[Annotated[StrictStr, Field(max_length=C.MAX_SOURCE_CHARS)]]
 OptionalEvidence = Optional[Annotated[StrictStr, Field(max_length=C.MAX_EVIDENCE_REF_CHARS)]]
-Hops = Annotated[StrictInt, Field(ge=0, le=C.GRAPH_MAX_HOPS)]
+Hops = integer(0, C.GRAPH_MAX_HOPS)
+RecentN = integer(1, C.LIST_RECENT_MAX_N)
+TopK = integer(1, C.RECALL_MAX_TOP_K)
+PassLimit = integer(1, 100_000)
 
 
 class Args(BaseModel):
@@ -39,7 +80,7 @@ class IdArgs(Args):
 
 
 class CaptureArgs(Args):
-    content: StrictStr
+    content: Text
     tags: TagList = []
     source: OptionalSource = None
     volatility: Optional[Volatility] = None   # None: inferred from the content (volatility.py)
@@ -52,7 +93,7 @@ class CaptureArgs(Args):
 
 class AppendArgs(Args):
     id: Id
-    addition: StrictStr
+    addition: Text
     tags: TagList = []                        # added to the entry's tags
     importance: Optional[Score01] = None
     claim_tag: Optional[ClaimTag] = None
@@ -62,7 +103,7 @@ class AppendArgs(Args):
 
 class UpdateArgs(Args):
     id: Id
-    content: StrictStr
+    content: Text
 
 
 class SetStatusArgs(Args):
@@ -86,8 +127,8 @@ class UnlinkArgs(Args):
 
 
 class ListRecentArgs(Args):
-    n: Annotated[StrictInt, Field(ge=1, le=C.LIST_RECENT_MAX_N)] = C.LIST_RECENT_DEFAULT_N
-    tag: Optional[StrictStr] = None
+    n: RecentN = C.LIST_RECENT_DEFAULT_N
+    tag: Optional[TagFilter] = None
 
 
 class GraphViewArgs(Args):
@@ -96,9 +137,10 @@ class GraphViewArgs(Args):
 
 
 class RecallArgs(Args):
-    query: Annotated[StrictStr, Field(max_length=C.MAX_QUERY_CHARS)]
-    top_k: Annotated[StrictInt, Field(ge=1, le=C.RECALL_MAX_TOP_K)] = C.RECALL_DEFAULT_TOP_K
-    tag: Optional[StrictStr] = None
+    query: Annotated[StrictStr, Field(max_length=C.MAX_QUERY_CHARS, json_schema_extra={
+        "pattern": C.TEXT_PATTERN, "description": "not blank, no NUL"})]
+    top_k: TopK = C.RECALL_DEFAULT_TOP_K
+    tag: Optional[TagFilter] = None
     kind: Optional[Kind] = None
     hops: Hops = C.RECALL_DEFAULT_HOPS
     full: StrictBool = False
@@ -110,4 +152,4 @@ class NoteRecalledArgs(Args):
 
 
 class StalenessPassArgs(Args):
-    limit: Annotated[StrictInt, Field(ge=1, le=100_000)] = C.STALENESS_PASS_DEFAULT_LIMIT
+    limit: PassLimit = C.STALENESS_PASS_DEFAULT_LIMIT

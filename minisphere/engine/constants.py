@@ -9,6 +9,17 @@ MAX_EVIDENCE_REF_CHARS = 1024
 MAX_QUERY_CHARS = 4096
 MAX_METADATA_BYTES = 8 * 1024          # JSON-encoded edge metadata
 
+# --- Input shapes, as patterns the published schema carries (ECMA-262 and Python `re` alike) ---
+# An entry id: the engine's ids are lower-case UUIDs (normalize.check_id matches this pattern).
+ID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+# Content, additions and queries: some character that is not whitespace, and no NUL
+# (writes.check_content, recall's empty-query check).
+TEXT_PATTERN = r"^[^\x00]*[^\s\x00][^\x00]*$"
+# A tag as sent: not blank, no control characters (normalize.normalize_tag also refuses format,
+# private-use and unassigned characters, which a portable pattern cannot name without listing
+# hundreds of ranges; the schema's description says so).
+TAG_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+
 # --- Read defaults ---
 LIST_RECENT_DEFAULT_N = 20
 LIST_RECENT_MAX_N = 200

@@ -6,11 +6,11 @@ import re
 import unicodedata
 import uuid
 
-from minisphere.engine.constants import MAX_TAG_CHARS
+from minisphere.engine.constants import ID_PATTERN, MAX_TAG_CHARS
 from minisphere.errors import InvalidArgument
 
 _WHITESPACE = re.compile(r"\s+")
-_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_UUID = re.compile(ID_PATTERN)          # the published schema states the same pattern
 # Tags the engine manages itself; callers may not set them.
 SYSTEM_TAG_PREFIXES = ("stale:",)
 

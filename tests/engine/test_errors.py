@@ -262,7 +262,7 @@ CASES = [
      InvalidArgument),
     ("list-recent-n-string", "listRecent", lambda i: {"n": "5"}, InvalidArgument),
     ("list-recent-n-bool", "listRecent", lambda i: {"n": True}, InvalidArgument),
-    ("list-recent-n-float", "listRecent", lambda i: {"n": 5.0}, InvalidArgument),
+    ("list-recent-n-fraction", "listRecent", lambda i: {"n": 5.5}, InvalidArgument),
     ("list-recent-tag-empty", "listRecent", lambda i: {"tag": "  "}, InvalidArgument),
     ("list-recent-tag-int", "listRecent", lambda i: {"tag": 3}, InvalidArgument),
     ("list-recent-unknown", "listRecent", lambda i: {"limit": 5}, InvalidArgument),

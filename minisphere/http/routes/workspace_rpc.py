@@ -64,13 +64,16 @@ def add_method_route(name: str, method: Method) -> None:
     responses = answers(R.METHOD_ANSWERS[name])
     if write:
         responses[200] = {**responses[200], "headers": IDEMPOTENT_REPLAY_DOC}
+    schema = method.args.model_json_schema(by_alias=True)
     routes.post(
         f"/v1/w/{{workspace}}/{name}",
         tags=[MAINTENANCE_TAG if method.access == "maintenance" else f"workspace {method.access}s"],
         summary=f"{name} ({method.access})", name=name, responses=responses,
+        # a method with a required argument needs a body (none answers 422); the others take an
+        # absent body as `{}`
         openapi_extra={"parameters": [IDEMPOTENCY_KEY_DOC] if write else [],
-                       "requestBody": {"required": False, "content": {"application/json": {
-                           "schema": method.args.model_json_schema(by_alias=True)}}}},
+                       "requestBody": {"required": bool(schema.get("required")),
+                                       "content": {"application/json": {"schema": schema}}}},
     )(method_endpoint(name, method))
 
 

@@ -179,7 +179,7 @@ def test_top_k_limits_results(ws, now_clock, add):
     {"query": "tern", "topK": 0},
     {"query": "tern", "topK": 51},
     {"query": "tern", "topK": "5"},
-    {"query": "tern", "topK": 5.0},
+    {"query": "tern", "topK": 5.5},
     {"query": "tern", "topK": True},
     {"query": "tern", "hops": 4},
     {"query": "tern", "hops": -1},
@@ -208,6 +208,6 @@ def test_bad_arguments_are_refused_and_change_nothing(ws, now_clock, add, body):
 def test_arguments_at_the_limits_are_accepted(ws, now_clock, add):
     hit = add("Tern colony note")
     for body in [{"topK": 1}, {"topK": 50}, {"hops": 0}, {"hops": 3}, {"kind": "semantic"},
-                 {"full": True}, {"top_k": 2}]:
+                 {"full": True}, {"top_k": 2}, {"topK": 50.0}]:   # 50.0: JSON Schema's integer 50
         assert ids(ws.call("recall", {"query": "tern", **body})) == [hit]
     assert ws.recall("tern " + "x" * 4091)["items"][0]["id"] == hit
