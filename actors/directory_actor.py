@@ -225,7 +225,7 @@ class DirectoryActor:
         """An admin accepts losing what only an unreachable copy held (then restores)."""
         return self.control.locations.accept_stored_state(workspace_id)
 
-    async def sweep_nodes(self) -> dict:
+    async def sweep_nodes(self) -> dict | None:
         return await self.workspaces.sweep_nodes()
 
     async def snapshot_status(self, workspace_id: str, status: dict) -> None:

@@ -117,8 +117,9 @@ class WorkspaceActor:
                                   lambda used: self._report("tokens_used", used))
         self.transfers = TransferSessions()
         self.launch: WorkspaceLaunch | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.positions = PositionReports(
-            lambda: self.host.acknowledged_position() if self.host else None,
+            lambda: self.host.durable_position() if self.host else None,
             lambda position, stored: self._report("position", self.launch.generation,
                                                   position, stored))
         if launch is None and self.restarted and directory is not None:
@@ -162,7 +163,7 @@ class WorkspaceActor:
             synchronous=launch.synchronous, max_batch=launch.max_batch,
             snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
             expect_snapshot=launch.expect_snapshot, embedder=self._embedder(launch.vector),
-            on_snapshot_status=self._report_snapshot)
+            on_snapshot_status=self._report_snapshot, on_durable=self._durable_advanced)
         self.tokens.set_grants(grants)
         self.admission = Admission(workspace_id)
         self.due = DueNotes(workspace_id, self.directory)
@@ -174,6 +175,13 @@ class WorkspaceActor:
         if self.host.activation["source"] == "snapshot":
             self.due.forget()          # opened from a snapshot: the recorded due state is stale
         return self.host.activation
+
+    def _durable_advanced(self, _position: int) -> None:
+        """On the writer's thread: the replica holds more (async replication learns it after
+        the answers went out): the directory hears it within the report interval."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.positions.after_write)
 
     async def set_tokens(self, grants: tuple[TokenGrant, ...]) -> None:
         """The directory's current token grants of this workspace: the authoritative set,
@@ -243,6 +251,7 @@ class WorkspaceActor:
 
         def done(ok, result, timings):
             loop.call_soon_threadsafe(_settle, future, ok, result, timings)
+        self._loop = loop                       # where the writer thread's news goes
         self.host.submit_write(method.name, body, done, prepared, key=key)
         result, timings = await future
         if method.name == "forget":

@@ -28,6 +28,9 @@ PLACEMENT_STALL_S = 15.0
 # it started is the demand an autoscaler answers with a node) before it is refused with a named
 # error saying which resource is missing, instead of hanging until the request times out.
 NO_SLOTS_WAIT_S = 20.0
+# after evicting a resident to make room on its node: how long to wait for its slot to show
+# free in Ray's resource view (reported by the node's raylet about once a second)
+ROOM_SHOWN_TIMEOUT_S = 5.0
 SLOTS_RESOURCE_HINT = (
     "no node of the cluster advertises the minisphere_workspace_slots resource that "
     "MINISPHERE_WORKSPACE_SLOTS=on makes every workspace actor ask for: start the nodes with "
@@ -153,7 +156,13 @@ class Activator:
             victim = min(there, key=there.get)
             log.info("workspace %s: its node %s is full; hibernating %s there instead of moving",
                      workspace_id, node[:12], victim)
+            handle = self.residents.get(victim).handle
             await self.cap.hibernate(victim, "room on its node")
+            # the victim's slot is free only once its process is gone and Ray's resource view
+            # shows it: placing before then found the node still full and moved the workspace
+            # anyway, paying for an eviction and a move
+            await self.runtime.until_dead(handle)
+            await self.placement.until_room(node, ROOM_SHOWN_TIMEOUT_S)
 
     def _actor_for(self, record: dict) -> tuple:
         """(handle, name, "spare" | "new", the placement of a new one, why there)."""

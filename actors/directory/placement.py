@@ -11,6 +11,8 @@ cluster's facts, read through the runtime.
 """
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 
 from actors.directory.spares import NoRoomForSpare
@@ -31,6 +33,7 @@ WORKSPACE_SLOT_MEMORY_BYTES = 64 * MIB
 # the ingress replica, the object store and the page cache.
 NODE_WORKSPACE_MEMORY_SHARE = 0.5
 SLOTS_PER_WORKSPACE_ACTOR = 1
+ROOM_POLL_S = 0.1                  # while waiting for a freed slot to show in Ray's view
 
 
 def slot_request(mode: str, advertised: bool) -> dict:
@@ -160,6 +163,15 @@ class NodePlacement:
         if node_id is None or node_id not in self.alive_nodes() or not self.slot_request():
             return False
         return self._free_slots_now().get(node_id, 0) < SLOTS_PER_WORKSPACE_ACTOR
+
+    async def until_room(self, node_id: str, timeout_s: float) -> bool:
+        """Wait (bounded) until `node_id` shows a free slot; whether it does."""
+        deadline = time.monotonic() + timeout_s
+        while self.full(node_id):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(ROOM_POLL_S)
+        return True
 
     def stuck(self, handle, placed: Placement | None) -> bool:
         """An aimed actor that has not started and whose node has no free slot: a pending

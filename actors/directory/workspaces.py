@@ -35,6 +35,9 @@ class WorkspaceLifecycle:
         self.root = ensure_private_dir(settings.workspaces_dir).resolve()
         self._sweep: asyncio.Task | None = None          # the node sweep running, if any
         self._sweep_again = False
+        # deleted generations whose replica is deleted once more after the next node sweep:
+        # a killed actor's file may still have been shipped until the sweep unregistered it
+        self._replicas_to_recheck: set[tuple[str, str | None]] = set()
 
     def folder(self, workspace_id: str) -> Path:
         folder = (self.root / check_workspace_id(workspace_id)).resolve()
@@ -84,6 +87,7 @@ class WorkspaceLifecycle:
         generation = self.control.get(workspace_id)["generation"]
         snapshots_deleted = await self._delete_snapshots(workspace_id, generation)
         self.control.delete(workspace_id)                   # and tombstones its generation
+        self._replicas_to_recheck.add((workspace_id, generation))
         log.info("deleted workspace %s", workspace_id)
         self.sweep_soon()                                   # its copies on every other node
         return {"deleted": workspace_id, "snapshotsDeleted": snapshots_deleted}
@@ -99,22 +103,28 @@ class WorkspaceLifecycle:
         async def sweeps():
             while True:
                 self._sweep_again = False
-                await self.sweep_nodes()
+                recheck, self._replicas_to_recheck = self._replicas_to_recheck, set()
+                if await self.sweep_nodes() is None:
+                    self._replicas_to_recheck |= recheck      # the next sweep, then
+                for workspace_id, generation in recheck:
+                    await self._delete_snapshots(workspace_id, generation)
                 if not self._sweep_again:
                     return
         self._sweep = asyncio.get_running_loop().create_task(sweeps())
 
-    async def sweep_nodes(self) -> dict:
-        """On every node, delete the copies of tombstoned generations and the stale copies of
-        workspaces that moved on (minisphere/hosting/copies.py); node -> what it deleted."""
+    async def sweep_nodes(self) -> dict | None:
+        """On every node, let the replication daemon go of files no live host holds, and
+        delete the copies of tombstoned generations and the stale copies of workspaces that
+        moved on (minisphere/hosting/copies.py); node -> what it deleted (None: it failed)."""
         tombstones, moved = self.control.locations.tombstones(), self.control.locations.stored_copies()
-        root = str(self.root)
+        root, daemon_dir = str(self.root), self.settings.replication.daemon_dir
         try:
             swept = await self.runtime.on_every_node(
-                sweep_node, lambda node: (root, node, tombstones, moved))
+                sweep_node, lambda node: (root, node, tombstones, moved, "workspace.db",
+                                          daemon_dir))
         except Exception:  # noqa: BLE001 - the periodic sweep tries again
             log.warning("node sweep failed", exc_info=True)
-            return {}
+            return None
         for node, deleted in swept.items():
             if deleted:
                 log.info("node %s swept: %s", node[:12], deleted)

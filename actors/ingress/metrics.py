@@ -10,10 +10,14 @@ with `ray_`):
 | ray_minisphere_request_latency_ms       | histogram | method                   |
 | ray_minisphere_resident_workspaces      | gauge     | (per replica; take max)  |
 | ray_minisphere_snapshot_age_seconds     | gauge     | (per replica; take max)  |
+| ray_minisphere_replication_lag_seconds  | gauge     | (per replica; take max)  |
 
-The two gauges are polled from the directory every `METRICS_POLL_S`. The snapshot age is the
+The gauges are polled from the directory every `METRICS_POLL_S`. The snapshot age is the
 oldest last-snapshot age among resident workspaces that hold writes not yet in a snapshot
-(0 when everything is snapshotted); it is skipped when the directory does not report it.
+(0 when everything is snapshotted); it is skipped when the directory does not report it. The
+replication lag is the largest among them: how long the daemon has not shipped a workspace
+whose transactions are not all on its replica (0 when every replica is current; async mode's
+loss window, and in sync mode a replica that cannot be reached).
 """
 from __future__ import annotations
 
@@ -42,6 +46,9 @@ class ServiceMetrics:
         self.snapshot_age = metrics.Gauge(
             "minisphere_snapshot_age_seconds",
             description="oldest snapshot age among resident workspaces with unsnapshotted writes")
+        self.replication_lag = metrics.Gauge(
+            "minisphere_replication_lag_seconds",
+            description="longest time a resident workspace's replica has been behind its file")
         self._poller: asyncio.Task | None = None
 
     def observe(self, record: dict) -> None:
@@ -65,7 +72,7 @@ class ServiceMetrics:
     async def poll_once(self) -> dict:
         resident = await self.gateway.ask_directory("resident")
         self.resident.set(len(resident))
-        ages = []
+        ages, lags = [], []
         for workspace_id in resident[:SNAPSHOT_AGE_SAMPLE]:
             try:
                 info = await self.gateway.ask_directory("durability_of", workspace_id)
@@ -74,6 +81,8 @@ class ServiceMetrics:
             status = info.get("snapshots") or {}
             if status.get("pendingWrites") and status.get("lastSnapshotAt"):
                 ages.append(max(0.0, time.time() - float(status["lastSnapshotAt"])))
-        age = max(ages, default=0.0)
+            lags.append(float((info.get("replication") or {}).get("lagSeconds") or 0.0))
+        age, lag = max(ages, default=0.0), max(lags, default=0.0)
         self.snapshot_age.set(age)
-        return {"resident": len(resident), "snapshotAgeS": age}
+        self.replication_lag.set(lag)
+        return {"resident": len(resident), "snapshotAgeS": age, "replicationLagS": lag}

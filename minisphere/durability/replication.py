@@ -24,6 +24,7 @@ run time).
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import fcntl
 import json
 import logging
@@ -69,6 +70,7 @@ REPLICA_FOLDER = "replicas.litestream"   # in the store; no workspace id has a d
 # and how long a forgotten entry's text stays in the replica's history (the retention).
 ASYNC_SYNC_INTERVAL_S = 1.0
 # how `litestream restore -timestamp` says the replica holds nothing at or before the moment
+MISSING = object()                 # a database the daemon does not list
 NOTHING_AT_THAT_MOMENT = ("timestamp does not exist", "no matching", "not found")
 
 
@@ -93,6 +95,10 @@ def delete_replica(store: SnapshotStore, workspace_id: str, generation: str | No
     for key in keys:
         store.delete(key)
     return len(keys)
+
+
+def daemon_socket(daemon_dir: str | Path) -> Path:
+    return Path(daemon_dir) / SOCKET_NAME
 
 
 def local_history(db_path: Path) -> Path:
@@ -150,6 +156,11 @@ class ReplicaControl:
                                          f"{answer.text[:200]}")
         return answer.json()
 
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
     def alive(self) -> bool:
         try:
             return self.client.get("/info", timeout=ALIVE_TIMEOUT_S).status_code == 200
@@ -168,6 +179,11 @@ class ReplicaControl:
     def unregister(self, db_path: Path) -> None:
         self._post("/unregister", {"path": str(db_path)})
 
+    def nudge(self, db_path: Path) -> dict:
+        """Hand the file's new frames to the daemon without waiting for the replica; the
+        answer's `txid` and `replicated_txid` say how far behind the replica is."""
+        return self._post("/sync", {"path": str(db_path), "wait": False})
+
     def sync(self, db_path: Path, timeout_s: float) -> dict:
         """Ship what is committed and wait until the replica has it (`replicated_txid`)."""
         seconds = max(1, int(round(timeout_s)))
@@ -181,7 +197,7 @@ class LitestreamDaemon:
     def __init__(self, folder: str | Path, env: dict[str, str] | None = None):
         self.folder = Path(folder)
         self.env = env
-        self.control = ReplicaControl(self.folder / SOCKET_NAME)
+        self.control = ReplicaControl(daemon_socket(self.folder))
 
     def ensure_running(self) -> ReplicaControl:
         """Start the daemon unless it answers; the control socket either way."""
@@ -243,6 +259,7 @@ class WorkspaceReplica:
     history_owed: bool = False          # a forget whose old history is not deleted yet
     # folds the WAL into the file (the open workspace's; set by its host): True when done
     checkpoint: Callable[[], bool] | None = None
+    registered_at: float | None = None  # epoch seconds of the newest registration
 
     @property
     def synchronous(self) -> bool:
@@ -250,6 +267,7 @@ class WorkspaceReplica:
 
     def register(self) -> None:
         self.daemon.ensure_running().register(self.db_path, self.url)
+        self.registered_at = time.time()
 
     def confirm(self) -> dict:
         """Block until what is committed is on the replica (sync mode: after every batch).
@@ -298,15 +316,34 @@ class WorkspaceReplica:
         self.history_owed = False
 
     def lag(self) -> dict:
-        """When the daemon last shipped this file (async mode's loss window, shown)."""
+        """How far the replica is behind the file (async mode's loss window, shown):
+        `pendingTransactions` committed here and not yet on the replica (None when the daemon
+        cannot tell: its replica is failing), and `lagSeconds`, how long since the daemon last
+        shipped while some are pending (0 when none is)."""
         try:
-            for database in self.daemon.control.databases():
-                if database.get("path") == str(self.db_path):
-                    return {"status": database.get("status"),
-                            "lastSyncAt": database.get("last_sync_at")}
-        except httpx.HTTPError:
-            pass
-        return {"status": "unregistered", "lastSyncAt": None}
+            shipped = next((database.get("last_sync_at") for database in
+                            self.daemon.control.databases()
+                            if database.get("path") == str(self.db_path)), MISSING)
+        except (httpx.HTTPError, ValueError):
+            return {"status": "daemon not answering", "lastSyncAt": None}
+        if shipped is MISSING:
+            return {"status": "unregistered", "lastSyncAt": None}
+        try:
+            # without `wait` a sync only hands the new frames to the daemon and says how far
+            # the replica is: what a reader of this status would want shipped anyway
+            progress = self.daemon.control.nudge(self.db_path)
+        except (httpx.HTTPError, ReplicationUnconfirmed) as exc:
+            return {**self._behind(shipped, None), "status": "failing", "error": str(exc)[:300]}
+        pending = max(0, int(progress.get("txid") or 0) - int(progress.get("replicated_txid") or 0))
+        return {**self._behind(shipped, pending), "status": "replicating"}
+
+    def _behind(self, shipped: str | None, pending: int | None) -> dict:
+        behind = 0.0
+        if pending is None or pending:   # since the last shipment, or registering if none yet
+            since = parse_litestream_time(shipped) if shipped else self.registered_at
+            behind = max(0.0, time.time() - (since or time.time()))
+        return {"lastSyncAt": shipped, "pendingTransactions": pending,
+                "lagSeconds": round(behind, 3)}
 
     def release(self) -> None:
         """Final sync, then unregister (hibernation): the daemon then holds only residents."""
@@ -315,6 +352,14 @@ class WorkspaceReplica:
         finally:
             with contextlib.suppress(httpx.HTTPError, ReplicationUnconfirmed):
                 self.daemon.control.unregister(self.db_path)
+
+
+def parse_litestream_time(text: str) -> float:
+    """Epoch seconds of the daemon's RFC 3339 times ("2026-12-02T09:36:07.475827842Z": Go
+    prints nanoseconds, which Python's parser does not take)."""
+    whole, _, fraction = text.rstrip("Z").partition(".")
+    moment = dt.datetime.fromisoformat(whole).replace(tzinfo=dt.UTC)
+    return moment.timestamp() + float(f"0.{fraction or 0}")
 
 
 def restore_from_replica(url: str, target: Path, *, timestamp: str | None = None,

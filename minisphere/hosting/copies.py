@@ -12,7 +12,10 @@ place, so deletion, forget and the per-node sweep never miss one:
   and export leftovers: both were taken before the forget);
 - `sweep_node` runs on every node (the directory sends it) and deletes the folders of
   generations the directory has tombstoned and the stale copies of workspaces that now live
-  elsewhere, skipping any folder a live host holds (`HostLock`).
+  elsewhere, skipping any folder a live host holds (`HostLock`). First it lets the node's
+  replication daemon go of every file no live host holds: an actor that was killed (a wake
+  abandoned by a delete, a crash) never unregistered its file, and the daemon would go on
+  shipping it, putting a deleted workspace's history back in the store after its deletion.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import shutil
 import time
 from pathlib import Path
 
-from minisphere.durability.replication import local_history
+from minisphere.durability.replication import ReplicaControl, daemon_socket, local_history
 from minisphere.durability.snapshots import ASIDE_MARK
 from minisphere.engine.location import inspect_copy
 from minisphere.errors import WorkspaceUnavailable
@@ -114,9 +117,31 @@ def _held_by_a_host(folder: Path) -> bool:
     return False
 
 
+def release_orphaned_registrations(root: str | Path, daemon_dir: str | Path | None) -> list[str]:
+    """Unregister from the node's replication daemon (if one runs) every file under `root`
+    that no live host holds; the folders (workspace ids) let go of."""
+    if not daemon_dir or not daemon_socket(daemon_dir).exists():
+        return []
+    control = ReplicaControl(daemon_socket(daemon_dir))
+    released = []
+    try:
+        for database in control.databases():
+            path = Path(database.get("path") or "")
+            if path.parent.parent == Path(root).resolve() and not _held_by_a_host(path.parent):
+                control.unregister(path)
+                released.append(path.parent.name)
+    except Exception as exc:  # noqa: BLE001 - the next sweep tries again
+        log.warning("node sweep: could not ask the replication daemon: %r", exc)
+    finally:
+        control.close()
+    if released:
+        log.info("node sweep: replication let go of %s (no live host holds them)", released)
+    return released
+
+
 def sweep_node(root: str | Path, node_id: str, tombstones: dict[str, list[str]],
                moved: dict[str, tuple[str | None, str | None, int]],
-               file_name: str = "workspace.db") -> list[str]:
+               file_name: str = "workspace.db", daemon_dir: str | None = None) -> list[str]:
     """Delete, under `root` (the node's workspaces folder), every copy the directory has given
     up on: a copy whose generation is tombstoned (`tombstones`: id -> dead generations), and a
     copy of a workspace that now lives on another node and is safely in the store (`moved`:
@@ -126,6 +151,7 @@ def sweep_node(root: str | Path, node_id: str, tombstones: dict[str, list[str]],
     deleted = []
     if not root.is_dir():
         return deleted
+    release_orphaned_registrations(root, daemon_dir)
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         copy = inspect_copy(folder / file_name)
         if copy is None or _held_by_a_host(folder):

@@ -55,21 +55,34 @@ class _Committed:
 
 
 class GroupCommitWriter:
-    """`confirm` (sync replication): nobody is answered before a call of it that began after
-    their commit has returned (it returns once everything committed so far is on the replica).
+    """`confirm` (replication): returns once everything committed so far is on the replica.
     It runs on a thread of its own, pipelined with the writer: while one confirmation waits for
-    the replica, the next batches commit, and one confirmation then answers every batch that
-    committed before it began. When it raises, those calls are answered with
-    `ReplicationUnconfirmed` instead of their results, since they are not durable as promised
-    (a keyed call sent again gets its stored answer once confirmed)."""
+    the replica, the next batches commit, and one confirmation then covers every batch that
+    committed before it began.
+
+    Sync replication: nobody is answered before such a confirmation. When it raises, those
+    calls are answered with `ReplicationUnconfirmed` instead of their results, since they are
+    not durable as promised (a keyed call sent again gets its stored answer once confirmed).
+    Async replication (`answer_first`): calls are answered at their commit, and confirmations
+    run behind them at most every `confirm_every_s`, only to learn what the replica holds.
+
+    Either way `durable_position` is the newest position the replica is known to hold (without
+    replication: the newest committed), which is all the directory may record: a position only
+    a lost node's disk held would make every other copy look stale for good. `on_durable` is
+    told whenever it advances."""
 
     def __init__(self, workspace: Workspace, max_batch: int = DEFAULT_MAX_BATCH_WRITES,
-                 name: str = "writer", confirm: Callable[[], Any] | None = None):
+                 name: str = "writer", confirm: Callable[[], Any] | None = None,
+                 answer_first: bool = False, confirm_every_s: float = 0.0,
+                 on_durable: Callable[[int], None] | None = None):
         self.workspace = workspace
         self.confirm = confirm
-        # the newest position whose writes have been answered: with `confirm`, only what the
-        # replica holds (the directory must never record a position a lost node took along)
+        self.answer_first = answer_first and confirm is not None
+        self.confirm_every_s = confirm_every_s
+        self.on_durable = on_durable
+        # the newest position whose writes have been answered
         self.acknowledged_position = workspace.position
+        self.durable_position = workspace.position
         self.max_batch = max(1, int(max_batch))
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._closed = False
@@ -145,15 +158,20 @@ class GroupCommitWriter:
         self.largest_batch = max(self.largest_batch, len(batch))
         committed = _Committed(batch, outcomes, started, time.perf_counter(),
                                self.workspace.position)
-        if self._confirmer is None:
+        if self._confirmer is None or self.answer_first:
             self._answer([committed], None)
+        if self._confirmer is None:
+            self._advance_durable(committed.position)
         else:
             self._confirms.put(committed)
 
     def _confirm_loop(self) -> None:
-        stop = False
+        stop, last = False, float("-inf")
         while not stop:
             group = [self._confirms.get()]
+            if self.answer_first:        # let writes gather: one confirmation per interval
+                time.sleep(max(0.0, last + self.confirm_every_s - time.monotonic()))
+                last = time.monotonic()
             while True:
                 try:
                     group.append(self._confirms.get_nowait())
@@ -168,7 +186,19 @@ class GroupCommitWriter:
                 except Exception as exc:  # noqa: BLE001 - every caller of the group is told
                     error = (exc if isinstance(exc, ReplicationUnconfirmed) else
                              ReplicationUnconfirmed(f"replication not confirmed: {exc!r}"))
-            self._answer(group, error)
+            if error is None and group:
+                self._advance_durable(max(committed.position for committed in group))
+            if not self.answer_first:
+                self._answer(group, error)
+
+    def _advance_durable(self, position: int) -> None:
+        if position > self.durable_position:
+            self.durable_position = position
+            if self.on_durable is not None:
+                try:
+                    self.on_durable(position)
+                except Exception:  # a broken listener must not stop the writer
+                    log.exception("on_durable failed")
 
     def _answer(self, group: list[_Committed], unconfirmed: Exception | None) -> None:
         answered = time.perf_counter()

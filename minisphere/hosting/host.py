@@ -2,11 +2,10 @@
 the snapshotter. Plain Python; the workspace actor is a thin async shell around it.
 
 Lifecycle: `WorkspaceHost(...)` makes sure the file is there (restoring the newest good
-snapshot when it is missing, e.g. on a new node) and opens it; `restore(version)` pauses
-snapshots, closes everything, stores the verified version again as the newest one, swaps it
-in and reopens; `hibernate()` drains the writer, takes a
-snapshot when anything changed since the last one (skipped, and reported as pending, while the
-store is backing off after a failure), and closes. Callers must not submit while `restore` or
+snapshot when it is missing, e.g. on a new node) and opens it; the restores (stored_states.py)
+swap another state in and reopen; `hibernate()` drains the writer, takes a snapshot when
+anything changed since the last one (skipped, and reported as pending, while the store is
+backing off after a failure), and closes. Callers must not submit while `restore` or
 `hibernate` runs (the actor holds its admission closed).
 
 One write path: every write goes through the group-commit writer. A write the workspace's
@@ -19,18 +18,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from minisphere.durability.generations import generation_store
-from minisphere.durability.replication import WorkspaceReplica, restore_moment
-from minisphere.durability.snapshots import (
-    list_snapshots,
-    list_versions,
-    prune,
-    restore_snapshot,
-    take_snapshot,
+from minisphere.durability.replication import (
+    ASYNC_SYNC_INTERVAL_S,
+    WorkspaceReplica,
 )
 from minisphere.durability.snapshotter import Snapshotter
 from minisphere.durability.stores import SnapshotStore
@@ -38,7 +32,6 @@ from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import (
-    InvalidArgument,
     SnapshotError,
     WorkspaceClosed,
     WorkspaceUnavailable,
@@ -47,12 +40,13 @@ from minisphere.hosting.copies import HostLock, drop_after_forget
 from minisphere.hosting.group_commit import GroupCommitWriter
 from minisphere.hosting.locating import CurrentCopy
 from minisphere.hosting.read_pool import DEFAULT_READ_THREADS, ReadPool
+from minisphere.hosting.stored_states import StoredStates
 from minisphere.settings import DEFAULT_MAX_BATCH_WRITES, DEFAULT_SYNCHRONOUS, SnapshotSettings
 
 log = logging.getLogger("minisphere.host")
 
 
-class WorkspaceHost:
+class WorkspaceHost(StoredStates):
     def __init__(self, workspace_id: str, path: str | Path, *, store: SnapshotStore | None = None,
                  synchronous: str = DEFAULT_SYNCHRONOUS,
                  max_batch: int = DEFAULT_MAX_BATCH_WRITES,
@@ -62,7 +56,8 @@ class WorkspaceHost:
                  on_follow_up: Callable[[str, dict], None] | None = None,
                  on_snapshot_status: Callable[[dict], None] | None = None,
                  generation: str | None = None, epoch: int | None = None,
-                 position: int = 0, replica: WorkspaceReplica | None = None):
+                 position: int = 0, replica: WorkspaceReplica | None = None,
+                 on_durable: Callable[[int], None] | None = None):
         self.workspace_id = workspace_id
         self.path = Path(path)
         # the location record's view of this workspace (engine/location.py): the creation of
@@ -70,6 +65,7 @@ class WorkspaceHost:
         # the newest position known to have been acknowledged -- no copy below it is opened
         self.generation, self.epoch, self.min_position = generation, epoch, int(position)
         self.replica = replica          # continuous replication (durability/replication.py)
+        self.on_durable = on_durable    # told when the replica is known to hold more
         # only this creation of the id's snapshots (durability/generations.py)
         self.store = (generation_store(store, workspace_id, generation) if store is not None
                       else None)
@@ -126,9 +122,13 @@ class WorkspaceHost:
             except Exception as exc:  # noqa: BLE001 - sync writes re-register and say so
                 log.warning("workspace %s: not registered for replication yet: %r",
                             self.workspace_id, exc)
-            confirm = self.replica.confirm if self.replica.synchronous else None
-        self.writer = GroupCommitWriter(workspace, self.max_batch, name=self.workspace_id,
-                                        confirm=confirm)
+            confirm = self.replica.confirm
+        # async replication answers at the commit and confirms behind, once a sync interval,
+        # only to learn what the replica holds (what the directory may record)
+        self.writer = GroupCommitWriter(
+            workspace, self.max_batch, name=self.workspace_id, confirm=confirm,
+            answer_first=self.replica is not None and not self.replica.synchronous,
+            confirm_every_s=ASYNC_SYNC_INTERVAL_S, on_durable=self.on_durable)
 
     def ensure_open(self) -> None:
         """Make sure the file is open before a call. After a restore whose reopen failed (the
@@ -211,94 +211,11 @@ class WorkspaceHost:
         self.ensure_open()
         return self.reads.submit(method, body)
 
-    # ---- snapshots -----------------------------------------------------------------------------
-    def _require_store(self) -> SnapshotStore:
-        if self.store is None:
-            raise SnapshotError("no snapshot store is configured")
-        return self.store
-
-    def _take(self, reason: str) -> dict:
-        return take_snapshot(self.path, self._require_store(), self.workspace_id, reason=reason,
-                             keep=self.keep)
-
-    def snapshot_now(self, reason: str = "manual") -> dict:
-        self._require_store()
-        return self.snapshotter.snapshot_now(reason)
-
-    def prune_snapshots(self, keep: int) -> dict:
-        """Keep only the newest `keep` versions, after making sure the newest one is the file
-        as it is now (a snapshot is taken first when anything changed). The way to make a
-        forget reach the store: versions taken before it still hold the forgotten text."""
-        if keep < 1:
-            raise InvalidArgument("keep must be at least 1 (the current state)")
-        store = self._require_store()
-        taken = None
-        if self.snapshotter.pending_writes > 0 or not list_versions(store, self.workspace_id):
-            taken = self.snapshotter.snapshot_now("prune")
-        with self.snapshotter.paused():
-            deleted = prune(store, self.workspace_id, keep)
-        drop_after_forget(self.path)           # asides are older versions kept on the node
-        return {"workspace": self.workspace_id, "snapshot": taken, "deleted": deleted,
-                "kept": list_versions(store, self.workspace_id)}
-
-    def list_snapshots(self) -> list[dict]:
-        return list_snapshots(self._require_store(), self.workspace_id)
-
-    def restore(self, version: str | None) -> dict:
-        """Point-in-time restore: with snapshots paused, close, publish the verified version
-        again as the newest one (so a later activation from the store, or a restore without a
-        version, comes back to it and not to the state it replaced), swap it in and reopen
-        (even on error; a reopen that fails is retried by the next call, see `ensure_open`)."""
-        store = self._require_store()
-        with self._file_swap():
-            result = restore_snapshot(store, self.workspace_id, self.path, version,
-                                      publish=True, keep=self.keep,
-                                      new_position=self._position_after_restore())
-        self.snapshotter.mark_clean(result["published"])
-        return result
-
-    def restore_to_time(self, moment: str) -> dict:
-        """Restore the state the replica held at `moment` (RFC 3339, UTC): any second within
-        the replica's retention, where snapshots give only their versions. The restored state
-        is a new state (a new position) and the next snapshot stores it."""
-        if self.replica is None:
-            raise InvalidArgument("restoring to a moment needs continuous replication "
-                                  "(MINISPHERE_REPLICATION=sync or async); restore a snapshot "
-                                  "version instead")
-        with self._file_swap():
-            result = restore_moment(self.replica.url, self.path, moment,
-                                    self._position_after_restore(), self.replica.daemon.env)
-        self.snapshotter.note_writes(1)
-        return {"workspace": self.workspace_id, **result}
-
-    @contextmanager
-    def _file_swap(self):
-        """While the live file is replaced: snapshots paused, replication let go of the file
-        (the daemon must not follow it through the swap: re-registered, it ships the new state),
-        every connection closed; reopened afterwards, even on error (a reopen that fails is
-        retried by the next call, see `ensure_open`)."""
-        with self.snapshotter.paused():
-            self._release_replica()
-            self._close_io()
-            try:
-                yield
-            finally:
-                try:
-                    self._open()
-                except Exception:  # noqa: BLE001 - the next call tries again and says why
-                    log.exception("workspace %s: reopening after restore failed",
-                                  self.workspace_id)
-
-    def _position_after_restore(self) -> int:
-        """A restore is a new state: above the live copy's and every acknowledged position."""
-        live = inspect_copy(self.path)
-        return max(self.min_position, live.position if live else 0) + 1
-
-    def acknowledged_position(self) -> int | None:
-        """The newest position whose writes were answered (in sync replication: confirmed on
-        the replica), None while the file is not open: what the directory may record."""
+    def durable_position(self) -> int | None:
+        """The newest position the replica is known to hold (without replication: the newest
+        committed), None while the file is not open: what the directory may record."""
         writer = self.writer
-        return writer.acknowledged_position if writer is not None else None
+        return writer.durable_position if writer is not None else None
 
     def position(self) -> int:
         """The copy's position now (the newest acknowledged state of this workspace)."""

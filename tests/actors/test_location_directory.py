@@ -122,3 +122,28 @@ def test_a_wake_on_a_full_node_makes_room_there_instead_of_moving(tmp_path, monk
     assert asyncio.run(drive()) == {"count": 1}
     assert sorted(parts.residents.ids()) == ["home", "newer"]    # the least recent made room
     assert len(runtime.live) == 2
+
+
+def test_a_wake_that_evicted_waits_for_the_freed_slot_to_show_instead_of_placing_elsewhere(
+        tmp_path, monkeypatch):
+    """Ray's resource view shows a killed actor's slot free only a moment later: placing at once
+    found the node still full and sent the workspace elsewhere after evicting for it."""
+    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    parts, _, runtime = directory_parts(
+        tmp_path, node_resources={WORKSPACE_SLOT_RESOURCE: 2}, MINISPHERE_WORKSPACE_SLOTS="on")
+    runtime.slot_release_delay_s = 0.5
+
+    async def drive():
+        for ws in ("home", "older", "newer"):
+            parts.workspaces.create(ws, None, None)
+        await parts.activator.activate("home")
+        await parts.hibernation.hibernate("home")
+        await asyncio.sleep(0.6)                              # its own slot shows free again
+        await parts.activator.activate("older")
+        await parts.activator.activate("newer")
+        parts.residents.get("older").last_used -= 60
+        await parts.activator.activate("home")
+        return parts.residents.get("home").placement
+
+    why = asyncio.run(drive())
+    assert "no node has a free slot" not in why, why

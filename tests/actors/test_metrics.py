@@ -8,6 +8,7 @@ import time
 from actors.ingress.metrics import ServiceMetrics
 
 SNAPSHOT_AGE_S = 42.0
+REPLICA_BEHIND_S = 7.5
 
 
 class Directory:
@@ -19,9 +20,12 @@ class Directory:
             return ["a", "b", "c"]
         if not self.durability:
             raise AttributeError("durability_of")
-        if args[0] == "c":      # fully snapshotted: no age at risk
-            return {"snapshots": {"pendingWrites": 0, "lastSnapshotAt": time.time() - 999}}
-        return {"snapshots": {"pendingWrites": 2, "lastSnapshotAt": time.time() - SNAPSHOT_AGE_S}}
+        if args[0] == "c":      # fully snapshotted, replica current: nothing at risk
+            return {"snapshots": {"pendingWrites": 0, "lastSnapshotAt": time.time() - 999},
+                    "replication": {"mode": "async", "lagSeconds": 0.0}}
+        return {"snapshots": {"pendingWrites": 2, "lastSnapshotAt": time.time() - SNAPSHOT_AGE_S},
+                "replication": {"mode": "async", "pendingTransactions": 3,
+                                "lagSeconds": REPLICA_BEHIND_S if args[0] == "b" else 1.0}}
 
 
 class Recorder:
@@ -32,9 +36,9 @@ class Recorder:
         return lambda *args, **kwargs: self.calls.append((name, args, kwargs))
 
 
-def test_infra_metrics_observe_and_poll():
+def test_infra_metrics_observe_and_poll_including_the_worst_replication_lag():
     metrics = ServiceMetrics(Directory())
-    for name in ("requests", "latency", "resident", "snapshot_age"):
+    for name in ("requests", "latency", "resident", "snapshot_age", "replication_lag"):
         setattr(metrics, name, Recorder())
     metrics.observe({"method": "recall", "status": 200, "latencyMs": 3.5})
     assert metrics.requests.calls == [("inc", (1,), {"tags": {"method": "recall",
@@ -43,6 +47,7 @@ def test_infra_metrics_observe_and_poll():
     polled = asyncio.run(metrics.poll_once())
     assert polled["resident"] == 3 and abs(polled["snapshotAgeS"] - SNAPSHOT_AGE_S) < 5
     assert metrics.resident.calls == [("set", (3,), {})]
+    assert metrics.replication_lag.calls == [("set", (REPLICA_BEHIND_S,), {})]   # the worst
 
 
 def test_infra_metrics_without_snapshot_status_skip_the_age():

@@ -112,7 +112,7 @@ def test_a_replica_that_cannot_confirm_makes_a_sync_write_a_503_not_an_acknowled
         ok, error, _ = write(host, "never confirmed", key="k-1")   # the retry: still not
         assert not ok and isinstance(error, ReplicationUnconfirmed)
         # committed here, never acknowledged: the directory must not be told this position
-        assert host.workspace.position == 1 and host.acknowledged_position() == 0
+        assert host.workspace.position == 1 and host.durable_position() == 0
     finally:
         host.close()
 
@@ -128,6 +128,41 @@ def test_async_mode_answers_at_once_and_shows_when_it_last_shipped(tmp_path, dae
             assert time.monotonic() < deadline, host.status()
             time.sleep(0.1)
         assert replica_count(tmp_path / "replica", tmp_path) == 1
+        until(lambda: host.status()["replication"]["pendingTransactions"] == 0, host.status)
+        assert host.status()["replication"]["lagSeconds"] == 0
+        # what the directory may record follows the replica, a confirmation behind
+        until(lambda: host.durable_position() == host.workspace.position, host.status)
+    finally:
+        host.close()
+
+
+def until(condition, detail, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, detail()
+        time.sleep(0.1)
+
+
+def test_async_mode_keeps_serving_when_the_replica_is_unreachable_and_shows_the_lag(
+        tmp_path, daemon):
+    unreachable = f"s3://bucket/ws?endpoint=http://127.0.0.1:{free_port()}&region=us-east-1"
+    path = (tmp_path / "a" / "ws-rep" / "workspace.db").resolve()
+    replica = WorkspaceReplica(daemon, path, unreachable,
+                               ReplicationSettings(mode="async", sync_timeout_s=1.0))
+    host = WorkspaceHost("ws-rep", path, synchronous="NORMAL", background=False,
+                         generation="g", epoch=1, replica=replica)
+    try:
+        for n in range(3):
+            ok, result, _ = write(host, f"answered though not shipped {n}")
+            assert ok, result
+        # the replica is failing, and how long it has been behind shows and grows
+        until(lambda: host.status()["replication"]["lagSeconds"] >= 1.0, host.status)
+        shown = host.status()["replication"]
+        assert shown["mode"] == "async" and shown["status"] == "failing", shown
+        assert shown["pendingTransactions"] != 0, shown
+        # answered, but the directory must not record a position only this disk holds: were
+        # the node lost, the replica's older state is all there is (async's documented loss)
+        assert host.workspace.position == 3 and host.durable_position() == 0
     finally:
         host.close()
 
@@ -247,3 +282,25 @@ def test_a_daemon_that_dies_is_started_again_and_the_replica_catches_up(tmp_path
         assert replica_count(tmp_path / "replica", tmp_path) == 2
     finally:
         host.close()
+
+
+def test_the_node_sweep_lets_the_daemon_go_of_a_file_no_live_host_holds(tmp_path, daemon):
+    """A killed actor never unregisters its file: the daemon went on shipping it, and after a
+    delete put the deleted workspace's history back in the store."""
+    from minisphere.engine.workspace import Workspace
+    from minisphere.hosting.copies import sweep_node
+    node = tmp_path / "node"
+    live = host_on(node, tmp_path / "replica", daemon)            # holds its folder's lock
+    orphan = (node / "ws-killed" / "workspace.db").resolve()
+    orphan.parent.mkdir(parents=True)
+    Workspace(orphan, synchronous="NORMAL").close()
+    daemon.ensure_running().register(orphan, (tmp_path / "replica" / "ws-killed").as_uri())
+    try:
+        registered = {d["path"] for d in daemon.control.databases()}
+        assert {str(orphan), str(live.path)} <= registered
+        sweep_node(node, "this-node", {}, {}, daemon_dir=str(daemon.folder))
+        registered = {d["path"] for d in daemon.control.databases()}
+        assert str(orphan) not in registered
+        assert str(live.path) in registered                       # its host is alive
+    finally:
+        live.close()

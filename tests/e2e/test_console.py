@@ -228,6 +228,33 @@ def test_admin_restores_a_snapshot_from_the_console_and_later_writes_are_gone(
         assert http.post(f"/v1/w/{ws}/getEntry", headers=h, json={"id": entry_id}).status_code == 200
 
 
+def test_admin_restores_a_moment_from_the_console_and_writes_after_it_are_gone(
+        page, console, http, admin_headers, new_workspace, screenshot):
+    from tests.e2e.test_replication import MOMENT_GAP_S, contents, moment_now, shipped
+    ws, h = new_workspace()
+    http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": "kept: before the moment"})
+    shipped(http, admin_headers, ws)
+    time.sleep(MOMENT_GAP_S)
+    moment = moment_now()
+    time.sleep(MOMENT_GAP_S)
+    http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": "undone: after the moment"})
+    sign_in(page, console["admin"], expect="#workspace-table")
+    row = wait_for(page, f'.workspace-row[data-id="{ws}"]')[0]
+    row.find_element("xpath", ".//button[text()='Snapshots']").click()
+    box = wait_for(page, "#moment-input")[0]
+    wait_until(page, lambda: "async" in text_of(page, "#replication-status"),
+               "the replication line")
+    # a datetime-local input takes the moment without its zone (the form says UTC)
+    page.execute_script("arguments[0].value = arguments[1]", box, moment.rstrip("Z"))
+    page.find_element("css selector", "#moment-restore").click()
+    assert moment in text_of(page, "dialog#confirm-dialog[open]")
+    page.find_element("css selector", "#confirm-ok").click()
+    wait_until(page, lambda: "Restored" in page.find_element("css selector", "#toast").text,
+               "the restore notice")
+    screenshot("restored-to-a-moment")
+    assert contents(http, ws, h) == ["kept: before the moment"]
+
+
 def test_search_explains_each_score_with_bars_and_the_query_used(page, console, screenshot):
     from selenium.webdriver.common.keys import Keys
     sign_in(page, console["write"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 
 from actors.directory.runtime import ActorGone
 from minisphere.durability.stores import open_snapshot_store
@@ -68,6 +69,9 @@ class InProcessActors:
         self.bind_gate: asyncio.Event | None = None    # set by a test: binds wait for it
         self.live: dict[str, InProcessWorkspaceActor] = {}
         self.started = 0
+        # as in Ray, a killed actor's slot shows free in the resource view only a little later
+        self.slot_release_delay_s = 0.0
+        self._releasing: dict[str, float] = {}      # killed actor -> when its slot shows free
 
     def start(self, name: str, options: dict) -> InProcessWorkspaceActor:
         self.started += 1
@@ -93,6 +97,8 @@ class InProcessActors:
         if actor.host is not None and actor.host.writer is not None:
             actor.host.close()
         self.live.pop(actor.name, None)
+        if self.slot_release_delay_s:
+            self._releasing[actor.name] = time.monotonic() + self.slot_release_delay_s
 
     @staticmethod
     def actor_id(actor) -> str:
@@ -117,7 +123,10 @@ class InProcessActors:
     def free_slots(self) -> dict[str, float]:
         """As Ray counts them: every live actor holds one slot of the advertised ones."""
         advertised = self.node_resources.get(WORKSPACE_SLOT_RESOURCE, 0)
-        return {NODE: max(0, advertised - len(self.live)) if advertised else 0}
+        now = time.monotonic()
+        self._releasing = {name: at for name, at in self._releasing.items() if at > now}
+        held = len(self.live) + len(self._releasing)
+        return {NODE: max(0, advertised - held) if advertised else 0}
 
     @staticmethod
     def aimed_at(node_id: str, cpus: float) -> dict:

@@ -1,6 +1,7 @@
 // The admin view: every workspace (label, created, the contract it was born with, entries,
 // resident or hibernated, last snapshot and its age, maintenance), recent maintenance runs,
-// and a workspace's snapshot versions with a restore action (confirmed first).
+// and a workspace's snapshot versions with a restore action, and a restore to any second the
+// replica holds (both confirmed first).
 // Details come from GET /v1/workspaces/{id}, which never wakes a hibernated workspace; the
 // entry count of a hibernated one is the count in its newest snapshot.
 
@@ -86,9 +87,52 @@ function snapshotsPanel(panel, record, signal) {
                               onclick: () => restore(panel, record, snap, index === 0, signal)}, "Restore…"))))))
       : h("p", {class: "hint"}, "No snapshots yet.");
     replace(panel, section(`Snapshots of ${record.id} (${items.length})`,
+      momentForm(panel, record, signal),
       h("p", {class: "hint"}, "A restore verifies the version, keeps the current file aside and publishes the restored state as the newest version."),
       body));
   }).catch((error) => { if (!isAbort(error)) replace(panel, section(`Snapshots of ${record.id}`, errorBox(error))); });
+}
+
+function utcSecond(date) {   // 2026-12-02T09:41:07 (what a datetime-local input with step=1 takes)
+  return date.toISOString().slice(0, 19);
+}
+
+// Restore to any second the replica still holds (continuous replication), next to the named
+// versions above; the replication line says how far the replica reaches.
+function momentForm(panel, record, signal) {
+  const status = h("p", {class: "hint", id: "replication-status"}, "Continuous replication: …");
+  get(`/v1/workspaces/${encodeURIComponent(record.id)}`, signal).then((detail) => {
+    const replication = (detail.durability || {}).replication;
+    replace(status, replication
+      ? `Continuous replication: ${replication.mode}` +
+        (replication.lastSyncAt ? ` · last shipped ${fmtAge(Date.parse(replication.lastSyncAt))}` : "") +
+        (replication.pendingTransactions ? ` · ${replication.pendingTransactions} transactions not yet on the replica` : "")
+      : "Continuous replication: off, or not resident now (its replica is current as of its hibernation).");
+  }).catch(() => {});
+  const input = h("input", {type: "datetime-local", step: "1", id: "moment-input", value: utcSecond(new Date()),
+                            "aria-label": "moment to restore, UTC"});
+  const button = h("button", {type: "button", class: "small danger", id: "moment-restore",
+                              onclick: () => restoreToMoment(panel, record, input.value, signal)}, "Restore to this moment…");
+  return h("div", {class: "moment"}, h("label", null, "Restore to a moment (UTC) ", input), " ", button, status);
+}
+
+async function restoreToMoment(panel, record, value, signal) {
+  if (!value) return;
+  const moment = `${value.length === 16 ? `${value}:00` : value.slice(0, 19)}Z`;
+  const ok = await confirmDialog({
+    title: `Restore ${record.id} to ${moment}?`, confirmLabel: "Restore",
+    message: `The workspace goes back to exactly what it held at ${moment}, from its replica. ` +
+             "Everything written after that second is replaced; the current file is kept aside on the server.",
+    details: ["needs continuous replication (sync or async)", "a moment before the replica's history is refused"]});
+  if (!ok) return;
+  try {
+    const done = await request("POST", `/v1/workspaces/${encodeURIComponent(record.id)}/restore-to-moment`,
+                               {body: {timestamp: moment}});
+    notice(`Restored ${record.id} to the moment ${done.moment} (position ${done.position}).`);
+    snapshotsPanel(panel, record, signal);
+  } catch (error) {
+    if (error.status !== 401) notice(`Restore failed: ${error.code}: ${error.message}`, "error");
+  }
 }
 
 async function restore(panel, record, snap, newest, signal) {

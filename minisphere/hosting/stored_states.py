@@ -1,0 +1,114 @@
+"""A workspace host's stored states: its snapshots (take, list, prune) and the two restores,
+to a named snapshot version and to any second the replica holds. Both restores replace the live
+file, so both go through `_file_swap` (snapshots paused, replication let go of the file, every
+connection closed, reopened after).
+
+A mixin of `WorkspaceHost` (host.py), which provides what these use: `workspace_id`, `path`,
+`store`, `keep`, `replica`, `snapshotter`, `min_position`, and `_open`, `_close_io`,
+`_release_replica`.
+"""
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+
+from minisphere.durability.replication import restore_moment
+from minisphere.durability.snapshots import (
+    list_snapshots,
+    list_versions,
+    prune,
+    restore_snapshot,
+    take_snapshot,
+)
+from minisphere.durability.stores import SnapshotStore
+from minisphere.engine.location import inspect_copy
+from minisphere.errors import InvalidArgument, SnapshotError
+from minisphere.hosting.copies import drop_after_forget
+
+log = logging.getLogger("minisphere.host")
+
+
+class StoredStates:
+    # ---- snapshots -----------------------------------------------------------------------------
+    def _require_store(self) -> SnapshotStore:
+        if self.store is None:
+            raise SnapshotError("no snapshot store is configured")
+        return self.store
+
+    def _take(self, reason: str) -> dict:
+        return take_snapshot(self.path, self._require_store(), self.workspace_id, reason=reason,
+                             keep=self.keep)
+
+    def snapshot_now(self, reason: str = "manual") -> dict:
+        self._require_store()
+        return self.snapshotter.snapshot_now(reason)
+
+    def prune_snapshots(self, keep: int) -> dict:
+        """Keep only the newest `keep` versions, after making sure the newest one is the file
+        as it is now (a snapshot is taken first when anything changed). The way to make a
+        forget reach the store: versions taken before it still hold the forgotten text."""
+        if keep < 1:
+            raise InvalidArgument("keep must be at least 1 (the current state)")
+        store = self._require_store()
+        taken = None
+        if self.snapshotter.pending_writes > 0 or not list_versions(store, self.workspace_id):
+            taken = self.snapshotter.snapshot_now("prune")
+        with self.snapshotter.paused():
+            deleted = prune(store, self.workspace_id, keep)
+        drop_after_forget(self.path)           # asides are older versions kept on the node
+        return {"workspace": self.workspace_id, "snapshot": taken, "deleted": deleted,
+                "kept": list_versions(store, self.workspace_id)}
+
+    def list_snapshots(self) -> list[dict]:
+        return list_snapshots(self._require_store(), self.workspace_id)
+
+    def restore(self, version: str | None) -> dict:
+        """Point-in-time restore: with snapshots paused, close, publish the verified version
+        again as the newest one (so a later activation from the store, or a restore without a
+        version, comes back to it and not to the state it replaced), swap it in and reopen
+        (even on error; a reopen that fails is retried by the next call, see `ensure_open`)."""
+        store = self._require_store()
+        with self._file_swap():
+            result = restore_snapshot(store, self.workspace_id, self.path, version,
+                                      publish=True, keep=self.keep,
+                                      new_position=self._position_after_restore())
+        self.snapshotter.mark_clean(result["published"])
+        return result
+
+    def restore_to_time(self, moment: str) -> dict:
+        """Restore the state the replica held at `moment` (RFC 3339, UTC): any second within
+        the replica's retention, where snapshots give only their versions. The restored state
+        is a new state (a new position) and the next snapshot stores it."""
+        if self.replica is None:
+            raise InvalidArgument("restoring to a moment needs continuous replication "
+                                  "(MINISPHERE_REPLICATION=sync or async); restore a snapshot "
+                                  "version instead")
+        with self._file_swap():
+            result = restore_moment(self.replica.url, self.path, moment,
+                                    self._position_after_restore(), self.replica.daemon.env)
+        self.snapshotter.note_writes(1)
+        return {"workspace": self.workspace_id, **result}
+
+    @contextmanager
+    def _file_swap(self):
+        """While the live file is replaced: snapshots paused, replication let go of the file
+        (the daemon must not follow it through the swap: re-registered, it ships the new state),
+        every connection closed; reopened afterwards, even on error (a reopen that fails is
+        retried by the next call, see `ensure_open`)."""
+        with self.snapshotter.paused():
+            self._release_replica()
+            self._close_io()
+            try:
+                yield
+            finally:
+                try:
+                    self._open()
+                except Exception:  # noqa: BLE001 - the next call tries again and says why
+                    log.exception("workspace %s: reopening after restore failed",
+                                  self.workspace_id)
+
+    def _position_after_restore(self) -> int:
+        """A restore is a new state: above the live copy's and every acknowledged position."""
+        live = inspect_copy(self.path)
+        return max(self.min_position, live.position if live else 0) + 1
+
