@@ -15,6 +15,7 @@ from minisphere.engine.retrieval.query_text import (
     stem,
 )
 from minisphere.engine.retrieval.sql_filters import ALWAYS_EXCLUDED_TAGS, Prefilter
+from minisphere.engine.rows import EDGE_COLUMNS
 
 
 @dataclass
@@ -226,12 +227,30 @@ def recency_arm(conn, prefilter: Prefilter) -> list[Hit]:
     return [Hit(entry_id, float(created_at), {"createdAt": created_at}) for entry_id, created_at in rows]
 
 
+# What the vector binding writes into an auto-link's metadata (engine/vectors/semantic.py,
+# json.dumps with sorted keys); tests/engine/vectors guards the two staying in step.
+AUTO_LINK_MARK = '"by": "auto-link"'
+_NOT_AUTO_LINK = "NOT (provenance = 'inferred' AND instr(coalesce(metadata, ''), ?) > 0)"
+
+
+def _edges_of(conn, node: str, limit: int) -> list[tuple[str, tuple]]:
+    """neighbours_of, without the binding's auto-links unless GRAPH_FOLLOWS_AUTO_LINKS."""
+    if T.GRAPH_FOLLOWS_AUTO_LINKS:
+        return neighbours_of(conn, node, limit)
+    rows = conn.execute(
+        f"SELECT {EDGE_COLUMNS} FROM edges WHERE src = ? AND {_NOT_AUTO_LINK} UNION ALL "
+        f"SELECT {EDGE_COLUMNS} FROM edges WHERE dst = ? AND {_NOT_AUTO_LINK} "
+        "ORDER BY weight DESC, updated_at DESC LIMIT ?",
+        (node, AUTO_LINK_MARK, node, AUTO_LINK_MARK, limit)).fetchall()
+    return [(r[1] if r[0] == node else r[0], r) for r in rows]
+
+
 def _followable(conn, node: str, level: dict[str, int], hop: int, where: str,
                 params: list) -> list[tuple[str, float]]:
     """(neighbour, edge weight) of `node` that hop `hop` may follow: not reached on an earlier
     level than the parent's, and passing the prefilter."""
     candidates = [(other, row[3])   # row[3] is the edge weight (EDGE_COLUMNS order)
-                  for other, row in neighbours_of(conn, node, T.GRAPH_FANOUT_PER_NODE)
+                  for other, row in _edges_of(conn, node, T.GRAPH_FANOUT_PER_NODE)
                   if level.get(other, hop) >= hop - 1 and other != node]
     if not candidates:
         return []

@@ -36,6 +36,16 @@ FEEDBACK_SKIP_MIN_DOCS = 3
 # out chose 20 over 5 and 10 on all five folds (held-out R@10 +0.011, nDCG@10 +0.004, worst fold
 # -0.002). No edges on the passage sets, and the BFS stops at GRAPH_MAX_NODES either way.
 GRAPH_SEED_COUNT = 20
+# The vector binding's auto-links (relates_to edges drawn at capture from a cosine, engine/
+# vectors/semantic.py) are not followed: they are the dense arm's view of the data entering the
+# lexical ranking by the back door, where the hybrid's agreement rule cannot hold it back. On the
+# dev conversations they moved the ranking even where the fusion left the lexical order alone
+# (held-out conv-26 nDCG@10 -0.011, conv-49 +0.006, the others 0 to -0.002 against zero
+# bindings); without them a query the hybrid leaves to the lexical arm ranks exactly as with no
+# binding. Leave-one-conversation-out with the agreement floor in place: held-out Δ 0.000 R@10 /
+# 0.000 nDCG@10 (worst fold -0.001), so it is kept for that property, not for a gain. Explicit edges of any
+# provenance, and auto-links in connections and graphView, are unaffected.
+GRAPH_FOLLOWS_AUTO_LINKS = False
 GRAPH_FANOUT_PER_NODE = 8          # strongest edges followed per node
 GRAPH_MAX_NODES = 50               # nodes visited in total, seeds included
 GRAPH_HOP_DECAY = 0.6              # score = seed score × 0.6^hop × edge weight

@@ -67,3 +67,28 @@ def test_vectors_recall_on_a_read_only_connection(tmp_path, clock):
     finally:
         reader.close()
     assert result["items"][0]["id"] == target and result["items"][0]["breakdown"]["vector"]["rank"] == 1
+
+
+def test_recall_does_not_follow_the_bindings_auto_links_but_follows_explicit_edges(
+        tmp_path, clock, monkeypatch):
+    """An auto-link is a cosine turned into an edge: followed by the graph arm, it let the dense
+    arm reorder queries the hybrid leaves in lexical order (held-out conversations lost nDCG@10)."""
+    from minisphere.engine.retrieval import tuning as T
+    base, near, other = ("keeper logbook about the lighthouse", "lighthouse lamp oil delivery",
+                         "lighthouse paint for the tower")
+    ws = bound(tmp_path, clock, {base: at_cosine(1.0, axis=2), near: at_cosine(0.95, axis=3),
+                                 other: at_cosine(0.0, axis=4)})
+    base_id = ws.capture(base)["id"]
+    result = ws.capture(near)
+    assert [link["id"] for link in result["autoLinked"]] == [base_id]
+    other_id = ws.capture(other)["id"]
+    ws.link(other_id, base_id, "relates_to", provenance="inferred", weight=0.9)  # an agent's edge
+
+    def graph_support(query: str) -> dict:
+        return {i["id"]: i["breakdown"]["graph"] for i in ws.recall(query)["items"]}
+    support = graph_support("keeper logbook")
+    assert support.get(result["id"]) is None          # reached over the auto-link: not followed
+    assert support[other_id] is not None              # the explicit inferred edge still counts
+    monkeypatch.setattr(T, "GRAPH_FOLLOWS_AUTO_LINKS", True)
+    assert graph_support("keeper logbook")[result["id"]] is not None
+    ws.close()
