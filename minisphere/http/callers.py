@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -27,6 +27,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from minisphere.control.auth import bearer_token, check_workspace_id
 from minisphere.errors import ADMIN, TENANT
 from minisphere.http.handling import audience_of, client_address, error_json
+
+# What `check_workspace_id` accepts (WORKSPACE_ID_PATTERN, and no final '-') as one pattern,
+# for the published document.
+WORKSPACE_ID_SHAPE = r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$"
+# A workspace id in a route's path. The pattern is published (so clients and fuzzers send ids
+# the routes accept), not enforced by FastAPI: `check_workspace_id` refuses any other id with
+# its own named error and message, before anything is woken.
+WorkspaceId = Annotated[str, Path(json_schema_extra={
+    "pattern": WORKSPACE_ID_SHAPE,
+    "description": "a workspace id: lower-case letters, digits and '-', 3 to 63 characters"})]
 
 
 class RouteError(Exception):

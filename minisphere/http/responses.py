@@ -518,10 +518,14 @@ ERROR_RESPONSES = {status: {"model": ErrorBody} for status in (400, 401, 403, 40
 
 
 
-def answers(model: type[BaseModel], status: int = 200) -> dict:
+def answers(model: type[BaseModel], status: int = 200, links: dict | None = None) -> dict:
     """OpenAPI `responses` for a route answering `model` (documentation only: the routes
-    return the engine's JSON as is)."""
-    return {status: {"model": model}, **ERROR_RESPONSES}
+    return the engine's JSON as is), with the answer's OpenAPI `links` (`minisphere.http.links`)
+    when given."""
+    answer: dict = {"model": model}
+    if links:
+        answer["links"] = links
+    return {status: answer, **ERROR_RESPONSES}
 
 
 def json_body(model: type[BaseModel], required: bool | None = None) -> dict:

@@ -14,16 +14,21 @@ the patterns are never stricter than the engine where it matters."""
 from __future__ import annotations
 
 import collections
+import re
 
 import httpx
 import jsonschema
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.core import NOT_SET
 
+from minisphere.control.auth import check_workspace_id
 from minisphere.engine.methods import METHODS
+from minisphere.errors import MalformedRequest
+from minisphere.http.callers import WORKSPACE_ID_SHAPE
 from tests.support.engine_gateway import (
     ADMIN_TOKEN,
     BASE_URL,
@@ -122,3 +127,16 @@ def test_the_published_schema_admits_what_the_engine_accepts(app, published, met
     schema = {**request_schema(published, method), "components": published["components"]}
     problems = [p.message for p in jsonschema.Draft202012Validator(schema).iter_errors(body)]
     assert problems == []
+
+
+@given(st.text(alphabet="abcz09-_A\n", max_size=70))
+@settings(max_examples=500, deadline=None)
+def test_the_published_workspace_id_pattern_is_the_rule_the_routes_apply(candidate):
+    """The path parameters publish one pattern; the routes check WORKSPACE_ID_PATTERN and, after
+    it, that the id does not end with '-'. Both say yes to the same ids."""
+    try:
+        check_workspace_id(candidate)
+        accepted = True
+    except MalformedRequest:
+        accepted = False
+    assert bool(re.fullmatch(WORKSPACE_ID_SHAPE, candidate)) == accepted

@@ -20,8 +20,15 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_v
 from minisphere.control.auth import WORKSPACE_ID_PATTERN, check_workspace_id
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.durability.snapshots import VERSION_PATTERN as SNAPSHOT_VERSION_PATTERN
+from minisphere.http import links
 from minisphere.http import responses as R
-from minisphere.http.callers import AdminGateway, WorkspaceCall, workspace_caller
+from minisphere.http.callers import (
+    WORKSPACE_ID_SHAPE,
+    AdminGateway,
+    WorkspaceCall,
+    WorkspaceId,
+    workspace_caller,
+)
 from minisphere.http.handling import query_integer, read_spec
 from minisphere.http.responses import answers, json_body
 from minisphere.http.routes import Routes
@@ -37,7 +44,10 @@ routes = Routes(tags=["admin"])
 
 class CreateWorkspace(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    id: Optional[Annotated[StrictStr, Field(pattern=WORKSPACE_ID_PATTERN)]] = None
+    # enforced as WORKSPACE_ID_PATTERN here (check_workspace_id refuses a final '-' after);
+    # published as the one pattern of both
+    id: Optional[Annotated[StrictStr, Field(pattern=WORKSPACE_ID_PATTERN, json_schema_extra={
+        "pattern": WORKSPACE_ID_SHAPE})]] = None
     blueprint: Optional[dict[str, Any]] = None
     label: Optional[Annotated[StrictStr, Field(max_length=200)]] = None
 
@@ -76,7 +86,8 @@ class PruneSnapshots(BaseModel):
 SnapshotsCaller = Annotated[WorkspaceCall, workspace_caller("listSnapshots", "workspace_id")]
 
 
-@routes.post("/v1/workspaces", status_code=201, responses=answers(R.CreatedWorkspace, 201),
+@routes.post("/v1/workspaces", status_code=201,
+             responses=answers(R.CreatedWorkspace, 201, links.CREATED_WORKSPACE),
              openapi_extra=json_body(CreateWorkspace))
 async def create_workspace(request: Request, gateway: AdminGateway):
     spec = await read_spec(request, CreateWorkspace, "createWorkspace")
@@ -94,33 +105,33 @@ async def list_workspaces(gateway: AdminGateway, limit: str = str(WORKSPACES_MAX
 
 
 @routes.get("/v1/workspaces/{workspace_id}", responses=answers(R.WorkspaceDetail))
-async def get_workspace(workspace_id: str, gateway: AdminGateway):
+async def get_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     return await gateway.get(check_workspace_id(workspace_id))
 
 
 @routes.delete("/v1/workspaces/{workspace_id}", responses=answers(R.Deleted))
-async def delete_workspace(workspace_id: str, gateway: AdminGateway):
+async def delete_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     return await gateway.delete(check_workspace_id(workspace_id))
 
 
 @routes.post("/v1/workspaces/{workspace_id}/snapshot",
              summary="Take a snapshot now (returns its manifest)",
              responses=answers(R.SnapshotManifest))
-async def snapshot_workspace(workspace_id: str, gateway: AdminGateway):
+async def snapshot_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     return await gateway.snapshot(check_workspace_id(workspace_id))
 
 
 @routes.get("/v1/workspaces/{workspace_id}/snapshots",
             summary="List snapshot versions, oldest first (admin or the workspace's token)",
             responses=answers(R.SnapshotList))
-async def list_workspace_snapshots(workspace_id: str, call: SnapshotsCaller):
+async def list_workspace_snapshots(workspace_id: WorkspaceId, call: SnapshotsCaller):
     return {"items": await call.gateway.list_snapshots(workspace_id)}
 
 
 @routes.post("/v1/workspaces/{workspace_id}/hibernate",
              summary="Hibernate now: snapshot if changed, close, release its actor",
              responses=answers(R.Hibernated))
-async def hibernate_workspace(workspace_id: str, gateway: AdminGateway):
+async def hibernate_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     return await gateway.hibernate(check_workspace_id(workspace_id))
 
 
@@ -128,7 +139,7 @@ async def hibernate_workspace(workspace_id: str, gateway: AdminGateway):
              summary="Restore a snapshot version (point-in-time restore)",
              responses=answers(R.Restored),
              openapi_extra=json_body(RestoreWorkspace, required=True))
-async def restore_workspace(workspace_id: str, request: Request, gateway: AdminGateway):
+async def restore_workspace(workspace_id: WorkspaceId, request: Request, gateway: AdminGateway):
     check_workspace_id(workspace_id)
     spec = await read_spec(request, RestoreWorkspace, "restore", required=True)
     return await gateway.restore(workspace_id, spec.version)
@@ -139,7 +150,7 @@ async def restore_workspace(workspace_id: str, request: Request, gateway: AdminG
                      "replication: any second the replica still holds)",
              responses=answers(R.RestoredToMoment),
              openapi_extra=json_body(RestoreToMoment, required=True))
-async def restore_workspace_to_moment(workspace_id: str, request: Request,
+async def restore_workspace_to_moment(workspace_id: WorkspaceId, request: Request,
                                       gateway: AdminGateway):
     check_workspace_id(workspace_id)
     spec = await read_spec(request, RestoreToMoment, "restore-to-moment", required=True)
@@ -151,7 +162,7 @@ async def restore_workspace_to_moment(workspace_id: str, request: Request,
                      "still hold the forgotten text)",
              responses=answers(R.Pruned),
              openapi_extra=json_body(PruneSnapshots, required=False))
-async def prune_workspace_snapshots(workspace_id: str, request: Request,
+async def prune_workspace_snapshots(workspace_id: WorkspaceId, request: Request,
                                     gateway: AdminGateway):
     check_workspace_id(workspace_id)
     spec = await read_spec(request, PruneSnapshots, "prune")

@@ -6,18 +6,22 @@ from typing import Annotated, Literal, Optional
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from minisphere.control.auth import TOKEN_SCOPES, check_workspace_id
+from minisphere.engine.arguments import integer
 from minisphere.errors import NotFound
+from minisphere.http import links
 from minisphere.http import responses as R
-from minisphere.http.callers import AdminGateway, BearerToken, Gateway
+from minisphere.http.callers import AdminGateway, BearerToken, Gateway, WorkspaceId
 from minisphere.http.handling import client_address, read_spec
 from minisphere.http.responses import answers, json_body
 from minisphere.http.routes import Routes
 
 TOKEN_MAX_LIFETIME_S = 10 * 365 * 24 * 3600       # ten years: "does not expire" is null
 TOKEN_ID_MAX_CHARS = 64
+# an integer, and 60.0 is 60 as in JSON Schema (the engine's arguments take it so too)
+ExpiresInS = integer(1, TOKEN_MAX_LIFETIME_S)
 
 routes = Routes()
 
@@ -27,7 +31,7 @@ class CreateToken(BaseModel):
     scope: Literal[*TOKEN_SCOPES] = Field(description="read: the read methods only; write: "
                                                       "every read and write method")
     label: Optional[Annotated[StrictStr, Field(max_length=200)]] = None
-    expiresInS: Optional[Annotated[StrictInt, Field(ge=1, le=TOKEN_MAX_LIFETIME_S)]] = None
+    expiresInS: Optional[ExpiresInS] = None
 
 
 @routes.get("/v1/whoami", tags=["service"], responses=answers(R.WhoAmI),
@@ -38,9 +42,9 @@ async def whoami(request: Request, token: BearerToken, gateway: Gateway):
 
 @routes.post("/v1/workspaces/{workspace_id}/tokens", tags=["admin"], status_code=201,
              summary="Issue a workspace token (the secret is shown only in this answer)",
-             responses=answers(R.TokenIssued, 201),
+             responses=answers(R.TokenIssued, 201, links.TOKEN_ISSUED),
              openapi_extra=json_body(CreateToken, required=True))
-async def create_token(workspace_id: str, request: Request, gateway: AdminGateway):
+async def create_token(workspace_id: WorkspaceId, request: Request, gateway: AdminGateway):
     check_workspace_id(workspace_id)
     spec = await read_spec(request, CreateToken, "token", required=True)
     issued = await gateway.create_token(workspace_id, spec.scope, spec.label, spec.expiresInS)
@@ -50,14 +54,14 @@ async def create_token(workspace_id: str, request: Request, gateway: AdminGatewa
 @routes.get("/v1/workspaces/{workspace_id}/tokens", tags=["admin"],
             summary="The workspace's tokens (never a secret or a hash)",
             responses=answers(R.TokenList))
-async def list_tokens(workspace_id: str, gateway: AdminGateway):
+async def list_tokens(workspace_id: WorkspaceId, gateway: AdminGateway):
     return {"items": await gateway.list_tokens(check_workspace_id(workspace_id))}
 
 
 @routes.delete("/v1/workspaces/{workspace_id}/tokens/{token_id}", tags=["admin"],
                summary="Revoke a token: refused from the very next request on",
-               responses=answers(R.TokenRevoked))
-async def revoke_token(workspace_id: str, token_id: str, gateway: AdminGateway):
+               responses=answers(R.TokenRevoked, links=links.TOKEN_REVOKED))
+async def revoke_token(workspace_id: WorkspaceId, token_id: str, gateway: AdminGateway):
     check_workspace_id(workspace_id)
     if not token_id.isascii() or len(token_id) > TOKEN_ID_MAX_CHARS:
         raise NotFound(f"workspace {workspace_id} has no token {token_id[:64]!r}")

@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from minisphere.control.auth import check_workspace_id
 from minisphere.errors import ImportFormatError, MalformedRequest, TransferError
 from minisphere.http import responses as R
-from minisphere.http.callers import AdminGateway
+from minisphere.http.callers import AdminGateway, WorkspaceId
 from minisphere.http.handling import (
     MAX_JSON_NESTING_LEVELS,
     nesting_levels_exceed,
@@ -87,7 +87,7 @@ routes = Routes(tags=["admin"])
             responses={200: {"description": "header line, then one line per entry and edge",
                              "content": {NDJSON: {"schema": {"type": "string"}}}},
                        **R.ERROR_RESPONSES})
-async def export_workspace(workspace_id: str, ops: TransferOps):
+async def export_workspace(workspace_id: WorkspaceId, ops: TransferOps):
     pages = ops.export_pages(check_workspace_id(workspace_id))
     first = await pages.__anext__()          # errors before any byte is sent
 
@@ -103,7 +103,7 @@ async def export_workspace(workspace_id: str, ops: TransferOps):
              summary="import a chunk of a JSONL export (header line + data lines)",
              responses={200: {"model": R.ImportReport}, **R.ERROR_RESPONSES},
              openapi_extra={"requestBody": {"content": {NDJSON: {"schema": {"type": "string"}}}}})
-async def import_workspace(workspace_id: str, request: Request, ops: TransferOps, key: str = "",
+async def import_workspace(workspace_id: WorkspaceId, request: Request, ops: TransferOps, key: str = "",
                            first: str = "1", final: str = "false"):
     check_workspace_id(workspace_id)
     first_line = query_integer(first, "first", 1, IMPORT_MAX_FIRST_LINE)

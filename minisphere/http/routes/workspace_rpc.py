@@ -12,8 +12,9 @@ from fastapi.responses import JSONResponse
 
 from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS, KEY_PATTERN
 from minisphere.engine.methods import METHODS, Method, parse_args
+from minisphere.http import links
 from minisphere.http import responses as R
-from minisphere.http.callers import WorkspaceCall, workspace_caller
+from minisphere.http.callers import WorkspaceCall, WorkspaceId, workspace_caller
 from minisphere.http.handling import (
     IDEMPOTENCY_HEADER,
     REPLAY_HEADER,
@@ -45,7 +46,7 @@ def method_endpoint(name: str, method: Method):
     """The route function of one method (named `call_<method>`)."""
     authorized = workspace_caller(name)
 
-    async def endpoint(workspace: str, request: Request, call: WorkspaceCall = authorized):
+    async def endpoint(workspace: WorkspaceId, request: Request, call: WorkspaceCall = authorized):
         key = idempotency_key(request) if method.access == "write" else None
         args = parse_args(method, await read_json_object(request))
         if method.access == "maintenance":    # audited (trigger=manual)
@@ -61,7 +62,8 @@ def method_endpoint(name: str, method: Method):
 
 def add_method_route(name: str, method: Method) -> None:
     write = method.access == "write"
-    responses = answers(R.METHOD_ANSWERS[name])
+    responses = answers(R.METHOD_ANSWERS[name],
+                        links=links.entry_links() if name in links.ENTRY_ANSWERS else None)
     if write:
         responses[200] = {**responses[200], "headers": IDEMPOTENT_REPLAY_DOC}
     schema = method.args.model_json_schema(by_alias=True)
