@@ -1,4 +1,20 @@
-"""The launcher (`python serve_app.py`, `minisphere serve`) before it starts anything."""
+"""The launcher (`python serve_app.py`, `minisphere serve`): what it refuses before it starts
+anything, and how it stops."""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
 
 
 def test_serve_refuses_non_loopback_without_admin_token(tmp_path, monkeypatch, capsys):
@@ -35,3 +51,85 @@ def test_a_changed_contract_byte_stops_the_launcher_naming_the_file_and_both_has
     out, err = capsys.readouterr()
     assert "MINI_SPHERE_CONTRACT@0.1.md" in err and pinned in err
     assert "starting Ray" not in out
+
+
+STOP_WITHIN_S = 15          # "a few seconds"; Serve's own shutdown waited 30 s for its controller
+START_TIMEOUT_S = 240
+
+
+def ray_processes_under(folder: str) -> list[int]:
+    """Pids of processes whose command line names `folder` (a Ray session's processes name
+    their session directory, under RAY_TMPDIR)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                if folder.encode() in cmdline.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def test_ctrl_c_on_minisphere_serve_stops_in_seconds_and_leaves_no_ray_process(tmp_path):
+    """What a new user does: `minisphere serve`, one write, Ctrl-C. The residents hibernate and
+    the local Ray stops in seconds, with no "Controller failed to shut down" (Serve's own
+    shutdown, which waited 30 s for its controller and stopped nothing Ray's would not), and no
+    process of that Ray is left behind."""
+    launcher = shutil.which("minisphere")
+    if launcher is None:
+        pytest.skip("the minisphere command is not installed (pip install -e .)")
+    # a short private Ray folder: its processes are found by it, and its socket paths stay
+    # under the length Unix sockets allow
+    ray_folder = tempfile.mkdtemp(prefix="msr-", dir="/tmp")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    token = "launcher-test-" + uuid.uuid4().hex
+    env = {**os.environ, "MINISPHERE_DATA_DIR": str(tmp_path / "data"),
+           "MINISPHERE_HOST": "127.0.0.1", "MINISPHERE_PORT": str(port),
+           "MINISPHERE_ADMIN_TOKEN": token, "MINISPHERE_MAX_REPLICAS": "1",
+           # a new local Ray in its own folder, never a cluster already running here
+           "RAY_ADDRESS": "local", "RAY_TMPDIR": ray_folder}
+    env.pop("MINISPHERE_RAY_ADDRESS", None)
+    output = tmp_path / "serve.log"
+    with output.open("wb") as log:
+        process = subprocess.Popen([launcher, "serve"], cwd=Path(__file__).parents[2], env=env,
+                                   stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while "Mini-Sphere is listening" not in output.read_text(errors="replace"):
+            assert process.poll() is None, output.read_text(errors="replace")[-3000:]
+            assert time.monotonic() < deadline, "the service did not start"
+            time.sleep(0.5)
+        admin = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
+            created = http.post("/v1/workspaces", headers=admin, json={"id": "before-stop"})
+            assert created.status_code == 201, created.text
+            written = http.post("/v1/w/before-stop/capture", headers=admin,
+                                json={"content": "written just before Ctrl-C"})
+            assert written.status_code == 200, written.text
+
+        process.send_signal(signal.SIGINT)
+        pressed = time.monotonic()
+        returncode = process.wait(timeout=120)
+        took = time.monotonic() - pressed
+        said = output.read_text(errors="replace")
+        assert returncode == 0, said[-3000:]
+        assert took < STOP_WITHIN_S, f"stopping took {took:.1f} s: {said[-3000:]}"
+        assert "failed to shut down" not in said, said[-3000:]
+        assert "hibernated 1 resident workspace(s)" in said, said[-3000:]
+        deadline = time.monotonic() + 10
+        while ray_processes_under(ray_folder) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert ray_processes_under(ray_folder) == [], "Ray processes outlived the launcher"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in ray_processes_under(ray_folder):   # only this test's own Ray's processes
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(ray_folder, ignore_errors=True)
