@@ -248,6 +248,12 @@ class Workspace:
         if forgot or self._checkpoint_owed:
             self.truncate_wal()
 
+    def set_wal_autocheckpoint(self, pages: int) -> None:
+        """SQLite's own checkpoint after a commit that leaves the WAL `pages` long (0: never;
+        someone else checkpoints, e.g. a replicator that must read every frame first)."""
+        with self._lock:
+            self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
+
     def truncate_wal(self) -> bool:
         """Fold the WAL into the file and empty it, so a forgotten entry's old pages do not
         stay in WAL frames. Never waits for readers: when one holds the WAL it is owed to the

@@ -116,6 +116,11 @@ class WorkspaceHost(StoredStates):
         self.workspace, self.reads = workspace, reads
         confirm = None
         if self.replica is not None:
+            # Litestream checkpoints a replicated file itself, after it has read the frames:
+            # SQLite's own checkpoint at a commit raced it under a heavy write load, and a node
+            # killed then left a replica that restored to a broken file (an index not matching
+            # its table); Litestream's guidance for busy writers is the same
+            workspace.set_wal_autocheckpoint(0)
             self.replica.checkpoint = workspace.truncate_wal
             try:
                 self.replica.register()

@@ -416,16 +416,20 @@ class Scenario:
         headers = {"Authorization": f"Bearer {token}"}
         if key:
             headers["Idempotency-Key"] = key
+        last = None
         while True:
             try:
                 answer = http.post(f"/v1/w/{workspace}/{method}", json=body, headers=headers)
                 if answer.status_code != 503 or deadline is None:
                     return answer
-            except httpx.HTTPError:
+                last = answer.text[:300]
+            except httpx.HTTPError as exc:
                 if deadline is None:
                     raise
+                last = repr(exc)
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"{workspace}.{method}: no answer before the deadline")
+                raise TimeoutError(f"{workspace}.{method}: no answer before the deadline; "
+                                   f"the last: {last}")
             time.sleep(POLL_S)
 
     def route_checks(self, http) -> dict:
