@@ -13,15 +13,21 @@ node's files). The procedure is infra/README.md's, step by step:
    `ray start --address ... --resources '{"minisphere_workspace_slots": N}'`;
 3. `serve deploy infra/serve_config.yaml` against the head's dashboard: the checked-in file as it
    is with `--store s3` (snapshots to an S3-protocol server on the bridge's host end); with
-   `--store local` only the snapshot store is switched to a folder every node mounts;
+   `--store local` the snapshot store is a folder every node mounts, replication `async` and
+   no spare actors;
 4. black-box route checks over HTTP through the head's proxy (with Serve's fast path on, Ray
    2.60 runs its one HTTP proxy on the head): create workspaces, writes, reads, isolation,
    snapshots;
-5. 500 concurrent keyed writes on the worker holding the most workspaces, then SIGKILL to every
+5. the drills (operator_drills.py): a secret forgotten and a workspace deleted reach every
+   copy; a delete racing a wake wins; a restore to a second between two writes; with
+   `--store s3`, the S3 server stopped during sync writes (503s, then every write once); with
+   `--store local`, a full node (evict there, else move, and back: the newest state);
+6. 500 concurrent keyed writes on the worker holding the most workspaces, then SIGKILL to every
    process in its namespace (raylet, Litestream, actors): with the config's
-   `MINISPHERE_REPLICATION=sync`, every acknowledged write is served from the other worker,
-   restored from the replica, none doubled (checked entry by entry);
-6. `serve deploy` again with a changed config while a client keeps writing: no acknowledged write
+   `MINISPHERE_REPLICATION=sync` (`--store s3`), every acknowledged write is served from the
+   other worker, restored from the replica, none doubled (checked entry by entry); with
+   `async` (`--store local`), only writes answered within its window before the kill are lost;
+7. `serve deploy` again with a changed config while a client keeps writing: no acknowledged write
    lost or doubled, still one directory and one scheduler actor (the same ones).
 
 Always cleans up (namespaces, bridge, every process it started) and prints a summary; with
@@ -522,13 +528,20 @@ class Scenario:
                     blob = gzip.decompress(blob)
             return needle in blob
 
+        def read(path: Path) -> bytes:
+            """A file's bytes; none when it went away since it was listed (sweeps run)."""
+            try:
+                return path.read_bytes() if path.is_file() else b""
+            except (FileNotFoundError, IsADirectoryError):
+                return b""
+
         for node in self.nodes:
             for path in (node.folder / "data").rglob("*"):
-                if path.is_file() and holds(path.read_bytes(), path.name):
+                if holds(read(path), path.name):
                     found.append(f"{node.name}:{path.relative_to(node.folder)}")
         if self.store == "local":
             for path in self.shared_snapshots.rglob("*"):
-                if path.is_file() and holds(path.read_bytes(), path.name):
+                if holds(read(path), path.name):
                     found.append(f"store:{path.relative_to(self.shared_snapshots)}")
             return found
         import boto3
@@ -537,7 +550,10 @@ class Scenario:
         bucket = self.config_env(load_config())["MINISPHERE_S3_BUCKET"]
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
             for item in page.get("Contents", []):
-                blob = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+                try:
+                    blob = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+                except s3.exceptions.NoSuchKey:      # deleted since it was listed
+                    continue
                 if holds(blob, item["Key"]):
                     found.append(f"store:{item['Key']}")
         return found
