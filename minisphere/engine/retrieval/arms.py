@@ -191,7 +191,9 @@ def keyword_arm(conn, tokens: list[str], prefilter: Prefilter,
     with (stopwatch or contextlib.nullcontext)():
         feedback = _feedback_scores(conn, tokens, words, seq_of, row_of, prefilter, frequencies)
     hits = []
-    for entry_id in words.keys() | feedback.keys():
+    # the words' order, then the feedback's: a set union's order follows string hashing,
+    # which differs per process, and equal scores then ranked differently from run to run
+    for entry_id in [*words, *(i for i in feedback if i not in words)]:
         detail = {"bm25": words.get(entry_id, 0.0), "proximity": proximity.get(entry_id, 0.0),
                   "feedback": feedback.get(entry_id, 0.0)}
         score = (words.get(entry_id, 0.0) + T.PROXIMITY_BOOST_WEIGHT * detail["proximity"]
