@@ -37,6 +37,7 @@ import os
 import time
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import ray
 
@@ -45,10 +46,8 @@ from actors.parts.due_notes import DueNotes
 from actors.parts.launch import WorkspaceLaunch
 from actors.parts.position_reports import PositionReports
 from actors.parts.token_checks import TokenChecks
-from actors.parts.transfer_steps import TransferSessions
 from minisphere.contract.startup import verified_contracts
 from minisphere.control.auth import TokenGrant
-from minisphere.control.blueprints import VectorBindingSpec
 from minisphere.durability.replication import workspace_replica
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.engine.hooks import NOT_PREPARED
@@ -64,6 +63,10 @@ from minisphere.settings import (
     ensure_private_dir,
     restrict_file_modes,
 )
+
+if TYPE_CHECKING:
+    from actors.parts.transfer_steps import TransferSessions
+    from minisphere.control.blueprints import VectorBindingSpec
 
 log = logging.getLogger("minisphere.workspace_actor")
 
@@ -115,7 +118,7 @@ class WorkspaceActor:
         self.due: DueNotes | None = None
         self.tokens = TokenChecks(admin_token_hash,
                                   lambda used: self._report("tokens_used", used))
-        self.transfers = TransferSessions()
+        self._transfers: TransferSessions | None = None     # made on the first export/import
         self.launch: WorkspaceLaunch | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.positions = PositionReports(
@@ -255,7 +258,8 @@ class WorkspaceActor:
         self.host.submit_write(method.name, body, done, prepared, key=key)
         result, timings = await future
         if method.name == "forget":
-            self.transfers.drop_exports()       # their copies were taken before the forget
+            if self._transfers is not None:     # their copies were taken before the forget
+                self._transfers.drop_exports()
         self.positions.after_write()
         if prepare_ms is not None:
             timings["prepare_ms"] = prepare_ms
@@ -292,6 +296,19 @@ class WorkspaceActor:
                                         and snapshots["pendingWrites"])}
 
     # ---- import and export (admin) ---------------------------------------------------------------
+    @property
+    def transfers(self) -> TransferSessions:
+        """The import/export sessions, made on first use: the transfer format's models are no
+        part of what a spare imports to start and bind (most workspaces are never exported)."""
+        if self._transfers is None:
+            from actors.parts.transfer_steps import TransferSessions
+            self._transfers = TransferSessions()
+        return self._transfers
+
+    def _close_transfers(self) -> None:
+        if self._transfers is not None:
+            self._transfers.close()
+
     async def export_page(self, export_id: str, number: int, max_lines: int,
                           token_hash: str) -> dict:
         """The next page of an export (see parts/transfer_steps.py), admitted like a call."""
@@ -371,7 +388,7 @@ class WorkspaceActor:
             return {"workspace": None, "snapshot": None, "error": None,
                     "pendingSnapshot": False, "snapshots": None}
         await self.admission.close_for_hibernation()
-        self.transfers.close()
+        self._close_transfers()
         self.tokens.report_use()
         return await asyncio.to_thread(self.host.hibernate)
 
@@ -399,5 +416,5 @@ class WorkspaceActor:
         if self.host is not None:
             await self.admission.close_for_hibernation()
             await asyncio.to_thread(self.host.close)
-        self.transfers.close()
+        self._close_transfers()
         return {"closed": self.workspace_id}

@@ -57,6 +57,10 @@ SNAPSHOT_KEEP_VERSIONS = 20            # older versions of a workspace are prune
 HIBERNATE_IDLE_S = 60.0                # an actor with no call for this long hibernates: a wake
                                        # from a warm spare costs tens of ms, an idle actor ~50 MiB
 AUTO = 0                               # MAX_RESIDENT / SPARE_ACTORS: derived from the cluster
+# With MINISPHERE_SPARE_ACTORS unset the spare pool follows demand, within these shares of the
+# cluster for its idle spares (control/residency_policy.spare_budget)
+SPARE_MEMORY_SHARE = 0.10              # of the cluster's memory
+SPARE_IDLE_CPU_SHARE = 0.10            # of the cluster's CPUs, spent idle
 # Workspace slots: a custom Ray resource each node advertises in proportion to its memory. Every
 # workspace actor (bound or spare) asks for one, so Ray spreads them by capacity and a wake with
 # no free slot left is a pending actor: demand the autoscaler answers with another node.
@@ -180,8 +184,14 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "idle seconds before a workspace hibernates (0 = never)"),
     EnvVar("MINISPHERE_MAX_RESIDENT", "derived from the cluster's memory and CPUs",
            "resident workspace actors (least recently used hibernate above it)"),
-    EnvVar("MINISPHERE_SPARE_ACTORS", "2 per CPU of the cluster, 2 to 32",
-           "warm, not yet bound workspace actors kept ready for wakes (0 = none)"),
+    EnvVar("MINISPHERE_SPARE_ACTORS", "follows demand: the busiest minute of the last ten "
+           "in wakes, at least 2 per CPU of the cluster (2 to 32), within the spare budget",
+           "warm, not yet bound workspace actors kept ready for wakes; a number fixes the pool "
+           "(0 = none)"),
+    EnvVar("MINISPHERE_SPARE_MEMORY_SHARE", f"`{SPARE_MEMORY_SHARE:g}`",
+           "share of the cluster's memory a demand-following pool's spares may take"),
+    EnvVar("MINISPHERE_SPARE_IDLE_CPU_SHARE", f"`{SPARE_IDLE_CPU_SHARE:g}`",
+           "share of the cluster's CPUs its idle spares may take (each ~0.85% of a core)"),
     EnvVar("MINISPHERE_WORKSPACE_SLOTS", f"`{DEFAULT_WORKSPACE_SLOTS_MODE}`",
            f"each workspace actor asks for one `{WORKSPACE_SLOT_RESOURCE}` resource: `on`, "
            "`off`, or `auto` (when some live node advertises it)"),
@@ -259,7 +269,9 @@ class ReplicationSettings:
 class ResidencySettings:
     hibernate_idle_s: float = HIBERNATE_IDLE_S
     max_resident: int = AUTO               # AUTO: control/residency_policy.derived_resident_cap
-    spare_actors: int | None = None        # None: control/residency_policy.derived_spare_actors
+    spare_actors: int | None = None        # None: the pool follows demand (residency_policy)
+    spare_memory_share: float = SPARE_MEMORY_SHARE       # the demand-following pool's budget
+    spare_idle_cpu_share: float = SPARE_IDLE_CPU_SHARE
     workspace_slots: str = DEFAULT_WORKSPACE_SLOTS_MODE     # auto | on | off
     node_workspace_slots: int = AUTO       # AUTO: actors/directory/placement.node_workspace_slots
 
@@ -425,6 +437,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                                     86_400 * 365, kind=float),
         max_resident=env_number(env, "MINISPHERE_MAX_RESIDENT", AUTO, 1, 1_000_000),
         spare_actors=env_number(env, "MINISPHERE_SPARE_ACTORS", None, 0, 1_000),
+        spare_memory_share=env_number(env, "MINISPHERE_SPARE_MEMORY_SHARE", SPARE_MEMORY_SHARE,
+                                      0.0, 1.0, kind=float),
+        spare_idle_cpu_share=env_number(env, "MINISPHERE_SPARE_IDLE_CPU_SHARE",
+                                        SPARE_IDLE_CPU_SHARE, 0.0, 1.0, kind=float),
         workspace_slots=load_workspace_slots_mode(env),
         node_workspace_slots=env_number(env, "MINISPHERE_NODE_WORKSPACE_SLOTS", AUTO, 1,
                                         1_000_000))

@@ -9,11 +9,15 @@ from actors.directory.grants import TokenGrants
 from actors.directory.hibernation import Hibernation
 from actors.directory.placement import NodePlacement
 from actors.directory.residents import ResidentTable
-from actors.directory.spares import SparePool
+from actors.directory.spares import Demand, SparePool
 from actors.directory.workspaces import WorkspaceLifecycle
 from minisphere.contract.startup import born_with, verified_contracts
 from minisphere.control.blueprints import load_default_blueprint
-from minisphere.control.residency_policy import derived_resident_cap, derived_spare_actors
+from minisphere.control.residency_policy import (
+    derived_resident_cap,
+    derived_spare_actors,
+    spare_budget,
+)
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.settings import Settings, ensure_private_dir
 
@@ -29,6 +33,18 @@ class DirectoryParts:
     grants: TokenGrants
 
 
+def spare_pool(limits, starter, runtime, cluster_cpus: float,
+               cluster_memory_bytes: float) -> SparePool:
+    """A pool of the size the settings fix, else one that follows demand: at least the derived
+    size, at most what the spare budget allows (never below that floor)."""
+    if limits.spare_actors is not None:
+        return SparePool(limits.spare_actors, starter.start, runtime.kill)
+    floor = derived_spare_actors(cluster_cpus)
+    ceiling = max(floor, spare_budget(cluster_memory_bytes, cluster_cpus,
+                                      limits.spare_memory_share, limits.spare_idle_cpu_share))
+    return SparePool(floor, starter.start, runtime.kill, demand=Demand(floor, ceiling))
+
+
 def assemble(settings: Settings, control, runtime, admin_token_hash: str, *,
              cluster_cpus: float, cluster_memory_bytes: float) -> DirectoryParts:
     """Every part, given its collaborators; the limits not set in `settings` are derived from
@@ -39,8 +55,7 @@ def assemble(settings: Settings, control, runtime, admin_token_hash: str, *,
     residents = ResidentTable(control, runtime)
     placement = NodePlacement(runtime, residents, slots=limits.workspace_slots)
     starter = SpareStarter(runtime, placement, residents)
-    pool = SparePool(derived_spare_actors(cluster_cpus) if limits.spare_actors is None
-                     else limits.spare_actors, starter.start, runtime.kill)
+    pool = spare_pool(limits, starter, runtime, cluster_cpus, cluster_memory_bytes)
     starter.spares_on = pool.spares_per_node
     hibernation = Hibernation(
         control, runtime, residents,

@@ -6,6 +6,11 @@ done and the contract is verified, so binding it to a workspace costs only openi
 spare twice; the pool refills itself in the background, one start at a time per free slot, so
 a burst of wakes spends the pool first and then waits only for process starts.
 
+Its size is fixed (`MINISPHERE_SPARE_ACTORS`, or `resize`), or it follows demand (`Demand`):
+every `take` is a wake, and the pool keeps as many spares as the busiest minute of the last ten
+saw wakes (`residency_policy.demand_spare_target`), within its floor and its budget; it looks
+again every `DEMAND_REVIEW_S`, so it also shrinks once a busy minute leaves the window.
+
 Plain asyncio inside the (async) directory actor; `start_spare()` (`SpareStarter.start`) is
 where a process is started.
 """
@@ -19,6 +24,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from minisphere.control.residency_policy import (
+    SPARE_DEMAND_WINDOW_S,
+    demand_spare_target,
+    peak_wakes_per_bucket,
+)
+
 log = logging.getLogger("minisphere.spares")
 SPARE_READY_TIMEOUT_S = 120.0     # a spare that has not finished starting by then is dropped
 REFILL_RETRY_PAUSE_S = 1.0        # after a failed start
@@ -26,10 +37,19 @@ NO_ROOM_RETRY_S = 5.0             # after finding no free workspace slot for a s
 # A process start takes most of a core for ~0.4 s: starting the replacement right away would
 # take that CPU from the very wake that used the spare. Wait this long first.
 REFILL_DELAY_S = 0.5
+DEMAND_REVIEW_S = 10.0            # how often a demand-following pool recomputes its size
 
 
 class NoRoomForSpare(Exception):
     """No node has room for another spare now: not a failure, the pool waits and tries again."""
+
+
+@dataclass(frozen=True)
+class Demand:
+    """A pool that follows demand keeps at least `floor` spares and never more than `ceiling`
+    (its budget of memory and idle CPU)."""
+    floor: int
+    ceiling: int
 
 
 @dataclass
@@ -42,8 +62,13 @@ class Spare:
 
 class SparePool:
     def __init__(self, size: int, start_spare: Callable[[], Awaitable[Spare]],
-                 kill: Callable[[Any], None]):
-        self.size = max(0, int(size))
+                 kill: Callable[[Any], None], demand: Demand | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.demand = demand
+        self.clock = clock
+        self._wakes: deque[float] = deque()        # when each recent `take` came
+        self._asks_again = False        # the last take was a miss with no node asked
+        self.size = max(0, int(size)) if demand is None else self._demand_target()
         self._start_spare = start_spare
         self._kill = kill
         self._ready: deque[Spare] = deque()
@@ -56,19 +81,24 @@ class SparePool:
         self.no_room = 0                 # starts skipped: no node had a free slot
         self.no_room_why = ""
         self.retired = 0                 # ready spares killed so their node could go idle
+        self.shrunk = 0                  # ready spares killed because demand fell
         self.start_seconds: deque[float] = deque(maxlen=64)   # recent start durations
 
     # ---- use -----------------------------------------------------------------------------------
     def take(self, node_id: str | None = None) -> Spare | None:
-        """A ready spare (on `node_id` when given and one is there), or None."""
-        chosen = None
-        if node_id is not None:
-            chosen = next((s for s in self._ready if s.node_id == node_id), None)
-            if chosen is None:
-                return None
-        elif self._ready:
-            chosen = self._ready[0]
+        """A ready spare (on `node_id` when given and one is there), or None. Either way a
+        wake: a pool that follows demand counts it."""
+        retry = self._asks_again and node_id is None
+        self._asks_again = False
+        if self.demand is not None and not retry:
+            self._wakes.append(self.clock())
+            self.follow_demand()
+            self.refill()                  # the pool may have grown: start the new spares
+        chosen = self._choose(node_id)
         if chosen is None:
+            # a wake with no recorded node that finds no spare asks once more, for any node,
+            # right away (the activator's next call): one wake, counted once
+            self._asks_again = node_id is None and not retry
             return None
         # leaving the queue is what makes it never handed out twice (a bound actor also
         # refuses a second workspace); no record of past spares is kept, so the pool's state
@@ -78,12 +108,44 @@ class SparePool:
         self.refill()
         return chosen
 
+    def _choose(self, node_id: str | None) -> Spare | None:
+        chosen = None
+        if node_id is not None:
+            chosen = next((s for s in self._ready if s.node_id == node_id), None)
+            if chosen is None:
+                return None
+        elif self._ready:
+            chosen = self._ready[0]
+        return chosen
+
     def status(self) -> dict:
         recent = list(self.start_seconds)
+        demand = self.demand
         return {"size": self.size, "ready": len(self._ready), "starting": self._starting,
                 "started": self.started, "handedOut": self.handed_out, "failed": self.failed,
                 "noRoom": self.no_room, "noRoomWhy": self.no_room_why, "retired": self.retired,
-                "startSecondsP50": sorted(recent)[len(recent) // 2] if recent else None}
+                "startSecondsP50": sorted(recent)[len(recent) // 2] if recent else None,
+                "followsDemand": demand is not None, "shrunk": self.shrunk,
+                "floor": demand.floor if demand else None,
+                "ceiling": demand.ceiling if demand else None,
+                "peakWakesPerMinute": peak_wakes_per_bucket(self._wakes, self.clock())}
+
+    # ---- following demand ------------------------------------------------------------------------
+    def _demand_target(self) -> int:
+        now = self.clock()
+        while self._wakes and now - self._wakes[0] >= SPARE_DEMAND_WINDOW_S:
+            self._wakes.popleft()                # the record stays the size of the window
+        return demand_spare_target(self._wakes, now, self.demand.floor, self.demand.ceiling)
+
+    def follow_demand(self) -> None:
+        """Size the pool for the wakes seen recently; ready spares beyond it are killed (the
+        newest first: the oldest have shown they start and answer)."""
+        if self.demand is None:
+            return
+        self.size = self._demand_target()
+        while len(self._ready) > self.size:
+            self._kill(self._ready.pop().handle)
+            self.shrunk += 1
 
     def spares_per_node(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -108,6 +170,8 @@ class SparePool:
         return len(doomed)
 
     def resize(self, size: int) -> None:
+        """A fixed size from now on (an operator's or a test's choice wins over demand)."""
+        self.demand = None
         self.size = max(0, int(size))
         while len(self._ready) > self.size:
             self._kill(self._ready.pop().handle)
@@ -124,11 +188,18 @@ class SparePool:
         while True:
             await asyncio.sleep(REFILL_DELAY_S)
             self._wake.clear()
+            self.follow_demand()
             missing = self.size - len(self._ready) - self._starting
             for _ in range(max(0, missing)):
                 self._starting += 1
                 asyncio.get_running_loop().create_task(self._start_one())
-            await self._wake.wait()
+            if self.demand is None:
+                await self._wake.wait()
+            else:                  # demand also falls with no event: look again now and then
+                try:
+                    await asyncio.wait_for(self._wake.wait(), DEMAND_REVIEW_S)
+                except TimeoutError:
+                    pass
 
     async def _start_one(self) -> None:
         started = time.monotonic()

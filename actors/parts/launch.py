@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from minisphere.control.blueprints import VectorBindingSpec
 from minisphere.settings import (
     DEFAULT_MAX_BATCH_WRITES,
     DEFAULT_SYNCHRONOUS,
     ReplicationSettings,
     SnapshotSettings,
 )
+
+if TYPE_CHECKING:
+    # an annotation only: the blueprint models (pydantic, the cron parser) are no part of what a
+    # spare imports; a launch that carries a binding brings its class along when unpickled
+    from minisphere.control.blueprints import VectorBindingSpec
 
 ACTOR_NAME_PREFIX = "workspace-actor:"
 

@@ -5,7 +5,9 @@ Pure functions over plain data, so the policy is tested without Ray:
 - `idle_residents`: residents with no call for `idle_s` seconds;
 - `placement`: the node recorded as holding the file, while it is alive, else any node (the
   file is then restored from the snapshot store there);
-- `derived_resident_cap` / `derived_spare_actors`: the defaults, from what the cluster has.
+- `derived_resident_cap` / `derived_spare_actors`: the defaults, from what the cluster has;
+- `spare_budget` / `demand_spare_target`: how many warm spares the pool keeps when it follows
+  demand (the busiest minute of recent wakes, within a budget of memory and idle CPU).
 
 A resident workspace is a whole process: it costs memory and a little CPU even when idle
 (`RESIDENT_ACTOR_PSS_BYTES`, `RESIDENT_ACTOR_IDLE_CPUS`, measured by bench/bench_serverless.py).
@@ -14,7 +16,10 @@ out the ones working; everything beyond the cap hibernates and wakes from a warm
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
+
+from minisphere.settings import SPARE_IDLE_CPU_SHARE, SPARE_MEMORY_SHARE
 
 IDLE_SWEEP_S = 5.0                     # how often the directory looks for idle workspaces
 MIB = 1024 * 1024
@@ -37,6 +42,48 @@ def derived_resident_cap(memory_bytes: float, cpus: float) -> int:
 
 def derived_spare_actors(cpus: float) -> int:
     return max(MIN_SPARES, min(MAX_SPARES, int(cpus * SPARES_PER_CPU)))
+
+
+# A pool that follows demand. Every wake spends a spare and a replacement is a process start
+# (~0.5 s of a core here): a burst larger than the pool waits for starts. The pool keeps as many
+# spares as the busiest minute of the last ten saw wakes, so a load that came once is met from
+# spares when it comes again, and it shrinks back as that minute leaves the window. An idle
+# spare is a whole process, so the size stays within a budget of memory and idle CPU.
+SPARE_DEMAND_WINDOW_S = 600.0          # wakes older than this no longer count
+SPARE_DEMAND_BUCKET_S = 60.0           # wakes are counted per minute; the busiest one counts
+SPARE_ACTOR_PSS_BYTES = 50 * MIB       # one idle spare's proportional set size (no file open)
+SPARE_ACTOR_IDLE_CPUS = 0.0085         # one idle spare's share of a core (Ray's own upkeep)
+
+
+def spare_budget(memory_bytes: float, cpus: float, memory_share: float = SPARE_MEMORY_SHARE,
+                 idle_cpu_share: float = SPARE_IDLE_CPU_SHARE) -> int:
+    """The most spares the pool may keep on a cluster of this size, by memory and idle CPU."""
+    by_memory = memory_bytes * max(0.0, memory_share) / SPARE_ACTOR_PSS_BYTES
+    by_cpu = cpus * max(0.0, idle_cpu_share) / SPARE_ACTOR_IDLE_CPUS
+    return max(0, int(min(by_memory, by_cpu)))
+
+
+def peak_wakes_per_bucket(wake_times: Iterable[float], now: float,
+                          window_s: float = SPARE_DEMAND_WINDOW_S,
+                          bucket_s: float = SPARE_DEMAND_BUCKET_S) -> int:
+    """The most wakes any `bucket_s` of the last `window_s` saw (buckets counted back from
+    `now`; a wake in the future counts in the current bucket)."""
+    counts: dict[int, int] = {}
+    for at in wake_times:
+        age = max(0.0, now - at)
+        if age < window_s:
+            bucket = math.floor(age / bucket_s)
+            counts[bucket] = counts.get(bucket, 0) + 1
+    return max(counts.values(), default=0)
+
+
+def demand_spare_target(wake_times: Iterable[float], now: float, floor: int, ceiling: int,
+                        window_s: float = SPARE_DEMAND_WINDOW_S,
+                        bucket_s: float = SPARE_DEMAND_BUCKET_S) -> int:
+    """Spares to keep: the busiest bucket's wakes, at least `floor`, never above `ceiling`
+    (the budget wins over the floor)."""
+    peak = peak_wakes_per_bucket(wake_times, now, window_s, bucket_s)
+    return max(0, min(max(0, ceiling), max(max(0, floor), peak)))
 
 
 def lru_victims(last_used: Mapping[str, float], cap: int, protect: Iterable[str] = ()) -> list[str]:

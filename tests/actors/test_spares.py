@@ -31,3 +31,51 @@ def test_no_room_for_a_spare_is_waited_out_not_counted_as_a_failed_start(monkeyp
     status, taken = asyncio.run(scenario())
     assert status["ready"] == 1 and status["failed"] == 0 and status["noRoom"] == 2
     assert taken is not None and taken.name == "workspace-actor:1" and not killed
+
+
+def test_a_pool_following_demand_meets_a_repeated_burst_from_spares_then_shrinks(
+        tmp_path, monkeypatch):
+    # the directory's own parts over real workspace files, the pool wired as the directory
+    # wires it when MINISPHERE_SPARE_ACTORS is unset; the pool's clock is the test's
+    from actors.directory.spares import Demand
+    from minisphere.control.residency_policy import SPARE_DEMAND_WINDOW_S, spare_budget
+    from tests.actors.test_directory_state import directory_parts
+    monkeypatch.setattr(spares, "REFILL_DELAY_S", 0.0)
+    monkeypatch.setattr(spares, "DEMAND_REVIEW_S", 0.02)
+    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_SPARE_ACTORS="",
+                                        MINISPHERE_MAX_RESIDENT="100")
+    pool, now = parts.pool, [1_000.0]
+    pool.clock = lambda: now[0]
+    assert pool.demand == Demand(floor=4, ceiling=spare_budget(2 ** 34, 2))
+    burst = 12
+
+    async def until(condition) -> None:
+        for _ in range(500):
+            if condition():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"never: {pool.status()}")
+
+    async def scenario():
+        ids = [parts.workspaces.create(f"ws-{i}", None, None)["workspace"]["id"]
+               for i in range(burst)]
+        pool.refill()
+        await until(lambda: pool.status()["ready"] == 4)
+        await asyncio.gather(*(parts.activator.activate(ws) for ws in ids))   # the first burst
+        await until(lambda: pool.status()["ready"] == burst)
+        grown = pool.status()
+        for ws in ids:
+            await parts.hibernation.hibernate(ws)
+        handed_out = pool.handed_out
+        for ws in ids:                                    # the same burst again, back to back
+            await parts.activator.activate(ws)
+        from_spares = pool.handed_out - handed_out
+        now[0] += SPARE_DEMAND_WINDOW_S                   # both bursts leave the window
+        await until(lambda: pool.status()["size"] == 4 and pool.status()["ready"] == 4)
+        return grown, from_spares, pool.status()
+
+    grown, from_spares, shrunk = asyncio.run(scenario())
+    assert grown["size"] == burst and grown["peakWakesPerMinute"] == burst
+    assert from_spares == burst                     # every wake of the second burst
+    assert shrunk["shrunk"] >= burst - 4 and shrunk["peakWakesPerMinute"] == 0
+    assert len([a for a in runtime.live.values() if a.host is None]) == 4   # no spare left over
