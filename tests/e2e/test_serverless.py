@@ -72,6 +72,25 @@ def test_a_wake_is_served_by_a_warm_spare(http, admin_headers, new_workspace, se
     print(f"\nwake from a spare: {wake_ms:.1f} ms over HTTP")
 
 
+def test_a_spare_is_not_started_through_rays_runtime_env_shim(http, admin_headers,
+                                                               new_workspace, service):
+    # Ray starts a worker whose runtime_env is not empty through setup_worker.py: a second
+    # interpreter importing Ray before the worker's own, ~1.5x the CPU of a start
+    # (bench/results/spare-start.md). A spare inherits the runtime_env of whoever started the
+    # directory, so none may have one under the launcher.
+    ws, h = new_workspace()
+    call(http, ws, h, "capture", {"content": "woken from a spare"})
+    hibernate(http, admin_headers, ws)
+    wait_for_spares(directory_of(service), 1)
+    call(http, ws, h, "getCount")
+    record = http.get(f"/v1/workspaces/{ws}", headers=admin_headers).json()
+    assert record["durability"]["wake"]["actor"] == "spare"
+    ready = ray.get(workspace_actor(service, ws).ready.remote(), timeout=30)
+    # (the raylet takes the shim exactly when this is not empty; the worker's own command line
+    # cannot tell afterwards: the shim execs the worker, and Ray retitles the process)
+    assert ready["runtimeEnv"] in ("", "{}"), ready["runtimeEnv"]
+
+
 def test_a_bound_actor_refuses_a_second_workspace(http, new_workspace, service):
     ws, h = new_workspace()
     other, _ = new_workspace()
