@@ -1,0 +1,112 @@
+"""The spare pool following demand, on the launcher's cluster: wakes after a warm-up burst.
+
+    python -m bench.bench_spare_demand
+
+One local Ray + Serve (settings at their defaults: the pool follows demand). Every figure is
+an HTTP getCount, beside a warm call to a resident workspace in the same run:
+1. warm: sequential getCount on one resident workspace (the baseline);
+2. a warm-up burst: 20 never-woken workspaces called back to back, then the pool is given the
+   time its process starts take to grow (up to `POOL_GROWTH_WAIT_S`);
+3. 20 further back-to-back wakes of other workspaces (target p50 ≤ 3× warm);
+4. wakes one per second (target p50 ≤ 2× warm).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import time
+from pathlib import Path
+
+import httpx
+
+from .bench_serverless import create_workspaces, timed
+from .common import p50, percentile, save_report, table
+from .local_service import start_local_service, stop_local_service
+
+ADMIN_TOKEN = "bench-spare-demand-admin-0123456789"
+BURST = 20
+POOL_GROWTH_WAIT_S = 120.0
+TRICKLE_WAKES = 10
+BURST_TARGET, TRICKLE_TARGET = 3.0, 2.0
+
+
+def wake_each(http: httpx.Client, spaces: list, gap_s: float = 0.0) -> list[float]:
+    """getCount on each workspace in turn (each a wake): latencies in ms."""
+    def one(i: int) -> None:
+        ws, headers = spaces[i]
+        assert http.post(f"/v1/w/{ws}/getCount", json={}, headers=headers).status_code == 200
+        if gap_s:
+            time.sleep(gap_s)
+    return timed(one, len(spaces))
+
+
+def wait_pool(directory, ready: int) -> dict:
+    import ray
+    deadline = time.monotonic() + POOL_GROWTH_WAIT_S
+    while True:
+        status = ray.get(directory.spares.remote(), timeout=60)
+        if status["ready"] >= ready or time.monotonic() > deadline:
+            return status
+        time.sleep(0.5)
+
+
+def run(http: httpx.Client, admin: dict, directory, samples: int) -> tuple[list, dict]:
+    import ray
+    (one,) = create_workspaces(http, admin, 1, "warm")
+    http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1])
+    warm = timed(lambda i: http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1]),
+                 samples)
+    spaces = create_workspaces(http, admin, 2 * BURST + TRICKLE_WAKES, "sleeper")
+    wait_pool(directory, ray.get(directory.spares.remote(), timeout=60)["size"])
+    before = ray.get(directory.spares.remote(), timeout=60)
+    first = wake_each(http, spaces[:BURST])
+    grown = wait_pool(directory, BURST)
+    handed = grown["handedOut"]
+    second = wake_each(http, spaces[BURST:2 * BURST])
+    after = ray.get(directory.spares.remote(), timeout=60)
+    trickle = wake_each(http, spaces[2 * BURST:], gap_s=1.0)
+    warm_p50 = p50(warm)
+    rows = [
+        ["warm getCount (one resident workspace)", f"p50 {warm_p50:.1f} ms",
+         f"p99 {percentile(warm, 99):.1f} ms", "baseline"],
+        [f"warm-up burst: {BURST} wakes back to back", f"p50 {p50(first):.0f} ms",
+         f"pool before: size {before['size']}, ready {before['ready']}", ""],
+        [f"{BURST} further wakes back to back", f"p50 {p50(second):.1f} ms "
+         f"({p50(second) / warm_p50:.1f}×)", f"pool grown to size {grown['size']}, ready "
+         f"{grown['ready']}; {after['handedOut'] - handed}/{BURST} from a spare",
+         f"≤ {BURST_TARGET:g}× warm: "
+         f"{'met' if p50(second) <= BURST_TARGET * warm_p50 else 'missed'}"],
+        [f"{TRICKLE_WAKES} wakes one per second", f"p50 {p50(trickle):.1f} ms "
+         f"({p50(trickle) / warm_p50:.1f}×)", f"p99 {percentile(trickle, 99):.1f} ms",
+         f"≤ {TRICKLE_TARGET:g}× warm: "
+         f"{'met' if p50(trickle) <= TRICKLE_TARGET * warm_p50 else 'missed'}"]]
+    return rows, ray.get(directory.spares.remote(), timeout=60)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=100, help="warm calls timed")
+    args = parser.parse_args(argv)
+    settings, url, admin = start_local_service("bench-spare-demand", ADMIN_TOKEN)
+    from actors.directory_actor import get_directory
+    try:
+        with httpx.Client(base_url=url, timeout=300) as http:
+            rows, pool = run(http, admin, get_directory(settings), args.samples)
+    finally:
+        stop_local_service()
+        shutil.rmtree(Path(settings.data_dir), ignore_errors=True)
+    body = table(["measure", "figure", "detail", "target"], rows)
+    notes = [f"the pool at the end: size {pool['size']} (floor {pool['floor']}, budget "
+             f"{pool['ceiling']}), peak {pool['peakWakesPerMinute']} wakes/min, spare start "
+             f"p50 {pool['startSecondsP50'] or 0:.2f} s",
+             f"{os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.2f} (the "
+             "machine is shared); settings at their defaults."]
+    text = body + "\n\n" + "\n".join(f"- {n}" for n in notes)
+    print(text)
+    print(f"saved to {save_report('spare-demand', text)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
