@@ -9,7 +9,7 @@ from actors.directory.grants import TokenGrants
 from actors.directory.hibernation import Hibernation
 from actors.directory.placement import NodePlacement
 from actors.directory.residents import ResidentTable
-from actors.directory.spares import Demand, SparePool
+from actors.directory.spares import STARTS_AT_ONCE_PER_CPU, Demand, SparePool
 from actors.directory.workspaces import WorkspaceLifecycle
 from minisphere.contract.startup import born_with, verified_contracts
 from minisphere.control.blueprints import load_default_blueprint
@@ -42,7 +42,9 @@ def spare_pool(limits, starter, runtime, cluster_cpus: float,
     floor = derived_spare_actors(cluster_cpus)
     ceiling = max(floor, spare_budget(cluster_memory_bytes, cluster_cpus,
                                       limits.spare_memory_share, limits.spare_idle_cpu_share))
-    return SparePool(floor, starter.start, runtime.kill, demand=Demand(floor, ceiling))
+    at_once = max(1, int(cluster_cpus * STARTS_AT_ONCE_PER_CPU))
+    return SparePool(floor, starter.start, runtime.kill,
+                     demand=Demand(floor, ceiling, starts_at_once=at_once))
 
 
 def assemble(settings: Settings, control, runtime, admin_token_hash: str, *,

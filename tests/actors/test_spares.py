@@ -79,3 +79,31 @@ def test_a_pool_following_demand_meets_a_repeated_burst_from_spares_then_shrinks
     assert from_spares == burst                     # every wake of the second burst
     assert shrunk["shrunk"] >= burst - 4 and shrunk["peakWakesPerMinute"] == 0
     assert len([a for a in runtime.live.values() if a.host is None]) == 4   # no spare left over
+
+
+def test_a_demand_following_pool_never_starts_more_spares_at_once_than_it_may(monkeypatch):
+    # a grown pool that started every replacement at once took the cores from the very wakes
+    # it serves; it starts `starts_at_once` at a time however many are missing
+    from actors.directory.spares import Demand
+    monkeypatch.setattr(spares, "REFILL_DELAY_S", 0.0)
+    running, most, names = [0], [0], iter(range(1_000))
+
+    async def start_spare():
+        running[0] += 1
+        most[0] = max(most[0], running[0])
+        await asyncio.sleep(0.01)
+        running[0] -= 1
+        return Spare(handle=None, name=f"workspace-actor:{next(names)}", node_id="node-a")
+
+    async def scenario():
+        pool = SparePool(6, start_spare, lambda handle: None,
+                         demand=Demand(floor=6, ceiling=6, starts_at_once=2))
+        pool.refill()
+        for _ in range(300):
+            if pool.status()["ready"] == 6:
+                break
+            await asyncio.sleep(0.01)
+        return pool.status()
+
+    status = asyncio.run(scenario())
+    assert status["ready"] == 6 and most[0] == 2
