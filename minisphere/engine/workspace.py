@@ -54,6 +54,7 @@ class Workspace:
         self._conn = db.connect(self.path, synchronous=synchronous)
         self.vectors = None  # the optional vector binding; None: its code is never imported
         self._checkpoint_owed = False   # a forget whose WAL frames are not truncated yet
+        self._checkpoints_elsewhere = False   # see leave_checkpoints_elsewhere
         self.epoch: int | None = None   # the fencing epoch this writer holds (None: unfenced)
         try:
             self.schema_version = db.migrate(self._conn, self.clock.now_ms())
@@ -245,14 +246,19 @@ class Workspace:
             self.hooks.after_commit()
         except Exception:  # noqa: BLE001 - the batch is committed; this is housekeeping
             log.exception("after-commit step of %s failed; its writes are committed", self.path)
-        if forgot or self._checkpoint_owed:
+        if (forgot or self._checkpoint_owed) and not self._checkpoints_elsewhere:
             self.truncate_wal()
 
-    def set_wal_autocheckpoint(self, pages: int) -> None:
-        """SQLite's own checkpoint after a commit that leaves the WAL `pages` long (0: never;
-        someone else checkpoints, e.g. a replicator that must read every frame first)."""
+    def leave_checkpoints_elsewhere(self) -> None:
+        """From now on nothing of this object checkpoints the WAL on its own: not SQLite at a
+        commit (`wal_autocheckpoint`), not the fold after a forget or an owed one. For a file
+        whose replicator must read every frame before a checkpoint moves it: a checkpoint of
+        ours racing it left a replica that restored broken. The replicator checkpoints, and
+        whoever folds a forget's WAL does it with `truncate_wal` once the replicator has let
+        go of the file."""
         with self._lock:
-            self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
+            self.conn.execute("PRAGMA wal_autocheckpoint = 0")
+            self._checkpoints_elsewhere = True
 
     def truncate_wal(self) -> bool:
         """Fold the WAL into the file and empty it, so a forgotten entry's old pages do not

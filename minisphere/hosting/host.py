@@ -119,8 +119,9 @@ class WorkspaceHost(StoredStates):
             # Litestream checkpoints a replicated file itself, after it has read the frames:
             # SQLite's own checkpoint at a commit raced it under a heavy write load, and a node
             # killed then left a replica that restored to a broken file (an index not matching
-            # its table); Litestream's guidance for busy writers is the same
-            workspace.set_wal_autocheckpoint(0)
+            # its table); Litestream's guidance for busy writers is the same. A forget's WAL
+            # is folded by the replica's restart of its history, unregistered first.
+            workspace.leave_checkpoints_elsewhere()
             self.replica.checkpoint = workspace.truncate_wal
             try:
                 self.replica.register()
