@@ -5,10 +5,11 @@
 One local Ray + Serve (settings at their defaults: the pool follows demand). Every figure is
 an HTTP getCount, beside a warm call to a resident workspace in the same run:
 1. warm: sequential getCount on one resident workspace (the baseline);
-2. a warm-up burst: 20 never-woken workspaces called back to back, then the pool is given the
-   time its process starts take to grow (up to `POOL_GROWTH_WAIT_S`);
-3. 20 further back-to-back wakes of other workspaces (target p50 ≤ 3× warm);
-4. wakes one per second (target p50 ≤ 2× warm).
+2. a warm-up burst: 30 new workspaces called back to back (each call the workspace's first
+   wake), then every one hibernates, and the pool is given the time its process starts take to
+   grow (up to `POOL_GROWTH_WAIT_S`);
+3. 20 of them woken again back to back (target p50 ≤ 3× warm);
+4. the other 10 woken one per second (target p50 ≤ 2× warm).
 """
 from __future__ import annotations
 
@@ -32,13 +33,14 @@ BURST_TARGET, TRICKLE_TARGET = 3.0, 2.0
 
 
 def wake_each(http: httpx.Client, spaces: list, gap_s: float = 0.0) -> list[float]:
-    """getCount on each workspace in turn (each a wake): latencies in ms."""
-    def one(i: int) -> None:
-        ws, headers = spaces[i]
+    """getCount on each workspace in turn (each a wake), `gap_s` apart: latencies in ms."""
+    latencies = []
+    for ws, headers in spaces:
+        started = time.perf_counter()
         assert http.post(f"/v1/w/{ws}/getCount", json={}, headers=headers).status_code == 200
-        if gap_s:
-            time.sleep(gap_s)
-    return timed(one, len(spaces))
+        latencies.append((time.perf_counter() - started) * 1e3)
+        time.sleep(gap_s)
+    return latencies
 
 
 def wake_parts(http: httpx.Client, admin: dict, spaces: list) -> str:
@@ -67,27 +69,30 @@ def run(http: httpx.Client, admin: dict, directory, samples: int) -> tuple[list,
     http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1])
     warm = timed(lambda i: http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1]),
                  samples)
-    spaces = create_workspaces(http, admin, 2 * BURST + TRICKLE_WAKES, "sleeper")
+    spaces = create_workspaces(http, admin, BURST + TRICKLE_WAKES, "sleeper")
     wait_pool(directory, ray.get(directory.spares.remote(), timeout=60)["size"])
     before = ray.get(directory.spares.remote(), timeout=60)
-    first = wake_each(http, spaces[:BURST])
+    first = wake_each(http, spaces)             # the warm-up burst: each workspace's first wake
+    for ws, _ in spaces:                        # then all hibernate (snapshotted, closed)
+        assert http.post(f"/v1/workspaces/{ws}/hibernate", headers=admin).status_code == 200
     grown = wait_pool(directory, BURST)
-    second = wake_each(http, spaces[BURST:2 * BURST])
-    trickle = wake_each(http, spaces[2 * BURST:], gap_s=1.0)
-    second_parts = wake_parts(http, admin, spaces[BURST:2 * BURST])
-    trickle_parts = wake_parts(http, admin, spaces[2 * BURST:])
+    second = wake_each(http, spaces[:BURST])
+    trickle = wake_each(http, spaces[BURST:], gap_s=1.0)
+    second_parts = wake_parts(http, admin, spaces[:BURST])
+    trickle_parts = wake_parts(http, admin, spaces[BURST:])
     warm_p50 = p50(warm)
     rows = [
         ["warm getCount (one resident workspace)", f"p50 {warm_p50:.1f} ms",
          f"p99 {percentile(warm, 99):.1f} ms", "baseline"],
-        [f"warm-up burst: {BURST} wakes back to back", f"p50 {p50(first):.0f} ms",
+        [f"warm-up burst: {len(first)} first wakes back to back, then all hibernate",
+         f"p50 {p50(first):.0f} ms",
          f"pool before: size {before['size']}, ready {before['ready']}", ""],
-        [f"{BURST} further wakes back to back", f"p50 {p50(second):.1f} ms "
+        [f"{BURST} of them woken again back to back", f"p50 {p50(second):.1f} ms "
          f"({p50(second) / warm_p50:.1f}×)",
          f"pool grown to size {grown['size']}, ready {grown['ready']}; {second_parts}",
          f"≤ {BURST_TARGET:g}× warm: "
          f"{'met' if p50(second) <= BURST_TARGET * warm_p50 else 'missed'}"],
-        [f"{TRICKLE_WAKES} wakes one per second", f"p50 {p50(trickle):.1f} ms "
+        [f"the other {TRICKLE_WAKES} woken one per second", f"p50 {p50(trickle):.1f} ms "
          f"({p50(trickle) / warm_p50:.1f}×)",
          f"p99 {percentile(trickle, 99):.1f} ms; {trickle_parts}",
          f"≤ {TRICKLE_TARGET:g}× warm: "
