@@ -3,6 +3,7 @@ good cached grants, a refused token is refused again without asking, and failed
 authentications are budgeted per client address (429 with the seconds to wait). The admin
 routes' check budgets wrong admin tokens per address in a bucket of their own."""
 import asyncio
+import time
 
 import pytest
 
@@ -13,6 +14,7 @@ from minisphere.control.plane import ControlPlane
 from minisphere.control.token_cache import (
     ADMIN_GUESS_BURST,
     FAILED_AUTH_BURST,
+    FAILED_AUTH_PER_S,
     AdminCheck,
     FailedAuthBudget,
     TokenCache,
@@ -122,9 +124,15 @@ def test_concurrent_bad_tokens_cannot_multiply_the_failed_auth_budget(plane):
             *(cache.grant_of("ws-a", token_hash(f"bad-{i}"), "10.0.0.66") for i in range(1000)),
             return_exceptions=True)
 
+    started = time.monotonic()
     outcomes = run(flood())
-    assert len(asked) <= FAILED_AUTH_BURST
-    assert sum(isinstance(o, E.RateLimited) for o in outcomes) >= 1000 - FAILED_AUTH_BURST
+    # the burst, plus what the budget refills while the flood itself lasts (on a busy machine
+    # a thousand coroutines take long enough for one more attempt): sent one at a time over
+    # the same span, the requests would have had no more
+    allowed = FAILED_AUTH_BURST + int(FAILED_AUTH_PER_S * (time.monotonic() - started))
+    assert len(asked) <= allowed
+    assert len(asked) < 1000 // 10                 # nowhere near one round trip per request
+    assert sum(isinstance(o, E.RateLimited) for o in outcomes) >= 1000 - allowed
     assert all(isinstance(o, (E.RateLimited, E.Unauthenticated)) for o in outcomes)
 
 
