@@ -69,8 +69,8 @@ REPLICA_FOLDER = "replicas.litestream"   # in the store; no workspace id has a d
 # and 1 h; retention of 24 h) are kept: they bound async mode's loss window (about a second)
 # and how long a forgotten entry's text stays in the replica's history (the retention).
 ASYNC_SYNC_INTERVAL_S = 1.0
-# how `litestream restore -timestamp` says the replica holds nothing at or before the moment
 MISSING = object()                 # a database the daemon does not list
+# how `litestream restore -timestamp` says the replica holds nothing at or before the moment
 NOTHING_AT_THAT_MOMENT = ("timestamp does not exist", "no matching", "not found")
 
 
@@ -236,6 +236,8 @@ class LitestreamDaemon:
             os.kill(pid, 15)
             deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
             while time.monotonic() < deadline:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)   # our own child lingers as a zombie unless reaped
                 os.kill(pid, 0)              # raises once it is gone
                 time.sleep(DAEMON_POLL_S)
 
