@@ -33,7 +33,7 @@ from pathlib import Path
 
 import httpx
 
-from .common import p50, percentile, save_report, table
+from .common import p50, percentile, publish_report, table
 from .local_service import start_local_service, stop_local_service
 
 CLIENTS = 32
@@ -374,10 +374,7 @@ def main(argv=None) -> int:
                  "settings at their defaults (synchronous=FULL, local snapshot store, derived "
                  "resident cap and spare pool), Serve with "
                  + ", ".join(f"{k}={v}" for k, v in serve_app.SERVE_PERFORMANCE_ENV.items()) + ".")
-    text = body + "\n\n" + "\n".join(f"- {n}" for n in notes)
-    print(text)
-    print(f"saved to {save_report('serverless', text)}")
-    return 0
+    return publish_report("serverless", body, notes)
 
 
 if __name__ == "__main__":

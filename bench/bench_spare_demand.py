@@ -14,7 +14,6 @@ an HTTP getCount, beside a warm call to a resident workspace in the same run:
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import httpx
 
 from .bench_serverless import create_workspaces, timed
-from .common import p50, percentile, save_report, table
+from .common import machine_note, p50, percentile, publish_report, table
 from .local_service import start_local_service, stop_local_service
 
 ADMIN_TOKEN = "bench-spare-demand-admin-0123456789"
@@ -116,12 +115,8 @@ def main(argv=None) -> int:
     notes = [f"the pool at the end: size {pool['size']} (floor {pool['floor']}, budget "
              f"{pool['ceiling']}), peak {pool['peakWakesPerMinute']} wakes/min, spare start "
              f"p50 {pool['startSecondsP50'] or 0:.2f} s",
-             f"{os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.2f} (the "
-             "machine is shared); settings at their defaults."]
-    text = body + "\n\n" + "\n".join(f"- {n}" for n in notes)
-    print(text)
-    print(f"saved to {save_report('spare-demand', text)}")
-    return 0
+             machine_note("; settings at their defaults")]
+    return publish_report("spare-demand", body, notes)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ import time
 import uuid
 
 from .bench_serverless import _read, ray_processes
-from .common import p50, save_report, table
+from .common import machine_note, p50, publish_report, table
 
 NAMESPACE = "bench-spare-start"
 IDLE_SAMPLE_S = 5.0                  # Ray's own idle CPU, measured before the rounds
@@ -154,12 +154,8 @@ def main(argv=None) -> int:
                   "the worker's own CPU", "CPU per round", "target"], rows_of(results))
     notes = [f"{args.rounds} rounds × {args.starts} actors started at once per kind, kinds in "
              f"turn; Ray's idle CPU ({idle:.3f} CPU-s/s, measured first) subtracted.",
-             f"{os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.2f} (the "
-             "machine is shared)."]
-    text = body + "\n\n" + "\n".join(f"- {n}" for n in notes)
-    print(text)
-    print(f"saved to {save_report('spare-start', text)}")
-    return 0
+             machine_note()]
+    return publish_report("spare-start", body, notes)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import platform
 import statistics
 import sys
@@ -45,3 +46,17 @@ def save_report(name: str, body: str) -> Path:
               f"{platform.node()} ({platform.machine()}, Python {platform.python_version()})\n\n")
     path.write_text(header + body + "\n", encoding="utf-8")
     return path
+
+
+def machine_note(detail: str = "") -> str:
+    """The line every shared-machine benchmark ends its notes with (ratios, not absolutes)."""
+    return (f"{os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.2f} (the "
+            f"machine is shared){detail}.")
+
+
+def publish_report(name: str, body: str, notes: list[str]) -> int:
+    """Print the table and its notes, save them as bench/results/<name>.md; exit status 0."""
+    text = body + "\n\n" + "\n".join(f"- {n}" for n in notes)
+    print(text)
+    print(f"saved to {save_report(name, text)}")
+    return 0
