@@ -105,9 +105,10 @@ class WorkspaceLifecycle:
                 self._sweep_again = False
                 recheck, self._replicas_to_recheck = self._replicas_to_recheck, set()
                 if await self.sweep_nodes() is None:
-                    self._replicas_to_recheck |= recheck      # the next sweep, then
-                for workspace_id, generation in recheck:
-                    await self._delete_snapshots(workspace_id, generation)
+                    self._replicas_to_recheck |= recheck      # after the next sweep, then
+                else:
+                    for workspace_id, generation in recheck:
+                        await self._delete_snapshots(workspace_id, generation)
                 if not self._sweep_again:
                     return
         self._sweep = asyncio.get_running_loop().create_task(sweeps())
