@@ -23,7 +23,7 @@ FREEZE_S = 3.0                  # a node stopped (SIGSTOP) this long: well under
 #                                 check's failure bound, so the cluster does not count it dead
 RACE_HEAD_START_S = 1.0         # the wake goes first, the delete this much later
 S3_OUTAGE_WRITES = 5
-S3_OUTAGE_HTTP_TIMEOUT_S = 60.0  # an unconfirmable write answers 503 well before this
+DRILL_HTTP_TIMEOUT_S = 60.0     # a held-up wake or delete, an unconfirmable write: well within
 S3_RETURN_TIMEOUT_S = 90.0
 SLOT_RESOURCE = "minisphere_workspace_slots"
 HOLDER_TIMEOUT_S = 90.0
@@ -81,9 +81,12 @@ def node_of(sc, http, workspace_id: str) -> str:
     return sc.name_of(record(sc, http, workspace_id).get("nodeId"))
 
 
-def source_of(sc, http, workspace_id: str) -> str | None:
-    activation = (record(sc, http, workspace_id).get("durability") or {}).get("activation")
-    return (activation or {}).get("source")
+def standing(sc, http, workspace_id: str, headers: dict) -> dict:
+    """Where the workspace runs, where its copy came from, and how many entries it holds."""
+    found = record(sc, http, workspace_id)
+    activation = (found.get("durability") or {}).get("activation") or {}
+    return {"node": sc.name_of(found.get("nodeId")), "source": activation.get("source"),
+            "count": count_of(sc, http, workspace_id, headers)}
 
 
 def hibernate(sc, http, workspace_id: str) -> None:
@@ -233,14 +236,14 @@ def delete_racing_wake_drill(sc, http) -> None:
 
     def wake() -> None:
         import httpx
-        with httpx.Client(base_url=sc.url, timeout=S3_OUTAGE_HTTP_TIMEOUT_S) as client:
+        with httpx.Client(base_url=sc.url, timeout=DRILL_HTTP_TIMEOUT_S) as client:
             answers["wake"] = client.post(f"/v1/w/{workspace_id}/capture", headers={
                 **headers, "Idempotency-Key": uuid.uuid4().hex},
                 json={"content": "written by the wake that raced the delete"}).status_code
 
     def delete() -> None:
         import httpx
-        with httpx.Client(base_url=sc.url, timeout=S3_OUTAGE_HTTP_TIMEOUT_S) as client:
+        with httpx.Client(base_url=sc.url, timeout=DRILL_HTTP_TIMEOUT_S) as client:
             answers["delete"] = client.delete(f"/v1/workspaces/{workspace_id}",
                                               headers=sc.admin).status_code
 
@@ -251,8 +254,8 @@ def delete_racing_wake_drill(sc, http) -> None:
         time.sleep(RACE_HEAD_START_S)
         deleter = threading.Thread(target=delete)
         deleter.start()
-    waker.join(S3_OUTAGE_HTTP_TIMEOUT_S)
-    deleter.join(S3_OUTAGE_HTTP_TIMEOUT_S)
+    waker.join(DRILL_HTTP_TIMEOUT_S)
+    deleter.join(DRILL_HTTP_TIMEOUT_S)
     after = gone_everywhere(sc, secret)
     again = recreate(sc, http, workspace_id)
     count = sc.drill(http, workspace_id, again, "getCount", {})["count"]
@@ -283,9 +286,7 @@ def full_node_drill(sc, http) -> None:
         hibernate(sc, http, workspace_id)
         report["heldAtHome"] = hold_slots(sc, home, holders)
         written.append(keyed_capture(sc, http, workspace_id, headers, "woken on a full node"))
-        report["evicted"] = {"node": node_of(sc, http, workspace_id),
-                             "source": source_of(sc, http, workspace_id),
-                             "count": count_of(sc, http, workspace_id, headers)}
+        report["evicted"] = standing(sc, http, workspace_id, headers)
         sc.check("a wake on a full node makes room there: same node, every write kept",
                  report["evicted"]["node"] == home and
                  report["evicted"]["count"] == len(written), report["evicted"])
@@ -294,9 +295,7 @@ def full_node_drill(sc, http) -> None:
         hold_slots(sc, home, holders)
         written.append(keyed_capture(sc, http, workspace_id, headers, "moved off a full node"))
         written.append(keyed_capture(sc, http, workspace_id, headers, "written after the move"))
-        report["moved"] = {"node": node_of(sc, http, workspace_id),
-                           "source": source_of(sc, http, workspace_id),
-                           "count": count_of(sc, http, workspace_id, headers)}
+        report["moved"] = standing(sc, http, workspace_id, headers)
         sc.check("nothing to evict on the full node: moved, every acknowledged write kept",
                  report["moved"]["node"] == other and
                  report["moved"]["count"] == len(written), report["moved"])
@@ -306,9 +305,7 @@ def full_node_drill(sc, http) -> None:
         hibernate_all_on(sc, http, other)
         hold_slots(sc, other, holders)
         written.append(keyed_capture(sc, http, workspace_id, headers, "moved back home"))
-        report["back"] = {"node": node_of(sc, http, workspace_id),
-                          "source": source_of(sc, http, workspace_id),
-                          "count": count_of(sc, http, workspace_id, headers)}
+        report["back"] = standing(sc, http, workspace_id, headers)
         sc.check("moved back: the newest state, not the older copy left on the node",
                  report["back"]["node"] == home and report["back"]["source"] != "local" and
                  report["back"]["count"] == len(written), report["back"])
@@ -359,7 +356,7 @@ def s3_outage_drill(sc, http, workspaces: dict, target: str) -> None:
     codes: list[str] = [""] * S3_OUTAGE_WRITES
 
     def send(n: int) -> None:
-        with httpx.Client(base_url=sc.url, timeout=S3_OUTAGE_HTTP_TIMEOUT_S) as client:
+        with httpx.Client(base_url=sc.url, timeout=DRILL_HTTP_TIMEOUT_S) as client:
             try:
                 answer = client.post(f"/v1/w/{target}/capture", json=bodies[n], headers={
                     "Authorization": f"Bearer {ws['token']}", "Idempotency-Key": keys[n]})
@@ -377,7 +374,7 @@ def s3_outage_drill(sc, http, workspaces: dict, target: str) -> None:
         for sender in senders:
             sender.start()
         for sender in senders:
-            sender.join(S3_OUTAGE_HTTP_TIMEOUT_S + 5)
+            sender.join(DRILL_HTTP_TIMEOUT_S + 5)
     finally:
         outage_s = time.monotonic() - started
         sc.start_s3_again()
