@@ -3,6 +3,7 @@
     python serve_app.py            # local Ray, 127.0.0.1:8000, data under ./data
     minisphere serve               # the same (runs this file)
     serve run serve_app:app        # with Ray Serve's own CLI (settings from MINISPHERE_* env)
+    serve deploy infra/serve_config.yaml   # serve_app:configured_app, settings from its args
 
 Routes are built by `minisphere.http.app`; the ingress replica's gateway
 (`actors/ingress/gateway.py`) reaches the directory and the workspace actors.
@@ -30,6 +31,7 @@ from minisphere.http.app import build_api
 from minisphere.settings import (
     WORKSPACE_SLOT_RESOURCE,
     Settings,
+    deploy_overrides,
     load_replica_bounds,
     load_settings,
     restrict_file_modes,
@@ -55,10 +57,13 @@ SERVE_PERFORMANCE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}
 )
 @serve.ingress()
 class MiniSphereIngress:
-    def __init__(self, settings: Settings | None = None):
+    def __init__(self, settings: Settings | None = None,
+                 overrides: dict[str, str] | None = None):
         restrict_file_modes()       # `serve run` / `serve deploy` never run the launcher
         logging.basicConfig(level=logging.INFO)
-        self.settings = settings or load_settings()
+        # each replica resolves its settings on its own node (its data folder made there),
+        # from the node's environment (where the secrets are) under the deploy config's args
+        self.settings = settings or load_settings({**os.environ, **(overrides or {})})
         self.contracts = verified_contracts()     # a pin mismatch stops the replica here
         self.gateway = Gateway(self.settings)
         # `serve run serve_app:app` never calls start(): make sure the scheduler exists anyway
@@ -106,6 +111,21 @@ def build_app(settings: Settings):
 # `serve run serve_app:app`: the replica counts from MINISPHERE_MIN_REPLICAS and
 # MINISPHERE_MAX_REPLICAS here; each replica reads its other settings from the environment.
 app = autoscaled(*load_replica_bounds()).bind()
+
+
+def configured_app(args: dict):
+    """`serve deploy`'s application builder (`import_path: serve_app:configured_app`): the
+    settings are the config's `args` (`MINISPHERE_*` names) over the nodes' environment.
+
+    Why args and not the application's `runtime_env.env_vars`: every actor inherits the
+    runtime env of the one that started it, so with env vars there every workspace actor the
+    directory starts would be started by Ray through its runtime-env shim (`setup_worker.py`,
+    a second interpreter importing Ray first): about twice a bare actor's start CPU
+    (bench/results/spare-start.md). With args the application has no runtime env at all, and a
+    changed args still makes Serve replace the replicas (it is part of the code version)."""
+    overrides = deploy_overrides(args)
+    bounds = load_replica_bounds({**os.environ, **overrides})
+    return autoscaled(*bounds).bind(overrides=overrides)
 
 
 def local_node_resources(settings: Settings) -> dict[str, float]:

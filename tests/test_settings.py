@@ -10,6 +10,7 @@ from minisphere.errors import ConfigError
 from minisphere.settings import (
     CLIENT_ENV_VARS,
     ENV_VARS,
+    deploy_overrides,
     env_table_markdown,
     env_value,
     load_settings,
@@ -147,3 +148,24 @@ def test_the_data_folder_is_created_private_and_an_old_one_is_tightened(tmp_path
     for folder in (fresh, fresh.parent, old):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert stat.S_IMODE((fresh / ".admin_token").stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"MINISPHERE_HIBERNATE_IDEL_S": "30"}, "MINISPHERE_HIBERNATE_IDEL_S"),
+    ({"MINISPHERE_ADMIN_TOKEN": "x" * 40}, "nodes' environment"),
+    ({"MINISPHERE_S3_SECRET_ACCESS_KEY": "s"}, "nodes' environment"),
+    ({"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}, "RAY_SERVE_THROUGHPUT_OPTIMIZED"),
+])
+def test_a_deploy_config_with_a_mistyped_or_secret_setting_is_refused_by_name(args, words):
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        deploy_overrides(args)
+
+
+def test_deploy_config_values_become_the_text_the_loader_reads(tmp_path):
+    overrides = deploy_overrides({"MINISPHERE_MAX_BATCH": 64, "MINISPHERE_ACCESS_LOG": True,
+                                  "MINISPHERE_REPLICATION": "async"})
+    assert overrides == {"MINISPHERE_MAX_BATCH": "64", "MINISPHERE_ACCESS_LOG": "true",
+                         "MINISPHERE_REPLICATION": "async"}
+    settings = settings_from(tmp_path, overrides)
+    assert (settings.max_batch, settings.access_log, settings.replication.mode) == \
+        (64, True, "async")

@@ -206,7 +206,7 @@ class Cluster:
 
     @staticmethod
     def config_env(config: dict) -> dict:
-        return config["applications"][0]["runtime_env"]["env_vars"]
+        return config["applications"][0]["args"]
 
     def mount_point(self, path: str) -> None:
         """The mount point every node's own folder is bound on (made if absent, removed after)."""

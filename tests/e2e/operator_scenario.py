@@ -174,6 +174,13 @@ class Scenario(Cluster):
         foreign = self.call(http, other_id, first["token"], "getCount", {})
         self.check("a workspace token is refused on another workspace",
                    foreign.status_code in (401, 403), foreign.status_code)
+        # Ray starts a worker whose runtime env is not empty through its setup_worker.py shim
+        # (a second interpreter); the raylet decides from exactly this field of the actor
+        actors = [a for a in self.state("actors", class_name="WorkspaceActor")
+                  if a["state"] == "ALIVE"]
+        shimmed = [a["name"] for a in actors if a.get("serialized_runtime_env") not in ("", "{}")]
+        self.check("workspace actors start without Ray's runtime-env shim",
+                   bool(actors) and not shimmed, {"alive": len(actors), "shimmed": shimmed[:5]})
         return workspaces
 
     def placement(self, http, workspaces: dict) -> dict[str, str]:

@@ -38,7 +38,7 @@ def test_infra_kuberay_serve_config_is_the_same_app_and_settings():
     assert embedded.model_dump(exclude_unset=True) == \
         standalone.model_dump(exclude_unset=True)
     app = embedded.applications[0]
-    assert app.import_path == "serve_app:app"
+    assert app.import_path == "serve_app:configured_app"
     assert app.deployments[0].autoscaling_config == \
         standalone.applications[0].deployments[0].autoscaling_config
 
@@ -52,7 +52,7 @@ def test_infra_kuberay_volumes_mounted_on_every_pod():
         for name in mounts:
             claim = volumes[name].get("persistentVolumeClaim", {}).get("claimName")
             assert claim in claims or "ephemeral" in volumes[name]
-    env = serve_config()["applications"][0]["runtime_env"]["env_vars"]
+    env = serve_config()["applications"][0]["args"]
     assert env["MINISPHERE_DATA_DIR"] == DATA_MOUNT
 
 

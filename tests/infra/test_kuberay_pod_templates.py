@@ -147,7 +147,7 @@ def test_the_resident_cap_does_not_fit_the_largest_cluster():
     """Above the cap, wakes hibernate others instead of asking for a node: the cap must leave
     the autoscaler room, yet fit in the slots of the largest cluster with its spares."""
     config = yaml.safe_load(rayservice()["spec"]["serveConfigV2"])
-    env = config["applications"][0]["runtime_env"]["env_vars"]
+    env = config["applications"][0]["args"]
     assert env["MINISPHERE_WORKSPACE_SLOTS"] == "on"
     most_slots = sum(start_resources(group).get(WORKSPACE_SLOT_RESOURCE, 0) * group["maxReplicas"]
                      for _, group in groups()[1:])

@@ -33,8 +33,10 @@ def test_infra_serve_config_import_path_resolves_to_the_ingress():
     app = parsed().applications[0]
     module_name, attribute = app.import_path.split(":")
     module = importlib.import_module(module_name)
-    bound = getattr(module, attribute)
+    # what the Serve controller does with an import path and its args
+    from ray.serve._private.api import call_user_app_builder_with_args_if_necessary
     from ray.serve.deployment import Application
+    bound = call_user_app_builder_with_args_if_necessary(getattr(module, attribute), app.args)
     assert isinstance(bound, Application)
     names = {d.name for d in app.deployments}
     assert names == {module.MiniSphereIngress.name}      # overrides name a real deployment
@@ -48,13 +50,13 @@ def test_infra_serve_config_autoscaling_and_backpressure():
     assert deployment.max_queued_requests > 0                       # backpressure is on
     assert deployment.max_ongoing_requests >= scaling.target_ongoing_requests
     assert deployment.backpressure_config.status_code in (429, 503)
-    env = parsed().applications[0].runtime_env["env_vars"]
+    env = parsed().applications[0].args
     assert int(env["MINISPHERE_MIN_REPLICAS"]) == scaling.min_replicas
     assert int(env["MINISPHERE_MAX_REPLICAS"]) == scaling.max_replicas
 
 
 def test_infra_serve_config_env_is_a_loadable_config_without_secrets(tmp_path):
-    env = dict(parsed().applications[0].runtime_env["env_vars"])
+    env = dict(parsed().applications[0].args)
     assert REQUIRED_ENV <= set(env)
     assert not SECRET_ENV & set(env), "secrets must come from the nodes' environment"
     assert all(isinstance(v, str) for v in env.values()), "env var values must be strings"
@@ -89,7 +91,8 @@ def test_infra_serve_config_matches_serve_build_output(tmp_path):
     """`serve build` (Ray's own generator) on the same import path yields the same app shape."""
     built = serve_build(tmp_path)
     ours = parsed()
-    assert built.applications[0].import_path == ours.applications[0].import_path
+    assert built.applications[0].import_path.split(":")[0] == \
+        ours.applications[0].import_path.split(":")[0]
     assert [d.name for d in built.applications[0].deployments] == \
         [d.name for d in ours.applications[0].deployments]
     built_deployment = built.applications[0].deployments[0]
@@ -103,3 +106,24 @@ def test_serve_run_takes_the_replica_bounds_from_the_environment(tmp_path):
     built = serve_build(tmp_path, MINISPHERE_MIN_REPLICAS="2", MINISPHERE_MAX_REPLICAS="5")
     scaling = built.applications[0].deployments[0].autoscaling_config
     assert (scaling["min_replicas"], scaling["max_replicas"]) == (2, 5)
+
+
+def test_the_deployed_application_has_no_runtime_env_so_workspace_actors_skip_rays_shim():
+    """Every actor inherits the runtime env of the actor that started it, and Ray starts a
+    worker with a non-empty one through setup_worker.py (a second interpreter): the settings
+    travel as the application's args instead, and nothing may set a runtime env again."""
+    app = parsed().applications[0]
+    assert not app.runtime_env, app.runtime_env
+    assert set(app.args) >= REQUIRED_ENV
+
+
+def test_the_builder_hands_each_replica_the_args_and_takes_its_bounds_from_them():
+    import serve_app
+    built = serve_app.configured_app({"MINISPHERE_MIN_REPLICAS": 2, "MINISPHERE_MAX_REPLICAS": 3,
+                                      "MINISPHERE_HIBERNATE_IDLE_S": "30"})
+    deployment = built._bound_deployment
+    scaling = deployment._deployment_config.autoscaling_config
+    assert (scaling.min_replicas, scaling.max_replicas) == (2, 3)
+    assert deployment.init_kwargs["overrides"] == {"MINISPHERE_MIN_REPLICAS": "2",
+                                                   "MINISPHERE_MAX_REPLICAS": "3",
+                                                   "MINISPHERE_HIBERNATE_IDLE_S": "30"}
