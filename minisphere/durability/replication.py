@@ -13,7 +13,7 @@ answers only once the newest transaction is on the replica.
 - `LitestreamDaemon` makes sure the node's daemon runs (the first host on a node starts it,
   under a file lock, in a session of its own so it outlives the actor that started it; a host
   that finds it gone starts it again and registers its file anew);
-- `ReplicaControl` speaks to it over the socket;
+- `ReplicaControl` (litestream_control.py) speaks to it over the socket;
 - `WorkspaceReplica` is one workspace file's registration: `confirm()` is what the group-commit
   writer calls after each batch in `sync` mode (one sync per batch, never one per write);
 - `restore_from_replica` rebuilds the newest (or a past) state of a workspace into a file.
@@ -39,8 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
+from minisphere.durability.litestream_control import CONTROL_ERRORS, ReplicaControl
 from minisphere.durability.snapshots import swap_in, verify_database
 from minisphere.durability.stores import SnapshotStore, open_snapshot_store
 from minisphere.engine import db
@@ -61,8 +60,6 @@ PID_NAME = "litestream.pid"
 LOG_NAME = "litestream.log"
 DAEMON_START_TIMEOUT_S = 10.0      # for a new daemon's socket to answer
 DAEMON_POLL_S = 0.05
-CONTROL_TIMEOUT_S = 10.0           # a register / unregister / list over the socket
-ALIVE_TIMEOUT_S = 1.0              # "is the daemon there?"
 RESTORE_TIMEOUT_S = 300.0          # `litestream restore` of one workspace
 REPLICA_FOLDER = "replicas.litestream"   # in the store; no workspace id has a dot
 # Litestream's own defaults (every 1 s a sync to the replica; compaction levels of 30 s, 5 min
@@ -131,64 +128,6 @@ def daemon_environment(snapshots: SnapshotSettings) -> dict[str, str]:
         env["AWS_ACCESS_KEY_ID"] = snapshots.s3.access_key_id
         env["AWS_SECRET_ACCESS_KEY"] = snapshots.s3.secret_access_key
     return env
-
-
-class ReplicaControl:
-    """The daemon's control socket."""
-
-    def __init__(self, socket_path: Path):
-        self.socket_path = Path(socket_path)
-        self._client: httpx.Client | None = None
-
-    @property
-    def client(self) -> httpx.Client:
-        """One client for the life of this object: making one costs tens of milliseconds (it
-        builds a TLS context even for a Unix socket), a sync over the socket a few."""
-        if self._client is None:
-            self._client = httpx.Client(transport=httpx.HTTPTransport(uds=str(self.socket_path)),
-                                        base_url="http://litestream", timeout=CONTROL_TIMEOUT_S)
-        return self._client
-
-    def _post(self, path: str, body: dict, timeout_s: float = CONTROL_TIMEOUT_S) -> dict:
-        answer = self.client.post(path, json=body, timeout=timeout_s)
-        if answer.status_code != 200:
-            raise ReplicationUnconfirmed(f"litestream {path}: {answer.status_code} "
-                                         f"{answer.text[:200]}")
-        return answer.json()
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
-    def alive(self) -> bool:
-        try:
-            return self.client.get("/info", timeout=ALIVE_TIMEOUT_S).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def info(self) -> dict:
-        return self.client.get("/info").json()
-
-    def databases(self) -> list[dict]:
-        return self.client.get("/list").json().get("databases") or []
-
-    def register(self, db_path: Path, url: str) -> None:
-        self._post("/register", {"path": str(db_path), "replica_url": url})
-
-    def unregister(self, db_path: Path) -> None:
-        self._post("/unregister", {"path": str(db_path)})
-
-    def nudge(self, db_path: Path) -> dict:
-        """Hand the file's new frames to the daemon without waiting for the replica; the
-        answer's `txid` and `replicated_txid` say how far behind the replica is."""
-        return self._post("/sync", {"path": str(db_path), "wait": False})
-
-    def sync(self, db_path: Path, timeout_s: float) -> dict:
-        """Ship what is committed and wait until the replica has it (`replicated_txid`)."""
-        seconds = max(1, int(round(timeout_s)))
-        return self._post("/sync", {"path": str(db_path), "wait": True, "timeout": seconds},
-                          timeout_s=timeout_s + 1.0)
 
 
 class LitestreamDaemon:
@@ -279,13 +218,13 @@ class WorkspaceReplica:
             self.restart_history()
         try:
             return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
-        except (httpx.HTTPError, ReplicationUnconfirmed) as exc:
+        except (*CONTROL_ERRORS, ReplicationUnconfirmed) as exc:
             log.warning("replication of %s not confirmed (%s); registering again", self.db_path,
                         exc)
         try:
             self.register()
             return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
-        except (httpx.HTTPError, OSError) as exc:
+        except CONTROL_ERRORS as exc:
             raise ReplicationUnconfirmed(f"replication of {self.db_path.parent.name} not "
                                          f"confirmed: {exc.__class__.__name__}") from None
 
@@ -296,7 +235,7 @@ class WorkspaceReplica:
         file as it is now. Points in time before the forget can no longer be restored. When
         the store cannot be reached, it is owed and retried before the next confirmation."""
         self.history_owed = True
-        with contextlib.suppress(httpx.HTTPError, ReplicationUnconfirmed):
+        with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):
             self.daemon.control.unregister(self.db_path)
         try:
             # the daemon holds a read transaction on a file it replicates, so the engine's own
@@ -326,7 +265,7 @@ class WorkspaceReplica:
             shipped = next((database.get("last_sync_at") for database in
                             self.daemon.control.databases()
                             if database.get("path") == str(self.db_path)), MISSING)
-        except (httpx.HTTPError, ValueError):
+        except (*CONTROL_ERRORS, ReplicationUnconfirmed, ValueError):
             return {"status": "daemon not answering", "lastSyncAt": None}
         if shipped is MISSING:
             return {"status": "unregistered", "lastSyncAt": None}
@@ -334,7 +273,7 @@ class WorkspaceReplica:
             # without `wait` a sync only hands the new frames to the daemon and says how far
             # the replica is: what a reader of this status would want shipped anyway
             progress = self.daemon.control.nudge(self.db_path)
-        except (httpx.HTTPError, ReplicationUnconfirmed) as exc:
+        except (*CONTROL_ERRORS, ReplicationUnconfirmed) as exc:
             return {**self._behind(shipped, None), "status": "failing", "error": str(exc)[:300]}
         pending = max(0, int(progress.get("txid") or 0) - int(progress.get("replicated_txid") or 0))
         return {**self._behind(shipped, pending), "status": "replicating"}
@@ -352,7 +291,7 @@ class WorkspaceReplica:
         try:
             self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
         finally:
-            with contextlib.suppress(httpx.HTTPError, ReplicationUnconfirmed):
+            with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):
                 self.daemon.control.unregister(self.db_path)
 
 

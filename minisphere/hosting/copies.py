@@ -26,7 +26,8 @@ import shutil
 import time
 from pathlib import Path
 
-from minisphere.durability.replication import ReplicaControl, daemon_socket, local_history
+from minisphere.durability.litestream_control import ReplicaControl
+from minisphere.durability.replication import daemon_socket, local_history
 from minisphere.durability.snapshots import ASIDE_MARK
 from minisphere.engine.location import inspect_copy
 from minisphere.errors import WorkspaceUnavailable
