@@ -183,7 +183,8 @@ class DirectoryActor:
         return {"resident": len(self.residents),
                 "hibernating": len(self.residents.hibernations),
                 "maxResident": self.hibernation.max_resident, "idleS": self.hibernation.idle_s,
-                "spares": self.pool.status(), "state": self.residents.state_sizes()}
+                "spares": self.pool.status(), "state": self.residents.state_sizes(),
+                "wakes": dict(self.activator.wakes)}
 
     def spares(self) -> dict:
         self._start_background()

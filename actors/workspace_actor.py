@@ -146,12 +146,16 @@ class WorkspaceActor:
     async def bind(self, launch: WorkspaceLaunch, grants: tuple[TokenGrant, ...] = ()) -> dict:
         """Give this actor its one workspace: open the file (restoring it from a snapshot if it
         is missing). An envelope; a second bind is refused."""
+        started = time.perf_counter()
         try:
             activation = await asyncio.to_thread(self._bind, launch, grants)
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             return {"ok": False, "error": as_named_error(exc)}
+        # the directory's own clock on a bind also holds the call's way there and back
         return {"ok": True, "result": {"activation": activation, "nodeId": self.node_id,
-                                       "pid": os.getpid()}}
+                                       "pid": os.getpid(),
+                                       "openMs": round((time.perf_counter() - started) * 1e3,
+                                                       3)}}
 
     def _bind(self, launch: WorkspaceLaunch, grants) -> dict:
         if self.workspace_id is not None:
