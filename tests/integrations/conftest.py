@@ -54,6 +54,13 @@ class Live:
             yield client.workspace(WORKSPACE_ID, self.token)
 
 
+def seed_entries(ws) -> list[str]:
+    """Capture SEEDED (and link the first two) through any workspace handle; their ids."""
+    ids = [ws.capture(text, tags=tags).id for text, tags in SEEDED]
+    ws.link(ids[0], ids[1], "relates_to")
+    return ids
+
+
 @contextlib.contextmanager
 def live_workspace(folder, *, seed: bool = True):
     gateway = EngineGateway(folder, clock=ManualClock())
@@ -64,8 +71,7 @@ def live_workspace(folder, *, seed: bool = True):
             token = admin.create_workspace(WORKSPACE_ID).token
             live = Live(api, admin, token, admin.workspace(WORKSPACE_ID, token))
             if seed:
-                live.ids = [live.ws.capture(text, tags=tags).id for text, tags in SEEDED]
-                live.ws.link(live.ids[0], live.ids[1], "relates_to")
+                live.ids = seed_entries(live.ws)
             yield live
     finally:
         gateway.close()

@@ -26,10 +26,11 @@ from tests.integrations.conftest import ASYNC_SUITE, QUERY  # noqa: E402
 pytestmark = ASYNC_SUITE
 
 
-class TestRetrieverStandard(RetrieversIntegrationTests):
-    @pytest.fixture(autouse=True)
-    def _workspace(self, shared_live):
-        self.live = shared_live
+class RetrieverSuite(RetrieversIntegrationTests):
+    """The retriever suite over `self.handle`, a workspace holding SEEDED: a subclass's autouse
+    fixture sets it (here the in-process app's; tests/e2e, the live service's handles)."""
+    pytestmark = ASYNC_SUITE          # its async test, in whichever module subclasses it
+    handle: object
 
     @property
     def retriever_constructor(self):
@@ -37,7 +38,7 @@ class TestRetrieverStandard(RetrieversIntegrationTests):
 
     @property
     def retriever_constructor_params(self):
-        return {"workspace": self.live.ws}
+        return {"workspace": self.handle}
 
     @property
     def retriever_query_example(self) -> str:
@@ -46,6 +47,12 @@ class TestRetrieverStandard(RetrieversIntegrationTests):
     @property
     def num_results_arg_name(self) -> str:
         return "top_k"
+
+
+class TestRetrieverStandard(RetrieverSuite):
+    @pytest.fixture(autouse=True)
+    def _workspace(self, shared_live):
+        self.handle = shared_live.ws
 
 
 def example_arguments(name: str, live) -> dict:

@@ -6,6 +6,7 @@ must be an item the reference holds with the same value."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
 from pathlib import Path
 
@@ -58,18 +59,30 @@ def namespaces_with_items(reference: InMemoryStore) -> InMemoryStore:
     return fresh
 
 
+@contextlib.contextmanager
+def in_process_workspace():
+    """A handle of an empty workspace of the in-process app, closed with its folder."""
+    with tempfile.TemporaryDirectory() as folder, \
+            live_workspace(Path(folder), seed=False) as live:
+        yield live.ws
+
+
 class StoreAgreement(RuleBasedStateMachine):
+    """Each run gets an empty workspace from `empty_workspace()`, a context manager yielding a
+    handle: the in-process app's here; tests/e2e overrides it with the live service's."""
+
+    def empty_workspace(self):
+        return in_process_workspace()
+
     @initialize()
     def open_stores(self):
-        self._folder = tempfile.TemporaryDirectory()
-        self._live = live_workspace(Path(self._folder.name), seed=False)
-        self.ours = MinisphereStore(self._live.__enter__().ws)
+        self._workspace = contextlib.ExitStack()
+        self.ours = MinisphereStore(self._workspace.enter_context(self.empty_workspace()))
         self.reference = InMemoryStore()
 
     def teardown(self):
-        if hasattr(self, "_live"):
-            self._live.__exit__(None, None, None)
-            self._folder.cleanup()
+        if hasattr(self, "_workspace"):
+            self._workspace.close()
 
     @rule(namespace=st.sampled_from(NAMESPACES), key=st.sampled_from(KEYS), value=values)
     def put(self, namespace, key, value):
@@ -129,25 +142,31 @@ StoreAgreement.TestCase.settings = settings(
 test_the_store_agrees_with_langgraphs_in_memory_store = StoreAgreement.TestCase
 
 
-def test_abatch_over_an_async_handle_agrees_with_the_reference(empty_live):
-    ops = [PutOp(("users", "alice"), "prefs", {"food": "sushi"}),
-           PutOp(("users", "bob"), "prefs", {"food": "ramen"}),
-           PutOp(("users", "alice"), "prefs", {"food": "sushi and tea"}),
-           GetOp(("users", "alice"), "prefs"),
-           SearchOp(("users",), query="tea"),
-           PutOp(("users", "bob"), "prefs", None),
-           ListNamespacesOp()]
+# put, put, update, get, query search, delete, list namespaces: one batch on an empty workspace
+ROUND_TRIP = [PutOp(("users", "alice"), "prefs", {"food": "sushi"}),
+              PutOp(("users", "bob"), "prefs", {"food": "ramen"}),
+              PutOp(("users", "alice"), "prefs", {"food": "sushi and tea"}),
+              GetOp(("users", "alice"), "prefs"),
+              SearchOp(("users",), query="tea"),
+              PutOp(("users", "bob"), "prefs", None),
+              ListNamespacesOp()]
 
-    async def scenario():
-        async with empty_live.async_handle() as handle:
-            return await MinisphereStore(handle).abatch(ops)
-    got = asyncio.run(scenario())
+
+def check_round_trip(got: list) -> None:
+    """ROUND_TRIP's answers (from `batch` or `abatch`), held against InMemoryStore's."""
     reference = InMemoryStore()
-    expected = [reference.batch([op])[0] for op in ops]
+    expected = [reference.batch([op])[0] for op in ROUND_TRIP]
     assert got[3].value == expected[3].value == {"food": "sushi and tea"}
     assert [(i.namespace, i.key) for i in got[4]] == [(("users", "alice"), "prefs")]
     assert got[6] == [("users", "alice")]
     assert expected[6] == [("users", "alice"), ("users", "bob")]   # the reference keeps bob's
+
+
+def test_abatch_over_an_async_handle_agrees_with_the_reference(empty_live):
+    async def scenario():
+        async with empty_live.async_handle() as handle:
+            return await MinisphereStore(handle).abatch(ROUND_TRIP)
+    check_round_trip(asyncio.run(scenario()))
 
 
 def test_a_sync_call_on_an_async_handle_is_refused_not_left_unawaited(empty_live):

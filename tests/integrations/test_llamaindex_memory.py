@@ -19,6 +19,7 @@ TOKEN_LIMIT = 40
 CONVERSATION = ["My cat is called Pixel and she likes tuna", "Pixel sounds lovely",
                 "I also own a bicycle named Rocket", "Rocket is a fine name",
                 "Remind me what my cat likes to eat"]
+RECALLED = "Pixel and she likes tuna"     # what the last question brings back of the first turn
 
 
 def memory_over(handle, session: str) -> Memory:
@@ -38,23 +39,34 @@ def recalled_block(messages) -> str:
     return system[0] if system else ""
 
 
-def test_flushed_messages_are_captured_and_recalled_by_a_later_question(empty_live):
-    memory = memory_over(empty_live.ws, "sync")
+def converse(handle, session: str) -> str:
+    """Memory over `handle` hears the conversation (flushing its first turns to the block)
+    and is asked again: what the block recalled into the system message. The sync path."""
+    memory = memory_over(handle, session)
     for message in turns():
         memory.put(message)
+    return recalled_block(memory.get())
+
+
+async def aconverse(handle, session: str) -> str:
+    """`converse` over Memory's async path."""
+    memory = memory_over(handle, session)
+    await memory.aput_messages(turns())
+    return recalled_block(await memory.aget())
+
+
+def test_flushed_messages_are_captured_and_recalled_by_a_later_question(empty_live):
+    assert RECALLED in converse(empty_live.ws, "sync")
     kept = [e.content for e in empty_live.ws.list_recent(tag="chat")]
     assert "user: My cat is called Pixel and she likes tuna" in kept
     assert all(e.kind == "episodic" for e in empty_live.ws.list_recent(tag="chat"))
-    assert "Pixel and she likes tuna" in recalled_block(memory.get())
 
 
 def test_the_async_path_over_an_async_handle_captures_and_recalls(empty_live):
     async def scenario():
         async with empty_live.async_handle() as handle:
-            memory = memory_over(handle, "async")
-            await memory.aput_messages(turns())
-            return await memory.aget()
-    assert "Pixel and she likes tuna" in recalled_block(asyncio.run(scenario()))
+            return await aconverse(handle, "async")
+    assert RECALLED in asyncio.run(scenario())
     assert len(empty_live.ws.list_recent(tag="chat")) >= 1
 
 
