@@ -23,6 +23,7 @@ import httpx
 from bench.common import p50, percentile, save_report, table
 from bench.local_service import free_port
 
+INGRESS_TARGET = 1.3           # HTTP getCount p50 / /healthz p50 through the same app
 WORDS = [f"{a}{b}" for a in ("kar", "lum", "sev", "tor", "mip", "dax", "quo", "fen", "zul", "bri")
          for b in ("ana", "eto", "iro", "ush", "ela", "opa", "ynn", "arc", "ide", "umo")]
 
@@ -119,7 +120,8 @@ def service_latency(client, ws, headers, samples, rng, recall_ok) -> tuple[dict,
         for name, value in server_timing(response).items():
             breakdown.setdefault(method, {}).setdefault(name, []).append(value)
     calls = {"capture": lambda i: call("capture", {"content": sentence(rng, 10**7 + i)}),
-             "getEntry": lambda i: call("getEntry", {"id": ids[i % len(ids)]})}
+             "getEntry": lambda i: call("getEntry", {"id": ids[i % len(ids)]}),
+             "getCount": lambda i: call("getCount", {})}
     if recall_ok:
         calls["recall"] = lambda i: call("recall", {"query": " ".join(rng.sample(WORDS, 2)),
                                                     "topK": 10})
@@ -129,6 +131,21 @@ def service_latency(client, ws, headers, samples, rng, recall_ok) -> tuple[dict,
         breakdown.pop(method, None)
         out[method] = timed(fn, samples)
     return out, breakdown
+
+
+def ingress_cost(client, ws, headers, samples) -> tuple[list[float], list[float]]:
+    """getCount and /healthz through the same app, interleaved call by call so both see the
+    same machine: (getCount ms, /healthz ms). /healthz runs no actor and no authentication,
+    so the difference is what the ingress adds to a call besides Serve's own request path."""
+    count, health = [], []
+    for _ in range(samples):
+        started = time.perf_counter()
+        client.post(f"/v1/w/{ws}/getCount", headers=headers, json={}).raise_for_status()
+        count.append((time.perf_counter() - started) * 1e3)
+        started = time.perf_counter()
+        client.get("/healthz").raise_for_status()
+        health.append((time.perf_counter() - started) * 1e3)
+    return count, health
 
 
 async def many_workspaces(url, spaces, requests_per_space, concurrency, rng, method) -> tuple:
@@ -205,8 +222,8 @@ def main(argv=None) -> int:
             print("sequential latency ...", flush=True)
             service, breakdown = service_latency(client, "bench-main", headers, args.samples, rng,
                                                  recall_ok)
-            timed(lambda i: client.get("/healthz"), 30)
-            serve_floor = timed(lambda i: client.get("/healthz"), args.samples)
+            ingress_cost(client, "bench-main", headers, 30)
+            count_lat, serve_floor = ingress_cost(client, "bench-main", headers, args.samples)
             print(f"creating {args.workspaces} workspaces ...", flush=True)
             spaces = []
             for _ in range(args.workspaces):
@@ -228,11 +245,19 @@ def main(argv=None) -> int:
 
     rows = [row("minimal FastAPI/uvicorn POST (baseline)", minimal),
             row("Serve trivial route GET /healthz (no actor)", serve_floor, base)]
-    for method in ("capture", "getEntry", "recall"):
+    for method in ("capture", "getEntry", "getCount", "recall"):
         if method in service:
             rows.append(row(f"service HTTP {method} @ {args.entries}", service[method], base))
-            rows.append(row(f"engine in-process {method} @ {args.entries}", engine[method], base))
+            if method in engine:
+                rows.append(row(f"engine in-process {method} @ {args.entries}", engine[method],
+                                base))
     rows.append(row(f"cold activation (first call) x{len(cold)}", cold, base))
+    ingress_ratio = p50(count_lat) / p50(serve_floor)
+    rows.append([f"HTTP getCount, interleaved with /healthz: {ingress_ratio:.2f}x its p50 "
+                 f"(target <= {INGRESS_TARGET:g}x: "
+                 f"{'met' if ingress_ratio <= INGRESS_TARGET else 'missed'})",
+                 p50(count_lat), percentile(count_lat, 99), len(count_lat),
+                 f"{p50(count_lat) / base:.1f}x"])
     lat = table(["path", "p50 ms", "p99 ms", "n", "p50 / baseline"], rows)
     parts = table(["method", "ingress p50", "rpc p50", "actor p50", "queue p50", "engine p50"],
                   [[m, *(p50(b.get(k, [])) for k in ("ingress", "rpc", "actor", "queue",

@@ -49,7 +49,8 @@ def wake_parts(http: httpx.Client, admin: dict, spaces: list) -> str:
     spare = sum(wake["actor"] == "spare" for wake in wakes)
     return (f"{spare}/{len(wakes)} from a spare; in the directory p50 "
             f"{p50([w['wakeMs'] for w in wakes]):.0f} ms, of it binding "
-            f"{p50([w['bindMs'] for w in wakes]):.0f} ms")
+            f"{p50([w['bindMs'] for w in wakes]):.0f} ms, of that the actor opening the file "
+            f"{p50([w.get('openMs') or 0 for w in wakes]):.0f} ms")
 
 
 def wait_pool(directory, ready: int) -> dict:
