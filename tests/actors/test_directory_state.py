@@ -151,3 +151,24 @@ def test_stopping_hibernates_every_resident_and_keeps_their_writes(tmp_path):
     for workspace_id in ids:
         assert control.durability(workspace_id)["snapshotPending"] is False
         assert control.durability(workspace_id)["lastSnapshotVersion"]
+
+
+def test_wakes_are_counted_by_where_their_process_came_from(tmp_path):
+    """The benchmarks judge wakes by these counts (a wake served by a new actor waited for a
+    process start): a concurrent second activation of one workspace is not a second wake."""
+    parts, _, _ = directory_parts(tmp_path, MINISPHERE_SPARE_ACTORS="1")
+
+    async def drive():
+        parts.pool.resize(1)
+        while not parts.pool.status()["ready"]:
+            await asyncio.sleep(0.01)
+        first, second = (parts.workspaces.create(name, None, None)["workspace"]["id"]
+                         for name in ("first", "second"))
+        await asyncio.gather(parts.activator.activate(first), parts.activator.activate(first))
+        parts.pool.resize(0)
+        await parts.activator.activate(second)
+        return parts.residents.get(first).wake, parts.residents.get(second).wake
+
+    first_wake, second_wake = asyncio.run(drive())
+    assert (first_wake["actor"], second_wake["actor"]) == ("spare", "new")
+    assert parts.activator.wakes == {"spare": 1, "new": 1}
