@@ -184,7 +184,8 @@ class DirectoryActor:
                 "hibernating": len(self.residents.hibernations),
                 "maxResident": self.hibernation.max_resident, "idleS": self.hibernation.idle_s,
                 "spares": self.pool.status(), "state": self.residents.state_sizes(),
-                "wakes": dict(self.activator.wakes)}
+                "wakes": dict(self.activator.wakes),
+                "hibernations": dict(self.hibernation.counts)}
 
     def spares(self) -> dict:
         self._start_background()

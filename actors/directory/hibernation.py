@@ -30,6 +30,9 @@ class Hibernation:
         self.max_resident = int(max_resident)
         self.idle_s = float(idle_s)
         self._clean_exits: OrderedDict[str, None] = OrderedDict()   # actor ids, bounded
+        # hibernations begun since the directory started, by reason (idle, lru, manual, ...):
+        # many `lru` per wake is the cap thrashing
+        self.counts: dict[str, int] = {}
 
     # ---- one workspace -----------------------------------------------------------------------------
     async def hibernate(self, workspace_id: str, reason: str = "manual") -> dict:
@@ -42,6 +45,7 @@ class Hibernation:
             self.control.get(workspace_id)            # NotFound for a workspace never made
             return {"workspace": workspace_id, "hibernated": False, "why": "not resident"}
         self.residents.forget(workspace_id)
+        self.counts[reason] = self.counts.get(reason, 0) + 1
         return await self.residents.hibernations.run(
             workspace_id, lambda: self._hibernate_actor(workspace_id, resident, reason))
 

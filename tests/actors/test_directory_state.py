@@ -172,3 +172,27 @@ def test_wakes_are_counted_by_where_their_process_came_from(tmp_path):
     first_wake, second_wake = asyncio.run(drive())
     assert (first_wake["actor"], second_wake["actor"]) == ("spare", "new")
     assert parts.activator.wakes == {"spare": 1, "new": 1}
+
+
+def test_a_resident_too_busy_to_say_when_it_was_last_used_is_not_evicted_before_an_idle_one(
+        tmp_path, monkeypatch):
+    """On a loaded node the actors in use are the ones slow to answer the directory: taking
+    their silence for idleness evicted the workspaces callers were using, each eviction
+    answered by a wake that evicted another."""
+    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
+    monkeypatch.setattr("actors.directory.residents.ACTIVITY_TIMEOUT_S", 0.05)
+    parts, _, _ = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="2")
+
+    async def drive():
+        busy, idle, incoming = (parts.workspaces.create(name, None, None)["workspace"]["id"]
+                                for name in ("busy", "idle", "incoming"))
+        busy_actor = await parts.activator.activate(busy)       # bound first: the older bind
+        idle_actor = await parts.activator.activate(idle)
+        busy_actor.activity_delay_s = 0.5                       # too busy to answer in time
+        idle_actor.last_call_at = 1.0                           # answers: idle for ages
+        await parts.activator.activate(incoming)
+        return set(parts.residents.ids())
+
+    assert asyncio.run(drive()) == {"busy", "incoming"}
+    assert parts.hibernation.counts == {"lru": 1}

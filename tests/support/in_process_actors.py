@@ -33,6 +33,8 @@ class InProcessWorkspaceActor:
         self.grants: tuple = ()
         self.killed = False
         self.inflight = 0                   # calls a test says are running in it
+        self.last_call_at = 0.0             # what it says of its last call
+        self.activity_delay_s = 0.0         # a test makes it slow to say so (a busy node)
 
     async def ready(self) -> dict:
         return {"name": self.name, "nodeId": NODE, "bound": None}
@@ -57,7 +59,9 @@ class InProcessWorkspaceActor:
         self.grants = tuple(grants)
 
     async def activity(self) -> dict:
-        return {"lastCallAt": 0.0, "snapshotFailing": False, "inflight": self.inflight}
+        await asyncio.sleep(self.activity_delay_s)
+        return {"lastCallAt": self.last_call_at, "snapshotFailing": False,
+                "inflight": self.inflight}
 
     async def hibernate(self) -> dict:
         return await asyncio.to_thread(self.host.hibernate)
