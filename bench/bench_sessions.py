@@ -9,8 +9,9 @@ after MINISPHERE_HIBERNATE_IDLE_S of silence). Sessions arrive as a Poisson proc
 second on average) on a workspace picked uniformly from those not in a session; each session
 makes `--calls` calls about a second apart (70% getCount, 30% capture). The first call of a
 session whose workspace is not resident is a wake. Reported: every call's latency (p50, p99),
-the first calls' apart, errors, and how the wakes were served (a warm spare, or a new process
-the wake waited for), from the directory's own counts.
+the first calls' apart, errors (a call over CALL_TIMEOUT_S is one), how the wakes were served
+(a warm spare, or a new process the wake waited for) and how many workspaces the resident cap
+evicted, from the directory's own counts.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ CALLS_PER_SESSION = 30
 CALL_GAP_S = 1.0                 # a session's calls are about this far apart (±50%)
 READ_SHARE = 0.7
 P99_TARGET_MS = 1000.0
+CALL_TIMEOUT_S = 30.0            # a call slower than this counts as an error (and ends it)
 SPARE_SHARE_TARGET = 0.9
 
 
@@ -94,7 +96,8 @@ def run(url: str, admin: dict, directory, args) -> tuple[list, list]:
 
     async def drive() -> Sessions:
         limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
-        async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as http:
+        async with httpx.AsyncClient(base_url=url, timeout=CALL_TIMEOUT_S,
+                                     limits=limits) as http:
             sessions = Sessions(http, spaces, args.calls, seed=7)
             await sessions.arrivals(args.arrivals_s, args.rate)
             return sessions
@@ -103,6 +106,7 @@ def run(url: str, admin: dict, directory, args) -> tuple[list, list]:
     sessions = asyncio.run(drive())
     took = time.monotonic() - began
     after = ray.get(directory.residency_status.remote(), timeout=60)
+    lru = after["hibernations"].get("lru", 0) - before["hibernations"].get("lru", 0)
     spare = after["wakes"]["spare"] - before["wakes"]["spare"]
     new = after["wakes"]["new"] - before["wakes"]["new"]
     wakes = spare + new
@@ -122,7 +126,8 @@ def run(url: str, admin: dict, directory, args) -> tuple[list, list]:
          f"{pool['ready']}, peak {pool['peakWakesPerMinute']} wakes/min",
          f"≥ {SPARE_SHARE_TARGET:.0%}: {'met' if share >= SPARE_SHARE_TARGET else 'missed'}"]]
     notes = [f"resident at the end {after['resident']} (cap {after['maxResident']}); idle "
-             f"workspaces hibernate after {after['idleS']:g} s",
+             f"workspaces hibernate after {after['idleS']:g} s; {lru} hibernated to make room "
+             f"under the cap ({lru / max(1, sessions.started):.2f} per session)",
              *(f"error: {error}" for error in sessions.errors[:5])]
     return rows, notes
 
