@@ -26,6 +26,7 @@ Plain Python; `ask(method, *args)` is how it reaches the directory (an async cal
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict
@@ -41,6 +42,7 @@ REJECTED_TOKENS_MAX = 10_000       # remembered refusals, at most (oldest forgot
 FAILED_AUTH_BURST = 20             # failed authentications a client may make at once
 FAILED_AUTH_PER_S = 2.0            # ...and then per second
 CLIENTS_TRACKED_MAX = 10_000       # client addresses with a budget, at most
+RESERVE_WAIT_S = 30.0              # longest wait for a client's unanswered asks to end
 ADMIN_GUESS_BURST = 20             # wrong tokens at admin routes a client may send at once
 ADMIN_GUESSES_PER_S = 1.0          # ...and then per second
 KNOWN_WORKSPACE_TOKENS_TTL_S = 30.0  # a token the directory called a workspace token, trusted so
@@ -58,6 +60,9 @@ class FailedAuthBudget:
                  clock: Callable[[], float] = time.monotonic):
         self.burst, self.per_s, self._clock = float(burst), float(per_s), clock
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        # per client: attempts reserved and not yet answered, and who waits for one to end
+        self._pending: dict[str, int] = {}
+        self._answered: dict[str, asyncio.Condition] = {}
 
     def _level(self, client: str) -> float:
         level, at = self._buckets.get(client, (self.burst, self._clock()))
@@ -76,20 +81,49 @@ class FailedAuthBudget:
     async def attempt(self, client: str, ask: Callable[[], Awaitable],
                       good: Callable[[Any], bool]):
         """`await ask()`, the question whether a token is good, paid for by one attempt of the
-        client's budget (RateLimited, without asking, when none is left). The attempt is spent
-        before the await, so concurrent requests each find the attempts the others took and
-        sending many at once buys no more asks than sending them one by one; it is given back
-        when `good(answer)`, or when no answer came (not the client's fault)."""
-        self.check(client)
-        self.charge(client)
+        client's budget. The attempt is reserved before the await, so concurrent requests each
+        find the attempts the others took: sending many at once buys no more asks than sending
+        them one by one. It is given back when `good(answer)`, or when no answer came (not the
+        client's fault). A client whose attempts are all reserved by asks still unanswered
+        waits for them (good tokens give theirs back: a burst of new, valid tokens from one
+        address, an agent fleet behind one NAT, is served, at most `burst` asks at a time);
+        RateLimited only when failures spent them."""
+        await self._reserve(client)
+        give_back = True
         try:
             answer = await ask()
-        except BaseException:
-            self.refund(client)
-            raise
-        if good(answer):
-            self.refund(client)
-        return answer
+            give_back = good(answer)
+            return answer
+        finally:
+            if give_back:
+                self.refund(client)
+            await self._release(client)
+
+    async def _reserve(self, client: str) -> None:
+        deadline = self._clock() + RESERVE_WAIT_S
+        while self._level(client) < 1.0 and self._pending.get(client):
+            answered = self._answered.setdefault(client, asyncio.Condition())
+            async with answered:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(answered.wait(), max(0.0, deadline - self._clock()))
+            if self._clock() >= deadline:
+                break
+        self.check(client)
+        self.charge(client)
+        self._pending[client] = self._pending.get(client, 0) + 1
+
+    async def _release(self, client: str) -> None:
+        left = self._pending.get(client, 1) - 1
+        if left > 0:
+            self._pending[client] = left
+        else:
+            self._pending.pop(client, None)
+        answered = self._answered.get(client)
+        if answered is not None:
+            async with answered:
+                answered.notify_all()
+            if not left:
+                self._answered.pop(client, None)
 
     def refund(self, client: str) -> None:
         """Give back one attempt spent on what turned out not to be a failure."""

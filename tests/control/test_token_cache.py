@@ -265,3 +265,31 @@ def test_copies_of_one_good_token_sent_at_once_are_one_ask_and_never_rate_limite
                                     return_exceptions=True)
     assert {grant.scope for grant in run(burst())} == {"write"}
     assert asked == ["authenticate"]
+
+
+def test_a_burst_of_new_valid_tokens_from_one_address_is_served_not_rate_limited(plane):
+    """A hundred agents behind one address (a NAT, or the benchmark's burst of wakes) each
+    presenting its own valid token for the first time: each ask reserves an attempt, so the
+    burst would find the budget spent by asks still unanswered; they wait for them instead,
+    and every good answer gives its attempt back."""
+    tokens = {}
+    for i in range(100):
+        _, tokens[f"ws-{i}"] = plane.create(Blueprint(), [], f"ws-{i}")
+    asked = []
+
+    async def slow_directory(method, *args):
+        asked.append(method)
+        await asyncio.sleep(0.01)
+        return getattr(plane, method)(*args)
+
+    cache = TokenCache(slow_directory, ttl_s=30)
+
+    async def burst():
+        return await asyncio.gather(
+            *(cache.grant_of(ws, token_hash(token), "10.0.0.8") for ws, token in tokens.items()),
+            return_exceptions=True)
+
+    outcomes = run(burst())
+    assert [o for o in outcomes if isinstance(o, Exception)] == []
+    assert len(asked) == 100
+    assert cache.budget._level("10.0.0.8") == FAILED_AUTH_BURST     # nothing spent
