@@ -1,9 +1,11 @@
 """EmbedderActor: one shared embedding service per cluster, so no workspace actor loads a model.
 
 Named per provider (`embedder:<provider>[:<model>]`), detached, created with get-if-exists, so
-restarts and many callers never make a second copy. It loads the model once and embeds batches;
-concurrent requests arriving within BATCH_WINDOW_S are coalesced into one forward pass of at
-most MAX_BATCH_TEXTS texts (the model call runs on a worker thread, off the event loop).
+restarts and many callers never make a second copy. It loads the model once and embeds batches:
+a request that finds the embedder idle starts a forward pass at once (a recall's query vector
+waited a 5 ms window for company before: a fifth of a bound recall's own cost over HTTP), and
+the requests arriving while a pass runs are coalesced into the next one, at most MAX_BATCH_TEXTS
+texts (the model call runs on a worker thread, off the event loop).
 
 Workspace actors use it through `actors.parts.remote_embedder.RemoteEmbedder`, a provider
 object (name, dim, embed) that the engine's Workspace accepts as `embedder=`.
@@ -21,7 +23,6 @@ import ray
 log = logging.getLogger("minisphere.embedder")
 
 EMBEDDER_NUM_CPUS = 0.5          # the model's forward pass is CPU work: reserve half a core
-BATCH_WINDOW_S = 0.005           # wait this long for more requests before a forward pass
 MAX_BATCH_TEXTS = 256            # texts per forward pass at most
 
 
@@ -61,7 +62,7 @@ class EmbedderActor:
         return await future
 
     async def _flush(self) -> None:
-        await asyncio.sleep(BATCH_WINDOW_S)
+        await asyncio.sleep(0)   # requests delivered in the same turn of the loop go together
         while self._pending:
             group, size = [], 0
             while self._pending and (not group or size + len(self._pending[0][0]) <= MAX_BATCH_TEXTS):
