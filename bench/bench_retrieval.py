@@ -4,6 +4,7 @@
         --conversations ../shared/data/locomo_dev
     python -m bench.bench_retrieval --synthetic 100000
     python -m bench.bench_retrieval --data ... --conversations ... --vectors minilm --embed-cache DIR
+    flock /tmp/ray.lock python -m bench.bench_retrieval --conversations ... --vectors minilm --http
 
 Every method runs over the same workspace file(s) in the same run:
   recall          our full pipeline, zero bindings (Workspace.recall, topK=10)
@@ -524,6 +525,10 @@ def main() -> None:
     parser.add_argument("--synthetic", type=int, default=0, help="entries for the latency run")
     parser.add_argument("--vectors", choices=["minilm", "hash"], default=None,
                         help="also bind this embedding provider: dense-only and hybrid rows")
+    parser.add_argument("--http", action="store_true",
+                        help="with --conversations: also recall against getCount over HTTP on "
+                             "the real service (bench/recall_http.py; starts Ray: run it under "
+                             "flock /tmp/ray.lock), bound with MiniLM when --vectors minilm")
     parser.add_argument("--embed-cache", default=None,
                         help="folder caching embeddings between runs (default: a temp dir)")
     args = parser.parse_args()
@@ -572,6 +577,10 @@ def main() -> None:
                                             targets(results, kinds)))
     for path in args.conversations:
         out += held_out_sections(path, provider, cache, results, kinds)
+        if args.http:
+            from . import recall_http
+            body, http_notes = recall_http.section(path, bound=args.vectors == "minilm")
+            out.append(body + "\n\n" + "\n".join(f"- {n}" for n in http_notes))
     if dedup:
         out.append("## Semantic dedup and auto-links when capturing conversations with the binding on\n\n"
                    + table(["conversation", "turns", "stored", "blocked (semantic)",

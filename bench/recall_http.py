@@ -1,0 +1,210 @@
+"""Recall's own cost over HTTP: recall against getCount on the same workspace of the real
+service, in one run, stage by stage.
+
+    flock /tmp/ray.lock python -m bench.recall_http --conversations ../shared/data/locomo_dev
+    (or `bench_retrieval --conversations ... --http`, which adds this section to its report)
+
+The service is started as the HTTP benchmarks start it (bench/local_service.py: Ray + Serve,
+defaults, a fresh data folder). Each dev conversation gets two workspaces: one with no binding
+and one born with the MiniLM binding (blueprint `vector: minilm`, embedding through the
+cluster's shared embedder actor). The turns are captured over HTTP as bench/locomo.py captures
+them (episodic, tag session-<n>, consecutive turns linked `follows`); captures go a few at a
+time, so turns within one window may get their timestamps out of order (the cost is what is
+measured here, not quality: bench_retrieval scores quality in process).
+
+Timed: each question once per workspace (so a bound recall always embeds its query: the
+binding caches query vectors by text), the four calls interleaved question by question with
+their order rotated, one sequential client. Reported: client-side p50/p99, recall p50 over
+getCount p50 on the same workspace, the Server-Timing parts, and the answer's own stage timings
+(`timings`); the query embedding is not a stage: it runs in the read's prepare step, inside the
+engine part, so `engine outside the stages` is where it shows.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections import defaultdict
+
+import httpx
+
+from . import locomo
+from .bench_service import server_timing
+from .common import machine_note, p50, percentile, publish_report, table
+
+ADMIN_TOKEN = "bench-recall-http-admin-0123456789"
+MINILM_BLUEPRINT = {"bindings": {"vector": {"provider": "minilm"}}}
+LOAD_CONCURRENCY = 16      # captures (and links) in flight while loading a workspace
+WARMUP_CALLS = 20          # untimed calls per workspace and method, with texts no question has
+TOP_K = 10
+TARGETS = {"recall, zero-binding": 1.5, "recall, MiniLM binding": 2.0}
+FLOOR = {"recall, zero-binding": "getCount, zero-binding",
+         "recall, MiniLM binding": "getCount, MiniLM binding"}
+STAGES = ["rewriteMs", "keywordMs", "graphMs", "vectorMs", "fusionMs", "feedbackMs", "rerankMs",
+          "hydrateMs"]
+OUTSIDE = "outsideMs"
+STAGE_LABELS = {OUTSIDE: "engine part outside the stages (the query embedding, when bound)"}
+PARTS = ["ingress", "rpc", "actor", "queue", "engine"]
+
+
+async def _load(url: str, ws: str, headers: dict, conversation: locomo.Conversation) -> None:
+    """The turns captured over HTTP (a window of LOAD_CONCURRENCY at a time, in order
+    otherwise), then consecutive turns of a session linked `follows` newer -> older."""
+    limits = httpx.Limits(max_connections=LOAD_CONCURRENCY)
+    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits,
+                                 headers=headers) as client:
+        async def post(method: str, body: dict) -> dict:
+            response = await client.post(f"/v1/w/{ws}/{method}", json=body)
+            response.raise_for_status()
+            return response.json()
+
+        flat = conversation.turns
+        entry_of: dict[str, str] = {}
+        for start in range(0, len(flat), LOAD_CONCURRENCY):
+            chunk = flat[start:start + LOAD_CONCURRENCY]
+            answers = await asyncio.gather(*(post("capture", {
+                "content": text, "kind": "episodic", "source": "conversation",
+                "tags": [f"session-{number}"]}) for number, _, text in chunk))
+            for (_, turn_id, _), answer in zip(chunk, answers):
+                entry_of[turn_id] = answer.get("id") or answer["matchId"]
+        links = [{"src": entry_of[newer], "dst": entry_of[older], "type": "follows",
+                  "provenance": "system", "weight": locomo.FOLLOWS_WEIGHT}
+                 for _, turns in conversation.sessions
+                 for (older, _), (newer, _) in zip(turns, turns[1:])
+                 if entry_of[newer] != entry_of[older]]
+        for start in range(0, len(links), LOAD_CONCURRENCY):
+            await asyncio.gather(*(post("link", body)
+                                   for body in links[start:start + LOAD_CONCURRENCY]))
+
+
+def _workspace(client: httpx.Client, admin: dict, ws_id: str, blueprint: dict | None) -> dict:
+    body = {"id": ws_id, **({"blueprint": blueprint} if blueprint else {})}
+    created = client.post("/v1/workspaces", headers=admin, json=body)
+    created.raise_for_status()
+    return {"Authorization": f"Bearer {created.json()['token']}"}
+
+
+def measure(url: str, admin: dict, data: locomo.ConversationSet, bound: bool = True) -> dict:
+    """{"samples": {call: [client ms]}, "parts": {call: {part: [ms]}},
+    "stages": {call: {stage: [ms]}}, "load_s": s, "questions": n}."""
+    samples: dict[str, list[float]] = defaultdict(list)
+    parts: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    stages: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    arms = [("zero-binding", None)] + ([("MiniLM binding", MINILM_BLUEPRINT)] if bound else [])
+    load_s = 0.0
+    asked = 0
+    with httpx.Client(base_url=url, timeout=300) as client:
+        for conversation in data.conversations:
+            runs = {}
+            for label, blueprint in arms:
+                ws = f"cost-{conversation.id}-{'bound' if blueprint else 'zero'}".lower()
+                headers = _workspace(client, admin, ws, blueprint)
+                started = time.perf_counter()
+                asyncio.run(_load(url, ws, headers, conversation))
+                load_s += time.perf_counter() - started
+                runs[f"getCount, {label}"] = (ws, headers, "getCount", False)
+                runs[f"recall, {label}"] = (ws, headers, "recall", True)
+
+            def call(name: str, query: str, runs=runs) -> tuple[float, httpx.Response]:
+                ws, headers, method, is_recall = runs[name]
+                body = {"query": query, "topK": TOP_K} if is_recall else {}
+                started = time.perf_counter()
+                response = client.post(f"/v1/w/{ws}/{method}", headers=headers, json=body)
+                elapsed = (time.perf_counter() - started) * 1000
+                response.raise_for_status()
+                return elapsed, response
+
+            warmup = [text.split(".")[0][:80] for _, _, text in conversation.turns[:WARMUP_CALLS]]
+            for text in warmup:
+                for name in runs:
+                    call(name, text)
+            questions = list(dict.fromkeys(q.text for q in conversation.questions))
+            names = list(runs)
+            for index, question in enumerate(questions):
+                shift = index % len(names)
+                for name in names[shift:] + names[:shift]:
+                    elapsed, response = call(name, question)
+                    samples[name].append(elapsed)
+                    for part, ms in server_timing(response).items():
+                        parts[name][part].append(ms)
+                    if runs[name][3]:
+                        timings = response.json()["timings"]
+                        for stage, ms in timings.items():
+                            stages[name][stage].append(ms)
+                        # the engine part less the stages: the read's prepare step (embedding)
+                        stages[name][OUTSIDE].append(server_timing(response).get("engine", 0.0)
+                                                     - sum(timings.get(s, 0.0) for s in STAGES))
+            asked += len(questions)
+    return {"samples": samples, "parts": parts, "stages": stages, "load_s": load_s,
+            "questions": asked}
+
+
+def report(measured: dict) -> tuple[str, list[str]]:
+    """(markdown body, verdict lines)."""
+    samples, parts, stages = measured["samples"], measured["parts"], measured["stages"]
+    rows, verdicts = [], []
+    for name, values in samples.items():
+        floor = FLOOR.get(name)
+        ratio = p50(values) / p50(samples[floor]) if floor else 1.0
+        target = TARGETS.get(name)
+        verdict = ""
+        if target is not None:
+            verdict = f"≤ {target}× getCount: {'met' if ratio <= target else 'missed'}"
+            verdicts.append(f"{name}: p50 {p50(values):.2f} ms = {ratio:.2f}× getCount p50 "
+                            f"{p50(samples[floor]):.2f} ms on the same workspace; target {verdict}.")
+        rows.append([name, p50(values), percentile(values, 99), ratio, verdict])
+    part_rows = [[name, *(p50(parts[name].get(part, [])) for part in PARTS)] for name in samples]
+    stage_rows = []
+    recalls = [name for name in samples if name in FLOOR]
+    for stage in STAGES + [OUTSIDE]:
+        cells = []
+        for name in recalls:
+            values = stages[name].get(stage, [])
+            calls = len(stages[name].get("rewriteMs", [])) or 1
+            cells += [p50(values) if values else 0.0, sum(values) / calls]
+        stage_rows.append([STAGE_LABELS.get(stage, stage.removesuffix("Ms")), *cells])
+    stage_headers = ["stage"] + [f"{name.removeprefix('recall, ')} {what}" for name in recalls
+                                 for what in ("p50", "mean")]
+    body = ("## Recall's own cost over HTTP: recall against getCount on the same workspace (ms)\n\n"
+            + table(["call", "p50 ms", "p99 ms", "p50 / getCount p50", "target"], rows)
+            + "\n\nServer-Timing parts (p50 ms; ingress = inside the Serve replica's handler, "
+            "rpc = the Ray call to the workspace actor, actor = inside it, queue = waiting for a "
+            "reader thread, engine = the read itself):\n\n"
+            + table(["call", *PARTS], part_rows)
+            + "\n\nWhere recall's time goes inside the engine (ms per call; p50 of the calls a "
+            "stage ran in, and the mean over every call):\n\n"
+            + table(stage_headers, stage_rows))
+    return body, verdicts
+
+
+def section(path: str, bound: bool = True) -> tuple[str, list[str]]:
+    """Start the service, load and time, stop it: (markdown, notes)."""
+    from .local_service import start_local_service, stop_local_service
+    data = locomo.load(path)
+    _, url, admin = start_local_service("recall-http", ADMIN_TOKEN)
+    try:
+        measured = measure(url, admin, data, bound)
+    finally:
+        stop_local_service()
+    body, verdicts = report(measured)
+    notes = verdicts + [
+        f"{data.name}: {len(data.conversations)} conversations, one workspace per conversation "
+        f"and binding, loaded over HTTP in {measured['load_s']:.0f} s; {measured['questions']} "
+        "questions, each asked once per workspace (a bound recall embeds its query fresh).",
+        "One sequential client on loopback; the four calls interleaved question by question "
+        "with their order rotated, so load on this machine hits the floor and recall alike.",
+        machine_note()]
+    return body, notes
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conversations", required=True, help="a LoCoMo-layout folder")
+    parser.add_argument("--no-binding", action="store_true", help="zero-binding workspaces only")
+    args = parser.parse_args(argv)
+    body, notes = section(args.conversations, bound=not args.no_binding)
+    return publish_report("recall-http", body, notes)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
