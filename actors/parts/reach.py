@@ -23,7 +23,7 @@ import asyncio
 import logging
 import time
 
-from ray.exceptions import RayActorError, RayTaskError
+from ray.exceptions import RayActorError, RayTaskError, TaskCancelledError
 
 from minisphere.errors import MiniSphereError, WorkspaceHibernating, WorkspaceUnavailable
 
@@ -49,7 +49,9 @@ async def ask(directory, method: str, *args):
         return await getattr(directory, method).remote(*args)
     except RayTaskError as exc:
         raise unwrap(exc) from None
-    except RayActorError as exc:
+    except (RayActorError, TaskCancelledError) as exc:
+        # a cancelled call (Ray cancels the task when the future awaiting it is cancelled, as
+        # under a loaded node) is the directory not answering, not a defect: retry shortly
         raise WorkspaceUnavailable(f"directory unavailable: {exc.__class__.__name__}") from None
 
 
@@ -96,7 +98,8 @@ class WorkspaceReach:
             try:
                 envelope = await asyncio.wait_for(getattr(handle, method).remote(*args),
                                                   timeout_s)
-            except TimeoutError:
+            except (TimeoutError, TaskCancelledError):
+                # cancelled: as a timeout, the call may or may not have run
                 log.warning("workspace %s: %s did not answer in %s s (attempt %d)",
                             workspace_id, method, timeout_s, attempt)
                 if not last and attempt <= idempotent_attempts:
