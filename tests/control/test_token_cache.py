@@ -38,12 +38,16 @@ def plane(tmp_path):
     cp.close()
 
 
-def directory_of(plane):
-    """The directory's `authenticate`, answered by the real control plane; counts asks."""
+def directory_of(plane, answer_s: float = 0.0):
+    """The directory's `authenticate`, answered by the real control plane; counts asks.
+    `answer_s`: each answer waits this long, so requests sent at once are all in flight before
+    any is answered."""
     asked = []
 
     async def ask(method, *args):
         asked.append(method)
+        if answer_s:
+            await asyncio.sleep(answer_s)
         return getattr(plane, method)(*args)
     return ask, asked
 
@@ -110,13 +114,7 @@ def test_concurrent_bad_tokens_cannot_multiply_the_failed_auth_budget(plane):
     than the budget allows one at a time: each reserves its attempt before awaiting the
     directory, so the others find it spent."""
     plane.create(Blueprint(), [], "ws-a")
-    asked = []
-
-    async def slow_directory(method, *args):
-        asked.append(method)
-        await asyncio.sleep(0.01)          # every request is in flight before any answer
-        return getattr(plane, method)(*args)
-
+    slow_directory, asked = directory_of(plane, answer_s=0.01)
     cache = TokenCache(slow_directory, ttl_s=30)
 
     async def flood():
@@ -251,12 +249,7 @@ def test_copies_of_one_good_token_sent_at_once_are_one_ask_and_never_rate_limite
     attempt, so past the budget a valid token was answered 429. The copies now share one
     question to the directory."""
     _, good = plane.create(Blueprint(), [], "ws-a")
-    asked = []
-
-    async def slow_directory(method, *args):
-        asked.append(method)
-        await asyncio.sleep(0.01)
-        return getattr(plane, method)(*args)
+    slow_directory, asked = directory_of(plane, answer_s=0.01)
     cache = TokenCache(slow_directory, ttl_s=30)
 
     async def burst():
@@ -275,13 +268,7 @@ def test_a_burst_of_new_valid_tokens_from_one_address_is_served_not_rate_limited
     tokens = {}
     for i in range(100):
         _, tokens[f"ws-{i}"] = plane.create(Blueprint(), [], f"ws-{i}")
-    asked = []
-
-    async def slow_directory(method, *args):
-        asked.append(method)
-        await asyncio.sleep(0.01)
-        return getattr(plane, method)(*args)
-
+    slow_directory, asked = directory_of(plane, answer_s=0.01)
     cache = TokenCache(slow_directory, ttl_s=30)
 
     async def burst():
