@@ -25,21 +25,25 @@ class SingleFlight:
         return await asyncio.shield(self._running[key])
 
     async def run(self, key: str, work: Callable[[], Awaitable[Any]]) -> Any:
-        """The outcome of `work()`, or of the one already running for `key`."""
+        """The outcome of `work()`, or of the one already running for `key`. The work runs as
+        a task of its own: a caller that goes away (Ray cancels the directory's task when the
+        request waiting for it is cancelled, as when an HTTP client times out) leaves it
+        running, so the process it started is bound and the caller's retry finds the
+        workspace resident. Cancelling the work with its first caller threw that start away,
+        and under load every retry started another (a collapse measured in the sessions
+        benchmark)."""
         if key in self._running:
             return await self.joined(key)
-        future = asyncio.get_running_loop().create_future()
-        self._running[key] = future
-        try:
-            result = await work()
-            future.set_result(result)
-            return result
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()          # retrieved: no "never retrieved" warning
-            raise
-        finally:
-            self._running.pop(key, None)
+        task = asyncio.ensure_future(work())
+        self._running[key] = task
+
+        def ended(done: asyncio.Future) -> None:
+            if self._running.get(key) is done:
+                del self._running[key]
+            if not done.cancelled():
+                done.exception()        # retrieved: no "never retrieved" warning
+        task.add_done_callback(ended)
+        return await asyncio.shield(task)
 
     async def settled(self, key: str) -> None:
         """Wait until the work running for `key` (if any) has ended, however it ended."""

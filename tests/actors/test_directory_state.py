@@ -196,3 +196,26 @@ def test_a_resident_too_busy_to_say_when_it_was_last_used_is_not_evicted_before_
 
     assert asyncio.run(drive()) == {"busy", "incoming"}
     assert parts.hibernation.counts == {"lru": 1}
+
+
+def test_a_wake_whose_caller_went_away_still_binds_and_the_retry_finds_it_resident(tmp_path):
+    """An HTTP client that times out makes Ray cancel the directory's activate: the bind it
+    started must go on, or every retry under load starts (and wastes) another process."""
+    parts, _, runtime = directory_parts(tmp_path)
+
+    async def drive():
+        workspace_id = parts.workspaces.create("slow", None, None)["workspace"]["id"]
+        runtime.bind_gate = gate = asyncio.Event()
+        caller = asyncio.ensure_future(parts.activator.activate(workspace_id))
+        while not runtime.started:
+            await asyncio.sleep(0.01)
+        caller.cancel()                                 # the caller goes away mid-bind
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        gate.set()
+        retry = await parts.activator.activate(workspace_id)
+        return retry, parts.residents.get(workspace_id)
+
+    retry, resident = asyncio.run(drive())
+    assert resident is not None and resident.handle is retry
+    assert runtime.started == 1
