@@ -139,15 +139,42 @@ class LitestreamDaemon:
         self.control = ReplicaControl(daemon_socket(self.folder))
 
     def ensure_running(self) -> ReplicaControl:
-        """Start the daemon unless it answers; the control socket either way."""
+        """Start the daemon unless it answers; the control socket either way. A daemon that
+        runs but does not answer in time (a loaded node) is waited for, never doubled: a
+        second daemon beside it would leave the files registered with the first shipped by a
+        process nobody talks to, and two daemons may ship the same file. That happened on a
+        node at load average 50, a new daemon each time one was slow to answer."""
         if self.control.alive():
             return self.control
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.folder / ".start.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)          # one starter per node at a time
-            if not self.control.alive():
+            if self.control.alive():
+                return self.control
+            if self.running_pid() is None:
                 self._start()
+            else:
+                self._await_answer(None)
         return self.control
+
+    def running_pid(self) -> int | None:
+        """The pid of this folder's daemon when that process is alive (a zombie or a reused pid
+        is not it: its command line names the folder's config)."""
+        try:
+            pid = int((self.folder / PID_NAME).read_text(encoding="ascii"))
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            return None
+        return pid if str(self.folder / CONFIG_NAME).encode() in command else None
+
+    def _await_answer(self, process: subprocess.Popen | None) -> None:
+        deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
+        while not self.control.alive():
+            if (process is not None and process.poll() is not None) or \
+                    time.monotonic() > deadline:
+                raise ReplicationUnconfirmed(f"the litestream daemon does not answer (see "
+                                             f"{self.folder / LOG_NAME})")
+            time.sleep(DAEMON_POLL_S)
 
     def _start(self) -> None:
         config = self.folder / CONFIG_NAME
@@ -160,12 +187,7 @@ class LitestreamDaemon:
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
                 start_new_session=True)       # outlives the actor that happened to start it
         (self.folder / PID_NAME).write_text(str(process.pid), encoding="ascii")
-        deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
-        while not self.control.alive():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise ReplicationUnconfirmed(f"the litestream daemon did not start (see "
-                                             f"{self.folder / LOG_NAME})")
-            time.sleep(DAEMON_POLL_S)
+        self._await_answer(process)
         log.info("litestream daemon %d started in %s", process.pid, self.folder)
 
     def stop(self) -> None:

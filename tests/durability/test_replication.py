@@ -357,3 +357,27 @@ def test_a_daemon_killed_during_heavy_async_writes_leaves_a_replica_that_restore
     finally:
         stop.set()
         host.close()
+
+
+def test_a_daemon_too_busy_to_answer_is_waited_for_never_started_twice(tmp_path, daemon,
+                                                                       monkeypatch):
+    """On a loaded node the daemon may not answer within the liveness timeout: a second daemon
+    started beside it would leave the first one shipping files nobody talks to it about (seen
+    at load average 50, a new daemon each time one was slow)."""
+    import os
+    import signal
+
+    import minisphere.durability.replication as replication
+    daemon.ensure_running()
+    pid = daemon.running_pid()
+    assert pid is not None
+    monkeypatch.setattr(replication, "DAEMON_START_TIMEOUT_S", 1.0)
+    os.kill(pid, signal.SIGSTOP)                     # alive, and answering nothing
+    try:
+        with pytest.raises(ReplicationUnconfirmed, match="does not answer"):
+            LitestreamDaemon(daemon.folder).ensure_running()
+        assert daemon.running_pid() == pid
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert LitestreamDaemon(daemon.folder).ensure_running().alive()
+    assert daemon.running_pid() == pid
