@@ -135,7 +135,7 @@ def main(argv=None) -> int:
         print(body)
         print(f"saved {save_report('auth-flood', body)}")
     finally:
-        stop_local_service()
+        stop_local_service(settings)
     return 0
 
 

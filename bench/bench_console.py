@@ -144,7 +144,7 @@ def main(argv=None) -> int:
     finally:
         if driver is not None:
             driver.quit()
-        stop_local_service()
+        stop_local_service(settings)
     return 0
 
 

@@ -393,7 +393,7 @@ def main(argv=None) -> int:
                       f"PSS {pss / max(1, len(pids)) / 2**20:.0f} MiB, RSS "
                       f"{rss / max(1, len(pids)) / 2**20:.0f} MiB each", ""]]
     finally:
-        stop_local_service()
+        stop_local_service(settings)
         shutil.rmtree(tmp, ignore_errors=True)
     body = table(["measure", "figure", "detail / baseline in the same run", "target"], rows)
     notes.append(f"{os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.2f}; "

@@ -145,7 +145,7 @@ def main(argv=None) -> int:
     try:
         rows, notes = run(url, admin, get_directory(settings), args)
     finally:
-        stop_local_service()
+        stop_local_service(settings)
         shutil.rmtree(Path(settings.data_dir), ignore_errors=True)
     body = table(["measure", "figure", "detail", "target"], rows)
     return publish_report("sessions", body, [*notes, machine_note("; settings at their defaults")])

@@ -110,7 +110,7 @@ def main(argv=None) -> int:
         with httpx.Client(base_url=url, timeout=300) as http:
             rows, pool = run(http, admin, get_directory(settings), args.samples)
     finally:
-        stop_local_service()
+        stop_local_service(settings)
         shutil.rmtree(Path(settings.data_dir), ignore_errors=True)
     body = table(["measure", "figure", "detail", "target"], rows)
     notes = [f"the pool at the end: size {pool['size']} (floor {pool['floor']}, budget "

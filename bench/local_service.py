@@ -39,9 +39,14 @@ def start_local_service(name: str, admin_token: str, performance_env: bool = Tru
     return settings, f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {admin_token}"}
 
 
-def stop_local_service() -> None:
+def stop_local_service(settings=None) -> None:
+    """Serve and Ray down; with the run's `settings`, its replication daemon too (it runs in a
+    session of its own, so that it outlives actors, and would outlive the benchmark)."""
     import ray
     from ray import serve
 
     serve.shutdown()
     ray.shutdown()
+    if settings is not None:
+        from minisphere.durability.replication import LitestreamDaemon
+        LitestreamDaemon(settings.replication.daemon_dir).stop()

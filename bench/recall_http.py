@@ -181,11 +181,11 @@ def section(path: str, bound: bool = True) -> tuple[str, list[str]]:
     """Start the service, load and time, stop it: (markdown, notes)."""
     from .local_service import start_local_service, stop_local_service
     data = locomo.load(path)
-    _, url, admin = start_local_service("recall-http", ADMIN_TOKEN)
+    settings, url, admin = start_local_service("recall-http", ADMIN_TOKEN)
     try:
         measured = measure(url, admin, data, bound)
     finally:
-        stop_local_service()
+        stop_local_service(settings)
     body, verdicts = report(measured)
     notes = verdicts + [
         f"{data.name}: {len(data.conversations)} conversations, one workspace per conversation "
