@@ -95,10 +95,14 @@ def test_the_node_sweep_removes_a_deleted_workspaces_copy_left_on_a_node(tmp_pat
         folder.rename(left)
         await parts.workspaces.delete("gone")
         left.rename(folder)                                 # the worker's folder is there
-        return await parts.workspaces.sweep_nodes(), folder
+        swept = await parts.workspaces.sweep_nodes()
+        if parts.workspaces._sweep is not None:            # the delete's own, in the background
+            await parts.workspaces._sweep
+        return swept, folder
 
     swept, folder = asyncio.run(drive())
-    assert list(swept.values()) == [["gone"]]
+    # this sweep removed it, or the delete's own background sweep got there first
+    assert list(swept.values()) in ([["gone"]], [[]])
     assert not folder.exists()
 
 
