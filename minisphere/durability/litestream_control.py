@@ -88,14 +88,15 @@ class ReplicaControl:
                 self._idle.append(connection)
         return answer.status, data
 
-    def _get(self, path: str, timeout_s: float = CONTROL_TIMEOUT_S) -> dict:
-        status, data = self._request("GET", path, None, timeout_s)
-        if status != 200:
-            raise ReplicationUnconfirmed(f"litestream {path}: {status} {data[:200]!r}")
-        return json.loads(data or b"{}")
+    def _get(self, path: str) -> dict:
+        return self._answer("GET", path, None, CONTROL_TIMEOUT_S)
 
     def _post(self, path: str, body: dict, timeout_s: float = CONTROL_TIMEOUT_S) -> dict:
-        status, data = self._request("POST", path, body, timeout_s)
+        return self._answer("POST", path, body, timeout_s)
+
+    def _answer(self, verb: str, path: str, body: dict | None, timeout_s: float) -> dict:
+        """The daemon's JSON answer; ReplicationUnconfirmed with its words unless 200."""
+        status, data = self._request(verb, path, body, timeout_s)
         if status != 200:
             raise ReplicationUnconfirmed(f"litestream {path}: {status} "
                                          f"{data[:200].decode(errors='replace')}")
