@@ -2,7 +2,7 @@
 stage by stage (part of `bench_retrieval --conversations ... --cost`).
 
 Both calls take the path a read takes in the service, in process: the call parsed, the
-binding's prepare step (the query embedded, for a bound recall), the handler run on a read
+binding's prepare step (a bound recall's query embedding started), the handler run on a read
 connection; the answer is what is timed, not the recall-count follow-up write (the service
 queues it behind the answer). getCount is the floor: a parsed call that reads one number, so
 recall / getCount is what recall costs on top of any call. The issue's targets are over HTTP,
@@ -33,8 +33,8 @@ NOTE = ("Both calls run as the service's read pool runs a read, in process: pars
         "and not the same quantity: compare recall's own milliseconds with that overhead.")
 COST_PASSES = 2        # each question timed this many times per method, methods interleaved
 COST_WARMUP = 20       # questions run untimed first (caches, the stemmer's lru)
-STAGES = ["rewriteMs", "keywordMs", "graphMs", "vectorMs", "fusionMs", "feedbackMs", "rerankMs",
-          "hydrateMs"]
+STAGES = ["rewriteMs", "keywordMs", "graphMs", "embedWaitMs", "vectorMs", "fusionMs", "feedbackMs",
+          "rerankMs", "hydrateMs"]
 
 
 class FreshQueries:
@@ -123,6 +123,6 @@ def report_rows(measured: dict, embed_ms: list[float]) -> tuple[list[list], list
             cells += [p50(values) if values else 0.0, sum(values) / calls]
         stage_rows.append([stage.removesuffix("Ms"), *cells])
     if embed_ms:
-        stage_rows.append(["query embedding (before the handler)", 0.0, 0.0, p50(embed_ms),
+        stage_rows.append(["query embedding (beside the lexical stages: not summed)", 0.0, 0.0, p50(embed_ms),
                            sum(embed_ms) / len(embed_ms)])
     return rows, stage_rows

@@ -45,3 +45,45 @@ def test_vectors_embedder_actor_is_shared_and_batches(ray_session, tmp_path, clo
             assert top["id"] == entry and top["breakdown"]["vector"]["rank"] == 1
     finally:
         ray.kill(first, no_restart=True)
+
+
+def test_a_recall_sends_its_query_to_the_embedder_actor_and_gets_the_vector_back(
+        ray_session, tmp_path, clock):
+    spec = {"provider": "hash", "dim": 384, "model": f"t{uuid.uuid4().hex[:6]}"}
+    handle = get_or_create_embedder(spec, num_cpus=0)
+    try:
+        remote = RemoteEmbedder(handle)
+        with Workspace(tmp_path / "q.db", clock=clock, embedder=remote) as ws:
+            entry = ws.capture("the query vector crossed the actor boundary")["id"]
+            calls = ray.get(handle.info.remote())["calls"]
+            result = ws.recall("query vector boundary")
+            assert ray.get(handle.info.remote())["calls"] == calls + 1   # the query, once
+            top = result["items"][0]
+            assert top["id"] == entry and top["breakdown"]["vector"]["rank"] == 1
+            assert result["timings"]["queryEmbedMs"] > 0
+    finally:
+        ray.kill(handle, no_restart=True)
+
+
+def test_an_embedder_actor_whose_model_fails_leaves_the_recall_lexical_with_the_reason(
+        ray_session, tmp_path, clock, monkeypatch):
+    """The actor's error crosses the Future a recall waits on: the recall answers from its
+    lexical arms and says why the vector arm is off. (No back-off here, so the recall asks the
+    embedder itself instead of repeating the capture's failure.)"""
+    from minisphere.engine.vectors import binding
+    monkeypatch.setattr(binding, "FAILURE_BACKOFF_S", 0.0)
+    spec = {"provider": "http", "url": "http://127.0.0.1:9/v1", "dim": 16,
+            "model": f"down-{uuid.uuid4().hex[:6]}", "timeout_s": 2}
+    handle = get_or_create_embedder(spec, num_cpus=0)
+    try:
+        with Workspace(tmp_path / "f.db", clock=clock, embedder=RemoteEmbedder(handle)) as ws:
+            entry = ws.capture("written while the embedding service is down")["id"]
+            calls = ray.get(handle.info.remote())["calls"]
+            result = ws.recall("embedding service down")
+            assert ray.get(handle.info.remote())["calls"] == calls + 1
+            assert [item["id"] for item in result["items"]] == [entry]
+            state = result["queryUsed"]["vector"]
+            assert state["arm"] == "off" and "failed" in state["reason"]
+            assert "vector" not in result["items"][0]["breakdown"]
+    finally:
+        ray.kill(handle, no_restart=True)

@@ -170,7 +170,11 @@ def _rewrite(conn, args: RecallArgs, now_ms: int, frequencies: dict[str, int]):
 
 def _gather_arms(conn, args: RecallArgs, now_ms: int, vector_arm, timer: _Timer):
     """The query rewritten and every arm run: (arms, prefilter, terms, dropped words, the
-    rewritten text, the time bounds, whether the bounds were relaxed)."""
+    rewritten text, the time bounds, whether the bounds were relaxed, the vector arm that ran).
+
+    The vector arm is resolved last, after the lexical arms: a bound recall's query embedding
+    started before this recall and runs beside rewrite, keyword and graph, so only what is left
+    of it is waited for here (booked as `embedWaitMs`, not as the KNN's `vectorMs`)."""
     frequencies: dict[str, int] = {}      # document counts of the query words (distill's)
     text, bounds, terms, dropped = _rewrite(conn, args, now_ms, frequencies)
     prefilter = Prefilter.build(args.kind, args.tag, bounds, now_ms)
@@ -192,12 +196,15 @@ def _gather_arms(conn, args: RecallArgs, now_ms: int, vector_arm, timer: _Timer)
             arms["graph"] = graph_arm(conn, keyword, args.hops, prefilter)
         timer.lap("graphMs")
         if vector_arm is not None:  # optional binding: KNN over sqlite-vec (engine/vectors)
-            arms["vector"] = vector_arm.hits(conn, prefilter)
+            with timer.part("embedWaitMs"):
+                vector_arm = vector_arm.resolve()     # None: the embedding failed
+            if vector_arm is not None:
+                arms["vector"] = vector_arm.hits(conn, prefilter)
             timer.lap("vectorMs")
     elif bounds.active or prefilter.tag is not None:
         arms["recency"] = recency_arm(conn, prefilter)
         timer.lap("recencyMs")
-    return arms, prefilter, terms, dropped, text, bounds, relaxed
+    return arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm
 
 
 def _recall_item(entry: dict, fused: dict, arms: dict, row, final: float, mmr_detail,
@@ -224,9 +231,10 @@ def _recall_item(entry: dict, fused: dict, arms: dict, row, final: float, mmr_de
 
 def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     """vector_arm: the optional vector binding's arm (vectors.arm.VectorArm: `hits(conn,
-    prefilter)` and `refine(conn, prefilter, head ids)`)."""
+    prefilter)` and `refine(conn, prefilter, head ids)`), or a DeferredVectorArm whose query
+    vector is still being embedded; either's `resolve()` gives the arm (None: no vector arm)."""
     timer = _Timer()
-    arms, prefilter, terms, dropped, text, bounds, relaxed = _gather_arms(
+    arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm = _gather_arms(
         conn, args, now_ms, vector_arm, timer)
     if "vector" in arms:
         def refine(head: list[str]) -> list[Hit]:

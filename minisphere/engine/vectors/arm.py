@@ -11,8 +11,14 @@ of feedback for the hybrid fusion (engine/retrieval/fusion.py): the query vector
 the mean stored vector of the first fused page (Rocchio), then the KNN again. Only the head's
 vectors are read back (a handful of rowid lookups: vec0 reads a stored vector at a per-row cost
 of a chunk lookup, so re-reading a hundred candidates would cost more than a second KNN).
+
+`DeferredVectorArm` is what a bound recall gets while its query is still being embedded: the
+embedding starts before the recall's lexical stages and runs beside them (in the embedder's
+process, or on a thread), and `resolve()` waits for it only where the vector arm runs.
 """
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -52,6 +58,10 @@ class VectorArm:
     def __init__(self, query_vector: np.ndarray):
         self.query = np.asarray(query_vector, dtype=np.float32)
 
+    def resolve(self) -> VectorArm:
+        """The arm itself: its query vector is already there."""
+        return self
+
     def hits(self, conn, prefilter: Prefilter, vector: np.ndarray | None = None) -> list[Hit]:
         return _knn_hits(conn, self.query if vector is None else vector, prefilter)
 
@@ -65,6 +75,19 @@ class VectorArm:
         if norm == 0.0:
             return []
         return self.hits(conn, prefilter, (moved / norm).astype(np.float32))
+
+
+class DeferredVectorArm:
+    """A vector arm whose query vector is still on its way. `wait()` blocks until the vector is
+    there and returns it, or None when embedding failed (the recall then goes on without the
+    vector arm, as an unbound one would)."""
+
+    def __init__(self, wait: Callable[[], np.ndarray | None]):
+        self._wait = wait
+
+    def resolve(self) -> VectorArm | None:
+        vector = self._wait()
+        return VectorArm(vector) if vector is not None else None
 
 
 def _knn_hits(conn, query_vector: np.ndarray, prefilter: Prefilter) -> list[Hit]:

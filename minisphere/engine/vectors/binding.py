@@ -1,10 +1,17 @@
 """VectorBinding: the workspace hooks (`engine/hooks.py`) of a file with a vector binding.
 
 Embedding never runs inside a write transaction. `prepare` embeds, before the transaction
-opens, the text each hooked call needs — capture/update: the new content; append: the current
-content plus the addition; recall: the query as given (its time phrases also bound the KNN) —
-with ONE provider call for a whole group-commit batch. `handler` then returns the
-in-transaction step, which only does SQLite work (KNN, insert).
+opens, the text each hooked write needs — capture/update: the new content; append: the current
+content plus the addition — with ONE provider call for a whole group-commit batch. `handler`
+then returns the in-transaction step, which only does SQLite work (KNN, insert).
+
+A recall's query (as given: its time phrases also bound the KNN) is only *started* in
+`prepare`: the provider's `submit` when it has one (the shared embedder actor: the forward pass
+runs in that process), else a thread here. The recall runs its lexical stages meanwhile and
+waits for the vector where the vector arm needs it; waiting for the query vector first would
+add the whole embedding to every bound recall, where now only what outlasts the lexical stages
+is added. The wait shows in the answer's timings as `embedWaitMs`, and the embedding's own
+latency (started to vector in hand) as `queryEmbedMs`.
 
 If a vector cannot be written with its entry (no provider attached, the provider failed, or
 the content changed between embedding and commit), the entry simply has no vector yet:
@@ -21,6 +28,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -28,7 +36,7 @@ import numpy as np
 from minisphere.engine import db
 from minisphere.engine.hooks import WorkspaceHooks
 from minisphere.engine.vectors import semantic, table
-from minisphere.engine.vectors.arm import VectorArm
+from minisphere.engine.vectors.arm import DeferredVectorArm
 from minisphere.errors import InvalidArgument
 
 log = logging.getLogger("minisphere.vectors")
@@ -37,7 +45,66 @@ BACKFILL_BATCH_SIZE = 64          # entries embedded per backfill step (one shor
 EMBED_CACHE_MAX = 2048            # texts whose vectors are kept (a retried write re-uses them)
 FAILURE_BACKOFF_S = 30.0          # after a provider failure, writes skip embedding this long
 HOOKED = frozenset({"capture", "update", "append", "recall"})
+QUERY_THREADS = 2                 # threads embedding recall queries for providers in this process
 Progress = Callable[[int, int], None]
+
+_query_pool: ThreadPoolExecutor | None = None
+_query_pool_lock = threading.Lock()
+
+
+def _query_threads() -> ThreadPoolExecutor:
+    """Where a provider without `submit` embeds a recall's query beside the recall (made on
+    first use: a process that only talks to a remote embedder never starts these threads)."""
+    global _query_pool
+    with _query_pool_lock:
+        if _query_pool is None:
+            _query_pool = ThreadPoolExecutor(QUERY_THREADS, thread_name_prefix="query-embed")
+        return _query_pool
+
+
+class QueryVector:
+    """A recall's query vector: already known (cached, or none to be had), or being embedded
+    since `started`. `wait()` gives the vector, or None when it cannot be had; a failure is
+    recorded on the binding as a failed write embedding is (its reason, and the back-off)."""
+
+    def __init__(self, binding: VectorBinding, text: str, vector: np.ndarray | None = None,
+                 future=None):
+        self.binding, self.text = binding, text
+        self.vector = vector
+        self._future = future
+        self.started = time.perf_counter()
+        self.embed_ms: float | None = None     # started -> vector in hand, when one was embedded
+        self._done_at: float | None = None
+        if future is not None:
+            future.add_done_callback(self._finished)
+
+    @property
+    def may_come(self) -> bool:
+        """Whether there is or may be a vector (not: no provider, or backing off uncached)."""
+        return self.vector is not None or self._future is not None
+
+    def _finished(self, _future) -> None:
+        self._done_at = time.perf_counter()
+
+    def wait(self) -> np.ndarray | None:
+        future, self._future = self._future, None
+        if future is None:
+            return self.vector
+        binding = self.binding
+        try:
+            matrix = np.asarray(future.result(timeout=getattr(binding.provider, "timeout_s", None)),
+                                dtype=np.float32)
+            if matrix.shape != (1, binding.binding["dim"]):
+                raise ValueError(f"provider returned shape {matrix.shape}")
+        except Exception as exc:  # noqa: BLE001 - a recall goes on without the vector arm
+            binding._failed(exc, "recall goes on without the vector arm")
+            return None
+        finally:
+            done_at = self._done_at if self._done_at is not None else time.perf_counter()
+            self.embed_ms = round((done_at - self.started) * 1000, 3)
+        self.vector = matrix[0]
+        binding._remember([self.text], matrix)
+        return self.vector
 
 
 def attach(storage, provider=None, settings: semantic.SemanticSettings | None = None
@@ -108,18 +175,40 @@ class VectorBinding(WorkspaceHooks):
                 if matrix.shape != (len(todo), self.binding["dim"]):
                     raise ValueError(f"provider returned shape {matrix.shape}")
             except Exception as exc:  # noqa: BLE001 - a write must not fail because of the model
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                self._failed_at = time.monotonic()
-                log.warning("embedding failed, entries stay pending: %s", self.last_error)
+                self._failed(exc, "entries stay pending")
                 with self._cache_lock:
                     return [self._cache.get(t) for t in texts]
-            with self._cache_lock:
-                for text, vector in zip(todo, matrix):
-                    self._cache[text] = vector
-                while len(self._cache) > EMBED_CACHE_MAX:
-                    self._cache.popitem(last=False)
+            self._remember(todo, matrix)
         with self._cache_lock:
             return [self._cache.get(t) for t in texts]
+
+    def start_query(self, text: str) -> QueryVector:
+        """A recall's query vector, started now and waited for only where the recall needs it."""
+        with self._cache_lock:
+            cached = self._cache.get(text)
+        if (self.provider is None or cached is not None
+                or time.monotonic() - self._failed_at < FAILURE_BACKOFF_S):
+            return QueryVector(self, text, cached)
+        submit = getattr(self.provider, "submit", None)
+        try:
+            future = (submit([text]) if submit is not None
+                      else _query_threads().submit(self.provider.embed, [text]))
+        except Exception as exc:  # noqa: BLE001 - the embedder cannot even be asked
+            self._failed(exc, "recall goes on without the vector arm")
+            return QueryVector(self, text)
+        return QueryVector(self, text, future=future)
+
+    def _failed(self, exc: BaseException, consequence: str) -> None:
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        self._failed_at = time.monotonic()
+        log.warning("embedding failed, %s: %s", consequence, self.last_error)
+
+    def _remember(self, texts: list[str], matrix: np.ndarray) -> None:
+        with self._cache_lock:
+            for text, vector in zip(texts, matrix):
+                self._cache[text] = vector
+            while len(self._cache) > EMBED_CACHE_MAX:
+                self._cache.popitem(last=False)
 
     @staticmethod
     def text_for(method_name: str, args, conn) -> str | None:
@@ -135,12 +224,15 @@ class VectorBinding(WorkspaceHooks):
 
     # ---- hooks -------------------------------------------------------------------------------------
     def prepare(self, calls: list[tuple[str, Any]], conn) -> list[tuple[str | None, Any]]:
-        """(text, vector) per (method name, parsed args), all texts embedded in one call."""
+        """(text, vector) per (method name, parsed args), all the writes' texts embedded in one
+        call; a recall's vector is a QueryVector, started here and waited for by the recall."""
         texts = [self.text_for(name, args, conn) if name in HOOKED else None
                  for name, args in calls]
-        wanted = [t for t in texts if t is not None]
+        wanted = [t for (name, _), t in zip(calls, texts) if t is not None and name != "recall"]
         vectors = dict(zip(wanted, self.embed(wanted)))
-        return [(t, vectors.get(t) if t is not None else None) for t in texts]
+        return [(t, self.start_query(t) if name == "recall" and t is not None
+                 else vectors.get(t) if t is not None else None)
+                for (name, _), t in zip(calls, texts)]
 
     def prepare_connection(self, conn) -> None:
         table.ensure_extension(conn)
@@ -151,10 +243,16 @@ class VectorBinding(WorkspaceHooks):
         if name == "recall":
             from minisphere.engine.retrieval.recall import recall
 
+            query = vector if isinstance(vector, QueryVector) else QueryVector(self, text, vector)
+
             def run_recall(conn, args, now_ms):
-                arm = VectorArm(vector) if vector is not None else None
+                arm = DeferredVectorArm(query.wait) if query.may_come else None
                 result = recall(conn, args, now_ms, vector_arm=arm)
-                result["queryUsed"]["vector"] = self._arm_state(vector)
+                # a recall that never reached the vector arm (no search terms) still says
+                # whether the arm would have been on
+                result["queryUsed"]["vector"] = self._arm_state(query.wait())
+                if query.embed_ms is not None:
+                    result["timings"]["queryEmbedMs"] = query.embed_ms
                 return result
             return run_recall
         if name == "capture":
