@@ -8,7 +8,8 @@ the kinds in turn within every round (this machine's load drifts; taking turns s
 - bare: a Ray actor with one method, started with the options the directory gives a spare
   (named, detached, num_cpus=0, max_restarts=-1);
 - spare: a `WorkspaceActor` with no workspace, started through `RayActors.start` (the
-  directory's own doorway), from an actor with no runtime_env, as under `minisphere serve`;
+  directory's own doorway), from an actor with no runtime_env, as under `minisphere serve`,
+  with the bytecode the launcher writes before Ray starts;
 - spare under env_vars: the same, started from an actor whose runtime_env sets env_vars. Ray
   hands a parent's runtime_env down to every actor it starts (an empty one given to the child
   changes nothing), so this is what the directory's spares get when the Serve app has a
@@ -132,6 +133,9 @@ def main(argv=None) -> int:
     parser.add_argument("--starts", type=int, default=16, help="actors started at once")
     args = parser.parse_args(argv)
     import ray
+
+    from serve_app import compile_worker_code
+    compile_worker_code()             # as the launcher does before Ray starts
     ray.init(num_cpus=2, include_dashboard=False, namespace=NAMESPACE,
              logging_level="WARNING", log_to_driver=False)
     try:

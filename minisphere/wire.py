@@ -27,7 +27,7 @@ CaptureOutcome = Literal["stored", "blocked", "merged", "replaced"]
 
 class WireModel(BaseModel):
     """camelCase on the wire, snake_case in Python; both names are accepted."""
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
 
 class Entry(WireModel):

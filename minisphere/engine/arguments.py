@@ -68,7 +68,7 @@ PassLimit = integer(1, 100_000)
 
 class Args(BaseModel):
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True,
-                              frozen=True)
+                              frozen=True, defer_build=True)
 
 
 class NoArgs(Args):
