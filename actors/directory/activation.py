@@ -185,28 +185,34 @@ class Activator:
 
     async def _bind_reserved(self, workspace_id: str) -> Resident:
         handle, name, source, placed, why = self._actor_for(self.control.get(workspace_id))
-        launch = self.launch(workspace_id)
-        self.control.set_actor(workspace_id, name)      # before binding: a crash finds it
-        bind_started = time.perf_counter()
-        grants = tuple(self.control.grants(workspace_id))
         resident = Resident(handle, name, placement=why)
         try:
-            answer = await self._bound(workspace_id, resident, placed, launch, grants)
-        except NoWorkspaceSlots:
+            return await self._bind_actor(workspace_id, resident, source, placed)
+        except BaseException:
+            # Whatever went wrong once the process was taken or started (a named error, the
+            # bind's timeout, a Ray or control-plane error, a cancellation), it is killed: a
+            # detached actor nobody names would live on, unbound or half-bound, holding a
+            # slot and a process that no hibernation or sweep would ever reach.
             self._abandon(workspace_id, resident)
             raise
-        except (TimeoutError, ActorGone) as exc:
-            self._abandon(workspace_id, resident)
-            raise MiniSphereError(f"workspace {workspace_id} could not be opened: "
-                                  f"{exc.__class__.__name__}") from None
         finally:
             self.placement.release(placed)
+
+    async def _bind_actor(self, workspace_id: str, resident: Resident, source: str,
+                          placed: Placement | None) -> Resident:
+        launch = self.launch(workspace_id)
+        self.control.set_actor(workspace_id, resident.actor_name)   # before binding: a crash
+        bind_started = time.perf_counter()                          # finds it
+        grants = tuple(self.control.grants(workspace_id))
+        try:
+            answer = await self._bound(workspace_id, resident, placed, launch, grants)
+        except (TimeoutError, ActorGone) as exc:
+            raise MiniSphereError(f"workspace {workspace_id} could not be opened: "
+                                  f"{exc.__class__.__name__}") from None
         if not answer["ok"]:
-            self._abandon(workspace_id, resident)       # it may hold part of that workspace
-            raise answer["error"]
+            raise answer["error"]          # the actor may hold part of that workspace
         if not self._still_the_same_workspace(workspace_id, launch):
-            self._abandon(workspace_id, resident)       # deleted (or re-created) meanwhile
-            raise NotFound(f"no workspace {workspace_id}")
+            raise NotFound(f"no workspace {workspace_id}")   # deleted (or re-created) meanwhile
         if tuple(self.control.grants(workspace_id)) != grants:   # changed while binding
             await self.runtime.call(resident.handle, "set_tokens",
                                     tuple(self.control.grants(workspace_id)))
@@ -216,10 +222,10 @@ class Activator:
         resident.wake = {"actor": source,
                          "bindMs": round((time.perf_counter() - bind_started) * 1e3, 3),
                          "openMs": answer["result"].get("openMs")}
-        self.wakes[source] += 1
-        self.residents.add(workspace_id, resident)
         self.control.set_state(workspace_id, "active")
         self.control.touch(workspace_id, node)
+        self.wakes[source] += 1
+        self.residents.add(workspace_id, resident)      # last: from here on it is resident
         return resident
 
     def _still_the_same_workspace(self, workspace_id: str, launch: WorkspaceLaunch) -> bool:

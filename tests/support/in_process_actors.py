@@ -71,6 +71,9 @@ class InProcessActors:
     def __init__(self, node_resources: dict | None = None):
         self.node_resources = dict(node_resources or {})
         self.bind_gate: asyncio.Event | None = None    # set by a test: binds wait for it
+        # set by a test: the next bind call fails with it, as a Ray call can for reasons of
+        # Ray's own (a system error, an unreachable raylet) that are not the actor dying
+        self.bind_failure: BaseException | None = None
         self.live: dict[str, InProcessWorkspaceActor] = {}
         self.started = 0
         # as in Ray, a killed actor's slot shows free in the resource view only a little later
@@ -84,12 +87,17 @@ class InProcessActors:
         actor = self.live[name] = InProcessWorkspaceActor(name, startable, self.bind_gate)
         return actor
 
-    @staticmethod
-    async def call(actor, method: str, *args, timeout_s: float | None = None):
+    async def call(self, actor, method: str, *args, timeout_s: float | None = None):
+        failure = None
+        if method == "bind":
+            failure, self.bind_failure = self.bind_failure, None
+
         async def run():
             await actor.started.wait()
             if actor.killed:
                 raise ActorGone("killed")
+            if failure is not None:
+                raise failure
             return await getattr(actor, method)(*args)
         if actor.killed:
             raise ActorGone("killed")
