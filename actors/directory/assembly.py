@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from actors.directory.activation import Activator, SpareStarter
 from actors.directory.grants import TokenGrants
-from actors.directory.hibernation import Hibernation
+from actors.directory.hibernation import HIBERNATING_OVER_CAP_PER_CPU, Hibernation
 from actors.directory.placement import NodePlacement
 from actors.directory.residents import ResidentTable
 from actors.directory.spares import STARTS_AT_ONCE_PER_CPU, Demand, SparePool
@@ -62,7 +62,8 @@ def assemble(settings: Settings, control, runtime, admin_token_hash: str, *,
     hibernation = Hibernation(
         control, runtime, residents,
         limits.max_resident or derived_resident_cap(cluster_memory_bytes, cluster_cpus),
-        limits.hibernate_idle_s)
+        limits.hibernate_idle_s,
+        hibernating_over_cap=max(1, int(cluster_cpus * HIBERNATING_OVER_CAP_PER_CPU)))
     workspaces = WorkspaceLifecycle(
         settings, control, open_snapshot_store(settings.snapshots), residents, runtime,
         born_with(verified_contracts()), load_default_blueprint(settings.blueprint_path))

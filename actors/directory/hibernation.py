@@ -20,15 +20,22 @@ HIBERNATE_TIMEOUT_S = 60.0         # a workspace actor's drain + snapshot + clos
 SWEEP_MAX_PER_ROUND = 16           # idle workspaces hibernated per sweep round, at most
 CLEAN_EXITS_KEPT = 10_000          # actor ids remembered as cleanly hibernated
 ROOM_WAIT_S = 0.01                 # re-check pause while other activations fill the cap
+# How many evicted actors may still be hibernating (draining, snapshotting, closing) while the
+# wakes that evicted them go ahead: a wake under the cap then waits for no one's snapshot, at
+# the price of this many processes above the cap for the length of a hibernation. Per CPU of
+# the cluster (at least one).
+HIBERNATING_OVER_CAP_PER_CPU = 1.0
 
 
 class Hibernation:
-    def __init__(self, control, runtime, residents, max_resident: int, idle_s: float):
+    def __init__(self, control, runtime, residents, max_resident: int, idle_s: float,
+                 hibernating_over_cap: int = 1):
         self.control = control
         self.runtime = runtime
         self.residents = residents
         self.max_resident = int(max_resident)
         self.idle_s = float(idle_s)
+        self.hibernating_over_cap = max(0, int(hibernating_over_cap))
         self._clean_exits: OrderedDict[str, None] = OrderedDict()   # actor ids, bounded
         # hibernations begun since the directory started, by reason (idle, lru, manual, ...):
         # many `lru` per wake is the cap thrashing
@@ -105,20 +112,35 @@ class Hibernation:
     # ---- the cap -----------------------------------------------------------------------------------------
     def _over_cap(self) -> int:
         """How many actors the incoming one would put above the cap, counting those with a
-        reserved slot being bound and those still hibernating (all hold a process)."""
-        return (len(self.residents) + len(self.residents.hibernations)
-                + len(self.residents.reserved) + 1 - self.max_resident)
+        reserved slot being bound and those still hibernating beyond the allowance (all hold
+        a process)."""
+        hibernating = max(0, len(self.residents.hibernations) - self.hibernating_over_cap)
+        return (len(self.residents) + hibernating + len(self.residents.reserved) + 1
+                - self.max_resident)
+
+    def _evict(self, victim: str) -> None:
+        """Hibernate `victim` for room, as a task of its own."""
+        def ended(task: asyncio.Task) -> None:
+            if not task.cancelled() and task.exception() is not None:
+                log.warning("evicting %s for room failed: %r", victim, task.exception())
+        asyncio.ensure_future(self.hibernate(victim, "lru")).add_done_callback(ended)
 
     async def make_room(self, incoming: str) -> None:
         """Hibernate least recently used residents until the incoming one fits the cap, then
-        reserve its slot (the activator releases it once it is bound or has failed)."""
+        reserve its slot (the activator releases it once it is bound or has failed). The
+        victims' hibernations run on their own; the incoming one waits for them only when more
+        than the allowance are still hibernating."""
         if self._over_cap() > 0:
             await self.residents.refresh()
         while (over := self._over_cap()) > 0:
             evictable = self.residents.evictable(incoming)
             victims = lru_victims(evictable, max(0, len(evictable) - over))
             if victims:
-                await asyncio.gather(*(self.hibernate(victim, "lru") for victim in victims))
+                # started, not awaited: each is in `hibernations` from now on, which the next
+                # look at the cap counts (a failure is logged and recorded by `hibernate`)
+                for victim in victims:
+                    self._evict(victim)
+                await asyncio.sleep(0)
             elif len(self.residents.hibernations):
                 await self.residents.hibernations.any_settled()
             else:          # the room is held by activations or by workspaces just bound

@@ -246,3 +246,36 @@ def test_a_bind_failing_with_an_unnamed_error_kills_the_actor_instead_of_leaving
     assert list(runtime.live) == [parts.residents.get(workspace_id).actor_name]
     assert runtime.live[parts.residents.get(workspace_id).actor_name] is woken
     assert [ws for ws, _ in control.bound_actors()] == [workspace_id]
+
+
+def test_a_wake_under_the_cap_does_not_wait_for_the_snapshot_of_the_workspace_it_evicts(
+        tmp_path, monkeypatch):
+    """On a busy node every wake evicts someone: waiting for the victim to drain, snapshot and
+    close put that hibernation on the wake's own path. The victim still counts against the cap
+    beyond the allowance (one per CPU here: two), so the cap cannot be outrun."""
+    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="1")
+
+    async def drive():
+        ids = [parts.workspaces.create(f"ws-{n}", None, None)["workspace"]["id"]
+               for n in range(4)]
+        gate = asyncio.Event()
+        woken = []
+        for workspace_id in ids:
+            for actor in list(runtime.live.values()):
+                actor.hibernate_gate = gate                  # every victim's snapshot hangs
+            try:
+                await asyncio.wait_for(parts.activator.activate(workspace_id), 2.0)
+                woken.append(workspace_id)
+            except TimeoutError:
+                break
+        held = len(parts.residents.hibernations)
+        gate.set()
+        await parts.residents.hibernations.any_settled()
+        last = await asyncio.wait_for(parts.activator.activate(ids[3]), 5.0)
+        return woken, held, last
+
+    woken, held, last = asyncio.run(drive())
+    assert woken == ["ws-0", "ws-1", "ws-2"]       # two evictions did not hold their wakes
+    assert held == 3                               # the third did: the cap held
+    assert last is parts.residents.get("ws-3").handle

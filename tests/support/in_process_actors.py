@@ -25,6 +25,7 @@ class InProcessWorkspaceActor:
     def __init__(self, name: str, startable: bool = True, bind_gate: asyncio.Event | None = None):
         self.name = name
         self.bind_gate = bind_gate          # a test holds binds here to race them
+        self.hibernate_gate: asyncio.Event | None = None   # ... and a hibernation here
         self.started = asyncio.Event()
         if startable:
             self.started.set()
@@ -64,6 +65,8 @@ class InProcessWorkspaceActor:
                 "inflight": self.inflight}
 
     async def hibernate(self) -> dict:
+        if self.hibernate_gate is not None:
+            await self.hibernate_gate.wait()
         return await asyncio.to_thread(self.host.hibernate)
 
 
