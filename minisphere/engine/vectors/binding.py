@@ -68,11 +68,11 @@ class QueryVector:
     recorded on the binding as a failed write embedding is (its reason, and the back-off)."""
 
     def __init__(self, binding: VectorBinding, text: str, vector: np.ndarray | None = None,
-                 future=None):
+                 future=None, started: float | None = None):
         self.binding, self.text = binding, text
         self.vector = vector
         self._future = future
-        self.started = time.perf_counter()
+        self.started = time.perf_counter() if started is None else started
         self.embed_ms: float | None = None     # started -> vector in hand, when one was embedded
         self._done_at: float | None = None
         if future is not None:
@@ -190,13 +190,14 @@ class VectorBinding(WorkspaceHooks):
                 or time.monotonic() - self._failed_at < FAILURE_BACKOFF_S):
             return QueryVector(self, text, cached)
         submit = getattr(self.provider, "submit", None)
+        started = time.perf_counter()        # sending the call is part of the embedding's cost
         try:
             future = (submit([text]) if submit is not None
                       else _query_threads().submit(self.provider.embed, [text]))
         except Exception as exc:  # noqa: BLE001 - the embedder cannot even be asked
             self._failed(exc, "recall goes on without the vector arm")
             return QueryVector(self, text)
-        return QueryVector(self, text, future=future)
+        return QueryVector(self, text, future=future, started=started)
 
     def _failed(self, exc: BaseException, consequence: str) -> None:
         self.last_error = f"{type(exc).__name__}: {exc}"
