@@ -7,6 +7,7 @@ workspaces resident now, never by every workspace it has woken."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -279,3 +280,32 @@ def test_a_wake_under_the_cap_does_not_wait_for_the_snapshot_of_the_workspace_it
     assert woken == ["ws-0", "ws-1", "ws-2"]       # two evictions did not hold their wakes
     assert held == 3                               # the third did: the cap held
     assert last is parts.residents.get("ws-3").handle
+
+
+def test_a_workspace_whose_wake_took_long_is_not_the_first_evicted_once_bound(
+        tmp_path, monkeypatch):
+    """Ranked by when its bind began, a slow wake made the workspace the least recently used
+    the moment it was bound: evicted before the call that asked for it got there, then woken
+    again by that call, on and on under load."""
+    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
+    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="2")
+
+    async def drive():
+        used, slow, incoming = (parts.workspaces.create(name, None, None)["workspace"]["id"]
+                                for name in ("used", "slow", "incoming"))
+        used_actor = await parts.activator.activate(used)
+        runtime.bind_gate = gate = asyncio.Event()
+        waking = asyncio.ensure_future(parts.activator.activate(slow))
+        while len(runtime.live) < 2:                 # the slow one's actor has started
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        used_actor.last_call_at = time.time()      # called while the other wake is slow
+        await asyncio.sleep(0.05)
+        gate.set()
+        await waking
+        runtime.bind_gate = None
+        await parts.activator.activate(incoming)
+        return set(parts.residents.ids())
+
+    assert asyncio.run(drive()) == {"slow", "incoming"}
