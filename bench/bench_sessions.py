@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import shutil
 import time
@@ -26,6 +27,7 @@ import httpx
 
 from .bench_serverless import create_workspaces
 from .common import machine_note, p50, percentile, publish_report, table
+from .cpu_ledger import CpuLedger
 from .local_service import start_local_service, stop_local_service
 
 ADMIN_TOKEN = "bench-sessions-admin-0123456789abcdef"
@@ -37,6 +39,8 @@ READ_SHARE = 0.7
 P99_TARGET_MS = 1000.0
 CALL_TIMEOUT_S = 30.0            # a call slower than this counts as an error (and ends it)
 SPARE_SHARE_TARGET = 0.9
+SETTLE_TIMEOUT_S = 60.0          # after the run, waiting for wakes and hibernations to end
+SETTLE_S = 3.0
 
 
 class Sessions:
@@ -88,6 +92,39 @@ class Sessions:
         await asyncio.gather(*tasks)
 
 
+def live_workspace_actors(ray) -> int:
+    """Workspace actor processes Ray reports alive or starting: each one the directory does not
+    account for is a leak (a process and a workspace slot that nothing will ever free)."""
+    return sum(1 for actor in ray._private.state.actors().values()    # noqa: SLF001
+               if actor.get("ActorClassName") == "WorkspaceActor" and actor["State"] != "DEAD")
+
+
+def settled_status(ray, directory) -> dict:
+    """The directory's residency once no wake or hibernation is in flight (at most
+    SETTLE_TIMEOUT_S): an actor being killed is still alive for Ray a moment longer."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while True:
+        status = ray.get(directory.residency_status.remote(), timeout=60)
+        state = status["state"]
+        if (not state["activations"] and not state["hibernations"]
+                and not status["spares"]["starting"]) or time.monotonic() > deadline:
+            time.sleep(SETTLE_S)                  # Ray's view of the last kills catches up
+            return ray.get(directory.residency_status.remote(), timeout=60)
+        time.sleep(0.5)
+
+
+def cpu_rows(ledger: CpuLedger, seconds: float, sessions: int) -> list[list]:
+    """Where the CPU went over the arrivals window, by kind of process."""
+    spent = ledger.by_kind()
+    capacity = (os.cpu_count() or 1) * seconds
+    rows = [[kind, f"{cpu:.0f} CPU-s", f"{cpu / max(1, sessions):.2f} CPU-s per session",
+             f"{cpu / capacity:.0%} of the machine"] for kind, cpu in spent.items() if cpu >= 0.5]
+    total = sum(spent.values())
+    rows.append(["all", f"{total:.0f} CPU-s", f"{total / max(1, sessions):.2f} CPU-s per session",
+                 f"{total / capacity:.0%} of {os.cpu_count()} CPUs over {seconds:.0f} s"])
+    return rows
+
+
 def run(url: str, admin: dict, directory, args) -> tuple[list, list]:
     import ray
     with httpx.Client(base_url=url, timeout=300) as http:
@@ -102,10 +139,14 @@ def run(url: str, admin: dict, directory, args) -> tuple[list, list]:
             await sessions.arrivals(args.arrivals_s, args.rate)
             return sessions
     print(f"sessions arriving for {args.arrivals_s:.0f} s ...", flush=True)
+    ledger = CpuLedger()
+    ledger.start()
     began = time.monotonic()
     sessions = asyncio.run(drive())
     took = time.monotonic() - began
-    after = ray.get(directory.residency_status.remote(), timeout=60)
+    ledger.stop()
+    after = settled_status(ray, directory)
+    processes = live_workspace_actors(ray)
     lru = after["hibernations"].get("lru", 0) - before["hibernations"].get("lru", 0)
     spare = after["wakes"]["spare"] - before["wakes"]["spare"]
     new = after["wakes"]["new"] - before["wakes"]["new"]
@@ -125,11 +166,16 @@ def run(url: str, admin: dict, directory, args) -> tuple[list, list]:
          f"{new} waited for a new process; pool at the end: size {pool['size']}, ready "
          f"{pool['ready']}, peak {pool['peakWakesPerMinute']} wakes/min",
          f"≥ {SPARE_SHARE_TARGET:.0%}: {'met' if share >= SPARE_SHARE_TARGET else 'missed'}"]]
+    tracked = after["resident"] + pool["ready"] + pool["starting"] + after["state"]["activations"]
+    rows.append(["workspace actor processes at the end", f"{processes} alive",
+                 f"the directory accounts for {tracked} (resident, spares ready or starting, "
+                 f"activations); {max(0, processes - tracked)} more are nobody's",
+                 f"none unaccounted: {'met' if processes <= tracked else 'missed'}"])
     notes = [f"resident at the end {after['resident']} (cap {after['maxResident']}); idle "
              f"workspaces hibernate after {after['idleS']:g} s; {lru} hibernated to make room "
              f"under the cap ({lru / max(1, sessions.started):.2f} per session)",
              *(f"error: {error}" for error in sessions.errors[:5])]
-    return rows, notes
+    return rows, notes, cpu_rows(ledger, took, sessions.started)
 
 
 def main(argv=None) -> int:
@@ -143,11 +189,15 @@ def main(argv=None) -> int:
     settings, url, admin = start_local_service("bench-sessions", ADMIN_TOKEN)
     from actors.directory_actor import get_directory
     try:
-        rows, notes = run(url, admin, get_directory(settings), args)
+        rows, notes, cpu = run(url, admin, get_directory(settings), args)
     finally:
         stop_local_service(settings)
         shutil.rmtree(Path(settings.data_dir), ignore_errors=True)
-    body = table(["measure", "figure", "detail", "target"], rows)
+    body = "\n\n".join([
+        table(["measure", "figure", "detail", "target"], rows),
+        "Where the CPU went while sessions arrived and ran (every process on the machine, "
+        "sampled each second):",
+        table(["processes", "CPU", "per session", "share"], cpu)])
     return publish_report("sessions", body, [*notes, machine_note("; settings at their defaults")])
 
 
