@@ -3,6 +3,7 @@ workspace, then silence until it hibernates.
 
     python -m bench.bench_sessions                       # 500 workspaces, 300 s of arrivals
     python -m bench.bench_sessions --arrivals-s 60       # a quicker look
+    python -m bench.bench_sessions --rate 0.5            # half the arrivals (its own report)
 
 One local Ray + Serve, settings at their defaults (the pool follows demand, workspaces hibernate
 after MINISPHERE_HIBERNATE_IDLE_S of silence). Sessions arrive as a Poisson process (one per
@@ -198,7 +199,9 @@ def main(argv=None) -> int:
         "Where the CPU went while sessions arrived and ran (every process on the machine, "
         "sampled each second):",
         table(["processes", "CPU", "per session", "share"], cpu)])
-    return publish_report("sessions", body, [*notes, machine_note("; settings at their defaults")])
+    # another arrival rate is another workload: its report is kept beside the default one
+    name = "sessions" if args.rate == SESSIONS_PER_S else f"sessions-at-{args.rate:g}-per-s"
+    return publish_report(name, body, [*notes, machine_note("; settings at their defaults")])
 
 
 if __name__ == "__main__":

@@ -13,12 +13,13 @@ import threading
 from .bench_serverless import _read
 
 STARTING = "Ray workers not yet an actor"
+DAEMONS = "Ray daemons (raylet, GCS, agents, Serve controller)"
 KINDS = (("workspace actors (their start included)", ("ray::WorkspaceActor",)),
          (STARTING, ("ray::IDLE", "default_worker.py", "setup_worker.py")),
          ("Serve proxy", ("ray::ProxyActor",)),
          ("Serve ingress replicas", ("ray::ServeReplica",)),
          ("directory", ("ray::DirectoryActor",)),
-         ("Ray daemons (raylet, GCS, agents, Serve controller)",
+         (DAEMONS,
           ("raylet", "gcs_server", "dashboard", "ray::ServeController", "log_monitor",
            "runtime_env", "ray::DashboardAgent", "ray::RuntimeEnvAgent", "monitor.py")),
          ("replication daemon (Litestream)", ("litestream",)))
@@ -66,10 +67,12 @@ class CpuLedger(threading.Thread):
                 self._ended[known[0]] = (self._ended.get(known[0], 0.0) + known[1]
                                          - self._first.pop(pid, 0.0))
                 known = None
-            if known and known[0] != STARTING:
+            # read again each time: a worker forked by the raylet shows the raylet's command
+            # line first and takes its actor's name later; it counts with what it became. An
+            # exiting process shows none: it keeps the kind it had.
+            kind = kind_of(pid, _read(f"/proc/{entry}/cmdline").replace("\0", " "))
+            if known and (kind == OTHER or (kind == STARTING and known[0] != DAEMONS)):
                 kind = known[0]
-            else:    # a starting worker takes its actor's name once it has one: it counts there
-                kind = kind_of(pid, _read(f"/proc/{entry}/cmdline").replace("\0", " "))
             if first:
                 self._first[pid] = cpu
             self._last[pid] = (kind, cpu)
