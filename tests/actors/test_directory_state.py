@@ -39,6 +39,19 @@ def directory_parts(tmp_path, node_resources=None, **env):
     return parts, control, runtime
 
 
+def cap_of_two(tmp_path, monkeypatch):
+    """Directory parts under a cap of two residents, each evictable as soon as it is bound and
+    asked for its last use at every look."""
+    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
+    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="2")
+    return parts, runtime
+
+
+def created(parts, *names: str) -> list[str]:
+    return [parts.workspaces.create(name, None, None)["workspace"]["id"] for name in names]
+
+
 def test_a_thousand_wakes_leave_only_the_residents_in_the_directorys_state(
         tmp_path, monkeypatch):
     monkeypatch.setattr(hibernation_module, "CLEAN_EXITS_KEPT", CLEAN_EXITS_KEPT)
@@ -180,14 +193,11 @@ def test_a_resident_too_busy_to_say_when_it_was_last_used_is_not_evicted_before_
     """On a loaded node the actors in use are the ones slow to answer the directory: taking
     their silence for idleness evicted the workspaces callers were using, each eviction
     answered by a wake that evicted another."""
-    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
-    monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
     monkeypatch.setattr("actors.directory.residents.ACTIVITY_TIMEOUT_S", 0.05)
-    parts, _, _ = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="2")
+    parts, runtime = cap_of_two(tmp_path, monkeypatch)
 
     async def drive():
-        busy, idle, incoming = (parts.workspaces.create(name, None, None)["workspace"]["id"]
-                                for name in ("busy", "idle", "incoming"))
+        busy, idle, incoming = created(parts, "busy", "idle", "incoming")
         busy_actor = await parts.activator.activate(busy)       # bound first: the older bind
         idle_actor = await parts.activator.activate(idle)
         busy_actor.activity_delay_s = 0.5                       # too busy to answer in time
@@ -287,13 +297,10 @@ def test_a_workspace_whose_wake_took_long_is_not_the_first_evicted_once_bound(
     """Ranked by when its bind began, a slow wake made the workspace the least recently used
     the moment it was bound: evicted before the call that asked for it got there, then woken
     again by that call, on and on under load."""
-    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
-    monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
-    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="2")
+    parts, runtime = cap_of_two(tmp_path, monkeypatch)
 
     async def drive():
-        used, slow, incoming = (parts.workspaces.create(name, None, None)["workspace"]["id"]
-                                for name in ("used", "slow", "incoming"))
+        used, slow, incoming = created(parts, "used", "slow", "incoming")
         used_actor = await parts.activator.activate(used)
         runtime.bind_gate = gate = asyncio.Event()
         waking = asyncio.ensure_future(parts.activator.activate(slow))

@@ -97,15 +97,23 @@ def test_a_bound_recall_runs_its_keyword_arm_before_its_query_vector_is_there(tm
     ws.close()
 
 
-def test_a_failed_query_embedding_leaves_the_recall_lexical_with_the_reason(tmp_path, clock):
+def _recalled_without_vectors(tmp_path, clock, why: str, error: Exception):
+    """A recall whose query embedding fails (`why`: "failure") or cannot be asked for
+    ("refuse"): it must answer the lexical order alone, saying why."""
     provider = SubmittingVectors({QUERY: at_cosine(1.0), TARGET: at_cosine(0.7)})
-    ws, target, lexical = _bound(tmp_path, clock, provider)
-    provider.failure = RuntimeError("embedding service down")
+    ws, _, lexical = _bound(tmp_path, clock, provider)
+    setattr(provider, why, error)
     result = ws.recall(QUERY)
     assert [item["id"] for item in result["items"]] == [lexical]
     assert "vector" not in result["items"][0]["breakdown"]
     state = result["queryUsed"]["vector"]
-    assert state["arm"] == "off" and "embedding service down" in state["reason"]
+    assert state["arm"] == "off" and str(error) in state["reason"]
+    return ws, provider
+
+
+def test_a_failed_query_embedding_leaves_the_recall_lexical_with_the_reason(tmp_path, clock):
+    ws, provider = _recalled_without_vectors(tmp_path, clock, "failure",
+                                             RuntimeError("embedding service down"))
     # the back-off: the next recall does not ask the failing embedder again
     before = len(provider.submitted)
     assert ws.recall(QUERY + " again")["queryUsed"]["vector"]["arm"] == "off"
@@ -114,12 +122,8 @@ def test_a_failed_query_embedding_leaves_the_recall_lexical_with_the_reason(tmp_
 
 
 def test_an_embedder_that_cannot_be_asked_leaves_the_recall_lexical(tmp_path, clock):
-    provider = SubmittingVectors({QUERY: at_cosine(1.0), TARGET: at_cosine(0.7)})
-    ws, _, lexical = _bound(tmp_path, clock, provider)
-    provider.refuse = ConnectionError("embedder actor is gone")
-    result = ws.recall(QUERY)
-    assert [item["id"] for item in result["items"]] == [lexical]
-    assert "embedder actor is gone" in result["queryUsed"]["vector"]["reason"]
+    ws, _ = _recalled_without_vectors(tmp_path, clock, "refuse",
+                                      ConnectionError("embedder actor is gone"))
     ws.close()
 
 
