@@ -12,7 +12,6 @@ import asyncio
 import logging
 from collections import OrderedDict
 
-from actors.directory.runtime import ActorGone
 from minisphere.control.residency_policy import lru_victims
 
 log = logging.getLogger("minisphere.directory")
@@ -61,10 +60,15 @@ class Hibernation:
         try:
             result = await self.runtime.call(resident.handle, "hibernate",
                                              timeout_s=HIBERNATE_TIMEOUT_S)
-        except (TimeoutError, ActorGone) as exc:
+        except Exception as exc:  # noqa: BLE001 - timed out, died, or Ray's own failure
+            # whatever the failure, the actor is killed below: it is no longer resident, so
+            # left alive it would be nobody's (a process and a slot nothing would ever free)
             clean = False
             result = {"workspace": workspace_id, "snapshot": None, "pendingSnapshot": True,
                       "snapshots": None, "error": f"hibernation failed: {exc.__class__.__name__}"}
+        except BaseException:
+            self.runtime.kill(resident.handle)          # cancelled: still never left alive
+            raise
         self.runtime.kill(resident.handle)
         if clean:
             self._clean_exits[self.runtime.actor_id(resident.handle)] = None

@@ -316,3 +316,24 @@ def test_a_workspace_whose_wake_took_long_is_not_the_first_evicted_once_bound(
         return set(parts.residents.ids())
 
     assert asyncio.run(drive()) == {"slow", "incoming"}
+
+
+def test_a_hibernation_failing_with_an_unnamed_error_still_kills_the_actor(tmp_path):
+    """Only a timeout or the actor dying were expected: any other failure of the hibernate
+    call (Ray's own, under load) skipped the kill, and the actor, no longer resident, lived on
+    as nobody's."""
+    parts, control, runtime = directory_parts(tmp_path)
+
+    async def drive():
+        workspace_id = created(parts, "failing")[0]
+        actor = await parts.activator.activate(workspace_id)
+        actor.host.workspace.capture("kept however the hibernation ends")
+        actor.hibernate_failure = RuntimeError("the raylet could not be reached")
+        answer = await parts.hibernation.hibernate(workspace_id, "idle")
+        woken = await parts.activator.activate(workspace_id)
+        return answer, actor, woken
+
+    answer, actor, woken = asyncio.run(drive())
+    assert "RuntimeError" in answer["error"]
+    assert actor.killed and actor.name not in runtime.live
+    assert woken.host.workspace.get_count() == {"count": 1}

@@ -26,6 +26,7 @@ class InProcessWorkspaceActor:
         self.name = name
         self.bind_gate = bind_gate          # a test holds binds here to race them
         self.hibernate_gate: asyncio.Event | None = None   # ... and a hibernation here
+        self.hibernate_failure: BaseException | None = None    # its hibernate call raises it
         self.started = asyncio.Event()
         if startable:
             self.started.set()
@@ -67,6 +68,8 @@ class InProcessWorkspaceActor:
     async def hibernate(self) -> dict:
         if self.hibernate_gate is not None:
             await self.hibernate_gate.wait()
+        if self.hibernate_failure is not None:
+            raise self.hibernate_failure
         return await asyncio.to_thread(self.host.hibernate)
 
 
