@@ -183,6 +183,8 @@ class DirectoryActor:
         return {"resident": len(self.residents),
                 "hibernating": len(self.residents.hibernations),
                 "maxResident": self.hibernation.max_resident, "idleS": self.hibernation.idle_s,
+                # actors still hibernating that may be beyond the cap while their wakes go on
+                "hibernatingOverCap": self.hibernation.hibernating_over_cap,
                 "spares": self.pool.status(), "state": self.residents.state_sizes(),
                 "wakes": dict(self.activator.wakes),
                 "hibernations": dict(self.hibernation.counts)}

@@ -35,6 +35,7 @@ class Hibernation:
         self.max_resident = int(max_resident)
         self.idle_s = float(idle_s)
         self.hibernating_over_cap = max(0, int(hibernating_over_cap))
+        self._evictions: set[asyncio.Task] = set()       # evictions for room, while they run
         self._clean_exits: OrderedDict[str, None] = OrderedDict()   # actor ids, bounded
         # hibernations begun since the directory started, by reason (idle, lru, manual, ...):
         # many `lru` per wake is the cap thrashing
@@ -123,11 +124,15 @@ class Hibernation:
                 - self.max_resident)
 
     def _evict(self, victim: str) -> None:
-        """Hibernate `victim` for room, as a task of its own."""
+        """Hibernate `victim` for room, as a task of its own (held here until it ends: the
+        event loop keeps only a weak reference to a task)."""
         def ended(task: asyncio.Task) -> None:
+            self._evictions.discard(task)
             if not task.cancelled() and task.exception() is not None:
                 log.warning("evicting %s for room failed: %r", victim, task.exception())
-        asyncio.ensure_future(self.hibernate(victim, "lru")).add_done_callback(ended)
+        task = asyncio.ensure_future(self.hibernate(victim, "lru"))
+        self._evictions.add(task)
+        task.add_done_callback(ended)
 
     async def make_room(self, incoming: str) -> None:
         """Hibernate least recently used residents until the incoming one fits the cap, then
