@@ -83,13 +83,16 @@ def pss_rss(pids: list[int]) -> tuple[int, int]:
     return pss, rss
 
 
+def process_cpu_s(pid: int | str) -> float | None:
+    """User + system CPU seconds of one process so far; None once it is gone."""
+    fields = _read(f"/proc/{pid}/stat").rsplit(")", 1)[-1].split()
+    if len(fields) <= 13:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(pids: list[int]) -> float:
-    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
-    for pid in pids:
-        fields = _read(f"/proc/{pid}/stat").rsplit(")", 1)[-1].split()
-        if len(fields) > 13:
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+    return sum(cpu for cpu in map(process_cpu_s, pids) if cpu is not None)
 
 
 class Sampler(threading.Thread):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 
-from .bench_serverless import _read
+from .bench_serverless import _read, process_cpu_s
 
 STARTING = "Ray workers not yet an actor"
 DAEMONS = "Ray daemons (raylet, GCS, agents, Serve controller)"
@@ -35,11 +35,6 @@ def kind_of(pid: int, cmdline: str) -> str:
     return OTHER
 
 
-def _cpu_s(pid: str, tick: int) -> float | None:
-    fields = _read(f"/proc/{pid}/stat").rsplit(")", 1)[-1].split()
-    return (int(fields[11]) + int(fields[12])) / tick if len(fields) > 13 else None
-
-
 class CpuLedger(threading.Thread):
     """Start it before the window to account for, `stop()` after: `by_kind()` is then the CPU
     seconds each kind spent in between (processes alive at the start count from there)."""
@@ -47,7 +42,6 @@ class CpuLedger(threading.Thread):
     def __init__(self, period_s: float = 1.0):
         super().__init__(daemon=True)
         self.period_s = period_s
-        self._tick = os.sysconf("SC_CLK_TCK")
         self._first: dict[int, float] = {}
         self._last: dict[int, tuple[str, float]] = {}
         self._ended: dict[str, float] = {}         # kind -> CPU of processes whose pid was reused
@@ -58,7 +52,7 @@ class CpuLedger(threading.Thread):
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue
-            cpu = _cpu_s(entry, self._tick)
+            cpu = process_cpu_s(entry)
             if cpu is None:
                 continue
             pid = int(entry)
