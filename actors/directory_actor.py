@@ -26,6 +26,7 @@ import logging
 
 import ray
 
+from actors.directory.activation import record_placement
 from actors.directory.assembly import assemble
 from actors.directory.runtime import RayActors
 from actors.workspace_actor import WorkspaceActor
@@ -213,13 +214,11 @@ class DirectoryActor:
 
     # ---- reports from workspace actors (fire-and-forget) ---------------------------------------------
     async def placed(self, workspace_id: str, node_id: str, activation: dict) -> None:
+        """A restarted actor reopened its workspace on its own (binds answer the directory)."""
         if not self.control.exists(workspace_id):
             return
-        self.control.touch(workspace_id, node_id)
         self.residents.located(workspace_id, node_id)
-        if activation.get("source") == "snapshot":
-            self.control.record_event(workspace_id, "restore-on-activation",
-                                      {"version": activation.get("version"), "node": node_id})
+        record_placement(self.control, workspace_id, node_id, activation)
 
     async def position(self, workspace_id: str, generation: str | None, position: int,
                        stored: int | None) -> None:

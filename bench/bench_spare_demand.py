@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 
 from .bench_serverless import create_workspaces, timed
+from .bench_service import server_timing
 from .common import machine_note, p50, percentile, publish_report, table
 from .local_service import start_local_service, stop_local_service
 
@@ -31,26 +32,38 @@ TRICKLE_WAKES = 10
 BURST_TARGET, TRICKLE_TARGET = 3.0, 2.0
 
 
-def wake_each(http: httpx.Client, spaces: list, gap_s: float = 0.0) -> list[float]:
-    """getCount on each workspace in turn (each a wake), `gap_s` apart: latencies in ms."""
-    latencies = []
-    for ws, headers in spaces:
-        started = time.perf_counter()
-        assert http.post(f"/v1/w/{ws}/getCount", json={}, headers=headers).status_code == 200
-        latencies.append((time.perf_counter() - started) * 1e3)
-        time.sleep(gap_s)
-    return latencies
+class Wakes:
+    """getCount on each workspace in turn (each a wake), `gap_s` apart: latencies in ms, and
+    the ingress's own split of each (its Server-Timing): waiting for the actor (the
+    directory's activation) and the call to the woken actor."""
+
+    def __init__(self, http: httpx.Client, spaces: list, gap_s: float = 0.0):
+        self.latencies: list[float] = []
+        self.parts: list[dict[str, float]] = []
+        for ws, headers in spaces:
+            started = time.perf_counter()
+            answer = http.post(f"/v1/w/{ws}/getCount", json={}, headers=headers)
+            assert answer.status_code == 200
+            self.latencies.append((time.perf_counter() - started) * 1e3)
+            self.parts.append(server_timing(answer))
+            time.sleep(gap_s)
+
+    def at_ingress(self) -> str:
+        def part(name: str) -> float:
+            return p50([parts.get(name, 0.0) for parts in self.parts])
+        return (f"at the ingress p50: waiting for the actor {part('activate'):.0f} ms, "
+                f"then the call {part('rpc'):.0f} ms")
 
 
-def wake_parts(http: httpx.Client, admin: dict, spaces: list) -> str:
-    """Where the directory says each wake's time went (p50 ms): in the directory, binding."""
-    wakes = [http.get(f"/v1/workspaces/{ws}", headers=admin).json()["durability"]["wake"]
-             for ws, _ in spaces]
-    spare = sum(wake["actor"] == "spare" for wake in wakes)
-    return (f"{spare}/{len(wakes)} from a spare; in the directory p50 "
-            f"{p50([w['wakeMs'] for w in wakes]):.0f} ms, of it binding "
-            f"{p50([w['bindMs'] for w in wakes]):.0f} ms, of that the actor opening the file "
-            f"{p50([w.get('openMs') or 0 for w in wakes]):.0f} ms")
+def wake_parts(http: httpx.Client, admin: dict, spaces: list, wakes: Wakes) -> str:
+    """Where each wake's time went (p50 ms): at the ingress, in the directory, binding."""
+    records = [http.get(f"/v1/workspaces/{ws}", headers=admin).json()["durability"]["wake"]
+               for ws, _ in spaces]
+    spare = sum(wake["actor"] == "spare" for wake in records)
+    return (f"{spare}/{len(records)} from a spare; {wakes.at_ingress()}; in the directory p50 "
+            f"{p50([w['wakeMs'] for w in records]):.0f} ms, of it binding "
+            f"{p50([w['bindMs'] for w in records]):.0f} ms, of that the actor opening the file "
+            f"{p50([w.get('openMs') or 0 for w in records]):.0f} ms")
 
 
 def wait_pool(directory, ready: int) -> dict:
@@ -72,14 +85,15 @@ def run(http: httpx.Client, admin: dict, directory, samples: int) -> tuple[list,
     spaces = create_workspaces(http, admin, BURST + TRICKLE_WAKES, "sleeper")
     wait_pool(directory, ray.get(directory.spares.remote(), timeout=60)["size"])
     before = ray.get(directory.spares.remote(), timeout=60)
-    first = wake_each(http, spaces)             # the warm-up burst: each workspace's first wake
+    first = Wakes(http, spaces).latencies       # the warm-up burst: each workspace's first wake
     for ws, _ in spaces:                        # then all hibernate (snapshotted, closed)
         assert http.post(f"/v1/workspaces/{ws}/hibernate", headers=admin).status_code == 200
     grown = wait_pool(directory, BURST)
-    second = wake_each(http, spaces[:BURST])
-    trickle = wake_each(http, spaces[BURST:], gap_s=1.0)
-    second_parts = wake_parts(http, admin, spaces[:BURST])
-    trickle_parts = wake_parts(http, admin, spaces[BURST:])
+    second_wakes = Wakes(http, spaces[:BURST])
+    trickle_wakes = Wakes(http, spaces[BURST:], gap_s=1.0)
+    second, trickle = second_wakes.latencies, trickle_wakes.latencies
+    second_parts = wake_parts(http, admin, spaces[:BURST], second_wakes)
+    trickle_parts = wake_parts(http, admin, spaces[BURST:], trickle_wakes)
     warm_p50 = p50(warm)
     rows = [
         ["warm getCount (one resident workspace)", f"p50 {warm_p50:.1f} ms",

@@ -38,6 +38,14 @@ SLOTS_RESOURCE_HINT = (
     "memory / 64 MiB) or set MINISPHERE_WORKSPACE_SLOTS=auto")
 
 
+def record_placement(control, workspace_id: str, node_id: str, activation: dict) -> None:
+    """Where the workspace opened, and from what: a restore from a snapshot is an event."""
+    control.touch(workspace_id, node_id)
+    if activation.get("source") == "snapshot":
+        control.record_event(workspace_id, "restore-on-activation",
+                             {"version": activation.get("version"), "node": node_id})
+
+
 class SpareStarter:
     """Starts the spare pool's actors where `NodePlacement.place_spare` says. `spares_on` is
     the pool's count of ready spares per node (set once the pool exists)."""
@@ -228,7 +236,7 @@ class Activator:
                          "bindMs": round((time.perf_counter() - bind_started) * 1e3, 3),
                          "openMs": answer["result"].get("openMs")}
         self.control.set_state(workspace_id, "active")
-        self.control.touch(workspace_id, node)
+        record_placement(self.control, workspace_id, node, resident.activation)
         self.wakes[source] += 1
         self.residents.add(workspace_id, resident)      # last: from here on it is resident
         return resident

@@ -229,7 +229,13 @@ class WorkspaceReplica:
         return self.settings.mode == "sync"
 
     def register(self) -> None:
-        self.daemon.ensure_running().register(self.db_path, self.url)
+        # straight to the daemon, which is nearly always up: asking it first whether it answers
+        # was a round trip inside every wake; when it does not answer, it is started (or
+        # waited for) and asked again
+        try:
+            self.daemon.control.register(self.db_path, self.url)
+        except CONTROL_ERRORS:
+            self.daemon.ensure_running().register(self.db_path, self.url)
         self.registered_at = time.time()
 
     def confirm(self) -> dict:

@@ -213,6 +213,10 @@ class WorkspaceHost(StoredStates):
         if self.writer is not None:
             self.submit_write(method, body, done, counts=False)
 
+    def warm_reads(self) -> Future | None:
+        """Ready a reader before the first call (see ReadPool.warm); None when not open."""
+        return self.reads.warm() if self.reads is not None else None
+
     def submit_read(self, method: str, body: dict | None) -> Future:
         self.ensure_open()
         return self.reads.submit(method, body)

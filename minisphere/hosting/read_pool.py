@@ -87,6 +87,13 @@ class ReadPool:
             return result, timings
         return self._pool.submit(job)
 
+    def warm(self) -> Future:
+        """Start a reader thread, open its connection and answer one cheap read on it now, so
+        the first call finds them ready: on a woken actor, starting the thread, opening the
+        connection and building the read's argument validator were ~2.5 ms of its first call.
+        Reads nothing a caller sees and writes nothing (getCount has no follow-up)."""
+        return self._pool.submit(self.read, "getCount", {})
+
     # ---- the prepare step of writes ------------------------------------------------------------
     def prepare_now(self, method_name: str, body: dict | None) -> Any:
         """The hooks' prepared value for one write (None when its arguments are invalid: the

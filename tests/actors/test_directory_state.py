@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import pytest
 
@@ -337,3 +338,26 @@ def test_a_hibernation_failing_with_an_unnamed_error_still_kills_the_actor(tmp_p
     assert "RuntimeError" in answer["error"]
     assert actor.killed and actor.name not in runtime.live
     assert woken.host.workspace.get_count() == {"count": 1}
+
+
+def test_a_wake_restored_from_a_snapshot_is_recorded_from_the_binds_answer(tmp_path):
+    # the actor no longer reports its placement back after a bind the directory asked for:
+    # the directory itself records where it opened, and a restore as an event
+    parts, control, _ = directory_parts(tmp_path)
+
+    async def drive():
+        (ws,) = created(parts, "restored")
+        actor = await parts.activator.activate(ws)
+        actor.host.workspace.capture("kept in the snapshot")
+        await parts.hibernation.hibernate(ws, "manual")
+        path = Path(parts.workspaces.workspace_path(ws))
+        for leftover in path.parent.glob(path.name + "*"):
+            leftover.unlink()                       # the node lost its copy
+        woken = await parts.activator.activate(ws)
+        return ws, woken.host.activation, woken.host.workspace.get_count()
+
+    ws, activation, count = asyncio.run(drive())
+    assert activation["source"] == "snapshot" and count == {"count": 1}
+    actions = [event["action"] for event in control.audit_log(ws)]
+    assert "restore-on-activation" in actions
+    assert control.get(ws)["nodeId"] == "in-process-node"

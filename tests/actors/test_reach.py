@@ -27,3 +27,34 @@ def test_a_directory_call_cancelled_by_ray_is_a_503_to_retry_not_an_internal_err
     with pytest.raises(WorkspaceUnavailable) as refused:
         asyncio.run(reach.call("ws-a", "call", "getCount", {}, "hash"))
     assert error_response(refused.value)[0] == 503
+
+
+class Answering:
+    """A workspace actor handle whose `call` answers at once with an ok envelope."""
+
+    def __getattr__(self, method: str):
+        async def answered(*args):
+            return {"ok": True, "result": {"count": 0}, "timings": {"actor_ms": 0.1}}
+        return type("Remote", (), {"remote": staticmethod(answered)})
+
+
+class SlowDirectory:
+    """`activate` takes a few milliseconds, as a directory round trip (or a wake) does."""
+
+    def __getattr__(self, method: str):
+        async def activate(*args):
+            await asyncio.sleep(0.005)
+            return Answering()
+        return type("Remote", (), {"remote": staticmethod(activate)})
+
+
+def test_a_call_that_waited_for_its_actor_says_how_long_and_a_cached_one_does_not():
+    reach = WorkspaceReach(SlowDirectory())
+
+    async def two_calls():
+        first, _, _ = await reach.call("ws-a", "call", "getCount", {}, "hash")
+        second, _, _ = await reach.call("ws-a", "call", "getCount", {}, "hash")
+        return first, second
+    first, second = asyncio.run(two_calls())
+    assert first["timings"]["activate_ms"] >= 4.0
+    assert "activate_ms" not in second["timings"]

@@ -284,6 +284,24 @@ def test_a_daemon_that_dies_is_started_again_and_the_replica_catches_up(tmp_path
         host.close()
 
 
+def test_a_host_opened_after_the_daemon_died_starts_it_and_registers_its_file(tmp_path, daemon):
+    import os
+    import signal
+    first = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    assert write(first, "before the daemon died")[0]
+    first.close()
+    os.kill(int((daemon.folder / "litestream.pid").read_text()), signal.SIGKILL)
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon, epoch=2)
+    try:
+        assert daemon.control.alive()
+        registered = [item.get("path") for item in daemon.control.databases()]
+        assert str(host.path) in registered
+        assert write(host, "after the daemon was started again")[0]
+        assert replica_count(tmp_path / "replica", tmp_path) == 2
+    finally:
+        host.close()
+
+
 def test_the_node_sweep_lets_the_daemon_go_of_a_file_no_live_host_holds(tmp_path, daemon):
     """A killed actor never unregisters its file: the daemon went on shipping it, and after a
     delete put the deleted workspace's history back in the store."""

@@ -145,3 +145,14 @@ def test_timings_are_exposed(http, new_workspace):
     for part in ("queue;dur=", "engine;dur=", "actor;dur=", "ingress;dur="):
         assert part in timing
     assert int(response.headers["X-Batch-Size"]) >= 1
+
+
+def test_a_woken_call_shows_its_wait_for_the_actor_and_a_warm_one_does_not(
+        http, admin_headers, new_workspace):
+    ws, h = new_workspace()
+    assert call(http, ws, h, "getCount").status_code == 200
+    assert http.post(f"/v1/workspaces/{ws}/hibernate", headers=admin_headers).status_code == 200
+    woken = call(http, ws, h, "getCount")
+    assert woken.status_code == 200
+    assert "activate;dur=" in woken.headers["Server-Timing"]
+    assert "activate;dur=" not in call(http, ws, h, "getCount").headers["Server-Timing"]

@@ -136,3 +136,17 @@ def test_failed_reopen_after_restore_answers_unavailable_then_recovers(tmp_path,
     assert read(host, "getCount")["count"] == 1     # the next call opened it
     write(host, "writable again")
     host.close()
+
+
+def test_a_warmed_host_has_its_reader_open_before_the_first_call_and_wrote_nothing(
+        tmp_path, local_store):
+    host = make(tmp_path, local_store)
+    write(host, "a fact")
+    host.writer.close()
+    before, pending = host.position(), host.snapshotter.pending_writes
+    assert host.reads._conns == []          # nothing opened a reader yet
+    result, _ = host.warm_reads().result(timeout=30)
+    assert result == {"count": 1}
+    assert len(host.reads._conns) == 1      # the first call's thread and connection are ready
+    assert host.position() == before
+    assert host.snapshotter.pending_writes == pending     # not a change to snapshot
