@@ -89,8 +89,13 @@ class ConversationBench:
         out = []
         with applied(setting):
             for cid, ws, questions in self.runs[bound]:
-                ws.conn.execute("UPDATE entries SET recall_count = 0")  # no carry-over boost
                 for question, turns_of in questions:
+                    # Every question is asked of the same state: a recall's follow-up write lifts
+                    # what it returned (recall factor), so without the reset a question's answer
+                    # depends on what the questions before it returned under this very setting,
+                    # and two settings differ by that path as well as by themselves (it moved
+                    # hybrid-versus-zero fold figures by up to 0.01 on its own).
+                    ws.conn.execute("UPDATE entries SET recall_count = 0")
                     ranked = [i["id"] for i in ws.recall(question.text, topK=10)["items"]]
                     turns = locomo.expand(ranked, turns_of)
                     out.append(Outcome(cid, locomo.CATEGORY_NAMES.get(question.category, "?"),
@@ -213,6 +218,12 @@ FAMILIES = [
            [{"GRAPH_FOLLOWS_AUTO_LINKS": False}], bound=True),
     Family("hybrid: margin floor", {"HYBRID_LEXICAL_MARGIN_FLOOR": 1 / 3},
            [{"HYBRID_LEXICAL_MARGIN_FLOOR": 0.25}], bound=True),
+    Family("hybrid: page cosine weight", {"HYBRID_PAGE_COSINE_WEIGHT": 0.0},
+           [{"HYBRID_PAGE_COSINE_WEIGHT": v} for v in (0.5, 0.75, 1.0)], bound=True),
+    Family("hybrid: dense slots (share of topK)", {"HYBRID_DENSE_TAIL_SHARE": 0.0},
+           [{"HYBRID_DENSE_TAIL_SHARE": v} for v in (0.1, 0.2)], bound=True),
+    Family("hybrid: lexical-led from share", {"HYBRID_LEXICAL_LED_SHARE": 1.0},
+           [{"HYBRID_LEXICAL_LED_SHARE": v} for v in (0.9, 0.8)], bound=True),
 ]
 
 
