@@ -39,6 +39,10 @@ it mostly is: chit-chat turns close to any question), and the lexical order is l
 vector feedback round skipped. On passages the dense head is mostly backed (mean support 0.62
 against 0.23 on conversations) and the margin rule decides as before.
 
+Where the lexical share ends at 1, the dense arm still has a bounded say after rerank: the
+cosine re-scores the MMR pool and its best missing hits take the page's last slots
+(dense_page.py); the lexical head stays first.
+
 Guarantees (tests/engine/retrieval/test_fusion_rerank.py): an empty or flat lexical arm leaves
 the dense order untouched; an empty vector arm, one giving every candidate the same cosine, or
 one whose head the lexical arm does not back, leaves the lexical order untouched.
@@ -130,7 +134,8 @@ def fuse(arms: dict[str, list[Hit]]) -> dict[str, Slot]:
 Refine = Callable[[list[str]], list[Hit]]
 
 
-def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine) -> dict[str, Slot]:
+def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine,
+                info: dict | None = None) -> dict[str, Slot]:
     """Hybrid fusion over the keyword, graph and vector arms (cosine hits, best first).
 
     `refine(head ids)` runs the vector arm again with the query moved towards the head's
@@ -138,6 +143,8 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine) -> dict[str, Slot]:
     round used, `score` and `rank` what the final one used (an entry the vector arm did not
     return in a round gets that round's lowest cosine), and every arm's `rrf` is its share of
     `fused`, so the shares add up to it. Slots come best first, ties in lexical order.
+    `info`, if given, receives the lexical share the query got ("lexicalShare") and the arms'
+    agreement it was judged by ("support", "margin").
     """
     if not arms.get("vector"):    # no vector evidence at all: the lexical ranking as it is
         return fuse({k: v for k, v in arms.items() if k != "vector"})
@@ -163,11 +170,14 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine) -> dict[str, Slot]:
 
     plain = {h.id: h.score for h in arms["vector"]}
     returned = set(plain)
+    support = dense_head_support(lexical, plain)
     if best > 0 and max(plain.values()) - min(plain.values()) <= FLAT_COSINE_SPREAD:
         a = 1.0   # every entry equally close to the query: the vector arm tells nothing apart
     elif margin > 0:   # a dense head the lexical arm does not back is off the query's topic
         # (a lexical head with no spread at all tells nothing apart: there the dense order stands)
-        a = max(a, agreement_floor(dense_head_support(lexical, plain)))
+        a = max(a, agreement_floor(support))
+    if info is not None:
+        info.update(lexicalShare=a, margin=margin, support=support)
     candidates = list(dict.fromkeys([*lexical, *plain]))
     first_cos = cosines_used(plain, candidates)
     head = ranked(combine(first_cos))[: T.VECTOR_FEEDBACK_DOCS]

@@ -29,6 +29,7 @@ from minisphere.engine.retrieval.arms import (
     recency_arm,
     rerank_row,
 )
+from minisphere.engine.retrieval.dense_page import cosine_keys, with_dense_slots
 from minisphere.engine.retrieval.fusion import fuse, fuse_hybrid
 from minisphere.engine.retrieval.query_text import (
     STOP_WORDS,
@@ -156,6 +157,28 @@ def _hydrate(conn, ids: list[str], now_ms: int, full: bool) -> dict[str, dict]:
     return out
 
 
+def _lexical_led_pool(conn, scored: list[tuple], vector_arm, pool_size: int) -> list[tuple]:
+    """The MMR pool of a recall whose fusion left the lexical order alone, re-scored with the
+    cosine (dense_page.resort_by_cosine): (id, key, rerank row), best first."""
+    pool = scored[:pool_size]
+    if T.HYBRID_PAGE_COSINE_WEIGHT <= 0 or len(pool) < 2:
+        return pool
+    keys = cosine_keys({i: final for i, final, _ in pool}, vector_arm.cosines(conn, [i for i, _, _ in pool]))
+    return sorted(((i, keys[i], row) for i, _, row in pool), key=lambda s: -s[1])
+
+
+def _with_dense_slots(conn, picked: list, arms: dict, fused: dict, scored: dict, now_ms: int,
+                      query_stems: set[str], subjects: frozenset[str], top_k: int) -> list:
+    """The page with the dense arm's best missing hits in its last slots (dense_page.py);
+    `scored` (id -> (final, rerank row)) gains the entries they bring in."""
+    page, added = with_dense_slots(picked, [h.id for h in arms["vector"]], top_k)
+    missing = [i for i in added if i not in scored]
+    for entry_id, row in _rerank_rows(conn, missing).items():
+        product = rerank_product(row, now_ms, query_stems, subjects)
+        scored[entry_id] = (fused[entry_id]["fused"] * product, row)
+    return [(i, detail) for i, detail in page if i in scored]
+
+
 def _rewrite(conn, args: RecallArgs, now_ms: int, frequencies: dict[str, int]):
     if not args.query.strip():
         raise InvalidArgument("recall: query must not be empty")
@@ -236,11 +259,12 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     timer = _Timer()
     arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm = _gather_arms(
         conn, args, now_ms, vector_arm, timer)
+    fusion_info: dict = {}
     if "vector" in arms:
         def refine(head: list[str]) -> list[Hit]:
             with timer.part("feedbackMs"):    # the vector arm's feedback round
                 return vector_arm.refine(conn, prefilter, head)
-        fused = fuse_hybrid(arms, refine)
+        fused = fuse_hybrid(arms, refine, fusion_info)
     else:
         fused = fuse(arms)
     timer.lap("fusionMs")
@@ -249,10 +273,20 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     subjects = subject_terms(dropped)
     known = {h.id: h.row for hits in arms.values() for h in hits if h.row is not None}
     scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, args.top_k * T.MMR_POOL_FACTOR)
+    pool_size = args.top_k * T.MMR_POOL_FACTOR
+    # the fusion left the lexical order alone: the dense arm has its say on the page only
+    lexical_led = "vector" in arms and fusion_info.get("lexicalShare", 0.0) >= T.HYBRID_LEXICAL_LED_SHARE
+    if lexical_led:
+        scored = _lexical_led_pool(conn, scored, vector_arm, pool_size)
+    pool = [(i, s) for i, s, _ in scored[:pool_size]]
+    picked = mmr(pool, lambda ids: _prefixes(conn, ids, T.MMR_TEXT_CHARS), args.top_k)
+    if lexical_led:
+        settled = {entry_id: (final, row) for entry_id, final, row in scored}
+        picked = _with_dense_slots(conn, picked, arms, fused, settled, now_ms, query_stems,
+                                   subjects, args.top_k)
+        scored = [(entry_id, *settled[entry_id]) for entry_id, _ in picked]
     row_of = {entry_id: row for entry_id, _, row in scored}
     final_of = {entry_id: final for entry_id, final, _ in scored}
-    pool = [(i, s) for i, s, _ in scored[: args.top_k * T.MMR_POOL_FACTOR]]
-    picked = mmr(pool, lambda ids: _prefixes(conn, ids, T.MMR_TEXT_CHARS), args.top_k)
     timer.lap("rerankMs")
 
     rows = _hydrate(conn, [i for i, _ in picked], now_ms, args.full)

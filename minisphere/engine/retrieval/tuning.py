@@ -146,3 +146,23 @@ HYBRID_LEXICAL_MAX = 0.6           # the dense arm always keeps 40% (it breaks l
 HYBRID_AGREEMENT_DEPTH = 20
 HYBRID_AGREEMENT_LOW = 0.2
 HYBRID_AGREEMENT_HIGH = 0.35
+
+# --- hybrid: the dense arm's say where fusion left the lexical order alone (dense_page.py) -------
+# On conversations the agreement floor above leaves most questions in lexical order, and there
+# the binding neither helped nor hurt (held-out hybrid - zero-binding R@10 / nDCG@10). Two bounded
+# moves after rerank, only where the lexical share came out at HYBRID_LEXICAL_LED_SHARE or more:
+# the MMR pool re-scored by final / best final + HYBRID_PAGE_COSINE_WEIGHT × cosine (exact, from
+# the pool's stored vectors: +0.3 ms a bound recall), and the dense arm's best hits missing from
+# the page in its last floor(topK × HYBRID_DENSE_TAIL_SHARE) places. Leave-one-conversation-out
+# (bench/results/retrieval-vectors.md), each against 0 with the other in place: the weight chose
+# 0.75 on two folds and 1 on three (held-out +0.001 R@10 / +0.005 nDCG@10, worst fold -0.004);
+# the slots chose 0.1 on all five (+0.005 / +0.001, worst -0.007; two slots lost more of the
+# lexical page than they brought). Together: hybrid - zero-binding +0.014 R@10 / +0.008 nDCG@10,
+# every fold >= 0.000 (it was +0.001 / -0.000, worst -0.009). The passage sets barely see it: there
+# the fusion gives the dense arm its say, so the lexical share stays below 1 (one MS MARCO query
+# of 43 reaches 1: hybrid 0.7035 -> 0.7044, DBpedia unchanged at 0.4979). A lower gate (0.9
+# or 0.8: pages the dense arm had a little say in already) was chosen on three folds but gained
+# no held-out R@10 (-0.000, nDCG@10 +0.001) and cost conv-47 0.012 R@10: not kept.
+HYBRID_LEXICAL_LED_SHARE = 1.0
+HYBRID_PAGE_COSINE_WEIGHT = 0.75
+HYBRID_DENSE_TAIL_SHARE = 0.1

@@ -58,6 +58,21 @@ class VectorArm:
     def __init__(self, query_vector: np.ndarray):
         self.query = np.asarray(query_vector, dtype=np.float32)
 
+    def cosines(self, conn, entry_ids: list[str]) -> dict[str, float]:
+        """Exact cosine of the query to each listed entry that has a stored vector (vectors are
+        stored normalised; one rowid lookup each, so meant for a page, not for every candidate)."""
+        if not entry_ids:
+            return {}
+        marks = ",".join("?" * len(entry_ids))
+        out = {}
+        for entry_id, seq in conn.execute(f"SELECT id, seq FROM entries WHERE id IN ({marks})",
+                                          entry_ids).fetchall():
+            row = conn.execute(f"SELECT embedding FROM {table.VEC_TABLE} WHERE rowid = ?",
+                               (seq,)).fetchone()
+            if row is not None:
+                out[entry_id] = float(np.dot(self.query, np.frombuffer(row[0], dtype=np.float32)))
+        return out
+
     def resolve(self) -> VectorArm:
         """The arm itself: its query vector is already there."""
         return self
