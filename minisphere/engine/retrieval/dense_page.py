@@ -7,8 +7,9 @@ and these two bounded moves use them without handing the head of the page to the
 
 1. The MMR pool re-scored: key(d) = final(d) / best final in the pool + HYBRID_PAGE_COSINE_WEIGHT
    × cosine(d). Raw cosines of short turns sit in a narrow band, so this mostly breaks near-ties
-   of the lexical score and lets a turn just below the page in, never lifts an unmatched one
-   over a strong match. The key is what the item's `score` and `breakdown.final` show.
+   of the lexical score and lets a turn just below the page in; an entry the words did not find
+   scores weight × its cosine, below any match at `weight` of the best final with a cosine ≥ 0.
+   The key is what the item's `score` and `breakdown.final` show.
 2. Dense slots: the vector arm's best hits missing from the page take its last
    floor(topK × HYBRID_DENSE_TAIL_SHARE) places (the page's weakest entries leave; a page
    shorter than topK takes them in addition). A turn that answers in other words gets seen;
