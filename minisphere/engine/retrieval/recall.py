@@ -159,7 +159,7 @@ def _hydrate(conn, ids: list[str], now_ms: int, full: bool) -> dict[str, dict]:
 
 def _lexical_led_pool(conn, scored: list[tuple], vector_arm, pool_size: int) -> list[tuple]:
     """The MMR pool of a recall whose fusion left the lexical order alone, re-scored with the
-    cosine (dense_page.resort_by_cosine): (id, key, rerank row), best first."""
+    cosine (dense_page.cosine_keys): (id, key, rerank row), best first."""
     pool = scored[:pool_size]
     if T.HYBRID_PAGE_COSINE_WEIGHT <= 0 or len(pool) < 2:
         return pool
