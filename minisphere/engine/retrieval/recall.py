@@ -272,8 +272,8 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     query_stems = {stem(t) for t in terms}
     subjects = subject_terms(dropped)
     known = {h.id: h.row for hits in arms.values() for h in hits if h.row is not None}
-    scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, args.top_k * T.MMR_POOL_FACTOR)
     pool_size = args.top_k * T.MMR_POOL_FACTOR
+    scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size)
     # the fusion left the lexical order alone: the dense arm has its say on the page only
     lexical_led = "vector" in arms and fusion_info.get("lexicalShare", 0.0) >= T.HYBRID_LEXICAL_LED_SHARE
     if lexical_led:

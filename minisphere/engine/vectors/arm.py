@@ -41,17 +41,26 @@ def vector_arm(conn, query_vector: np.ndarray, prefilter: Prefilter) -> list[Hit
     return VectorArm(query_vector).hits(conn, prefilter)
 
 
+def stored_vectors_by_id(conn, entry_ids: list[str]) -> dict[str, np.ndarray]:
+    """The stored vector of each listed entry that has one (one rowid lookup each: meant for a
+    head or a page, not for every candidate)."""
+    if not entry_ids:
+        return {}
+    marks = ",".join("?" * len(entry_ids))
+    out = {}
+    for entry_id, seq in conn.execute(f"SELECT id, seq FROM entries WHERE id IN ({marks})",
+                                      entry_ids).fetchall():
+        row = conn.execute(f"SELECT embedding FROM {table.VEC_TABLE} WHERE rowid = ?",
+                           (seq,)).fetchone()
+        if row is not None:
+            out[entry_id] = np.frombuffer(row[0], dtype=np.float32)
+    return out
+
+
 def stored_vectors(conn, entry_ids: list[str]) -> np.ndarray:
     """The stored vectors of these entries (those that have one), one row each."""
-    if not entry_ids:
-        return np.zeros((0, 0), dtype=np.float32)
-    marks = ",".join("?" * len(entry_ids))
-    seqs = [r[0] for r in conn.execute(f"SELECT seq FROM entries WHERE id IN ({marks})", entry_ids)]
-    blobs = [row[0] for seq in seqs for row in conn.execute(
-        f"SELECT embedding FROM {table.VEC_TABLE} WHERE rowid = ?", (seq,))]
-    if not blobs:
-        return np.zeros((0, 0), dtype=np.float32)
-    return np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs])
+    vectors = list(stored_vectors_by_id(conn, entry_ids).values())
+    return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
 
 
 class VectorArm:
@@ -60,18 +69,9 @@ class VectorArm:
 
     def cosines(self, conn, entry_ids: list[str]) -> dict[str, float]:
         """Exact cosine of the query to each listed entry that has a stored vector (vectors are
-        stored normalised; one rowid lookup each, so meant for a page, not for every candidate)."""
-        if not entry_ids:
-            return {}
-        marks = ",".join("?" * len(entry_ids))
-        out = {}
-        for entry_id, seq in conn.execute(f"SELECT id, seq FROM entries WHERE id IN ({marks})",
-                                          entry_ids).fetchall():
-            row = conn.execute(f"SELECT embedding FROM {table.VEC_TABLE} WHERE rowid = ?",
-                               (seq,)).fetchone()
-            if row is not None:
-                out[entry_id] = float(np.dot(self.query, np.frombuffer(row[0], dtype=np.float32)))
-        return out
+        stored normalised)."""
+        return {entry_id: float(np.dot(self.query, vector))
+                for entry_id, vector in stored_vectors_by_id(conn, entry_ids).items()}
 
     def resolve(self) -> VectorArm:
         """The arm itself: its query vector is already there."""
