@@ -20,7 +20,8 @@ calls, holds them while a restore swaps the file, and refuses them (`hibernating
 safe to resend) once the actor hibernates. Every call carries the caller's token hash, checked
 here against the workspace's token hashes (or the admin's), so a caller inside the cluster can
 call the actor directly. The actor reports its node (placement) and every snapshot attempt to
-the directory, fire-and-forget.
+the directory, fire-and-forget. The admin's operations on the file (snapshot, restore, export,
+import) are in `actors/parts/admin_methods.py`.
 
 Every answer is an envelope, never a raised exception, so callers can tell engine errors from
 actor failures: `{"ok": True, "result": ..., "timings": {...}}` or
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import ray
 
+from actors.parts.admin_methods import AdminFileMethods
 from actors.parts.admission import Admission
 from actors.parts.due_notes import DueNotes
 from actors.parts.launch import WorkspaceLaunch
@@ -65,7 +67,6 @@ from minisphere.settings import (
 )
 
 if TYPE_CHECKING:
-    from actors.parts.transfer_steps import TransferSessions
     from minisphere.control.blueprints import VectorBindingSpec
 
 log = logging.getLogger("minisphere.workspace_actor")
@@ -96,7 +97,7 @@ def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
-class WorkspaceActor:
+class WorkspaceActor(AdminFileMethods):
     def __init__(self, launch: WorkspaceLaunch | None = None, directory=None,
                  admin_token_hash: str = "", grants: tuple[TokenGrant, ...] = ()):
         restrict_file_modes()       # spares too: a `ray start` cluster has its own umask
@@ -118,7 +119,6 @@ class WorkspaceActor:
         self.due: DueNotes | None = None
         self.tokens = TokenChecks(admin_token_hash,
                                   lambda used: self._report("tokens_used", used))
-        self._transfers: TransferSessions | None = None     # made on the first export/import
         self.launch: WorkspaceLaunch | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.positions = PositionReports(
@@ -273,8 +273,7 @@ class WorkspaceActor:
         self.host.submit_write(method.name, body, done, prepared, key=key)
         result, timings = await future
         if method.name == "forget":
-            if self._transfers is not None:     # their copies were taken before the forget
-                self._transfers.drop_exports()
+            self._drop_exports()
         self.positions.after_write()
         if prepare_ms is not None:
             timings["prepare_ms"] = prepare_ms
@@ -310,92 +309,7 @@ class WorkspaceActor:
                 "snapshotFailing": bool(snapshots["consecutiveFailures"]
                                         and snapshots["pendingWrites"])}
 
-    # ---- import and export (admin) ---------------------------------------------------------------
-    @property
-    def transfers(self) -> TransferSessions:
-        """The import/export sessions, made on first use: the transfer format's models are no
-        part of what a spare imports to start and bind (most workspaces are never exported)."""
-        if self._transfers is None:
-            from actors.parts.transfer_steps import TransferSessions
-            self._transfers = TransferSessions()
-        return self._transfers
-
-    def _close_transfers(self) -> None:
-        if self._transfers is not None:
-            self._transfers.close()
-
-    async def export_page(self, export_id: str, number: int, max_lines: int,
-                          token_hash: str) -> dict:
-        """The next page of an export (see parts/transfer_steps.py), admitted like a call."""
-        try:
-            self.tokens.authorize_admin(token_hash, "export")
-            async with self._admission().admit():
-                self.host.ensure_open()
-                return await self._run(self.transfers.export_page, self.host, export_id,
-                                       number, max_lines)
-        except Exception as exc:  # noqa: BLE001 - answered as a named error
-            return {"ok": False, "error": as_named_error(exc)}
-
-    async def import_chunk(self, key: str, header: str, lines: list[str], first: int,
-                           final: bool, token_hash: str) -> dict:
-        """Apply one chunk of an import, admitted like a call; like any write it notes the
-        scheduler first (an import changes what is due)."""
-        try:
-            self.tokens.authorize_admin(token_hash, "import")
-            async with self._admission().admit():
-                self.host.ensure_open()
-                self.due.before_bulk_write()
-                return await self._run(self.transfers.import_chunk, self.host, key, header,
-                                       lines, first, final)
-        except Exception as exc:  # noqa: BLE001 - answered as a named error
-            return {"ok": False, "error": as_named_error(exc)}
-
-    # ---- durability ----------------------------------------------------------------------------
-    async def _run(self, fn, *args) -> dict:
-        try:
-            return {"ok": True, "result": await asyncio.to_thread(fn, *args)}
-        except Exception as exc:  # noqa: BLE001 - answered as a named error
-            return {"ok": False, "error": as_named_error(exc)}
-
-    async def snapshot(self, reason: str = "manual") -> dict:
-        try:
-            async with self._admission().admit():
-                return await self._run(self.host.snapshot_now, reason)
-        except Exception as exc:  # noqa: BLE001 - hibernating
-            return {"ok": False, "error": as_named_error(exc)}
-
-    async def restore(self, version: str | None) -> dict:
-        """Restore a snapshot version (see `_swap_file`)."""
-        return await self._swap_file(self.host.restore, version, "restore", "version")
-
-    async def restore_to_moment(self, moment: str) -> dict:
-        """Restore the replica's state at `moment` (see `_swap_file`)."""
-        return await self._swap_file(self.host.restore_to_time, moment, "restore-to-moment",
-                                     "moment")
-
-    async def _swap_file(self, restore, target: str | None, action: str, field: str) -> dict:
-        """A restore: hold new calls, let those in flight finish, swap the file, reopen; then
-        audit it, and tell the scheduler (its due state was about the old file) and the
-        directory (the restored state's new position)."""
-        try:
-            async with self._admission().exclusive():
-                answer = await self._run(restore, target)
-        except Exception as exc:  # noqa: BLE001 - hibernating
-            return {"ok": False, "error": as_named_error(exc)}
-        if answer["ok"]:
-            self._report("audit_event", action, {field: answer["result"][field]})
-            self.due.forget()
-            self.positions.report()
-        return answer
-
-    async def prune_snapshots(self, keep: int) -> dict:
-        """Keep the newest `keep` versions, the first of them the file as it is now."""
-        try:
-            async with self._admission().admit():
-                return await self._run(self.host.prune_snapshots, keep)
-        except Exception as exc:  # noqa: BLE001 - hibernating
-            return {"ok": False, "error": as_named_error(exc)}
-
+    # ---- ending ----------------------------------------------------------------------------------
     async def hibernate(self) -> dict:
         """Refuse new calls, finish those in flight, snapshot if changed, close. The directory
         kills the actor afterwards."""
