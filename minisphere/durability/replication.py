@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from minisphere.durability.litestream_control import CONTROL_ERRORS, ReplicaControl
-from minisphere.durability.snapshots import swap_in, verify_database
+from minisphere.durability.restores import swap_in, verify_database
 from minisphere.durability.stores import SnapshotStore, open_snapshot_store
 from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms

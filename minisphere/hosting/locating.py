@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from minisphere.durability.replication import WorkspaceReplica, restore_from_replica
-from minisphere.durability.snapshots import restore_latest_good, verify_database
+from minisphere.durability.restores import restore_latest_good, verify_database
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.db import DatabaseError
 from minisphere.engine.location import inspect_copy

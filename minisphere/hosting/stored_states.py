@@ -13,13 +13,8 @@ import logging
 from contextlib import contextmanager
 
 from minisphere.durability.replication import restore_moment
-from minisphere.durability.snapshots import (
-    list_snapshots,
-    list_versions,
-    prune,
-    restore_snapshot,
-    take_snapshot,
-)
+from minisphere.durability.restores import restore_snapshot
+from minisphere.durability.snapshots import list_snapshots, list_versions, prune, take_snapshot
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.location import inspect_copy
 from minisphere.errors import InvalidArgument, SnapshotError

@@ -5,7 +5,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from minisphere.durability.snapshots import list_versions, restore_snapshot, take_snapshot
+from minisphere.durability.restores import restore_snapshot
+from minisphere.durability.snapshots import list_versions, take_snapshot
 from minisphere.durability.snapshotter import Backoff, Snapshotter
 from minisphere.durability.stores import LocalDirSnapshotStore, S3SnapshotStore
 from minisphere.errors import SnapshotStoreUnavailable

@@ -3,12 +3,8 @@ one never lists or restores the versions the deleted one left behind."""
 import pytest
 
 from minisphere.durability.generations import delete_generation_snapshots, generation_store
-from minisphere.durability.snapshots import (
-    list_snapshots,
-    list_versions,
-    restore_latest_good,
-    take_snapshot,
-)
+from minisphere.durability.restores import restore_latest_good
+from minisphere.durability.snapshots import list_snapshots, list_versions, take_snapshot
 from minisphere.errors import SnapshotNotFound
 from tests.durability.helpers import count, fill
 

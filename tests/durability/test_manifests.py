@@ -10,13 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minisphere.durability.constants import SNAPSHOT_MAX_MANIFEST_BYTES
+from minisphere.durability.restores import restore_snapshot
 from minisphere.durability.snapshots import (
     MANIFEST_COUNTS,
     MANIFEST_DIGESTS,
     list_snapshots,
     manifest_key,
     read_manifest,
-    restore_snapshot,
     take_snapshot,
 )
 from minisphere.errors import SnapshotCorrupt

@@ -7,13 +7,12 @@ import threading
 
 import pytest
 
+from minisphere.durability.restores import restore_latest_good, restore_snapshot
 from minisphere.durability.snapshots import (
     blob_key,
     list_snapshots,
     list_versions,
     manifest_key,
-    restore_latest_good,
-    restore_snapshot,
     take_snapshot,
 )
 from minisphere.durability.stores import LocalDirSnapshotStore

@@ -40,12 +40,12 @@ from minisphere.control.auth import check_workspace_id, same_hash, token_hash
 from minisphere.control.blueprints import load_default_blueprint, parse_blueprint
 from minisphere.control.plane import ControlPlane
 from minisphere.control.token_cache import AdminCheck
+from minisphere.durability.restores import restore_snapshot
 from minisphere.durability.snapshots import (
     delete_visible_snapshots,
     list_snapshots,
     list_versions,
     prune,
-    restore_snapshot,
     take_snapshot,
 )
 from minisphere.durability.stores import LocalDirSnapshotStore
