@@ -32,8 +32,10 @@ FOLLOW_HIBERNATION_S = 60.0        # how long a call may keep following a hibern
 RESEND_PAUSE_S = 0.05              # pause before sending again (grows per attempt, up to 1 s)
 RESEND_PAUSE_MAX_S = 1.0
 KEYED_WRITE_RESENDS = 2            # a write with an idempotency key is sent up to 3 times
-# A call reports how long it waited for its actor (a directory round trip, a wake) when it
-# asked the directory at all; a cached handle is found in microseconds.
+# A call reports how long it waited for its actor when that took any time: everything before
+# the attempt that answered was sent -- a directory round trip, a wake, and an attempt on a
+# cached handle whose actor had hibernated or died. A cached live handle is found in
+# microseconds.
 ACTIVATE_SHOWN_MS = 0.1
 
 
@@ -93,14 +95,12 @@ class WorkspaceReach:
         envelope raises its named error."""
         deadline = time.monotonic() + deadline_s
         attempt = 0
-        activate_ms = 0.0         # waiting for the directory to name (or wake) the actor
+        began = time.perf_counter()
         while True:
             attempt += 1
             last = max_attempts is not None and attempt >= max_attempts
-            asked = time.perf_counter()
             handle = await self.handle(workspace_id)
             sent = time.perf_counter()
-            activate_ms += (sent - asked) * 1e3
             try:
                 envelope = await asyncio.wait_for(getattr(handle, method).remote(*args),
                                                   timeout_s)
@@ -125,6 +125,7 @@ class WorkspaceReach:
                 raise WorkspaceUnavailable(unknown_outcome or (
                     f"workspace {workspace_id} failed during {method}; retry shortly")) from None
             rpc_ms = (time.perf_counter() - sent) * 1e3
+            activate_ms = (sent - began) * 1e3
             if envelope["ok"]:
                 if activate_ms >= ACTIVATE_SHOWN_MS and isinstance(envelope.get("timings"), dict):
                     envelope["timings"]["activate_ms"] = activate_ms

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from ray.exceptions import TaskCancelledError
+from ray.exceptions import ActorDiedError, TaskCancelledError
 
 from actors.parts.reach import WorkspaceReach
 from minisphere.errors import WorkspaceUnavailable
@@ -58,3 +58,24 @@ def test_a_call_that_waited_for_its_actor_says_how_long_and_a_cached_one_does_no
     first, second = asyncio.run(two_calls())
     assert first["timings"]["activate_ms"] >= 4.0
     assert "activate_ms" not in second["timings"]
+
+
+class Hibernated:
+    """A cached handle whose actor has since hibernated: a call on it fails after a moment."""
+
+    def __getattr__(self, method: str):
+        async def died(*args):
+            await asyncio.sleep(0.005)
+            raise ActorDiedError()
+        return type("Remote", (), {"remote": staticmethod(died)})
+
+
+def test_a_call_that_found_its_cached_actor_gone_counts_that_attempt_and_the_wake_as_waiting():
+    # the usual wake: the ingress still holds the handle of the actor that hibernated; the
+    # time lost on it and the re-activation are waiting for the actor, not the ingress's own
+    reach = WorkspaceReach(SlowDirectory())
+    reach._handles["ws-a"] = Hibernated()
+    envelope, attempts, rpc_ms = asyncio.run(
+        reach.call("ws-a", "call", "getCount", {}, "hash", idempotent_attempts=1))
+    assert attempts == 2 and envelope["ok"]
+    assert envelope["timings"]["activate_ms"] >= 9.0     # 5 ms lost + 5 ms re-activation
