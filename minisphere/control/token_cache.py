@@ -6,7 +6,12 @@ whichever replica sends it); this cache exists so that unauthenticated requests 
 actor and rarely reach the directory:
 
 - the grants of each workspace are cached for `ttl_s` after the directory answered; a bad
-  token never evicts them;
+  token never evicts them. Past `ttl_s` (and up to STALE_GRANTS_USABLE_S more) a cached grant
+  still lets its token's call through while the directory's fresh answer is fetched behind
+  it: most calls to a workspace come after a pause (every wake does: a workspace hibernates
+  after a minute idle), and asking first added a directory round trip to each of them. The
+  actor's own check refuses a token revoked meanwhile, so a stale grant can cost at most one
+  call per token and replica that its actor refuses;
 - a rejected (workspace, token hash) is remembered for REJECTED_TOKEN_TTL_S, so the same bad
   token sent again costs no directory round trip;
 - copies of one token sent at once share one question to the directory (`SharedAsks`);
@@ -45,6 +50,7 @@ CLIENTS_TRACKED_MAX = 10_000       # client addresses with a budget, at most
 RESERVE_WAIT_S = 30.0              # longest wait for a client's unanswered asks to end
 ADMIN_GUESS_BURST = 20             # wrong tokens at admin routes a client may send at once
 ADMIN_GUESSES_PER_S = 1.0          # ...and then per second
+STALE_GRANTS_USABLE_S = 600.0     # past its TTL a cached grant is used (and refreshed) this long
 KNOWN_WORKSPACE_TOKENS_TTL_S = 30.0  # a token the directory called a workspace token, trusted so
 KNOWN_WORKSPACE_TOKENS_MAX = 10_000  # ...for at most this many token hashes (oldest forgotten)
 ADMIN_ONLY_MESSAGE = "this route needs the admin token"
@@ -181,6 +187,7 @@ class TokenCache:
         self._rejected: OrderedDict[tuple[str, str], tuple[str, float]] = OrderedDict()
         self._asks = SharedAsks()
         self.directory_asks = 0
+        self._refreshing: dict[str, asyncio.Task] = {}     # workspace -> its grants' refresh
 
     async def grant_of(self, workspace_id: str, candidate_hash: str, client: str,
                        authoritative: bool = False) -> TokenGrant:
@@ -191,7 +198,8 @@ class TokenCache:
         handled it, so another replica's cache may still hold the revoked grant)."""
         now = self._clock()
         cached = None if authoritative else self._grants.get(workspace_id)
-        if cached is not None and cached[1] > now and candidate_hash in cached[0]:
+        if cached is not None and candidate_hash in cached[0] and (
+                cached[1] > now or self._usable_stale(workspace_id, candidate_hash, cached[1], now)):
             grant = cached[0][candidate_hash]
             if grant.expired(epoch_ms()):
                 raise token_refusal("expired")
@@ -213,6 +221,31 @@ class TokenCache:
     async def _ask_directory(self, workspace_id: str, candidate_hash: str):
         self.directory_asks += 1
         return await self._ask("authenticate", workspace_id, candidate_hash)
+
+    def _usable_stale(self, workspace_id: str, candidate_hash: str, fresh_until: float,
+                      now: float) -> bool:
+        """Whether grants past their TTL may still pass this token's call (see the module
+        docstring); if so, their refresh is started (once per workspace at a time)."""
+        if self.ttl_s <= 0 or now >= fresh_until + STALE_GRANTS_USABLE_S:
+            return False
+        if workspace_id not in self._refreshing:
+            task = asyncio.get_running_loop().create_task(
+                self._refresh(workspace_id, candidate_hash))
+            self._refreshing[workspace_id] = task
+            task.add_done_callback(lambda _: self._refreshing.pop(workspace_id, None))
+        return True
+
+    async def _refresh(self, workspace_id: str, candidate_hash: str) -> None:
+        try:
+            verdict, grants = await self._ask_directory(workspace_id, candidate_hash)
+        except Exception as exc:  # noqa: BLE001 - the next call past the TTL tries again
+            log.info("refreshing the grants of %s failed: %r", workspace_id, exc)
+            return
+        if verdict == "ok":
+            self._grants[workspace_id] = ({g.token_hash: g for g in grants},
+                                          self._clock() + self.ttl_s)
+        else:                # revoked or expired meanwhile: the next call asks, and is refused
+            self._grants.pop(workspace_id, None)
 
     def _remember_refusal(self, workspace_id: str, candidate_hash: str, verdict: str) -> None:
         self._rejected[(workspace_id, candidate_hash)] = (verdict,
@@ -255,6 +288,7 @@ class AdminCheck:
         self._known: OrderedDict[str, float] = OrderedDict()    # workspace token hash -> until
         self._asks = SharedAsks()
         self.directory_asks = 0
+        self._refreshing: dict[str, asyncio.Task] = {}     # workspace -> its grants' refresh
 
     def is_admin(self, token: str) -> bool:
         return bool(self._admin_hash) and same_hash(token_hash(token), self._admin_hash)

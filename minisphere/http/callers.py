@@ -92,11 +92,13 @@ BearerToken = Annotated[str, Depends(_bearer_token, scope="function")]
 @dataclass(frozen=True)
 class WorkspaceCall:
     """A call the gateway authorized: `caller` is what `gateway.authorize` answered (sent on
-    with the call); `started` the request's arrival at the route, for its Server-Timing."""
+    with the call); `started` the request's arrival at the route and `auth_ms` the
+    authorization's own time, for its Server-Timing."""
     gateway: Any
     workspace: str
     caller: Any
     started: float
+    auth_ms: float = 0.0
 
 
 def workspace_caller(method: str, param: str = "workspace"):
@@ -110,8 +112,10 @@ def workspace_caller(method: str, param: str = "workspace"):
             workspace = check_workspace_id(request.path_params[param])
             token = _bearer(request)
             audience = audience_of(gateway, token)
+            asked = time.perf_counter()
             caller = await gateway.authorize(workspace, token, method, client_address(request))
-            yield WorkspaceCall(gateway, workspace, caller, started)
+            yield WorkspaceCall(gateway, workspace, caller, started,
+                                (time.perf_counter() - asked) * 1e3)
         except Exception as exc:  # noqa: BLE001 - answered as a structured error
             raise _route_error(exc, audience) from None
     return Depends(authorized, scope="function")

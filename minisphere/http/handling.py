@@ -30,8 +30,12 @@ _CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
 IDEMPOTENCY_HEADER = "Idempotency-Key"       # on a write: applied at most once per key
 REPLAY_HEADER = "Idempotent-Replay"          # "true": answered from the key's stored result
 # Server-Timing parts, in order: (name in the header, key in the timings the actors report)
-TIMING_PARTS = (("activate", "activate_ms"), ("prepare", "prepare_ms"), ("queue", "queue_ms"),
-                ("engine", "engine_ms"), ("actor", "actor_ms"), ("rpc", "rpc_ms"))
+TIMING_PARTS = (("auth", "auth_ms"), ("activate", "activate_ms"), ("prepare", "prepare_ms"),
+                ("queue", "queue_ms"), ("engine", "engine_ms"), ("actor", "actor_ms"),
+                ("rpc", "rpc_ms"))
+# The token check is shown when it took any time (it asked the directory); from the replica's
+# cache it takes microseconds.
+AUTH_SHOWN_MS = 0.1
 
 
 def query_integer(raw: str, name: str, low: int, high: int) -> int:

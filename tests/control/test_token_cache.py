@@ -280,3 +280,60 @@ def test_a_burst_of_new_valid_tokens_from_one_address_is_served_not_rate_limited
     assert [o for o in outcomes if isinstance(o, Exception)] == []
     assert len(asked) == 100
     assert cache.budget._level("10.0.0.8") == FAILED_AUTH_BURST     # nothing spent
+
+
+def test_a_call_after_a_pause_is_let_through_on_its_cached_grant_and_the_grant_refreshed_behind_it(
+        plane):
+    # every wake comes after a pause longer than the TTL: asking the directory first put a
+    # round trip in front of each of them
+    _, good = plane.create(Blueprint(), [], "ws-a")
+    ask, asked = directory_of(plane, answer_s=0.2)
+    clock = Clock()
+    cache = TokenCache(ask, ttl_s=30, clock=clock)
+    candidate = token_hash(good)
+
+    async def scenario():
+        await cache.grant_of("ws-a", candidate, "10.0.0.9")            # asks: nothing cached
+        clock.now += 31                                                # past the TTL
+        began = time.monotonic()
+        grant = await cache.grant_of("ws-a", candidate, "10.0.0.9")
+        waited_s = time.monotonic() - began
+        await cache._refreshing["ws-a"]                                # the refresh behind it
+        await cache.grant_of("ws-a", candidate, "10.0.0.9")            # fresh again
+        return grant, waited_s
+
+    grant, waited_s = run(scenario())
+    assert grant.scope == "write" and waited_s < 0.2
+    assert len(asked) == 2                                  # the first call and one refresh
+
+
+def test_a_token_revoked_elsewhere_passes_its_stale_grant_once_then_is_refused(plane):
+    plane.create(Blueprint(), [], "ws-a")
+    issued = plane.issue_token("ws-a", "read")
+    ask, _ = directory_of(plane)
+    clock = Clock()
+    cache = TokenCache(ask, ttl_s=30, clock=clock)
+    candidate = token_hash(issued["token"])
+
+    async def scenario():
+        await cache.grant_of("ws-a", candidate, "10.0.0.9")
+        plane.revoke_token("ws-a", issued["tokenId"])            # on another replica
+        clock.now += 31
+        await cache.grant_of("ws-a", candidate, "10.0.0.9")      # the actor refuses this one
+        await cache._refreshing["ws-a"]
+        with pytest.raises(E.Unauthenticated):
+            await cache.grant_of("ws-a", candidate, "10.0.0.9")
+
+    run(scenario())
+
+
+def test_grants_long_past_their_ttl_are_not_used_stale(plane):
+    _, good = plane.create(Blueprint(), [], "ws-a")
+    ask, asked = directory_of(plane)
+    clock = Clock()
+    cache = TokenCache(ask, ttl_s=30, clock=clock)
+    from minisphere.control.token_cache import STALE_GRANTS_USABLE_S
+    run(cache.grant_of("ws-a", token_hash(good), "10.0.0.9"))
+    clock.now += 30 + STALE_GRANTS_USABLE_S
+    run(cache.grant_of("ws-a", token_hash(good), "10.0.0.9"))
+    assert len(asked) == 2 and not cache._refreshing      # asked first, nothing behind

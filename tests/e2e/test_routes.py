@@ -156,3 +156,12 @@ def test_a_woken_call_shows_its_wait_for_the_actor_and_a_warm_one_does_not(
     assert woken.status_code == 200
     assert "activate;dur=" in woken.headers["Server-Timing"]
     assert "activate;dur=" not in call(http, ws, h, "getCount").headers["Server-Timing"]
+
+
+def test_a_call_whose_token_check_asked_the_directory_shows_it_and_a_cached_one_does_not(
+        http, new_workspace):
+    ws, h = new_workspace()
+    first = call(http, ws, h, "getCount")
+    assert first.status_code == 200 and "auth;dur=" in first.headers["Server-Timing"]
+    later = [call(http, ws, h, "getCount").headers["Server-Timing"] for _ in range(5)]
+    assert any("auth;dur=" not in timing for timing in later)    # from this replica's cache

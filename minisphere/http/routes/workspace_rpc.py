@@ -16,6 +16,7 @@ from minisphere.http import links
 from minisphere.http import responses as R
 from minisphere.http.callers import WorkspaceCall, WorkspaceId, workspace_caller
 from minisphere.http.handling import (
+    AUTH_SHOWN_MS,
     IDEMPOTENCY_HEADER,
     REPLAY_HEADER,
     idempotency_key,
@@ -55,6 +56,8 @@ def method_endpoint(name: str, method: Method):
         else:
             result, timings = await call.gateway.call(workspace, name, args, call.caller, key)
         ingress_ms = (time.perf_counter() - call.started) * 1e3
+        if call.auth_ms >= AUTH_SHOWN_MS:
+            timings["auth_ms"] = call.auth_ms
         return JSONResponse(result, headers=server_timing(timings, ingress_ms))
     endpoint.__name__ = f"call_{name}"
     return endpoint
