@@ -224,6 +224,11 @@ class RerankFactors(Answer):
     tagShare: float
     subject: float = Field(description="x3 when the entry starts with a query word too common "
                                        "to search (the speaker a question names), else 1")
+    brevity: float = Field(description="1 - lexical share of the fused score x (1 - min(1, "
+                                       "characters / 200) ^ 0.5): a short entry's word match "
+                                       "counts for less (a greeting shares a question's words, "
+                                       "not what it asks); 1 from 200 characters on, and when "
+                                       "the query has no searchable words")
     product: float
 
 

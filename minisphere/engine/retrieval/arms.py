@@ -29,10 +29,10 @@ class Hit:
 
 TAG_SEPARATOR = "\x1f"   # tags are normalized text: they never hold a control character
 # The entry columns the rerank factors read, tags folded into one value, over the alias `e`;
-# the content only as the short prefix the subject factor reads its first word from
+# the content only as the short prefix the subject and brevity factors read
 RERANK_COLUMNS = ("e.updated_at, e.recall_count, e.importance_score, e.volatility, "
                   f"(SELECT group_concat(t.tag, '{TAG_SEPARATOR}') FROM tags t WHERE t.entry_id = e.id), "
-                  f"substr(e.content, 1, {T.SUBJECT_PREFIX_CHARS})")
+                  f"substr(e.content, 1, {T.RERANK_PREFIX_CHARS})")
 RERANK_TAGS_AT = 4       # where the folded tags sit among RERANK_COLUMNS
 
 
@@ -41,7 +41,7 @@ def rerank_row(values) -> dict:
     updated_at, recall_count, importance, volatility, tags, prefix = values
     return {"updatedAt": updated_at, "recallCount": recall_count, "importance": importance,
             "volatility": volatility, "tags": tags.split(TAG_SEPARATOR) if tags else [],
-            "prefix": prefix or ""}   # its first word is read only if the query has a subject
+            "prefix": prefix or ""}   # first word: the subject; length: brevity
 
 
 def _bm25(conn, expression: str, prefilter: Prefilter, limit: int) -> dict[str, tuple[float, int, dict]]:

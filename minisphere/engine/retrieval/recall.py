@@ -38,7 +38,7 @@ from minisphere.engine.retrieval.query_text import (
     subject_terms,
     tokenize,
 )
-from minisphere.engine.retrieval.rerank import mmr, rerank_factors, rerank_product
+from minisphere.engine.retrieval.rerank import lexical_part, mmr, rerank_factors, rerank_product
 from minisphere.engine.retrieval.snippets import apply_budget
 from minisphere.engine.retrieval.sql_filters import Prefilter
 from minisphere.engine.retrieval.temporal import extract_time_bounds
@@ -87,7 +87,8 @@ def _rerank_rows(conn, ids: list[str]) -> dict[str, dict]:
 
 
 def max_rerank_boost() -> float:
-    """No rerank factor lifts a score by more than this (decay and rolledUp only lower it)."""
+    """No rerank factor lifts a score by more than this (decay, rolledUp and brevity only
+    lower it)."""
     return ((1 + T.RECALL_BOOST_MAX) * (1 + T.IMPORTANCE_BOOST_MAX)
             * (1 + T.TAG_OVERLAP_BOOST_MAX) * (1 + T.SUBJECT_BOOST_MAX))
 
@@ -114,7 +115,9 @@ def _rerank(conn, fused: dict, known: dict[str, tuple], now_ms: int, query_stems
                 return scored
             if entry_id not in light:
                 continue
-            final = fused[entry_id]["fused"] * rerank_product(light[entry_id], now_ms, query_stems, subjects)
+            slot = fused[entry_id]
+            final = slot["fused"] * rerank_product(light[entry_id], now_ms, query_stems, subjects,
+                                                   lexical_part(slot))
             scored.append((entry_id, final, light[entry_id]))
             if len(finals) < pool_size:
                 heapq.heappush(finals, final)
@@ -174,8 +177,9 @@ def _with_dense_slots(conn, picked: list, arms: dict, fused: dict, scored: dict,
     page, added = with_dense_slots(picked, [h.id for h in arms["vector"]], top_k)
     missing = [i for i in added if i not in scored]
     for entry_id, row in _rerank_rows(conn, missing).items():
-        product = rerank_product(row, now_ms, query_stems, subjects)
-        scored[entry_id] = (fused[entry_id]["fused"] * product, row)
+        slot = fused[entry_id]
+        product = rerank_product(row, now_ms, query_stems, subjects, lexical_part(slot))
+        scored[entry_id] = (slot["fused"] * product, row)
     return [(i, detail) for i, detail in page if i in scored]
 
 
@@ -245,7 +249,7 @@ def _recall_item(entry: dict, fused: dict, arms: dict, row, final: float, mmr_de
             "recency": arm_detail.get("recency"),
             **({"vector": arm_detail.get("vector")} if "vector" in arms else {}),
             "fused": fused["fused"],
-            "rerank": rerank_factors(row, now_ms, query_stems, subjects),
+            "rerank": rerank_factors(row, now_ms, query_stems, subjects, lexical_part(fused)),
             "final": final,
             "mmr": mmr_detail,
         },

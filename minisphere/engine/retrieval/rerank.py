@@ -11,9 +11,13 @@ bounded multiplier and 1.0 means "no opinion":
   tagOverlap = 1 + 0.15 × (share of query terms that name one of the entry's tags) -> [1, 1.15]
   rolledUp   = 0.4 if tagged `rolled-up` else 1
   subject    = 1 + SUBJECT_BOOST_MAX if the entry's first word is a word of the query, else 1
+  brevity    = 1 - lexical × (1 - min(1, chars / BREVITY_FULL_CHARS) ^ BREVITY_EXPONENT)
+               -> in (0, 1]; chars = the entry's length (read up to RERANK_PREFIX_CHARS),
+               lexical = the lexical arms' share of the fused score (1 without a binding); 1
+               when off (0) or when the query has no searchable words (no match to discount)
 
-A fresh entry with importance 0 that was never recalled gets ×1 from every factor: it ranks by
-relevance alone.
+A fresh entry with importance 0 that was never recalled, at least BREVITY_FULL_CHARS long, gets
+×1 from every factor: it ranks by relevance alone.
 
 MMR then picks topK from the best topK × 3: at each step the candidate maximising
   λ × relevance - (1 - λ) × max similarity to the already picked ones   (λ = 0.7)
@@ -62,8 +66,31 @@ def subject_factor(subject_stems: frozenset[str], row: dict) -> float:
     return 1.0 + T.SUBJECT_BOOST_MAX
 
 
+def brevity_factor(row: dict, query_stems: set[str], lexical_part: float = 1.0) -> float:
+    """Below BREVITY_FULL_CHARS an entry's word match counts for less: a short entry (a
+    greeting, a one-line reply) matches the query's words by the few it has, not by what it
+    says. It discounts the lexical part of the fused score only (`lexical_part`, its share of
+    it): a cosine already weighs the whole entry. Without searchable words there is no match to
+    discount (browsing a period or a tag by recency)."""
+    full = T.BREVITY_FULL_CHARS
+    chars = len(row.get("prefix", ""))
+    if full <= 0 or chars >= full or not query_stems or lexical_part <= 0:
+        return 1.0
+    discount = (max(chars, 1) / full) ** T.BREVITY_EXPONENT
+    return 1.0 - min(lexical_part, 1.0) * (1.0 - discount)
+
+
+def lexical_part(slot: dict) -> float:
+    """The share of a fused score (fusion's slot) that the lexical arms gave: 1 without a vector
+    arm, 1 - the vector arm's share with one."""
+    vector = slot["arms"].get("vector")
+    if vector is None or slot["fused"] <= 0:
+        return 1.0
+    return max(0.0, 1.0 - vector["rrf"] / slot["fused"])
+
+
 def rerank_factors(row: dict, now_ms: int, query_stems: set[str],
-                   subject_stems: frozenset[str] = frozenset()) -> dict:
+                   subject_stems: frozenset[str] = frozenset(), lexical: float = 1.0) -> dict:
     tag_factor, tag_share = tag_overlap_factor(query_stems, row["tags"])
     factors = {
         "decay": decay_factor(row["volatility"], now_ms - row["updatedAt"]),
@@ -72,6 +99,7 @@ def rerank_factors(row: dict, now_ms: int, query_stems: set[str],
         "tagOverlap": tag_factor,
         "rolledUp": T.ROLLED_UP_FACTOR if "rolled-up" in row["tags"] else 1.0,
         "subject": subject_factor(subject_stems, row),
+        "brevity": brevity_factor(row, query_stems, lexical),
     }
     product = 1.0
     for value in factors.values():
@@ -80,7 +108,7 @@ def rerank_factors(row: dict, now_ms: int, query_stems: set[str],
 
 
 def rerank_product(row: dict, now_ms: int, query_stems: set[str],
-                   subject_stems: frozenset[str] = frozenset()) -> float:
+                   subject_stems: frozenset[str] = frozenset(), lexical: float = 1.0) -> float:
     """rerank_factors(...)["product"], without building the breakdown (run on every candidate;
     the breakdown is built for the returned ones only)."""
     volatility = row["volatility"]
@@ -95,7 +123,7 @@ def rerank_product(row: dict, now_ms: int, query_stems: set[str],
         product *= tag_overlap_factor(query_stems, tags)[0]
         if "rolled-up" in tags:
             product *= T.ROLLED_UP_FACTOR
-    return product * subject_factor(subject_stems, row)
+    return product * subject_factor(subject_stems, row) * brevity_factor(row, query_stems, lexical)
 
 
 def shingles(text: str) -> frozenset:

@@ -84,7 +84,29 @@ ROLLED_UP_FACTOR = 0.4             # entries tagged rolled-up are summaries' sou
 # one must still be able to rank. Boosting first words the query searches anyway cost the
 # passage sets 0.04 nDCG@10 (DBpedia's abstracts start with their title).
 SUBJECT_BOOST_MAX = 2.0
-SUBJECT_PREFIX_CHARS = 64          # the first word is read from this much of the content
+# × min(1, chars / BREVITY_FULL_CHARS) ^ BREVITY_EXPONENT, chars = the entry's length: an entry
+# shorter than BREVITY_FULL_CHARS matches on the few words it has, so a match says less about it
+# ("Bob: Hey Ann, good to see you!" matches a question about Ann as well as the turn that answers
+# it, and with the subject factor it outranks that turn). It discounts the lexical part of the
+# fused score only (with a binding, the cosine's part is left alone: a cosine weighs the whole
+# entry); 0 turns it off; it only lowers a score (the rerank's pruning bound is unaffected), and
+# not at all where the query has no searchable words (browsing by recency).
+# Leave-one-conversation-out (bench/folds.py) chose 200 over 100 on all five folds: zero-binding
+# held-out fold mean R@10 0.738 -> 0.749, nDCG@10 0.564 -> 0.580, every fold up, open-domain
+# 0.350 -> 0.374, no category lower; with the MiniLM binding 0.752 -> 0.760 / 0.572 -> 0.587.
+# 300 (chosen by three folds when offered) reaches past a third of the passages (MS MARCO's
+# median is 311 characters): MS MARCO nDCG@10 0.638 -> 0.626; at 200 the passage sets are level
+# (0.6378 -> 0.6376, DBpedia 0.3564 -> 0.3571; hybrid 0.7044 -> 0.7047, 0.4979 -> 0.4988). Offered
+# exponents 0.25 and 1 (linear) too, no fold chose 1 and one chose 0.25. Discounting the whole
+# fused score, cosine part included, gained the hybrid more on the mean (nDCG@10 0.593 against
+# 0.587) but put conv-26 0.016 R@10 below zero-binding (0.006 with the lexical part alone): short
+# turns that answer lost to long ones near the question where the dense arm led.
+BREVITY_FULL_CHARS = 200
+BREVITY_EXPONENT = 0.5
+# The first word (subject factor) and the length up to BREVITY_FULL_CHARS (brevity factor) are
+# read from this much of the content, never more: the rerank's cost does not follow entry size.
+# Read once, into the arms' SQL: it must stay at least the longest BREVITY_FULL_CHARS tried.
+RERANK_PREFIX_CHARS = 400
 
 # --- MMR diversity ---
 MMR_LAMBDA = 0.7

@@ -27,3 +27,11 @@ def filler(add):
     def make() -> list[str]:
         return [add(text) for text in FILLER]
     return make
+
+
+@pytest.fixture
+def no_brevity(monkeypatch):
+    """The brevity factor off: for tests of the other rerank factors on short entries, whose
+    figures would otherwise carry each entry's length too (brevity has its own tests)."""
+    from minisphere.engine.retrieval import tuning
+    monkeypatch.setattr(tuning, "BREVITY_FULL_CHARS", 0)

@@ -21,8 +21,11 @@ import json, sys
 from minisphere.engine.clock import ManualClock
 from minisphere.engine.workspace import Workspace
 ws = Workspace(sys.argv[1], clock=ManualClock(), synchronous="NORMAL")
-print(json.dumps([[item["id"] for item in ws.recall(q, top_k=5)["items"]]
-                  for q in json.loads(sys.argv[2])]))
+ranked = []
+for q in json.loads(sys.argv[2]):
+    ws.conn.execute("UPDATE entries SET recall_count = 0")   # every process asks of one state
+    ranked.append([item["id"] for item in ws.recall(q, top_k=5)["items"]])
+print(json.dumps(ranked))
 ws.close()
 """
 

@@ -148,7 +148,7 @@ def linked(ws, now_clock, add, filler):
     return strong, weak, friend
 
 
-def test_breakdown_shows_every_stage(ws, linked):
+def test_breakdown_shows_every_stage(ws, linked, no_brevity):
     strong, weak, friend = linked
     result = ws.recall("condor")
     items = by_id(result)
@@ -160,7 +160,7 @@ def test_breakdown_shows_every_stage(ws, linked):
         b = item["breakdown"]
         assert set(b) >= {"keyword", "graph", "recency", "fused", "rerank", "final", "mmr"}
         assert set(b["rerank"]) >= {"decay", "recall", "importance", "tagOverlap", "rolledUp",
-                                    "product"}
+                                    "subject", "brevity", "product"}
         arms = [arm for arm in (b["keyword"], b["graph"]) if arm is not None]
         assert b["fused"] == pytest.approx(sum(arm["rrf"] for arm in arms), abs=1e-6)
         assert b["final"] == pytest.approx(b["fused"] * b["rerank"]["product"], rel=1e-6)
@@ -206,15 +206,20 @@ def test_neighbouring_hits_support_each_other(ws, now_clock, add, filler):
 
 def test_a_fresh_unimportant_never_recalled_entry_ranks_by_relevance(ws, now_clock, add, filler):
     filler()
-    best = add("Falcon falcon falcon training log")
-    other = add("One falcon note among many other words about the weather and the sea")
+    # at least BREVITY_FULL_CHARS long, as most entries are: short ones get the brevity factor
+    rest = ", written down after the morning session at the reserve, with the handler's notes on " \
+           "the weather, the wind, the lure work and the bird's weight before and after flying"
+    texts = ["Falcon falcon falcon training log" + rest,
+             "One falcon note among many other words about the weather and the sea" + rest]
+    assert min(map(len, texts)) >= T.BREVITY_FULL_CHARS
+    best, other = (add(text) for text in texts)
     result = ws.recall("falcon", hops=0)
     assert ids(result) == [best, other]
+    neutral = ("decay", "recall", "importance", "tagOverlap", "rolledUp", "subject", "brevity",
+               "product")
     for item in result["items"]:
         rerank = item["breakdown"]["rerank"]
-        assert {k: rerank[k] for k in ("decay", "recall", "importance", "tagOverlap", "rolledUp",
-                                       "product")} == dict.fromkeys(
-            ("decay", "recall", "importance", "tagOverlap", "rolledUp", "product"), 1.0)
+        assert {k: rerank[k] for k in neutral} == dict.fromkeys(neutral, 1.0)
         assert item["breakdown"]["final"] == item["breakdown"]["fused"]
 
 
@@ -254,7 +259,7 @@ def test_old_volatile_fact_loses_to_a_fresh_one_but_keeps_its_floor(ws, clock, n
     assert decay == pytest.approx(T.DECAY_FLOOR["volatile"], abs=1e-6)
 
 
-def test_importance_raises_the_score_within_its_bound(ws, now_clock, add, filler):
+def test_importance_raises_the_score_within_its_bound(ws, now_clock, add, filler, no_brevity):
     filler()
     relevant = add("Swift swift swift migration route")
     important = add("A swift flew past the office window during the long afternoon meeting",
@@ -286,7 +291,7 @@ def test_tag_overlap_boost(ws, now_clock, add):
     assert full["tagOverlap"] == pytest.approx(1 + T.TAG_OVERLAP_BOOST_MAX) == pytest.approx(1.15)
 
 
-def test_rolled_up_entries_are_scaled_down(ws, now_clock, add, filler):
+def test_rolled_up_entries_are_scaled_down(ws, now_clock, add, filler, no_brevity):
     filler()
     rolled = add("Curlew curlew curlew call recordings", tags=["rolled-up"])
     summary = add("Summary: the curlew recordings from spring, merged into one overview note")
@@ -309,7 +314,7 @@ def test_recall_count_boost_is_logarithmic_and_capped(ws, now_clock, add):
     assert seen[2:] == [pytest.approx(1 + T.RECALL_BOOST_MAX)] * 3   # log1p(2) > 1: capped
 
 
-def test_all_boosts_together_stay_within_their_bounds(ws, now_clock, add):
+def test_all_boosts_together_stay_within_their_bounds(ws, now_clock, add, no_brevity):
     entry = add("Avocet wading study", tags=["avocet"], importance=1.0)
     for _ in range(4):
         ws.recall("avocet")
