@@ -194,6 +194,10 @@ class DirectoryActor:
         self._start_background()
         return self.pool.status()
 
+    async def ping(self) -> None:
+        """Nothing: what a spare sends the directory while it waits, so that the first message
+        of its process to the directory is not sent inside a woken workspace's first call."""
+
     def set_spares(self, size: int) -> dict:
         """Resize the pool at run time (operators, tests); returns its status."""
         self._start_background()

@@ -104,6 +104,7 @@ class WorkspaceActor(AdminFileMethods):
         logging.basicConfig(level=logging.INFO)
         self.contracts = verified_contracts()   # a broken pin must not open any file
         self.directory = directory               # handle, for reports (may be None)
+        self._directory_contacted = False
         context = ray.get_runtime_context()
         self.name = context.get_actor_name()
         self.node_id = context.get_node_id()
@@ -139,6 +140,14 @@ class WorkspaceActor(AdminFileMethods):
         `runtimeEnv`: the Ray runtime_env this worker runs in; any non-empty one (inherited
         from whoever started the directory) made Ray start it through its setup_worker.py shim,
         a second interpreter that imports Ray first, so a start costs ~1.5x."""
+        if self.directory is not None and not self._directory_contacted:
+            # The first message a process sends to an actor takes 1-5 ms to submit (Ray looks
+            # the actor up and connects to it). A bound actor's first call reports its token's
+            # use to the directory: that first message cost 4.6 ms inside every woken
+            # workspace's first call (measured: 4.8 ms of actor time against 0.24 once the
+            # spare had sent one while it waited). Sent now, it costs the spare's start.
+            self._directory_contacted = True
+            self.directory.ping.remote()
         return {"name": self.name, "pid": os.getpid(), "nodeId": self.node_id,
                 "bound": self.workspace_id,
                 "runtimeEnv": ray.get_runtime_context().get_runtime_env_string()}
