@@ -5,6 +5,7 @@ The stdlib `sqlite3` of some Pythons cannot load extensions (sqlite-vec), so the
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from importlib import resources
@@ -86,8 +87,15 @@ def load_sqlite_vec(conn) -> None:
 WORKSPACE_MIGRATIONS = "minisphere.engine.migrations"
 
 
-def available_migrations(package: str = WORKSPACE_MIGRATIONS) -> list[tuple[int, str, str]]:
-    """(version, name, sql) for every migration shipped in `package`, in order."""
+def available_migrations(package: str = WORKSPACE_MIGRATIONS) -> tuple[tuple[int, str, str], ...]:
+    """(version, name, sql) for every migration shipped in `package`, in order. Read once per
+    process: the files ship with the build, and reading them again took 0.7 ms of every
+    workspace opened (every wake)."""
+    return _shipped_migrations(package)
+
+
+@functools.cache
+def _shipped_migrations(package: str) -> tuple[tuple[int, str, str], ...]:
     found = []
     for item in resources.files(package).iterdir():
         match = _MIGRATION_NAME.match(item.name)
@@ -97,7 +105,7 @@ def available_migrations(package: str = WORKSPACE_MIGRATIONS) -> list[tuple[int,
     versions = [v for v, _, _ in found]
     if versions != list(range(1, len(versions) + 1)):
         raise RuntimeError(f"migration versions must be contiguous from 1, found {versions}")
-    return found
+    return tuple(found)
 
 
 def schema_version(conn) -> int:

@@ -126,10 +126,12 @@ class Workspace:
             return location.read_location(conn)
 
     def claim(self, generation: str | None, epoch: int) -> location.CopyLocation:
-        """Open the file as the owner with `epoch` (refused when a newer owner stamped it);
-        from now on every write transaction checks that no newer owner has taken over."""
+        """Open the file as the owner with `epoch` (refused when a newer owner stamped it), and
+        drop expired idempotency keys in the same commit (one per wake); from now on every
+        write transaction checks that no newer owner has taken over."""
         with self.transaction() as conn:
             claimed = location.claim(conn, generation, epoch)
+            idempotency.prune(conn, self.clock.now_ms())
         self.epoch, self.position = epoch, claimed.position
         return claimed
 

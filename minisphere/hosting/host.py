@@ -106,9 +106,10 @@ class WorkspaceHost(StoredStates):
             workspace.close()
             raise
         try:
-            if self.epoch is not None:
-                workspace.claim(self.generation, self.epoch)     # refused if a newer owner did
-            workspace.prune_expired_keys()
+            if self.epoch is not None:      # refused if a newer owner did; prunes keys too
+                workspace.claim(self.generation, self.epoch)
+            else:
+                workspace.prune_expired_keys()
         except BaseException:
             reads.close()
             workspace.close()

@@ -21,7 +21,7 @@ from minisphere.durability.replication import WorkspaceReplica, restore_from_rep
 from minisphere.durability.restores import restore_latest_good, verify_database
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.db import DatabaseError
-from minisphere.engine.location import inspect_copy
+from minisphere.engine.location import CopyLocation, inspect_copy
 from minisphere.errors import SnapshotError, SnapshotNotFound, WorkspaceDataMissing
 from minisphere.files import fsync_dir
 from minisphere.hosting.copies import discard_copy, remove_database
@@ -44,7 +44,9 @@ class CurrentCopy:
         one left behind when the workspace moved on), restore from the store, and refuse when
         no reachable copy reaches the newest acknowledged position."""
         started = time.perf_counter()
-        discarded = self._discard_unusable_copy()
+        discarded, kept = self._discard_unusable_copy()
+        if kept is not None:
+            return {"source": "local", "position": kept.position}
         if self.path.exists():
             return {"source": "local", "position": inspect_copy(self.path).position}
         from_replica = self._restore_from_replica()
@@ -105,23 +107,24 @@ class CurrentCopy:
             return False
         return True
 
-    def _discard_unusable_copy(self) -> str | None:
+    def _discard_unusable_copy(self) -> tuple[str | None, CopyLocation | None]:
         """Delete the local copy when it belongs to another creation of the id or is older than
-        the newest acknowledged position; returns why (None: kept, or there was none)."""
+        the newest acknowledged position; returns (why it was deleted, the location of the copy
+        kept): (None, None) when there was none."""
         local = inspect_copy(self.path)
         if local is None:
-            return None
+            return None, None
         if None not in (local.generation, self.generation) and local.generation != self.generation:
             why = f"it belongs to a deleted creation of the id ({local.generation})"
         elif local.position < self.min_position:
             why = (f"it is stale (position {local.position}, the workspace has reached "
                    f"{self.min_position} elsewhere)")
         else:
-            return None
+            return None, local
         log.warning("workspace %s: deleting the local copy at %s: %s", self.workspace_id,
                     self.path, why)
         discard_copy(self.path)
-        return why
+        return why, None
 
     def _start_empty(self, expect_snapshot: bool, discarded: str | None, why: str) -> dict:
         if expect_snapshot or self.min_position > 0:

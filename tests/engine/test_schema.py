@@ -97,7 +97,7 @@ def test_failed_migration_rolls_back_alone(tmp_path, monkeypatch):
     real = db.available_migrations()
     path = tmp_path / "broken.db"
     open_ws(path).close()  # the real migrations are applied and committed
-    broken = real + [(len(real) + 1, f"{len(real) + 1:04d}_broken.sql",
+    broken = [*real, (len(real) + 1, f"{len(real) + 1:04d}_broken.sql",
                       "CREATE TABLE half_done (x INTEGER);\n"
                       "INSERT INTO half_done VALUES (1);\n"
                       "INSERT INTO no_such_table VALUES (1);\n")]

@@ -166,3 +166,20 @@ def test_the_node_sweep_deletes_dead_and_moved_copies_but_never_a_held_one(tmp_p
     assert inspect_copy(root / "moved" / "workspace.db") is None
     assert inspect_copy(root / "held" / "workspace.db") is not None
     assert inspect_copy(root / "current" / "workspace.db") is not None
+
+
+def test_a_fenced_host_drops_expired_idempotency_keys_when_it_opens_the_file(tmp_path):
+    # the claim and the pruning share one commit on every open; pruning must not be lost
+    path = tmp_path / "a" / "ws-loc" / "workspace.db"
+    path.parent.mkdir(parents=True)
+    clock = ManualClock(start_ms=1_000_000)          # long before the host's own clock
+    ws = Workspace(path, clock=clock)
+    ws.claim("g1", 1)
+    ws.call("capture", {"content": "keyed"}, idempotency_key="old-key")
+    ws.close()
+    host = host_on(tmp_path / "a", None, generation="g1", epoch=2)
+    try:
+        kept = host.workspace.conn.execute("SELECT count(*) FROM idempotency_keys").fetchone()[0]
+        assert kept == 0 and inspect_copy(path).epoch == 2
+    finally:
+        host.close()
