@@ -39,11 +39,12 @@ NO_ROOM_RETRY_S = 5.0             # after finding no free workspace slot for a s
 # a scheduled pass): a replacement started while the run goes on takes that CPU from the very
 # wakes the pool exists for (measured: a wake one second after another took 59 ms when the
 # first one's replacement, started 0.5 s after it, was still starting; 35 ms in a burst). So
-# the pool refills once no spare has been taken for REFILL_QUIET_S, long after a wake has
-# answered (~30 ms) and well before the next one in a run of one per second -- but no later
-# than REFILL_MAX_WAIT_S into a steady stream, and at once when no spare is left (wakes then
-# wait for starts anyway).
-REFILL_QUIET_S = 0.2
+# the pool refills once no spare has been taken for REFILL_QUIET_S: longer than the gap
+# between wakes sent back to back (each answers in 25-40 ms), short enough that a replacement
+# (0.45-0.65 s) is done before the next wake of a run of one per second -- but no later than
+# REFILL_MAX_WAIT_S into a steady stream, and at once when no spare is left (wakes then wait
+# for starts anyway).
+REFILL_QUIET_S = 0.1
 REFILL_MAX_WAIT_S = 2.0
 DEMAND_REVIEW_S = 10.0            # how often a demand-following pool recomputes its size
 # A start takes most of a core for ~0.5 s. A pool grown by a burst that started all its
