@@ -194,6 +194,13 @@ class DirectoryActor:
         self._start_background()
         return self.pool.status()
 
+    def spare_handles(self, known: list[str]) -> tuple[list[str], dict]:
+        """For an ingress replica's advance contact (actors/ingress/spare_contacts.py): the
+        names of the ready spares, and the handles of those not in `known`."""
+        ready = self.pool.ready_handles()
+        already = set(known)
+        return list(ready), {name: h for name, h in ready.items() if name not in already}
+
     async def ping(self) -> None:
         """Nothing: what a spare sends the directory while it waits, so that the first message
         of its process to the directory is not sent inside a woken workspace's first call."""

@@ -175,6 +175,10 @@ class SparePool:
         """Ready spares: name -> node."""
         return {spare.name: spare.node_id for spare in self._ready}
 
+    def ready_handles(self) -> dict[str, Any]:
+        """Ready spares: name -> actor handle, the oldest (the next handed out) first."""
+        return {spare.name: spare.handle for spare in self._ready}
+
     def retire(self, names: list[str]) -> int:
         """Kill these ready spares (the pool refills, placing the replacements afresh)."""
         doomed = [spare for spare in self._ready if spare.name in set(names)]

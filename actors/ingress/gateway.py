@@ -11,7 +11,8 @@ through the directory and a read is sent once more; so is a write that carries a
 key (sent again with its key it cannot apply twice: the workspace file knows whether it
 committed). A write without a key whose actor died under it may or may not have committed, so
 it is answered 503 -- unless the actor ended by hibernation (then the write never ran and is
-sent again), as is any call refused with `hibernating`.
+sent again), as is any call refused with `hibernating`. The replica also sends each warm spare
+its first message before a wake hands it out (`spare_contacts.py`).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import asyncio
 import logging
 
 from actors.directory_actor import get_directory
+from actors.ingress.spare_contacts import SpareContacts
 from actors.parts.reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.control.auth import check_workspace_id, same_hash, token_hash
 from minisphere.control.token_cache import AdminCheck, TokenCache
@@ -45,6 +47,7 @@ class Gateway:
         self.directory = directory if directory is not None else get_directory(settings)
         self.directory.start.remote()          # warm the spare pool; never waited for
         self.reach = WorkspaceReach(self.directory)
+        self.spare_contacts = SpareContacts(self.directory)    # started by the first call
         self.admin_hash = token_hash(settings.admin_token)
         self.token_cache = TokenCache(self.ask_directory, settings.token_cache_ttl_s)
         self.admin = AdminCheck(self.admin_hash, lambda candidate: self.ask_directory(
@@ -117,6 +120,7 @@ class Gateway:
                 f"workspace {workspace_id} failed or timed out during {method_name}; the write "
                 "may or may not have been applied (send writes with an Idempotency-Key to "
                 "make them safe to repeat)")
+        self.spare_contacts.start()
         try:
             envelope, attempts, rpc_ms = await self.reach.call(
                 workspace_id, "call", method_name, body, caller, idempotency_key,
