@@ -271,7 +271,9 @@ def test_search_explains_each_score_with_bars_and_the_query_used(page, console, 
     bars = first.find_elements("css selector", ".breakdown .bar")
     widths = {bar.find_element("xpath", "../..").get_attribute("data-factor"):
               bar.size["width"] for bar in bars}
-    assert widths["fused"] > 0 and {"decay", "importance", "rerank"} <= set(widths)
+    # every factor of the answer's rerank breakdown is drawn, the newest ones too
+    assert widths["fused"] > 0 and {"decay", "importance", "subject", "brevity",
+                                    "rerank"} <= set(widths)
     assert any(widths.get(arm, 0) > 0 for arm in ("keyword", "graph", "vector"))
     screenshot("search")
     used = text_of(page, "#query-used")

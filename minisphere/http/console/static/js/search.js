@@ -10,7 +10,8 @@ import {entryFacts, errorBox, loading, section, tagChips} from "./ui.js";
 const ARMS = [["keyword", "keyword"], ["graph", "graph"], ["vector", "vector"],
               ["recency", "recency"]];
 const FACTORS = [["decay", "decay"], ["recall", "recall count"], ["importance", "importance"],
-                 ["tagOverlap", "tag overlap"], ["rolledUp", "rolled-up"]];
+                 ["tagOverlap", "tag overlap"], ["rolledUp", "rolled-up"],
+                 ["subject", "subject named"], ["brevity", "brevity"]];
 const MAX_TOP_K = 50;
 
 function option(value, label, selected) {
