@@ -153,30 +153,26 @@ def test_a_replacement_spare_does_not_start_while_wakes_keep_taking_spares(monke
     assert min(began) >= last_take + 1.0 - 0.02      # a pause after the last take, not before
 
 
+def _take_one_and_see_it_replaced(size: int) -> None:
+    """Fill a pool of `size`, take one spare, wait (10 s at most) for the pool to be full again."""
+    async def scenario():
+        pool, _ = _recording_pool(size)
+        pool.refill()
+        await _until_ready(pool, size)
+        assert pool.take() is not None
+        await _until_ready(pool, size)
+
+    asyncio.run(scenario())
+
+
 def test_a_steady_stream_of_wakes_still_gets_its_spares_replaced(monkeypatch):
     monkeypatch.setattr(spares, "REFILL_QUIET_S", 60.0)      # the wakes never pause
     monkeypatch.setattr(spares, "REFILL_MAX_WAIT_S", 0.05)
-
-    async def scenario():
-        pool, _ = _recording_pool(3)
-        pool.refill()
-        await _until_ready(pool, 3)
-        assert pool.take() is not None
-        await _until_ready(pool, 3)           # well before the 60 s pause
-
-    asyncio.run(scenario())
+    _take_one_and_see_it_replaced(3)                          # well before the 60 s pause
 
 
 def test_a_drained_pool_starts_its_replacement_at_once(monkeypatch):
     # with no spare left a wake waits for a process start anyway: no reason to hold it back
     monkeypatch.setattr(spares, "REFILL_QUIET_S", 60.0)
     monkeypatch.setattr(spares, "REFILL_MAX_WAIT_S", 60.0)
-
-    async def scenario():
-        pool, _ = _recording_pool(1)
-        pool.refill()
-        await _until_ready(pool, 1)
-        assert pool.take() is not None
-        await _until_ready(pool, 1)
-
-    asyncio.run(scenario())
+    _take_one_and_see_it_replaced(1)
