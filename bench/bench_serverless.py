@@ -19,6 +19,9 @@ snapshot store, the derived resident cap and spare pool) except the data folder 
    every second, peak PSS and RSS of all Ray processes;
 5. the idle cost of a resident workspace actor (CPU share and PSS), which the derived
    resident cap uses.
+The report ends with the latest saved runs of the benchmarks that answer the same questions
+(a spare's start beside a bare actor, the pool under bursts and trickles, agents' sessions),
+quoted as they stand in bench/results with their own commands and dates.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from pathlib import Path
 
 import httpx
 
-from .common import p50, percentile, publish_report, table
+from .common import p50, percentile, publish_report, quoted_reports, table
 from .local_service import start_local_service, stop_local_service
 
 CLIENTS = 32
@@ -43,6 +46,9 @@ ZIPF_S = 1.1
 BURST_WAKES = 100
 ZIPF_BOUND_TARGET = 0.8
 ADMIN_TOKEN = "bench-serverless-admin-0123456789"
+# Benchmarks of the same questions (a spare's start beside a bare actor, the pool under bursts
+# and trickles, agents' sessions), quoted at the end of this report as last saved
+RELATED_REPORTS = ["spare-start", "spare-demand", "sessions", "sessions-at-0.5-per-s"]
 
 
 # ---- memory and CPU of the Ray processes -----------------------------------------------------------
@@ -403,7 +409,10 @@ def main(argv=None) -> int:
                  "settings at their defaults (synchronous=FULL, local snapshot store, derived "
                  "resident cap and spare pool), Serve with "
                  + ", ".join(f"{k}={v}" for k, v in serve_app.SERVE_PERFORMANCE_ENV.items()) + ".")
-    return publish_report("serverless", body, notes)
+    # the figures this benchmark answers for together with its siblings, each its own run
+    related = ("\n\n## The other wake benchmarks' latest runs, quoted\n\n"
+               + quoted_reports(RELATED_REPORTS))
+    return publish_report("serverless", body, notes, appendix=related)
 
 
 if __name__ == "__main__":

@@ -48,15 +48,35 @@ def save_report(name: str, body: str) -> Path:
     return path
 
 
+def quoted_reports(names: list[str]) -> str:
+    """The latest saved run of each named benchmark (its command, date and first table), quoted
+    as it stands in bench/results, for a report that answers for several benchmarks."""
+    parts = []
+    for name in names:
+        path = RESULTS_DIR / f"{name}.md"
+        if not path.exists():
+            parts.append(f"### {name}\n\nnot run yet: `python -m bench.bench_{name}`")
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        said = [line for line in lines if line.startswith(("Command:", "Run:"))]
+        first = next((i for i, line in enumerate(lines) if line.startswith("|")), len(lines))
+        end = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")),
+                   len(lines))
+        parts.append("\n".join([f"### {name} (`bench/results/{name}.md`)", "", *said, "",
+                                 *lines[first:end]]))
+    return "\n\n".join(parts)
+
+
 def machine_note(detail: str = "") -> str:
     """The line every shared-machine benchmark ends its notes with (ratios, not absolutes)."""
     return (f"{os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.2f} (the "
             f"machine is shared){detail}.")
 
 
-def publish_report(name: str, body: str, notes: list[str]) -> int:
-    """Print the table and its notes, save them as bench/results/<name>.md; exit status 0."""
-    text = body + "\n\n" + "\n".join(f"- {n}" for n in notes)
+def publish_report(name: str, body: str, notes: list[str], appendix: str = "") -> int:
+    """Print the table, its notes and any appendix, save them as bench/results/<name>.md;
+    exit status 0."""
+    text = body + "\n\n" + "\n".join(f"- {n}" for n in notes) + appendix
     print(text)
     print(f"saved to {save_report(name, text)}")
     return 0
