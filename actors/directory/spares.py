@@ -3,9 +3,8 @@
 A spare is a `WorkspaceActor` started with no workspace: its process is up, its imports are
 done and the contract is verified, so binding it to a workspace costs only opening a file.
 `take(node)` hands out a ready spare — on the given node when one is there — and never the same
-spare twice; the pool refills itself in the background, once the wakes pause, one start at a
-time per free slot, so a burst of wakes spends the pool first and then waits only for process
-starts.
+spare twice; the pool refills itself in the background, one start at a time per free slot, so
+a burst of wakes spends the pool first and then waits only for process starts.
 
 Its size is fixed (`MINISPHERE_SPARE_ACTORS`, or `resize`), or it follows demand (`Demand`):
 every `take` is a wake, and the pool keeps as many spares as the busiest minute of the last ten
@@ -35,17 +34,9 @@ log = logging.getLogger("minisphere.spares")
 SPARE_READY_TIMEOUT_S = 120.0     # a spare that has not finished starting by then is dropped
 REFILL_RETRY_PAUSE_S = 1.0        # after a failed start
 NO_ROOM_RETRY_S = 5.0             # after finding no free workspace slot for a spare
-# A process start takes most of a core for ~0.5 s, and wakes come in runs (an agent's burst,
-# a scheduled pass): a replacement started while the run goes on takes that CPU from the very
-# wakes the pool exists for (measured: a wake one second after another took 59 ms when the
-# first one's replacement, started 0.5 s after it, was still starting; 35 ms in a burst). So
-# the pool refills once no spare has been taken for REFILL_QUIET_S: longer than the gap
-# between wakes sent back to back (each answers in 25-40 ms), short enough that a replacement
-# (0.45-0.65 s) is done before the next wake of a run of one per second -- but no later than
-# REFILL_MAX_WAIT_S into a steady stream, and at once when no spare is left (wakes then wait
-# for starts anyway).
-REFILL_QUIET_S = 0.1
-REFILL_MAX_WAIT_S = 2.0
+# A process start takes most of a core for ~0.4 s: starting the replacement right away would
+# take that CPU from the very wake that used the spare. Wait this long first.
+REFILL_DELAY_S = 0.5
 DEMAND_REVIEW_S = 10.0            # how often a demand-following pool recomputes its size
 # A start takes most of a core for ~0.5 s. A pool grown by a burst that started all its
 # replacements at once took every core from the wakes it exists for (measured: wakes served by
@@ -90,7 +81,6 @@ class SparePool:
         self._starting = 0
         self._refiller: asyncio.Task | None = None
         self._wake = asyncio.Event()
-        self._last_take = float("-inf")   # time.monotonic() of the last spare handed out
         self.started = 0                 # spares that finished starting
         self.handed_out = 0
         self.failed = 0
@@ -121,7 +111,6 @@ class SparePool:
         # stays the size of the pool however many wakes it served
         self._ready.remove(chosen)
         self.handed_out += 1
-        self._last_take = time.monotonic()
         self.refill()
         return chosen
 
@@ -205,21 +194,9 @@ class SparePool:
             self._refiller = asyncio.get_running_loop().create_task(self._refill_forever())
         self._wake.set()
 
-    async def _until_wakes_pause(self) -> None:
-        """Return once no spare has been taken for REFILL_QUIET_S, after REFILL_MAX_WAIT_S at
-        most, or as soon as no ready spare is left (the monotonic clock: the demand clock is a
-        test's to move)."""
-        give_up_at = time.monotonic() + REFILL_MAX_WAIT_S
-        while self._ready:
-            now = time.monotonic()
-            quiet_at = self._last_take + REFILL_QUIET_S
-            if now >= quiet_at or now >= give_up_at:
-                return
-            await asyncio.sleep(min(quiet_at, give_up_at) - now)
-
     async def _refill_forever(self) -> None:
         while True:
-            await self._until_wakes_pause()
+            await asyncio.sleep(REFILL_DELAY_S)
             self._wake.clear()
             self.follow_demand()
             missing = self.size - len(self._ready) - self._starting

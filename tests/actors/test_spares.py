@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 from actors.directory import spares
 from actors.directory.spares import NoRoomForSpare, Spare, SparePool
 
 
 def test_no_room_for_a_spare_is_waited_out_not_counted_as_a_failed_start(monkeypatch):
-    monkeypatch.setattr(spares, "REFILL_QUIET_S", 0.0)
+    monkeypatch.setattr(spares, "REFILL_DELAY_S", 0.0)
     monkeypatch.setattr(spares, "NO_ROOM_RETRY_S", 0.01)
     answers = iter(["no room", "no room", "ready"])
     killed = []
@@ -41,7 +40,7 @@ def test_a_pool_following_demand_meets_a_repeated_burst_from_spares_then_shrinks
     from actors.directory.spares import Demand
     from minisphere.control.residency_policy import SPARE_DEMAND_WINDOW_S, spare_budget
     from tests.actors.test_directory_state import directory_parts
-    monkeypatch.setattr(spares, "REFILL_QUIET_S", 0.0)
+    monkeypatch.setattr(spares, "REFILL_DELAY_S", 0.0)
     monkeypatch.setattr(spares, "DEMAND_REVIEW_S", 0.02)
     parts, _, runtime = directory_parts(tmp_path, MINISPHERE_SPARE_ACTORS="",
                                         MINISPHERE_MAX_RESIDENT="100")
@@ -86,7 +85,7 @@ def test_a_demand_following_pool_never_starts_more_spares_at_once_than_it_may(mo
     # a grown pool that started every replacement at once took the cores from the very wakes
     # it serves; it starts `starts_at_once` at a time however many are missing
     from actors.directory.spares import Demand
-    monkeypatch.setattr(spares, "REFILL_QUIET_S", 0.0)
+    monkeypatch.setattr(spares, "REFILL_DELAY_S", 0.0)
     running, most, names = [0], [0], iter(range(1_000))
 
     async def start_spare():
@@ -108,71 +107,3 @@ def test_a_demand_following_pool_never_starts_more_spares_at_once_than_it_may(mo
 
     status = asyncio.run(scenario())
     assert status["ready"] == 6 and most[0] == 2
-
-
-def _recording_pool(size: int) -> tuple[SparePool, list[float]]:
-    """A fixed-size pool whose starts take 10 ms each and record when they began."""
-    began, names = [], iter(range(1_000))
-
-    async def start_spare():
-        began.append(time.monotonic())
-        await asyncio.sleep(0.01)
-        return Spare(handle=None, name=f"workspace-actor:{next(names)}", node_id="node-a")
-
-    return SparePool(size, start_spare, lambda handle: None), began
-
-
-async def _until_ready(pool: SparePool, ready: int, within_s: float = 10.0) -> None:
-    deadline = time.monotonic() + within_s
-    while pool.status()["ready"] < ready:
-        assert time.monotonic() < deadline, f"the pool never refilled: {pool.status()}"
-        await asyncio.sleep(0.01)
-
-
-def test_a_replacement_spare_does_not_start_while_wakes_keep_taking_spares(monkeypatch):
-    # a start takes most of a core for half a second: begun in the middle of a run of wakes
-    # it slows the wakes that are still to come
-    monkeypatch.setattr(spares, "REFILL_QUIET_S", 1.0)
-    monkeypatch.setattr(spares, "REFILL_MAX_WAIT_S", 30.0)
-    wakes = 6
-
-    async def scenario():
-        pool, began = _recording_pool(wakes + 1)
-        pool.refill()
-        await _until_ready(pool, wakes + 1)
-        began.clear()
-        for _ in range(wakes):                 # a run of wakes 0.1 s apart, 0.5 s in all
-            assert pool.take() is not None
-            last_take = time.monotonic()
-            await asyncio.sleep(0.1)
-        await _until_ready(pool, wakes + 1)
-        return began, last_take
-
-    began, last_take = asyncio.run(scenario())
-    assert len(began) == wakes
-    assert min(began) >= last_take + 1.0 - 0.02      # a pause after the last take, not before
-
-
-def _take_one_and_see_it_replaced(size: int) -> None:
-    """Fill a pool of `size`, take one spare, wait (10 s at most) for the pool to be full again."""
-    async def scenario():
-        pool, _ = _recording_pool(size)
-        pool.refill()
-        await _until_ready(pool, size)
-        assert pool.take() is not None
-        await _until_ready(pool, size)
-
-    asyncio.run(scenario())
-
-
-def test_a_steady_stream_of_wakes_still_gets_its_spares_replaced(monkeypatch):
-    monkeypatch.setattr(spares, "REFILL_QUIET_S", 60.0)      # the wakes never pause
-    monkeypatch.setattr(spares, "REFILL_MAX_WAIT_S", 0.05)
-    _take_one_and_see_it_replaced(3)                          # well before the 60 s pause
-
-
-def test_a_drained_pool_starts_its_replacement_at_once(monkeypatch):
-    # with no spare left a wake waits for a process start anyway: no reason to hold it back
-    monkeypatch.setattr(spares, "REFILL_QUIET_S", 60.0)
-    monkeypatch.setattr(spares, "REFILL_MAX_WAIT_S", 60.0)
-    _take_one_and_see_it_replaced(1)
