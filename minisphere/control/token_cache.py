@@ -214,9 +214,13 @@ class TokenCache:
         if verdict != "ok":
             self._remember_refusal(workspace_id, candidate_hash, verdict)
             raise token_refusal(verdict)
+        return self._remember_grants(workspace_id, grants)[candidate_hash]
+
+    def _remember_grants(self, workspace_id: str, grants) -> dict[str, TokenGrant]:
+        """Cache the directory's grants of the workspace for ttl_s; returns them by hash."""
         by_hash = {grant.token_hash: grant for grant in grants}
         self._grants[workspace_id] = (by_hash, self._clock() + self.ttl_s)
-        return by_hash[candidate_hash]
+        return by_hash
 
     async def _ask_directory(self, workspace_id: str, candidate_hash: str):
         self.directory_asks += 1
@@ -242,8 +246,7 @@ class TokenCache:
             log.info("refreshing the grants of %s failed: %r", workspace_id, exc)
             return
         if verdict == "ok":
-            self._grants[workspace_id] = ({g.token_hash: g for g in grants},
-                                          self._clock() + self.ttl_s)
+            self._remember_grants(workspace_id, grants)
         else:                # revoked or expired meanwhile: the next call asks, and is refused
             self._grants.pop(workspace_id, None)
 
@@ -288,7 +291,6 @@ class AdminCheck:
         self._known: OrderedDict[str, float] = OrderedDict()    # workspace token hash -> until
         self._asks = SharedAsks()
         self.directory_asks = 0
-        self._refreshing: dict[str, asyncio.Task] = {}     # workspace -> its grants' refresh
 
     def is_admin(self, token: str) -> bool:
         return bool(self._admin_hash) and same_hash(token_hash(token), self._admin_hash)
