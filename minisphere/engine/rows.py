@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterator
 
 from minisphere.engine.staleness import annotate
 
+IDS_PER_QUERY = 500     # ids bound in one IN (...) list, well under SQLite's variable limit
 ENTRY_COLUMNS = ("id, content, source, created_at, updated_at, recall_count, importance_score, "
                  "claim_tag, evidence_ref, status, kind, volatility, stale_due_at")
 
@@ -34,12 +36,17 @@ def bounded(entry: dict, max_chars: int) -> dict:
             "contentChars": len(content)}
 
 
+def id_chunks(ids: list[str]) -> Iterator[tuple[list[str], str]]:
+    """`ids` in runs of at most IDS_PER_QUERY, each with its `?,?,…` marks for an IN list."""
+    for start in range(0, len(ids), IDS_PER_QUERY):
+        chunk = ids[start:start + IDS_PER_QUERY]
+        yield chunk, ",".join("?" * len(chunk))
+
+
 def tags_for(conn, ids: list[str]) -> dict[str, list[str]]:
-    """Tags of many entries in one query per 500 ids, each list sorted."""
+    """Tags of many entries in one query per IDS_PER_QUERY ids, each list sorted."""
     found: dict[str, list[str]] = defaultdict(list)
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in id_chunks(ids):
         for entry_id, tag in conn.execute(
                 f"SELECT entry_id, tag FROM tags WHERE entry_id IN ({marks}) ORDER BY tag", chunk):
             found[entry_id].append(tag)
@@ -52,9 +59,7 @@ def entries_by_id(conn, ids: list[str], now_ms: int) -> dict[str, dict]:
     if not ids:
         return result
     rows = []
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in id_chunks(ids):
         rows += conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN ({marks})",
                              chunk).fetchall()
     tag_map = tags_for(conn, [r[0] for r in rows])

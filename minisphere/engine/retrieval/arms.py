@@ -15,6 +15,7 @@ from minisphere.engine.retrieval.query_text import (
     stem,
 )
 from minisphere.engine.retrieval.sql_filters import ALWAYS_EXCLUDED_TAGS, Prefilter
+from minisphere.engine.rows import id_chunks
 
 
 @dataclass
@@ -231,7 +232,6 @@ def recency_arm(conn, prefilter: Prefilter) -> list[Hit]:
 # What the vector binding writes into an auto-link's metadata (engine/vectors/semantic.py,
 # json.dumps with sorted keys); tests/engine/vectors guards the two staying in step.
 AUTO_LINK_MARK = '"by": "auto-link"'
-_IDS_PER_QUERY = 500              # ids bound in one IN (...) list, well under SQLite's limit
 _NOT_AUTO_LINK = "NOT (provenance = 'inferred' AND instr(coalesce(metadata, ''), ?) > 0)"
 
 
@@ -242,11 +242,10 @@ def _level_edges(conn, frontier: list[str], limit: int) -> dict[str, list[tuple[
     the binding's auto-links unless GRAPH_FOLLOWS_AUTO_LINKS."""
     if not frontier:
         return {}
+    skip, skip_params = ("", []) if T.GRAPH_FOLLOWS_AUTO_LINKS else (
+        f"AND {_NOT_AUTO_LINK}", [AUTO_LINK_MARK])
     rows = []
-    for start in range(0, len(frontier), _IDS_PER_QUERY):
-        chunk = frontier[start:start + _IDS_PER_QUERY]
-        skip, skip_params = ("", []) if T.GRAPH_FOLLOWS_AUTO_LINKS else (
-            f"AND {_NOT_AUTO_LINK}", [AUTO_LINK_MARK])
+    for chunk, _ in id_chunks(frontier):
         rows += conn.execute(
             f"WITH f(node) AS (VALUES {','.join(['(?)'] * len(chunk))}), "
             "s AS (SELECT f.node AS node, e.dst AS other, e.weight AS weight, "
@@ -276,9 +275,7 @@ def _followable(conn, frontier: list[str], level: dict[str, int], hop: int, wher
                   for node in frontier}
     wanted = list({other for pairs in candidates.values() for other, _ in pairs})
     allowed: set[str] = set()
-    for start in range(0, len(wanted), _IDS_PER_QUERY):
-        chunk = wanted[start:start + _IDS_PER_QUERY]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in id_chunks(wanted):
         allowed.update(r[0] for r in conn.execute(
             f"SELECT e.id FROM entries e WHERE e.id IN ({marks}) AND {where}", chunk + params))
     return {node: [(other, weight) for other, weight in pairs if other in allowed]
