@@ -14,7 +14,7 @@ an HTTP getCount, beside a warm call to a resident workspace in the same run:
 4. 10 others woken one per second right after, while the pool refills the 20 spares the burst
    took (a process start each, one at a time: shown, no target);
 5. once the pool is full again, the last 10 woken one per second: the steady trickle, where
-   each wake's replacement starts and finishes between two wakes (target p50 ≤ 2× warm).
+   each wake's replacement starts half a second after it (target p50 ≤ 2× warm).
 """
 from __future__ import annotations
 

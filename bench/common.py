@@ -55,7 +55,7 @@ def quoted_reports(names: list[str]) -> str:
     for name in names:
         path = RESULTS_DIR / f"{name}.md"
         if not path.exists():
-            parts.append(f"### {name}\n\nnot run yet: `python -m bench.bench_{name}`")
+            parts.append(f"### {name}\n\nnot saved yet in bench/results")
             continue
         lines = path.read_text(encoding="utf-8").splitlines()
         said = [line for line in lines if line.startswith(("Command:", "Run:"))]
