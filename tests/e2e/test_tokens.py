@@ -188,10 +188,12 @@ def test_a_client_spending_its_failed_auth_budget_gets_429_while_others_do_not(
                            transport=httpx.HTTPTransport(local_address="127.0.0.77"))
     try:
         assert call(flooder, ws, h, "getCount").status_code == 200     # known to the ingress
-        statuses = [call(flooder, ws, bearer(f"msw_bad_{i}"), "getCount").status_code
-                    for i in range(40)]
+        answers = [call(flooder, ws, bearer(f"msw_bad_{i}"), "getCount") for i in range(40)]
+        statuses = [answer.status_code for answer in answers]
         assert statuses[0] == 401 and 429 in statuses
-        limited = call(flooder, ws, bearer("msw_bad_last"), "getCount")
+        # a refusal from the flood itself: one sent after it may already find the budget
+        # refilled (two attempts a second) on a machine slow enough
+        limited = [answer for answer in answers if answer.status_code == 429][-1]
         assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
         assert limited.json()["error"]["code"] == "rate_limited"
         assert call(flooder, ws, h, "getCount").status_code == 200   # a good token still passes
