@@ -1,7 +1,7 @@
 """Optional embedding providers (the vector binding). Imported only by bound workspaces.
 
     make_provider({"provider": "hash"})                      deterministic, for tests
-    make_provider({"provider": "minilm"})                    local all-MiniLM-L6-v2 (numpy)
+    make_provider({"provider": "minilm"})                    local all-MiniLM-L6-v2 (ONNX Runtime)
     make_provider({"provider": "http", "url": ..., "model": ..., "dim": 1536,
                    "apiKey": ... | "apiKeyEnv": "OPENAI_API_KEY"})
 """

