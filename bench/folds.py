@@ -215,7 +215,16 @@ FAMILIES = [
     Family("hybrid: agreement floor (low, high)",
            {"HYBRID_AGREEMENT_LOW": 0.0, "HYBRID_AGREEMENT_HIGH": 0.0},
            [{"HYBRID_AGREEMENT_LOW": lo, "HYBRID_AGREEMENT_HIGH": hi}
-            for lo, hi in ((0.15, 0.3), (0.2, 0.35), (0.25, 0.4), (0.3, 0.6), (0.4, 0.8))],
+            for lo, hi in ((0.15, 0.3), (0.2, 0.35), (0.25, 0.35), (0.25, 0.4), (0.3, 0.6),
+                           (0.4, 0.8))],
+           bound=True),
+    # the candidates that keep both passage sets at or above their better arm (the others are in
+    # tuning.py's note)
+    Family("hybrid: agreement band (low, trusted dense margin)",
+           {"HYBRID_AGREEMENT_LOW": 0.2, "HYBRID_DENSE_MARGIN_TRUSTED": 0.0},
+           [{"HYBRID_AGREEMENT_LOW": lo, "HYBRID_DENSE_MARGIN_TRUSTED": dm}
+            for lo, dm in ((0.2, 0.2), (0.2, 0.25), (0.2, 0.3), (0.25, 0.0), (0.25, 0.2),
+                           (0.25, 0.25), (0.25, 0.3))],
            bound=True),
     Family("hybrid: brevity (rerank)", {"BREVITY_FULL_CHARS": 0},
            [{"BREVITY_FULL_CHARS": v} for v in (100, 200)], bound=True),

@@ -32,7 +32,10 @@ The arms' agreement then bounds the dense arm's say from below (the margin rule 
 gained on the dev conversations and lost on unseen ones):
 
     support = mean over the vector arm's HYBRID_AGREEMENT_DEPTH best hits of lexical(d) / best
-    a       = max(a, agreement_floor(support))    1 at or below HYBRID_AGREEMENT_LOW, 0 from HIGH
+    a       = max(a, agreement_floor(support, dense margin))
+              1 at or below HYBRID_AGREEMENT_LOW, 0 from HIGH, linear between -- but 1 there
+              too while the dense head does not stand out from its own arm (dense margin =
+              1 - 20th best cosine / best, below HYBRID_DENSE_MARGIN_TRUSTED)
 
 A dense head the lexical arm does not back at all is off the query's topic (on conversations
 it mostly is: chit-chat turns close to any question), and the lexical order is left alone, the
@@ -40,8 +43,8 @@ vector feedback round skipped. On passages the dense head is mostly backed (mean
 against 0.23 on conversations) and the margin rule decides as before.
 
 Where the lexical share ends at 1, the dense arm still has a bounded say after rerank: the
-cosine re-scores the MMR pool and its best missing hits take the page's last slots
-(dense_page.py); the lexical head stays first.
+cosine re-scores the MMR pool (dense_page.py; its best missing hits could also take the page's
+last slots, a move that is off); the lexical head stays first.
 
 Guarantees (tests/engine/retrieval/test_fusion_rerank.py): an empty or flat lexical arm leaves
 the dense order untouched; an empty vector arm, one giving every candidate the same cosine, or
@@ -104,15 +107,28 @@ def dense_head_support(lexical: dict[str, float], cosines: dict[str, float]) -> 
     return sum(lexical.get(i, 0.0) for i in head) / (best * len(head))
 
 
-def agreement_floor(support: float) -> float:
+def dense_margin(cosines: dict[str, float]) -> float:
+    """1 - (HYBRID_AGREEMENT_DEPTH-th best cosine) / best: how sharply the dense head stands out
+    from the rest of its own arm (0 flat .. 1 peaked; 0 when the best cosine is not positive)."""
+    ordered = sorted(cosines.values(), reverse=True)[: T.HYBRID_AGREEMENT_DEPTH]
+    if not ordered or ordered[0] <= 0:
+        return 0.0
+    return 1.0 - max(ordered[-1], 0.0) / ordered[0]
+
+
+def agreement_floor(support: float, head_margin: float) -> float:
     """The least lexical share a query gets for how little the lexical arm backs the dense head:
     1 (the lexical order left alone) at or below HYBRID_AGREEMENT_LOW, 0 (no floor) from
-    HYBRID_AGREEMENT_HIGH, linear between."""
+    HYBRID_AGREEMENT_HIGH, linear between -- except that between the two a dense head that does
+    not stand out from its own arm (`head_margin`, dense_margin, below
+    HYBRID_DENSE_MARGIN_TRUSTED) is not trusted either: the floor stays 1."""
     low, high = T.HYBRID_AGREEMENT_LOW, T.HYBRID_AGREEMENT_HIGH
     if support <= low:
         return 1.0
     if support >= high:
         return 0.0
+    if head_margin < T.HYBRID_DENSE_MARGIN_TRUSTED:
+        return 1.0
     return (high - support) / (high - low)
 
 
@@ -143,8 +159,8 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine,
     round used, `score` and `rank` what the final one used (an entry the vector arm did not
     return in a round gets that round's lowest cosine), and every arm's `rrf` is its share of
     `fused`, so the shares add up to it. Slots come best first, ties in lexical order.
-    `info`, if given, receives the lexical share the query got ("lexicalShare") and the arms'
-    agreement it was judged by ("support", "margin").
+    `info`, if given, receives the lexical share the query got ("lexicalShare") and what it was
+    judged by ("support", "margin", "denseMargin").
     """
     if not arms.get("vector"):    # no vector evidence at all: the lexical ranking as it is
         return fuse({k: v for k, v in arms.items() if k != "vector"})
@@ -170,14 +186,14 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine,
 
     plain = {h.id: h.score for h in arms["vector"]}
     returned = set(plain)
-    support = dense_head_support(lexical, plain)
+    support, head_margin = dense_head_support(lexical, plain), dense_margin(plain)
     if best > 0 and max(plain.values()) - min(plain.values()) <= FLAT_COSINE_SPREAD:
         a = 1.0   # every entry equally close to the query: the vector arm tells nothing apart
     elif margin > 0:   # a dense head the lexical arm does not back is off the query's topic
         # (a lexical head with no spread at all tells nothing apart: there the dense order stands)
-        a = max(a, agreement_floor(support))
+        a = max(a, agreement_floor(support, head_margin))
     if info is not None:
-        info.update(lexicalShare=a, margin=margin, support=support)
+        info.update(lexicalShare=a, margin=margin, support=support, denseMargin=head_margin)
     candidates = list(dict.fromkeys([*lexical, *plain]))
     first_cos = cosines_used(plain, candidates)
     head = ranked(combine(first_cos))[: T.VECTOR_FEEDBACK_DOCS]

@@ -1,4 +1,4 @@
-"""Issue 28: the subject factor, the hybrid's agreement floor, the feedback stage's timing,
+"""The subject factor, the hybrid's agreement floor, the feedback stage's timing,
 and the settings the benchmark varies being read at call time."""
 import pytest
 
@@ -7,6 +7,7 @@ from minisphere.engine.retrieval.arms import Hit
 from minisphere.engine.retrieval.fusion import (
     agreement_floor,
     dense_head_support,
+    dense_margin,
     fuse,
     fuse_hybrid,
 )
@@ -66,10 +67,28 @@ def test_the_rerank_pruning_bound_covers_the_subject_factor():
 
 # ---- hybrid: the arms' agreement -------------------------------------------------------------------
 def test_agreement_floor_leaves_the_lexical_order_alone_below_low_and_steps_aside_from_high():
-    assert agreement_floor(T.HYBRID_AGREEMENT_LOW) == 1.0
-    assert agreement_floor(T.HYBRID_AGREEMENT_HIGH) == 0.0
+    for head_margin in (0.0, 1.0):
+        assert agreement_floor(T.HYBRID_AGREEMENT_LOW, head_margin) == 1.0
+        assert agreement_floor(T.HYBRID_AGREEMENT_HIGH, head_margin) == 0.0
     middle = (T.HYBRID_AGREEMENT_LOW + T.HYBRID_AGREEMENT_HIGH) / 2
-    assert 0.0 <= agreement_floor(middle) <= 1.0
+    assert 0.0 < agreement_floor(middle, 1.0) < 1.0
+
+
+def test_a_flat_dense_head_gets_no_say_between_low_and_high():
+    """Inside the band, a dense head that does not stand out from its own arm is chit-chat
+    near any question: the lexical order stays, as below LOW."""
+    middle = (T.HYBRID_AGREEMENT_LOW + T.HYBRID_AGREEMENT_HIGH) / 2
+    assert agreement_floor(middle, T.HYBRID_DENSE_MARGIN_TRUSTED - 0.01) == 1.0
+    assert agreement_floor(middle, T.HYBRID_DENSE_MARGIN_TRUSTED) < 1.0
+
+
+def test_dense_margin_is_how_far_the_best_cosine_stands_above_the_depth_th():
+    flat = {f"e{i}": 0.6 for i in range(T.HYBRID_AGREEMENT_DEPTH + 5)}
+    assert dense_margin(flat) == 0.0
+    peaked = {**flat, "best": 0.9}
+    assert dense_margin(peaked) == pytest.approx(1 - 0.6 / 0.9)
+    assert dense_margin({}) == 0.0
+    assert dense_margin({"a": -0.1, "b": -0.2}) == 0.0      # no positive cosine: nothing stands out
 
 
 def test_dense_head_support_is_the_lexical_score_of_the_dense_head():

@@ -103,7 +103,8 @@ def test_dense_slots_keep_the_page_within_top_k_and_its_head_in_order(page, dens
     assert got[len(got) - len(added):] == added
 
 
-def test_dense_slots_are_a_share_of_the_page_rounded_down():
+def test_dense_slots_are_a_share_of_the_page_rounded_down(monkeypatch):
+    monkeypatch.setattr(T, "HYBRID_DENSE_TAIL_SHARE", 0.1)
     assert [dense_slot_count(k) for k in (1, 9, 10, 30, 50)] == [0, 0, 1, 3, 5]
 
 
