@@ -273,6 +273,14 @@ class VectorArmState(Answer):
     reason: Optional[str] = None
 
 
+class FusionState(Answer):
+    lexicalShare: float = Field(description="the lexical arm's share of the fused score, 0..1 (1: lexical order kept)")
+    lexicalMargin: float = Field(description="1 - 10th lexical score / 1st: how sharply the lexical head stands out")
+    support: float = Field(description="how far the lexical arm backs the vector arm's 20 best hits, 0..1")
+    denseMargin: float = Field(description="1 - 20th cosine / best: how sharply the dense head stands out")
+    lexicalLed: bool = Field(description="the page kept the lexical order; the cosine only re-sorted it")
+
+
 class QueryUsed(Answer):
     original: str
     text: str
@@ -287,6 +295,7 @@ class QueryUsed(Answer):
     filters: QueryFilters
     arms: dict[str, int] = Field(description="hits per arm")
     vector: Optional[VectorArmState] = Field(None, description="only with a vector binding")
+    fusion: Optional[FusionState] = Field(None, description="only where the vector arm ran")
 
 
 class RecallAnswer(Answer):

@@ -160,7 +160,7 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine,
     return in a round gets that round's lowest cosine), and every arm's `rrf` is its share of
     `fused`, so the shares add up to it. Slots come best first, ties in lexical order.
     `info`, if given, receives the lexical share the query got ("lexicalShare") and what it was
-    judged by ("support", "margin", "denseMargin").
+    judged by ("support", "lexicalMargin", "denseMargin").
     """
     if not arms.get("vector"):    # no vector evidence at all: the lexical ranking as it is
         return fuse({k: v for k, v in arms.items() if k != "vector"})
@@ -193,7 +193,7 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine,
         # (a lexical head with no spread at all tells nothing apart: there the dense order stands)
         a = max(a, agreement_floor(support, head_margin))
     if info is not None:
-        info.update(lexicalShare=a, margin=margin, support=support, denseMargin=head_margin)
+        info.update(lexicalShare=a, lexicalMargin=margin, support=support, denseMargin=head_margin)
     candidates = list(dict.fromkeys([*lexical, *plain]))
     first_cos = cosines_used(plain, candidates)
     head = ranked(combine(first_cos))[: T.VECTOR_FEEDBACK_DOCS]

@@ -314,6 +314,8 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
             "boundsRelaxed": relaxed,
             "filters": {"kind": args.kind, "tag": prefilter.tag},
             "arms": {name: len(hits) for name, hits in arms.items()},
+            # how the hybrid weighed its arms for this query (the vector arm ran)
+            **({"fusion": {**fusion_info, "lexicalLed": lexical_led}} if fusion_info else {}),
         },
         "timings": timer.marks,
     }

@@ -1,5 +1,6 @@
 """The vector arm in recall: KNN via sqlite-vec, prefilters respected, shown in the breakdown."""
 from minisphere.engine.workspace import Workspace
+from minisphere.http.responses import RecallAnswer
 from tests.engine.vectors.helpers import ChosenVectors, at_cosine
 
 QUERY = "how do we ship code"
@@ -92,3 +93,23 @@ def test_recall_does_not_follow_the_bindings_auto_links_but_follows_explicit_edg
     monkeypatch.setattr(T, "GRAPH_FOLLOWS_AUTO_LINKS", True)
     assert graph_support("keeper logbook")[result["id"]] is not None
     ws.close()
+
+
+def test_a_bound_recall_explains_how_its_arms_were_weighed(tmp_path, clock):
+    """queryUsed.fusion shows the lexical share the query got and the agreement it was judged
+    by, so a reader can tell a page the dense arm ordered from one it only re-sorted."""
+    ws = bound(tmp_path, clock, {"Releases go out through the deploy pipeline": at_cosine(0.7)})
+    ws.capture("Releases go out through the deploy pipeline")
+    ws.capture("We ship code every Friday after the review")
+    answer = ws.recall(QUERY)
+    RecallAnswer.model_validate(answer)          # the published answer schema describes it
+    fusion = answer["queryUsed"]["fusion"]
+    assert set(fusion) == {"lexicalShare", "lexicalMargin", "support", "denseMargin", "lexicalLed"}
+    assert all(0.0 <= fusion[k] <= 1.0 for k in ("lexicalShare", "lexicalMargin", "support", "denseMargin"))
+    assert fusion["lexicalLed"] == (fusion["lexicalShare"] >= 1.0)
+
+
+def test_an_unbound_recall_has_no_fusion_state(tmp_path, clock):
+    ws = Workspace(tmp_path / "plain.db", clock=clock, synchronous="NORMAL")
+    ws.capture("We ship code every Friday after the review")
+    assert "fusion" not in ws.recall(QUERY)["queryUsed"]
