@@ -26,10 +26,15 @@ class _GraphWriter:
         self.helper, self.numpy_helper = helper, numpy_helper
         self.weights = weights
         self.nodes, self.constants = [], []
+        self._const_names: set[str] = set()
         self._count = 0
 
     def const(self, name: str, value: np.ndarray) -> str:
-        self.constants.append(self.numpy_helper.from_array(np.ascontiguousarray(value), name))
+        """The constant `name`; a name asked for again is the same constant (the six layers
+        share their shapes and scalars), so give each distinct value its own name."""
+        if name not in self._const_names:
+            self._const_names.add(name)
+            self.constants.append(self.numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 
     def weight(self, key: str, transpose: bool = False) -> str:
@@ -52,8 +57,8 @@ class _GraphWriter:
 
 
 def _attention(g: _GraphWriter, x: str, bias: str, prefix: str) -> str:
-    heads_shape = g.const(prefix + "heads_shape", np.array([0, 0, HEADS, HEAD_DIM], dtype=np.int64))
-    scale = g.const(prefix + "scale", np.array(1.0 / np.sqrt(HEAD_DIM), dtype=np.float32))
+    heads_shape = g.const("heads_shape", np.array([0, 0, HEADS, HEAD_DIM], dtype=np.int64))
+    scale = g.const("attention_scale", np.array(1.0 / np.sqrt(HEAD_DIM), dtype=np.float32))
 
     def split(name: str, perm: list[int]) -> str:      # (b, l, h) -> heads, in `perm` order
         return g.op("Transpose", g.op("Reshape", g.dense(x, prefix + "attention.self." + name),
@@ -65,16 +70,16 @@ def _attention(g: _GraphWriter, x: str, bias: str, prefix: str) -> str:
     logits = g.op("Add", g.op("Mul", g.op("MatMul", q, k), scale), bias)
     context = g.op("MatMul", g.op("Softmax", logits, axis=-1), v)
     merged = g.op("Reshape", g.op("Transpose", context, perm=[0, 2, 1, 3]),
-                  g.const(prefix + "merged_shape", np.array([0, 0, HIDDEN], dtype=np.int64)))
+                  g.const("merged_shape", np.array([0, 0, HIDDEN], dtype=np.int64)))
     return g.layer_norm(g.op("Add", g.dense(merged, prefix + "attention.output.dense"), x),
                         prefix + "attention.output.LayerNorm")
 
 
 def _feed_forward(g: _GraphWriter, x: str, prefix: str) -> str:
     inner = g.dense(x, prefix + "intermediate.dense")
-    root_half = g.const(prefix + "root_half", np.array(1.0 / np.sqrt(2.0), dtype=np.float32))
-    one = g.const(prefix + "one", np.array(1.0, dtype=np.float32))
-    half = g.const(prefix + "half", np.array(0.5, dtype=np.float32))
+    root_half = g.const("root_half", np.array(1.0 / np.sqrt(2.0), dtype=np.float32))
+    one = g.const("one", np.array(1.0, dtype=np.float32))
+    half = g.const("half", np.array(0.5, dtype=np.float32))
     erf = g.op("Erf", g.op("Mul", inner, root_half))   # GELU(x) = x/2 (1 + erf(x / sqrt 2))
     gelu = g.op("Mul", g.op("Mul", inner, half), g.op("Add", erf, one))
     return g.layer_norm(g.op("Add", g.dense(gelu, prefix + "output.dense"), x), prefix + "output.LayerNorm")
