@@ -19,9 +19,11 @@ import time
 import uuid
 
 SWEEP_TIMEOUT_S = 60.0          # for every node to delete a deleted workspace's copy
-FREEZE_S = 3.0                  # a node stopped (SIGSTOP) this long: well under Ray's health
-#                                 check's failure bound, so the cluster does not count it dead
-RACE_HEAD_START_S = 1.0         # the wake goes first, the delete this much later
+FREEZE_LIMIT_S = 8.0            # a node stopped (SIGSTOP) at most this long: under Ray's health
+#                                 check's failure bound (5 missed checks 3 s apart), so the
+#                                 cluster does not count it dead
+RACE_ATTEMPTS = 3               # a wake that did not wait on the stopped node is no race: again
+RACE_POLL_S = 0.05
 S3_OUTAGE_WRITES = 5
 DRILL_HTTP_TIMEOUT_S = 60.0     # a held-up wake or delete, an unconfirmable write: well within
 S3_RETURN_TIMEOUT_S = 90.0
@@ -146,19 +148,26 @@ def workspace_hosting_pids(sc, node) -> list[int]:
 
 
 @contextlib.contextmanager
-def frozen(pids: list[int], seconds: float):
-    """These processes stopped (SIGSTOP) for `seconds` from entering, then resumed."""
+def frozen(pids: list[int]):
+    """These processes stopped (SIGSTOP) while inside, resumed on leaving."""
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGSTOP)
-    thaw_at = time.monotonic() + seconds
     try:
         yield
     finally:
-        time.sleep(max(0.0, thaw_at - time.monotonic()))
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
+
+
+def until(condition, deadline: float) -> bool:
+    """Poll `condition` until it holds (True) or the monotonic `deadline` passes (False)."""
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(RACE_POLL_S)
+    return True
 
 
 def gone_everywhere(sc, secret: str) -> list[str]:
@@ -222,50 +231,74 @@ def recreate(sc, http, workspace_id: str) -> dict:
 
 def delete_racing_wake_drill(sc, http) -> None:
     """A wake of a hibernated workspace held up on its node (the processes that would host it
-    stopped for a few seconds, so the activation is surely in flight), and the workspace
-    deleted meanwhile: the
-    delete wins, the wake is refused, no actor of the deleted generation serves anything, and
-    the id created again starts empty with the old content on no disk and in no stored object."""
+    stopped), and the workspace deleted while the directory is binding it: the delete wins, the
+    wake is refused, no actor of the deleted generation serves anything, and the id created
+    again starts empty with the old content on no disk and in no stored object.
+
+    The race is set up by watching, not by a head start: the delete is sent once the location
+    record shows the bind under way (its epoch moved) and the node is let go once the record
+    shows the delete under way. A wake that got a process the stop did not reach answers
+    before that and is no race; the drill then tries again with a new workspace."""
+    attempts = []
+    for _ in range(RACE_ATTEMPTS):
+        attempts.append(race_once(sc, http))
+        if attempts[-1]["raced"]:
+            break
+    last = attempts[-1]
+    sc.findings["raceDrill"] = {"attempts": attempts}
+    sc.check("a delete racing a wake wins: deleted, the wake refused",
+             last["raced"] and last["delete"] == 200 and last["wake"] == 404, attempts)
+    sc.check("after a delete raced a wake no byte of it is left anywhere",
+             not any(a["heldAfter"] for a in attempts), attempts)
+    sc.check("the id created again after the race starts empty",
+             all(a["recreatedCount"] == 0 for a in attempts), attempts)
+
+
+def race_once(sc, http) -> dict:
+    """One wake and one delete of a new hibernated workspace, interleaved as the drill says;
+    what each answered, whether they really raced, and what was left afterwards."""
+    import httpx
     secret = f"race-drill vault combination {uuid.uuid4().hex}"
     workspace_id, headers = sc.new_drill_workspace(http, "race")
     sc.drill(http, workspace_id, headers, "capture", {"content": secret})
     hibernate(sc, http, workspace_id)
     node_name = node_of(sc, http, workspace_id)
     node = next(n for n in sc.nodes if n.name == node_name)
+    epoch = record(sc, http, workspace_id)["location"]["epoch"]
     answers: dict = {}
 
-    def wake() -> None:
-        import httpx
-        with httpx.Client(base_url=sc.url, timeout=DRILL_HTTP_TIMEOUT_S) as client:
-            answers["wake"] = client.post(f"/v1/w/{workspace_id}/capture", headers={
-                **headers, "Idempotency-Key": uuid.uuid4().hex},
-                json={"content": "written by the wake that raced the delete"}).status_code
+    def send(name: str, verb: str, path: str, **kw) -> threading.Thread:
+        def run() -> None:
+            with httpx.Client(base_url=sc.url, timeout=DRILL_HTTP_TIMEOUT_S) as client:
+                answers[name] = client.request(verb, path, **kw).status_code
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
 
-    def delete() -> None:
-        import httpx
-        with httpx.Client(base_url=sc.url, timeout=DRILL_HTTP_TIMEOUT_S) as client:
-            answers["delete"] = client.delete(f"/v1/workspaces/{workspace_id}",
-                                              headers=sc.admin).status_code
+    def observed(field):
+        answer = http.get(f"/v1/workspaces/{workspace_id}", headers=sc.admin)
+        return field(answer.json()) if answer.status_code == 200 else None
 
     held_up = workspace_hosting_pids(sc, node)
-    with frozen(held_up, FREEZE_S):
-        waker = threading.Thread(target=wake)
-        waker.start()
-        time.sleep(RACE_HEAD_START_S)
-        deleter = threading.Thread(target=delete)
-        deleter.start()
+    with frozen(held_up):
+        deadline = time.monotonic() + FREEZE_LIMIT_S
+        waker = send("wake", "POST", f"/v1/w/{workspace_id}/capture",
+                     headers={**headers, "Idempotency-Key": uuid.uuid4().hex},
+                     json={"content": "written by the wake that raced the delete"})
+        binding = until(lambda: "wake" in answers or
+                        (observed(lambda r: r["location"]["epoch"]) or 0) > epoch, deadline)
+        binding = binding and "wake" not in answers
+        deleter = send("delete", "DELETE", f"/v1/workspaces/{workspace_id}", headers=sc.admin)
+        deleting = binding and until(
+            lambda: "wake" in answers or observed(lambda r: r["state"]) == "deleting", deadline)
+        raced = deleting and "wake" not in answers
     waker.join(DRILL_HTTP_TIMEOUT_S)
     deleter.join(DRILL_HTTP_TIMEOUT_S)
     after = gone_everywhere(sc, secret)
     again = recreate(sc, http, workspace_id)
     count = sc.drill(http, workspace_id, again, "getCount", {})["count"]
-    sc.findings["raceDrill"] = {"node": node_name, **answers, "frozen": len(held_up),
-                                "heldAfter": after,
-                                "recreatedCount": count}
-    sc.check("a delete racing a wake wins: deleted, the wake refused",
-             answers.get("delete") == 200 and answers.get("wake") == 404, answers)
-    sc.check("after a delete raced a wake no byte of it is left anywhere", not after, after)
-    sc.check("the id created again after the race starts empty", count == 0, count)
+    return {"node": node_name, "frozen": len(held_up), "raced": raced,
+            "bindSeenHeldUp": binding, **answers, "heldAfter": after, "recreatedCount": count}
 
 
 # ---- a full node --------------------------------------------------------------------------------
