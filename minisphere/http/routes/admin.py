@@ -21,7 +21,7 @@ from minisphere.control.auth import WORKSPACE_ID_PATTERN, check_workspace_id
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.durability.snapshots import VERSION_PATTERN as SNAPSHOT_VERSION_PATTERN
 from minisphere.http import links
-from minisphere.http import responses as R
+from minisphere.http import service_responses as S
 from minisphere.http.callers import (
     WORKSPACE_ID_SHAPE,
     AdminGateway,
@@ -87,7 +87,7 @@ SnapshotsCaller = Annotated[WorkspaceCall, workspace_caller("listSnapshots", "wo
 
 
 @routes.post("/v1/workspaces", status_code=201,
-             responses=answers(R.CreatedWorkspace, 201, links.CREATED_WORKSPACE),
+             responses=answers(S.CreatedWorkspace, 201, links.CREATED_WORKSPACE),
              openapi_extra=json_body(CreateWorkspace))
 async def create_workspace(request: Request, gateway: AdminGateway):
     spec = await read_spec(request, CreateWorkspace, "createWorkspace")
@@ -97,47 +97,47 @@ async def create_workspace(request: Request, gateway: AdminGateway):
     return JSONResponse(created, status_code=201)
 
 
-@routes.get("/v1/workspaces", responses=answers(R.WorkspaceList))
+@routes.get("/v1/workspaces", responses=answers(S.WorkspaceList))
 async def list_workspaces(gateway: AdminGateway, limit: str = str(WORKSPACES_MAX_LIMIT),
                           after: str = ""):
     count = query_integer(limit, "limit", 1, WORKSPACES_MAX_LIMIT)
     return {"items": await gateway.list(count, after[:AFTER_MAX_CHARS])}
 
 
-@routes.get("/v1/workspaces/{workspace_id}", responses=answers(R.WorkspaceDetail))
+@routes.get("/v1/workspaces/{workspace_id}", responses=answers(S.WorkspaceDetail))
 async def get_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     return await gateway.get(check_workspace_id(workspace_id))
 
 
-@routes.delete("/v1/workspaces/{workspace_id}", responses=answers(R.Deleted))
+@routes.delete("/v1/workspaces/{workspace_id}", responses=answers(S.Deleted))
 async def delete_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     return await gateway.delete(check_workspace_id(workspace_id))
 
 
 @routes.post("/v1/workspaces/{workspace_id}/snapshot",
              summary="Take a snapshot now (returns its manifest)",
-             responses=answers(R.SnapshotManifest))
+             responses=answers(S.SnapshotManifest))
 async def snapshot_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     return await gateway.snapshot(check_workspace_id(workspace_id))
 
 
 @routes.get("/v1/workspaces/{workspace_id}/snapshots",
             summary="List snapshot versions, oldest first (admin or the workspace's token)",
-            responses=answers(R.SnapshotList))
+            responses=answers(S.SnapshotList))
 async def list_workspace_snapshots(workspace_id: WorkspaceId, call: SnapshotsCaller):
     return {"items": await call.gateway.list_snapshots(workspace_id)}
 
 
 @routes.post("/v1/workspaces/{workspace_id}/hibernate",
              summary="Hibernate now: snapshot if changed, close, release its actor",
-             responses=answers(R.Hibernated))
+             responses=answers(S.Hibernated))
 async def hibernate_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     return await gateway.hibernate(check_workspace_id(workspace_id))
 
 
 @routes.post("/v1/workspaces/{workspace_id}/restore",
              summary="Restore a snapshot version (point-in-time restore)",
-             responses=answers(R.Restored),
+             responses=answers(S.Restored),
              openapi_extra=json_body(RestoreWorkspace, required=True))
 async def restore_workspace(workspace_id: WorkspaceId, request: Request, gateway: AdminGateway):
     check_workspace_id(workspace_id)
@@ -148,7 +148,7 @@ async def restore_workspace(workspace_id: WorkspaceId, request: Request, gateway
 @routes.post("/v1/workspaces/{workspace_id}/restore-to-moment",
              summary="Restore the state the workspace had at a moment (needs continuous "
                      "replication: any second the replica still holds)",
-             responses=answers(R.RestoredToMoment),
+             responses=answers(S.RestoredToMoment),
              openapi_extra=json_body(RestoreToMoment, required=True))
 async def restore_workspace_to_moment(workspace_id: WorkspaceId, request: Request,
                                       gateway: AdminGateway):
@@ -160,7 +160,7 @@ async def restore_workspace_to_moment(workspace_id: WorkspaceId, request: Reques
 @routes.post("/v1/workspaces/{workspace_id}/snapshots/prune",
              summary="Keep only the newest versions (after a forget: drop the versions that "
                      "still hold the forgotten text)",
-             responses=answers(R.Pruned),
+             responses=answers(S.Pruned),
              openapi_extra=json_body(PruneSnapshots, required=False))
 async def prune_workspace_snapshots(workspace_id: WorkspaceId, request: Request,
                                     gateway: AdminGateway):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from minisphere.control.auth import check_workspace_id
-from minisphere.http import responses as R
+from minisphere.http import service_responses as S
 from minisphere.http.callers import AdminGateway
 from minisphere.http.handling import query_integer
 from minisphere.http.responses import answers
@@ -17,7 +17,7 @@ MAINTENANCE_TAG = "maintenance (admin token)"
 routes = Routes(tags=[MAINTENANCE_TAG])
 
 
-@routes.get("/v1/maintenance/runs", responses=answers(R.MaintenanceRuns))
+@routes.get("/v1/maintenance/runs", responses=answers(S.MaintenanceRuns))
 async def maintenance_runs(gateway: AdminGateway, workspace: Optional[str] = None,
                            limit: str = str(RUNS_DEFAULT_LIMIT)):
     """Staleness runs (cron and manual), newest first; `?workspace=` filters."""

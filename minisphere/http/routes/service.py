@@ -5,19 +5,19 @@ from __future__ import annotations
 from fastapi import Request
 
 from minisphere.engine.methods import METHODS
-from minisphere.http import responses as R
+from minisphere.http import service_responses as S
 from minisphere.http.responses import answers
 from minisphere.http.routes import Routes
 
 routes = Routes(tags=["service"])
 
 
-@routes.get("/healthz", responses=answers(R.Health))
+@routes.get("/healthz", responses=answers(S.Health))
 async def healthz():
     return {"status": "ok"}
 
 
-@routes.get("/v1/contracts", responses=answers(R.ContractsAnswer))
+@routes.get("/v1/contracts", responses=answers(S.ContractsAnswer))
 async def list_contracts(request: Request):
     return {"contracts": request.app.state.contracts,
             "methods": [{"name": m.name, "access": m.access, "positional": list(m.positional)}

@@ -12,7 +12,7 @@ from minisphere.control.auth import TOKEN_SCOPES, check_workspace_id
 from minisphere.engine.arguments import integer
 from minisphere.errors import NotFound
 from minisphere.http import links
-from minisphere.http import responses as R
+from minisphere.http import service_responses as S
 from minisphere.http.callers import AdminGateway, BearerToken, Gateway, WorkspaceId
 from minisphere.http.handling import client_address, read_spec
 from minisphere.http.responses import answers, json_body
@@ -34,7 +34,7 @@ class CreateToken(BaseModel):
     expiresInS: Optional[ExpiresInS] = None
 
 
-@routes.get("/v1/whoami", tags=["service"], responses=answers(R.WhoAmI),
+@routes.get("/v1/whoami", tags=["service"], responses=answers(S.WhoAmI),
             summary="What the bearer token is: admin, or a workspace token and its scope")
 async def whoami(request: Request, token: BearerToken, gateway: Gateway):
     return await gateway.whoami(token, client_address(request))
@@ -42,7 +42,7 @@ async def whoami(request: Request, token: BearerToken, gateway: Gateway):
 
 @routes.post("/v1/workspaces/{workspace_id}/tokens", tags=["admin"], status_code=201,
              summary="Issue a workspace token (the secret is shown only in this answer)",
-             responses=answers(R.TokenIssued, 201, links.TOKEN_ISSUED),
+             responses=answers(S.TokenIssued, 201, links.TOKEN_ISSUED),
              openapi_extra=json_body(CreateToken, required=True))
 async def create_token(workspace_id: WorkspaceId, request: Request, gateway: AdminGateway):
     check_workspace_id(workspace_id)
@@ -53,14 +53,14 @@ async def create_token(workspace_id: WorkspaceId, request: Request, gateway: Adm
 
 @routes.get("/v1/workspaces/{workspace_id}/tokens", tags=["admin"],
             summary="The workspace's tokens (never a secret or a hash)",
-            responses=answers(R.TokenList))
+            responses=answers(S.TokenList))
 async def list_tokens(workspace_id: WorkspaceId, gateway: AdminGateway):
     return {"items": await gateway.list_tokens(check_workspace_id(workspace_id))}
 
 
 @routes.delete("/v1/workspaces/{workspace_id}/tokens/{token_id}", tags=["admin"],
                summary="Revoke a token: refused from the very next request on",
-               responses=answers(R.TokenRevoked, links=links.TOKEN_REVOKED))
+               responses=answers(S.TokenRevoked, links=links.TOKEN_REVOKED))
 async def revoke_token(workspace_id: WorkspaceId, token_id: str, gateway: AdminGateway):
     check_workspace_id(workspace_id)
     if not token_id.isascii() or len(token_id) > TOKEN_ID_MAX_CHARS:

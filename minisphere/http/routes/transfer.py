@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from minisphere.control.auth import check_workspace_id
 from minisphere.errors import ImportFormatError, MalformedRequest, TransferError
 from minisphere.http import responses as R
+from minisphere.http import service_responses as S
 from minisphere.http.callers import AdminGateway, WorkspaceId
 from minisphere.http.handling import (
     MAX_JSON_NESTING_LEVELS,
@@ -101,7 +102,7 @@ async def export_workspace(workspace_id: WorkspaceId, ops: TransferOps):
 
 @routes.post("/v1/workspaces/{workspace_id}/import",
              summary="import a chunk of a JSONL export (header line + data lines)",
-             responses={200: {"model": R.ImportReport}, **R.ERROR_RESPONSES},
+             responses={200: {"model": S.ImportReport}, **R.ERROR_RESPONSES},
              openapi_extra={"requestBody": {"content": {NDJSON: {"schema": {"type": "string"}}}}})
 async def import_workspace(workspace_id: WorkspaceId, request: Request, ops: TransferOps, key: str = "",
                            first: str = "1", final: str = "false"):

@@ -196,6 +196,16 @@ function resultCard(ctx, item, index, maxFused) {
   return card;
 }
 
+// How a bound recall weighed its arms: the lexical share it gave, how sharply each arm's head
+// stands out, how far the lexical arm backs the dense one, and whether the lexical order held.
+function fusionText(fusion) {
+  return [`lexical share ${fmtNum(fusion.lexicalShare, 2)}`,
+          `lexical margin ${fmtNum(fusion.lexicalMargin, 2)}`,
+          `dense margin ${fmtNum(fusion.denseMargin, 2)}`,
+          `support ${fmtNum(fusion.support, 2)}`,
+          fusion.lexicalLed ? "page kept the lexical order" : "page in the fused order of both arms"].join(" · ");
+}
+
 function queryUsedBox(used, timings) {
   const bounds = used.since || used.until
     ? `${used.sinceIso || "…"} → ${used.untilIso || "…"}${used.boundsRelaxed ? " (relaxed: nothing matched inside them)" : ""}`
@@ -211,6 +221,7 @@ function queryUsedBox(used, timings) {
       kv("filters", `kind ${used.filters.kind || "any"} · tag ${used.filters.tag || "any"}`),
       kv("hits per arm", Object.entries(used.arms || {}).map(([arm, n]) => `${arm} ${n}`).join(" · ") || "—"),
       used.vector ? kv("vector arm", `${used.vector.arm} (${used.vector.provider})${used.vector.reason ? ` — ${used.vector.reason}` : ""}`) : null,
+      used.fusion ? kv("arm weighting", fusionText(used.fusion)) : null,
       timings ? kv("engine time", Object.entries(timings).map(([k, v]) => `${k.replace(/Ms$/, "")} ${fmtNum(v, 2)} ms`).join(" · ")) : null));
 }
 

@@ -1,0 +1,224 @@
+"""The shapes of the answers of the service's own routes and the operator's: health, contracts,
+workspaces and their location, tokens, snapshots, restores, maintenance runs and imports (the
+workspace calls' answers are in `responses`, whose base model and rules these share).
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import ConfigDict, Field
+
+from minisphere.engine.methods import Access
+from minisphere.http.responses import Answer
+from minisphere.maintenance.runs import OUTCOMES, TRIGGERS
+
+
+class Health(Answer):
+    status: Literal["ok"]
+
+
+class PinnedContract(Answer):
+    name: str
+    version: str
+    sha256: str
+    file: str
+    role: Literal["text", "surface"]
+    active: bool
+
+
+class RoutedMethod(Answer):
+    name: str
+    access: Access
+    positional: list[str]
+
+
+class ContractsAnswer(Answer):
+    contracts: list[PinnedContract]
+    methods: list[RoutedMethod]
+
+
+class BornWith(Answer):
+    name: str
+    version: str
+    sha256: str
+    reference: str = Field(description="NAME@version+sha256:<hex>")
+
+
+class WorkspaceRecord(Answer):
+    id: str
+    createdAt: int
+    updatedAt: int
+    state: str = Field(description="active | hibernated | deleting")
+    contracts: list[BornWith] = Field(description="the contract the workspace was born with")
+    blueprint: dict[str, Any]
+    label: Optional[str]
+    nodeId: Optional[str]
+    lastActiveAt: Optional[int]
+    generation: Optional[str] = Field(description="this creation of the id: its snapshots are "
+                                                  "stored under it (null: created before "
+                                                  "generations existed)")
+
+
+class Location(Answer):
+    generation: Optional[str] = Field(description="this creation of the id")
+    nodeId: Optional[str] = Field(description="the node holding the live copy")
+    epoch: int = Field(description="fencing token: one more on every activation; a host "
+                                   "holding an older one can neither open nor write the file")
+    position: int = Field(description="committed changes acknowledged so far: no copy below "
+                                      "this is ever opened")
+    storedPosition: int = Field(description="the newest position held by the snapshot store "
+                                            "(below `position`: only the live copy's node has "
+                                            "the newest writes)")
+
+
+class WorkspaceDetail(WorkspaceRecord):
+    resident: bool = Field(description="an actor holds it now (else it is hibernated)")
+    durability: dict[str, Any] = Field(description="residency, placement, snapshot status")
+    location: Location = Field(description="the location record: where the workspace lives "
+                                           "and how far its copies reach")
+
+
+class Hibernated(Answer):
+    workspace: str
+    hibernated: bool = Field(description="false: it was not resident")
+    why: Optional[str]
+    snapshot: Optional[str] = Field(description="the version taken on the way, if any")
+    pendingSnapshot: bool
+
+
+class CreatedWorkspace(Answer):
+    workspace: WorkspaceRecord
+    token: str = Field(description="a write token of the workspace, shown only in this answer")
+    tokenId: str = Field(description="its id (to list or revoke it)")
+
+
+class TokenIssued(Answer):
+    tokenId: str
+    token: str = Field(description="the secret, shown only in this answer")
+    scope: str = Field(description="read | write")
+    label: Optional[str]
+    expiresAt: Optional[int] = Field(description="epoch ms; null: never")
+
+
+class TokenInfo(Answer):
+    tokenId: str
+    scope: str
+    label: Optional[str]
+    createdAt: int
+    expiresAt: Optional[int]
+    lastUsedAt: Optional[int] = Field(description="epoch ms, to within a minute; null: never")
+
+
+class TokenList(Answer):
+    items: list[TokenInfo]
+
+
+class TokenRevoked(Answer):
+    revoked: str
+
+
+class WhoAmI(Answer):
+    kind: str = Field(description="admin | workspace")
+    workspace: Optional[str] = None
+    tokenId: Optional[str] = None
+    scope: Optional[str] = None
+    label: Optional[str] = None
+    expiresAt: Optional[int] = None
+
+
+class WorkspaceList(Answer):
+    items: list[WorkspaceRecord]
+
+
+class Deleted(Answer):
+    deleted: str
+    snapshotsDeleted: bool = Field(description="false: the snapshot store failed; the directory "
+                                               "keeps retrying, and a workspace created again "
+                                               "with this id never sees them")
+
+
+class SnapshotManifest(Answer):
+    model_config = ConfigDict(extra="allow")     # a newer format may add fields
+    version: str
+    workspace: str
+    format: Optional[int] = None
+    seq: Optional[int] = None
+    createdAt: Optional[str] = None
+    createdAtMs: Optional[int] = None
+    reason: Optional[str] = None
+    schemaVersion: Optional[int] = None
+    entryCount: Optional[int] = None
+    compression: Optional[str] = None
+    rawBytes: Optional[int] = None
+    rawSha256: Optional[str] = None
+    compressedBytes: Optional[int] = None
+    compressedSha256: Optional[str] = None
+    blobKey: Optional[str] = None
+    restoredFrom: Optional[str] = Field(None, description="reason restore: the version it "
+                                                          "stores again")
+    tookMs: Optional[float] = None
+    error: Optional[str] = Field(None, description="set when the manifest cannot be read")
+
+
+class SnapshotList(Answer):
+    items: list[SnapshotManifest]
+
+
+class Restored(Answer):
+    workspace: str
+    version: str
+    entryCount: Optional[int]
+    previousFileKeptAt: Optional[str]
+    tookMs: float
+    newestVersion: str = Field(description="the version that now holds the restored state: "
+                                           "a later activation or restore comes back to it")
+
+
+class RestoredToMoment(Answer):
+    workspace: str
+    moment: str = Field(description="the moment restored (UTC)")
+    position: int = Field(description="the restored state's position: a new state, above "
+                                      "every position the workspace had")
+    aside: Optional[str] = Field(description="where the replaced file was kept on its node")
+
+
+class Pruned(Answer):
+    workspace: str
+    snapshot: Optional[SnapshotManifest] = Field(description="taken first, when the file had "
+                                                             "changed since the newest version")
+    deleted: list[str]
+    kept: list[str]
+
+
+class MaintenanceRun(Answer):
+    runId: str
+    workspaceId: str
+    trigger: Literal[*TRIGGERS]
+    startedAt: int
+    finishedAt: Optional[int]
+    outcome: Optional[Literal[*OUTCOMES]]
+    calls: int
+    scanned: int
+    marked: int
+    cleared: int
+    remaining: Optional[int]
+    nextDueAt: Optional[int]
+    error: Optional[str]
+
+
+class MaintenanceRuns(Answer):
+    items: list[MaintenanceRun]
+
+
+class ImportReport(Answer):
+    entries: int
+    edges: int
+    duplicateIds: int
+    duplicateContent: int
+    duplicateEdges: int
+    orphanEdges: int
+    applied: Optional[int] = Field(None, description="data lines applied so far (a chunk)")
+    expected: int
+    lines: Optional[int] = Field(None, description="data lines in the file (final chunk)")
+    resumedFrom: Optional[int] = None
+    complete: Optional[bool] = None
