@@ -279,6 +279,7 @@ def test_search_explains_each_score_with_bars_and_the_query_used(page, console, 
     used = text_of(page, "#query-used")
     assert "last week" in used and SEARCH_QUERY in used          # the time phrase came out
     assert "time bounds" in used and "→" in used
+    assert "arm weighting" not in used        # no vector arm ran: nothing was weighed
     # arrow keys walk the results and Enter opens one (the box is a new one: the search
     # is a route of its own, drawn afresh)
     wait_for(page, "#search-query")[0].send_keys(Keys.ARROW_DOWN)
@@ -455,3 +456,31 @@ def test_markup_in_memory_content_is_shown_as_text_and_never_runs(page, console,
     wait_for(page, "#graph-svg g.node")
     assert not page.find_elements("css selector", "main img, main script, main b")
     assert page.execute_script("return window.__pwned") is None
+
+
+def test_a_bound_recall_shows_how_it_weighed_its_arms(page, console, http, admin_headers):
+    """A workspace with a vector binding: the query-used box says what share the lexical arm
+    got, how sharply each arm's head stood out, the arms' agreement and whether the page kept
+    the lexical order (an unbound recall has no such line)."""
+    workspace = f"console-bound-{uuid.uuid4().hex[:8]}"
+    created = http.post("/v1/workspaces", headers=admin_headers, json={
+        "id": workspace,
+        "blueprint": {"bindings": {"vector": {"provider": "hash", "dimensions": 64}}}})
+    assert created.status_code == 201, created.text
+    token = created.json()["token"]
+    try:
+        for text in ("The heron nests by the north pond every spring",
+                     "Ferry timetable changes on the north route",
+                     "Spring planting list: beans, kale, heron-proof netting"):
+            wrote = http.post(f"/v1/w/{workspace}/capture", json={"content": text},
+                              headers={"Authorization": f"Bearer {token}"})
+            assert wrote.status_code == 200, wrote.text
+        sign_in(page, token)
+        go(page, {**console, "workspace": workspace},
+           f"/w/{workspace}/search?q=where%20does%20the%20heron%20nest")
+        wait_for(page, "#results .result")
+        used = text_of(page, "#query-used")
+        assert "arm weighting" in used and "lexical share" in used and "dense margin" in used
+        assert "page kept the lexical order" in used or "fused order of both arms" in used
+    finally:
+        http.delete(f"/v1/workspaces/{workspace}", headers=admin_headers)
