@@ -20,20 +20,20 @@ a scenario created is deleted when the scenario ends."""
 from __future__ import annotations
 
 import collections
-import contextlib
 import time
 from dataclasses import dataclass, field
 
 import httpx
 import schemathesis
 from hypothesis import HealthCheck, settings
-from hypothesis.internal.conjecture import providers as hypothesis_providers
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_schema_conformance,
     status_code_conformance,
 )
+
+from tests.support.stable_draws import without_local_constants
 
 # the routes a lifecycle goes through: workspaces, their tokens, their methods
 LIFECYCLE_PATHS = r"^/v1/(workspaces(/\{workspace_id\}(/tokens(/\{token_id\})?)?)?|w/.*)$"
@@ -172,24 +172,6 @@ def lifecycle_machine(schema, url: str, admin_token: str):
                     client.delete(f"/v1/workspaces/{workspace}")
 
     return Lifecycle
-
-
-@contextlib.contextmanager
-def without_local_constants():
-    """Hypothesis draws now and then from the constants of every project module imported so
-    far (this checkout's code and tests), so a derandomized walk still changed with whatever the
-    suite had imported before it: the walk that covered the lifecycle alone missed the token
-    revocation after other HTTP test modules had run. Inside, that pool is empty (and the
-    cache built from it cleared, on the way in and out), so the walk is the same wherever it
-    runs. Hypothesis is pinned (constraints.txt): these are its internals as of that pin."""
-    saved = hypothesis_providers._get_local_constants
-    hypothesis_providers.CONSTANTS_CACHE.cache.clear()
-    hypothesis_providers._get_local_constants = hypothesis_providers.Constants
-    try:
-        yield
-    finally:
-        hypothesis_providers._get_local_constants = saved
-        hypothesis_providers.CONSTANTS_CACHE.cache.clear()
 
 
 def walk_lifecycles(url: str, admin_token: str, scenarios: int,
