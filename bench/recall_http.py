@@ -91,15 +91,31 @@ def _workspace(client: httpx.Client, admin: dict, ws_id: str, blueprint: dict | 
     return {"Authorization": f"Bearer {created.json()['token']}"}
 
 
+def _embedder_work() -> tuple[float, int, int]:
+    """(forward-pass seconds, passes, texts) the cluster's MiniLM embedder has run so far: read
+    around the questions, it splits a recall's wait for its query vector into the pass itself
+    and the rest (the calls to and from it, waiting for a core)."""
+    import ray
+
+    from actors.embedder_actor import embedder_name
+    from minisphere.control.blueprints import parse_blueprint
+    spec = parse_blueprint(MINILM_BLUEPRINT).bindings.vector.embedder_spec()
+    embedder = ray.get_actor(embedder_name(spec))     # the bound workspaces made it
+    info = ray.get(embedder.info.remote(), timeout=60)
+    return info["embedSeconds"], info["batches"], info["texts"]
+
+
 def measure(url: str, admin: dict, data: locomo.ConversationSet, bound: bool = True) -> dict:
     """{"samples": {call: [client ms]}, "parts": {call: {part: [ms]}},
-    "stages": {call: {stage: [ms]}}, "load_s": s, "questions": n}."""
+    "stages": {call: {stage: [ms]}}, "load_s": s, "questions": n, "embedder": [forward-pass
+    seconds, passes, texts] while the questions were asked}."""
     samples: dict[str, list[float]] = defaultdict(list)
     parts: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     stages: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     arms = [("zero-binding", None)] + ([("MiniLM binding", MINILM_BLUEPRINT)] if bound else [])
     load_s = 0.0
     asked = 0
+    embedder = [0.0, 0, 0]
     with httpx.Client(base_url=url, timeout=300) as client:
         for conversation in data.conversations:
             runs = {}
@@ -127,6 +143,7 @@ def measure(url: str, admin: dict, data: locomo.ConversationSet, bound: bool = T
                     call(name, text)
             questions = list(dict.fromkeys(q.text for q in conversation.questions))
             names = list(runs)
+            before = _embedder_work() if bound else (0.0, 0, 0)
             for index, question in enumerate(questions):
                 shift = index % len(names)
                 for name in names[shift:] + names[:shift]:
@@ -142,8 +159,11 @@ def measure(url: str, admin: dict, data: locomo.ConversationSet, bound: bool = T
                         stages[name][OUTSIDE].append(server_timing(response).get("engine", 0.0)
                                                      - sum(timings.get(s, 0.0) for s in STAGES))
             asked += len(questions)
+            if bound:
+                embedder = [total + now - then for total, now, then
+                            in zip(embedder, _embedder_work(), before)]
     return {"samples": samples, "parts": parts, "stages": stages, "load_s": load_s,
-            "questions": asked}
+            "questions": asked, "embedder": embedder}
 
 
 def report(measured: dict) -> tuple[str, list[str]]:
@@ -184,6 +204,17 @@ def report(measured: dict) -> tuple[str, list[str]]:
     return body, verdicts
 
 
+def embedder_note(work: list) -> list[str]:
+    seconds, passes, texts = work
+    if not passes:
+        return []
+    return [f"The embedder during the questions: {passes} forward passes of {texts / passes:.2f} "
+            f"texts on average, {seconds / passes * 1e3:.2f} ms each inside its process (the "
+            "mean): what a bound recall's query vector took beyond that (the stage table's "
+            "started-to-in-hand row) went to the calls to and from the embedder and to waiting "
+            "for a core."]
+
+
 def section(path: str, bound: bool = True) -> tuple[str, list[str]]:
     """Start the service, load and time, stop it: (markdown, notes)."""
     from .local_service import start_local_service, stop_local_service
@@ -198,6 +229,7 @@ def section(path: str, bound: bool = True) -> tuple[str, list[str]]:
         f"{data.name}: {len(data.conversations)} conversations, one workspace per conversation "
         f"and binding, loaded over HTTP in {measured['load_s']:.0f} s; {measured['questions']} "
         "questions, each asked once per workspace (a bound recall embeds its query fresh).",
+        *embedder_note(measured["embedder"]),
         "One sequential client on loopback; the four calls interleaved question by question "
         "with their order rotated, so load on this machine hits the floor and recall alike.",
         machine_note()]
