@@ -188,7 +188,9 @@ class DirectoryActor:
                 "hibernatingOverCap": self.hibernation.hibernating_over_cap,
                 "spares": self.pool.status(), "state": self.residents.state_sizes(),
                 "wakes": dict(self.activator.wakes),
-                "hibernations": dict(self.hibernation.counts)}
+                "hibernations": dict(self.hibernation.counts),
+                # processes ended after a clean hibernation instead of recycled, by why
+                "processesEnded": dict(self.hibernation.retired)}
 
     def spares(self) -> dict:
         self._start_background()

@@ -11,6 +11,11 @@ workspace: a wrong token never wakes it), then every call goes straight to the w
 actor, which checks the token hash again on every call. Dead or hibernating actors are
 followed exactly as the ingress does (`parts/reach.py`). Errors raise the HTTP client's
 `ServiceError(status, code, message)` with the status the HTTP route would have answered.
+A call refused as not run and worth asking again later (`Overloaded`, `NoWorkspaceSlots`: a
+named error with `retry_after_s`, a 503 with Retry-After over HTTP) is sent again as the HTTP
+client sends it, by the same policy (`minisphere.client.client.OverloadRetry`): at most
+`overload_retries=` times (default `OVERLOAD_RETRIES`, 3; 0: never), each after `retry_after_s`
+times a jitter factor; the last refusal's `ServiceError` carries `retry_after_s`.
 `AsyncInClusterWorkspace` has the same methods as coroutines.
 """
 from __future__ import annotations
@@ -23,7 +28,14 @@ import ray
 
 from actors.directory_actor import DIRECTORY_NAME
 from actors.parts.reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
-from minisphere.client.client import ServiceError, WorkspaceCalls, unparsed
+from minisphere.client.client import (
+    OVERLOAD_RETRIES,
+    OverloadRetry,
+    ServiceError,
+    WorkspaceCalls,
+    resend_is_safe,
+    unparsed,
+)
 from minisphere.control.auth import check_workspace_id, token_hash
 from minisphere.control.token_cache import token_refusal
 from minisphere.engine.idempotency import check_key
@@ -38,7 +50,8 @@ CALL_TIMEOUT_S = 60.0
 class _InClusterCalls:
     """What the sync and async clients share: the lookup and one call through the resend loop."""
 
-    def __init__(self, workspace_id: str, token: str, namespace: str | None = None):
+    def __init__(self, workspace_id: str, token: str, namespace: str | None = None,
+                 overload_retries: int = OVERLOAD_RETRIES):
         if not ray.is_initialized():
             ray.init(address="auto", namespace=namespace or DEFAULT_RAY_NAMESPACE)
         namespace = namespace or ray.get_runtime_context().namespace or DEFAULT_RAY_NAMESPACE
@@ -47,6 +60,7 @@ class _InClusterCalls:
         self.reach = WorkspaceReach(self.directory)
         self._caller = token_hash(token)
         self._checked = False
+        self.overload_retry = OverloadRetry(overload_retries)
 
     async def _authenticate(self) -> None:
         verdict, _ = await ask(self.directory, "authenticate", self.workspace_id, self._caller)
@@ -55,6 +69,12 @@ class _InClusterCalls:
         self._checked = True
 
     async def _call(self, method: str, body: dict, parse: Callable, key: str | None):
+        """One call; refused as not run (a 503 with retry_after_s), sent again as the HTTP
+        client would."""
+        return await self.overload_retry.arun(lambda: self._attempt(method, body, parse, key),
+                                              resend_is_safe(method, key))
+
+    async def _attempt(self, method: str, body: dict, parse: Callable, key: str | None):
         try:
             if method not in METHODS:
                 raise MiniSphereError(f"unknown method {method!r}")
@@ -70,16 +90,17 @@ class _InClusterCalls:
                 idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S)
         except MiniSphereError as exc:
             status, payload = error_response(exc)
-            raise ServiceError(status, payload["error"]["code"],
-                               payload["error"]["message"]) from None
+            raise ServiceError(status, payload["error"]["code"], payload["error"]["message"],
+                               getattr(exc, "retry_after_s", None)) from None
         return parse(envelope["result"])
 
 
 class InClusterWorkspace(_InClusterCalls, WorkspaceCalls):
     """The sync client: calls run on one private event-loop thread."""
 
-    def __init__(self, workspace_id: str, token: str, namespace: str | None = None):
-        super().__init__(workspace_id, token, namespace)
+    def __init__(self, workspace_id: str, token: str, namespace: str | None = None,
+                 overload_retries: int = OVERLOAD_RETRIES):
+        super().__init__(workspace_id, token, namespace, overload_retries)
         self._loop = asyncio.new_event_loop()
         threading.Thread(target=self._loop.run_forever, daemon=True,
                          name=f"in-cluster-{workspace_id}").start()
@@ -100,6 +121,6 @@ class AsyncInClusterWorkspace(_InClusterCalls, WorkspaceCalls):
         return await self._call(method, body, parse, key)
 
 
-def connect_in_cluster(workspace_id: str, token: str, *,
-                       namespace: str | None = None) -> InClusterWorkspace:
-    return InClusterWorkspace(workspace_id, token, namespace)
+def connect_in_cluster(workspace_id: str, token: str, *, namespace: str | None = None,
+                       overload_retries: int = OVERLOAD_RETRIES) -> InClusterWorkspace:
+    return InClusterWorkspace(workspace_id, token, namespace, overload_retries)

@@ -9,11 +9,14 @@ never touches SQLite.
 
 Warm spares: an actor may start unbound (`launch=None`): it does its imports and the contract
 check, then waits in the directory's pool until `bind(launch)` gives it a workspace — opening
-a file is then all a wake costs. A bound actor serves that one workspace for the rest of its
-life: `bind` refuses a second workspace, so one process never holds two tenants' data. Actor
-names are `workspace-actor:<random>` and never change; the directory records which actor holds
-which workspace, and an actor Ray restarts after a crash asks the directory what it was bound
-to and opens that file again.
+a file is then all a wake costs. A bound actor serves one workspace at a time: `bind` refuses a
+second while one is bound, and `hibernate` lets the workspace go entirely (its file closed and
+unregistered from replication, its objects and the text caches dropped) before the directory
+hands the process to the next wake, so one process never holds two tenants' data. Callers
+reach it through `serve`, which names the workspace meant and refuses a call for any other.
+Actor names are `workspace-actor:<random>` and never change; the directory records which actor
+holds which workspace, and an actor Ray restarts after a crash asks the directory what it was
+bound to and opens that file again.
 
 The file, writer, readers and snapshotter live in a `WorkspaceHost`; an `Admission` admits
 calls, holds them while a restore swaps the file, and refuses them (`hibernating`, not run,
@@ -33,6 +36,8 @@ together), `actor_ms` (inside this actor, end to end).
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import gc
 import logging
 import os
 import time
@@ -56,10 +61,12 @@ from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.methods import find_method
 from minisphere.errors import (
     InternalError,
+    WorkspaceHibernating,
     WorkspaceUnavailable,
     as_named_error,
 )
 from minisphere.hosting.host import WorkspaceHost
+from minisphere.hosting.tenant_caches import clear_tenant_caches
 from minisphere.settings import (
     SnapshotSettings,
     ensure_private_dir,
@@ -73,6 +80,18 @@ log = logging.getLogger("minisphere.workspace_actor")
 
 
 DIRECTORY_TIMEOUT_S = 30.0          # a restarted actor asking what it was bound to
+# What callers reach through `serve` (each checked against the workspace served now).
+SERVED_METHODS = frozenset({"call", "snapshot", "restore", "restore_to_moment",
+                            "prune_snapshots", "export_page", "import_chunk", "durability"})
+
+
+def give_back_freed_memory() -> None:
+    """Return the C heap's free pages to the system (glibc keeps them otherwise): a recycled
+    process's memory then follows what it holds, not the largest workspace it ever served."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def rss_bytes(pid: int | str = "self") -> int:
@@ -113,6 +132,8 @@ class WorkspaceActor(AdminFileMethods):
             self.restarted = context.was_current_actor_reconstructed
         self.started_at = time.time()
         self.calls = 0
+        self.binds = 0                  # workspaces this process has served (it is recycled)
+        self.fresh_rss_bytes = 0        # its memory as a spare that has served nobody yet
         self.last_call_at = self.started_at
         self.workspace_id: str | None = None
         self.host: WorkspaceHost | None = None
@@ -149,6 +170,8 @@ class WorkspaceActor(AdminFileMethods):
             # costs the spare's start.
             self._directory_contacted = True
             self.directory.ping.remote()
+        if not self.binds and not self.fresh_rss_bytes:
+            self.fresh_rss_bytes = rss_bytes()
         return {"name": self.name, "pid": os.getpid(), "nodeId": self.node_id,
                 "bound": self.workspace_id,
                 "runtimeEnv": ray.get_runtime_context().get_runtime_env_string()}
@@ -179,6 +202,7 @@ class WorkspaceActor(AdminFileMethods):
                                 f"{self.workspace_id}; it is never bound to another")
         self.workspace_id = workspace_id = launch.workspace_id     # claimed, even if opening fails
         self.launch = launch
+        self.binds += 1
         ensure_private_dir(Path(launch.path).parent)
         snapshots = launch.snapshots
         self.host = WorkspaceHost(
@@ -242,6 +266,20 @@ class WorkspaceActor(AdminFileMethods):
     def _report_snapshot(self, status: dict) -> None:
         self._report("snapshot_status", status)
         self.positions.report(status.get("lastPosition"))
+
+    async def serve(self, workspace_id: str, method: str, *args) -> dict:
+        """Run one of the methods callers reach a workspace by, if this actor serves
+        `workspace_id` now. A process outlives a workspace's residency (it is recycled through
+        the spare pool), so a handle cached for a workspace that has since hibernated may
+        reach it while it is a spare or serves another tenant: that call is refused as
+        `hibernating` (it ran nowhere; the caller wakes its workspace and sends it again)."""
+        if method not in SERVED_METHODS:
+            return {"ok": False, "error": InternalError(f"no workspace method {method!r}")}
+        if workspace_id != self.workspace_id or self.host is None:
+            return {"ok": False, "timings": {},
+                    "error": WorkspaceHibernating(f"workspace {workspace_id} is not served "
+                                                  "here any more; the call was not run")}
+        return await getattr(self, method)(*args)
 
     async def call(self, method_name: str, body: dict | None, token_hash: str,
                    idempotency_key: str | None = None) -> dict:
@@ -307,6 +345,12 @@ class WorkspaceActor(AdminFileMethods):
         namespace = ray.get_runtime_context().namespace
         return RemoteEmbedder(get_or_create_embedder(vector.embedder_spec(), namespace=namespace))
 
+    async def audit_retained(self, hex_needles: list[str]) -> dict:
+        """Where this process still holds any of the needles (parts/isolation_audit.py): run on
+        a recycled process, with the previous tenant's id, paths and text, it must find none."""
+        from actors.parts.isolation_audit import retained
+        return retained(list(hex_needles))
+
     async def ping(self) -> dict:
         return {"workspace": self.workspace_id, "pid": os.getpid(), "nodeId": self.node_id}
 
@@ -321,15 +365,35 @@ class WorkspaceActor(AdminFileMethods):
 
     # ---- ending ----------------------------------------------------------------------------------
     async def hibernate(self) -> dict:
-        """Refuse new calls, finish those in flight, snapshot if changed, close. The directory
-        kills the actor afterwards."""
+        """Refuse new calls, finish those in flight, snapshot if changed, close, and let go of
+        everything of the workspace: the process is then a spare again, which the directory
+        keeps in its pool or kills. `process` says what the pool's retirement rule needs."""
         if self.host is None:                    # a spare: nothing to keep
             return {"workspace": None, "snapshot": None, "error": None,
-                    "pendingSnapshot": False, "snapshots": None}
+                    "pendingSnapshot": False, "snapshots": None, "process": self._process()}
         await self.admission.close_for_hibernation()
         self._close_transfers()
         self.tokens.report_use()
-        return await asyncio.to_thread(self.host.hibernate)
+        result = await asyncio.to_thread(self.host.hibernate)
+        await asyncio.to_thread(self._release_workspace)
+        return {**result, "process": self._process()}
+
+    def _release_workspace(self) -> None:
+        """Forget the workspace this process served: nothing of it (objects, caches, open
+        files) may reach the next tenant bound here."""
+        self.host = self.admission = self.due = self.launch = None
+        self._transfers = None
+        self._loop = None
+        self.workspace_id = None
+        self.tokens.forget_workspace()
+        clear_tenant_caches()
+        gc.collect()
+        give_back_freed_memory()
+
+    def _process(self) -> dict:
+        return {"binds": self.binds, "rssBytes": rss_bytes(),
+                "freshRssBytes": self.fresh_rss_bytes, "pid": os.getpid(),
+                "nodeId": self.node_id}
 
     async def durability(self) -> dict:
         return {"nodeId": self.node_id, "actor": self.name,

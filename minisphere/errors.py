@@ -148,6 +148,18 @@ class NoWorkspaceSlots(WorkspaceUnavailable):
         self.retry_after_s = retry_after_s
 
 
+class Overloaded(WorkspaceUnavailable):
+    """The node cannot finish this call within the caller's deadline (a wake would wait behind
+    others for a process), so it was refused at once and not run: safe to send again, after
+    `retry_after_s`."""
+    code = "overloaded"
+    public_message = "the service is at capacity; the call was not run, retry after a pause"
+
+    def __init__(self, message: str, retry_after_s: float):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class WorkspaceHibernating(WorkspaceUnavailable):
     """The workspace actor is hibernating and took no part of the call; the caller re-activates
     the workspace and sends the call again (safe for writes too)."""

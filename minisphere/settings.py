@@ -61,6 +61,11 @@ AUTO = 0                               # MAX_RESIDENT / SPARE_ACTORS: derived fr
 # cluster for its idle spares (control/residency_policy.spare_budget)
 SPARE_MEMORY_SHARE = 0.10              # of the cluster's memory
 SPARE_IDLE_CPU_SHARE = 0.10            # of the cluster's CPUs, spent idle
+# A hibernated workspace's process goes back to the spare pool; it is retired (killed) after
+# this many binds, or once its resident memory has grown this far past what it had as a fresh
+# spare, so no long-lived process grows without end.
+RECYCLE_MAX_BINDS = 1000
+RECYCLE_MAX_GROWTH_MIB = 64.0
 # Workspace slots: a custom Ray resource each node advertises in proportion to its memory. Every
 # workspace actor (bound or spare) asks for one, so Ray spreads them by capacity and a wake with
 # no free slot left is a pending actor: demand the autoscaler answers with another node.
@@ -192,6 +197,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "share of the cluster's memory a demand-following pool's spares may take"),
     EnvVar("MINISPHERE_SPARE_IDLE_CPU_SHARE", f"`{SPARE_IDLE_CPU_SHARE:g}`",
            "share of the cluster's CPUs its idle spares may take (each ~0.85% of a core)"),
+    EnvVar("MINISPHERE_RECYCLE_MAX_BINDS", f"`{RECYCLE_MAX_BINDS}`",
+           "binds after which a recycled workspace process is retired (0 = never recycle: "
+           "every hibernation ends its process)"),
+    EnvVar("MINISPHERE_RECYCLE_MAX_GROWTH_MIB", f"`{RECYCLE_MAX_GROWTH_MIB:g}`",
+           "resident memory a workspace process may gain over a fresh spare's before it is "
+           "retired instead of recycled"),
     EnvVar("MINISPHERE_WORKSPACE_SLOTS", f"`{DEFAULT_WORKSPACE_SLOTS_MODE}`",
            f"each workspace actor asks for one `{WORKSPACE_SLOT_RESOURCE}` resource: `on`, "
            "`off`, or `auto` (when some live node advertises it)"),
@@ -272,6 +283,8 @@ class ResidencySettings:
     spare_actors: int | None = None        # None: the pool follows demand (residency_policy)
     spare_memory_share: float = SPARE_MEMORY_SHARE       # the demand-following pool's budget
     spare_idle_cpu_share: float = SPARE_IDLE_CPU_SHARE
+    recycle_max_binds: int = RECYCLE_MAX_BINDS            # 0: a hibernated process is killed
+    recycle_max_growth_mib: float = RECYCLE_MAX_GROWTH_MIB
     workspace_slots: str = DEFAULT_WORKSPACE_SLOTS_MODE     # auto | on | off
     node_workspace_slots: int = AUTO       # AUTO: actors/directory/placement.node_workspace_slots
 
@@ -465,6 +478,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                                       0.0, 1.0, kind=float),
         spare_idle_cpu_share=env_number(env, "MINISPHERE_SPARE_IDLE_CPU_SHARE",
                                         SPARE_IDLE_CPU_SHARE, 0.0, 1.0, kind=float),
+        recycle_max_binds=env_number(env, "MINISPHERE_RECYCLE_MAX_BINDS", RECYCLE_MAX_BINDS, 0,
+                                     1_000_000),
+        recycle_max_growth_mib=env_number(env, "MINISPHERE_RECYCLE_MAX_GROWTH_MIB",
+                                          RECYCLE_MAX_GROWTH_MIB, 1.0, 1_000_000.0, kind=float),
         workspace_slots=load_workspace_slots_mode(env),
         node_workspace_slots=env_number(env, "MINISPHERE_NODE_WORKSPACE_SLOTS", AUTO, 1,
                                         1_000_000))

@@ -31,6 +31,9 @@ NO_SLOTS_WAIT_S = 20.0
 # after evicting a resident to make room on its node: how long to wait for its slot to show
 # free in Ray's resource view (reported by the node's raylet about once a second)
 ROOM_SHOWN_TIMEOUT_S = 5.0
+# How long a wake that finds no spare waits for one on its way back from a hibernation (a drain
+# and a close, tens of ms; with a snapshot up to a few hundred) before it starts a process.
+RETURNING_WAIT_S = 1.0
 SLOTS_RESOURCE_HINT = (
     "no node of the cluster advertises the minisphere_workspace_slots resource that "
     "MINISPHERE_WORKSPACE_SLOTS=on makes every workspace actor ask for: start the nodes with "
@@ -89,9 +92,10 @@ class Activator:
         self.cap = cap                          # makes room under the resident cap
         self.workspace_path = workspace_path    # workspace id -> its file on the node
         self._told_slots_missing = False
-        # bound since the directory started, by where the process came from: a wake served by
-        # a new actor waited for a process start (the benchmarks' miss and start rates)
-        self.wakes = {"spare": 0, "new": 0}
+        # bound since the directory started, by where the process came from (a hibernated
+        # workspace's, a pre-started spare, or a new one): a wake served by a new actor waited
+        # for a process start (the benchmarks' miss and start rates)
+        self.wakes = {"recycled": 0, "spare": 0, "new": 0}
 
     async def activate(self, workspace_id: str, caller_saw_failure: bool = False):
         """The workspace's actor handle, binding one if it is not resident. A caller that saw
@@ -168,21 +172,27 @@ class Activator:
             log.info("workspace %s: its node %s is full; hibernating %s there instead of moving",
                      workspace_id, node[:12], victim)
             handle = self.residents.get(victim).handle
-            await self.cap.hibernate(victim, "room on its node")
+            if (await self.cap.hibernate(victim, "room on its node")).get("recycled"):
+                return             # its process is a spare on that node now: the wake's own
             # the victim's slot is free only once its process is gone and Ray's resource view
             # shows it: placing before then found the node still full and moved the workspace
             # anyway, paying for an eviction and a move
             await self.runtime.until_dead(handle)
             await self.placement.until_room(node, ROOM_SHOWN_TIMEOUT_S)
 
-    def _actor_for(self, record: dict) -> tuple:
+    async def _actor_for(self, record: dict) -> tuple:
         """(handle, name, "spare" | "new", the placement of a new one, why there)."""
         recorded, why = self.placement.placement_of(record["nodeId"])
+        if self.pool.size and not self.pool.has_ready(recorded) and self.pool.returning:
+            # a hibernating workspace's process is on its way back to the pool: it is worth
+            # waiting a moment for, a fresh process costs ~0.5 CPU-s to start
+            await self.pool.returned(RETURNING_WAIT_S)
         spare = self.pool.take(recorded) if self.pool.size else None
         if spare is None and recorded is None and self.pool.size:
             spare = self.pool.take()
         if spare is not None:
-            return spare.handle, spare.name, "spare", None, why
+            return (spare.handle, spare.name, "recycled" if spare.recycled else "spare", None,
+                    why)
         placed = self.placement.place(record["nodeId"])
         name = new_actor_name()
         return self._start(name, placed), name, "new", placed, placed.why
@@ -192,7 +202,7 @@ class Activator:
         return self.runtime.start(name, options)
 
     async def _bind_reserved(self, workspace_id: str) -> Resident:
-        handle, name, source, placed, why = self._actor_for(self.control.get(workspace_id))
+        handle, name, source, placed, why = await self._actor_for(self.control.get(workspace_id))
         resident = Resident(handle, name, placement=why)
         try:
             return await self._bind_actor(workspace_id, resident, source, placed)

@@ -63,7 +63,9 @@ def assemble(settings: Settings, control, runtime, admin_token_hash: str, *,
         control, runtime, residents,
         limits.max_resident or derived_resident_cap(cluster_memory_bytes, cluster_cpus),
         limits.hibernate_idle_s,
-        hibernating_over_cap=max(1, int(cluster_cpus * HIBERNATING_OVER_CAP_PER_CPU)))
+        hibernating_over_cap=max(1, int(cluster_cpus * HIBERNATING_OVER_CAP_PER_CPU)),
+        pool=pool, recycle_max_binds=limits.recycle_max_binds,
+        recycle_max_growth_mib=limits.recycle_max_growth_mib)
     workspaces = WorkspaceLifecycle(
         settings, control, open_snapshot_store(settings.snapshots), residents, runtime,
         born_with(verified_contracts()), load_default_blueprint(settings.blueprint_path))

@@ -1,10 +1,13 @@
 """Hibernation, the idle sweep and the resident cap.
 
 At most `max_resident` workspace actors stay; above the cap the least recently called ones
-hibernate (drain, snapshot if changed, close; then they are killed) before a new one is bound,
-and the sweep hibernates those idle for `idle_s`. An actor that ended by a clean hibernation
-refused every call it did not finish, so a caller whose call failed on it may send it again:
-`ended_cleanly` tells it so.
+hibernate (drain, snapshot if changed, close, let go of the workspace) before a new one is
+bound, and the sweep hibernates those idle for `idle_s`. A cleanly hibernated process is a
+spare again: it goes back to the pool (`SparePool.give_back`) unless the pool is full or the
+process is due for retirement (`residency_policy.retirement_reason`: too many binds, or grown
+too far), and only then is it killed. An actor killed after a clean hibernation refused every
+call it did not finish, so a caller whose call failed on it may send it again: `ended_cleanly`
+tells it so (a recycled one refuses such calls itself, as `hibernating`).
 """
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ import asyncio
 import logging
 from collections import OrderedDict
 
-from minisphere.control.residency_policy import lru_victims
+from actors.directory.spares import Spare
+from minisphere.control.residency_policy import MIB, lru_victims, retirement_reason
 
 log = logging.getLogger("minisphere.directory")
 HIBERNATE_TIMEOUT_S = 60.0         # a workspace actor's drain + snapshot + close
@@ -28,10 +32,15 @@ HIBERNATING_OVER_CAP_PER_CPU = 1.0
 
 class Hibernation:
     def __init__(self, control, runtime, residents, max_resident: int, idle_s: float,
-                 hibernating_over_cap: int = 1):
+                 hibernating_over_cap: int = 1, pool=None, recycle_max_binds: int = 0,
+                 recycle_max_growth_mib: float = 0.0):
         self.control = control
         self.runtime = runtime
         self.residents = residents
+        self.pool = pool                          # where hibernated processes go back (or None)
+        self.recycle_max_binds = int(recycle_max_binds)
+        self.recycle_max_growth_bytes = float(recycle_max_growth_mib) * MIB
+        self.retired: dict[str, int] = {}         # processes ended after hibernating, by why
         self.max_resident = int(max_resident)
         self.idle_s = float(idle_s)
         self.hibernating_over_cap = max(0, int(hibernating_over_cap))
@@ -53,6 +62,8 @@ class Hibernation:
             return {"workspace": workspace_id, "hibernated": False, "why": "not resident"}
         self.residents.forget(workspace_id)
         self.counts[reason] = self.counts.get(reason, 0) + 1
+        if self.pool is not None:
+            self.pool.expect_return()       # now, before any await: the refiller counts it
         return await self.residents.hibernations.run(
             workspace_id, lambda: self._hibernate_actor(workspace_id, resident, reason))
 
@@ -68,21 +79,50 @@ class Hibernation:
             result = {"workspace": workspace_id, "snapshot": None, "pendingSnapshot": True,
                       "snapshots": None, "error": f"hibernation failed: {exc.__class__.__name__}"}
         except BaseException:
-            self.runtime.kill(resident.handle)          # cancelled: still never left alive
+            self._end_process(resident, False, "cancelled")   # cancelled: never left alive
             raise
-        self.runtime.kill(resident.handle)
         if clean:
-            self._clean_exits[self.runtime.actor_id(resident.handle)] = None
-            while len(self._clean_exits) > CLEAN_EXITS_KEPT:
-                self._clean_exits.popitem(last=False)
+            recycled = self._recycle(resident, result.get("process") or {})
+        else:
+            recycled = False
+            self._end_process(resident, False, "hibernation failed")
         snapshot = result.get("snapshot") or {}
         self.control.record_hibernation(workspace_id, result.get("snapshots"),
                                         bool(result.get("pendingSnapshot")),
                                         snapshot.get("version"), result.get("position"))
-        log.info("hibernated %s (%s, actor %s): snapshot %s%s", workspace_id, reason,
-                 resident.actor_name, snapshot.get("version", "not needed"),
+        log.info("hibernated %s (%s, actor %s, %s): snapshot %s%s", workspace_id, reason,
+                 resident.actor_name, "recycled" if recycled else "ended",
+                 snapshot.get("version", "not needed"),
                  f"; {result['error']}" if result.get("error") else "")
-        return {**result, "hibernated": True, "reason": reason}
+        return {**result, "hibernated": True, "reason": reason, "recycled": recycled}
+
+    def _recycle(self, resident, process: dict) -> bool:
+        """Hand the cleanly hibernated process back to the pool when it may serve again."""
+        why = retirement_reason(int(process.get("binds", 0)), int(process.get("rssBytes", 0)),
+                                int(process.get("freshRssBytes", 0)), self.recycle_max_binds,
+                                self.recycle_max_growth_bytes)
+        if why is None and self.pool is not None and process:
+            spare = Spare(resident.handle, resident.actor_name,
+                          process.get("nodeId") or resident.node_id, recycled=True)
+            if self.pool.give_back(spare):         # else the pool killed it: it was full
+                return True
+            self._note_end(resident, True, "the pool is full")
+            return False
+        self._end_process(resident, True, why or "no pool")
+        return False
+
+    def _end_process(self, resident, clean: bool, why: str) -> None:
+        self.runtime.kill(resident.handle)
+        if self.pool is not None:
+            self.pool.not_returning()
+        self._note_end(resident, clean, why)
+
+    def _note_end(self, resident, clean: bool, why: str) -> None:
+        self.retired[why] = self.retired.get(why, 0) + 1
+        if clean:
+            self._clean_exits[self.runtime.actor_id(resident.handle)] = None
+            while len(self._clean_exits) > CLEAN_EXITS_KEPT:
+                self._clean_exits.popitem(last=False)
 
     async def hibernate_all(self, reason: str) -> int:
         ids = self.residents.ids()

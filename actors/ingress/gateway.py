@@ -234,8 +234,10 @@ class Gateway:
         if durability.get("resident"):        # the actor's own, current snapshot status
             try:
                 handle = await self.reach.handle(workspace_id)
-                live = await asyncio.wait_for(handle.durability.remote(), LIVE_STATUS_TIMEOUT_S)
-                durability.update(live)
+                live = await asyncio.wait_for(handle.serve.remote(workspace_id, "durability"),
+                                              LIVE_STATUS_TIMEOUT_S)
+                if live.get("ok") is not False:      # not refused: it serves this workspace
+                    durability.update(live)
             except Exception as exc:  # noqa: BLE001 - the stored status is shown instead
                 log.info("live durability status of %s unavailable: %r", workspace_id, exc)
         return record

@@ -6,8 +6,10 @@ Every workspace-actor method answers an envelope (`{"ok": True, "result"}` or
 `{"ok": False, "error": <named error>}`), so an engine error is told apart from a failure of
 the actor itself:
 
-- the envelope says `hibernating`: the actor refused the call before touching anything, so it
-  is sent again, to the re-activated workspace (until `deadline_s`);
+- the envelope says `hibernating`: the actor refused the call before touching anything (it is
+  hibernating, or it has since become a spare or serves another workspace: every call goes
+  through its `serve` gate, which names the workspace meant), so it is sent again, to the
+  re-activated workspace (until `deadline_s`);
 - the actor died: the workspace is re-activated at once (a workspace deleted meanwhile answers
   404 there). The call is sent again when that is safe: within the caller's
   `idempotent_attempts`, or when the directory says the actor ended by a clean hibernation
@@ -102,8 +104,9 @@ class WorkspaceReach:
             handle = await self.handle(workspace_id)
             sent = time.perf_counter()
             try:
-                envelope = await asyncio.wait_for(getattr(handle, method).remote(*args),
-                                                  timeout_s)
+                # through the actor's gate: a process outlives a workspace's residency
+                envelope = await asyncio.wait_for(
+                    handle.serve.remote(workspace_id, method, *args), timeout_s)
             except (TimeoutError, TaskCancelledError):
                 # cancelled: as a timeout, the call may or may not have run
                 log.warning("workspace %s: %s did not answer in %s s (attempt %d)",

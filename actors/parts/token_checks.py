@@ -30,6 +30,11 @@ class TokenChecks:
     def set_grants(self, grants) -> None:
         self.grants = {grant.token_hash: grant for grant in grants}
 
+    def forget_workspace(self) -> None:
+        """The workspace was let go (its use already reported): its grants go with it, so a
+        report still scheduled finds nothing to send and the next tenant's start from none."""
+        self.grants, self._used = {}, {}
+
     def _is_admin(self, token_hash: str) -> bool:
         return bool(self.admin_token_hash) and same_hash(token_hash, self.admin_token_hash)
 

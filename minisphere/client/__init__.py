@@ -4,12 +4,15 @@ It imports nothing of the server, so an agent can use it with only httpx and pyd
 """
 from minisphere.client.client import (
                                       DEFAULT_URL,
+                                      OVERLOAD_RETRIES,
+                                      OVERLOAD_RETRY_MAX_WAIT_S,
                                       AsyncClient,
                                       AsyncWorkspaceClient,
                                       Client,
+                                      OverloadRetry,
                                       ServiceError,
                                       WorkspaceClient,
 )
 
 __all__ = ["Client", "AsyncClient", "WorkspaceClient", "AsyncWorkspaceClient", "ServiceError",
-           "DEFAULT_URL"]
+           "DEFAULT_URL", "OverloadRetry", "OVERLOAD_RETRIES", "OVERLOAD_RETRY_MAX_WAIT_S"]

@@ -156,3 +156,17 @@ def misplaced_spares(spare_nodes: dict[str, str | None], free: dict[str, float],
     if free.get(keep, 0) < need:
         return []
     return [name for name, node in spare_nodes.items() if node != keep]
+
+
+def retirement_reason(binds: int, rss_bytes: int, fresh_rss_bytes: int, max_binds: int,
+                      max_growth_bytes: float) -> str | None:
+    """Why a hibernated workspace process must end rather than go back to the spare pool
+    (None: it may be recycled). `max_binds` 0 recycles nothing; a process whose memory is not
+    known (no /proc) is recycled on its bind count alone."""
+    if max_binds <= 0:
+        return "recycling is off"
+    if binds >= max_binds:
+        return f"served {binds} workspaces"
+    if rss_bytes and fresh_rss_bytes and rss_bytes - fresh_rss_bytes > max_growth_bytes:
+        return f"grew {(rss_bytes - fresh_rss_bytes) / MIB:.0f} MiB"
+    return None

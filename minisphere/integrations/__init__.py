@@ -12,4 +12,8 @@ One module per framework, each importing its framework only when it is itself im
 Every adapter takes a workspace *handle*: the HTTP client's `Client.workspace(...)` or
 `AsyncClient.workspace(...)`, the in-cluster client (`actors/in_cluster.py`), or any object with
 the same method names. `handles` is the one place that tells a sync handle from an async one.
+No adapter builds a client: every call goes through the handle, so it inherits the handle's
+overload retry (a 503 with Retry-After sent again a bounded number of times, with jitter; set
+with the client's `overload_retries=`, 0 turns it off) and raises its `ServiceError` after the
+last one.
 """

@@ -12,7 +12,9 @@ validated exactly as the RPC is (LangChain shows a model the Python names, `top_
 model accepts those and the wire's `topK` alike). A tool answers the service's JSON; a refused
 call raises `ToolServiceError`, both the client's `ServiceError` and LangChain's
 `ToolException`, so a tool made with `handle_tool_error=True` hands the refusal back to the
-model as an error ToolMessage instead of raising.
+model as an error ToolMessage instead of raising. Calls go through the handle, so they inherit
+its overload retry (`overload_retries=` of the client that made it): only the refusal after the
+last resend reaches LangChain, with `retry_after_s` kept.
 """
 from __future__ import annotations
 
@@ -109,13 +111,15 @@ def minisphere_tool(workspace: Any, name: str, *, description: str | None = None
         try:
             return as_wire(call(workspace, "call", name, **arguments))
         except ServiceError as exc:
-            raise ToolServiceError(exc.status, exc.code, exc.message) from exc
+            raise ToolServiceError(exc.status, exc.code, exc.message,
+                                   exc.retry_after_s) from exc
 
     async def arun(**arguments: Any) -> Any:
         try:
             return as_wire(await acall(workspace, "call", name, **arguments))
         except ServiceError as exc:
-            raise ToolServiceError(exc.status, exc.code, exc.message) from exc
+            raise ToolServiceError(exc.status, exc.code, exc.message,
+                                   exc.retry_after_s) from exc
 
     return StructuredTool.from_function(
         func=run, coroutine=arun, name=name, args_schema=TOOL_ARGUMENTS[name],

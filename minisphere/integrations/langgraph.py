@@ -25,7 +25,10 @@ How it maps (the README's Integrations section lists the differences):
 - no TTL (`supports_ttl = False`) and no vector `index` fields: every item is indexed for
   keyword search.
 
-A batch runs its operations in order, each over a few service calls; it is not atomic.
+A batch runs its operations in order, each over a few service calls; it is not atomic. Each
+call goes through the handle and so inherits its overload retry (`overload_retries=` of the
+client that made it): a call refused as not run (503 with Retry-After) is sent again, a bounded
+number of times, before the batch sees a `ServiceError`.
 The logic is written once, as plans that yield `(method, arguments)` calls and receive their
 answers, driven by a sync loop (`batch`) or an async one (`abatch`).
 """

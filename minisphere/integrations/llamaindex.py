@@ -16,7 +16,8 @@ puts into the system message; no message, or nothing recalled, answers "".
 Works offline: Memory's default tokenizer is tiktoken's cl100k_base, whose encoding
 llama-index-core ships in its package (`_static/tiktoken_cache`), and nothing here touches
 NLTK. `Memory.get` (sync) runs the block on a loop of its own, so give an async handle only
-to a Memory used through `aget`/`aput`.
+to a Memory used through `aget`/`aput`. Calls go through the handle, so they inherit its
+overload retry (`overload_retries=` of the client that made it).
 """
 from __future__ import annotations
 

@@ -186,7 +186,7 @@ def test_wakes_are_counted_by_where_their_process_came_from(tmp_path):
 
     first_wake, second_wake = asyncio.run(drive())
     assert (first_wake["actor"], second_wake["actor"]) == ("spare", "new")
-    assert parts.activator.wakes == {"spare": 1, "new": 1}
+    assert parts.activator.wakes == {"recycled": 0, "spare": 1, "new": 1}
 
 
 def test_a_resident_too_busy_to_say_when_it_was_last_used_is_not_evicted_before_an_idle_one(

@@ -66,7 +66,7 @@ def test_a_wake_is_served_by_a_warm_spare(http, admin_headers, new_workspace, se
     assert call(http, ws, h, "getCount") == {"count": 1}
     wake_ms = (time.perf_counter() - started) * 1e3
     record = http.get(f"/v1/workspaces/{ws}", headers=admin_headers).json()
-    assert record["durability"]["wake"]["actor"] == "spare"
+    assert record["durability"]["wake"]["actor"] in ("spare", "recycled")
     after = ray.get(directory.spares.remote(), timeout=30)
     assert after["handedOut"] > before["handedOut"]
     print(f"\nwake from a spare: {wake_ms:.1f} ms over HTTP")
@@ -84,7 +84,7 @@ def test_a_spare_is_not_started_through_rays_runtime_env_shim(http, admin_header
     wait_for_spares(directory_of(service), 1)
     call(http, ws, h, "getCount")
     record = http.get(f"/v1/workspaces/{ws}", headers=admin_headers).json()
-    assert record["durability"]["wake"]["actor"] == "spare"
+    assert record["durability"]["wake"]["actor"] in ("spare", "recycled")
     ready = ray.get(workspace_actor(service, ws).ready.remote(), timeout=30)
     # (the raylet takes the shim exactly when this is not empty; the worker's own command line
     # cannot tell afterwards: the shim execs the worker, and Ray retitles the process)
@@ -104,16 +104,18 @@ def test_a_bound_actor_refuses_a_second_workspace(http, new_workspace, service):
     assert call(http, ws, h, "getCount") == {"count": 1}
 
 
-def test_every_wake_binds_an_actor_no_other_workspace_ever_had(
+def test_a_process_serves_one_workspace_at_a_time_however_often_it_is_recycled(
         http, admin_headers, new_workspace, service):
     spaces = [new_workspace() for _ in range(4)]
-    names = []
     for _ in range(2):
         for ws, h in spaces:
             call(http, ws, h, "getCount")
-            names.append(ray.get(directory_of(service).actor_name_of.remote(ws), timeout=30))
+            holders = [ray.get(directory_of(service).actor_name_of.remote(other), timeout=30)
+                       for other, _ in spaces]
+            mine = holders[[other for other, _ in spaces].index(ws)]
+            assert mine is not None and holders.count(mine) == 1
             hibernate(http, admin_headers, ws)
-    assert None not in names and len(set(names)) == len(names)
+    assert ray.get(directory_of(service).spares.remote(), timeout=30)["recycled"] >= 1
 
 
 def test_the_pool_refills_in_the_background(http, admin_headers, new_workspace, service):
@@ -162,6 +164,17 @@ async def skewed_load(url: str, spaces: list[tuple[str, dict]], requests: int, c
     return statuses, written
 
 
+def settled_residency(directory) -> dict:
+    """The directory's residency once no wake or hibernation is under way."""
+    deadline = time.monotonic() + POOL_WAIT_S
+    while True:
+        status = ray.get(directory.residency_status.remote(), timeout=30)
+        state = status["state"]
+        if not (state["activations"] or state["hibernations"]) or time.monotonic() > deadline:
+            return status
+        time.sleep(0.05)
+
+
 def test_the_resident_cap_holds_under_a_skewed_load(http, new_workspace, service):
     directory = directory_of(service)
     cap = 4
@@ -192,8 +205,9 @@ def test_the_resident_cap_holds_under_a_skewed_load(http, new_workspace, service
         assert max(held - allowance for _, held, allowance in samples) <= cap, samples
         for ws, h in spaces:        # nothing acknowledged was lost across the hibernations
             assert call(http, ws, h, "getCount")["count"] == written[ws]
-        # after dozens of wakes and evictions the directory holds state for residents only
-        status = ray.get(directory.residency_status.remote(), timeout=30)
+        # after dozens of wakes and evictions (the last still ending) the directory holds
+        # state for residents only
+        status = settled_residency(directory)
         assert status["state"] == {"residents": status["resident"], "activations": 0,
                                    "hibernations": 0, "reserved": 0}
         assert status["resident"] <= cap

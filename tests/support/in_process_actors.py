@@ -33,6 +33,7 @@ class InProcessWorkspaceActor:
         self.actor_id = f"actor-{next(self._ids)}"
         self.host: WorkspaceHost | None = None
         self.grants: tuple = ()
+        self.binds = 0                      # workspaces it served and let go of
         self.killed = False
         self.inflight = 0                   # calls a test says are running in it
         self.last_call_at = 0.0             # what it says of its last call
@@ -70,7 +71,10 @@ class InProcessWorkspaceActor:
             await self.hibernate_gate.wait()
         if self.hibernate_failure is not None:
             raise self.hibernate_failure
-        return await asyncio.to_thread(self.host.hibernate)
+        result = await asyncio.to_thread(self.host.hibernate)
+        self.host, self.grants = None, ()      # a spare again, as the Ray actor lets go
+        self.binds += 1
+        return {**result, "process": {"binds": self.binds, "nodeId": NODE}}
 
 
 class InProcessActors:
