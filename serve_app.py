@@ -51,9 +51,19 @@ INGRESS_AUTOSCALING = {"target_ongoing_requests": 64, "upscale_delay_s": 10,
 SERVE_PERFORMANCE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}
 
 
+# A replica answers at most INGRESS_MAX_INFLIGHT requests at once and refuses the next with its
+# own 503 `overloaded` + Retry-After (minisphere/http/admission.py); Serve's bounds sit above it
+# as a backstop (its proxy queues at most MAX_QUEUED_REQUESTS more, then answers 503 with
+# Retry-After itself), the same as infra/serve_config.yaml.
+INGRESS_MAX_INFLIGHT = 448
+MAX_ONGOING_REQUESTS = 512
+MAX_QUEUED_REQUESTS = 2048
+
+
 @serve.deployment(
     name="MiniSphereIngress",
-    max_ongoing_requests=512,
+    max_ongoing_requests=MAX_ONGOING_REQUESTS,
+    max_queued_requests=MAX_QUEUED_REQUESTS,
     ray_actor_options={"num_cpus": 0.25},
     health_check_period_s=10,
 )
@@ -84,7 +94,8 @@ class MiniSphereIngress:
             log.warning("Ray metrics unavailable; request logs only", exc_info=True)
             observe = None
         return build_api(self.gateway, self.contracts, transfer=TransferOps(self.gateway),
-                         observe=observe, request_id=serve_request_id)
+                         observe=observe, request_id=serve_request_id,
+                         max_inflight=INGRESS_MAX_INFLIGHT)
 
     async def check_health(self):
         await self.gateway.ready()

@@ -190,7 +190,10 @@ class DirectoryActor:
                 "wakes": dict(self.activator.wakes),
                 "hibernations": dict(self.hibernation.counts),
                 # processes ended after a clean hibernation instead of recycled, by why
-                "processesEnded": dict(self.hibernation.retired)}
+                "processesEnded": dict(self.hibernation.retired),
+                # wakes refused (503 overloaded): behind too many others, or no room for them
+                "wakeAdmission": {**self.activator.wake_admission.status(),
+                                  "refusedForRoom": self.hibernation.refused_for_room}}
 
     def spares(self) -> dict:
         self._start_background()

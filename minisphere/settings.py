@@ -66,6 +66,9 @@ SPARE_IDLE_CPU_SHARE = 0.10            # of the cluster's CPUs, spent idle
 # spare, so no long-lived process grows without end.
 RECYCLE_MAX_BINDS = 1000
 RECYCLE_MAX_GROWTH_MIB = 64.0
+# A wake expected to wait longer than this behind the wakes already under way is refused at once
+# (503 `overloaded` with Retry-After) rather than left to time out (0 = never refused).
+WAKE_DEADLINE_S = 2.0
 # Workspace slots: a custom Ray resource each node advertises in proportion to its memory. Every
 # workspace actor (bound or spare) asks for one, so Ray spreads them by capacity and a wake with
 # no free slot left is a pending actor: demand the autoscaler answers with another node.
@@ -203,6 +206,9 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("MINISPHERE_RECYCLE_MAX_GROWTH_MIB", f"`{RECYCLE_MAX_GROWTH_MIB:g}`",
            "resident memory a workspace process may gain over a fresh spare's before it is "
            "retired instead of recycled"),
+    EnvVar("MINISPHERE_WAKE_DEADLINE_S", f"`{WAKE_DEADLINE_S:g}`",
+           "a wake expected to be bound later than this, behind the wakes under way, is "
+           "refused at once with 503 `overloaded` and Retry-After (0 = never)"),
     EnvVar("MINISPHERE_WORKSPACE_SLOTS", f"`{DEFAULT_WORKSPACE_SLOTS_MODE}`",
            f"each workspace actor asks for one `{WORKSPACE_SLOT_RESOURCE}` resource: `on`, "
            "`off`, or `auto` (when some live node advertises it)"),
@@ -285,6 +291,7 @@ class ResidencySettings:
     spare_idle_cpu_share: float = SPARE_IDLE_CPU_SHARE
     recycle_max_binds: int = RECYCLE_MAX_BINDS            # 0: a hibernated process is killed
     recycle_max_growth_mib: float = RECYCLE_MAX_GROWTH_MIB
+    wake_deadline_s: float = WAKE_DEADLINE_S              # 0: wakes are never refused
     workspace_slots: str = DEFAULT_WORKSPACE_SLOTS_MODE     # auto | on | off
     node_workspace_slots: int = AUTO       # AUTO: actors/directory/placement.node_workspace_slots
 
@@ -482,6 +489,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                                      1_000_000),
         recycle_max_growth_mib=env_number(env, "MINISPHERE_RECYCLE_MAX_GROWTH_MIB",
                                           RECYCLE_MAX_GROWTH_MIB, 1.0, 1_000_000.0, kind=float),
+        wake_deadline_s=env_number(env, "MINISPHERE_WAKE_DEADLINE_S", WAKE_DEADLINE_S, 0.0,
+                                   3600.0, kind=float),
         workspace_slots=load_workspace_slots_mode(env),
         node_workspace_slots=env_number(env, "MINISPHERE_NODE_WORKSPACE_SLOTS", AUTO, 1,
                                         1_000_000))

@@ -2,7 +2,9 @@
 workspace slot, bound to the workspace's file under the resident cap; and how a dead or
 retired one is let go.
 
-`Activator.activate` is the only way in: concurrent activations of one workspace share one bind.
+`Activator.activate` is the only way in: concurrent activations of one workspace share one bind,
+and a wake that would wait past the wake deadline behind others is refused at once
+(`control/wake_admission.py`).
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from actors.directory.runtime import ActorGone
 from actors.directory.spares import NoRoomForSpare, Spare
 from actors.parts.launch import WorkspaceLaunch, new_actor_name
 from minisphere.control.blueprints import parse_stored_blueprint
-from minisphere.errors import MiniSphereError, NotFound, NoWorkspaceSlots
+from minisphere.control.wake_admission import WakeAdmission
+from minisphere.errors import MiniSphereError, NotFound, NoWorkspaceSlots, Overloaded
 
 log = logging.getLogger("minisphere.directory")
 BIND_TIMEOUT_S = 120.0             # opening a file, restoring it from a snapshot if missing
@@ -96,18 +99,36 @@ class Activator:
         # workspace's, a pre-started spare, or a new one): a wake served by a new actor waited
         # for a process start (the benchmarks' miss and start rates)
         self.wakes = {"recycled": 0, "spare": 0, "new": 0}
+        self.wake_admission = WakeAdmission(settings.residency.wake_deadline_s)
 
     async def activate(self, workspace_id: str, caller_saw_failure: bool = False):
         """The workspace's actor handle, binding one if it is not resident. A caller that saw
-        the actor fail says so: it is let go unless Ray still has it (restarting)."""
+        the actor fail says so: it is let go unless Ray still has it (restarting). A wake the
+        node cannot bind within the wake deadline is refused at once (`Overloaded`)."""
         if caller_saw_failure:
             self.drop_if_dead(workspace_id)
         resident = self.residents.get(workspace_id)
         if resident is not None:
             self.residents.touch(workspace_id)
             return resident.handle
-        return await self.residents.activations.run(workspace_id,
-                                                    lambda: self._bind(workspace_id))
+        if workspace_id in self.residents.activations:           # it joins that wake
+            return await self.residents.activations.joined(workspace_id)
+        retry_after_s = self.wake_admission.refusal_s()
+        if retry_after_s is not None:
+            raise Overloaded(
+                f"workspace {workspace_id} was not woken: {self.wake_admission.in_flight} "
+                f"wakes are ahead of it, more than the node binds in "
+                f"{self.wake_admission.deadline_s:g} s", retry_after_s=retry_after_s)
+        # counted now, before the wake's task first runs: the next caller sees it in flight
+        began = self.wake_admission.begin(time.monotonic())
+        return await self.residents.activations.run(
+            workspace_id, lambda: self._admitted_bind(workspace_id, began))
+
+    async def _admitted_bind(self, workspace_id: str, began: float):
+        try:
+            return await self._bind(workspace_id)
+        finally:
+            self.wake_admission.end(began, time.monotonic())
 
     def drop_if_dead(self, workspace_id: str) -> None:
         resident = self.residents.get(workspace_id)

@@ -13,10 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 
 from actors.directory.spares import Spare
-from minisphere.control.residency_policy import MIB, lru_victims, retirement_reason
+from minisphere.control.residency_policy import (
+    IN_SESSION_S,
+    MIB,
+    idle_before_hibernation_s,
+    lru_victims,
+    retirement_reason,
+)
+from minisphere.errors import Overloaded
 
 log = logging.getLogger("minisphere.directory")
 HIBERNATE_TIMEOUT_S = 60.0         # a workspace actor's drain + snapshot + close
@@ -41,6 +49,7 @@ class Hibernation:
         self.recycle_max_binds = int(recycle_max_binds)
         self.recycle_max_growth_bytes = float(recycle_max_growth_mib) * MIB
         self.retired: dict[str, int] = {}         # processes ended after hibernating, by why
+        self.refused_for_room = 0                 # wakes refused: every resident was in use
         self.max_resident = int(max_resident)
         self.idle_s = float(idle_s)
         self.hibernating_over_cap = max(0, int(hibernating_over_cap))
@@ -137,11 +146,13 @@ class Hibernation:
     # ---- the sweep -------------------------------------------------------------------------------------
     async def sweep(self) -> list[str]:
         """Hibernate idle residents (not those whose snapshots are failing: they retry), at
-        most SWEEP_MAX_PER_ROUND at once, concurrently."""
+        most SWEEP_MAX_PER_ROUND at once, concurrently. Near the cap the idle time shrinks, so
+        the room goes to workspaces whose sessions have ended before a wake needs it."""
         if self.idle_s <= 0 or not len(self.residents):
             return []
         await self.residents.refresh()
-        idle = self.residents.idle(self.idle_s)[:SWEEP_MAX_PER_ROUND]
+        idle_s = idle_before_hibernation_s(self.idle_s, len(self.residents), self.max_resident)
+        idle = self.residents.idle(idle_s)[:SWEEP_MAX_PER_ROUND]
         await asyncio.gather(*(self.hibernate(ws, "idle") for ws in idle))
         return idle
 
@@ -183,7 +194,17 @@ class Hibernation:
             await self.residents.refresh()
         while (over := self._over_cap()) > 0:
             evictable = self.residents.evictable(incoming)
-            victims = lru_victims(evictable, max(0, len(evictable) - over))
+            # a workspace called within IN_SESSION_S is in a session: evicted, its next call
+            # would wake it again and evict another (a thrash); the wake is refused instead
+            now = time.time()
+            between = {ws: used for ws, used in evictable.items() if now - used >= IN_SESSION_S}
+            victims = lru_victims(between, max(0, len(between) - over))
+            if not victims and evictable and not len(self.residents.hibernations):
+                self.refused_for_room += 1
+                oldest_use = min(evictable.values())
+                raise Overloaded(
+                    f"workspace {incoming} was not woken: all {len(self.residents)} resident "
+                    "workspaces are in use", retry_after_s=IN_SESSION_S - (now - oldest_use))
             if victims:
                 # started, not awaited: each is in `hibernations` from now on, which the next
                 # look at the cap counts (a failure is logged and recorded by `hibernate`)

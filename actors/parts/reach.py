@@ -22,9 +22,11 @@ the actor itself:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 
+import ray
 from ray.exceptions import RayActorError, RayTaskError, TaskCancelledError
 
 from minisphere.errors import MiniSphereError, WorkspaceHibernating, WorkspaceUnavailable
@@ -48,6 +50,20 @@ def unwrap(exc: BaseException) -> BaseException:
         if isinstance(cause, BaseException):
             return cause
     return exc
+
+
+async def until_answered(sent_call, timeout_s: float | None):
+    """The actor's answer to a call already sent. Should the caller go away meanwhile (the
+    HTTP client disconnected, so Serve cancelled the request), the call is cancelled in the
+    actor too: a read not yet run is not run for nobody (a write already queued commits; its
+    caller, gone, could not have learnt the outcome anyway)."""
+    try:
+        return await asyncio.wait_for(sent_call, timeout_s)
+    except asyncio.CancelledError:
+        if isinstance(sent_call, ray.ObjectRef):
+            with contextlib.suppress(Exception):     # finished meanwhile, or the actor gone
+                ray.cancel(sent_call)
+        raise
 
 
 async def ask(directory, method: str, *args):
@@ -105,8 +121,8 @@ class WorkspaceReach:
             sent = time.perf_counter()
             try:
                 # through the actor's gate: a process outlives a workspace's residency
-                envelope = await asyncio.wait_for(
-                    handle.serve.remote(workspace_id, method, *args), timeout_s)
+                sent_call = handle.serve.remote(workspace_id, method, *args)
+                envelope = await until_answered(sent_call, timeout_s)
             except (TimeoutError, TaskCancelledError):
                 # cancelled: as a timeout, the call may or may not have run
                 log.warning("workspace %s: %s did not answer in %s s (attempt %d)",

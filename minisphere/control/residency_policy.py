@@ -31,6 +31,10 @@ RESIDENT_IDLE_CPU_SHARE = 0.25         # of the cluster's CPUs idle resident act
 MIN_RESIDENT = 8
 SPARES_PER_CPU = 2                     # warm spares kept per CPU of the cluster...
 MIN_SPARES, MAX_SPARES = 2, 32         # ...within these bounds
+# A resident called within this long is in a session (agents call many times a minute): the
+# cap evicts it for nobody, and near the cap idle time shrinks to no less than twice it.
+IN_SESSION_S = 5.0
+PRESSURE_FILL = 0.75                   # the share of the cap from which idle time shrinks
 
 
 def derived_resident_cap(memory_bytes: float, cpus: float) -> int:
@@ -170,3 +174,17 @@ def retirement_reason(binds: int, rss_bytes: int, fresh_rss_bytes: int, max_bind
     if rss_bytes and fresh_rss_bytes and rss_bytes - fresh_rss_bytes > max_growth_bytes:
         return f"grew {(rss_bytes - fresh_rss_bytes) / MIB:.0f} MiB"
     return None
+
+
+def idle_before_hibernation_s(idle_s: float, resident: int, cap: int) -> float:
+    """The idle time after which a resident hibernates: `idle_s` while the cap has room, then
+    shrinking linearly to 2 x IN_SESSION_S as the residents fill the last quarter of the cap (a
+    wake from a recycled process costs tens of ms, so an idle workspace is cheap to let go)."""
+    if idle_s <= 0 or cap <= 0:
+        return idle_s
+    floor_s = min(idle_s, 2 * IN_SESSION_S)
+    fill = resident / cap
+    if fill <= PRESSURE_FILL:
+        return idle_s
+    squeeze = min(1.0, (fill - PRESSURE_FILL) / (1 - PRESSURE_FILL))
+    return idle_s - (idle_s - floor_s) * squeeze

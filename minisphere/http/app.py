@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from minisphere.control.auth import WORKSPACE_ID_PATTERN
 from minisphere.errors import MalformedRequest
+from minisphere.http.admission import InflightLimit
 from minisphere.http.callers import RouteError, answer_route_error
 from minisphere.http.console import mount_console
 from minisphere.http.handling import error_json
@@ -43,10 +44,11 @@ async def validation_error(_request, exc: RequestValidationError) -> JSONRespons
 
 
 def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
-              request_id=None) -> FastAPI:
+              request_id=None, max_inflight: int = 0) -> FastAPI:
     """The whole HTTP surface. `transfer`: the import/export operations (routes added when
     given); `observe(record)`: called with each request's log record (metrics); `request_id()`:
-    the server's own id of the request, when it has one."""
+    the server's own id of the request, when it has one; `max_inflight`: requests held at once,
+    past which one is refused with 503 `overloaded` (0: no bound)."""
     api = FastAPI(title="Mini-Sphere", version="0.1.0",
                   description="Per-workspace memory for AI agents. Workspace routes need "
                               "`Authorization: Bearer <workspace token>`; admin routes need the "
@@ -63,4 +65,5 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
     # under Ray Serve the proxy sends X-Request-Id itself: echo it only without a server id
     api.add_middleware(RequestLog, observe=observe, request_id=request_id,
                        echo_header=request_id is None, routes=api.router.routes)
+    api.add_middleware(InflightLimit, max_inflight=max_inflight)   # outermost: refused first
     return api

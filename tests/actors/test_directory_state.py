@@ -32,7 +32,9 @@ def directory_parts(tmp_path, node_resources=None, **env):
                               "MINISPHERE_ADMIN_TOKEN": ADMIN,
                               "MINISPHERE_SYNCHRONOUS": "OFF",
                               "MINISPHERE_MAX_RESIDENT": str(RESIDENT_CAP),
-                              "MINISPHERE_SPARE_ACTORS": "0", **env})
+                              "MINISPHERE_SPARE_ACTORS": "0",
+                              # wakes here take microseconds: their admission is tested apart
+                              "MINISPHERE_WAKE_DEADLINE_S": "0", **env})
     control = ControlPlane(settings.control_db)
     runtime = InProcessActors(node_resources)
     parts = assemble(settings, control, runtime, token_hash(ADMIN), cluster_cpus=2,
@@ -44,6 +46,7 @@ def cap_of_two(tmp_path, monkeypatch):
     """Directory parts under a cap of two residents, each evictable as soon as it is bound and
     asked for its last use at every look."""
     monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
     monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
     parts, _, runtime = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="2")
     return parts, runtime
@@ -57,6 +60,7 @@ def test_a_thousand_wakes_leave_only_the_residents_in_the_directorys_state(
         tmp_path, monkeypatch):
     monkeypatch.setattr(hibernation_module, "CLEAN_EXITS_KEPT", CLEAN_EXITS_KEPT)
     monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
     parts, control, runtime = directory_parts(tmp_path)
 
     async def drive() -> None:
@@ -96,7 +100,9 @@ def test_concurrent_activations_of_one_workspace_bind_one_actor(tmp_path):
     assert runtime.started == 1
 
 
-def test_a_workspace_hibernated_under_the_cap_keeps_its_writes_when_woken_again(tmp_path):
+def test_a_workspace_hibernated_under_the_cap_keeps_its_writes_when_woken_again(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
     parts, _, _ = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="1")
 
     async def drive():
@@ -266,6 +272,7 @@ def test_a_wake_under_the_cap_does_not_wait_for_the_snapshot_of_the_workspace_it
     close put that hibernation on the wake's own path. The victim still counts against the cap
     beyond the allowance (one per CPU here: two), so the cap cannot be outrun."""
     monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
     parts, _, runtime = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="1")
 
     async def drive():

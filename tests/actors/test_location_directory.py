@@ -108,6 +108,7 @@ def test_the_node_sweep_removes_a_deleted_workspaces_copy_left_on_a_node(tmp_pat
 
 def test_a_wake_on_a_full_node_makes_room_there_instead_of_moving(tmp_path, monkeypatch):
     monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
     parts, _, runtime = directory_parts(
         tmp_path, node_resources={WORKSPACE_SLOT_RESOURCE: 2}, MINISPHERE_WORKSPACE_SLOTS="on")
 
@@ -133,6 +134,7 @@ def test_a_wake_that_evicted_waits_for_the_freed_slot_to_show_instead_of_placing
     """Ray's resource view shows a killed actor's slot free only a moment later: placing at once
     found the node still full and sent the workspace elsewhere after evicting for it."""
     monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
     parts, _, runtime = directory_parts(
         tmp_path, node_resources={WORKSPACE_SLOT_RESOURCE: 2}, MINISPHERE_WORKSPACE_SLOTS="on")
     runtime.slot_release_delay_s = 0.5

@@ -1,0 +1,70 @@
+"""Whether the directory takes on another wake now, or refuses it at once (`overloaded`, with
+the seconds after which asking again is likely to be admitted).
+
+A wake queued behind others that cannot be bound within the caller's deadline would only time
+out later, after taking its share of the CPU every other wake needed: refused at once, its
+caller backs off (the clients retry after Retry-After) and the wakes admitted finish in time.
+
+The estimate is Little's law over the wakes just served: throughput = mean wakes in flight /
+mean wake duration, both as moving averages of the recent wakes, so it follows the machine's
+own pace (a recycled process binds in tens of ms, a fresh start takes a second, a loaded node
+longer). A new wake with `n` already in flight is expected to be bound after (n + 1) /
+throughput seconds. With none in flight a wake is always admitted: there is no queue to wait
+behind, whatever the last one took. Plain Python, no clock of its own (callers pass `now`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# The moving averages' weight of the newest wake: ~the last 10 wakes count.
+WAKE_AVERAGE_WEIGHT = 0.1
+FIRST_WAKE_GUESS_S = 0.5          # the duration assumed before any wake was measured
+MIN_RETRY_AFTER_S = 1.0           # Retry-After is whole seconds (at least one)
+
+
+@dataclass
+class WakeAdmission:
+    deadline_s: float                 # a wake expected to take longer than this is refused
+    in_flight: int = 0
+    mean_duration_s: float = FIRST_WAKE_GUESS_S
+    mean_in_flight: float = 1.0
+    admitted: int = 0
+    refused: int = 0
+
+    def throughput_per_s(self) -> float:
+        return max(self.mean_in_flight, 1.0) / max(self.mean_duration_s, 1e-3)
+
+    def expected_wait_s(self) -> float:
+        """How long a wake admitted now is expected to take to be bound."""
+        return (self.in_flight + 1) / self.throughput_per_s()
+
+    def refusal_s(self) -> float | None:
+        """None: admit (then `begin`); else the seconds to ask again after (Retry-After)."""
+        if self.in_flight == 0 or self.deadline_s <= 0:
+            return None
+        wait_s = self.expected_wait_s()
+        if wait_s <= self.deadline_s:
+            return None
+        self.refused += 1
+        # by then the wakes ahead of it will have been bound (or refused in turn)
+        return max(MIN_RETRY_AFTER_S, math.ceil(self.in_flight / self.throughput_per_s()))
+
+    def begin(self, now: float) -> float:
+        """An admitted wake starts; returns what `end` takes."""
+        self.in_flight += 1
+        self.admitted += 1
+        self.mean_in_flight += WAKE_AVERAGE_WEIGHT * (self.in_flight - self.mean_in_flight)
+        return now
+
+    def end(self, began: float, now: float) -> None:
+        """The wake ended (bound or failed): its duration joins the average."""
+        self.in_flight = max(0, self.in_flight - 1)
+        duration = max(0.0, now - began)
+        self.mean_duration_s += WAKE_AVERAGE_WEIGHT * (duration - self.mean_duration_s)
+
+    def status(self) -> dict:
+        return {"inFlight": self.in_flight, "deadlineS": self.deadline_s,
+                "meanWakeS": round(self.mean_duration_s, 4),
+                "throughputPerS": round(self.throughput_per_s(), 2),
+                "admitted": self.admitted, "refused": self.refused}

@@ -1,0 +1,112 @@
+"""Recycling and admission in the directory's own parts (in process, real workspace files):
+a hibernated workspace's process goes back to the pool and serves the next wake; it is
+retired past its bind bound; a pool full of fresh spares keeps the recycled one; a wake that
+would evict a workspace in session is refused with `overloaded`, and so is one queued past
+the wake deadline."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from actors.directory import spares
+from minisphere.errors import Overloaded
+from tests.actors.test_directory_state import created, directory_parts
+
+
+async def ready_spares(parts, count: int) -> None:
+    parts.pool.refill()
+    for _ in range(500):
+        if parts.pool.status()["ready"] >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the pool never had {count} spares: {parts.pool.status()}")
+
+
+@pytest.fixture(autouse=True)
+def quick_refill(monkeypatch):
+    monkeypatch.setattr(spares, "REFILL_DELAY_S", 0.0)
+
+
+def test_a_hibernated_workspace_process_serves_the_next_wake(tmp_path):
+    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_SPARE_ACTORS="1")
+
+    async def drive():
+        await ready_spares(parts, 1)
+        first, second = created(parts, "first", "second")
+        actor = await parts.activator.activate(first)
+        await ready_spares(parts, 1)                         # refilled: the pool is full
+        answer = await parts.hibernation.hibernate(first)
+        woken = await parts.activator.activate(second)
+        return actor, answer, woken, parts.residents.get(second).wake["actor"]
+
+    actor, answer, woken, source = asyncio.run(drive())
+    assert answer["recycled"] is True and woken is actor and source == "recycled"
+    assert not actor.killed and actor.host.workspace_id.endswith("second")
+    assert parts.pool.status()["recycled"] == 1 and parts.pool.status()["notKept"] == 1
+
+
+def test_a_process_is_retired_once_it_has_served_its_bound_of_workspaces(tmp_path):
+    parts, _, _ = directory_parts(tmp_path, MINISPHERE_SPARE_ACTORS="2",
+                                  MINISPHERE_RECYCLE_MAX_BINDS="1")
+
+    async def drive():
+        (first,) = created(parts, "first")
+        actor = await parts.activator.activate(first)
+        return actor, await parts.hibernation.hibernate(first)
+
+    actor, answer = asyncio.run(drive())
+    assert answer["recycled"] is False and actor.killed
+    assert parts.hibernation.retired == {"served 1 workspaces": 1}
+
+
+def test_recycling_off_ends_every_hibernated_process(tmp_path):
+    parts, _, _ = directory_parts(tmp_path, MINISPHERE_SPARE_ACTORS="2",
+                                  MINISPHERE_RECYCLE_MAX_BINDS="0")
+
+    async def drive():
+        (first,) = created(parts, "first")
+        actor = await parts.activator.activate(first)
+        return actor, await parts.hibernation.hibernate(first)
+
+    actor, answer = asyncio.run(drive())
+    assert answer["recycled"] is False and actor.killed
+
+
+def test_a_wake_that_would_evict_a_workspace_in_session_is_refused_not_queued(tmp_path,
+                                                                              monkeypatch):
+    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
+    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="2")
+
+    async def drive():
+        busy_a, busy_b, late = created(parts, "busy-a", "busy-b", "late")
+        for ws in (busy_a, busy_b):
+            actor = await parts.activator.activate(ws)
+            actor.last_call_at = __import__("time").time()    # called just now: in session
+        with pytest.raises(Overloaded) as refused:
+            await parts.activator.activate(late)
+        return refused.value, sorted(parts.residents.ids()), (busy_a, busy_b)
+
+    refusal, resident, busy = asyncio.run(drive())
+    assert resident == sorted(busy)                     # nobody in session was evicted
+    assert refusal.code == "overloaded" and 0 < refusal.retry_after_s <= 5
+    assert parts.hibernation.refused_for_room == 1
+
+
+def test_a_wake_queued_behind_too_many_others_is_refused_at_once(tmp_path):
+    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_WAKE_DEADLINE_S="1")
+    runtime.bind_gate = asyncio.Event()                 # binds wait: wakes pile up
+
+    async def drive():
+        spaces = created(parts, *(f"ws-{n}" for n in range(12)))
+        wakes = [asyncio.ensure_future(parts.activator.activate(ws)) for ws in spaces]
+        await asyncio.sleep(0.05)
+        refused = [w for w in wakes if w.done() and isinstance(w.exception(), Overloaded)]
+        runtime.bind_gate.set()
+        await asyncio.gather(*wakes, return_exceptions=True)
+        return len(refused), parts.activator.wake_admission.status()
+
+    refused, status = asyncio.run(drive())
+    # the first guess of a wake's length (0.5 s) admits two within one second of deadline
+    assert refused == 10 and status["refused"] == 10 and status["inFlight"] == 0
