@@ -20,6 +20,13 @@ ADMIN = "admin"
 TENANT = "tenant"
 
 
+def _rebuilt_error(cls: type, message: str, state: dict) -> MiniSphereError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
+
+
 class MiniSphereError(Exception):
     """A named error. `message` may name deployment details (a bucket, an endpoint, a local
     path) only when the class (or the instance) sets `public_message`: that text is what a
@@ -33,6 +40,11 @@ class MiniSphereError(Exception):
         self.message = message
         if public_message is not None:
             self.public_message = public_message
+
+    def __reduce__(self):
+        # Named errors cross processes (Ray pickles them): rebuilt from their state, not by
+        # calling __init__ again, so a subclass taking more arguments (a Retry-After) survives
+        return (_rebuilt_error, (type(self), self.message, self.__dict__))
 
     @property
     def withholds_details(self) -> bool:

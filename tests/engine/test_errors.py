@@ -425,3 +425,31 @@ def test_closed_workspace_refuses_calls(tmp_path, clock):
     reopened = Workspace(tmp_path / "closed.db", clock=clock, synchronous="NORMAL")
     assert reopened.get_count() == {"count": 1}
     reopened.close()
+
+
+def _named_error_classes(base=None):
+    from minisphere import errors
+    base = base or errors.MiniSphereError
+    found = [base]
+    for sub in base.__subclasses__():
+        found += _named_error_classes(sub)
+    return found
+
+
+@pytest.mark.parametrize("cls", sorted(set(_named_error_classes()), key=lambda c: c.__name__),
+                         ids=lambda c: c.__name__)
+def test_every_named_error_survives_the_trip_between_processes(cls):
+    # Ray pickles a named error raised in an actor; one that could not be rebuilt reached the
+    # caller as a 500 (a refusal with a Retry-After, say, lost its class and its pause)
+    import inspect
+    import pickle
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[2:]
+    required = {p.name: 3.0 if p.name.endswith("_s") else "value" for p in parameters
+                if p.default is inspect.Parameter.empty
+                and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
+    error = cls("what happened", **required)
+    error.public_message = "told to tenants"
+    rebuilt = pickle.loads(pickle.dumps(error))
+    assert type(rebuilt) is cls and rebuilt.message == "what happened"
+    assert rebuilt.code == cls.code and rebuilt.public_message == "told to tenants"
+    assert vars(rebuilt) == vars(error)
