@@ -214,6 +214,7 @@ class WorkspaceActor(AdminFileMethods):
             synchronous=launch.synchronous, max_batch=launch.max_batch,
             snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
             expect_snapshot=launch.expect_snapshot, embedder=self._embedder(launch.vector),
+            last_snapshot_at=launch.last_snapshot_at,
             on_snapshot_status=self._report_snapshot, on_durable=self._durable_advanced)
         self.tokens.set_grants(grants)
         self.admission = Admission(workspace_id)

@@ -44,6 +44,14 @@ SLOTS_RESOURCE_HINT = (
     "memory / 64 MiB) or set MINISPHERE_WORKSPACE_SLOTS=auto")
 
 
+def pending_writes(snap: dict) -> int:
+    """Writes the workspace holds that no snapshot does, as its last residency counted them
+    (at least one when a snapshot is owed or none was ever taken)."""
+    if not (snap["snapshotPending"] or not snap["lastSnapshotVersion"]):
+        return 0
+    return max(1, int((snap["snapshots"] or {}).get("pendingWrites") or 0))
+
+
 def record_placement(control, workspace_id: str, node_id: str, activation: dict) -> None:
     """Where the workspace opened, and from what: a restore from a snapshot is an event."""
     control.touch(workspace_id, node_id)
@@ -155,7 +163,8 @@ class Activator:
             max_batch=self.settings.max_batch, snapshots=self.settings.snapshots,
             generation=record["generation"], epoch=self.control.locations.next_epoch(workspace_id),
             position=location["position"], replication=self.settings.replication,
-            pending_writes=1 if snap["snapshotPending"] or not snap["lastSnapshotVersion"] else 0,
+            pending_writes=pending_writes(snap),
+            last_snapshot_at=(snap["snapshots"] or {}).get("lastSnapshotAt"),
             expect_snapshot=bool(snap["lastSnapshotVersion"]),
             vector=parse_stored_blueprint(record["blueprint"]).bindings.vector)
 

@@ -7,8 +7,8 @@ spare twice; the pool refills itself in the background, one start at a time per 
 a burst of wakes spends the pool first and then waits only for process starts.
 
 Its size is fixed (`MINISPHERE_SPARE_ACTORS`, or `resize`), or it follows demand (`Demand`):
-every `take` is a wake, and the pool keeps as many spares as the busiest minute of the last ten
-saw wakes (`residency_policy.demand_spare_target`), within its floor and its budget; it looks
+every `take` not served by a recycled process is a wake, and the pool keeps as many spares as the
+busiest minute of the last ten saw such wakes (`residency_policy.demand_spare_target`), within its floor and its budget; it looks
 again every `DEMAND_REVIEW_S`, so it also shrinks once a busy minute leaves the window.
 
 Recycling: a workspace that hibernates hands its process back (`give_back`) rather than have it
@@ -107,11 +107,13 @@ class SparePool:
         wake: a pool that follows demand counts it."""
         retry = self._asks_again and node_id is None
         self._asks_again = False
-        if self.demand is not None and not retry:
+        chosen = self._choose(node_id)
+        # a wake served by a process a hibernation gave back needed no start: it is no demand
+        # for pre-started spares (each costs a start and idle upkeep)
+        if self.demand is not None and not retry and not (chosen and chosen.recycled):
             self._wakes.append(self.clock())
             self.follow_demand()
             self.refill()                  # the pool may have grown: start the new spares
-        chosen = self._choose(node_id)
         if chosen is None:
             # a wake with no recorded node that finds no spare asks once more, for any node,
             # right away (the activator's next call): one wake, counted once

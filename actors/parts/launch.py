@@ -35,6 +35,7 @@ class WorkspaceLaunch:
     max_batch: int = DEFAULT_MAX_BATCH_WRITES
     snapshots: SnapshotSettings | None = None    # None: no snapshot store
     pending_writes: int = 0                      # writes not in any snapshot yet
+    last_snapshot_at: float | None = None        # when the newest snapshot was taken (epoch s)
     expect_snapshot: bool = False                # a missing file must come from a snapshot
     vector: VectorBindingSpec | None = None      # the blueprint's vector binding, if any
     generation: str | None = None                # this creation of the id (snapshot keys)

@@ -109,6 +109,17 @@ class Snapshotter:
         with self._running:
             yield
 
+    def resume_schedule(self, last_snapshot_at: float | None) -> None:
+        """Carry the time trigger over from an earlier residency: the newest snapshot was
+        taken at `last_snapshot_at` (epoch seconds), so the next is due `every_s` after it,
+        not after this wake (a workspace woken often for short sessions still gets one)."""
+        if last_snapshot_at is None:
+            return
+        with self._lock:
+            age_s = max(0.0, self._wall() - float(last_snapshot_at))
+            self._last_base = self._monotonic() - age_s
+            self.last_success_at = float(last_snapshot_at)
+
     def due(self) -> bool:
         pending, now = self.pending_writes, self._monotonic()
         if pending <= 0 or now < self._next_try:

@@ -57,7 +57,8 @@ class WorkspaceHost(StoredStates):
                  on_snapshot_status: Callable[[dict], None] | None = None,
                  generation: str | None = None, epoch: int | None = None,
                  position: int = 0, replica: WorkspaceReplica | None = None,
-                 on_durable: Callable[[int], None] | None = None):
+                 on_durable: Callable[[int], None] | None = None,
+                 last_snapshot_at: float | None = None):
         self.workspace_id = workspace_id
         self.path = Path(path)
         # the location record's view of this workspace (engine/location.py): the creation of
@@ -77,6 +78,7 @@ class WorkspaceHost(StoredStates):
         self.snapshotter = Snapshotter(self._take, every_writes=snapshots.every_writes,
                                        every_s=snapshots.every_s, name=workspace_id,
                                        on_status=on_snapshot_status)
+        self.snapshotter.resume_schedule(last_snapshot_at)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.workspace: Workspace | None = None
         self.writer: GroupCommitWriter | None = None
@@ -234,15 +236,22 @@ class WorkspaceHost(StoredStates):
         return copy.position if copy is not None else 0
 
     def hibernate(self) -> dict:
-        """Drain writes, snapshot if anything changed (unless the store is backing off), close."""
+        """Drain writes, snapshot if anything changed (unless the store is backing off, or the
+        replica confirmed the last write and no named version is due yet), close."""
         self._closed = True
         if self.writer is not None:
             self.writer.close()
-        self._release_replica()
+        replicated = self._release_replica()
         manifest, error = None, None
         status = self.snapshotter.status()
         if status["pendingWrites"] > 0 and self.store is not None:
-            if status["consecutiveFailures"] and status["retryInS"]:
+            if replicated and status["lastSnapshotAt"] is not None \
+                    and not self.snapshotter.due():
+                # the replica holds every write, so a copy of the whole file adds nothing a
+                # restore needs; the named versions keep their own schedule (carried over to
+                # the next residency), and those writes stay counted as pending until then
+                pass
+            elif status["consecutiveFailures"] and status["retryInS"]:
                 error = f"snapshot store backing off: {status['lastFailure']}"
             else:
                 try:
@@ -258,15 +267,18 @@ class WorkspaceHost(StoredStates):
                 "pendingSnapshot": status["pendingWrites"] > 0, "snapshots": status,
                 "position": position}
 
-    def _release_replica(self) -> None:
-        """Ship the last writes and stop replicating: the node's daemon holds only residents."""
+    def _release_replica(self) -> bool:
+        """Ship the last writes and stop replicating: the node's daemon holds only residents.
+        True when the replica confirmed it holds the last write."""
         if self.replica is None or self.writer is None:
-            return
+            return False
         try:
             self.replica.release()
         except Exception as exc:  # noqa: BLE001 - the snapshot on the way out still runs
             log.warning("workspace %s: final replication sync failed: %r", self.workspace_id,
                         exc)
+            return False
+        return True
 
     def close(self) -> None:
         self._closed = True
