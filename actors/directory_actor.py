@@ -165,8 +165,17 @@ class DirectoryActor:
         return await self.hibernation.ended_cleanly(workspace_id, actor_id)
 
     async def set_residency(self, max_resident: int | None = None,
-                            idle_s: float | None = None) -> dict:
-        return self.hibernation.set_limits(max_resident, idle_s)
+                            idle_s: float | None = None,
+                            wake_deadline_s: float | None = None,
+                            in_session_s: float | None = None) -> dict:
+        """Change the cap, the idle time, the wake deadline or how recent a call keeps a
+        resident from eviction, at run time (operators, tests); returns the previous values."""
+        admission = self.activator.wake_admission
+        previous = {**self.hibernation.set_limits(max_resident, idle_s, in_session_s),
+                    "wake_deadline_s": admission.deadline_s}
+        if wake_deadline_s is not None:
+            admission.deadline_s = max(0.0, float(wake_deadline_s))
+        return previous
 
     async def actor_name_of(self, workspace_id: str) -> str | None:
         """The name of the actor holding the workspace now (None: not resident)."""

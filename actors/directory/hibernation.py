@@ -50,6 +50,7 @@ class Hibernation:
         self.recycle_max_growth_bytes = float(recycle_max_growth_mib) * MIB
         self.retired: dict[str, int] = {}         # processes ended after hibernating, by why
         self.refused_for_room = 0                 # wakes refused: every resident was in use
+        self.in_session_s = IN_SESSION_S          # a resident used this recently is not evicted
         self.max_resident = int(max_resident)
         self.idle_s = float(idle_s)
         self.hibernating_over_cap = max(0, int(hibernating_over_cap))
@@ -156,9 +157,14 @@ class Hibernation:
         await asyncio.gather(*(self.hibernate(ws, "idle") for ws in idle))
         return idle
 
-    def set_limits(self, max_resident: int | None = None, idle_s: float | None = None) -> dict:
-        """Change the cap / idle time at run time (operators, tests); returns the previous."""
-        previous = {"max_resident": self.max_resident, "idle_s": self.idle_s}
+    def set_limits(self, max_resident: int | None = None, idle_s: float | None = None,
+                   in_session_s: float | None = None) -> dict:
+        """Change the cap / idle time / how recent a use protects a resident from eviction at
+        run time (operators, tests); returns the previous."""
+        previous = {"max_resident": self.max_resident, "idle_s": self.idle_s,
+                    "in_session_s": self.in_session_s}
+        if in_session_s is not None:
+            self.in_session_s = max(0.0, float(in_session_s))
         if max_resident is not None:
             self.max_resident = max(1, int(max_resident))
         if idle_s is not None:
@@ -194,17 +200,19 @@ class Hibernation:
             await self.residents.refresh()
         while (over := self._over_cap()) > 0:
             evictable = self.residents.evictable(incoming)
-            # a workspace called within IN_SESSION_S is in a session: evicted, its next call
+            # a workspace called within in_session_s is in a session: evicted, its next call
             # would wake it again and evict another (a thrash); the wake is refused instead
             now = time.time()
-            between = {ws: used for ws, used in evictable.items() if now - used >= IN_SESSION_S}
+            between = {ws: used for ws, used in evictable.items()
+                       if now - used >= self.in_session_s}
             victims = lru_victims(between, max(0, len(between) - over))
             if not victims and evictable and not len(self.residents.hibernations):
                 self.refused_for_room += 1
                 oldest_use = min(evictable.values())
                 raise Overloaded(
                     f"workspace {incoming} was not woken: all {len(self.residents)} resident "
-                    "workspaces are in use", retry_after_s=IN_SESSION_S - (now - oldest_use))
+                    "workspaces are in use",
+                    retry_after_s=self.in_session_s - (now - oldest_use))
             if victims:
                 # started, not awaited: each is in `hibernations` from now on, which the next
                 # look at the cap counts (a failure is logged and recorded by `hibernate`)

@@ -7,9 +7,10 @@ spare twice; the pool refills itself in the background, one start at a time per 
 a burst of wakes spends the pool first and then waits only for process starts.
 
 Its size is fixed (`MINISPHERE_SPARE_ACTORS`, or `resize`), or it follows demand (`Demand`):
-every `take` not served by a recycled process is a wake, and the pool keeps as many spares as the
-busiest minute of the last ten saw such wakes (`residency_policy.demand_spare_target`), within its floor and its budget; it looks
-again every `DEMAND_REVIEW_S`, so it also shrinks once a busy minute leaves the window.
+every `take` not served by a recycled process is a wake, and the pool keeps as many spares as
+the busiest minute of the last ten saw such wakes (`residency_policy.demand_spare_target`),
+within its floor and its budget; it looks again every `DEMAND_REVIEW_S`, so it also shrinks
+once a busy minute leaves the window.
 
 Recycling: a workspace that hibernates hands its process back (`give_back`) rather than have it
 killed, and the pool keeps it while it wants another spare. The hibernations under way are

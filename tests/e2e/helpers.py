@@ -2,6 +2,8 @@
 few HTTP calls the durability drills repeat (capture, count, snapshot)."""
 from __future__ import annotations
 
+import asyncio
+
 import ray
 
 from actors.directory_actor import DIRECTORY_NAME
@@ -39,3 +41,16 @@ def snapshot(http, ws, admin) -> dict:
     r = http.post(f"/v1/workspaces/{ws}/snapshot", headers=admin)
     assert r.status_code == 200, r.text
     return r.json()
+
+
+async def post_answered(http, path: str, refusals: list | None = None, **request):
+    """POST until the answer is not an overload refusal (503 with Retry-After), pausing as
+    each refusal asks, as the clients do: the final answer. Refusals are kept in `refusals`."""
+    while True:
+        response = await http.post(path, **request)
+        if response.status_code != 503 or "retry-after" not in response.headers:
+            return response
+        assert response.json()["error"]["code"] == "overloaded", response.text
+        if refusals is not None:
+            refusals.append(response)
+        await asyncio.sleep(float(response.headers["retry-after"]))

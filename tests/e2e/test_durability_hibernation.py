@@ -10,7 +10,7 @@ import pytest
 import ray
 
 from actors.directory_actor import DIRECTORY_NAME
-from tests.e2e.helpers import workspace_actor
+from tests.e2e.helpers import post_answered, workspace_actor
 
 
 @pytest.fixture
@@ -97,8 +97,8 @@ async def touch_many(url, admin, n, concurrency, sample):
                 r = await client.post("/v1/workspaces", headers=admin, json={"id": f"cap-{i:04d}"})
                 assert r.status_code == 201, r.text
                 token = {"Authorization": f"Bearer {r.json()['token']}"}
-                r = await client.post(f"/v1/w/cap-{i:04d}/capture", headers=token,
-                                      json={"content": f"workspace {i} knows one thing"})
+                r = await post_answered(client, f"/v1/w/cap-{i:04d}/capture", headers=token,
+                                        json={"content": f"workspace {i} knows one thing"})
                 assert r.status_code == 200, r.text
                 made[f"cap-{i:04d}"] = token
                 if i % 10 == 0:
@@ -108,7 +108,9 @@ async def touch_many(url, admin, n, concurrency, sample):
 
 
 def test_resident_cap_holds_with_200_workspaces(http, admin_headers, service, directory):
-    previous = ray.get(directory.set_residency.remote(max_resident=CAP))
+    # the cap under test, without the rule that keeps workspaces in session (each one here is
+    # called once, just before the next wakes: all would be in session)
+    previous = ray.get(directory.set_residency.remote(max_resident=CAP, in_session_s=0))
     made = {}
     try:
         def sample():
@@ -123,6 +125,7 @@ def test_resident_cap_holds_with_200_workspaces(http, admin_headers, service, di
             assert r.status_code == 200 and r.json()["count"] == 1
         assert len(ray.get(directory.resident.remote())) <= CAP
     finally:
-        ray.get(directory.set_residency.remote(max_resident=previous["max_resident"]))
+        ray.get(directory.set_residency.remote(max_resident=previous["max_resident"],
+                                               in_session_s=previous["in_session_s"]))
         for ws in made:
             http.delete(f"/v1/workspaces/{ws}", headers=admin_headers)
