@@ -36,8 +36,6 @@ together), `actor_ms` (inside this actor, end to end).
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import gc
 import logging
 import os
 import time
@@ -52,6 +50,7 @@ from actors.parts.admission import Admission
 from actors.parts.due_notes import DueNotes
 from actors.parts.launch import WorkspaceLaunch
 from actors.parts.position_reports import PositionReports
+from actors.parts.process_memory import drop_process_wide_traces, rss_bytes
 from actors.parts.token_checks import TokenChecks
 from minisphere.contract.startup import verified_contracts
 from minisphere.control.auth import TokenGrant
@@ -66,7 +65,6 @@ from minisphere.errors import (
     as_named_error,
 )
 from minisphere.hosting.host import WorkspaceHost
-from minisphere.hosting.tenant_caches import clear_tenant_caches
 from minisphere.settings import (
     SnapshotSettings,
     ensure_private_dir,
@@ -83,27 +81,6 @@ DIRECTORY_TIMEOUT_S = 30.0          # a restarted actor asking what it was bound
 # What callers reach through `serve` (each checked against the workspace served now).
 SERVED_METHODS = frozenset({"call", "snapshot", "restore", "restore_to_moment",
                             "prune_snapshots", "export_page", "import_chunk", "durability"})
-
-
-def give_back_freed_memory() -> None:
-    """Return the C heap's free pages to the system (glibc keeps them otherwise): a recycled
-    process's memory then follows what it holds, not the largest workspace it ever served."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
-def rss_bytes(pid: int | str = "self") -> int:
-    """Resident memory of a process (this one by default), 0 where /proc cannot tell."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
 
 
 def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
@@ -387,9 +364,7 @@ class WorkspaceActor(AdminFileMethods):
         self._loop = None
         self.workspace_id = None
         self.tokens.forget_workspace()
-        clear_tenant_caches()
-        gc.collect()
-        give_back_freed_memory()
+        drop_process_wide_traces()
 
     def _process(self) -> dict:
         return {"binds": self.binds, "rssBytes": rss_bytes(),

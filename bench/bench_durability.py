@@ -144,7 +144,7 @@ def bench_group_commit(seconds: float) -> tuple[str, str, list[dict]]:
 
 # ---- Ray parts ---------------------------------------------------------------------------------
 def _proc_rss(pid: int) -> int:
-    from actors.workspace_actor import rss_bytes
+    from actors.parts.process_memory import rss_bytes
     return rss_bytes(pid)
 
 

@@ -19,7 +19,7 @@ from actors.directory.spares import NoRoomForSpare, Spare
 from actors.parts.launch import WorkspaceLaunch, new_actor_name
 from minisphere.control.blueprints import parse_stored_blueprint
 from minisphere.control.wake_admission import WakeAdmission
-from minisphere.errors import MiniSphereError, NotFound, NoWorkspaceSlots, Overloaded
+from minisphere.errors import NotFound, NoWorkspaceSlots, Overloaded, WorkspaceUnavailable
 
 log = logging.getLogger("minisphere.directory")
 BIND_TIMEOUT_S = 120.0             # opening a file, restoring it from a snapshot if missing
@@ -255,8 +255,9 @@ class Activator:
         try:
             answer = await self._bound(workspace_id, resident, placed, launch, grants)
         except (TimeoutError, ActorGone) as exc:
-            raise MiniSphereError(f"workspace {workspace_id} could not be opened: "
-                                  f"{exc.__class__.__name__}") from None
+            # its process died or never started: nothing was run, asking again may succeed
+            raise WorkspaceUnavailable(f"workspace {workspace_id} could not be opened: "
+                                       f"{exc.__class__.__name__}; retry shortly") from None
         if not answer["ok"]:
             raise answer["error"]          # the actor may hold part of that workspace
         if not self._still_the_same_workspace(workspace_id, launch):
