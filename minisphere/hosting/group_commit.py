@@ -169,8 +169,10 @@ class GroupCommitWriter:
         stop, last = False, float("-inf")
         while not stop:
             group = [self._confirms.get()]
-            if self.answer_first:        # let writes gather: one confirmation per interval
-                time.sleep(max(0.0, last + self.confirm_every_s - time.monotonic()))
+            if self.answer_first and group[0] is not _STOP:
+                # let writes gather, one confirmation per interval; a close ends the wait (a
+                # hibernation waited out the interval: up to a second of every one's wall time)
+                self._gather(group, last + self.confirm_every_s)
                 last = time.monotonic()
             while True:
                 try:
@@ -190,6 +192,17 @@ class GroupCommitWriter:
                 self._advance_durable(max(committed.position for committed in group))
             if not self.answer_first:
                 self._answer(group, error)
+
+    def _gather(self, group: list, until: float) -> None:
+        """Add what arrives for confirmation to `group` until `until` (monotonic) or a stop."""
+        while (left := until - time.monotonic()) > 0:
+            try:
+                item = self._confirms.get(timeout=left)
+            except queue.Empty:
+                return
+            group.append(item)
+            if item is _STOP:
+                return
 
     def _advance_durable(self, position: int) -> None:
         if position > self.durable_position:
