@@ -132,7 +132,7 @@ class Activator:
         return await self.residents.activations.run(
             workspace_id, lambda: self._admitted_bind(workspace_id, began))
 
-    async def _admitted_bind(self, workspace_id: str, began: float):
+    async def _admitted_bind(self, workspace_id: str, began: tuple[float, int]):
         try:
             return await self._bind(workspace_id)
         finally:

@@ -50,18 +50,21 @@ class WakeAdmission:
         # by then the wakes ahead of it will have been bound (or refused in turn)
         return max(MIN_RETRY_AFTER_S, math.ceil(self.in_flight / self.throughput_per_s()))
 
-    def begin(self, now: float) -> float:
+    def begin(self, now: float) -> tuple[float, int]:
         """An admitted wake starts; returns what `end` takes."""
         self.in_flight += 1
         self.admitted += 1
-        self.mean_in_flight += WAKE_AVERAGE_WEIGHT * (self.in_flight - self.mean_in_flight)
-        return now
+        return now, self.in_flight
 
-    def end(self, began: float, now: float) -> None:
-        """The wake ended (bound or failed): its duration joins the average."""
+    def end(self, began: tuple[float, int], now: float) -> None:
+        """The wake ended (bound or failed): its duration, and how many were under way when it
+        began, join the averages. Only ended wakes count: a burst whose wakes have not ended
+        yet is judged by the pace measured before it, not by its own unproven concurrency."""
+        started, seen = began
         self.in_flight = max(0, self.in_flight - 1)
-        duration = max(0.0, now - began)
+        duration = max(0.0, now - started)
         self.mean_duration_s += WAKE_AVERAGE_WEIGHT * (duration - self.mean_duration_s)
+        self.mean_in_flight += WAKE_AVERAGE_WEIGHT * (seen - self.mean_in_flight)
 
     def status(self) -> dict:
         return {"inFlight": self.in_flight, "deadlineS": self.deadline_s,
