@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from minisphere.errors import Overloaded
-from minisphere.http.statuses import error_response
+from minisphere.http.statuses import status_for
 
 REFUSAL_RETRY_AFTER_S = 1
 
@@ -22,10 +22,11 @@ class InflightLimit:
         self.max_inflight = max_inflight
         self.inflight = 0
         self.refused = 0
-        status, body = error_response(Overloaded(
-            "this ingress replica holds as many requests as it can answer in time",
-            retry_after_s=REFUSAL_RETRY_AFTER_S))
-        self._status, self._body = status, json.dumps(body).encode()
+        # made once, and without `error_response`, which logs each answer it makes
+        refusal = Overloaded("this ingress replica holds as many requests as it can answer "
+                             "in time", retry_after_s=REFUSAL_RETRY_AFTER_S)
+        self._status = status_for(refusal)
+        self._body = json.dumps(refusal.to_dict()).encode()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or self.max_inflight <= 0:
