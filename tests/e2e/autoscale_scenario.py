@@ -152,6 +152,9 @@ def inside(work: Path) -> dict:
             "MINISPHERE_SYNCHRONOUS": "NORMAL", "MINISPHERE_SNAPSHOT_STORE": "local",
             "MINISPHERE_SNAPSHOT_EVERY_WRITES": "0", "MINISPHERE_SNAPSHOT_EVERY_S": "0",
             "MINISPHERE_HIBERNATE_IDLE_S": "0", "MINISPHERE_MAX_RESIDENT": "64",
+            # wakes here wait for nodes the autoscaler adds, and their pending actors are the
+            # demand it answers: the wake deadline, which would refuse them first, is off
+            "MINISPHERE_WAKE_DEADLINE_S": "0",
             # warm spares hold slots too: they must neither take the slots that waiting wakes
             # need nor keep an otherwise idle worker from being removed
             "MINISPHERE_SPARE_ACTORS": str(SPARE_ACTORS), "MINISPHERE_WORKSPACE_SLOTS": "on"})
