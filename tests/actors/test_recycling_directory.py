@@ -46,31 +46,28 @@ def test_a_hibernated_workspace_process_serves_the_next_wake(tmp_path):
     assert parts.pool.status()["recycled"] == 1 and parts.pool.status()["notKept"] == 1
 
 
-def test_a_process_is_retired_once_it_has_served_its_bound_of_workspaces(tmp_path):
+def woken_and_hibernated(tmp_path, max_binds: str):
+    """One workspace woken and hibernated under a recycling bound: (parts, actor, answer)."""
     parts, _, _ = directory_parts(tmp_path, MINISPHERE_SPARE_ACTORS="2",
-                                  MINISPHERE_RECYCLE_MAX_BINDS="1")
+                                  MINISPHERE_RECYCLE_MAX_BINDS=max_binds)
 
     async def drive():
         (first,) = created(parts, "first")
         actor = await parts.activator.activate(first)
         return actor, await parts.hibernation.hibernate(first)
+    return (parts, *asyncio.run(drive()))
 
-    actor, answer = asyncio.run(drive())
+
+def test_a_process_is_retired_once_it_has_served_its_bound_of_workspaces(tmp_path):
+    parts, actor, answer = woken_and_hibernated(tmp_path, "1")
     assert answer["recycled"] is False and actor.killed
     assert parts.hibernation.retired == {"served 1 workspaces": 1}
 
 
 def test_recycling_off_ends_every_hibernated_process(tmp_path):
-    parts, _, _ = directory_parts(tmp_path, MINISPHERE_SPARE_ACTORS="2",
-                                  MINISPHERE_RECYCLE_MAX_BINDS="0")
-
-    async def drive():
-        (first,) = created(parts, "first")
-        actor = await parts.activator.activate(first)
-        return actor, await parts.hibernation.hibernate(first)
-
-    actor, answer = asyncio.run(drive())
+    parts, actor, answer = woken_and_hibernated(tmp_path, "0")
     assert answer["recycled"] is False and actor.killed
+    assert parts.hibernation.retired == {"recycling is off": 1}
 
 
 def test_a_wake_that_would_evict_a_workspace_in_session_is_refused_not_queued(tmp_path,
