@@ -70,6 +70,10 @@ RECYCLE_MAX_GROWTH_MIB = 64.0
 # A wake expected to wait longer than this behind the wakes already under way is refused at once
 # (503 `overloaded` with Retry-After) rather than left to time out (0 = never refused).
 WAKE_DEADLINE_S = 2.0
+# While the calls an ingress replica sends to workspaces already awake take longer than this
+# (their median over the last second), it refuses new wakes at once with 503 `overloaded`: a
+# wake brings a whole session of calls, and the machine is already late with the ones it has.
+WAKE_SHED_LATENCY_MS = 250.0
 # Workspace slots: a custom Ray resource each node advertises in proportion to its memory. Every
 # workspace actor (bound or spare) asks for one, so Ray spreads them by capacity and a wake with
 # no free slot left is a pending actor: demand the autoscaler answers with another node.
@@ -210,6 +214,10 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("MINISPHERE_WAKE_DEADLINE_S", f"`{WAKE_DEADLINE_S:g}`",
            "a wake expected to be bound later than this, behind the wakes under way, is "
            "refused at once with 503 `overloaded` and Retry-After (0 = never)"),
+    EnvVar("MINISPHERE_WAKE_SHED_LATENCY_MS", f"`{WAKE_SHED_LATENCY_MS:g}`",
+           "while calls to awake workspaces take longer than this at an ingress replica "
+           "(median over a second), it refuses new wakes at once with 503 `overloaded` and "
+           "Retry-After (0 = never)"),
     EnvVar("MINISPHERE_WORKSPACE_SLOTS", f"`{DEFAULT_WORKSPACE_SLOTS_MODE}`",
            f"each workspace actor asks for one `{WORKSPACE_SLOT_RESOURCE}` resource: `on`, "
            "`off`, or `auto` (when some live node advertises it)"),
@@ -293,6 +301,7 @@ class ResidencySettings:
     recycle_max_binds: int = RECYCLE_MAX_BINDS            # 0: a hibernated process is killed
     recycle_max_growth_mib: float = RECYCLE_MAX_GROWTH_MIB
     wake_deadline_s: float = WAKE_DEADLINE_S              # 0: wakes are never refused
+    wake_shed_latency_ms: float = WAKE_SHED_LATENCY_MS    # 0: never refused for late calls
     workspace_slots: str = DEFAULT_WORKSPACE_SLOTS_MODE     # auto | on | off
     node_workspace_slots: int = AUTO       # AUTO: actors/directory/placement.node_workspace_slots
 
@@ -492,6 +501,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                                           RECYCLE_MAX_GROWTH_MIB, 1.0, 1_000_000.0, kind=float),
         wake_deadline_s=env_number(env, "MINISPHERE_WAKE_DEADLINE_S", WAKE_DEADLINE_S, 0.0,
                                    3600.0, kind=float),
+        wake_shed_latency_ms=env_number(env, "MINISPHERE_WAKE_SHED_LATENCY_MS",
+                                        WAKE_SHED_LATENCY_MS, 0.0, 3_600_000.0, kind=float),
         workspace_slots=load_workspace_slots_mode(env),
         node_workspace_slots=env_number(env, "MINISPHERE_NODE_WORKSPACE_SLOTS", AUTO, 1,
                                         1_000_000))

@@ -4,7 +4,7 @@ retired one is let go.
 
 `Activator.activate` is the only way in: concurrent activations of one workspace share one bind,
 and a wake that would wait past the wake deadline behind others is refused at once
-(`control/wake_admission.py`).
+(`control/wake_admission.py`), unless it waits for a node the autoscaler is to add.
 """
 from __future__ import annotations
 
@@ -121,7 +121,10 @@ class Activator:
             return resident.handle
         if workspace_id in self.residents.activations:           # it joins that wake
             return await self.residents.activations.joined(workspace_id)
-        retry_after_s = self.wake_admission.refusal_s()
+        # a wake waiting for a node to be added is never refused for the queue ahead of it:
+        # refused, its pending actor would never stand as the demand the autoscaler answers
+        retry_after_s = (None if self.placement.waiting_for_nodes()
+                         else self.wake_admission.refusal_s())
         if retry_after_s is not None:
             raise Overloaded(
                 f"workspace {workspace_id} was not woken: {self.wake_admission.in_flight} "
