@@ -1,4 +1,4 @@
-"""The examples in docs/integrations/ run as written against a live workspace (each module's
+"""The examples in docs/examples/ run as written against a live workspace (each module's
 `main(ws)`), so they cannot rot unnoticed."""
 from __future__ import annotations
 
@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "integrations"
+from minisphere.client import Client
+from tests.support.engine_gateway import (
+    ADMIN_TOKEN,
+    BASE_URL,
+    EngineGateway,
+    SyncASGITransport,
+    engine_api,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 
 def example(name: str):
@@ -15,6 +24,18 @@ def example(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture
+def fresh_admin(tmp_path):
+    """An admin client of the real app over empty engine files, in process."""
+    gateway = EngineGateway(tmp_path)
+    try:
+        with Client(BASE_URL, admin_token=ADMIN_TOKEN,
+                    transport=SyncASGITransport(engine_api(gateway))) as admin:
+            yield admin
+    finally:
+        gateway.close()
 
 
 def test_the_langchain_example_runs_its_tool_calls_and_retrieves(empty_live):
@@ -42,3 +63,11 @@ def test_the_llamaindex_example_brings_a_flushed_turn_back(empty_live):
     ran = example("llamaindex_example").main(empty_live.ws)
     assert "Pixel and she likes tuna" in ran["messages"][0].content
     assert empty_live.ws.list_recent(tag="chat")
+
+
+def test_the_quickstart_example_recalls_its_capture_with_a_breakdown(fresh_admin, capsys):
+    ran = example("quickstart").main(fresh_admin)
+    assert ran["best"].content.startswith("We chose SQLite per workspace")
+    assert {"fused", "final"} <= set(ran["best"].breakdown)
+    printed = capsys.readouterr().out
+    assert "We chose SQLite per workspace" in printed and "final:" in printed
