@@ -67,7 +67,7 @@ def fields_table(schema: dict) -> str:
     for name, prop in schema.get("properties", {}).items():
         default = f"`{json.dumps(prop['default'])}`" if "default" in prop else ""
         rows.append([f"`{name}`", type_of(prop), "yes" if name in required else "", default,
-                     " ".join(filter(None, [description_of(prop), rules_of(prop)]))])
+                     "; ".join(filter(None, [description_of(prop), rules_of(prop)]))])
     if not rows:
         return f"{type_of(schema)}; {rules_of(schema) or 'no fields'}"
     extra = "" if schema.get("additionalProperties") is False else \
@@ -83,7 +83,7 @@ def operation_section(path: str, method: str, operation: dict) -> list[str]:
     if params:
         rows = [[f"`{p['name']}`", p["in"], "yes" if p.get("required") else "",
                  type_of(p["schema"]),
-                 " ".join(filter(None, [p["schema"].get("description", ""),
+                 "; ".join(filter(None, [p["schema"].get("description", ""),
                                         rules_of(p["schema"])]))] for p in params]
         lines += ["Parameters:", "", table(["name", "in", "required", "type", "rules"], rows), ""]
     body = operation.get("requestBody")

@@ -3,18 +3,10 @@ left out of the navigation, a missing snippet), loads nothing from outside its o
 every internal link and anchor of the built HTML resolves (a crawler over the files)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import pytest
-
-from docs.generate import ROOT
-
-pytest.importorskip("material", reason="mkdocs-material (the test extra) builds the site")
 EXTERNAL = ("http:", "https:", "mailto:", "data:", "javascript:")
 PAGES_WE_WROTE = ("index.html", "get-started/", "concepts/", "reference/", "operate/",
                   "benchmarks/", "architecture/")
@@ -44,19 +36,6 @@ def parsed(path: Path) -> Links:
     links = Links()
     links.feed(path.read_text(encoding="utf-8"))
     return links
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1",
-             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                         os.environ.get("PYTHONPATH")]))})
-    assert built.returncode == 0, built.stdout + built.stderr
-    return out
 
 
 def target_of(page: Path, link: str, site: Path) -> tuple[Path, str]:
