@@ -1,5 +1,6 @@
-"""The examples in docs/examples/ run as written against a live workspace (each module's
-`main(ws)`), so they cannot rot unnoticed."""
+"""The examples in docs/examples/ run as written (each module's `main`, given a live workspace
+or an admin client of the real app in process), so they cannot rot unnoticed; an example file
+without a test here fails too."""
 from __future__ import annotations
 
 import importlib.util
@@ -71,3 +72,9 @@ def test_the_quickstart_example_recalls_its_capture_with_a_breakdown(fresh_admin
     assert {"fused", "final"} <= set(ran["best"].breakdown)
     printed = capsys.readouterr().out
     assert "We chose SQLite per workspace" in printed and "final:" in printed
+
+
+def test_every_example_file_is_run_by_a_test_here():
+    source = Path(__file__).read_text(encoding="utf-8")
+    files = sorted(path.stem for path in EXAMPLES.glob("*.py") if not path.stem.startswith("_"))
+    assert files and [name for name in files if f'example("{name}")' not in source] == []
