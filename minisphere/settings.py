@@ -4,7 +4,7 @@
 deployment (the launcher, every ingress replica, the actors) receive the resulting `Settings`
 object itself, never a dict. `ENV_VARS` is the single table of what can be set: the loader
 refuses to read a name that is not in it, `minisphere settings` prints it, and a test compares
-it with the README's table, so the three cannot drift apart.
+it with the documentation's table (docs/operate/settings.md), so the three cannot drift apart.
 
 On a loopback host without MINISPHERE_ADMIN_TOKEN, a token is generated once and kept in
 `<data>/.admin_token` (mode 0600), so every process of one deployment agrees on it. Off
