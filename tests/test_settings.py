@@ -28,7 +28,7 @@ def test_defaults_are_a_local_store_under_the_data_folder(tmp_path):
     snapshots = settings.snapshots
     assert snapshots.store == "local" and snapshots.local_dir == str(tmp_path / "snapshots")
     assert isinstance(open_snapshot_store(snapshots), LocalDirSnapshotStore)
-    assert snapshots.every_writes == 1000 and settings.residency.hibernate_idle_s == 30
+    assert snapshots.every_writes == 1000 and settings.residency.hibernate_idle_s == 10
     assert settings_from(tmp_path, {}) == settings          # loaded again: the same object
 
 
