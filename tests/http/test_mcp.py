@@ -17,7 +17,13 @@ from minisphere.contract.tools import TOOL_ARGUMENTS, tool_schema
 from minisphere.engine.methods import METHODS
 from minisphere.http.mcp.tools import IDEMPOTENCY_ARGUMENT
 from tests.support.engine_gateway import EngineGateway, engine_api, serve
-from tests.support.mcp_session import call_ok, exercise_every_tool, mcp_session, refusal_of
+from tests.support.mcp_session import (
+    Alternating,
+    call_ok,
+    exercise_every_tool,
+    mcp_session,
+    refusal_of,
+)
 
 READS = [name for name in TOOL_ARGUMENTS if METHODS[name].access == "read"]
 MISSING_ID = "00000000-0000-4000-8000-000000000000"
@@ -76,6 +82,24 @@ def test_every_tool_answers_what_its_output_schema_says(workspace):
     answers, count = run(exercise())
     assert set(answers) == set(TOOL_ARGUMENTS)
     assert answers["forget"]["forgotten"] is True and count == {"count": 1}
+
+
+def test_two_replicas_answer_one_session_alternately(service, workspace):
+    """Stateless: each request of a session may reach another ingress replica (here two apps
+    over the same workspaces, as two replicas share the actors)."""
+    gateway, _ = service
+    endpoint, token, _, url = workspace
+    with serve(engine_api(gateway)) as other:
+        ports = [int(url.rsplit(":", 1)[1]), int(other.rsplit(":", 1)[1])]
+        transport = Alternating(ports)
+
+        async def exercise():
+            async with mcp_session(endpoint, token, transport) as session:
+                return await exercise_every_tool(session)
+        answers = run(exercise())
+    assert set(answers) == set(TOOL_ARGUMENTS)
+    posts = transport.sent
+    assert len(posts) > len(TOOL_ARGUMENTS) and set(posts) == set(ports)
 
 
 @pytest.mark.parametrize("name", list(TOOL_ARGUMENTS))
@@ -223,3 +247,13 @@ def test_the_prompt_tells_how_to_use_the_workspace(workspace):
     assert [p.name for p in listed] == ["use_workspace"]
     text = got.messages[0].content.text
     assert "recall" in text and "capture" in text and "claimTag" in text
+
+
+def test_the_published_document_mentions_the_endpoint_and_leaves_it_to_mcp_clients(service):
+    """The endpoint speaks JSON-RPC, not the REST shapes the OpenAPI document describes: the
+    document names it in its description and lists no operation for it, so the schemathesis
+    suites (which fuzz the listed operations) leave it out on purpose; this suite covers it."""
+    gateway, _ = service
+    document = engine_api(gateway).openapi()
+    assert "/v1/w/{workspace}/mcp" in document["info"]["description"]
+    assert "/v1/w/{workspace}/mcp" not in document["paths"]

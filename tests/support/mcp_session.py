@@ -9,8 +9,10 @@ output schema (the SDK does it), so a call that passes here answered what its sc
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 
+import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -19,12 +21,37 @@ WRITE_SCENARIO = "capture append update setStatus link unlink forget".split()
 
 
 @contextlib.asynccontextmanager
-async def mcp_session(url: str, token: str):
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http, \
+async def mcp_session(url: str, token: str, transport: httpx2.AsyncBaseTransport | None = None):
+    """An initialized session; `transport`: how its HTTP requests travel (default: the SDK's
+    client, straight to `url`)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    http = create_mcp_http_client(headers=headers) if transport is None else \
+        httpx2.AsyncClient(headers=headers, transport=transport, timeout=60)
+    async with http, \
             streamable_http_client(url, http_client=http, terminate_on_close=False) as streams, \
             ClientSession(streams[0], streams[1]) as session:
         await session.initialize()
         yield session
+
+
+class Alternating(httpx2.AsyncBaseTransport):
+    """Sends each request to the next of `ports` on the same host in turn, as a load balancer
+    in front of several ingress replicas would; `sent` is the port of each request."""
+
+    def __init__(self, ports: list[int]):
+        self._next = itertools.cycle(ports)
+        self._http = httpx2.AsyncHTTPTransport()
+        self.sent: list[int] = []
+
+    async def handle_async_request(self, request):
+        port = next(self._next)
+        request.url = request.url.copy_with(port=port)
+        request.headers["Host"] = f"{request.url.host}:{port}"
+        self.sent.append(port)
+        return await self._http.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
 
 
 def refusal_of(result) -> dict:
