@@ -15,7 +15,9 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 
 from minisphere.contract.tools import TOOL_ARGUMENTS, tool_schema
 from minisphere.engine.methods import METHODS
+from minisphere.http.app import build_api
 from minisphere.http.mcp.tools import IDEMPOTENCY_ARGUMENT
+from minisphere.settings import load_settings
 from tests.support.engine_gateway import EngineGateway, engine_api, serve
 from tests.support.mcp_session import (
     Alternating,
@@ -257,3 +259,19 @@ def test_the_published_document_mentions_the_endpoint_and_leaves_it_to_mcp_clien
     document = engine_api(gateway).openapi()
     assert "/v1/w/{workspace}/mcp" in document["info"]["description"]
     assert "/v1/w/{workspace}/mcp" not in document["paths"]
+
+
+def test_the_hosts_and_origins_the_settings_allow_are_let_in(service, workspace, tmp_path):
+    gateway, _ = service
+    endpoint, token, _, _ = workspace
+    settings = load_settings({"MINISPHERE_DATA_DIR": str(tmp_path),
+                              "MINISPHERE_MCP_ALLOWED_HOSTS": "memory.example.com",
+                              "MINISPHERE_MCP_ALLOWED_ORIGINS": "https://app.example.com"})
+    path = "/" + endpoint.split("/", 3)[3]
+    with serve(build_api(gateway, [], mcp=settings.mcp)) as url:
+        named = {"Authorization": f"Bearer {token}", "Host": "memory.example.com",
+                 "Origin": "https://app.example.com"}
+        assert _initialize(url + path, named).status_code == 200
+        assert _initialize(url + path, {**named, "Host": "other.example.com"}).status_code == 421
+        assert _initialize(url + path, {**named, "Origin": "https://evil.example"}
+                           ).status_code == 403
