@@ -15,17 +15,15 @@ from typing import Any
 import mcp_types as types
 
 from minisphere.contract.tools import TOOL_ARGUMENTS, tool_description, tool_schema, without_titles
-from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS, KEY_PATTERN, check_key
+from minisphere.engine.idempotency import check_key
 from minisphere.engine.methods import METHODS
 from minisphere.errors import MalformedRequest
+from minisphere.http.handling import IDEMPOTENCY_KEY_PROMISE, IDEMPOTENCY_KEY_SCHEMA
 from minisphere.http.responses import METHOD_ANSWERS
 
 IDEMPOTENCY_ARGUMENT = "idempotencyKey"
-IDEMPOTENCY_KEY_SCHEMA = {
-    "type": "string", "minLength": 1, "maxLength": 200, "pattern": KEY_PATTERN.pattern,
-    "description": "Makes the write safe to send again: a repeat with the same key within "
-                   f"{IDEMPOTENCY_KEEP_MS // 3_600_000} hours is answered what the first was "
-                   "answered and writes nothing."}
+IDEMPOTENCY_ARGUMENT_SCHEMA = {**IDEMPOTENCY_KEY_SCHEMA,
+                               "description": IDEMPOTENCY_KEY_PROMISE + "."}
 # Writes that remove what they name: no revision keeps it.
 DESTRUCTIVE = frozenset({"forget", "unlink"})
 # Writes whose repeat with the same arguments changes nothing more (a second forget is refused
@@ -58,7 +56,7 @@ def input_schema(name: str) -> dict:
     schema = tool_schema(name)
     if not is_read(name):
         schema = copy.deepcopy(schema)
-        schema["properties"][IDEMPOTENCY_ARGUMENT] = dict(IDEMPOTENCY_KEY_SCHEMA)
+        schema["properties"][IDEMPOTENCY_ARGUMENT] = dict(IDEMPOTENCY_ARGUMENT_SCHEMA)
     return schema
 
 
