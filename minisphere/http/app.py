@@ -67,7 +67,7 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
                   description="Per-workspace memory for AI agents. Workspace routes need "
                               "`Authorization: Bearer <workspace token>`; admin routes need the "
                               f"admin token. Workspace ids match `{WORKSPACE_ID_PATTERN}`. "
-                              f"Agents that speak the Model Context Protocol reach the same "
+                              "Agents that speak the Model Context Protocol reach the same "
                               f"methods as MCP tools at `{MCP_PATH}` (Streamable HTTP, "
                               "stateless, the workspace token as Bearer), outside this "
                               "document: see docs/guides/mcp.md.")

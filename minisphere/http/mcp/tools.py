@@ -22,6 +22,7 @@ from minisphere.http.handling import IDEMPOTENCY_KEY_PROMISE, IDEMPOTENCY_KEY_SC
 from minisphere.http.responses import METHOD_ANSWERS
 
 IDEMPOTENCY_ARGUMENT = "idempotencyKey"
+COMPACT_JSON = (",", ":")
 IDEMPOTENCY_ARGUMENT_SCHEMA = {**IDEMPOTENCY_KEY_SCHEMA,
                                "description": IDEMPOTENCY_KEY_PROMISE + "."}
 # Writes that remove what they name: no revision keeps it.
@@ -91,9 +92,10 @@ def split_arguments(name: str, arguments: dict[str, Any] | None) -> tuple[dict, 
 
 
 def answer(result: Any) -> types.CallToolResult:
-    """A call's answer: the service's JSON as structured content, and as text for clients that
-    read only text."""
-    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(result))],
+    """A call's answer: the service's JSON as structured content, and as (compact) text for
+    clients that read only text."""
+    text = json.dumps(result, separators=COMPACT_JSON)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                 structured_content=result)
 
 
