@@ -135,7 +135,9 @@ def main(argv=None) -> int:
              f"{SEED_ENTRIES} entries seeded; calls one at a time, in {ROUNDS} rounds "
              "alternating between the paths, after 10 warm-up calls each.",
              "mcp (sdk) includes the SDK client's own work: building the request, parsing the "
-             "result and validating the structured content against the tool's output schema.",
+             "result and validating the structured content against the tool's output schema "
+             "(jsonschema, on the client; a recall answer is the largest). mcp (raw) is what "
+             "the endpoint itself adds to the RPC route.",
              machine_note()]
     return publish_report("mcp", body, notes)
 
