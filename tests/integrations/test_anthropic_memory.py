@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from minisphere.integrations.anthropic_memory import FILE_TAG, WorkspaceMemory
 from tests.integrations.conftest import live_workspace
 
-EXAMPLES = settings(max_examples=30, deadline=None,
+EXAMPLES = settings(max_examples=100, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
 
@@ -62,7 +62,7 @@ class FileTree:
                 start, end = max(1, view_range[0]) - 1, (
                     len(lines) if view_range[1] == -1 else view_range[1])
             body = [f"{n:>6}\t{line}" for n, line in enumerate(lines[start:end], start + 1)]
-            return "\n".join([f"Here's the content of {path} with line numbers:", *body])
+            return f"Here's the content of {path} with line numbers:\n" + "\n".join(body)
         if not self.is_dir(key):
             raise ValueError(f"The path {path} does not exist. Please provide a valid path.")
         sizes, files = {}, set()
