@@ -262,7 +262,7 @@ class WorkspaceMemory:
     @staticmethod
     def _listing(path: str, key: str, files: dict[str, _File]) -> str:
         """The directory's files and directories, two levels deep, hidden ones left out."""
-        below: dict[tuple[str, ...], _File] = {}
+        file_parts: set[tuple[str, ...]] = set()
         sizes: dict[tuple[str, ...], int] = {}
         for file_key, file in files.items():
             if not file_key.startswith(key + "/"):
@@ -272,12 +272,11 @@ class WorkspaceMemory:
                 continue
             for depth in range(1, min(len(parts), LISTING_DEPTH) + 1):
                 sizes[parts[:depth]] = sizes.get(parts[:depth], 0) + file.size
-            below[parts] = file
+            file_parts.add(parts)
         total = sum(f.size for k, f in files.items() if k.startswith(key + "/"))
         lines = [f"{_human_size(total)}\t{path}"]
         for parts in sorted(sizes):
-            is_dir = parts not in below
-            name = "/".join(parts) + ("/" if is_dir else "")
+            name = "/".join(parts) + ("" if parts in file_parts else "/")
             lines.append(f"{_human_size(sizes[parts])}\t{path}/{name}")
         return (f"Here're the files and directories up to 2 levels deep in {path}, excluding "
                 "hidden items:\n" + "\n".join(lines))
