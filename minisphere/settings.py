@@ -34,6 +34,10 @@ from minisphere.errors import ConfigError
 DEFAULT_DATA_DIR = "data"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+# The MCP endpoint's DNS-rebinding protection accepts these host names (any port) in the Host
+# and Origin headers, besides MINISPHERE_HOST and the names MINISPHERE_MCP_ALLOWED_* add.
+MCP_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+_WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 DEFAULT_RAY_NAMESPACE = "minisphere"
 DEFAULT_MAX_BATCH_WRITES = 256         # most writes one group commit takes
 DEFAULT_MIN_REPLICAS = 1
@@ -170,6 +174,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("MINISPHERE_BLUEPRINT", "`infra/blueprint.default.json`",
            "default blueprint of new workspaces"),
     EnvVar("MINISPHERE_ACCESS_LOG", "`0`", "`1`: Serve logs one line per request"),
+    EnvVar("MINISPHERE_MCP_ALLOWED_HOSTS", "loopback names and `MINISPHERE_HOST`",
+           "comma-separated Host headers the MCP endpoint also accepts (`name`, `name:port`, "
+           "`name:*`): the names clients reach the service by (DNS-rebinding protection)"),
+    EnvVar("MINISPHERE_MCP_ALLOWED_ORIGINS", "`http(s)://` of the allowed hosts",
+           "comma-separated Origin headers the MCP endpoint also accepts (`https://name`, "
+           "`https://name:*`); a request without Origin is not checked"),
     EnvVar("MINISPHERE_CONTRACTS_DIR", "the checkout's `contracts/`, else "
            "`<prefix>/share/minisphere/contracts`", "where the pinned contracts are"),
     EnvVar("MINISPHERE_SNAPSHOT_STORE", "`local`", "`local` (a directory) or `s3`"),
@@ -307,6 +317,23 @@ class ResidencySettings:
     node_workspace_slots: int = AUTO       # AUTO: actors/directory/placement.node_workspace_slots
 
 
+def _any_port(names) -> tuple[str, ...]:
+    return tuple(value for name in names for value in (name, f"{name}:*"))
+
+
+def _origins_of(names) -> tuple[str, ...]:
+    return tuple(f"{scheme}://{value}" for scheme in ("http", "https")
+                 for value in _any_port(names))
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    """The Host and Origin headers the MCP endpoint accepts (its DNS-rebinding protection: a
+    web page must not reach a service on this machine through a name that resolves here)."""
+    allowed_hosts: tuple[str, ...] = _any_port(MCP_LOOPBACK_HOSTS)
+    allowed_origins: tuple[str, ...] = _origins_of(MCP_LOOPBACK_HOSTS)
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: str
@@ -326,6 +353,7 @@ class Settings:
     snapshots: SnapshotSettings = field(default_factory=SnapshotSettings)
     residency: ResidencySettings = field(default_factory=ResidencySettings)
     replication: ReplicationSettings = field(default_factory=ReplicationSettings)
+    mcp: McpSettings = field(default_factory=McpSettings)
 
     @property
     def workspaces_dir(self) -> Path:
@@ -459,6 +487,19 @@ def deploy_overrides(args: Mapping[str, object]) -> dict[str, str]:
             for name, value in args.items()}
 
 
+def _listed(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in env_value(name, env).split(",") if part.strip())
+
+
+def load_mcp_settings(host: str, env: Mapping[str, str]) -> McpSettings:
+    """Loopback names and the service's own host, any port, plus the listed ones."""
+    names = MCP_LOOPBACK_HOSTS + (() if host in _WILDCARD_HOSTS + MCP_LOOPBACK_HOSTS else
+                                  (f"[{host}]" if ":" in host else host,))
+    return McpSettings(
+        allowed_hosts=_any_port(names) + _listed(env, "MINISPHERE_MCP_ALLOWED_HOSTS"),
+        allowed_origins=_origins_of(names) + _listed(env, "MINISPHERE_MCP_ALLOWED_ORIGINS"))
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Every setting from `env` (default: the process environment); `ConfigError` when one is
     unusable, before anything is created on disk."""
@@ -518,4 +559,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_batch=max_batch, min_replicas=min_replicas, max_replicas=max_replicas,
         blueprint_path=env_value("MINISPHERE_BLUEPRINT", env) or str(DEFAULT_BLUEPRINT_PATH),
         access_log=env_value("MINISPHERE_ACCESS_LOG", env).lower() in ("1", "true", "yes"),
-        snapshots=snapshots, residency=residency, replication=replication)
+        snapshots=snapshots, residency=residency, replication=replication,
+        mcp=load_mcp_settings(host, env))
