@@ -208,7 +208,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "idle seconds before a workspace hibernates (0 = never)"),
     EnvVar("MINISPHERE_MAX_RESIDENT", "derived from the cluster's memory and CPUs",
            "resident workspace actors (least recently used hibernate above it)"),
-    EnvVar("MINISPHERE_SPARE_ACTORS", "follows demand: the busiest minute of the last ten "
+    EnvVar("MINISPHERE_SPARE_ACTORS", "follows demand: the busiest minute of the last three "
            "in wakes, at least 2 per CPU of the cluster (2 to 32), within the spare budget",
            "warm, not yet bound workspace actors kept ready for wakes; a number fixes the pool "
            "(0 = none)"),

@@ -40,8 +40,8 @@ ROOM_SHOWN_TIMEOUT_S = 5.0
 RETURNING_WAIT_S = 1.0
 FIRST_START_GUESS_S = 1.0         # a process start's duration before any was measured
 # Process starts wakes may have under way at once, per CPU of the cluster: each takes most of a
-# core for about a second, so two on two cores already hold the machine.
-WAKE_STARTS_AT_ONCE_PER_CPU = 1.0
+# core for about a second, and the calls of the sessions already admitted need the rest.
+WAKE_STARTS_AT_ONCE_PER_CPU = 0.5
 SLOTS_RESOURCE_HINT = (
     "no node of the cluster advertises the minisphere_workspace_slots resource that "
     "MINISPHERE_WORKSPACE_SLOTS=on makes every workspace actor ask for: start the nodes with "
