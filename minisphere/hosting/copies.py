@@ -140,6 +140,15 @@ def release_orphaned_registrations(root: str | Path, daemon_dir: str | Path | No
     return released
 
 
+def _dead(generation: str | None, dead_generations: list[str] | None) -> bool:
+    """A copy of a deleted creation. One without a generation (made before generations, or
+    by an offline import) names no creation: once its id has been deleted it is nobody's (no
+    workspace made since lacks a generation), so it goes too."""
+    if dead_generations is None:
+        return False
+    return generation is None or generation in dead_generations
+
+
 def sweep_node(root: str | Path, node_id: str, tombstones: dict[str, list[str]],
                moved: dict[str, tuple[str | None, str | None, int]],
                file_name: str = "workspace.db", daemon_dir: str | None = None) -> list[str]:
@@ -157,7 +166,7 @@ def sweep_node(root: str | Path, node_id: str, tombstones: dict[str, list[str]],
         copy = inspect_copy(folder / file_name)
         if copy is None or _held_by_a_host(folder):
             continue
-        dead = copy.generation in tombstones.get(folder.name, ())
+        dead = _dead(copy.generation, tombstones.get(folder.name))
         generation, holder, stored = moved.get(folder.name, (None, None, -1))
         stale = (holder not in (None, node_id) and copy.generation == generation
                  and copy.position <= stored)

@@ -85,9 +85,7 @@ class CurrentCopy:
                         self.workspace_id, exc)
             found = False
         copy = inspect_copy(staged) if found and self._sound(staged) else None
-        if copy is None or copy.position < self.min_position or (
-                None not in (copy.generation, self.generation)
-                and copy.generation != self.generation):
+        if copy is None or copy.position < self.min_position or not self._ours(copy):
             remove_database(staged)         # a staging file: nothing else of the folder goes
             return None
         os.replace(staged, self.path)
@@ -114,8 +112,10 @@ class CurrentCopy:
         local = inspect_copy(self.path)
         if local is None:
             return None, None
-        if None not in (local.generation, self.generation) and local.generation != self.generation:
-            why = f"it belongs to a deleted creation of the id ({local.generation})"
+        if not self._ours(local):
+            why = (f"it belongs to a deleted creation of the id ({local.generation})"
+                   if local.generation is not None else
+                   "it names no creation of the id (made before generations, or offline)")
         elif local.position < self.min_position:
             why = (f"it is stale (position {local.position}, the workspace has reached "
                    f"{self.min_position} elsewhere)")
@@ -125,6 +125,12 @@ class CurrentCopy:
                     self.path, why)
         discard_copy(self.path)
         return why, None
+
+    def _ours(self, copy: CopyLocation) -> bool:
+        """The copy belongs to this creation of the id. A copy without a generation is only
+        a workspace's made before generations (itself without one): for any other it may be a
+        deleted tenant's file, and the claim would stamp the new generation onto it."""
+        return copy.generation == self.generation
 
     def _start_empty(self, expect_snapshot: bool, discarded: str | None, why: str) -> dict:
         if expect_snapshot or self.min_position > 0:

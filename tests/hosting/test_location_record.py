@@ -183,3 +183,37 @@ def test_a_fenced_host_drops_expired_idempotency_keys_when_it_opens_the_file(tmp
         assert kept == 0 and inspect_copy(path).epoch == 2
     finally:
         host.close()
+
+
+def _unclaimed_copy(folder: Path, content: str) -> Path:
+    """A file with no generation: made before generations, or by an offline import."""
+    path = folder / "workspace.db"
+    path.parent.mkdir(parents=True)
+    ws = Workspace(path)
+    ws.capture(content)
+    ws.close()
+    assert inspect_copy(path).generation is None
+    return path
+
+
+def test_a_recreated_id_never_opens_a_copy_without_a_generation(tmp_path, local_store):
+    path = _unclaimed_copy(tmp_path / "b" / "ws-loc", SECRET)
+    new = host_on(tmp_path / "b", local_store, generation="gen-new", epoch=1)
+    try:
+        assert new.activation["source"] == "new"
+        assert count(new) == 0
+        assert new.submit_read("recall", {"query": "vault passphrase"}).result()[0]["items"] == []
+    finally:
+        new.close()
+    assert bytes_under(tmp_path / "b", SECRET) == []
+    assert inspect_copy(path).generation == "gen-new"
+
+
+@pytest.mark.parametrize("dead", ["", "g-deleted"])
+def test_the_node_sweep_deletes_a_copy_without_a_generation_of_a_deleted_id(tmp_path, dead):
+    root = tmp_path / "workspaces"
+    _unclaimed_copy(root / "gone", SECRET)
+    _unclaimed_copy(root / "never-deleted", "an offline import nobody deleted")
+    assert sweep_node(root, "node-a", {"gone": [dead]}, {}) == ["gone"]
+    assert not (root / "gone").exists()
+    assert inspect_copy(root / "never-deleted" / "workspace.db") is not None
