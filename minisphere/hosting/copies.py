@@ -1,8 +1,9 @@
 """Every byte of a workspace on a node's disk, and how it goes away.
 
 Next to `workspace.db` a node can hold its WAL and shared-memory files, the copy a restore set
-aside (`workspace.db.pre-restore-*`, so an admin can undo a restore) and an export's private
-copy (`.export-*.db`). Each of them can hold text the tenant has since forgotten, or belong to
+aside (`workspace.db.pre-restore-*`, so an admin can undo a restore), an export's private
+copy (`.export-*.db`) and a file SQLite could not read that nothing could restore yet
+(`workspace.db.unreadable`). Each of them can hold text the tenant has since forgotten, or belong to
 a workspace that was deleted or has moved to another node. This module names them all in one
 place, so deletion, forget and the per-node sweep never miss one:
 
@@ -35,6 +36,7 @@ from minisphere.errors import WorkspaceUnavailable
 log = logging.getLogger("minisphere.copies")
 EXPORT_COPY_GLOB = ".export-*"
 SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
+UNREADABLE_MARK = ".unreadable"     # a file SQLite could not read, kept while nothing restores it
 LOCK_NAME = ".host.lock"
 HOST_LOCK_WAIT_S = 30.0       # for the previous host of the folder to end (a process exit)
 HOST_LOCK_POLL_S = 0.05
@@ -72,6 +74,7 @@ def discard_copy(db_path: Path) -> None:
     """Delete a workspace copy: the file, its WAL and shared memory, its asides, exports, and
     the replication daemon's local history of it."""
     remove_database(db_path)
+    remove_database(db_path.with_name(db_path.name + UNREADABLE_MARK))
     drop_after_forget(db_path)
     shutil.rmtree(local_history(db_path), ignore_errors=True)
 

@@ -92,6 +92,20 @@ def test_a_node_lost_after_sync_writes_loses_nothing_acknowledged(tmp_path, daem
         b.close()
 
 
+
+def test_an_unreadable_local_file_is_restored_from_the_replica_not_a_500(tmp_path, daemon):
+    a = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    for n in range(25):
+        assert write(a, f"fact {n}")[0]
+    position = a.hibernate()["position"]
+    a.path.write_bytes(b"garbage, not a database " * 512)
+    again = host_on(tmp_path / "a", tmp_path / "replica", daemon, epoch=2, position=position)
+    try:
+        assert again.activation["source"] == "replica"
+        assert again.submit_read("getCount", {}).result()[0]["count"] == 25
+    finally:
+        again.close()
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -217,3 +217,30 @@ def test_the_node_sweep_deletes_a_copy_without_a_generation_of_a_deleted_id(tmp_
     assert sweep_node(root, "node-a", {"gone": [dead]}, {}) == ["gone"]
     assert not (root / "gone").exists()
     assert inspect_copy(root / "never-deleted" / "workspace.db") is not None
+
+
+def test_an_unreadable_local_file_is_restored_from_the_store_not_a_500(tmp_path, local_store):
+    first = host_on(tmp_path / "a", local_store, generation="g", epoch=1)
+    for i in range(25):
+        write(first, "capture", {"content": f"captured before the disk broke {i}"})
+    left = first.hibernate()
+    first.path.write_bytes(b"garbage, not a database " * 512)
+    again = host_on(tmp_path / "a", local_store, generation="g", epoch=2,
+                    position=left["position"], expect_snapshot=True)
+    try:
+        assert again.activation["source"] == "snapshot"
+        assert "unreadable" in again.activation["discarded"]
+        assert count(again) == 25
+    finally:
+        again.close()
+    assert sorted(p.name for p in (tmp_path / "a" / "ws-loc").glob("workspace.db*")) == [
+        "workspace.db"]
+
+
+def test_an_unreadable_local_file_nothing_restores_is_refused_and_kept(tmp_path):
+    path = tmp_path / "a" / "ws-loc" / "workspace.db"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"garbage, not a database " * 512)
+    with pytest.raises(WorkspaceDataMissing, match="unreadable"):
+        host_on(tmp_path / "a", None, generation="g", epoch=1)
+    assert path.read_bytes().startswith(b"garbage")        # never replaced by an empty file
