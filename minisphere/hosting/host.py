@@ -195,6 +195,23 @@ class WorkspaceHost(StoredStates):
                 callback(ok, result, timings)
         self.writer.submit(method, body, done, prepared, key)
 
+    def write_own(self, run: Callable[[], Any]) -> Any:
+        """Run `run` -- it commits a transaction of its own on `self.workspace` (an import
+        chunk) -- on the writer thread and return its result once it is answered like any
+        write: after the replica confirmed it in sync mode (else `ReplicationUnconfirmed`),
+        counted toward the durable position. The caller notes its writes for the snapshots
+        (it knows how many it made)."""
+        self.ensure_open()
+        answered: Future = Future()
+
+        def done(ok, result, _timings):
+            if ok:
+                answered.set_result(result)
+            else:
+                answered.set_exception(result)
+        self.writer.submit_own(run, done)
+        return answered.result()
+
     def _forget_copies(self) -> None:
         """After a forget committed: the copies beside the file and the replica's history were
         taken before it. Housekeeping: a failure is logged (the replica's is owed), never

@@ -413,3 +413,42 @@ def test_a_daemon_too_busy_to_answer_is_waited_for_never_started_twice(tmp_path,
         os.kill(pid, signal.SIGCONT)
     assert LitestreamDaemon(daemon.folder).ensure_running().alive()
     assert daemon.running_pid() == pid
+
+
+def _export_of(tmp_path: Path, entries: int) -> list[str]:
+    from minisphere.engine.workspace import Workspace
+    from tests.transfer.helpers import export_text
+    with Workspace(tmp_path / "donor.db") as donor:
+        for n in range(entries):
+            donor.capture(f"imported fact {n}")
+        return export_text(donor).splitlines()
+
+
+def test_a_sync_import_chunk_is_answered_only_once_on_the_replica(tmp_path, daemon):
+    from actors.parts.transfer_steps import TransferSessions
+    lines = _export_of(tmp_path, 12)
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    sessions = TransferSessions()
+    try:
+        report = sessions.import_chunk(host, "k", lines[0], lines[1:], 1, True)
+        assert report["complete"] and report["entries"] == 12
+        assert replica_count(tmp_path / "replica", tmp_path) == 12
+        assert host.durable_position() == host.workspace.position > 0
+    finally:
+        sessions.close()
+        host.close()
+
+
+def test_an_import_chunk_the_replica_cannot_confirm_is_a_503_not_an_acknowledgement(
+        tmp_path, daemon):
+    from actors.parts.transfer_steps import TransferSessions
+    lines = _export_of(tmp_path, 5)
+    host = host_with_unreachable_replica(tmp_path, daemon, "sync")
+    sessions = TransferSessions()
+    try:
+        with pytest.raises(ReplicationUnconfirmed):
+            sessions.import_chunk(host, "k", lines[0], lines[1:], 1, False)
+        assert host.durable_position() == 0
+    finally:
+        sessions.close()
+        host.close()
