@@ -297,9 +297,11 @@ class WorkspaceActor(AdminFileMethods):
             loop.call_soon_threadsafe(_settle, future, ok, result, timings)
         self._loop = loop                       # where the writer thread's news goes
         self.host.submit_write(method.name, body, done, prepared, key=key)
-        result, timings = await future
-        if method.name == "forget":
-            self._drop_exports()
+        try:
+            result, timings = await future
+        finally:        # a forget the replica did not confirm is committed all the same
+            if method.name == "forget":
+                self._drop_exports()
         self.positions.after_write()
         if prepare_ms is not None:
             timings["prepare_ms"] = prepare_ms

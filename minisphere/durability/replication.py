@@ -33,10 +33,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from minisphere.durability.litestream_control import CONTROL_ERRORS, ReplicaControl
@@ -223,6 +224,8 @@ class WorkspaceReplica:
     # folds the WAL into the file (the open workspace's; set by its host): True when done
     checkpoint: Callable[[], bool] | None = None
     registered_at: float | None = None  # epoch seconds of the newest registration
+    # one restart of the history at a time: the confirmer and a forget's answer may both ask
+    _restarting: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def synchronous(self) -> bool:
@@ -261,8 +264,25 @@ class WorkspaceReplica:
         forgotten text in the pages of earlier transactions. Stop replicating the file, delete
         that history, and register it again: the replica starts over from a snapshot of the
         file as it is now. Points in time before the forget can no longer be restored. When
-        the store cannot be reached, it is owed and retried before the next confirmation."""
-        self.history_owed = True
+        the store cannot be reached, it is owed and retried before the next confirmation.
+
+        Done once the file is registered again: the new history's first upload (the whole
+        file) is waited for once, within the confirmation bound, and after that it is the
+        daemon's to finish, the confirmations waiting for it like for any write. It may outlast
+        one bound, and a restart per confirmation would delete it each time, so that a large
+        file never reached its replica again."""
+        with self._restarting:
+            self.history_owed = True
+            self._restart_history()
+            if self.history_owed:
+                return
+        try:
+            self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+        except (*CONTROL_ERRORS, ReplicationUnconfirmed) as exc:
+            log.warning("replica of %s: the new history's first upload goes on (%s)",
+                        self.db_path.parent.name, exc)
+
+    def _restart_history(self) -> None:
         with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):
             self.daemon.control.unregister(self.db_path)
         try:
@@ -277,7 +297,6 @@ class WorkspaceReplica:
                     store.delete(key)
             shutil.rmtree(local_history(self.db_path), ignore_errors=True)
             self.register()
-            self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
         except Exception as exc:  # noqa: BLE001 - owed, retried; never fails the forget itself
             log.error("replica history of %s still holds forgotten text (%s); retried on the "
                       "next write", self.db_path.parent.name, exc)
@@ -315,8 +334,12 @@ class WorkspaceReplica:
                 "lagSeconds": round(behind, 3)}
 
     def release(self) -> None:
-        """Final sync, then unregister (hibernation): the daemon then holds only residents."""
+        """Final sync, then unregister (hibernation): the daemon then holds only residents.
+        A restart of the history still owed (a forget's) is done first: unregistered, the file
+        would keep the forgotten text in the replica's history for good."""
         try:
+            if self.history_owed:
+                self.restart_history()
             self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
         finally:
             with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):

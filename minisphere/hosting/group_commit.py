@@ -3,8 +3,10 @@ one transaction, then answers each caller. Acknowledgement only after the commit
 
 Plain Python (no Ray). The caller hands `submit` a callback; it is called on the writer thread
 with (ok, result_or_exception, timings) where timings has `queue_ms` (enqueue -> batch start),
-`engine_ms` (the whole batch's transaction, commit included), `batch` (its size) and
-`replayed` (the answer came from a stored idempotency key; nothing was written). A write
+`engine_ms` (the whole batch's transaction, commit included), `batch` (its size),
+`replayed` (the answer came from a stored idempotency key; nothing was written) and
+`committed` (the call's transaction committed, even when its answer is an error because the
+replica did not confirm it: what a committed write must set off still has to run). A write
 whose hooks' `prepare` step already ran (the host embeds a bound capture before queueing it)
 carries the prepared value, so the writer thread only does SQLite work.
 
@@ -239,7 +241,8 @@ class GroupCommitWriter:
                            "engine_ms": (committed.finished - committed.started) * 1e3,
                            "batch": len(committed.batch),
                            "replicate_ms": (answered - committed.finished) * 1e3,
-                           "replayed": getattr(outcome, "replayed", False)}
+                           "replayed": getattr(outcome, "replayed", False),
+                           "committed": outcome[0]}
                 try:
                     pending.callback(ok, result, timings)
                 except Exception:  # a broken callback must not stop the writer

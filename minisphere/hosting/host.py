@@ -187,7 +187,10 @@ class WorkspaceHost(StoredStates):
 
         def done(ok, result, timings):
             try:
-                if ok and counts and not timings.get("replayed"):
+                # committed, even when the replica did not confirm it (sync mode answers 503
+                # then): the file changed, and a committed forget's text must go everywhere
+                committed = ok or timings.get("committed", False)
+                if committed and counts and not timings.get("replayed"):
                     note(1)
                     if method == "forget":        # copies taken before it hold the text too
                         self._forget_copies()
@@ -221,8 +224,14 @@ class WorkspaceHost(StoredStates):
         except OSError as exc:
             log.error("workspace %s: copies from before a forget not deleted: %r",
                       self.workspace_id, exc)
-        if self.replica is not None:
-            self.replica.restart_history()
+        if self.replica is None:
+            return
+        if self.replica.synchronous:
+            self.replica.restart_history()     # on the confirmer thread, before the answer
+        else:
+            # async answers at the commit: the confirmer restarts the history right after,
+            # not the writer thread inside the forget's answer
+            self.replica.history_owed = True
 
     def _follow_up(self, method: str, body: dict) -> None:
         """A read's small internal write (recall counts): queued, not awaited by the reader,
