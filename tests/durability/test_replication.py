@@ -529,3 +529,25 @@ def test_two_history_restarts_never_run_at_once(tmp_path, daemon):
         assert write(host, "confirmed after both restarts")[0]
     finally:
         host.close()
+
+
+def test_a_restore_leaves_the_daemon_shipping_the_restored_file_not_the_aside(
+        tmp_path, daemon, local_store):
+    """A confirmation still owed when a restore begins (async: gathered for up to a second)
+    must not register the file again before the swap: the daemon would keep the replaced file
+    (now the aside) open and ship it, never the restored one."""
+    settings = ReplicationSettings(mode="async", sync_timeout_s=2.0)
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon, settings=settings,
+                   store=local_store)
+    try:
+        keep = write(host, "kept by the snapshot")[1]["id"]
+        version = host.snapshot_now()["version"]
+        write(host, "a write confirmed just now")
+        entry = write(host, "forgotten, its history restarted by the next confirmation")[1]
+        assert forget(host, entry["id"])
+        host.restore(version)                          # within that confirmation's second
+        assert write(host, "written after the restore")[0]
+        until(lambda: replica_count(tmp_path / "replica", tmp_path) == 2, host.status)
+        assert host.submit_read("getEntry", {"id": keep}).result()[0]["id"] == keep
+    finally:
+        host.close()
