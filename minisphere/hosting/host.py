@@ -38,6 +38,7 @@ from minisphere.errors import (
 )
 from minisphere.hosting.copies import HostLock, drop_after_forget
 from minisphere.hosting.group_commit import GroupCommitWriter
+from minisphere.hosting.lag_readings import LagReadings
 from minisphere.hosting.locating import CurrentCopy
 from minisphere.hosting.read_pool import DEFAULT_READ_THREADS, ReadPool
 from minisphere.hosting.stored_states import StoredStates
@@ -66,6 +67,8 @@ class WorkspaceHost(StoredStates):
         # the newest position known to have been acknowledged -- no copy below it is opened
         self.generation, self.epoch, self.min_position = generation, epoch, int(position)
         self.replica = replica          # continuous replication (durability/replication.py)
+        self._lag_readings = LagReadings(replica.lag if replica is not None else dict,
+                                         workspace_id)
         self.on_durable = on_durable    # told when the replica is known to hold more
         # only this creation of the id's snapshots (durability/generations.py)
         self.store = (generation_store(store, workspace_id, generation) if store is not None
@@ -316,7 +319,10 @@ class WorkspaceHost(StoredStates):
         self._lock.release()
 
     def status(self) -> dict:
+        """Never waits for the replication daemon: the replica's lag is the newest reading
+        (hosting/lag_readings.py), so a status asked on an event loop does not stall it."""
         return {"activation": self.activation, "snapshots": self.snapshotter.status(),
                 "store": self.store.description if self.store is not None else None,
                 "replication": (None if self.replica is None else
-                                {"mode": self.replica.settings.mode, **self.replica.lag()})}
+                                {"mode": self.replica.settings.mode,
+                                 **self._lag_readings.latest()})}

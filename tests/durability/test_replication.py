@@ -149,7 +149,7 @@ def test_async_mode_answers_at_once_and_shows_when_it_last_shipped(tmp_path, dae
         until(lambda: host.status()["replication"]["lastSyncAt"] is not None, host.status,
               timeout_s=10)
         assert replica_count(tmp_path / "replica", tmp_path) == 1
-        until(lambda: host.status()["replication"]["pendingTransactions"] == 0, host.status)
+        until(lambda: host.status()["replication"].get("pendingTransactions") == 0, host.status)
         assert host.status()["replication"]["lagSeconds"] == 0
         # what the directory may record follows the replica, a confirmation behind
         until(lambda: host.durable_position() == host.workspace.position, host.status)
@@ -172,7 +172,7 @@ def test_async_mode_keeps_serving_when_the_replica_is_unreachable_and_shows_the_
             ok, result, _ = write(host, f"answered though not shipped {n}")
             assert ok, result
         # the replica is failing, and how long it has been behind shows and grows
-        until(lambda: host.status()["replication"]["lagSeconds"] >= 1.0, host.status)
+        until(lambda: (host.status()["replication"].get("lagSeconds") or 0) >= 1.0, host.status)
         shown = host.status()["replication"]
         assert shown["mode"] == "async" and shown["status"] == "failing", shown
         assert shown["pendingTransactions"] != 0, shown
@@ -549,5 +549,29 @@ def test_a_restore_leaves_the_daemon_shipping_the_restored_file_not_the_aside(
         assert write(host, "written after the restore")[0]
         until(lambda: replica_count(tmp_path / "replica", tmp_path) == 2, host.status)
         assert host.submit_read("getEntry", {"id": keep}).result()[0]["id"] == keep
+    finally:
+        host.close()
+
+
+def test_a_status_never_waits_for_a_daemon_that_does_not_answer(tmp_path, daemon):
+    """The actor answers status requests on the event loop every call of its workspace runs
+    on: a status waiting for a stopped daemon's socket stalled them all."""
+    import signal
+
+    from minisphere.durability.litestream_control import CONTROL_TIMEOUT_S
+    settings = ReplicationSettings(mode="async", sync_timeout_s=2.0)
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon, settings=settings)
+    try:
+        assert write(host, "shipped before the daemon stops")[0]
+        until(lambda: host.status()["replication"].get("lastSyncAt") is not None, host.status)
+        pid = daemon.running_pid()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            shown = [host.status()["replication"] for _ in range(3)]
+            assert time.monotonic() - started < CONTROL_TIMEOUT_S / 2   # not the socket's wait
+            assert shown[-1]["lastSyncAt"] is not None      # the newest reading, kept
+        finally:
+            os.kill(pid, signal.SIGCONT)
     finally:
         host.close()
