@@ -29,6 +29,7 @@ _QUERY_INTEGER = re.compile(r"[0-9]{1,9}")
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
 IDEMPOTENCY_HEADER = "Idempotency-Key"       # on a write: applied at most once per key
 REPLAY_HEADER = "Idempotent-Replay"          # "true": answered from the key's stored result
+UNAVAILABLE_RETRY_AFTER_S = 1   # a 503 of no known wait (a process restarting, a replica behind)
 # Server-Timing parts, in order: (name in the header, key in the timings the actors report)
 TIMING_PARTS = (("auth", "auth_ms"), ("activate", "activate_ms"), ("prepare", "prepare_ms"),
                 ("queue", "queue_ms"), ("engine", "engine_ms"), ("actor", "actor_ms"),
@@ -171,10 +172,14 @@ def error_json(exc: BaseException, audience: str = TENANT) -> JSONResponse:
     """The error answer of `exc` as `audience` may read it (default: a tenant, who is never
     told deployment details)."""
     status, body = error_response(exc, audience)
-    # an error that knows when asking again may succeed (rate limits, no room yet) says so
-    retry_after_s = getattr(exc, "retry_after_s", None)
+    # an error that knows when asking again may succeed (rate limits, no room yet) says so,
+    # and every 503 says to ask again (a process that died, a replica that did not confirm)
+    retry_after_s = getattr(exc, "retry_after_s", None) \
+        if isinstance(exc, MiniSphereError) else None
+    if retry_after_s is None and status == 503:
+        retry_after_s = UNAVAILABLE_RETRY_AFTER_S
     headers = ({"Retry-After": str(max(1, math.ceil(retry_after_s)))}
-               if isinstance(exc, MiniSphereError) and retry_after_s is not None else None)
+               if retry_after_s is not None else None)
     return JSONResponse(body, status_code=status, headers=headers)
 
 

@@ -368,3 +368,22 @@ def test_a_wake_restored_from_a_snapshot_is_recorded_from_the_binds_answer(tmp_p
     actions = [event["action"] for event in control.audit_log(ws)]
     assert "restore-on-activation" in actions
     assert control.get(ws)["nodeId"] == "in-process-node"
+
+
+@pytest.mark.parametrize("failure", ["died", "timed out"])
+def test_a_wake_whose_process_died_or_timed_out_is_a_503_with_retry_after(tmp_path, failure):
+    """Nothing of the call ran: a client must be told to ask again (a 400 said it never may)."""
+    from actors.directory.runtime import ActorGone
+    from minisphere.http.handling import error_json
+    parts, _, runtime = directory_parts(tmp_path)
+
+    async def drive():
+        workspace_id = parts.workspaces.create("unlucky", None, None)["workspace"]["id"]
+        runtime.bind_failure = ActorGone("died") if failure == "died" else TimeoutError()
+        with pytest.raises(Exception) as refused:
+            await parts.activator.activate(workspace_id)
+        await parts.activator.activate(workspace_id)          # and the next wake works
+        return refused.value
+
+    answer = error_json(asyncio.run(drive()))
+    assert answer.status_code == 503 and int(answer.headers["Retry-After"]) >= 1
