@@ -30,6 +30,7 @@ from minisphere.engine.arguments import (
     NoArgs,
     RecallArgs,
     SetStatusArgs,
+    TagsArgs,
     UnlinkArgs,
     UpdateArgs,
 )
@@ -42,7 +43,7 @@ TOOL_ARGUMENTS: dict[str, type[Args]] = {
     "getEntry": IdArgs,
     "connections": IdArgs,
     "graphView": GraphViewArgs,
-    "getTags": NoArgs,
+    "getTags": TagsArgs,
     "getCount": NoArgs,
     "getStats": NoArgs,
     "getBrief": NoArgs,
