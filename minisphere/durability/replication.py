@@ -12,7 +12,9 @@ answers only once the newest transaction is on the replica.
 
 - `LitestreamDaemon` makes sure the node's daemon runs (the first host on a node starts it,
   under a file lock, in a session of its own so it outlives the actor that started it; a host
-  that finds it gone starts it again and registers its file anew);
+  that finds it gone starts it again and registers its file anew). Given an owner (the node's
+  raylet) it lives no longer than that process (daemon_tether.py), and a daemon an earlier
+  owner left behind is stopped before anything is registered with the new one;
 - `ReplicaControl` (litestream_control.py) speaks to it over the socket;
 - `WorkspaceReplica` is one workspace file's registration: `confirm()` is what the group-commit
   writer calls after each batch in `sync` mode (one sync per batch, never one per write);
@@ -59,6 +61,7 @@ SOCKET_NAME = "litestream.sock"
 CONFIG_NAME = "litestream.yml"
 PID_NAME = "litestream.pid"
 LOG_NAME = "litestream.log"
+OWNER_NAME = "litestream.owner"    # the pid of the process the daemon lives no longer than
 DAEMON_START_TIMEOUT_S = 10.0      # for a new daemon's socket to answer
 DAEMON_POLL_S = 0.05
 RESTORE_TIMEOUT_S = 300.0          # `litestream restore` of one workspace
@@ -132,12 +135,33 @@ def daemon_environment(snapshots: SnapshotSettings) -> dict[str, str]:
 
 
 class LitestreamDaemon:
-    """The node's one daemon, kept in `folder` (config, socket, pid file and log)."""
+    """The node's one daemon, kept in `folder` (config, socket, pid file and log). `owner_pid`:
+    the process it must not outlive (None: none, it runs until stopped)."""
 
-    def __init__(self, folder: str | Path, env: dict[str, str] | None = None):
+    # folders whose daemon this process has checked belongs to the current owner
+    _owner_checked: set[tuple[str, int]] = set()
+
+    def __init__(self, folder: str | Path, env: dict[str, str] | None = None,
+                 owner_pid: int | None = None):
         self.folder = Path(folder)
         self.env = env
+        self.owner_pid = owner_pid
         self.control = ReplicaControl(daemon_socket(self.folder))
+
+    def ensure_owned(self) -> None:
+        """Once per process and folder: a daemon left running by an earlier owner (a Ray
+        session that ended without stopping it) is stopped, and one of this owner started,
+        before anything is registered."""
+        if self.owner_pid is None or (str(self.folder), self.owner_pid) in self._owner_checked:
+            return
+        self.ensure_running()
+        self._owner_checked.add((str(self.folder), self.owner_pid))
+
+    def _recorded_owner(self) -> int | None:
+        try:
+            return int((self.folder / OWNER_NAME).read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            return None
 
     def ensure_running(self) -> ReplicaControl:
         """Start the daemon unless it answers; the control socket either way. A daemon that
@@ -145,11 +169,16 @@ class LitestreamDaemon:
         second daemon beside it would leave the files registered with the first shipped by a
         process nobody talks to, and two daemons may ship the same file. That happened on a
         node at load average 50, a new daemon each time one was slow to answer."""
-        if self.control.alive():
+        if self.control.alive() and self._owner_kept():
             return self.control
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.folder / ".start.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)          # one starter per node at a time
+            if not self._owner_kept():
+                log.warning("stopping the litestream daemon in %s: it belongs to process %s, "
+                            "not %s (an earlier Ray session)", self.folder,
+                            self._recorded_owner(), self.owner_pid)
+                self.stop()
             if self.control.alive():
                 return self.control
             if self.running_pid() is None:
@@ -157,6 +186,12 @@ class LitestreamDaemon:
             else:
                 self._await_answer(None)
         return self.control
+
+    def _owner_kept(self) -> bool:
+        """The running daemon (if any) belongs to this owner, or no owner is asked for."""
+        if self.owner_pid is None or self.running_pid() is None:
+            return True
+        return self._recorded_owner() == self.owner_pid
 
     def running_pid(self) -> int | None:
         """The pid of this folder's daemon when that process is alive (a zombie or a reused pid
@@ -182,11 +217,16 @@ class LitestreamDaemon:
         config.write_text(f"socket:\n  enabled: true\n  path: {self.folder / SOCKET_NAME}\n"
                           "dbs: []\n", encoding="utf-8")
         (self.folder / SOCKET_NAME).unlink(missing_ok=True)
+        command = [litestream_binary(), "replicate", "-config", str(config)]
+        if self.owner_pid is not None:        # and no longer than the node's Ray
+            command = [sys.executable, "-m", "minisphere.durability.daemon_tether",
+                       str(self.owner_pid), "--", *command]
         with open(self.folder / LOG_NAME, "ab") as out:
             process = subprocess.Popen(
-                [litestream_binary(), "replicate", "-config", str(config)], stdout=out,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
+                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=self.env,
                 start_new_session=True)       # outlives the actor that happened to start it
+        (self.folder / OWNER_NAME).write_text(str(self.owner_pid or ""), encoding="ascii")
         (self.folder / PID_NAME).write_text(str(process.pid), encoding="ascii")
         self._await_answer(process)
         log.info("litestream daemon %d started in %s", process.pid, self.folder)
@@ -234,7 +274,8 @@ class WorkspaceReplica:
     def register(self) -> None:
         # straight to the daemon, which is nearly always up: asking it first whether it answers
         # was a round trip inside every wake; when it does not answer, it is started (or
-        # waited for) and asked again
+        # waited for) and asked again. Only a process's first registration checks whose it is.
+        self.daemon.ensure_owned()
         try:
             self.daemon.control.register(self.db_path, self.url)
         except CONTROL_ERRORS:
@@ -371,12 +412,13 @@ def restore_from_replica(url: str, target: Path, *, timestamp: str | None = None
 
 
 def workspace_replica(replication: ReplicationSettings, snapshots: SnapshotSettings | None,
-                      db_path: str | Path, workspace_id: str,
-                      generation: str | None) -> WorkspaceReplica | None:
-    """The replication of one workspace file as the settings ask (None: off, or no store)."""
+                      db_path: str | Path, workspace_id: str, generation: str | None,
+                      owner_pid: int | None = None) -> WorkspaceReplica | None:
+    """The replication of one workspace file as the settings ask (None: off, or no store).
+    `owner_pid`: the process the node's daemon must not outlive (the node's raylet)."""
     if not replication.enabled or snapshots is None:
         return None
-    daemon = LitestreamDaemon(replication.daemon_dir, daemon_environment(snapshots))
+    daemon = LitestreamDaemon(replication.daemon_dir, daemon_environment(snapshots), owner_pid)
     return WorkspaceReplica(daemon, Path(db_path).resolve(),
                             replica_url(snapshots, workspace_id, generation), replication,
                             (open_snapshot_store(snapshots),
