@@ -108,17 +108,27 @@ class HostLock:
 
 
 def _held_by_a_host(folder: Path) -> bool:
+    fd = _take_host_lock(folder)
+    if fd is None:
+        return True
+    if fd >= 0:
+        os.close(fd)
+    return False
+
+
+def _take_host_lock(folder: Path) -> int | None:
+    """The folder's host lock taken without waiting: its descriptor (closing it lets go; -1
+    when the folder has no lock file, so no host ever held it), None when a host holds it."""
     try:
         fd = os.open(folder / LOCK_NAME, os.O_RDWR)
     except FileNotFoundError:
-        return False
+        return -1
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        return True
-    finally:
         os.close(fd)
-    return False
+        return None
+    return fd
 
 
 def release_orphaned_registrations(root: str | Path, daemon_dir: str | Path | None) -> list[str]:
@@ -166,19 +176,28 @@ def sweep_node(root: str | Path, node_id: str, tombstones: dict[str, list[str]],
         return deleted
     release_orphaned_registrations(root, daemon_dir)
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        copy = inspect_copy(folder / file_name)
-        if copy is None or _held_by_a_host(folder):
+        # decided and deleted under the host lock: a host that took it between a probe and
+        # the deletion would have lost the copy it had just found
+        lock = _take_host_lock(folder)
+        if lock is None:
             continue
-        dead = _dead(copy.generation, tombstones.get(folder.name))
-        generation, holder, stored = moved.get(folder.name, (None, None, -1))
-        stale = (holder not in (None, node_id) and copy.generation == generation
-                 and copy.position <= stored)
-        if dead:
-            shutil.rmtree(folder, ignore_errors=True)
-        elif stale:
-            discard_copy(folder / file_name)
-        else:
-            continue
+        try:
+            copy = inspect_copy(folder / file_name)
+            if copy is None:
+                continue
+            dead = _dead(copy.generation, tombstones.get(folder.name))
+            generation, holder, stored = moved.get(folder.name, (None, None, -1))
+            stale = (holder not in (None, node_id) and copy.generation == generation
+                     and copy.position <= stored)
+            if dead:
+                shutil.rmtree(folder, ignore_errors=True)
+            elif stale:
+                discard_copy(folder / file_name)
+            else:
+                continue
+        finally:
+            if lock >= 0:
+                os.close(lock)
         log.info("node sweep: removed %s copy of %s", "deleted" if dead else "stale", folder.name)
         deleted.append(folder.name)
     return deleted

@@ -34,6 +34,7 @@ from minisphere.engine.workspace import Workspace
 from minisphere.errors import (
     SnapshotError,
     WorkspaceClosed,
+    WorkspaceDataMissing,
     WorkspaceUnavailable,
 )
 from minisphere.hosting.copies import HostLock, drop_after_forget
@@ -103,6 +104,10 @@ class WorkspaceHost(StoredStates):
 
     # ---- file and connections ------------------------------------------------------------------
     def _open(self) -> None:
+        if self.activation["source"] != "new" and not self.path.exists():
+            # opening would make an empty database where a copy was found: never that
+            raise WorkspaceDataMissing(f"workspace {self.workspace_id}: its file at "
+                                       f"{self.path} is gone; nothing was opened")
         workspace = Workspace(self.path, synchronous=self.synchronous, embedder=self.embedder)
         try:
             reads = ReadPool(self.path, threads=self.read_threads,

@@ -244,3 +244,19 @@ def test_an_unreadable_local_file_nothing_restores_is_refused_and_kept(tmp_path)
     with pytest.raises(WorkspaceDataMissing, match="unreadable"):
         host_on(tmp_path / "a", None, generation="g", epoch=1)
     assert path.read_bytes().startswith(b"garbage")        # never replaced by an empty file
+
+
+def test_a_host_whose_file_vanished_after_it_was_found_opens_nothing_empty(tmp_path,
+                                                                           local_store):
+    first = host_on(tmp_path / "a", local_store, generation="g", epoch=1)
+    write(first, "capture", {"content": "acknowledged"})
+    first.hibernate()
+    again = host_on(tmp_path / "a", local_store, generation="g", epoch=2)
+    assert again.activation["source"] == "local"
+    again._close_io()
+    for suffix in ("", "-wal", "-shm"):                 # gone between finding and opening
+        Path(f"{again.path}{suffix}").unlink(missing_ok=True)
+    with pytest.raises(WorkspaceDataMissing):
+        again._open()
+    assert not again.path.exists()                      # no empty file in its place
+    again.close()
