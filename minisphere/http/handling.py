@@ -3,6 +3,7 @@ strict query numbers, request bodies as models, the error body of any failure (f
 audience), and the timing headers."""
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
@@ -184,9 +185,29 @@ def error_json(exc: BaseException, audience: str = TENANT) -> JSONResponse:
 
 
 def client_address(request: Request) -> str:
-    """The caller's address as the server saw it (the budget of failed authentications is
-    kept per address; forwarded-for headers are not trusted, anyone can send them)."""
-    return request.client.host if request.client is not None else "unknown"
+    """The caller's address, whose failed authentications are budgeted. The peer, unless the
+    peer is a configured trusted proxy (`MINISPHERE_TRUSTED_PROXIES`): then the nearest address
+    in `X-Forwarded-For` that is not one (anyone can send the header, so only those count, or
+    behind a load balancer one client's bad tokens would have rate-limited everyone)."""
+    peer = request.client.host if request.client is not None else "unknown"
+    settings = getattr(getattr(request.app.state, "gateway", None), "settings", None)
+    trusted = [ipaddress.ip_network(n) for n in getattr(settings, "trusted_proxies", ())]
+    if not trusted or not _within(peer, trusted):
+        return peer
+    forwarded = [hop.strip() for hop in
+                 ",".join(request.headers.getlist("x-forwarded-for")).split(",") if hop.strip()]
+    for hop in reversed(forwarded):
+        if not _within(hop, trusted):
+            return hop
+    return forwarded[0] if forwarded else peer
+
+
+def _within(address: str, networks: list) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False          # not an address (a malformed hop): never a trusted proxy
+    return any(ip in network for network in networks)
 
 
 def audience_of(gateway, token: str | None) -> str:
