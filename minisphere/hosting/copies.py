@@ -37,6 +37,8 @@ log = logging.getLogger("minisphere.copies")
 EXPORT_COPY_GLOB = ".export-*"
 SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
 UNREADABLE_MARK = ".unreadable"     # a file SQLite could not read, kept while nothing restores it
+# what a restore or a snapshot stages beside the file, left behind when its process was killed
+STAGING_GLOBS = (".restore-*", ".snapshot-*", "*.from-replica")
 LOCK_NAME = ".host.lock"
 HOST_LOCK_WAIT_S = 30.0       # for the previous host of the folder to end (a process exit)
 HOST_LOCK_POLL_S = 0.05
@@ -62,6 +64,18 @@ def drop_export_copies(folder: Path) -> int:
 def drop_after_forget(db_path: Path) -> int:
     """What a forget must reach beside the live file: copies taken before it."""
     return drop_asides(db_path) + drop_export_copies(db_path.parent)
+
+
+def drop_staging_leftovers(folder: Path) -> int:
+    """Delete what killed restores and snapshots staged in the folder (each a full copy of the
+    workspace, forgotten text included); only while no host works in it (its lock held)."""
+    found = [p for pattern in STAGING_GLOBS for p in folder.glob(pattern)]
+    for path in found:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            remove_database(path)
+    return len(found)
 
 
 def remove_database(db_path: Path) -> None:
@@ -182,6 +196,7 @@ def sweep_node(root: str | Path, node_id: str, tombstones: dict[str, list[str]],
         if lock is None:
             continue
         try:
+            drop_staging_leftovers(folder)
             copy = inspect_copy(folder / file_name)
             if copy is None:
                 continue

@@ -37,7 +37,7 @@ from minisphere.errors import (
     WorkspaceDataMissing,
     WorkspaceUnavailable,
 )
-from minisphere.hosting.copies import HostLock, drop_after_forget
+from minisphere.hosting.copies import HostLock, drop_after_forget, drop_staging_leftovers
 from minisphere.hosting.group_commit import GroupCommitWriter
 from minisphere.hosting.lag_readings import LagReadings
 from minisphere.hosting.locating import CurrentCopy
@@ -90,6 +90,7 @@ class WorkspaceHost(StoredStates):
         self._closed = False                    # closed for good (hibernated or closed)
         self._lock = HostLock(self.path.parent)      # the node's sweep leaves this folder alone
         try:
+            drop_staging_leftovers(self.path.parent)   # of a killed earlier host's restore
             self.activation = CurrentCopy(
                 workspace_id, self.path, generation, self.min_position, self.store,
                 replica).ensure(expect_snapshot)

@@ -260,3 +260,22 @@ def test_a_host_whose_file_vanished_after_it_was_found_opens_nothing_empty(tmp_p
         again._open()
     assert not again.path.exists()                      # no empty file in its place
     again.close()
+
+
+def test_what_a_killed_restore_staged_is_deleted_by_the_next_host_and_the_sweep(tmp_path,
+                                                                                local_store):
+    def leave_staging(folder: Path) -> None:
+        (folder / ".restore-killed").mkdir(parents=True)
+        (folder / ".restore-killed" / "moment.db").write_bytes(SECRET.encode())
+        (folder / "workspace.db.from-replica").write_bytes(SECRET.encode())
+    first = host_on(tmp_path / "a", local_store, generation="g", epoch=1)
+    first.hibernate()
+    leave_staging(tmp_path / "a" / "ws-loc")
+    again = host_on(tmp_path / "a", local_store, generation="g", epoch=2)
+    try:
+        assert bytes_under(tmp_path / "a", SECRET) == []
+    finally:
+        again.close()
+    leave_staging(tmp_path / "a" / "ws-loc")
+    sweep_node(tmp_path / "a", "node-a", {}, {})
+    assert bytes_under(tmp_path / "a", SECRET) == []
