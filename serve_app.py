@@ -95,7 +95,7 @@ class MiniSphereIngress:
             observe = None
         return build_api(self.gateway, self.contracts, transfer=TransferOps(self.gateway),
                          observe=observe, request_id=serve_request_id,
-                         max_inflight=INGRESS_MAX_INFLIGHT)
+                         max_inflight=INGRESS_MAX_INFLIGHT, mcp=self.settings.mcp)
 
     async def check_health(self):
         await self.gateway.ready()

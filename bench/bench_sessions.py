@@ -33,7 +33,7 @@ import httpx
 
 from .bench_serverless import create_workspaces
 from .common import machine_note, p50, percentile, publish_report, table
-from .cpu_ledger import CpuLedger
+from .cpu_ledger import OTHER, CpuLedger
 from .local_service import start_local_service, stop_local_service
 
 ADMIN_TOKEN = "bench-sessions-admin-0123456789abcdef"
@@ -185,10 +185,15 @@ def run(url: str, admin: dict, directory, args) -> tuple[list, list]:
     after = settled_status(ray, directory)
     rows, notes = report_rows(sessions, before, after, live_workspace_actors(ray), took, args)
     cpu = cpu_rows(ledger, took, sessions.started)
-    total_cpu = sum(ledger.by_kind().values()) / max(1, sessions.started)
-    rows.append(["CPU per session", f"{total_cpu:.2f} CPU-s", "every process on the machine",
+    spent = ledger.by_kind()
+    total_cpu = sum(spent.values()) / max(1, sessions.started)
+    # the machine is shared: what unrelated processes spent is shown, not charged to sessions
+    service_cpu = total_cpu - spent.get(OTHER, 0.0) / max(1, sessions.started)
+    rows.append(["CPU per session", f"{service_cpu:.2f} CPU-s",
+                 f"the service's processes and the benchmark's clients; {total_cpu:.2f} CPU-s "
+                 "with every process on the machine",
                  f"≤ {CPU_PER_SESSION_TARGET_S:g} CPU-s: "
-                 f"{'met' if total_cpu <= CPU_PER_SESSION_TARGET_S else 'missed'}"])
+                 f"{'met' if service_cpu <= CPU_PER_SESSION_TARGET_S else 'missed'}"])
     return rows, notes, cpu
 
 

@@ -4,7 +4,7 @@
 deployment (the launcher, every ingress replica, the actors) receive the resulting `Settings`
 object itself, never a dict. `ENV_VARS` is the single table of what can be set: the loader
 refuses to read a name that is not in it, `minisphere settings` prints it, and a test compares
-it with the README's table, so the three cannot drift apart.
+it with the documentation's table (docs/operate/settings.md), so the three cannot drift apart.
 
 On a loopback host without MINISPHERE_ADMIN_TOKEN, a token is generated once and kept in
 `<data>/.admin_token` (mode 0600), so every process of one deployment agrees on it. Off
@@ -34,6 +34,10 @@ from minisphere.errors import ConfigError
 DEFAULT_DATA_DIR = "data"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+# The MCP endpoint's DNS-rebinding protection accepts these host names (any port) in the Host
+# and Origin headers, besides MINISPHERE_HOST and the names MINISPHERE_MCP_ALLOWED_* add.
+MCP_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+_WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 DEFAULT_RAY_NAMESPACE = "minisphere"
 DEFAULT_MAX_BATCH_WRITES = 256         # most writes one group commit takes
 DEFAULT_MIN_REPLICAS = 1
@@ -54,9 +58,10 @@ DEFAULT_S3_PREFIX = "minisphere/"
 SNAPSHOT_EVERY_WRITES = 1000           # acknowledged writes since the last snapshot
 SNAPSHOT_EVERY_S = 300.0               # seconds since the last snapshot, if anything changed
 SNAPSHOT_KEEP_VERSIONS = 20            # older versions of a workspace are pruned after a snapshot
-# An actor with no call for this long hibernates. An idle resident is a process costing ~50 MiB
-# and ~0.85% of a core (Ray's own upkeep); a wake into a recycled process costs tens of ms once.
-HIBERNATE_IDLE_S = 30.0
+# An actor with no call for this long hibernates. An idle resident costs ~0.75% of a core (Ray's
+# own upkeep of the process) and a hibernation plus a wake into the recycled process ~70 ms of
+# CPU once, so past ~9 s of silence letting it go is the cheaper bet (rent or buy).
+HIBERNATE_IDLE_S = 10.0
 AUTO = 0                               # MAX_RESIDENT / SPARE_ACTORS: derived from the cluster
 # With MINISPHERE_SPARE_ACTORS unset the spare pool follows demand, within these shares of the
 # cluster for its idle spares (control/residency_policy.spare_budget)
@@ -70,6 +75,10 @@ RECYCLE_MAX_GROWTH_MIB = 64.0
 # A wake expected to wait longer than this behind the wakes already under way is refused at once
 # (503 `overloaded` with Retry-After) rather than left to time out (0 = never refused).
 WAKE_DEADLINE_S = 2.0
+# While the calls an ingress replica sends to workspaces already awake take longer than this
+# (their median over the last second), it refuses new wakes at once with 503 `overloaded`: a
+# wake brings a whole session of calls, and the machine is already late with the ones it has.
+WAKE_SHED_LATENCY_MS = 250.0
 # Workspace slots: a custom Ray resource each node advertises in proportion to its memory. Every
 # workspace actor (bound or spare) asks for one, so Ray spreads them by capacity and a wake with
 # no free slot left is a pending actor: demand the autoscaler answers with another node.
@@ -168,6 +177,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("MINISPHERE_TRUSTED_PROXIES", "(none)", "addresses or networks (comma-separated, "
            "e.g. `10.0.0.0/8`) of load balancers whose `X-Forwarded-For` names the client; "
            "from anyone else the header is ignored"),
+    EnvVar("MINISPHERE_MCP_ALLOWED_HOSTS", "loopback names and `MINISPHERE_HOST`",
+           "comma-separated Host headers the MCP endpoint also accepts (`name`, `name:port`, "
+           "`name:*`): the names clients reach the service by (DNS-rebinding protection)"),
+    EnvVar("MINISPHERE_MCP_ALLOWED_ORIGINS", "`http(s)://` of the allowed hosts",
+           "comma-separated Origin headers the MCP endpoint also accepts (`https://name`, "
+           "`https://name:*`); a request without Origin is not checked"),
     EnvVar("MINISPHERE_CONTRACTS_DIR", "the checkout's `contracts/`, else "
            "`<prefix>/share/minisphere/contracts`", "where the pinned contracts are"),
     EnvVar("MINISPHERE_SNAPSHOT_STORE", "`local`", "`local` (a directory) or `s3`"),
@@ -196,7 +211,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "idle seconds before a workspace hibernates (0 = never)"),
     EnvVar("MINISPHERE_MAX_RESIDENT", "derived from the cluster's memory and CPUs",
            "resident workspace actors (least recently used hibernate above it)"),
-    EnvVar("MINISPHERE_SPARE_ACTORS", "follows demand: the busiest minute of the last ten "
+    EnvVar("MINISPHERE_SPARE_ACTORS", "follows demand: the busiest minute of the last three "
            "in wakes, at least 2 per CPU of the cluster (2 to 32), within the spare budget",
            "warm, not yet bound workspace actors kept ready for wakes; a number fixes the pool "
            "(0 = none)"),
@@ -213,6 +228,10 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("MINISPHERE_WAKE_DEADLINE_S", f"`{WAKE_DEADLINE_S:g}`",
            "a wake expected to be bound later than this, behind the wakes under way, is "
            "refused at once with 503 `overloaded` and Retry-After (0 = never)"),
+    EnvVar("MINISPHERE_WAKE_SHED_LATENCY_MS", f"`{WAKE_SHED_LATENCY_MS:g}`",
+           "while calls to awake workspaces take longer than this at an ingress replica "
+           "(median over a second), it refuses new wakes at once with 503 `overloaded` and "
+           "Retry-After (0 = never)"),
     EnvVar("MINISPHERE_WORKSPACE_SLOTS", f"`{DEFAULT_WORKSPACE_SLOTS_MODE}`",
            f"each workspace actor asks for one `{WORKSPACE_SLOT_RESOURCE}` resource: `on`, "
            "`off`, or `auto` (when some live node advertises it)"),
@@ -296,8 +315,26 @@ class ResidencySettings:
     recycle_max_binds: int = RECYCLE_MAX_BINDS            # 0: a hibernated process is killed
     recycle_max_growth_mib: float = RECYCLE_MAX_GROWTH_MIB
     wake_deadline_s: float = WAKE_DEADLINE_S              # 0: wakes are never refused
+    wake_shed_latency_ms: float = WAKE_SHED_LATENCY_MS    # 0: never refused for late calls
     workspace_slots: str = DEFAULT_WORKSPACE_SLOTS_MODE     # auto | on | off
     node_workspace_slots: int = AUTO       # AUTO: actors/directory/placement.node_workspace_slots
+
+
+def _any_port(names) -> tuple[str, ...]:
+    return tuple(value for name in names for value in (name, f"{name}:*"))
+
+
+def _origins_of(names) -> tuple[str, ...]:
+    return tuple(f"{scheme}://{value}" for scheme in ("http", "https")
+                 for value in _any_port(names))
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    """The Host and Origin headers the MCP endpoint accepts (its DNS-rebinding protection: a
+    web page must not reach a service on this machine through a name that resolves here)."""
+    allowed_hosts: tuple[str, ...] = _any_port(MCP_LOOPBACK_HOSTS)
+    allowed_origins: tuple[str, ...] = _origins_of(MCP_LOOPBACK_HOSTS)
 
 
 @dataclass(frozen=True)
@@ -321,6 +358,7 @@ class Settings:
     snapshots: SnapshotSettings = field(default_factory=SnapshotSettings)
     residency: ResidencySettings = field(default_factory=ResidencySettings)
     replication: ReplicationSettings = field(default_factory=ReplicationSettings)
+    mcp: McpSettings = field(default_factory=McpSettings)
 
     @property
     def workspaces_dir(self) -> Path:
@@ -467,6 +505,19 @@ def load_trusted_proxies(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(networks)
 
 
+def _listed(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in env_value(name, env).split(",") if part.strip())
+
+
+def load_mcp_settings(host: str, env: Mapping[str, str]) -> McpSettings:
+    """Loopback names and the service's own host, any port, plus the listed ones."""
+    names = MCP_LOOPBACK_HOSTS + (() if host in _WILDCARD_HOSTS + MCP_LOOPBACK_HOSTS else
+                                  (f"[{host}]" if ":" in host else host,))
+    return McpSettings(
+        allowed_hosts=_any_port(names) + _listed(env, "MINISPHERE_MCP_ALLOWED_HOSTS"),
+        allowed_origins=_origins_of(names) + _listed(env, "MINISPHERE_MCP_ALLOWED_ORIGINS"))
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Every setting from `env` (default: the process environment); `ConfigError` when one is
     unusable, before anything is created on disk."""
@@ -510,6 +561,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                                           RECYCLE_MAX_GROWTH_MIB, 1.0, 1_000_000.0, kind=float),
         wake_deadline_s=env_number(env, "MINISPHERE_WAKE_DEADLINE_S", WAKE_DEADLINE_S, 0.0,
                                    3600.0, kind=float),
+        wake_shed_latency_ms=env_number(env, "MINISPHERE_WAKE_SHED_LATENCY_MS",
+                                        WAKE_SHED_LATENCY_MS, 0.0, 3_600_000.0, kind=float),
         workspace_slots=load_workspace_slots_mode(env),
         node_workspace_slots=env_number(env, "MINISPHERE_NODE_WORKSPACE_SLOTS", AUTO, 1,
                                         1_000_000))
@@ -525,4 +578,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         blueprint_path=env_value("MINISPHERE_BLUEPRINT", env) or str(DEFAULT_BLUEPRINT_PATH),
         access_log=env_value("MINISPHERE_ACCESS_LOG", env).lower() in ("1", "true", "yes"),
         trusted_proxies=load_trusted_proxies(env),
-        snapshots=snapshots, residency=residency, replication=replication)
+        snapshots=snapshots, residency=residency, replication=replication,
+        mcp=load_mcp_settings(host, env))

@@ -1,1 +1,1 @@
-"""The tests, a package mirroring the tree (see the README's Layout)."""
+"""The tests, a package mirroring the tree (see docs/architecture/index.md)."""

@@ -1,5 +1,6 @@
 """The settings object: loaded once from the environment, refusals before anything is created,
-durability defaults, and the README's table of variables kept equal to `settings.ENV_VARS`."""
+durability defaults, and the documentation's table of variables (docs/operate/settings.md) kept
+equal to `settings.ENV_VARS`."""
 import re
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def test_defaults_are_a_local_store_under_the_data_folder(tmp_path):
     snapshots = settings.snapshots
     assert snapshots.store == "local" and snapshots.local_dir == str(tmp_path / "snapshots")
     assert isinstance(open_snapshot_store(snapshots), LocalDirSnapshotStore)
-    assert snapshots.every_writes == 1000 and settings.residency.hibernate_idle_s == 30
+    assert snapshots.every_writes == 1000 and settings.residency.hibernate_idle_s == 10
     assert settings_from(tmp_path, {}) == settings          # loaded again: the same object
 
 
@@ -92,9 +93,9 @@ def test_a_short_admin_token_off_loopback_refuses_to_start_saying_how_long_it_mu
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def readme_table(heading: str) -> str:
-    """The markdown table that follows `heading` in the README."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def documented_table(heading: str) -> str:
+    """The markdown table that follows `heading` on the documentation's settings page."""
+    text = (ROOT / "docs" / "operate" / "settings.md").read_text(encoding="utf-8")
     after = text[text.index(heading) + len(heading):]
     lines = after.strip("\n").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| variable"))
@@ -106,9 +107,10 @@ def readme_table(heading: str) -> str:
     return "\n".join(table)
 
 
-def test_readme_tables_are_the_settings_tables():
-    assert readme_table("<!-- service settings: minisphere settings -->") == env_table_markdown()
-    assert readme_table("<!-- client settings: minisphere settings --client -->") == \
+def test_the_documented_tables_are_the_settings_tables():
+    assert documented_table("<!-- service settings: minisphere settings -->") == \
+        env_table_markdown()
+    assert documented_table("<!-- client settings: minisphere settings --client -->") == \
         env_table_markdown(CLIENT_ENV_VARS)
 
 

@@ -4,12 +4,13 @@ retired one is let go.
 
 `Activator.activate` is the only way in: concurrent activations of one workspace share one bind,
 and a wake that would wait past the wake deadline behind others is refused at once
-(`control/wake_admission.py`).
+(`control/wake_admission.py`), unless it waits for a node the autoscaler is to add.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 
 from actors.directory.placement import Placement
@@ -37,6 +38,10 @@ ROOM_SHOWN_TIMEOUT_S = 5.0
 # How long a wake that finds no spare waits for one on its way back from a hibernation (a drain
 # and a close, tens of ms; with a snapshot up to a few hundred) before it starts a process.
 RETURNING_WAIT_S = 1.0
+FIRST_START_GUESS_S = 1.0         # a process start's duration before any was measured
+# Process starts wakes may have under way at once, per CPU of the cluster: each takes most of a
+# core for about a second, and the calls of the sessions already admitted need the rest.
+WAKE_STARTS_AT_ONCE_PER_CPU = 0.5
 SLOTS_RESOURCE_HINT = (
     "no node of the cluster advertises the minisphere_workspace_slots resource that "
     "MINISPHERE_WORKSPACE_SLOTS=on makes every workspace actor ask for: start the nodes with "
@@ -93,7 +98,7 @@ class SpareStarter:
 
 class Activator:
     def __init__(self, settings, control, runtime, residents, placement, pool, cap,
-                 workspace_path):
+                 workspace_path, starts_at_once: int = 1):
         self.settings = settings
         self.control = control
         self.runtime = runtime
@@ -108,6 +113,10 @@ class Activator:
         # for a process start (the benchmarks' miss and start rates)
         self.wakes = {"recycled": 0, "spare": 0, "new": 0}
         self.wake_admission = WakeAdmission(settings.residency.wake_deadline_s)
+        # processes wakes are starting now (none was ready for them), and how many may be
+        self.starts_at_once = max(1, starts_at_once)
+        self.starting = 0
+        self.refused_for_starts = 0
 
     async def activate(self, workspace_id: str, caller_saw_failure: bool = False):
         """The workspace's actor handle, binding one if it is not resident. A caller that saw
@@ -121,7 +130,10 @@ class Activator:
             return resident.handle
         if workspace_id in self.residents.activations:           # it joins that wake
             return await self.residents.activations.joined(workspace_id)
-        retry_after_s = self.wake_admission.refusal_s()
+        # a wake waiting for a node to be added is never refused for the queue ahead of it:
+        # refused, its pending actor would never stand as the demand the autoscaler answers
+        retry_after_s = (None if self.placement.waiting_for_nodes()
+                         else self.wake_admission.refusal_s())
         if retry_after_s is not None:
             raise Overloaded(
                 f"workspace {workspace_id} was not woken: {self.wake_admission.in_flight} "
@@ -223,9 +235,25 @@ class Activator:
         if spare is not None:
             return (spare.handle, spare.name, "recycled" if spare.recycled else "spare", None,
                     why)
+        self._refuse_another_start(record["id"])
         placed = self.placement.place(record["nodeId"])
         name = new_actor_name()
         return self._start(name, placed), name, "new", placed, placed.why
+
+    def _refuse_another_start(self, workspace_id: str) -> None:
+        """A process start takes most of a core for about a second: past `starts_at_once`
+        under way, another would only slow down the starts, the binds and the calls of the
+        work already admitted (wakes queued behind starts are how a node collapsed). Refused
+        at once instead, unless wakes are never refused or it waits for a node to be added."""
+        if (self.starting < self.starts_at_once or self.wake_admission.deadline_s <= 0
+                or self.placement.waiting_for_nodes()):
+            return
+        self.refused_for_starts += 1
+        recent = sorted(self.pool.start_seconds) or [FIRST_START_GUESS_S]
+        raise Overloaded(
+            f"workspace {workspace_id} was not woken: no spare process is ready and "
+            f"{self.starting} are starting for other wakes",
+            retry_after_s=max(1, math.ceil(recent[len(recent) // 2])))
 
     def _start(self, name: str, placed: Placement | None):
         options = {**self.placement.slot_request(), **(placed.options if placed else {})}
@@ -234,6 +262,7 @@ class Activator:
     async def _bind_reserved(self, workspace_id: str) -> Resident:
         handle, name, source, placed, why = await self._actor_for(self.control.get(workspace_id))
         resident = Resident(handle, name, placement=why)
+        self.starting += source == "new"
         try:
             return await self._bind_actor(workspace_id, resident, source, placed)
         except BaseException:
@@ -244,6 +273,7 @@ class Activator:
             self._abandon(workspace_id, resident)
             raise
         finally:
+            self.starting -= source == "new"
             self.placement.release(placed)
 
     async def _bind_actor(self, workspace_id: str, resident: Resident, source: str,

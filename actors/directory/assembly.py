@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from actors.directory.activation import Activator, SpareStarter
+from actors.directory.activation import WAKE_STARTS_AT_ONCE_PER_CPU, Activator, SpareStarter
 from actors.directory.grants import TokenGrants
 from actors.directory.hibernation import HIBERNATING_OVER_CAP_PER_CPU, Hibernation
 from actors.directory.placement import NodePlacement
@@ -70,6 +70,7 @@ def assemble(settings: Settings, control, runtime, admin_token_hash: str, *,
         settings, control, open_snapshot_store(settings.snapshots), residents, runtime,
         born_with(verified_contracts()), load_default_blueprint(settings.blueprint_path))
     activator = Activator(settings, control, runtime, residents, placement, pool, hibernation,
-                    workspaces.workspace_path)
+                          workspaces.workspace_path,
+                          starts_at_once=max(1, int(cluster_cpus * WAKE_STARTS_AT_ONCE_PER_CPU)))
     grants = TokenGrants(control, runtime, residents, activator, admin_token_hash)
     return DirectoryParts(residents, placement, pool, hibernation, workspaces, activator, grants)

@@ -164,6 +164,13 @@ class NodePlacement:
             return False
         return self._free_slots_now().get(node_id, 0) < SLOTS_PER_WORKSPACE_ACTOR
 
+    def waiting_for_nodes(self) -> bool:
+        """Slots required and no live node has one free: a wake now is a pending actor, the
+        demand an autoscaler answers with a node, not a queue this cluster's CPUs serve."""
+        if not self.slot_request():
+            return False
+        return node_with_room(None, self._free_slots_now(), SLOTS_PER_WORKSPACE_ACTOR) is None
+
     async def until_room(self, node_id: str, timeout_s: float) -> bool:
         """Wait (bounded) until `node_id` shows a free slot; whether it does."""
         deadline = time.monotonic() + timeout_s

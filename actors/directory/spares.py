@@ -8,7 +8,7 @@ a burst of wakes spends the pool first and then waits only for process starts.
 
 Its size is fixed (`MINISPHERE_SPARE_ACTORS`, or `resize`), or it follows demand (`Demand`):
 every `take` not served by a recycled process is a wake, and the pool keeps as many spares as
-the busiest minute of the last ten saw such wakes (`residency_policy.demand_spare_target`),
+the busiest minute of the last three saw such wakes (`residency_policy.demand_spare_target`),
 within its floor and its budget; it looks again every `DEMAND_REVIEW_S`, so it also shrinks
 once a busy minute leaves the window.
 

@@ -18,18 +18,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from actors.directory_actor import get_directory
 from actors.ingress.spare_contacts import SpareContacts
 from actors.parts.reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.control.auth import check_workspace_id, same_hash, token_hash
+from minisphere.control.call_pressure import CallPressure
 from minisphere.control.token_cache import AdminCheck, TokenCache
 from minisphere.durability.generations import generation_store
 from minisphere.durability.snapshots import list_snapshots
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.engine.clock import epoch_ms
 from minisphere.engine.methods import METHODS
-from minisphere.errors import Unauthenticated, WorkspaceDataMissing, as_named_error
+from minisphere.errors import Overloaded, Unauthenticated, WorkspaceDataMissing, as_named_error
 from minisphere.maintenance import runs as M
 from minisphere.settings import Settings
 
@@ -46,7 +48,8 @@ class Gateway:
         self.settings = settings
         self.directory = directory if directory is not None else get_directory(settings)
         self.directory.start.remote()          # warm the spare pool; never waited for
-        self.reach = WorkspaceReach(self.directory)
+        self.pressure = CallPressure(settings.residency.wake_shed_latency_ms / 1e3)
+        self.reach = WorkspaceReach(self.directory, wake_gate=self._admit_wake)
         self.spare_contacts = SpareContacts(self.directory)    # started by the first call
         self.admin_hash = token_hash(settings.admin_token)
         self.token_cache = TokenCache(self.ask_directory, settings.token_cache_ttl_s)
@@ -56,6 +59,14 @@ class Gateway:
 
     async def ask_directory(self, method: str, *args):
         return await ask(self.directory, method, *args)
+
+    def _admit_wake(self, workspace_id: str) -> None:
+        """Refuse a wake while the calls to resident workspaces are late here."""
+        if not self.pressure.admits_wake(time.monotonic()):
+            raise Overloaded(
+                f"workspace {workspace_id} was not woken: calls to the workspaces already "
+                f"awake take longer than {self.pressure.target_s * 1e3:g} ms here",
+                retry_after_s=self.pressure.retry_after_s())
 
     # ---- auth ----------------------------------------------------------------------------------
     def is_admin(self, token: str) -> bool:
@@ -121,6 +132,9 @@ class Gateway:
                 "may or may not have been applied (send writes with an Idempotency-Key to "
                 "make them safe to repeat)")
         self.spare_contacts.start()
+        # a call to a workspace already awake is the admitted work whose pace gates new wakes
+        ticket = self.pressure.begin(time.monotonic()) if self.reach.holds(workspace_id) else None
+        attempts = 0
         try:
             envelope, attempts, rpc_ms = await self.reach.call(
                 workspace_id, "call", method_name, body, caller, idempotency_key,
@@ -128,6 +142,9 @@ class Gateway:
         except Unauthenticated:
             self.token_cache.forget(workspace_id)    # the actor knows better: revoked, expired
             raise
+        finally:
+            if ticket is not None:
+                self.pressure.end(ticket, time.monotonic(), counted=attempts == 1)
         timings = envelope["timings"]
         timings["rpc_ms"] = rpc_ms
         if attempts > 1:

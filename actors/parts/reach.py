@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 
 import ray
 from ray.exceptions import RayActorError, RayTaskError, TaskCancelledError
@@ -79,17 +80,28 @@ async def ask(directory, method: str, *args):
 
 
 class WorkspaceReach:
-    """Actor handles of workspaces, cached per process, and the one resend loop."""
+    """Actor handles of workspaces, cached per process, and the one resend loop.
 
-    def __init__(self, directory):
+    `wake_gate(workspace_id)`, when given, is asked before the directory is asked for an actor
+    this process holds no handle for (a wake, unless another process woke it): it raises
+    `Overloaded` to refuse the call, which then never ran."""
+
+    def __init__(self, directory, wake_gate: Callable[[str], None] | None = None):
         self.directory = directory
+        self.wake_gate = wake_gate
         self._handles: dict = {}
 
-    async def handle(self, workspace_id: str, saw_failure: bool = False):
+    def holds(self, workspace_id: str) -> bool:
+        return workspace_id in self._handles
+
+    async def handle(self, workspace_id: str, saw_failure: bool = False, gated: bool = True):
         """The workspace's actor: cached, or from the directory (told when this process saw
-        the cached one fail, so it lets go of a dead actor)."""
+        the cached one fail, so it lets go of a dead actor). `gated`: the call has not run
+        anywhere yet, so the wake gate may refuse it."""
         handle = None if saw_failure else self._handles.get(workspace_id)
         if handle is None:
+            if gated and self.wake_gate is not None:
+                self.wake_gate(workspace_id)
             handle = await ask(self.directory, "activate", workspace_id, saw_failure)
             self._handles[workspace_id] = handle
         return handle
@@ -136,7 +148,8 @@ class WorkspaceReach:
                 self.forget(workspace_id)
                 log.warning("workspace %s actor failed during %s (attempt %d): %s",
                             workspace_id, method, attempt, exc.__class__.__name__)
-                await self.handle(workspace_id, saw_failure=True)
+                # not gated: whether the call ran is still to be found out
+                await self.handle(workspace_id, saw_failure=True, gated=False)
                 if not last and (attempt <= idempotent_attempts or (
                         time.monotonic() < deadline
                         and await self._ended_cleanly(workspace_id, handle))):

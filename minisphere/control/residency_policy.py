@@ -25,7 +25,8 @@ IDLE_SWEEP_S = 5.0                     # how often the directory looks for idle 
 MIB = 1024 * 1024
 RESIDENT_ACTOR_PSS_BYTES = 57 * MIB    # one idle bound workspace actor's proportional set size
                                        # (a bare Ray actor is 54 MiB: nearly all of it is Ray's)
-RESIDENT_ACTOR_IDLE_CPUS = 0.0055      # one idle actor's share of a core (Ray's own upkeep)
+RESIDENT_ACTOR_IDLE_CPUS = 0.0075      # one idle actor's share of a core (Ray's own upkeep: a
+                                       # 10 ms timer in every worker's task loop)
 RESIDENT_MEMORY_SHARE = 0.25           # of the cluster's memory resident actors may take
 RESIDENT_IDLE_CPU_SHARE = 0.25         # of the cluster's CPUs idle resident actors may take
 MIN_RESIDENT = 8
@@ -50,10 +51,12 @@ def derived_spare_actors(cpus: float) -> int:
 
 # A pool that follows demand. Every wake spends a spare and a replacement is a process start
 # (~0.5 s of a core here): a burst larger than the pool waits for starts. The pool keeps as many
-# spares as the busiest minute of the last ten saw wakes, so a load that came once is met from
+# spares as the busiest minute of the last three saw wakes, so a load that came once is met from
 # spares when it comes again, and it shrinks back as that minute leaves the window. An idle
 # spare is a whole process, so the size stays within a budget of memory and idle CPU.
-SPARE_DEMAND_WINDOW_S = 600.0          # wakes older than this no longer count
+# wakes older than this no longer count: past warm-up, hibernations hand back a process for
+# nearly every wake, so pre-started spares (each costing idle upkeep) need only meet recent bursts
+SPARE_DEMAND_WINDOW_S = 180.0
 SPARE_DEMAND_BUCKET_S = 60.0           # wakes are counted per minute; the busiest one counts
 SPARE_ACTOR_PSS_BYTES = 50 * MIB       # one idle spare's proportional set size (no file open)
 SPARE_ACTOR_IDLE_CPUS = 0.0085         # one idle spare's share of a core (Ray's own upkeep)

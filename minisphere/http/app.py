@@ -1,8 +1,9 @@
 """The HTTP surface (FastAPI), independent of Ray: it talks to a gateway object.
 
 `build_api` wires the app: the routes of `minisphere.http.routes` (service, admin, tokens,
-maintenance, one `POST /v1/w/{workspace}/{method}` per contract method, transfer), the web
-console at `/ui`, and the request log; OpenAPI at `/docs`. Every error is JSON
+maintenance, one `POST /v1/w/{workspace}/{method}` per contract method, transfer), the
+workspace's MCP endpoint at `/v1/w/{workspace}/mcp` (`minisphere.http.mcp`), the web console at
+`/ui`, and the request log; OpenAPI at `/docs`. Every error is JSON
 `{"error": {"code", "message"}}` with the status `http_errors` decides.
 
 The gateway needs: is_admin(token), await require_admin(token, client address) (which budgets
@@ -11,6 +12,8 @@ call(ws, method, body) -> (result, timings), create/list/get/delete. Timings com
 `Server-Timing` header (queue, engine, actor, ingress; milliseconds) and `X-Batch-Size`.
 """
 from __future__ import annotations
+
+import contextlib
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -23,13 +26,22 @@ from minisphere.http.admission import InflightLimit
 from minisphere.http.callers import RouteError, answer_route_error
 from minisphere.http.console import mount_console
 from minisphere.http.handling import error_json
+from minisphere.http.mcp.endpoint import MCP_PATH, mount_mcp
 from minisphere.http.request_log import RequestLog
 from minisphere.http.routes import admin, maintenance, service, tokens, workspace_rpc
 from minisphere.http.routes import transfer as transfer_routes
+from minisphere.settings import McpSettings
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
 # in the order the published OpenAPI document lists their paths
 ROUTES = (service.routes, admin.routes, tokens.routes, maintenance.routes, workspace_rpc.routes)
+
+
+@contextlib.asynccontextmanager
+async def lifespan(api: FastAPI):
+    """The MCP endpoint's session manager runs while the app does."""
+    async with api.state.mcp_sessions.run():
+        yield
 
 
 async def http_error(_request, exc: StarletteHTTPException) -> JSONResponse:
@@ -44,15 +56,21 @@ async def validation_error(_request, exc: RequestValidationError) -> JSONRespons
 
 
 def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
-              request_id=None, max_inflight: int = 0) -> FastAPI:
+              request_id=None, max_inflight: int = 0,
+              mcp: McpSettings | None = None) -> FastAPI:
     """The whole HTTP surface. `transfer`: the import/export operations (routes added when
     given); `observe(record)`: called with each request's log record (metrics); `request_id()`:
     the server's own id of the request, when it has one; `max_inflight`: requests held at once,
-    past which one is refused with 503 `overloaded` (0: no bound)."""
-    api = FastAPI(title="Mini-Sphere", version="0.1.0",
+    past which one is refused with 503 `overloaded` (0: no bound); `mcp`: the Host and Origin
+    headers the MCP endpoint accepts (default: loopback names)."""
+    api = FastAPI(title="Mini-Sphere", version="0.1.0", lifespan=lifespan,
                   description="Per-workspace memory for AI agents. Workspace routes need "
                               "`Authorization: Bearer <workspace token>`; admin routes need the "
-                              f"admin token. Workspace ids match `{WORKSPACE_ID_PATTERN}`.")
+                              f"admin token. Workspace ids match `{WORKSPACE_ID_PATTERN}`. "
+                              "Agents that speak the Model Context Protocol reach the same "
+                              f"methods as MCP tools at `{MCP_PATH}` (Streamable HTTP, "
+                              "stateless, the workspace token as Bearer), outside this "
+                              "document: see docs/guides/mcp.md.")
     api.state.gateway, api.state.contracts, api.state.transfer = gateway, contracts, transfer
     api.add_exception_handler(StarletteHTTPException, http_error)
     api.add_exception_handler(RequestValidationError, validation_error)
@@ -61,6 +79,7 @@ def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
         routes.add_to(api)
     if transfer is not None:
         transfer_routes.routes.add_to(api)
+    api.state.mcp_sessions = mount_mcp(api, gateway, mcp)
     mount_console(api)           # the web console at /ui: static files, public routes only
     # under Ray Serve the proxy sends X-Request-Id itself: echo it only without a server id
     api.add_middleware(RequestLog, observe=observe, request_id=request_id,

@@ -13,7 +13,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 
-from minisphere.engine.idempotency import check_key
+from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS, KEY_PATTERN, check_key
 from minisphere.engine.methods import describe_validation_error
 from minisphere.errors import ADMIN, TENANT, MalformedRequest, MiniSphereError, RequestTooLarge
 from minisphere.http.statuses import error_response
@@ -31,6 +31,13 @@ _CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
 IDEMPOTENCY_HEADER = "Idempotency-Key"       # on a write: applied at most once per key
 REPLAY_HEADER = "Idempotent-Replay"          # "true": answered from the key's stored result
 UNAVAILABLE_RETRY_AFTER_S = 1   # a 503 of no known wait (a process restarting, a replica behind)
+# An idempotency key as the RPC routes' header and the MCP tools' argument publish it
+IDEMPOTENCY_KEY_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200,
+                          "pattern": KEY_PATTERN.pattern}
+IDEMPOTENCY_KEY_PROMISE = (
+    "Makes the write safe to send again: a repeat with the same key within "
+    f"{IDEMPOTENCY_KEEP_MS // 3_600_000} hours is answered what the first was answered and "
+    "writes nothing")
 # Server-Timing parts, in order: (name in the header, key in the timings the actors report)
 TIMING_PARTS = (("auth", "auth_ms"), ("activate", "activate_ms"), ("prepare", "prepare_ms"),
                 ("queue", "queue_ms"), ("engine", "engine_ms"), ("actor", "actor_ms"),

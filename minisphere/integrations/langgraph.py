@@ -6,7 +6,7 @@ so a graph's long-term memory is the agent's Mini-Sphere memory.
     store.put(("users", "alice"), "prefs", {"food": "likes sushi"})
     store.search(("users",), query="sushi")           # recall, prefiltered by the namespace
 
-How it maps (the README's Integrations section lists the differences):
+How it maps (docs/get-started/first-agent.md lists the differences):
 
 - an item is one entry whose content is the JSON `{"namespace", "key", "value", "item"}`
   (`item`, a digest of namespace and key, keeps two items whose texts differ only in case or

@@ -96,6 +96,45 @@ def slot_demand() -> int:
                    for shape in demand.bundles_by_count))
 
 
+def activate_all(ray, directory, ids: list[str], findings: dict) -> list:
+    """Every workspace's actor handle, woken all at once. A wake refused `overloaded` is sent
+    again after its Retry-After, as the clients do: a refusal is an answer, and a wake that
+    waits for a node the autoscaler adds must never be one. A stall is reported."""
+    from minisphere.errors import Overloaded
+    handles: dict = {}
+    waiting = list(ids)
+    deadline = time.monotonic() + CALL_TIMEOUT_S
+    while waiting and time.monotonic() < deadline:
+        refs = {w: directory.activate.remote(w) for w in waiting}
+        ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=STALL_REPORT_S)
+        if len(ready) < len(refs):
+            findings["stall"] = actor_report(ray)
+        waiting, pause = [], 0.0
+        for workspace_id, ref in refs.items():
+            try:
+                handles[workspace_id] = ray.get(ref, timeout=CALL_TIMEOUT_S)
+            except Overloaded as refused:
+                findings["wakes refused"] = findings.get("wakes refused", 0) + 1
+                waiting.append(workspace_id)
+                pause = max(pause, refused.retry_after_s)
+        time.sleep(pause)
+    return [handles[w] for w in ids]
+
+
+def served_call(ray, directory, workspace_id: str, findings: dict, method: str, *args) -> dict:
+    """One call through the actor's gate, as the ingress sends it: a handle woken earlier may
+    since have made room for another wake on its node and now serve another workspace (its
+    process recycled), which the gate refuses as `hibernating`; the workspace is woken again."""
+    from minisphere.errors import WorkspaceHibernating
+    for _ in range(10):
+        handle = activate_all(ray, directory, [workspace_id], findings)[0]
+        envelope = ray.get(handle.serve.remote(workspace_id, "call", method, *args),
+                           timeout=CALL_TIMEOUT_S)
+        if envelope["ok"] or not isinstance(envelope["error"], WorkspaceHibernating):
+            return envelope
+    return envelope
+
+
 def actor_report(ray) -> dict:
     """Where the workspace actors are and in what state, and the nodes (for a failure report)."""
     actors = [{"name": a.get("Name"), "state": a.get("State"),
@@ -152,9 +191,6 @@ def inside(work: Path) -> dict:
             "MINISPHERE_SYNCHRONOUS": "NORMAL", "MINISPHERE_SNAPSHOT_STORE": "local",
             "MINISPHERE_SNAPSHOT_EVERY_WRITES": "0", "MINISPHERE_SNAPSHOT_EVERY_S": "0",
             "MINISPHERE_HIBERNATE_IDLE_S": "0", "MINISPHERE_MAX_RESIDENT": "64",
-            # wakes here wait for nodes the autoscaler adds, and their pending actors are the
-            # demand it answers: the wake deadline, which would refuse them first, is off
-            "MINISPHERE_WAKE_DEADLINE_S": "0",
             # warm spares hold slots too: they must neither take the slots that waiting wakes
             # need nor keep an otherwise idle worker from being removed
             "MINISPHERE_SPARE_ACTORS": str(SPARE_ACTORS), "MINISPHERE_WORKSPACE_SLOTS": "on"})
@@ -178,7 +214,7 @@ def inside(work: Path) -> dict:
         watcher = threading.Thread(target=watch, daemon=True)
         wake_started = since()
         watcher.start()
-        handles = ray.get([directory.activate.remote(w) for w in ids], timeout=CALL_TIMEOUT_S)
+        handles = activate_all(ray, directory, ids, findings)
         findings["timings"]["all woken"] = since()
         demand.setdefault("launched", None)
         watcher.join(5)
@@ -199,11 +235,10 @@ def inside(work: Path) -> dict:
             sum(1 for n in placed.values() if n != first_id) >= WORKSPACES - WORKER_SLOTS
 
         written: dict[str, list[str]] = {}
-        for workspace_id, handle in zip(ids, handles, strict=True):
+        for workspace_id in ids:
             for n in range(WRITES_PER_WORKSPACE):
-                envelope = ray.get(handle.call.remote(
-                    "capture", {"content": f"{workspace_id} fact {n} {time.time_ns()}"}, admin),
-                    timeout=CALL_TIMEOUT_S)
+                envelope = served_call(ray, directory, workspace_id, findings, "capture", {
+                    "content": f"{workspace_id} fact {n} {time.time_ns()}"}, admin)
                 assert envelope["ok"], envelope
                 written.setdefault(workspace_id, []).append(envelope["result"]["id"])
 
@@ -223,16 +258,12 @@ def inside(work: Path) -> dict:
         check["the idle worker was removed"] = len(workers(ray)) == 1
 
         # nothing acknowledged is lost: everything wakes again (the cluster grows again)
-        refs = [directory.activate.remote(w) for w in ids]
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=STALL_REPORT_S)
-        if len(ready) < len(refs):
-            findings["stall"] = actor_report(ray)
-        handles = ray.get(refs, timeout=CALL_TIMEOUT_S)
+        activate_all(ray, directory, ids, findings)
         kept = 0
-        for workspace_id, handle in zip(ids, handles, strict=True):
+        for workspace_id in ids:
             for entry_id in written[workspace_id]:
-                envelope = ray.get(handle.call.remote("getEntry", {"id": entry_id}, admin),
-                                   timeout=CALL_TIMEOUT_S)
+                envelope = served_call(ray, directory, workspace_id, findings, "getEntry",
+                                       {"id": entry_id}, admin)
                 kept += bool(envelope["ok"] and envelope["result"].get("id") == entry_id)
         findings["writes"] = {"acknowledged": sum(map(len, written.values())), "kept": kept}
         findings["timings"]["woken again"] = since()

@@ -4,6 +4,9 @@ and nothing acknowledged is lost once the refused calls are sent again after the
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import time
 
 import httpx
@@ -98,3 +101,48 @@ def test_a_wake_that_could_only_evict_a_workspace_in_session_is_refused_with_ret
     finally:
         ray.get(directory.set_residency.remote(max_resident=previous["max_resident"]),
                 timeout=30)
+
+
+def test_while_calls_to_an_awake_workspace_stall_a_wake_is_refused_at_once_not_queued(
+        http, admin_headers, new_workspace, service):
+    """The work already admitted is late (a resident's calls hang): a new session's wake is
+    answered 503 `overloaded` with Retry-After at once, and is let in once the calls answer."""
+    stalled, stalled_headers = new_workspace()
+    late, late_headers = new_workspace()
+    hibernated(service, http, admin_headers, [(late, late_headers)])
+    assert http.post(f"/v1/w/{stalled}/getCount", json={},
+                     headers=stalled_headers).status_code == 200      # awake, handle cached
+    handle = ray.get(directory_of(service).activate.remote(stalled), timeout=60)
+    pid = ray.get(handle.ping.remote(), timeout=60)["pid"]
+
+    async def stall_then_wake():
+        async with httpx.AsyncClient(base_url=service["url"], timeout=CALL_TIMEOUT_S) as client:
+            hanging = [asyncio.ensure_future(client.post(
+                f"/v1/w/{stalled}/getCount", json={}, headers=stalled_headers))
+                for _ in range(8)]
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                refused = None
+                deadline = time.monotonic() + SETTLE_TIMEOUT_S
+                while refused is None and time.monotonic() < deadline:
+                    await asyncio.sleep(0.5)       # the gate judges once per window
+                    answer = await client.post(f"/v1/w/{late}/getCount", json={},
+                                               headers=late_headers)
+                    if answer.status_code == 503:
+                        refused = answer
+                    else:                           # woken before the stall showed: again
+                        assert answer.status_code == 200, answer.text
+                        await client.post(f"/v1/workspaces/{late}/hibernate",
+                                          headers=admin_headers)
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+            answered = await asyncio.gather(*hanging)
+            woken = await post_answered(client, f"/v1/w/{late}/getCount", json={},
+                                        headers=late_headers)
+            return refused, answered, woken
+    refused, answered, woken = asyncio.run(stall_then_wake())
+    assert refused is not None, "no wake was refused while an awake workspace's calls hung"
+    assert refusal_is_well_formed(refused), refused.text
+    assert [r.status_code for r in answered] == [200] * 8      # the stalled calls still answer
+    assert woken.status_code == 200 and woken.json() == {"count": 0}

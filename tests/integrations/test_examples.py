@@ -1,5 +1,6 @@
-"""The examples in docs/integrations/ run as written against a live workspace (each module's
-`main(ws)`), so they cannot rot unnoticed."""
+"""The examples in docs/examples/ run as written (each module's `main`, given a live workspace
+or an admin client of the real app in process), so they cannot rot unnoticed; an example file
+without a test here fails too."""
 from __future__ import annotations
 
 import importlib.util
@@ -7,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "integrations"
+from minisphere.client import Client
+from tests.support.engine_gateway import (
+    ADMIN_TOKEN,
+    BASE_URL,
+    EngineGateway,
+    SyncASGITransport,
+    engine_api,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 
 def example(name: str):
@@ -15,6 +25,18 @@ def example(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture
+def fresh_admin(tmp_path):
+    """An admin client of the real app over empty engine files, in process."""
+    gateway = EngineGateway(tmp_path)
+    try:
+        with Client(BASE_URL, admin_token=ADMIN_TOKEN,
+                    transport=SyncASGITransport(engine_api(gateway))) as admin:
+            yield admin
+    finally:
+        gateway.close()
 
 
 def test_the_langchain_example_runs_its_tool_calls_and_retrieves(empty_live):
@@ -42,3 +64,17 @@ def test_the_llamaindex_example_brings_a_flushed_turn_back(empty_live):
     ran = example("llamaindex_example").main(empty_live.ws)
     assert "Pixel and she likes tuna" in ran["messages"][0].content
     assert empty_live.ws.list_recent(tag="chat")
+
+
+def test_the_quickstart_example_recalls_its_capture_with_a_breakdown(fresh_admin, capsys):
+    ran = example("quickstart").main(fresh_admin)
+    assert ran["best"].content.startswith("We chose SQLite per workspace")
+    assert {"fused", "final"} <= set(ran["best"].breakdown)
+    printed = capsys.readouterr().out
+    assert "We chose SQLite per workspace" in printed and "final:" in printed
+
+
+def test_every_example_file_is_run_by_a_test_here():
+    source = Path(__file__).read_text(encoding="utf-8")
+    files = sorted(path.stem for path in EXAMPLES.glob("*.py") if not path.stem.startswith("_"))
+    assert files and [name for name in files if f'example("{name}")' not in source] == []

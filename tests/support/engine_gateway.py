@@ -369,10 +369,11 @@ class SyncASGITransport(httpx.BaseTransport):
 
 @contextlib.contextmanager
 def serve(app):
-    """Run `app` with uvicorn on 127.0.0.1 (a free port) in a thread; yields its base URL."""
+    """Run `app` with uvicorn on 127.0.0.1 (a free port) in a thread, its lifespan entered (the
+    MCP endpoint's session manager runs there); yields its base URL."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
                               name="engine-gateway-uvicorn")
     thread.start()

@@ -1,4 +1,4 @@
-"""Every number of the recall pipeline, named, with units. See README "How recall ranks"."""
+"""Every number of the recall pipeline, named, with units. See docs/concepts/recall.md."""
 
 DAY_MS = 86_400_000
 

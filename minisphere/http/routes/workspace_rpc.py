@@ -10,7 +10,6 @@ import time
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
-from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS, KEY_PATTERN
 from minisphere.engine.methods import METHODS, Method, parse_args
 from minisphere.http import links
 from minisphere.http import responses as R
@@ -18,6 +17,8 @@ from minisphere.http.callers import WorkspaceCall, WorkspaceId, workspace_caller
 from minisphere.http.handling import (
     AUTH_SHOWN_MS,
     IDEMPOTENCY_HEADER,
+    IDEMPOTENCY_KEY_PROMISE,
+    IDEMPOTENCY_KEY_SCHEMA,
     REPLAY_HEADER,
     idempotency_key,
     read_json_object,
@@ -29,11 +30,8 @@ from minisphere.http.routes.maintenance import MAINTENANCE_TAG
 
 IDEMPOTENCY_KEY_DOC = {
     "name": IDEMPOTENCY_HEADER, "in": "header", "required": False,
-    "schema": {"type": "string", "minLength": 1, "maxLength": 200,
-               "pattern": KEY_PATTERN.pattern},
-    "description": "Makes the write safe to send again: a repeat with the same key within "
-                   f"{IDEMPOTENCY_KEEP_MS // 3_600_000} hours is answered what the first was "
-                   "answered and writes nothing; the same key with another method or body is "
+    "schema": IDEMPOTENCY_KEY_SCHEMA,
+    "description": f"{IDEMPOTENCY_KEY_PROMISE}; the same key with another method or body is "
                    "refused with 409 idempotency_key_reused."}
 IDEMPOTENT_REPLAY_DOC = {REPLAY_HEADER: {
     "description": "true when the answer is the stored one of an earlier call with the same "

@@ -2,7 +2,7 @@
 turns leave the short-term history for the workspace and come back when a later question
 touches them. No LLM, no network.
 
-    python docs/integrations/llamaindex_example.py     # MINISPHERE_URL/_WORKSPACE/_TOKEN set
+    python docs/examples/llamaindex_example.py     # MINISPHERE_URL/_WORKSPACE/_TOKEN set
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 own GenericFakeChatModel) asks for two tool calls, the tools run against the workspace, and a
 retriever feeds recalled entries into a prompt.
 
-    python docs/integrations/langchain_example.py      # MINISPHERE_URL/_WORKSPACE/_TOKEN set
+    python docs/examples/langchain_example.py      # MINISPHERE_URL/_WORKSPACE/_TOKEN set
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A LangGraph store kept in a Mini-Sphere workspace: put, get, search by words and by a
 filter, list namespaces, delete. No LLM involved.
 
-    python docs/integrations/langgraph_example.py      # MINISPHERE_URL/_WORKSPACE/_TOKEN set
+    python docs/examples/langgraph_example.py      # MINISPHERE_URL/_WORKSPACE/_TOKEN set
 """
 from __future__ import annotations
 
