@@ -49,6 +49,7 @@ from actors.parts.admin_methods import AdminFileMethods
 from actors.parts.admission import Admission
 from actors.parts.due_notes import DueNotes
 from actors.parts.launch import WorkspaceLaunch
+from actors.parts.node_ray import raylet_pid
 from actors.parts.position_reports import PositionReports
 from actors.parts.process_memory import drop_process_wide_traces, rss_bytes
 from actors.parts.token_checks import TokenChecks
@@ -187,7 +188,7 @@ class WorkspaceActor(AdminFileMethods):
             store=open_snapshot_store(snapshots) if snapshots is not None else None,
             generation=launch.generation, epoch=launch.epoch, position=launch.position,
             replica=workspace_replica(launch.replication, snapshots, launch.path, workspace_id,
-                                      launch.generation),
+                                      launch.generation, owner_pid=raylet_pid()),
             synchronous=launch.synchronous, max_batch=launch.max_batch,
             snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
             expect_snapshot=launch.expect_snapshot, embedder=self._embedder(launch.vector),
@@ -297,9 +298,11 @@ class WorkspaceActor(AdminFileMethods):
             loop.call_soon_threadsafe(_settle, future, ok, result, timings)
         self._loop = loop                       # where the writer thread's news goes
         self.host.submit_write(method.name, body, done, prepared, key=key)
-        result, timings = await future
-        if method.name == "forget":
-            self._drop_exports()
+        try:
+            result, timings = await future
+        finally:        # a forget the replica did not confirm is committed all the same
+            if method.name == "forget":
+                self._drop_exports()
         self.positions.after_write()
         if prepare_ms is not None:
             timings["prepare_ms"] = prepare_ms

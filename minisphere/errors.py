@@ -250,6 +250,12 @@ class TransferError(MiniSphereError):
     code = "transfer_failed"
 
 
+class ImportGap(TransferError):
+    """An import chunk starts past the line after the last one applied: the lines between
+    were never sent, and the import would call itself complete without them."""
+    code = "import_gap"
+
+
 class ImportFormatError(InvalidArgument):
     """A line of the JSONL file is not a valid export record (the message names the line)."""
     code = "import_format"

@@ -174,6 +174,9 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("MINISPHERE_BLUEPRINT", "`infra/blueprint.default.json`",
            "default blueprint of new workspaces"),
     EnvVar("MINISPHERE_ACCESS_LOG", "`0`", "`1`: Serve logs one line per request"),
+    EnvVar("MINISPHERE_TRUSTED_PROXIES", "(none)", "addresses or networks (comma-separated, "
+           "e.g. `10.0.0.0/8`) of load balancers whose `X-Forwarded-For` names the client; "
+           "from anyone else the header is ignored"),
     EnvVar("MINISPHERE_MCP_ALLOWED_HOSTS", "loopback names and `MINISPHERE_HOST`",
            "comma-separated Host headers the MCP endpoint also accepts (`name`, `name:port`, "
            "`name:*`): the names clients reach the service by (DNS-rebinding protection)"),
@@ -350,6 +353,8 @@ class Settings:
     blueprint_path: str = str(DEFAULT_BLUEPRINT_PATH)
     token_cache_ttl_s: float = TOKEN_CACHE_TTL_S
     access_log: bool = False
+    # networks whose X-Forwarded-For is believed (the failed-auth budget is per client)
+    trusted_proxies: tuple[str, ...] = ()
     snapshots: SnapshotSettings = field(default_factory=SnapshotSettings)
     residency: ResidencySettings = field(default_factory=ResidencySettings)
     replication: ReplicationSettings = field(default_factory=ReplicationSettings)
@@ -487,6 +492,19 @@ def deploy_overrides(args: Mapping[str, object]) -> dict[str, str]:
             for name, value in args.items()}
 
 
+def load_trusted_proxies(env: Mapping[str, str]) -> tuple[str, ...]:
+    """MINISPHERE_TRUSTED_PROXIES as normalized networks; `ConfigError` naming a bad one."""
+    networks = []
+    for item in filter(None, (p.strip() for p in env_value("MINISPHERE_TRUSTED_PROXIES",
+                                                            env).split(","))):
+        try:
+            networks.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError:
+            raise ConfigError(f"MINISPHERE_TRUSTED_PROXIES: {item!r} is not an address or "
+                              "network") from None
+    return tuple(networks)
+
+
 def _listed(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in env_value(name, env).split(",") if part.strip())
 
@@ -559,5 +577,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_batch=max_batch, min_replicas=min_replicas, max_replicas=max_replicas,
         blueprint_path=env_value("MINISPHERE_BLUEPRINT", env) or str(DEFAULT_BLUEPRINT_PATH),
         access_log=env_value("MINISPHERE_ACCESS_LOG", env).lower() in ("1", "true", "yes"),
+        trusted_proxies=load_trusted_proxies(env),
         snapshots=snapshots, residency=residency, replication=replication,
         mcp=load_mcp_settings(host, env))

@@ -35,9 +35,11 @@ class WorkspaceLifecycle:
         self.root = ensure_private_dir(settings.workspaces_dir).resolve()
         self._sweep: asyncio.Task | None = None          # the node sweep running, if any
         self._sweep_again = False
-        # deleted generations whose replica is deleted once more after the next node sweep:
-        # a killed actor's file may still have been shipped until the sweep unregistered it
-        self._replicas_to_recheck: set[tuple[str, str | None]] = set()
+        # deleted generations whose replica is deleted once more after a node sweep that
+        # reached every node, the one the workspace lived on among them: a killed actor's file
+        # may still have been shipped until that node's sweep unregistered it
+        # ((id, generation) -> its node, None when it never had one)
+        self._replicas_to_recheck: dict[tuple[str, str | None], str | None] = {}
 
     def folder(self, workspace_id: str) -> Path:
         folder = (self.root / check_workspace_id(workspace_id)).resolve()
@@ -85,9 +87,10 @@ class WorkspaceLifecycle:
             await self.runtime.until_dead(resident.handle)   # no upload after the deletion
         shutil.rmtree(self.folder(workspace_id), ignore_errors=True)
         generation = self.control.get(workspace_id)["generation"]
+        lived_on = self.control.locations.location(workspace_id)["nodeId"]
         snapshots_deleted = await self._delete_snapshots(workspace_id, generation)
         self.control.delete(workspace_id)                   # and tombstones its generation
-        self._replicas_to_recheck.add((workspace_id, generation))
+        self._replicas_to_recheck[(workspace_id, generation)] = lived_on
         log.info("deleted workspace %s", workspace_id)
         self.sweep_soon()                                   # its copies on every other node
         return {"deleted": workspace_id, "snapshotsDeleted": snapshots_deleted}
@@ -103,12 +106,7 @@ class WorkspaceLifecycle:
         async def sweeps():
             while True:
                 self._sweep_again = False
-                recheck, self._replicas_to_recheck = self._replicas_to_recheck, set()
-                if await self.sweep_nodes() is None:
-                    self._replicas_to_recheck |= recheck      # after the next sweep, then
-                else:
-                    for workspace_id, generation in recheck:
-                        await self._delete_snapshots(workspace_id, generation)
+                await self.sweep_nodes()
                 if not self._sweep_again:
                     return
         self._sweep = asyncio.get_running_loop().create_task(sweeps())
@@ -116,7 +114,19 @@ class WorkspaceLifecycle:
     async def sweep_nodes(self) -> dict | None:
         """On every node, let the replication daemon go of files no live host holds, and
         delete the copies of tombstoned generations and the stale copies of workspaces that
-        moved on (minisphere/hosting/copies.py); node -> what it deleted (None: it failed)."""
+        moved on (minisphere/hosting/copies.py); node -> what it deleted (None: it failed).
+        Then the replicas of deleted workspaces whose nodes it reached are deleted once more;
+        the others wait for a later sweep (this one runs every few minutes too)."""
+        recheck, self._replicas_to_recheck = self._replicas_to_recheck, {}
+        swept = await self._sweep_every_node()
+        for (workspace_id, generation), node in recheck.items():
+            if _reached(swept, node):
+                await self._delete_snapshots(workspace_id, generation)
+            else:
+                self._replicas_to_recheck.setdefault((workspace_id, generation), node)
+        return swept
+
+    async def _sweep_every_node(self) -> dict | None:
         tombstones, moved = self.control.locations.tombstones(), self.control.locations.stored_copies()
         root, daemon_dir = str(self.root), self.settings.replication.daemon_dir
         try:
@@ -153,3 +163,13 @@ class WorkspaceLifecycle:
             if await self._delete_snapshots(workspace_id, generation):
                 self.control.settle_snapshot_debt(workspace_id, generation)
         return len(self.control.snapshot_debts())
+
+
+def _reached(swept: dict | None, node: str | None) -> bool:
+    """The sweep let every node's daemon go of the files no live host holds: each node it was
+    sent to answered (a failure or a timeout answers its name instead of what it deleted), and
+    the node the workspace lived on was among them (a node missing from the list of live ones
+    may still run a daemon that ships the file)."""
+    if swept is None or any(not isinstance(answer, list) for answer in swept.values()):
+        return False
+    return node is None or node in swept

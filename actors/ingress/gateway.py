@@ -247,17 +247,27 @@ class Gateway:
     async def get(self, workspace_id: str) -> dict:
         check_workspace_id(workspace_id)
         record = await self.ask_directory("get", workspace_id)
-        durability = record.get("durability") or {}
-        if durability.get("resident"):        # the actor's own, current snapshot status
-            try:
-                handle = await self.reach.handle(workspace_id)
-                live = await asyncio.wait_for(handle.serve.remote(workspace_id, "durability"),
-                                              LIVE_STATUS_TIMEOUT_S)
-                if live.get("ok") is not False:      # not refused: it serves this workspace
-                    durability.update(live)
-            except Exception as exc:  # noqa: BLE001 - the stored status is shown instead
-                log.info("live durability status of %s unavailable: %r", workspace_id, exc)
+        await self._add_live_durability(workspace_id, record.get("durability") or {})
         return record
+
+    async def durability(self, workspace_id: str) -> dict:
+        """A workspace's snapshot and replication status: its actor's own when resident (the
+        replica's lag is known only there), else what the directory recorded."""
+        durability = await self.ask_directory("durability", workspace_id)
+        await self._add_live_durability(workspace_id, durability)
+        return durability
+
+    async def _add_live_durability(self, workspace_id: str, durability: dict) -> None:
+        if not durability.get("resident"):
+            return
+        try:
+            handle = await self.reach.handle(workspace_id)
+            live = await asyncio.wait_for(handle.serve.remote(workspace_id, "durability"),
+                                          LIVE_STATUS_TIMEOUT_S)
+            if live.get("ok") is not False:      # not refused: it serves this workspace
+                durability.update(live)
+        except Exception as exc:  # noqa: BLE001 - the stored status is shown instead
+            log.info("live durability status of %s unavailable: %r", workspace_id, exc)
 
     async def delete(self, workspace_id: str) -> dict:
         check_workspace_id(workspace_id)

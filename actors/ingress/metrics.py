@@ -12,9 +12,10 @@ with `ray_`):
 | ray_minisphere_snapshot_age_seconds     | gauge     | (per replica; take max)  |
 | ray_minisphere_replication_lag_seconds  | gauge     | (per replica; take max)  |
 
-The gauges are polled from the directory every `METRICS_POLL_S`. The snapshot age is the
-oldest last-snapshot age among resident workspaces that hold writes not yet in a snapshot
-(0 when everything is snapshotted); it is skipped when the directory does not report it. The
+The gauges are polled every `METRICS_POLL_S`: the residents from the directory, each one's
+status from its actor (the gateway's `durability`). The snapshot age is the oldest
+last-snapshot age among resident workspaces that hold writes not yet in a snapshot (0 when
+everything is snapshotted). The
 replication lag is the largest among them: how long the daemon has not shipped a workspace
 whose transactions are not all on its replica (0 when every replica is current; async mode's
 loss window, and in sync mode a replica that cannot be reached).
@@ -75,9 +76,10 @@ class ServiceMetrics:
         ages, lags = [], []
         for workspace_id in resident[:SNAPSHOT_AGE_SAMPLE]:
             try:
-                info = await self.gateway.ask_directory("durability_of", workspace_id)
-            except Exception:  # noqa: BLE001 - an older directory: no snapshot age
-                return {"resident": len(resident)}
+                info = await self.gateway.durability(workspace_id)
+            except Exception as exc:  # noqa: BLE001 - hibernated or deleted meanwhile
+                log.debug("no durability status of %s: %r", workspace_id, exc)
+                continue
             status = info.get("snapshots") or {}
             if status.get("pendingWrites") and status.get("lastSnapshotAt"):
                 ages.append(max(0.0, time.time() - float(status["lastSnapshotAt"])))

@@ -236,7 +236,8 @@ def _register_calls(subparsers) -> None:
             (("-n",), {"type": int}), (("--tag",), {}))
     command("connections", "edges of an entry", lambda w, a: w.connections(a.id), pos("id"))
     command("count", "number of entries", lambda w, a: {"count": w.get_count()})
-    command("tags", "tags and counts", lambda w, a: w.get_tags())
+    command("tags", "the most used tags and their counts",
+            lambda w, a: w.get_tags(**_opts(a, "limit")), (("--limit",), {"type": int}))
     command("stats", "workspace statistics", lambda w, a: w.get_stats())
     command("brief", "session brief", lambda w, a: w.get_brief())
     command("call", "any method with a JSON body (--idempotency-key for a write)",

@@ -267,8 +267,8 @@ class WorkspaceCalls:
     def graph_view(self, seed_ids: list[str], **options):
         return self._run("graphView", {"seedIds": seed_ids, **_camel(options)})
 
-    def get_tags(self):
-        return self._run("getTags", {})
+    def get_tags(self, **options):
+        return self._run("getTags", _camel(options))
 
     def get_count(self):
         return self._run("getCount", {}, lambda b: b["count"])

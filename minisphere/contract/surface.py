@@ -40,6 +40,8 @@ LIMIT_CONSTANTS = {
     "maxEdgeMetadataBytes": "MAX_METADATA_BYTES",
     "listRecentDefaultN": "LIST_RECENT_DEFAULT_N",
     "listRecentMaxN": "LIST_RECENT_MAX_N",
+    "getTagsDefaultLimit": "GET_TAGS_DEFAULT_LIMIT",
+    "getTagsMaxLimit": "GET_TAGS_MAX_LIMIT",
     "graphMaxHops": "GRAPH_MAX_HOPS",
     "graphViewDefaultHops": "GRAPH_VIEW_DEFAULT_HOPS",
     "graphViewMaxNodes": "GRAPH_VIEW_MAX_NODES",

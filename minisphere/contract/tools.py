@@ -25,6 +25,7 @@ from minisphere.engine.arguments import (
     NoArgs,
     RecallArgs,
     SetStatusArgs,
+    TagsArgs,
     UnlinkArgs,
     UpdateArgs,
 )
@@ -37,7 +38,7 @@ TOOL_ARGUMENTS: dict[str, type[Args]] = {
     "getEntry": IdArgs,
     "connections": IdArgs,
     "graphView": GraphViewArgs,
-    "getTags": NoArgs,
+    "getTags": TagsArgs,
     "getCount": NoArgs,
     "getStats": NoArgs,
     "getBrief": NoArgs,

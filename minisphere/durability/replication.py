@@ -12,7 +12,9 @@ answers only once the newest transaction is on the replica.
 
 - `LitestreamDaemon` makes sure the node's daemon runs (the first host on a node starts it,
   under a file lock, in a session of its own so it outlives the actor that started it; a host
-  that finds it gone starts it again and registers its file anew);
+  that finds it gone starts it again and registers its file anew). Given an owner (the node's
+  raylet) it lives no longer than that process (daemon_tether.py), and a daemon an earlier
+  owner left behind is stopped before anything is registered with the new one;
 - `ReplicaControl` (litestream_control.py) speaks to it over the socket;
 - `WorkspaceReplica` is one workspace file's registration: `confirm()` is what the group-commit
   writer calls after each batch in `sync` mode (one sync per batch, never one per write);
@@ -33,10 +35,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from minisphere.durability.litestream_control import CONTROL_ERRORS, ReplicaControl
@@ -58,6 +61,7 @@ SOCKET_NAME = "litestream.sock"
 CONFIG_NAME = "litestream.yml"
 PID_NAME = "litestream.pid"
 LOG_NAME = "litestream.log"
+OWNER_NAME = "litestream.owner"    # the pid of the process the daemon lives no longer than
 DAEMON_START_TIMEOUT_S = 10.0      # for a new daemon's socket to answer
 DAEMON_POLL_S = 0.05
 RESTORE_TIMEOUT_S = 300.0          # `litestream restore` of one workspace
@@ -131,12 +135,33 @@ def daemon_environment(snapshots: SnapshotSettings) -> dict[str, str]:
 
 
 class LitestreamDaemon:
-    """The node's one daemon, kept in `folder` (config, socket, pid file and log)."""
+    """The node's one daemon, kept in `folder` (config, socket, pid file and log). `owner_pid`:
+    the process it must not outlive (None: none, it runs until stopped)."""
 
-    def __init__(self, folder: str | Path, env: dict[str, str] | None = None):
+    # folders whose daemon this process has checked belongs to the current owner
+    _owner_checked: set[tuple[str, int]] = set()
+
+    def __init__(self, folder: str | Path, env: dict[str, str] | None = None,
+                 owner_pid: int | None = None):
         self.folder = Path(folder)
         self.env = env
+        self.owner_pid = owner_pid
         self.control = ReplicaControl(daemon_socket(self.folder))
+
+    def ensure_owned(self) -> None:
+        """Once per process and folder: a daemon left running by an earlier owner (a Ray
+        session that ended without stopping it) is stopped, and one of this owner started,
+        before anything is registered."""
+        if self.owner_pid is None or (str(self.folder), self.owner_pid) in self._owner_checked:
+            return
+        self.ensure_running()
+        self._owner_checked.add((str(self.folder), self.owner_pid))
+
+    def _recorded_owner(self) -> int | None:
+        try:
+            return int((self.folder / OWNER_NAME).read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            return None
 
     def ensure_running(self) -> ReplicaControl:
         """Start the daemon unless it answers; the control socket either way. A daemon that
@@ -144,11 +169,16 @@ class LitestreamDaemon:
         second daemon beside it would leave the files registered with the first shipped by a
         process nobody talks to, and two daemons may ship the same file. That happened on a
         node at load average 50, a new daemon each time one was slow to answer."""
-        if self.control.alive():
+        if self.control.alive() and self._owner_kept():
             return self.control
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.folder / ".start.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)          # one starter per node at a time
+            if not self._owner_kept():
+                log.warning("stopping the litestream daemon in %s: it belongs to process %s, "
+                            "not %s (an earlier Ray session)", self.folder,
+                            self._recorded_owner(), self.owner_pid)
+                self.stop()
             if self.control.alive():
                 return self.control
             if self.running_pid() is None:
@@ -156,6 +186,12 @@ class LitestreamDaemon:
             else:
                 self._await_answer(None)
         return self.control
+
+    def _owner_kept(self) -> bool:
+        """The running daemon (if any) belongs to this owner, or no owner is asked for."""
+        if self.owner_pid is None or self.running_pid() is None:
+            return True
+        return self._recorded_owner() == self.owner_pid
 
     def running_pid(self) -> int | None:
         """The pid of this folder's daemon when that process is alive (a zombie or a reused pid
@@ -181,11 +217,16 @@ class LitestreamDaemon:
         config.write_text(f"socket:\n  enabled: true\n  path: {self.folder / SOCKET_NAME}\n"
                           "dbs: []\n", encoding="utf-8")
         (self.folder / SOCKET_NAME).unlink(missing_ok=True)
+        command = [litestream_binary(), "replicate", "-config", str(config)]
+        if self.owner_pid is not None:        # and no longer than the node's Ray
+            command = [sys.executable, "-m", "minisphere.durability.daemon_tether",
+                       str(self.owner_pid), "--", *command]
         with open(self.folder / LOG_NAME, "ab") as out:
             process = subprocess.Popen(
-                [litestream_binary(), "replicate", "-config", str(config)], stdout=out,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
+                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=self.env,
                 start_new_session=True)       # outlives the actor that happened to start it
+        (self.folder / OWNER_NAME).write_text(str(self.owner_pid or ""), encoding="ascii")
         (self.folder / PID_NAME).write_text(str(process.pid), encoding="ascii")
         self._await_answer(process)
         log.info("litestream daemon %d started in %s", process.pid, self.folder)
@@ -223,6 +264,8 @@ class WorkspaceReplica:
     # folds the WAL into the file (the open workspace's; set by its host): True when done
     checkpoint: Callable[[], bool] | None = None
     registered_at: float | None = None  # epoch seconds of the newest registration
+    # one restart of the history at a time: the confirmer and a forget's answer may both ask
+    _restarting: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def synchronous(self) -> bool:
@@ -231,7 +274,8 @@ class WorkspaceReplica:
     def register(self) -> None:
         # straight to the daemon, which is nearly always up: asking it first whether it answers
         # was a round trip inside every wake; when it does not answer, it is started (or
-        # waited for) and asked again
+        # waited for) and asked again. Only a process's first registration checks whose it is.
+        self.daemon.ensure_owned()
         try:
             self.daemon.control.register(self.db_path, self.url)
         except CONTROL_ERRORS:
@@ -261,8 +305,25 @@ class WorkspaceReplica:
         forgotten text in the pages of earlier transactions. Stop replicating the file, delete
         that history, and register it again: the replica starts over from a snapshot of the
         file as it is now. Points in time before the forget can no longer be restored. When
-        the store cannot be reached, it is owed and retried before the next confirmation."""
-        self.history_owed = True
+        the store cannot be reached, it is owed and retried before the next confirmation.
+
+        Done once the file is registered again: the new history's first upload (the whole
+        file) is waited for once, within the confirmation bound, and after that it is the
+        daemon's to finish, the confirmations waiting for it like for any write. It may outlast
+        one bound, and a restart per confirmation would delete it each time, so that a large
+        file never reached its replica again."""
+        with self._restarting:
+            self.history_owed = True
+            self._restart_history()
+            if self.history_owed:
+                return
+        try:
+            self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+        except (*CONTROL_ERRORS, ReplicationUnconfirmed) as exc:
+            log.warning("replica of %s: the new history's first upload goes on (%s)",
+                        self.db_path.parent.name, exc)
+
+    def _restart_history(self) -> None:
         with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):
             self.daemon.control.unregister(self.db_path)
         try:
@@ -277,7 +338,6 @@ class WorkspaceReplica:
                     store.delete(key)
             shutil.rmtree(local_history(self.db_path), ignore_errors=True)
             self.register()
-            self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
         except Exception as exc:  # noqa: BLE001 - owed, retried; never fails the forget itself
             log.error("replica history of %s still holds forgotten text (%s); retried on the "
                       "next write", self.db_path.parent.name, exc)
@@ -315,8 +375,12 @@ class WorkspaceReplica:
                 "lagSeconds": round(behind, 3)}
 
     def release(self) -> None:
-        """Final sync, then unregister (hibernation): the daemon then holds only residents."""
+        """Final sync, then unregister (hibernation): the daemon then holds only residents.
+        A restart of the history still owed (a forget's) is done first: unregistered, the file
+        would keep the forgotten text in the replica's history for good."""
         try:
+            if self.history_owed:
+                self.restart_history()
             self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
         finally:
             with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):
@@ -348,12 +412,13 @@ def restore_from_replica(url: str, target: Path, *, timestamp: str | None = None
 
 
 def workspace_replica(replication: ReplicationSettings, snapshots: SnapshotSettings | None,
-                      db_path: str | Path, workspace_id: str,
-                      generation: str | None) -> WorkspaceReplica | None:
-    """The replication of one workspace file as the settings ask (None: off, or no store)."""
+                      db_path: str | Path, workspace_id: str, generation: str | None,
+                      owner_pid: int | None = None) -> WorkspaceReplica | None:
+    """The replication of one workspace file as the settings ask (None: off, or no store).
+    `owner_pid`: the process the node's daemon must not outlive (the node's raylet)."""
     if not replication.enabled or snapshots is None:
         return None
-    daemon = LitestreamDaemon(replication.daemon_dir, daemon_environment(snapshots))
+    daemon = LitestreamDaemon(replication.daemon_dir, daemon_environment(snapshots), owner_pid)
     return WorkspaceReplica(daemon, Path(db_path).resolve(),
                             replica_url(snapshots, workspace_id, generation), replication,
                             (open_snapshot_store(snapshots),

@@ -62,6 +62,7 @@ OptionalSource = Optional[Annotated[StrictStr, Field(max_length=C.MAX_SOURCE_CHA
 OptionalEvidence = Optional[Annotated[StrictStr, Field(max_length=C.MAX_EVIDENCE_REF_CHARS)]]
 Hops = integer(0, C.GRAPH_MAX_HOPS)
 RecentN = integer(1, C.LIST_RECENT_MAX_N)
+TagsLimit = integer(1, C.GET_TAGS_MAX_LIMIT)
 TopK = integer(1, C.RECALL_MAX_TOP_K)
 PassLimit = integer(1, 100_000)
 
@@ -129,6 +130,10 @@ class UnlinkArgs(Args):
 class ListRecentArgs(Args):
     n: RecentN = C.LIST_RECENT_DEFAULT_N
     tag: Optional[TagFilter] = None
+
+
+class TagsArgs(Args):
+    limit: TagsLimit = C.GET_TAGS_DEFAULT_LIMIT
 
 
 class GraphViewArgs(Args):

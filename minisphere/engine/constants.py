@@ -23,6 +23,8 @@ TAG_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x
 # --- Read defaults ---
 LIST_RECENT_DEFAULT_N = 20
 LIST_RECENT_MAX_N = 200
+GET_TAGS_DEFAULT_LIMIT = 200           # tags one getTags answers, the most used first
+GET_TAGS_MAX_LIMIT = 1000
 GRAPH_VIEW_DEFAULT_HOPS = 1
 GRAPH_MAX_HOPS = 3
 GRAPH_VIEW_MAX_NODES = 200

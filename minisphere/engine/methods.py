@@ -26,6 +26,7 @@ from minisphere.engine.arguments import (
     RecallArgs,
     SetStatusArgs,
     StalenessPassArgs,
+    TagsArgs,
     UnlinkArgs,
     UpdateArgs,
 )
@@ -77,7 +78,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("getEntry", IdArgs, "read", reads.get_entry, ("id",)),
     Method("connections", IdArgs, "read", reads.connections, ("id",)),
     Method("graphView", GraphViewArgs, "read", reads.graph_view),
-    Method("getTags", NoArgs, "read", lambda c, a, t: reads.get_tags(c, t)),
+    Method("getTags", TagsArgs, "read", lambda c, a, t: reads.get_tags(c, a, t)),
     Method("getCount", NoArgs, "read", lambda c, a, t: reads.get_count(c)),
     Method("getStats", NoArgs, "read", lambda c, a, t: reads.get_stats(c)),
     Method("getBrief", NoArgs, "read", lambda c, a, t: reads.get_brief(c, t)),

@@ -108,13 +108,23 @@ def graph_view(conn, args: GraphViewArgs, now_ms: int) -> dict:
             "missingSeedIds": [s for s in args.seed_ids if s not in hop_of]}
 
 
-def get_tags(conn, now_ms: int) -> dict:
-    """Tag vocabulary with counts; stale tags include entries judged stale lazily."""
-    counts = dict(conn.execute("SELECT tag, COUNT(*) FROM tags GROUP BY tag").fetchall())
-    for tag, n in lazy_stale_tag_counts(conn, now_ms).items():
-        counts[tag] = counts.get(tag, 0) + n
+def get_tags(conn, args, now_ms: int) -> dict:
+    """The `args.limit` most used tags with their counts (stale tags include entries judged
+    stale lazily), and whether more are in use. Only a bounded number of rows is read into
+    memory: the vocabulary may be as large as a write token makes it."""
+    lazy = lazy_stale_tag_counts(conn, now_ms)
+    # a lazily counted tag may climb into the first `limit`: read enough rows to cover it
+    wanted = args.limit + len(lazy) + 1
+    counts = dict(conn.execute("SELECT tag, COUNT(*) AS n FROM tags GROUP BY tag "
+                               "ORDER BY n DESC, tag LIMIT ?", (wanted,)).fetchall())
+    for tag, n in lazy.items():
+        stored = counts.get(tag)
+        if stored is None:
+            stored = conn.execute("SELECT COUNT(*) FROM tags WHERE tag = ?", (tag,)).fetchone()[0]
+        counts[tag] = stored + n
     ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    return {"tags": [{"tag": tag, "count": n} for tag, n in ordered]}
+    return {"tags": [{"tag": tag, "count": n} for tag, n in ordered[:args.limit]],
+            "truncated": len(ordered) > args.limit}
 
 
 def entry_count(conn) -> int:

@@ -325,8 +325,8 @@ class Workspace:
     def graph_view(self, seed_ids: list[str], **options) -> dict:
         return self.call("graphView", {"seedIds": seed_ids, **options})
 
-    def get_tags(self) -> dict:
-        return self.call("getTags")
+    def get_tags(self, **opts) -> dict:
+        return self.call("getTags", opts)
 
     def get_count(self) -> dict:
         return self.call("getCount")

@@ -1,8 +1,9 @@
 """Every byte of a workspace on a node's disk, and how it goes away.
 
 Next to `workspace.db` a node can hold its WAL and shared-memory files, the copy a restore set
-aside (`workspace.db.pre-restore-*`, so an admin can undo a restore) and an export's private
-copy (`.export-*.db`). Each of them can hold text the tenant has since forgotten, or belong to
+aside (`workspace.db.pre-restore-*`, so an admin can undo a restore), an export's private
+copy (`.export-*.db`) and a file SQLite could not read that nothing could restore yet
+(`workspace.db.unreadable`). Each of them can hold text the tenant has since forgotten, or belong to
 a workspace that was deleted or has moved to another node. This module names them all in one
 place, so deletion, forget and the per-node sweep never miss one:
 
@@ -35,6 +36,9 @@ from minisphere.errors import WorkspaceUnavailable
 log = logging.getLogger("minisphere.copies")
 EXPORT_COPY_GLOB = ".export-*"
 SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
+UNREADABLE_MARK = ".unreadable"     # a file SQLite could not read, kept while nothing restores it
+# what a restore or a snapshot stages beside the file, left behind when its process was killed
+STAGING_GLOBS = (".restore-*", ".snapshot-*", "*.from-replica")
 LOCK_NAME = ".host.lock"
 HOST_LOCK_WAIT_S = 30.0       # for the previous host of the folder to end (a process exit)
 HOST_LOCK_POLL_S = 0.05
@@ -62,6 +66,18 @@ def drop_after_forget(db_path: Path) -> int:
     return drop_asides(db_path) + drop_export_copies(db_path.parent)
 
 
+def drop_staging_leftovers(folder: Path) -> int:
+    """Delete what killed restores and snapshots staged in the folder (each a full copy of the
+    workspace, forgotten text included); only while no host works in it (its lock held)."""
+    found = [p for pattern in STAGING_GLOBS for p in folder.glob(pattern)]
+    for path in found:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            remove_database(path)
+    return len(found)
+
+
 def remove_database(db_path: Path) -> None:
     """Delete one SQLite file with its WAL, shared memory and journal."""
     for path in [db_path, *(Path(str(db_path) + s) for s in SIDE_SUFFIXES)]:
@@ -72,6 +88,7 @@ def discard_copy(db_path: Path) -> None:
     """Delete a workspace copy: the file, its WAL and shared memory, its asides, exports, and
     the replication daemon's local history of it."""
     remove_database(db_path)
+    remove_database(db_path.with_name(db_path.name + UNREADABLE_MARK))
     drop_after_forget(db_path)
     shutil.rmtree(local_history(db_path), ignore_errors=True)
 
@@ -105,17 +122,27 @@ class HostLock:
 
 
 def _held_by_a_host(folder: Path) -> bool:
+    fd = _take_host_lock(folder)
+    if fd is None:
+        return True
+    if fd >= 0:
+        os.close(fd)
+    return False
+
+
+def _take_host_lock(folder: Path) -> int | None:
+    """The folder's host lock taken without waiting: its descriptor (closing it lets go; -1
+    when the folder has no lock file, so no host ever held it), None when a host holds it."""
     try:
         fd = os.open(folder / LOCK_NAME, os.O_RDWR)
     except FileNotFoundError:
-        return False
+        return -1
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        return True
-    finally:
         os.close(fd)
-    return False
+        return None
+    return fd
 
 
 def release_orphaned_registrations(root: str | Path, daemon_dir: str | Path | None) -> list[str]:
@@ -140,6 +167,15 @@ def release_orphaned_registrations(root: str | Path, daemon_dir: str | Path | No
     return released
 
 
+def _dead(generation: str | None, dead_generations: list[str] | None) -> bool:
+    """A copy of a deleted creation. One without a generation (made before generations, or
+    by an offline import) names no creation: once its id has been deleted it is nobody's (no
+    workspace made since lacks a generation), so it goes too."""
+    if dead_generations is None:
+        return False
+    return generation is None or generation in dead_generations
+
+
 def sweep_node(root: str | Path, node_id: str, tombstones: dict[str, list[str]],
                moved: dict[str, tuple[str | None, str | None, int]],
                file_name: str = "workspace.db", daemon_dir: str | None = None) -> list[str]:
@@ -154,19 +190,29 @@ def sweep_node(root: str | Path, node_id: str, tombstones: dict[str, list[str]],
         return deleted
     release_orphaned_registrations(root, daemon_dir)
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        copy = inspect_copy(folder / file_name)
-        if copy is None or _held_by_a_host(folder):
+        # decided and deleted under the host lock: a host that took it between a probe and
+        # the deletion would have lost the copy it had just found
+        lock = _take_host_lock(folder)
+        if lock is None:
             continue
-        dead = copy.generation in tombstones.get(folder.name, ())
-        generation, holder, stored = moved.get(folder.name, (None, None, -1))
-        stale = (holder not in (None, node_id) and copy.generation == generation
-                 and copy.position <= stored)
-        if dead:
-            shutil.rmtree(folder, ignore_errors=True)
-        elif stale:
-            discard_copy(folder / file_name)
-        else:
-            continue
+        try:
+            drop_staging_leftovers(folder)
+            copy = inspect_copy(folder / file_name)
+            if copy is None:
+                continue
+            dead = _dead(copy.generation, tombstones.get(folder.name))
+            generation, holder, stored = moved.get(folder.name, (None, None, -1))
+            stale = (holder not in (None, node_id) and copy.generation == generation
+                     and copy.position <= stored)
+            if dead:
+                shutil.rmtree(folder, ignore_errors=True)
+            elif stale:
+                discard_copy(folder / file_name)
+            else:
+                continue
+        finally:
+            if lock >= 0:
+                os.close(lock)
         log.info("node sweep: removed %s copy of %s", "deleted" if dead else "stale", folder.name)
         deleted.append(folder.name)
     return deleted

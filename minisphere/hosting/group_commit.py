@@ -3,8 +3,10 @@ one transaction, then answers each caller. Acknowledgement only after the commit
 
 Plain Python (no Ray). The caller hands `submit` a callback; it is called on the writer thread
 with (ok, result_or_exception, timings) where timings has `queue_ms` (enqueue -> batch start),
-`engine_ms` (the whole batch's transaction, commit included), `batch` (its size) and
-`replayed` (the answer came from a stored idempotency key; nothing was written). A write
+`engine_ms` (the whole batch's transaction, commit included), `batch` (its size),
+`replayed` (the answer came from a stored idempotency key; nothing was written) and
+`committed` (the call's transaction committed, even when its answer is an error because the
+replica did not confirm it: what a committed write must set off still has to run). A write
 whose hooks' `prepare` step already ran (the host embeds a bound capture before queueing it)
 carries the prepared value, so the writer thread only does SQLite work.
 
@@ -42,6 +44,7 @@ class _Pending:
     prepared: Any = NOT_PREPARED
     key: str | None = None          # the caller's idempotency key, if it sent one
     enqueued: float = field(default_factory=time.perf_counter)
+    own: Callable[[], Any] | None = None    # a write that commits a transaction of its own
 
 
 @dataclass
@@ -104,6 +107,14 @@ class GroupCommitWriter:
             raise WorkspaceClosed("the workspace's writer is closed")
         self._queue.put(_Pending(method, body, callback, prepared, key))
 
+    def submit_own(self, run: Callable[[], Any], callback: Callback) -> None:
+        """Queue a write that commits a transaction of its own on the workspace (an import
+        chunk): `run()` runs on the writer thread, alone, and is answered like any write --
+        after the replica's confirmation in sync mode."""
+        if self._closed:
+            raise WorkspaceClosed("the workspace's writer is closed")
+        self._queue.put(_Pending("own", {}, callback, own=run))
+
     def close(self, timeout: float = 30.0) -> None:
         """Commit what is queued, then stop the thread."""
         if not self._closed:
@@ -139,14 +150,17 @@ class GroupCommitWriter:
         stop = False
         while not stop:
             batch, stop = self._take_batch()
-            if batch:
-                self._commit(batch)
+            for group in _alone_when_own(batch):
+                self._commit(group)
 
     def _commit(self, batch: list[_Pending]) -> None:
         started = time.perf_counter()
         try:
-            outcomes = self.workspace.run_batch([(p.method, p.body, p.key) for p in batch],
-                                                 [p.prepared for p in batch])
+            if batch[0].own is not None:
+                outcomes = [(True, batch[0].own())]
+            else:
+                outcomes = self.workspace.run_batch(
+                    [(p.method, p.body, p.key) for p in batch], [p.prepared for p in batch])
         except BaseException as exc:  # noqa: BLE001 - isolate, then retry one by one
             if len(batch) == 1:
                 outcomes = [(False, exc)]
@@ -227,7 +241,8 @@ class GroupCommitWriter:
                            "engine_ms": (committed.finished - committed.started) * 1e3,
                            "batch": len(committed.batch),
                            "replicate_ms": (answered - committed.finished) * 1e3,
-                           "replayed": getattr(outcome, "replayed", False)}
+                           "replayed": getattr(outcome, "replayed", False),
+                           "committed": outcome[0]}
                 try:
                     pending.callback(ok, result, timings)
                 except Exception:  # a broken callback must not stop the writer
@@ -239,3 +254,14 @@ class GroupCommitWriter:
                                            [pending.prepared])[0]
         except BaseException as exc:  # noqa: BLE001
             return False, exc
+
+
+def _alone_when_own(batch: list[_Pending]) -> list[list[_Pending]]:
+    """The batch in order, each write with a transaction of its own in a group of its own."""
+    groups: list[list[_Pending]] = []
+    for pending in batch:
+        if pending.own is not None or not groups or groups[-1][0].own is not None:
+            groups.append([pending])
+        else:
+            groups[-1].append(pending)
+    return groups

@@ -34,10 +34,12 @@ from minisphere.engine.workspace import Workspace
 from minisphere.errors import (
     SnapshotError,
     WorkspaceClosed,
+    WorkspaceDataMissing,
     WorkspaceUnavailable,
 )
-from minisphere.hosting.copies import HostLock, drop_after_forget
+from minisphere.hosting.copies import HostLock, drop_after_forget, drop_staging_leftovers
 from minisphere.hosting.group_commit import GroupCommitWriter
+from minisphere.hosting.lag_readings import LagReadings
 from minisphere.hosting.locating import CurrentCopy
 from minisphere.hosting.read_pool import DEFAULT_READ_THREADS, ReadPool
 from minisphere.hosting.stored_states import StoredStates
@@ -66,6 +68,8 @@ class WorkspaceHost(StoredStates):
         # the newest position known to have been acknowledged -- no copy below it is opened
         self.generation, self.epoch, self.min_position = generation, epoch, int(position)
         self.replica = replica          # continuous replication (durability/replication.py)
+        self._lag_readings = LagReadings(replica.lag if replica is not None else dict,
+                                         workspace_id)
         self.on_durable = on_durable    # told when the replica is known to hold more
         # only this creation of the id's snapshots (durability/generations.py)
         self.store = (generation_store(store, workspace_id, generation) if store is not None
@@ -86,6 +90,7 @@ class WorkspaceHost(StoredStates):
         self._closed = False                    # closed for good (hibernated or closed)
         self._lock = HostLock(self.path.parent)      # the node's sweep leaves this folder alone
         try:
+            drop_staging_leftovers(self.path.parent)   # of a killed earlier host's restore
             self.activation = CurrentCopy(
                 workspace_id, self.path, generation, self.min_position, self.store,
                 replica).ensure(expect_snapshot)
@@ -100,6 +105,10 @@ class WorkspaceHost(StoredStates):
 
     # ---- file and connections ------------------------------------------------------------------
     def _open(self) -> None:
+        if self.activation["source"] != "new" and not self.path.exists():
+            # opening would make an empty database where a copy was found: never that
+            raise WorkspaceDataMissing(f"workspace {self.workspace_id}: its file at "
+                                       f"{self.path} is gone; nothing was opened")
         workspace = Workspace(self.path, synchronous=self.synchronous, embedder=self.embedder)
         try:
             reads = ReadPool(self.path, threads=self.read_threads,
@@ -187,13 +196,33 @@ class WorkspaceHost(StoredStates):
 
         def done(ok, result, timings):
             try:
-                if ok and counts and not timings.get("replayed"):
+                # committed, even when the replica did not confirm it (sync mode answers 503
+                # then): the file changed, and a committed forget's text must go everywhere
+                committed = ok or timings.get("committed", False)
+                if committed and counts and not timings.get("replayed"):
                     note(1)
                     if method == "forget":        # copies taken before it hold the text too
                         self._forget_copies()
             finally:
                 callback(ok, result, timings)
         self.writer.submit(method, body, done, prepared, key)
+
+    def write_own(self, run: Callable[[], Any]) -> Any:
+        """Run `run` -- it commits a transaction of its own on `self.workspace` (an import
+        chunk) -- on the writer thread and return its result once it is answered like any
+        write: after the replica confirmed it in sync mode (else `ReplicationUnconfirmed`),
+        counted toward the durable position. The caller notes its writes for the snapshots
+        (it knows how many it made)."""
+        self.ensure_open()
+        answered: Future = Future()
+
+        def done(ok, result, _timings):
+            if ok:
+                answered.set_result(result)
+            else:
+                answered.set_exception(result)
+        self.writer.submit_own(run, done)
+        return answered.result()
 
     def _forget_copies(self) -> None:
         """After a forget committed: the copies beside the file and the replica's history were
@@ -204,8 +233,14 @@ class WorkspaceHost(StoredStates):
         except OSError as exc:
             log.error("workspace %s: copies from before a forget not deleted: %r",
                       self.workspace_id, exc)
-        if self.replica is not None:
-            self.replica.restart_history()
+        if self.replica is None:
+            return
+        if self.replica.synchronous:
+            self.replica.restart_history()     # on the confirmer thread, before the answer
+        else:
+            # async answers at the commit: the confirmer restarts the history right after,
+            # not the writer thread inside the forget's answer
+            self.replica.history_owed = True
 
     def _follow_up(self, method: str, body: dict) -> None:
         """A read's small internal write (recall counts): queued, not awaited by the reader,
@@ -290,7 +325,10 @@ class WorkspaceHost(StoredStates):
         self._lock.release()
 
     def status(self) -> dict:
+        """Never waits for the replication daemon: the replica's lag is the newest reading
+        (hosting/lag_readings.py), so a status asked on an event loop does not stall it."""
         return {"activation": self.activation, "snapshots": self.snapshotter.status(),
                 "store": self.store.description if self.store is not None else None,
                 "replication": (None if self.replica is None else
-                                {"mode": self.replica.settings.mode, **self.replica.lag()})}
+                                {"mode": self.replica.settings.mode,
+                                 **self._lag_readings.latest()})}

@@ -24,7 +24,12 @@ from minisphere.engine.db import DatabaseError
 from minisphere.engine.location import CopyLocation, inspect_copy
 from minisphere.errors import SnapshotError, SnapshotNotFound, WorkspaceDataMissing
 from minisphere.files import fsync_dir
-from minisphere.hosting.copies import discard_copy, remove_database
+from minisphere.hosting.copies import (
+    SIDE_SUFFIXES,
+    UNREADABLE_MARK,
+    discard_copy,
+    remove_database,
+)
 
 log = logging.getLogger("minisphere.host")
 
@@ -43,21 +48,36 @@ class CurrentCopy:
         of this generation at the newest position, delete any other (a deleted creation's, or
         one left behind when the workspace moved on), restore from the store, and refuse when
         no reachable copy reaches the newest acknowledged position."""
-        started = time.perf_counter()
         discarded, kept = self._discard_unusable_copy()
         if kept is not None:
             return {"source": "local", "position": kept.position}
-        if self.path.exists():
-            return {"source": "local", "position": inspect_copy(self.path).position}
+        unreadable = self._set_aside_unreadable()
+        if unreadable is None:
+            return self._restore(expect_snapshot, discarded)
+        try:
+            restored = self._restore(expect_snapshot, "its file was unreadable",
+                                     refuse_empty=True)
+        except BaseException:
+            self._move_database(unreadable, self.path)  # nothing better: left for an operator
+            raise
+        remove_database(unreadable)
+        return restored
+
+    def _restore(self, expect_snapshot: bool, discarded: str | None,
+                 refuse_empty: bool = False) -> dict:
+        """No local copy to keep: the replica's newest state, else the newest good snapshot,
+        else an empty file for a workspace that never acknowledged a write."""
+        started = time.perf_counter()
         from_replica = self._restore_from_replica()
         if from_replica is not None:
             return {**from_replica, **({"discarded": discarded} if discarded else {})}
         if self.store is None:
-            return self._start_empty(expect_snapshot, discarded, "no snapshot store")
+            return self._start_empty(expect_snapshot or refuse_empty, discarded,
+                                     "no snapshot store")
         try:
             restored = restore_latest_good(self.store, self.workspace_id, self.path)
         except SnapshotNotFound:
-            return self._start_empty(expect_snapshot, discarded,
+            return self._start_empty(expect_snapshot or refuse_empty, discarded,
                                      f"no snapshot in {self.store.description}")
         position = inspect_copy(self.path).position
         if position < self.min_position:
@@ -70,6 +90,27 @@ class CurrentCopy:
         return {"source": "snapshot", "version": restored["version"], "restoreMs": took,
                 "skipped": restored["skipped"], "position": position,
                 **({"discarded": discarded} if discarded else {})}
+
+    def _set_aside_unreadable(self) -> Path | None:
+        """A file SQLite cannot read (a torn or overwritten disk block) is moved aside, with
+        its WAL, so a restore can take its place; where it went (None: no such file)."""
+        if not self.path.exists():
+            return None
+        aside = self.path.with_name(self.path.name + UNREADABLE_MARK)
+        log.error("workspace %s: the local file %s cannot be read; restoring from the store",
+                  self.workspace_id, self.path)
+        self._move_database(self.path, aside)
+        return aside
+
+    @staticmethod
+    def _move_database(source: Path, target: Path) -> None:
+        remove_database(target)
+        for suffix in ("", *SIDE_SUFFIXES):
+            try:
+                os.replace(f"{source}{suffix}", f"{target}{suffix}")
+            except FileNotFoundError:
+                pass
+        fsync_dir(target.parent)
 
     def _restore_from_replica(self) -> dict | None:
         """The replica's newest state, when replication is on and it holds a usable copy (it
@@ -85,9 +126,7 @@ class CurrentCopy:
                         self.workspace_id, exc)
             found = False
         copy = inspect_copy(staged) if found and self._sound(staged) else None
-        if copy is None or copy.position < self.min_position or (
-                None not in (copy.generation, self.generation)
-                and copy.generation != self.generation):
+        if copy is None or copy.position < self.min_position or not self._ours(copy):
             remove_database(staged)         # a staging file: nothing else of the folder goes
             return None
         os.replace(staged, self.path)
@@ -114,8 +153,10 @@ class CurrentCopy:
         local = inspect_copy(self.path)
         if local is None:
             return None, None
-        if None not in (local.generation, self.generation) and local.generation != self.generation:
-            why = f"it belongs to a deleted creation of the id ({local.generation})"
+        if not self._ours(local):
+            why = (f"it belongs to a deleted creation of the id ({local.generation})"
+                   if local.generation is not None else
+                   "it names no creation of the id (made before generations, or offline)")
         elif local.position < self.min_position:
             why = (f"it is stale (position {local.position}, the workspace has reached "
                    f"{self.min_position} elsewhere)")
@@ -126,9 +167,15 @@ class CurrentCopy:
         discard_copy(self.path)
         return why, None
 
+    def _ours(self, copy: CopyLocation) -> bool:
+        """The copy belongs to this creation of the id. A copy without a generation is only
+        a workspace's made before generations (itself without one): for any other it may be a
+        deleted tenant's file, and the claim would stamp the new generation onto it."""
+        return copy.generation == self.generation
+
     def _start_empty(self, expect_snapshot: bool, discarded: str | None, why: str) -> dict:
         if expect_snapshot or self.min_position > 0:
-            raise self._missing(why)
+            raise self._missing(f"{discarded}; {why}" if discarded else why)
         log.warning("workspace %s: no file and %s; starting empty", self.workspace_id, why)
         return {"source": "new", "position": 0, **({"discarded": discarded} if discarded else {})}
 

@@ -4,8 +4,8 @@ file, so both go through `_file_swap` (snapshots paused, replication let go of t
 connection closed, reopened after).
 
 A mixin of `WorkspaceHost` (host.py), which provides what these use: `workspace_id`, `path`,
-`store`, `keep`, `replica`, `snapshotter`, `min_position`, and `_open`, `_close_io`,
-`_release_replica`.
+`store`, `keep`, `replica`, `snapshotter`, `min_position`, `writer`, and `_open`,
+`_close_io`, `_release_replica`.
 """
 from __future__ import annotations
 
@@ -91,6 +91,11 @@ class StoredStates:
         every connection closed; reopened afterwards, even on error (a reopen that fails is
         retried by the next call, see `ensure_open`)."""
         with self.snapshotter.paused():
+            # the writer first: its confirmer may still be confirming, and a confirmation
+            # registers the file again (a daemon that lost it, a restart of the history) --
+            # after the release, the daemon would follow the replaced file through the swap
+            if self.writer is not None:
+                self.writer.close()
             self._release_replica()
             self._close_io()
             try:

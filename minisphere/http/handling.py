@@ -3,6 +3,7 @@ strict query numbers, request bodies as models, the error body of any failure (f
 audience), and the timing headers."""
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
@@ -29,6 +30,7 @@ _QUERY_INTEGER = re.compile(r"[0-9]{1,9}")
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
 IDEMPOTENCY_HEADER = "Idempotency-Key"       # on a write: applied at most once per key
 REPLAY_HEADER = "Idempotent-Replay"          # "true": answered from the key's stored result
+UNAVAILABLE_RETRY_AFTER_S = 1   # a 503 of no known wait (a process restarting, a replica behind)
 # An idempotency key as the RPC routes' header and the MCP tools' argument publish it
 IDEMPOTENCY_KEY_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200,
                           "pattern": KEY_PATTERN.pattern}
@@ -178,17 +180,41 @@ def error_json(exc: BaseException, audience: str = TENANT) -> JSONResponse:
     """The error answer of `exc` as `audience` may read it (default: a tenant, who is never
     told deployment details)."""
     status, body = error_response(exc, audience)
-    # an error that knows when asking again may succeed (rate limits, no room yet) says so
-    retry_after_s = getattr(exc, "retry_after_s", None)
+    # an error that knows when asking again may succeed (rate limits, no room yet) says so,
+    # and every 503 says to ask again (a process that died, a replica that did not confirm)
+    retry_after_s = getattr(exc, "retry_after_s", None) \
+        if isinstance(exc, MiniSphereError) else None
+    if retry_after_s is None and status == 503:
+        retry_after_s = UNAVAILABLE_RETRY_AFTER_S
     headers = ({"Retry-After": str(max(1, math.ceil(retry_after_s)))}
-               if isinstance(exc, MiniSphereError) and retry_after_s is not None else None)
+               if retry_after_s is not None else None)
     return JSONResponse(body, status_code=status, headers=headers)
 
 
 def client_address(request: Request) -> str:
-    """The caller's address as the server saw it (the budget of failed authentications is
-    kept per address; forwarded-for headers are not trusted, anyone can send them)."""
-    return request.client.host if request.client is not None else "unknown"
+    """The caller's address, whose failed authentications are budgeted. The peer, unless the
+    peer is a configured trusted proxy (`MINISPHERE_TRUSTED_PROXIES`): then the nearest address
+    in `X-Forwarded-For` that is not one (anyone can send the header, so only those count, or
+    behind a load balancer one client's bad tokens would have rate-limited everyone)."""
+    peer = request.client.host if request.client is not None else "unknown"
+    settings = getattr(getattr(request.app.state, "gateway", None), "settings", None)
+    trusted = [ipaddress.ip_network(n) for n in getattr(settings, "trusted_proxies", ())]
+    if not trusted or not _within(peer, trusted):
+        return peer
+    forwarded = [hop.strip() for hop in
+                 ",".join(request.headers.getlist("x-forwarded-for")).split(",") if hop.strip()]
+    for hop in reversed(forwarded):
+        if not _within(hop, trusted):
+            return hop
+    return forwarded[0] if forwarded else peer
+
+
+def _within(address: str, networks: list) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False          # not an address (a malformed hop): never a trusted proxy
+    return any(ip in network for network in networks)
 
 
 def audience_of(gateway, token: str | None) -> str:

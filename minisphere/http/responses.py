@@ -146,6 +146,7 @@ class TagCount(Answer):
 
 class TagsAnswer(Answer):
     tags: list[TagCount]
+    truncated: bool
 
 
 class CountAnswer(Answer):

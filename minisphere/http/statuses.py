@@ -30,6 +30,7 @@ STATUS: dict[type, int] = {
     E.KindGateViolation: 409,
     E.WorkspaceExists: 409,
     E.IdempotencyKeyReused: 409,
+    E.ImportGap: 409,
     E.RateLimited: 429,
     E.ContentTooLarge: 413,
     E.RequestTooLarge: 413,

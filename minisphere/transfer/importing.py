@@ -7,7 +7,7 @@ from pathlib import Path
 from minisphere.engine.location import advance
 from minisphere.engine.normalize import content_hash, normalize_tags
 from minisphere.engine.writes import canonical_endpoints
-from minisphere.errors import ImportFormatError
+from minisphere.errors import ImportFormatError, ImportGap
 from minisphere.files import sha256_file
 from minisphere.transfer.format import (
     EdgeRecord,
@@ -124,7 +124,12 @@ class ImportSession:
         self.resumed = self.applied = int(row[0]) if row else 0
 
     def feed(self, records: list, first: int) -> None:
-        """`records` are data lines number `first` (1-based) onwards."""
+        """`records` are data lines number `first` (1-based) onwards. Refused, changing
+        nothing, when they start past the line after the last one applied."""
+        if first > self.applied + 1:
+            raise ImportGap(f"this chunk starts at line {first} but the import has applied "
+                            f"lines up to {self.applied} only: send from line "
+                            f"{self.applied + 1}")
         last = first + len(records) - 1
         position = None
         with self.workspace.transaction() as conn:

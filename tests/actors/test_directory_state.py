@@ -368,3 +368,46 @@ def test_a_wake_restored_from_a_snapshot_is_recorded_from_the_binds_answer(tmp_p
     actions = [event["action"] for event in control.audit_log(ws)]
     assert "restore-on-activation" in actions
     assert control.get(ws)["nodeId"] == "in-process-node"
+
+
+@pytest.mark.parametrize("failure", ["died", "timed out"])
+def test_a_wake_whose_process_died_or_timed_out_is_a_503_with_retry_after(tmp_path, failure):
+    """Nothing of the call ran: a client must be told to ask again (a 400 said it never may)."""
+    from actors.directory.runtime import ActorGone
+    from minisphere.http.handling import error_json
+    parts, _, runtime = directory_parts(tmp_path)
+
+    async def drive():
+        workspace_id = parts.workspaces.create("unlucky", None, None)["workspace"]["id"]
+        runtime.bind_failure = ActorGone("died") if failure == "died" else TimeoutError()
+        with pytest.raises(Exception) as refused:
+            await parts.activator.activate(workspace_id)
+        await parts.activator.activate(workspace_id)          # and the next wake works
+        return refused.value
+
+    answer = error_json(asyncio.run(drive()))
+    assert answer.status_code == 503 and int(answer.headers["Retry-After"]) >= 1
+
+
+def test_a_deleted_workspaces_replica_is_deleted_again_only_after_a_sweep_reached_its_node(
+        tmp_path):
+    """The node's daemon may ship a killed actor's file until that node's sweep unregisters
+    it: a sweep whose node failed or timed out must not count as that, or the replica shipped
+    meanwhile is kept for good."""
+    from minisphere.durability.replication import replica_prefix
+    parts, control, runtime = directory_parts(tmp_path)
+
+    async def drive():
+        workspace_id = parts.workspaces.create("gone", None, None)["workspace"]["id"]
+        await parts.activator.activate(workspace_id)
+        generation = control.get(workspace_id)["generation"]
+        runtime.node_task_failure = "failed: GetTimeoutError"
+        await parts.workspaces.delete(workspace_id)
+        await parts.workspaces._sweep
+        shipped = replica_prefix(workspace_id, generation) + "0000/late.ltx"
+        parts.workspaces.snapshots.put_bytes(shipped, b"shipped after the deletion")
+        runtime.node_task_failure = None
+        await parts.workspaces.sweep_nodes()               # reaches the node this time
+        return parts.workspaces.snapshots.list_keys(replica_prefix(workspace_id, generation))
+
+    assert asyncio.run(drive()) == []

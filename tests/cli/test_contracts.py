@@ -6,9 +6,7 @@ import pytest
 
 from minisphere.cli.main import main
 from minisphere.contract.pins import CONTRACT_NAME, pinned_contracts, sha256_file
-
-TEXT = f"{CONTRACT_NAME}@0.1.md"
-SURFACE = f"{CONTRACT_NAME}@0.1.surface.json"
+from tests.support.contracts import ACTIVE_VERSION, CONTRACT_FILES, NEXT_VERSION, SURFACE, TEXT
 
 
 def run(capsys, *argv):
@@ -20,13 +18,13 @@ def run(capsys, *argv):
 def test_verify_passes_on_the_repository(capsys):
     code, out, _ = run(capsys, "verify")
     assert code == 0
-    assert TEXT in out and SURFACE in out and "agree with MINI_SPHERE_CONTRACT@0.1" in out
+    assert TEXT in out and SURFACE in out and f"agree with MINI_SPHERE_CONTRACT@{ACTIVE_VERSION}" in out
 
 
 def test_verify_json_lists_records(capsys):
     code, out, _ = run(capsys, "verify", "--json")
     assert code == 0
-    assert {r["file"] for r in json.loads(out)} == {TEXT, SURFACE}
+    assert {r["file"] for r in json.loads(out)} == CONTRACT_FILES
 
 
 def test_verify_fails_on_a_changed_byte(contracts_copy, capsys):
@@ -64,7 +62,8 @@ def bump(directory, version):
     """What an operator does: copy the active version, update the version inside both files."""
     text = (directory / TEXT).read_text(encoding="utf-8")
     (directory / f"{CONTRACT_NAME}@{version}.md").write_text(
-        re.sub(r"MINI_SPHERE_CONTRACT @ 0\.1", f"MINI_SPHERE_CONTRACT @ {version}", text),
+        re.sub(rf"MINI_SPHERE_CONTRACT @ {re.escape(ACTIVE_VERSION)}",
+               f"MINI_SPHERE_CONTRACT @ {version}", text),
         encoding="utf-8")
     doc = json.loads((directory / SURFACE).read_text(encoding="utf-8"))
     doc.update(version=version, text=f"{CONTRACT_NAME}@{version}.md")
@@ -73,34 +72,34 @@ def bump(directory, version):
 
 
 def test_amendment_round_trip_new_version(contracts_copy, capsys):
-    bump(contracts_copy, "0.2")
+    bump(contracts_copy, NEXT_VERSION)
     # before pinning, startup refuses: the new files have no pins
     assert run(capsys, "verify")[0] == 1
 
     code, out, _ = run(capsys, "pin")
     assert code == 0
-    assert re.search(rf"new\s+[0-9a-f]{{64}}  {re.escape(CONTRACT_NAME)}@0\.2\.md", out)
-    assert "unchanged" in out  # 0.1 stays as it was
-    assert (contracts_copy / f"{CONTRACT_NAME}@0.2.md.sha256").is_file()
+    assert re.search(rf"new\s+[0-9a-f]{{64}}  {re.escape(CONTRACT_NAME)}@{re.escape(NEXT_VERSION)}\.md", out)
+    assert "unchanged" in out  # the active version stays as it was
+    assert (contracts_copy / f"{CONTRACT_NAME}@{NEXT_VERSION}.md.sha256").is_file()
 
     code, out, _ = run(capsys, "verify")
     assert code == 0
     active = [r for r in pinned_contracts() if r["active"]]
-    assert {r["version"] for r in active} == {"0.2"}
+    assert {r["version"] for r in active} == {NEXT_VERSION}
 
 
 def test_pin_refuses_a_copied_version_whose_text_was_not_updated(contracts_copy, capsys):
-    (contracts_copy / f"{CONTRACT_NAME}@0.2.md").write_bytes((contracts_copy / TEXT).read_bytes())
+    (contracts_copy / f"{CONTRACT_NAME}@{NEXT_VERSION}.md").write_bytes((contracts_copy / TEXT).read_bytes())
     code, _, err = run(capsys, "pin")
-    assert code == 1 and f"never names {CONTRACT_NAME}@0.2" in err
-    assert not (contracts_copy / f"{CONTRACT_NAME}@0.2.md.sha256").exists()
+    assert code == 1 and f"never names {CONTRACT_NAME}@{NEXT_VERSION}" in err
+    assert not (contracts_copy / f"{CONTRACT_NAME}@{NEXT_VERSION}.md.sha256").exists()
 
 
 def test_pin_refuses_a_surface_declaring_the_wrong_version(contracts_copy, capsys):
-    (contracts_copy / f"{CONTRACT_NAME}@0.2.surface.json").write_bytes(
+    (contracts_copy / f"{CONTRACT_NAME}@{NEXT_VERSION}.surface.json").write_bytes(
         (contracts_copy / SURFACE).read_bytes())
     code, _, err = run(capsys, "pin")
-    assert code == 1 and "declares MINI_SPHERE_CONTRACT@0.1" in err
+    assert code == 1 and f"declares MINI_SPHERE_CONTRACT@{ACTIVE_VERSION}" in err
 
 
 def test_pin_reports_an_orphan_pin(contracts_copy, capsys):

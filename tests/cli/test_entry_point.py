@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.contracts import ACTIVE_VERSION
 from tests.support.engine_gateway import ADMIN_TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +24,7 @@ def minisphere(*argv: str, env: dict | None = None) -> subprocess.CompletedProce
 def test_contracts_verify_exits_0_and_names_the_contract():
     ran = minisphere("contracts", "verify")
     assert ran.returncode == 0, ran.stderr
-    assert "agree with MINI_SPHERE_CONTRACT@0.1" in ran.stdout
+    assert f"agree with MINI_SPHERE_CONTRACT@{ACTIVE_VERSION}" in ran.stdout
 
 
 def test_no_command_is_a_usage_error_exit_2():

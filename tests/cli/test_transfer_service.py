@@ -79,3 +79,29 @@ def test_transfer_through_the_service_reports_bad_input_clearly(service, cli, tm
     assert "error: 422 import_format: line 1: not a minisphere-jsonl export" in refused.err
     unreachable = cli("export", "source", "--url", f"http://127.0.0.1:{free_port()}")
     assert unreachable.code == 1 and unreachable.err.startswith("error: cannot reach")
+
+
+def test_an_import_chunk_past_a_gap_is_a_409_not_a_complete_import(service, cli, tmp_path):
+    import httpx
+
+    from tests.support.engine_gateway import ADMIN_TOKEN
+    token = json.loads(cli("ws", "create", "source").out)["token"]
+    for n in range(30):
+        cli("capture", f"fact {n} of thirty", "-w", "source", "--token", token)
+    out = tmp_path / "source.jsonl"
+    assert cli("export", "source", "-o", str(out)).code == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert cli("ws", "create", "copy").code == 0
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": "application/x-ndjson"}
+
+    def send(first: int, last: int, final: bool) -> httpx.Response:
+        return httpx.post(f"{service.url}/v1/workspaces/copy/import", headers=admin,
+                          params={"key": "k30", "first": first, "final": str(final).lower()},
+                          content="\n".join([lines[0], *lines[first:last + 1]]).encode())
+    assert send(1, 10, False).status_code == 200
+    gap = send(21, 30, True)
+    assert gap.status_code == 409 and gap.json()["error"]["code"] == "import_gap"
+    assert json.loads(cli("count", "-w", "copy").out) == {"count": 10}
+    done = send(11, 30, True)
+    assert done.status_code == 200 and done.json()["complete"]
+    assert json.loads(cli("count", "-w", "copy").out) == {"count": 30}

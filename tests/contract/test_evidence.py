@@ -16,10 +16,9 @@ from minisphere.contract.evidence import (
     push_evidence,
     verify_evidence,
 )
-from minisphere.contract.pins import CONTRACT_NAME, ContractPinError
+from minisphere.contract.pins import ContractPinError
+from tests.support.contracts import SURFACE, TEXT
 
-TEXT = f"{CONTRACT_NAME}@0.1.md"
-SURFACE = f"{CONTRACT_NAME}@0.1.surface.json"
 FILES = [TEXT, f"{TEXT}.sha256", SURFACE, f"{SURFACE}.sha256"]
 
 

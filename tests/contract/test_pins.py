@@ -16,9 +16,8 @@ from minisphere.contract.pins import (
 )
 from minisphere.engine.methods import METHODS
 from minisphere.errors import MiniSphereError
+from tests.support.contracts import ACTIVE_VERSION, CONTRACT_FILES, SURFACE, TEXT
 
-TEXT = f"{CONTRACT_NAME}@0.1.md"
-SURFACE = f"{CONTRACT_NAME}@0.1.surface.json"
 HEX = re.compile(r"[0-9a-f]{64}")
 
 
@@ -42,10 +41,10 @@ def test_pinned_contracts_lists_name_version_sha_file():
     assert set(by_file) >= {TEXT, SURFACE}
     text = by_file[TEXT]
     assert (text["name"], text["version"], text["role"], text["active"]) == (
-        CONTRACT_NAME, "0.1", "text", True)
+        CONTRACT_NAME, ACTIVE_VERSION, "text", True)
     assert HEX.fullmatch(text["sha256"])
     assert active_contract(records) == text
-    assert contract_reference(text) == f"{CONTRACT_NAME}@0.1+sha256:{text['sha256']}"
+    assert contract_reference(text) == f"{CONTRACT_NAME}@{ACTIVE_VERSION}+sha256:{text['sha256']}"
 
 
 @pytest.mark.parametrize("name", [TEXT, SURFACE])
@@ -126,7 +125,7 @@ def test_uppercase_pin_and_binary_marker_are_accepted(contracts_copy):
 
 def test_unrelated_files_are_ignored(contracts_copy):
     (contracts_copy / "README.md").write_text("notes\n")
-    assert {r["file"] for r in pinned_contracts()} == {TEXT, SURFACE}
+    assert {r["file"] for r in pinned_contracts()} == CONTRACT_FILES
 
 
 def test_hashing_streams_large_files(tmp_path):
@@ -138,4 +137,4 @@ def test_hashing_streams_large_files(tmp_path):
 def test_explicit_dir_argument_wins_over_environment(contracts_copy, monkeypatch):
     monkeypatch.setenv("MINISPHERE_CONTRACTS_DIR", "/nonexistent")
     records = verify_startup(set(METHODS), contracts_dir=contracts_copy)
-    assert {r["file"] for r in records} == {TEXT, SURFACE}
+    assert {r["file"] for r in records} == CONTRACT_FILES

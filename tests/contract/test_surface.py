@@ -21,8 +21,8 @@ from minisphere.engine import arguments as inputs
 from minisphere.engine import constants as C
 from minisphere.engine.methods import METHODS
 from minisphere.engine.writes import KIND_GATES
+from tests.support.contracts import ACTIVE_VERSION, CONTRACT_FILES, SURFACE
 
-SURFACE = f"{CONTRACT_NAME}@0.1.surface.json"
 READS = {"recall", "listRecent", "getEntry", "connections", "graphView", "getTags", "getCount",
          "getStats", "getBrief"}
 WRITES = {"capture", "append", "update", "setStatus", "forget", "link", "unlink"}
@@ -171,7 +171,7 @@ def test_surface_declaring_another_version_refuses(contracts_copy):
 
 def test_highest_version_is_active(contracts_copy):
     for suffix in ("md", "surface.json"):
-        old = contracts_copy / f"{CONTRACT_NAME}@0.1.{suffix}"
+        old = contracts_copy / f"{CONTRACT_NAME}@{ACTIVE_VERSION}.{suffix}"
         new = contracts_copy / f"{CONTRACT_NAME}@0.10.{suffix}"
         shutil.copy(old, new)
     doc = json.loads((contracts_copy / f"{CONTRACT_NAME}@0.10.surface.json").read_text())
@@ -182,7 +182,7 @@ def test_highest_version_is_active(contracts_copy):
     records = verify_startup(set(METHODS))
     active = {r["file"] for r in records if r["active"]}
     assert active == {f"{CONTRACT_NAME}@0.10.md", f"{CONTRACT_NAME}@0.10.surface.json"}
-    assert len(records) == 4  # the old version stays pinned and verified
+    assert len(records) == len(CONTRACT_FILES) + 2   # the older versions stay pinned, verified
 
 
 # The surface's `retrieval` numbers (group, key) -> their constant in retrieval/tuning.py. Not

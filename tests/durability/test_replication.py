@@ -4,6 +4,7 @@ and what happens when the replica cannot confirm. Two folders stand for two node
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
 import socket
 import time
@@ -18,6 +19,7 @@ from minisphere.durability.replication import (
     restore_from_replica,
 )
 from minisphere.engine.location import inspect_copy
+from minisphere.engine.workspace import Workspace
 from minisphere.errors import ReplicationUnconfirmed
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.settings import ReplicationSettings
@@ -92,6 +94,20 @@ def test_a_node_lost_after_sync_writes_loses_nothing_acknowledged(tmp_path, daem
         b.close()
 
 
+
+def test_an_unreadable_local_file_is_restored_from_the_replica_not_a_500(tmp_path, daemon):
+    a = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    for n in range(25):
+        assert write(a, f"fact {n}")[0]
+    position = a.hibernate()["position"]
+    a.path.write_bytes(b"garbage, not a database " * 512)
+    again = host_on(tmp_path / "a", tmp_path / "replica", daemon, epoch=2, position=position)
+    try:
+        assert again.activation["source"] == "replica"
+        assert again.submit_read("getCount", {}).result()[0]["count"] == 25
+    finally:
+        again.close()
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -133,7 +149,7 @@ def test_async_mode_answers_at_once_and_shows_when_it_last_shipped(tmp_path, dae
         until(lambda: host.status()["replication"]["lastSyncAt"] is not None, host.status,
               timeout_s=10)
         assert replica_count(tmp_path / "replica", tmp_path) == 1
-        until(lambda: host.status()["replication"]["pendingTransactions"] == 0, host.status)
+        until(lambda: host.status()["replication"].get("pendingTransactions") == 0, host.status)
         assert host.status()["replication"]["lagSeconds"] == 0
         # what the directory may record follows the replica, a confirmation behind
         until(lambda: host.durable_position() == host.workspace.position, host.status)
@@ -156,7 +172,7 @@ def test_async_mode_keeps_serving_when_the_replica_is_unreachable_and_shows_the_
             ok, result, _ = write(host, f"answered though not shipped {n}")
             assert ok, result
         # the replica is failing, and how long it has been behind shows and grows
-        until(lambda: host.status()["replication"]["lagSeconds"] >= 1.0, host.status)
+        until(lambda: (host.status()["replication"].get("lagSeconds") or 0) >= 1.0, host.status)
         shown = host.status()["replication"]
         assert shown["mode"] == "async" and shown["status"] == "failing", shown
         assert shown["pendingTransactions"] != 0, shown
@@ -221,24 +237,31 @@ def test_a_restore_to_a_moment_brings_back_exactly_the_writes_before_it(tmp_path
         host.close()
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_forget_leaves_no_trace_in_the_replica_or_the_daemons_local_history(tmp_path,
-                                                                              daemon):
+                                                                              daemon, mode):
     from minisphere.durability.stores import LocalDirSnapshotStore
     secret = "the replicated passphrase is quince-harbor-5512"
     store = LocalDirSnapshotStore(tmp_path / "store")
     path = (tmp_path / "a" / "ws-rep" / "workspace.db").resolve()
     url = (tmp_path / "store" / "history" / "ws-rep").as_uri()
-    replica = WorkspaceReplica(daemon, path, url, SYNC, (store, "history/ws-rep/"))
+    settings = ReplicationSettings(mode=mode, sync_timeout_s=2.0)
+    replica = WorkspaceReplica(daemon, path, url, settings, (store, "history/ws-rep/"))
     host = WorkspaceHost("ws-rep", path, synchronous="NORMAL", background=False,
                          generation="g", epoch=1, replica=replica)
+
+    def holding_the_secret() -> list:
+        return [p for p in tmp_path.rglob("*") if p.is_file()
+                and secret.encode() in p.read_bytes()]
     try:
         entry = write(host, secret)[1]["id"]
         write(host, "a note that stays")
-        held = [p for p in tmp_path.rglob("*.ltx") if secret.encode() in p.read_bytes()]
-        assert held                                    # the history holds it before the forget
+        until(lambda: [p for p in tmp_path.rglob("*.ltx") if secret.encode() in p.read_bytes()],
+              holding_the_secret)                      # the history holds it before the forget
         assert forget(host, entry)
-        assert [p for p in tmp_path.rglob("*") if p.is_file()
-                and secret.encode() in p.read_bytes()] == []
+        # async: answered at the commit, the history restarted by the confirmer right after
+        until(lambda: holding_the_secret() == [], holding_the_secret)
+        until(lambda: not host.replica.history_owed, holding_the_secret)
         target = tmp_path / "after-forget.db"
         assert restore_from_replica(url, target)       # and the replica still has the rest
         assert inspect_copy(target).position == host.workspace.position
@@ -270,7 +293,6 @@ def test_wal_checkpoints_before_the_daemon_read_the_frames_skip_no_transaction(t
 
 
 def test_a_daemon_that_dies_is_started_again_and_the_replica_catches_up(tmp_path, daemon):
-    import os
     import signal
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
     try:
@@ -285,7 +307,6 @@ def test_a_daemon_that_dies_is_started_again_and_the_replica_catches_up(tmp_path
 
 
 def test_a_host_opened_after_the_daemon_died_starts_it_and_registers_its_file(tmp_path, daemon):
-    import os
     import signal
     first = host_on(tmp_path / "a", tmp_path / "replica", daemon)
     assert write(first, "before the daemon died")[0]
@@ -305,7 +326,6 @@ def test_a_host_opened_after_the_daemon_died_starts_it_and_registers_its_file(tm
 def test_the_node_sweep_lets_the_daemon_go_of_a_file_no_live_host_holds(tmp_path, daemon):
     """A killed actor never unregisters its file: the daemon went on shipping it, and after a
     delete put the deleted workspace's history back in the store."""
-    from minisphere.engine.workspace import Workspace
     from minisphere.hosting.copies import sweep_node
     node = tmp_path / "node"
     live = host_on(node, tmp_path / "replica", daemon)            # holds its folder's lock
@@ -344,7 +364,6 @@ def test_a_daemon_killed_during_heavy_async_writes_leaves_a_replica_that_restore
     """With SQLite's own checkpoints racing Litestream, a daemon killed mid-write left a replica
     whose restore failed its integrity check (every run here): the node's loss then lost the
     workspace, not just its last second."""
-    import os
     import signal
     import threading
 
@@ -382,7 +401,6 @@ def test_a_daemon_too_busy_to_answer_is_waited_for_never_started_twice(tmp_path,
     """On a loaded node the daemon may not answer within the liveness timeout: a second daemon
     started beside it would leave the first one shipping files nobody talks to it about (seen
     at load average 50, a new daemon each time one was slow)."""
-    import os
     import signal
 
     import minisphere.durability.replication as replication
@@ -399,3 +417,161 @@ def test_a_daemon_too_busy_to_answer_is_waited_for_never_started_twice(tmp_path,
         os.kill(pid, signal.SIGCONT)
     assert LitestreamDaemon(daemon.folder).ensure_running().alive()
     assert daemon.running_pid() == pid
+
+
+def _export_of(tmp_path: Path, entries: int) -> list[str]:
+    from tests.transfer.helpers import export_text
+    with Workspace(tmp_path / "donor.db") as donor:
+        for n in range(entries):
+            donor.capture(f"imported fact {n}")
+        return export_text(donor).splitlines()
+
+
+def test_a_sync_import_chunk_is_answered_only_once_on_the_replica(tmp_path, daemon):
+    from actors.parts.transfer_steps import TransferSessions
+    lines = _export_of(tmp_path, 12)
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    sessions = TransferSessions()
+    try:
+        report = sessions.import_chunk(host, "k", lines[0], lines[1:], 1, True)
+        assert report["complete"] and report["entries"] == 12
+        assert replica_count(tmp_path / "replica", tmp_path) == 12
+        assert host.durable_position() == host.workspace.position > 0
+    finally:
+        sessions.close()
+        host.close()
+
+
+def test_an_import_chunk_the_replica_cannot_confirm_is_a_503_not_an_acknowledgement(
+        tmp_path, daemon):
+    from actors.parts.transfer_steps import TransferSessions
+    lines = _export_of(tmp_path, 5)
+    host = host_with_unreachable_replica(tmp_path, daemon, "sync")
+    sessions = TransferSessions()
+    try:
+        with pytest.raises(ReplicationUnconfirmed):
+            sessions.import_chunk(host, "k", lines[0], lines[1:], 1, False)
+        assert host.durable_position() == 0
+    finally:
+        sessions.close()
+        host.close()
+
+
+def test_a_sync_forget_the_replica_cannot_confirm_still_cleans_every_copy(tmp_path, daemon):
+    secret = "the forgotten passphrase is wren-basalt-9902"
+    host = host_with_unreachable_replica(tmp_path, daemon, "sync")
+    try:
+        ok, entry, _ = write(host, secret)
+        assert not ok                                  # committed, never confirmed
+        entry_id = host.workspace.conn.execute("SELECT id FROM entries").fetchone()[0]
+        aside = host.path.with_name(host.path.name + ".pre-restore-1")
+        export = host.path.parent / ".export-unfinished.db"
+        for copy in (aside, export):
+            copy.write_bytes(secret.encode())
+        pending, registered = host.snapshotter.pending_writes, host.replica.registered_at
+        assert not forget(host, entry_id)              # a 503: the replica did not confirm
+        assert not aside.exists() and not export.exists()
+        assert host.snapshotter.pending_writes == pending + 1
+        assert host.replica.registered_at > registered  # its history was started over
+    finally:
+        host.close()
+
+
+
+def test_a_history_restart_is_not_begun_again_by_each_confirmation(tmp_path, daemon):
+    """After a forget the replica starts over with the whole file, an upload that may outlast
+    a confirmation's bound. The next confirmations wait for it; restarting again in each would
+    delete it every time, and no write would be confirmed again."""
+    from minisphere.durability.stores import LocalDirSnapshotStore
+    store = LocalDirSnapshotStore(tmp_path / "store")
+    host = host_with_unreachable_replica(tmp_path, daemon, "sync")
+    host.replica.history = (store, "history/ws-rep/")
+    try:
+        store.put_bytes("history/ws-rep/0000/old.ltx", b"the history before the forget")
+        host.replica.restart_history()                # its first upload cannot finish here
+        assert store.list_keys("history/ws-rep/") == []
+        assert not host.replica.history_owed
+        store.put_bytes("history/ws-rep/0000/new.ltx", b"the new history, still uploading")
+        with pytest.raises(ReplicationUnconfirmed):
+            host.replica.confirm()
+        assert store.list_keys("history/ws-rep/") == ["history/ws-rep/0000/new.ltx"]
+    finally:
+        host.close()
+
+
+def test_two_history_restarts_never_run_at_once(tmp_path, daemon):
+    """The confirmer and a forget's answer may both restart the history: the second waits for
+    the first, or it would delete what the first had just registered."""
+    import threading
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    inside, most, entered = [0], [0], threading.Event()
+    release = threading.Event()
+    fold = host.replica.checkpoint
+
+    def slow_checkpoint() -> bool:
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        entered.set()
+        release.wait(5)
+        inside[0] -= 1
+        return fold()
+    host.replica.checkpoint = slow_checkpoint
+    try:
+        threads = [threading.Thread(target=host.replica.restart_history) for _ in range(2)]
+        threads[0].start()
+        assert entered.wait(10)
+        threads[1].start()
+        threads[1].join(0.5)                           # gives the second a chance to enter
+        release.set()
+        for thread in threads:
+            thread.join(30)
+        assert most[0] == 1 and not host.replica.history_owed
+        assert write(host, "confirmed after both restarts")[0]
+    finally:
+        host.close()
+
+
+def test_a_restore_leaves_the_daemon_shipping_the_restored_file_not_the_aside(
+        tmp_path, daemon, local_store):
+    """A confirmation still owed when a restore begins (async: gathered for up to a second)
+    must not register the file again before the swap: the daemon would keep the replaced file
+    (now the aside) open and ship it, never the restored one."""
+    settings = ReplicationSettings(mode="async", sync_timeout_s=2.0)
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon, settings=settings,
+                   store=local_store)
+    try:
+        keep = write(host, "kept by the snapshot")[1]["id"]
+        version = host.snapshot_now()["version"]
+        write(host, "a write confirmed just now")
+        entry = write(host, "forgotten, its history restarted by the next confirmation")[1]
+        assert forget(host, entry["id"])
+        host.restore(version)                          # within that confirmation's second
+        assert write(host, "written after the restore")[0]
+        until(lambda: replica_count(tmp_path / "replica", tmp_path) == 2, host.status)
+        assert host.submit_read("getEntry", {"id": keep}).result()[0]["id"] == keep
+    finally:
+        host.close()
+
+
+def test_a_status_never_waits_for_a_daemon_that_does_not_answer(tmp_path, daemon):
+    """The actor answers status requests on the event loop every call of its workspace runs
+    on: a status waiting for a stopped daemon's socket stalled them all."""
+    import signal
+
+    from minisphere.durability.litestream_control import CONTROL_TIMEOUT_S
+    settings = ReplicationSettings(mode="async", sync_timeout_s=2.0)
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon, settings=settings)
+    try:
+        assert write(host, "shipped before the daemon stops")[0]
+        until(lambda: host.status()["replication"].get("lastSyncAt") is not None, host.status)
+        pid = daemon.running_pid()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            shown = [host.status()["replication"] for _ in range(3)]
+            assert time.monotonic() - started < CONTROL_TIMEOUT_S / 2   # not the socket's wait
+            assert shown[-1]["lastSyncAt"] is not None      # the newest reading, kept
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    finally:
+        host.close()

@@ -13,7 +13,7 @@ def test_two_workspaces_are_isolated(http, new_workspace):
     assert call(http, b, hb, "getCount").json() == {"count": 0}
     assert call(http, b, hb, "getEntry", {"id": stored["id"]}).status_code == 404
     assert call(http, b, hb, "listRecent").json() == {"items": []}
-    assert call(http, b, hb, "getTags").json() == {"tags": []}
+    assert call(http, b, hb, "getTags").json() == {"tags": [], "truncated": False}
     # the same content in b is a new entry there, not a duplicate of a's
     in_b = call(http, b, hb, "capture", {"content": "only in a"}).json()
     assert in_b["outcome"] == "stored" and in_b["id"] != stored["id"]

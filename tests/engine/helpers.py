@@ -102,8 +102,8 @@ class Api:
             return self._call("graphView", {"seed_ids": seed_ids, **opts})
         return self.ws.graph_view(seed_ids, **opts)
 
-    def get_tags(self):
-        return self.ws.call("getTags", {}) if self.via == "call" else self.ws.get_tags()
+    def get_tags(self, **opts):
+        return self.ws.call("getTags", opts) if self.via == "call" else self.ws.get_tags(**opts)
 
     def get_count(self):
         return self.ws.call("getCount", {}) if self.via == "call" else self.ws.get_count()

@@ -293,4 +293,4 @@ def test_tags_round_trip(shared_ws, raw_tags):
             {t: 1 for t in expected}
     finally:
         forget_all(shared_ws)
-    assert shared_ws.get_tags() == {"tags": []}
+    assert shared_ws.get_tags() == {"tags": [], "truncated": False}

@@ -225,12 +225,28 @@ def test_graph_view_fanout_keeps_strongest_edges(api, ws):
 # ---- getTags / getCount / getStats -----------------------------------------------------------
 
 def test_get_tags_vocabulary_with_counts(api):
-    assert api.get_tags() == {"tags": []}
+    assert api.get_tags() == {"tags": [], "truncated": False}
     api.capture("one", tags=["b", "a"])
     api.capture("two", tags=["B"])
     api.capture("three", tags=["c", "b"])
     assert api.get_tags() == {"tags": [{"tag": "b", "count": 3}, {"tag": "a", "count": 1},
-                                       {"tag": "c", "count": 1}]}
+                                       {"tag": "c", "count": 1}], "truncated": False}
+
+
+def test_get_tags_answers_at_most_limit_tags_the_most_used_first(api):
+    """A write token could grow the vocabulary without bound, and the whole of it was built
+    into one answer: the answer is bounded, and says when tags were left out."""
+    for n in range(C.GET_TAGS_MAX_LIMIT + 5):
+        api.capture(f"entry {n}", tags=[f"t{n:05d}", *(["common"] if n % 2 else [])])
+    answer = api.get_tags()
+    assert len(answer["tags"]) == C.GET_TAGS_DEFAULT_LIMIT and answer["truncated"]
+    assert answer["tags"][0] == {"tag": "common", "count": (C.GET_TAGS_MAX_LIMIT + 5) // 2}
+    assert [t["tag"] for t in answer["tags"][1:4]] == ["t00000", "t00001", "t00002"]
+    most = api.get_tags(limit=C.GET_TAGS_MAX_LIMIT)
+    assert len(most["tags"]) == C.GET_TAGS_MAX_LIMIT and most["truncated"]
+    assert api.get_tags(limit=3) == {"tags": [{"tag": "common", "count": (C.GET_TAGS_MAX_LIMIT + 5) // 2},
+                                              {"tag": "t00000", "count": 1},
+                                              {"tag": "t00001", "count": 1}], "truncated": True}
 
 
 def test_get_count(api, make_entry):

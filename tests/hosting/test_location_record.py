@@ -183,3 +183,99 @@ def test_a_fenced_host_drops_expired_idempotency_keys_when_it_opens_the_file(tmp
         assert kept == 0 and inspect_copy(path).epoch == 2
     finally:
         host.close()
+
+
+def _unclaimed_copy(folder: Path, content: str) -> Path:
+    """A file with no generation: made before generations, or by an offline import."""
+    path = folder / "workspace.db"
+    path.parent.mkdir(parents=True)
+    ws = Workspace(path)
+    ws.capture(content)
+    ws.close()
+    assert inspect_copy(path).generation is None
+    return path
+
+
+def test_a_recreated_id_never_opens_a_copy_without_a_generation(tmp_path, local_store):
+    path = _unclaimed_copy(tmp_path / "b" / "ws-loc", SECRET)
+    new = host_on(tmp_path / "b", local_store, generation="gen-new", epoch=1)
+    try:
+        assert new.activation["source"] == "new"
+        assert count(new) == 0
+        assert new.submit_read("recall", {"query": "vault passphrase"}).result()[0]["items"] == []
+    finally:
+        new.close()
+    assert bytes_under(tmp_path / "b", SECRET) == []
+    assert inspect_copy(path).generation == "gen-new"
+
+
+@pytest.mark.parametrize("dead", ["", "g-deleted"])
+def test_the_node_sweep_deletes_a_copy_without_a_generation_of_a_deleted_id(tmp_path, dead):
+    root = tmp_path / "workspaces"
+    _unclaimed_copy(root / "gone", SECRET)
+    _unclaimed_copy(root / "never-deleted", "an offline import nobody deleted")
+    assert sweep_node(root, "node-a", {"gone": [dead]}, {}) == ["gone"]
+    assert not (root / "gone").exists()
+    assert inspect_copy(root / "never-deleted" / "workspace.db") is not None
+
+
+def test_an_unreadable_local_file_is_restored_from_the_store_not_a_500(tmp_path, local_store):
+    first = host_on(tmp_path / "a", local_store, generation="g", epoch=1)
+    for i in range(25):
+        write(first, "capture", {"content": f"captured before the disk broke {i}"})
+    left = first.hibernate()
+    first.path.write_bytes(b"garbage, not a database " * 512)
+    again = host_on(tmp_path / "a", local_store, generation="g", epoch=2,
+                    position=left["position"], expect_snapshot=True)
+    try:
+        assert again.activation["source"] == "snapshot"
+        assert "unreadable" in again.activation["discarded"]
+        assert count(again) == 25
+    finally:
+        again.close()
+    assert sorted(p.name for p in (tmp_path / "a" / "ws-loc").glob("workspace.db*")) == [
+        "workspace.db"]
+
+
+def test_an_unreadable_local_file_nothing_restores_is_refused_and_kept(tmp_path):
+    path = tmp_path / "a" / "ws-loc" / "workspace.db"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"garbage, not a database " * 512)
+    with pytest.raises(WorkspaceDataMissing, match="unreadable"):
+        host_on(tmp_path / "a", None, generation="g", epoch=1)
+    assert path.read_bytes().startswith(b"garbage")        # never replaced by an empty file
+
+
+def test_a_host_whose_file_vanished_after_it_was_found_opens_nothing_empty(tmp_path,
+                                                                           local_store):
+    first = host_on(tmp_path / "a", local_store, generation="g", epoch=1)
+    write(first, "capture", {"content": "acknowledged"})
+    first.hibernate()
+    again = host_on(tmp_path / "a", local_store, generation="g", epoch=2)
+    assert again.activation["source"] == "local"
+    again._close_io()
+    for suffix in ("", "-wal", "-shm"):                 # gone between finding and opening
+        Path(f"{again.path}{suffix}").unlink(missing_ok=True)
+    with pytest.raises(WorkspaceDataMissing):
+        again._open()
+    assert not again.path.exists()                      # no empty file in its place
+    again.close()
+
+
+def test_what_a_killed_restore_staged_is_deleted_by_the_next_host_and_the_sweep(tmp_path,
+                                                                                local_store):
+    def leave_staging(folder: Path) -> None:
+        (folder / ".restore-killed").mkdir(parents=True)
+        (folder / ".restore-killed" / "moment.db").write_bytes(SECRET.encode())
+        (folder / "workspace.db.from-replica").write_bytes(SECRET.encode())
+    first = host_on(tmp_path / "a", local_store, generation="g", epoch=1)
+    first.hibernate()
+    leave_staging(tmp_path / "a" / "ws-loc")
+    again = host_on(tmp_path / "a", local_store, generation="g", epoch=2)
+    try:
+        assert bytes_under(tmp_path / "a", SECRET) == []
+    finally:
+        again.close()
+    leave_staging(tmp_path / "a" / "ws-loc")
+    sweep_node(tmp_path / "a", "node-a", {}, {})
+    assert bytes_under(tmp_path / "a", SECRET) == []

@@ -84,6 +84,9 @@ class InProcessActors:
         # set by a test: the next bind call fails with it, as a Ray call can for reasons of
         # Ray's own (a system error, an unreachable raylet) that are not the actor dying
         self.bind_failure: BaseException | None = None
+        # set by a test: what the node answers a task sent to every node instead of running
+        # it (as Ray's runtime answers a node whose task failed or timed out)
+        self.node_task_failure: str | None = None
         self.live: dict[str, InProcessWorkspaceActor] = {}
         self.started = 0
         # as in Ray, a killed actor's slot shows free in the resource view only a little later
@@ -140,6 +143,8 @@ class InProcessActors:
         return {NODE: dict(self.node_resources)}
 
     async def on_every_node(self, fn, args_for, timeout_s: float | None = None) -> dict:
+        if self.node_task_failure is not None:
+            return {NODE: self.node_task_failure}
         return {NODE: await asyncio.to_thread(fn, *args_for(NODE))}
 
     def free_slots(self) -> dict[str, float]:

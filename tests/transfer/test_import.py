@@ -146,3 +146,22 @@ def test_transfer_import_refuses_integers_sqlite_cannot_hold(export_path, tmp_pa
         with pytest.raises(ImportFormatError, match=f"line 3: {field}"):
             import_file(target, bad, batch_lines=100)
         assert target.get_count() == {"count": 0}
+
+
+def test_transfer_import_refuses_a_chunk_that_leaves_a_gap(export_path, tmp_path):
+    from minisphere.errors import ImportGap
+    from minisphere.transfer import ImportSession
+    from minisphere.transfer.format import parse_record
+    lines = export_path.read_text(encoding="utf-8").splitlines()
+
+    def chunk(first, last):
+        return [parse_record(lines[n], n + 1) for n in range(first, last + 1)]
+    with fresh(tmp_path) as target:
+        session = ImportSession(target, lines[0], "gap")
+        session.feed(chunk(1, 10), 1)
+        with pytest.raises(ImportGap, match="line 11"):
+            session.feed(chunk(21, 30), 21)            # lines 11-20 were never sent
+        assert target.get_count() == {"count": 10} and session.applied == 10
+        session.feed(chunk(11, len(lines) - 1), 11)
+        report = session.finish(len(lines) - 1)
+        assert report["complete"] and target.get_count() == {"count": ENTRIES}

@@ -1,0 +1,18 @@
+"""Which process is the node's Ray, as a workspace actor sees it: its raylet, the process that
+started the actor's worker. The node's replication daemon lives no longer than it
+(minisphere/durability/daemon_tether.py), so a `ray stop` or a killed raylet leaves no daemon
+shipping files behind."""
+from __future__ import annotations
+
+import os
+
+
+def raylet_pid() -> int | None:
+    """The raylet's pid when this worker's parent is one (None elsewhere: a test, a driver)."""
+    parent = os.getppid()
+    try:
+        with open(f"/proc/{parent}/cmdline", "rb") as command:
+            program = command.read().split(b"\0", 1)[0]
+    except OSError:
+        return None
+    return parent if os.path.basename(program) == b"raylet" else None
