@@ -105,5 +105,40 @@ def test_a_wake_queued_behind_too_many_others_is_refused_at_once(tmp_path):
         return len(refused), parts.activator.wake_admission.status()
 
     refused, status = asyncio.run(drive())
-    # the first guess of a wake's length (0.5 s) admits two within one second of deadline
-    assert refused == 10 and status["refused"] == 10 and status["inFlight"] == 0
+    # the first guess of a wake's length (0.5 s) admits two within one second of deadline; an
+    # admitted one that finds no spare while the other starts a process is refused too
+    starts_refused = parts.activator.refused_for_starts
+    assert status["refused"] == 10 and status["inFlight"] == 0
+    assert refused == 10 + starts_refused and starts_refused <= 1
+
+
+@pytest.mark.parametrize("deadline_s", ["2", "0"])
+def test_a_wake_that_would_start_a_second_process_at_once_is_refused_not_queued(
+        tmp_path, deadline_s):
+    """With no spare ready, one wake starts a process; another arriving meanwhile would only
+    slow that start down on two CPUs: it is refused with Retry-After, unless wakes are never
+    refused (deadline 0)."""
+    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_WAKE_DEADLINE_S=deadline_s)
+    runtime.bind_gate = asyncio.Event()                 # the first start is still binding
+
+    async def drive():
+        first, second = created(parts, "ws-first", "ws-second")
+        starting = asyncio.ensure_future(parts.activator.activate(first))
+        await asyncio.sleep(0.05)
+        try:
+            await asyncio.wait_for(parts.activator.activate(second), 0.5)
+            outcome = None
+        except Overloaded as refused:
+            outcome = refused
+        except TimeoutError:             # queued behind the start, as before the bound
+            outcome = "waited"
+        runtime.bind_gate.set()
+        await starting
+        return outcome
+
+    outcome = asyncio.run(drive())
+    if deadline_s == "0":
+        assert outcome == "waited"
+    else:
+        assert isinstance(outcome, Overloaded) and outcome.retry_after_s >= 1
+        assert parts.activator.refused_for_starts == 1 and parts.activator.starting == 0
