@@ -29,7 +29,6 @@ class CallPressure:
     window_s: float = PRESSURE_WINDOW_S
     congested: bool = False
     refused: int = 0
-    windows_congested: int = 0
     _window_end: float = 0.0
     _samples: list[float] = field(default_factory=list)
     _in_flight: dict[int, float] = field(default_factory=dict)
@@ -67,11 +66,5 @@ class CallPressure:
         waits = self._samples + [now - began for began in self._in_flight.values()
                                  if now - began > self.target_s]
         self.congested = len(waits) >= MIN_SAMPLES and median(waits) > self.target_s
-        self.windows_congested += self.congested
         self._samples = []
         self._window_end = now + self.window_s
-
-    def status(self) -> dict:
-        return {"targetMs": round(self.target_s * 1e3, 3), "congested": self.congested,
-                "wakesRefused": self.refused, "windowsCongested": self.windows_congested,
-                "inFlight": len(self._in_flight)}
