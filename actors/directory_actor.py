@@ -200,9 +200,11 @@ class DirectoryActor:
                 "hibernations": dict(self.hibernation.counts),
                 # processes ended after a clean hibernation instead of recycled, by why
                 "processesEnded": dict(self.hibernation.retired),
-                # wakes refused (503 overloaded): behind too many others, or no room for them
+                # wakes refused (503 overloaded): behind too many others, no room for them, or
+                # no process ready while as many starts as may run are under way
                 "wakeAdmission": {**self.activator.wake_admission.status(),
-                                  "refusedForRoom": self.hibernation.refused_for_room}}
+                                  "refusedForRoom": self.hibernation.refused_for_room,
+                                  "refusedForStarts": self.activator.refused_for_starts}}
 
     def spares(self) -> dict:
         self._start_background()

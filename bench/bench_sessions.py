@@ -265,7 +265,8 @@ def report_rows(sessions: Sessions, before: dict, after: dict, processes: int, t
     notes = [f"resident at the end {after['resident']} (cap {after['maxResident']}); idle "
              f"workspaces hibernate after {after['idleS']:g} s (less near the cap); wakes "
              f"refused by the directory: {admission.get('refused', 0)} behind others, "
-             f"{admission.get('refusedForRoom', 0)} for want of room; processes ended after "
+             f"{admission.get('refusedForRoom', 0)} for want of room, "
+             f"{admission.get('refusedForStarts', 0)} behind process starts; processes ended after "
              f"hibernating: {after.get('processesEnded', {})}",
              *(f"error: {error}" for error in sessions.errors[:5])]
     return rows, notes

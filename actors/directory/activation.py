@@ -132,8 +132,8 @@ class Activator:
             return await self.residents.activations.joined(workspace_id)
         # a wake waiting for a node to be added is never refused for the queue ahead of it:
         # refused, its pending actor would never stand as the demand the autoscaler answers
-        retry_after_s = (None if self.placement.waiting_for_nodes()
-                         else self.wake_admission.refusal_s())
+        # (asked only of a wake about to be refused: it costs a call to Ray's GCS)
+        retry_after_s = self.wake_admission.refusal_s(exempt=self.placement.waiting_for_nodes)
         if retry_after_s is not None:
             raise Overloaded(
                 f"workspace {workspace_id} was not woken: {self.wake_admission.in_flight} "
@@ -249,11 +249,10 @@ class Activator:
                 or self.placement.waiting_for_nodes()):
             return
         self.refused_for_starts += 1
-        recent = sorted(self.pool.start_seconds) or [FIRST_START_GUESS_S]
         raise Overloaded(
             f"workspace {workspace_id} was not woken: no spare process is ready and "
             f"{self.starting} are starting for other wakes",
-            retry_after_s=max(1, math.ceil(recent[len(recent) // 2])))
+            retry_after_s=max(1, math.ceil(self.pool.start_p50_s() or FIRST_START_GUESS_S)))
 
     def _start(self, name: str, placed: Placement | None):
         options = {**self.placement.slot_request(), **(placed.options if placed else {})}

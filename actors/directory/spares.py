@@ -183,15 +183,19 @@ class SparePool:
             chosen = self._ready[0]
         return chosen
 
+    def start_p50_s(self) -> float | None:
+        """The median of the recent process starts' durations (None: none measured yet)."""
+        recent = sorted(self.start_seconds)
+        return recent[len(recent) // 2] if recent else None
+
     def status(self) -> dict:
-        recent = list(self.start_seconds)
         demand = self.demand
         return {"size": self.size, "ready": len(self._ready), "starting": self._starting,
                 "started": self.started, "handedOut": self.handed_out, "failed": self.failed,
                 "noRoom": self.no_room, "noRoomWhy": self.no_room_why, "retired": self.retired,
                 "returning": self.returning, "recycled": self.recycled,
                 "notKept": self.not_kept,
-                "startSecondsP50": sorted(recent)[len(recent) // 2] if recent else None,
+                "startSecondsP50": self.start_p50_s(),
                 "followsDemand": demand is not None, "shrunk": self.shrunk,
                 "floor": demand.floor if demand else None,
                 "ceiling": demand.ceiling if demand else None,

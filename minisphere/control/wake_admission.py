@@ -15,6 +15,7 @@ behind, whatever the last one took. Plain Python, no clock of its own (callers p
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # The moving averages' weight of the newest wake: ~the last 10 wakes count.
@@ -39,12 +40,13 @@ class WakeAdmission:
         """How long a wake admitted now is expected to take to be bound."""
         return (self.in_flight + 1) / self.throughput_per_s()
 
-    def refusal_s(self) -> float | None:
-        """None: admit (then `begin`); else the seconds to ask again after (Retry-After)."""
+    def refusal_s(self, exempt: Callable[[], bool] = lambda: False) -> float | None:
+        """None: admit (then `begin`); else the seconds to ask again after (Retry-After).
+        `exempt()` is asked only of a wake that would be refused: True admits it anyway."""
         if self.in_flight == 0 or self.deadline_s <= 0:
             return None
         wait_s = self.expected_wait_s()
-        if wait_s <= self.deadline_s:
+        if wait_s <= self.deadline_s or exempt():
             return None
         self.refused += 1
         # by then the wakes ahead of it will have been bound (or refused in turn)

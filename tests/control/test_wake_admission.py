@@ -42,6 +42,23 @@ def test_wakes_queued_past_the_deadline_are_refused_with_a_retry_after_from_the_
     assert admission.status()["refused"] == 2
 
 
+def test_an_exempt_wake_is_admitted_and_the_exemption_is_asked_only_before_a_refusal():
+    """A wake waiting for a node the autoscaler adds is exempt; asking costs a call to Ray."""
+    admission = WakeAdmission(deadline_s=2.0)
+    paced(admission, wake_s=0.5)
+    asked = []
+
+    def exempt() -> bool:
+        asked.append(admission.in_flight)
+        return True
+    while admission.refusal_s() is None:
+        assert admission.refusal_s(exempt) is None
+        admission.begin(100.0)
+    assert asked == []                       # every one of those was admitted anyway
+    assert admission.refusal_s(exempt) is None and asked == [admission.in_flight]
+    assert admission.status()["refused"] == 1     # the one plain refusal above
+
+
 def test_a_faster_pace_admits_more_wakes_at_once():
     slow, fast = WakeAdmission(deadline_s=2.0), WakeAdmission(deadline_s=2.0)
     paced(slow, wake_s=1.0)
