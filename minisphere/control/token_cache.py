@@ -68,7 +68,7 @@ class FailedAuthBudget:
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         # per client: attempts reserved and not yet answered, and who waits for one to end
         self._pending: dict[str, int] = {}
-        self._answered: dict[str, asyncio.Condition] = {}
+        self._waiting: dict[str, list[asyncio.Future]] = {}
 
     def _level(self, client: str) -> float:
         level, at = self._buckets.get(client, (self.burst, self._clock()))
@@ -103,33 +103,32 @@ class FailedAuthBudget:
         finally:
             if give_back:
                 self.refund(client)
-            await self._release(client)
+            self._release(client)
 
     async def _reserve(self, client: str) -> None:
+        # a waiter enqueues its future with no await between the check and the append, so no
+        # release can slip in between and leave it waiting for a wake-up that already passed
         deadline = self._clock() + RESERVE_WAIT_S
         while self._level(client) < 1.0 and self._pending.get(client):
-            answered = self._answered.setdefault(client, asyncio.Condition())
-            async with answered:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(answered.wait(), max(0.0, deadline - self._clock()))
+            answered = asyncio.get_running_loop().create_future()
+            self._waiting.setdefault(client, []).append(answered)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(answered, max(0.0, deadline - self._clock()))
             if self._clock() >= deadline:
                 break
         self.check(client)
         self.charge(client)
         self._pending[client] = self._pending.get(client, 0) + 1
 
-    async def _release(self, client: str) -> None:
+    def _release(self, client: str) -> None:
         left = self._pending.get(client, 1) - 1
         if left > 0:
             self._pending[client] = left
         else:
             self._pending.pop(client, None)
-        answered = self._answered.get(client)
-        if answered is not None:
-            async with answered:
-                answered.notify_all()
-            if not left:
-                self._answered.pop(client, None)
+        for waiter in self._waiting.pop(client, ()):
+            if not waiter.done():
+                waiter.set_result(None)
 
     def refund(self, client: str) -> None:
         """Give back one attempt spent on what turned out not to be a failure."""

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from minisphere import errors as E
+from minisphere.control import token_cache
 from minisphere.control.auth import token_hash
 from minisphere.control.blueprints import Blueprint
 from minisphere.control.plane import ControlPlane
@@ -280,6 +281,29 @@ def test_a_burst_of_new_valid_tokens_from_one_address_is_served_not_rate_limited
     assert [o for o in outcomes if isinstance(o, Exception)] == []
     assert len(asked) == 100
     assert cache.budget._level("10.0.0.8") == FAILED_AUTH_BURST     # nothing spent
+
+
+def test_no_waiter_misses_the_answer_it_waits_for_in_repeated_bursts(monkeypatch):
+    """Waiters for a client's unanswered asks used to wait on a condition that the last answer
+    could drop between a waiter taking it and waiting on it: about one burst in twenty left a
+    few waiters to their deadline, then answered them 429 while the next asks were in flight.
+    The deadline is shortened so that a missed wake-up shows as a refusal within seconds."""
+    monkeypatch.setattr(token_cache, "RESERVE_WAIT_S", 5.0)
+
+    async def good_after_a_moment():
+        await asyncio.sleep(0.01)
+        return "ok"
+
+    async def burst(budget):
+        return await asyncio.gather(
+            *(budget.attempt("10.0.0.30", good_after_a_moment, lambda answer: True)
+              for _ in range(FAILED_AUTH_BURST * 5)), return_exceptions=True)
+
+    for _ in range(60):
+        budget = FailedAuthBudget()
+        outcomes = run(burst(budget))
+        assert [o for o in outcomes if isinstance(o, Exception)] == []
+        assert budget._waiting == {} and budget._pending == {}
 
 
 def test_a_call_after_a_pause_is_let_through_on_its_cached_grant_and_the_grant_refreshed_behind_it(
