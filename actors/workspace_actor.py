@@ -193,6 +193,7 @@ class WorkspaceActor(AdminFileMethods):
             snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
             expect_snapshot=launch.expect_snapshot, embedder=self._embedder(launch.vector),
             last_snapshot_at=launch.last_snapshot_at,
+            moved_here=launch.holder_node not in (None, self.node_id),
             on_snapshot_status=self._report_snapshot, on_durable=self._durable_advanced)
         self.tokens.set_grants(grants)
         self.admission = Admission(workspace_id)

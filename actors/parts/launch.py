@@ -41,4 +41,5 @@ class WorkspaceLaunch:
     generation: str | None = None                # this creation of the id (snapshot keys)
     epoch: int | None = None                     # fencing token of this activation
     position: int = 0                            # newest acknowledged position: no copy below
+    holder_node: str | None = None               # the node that held the workspace last
     replication: ReplicationSettings = field(default_factory=ReplicationSettings)

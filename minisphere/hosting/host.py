@@ -60,7 +60,7 @@ class WorkspaceHost(StoredStates):
                  generation: str | None = None, epoch: int | None = None,
                  position: int = 0, replica: WorkspaceReplica | None = None,
                  on_durable: Callable[[int], None] | None = None,
-                 last_snapshot_at: float | None = None):
+                 last_snapshot_at: float | None = None, moved_here: bool = False):
         self.workspace_id = workspace_id
         self.path = Path(path)
         # the location record's view of this workspace (engine/location.py): the creation of
@@ -91,9 +91,10 @@ class WorkspaceHost(StoredStates):
         self._lock = HostLock(self.path.parent)      # the node's sweep leaves this folder alone
         try:
             drop_staging_leftovers(self.path.parent)   # of a killed earlier host's restore
+            # moved_here: another node held the workspace last (its copy here may be behind)
             self.activation = CurrentCopy(
                 workspace_id, self.path, generation, self.min_position, self.store,
-                replica).ensure(expect_snapshot)
+                replica, copy_may_be_behind=moved_here).ensure(expect_snapshot)
             if pending_writes or self.activation["source"] == "new":
                 self.snapshotter.note_writes(max(1, pending_writes))
             self._open()

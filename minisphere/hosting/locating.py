@@ -42,6 +42,10 @@ class CurrentCopy:
     min_position: int                 # the newest acknowledged position: no copy below it
     store: SnapshotStore | None
     replica: WorkspaceReplica | None
+    # This node is not the one that last held the workspace. The acknowledged position reaches
+    # the directory a moment after the answer, so a copy left here by an earlier stay can pass
+    # that floor while the lost node had acknowledged more: the replica is asked first.
+    copy_may_be_behind: bool = False
 
     def ensure(self, expect_snapshot: bool) -> dict:
         """Make sure the file at `path` is a current copy of this workspace: keep a local copy
@@ -50,7 +54,9 @@ class CurrentCopy:
         no reachable copy reaches the newest acknowledged position."""
         discarded, kept = self._discard_unusable_copy()
         if kept is not None:
-            return {"source": "local", "position": kept.position}
+            newer = (self._restore_from_replica(above=kept.position)
+                     if self.copy_may_be_behind else None)
+            return newer or {"source": "local", "position": kept.position}
         unreadable = self._set_aside_unreadable()
         if unreadable is None:
             return self._restore(expect_snapshot, discarded)
@@ -112,9 +118,10 @@ class CurrentCopy:
                 pass
         fsync_dir(target.parent)
 
-    def _restore_from_replica(self) -> dict | None:
+    def _restore_from_replica(self, above: int = -1) -> dict | None:
         """The replica's newest state, when replication is on and it holds a usable copy (it
-        is at least as new as any snapshot: it is shipped within a second of each commit)."""
+        is at least as new as any snapshot: it is shipped within a second of each commit) past
+        position `above` (the local copy's, which it then replaces)."""
         if self.replica is None:
             return None
         started = time.perf_counter()
@@ -126,9 +133,15 @@ class CurrentCopy:
                         self.workspace_id, exc)
             found = False
         copy = inspect_copy(staged) if found and self._sound(staged) else None
-        if copy is None or copy.position < self.min_position or not self._ours(copy):
+        if copy is None or copy.position < max(self.min_position, above + 1) or \
+                not self._ours(copy):
             remove_database(staged)         # a staging file: nothing else of the folder goes
             return None
+        if above >= 0:
+            log.warning("workspace %s: the local copy (position %d) is behind its replica "
+                        "(position %d); restoring from the replica", self.workspace_id,
+                        above, copy.position)
+            discard_copy(self.path)
         os.replace(staged, self.path)
         fsync_dir(self.path.parent)
         took = (time.perf_counter() - started) * 1e3

@@ -95,6 +95,46 @@ def test_a_node_lost_after_sync_writes_loses_nothing_acknowledged(tmp_path, daem
 
 
 
+def lost_after_a_move(tmp_path: Path, daemon) -> int:
+    """Node b holds a copy from an earlier stay (5 entries); the workspace then lived on a,
+    acknowledged 20 more and a was lost before the directory heard of them: the directory's
+    floor is still b's position, which it returns."""
+    b = host_on(tmp_path / "b", tmp_path / "replica", daemon)
+    for n in range(5):
+        assert write(b, f"fact {n}")[0]
+    floor = b.hibernate()["position"]
+    a = host_on(tmp_path / "a", tmp_path / "replica", daemon, epoch=2, position=floor)
+    for n in range(5, 25):
+        assert write(a, f"fact {n}")[0]
+    a._lock.release()
+    shutil.rmtree(tmp_path / "a")
+    return floor
+
+
+def test_a_copy_left_by_an_earlier_stay_is_not_opened_behind_its_replica(tmp_path, daemon):
+    floor = lost_after_a_move(tmp_path, daemon)
+    again = host_on(tmp_path / "b", tmp_path / "replica", daemon, epoch=3, position=floor,
+                    moved_here=True)
+    try:
+        assert again.activation["source"] == "replica"
+        assert again.submit_read("getCount", {}).result()[0]["count"] == 25
+    finally:
+        again.close()
+
+
+def test_the_node_that_held_the_workspace_last_opens_its_copy_without_asking_the_replica(
+        tmp_path, daemon):
+    """Only a move pays for the comparison: a wake where the workspace last lived keeps its
+    file (which is, there, the newest state)."""
+    floor = lost_after_a_move(tmp_path, daemon)
+    again = host_on(tmp_path / "b", tmp_path / "replica", daemon, epoch=3, position=floor)
+    try:
+        assert again.activation["source"] == "local"
+        assert again.submit_read("getCount", {}).result()[0]["count"] == 5
+    finally:
+        again.close()
+
+
 def test_an_unreadable_local_file_is_restored_from_the_replica_not_a_500(tmp_path, daemon):
     a = host_on(tmp_path / "a", tmp_path / "replica", daemon)
     for n in range(25):
