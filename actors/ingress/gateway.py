@@ -192,7 +192,7 @@ class Gateway:
         return envelope["result"]
 
     async def snapshot(self, workspace_id: str) -> dict:
-        return await self.actor_call(workspace_id, "snapshot", "manual")
+        return await self.actor_call(workspace_id, "snapshot", "manual", self.admin_hash)
 
     async def hibernate(self, workspace_id: str) -> dict:
         """Hibernate the workspace now (snapshot if changed, close, release its actor)."""
@@ -206,24 +206,25 @@ class Gateway:
 
     async def restore(self, workspace_id: str, version: str) -> dict:
         try:
-            result = await self.actor_call(workspace_id, "restore", version)
+            result = await self.actor_call(workspace_id, "restore", version, self.admin_hash)
         except WorkspaceDataMissing:
             if version is None:
                 raise
             # the admin names a version: that accepts losing what only an unreachable copy
             # held, so the workspace may open from the store and be restored to it
             await self.ask_directory("accept_stored_state", workspace_id)
-            result = await self.actor_call(workspace_id, "restore", version)
+            result = await self.actor_call(workspace_id, "restore", version, self.admin_hash)
         return {"workspace": workspace_id, "version": result["version"],
                 "entryCount": result["manifest"].get("entryCount"),
                 "previousFileKeptAt": result["aside"], "tookMs": result["tookMs"],
                 "newestVersion": result["published"]["version"]}
 
     async def restore_to_moment(self, workspace_id: str, moment: str) -> dict:
-        return await self.actor_call(workspace_id, "restore_to_moment", moment)
+        return await self.actor_call(workspace_id, "restore_to_moment", moment,
+                                     self.admin_hash)
 
     async def prune_snapshots(self, workspace_id: str, keep: int) -> dict:
-        return await self.actor_call(workspace_id, "prune_snapshots", keep)
+        return await self.actor_call(workspace_id, "prune_snapshots", keep, self.admin_hash)
 
     def _snapshot_store(self):
         if self._store is None:

@@ -75,27 +75,32 @@ class AdminFileMethods:
             return {"ok": False, "error": as_named_error(exc)}
 
     # ---- snapshots and restores ------------------------------------------------------------------
-    async def snapshot(self, reason: str = "manual") -> dict:
+    # Each takes the caller's admin token hash: a handle to this actor is no admin credential.
+    async def snapshot(self, reason: str, token_hash: str) -> dict:
         try:
+            self.tokens.authorize_admin(token_hash, "a snapshot")
             async with self._admission().admit():
                 return await run_on_thread(self.host.snapshot_now, reason)
-        except Exception as exc:  # noqa: BLE001 - hibernating
+        except Exception as exc:  # noqa: BLE001 - refused, or hibernating
             return {"ok": False, "error": as_named_error(exc)}
 
-    async def restore(self, version: str | None) -> dict:
+    async def restore(self, version: str | None, token_hash: str) -> dict:
         """Restore a snapshot version (see `_swap_file`)."""
-        return await self._swap_file(self.host.restore, version, "restore", "version")
+        return await self._swap_file(self.host.restore, version, "restore", "version",
+                                     token_hash)
 
-    async def restore_to_moment(self, moment: str) -> dict:
+    async def restore_to_moment(self, moment: str, token_hash: str) -> dict:
         """Restore the replica's state at `moment` (see `_swap_file`)."""
         return await self._swap_file(self.host.restore_to_time, moment, "restore-to-moment",
-                                     "moment")
+                                     "moment", token_hash)
 
-    async def _swap_file(self, restore, target: str | None, action: str, field: str) -> dict:
+    async def _swap_file(self, restore, target: str | None, action: str, field: str,
+                         token_hash: str) -> dict:
         """A restore: hold new calls, let those in flight finish, swap the file, reopen; then
         audit it, and tell the scheduler (its due state was about the old file) and the
         directory (the restored state's new position)."""
         try:
+            self.tokens.authorize_admin(token_hash, "a restore")
             async with self._admission().exclusive():
                 answer = await run_on_thread(restore, target)
         except Exception as exc:  # noqa: BLE001 - hibernating
@@ -106,9 +111,10 @@ class AdminFileMethods:
             self.positions.report()
         return answer
 
-    async def prune_snapshots(self, keep: int) -> dict:
+    async def prune_snapshots(self, keep: int, token_hash: str) -> dict:
         """Keep the newest `keep` versions, the first of them the file as it is now."""
         try:
+            self.tokens.authorize_admin(token_hash, "pruning snapshots")
             async with self._admission().admit():
                 return await run_on_thread(self.host.prune_snapshots, keep)
         except Exception as exc:  # noqa: BLE001 - hibernating

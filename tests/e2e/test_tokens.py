@@ -7,10 +7,12 @@ import signal
 import time
 
 import httpx
+import pytest
 import ray
 
 from actors.in_cluster import connect_in_cluster
 from minisphere.client.client import ServiceError
+from minisphere.control.auth import token_hash
 from tests.e2e.helpers import directory_of
 
 
@@ -201,3 +203,21 @@ def test_a_client_spending_its_failed_auth_budget_gets_429_while_others_do_not(
         flooder.close()
     with httpx.Client(base_url=service["url"], timeout=30) as other:
         assert call(other, ws, bearer("msw_bad_elsewhere"), "getCount").status_code == 401
+
+
+@pytest.mark.parametrize("method, args", [
+    ("snapshot", ("manual",)), ("restore", (None,)), ("restore_to_moment", ("2026-12-01T00:00:00Z",)),
+    ("prune_snapshots", (1,)), ("export_page", ("an-export", 1, 10))])
+def test_a_handle_to_a_workspace_actor_is_no_admin_credential(
+        http, admin_headers, new_workspace, service, method, args):
+    """Code in the cluster holding the actor's handle, with the workspace's own token: the
+    admin's file operations are refused, and the file is untouched."""
+    ws, h = new_workspace()
+    assert call(http, ws, h, "capture", {"content": "kept through the refusals"}
+                ).status_code == 200
+    handle = ray.get(directory_of(service).activate.remote(ws), timeout=60)
+    tenant_hash = token_hash(h["Authorization"].split(" ", 1)[1])
+    envelope = ray.get(handle.serve.remote(ws, method, *args, tenant_hash), timeout=60)
+    assert envelope["ok"] is False
+    assert envelope["error"].code == "unauthenticated", envelope["error"]
+    assert call(http, ws, h, "getCount").json()["count"] == 1
