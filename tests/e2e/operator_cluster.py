@@ -75,6 +75,7 @@ class Node:
     init_pid: int | None = None    # PID 1 of the node's PID namespace, as the host sees it
     node_id: str | None = None
     stopped: bool = False
+    ray_args: list[str] = field(default_factory=list)   # what `ray start` was given (a restart)
     extra_mounts: list[tuple[Path, str]] = field(default_factory=list)
 
     @property
@@ -221,6 +222,7 @@ class Cluster:
             self.created_dirs.append(folder)
 
     def start_node(self, node: Node, ray_args: list[str]) -> None:
+        node.ray_args, node.init_pid, node.stopped = list(ray_args), None, False
         (node.folder / "data").mkdir(parents=True, exist_ok=True)
         (node.folder / "ray").mkdir(parents=True, exist_ok=True)
         mounts = [(node.folder / "data", DATA_MOUNT), (node.folder / "ray", RAY_TMP_MOUNT)]

@@ -1,0 +1,445 @@
+"""A randomized fault soak on the operator's three-node cluster (operator_cluster.py).
+
+    sudo python tests/e2e/fault_soak.py [--seed N] [--duration-s S] [--json]
+
+Workload threads run a mixed load over several workspaces through the head's HTTP proxy
+(captures with and without Idempotency-Key, updates, forgets, links, recalls, reads, exports
+imported into a scratch workspace, snapshot-and-restore, delete and create again of an id) while
+a fault thread injects, at random, the faults of soak_faults.py (kill -9 of workspace actors,
+of the directory, of a node's Litestream daemon and of a whole node; SIGSTOP of a daemon or a
+raylet; the S3-protocol server restarted; a hibernated copy corrupted on disk).
+
+Every call is judged against a model of what was acknowledged. The checker, during the run and
+after the faults stop:
+- no acknowledged write is missing or doubled (the replication is the checked-in `sync`), each
+  workspace's export equal to its model, entry by entry, edge by edge;
+- no forgotten entry's text and no deleted workspace's text in any file of any node, any stored
+  object or any answer;
+- no answer carrying another workspace's data;
+- no 5xx but 503, and every 503 with Retry-After;
+- every workspace servable at the end.
+
+The random choices are seeded (`--seed`): the same seed sends the same operations and picks the
+same faults in the same order (their timing against each other still varies with the machine).
+Prints a summary; with `--json` the last line of stdout is the findings.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+
+from operator_cluster import HTTP_TIMEOUT_S, ROOT, load_config, log
+from operator_scenario import DEPLOY_TIMEOUT_S, SERVE_CONFIG, Scenario
+from soak_faults import FAULTS
+from soak_workload import OPERATIONS, resolve
+
+WORKSPACES = 6
+WORKLOAD_THREADS = 3
+RETRY_DEADLINE_S = 150.0        # a call re-sent (keyed: with its key) this long: a node restart
+#                                 and a restore from the replica fit in it
+RETRY_PAUSE_S = 0.5
+FAULT_GAP_S = (3.0, 9.0)        # between the end of one fault and the start of the next
+SWEEP_TIMEOUT_S = 90.0          # for every copy of a forgotten or deleted text to be gone
+RESULTS = ROOT / "bench" / "results" / "fault-soak.md"
+
+
+@dataclass
+class Tenant:
+    """One workspace as the soak believes it is: what was acknowledged, nothing else."""
+    id: str
+    token: str
+    generation: int = 0
+    entries: dict[str, list[str]] = field(default_factory=dict)   # id -> its texts, newest last
+    edges: set[tuple[str, str, str]] = field(default_factory=set)
+    maybe: dict[str, str] = field(default_factory=dict)   # nonce -> text: unanswered, unkeyed
+    written: set[str] = field(default_factory=set)        # every nonce sent in this generation
+    pending: list[tuple[str, dict, str]] = field(default_factory=list)  # keyed, unanswered
+    suspended: bool = False        # a keyed write went unanswered: no more calls until the end
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def marker(self) -> str:
+        return f"{self.id}/g{self.generation}"
+
+
+class Soak(Scenario):
+    def __init__(self, seed: int, duration_s: float, keep: bool):
+        super().__init__("s3", keep)
+        self.seed, self.duration_s = seed, duration_s
+        self.tenants: list[Tenant] = []
+        self.gone: dict[str, str] = {}          # nonce -> why it must be nowhere
+        self.violations: list[dict] = []
+        self.operations: Counter = Counter()
+        self.faults: Counter = Counter()
+        self.fault_log: list[str] = []
+        self.statuses: Counter = Counter()
+        self.stop = threading.Event()
+        self.guard = threading.Lock()
+        self.fault_http = None
+
+    # ---- what was seen ---------------------------------------------------------------------------
+    def violation(self, kind: str, **detail) -> None:
+        with self.guard:
+            self.violations.append({"kind": kind, **detail})
+        log(f"VIOLATION {kind}: {json.dumps(detail, default=str)[:400]}")
+
+    def judge(self, answer, what: str) -> None:
+        """Only 503 may be a 5xx, and a 503 always says when to come back."""
+        with self.guard:
+            self.statuses[answer.status_code] += 1
+        if answer.status_code >= 500 and answer.status_code != 503:
+            self.violation("a 5xx other than 503", call=what, status=answer.status_code,
+                           body=answer.text[:300])
+        if answer.status_code == 503 and not answer.headers.get("Retry-After"):
+            self.violation("a 503 without Retry-After", call=what, body=answer.text[:300])
+
+    def request(self, http, verb: str, path: str, headers: dict, retry: bool, **kw):
+        """The answer to a call (200 or a refusal other than 503/429), or None when none came:
+        with `retry` it is sent again (same headers, so the same key) until the deadline."""
+        import httpx
+        deadline = time.monotonic() + RETRY_DEADLINE_S
+        while True:
+            try:
+                answer = http.request(verb, path, headers=headers, **kw)
+            except httpx.HTTPError:
+                answer = None
+            else:
+                self.judge(answer, f"{verb} {path}")
+                if answer.status_code not in (429, 503):
+                    return answer
+            if not retry or time.monotonic() >= deadline:
+                return None
+            time.sleep(RETRY_PAUSE_S)
+
+    def call(self, http, tenant: Tenant, method: str, body: dict, key: str | None = None,
+             retry: bool = True):
+        """A workspace call's JSON (200), or None when no answer came. Any other answer to the
+        soak's calls (all valid) is a violation."""
+        headers = {"Authorization": f"Bearer {tenant.token}",
+                   **({"Idempotency-Key": key} if key else {})}
+        answer = self.request(http, "POST", f"/v1/w/{tenant.id}/{method}", headers, retry,
+                              json=body)
+        if answer is None:
+            return None
+        if answer.status_code != 200:
+            self.violation("a valid call refused", tenant=tenant.id, method=method,
+                           status=answer.status_code, body=answer.text[:300])
+            return None
+        return answer.json()
+
+    def admin_call(self, http, verb: str, path: str, ok=(200,), extra_headers=None, **kw):
+        answer = self.request(http, verb, path, {**self.admin, **(extra_headers or {})}, True,
+                              **kw)
+        if answer is None:
+            return None
+        if answer.status_code not in ok:
+            self.violation("an admin call refused", call=f"{verb} {path}",
+                           status=answer.status_code, body=answer.text[:300])
+            return None
+        return answer
+
+    # ---- the model ------------------------------------------------------------------------------
+    def forget_texts(self, texts: list[str], why: str) -> None:
+        for text in texts:
+            self.gone[text.rsplit(" ", 1)[-1]] = why
+
+    def adopt(self, tenant: Tenant, item: dict, where: str) -> None:
+        """An entry in an answer that the model does not hold: a write whose answer never came
+        (then it is taken in) or a violation (lost, forgotten, or another tenant's)."""
+        content = item.get("content") or ""
+        nonce = content.rsplit(" ", 1)[-1]
+        if content.startswith(tenant.marker + " ") and nonce in tenant.maybe:
+            tenant.entries[item["id"]] = [tenant.maybe.pop(nonce)]
+            return
+        why = self.gone.get(nonce, "another workspace's or never written")
+        self.violation("an answer held an entry the model does not", tenant=tenant.id,
+                       where=where, entry=item.get("id"), content=content[:120], why=why)
+
+    # ---- workspaces -----------------------------------------------------------------------------
+    def create(self, http, tenant: Tenant) -> None:
+        made = self.admin_call(http, "POST", "/v1/workspaces", ok=(201, 409),
+                               json={"id": tenant.id})
+        if made is not None and made.status_code == 409:      # made, but its answer was lost
+            made = self.admin_call(http, "POST", f"/v1/workspaces/{tenant.id}/tokens",
+                                   ok=(201,), json={"scope": "write"})
+        if made is None:
+            raise RuntimeError(f"{tenant.id} could not be created")
+        tenant.token = made.json()["token"]
+
+    def export_of(self, http, tenant: Tenant) -> list[str] | None:
+        """The workspace's export lines, after checking them against the model."""
+        answer = self.admin_call(http, "GET", f"/v1/workspaces/{tenant.id}/export")
+        if answer is None:
+            return None
+        lines = [line for line in answer.text.splitlines() if line.strip()]
+        records = [json.loads(line) for line in lines[1:]]
+        entries = {r["id"]: r for r in records if r["record"] == "entry"}
+        for entry_id in set(entries) - set(tenant.entries):
+            self.adopt(tenant, entries[entry_id], "export")
+        missing = sorted(set(tenant.entries) - set(entries))
+        if missing:
+            self.violation("an acknowledged entry missing", tenant=tenant.id, entries=missing,
+                           texts=[tenant.entries[e][-1][:100] for e in missing[:3]])
+        for entry_id in set(entries) & set(tenant.entries):
+            expected = tenant.entries[entry_id]
+            got = [r["content"] for r in entries[entry_id].get("revisions", [])]
+            if entries[entry_id]["content"] != expected[-1] or got != expected[:-1]:
+                self.violation("an entry or its revisions other than acknowledged",
+                               tenant=tenant.id, entry=entry_id,
+                               content=entries[entry_id]["content"][:100],
+                               revisions=len(got), expected=len(expected) - 1)
+        edges = {(r["src"], r["dst"], r["type"]) for r in records if r["record"] == "edge"}
+        if edges != tenant.edges:
+            self.violation("edges other than acknowledged", tenant=tenant.id,
+                           missing=sorted(tenant.edges - edges)[:5],
+                           extra=sorted(edges - tenant.edges)[:5])
+        return lines
+
+    # ---- the run --------------------------------------------------------------------------------
+    def workload(self, index: int) -> None:
+        import httpx
+        rng = random.Random(f"{self.seed}/workload/{index}")
+        mine = self.tenants[index::WORKLOAD_THREADS]
+        names = list(OPERATIONS)
+        weights = [OPERATIONS[name][1] for name in names]
+        with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S) as http:
+            while not self.stop.is_set():
+                tenant = rng.choice(mine)
+                name = rng.choices(names, weights)[0]
+                with tenant.lock:
+                    if tenant.suspended:
+                        time.sleep(RETRY_PAUSE_S)
+                        continue
+                    try:
+                        OPERATIONS[name][0](self, http, rng, tenant)
+                    except Exception as exc:  # noqa: BLE001 - a broken soak must not pass
+                        self.violation("the workload itself failed", operation=name,
+                                       error=repr(exc))
+                        tenant.suspended = True
+                with self.guard:
+                    self.operations[name] += 1
+
+    def inject(self) -> None:
+        import httpx
+        rng = random.Random(f"{self.seed}/faults")
+        names = list(FAULTS)
+        weights = [FAULTS[name][1] for name in names]
+        with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S) as self.fault_http:
+            while not self.stop.wait(rng.uniform(*FAULT_GAP_S)):
+                name = rng.choices(names, weights)[0]
+                try:
+                    done = FAULTS[name][0](self, rng)
+                except Exception as exc:  # noqa: BLE001 - a fault that failed is reported
+                    done = None
+                    self.fault_log.append(f"{name} failed: {exc!r}"[:300])
+                if done is not None:
+                    self.faults[name] += 1
+                    self.fault_log.append(f"{name}: {done}")
+                    log(f"fault: {name}: {done}")
+
+    def soak(self, http) -> None:
+        for index in range(WORKSPACES):
+            tenant = Tenant(f"soak-{index}-{uuid.uuid4().hex[:6]}", "")
+            self.create(http, tenant)
+            self.tenants.append(tenant)
+        threads = [threading.Thread(target=self.workload, args=(i,), daemon=True)
+                   for i in range(WORKLOAD_THREADS)]
+        threads.append(threading.Thread(target=self.inject, daemon=True))
+        for thread in threads:
+            thread.start()
+        self.stop.wait(self.duration_s)
+        self.stop.set()
+        for thread in threads:
+            thread.join(RETRY_DEADLINE_S * 2)
+        self.findings["threadsLeft"] = sum(thread.is_alive() for thread in threads)
+
+    # ---- after the faults -----------------------------------------------------------------------
+    def final_checks(self, http) -> None:
+        """Every workspace answers; its export equals its model; no forgotten or deleted text
+        anywhere; no entry of one workspace in another's export."""
+        for tenant in self.tenants:
+            resolve(self, http, tenant)
+            if self.call(http, tenant, "getCount", {}) is None:
+                self.violation("a workspace not servable at the end", tenant=tenant.id)
+                continue
+            lines = self.export_of(http, tenant) or []
+            count = self.call(http, tenant, "getCount", {})
+            if count is not None and count["count"] != len(tenant.entries):
+                self.violation("getCount other than the acknowledged entries", tenant=tenant.id,
+                               count=count["count"], model=len(tenant.entries))
+            foreign = [line[:120] for line in lines[1:] if '"record":"entry"' in line
+                       and f'"content":"{tenant.marker} ' not in line]
+            if foreign:
+                self.violation("another workspace's entry in an export", tenant=tenant.id,
+                               lines=foreign[:3])
+        # the scan must see a text that is still there, or finding nothing proves nothing
+        live = {t.entries[e][-1].rsplit(" ", 1)[-1] for t in self.tenants for e in t.entries}
+        seen = self.held(set(list(live)[:20]))
+        self.findings["liveTextsSeenByTheScan"] = len(seen)
+        self.findings["liveTextsSeenInTheStore"] = sum(
+            any(place.startswith("store:") for place in places) for places in seen.values())
+        if live and not seen:
+            self.violation("the scan for leftover texts cannot see live ones")
+        deadline = time.monotonic() + SWEEP_TIMEOUT_S
+        while (held := self.held(set(self.gone))) and time.monotonic() < deadline:
+            time.sleep(2.0)
+        for nonce, places in sorted(held.items()):
+            self.violation("a forgotten or deleted text still held", nonce=nonce,
+                           why=self.gone[nonce], places=places[:5])
+
+    def held(self, needles: set[str]) -> dict[str, list[str]]:
+        """Which of `needles` any node's file or any stored object holds, and where: each file
+        and object read once."""
+        found: dict[str, list[str]] = {}
+        for place, blob in self.blobs():
+            for needle in needles:
+                if needle.encode() in blob:
+                    found.setdefault(needle, []).append(place)
+        return found
+
+    def blobs(self):
+        import gzip
+        import zlib
+
+        import boto3
+        for node in self.nodes:
+            for path in (node.folder / "data").rglob("*"):
+                try:
+                    yield f"{node.name}:{path.relative_to(node.folder)}", path.read_bytes()
+                except OSError:             # a directory, or gone since it was listed
+                    continue
+        s3 = boto3.client("s3", endpoint_url=self.s3_endpoint, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+        bucket = self.config_env(load_config())["MINISPHERE_S3_BUCKET"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+            for item in page.get("Contents", []):
+                try:
+                    blob = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+                except s3.exceptions.NoSuchKey:
+                    continue
+                if item["Key"].endswith(".gz"):
+                    try:
+                        blob = gzip.decompress(blob)
+                    except (OSError, EOFError, zlib.error):
+                        pass
+                yield f"store:{item['Key']}", blob
+
+    def execute(self) -> dict:
+        import httpx
+        started = time.monotonic()
+        self.preflight()
+        try:
+            self.network_up()
+            self.s3_endpoint = self.start_s3()
+            self.write_env_file(self.s3_endpoint)
+            with self.timed("cluster up"):
+                self.cluster_up()
+                self.serve_deploy(SERVE_CONFIG)
+                self.wait_running(DEPLOY_TIMEOUT_S)
+            with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S) as http:
+                with self.timed("soak"):
+                    self.soak(http)
+                with self.timed("final checks"):
+                    self.final_checks(http)
+            self.findings["ok"] = not self.violations and not self.findings["threadsLeft"]
+        except BaseException as exc:
+            self.findings["ok"] = False
+            self.findings["error"] = f"{exc.__class__.__name__}: {exc}"[:3000]
+            self.findings["nodeLogs"] = {n.name: self.node_log(n, 800) for n in self.nodes}
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self.findings.update(
+                seed=self.seed, durationS=self.duration_s, operations=dict(self.operations),
+                faults=dict(self.faults), faultLog=self.fault_log, statuses=dict(self.statuses),
+                violations=self.violations, goneTextsChecked=len(self.gone),
+                entriesChecked=sum(len(t.entries) for t in self.tenants))
+            with self.timed("cleanup"):
+                self.findings["cleanup"] = self.cleanup()
+            self.findings["timings"]["total"] = round(time.monotonic() - started, 1)
+        return self.findings
+
+
+def summary(findings: dict) -> str:
+    lines = [f"fault soak, seed {findings.get('seed')}, {findings.get('durationS')} s: "
+             f"{'PASSED' if findings.get('ok') else 'FAILED'}",
+             f"  operations: {findings.get('operations')}",
+             f"  faults: {findings.get('faults')}",
+             f"  answers by status: {findings.get('statuses')}",
+             f"  entries checked at the end: {findings.get('entriesChecked')}; forgotten or "
+             f"deleted texts looked for: {findings.get('goneTextsChecked')}",
+             f"  violations: {len(findings.get('violations', []))}"]
+    lines += [f"    {json.dumps(v, default=str)[:300]}" for v in findings.get("violations", [])]
+    lines.append(f"  timings (s): {findings.get('timings')}")
+    if findings.get("error"):
+        lines.append(f"  error: {findings['error']}")
+    return "\n".join(lines)
+
+
+def results_page(findings: dict, argv: list[str]) -> str:
+    """bench/results/fault-soak.md: the run's command, faults by kind, operations, answers and
+    every violation (the long form's figures, as the issue asks them)."""
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    rows = [f"| {name} | {count} |" for name, count in sorted(findings.get("faults", {}).items())]
+    ops = [f"| {name} | {count} |" for name, count in sorted(findings.get("operations", {}).items())]
+    violations = findings.get("violations", [])
+    return "\n".join([
+        "# fault-soak benchmark", "",
+        f"Command: `sudo python tests/e2e/fault_soak.py {' '.join(argv)}`  ",
+        f"Run: {stamp} on {platform.node()} ({platform.machine()}, Python "
+        f"{platform.python_version()})", "",
+        f"Verdict: {'PASSED' if findings.get('ok') else 'FAILED'}, "
+        f"{len(violations)} invariant violations (target 0); seed {findings.get('seed')}, "
+        f"{findings.get('durationS')} s of workload and faults.", "",
+        "| fault injected | times |", "|---|---|", *rows, "",
+        "| operation | times |", "|---|---|", *ops, "",
+        f"- answers by HTTP status: {findings.get('statuses')}",
+        f"- at the end: {findings.get('entriesChecked')} acknowledged entries checked entry by "
+        f"entry against each workspace's export; {findings.get('goneTextsChecked')} forgotten "
+        "or deleted texts looked for in every node's files and every stored object "
+        f"({findings.get('liveTextsSeenByTheScan')} live texts seen by the same scan, "
+        f"{findings.get('liveTextsSeenInTheStore')} of them in the store)",
+        f"- timings (s): {findings.get('timings')}",
+        *[f"- violation: {json.dumps(v, default=str)[:400]}" for v in violations], ""])
+
+
+def interrupted(*_) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--duration-s", type=float, default=600.0,
+                        help="how long the workload and the faults run")
+    parser.add_argument("--keep", action="store_true", help="keep the nodes' folders and logs")
+    parser.add_argument("--json", action="store_true", help="findings as JSON on the last line")
+    parser.add_argument("--results", action="store_true",
+                        help=f"write the figures to {RESULTS.relative_to(ROOT)}")
+    args = parser.parse_args(argv)
+    soak = Soak(args.seed, args.duration_s, args.keep)
+    signal.signal(signal.SIGTERM, interrupted)
+    try:
+        findings = soak.execute()
+    except KeyboardInterrupt:
+        findings = soak.findings
+    print(summary(findings), file=sys.stderr, flush=True)
+    if args.results:
+        RESULTS.write_text(results_page(findings, sys.argv[1:] if argv is None else argv),
+                           encoding="utf-8")
+    if args.json:
+        print(json.dumps(findings, default=str), flush=True)
+    return 0 if findings.get("ok") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
