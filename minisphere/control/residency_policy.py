@@ -50,10 +50,10 @@ def derived_spare_actors(cpus: float) -> int:
 
 
 # A pool that follows demand. Every wake spends a spare and a replacement is a process start
-# (most of a core while it runs): a burst larger than the pool waits for starts. The pool keeps as many
-# spares as the busiest minute of the last three saw wakes, so a load that came once is met from
-# spares when it comes again, and it shrinks back as that minute leaves the window. An idle
-# spare is a whole process, so the size stays within a budget of memory and idle CPU.
+# (most of a core while it runs): a burst larger than the pool waits for starts. The pool keeps
+# as many spares as the busiest minute of the last three saw wakes, so a load that came once is
+# met from spares when it comes again, and it shrinks back as that minute leaves the window. An
+# idle spare is a whole process, so the size stays within a budget of memory and idle CPU.
 # wakes older than this no longer count: past warm-up, hibernations hand back a process for
 # nearly every wake, so pre-started spares (each costing idle upkeep) need only meet recent bursts
 SPARE_DEMAND_WINDOW_S = 180.0
