@@ -45,8 +45,8 @@ SCHEDULER_READY_TIMEOUT_S = 120.0
 STOP_HIBERNATE_TIMEOUT_S = 20.0        # residents draining and snapshotting on Ctrl-C, at most
 INGRESS_AUTOSCALING = {"target_ongoing_requests": 64, "upscale_delay_s": 10,
                        "downscale_delay_s": 120}
-# Ray Serve settings that measured faster on this service (bench/results/serverless.md). They
-# must be in the environment before Ray starts, so the proxy and the replicas inherit them;
+# Ray Serve's faster request path (its throughput-optimised mode). It must be in the
+# environment before Ray starts, so the proxy and the replicas inherit it;
 # infra/serve_config.yaml and the RayService set the same.
 SERVE_PERFORMANCE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}
 
@@ -133,8 +133,8 @@ def configured_app(args: dict):
     Why args and not the application's `runtime_env.env_vars`: every actor inherits the
     runtime env of the one that started it, so with env vars there every workspace actor the
     directory starts would be started by Ray through its runtime-env shim (`setup_worker.py`,
-    a second interpreter importing Ray first): about twice a bare actor's start CPU
-    (bench/results/spare-start.md). With args the application has no runtime env at all, and a
+    a second interpreter importing Ray first), which makes every spare's and every wake's
+    process start dearer. With args the application has no runtime env at all, and a
     changed args still makes Serve replace the replicas (it is part of the code version)."""
     overrides = deploy_overrides(args)
     bounds = load_replica_bounds({**os.environ, **overrides})
@@ -155,9 +155,9 @@ def compile_worker_code() -> bool:
     could not be written (a read-only install keeps the bytecode pip wrote).
 
     Why: each workspace actor is a new Python process. Without bytecode on disk it compiles
-    every module from source before it can bind, about 0.1 CPU-s a process on these machines,
-    paid by every spare and every wake. An editable install has none until an import writes it,
-    and under PYTHONDONTWRITEBYTECODE no import ever does, so every worker compiled again.
+    every module from source before it can bind, paid by every spare and every wake. An
+    editable install has none until an import writes it, and under PYTHONDONTWRITEBYTECODE no
+    import ever does, so every worker would compile again.
     Checking bytecode that is up to date costs a stat per file."""
     import actors
     import minisphere
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
 def stop_service(settings: Settings) -> None:
     """Stop what `start` started. On the embedded Ray the residents hibernate first (each
     drains and snapshots what changed), then Ray stops with every process of the service:
-    Serve's own shutdown waits 30 s for its controller here and stops nothing that Ray's
+    Serve's own shutdown waits out a timeout for its controller and stops nothing that Ray's
     shutdown would not. On a cluster this launcher joined, the app is taken off the cluster
     and the workspaces stay with it."""
     import ray

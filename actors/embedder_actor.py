@@ -3,9 +3,9 @@
 Named per provider (`embedder:<provider>[:<model>]`), detached, created with get-if-exists, so
 restarts and many callers never make a second copy. It loads the model once and embeds batches:
 a request that finds the embedder idle starts a forward pass at once (a recall's query vector
-waited a 5 ms window for company before: a fifth of a bound recall's own cost over HTTP), and
-the requests arriving while a pass runs are coalesced into the next one, at most MAX_BATCH_TEXTS
-texts (the model call runs on a worker thread, off the event loop).
+must not wait for company: its wait is part of a bound recall's latency), and the requests
+arriving while a pass runs are coalesced into the next one, at most MAX_BATCH_TEXTS texts (the
+model call runs on a worker thread, off the event loop).
 
 Workspace actors use it through `actors.parts.remote_embedder.RemoteEmbedder`, a provider
 object (name, dim, embed) that the engine's Workspace accepts as `embedder=`.

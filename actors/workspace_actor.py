@@ -137,15 +137,13 @@ class WorkspaceActor(AdminFileMethods):
     async def ready(self) -> dict:
         """What the directory's pool records of a spare once its imports are done.
         `runtimeEnv`: the Ray runtime_env this worker runs in; any non-empty one (inherited
-        from whoever started the directory) made Ray start it through its setup_worker.py shim,
-        a second interpreter that imports Ray first, so a start costs ~1.5x."""
+        from whoever started the directory) makes Ray start it through its setup_worker.py
+        shim, a second interpreter that imports Ray first, which makes every start dearer."""
         if self.directory is not None and not self._directory_contacted:
-            # The first message a process sends to an actor takes 1-5 ms to submit (Ray looks
-            # the actor up and connects to it), and a bound actor writes to the directory
-            # (token use, positions, the scheduler's notes). Measured on woken workspaces'
-            # first calls: 4.8 ms in the actor; 2.0 ms once the spare had sent this while it
-            # waited; 0.3 ms with the token-use report also sent after the call. Sent now, it
-            # costs the spare's start.
+            # The first message a process sends to an actor is slow to submit (Ray looks the
+            # actor up and connects to it), and a bound actor writes to the directory (token
+            # use, positions, the scheduler's notes). Sent now, that first contact is paid by
+            # the spare's start instead of a woken workspace's first call.
             self._directory_contacted = True
             self.directory.ping.remote()
         if not self.binds and not self.fresh_rss_bytes:
@@ -173,8 +171,8 @@ class WorkspaceActor(AdminFileMethods):
 
     def _bind(self, launch: WorkspaceLaunch, grants, report_placement: bool = True) -> dict:
         """Open the workspace. `report_placement`: tell the directory where it opened, which
-        a bind the directory asked for does not need (it reads the answer): the first message
-        a process sends to an actor took 1-5 ms to submit, inside every wake."""
+        a bind the directory asked for does not need (it reads the answer), and a process's
+        first message to an actor is slow to submit, which would land inside every wake."""
         if self.workspace_id is not None:
             raise InternalError(f"actor {self.name} already serves workspace "
                                 f"{self.workspace_id}; it is never bound to another")

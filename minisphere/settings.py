@@ -58,9 +58,10 @@ DEFAULT_S3_PREFIX = "minisphere/"
 SNAPSHOT_EVERY_WRITES = 1000           # acknowledged writes since the last snapshot
 SNAPSHOT_EVERY_S = 300.0               # seconds since the last snapshot, if anything changed
 SNAPSHOT_KEEP_VERSIONS = 20            # older versions of a workspace are pruned after a snapshot
-# An actor with no call for this long hibernates. An idle resident costs ~0.75% of a core (Ray's
-# own upkeep of the process) and a hibernation plus a wake into the recycled process ~70 ms of
-# CPU once, so past ~9 s of silence letting it go is the cheaper bet (rent or buy).
+# An actor with no call for this long hibernates. An idle resident costs CPU for every second it
+# waits (Ray's own upkeep of the process), a hibernation and a wake into the recycled process a
+# fixed amount once: past the silence where the two are equal, letting it go is the cheaper bet
+# (rent or buy).
 HIBERNATE_IDLE_S = 10.0
 AUTO = 0                               # MAX_RESIDENT / SPARE_ACTORS: derived from the cluster
 # With MINISPHERE_SPARE_ACTORS unset the spare pool follows demand, within these shares of the

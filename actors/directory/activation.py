@@ -25,8 +25,8 @@ from minisphere.errors import NotFound, NoWorkspaceSlots, Overloaded, WorkspaceU
 log = logging.getLogger("minisphere.directory")
 BIND_TIMEOUT_S = 120.0             # opening a file, restoring it from a snapshot if missing
 # A new actor aimed at a node that is still not started after this long while that node has no
-# free workspace slot is started elsewhere (starting 100 actors at once takes ~40 s on 2 CPUs,
-# but then the slots are free; only a full node makes the wait endless).
+# free workspace slot is started elsewhere: a start slowed by a busy node ends and frees the
+# slots, a full node's wait never does.
 PLACEMENT_STALL_S = 15.0
 # With workspace slots required and no node advertising any, a wake waits this long (the actor
 # it started is the demand an autoscaler answers with a node) before it is refused with a named
@@ -36,11 +36,11 @@ NO_SLOTS_WAIT_S = 20.0
 # free in Ray's resource view (reported by the node's raylet about once a second)
 ROOM_SHOWN_TIMEOUT_S = 5.0
 # How long a wake that finds no spare waits for one on its way back from a hibernation (a drain
-# and a close, tens of ms; with a snapshot up to a few hundred) before it starts a process.
+# and a close, longer with a snapshot) before it starts a process.
 RETURNING_WAIT_S = 1.0
 FIRST_START_GUESS_S = 1.0         # a process start's duration before any was measured
 # Process starts wakes may have under way at once, per CPU of the cluster: each takes most of a
-# core for about a second, and the calls of the sessions already admitted need the rest.
+# core while it runs, and the calls of the sessions already admitted need the rest.
 WAKE_STARTS_AT_ONCE_PER_CPU = 0.5
 SLOTS_RESOURCE_HINT = (
     "no node of the cluster advertises the minisphere_workspace_slots resource that "
@@ -218,7 +218,7 @@ class Activator:
             if (await self.cap.hibernate(victim, "room on its node")).get("recycled"):
                 return             # its process is a spare on that node now: the wake's own
             # the victim's slot is free only once its process is gone and Ray's resource view
-            # shows it: placing before then found the node still full and moved the workspace
+            # shows it: placing before then finds the node still full and moves the workspace
             # anyway, paying for an eviction and a move
             await self.runtime.until_dead(handle)
             await self.placement.until_room(node, ROOM_SHOWN_TIMEOUT_S)
@@ -228,7 +228,7 @@ class Activator:
         recorded, why = self.placement.placement_of(record["nodeId"])
         if self.pool.size and not self.pool.has_ready(recorded) and self.pool.returning:
             # a hibernating workspace's process is on its way back to the pool: it is worth
-            # waiting a moment for, a fresh process costs ~0.5 CPU-s to start
+            # waiting a moment for, where a fresh process costs a whole start
             await self.pool.returned(RETURNING_WAIT_S)
         spare = self.pool.take(recorded) if self.pool.size else None
         if spare is None and recorded is None and self.pool.size:
@@ -242,9 +242,9 @@ class Activator:
         return self._start(name, placed), name, "new", placed, placed.why
 
     def _refuse_another_start(self, workspace_id: str) -> None:
-        """A process start takes most of a core for about a second: past `starts_at_once`
-        under way, another would only slow down the starts, the binds and the calls of the
-        work already admitted (wakes queued behind starts are how a node collapsed). Refused
+        """A process start takes most of a core while it runs: past `starts_at_once` under
+        way, another would only slow down the starts, the binds and the calls of the work
+        already admitted, and wakes queued behind starts bring a node to a standstill. Refused
         at once instead, unless wakes are never refused or it waits for a node to be added."""
         if (self.starting < self.starts_at_once or self.wake_admission.deadline_s <= 0
                 or self.placement.waiting_for_nodes()):
@@ -298,9 +298,8 @@ class Activator:
         node = answer["result"]["nodeId"]
         resident.node_id, resident.bound_at = node, time.monotonic()
         # The wake is a use, as of now: ranked by when its bind began, a wake that took long
-        # on a loaded node was the least recently used resident the moment it was bound, and
-        # was evicted before the call that asked for it arrived (then woken again: 2.3 wakes
-        # per session in the sessions benchmark)
+        # on a loaded node would be the least recently used resident the moment it is bound,
+        # and evicted before the call that asked for it arrives (then woken again)
         resident.last_used = time.time()
         resident.activation = answer["result"]["activation"]
         resident.wake = {"actor": source,

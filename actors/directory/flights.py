@@ -29,9 +29,8 @@ class SingleFlight:
         a task of its own: a caller that goes away (Ray cancels the directory's task when the
         request waiting for it is cancelled, as when an HTTP client times out) leaves it
         running, so the process it started is bound and the caller's retry finds the
-        workspace resident. Cancelling the work with its first caller threw that start away,
-        and under load every retry started another (a collapse measured in the sessions
-        benchmark)."""
+        workspace resident. Cancelling the work with its first caller would throw that start
+        away, and under load every retry would start another, until nothing binds."""
         if key in self._running:
             return await self.joined(key)
         task = asyncio.ensure_future(work())

@@ -26,8 +26,8 @@ from minisphere.control.residency_policy import (
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 
 PLACED_ACTOR_CPUS = 0.001          # CPUs a placed workspace actor asks for (see aimed_at)
-# What one workspace slot stands for: an idle bound actor measured 57 MiB PSS; rounded up so a
-# busy one (read pool, page cache of its file) still fits.
+# What one workspace slot stands for: an idle bound actor's PSS (RESIDENT_ACTOR_PSS_BYTES),
+# rounded up so a busy one (read pool, page cache of its file) still fits.
 WORKSPACE_SLOT_MEMORY_BYTES = 64 * MIB
 # Of a node's memory, the share its workspace actors may take; the rest is Ray's own processes,
 # the ingress replica, the object store and the page cache.
@@ -91,8 +91,8 @@ class NodePlacement:
         """Where a new workspace actor should start, and why. With workspace slots every new
         actor is aimed at a node chosen here (the file's node if it has a free slot, else the
         node with the most), counting the slots already promised to actors still starting:
-        left to Ray, wakes with no recorded node took the very slots that the wakes aimed at
-        their file's node were promised, and those then waited on the full node for good. With
+        left to Ray, wakes with no recorded node would take the very slots promised to wakes
+        aimed at their file's node, which would then wait on the full node for good. With
         no free slot anywhere the actor is not aimed: its wait is the autoscaler's demand."""
         node, why = self.placement_of(recorded_node)
         if not self.slot_request():

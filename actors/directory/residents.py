@@ -135,9 +135,8 @@ class ResidentTable:
             except Exception:  # noqa: BLE001 - slow or dead: handled at its next call
                 # Not known to be idle, so not taken for it: an actor too busy (or a node too
                 # loaded) to answer in time is most likely in use. Keeping the time of its
-                # bind instead made a loaded node evict the very workspaces its callers were
-                # using, each eviction answered by a wake that evicted another (a thrash
-                # measured at 11 hibernations per session in the sessions benchmark).
+                # bind instead would make a loaded node evict the very workspaces its callers
+                # are using, each eviction answered by a wake that evicts another (a thrash).
                 if self._residents.get(workspace_id) is resident:
                     resident.last_used = max(resident.last_used, time.time())
                 return

@@ -16,7 +16,8 @@ Recycling: a workspace that hibernates hands its process back (`give_back`) rath
 killed, and the pool keeps it while it wants another spare. The hibernations under way are
 processes on their way back (`expect_return`), so the refiller starts fresh ones only for the
 room they will not fill, and a wake that finds the pool empty while one is on its way waits for
-it (`returned`) rather than start a process: a start costs ~0.5 CPU-s, a return nothing.
+it (`returned`) rather than start a process: a start costs most of a core while it runs, a
+return nothing.
 
 Plain asyncio inside the (async) directory actor; `start_spare()` (`SpareStarter.start`) is
 where a process is started.
@@ -41,14 +42,13 @@ log = logging.getLogger("minisphere.spares")
 SPARE_READY_TIMEOUT_S = 120.0     # a spare that has not finished starting by then is dropped
 REFILL_RETRY_PAUSE_S = 1.0        # after a failed start
 NO_ROOM_RETRY_S = 5.0             # after finding no free workspace slot for a spare
-# A process start takes most of a core for ~0.4 s: starting the replacement right away would
+# A process start takes most of a core while it runs: starting the replacement right away would
 # take that CPU from the very wake that used the spare. Wait this long first.
 REFILL_DELAY_S = 0.5
 DEMAND_REVIEW_S = 10.0            # how often a demand-following pool recomputes its size
-# A start takes most of a core for ~0.5 s. A pool grown by a burst that started all its
-# replacements at once took every core from the wakes it exists for (measured: wakes served by
-# spares answered in ~0.9 s while 20 starts ran): a demand-following pool starts at most this
-# many per CPU of the cluster at a time (at least one).
+# A start takes most of a core while it runs. A pool grown by a burst that started all its
+# replacements at once would take every core from the wakes it exists for: a demand-following
+# pool starts at most this many per CPU of the cluster at a time (at least one).
 STARTS_AT_ONCE_PER_CPU = 0.5
 
 

@@ -1,17 +1,16 @@
 """An ingress replica's advance contact with the warm spares, so that a wake's call does not
 also pay for the replica's first message to a new process.
 
-The first message one process sends to an actor costs it 1-5 ms (Ray looks the actor up and
-connects to it); sent through another handle of the same actor later, a call costs what a warm
-call does. A woken workspace's actor is a spare the replica has never talked to, so every wake
-paid that first contact inside its call (measured: the woken call's round trip 3.9 ms against
-1.8 ms warm). So each replica asks the directory every SPARE_CONTACT_EVERY_S which spares are
-ready and pings each new one once, holding its handle while it waits in the pool. The pool
-hands out its oldest spare first, so the spare a wake gets has normally been ready, and
-contacted, for longer than that interval.
+The first message one process sends to an actor is slow (Ray looks the actor up and connects
+to it); sent through another handle of the same actor later, a call costs what a warm call
+does. A woken workspace's actor is a spare the replica has never talked to, so without this
+every wake would pay that first contact inside its call. So each replica asks the directory
+every SPARE_CONTACT_EVERY_S which spares are ready and pings each new one once, holding its
+handle while it waits in the pool. The pool hands out its oldest spare first, so the spare a
+wake gets has normally been ready, and contacted, for longer than that interval.
 
 Costs: one small directory call per replica per interval, and one ping per spare per replica.
-A failure only leaves wakes paying the first contact, as before.
+A failure only leaves wakes paying the first contact themselves.
 """
 from __future__ import annotations
 

@@ -12,9 +12,9 @@ from minisphere.engine.clock import epoch_ms
 from minisphere.errors import Unauthenticated
 
 TOKEN_USE_REPORT_S = 60.0           # how often token use reaches the directory, at most
-# A report goes out this long after the call that owed it, never inside it: sending it was the
-# first message of a woken actor's process to the directory, which Ray takes 1-5 ms to submit
-# (measured: a woken workspace's first call spent 4.8 ms in its actor, 0.24 ms without it).
+# A report goes out this long after the call that owed it, never inside it: it can be the first
+# message of a woken actor's process to the directory, which Ray submits only after looking the
+# actor up and connecting to it, so inside the call it would lengthen every wake.
 TOKEN_USE_REPORT_DELAY_S = 1.0
 
 

@@ -24,7 +24,7 @@ from minisphere.settings import SPARE_IDLE_CPU_SHARE, SPARE_MEMORY_SHARE
 IDLE_SWEEP_S = 5.0                     # how often the directory looks for idle workspaces
 MIB = 1024 * 1024
 RESIDENT_ACTOR_PSS_BYTES = 57 * MIB    # one idle bound workspace actor's proportional set size
-                                       # (a bare Ray actor is 54 MiB: nearly all of it is Ray's)
+                                       # (nearly all of it is Ray's own worker)
 RESIDENT_ACTOR_IDLE_CPUS = 0.0075      # one idle actor's share of a core (Ray's own upkeep: a
                                        # 10 ms timer in every worker's task loop)
 RESIDENT_MEMORY_SHARE = 0.25           # of the cluster's memory resident actors may take
@@ -50,10 +50,10 @@ def derived_spare_actors(cpus: float) -> int:
 
 
 # A pool that follows demand. Every wake spends a spare and a replacement is a process start
-# (~0.5 s of a core here): a burst larger than the pool waits for starts. The pool keeps as many
-# spares as the busiest minute of the last three saw wakes, so a load that came once is met from
-# spares when it comes again, and it shrinks back as that minute leaves the window. An idle
-# spare is a whole process, so the size stays within a budget of memory and idle CPU.
+# (most of a core while it runs): a burst larger than the pool waits for starts. The pool keeps
+# as many spares as the busiest minute of the last three saw wakes, so a load that came once is
+# met from spares when it comes again, and it shrinks back as that minute leaves the window. An
+# idle spare is a whole process, so the size stays within a budget of memory and idle CPU.
 # wakes older than this no longer count: past warm-up, hibernations hand back a process for
 # nearly every wake, so pre-started spares (each costing idle upkeep) need only meet recent bursts
 SPARE_DEMAND_WINDOW_S = 180.0
@@ -182,7 +182,8 @@ def retirement_reason(binds: int, rss_bytes: int, fresh_rss_bytes: int, max_bind
 def idle_before_hibernation_s(idle_s: float, resident: int, cap: int) -> float:
     """The idle time after which a resident hibernates: `idle_s` while the cap has room, then
     shrinking linearly to 2 x IN_SESSION_S as the residents fill the last quarter of the cap (a
-    wake from a recycled process costs tens of ms, so an idle workspace is cheap to let go)."""
+    wake into a recycled process needs no process start, so an idle workspace is cheap to let
+    go)."""
     if idle_s <= 0 or cap <= 0:
         return idle_s
     floor_s = min(idle_s, 2 * IN_SESSION_S)

@@ -9,7 +9,7 @@ actor and rarely reach the directory:
   token never evicts them. Past `ttl_s` (and up to STALE_GRANTS_USABLE_S more) a cached grant
   still lets its token's call through while the directory's fresh answer is fetched behind
   it: most calls to a workspace come after a pause (every wake does: a workspace hibernates
-  after a minute idle), and asking first added a directory round trip to each of them. The
+  once idle), and asking first would add a directory round trip to each of them. The
   actor's own check refuses a token revoked meanwhile, so a stale grant can cost at most one
   call per token and replica that its actor refuses;
 - a rejected (workspace, token hash) is remembered for REJECTED_TOKEN_TTL_S, so the same bad

@@ -7,8 +7,8 @@ caller backs off (the clients retry after Retry-After) and the wakes admitted fi
 
 The estimate is Little's law over the wakes just served: throughput = mean wakes in flight /
 mean wake duration, both as moving averages of the recent wakes, so it follows the machine's
-own pace (a recycled process binds in tens of ms, a fresh start takes a second, a loaded node
-longer). A new wake with `n` already in flight is expected to be bound after (n + 1) /
+own pace (a recycled process binds far sooner than a fresh start, a loaded node later than
+either). A new wake with `n` already in flight is expected to be bound after (n + 1) /
 throughput seconds. With none in flight a wake is always admitted: there is no queue to wait
 behind, whatever the last one took. Plain Python, no clock of its own (callers pass `now`).
 """

@@ -1,8 +1,8 @@
 """Runs the node's replication daemon for as long as the node's Ray runs, and no longer.
 
 The daemon is started in a session of its own so that it outlives the workspace actor that
-happened to start it; but a daemon that outlived the node's Ray (a `ray stop`, a killed raylet)
-kept every file it had registered, compacting and shipping them, while the workspace may have
+happened to start it; but a daemon that outlives the node's Ray (a `ray stop`, a killed raylet)
+keeps every file it had registered, compacting and shipping them, while the workspace may have
 moved to another node whose daemon ships to the same replica: two writers of one replica
 history. So the daemon runs under this small process, tied to an owner (the node's raylet):
 

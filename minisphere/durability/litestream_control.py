@@ -3,9 +3,9 @@ spoken with the standard library.
 
 Every workspace actor talks to its node's daemon (register at a wake, a sync per write batch
 in sync mode, unregister at hibernation). An HTTP library costs a warm spare twice: importing
-httpx is ~60 ms of the spare's start, and its first client ~30 ms more at the first bind (it
-builds a TLS context even for a Unix socket), which lands on the wake a user waits for.
-`http.client` over an `AF_UNIX` socket costs neither.
+it lengthens the spare's start, and its first client (which builds a TLS context even for a
+Unix socket) lands on the first bind, the wake a user waits for. `http.client` over an
+`AF_UNIX` socket costs neither.
 
 Connections are kept open and reused (a sync per batch must not pay a connect); any thread may
 call (the writer confirms, the event loop reads the lag, hibernation unregisters), each request

@@ -167,8 +167,8 @@ class LitestreamDaemon:
         """Start the daemon unless it answers; the control socket either way. A daemon that
         runs but does not answer in time (a loaded node) is waited for, never doubled: a
         second daemon beside it would leave the files registered with the first shipped by a
-        process nobody talks to, and two daemons may ship the same file. That happened on a
-        node at load average 50, a new daemon each time one was slow to answer."""
+        process nobody talks to, and two daemons may ship the same file; on a loaded node every
+        slow answer would start another."""
         if self.control.alive() and self._owner_kept():
             return self.control
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -273,7 +273,7 @@ class WorkspaceReplica:
 
     def register(self) -> None:
         # straight to the daemon, which is nearly always up: asking it first whether it answers
-        # was a round trip inside every wake; when it does not answer, it is started (or
+        # would put a round trip inside every wake; when it does not answer, it is started (or
         # waited for) and asked again. Only a process's first registration checks whose it is.
         self.daemon.ensure_owned()
         try:
@@ -311,7 +311,7 @@ class WorkspaceReplica:
         file) is waited for once, within the confirmation bound, and after that it is the
         daemon's to finish, the confirmations waiting for it like for any write. It may outlast
         one bound, and a restart per confirmation would delete it each time, so that a large
-        file never reached its replica again."""
+        file would never reach its replica again."""
         with self._restarting:
             self.history_owed = True
             self._restart_history()

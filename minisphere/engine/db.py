@@ -89,8 +89,8 @@ WORKSPACE_MIGRATIONS = "minisphere.engine.migrations"
 
 def available_migrations(package: str = WORKSPACE_MIGRATIONS) -> tuple[tuple[int, str, str], ...]:
     """(version, name, sql) for every migration shipped in `package`, in order. Read once per
-    process: the files ship with the build, and reading them again took 0.7 ms of every
-    workspace opened (every wake)."""
+    process: the files ship with the build, and reading them again would cost every workspace
+    opened (every wake)."""
     return _shipped_migrations(package)
 
 

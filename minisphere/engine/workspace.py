@@ -255,7 +255,7 @@ class Workspace:
         """From now on nothing of this object checkpoints the WAL on its own: not SQLite at a
         commit (`wal_autocheckpoint`), not the fold after a forget or an owed one. For a file
         whose replicator must read every frame before a checkpoint moves it: a checkpoint of
-        ours racing it left a replica that restored broken. The replicator checkpoints, and
+        ours racing it can leave a replica that restores broken. The replicator checkpoints, and
         whoever folds a forget's WAL does it with `truncate_wal` once the replicator has let
         go of the file."""
         with self._lock:

@@ -3,7 +3,7 @@
 Reading it asks the node's replication daemon over its socket, which blocks for as long as the
 daemon takes to answer (up to the control timeout when it is stopped or overloaded). The
 workspace actor answers status requests on its event loop, where every call of the workspace
-also runs: a blocking read there stalled them all. So a status shows the newest reading
+also runs: a blocking read there would stall them all. So a status shows the newest reading
 (`measuredAt`, epoch seconds) and starts the next one on a thread of its own, one at a time.
 """
 from __future__ import annotations

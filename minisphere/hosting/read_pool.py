@@ -90,8 +90,8 @@ class ReadPool:
     def warm(self) -> Future:
         """Start a reader thread, open its connection and answer one cheap read on it now, so
         the first call finds them ready: on a woken actor, starting the thread, opening the
-        connection and building the read's argument validator were ~2.5 ms of its first call.
-        Reads nothing a caller sees and writes nothing (getCount has no follow-up)."""
+        connection and building the read's argument validator would otherwise land inside its
+        first call. Reads nothing a caller sees and writes nothing (getCount has no follow-up)."""
         return self._pool.submit(self.read, "getCount", {})
 
     # ---- the prepare step of writes ------------------------------------------------------------

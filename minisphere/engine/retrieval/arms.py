@@ -84,9 +84,9 @@ def _bm25_among(conn, expression: str, seqs: list[int]) -> dict[int, float]:
     """seq -> -bm25 of one FTS5 expression, for entries already found (and filtered).
 
     The expression is ranked over the index alone and the wanted rows picked out here: with
-    `rowid IN (...)` FTS5 evaluates the whole expression once per listed rowid (100 NEAR
-    evaluations: 3.6 ms at 100k entries, against 0.13 ms for one). Only the best
-    PROXIMITY_SCAN_ROWS matches are read; a hit further down gains no proximity boost.
+    `rowid IN (...)` FTS5 evaluates the whole expression once per listed rowid, so its cost
+    would grow with the hits. Only the best PROXIMITY_SCAN_ROWS matches are read; a hit
+    further down gains no proximity boost.
     """
     if not seqs:
         return {}
@@ -119,10 +119,9 @@ def feedback_terms(conn, query_tokens: list[str], scores: dict[str, float],
     weight(t) = sum over the FEEDBACK_DOCS best hits d of tf(t, d) / |d| × score(d) / best score;
     the FEEDBACK_SHORTLIST heaviest terms found in at least two of those hits (query terms, stop
     words, digits and 1-letter terms excluded) are then weighted by idf = log(N / (1 + df)),
-    where terms in more than max(FEEDBACK_MIN_DOC_CAP, FEEDBACK_MAX_DOC_RATIO × N) entries are
+    where terms in more than max(FEEDBACK_MIN_DOC_CAP, FEEDBACK_MAX_DOC_RATIO × N) entries
     (never more than FEEDBACK_MAX_DOC_CAP) are too common to help and dropped; the
-    FEEDBACK_TERMS heaviest remain (as stems). (Counting words as written, without the
-    pure-Python stemmer, was cheaper but cost the hybrid 0.002-0.006 nDCG@10 on the dev sets.)
+    FEEDBACK_TERMS heaviest remain, as stems: inflections of one word count as one term.
     """
     best = sorted(scores.items(), key=lambda kv: -kv[1])[: T.FEEDBACK_DOCS]
     if len(best) < T.FEEDBACK_MIN_HITS:
@@ -238,7 +237,7 @@ _NOT_AUTO_LINK = "NOT (provenance = 'inferred' AND instr(coalesce(metadata, ''),
 def _level_edges(conn, frontier: list[str], limit: int) -> dict[str, list[tuple[str, float]]]:
     """(neighbour, edge weight) of each frontier node, both directions, its `limit` strongest
     edges first (newest first among equals), as `reads.neighbours_of` gives them -- for the
-    whole level in one query (a query per node was most of the graph arm's time). Without
+    whole level in one query (a query per node would dominate the graph arm's time). Without
     the binding's auto-links unless GRAPH_FOLLOWS_AUTO_LINKS."""
     if not frontier:
         return {}
@@ -266,7 +265,7 @@ def _followable(conn, frontier: list[str], level: dict[str, int], hop: int, wher
                 params: list) -> dict[str, list[tuple[str, float]]]:
     """Per node of the frontier, (neighbour, edge weight) that hop `hop` may follow: not
     reached on an earlier level than the parent's, and passing the prefilter -- checked for
-    the whole level in one query (one per node was a third of the graph arm's time). Nodes
+    the whole level in one query (not one per node: the arm's cost follows its levels). Nodes
     this hop reaches get level `hop`, which passes, so deciding up front is the same as
     deciding node by node."""
     edges = _level_edges(conn, frontier, T.GRAPH_FANOUT_PER_NODE)

@@ -13,8 +13,9 @@ and these two bounded moves use them without handing the head of the page to the
 2. Dense slots: the vector arm's best hits missing from the page take its last
    floor(topK × HYBRID_DENSE_TAIL_SHARE) places (the page's weakest entries leave; a page
    shorter than topK takes them in addition). A turn that answers in other words gets seen;
-   the head stays the lexical arm's. Shipped off (HYBRID_DENSE_TAIL_SHARE = 0): with the
-   agreement band (tuning.py) it lost held out.
+   the head stays the lexical arm's. Off (HYBRID_DENSE_TAIL_SHARE = 0): the agreement band
+   (tuning.py) already leaves the chit-chat pages to the lexical arm, and the slots do not pay
+   for themselves on unseen conversations.
 
 Both are off at 0; neither runs where fusion gave the dense arm a say (passages, mostly).
 Cosines are exact (the pool's stored vectors), not the KNN's.

@@ -7,9 +7,9 @@ Lexical evidence (zero bindings), per candidate d:
 The keyword arm is scaled so its best hit is 1; the graph arm's support is already relative to
 the best seed (arms.graph_arm). A neighbour of the best hit over a `follows` edge of weight 0.5
 gets 0.5 (GRAPH_FUSION_WEIGHT undoes the 0.6 hop decay of the first hop), so the turn that
-answers the matching question can enter the first page, which reciprocal-rank fusion never
-let happen: there an entry found by the graph alone at graph rank 1 scores 1/61, below every
-entry found by both arms down to rank 60.
+answers the matching question can enter the first page, which reciprocal-rank fusion does not
+allow: there an entry found by the graph alone at graph rank 1 scores 1/61, below every entry
+found by both arms down to rank 60.
 
 With a vector binding (hybrid), a convex combination of the lexical score and the cosine:
 
@@ -28,8 +28,8 @@ fused page), computed exactly for every candidate of either arm. Cosines are use
 stretched per query: on short conversational turns every cosine sits in a narrow band, so the
 dense arm's say shrinks by itself where it tells entries apart least.
 
-The arms' agreement then bounds the dense arm's say from below (the margin rule alone
-gained on the dev conversations and lost on unseen ones):
+The arms' agreement then bounds the dense arm's say from below (the margin rule alone does
+not carry over from the dev conversations to unseen ones):
 
     support = mean over the vector arm's HYBRID_AGREEMENT_DEPTH best hits of lexical(d) / best
     a       = max(a, agreement_floor(support, dense margin))
@@ -39,8 +39,8 @@ gained on the dev conversations and lost on unseen ones):
 
 A dense head the lexical arm does not back at all is off the query's topic (on conversations
 it mostly is: chit-chat turns close to any question), and the lexical order is left alone, the
-vector feedback round skipped. On passages the dense head is mostly backed (mean support 0.62
-against 0.23 on conversations) and the margin rule decides as before.
+vector feedback round skipped. On passages the dense head is mostly backed (support runs far
+higher there than on conversations) and the margin rule above decides.
 
 Where the lexical share ends at 1, the dense arm still has a bounded say after rerank: the
 cosine re-scores the MMR pool (dense_page.py; its best missing hits could also take the page's

@@ -242,7 +242,7 @@ def _recall_item(entry: dict, fused: dict, arms: dict, row, final: float, mmr_de
     return {
         **entry,
         "score": final,
-        # full floats: rounding ~200 numbers a call cost a tenth of a rare-word recall
+        # full floats: rounding every number of the breakdown is a visible share of a cheap recall
         "breakdown": {
             "keyword": arm_detail.get("keyword"),
             "graph": arm_detail.get("graph"),

@@ -9,8 +9,8 @@ A recall's query (as given: its time phrases also bound the KNN) is only *starte
 `prepare`: the provider's `submit` when it has one (the shared embedder actor: the forward pass
 runs in that process), else a thread here. The recall runs its lexical stages meanwhile and
 waits for the vector where the vector arm needs it; waiting for the query vector first would
-add the whole embedding to every bound recall, where now only what outlasts the lexical stages
-is added. The wait shows in the answer's timings as `embedWaitMs`, and the embedding's own
+add the whole embedding to every bound recall, where this adds only what outlasts the lexical
+stages. The wait shows in the answer's timings as `embedWaitMs`, and the embedding's own
 latency (started to vector in hand) as `queryEmbedMs`.
 
 If a vector cannot be written with its entry (no provider attached, the provider failed, or

@@ -13,13 +13,10 @@ asking for lexical agreement (overlap = Jaccard of the word-pair shingles MMR us
 An exact (content-hash) duplicate keeps the engine's own answer (blocked / confirmed).
 Existing edges between the same pair are never overwritten (an explicit link stays explicit).
 
-Why lexical agreement: cosine alone calls casual turns the same memory. Capturing the five dev
-conversations (2,960 turns) with MiniLM, cosine alone blocked 3 turns that were new utterances
-("Me too. Talk to you later!" after "... soon!"; an art show announced again a session later),
-tagged 114 and drew 814 auto-links between small talk ("Thanks, Melanie! Your kind words mean a
-lot."). With the overlap rules: 0 blocked, 8 tagged (each a genuine restatement). Auto-links on
-those turns cost the hybrid recall 0.020 nDCG@10 (0.485 vs 0.505 with none); with the shared
-specific word (69 links kept) and the rescaled weight, 0.505 (bench/results/retrieval-vectors.md).
+Why lexical agreement: cosine alone calls casual turns the same memory ("Me too. Talk to you
+later!" after "... soon!" is no duplicate, and small talk is no relation). The overlap rules
+keep blocking and tagging to genuine restatements, and the shared specific word keeps
+auto-links off small talk (between pleasantries a link would relate nothing).
 The weight starts from 0 at the link threshold because the graph arm passes weight × score to a
 neighbour: an edge drawn at the threshold is a weak hint, not a strong relation.
 """
