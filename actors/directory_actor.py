@@ -69,7 +69,10 @@ class DirectoryActor:
         self.activator, self.grants = parts.activator, parts.grants
         self.maintenance_ledger = LocalLedger(control)   # runs + due state
         self._sweeper: asyncio.Task | None = None
-        self.residents.adopt()
+        ended = self.residents.adopt()
+        if ended:
+            log.warning("ended %d workspace processes no one held (spares, or hibernations "
+                        "under way, of the directory that ran before)", ended)
         log.info("directory up: %s (%d workspaces); snapshots in %s; at most %d resident, "
                  "%d warm spares, hibernate after %.0f s idle", settings.control_db,
                  len(control.list()), settings.snapshots.describe(),

@@ -73,8 +73,12 @@ class ResidentTable:
             self.control.set_actor(workspace_id, None)
         return resident
 
-    def adopt(self) -> None:
-        """After a directory restart: workspace actors still alive count as resident."""
+    def adopt(self) -> int:
+        """After a directory restart: workspace actors still alive count as resident, and any
+        other workspace process is ended (returns how many). The spare pool and a hibernation
+        under way died with the old directory: their processes belong to no one now, and
+        nothing else would ever free them or their workspace slots."""
+        bound = set()
         for workspace_id, name in self.control.bound_actors():
             handle = self.runtime.find(name)
             if handle is None:
@@ -82,6 +86,13 @@ class ResidentTable:
                 continue
             node = self.control.get(workspace_id)["nodeId"]
             self._residents[workspace_id] = Resident(handle, name, node_id=node)
+            bound.add(name)
+        orphans = [name for name in self.runtime.named_workspace_actors() if name not in bound]
+        for name in orphans:
+            handle = self.runtime.find(name)
+            if handle is not None:
+                self.runtime.kill(handle)
+        return len(orphans)
 
     def state_sizes(self) -> dict[str, int]:
         """How much per-workspace state the table holds (operators, tests)."""

@@ -14,6 +14,7 @@ import ray
 from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from actors.parts.launch import ACTOR_NAME_PREFIX
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 
 KILL_CONFIRM_TIMEOUT_S = 10.0      # waiting for Ray to report a retired actor dead
@@ -80,6 +81,13 @@ class RayActors:
         ALIVE): slow to start, not waiting for room."""
         state = self._state(handle)
         return state.get("State") == "ALIVE" or bool(state.get("Pid"))
+
+    def named_workspace_actors(self) -> list[str]:
+        """The names of this namespace's live workspace actors: bound, spare, or left behind by
+        a directory that died."""
+        return [found["name"] for found in ray.util.list_named_actors(all_namespaces=True)
+                if found["namespace"] == self.namespace
+                and found["name"].startswith(ACTOR_NAME_PREFIX)]
 
     def find(self, name: str):
         """The live actor of this name, or None."""

@@ -27,7 +27,9 @@ WORKSPACES = 1000
 CLEAN_EXITS_KEPT = 50
 
 
-def directory_parts(tmp_path, node_resources=None, **env):
+def directory_parts(tmp_path, node_resources=None, control=None, runtime=None, **env):
+    """The parts of a directory; given the `control` plane and `runtime` of an earlier one,
+    those of the directory Ray restarts after it died."""
     settings = load_settings({"MINISPHERE_DATA_DIR": str(tmp_path),
                               "MINISPHERE_ADMIN_TOKEN": ADMIN,
                               "MINISPHERE_SYNCHRONOUS": "OFF",
@@ -35,8 +37,8 @@ def directory_parts(tmp_path, node_resources=None, **env):
                               "MINISPHERE_SPARE_ACTORS": "0",
                               # wakes here take microseconds: their admission is tested apart
                               "MINISPHERE_WAKE_DEADLINE_S": "0", **env})
-    control = ControlPlane(settings.control_db)
-    runtime = InProcessActors(node_resources)
+    control = control or ControlPlane(settings.control_db)
+    runtime = runtime or InProcessActors(node_resources)
     parts = assemble(settings, control, runtime, token_hash(ADMIN), cluster_cpus=2,
                      cluster_memory_bytes=2 ** 34)
     return parts, control, runtime
@@ -344,6 +346,28 @@ def test_a_hibernation_failing_with_an_unnamed_error_still_kills_the_actor(tmp_p
     answer, actor, woken = asyncio.run(drive())
     assert "RuntimeError" in answer["error"]
     assert actor.killed and actor.name not in runtime.live
+    assert woken.host.workspace.get_count() == {"count": 1}
+
+
+def test_a_restarted_directory_ends_the_processes_only_the_dead_one_knew(tmp_path):
+    """The spare pool and a hibernation under way live in the directory's memory (the
+    hibernating workspace's actor name is cleared first): after a crash their processes
+    belonged to no one, each holding a workspace slot until the node went."""
+    parts, control, runtime = directory_parts(tmp_path)
+
+    async def before_the_crash():
+        kept, leaving = created(parts, "kept", "leaving")
+        (await parts.activator.activate(kept)).host.workspace.capture("served after it")
+        hibernating = await parts.activator.activate(leaving)
+        parts.residents.forget(leaving)            # its hibernation began, then the crash
+        return kept, hibernating, runtime.start("workspace-actor:of-the-lost-pool", {})
+
+    kept, hibernating, spare = asyncio.run(before_the_crash())
+    restarted, _, _ = directory_parts(tmp_path, control=control, runtime=runtime)
+    assert restarted.residents.adopt() == 2
+    assert hibernating.killed and spare.killed
+    assert set(runtime.live) == {restarted.residents.get(kept).actor_name}
+    woken = asyncio.run(restarted.activator.activate(kept))
     assert woken.host.workspace.get_count() == {"count": 1}
 
 

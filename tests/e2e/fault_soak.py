@@ -50,6 +50,14 @@ RETRY_PAUSE_S = 0.5
 FAULT_GAP_S = (3.0, 9.0)        # between the end of one fault and the start of the next
 SWEEP_TIMEOUT_S = 90.0          # for every copy of a forgotten or deleted text to be gone
 RESULTS = ROOT / "bench" / "results" / "fault-soak.md"
+ORPHAN_SETTLE_S = 30.0          # for kills and hibernations under way to be counted
+# A Ray driver run on the head: what the directory holds (residents, hibernations, its pool).
+RESIDENCY_DRIVER = """
+import json, sys, ray
+ray.init(address="auto", namespace=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+directory = ray.get_actor("directory")
+print(json.dumps(ray.get(directory.residency_status.remote(), timeout=60)))
+"""
 
 
 @dataclass
@@ -281,6 +289,7 @@ class Soak(Scenario):
             if foreign:
                 self.violation("another workspace's entry in an export", tenant=tenant.id,
                                lines=foreign[:3])
+        self.orphan_check()
         # the scan must see a text that is still there, or finding nothing proves nothing
         live = {t.entries[e][-1].rsplit(" ", 1)[-1] for t in self.tenants for e in t.entries}
         seen = self.held(set(list(live)[:20]))
@@ -295,6 +304,32 @@ class Soak(Scenario):
         for nonce, places in sorted(held.items()):
             self.violation("a forgotten or deleted text still held", nonce=nonce,
                            why=self.gone[nonce], places=places[:5])
+
+    @property
+    def namespace(self) -> str:
+        return self.config_env(load_config())["MINISPHERE_RAY_NAMESPACE"]
+
+    def orphan_check(self) -> None:
+        """Every live workspace process is the directory's: resident, hibernating, or a spare
+        of its pool (ready, starting or on its way back). A directory killed mid-way must not
+        leave processes that nothing frees."""
+        deadline = time.monotonic() + ORPHAN_SETTLE_S
+        while True:
+            alive = len([a for a in self.state("actors", class_name="WorkspaceActor")
+                         if a["state"] in ("ALIVE", "PENDING_CREATION", "RESTARTING")])
+            done = self.run_on_head(sys.executable, "-c", RESIDENCY_DRIVER, self.namespace,
+                                    timeout=120)
+            status = json.loads(done.stdout.strip().splitlines()[-1])
+            spares = status["spares"]
+            held = (status["resident"] + status["hibernating"] + spares["ready"]
+                    + spares["starting"] + spares["returning"])
+            if alive <= held or time.monotonic() >= deadline:
+                break
+            time.sleep(2.0)
+        self.findings["workspaceProcesses"] = {"alive": alive, "heldByTheDirectory": held}
+        if alive > held:
+            self.violation("workspace processes no one holds", alive=alive, held=held,
+                           status=status)
 
     def held(self, needles: set[str]) -> dict[str, list[str]]:
         """Which of `needles` any node's file or any stored object holds, and where: each file

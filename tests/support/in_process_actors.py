@@ -136,6 +136,9 @@ class InProcessActors:
     def has_process(actor) -> bool:
         return True
 
+    def named_workspace_actors(self) -> list[str]:
+        return list(self.live)
+
     def find(self, name: str):
         return self.live.get(name)
 
