@@ -14,12 +14,15 @@ from minisphere.control.auth import check_workspace_id
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.durability.generations import delete_generation_snapshots
 from minisphere.durability.replication import delete_replica
+from minisphere.engine.clock import epoch_ms
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import NotFound, SnapshotError
-from minisphere.hosting.copies import sweep_node
+from minisphere.hosting.copies import list_copies, sweep_node
 from minisphere.settings import ensure_private_dir
 
 log = logging.getLogger("minisphere.directory")
+AUDIT_KEPT_S = 90 * 86_400                # the audit trail's reach back
+AUDIT_PRUNE_EVERY_S = 3_600.0
 
 
 class WorkspaceLifecycle:
@@ -40,6 +43,7 @@ class WorkspaceLifecycle:
         # may still have been shipped until that node's sweep unregistered it
         # ((id, generation) -> its node, None when it never had one)
         self._replicas_to_recheck: dict[tuple[str, str | None], str | None] = {}
+        self._audit_pruned_at = -AUDIT_PRUNE_EVERY_S
 
     def folder(self, workspace_id: str) -> Path:
         folder = (self.root / check_workspace_id(workspace_id)).resolve()
@@ -89,7 +93,7 @@ class WorkspaceLifecycle:
         generation = self.control.get(workspace_id)["generation"]
         lived_on = self.control.locations.location(workspace_id)["nodeId"]
         snapshots_deleted = await self._delete_snapshots(workspace_id, generation)
-        self.control.delete(workspace_id)                   # and tombstones its generation
+        self.control.delete(workspace_id)                   # and records its tombstone
         self._replicas_to_recheck[(workspace_id, generation)] = lived_on
         log.info("deleted workspace %s", workspace_id)
         self.sweep_soon()                                   # its copies on every other node
@@ -127,11 +131,17 @@ class WorkspaceLifecycle:
         return swept
 
     async def _sweep_every_node(self) -> dict | None:
-        tombstones, moved = self.control.locations.tombstones(), self.control.locations.stored_copies()
+        """Each node says which copies it holds; then each is told which of them belong to no
+        live creation (deleted, or its id made again) and which moved on, and sweeps."""
         root, daemon_dir = str(self.root), self.settings.replication.daemon_dir
+        self._prune_audit()
         try:
+            held = await self.runtime.on_every_node(list_copies, lambda node: (root,))
+            dead = {node: self.control.locations.dead_copies(copies)
+                    for node, copies in held.items() if isinstance(copies, dict)}
+            moved = self.control.locations.stored_copies()
             swept = await self.runtime.on_every_node(
-                sweep_node, lambda node: (root, node, tombstones, moved, "workspace.db",
+                sweep_node, lambda node: (root, node, dead.get(node, {}), moved, "workspace.db",
                                           daemon_dir))
         except Exception:  # noqa: BLE001 - the periodic sweep tries again
             log.warning("node sweep failed", exc_info=True)
@@ -140,6 +150,16 @@ class WorkspaceLifecycle:
             if deleted:
                 log.info("node %s swept: %s", node[:12], deleted)
         return swept
+
+    def _prune_audit(self) -> None:
+        """At most once per AUDIT_PRUNE_EVERY_S, audit rows older than AUDIT_KEPT_S go."""
+        now = time.monotonic()
+        if now < self._audit_pruned_at + AUDIT_PRUNE_EVERY_S:
+            return
+        self._audit_pruned_at = now
+        pruned = self.control.prune_audit(epoch_ms() - AUDIT_KEPT_S * 1000)
+        if pruned:
+            log.info("pruned %d audit rows older than %d days", pruned, AUDIT_KEPT_S // 86_400)
 
     async def _delete_snapshots(self, workspace_id: str, generation: str | None) -> bool:
         """Remove one generation's snapshots and replica; when the store fails, owe it (the

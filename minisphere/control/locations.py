@@ -1,6 +1,7 @@
 """The location record of each workspace, in the control plane's file (migration 0007): where
 its live copy is, the fencing epoch of the host that opens it next, the newest acknowledged
-position and the newest position the store holds, and the tombstones of deleted generations.
+position and the newest position the store holds, and which copies a node holds belong to no
+live creation of their id.
 What the positions and epochs mean: minisphere/engine/location.py.
 """
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from minisphere.errors import NotFound
+
+SQL_IDS_PER_QUERY = 500            # ids bound in one IN (...) list (SQLite allows 32,766)
 
 
 class LocationRecords:
@@ -51,13 +54,37 @@ class LocationRecords:
                                                     "storedPosition": before["storedPosition"]})
         return self.location(workspace_id)
 
-    def tombstones(self) -> dict[str, list[str]]:
-        """Dead generations per workspace id ('' for a workspace made before generations)."""
-        found: dict[str, list[str]] = {}
-        for workspace_id, generation in self.conn.execute(
-                "SELECT workspace_id, generation FROM tombstones"):
-            found.setdefault(workspace_id, []).append(generation)
-        return found
+    def dead_copies(self, held: dict[str, str]) -> dict[str, list[str]]:
+        """Of the copies one node holds (id -> generation, '' for none), those of no live
+        creation (id -> [generation]): the id is being deleted, or lives as another creation,
+        or is gone and tombstoned (a copy naming no creation goes with any tombstone of its
+        id). A copy of an id the directory never knew is left alone (an offline import).
+        Asked with what the node holds, so a sweep's message grows with the node's files, not
+        with every workspace ever deleted."""
+        dead: dict[str, list[str]] = {}
+        ids = list(held)
+        for start in range(0, len(ids), SQL_IDS_PER_QUERY):
+            chunk = ids[start:start + SQL_IDS_PER_QUERY]
+            marks = ",".join("?" * len(chunk))
+            live = {w: (g, state) for w, g, state in self.conn.execute(
+                f"SELECT id, COALESCE(generation, ''), state FROM workspaces WHERE id IN "
+                f"({marks})", chunk)}
+            buried: dict[str, set[str]] = {}
+            for workspace_id, generation in self.conn.execute(
+                    f"SELECT workspace_id, generation FROM tombstones WHERE workspace_id IN "
+                    f"({marks})", chunk):
+                buried.setdefault(workspace_id, set()).add(generation)
+            for workspace_id in chunk:
+                generation = held[workspace_id]
+                if workspace_id in live:
+                    live_generation, state = live[workspace_id]
+                    gone = state == "deleting" or live_generation != generation
+                else:
+                    gone = workspace_id in buried and (
+                        generation == "" or generation in buried[workspace_id])
+                if gone:
+                    dead[workspace_id] = [generation]
+        return dead
 
     def stored_copies(self) -> dict[str, tuple[str | None, str | None, int]]:
         """Workspaces whose newest state is in the store: id -> (generation, node holding the

@@ -287,6 +287,12 @@ class ControlPlane:
     def record_event(self, workspace_id: str, action: str, detail: dict | None = None) -> None:
         self._audit(workspace_id, action, detail)
 
+    def prune_audit(self, older_than_ms: int) -> int:
+        """Forget audit rows older than `older_than_ms` (epoch ms); how many went. Tombstones
+        stay: one is the only proof that a disk back after long away holds a deleted
+        tenant's copy (a few dozen bytes each, and read per id, never whole)."""
+        return self.conn.execute("DELETE FROM audit WHERE at < ?", (older_than_ms,)).rowcount
+
     def audit_log(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
         rows = self.conn.execute(
             "SELECT seq, at, workspace_id, action, detail FROM audit WHERE ? IS NULL OR "

@@ -176,11 +176,26 @@ def _dead(generation: str | None, dead_generations: list[str] | None) -> bool:
     return generation is None or generation in dead_generations
 
 
+def list_copies(root: str | Path, file_name: str = "workspace.db") -> dict[str, str]:
+    """The workspace copies under `root` (a node's workspaces folder): id -> the creation
+    (generation) each belongs to, '' for one that names none. What the directory needs to
+    tell this node which of them belong to no live workspace."""
+    root = Path(root)
+    if not root.is_dir():
+        return {}
+    held = {}
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        copy = inspect_copy(folder / file_name)
+        if copy is not None:
+            held[folder.name] = copy.generation or ""
+    return held
+
+
 def sweep_node(root: str | Path, node_id: str, tombstones: dict[str, list[str]],
                moved: dict[str, tuple[str | None, str | None, int]],
                file_name: str = "workspace.db", daemon_dir: str | None = None) -> list[str]:
     """Delete, under `root` (the node's workspaces folder), every copy the directory has given
-    up on: a copy whose generation is tombstoned (`tombstones`: id -> dead generations), and a
+    up on: a copy of a dead creation (`tombstones`: id -> dead generations), and a
     copy of a workspace that now lives on another node and is safely in the store (`moved`:
     id -> (generation, holding node, stored position), deleted when it is at or below the
     stored position). Folders a live host holds are skipped. Returns what was deleted."""

@@ -114,3 +114,36 @@ def test_tokens_of_an_older_control_plane_become_write_tokens_with_ids(tmp_path)
     assert grant.scope == "write" and grant.token_id.startswith("tok-")
     assert cp.authenticate("ws-old", token_hash("t"))[0] == "ok"
     cp.close()
+
+
+def test_a_node_is_told_only_which_of_its_own_copies_are_dead(tmp_path):
+    """The sweep used to send every tombstone ever written to every node on every round; a
+    node now names what it holds and hears back which of those belong to no live creation."""
+    cp = ControlPlane(tmp_path / "control.db")
+    blueprint = load_default_blueprint(None)
+    live = cp.create(blueprint, [], "live")[0]["generation"]
+    old = cp.create(blueprint, [], "remade")[0]["generation"]
+    cp.delete("remade")
+    remade = cp.create(blueprint, [], "remade")[0]["generation"]
+    cp.create(blueprint, [], "deleting")
+    cp.set_state("deleting", "deleting")
+    gone = cp.create(blueprint, [], "gone")[0]["generation"]
+    cp.delete("gone")
+    held = {"live": live, "remade": old, "deleting": "g-any", "gone": gone,
+            "gone-unnamed": "", "never-known": "g-offline"}
+    cp.create(blueprint, [], "gone-unnamed")
+    cp.delete("gone-unnamed")
+    assert cp.locations.dead_copies(held) == {
+        "remade": [old], "deleting": ["g-any"], "gone": [gone], "gone-unnamed": [""]}
+    assert cp.locations.dead_copies({"remade": remade, "live": live}) == {}
+    assert cp.locations.dead_copies({}) == {}
+
+
+def test_audit_rows_past_the_kept_time_are_pruned_and_newer_ones_kept(tmp_path):
+    cp = ControlPlane(tmp_path / "control.db")
+    cp.create(load_default_blueprint(None), [], "audited")
+    rows = cp.audit_log("audited")
+    newest = max(a["at"] for a in rows)
+    assert cp.prune_audit(min(a["at"] for a in rows)) == 0      # strictly older only
+    assert cp.prune_audit(newest + 1) == len(rows)
+    assert cp.audit_log("audited") == []
