@@ -21,7 +21,10 @@ first answered and writes nothing (the service keeps keys at least 24 hours).
 A refusal with 503 and a `Retry-After` header is sent again a bounded number of times: when
 its code says the call was not run (`overloaded`: the service is at capacity;
 `no_workspace_slots`: no room to open the workspace), whatever the method; for another such 503
-only when a resend is harmless (a read, or a write with an idempotency key). Each wait is
+only when a resend is harmless (a read, or a write with an idempotency key). A harmless call
+answered a 5xx that the service did not write (code `front_end_error`: Serve's proxy when the
+ingress replica died mid-call, or a load balancer) is sent again too, after about a second.
+Each wait is
 Retry-After seconds times a random factor in `OVERLOAD_RETRY_JITTER` (0.5 to 1.5, so callers
 refused together do not all come back at once), at most `overload_retry_max_wait_s=`
 (`OVERLOAD_RETRY_MAX_WAIT_S`, 30 s); at most `overload_retries=` resends (`OVERLOAD_RETRIES`, 3;
@@ -74,6 +77,11 @@ OVERLOAD_RETRY_JITTER = (0.5, 1.5)      # the wait is Retry-After times a factor
 UNAVAILABLE_STATUS = 503
 # the 503 codes that say the call was not run, so any method may be sent again
 NOT_RUN_CODES = frozenset({"overloaded", "no_workspace_slots"})
+# A 5xx whose body is not the service's error: written by the HTTP front (Serve's proxy, whose
+# ingress replica died mid-call with its node; a load balancer). The call may have run: only a
+# safe one is sent again, after about this long.
+FRONT_END_ERROR = "front_end_error"
+FRONT_END_RETRY_S = 1.0
 
 T = TypeVar("T")
 
@@ -105,7 +113,10 @@ def _check(response: httpx.Response) -> Any:
     except ValueError:
         body = None
     if response.status_code >= 400:
-        error = body.get("error", {}) if isinstance(body, dict) else {}
+        error = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(error, dict):
+            code = FRONT_END_ERROR if response.status_code >= 500 else "http_error"
+            error = {"code": code, "message": response.text[:200]}
         raise ServiceError(response.status_code, error.get("code", "http_error"),
                            error.get("message", response.text[:200]), _retry_after_s(response))
     return body
@@ -140,7 +151,9 @@ class OverloadRetry:
     @staticmethod
     def resendable(error: ServiceError, safe: bool) -> bool:
         """A 503 with Retry-After whose code says the call was not run, or any such 503 when
-        `safe` (a resend cannot write twice)."""
+        `safe` (a resend cannot write twice); or, when `safe`, a 5xx of the HTTP front."""
+        if error.code == FRONT_END_ERROR:
+            return safe
         if error.status != UNAVAILABLE_STATUS or error.retry_after_s is None:
             return False
         return safe or error.code in NOT_RUN_CODES
@@ -150,7 +163,8 @@ class OverloadRetry:
         resends; raises `error` when it is not to be sent again."""
         if resent >= self.retries or not self.resendable(error, safe):
             raise error
-        return jittered_wait_s(error.retry_after_s, self.max_wait_s)
+        waited = error.retry_after_s if error.retry_after_s is not None else FRONT_END_RETRY_S
+        return jittered_wait_s(waited, self.max_wait_s)
 
     def run(self, send: Callable[[], T], safe: bool) -> T:
         """`send()`, which raises ServiceError when refused, sent again as `wait_s` says."""

@@ -42,10 +42,12 @@ class Refusing(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, refusals: int, code: str, status: int, retry_after: str | None):
+    def __init__(self, refusals: int, code: str, status: int, retry_after: str | None,
+                 plain: bool = False):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.refusals, self.code, self.status, self.retry_after = (refusals, code, status,
                                                                    retry_after)
+        self.plain = plain          # refuse as a front end would: text, not the service's error
         self.requests: list[tuple[str, str, dict, bytes]] = []
         self.lock = threading.Lock()
 
@@ -68,10 +70,13 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             status, answer = 200, ANSWER
         data = json.dumps(answer).encode()
+        if refused and self.server.plain:
+            data = b"Internal Server Error"
         self.send_response(status)
         if refused and self.server.retry_after is not None:
             self.send_header("Retry-After", self.server.retry_after)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/plain" if refused and self.server.plain else
+                         "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -87,8 +92,8 @@ def refusing():
     """`refusing(refusals, code="overloaded", status=503, retry_after="1")`: a started server."""
     with contextlib.ExitStack() as servers:
         def start(refusals: int, code: str = "overloaded", status: int = 503,
-                  retry_after: str | None = "1") -> Refusing:
-            server = Refusing(refusals, code, status, retry_after)
+                  retry_after: str | None = "1", plain: bool = False) -> Refusing:
+            server = Refusing(refusals, code, status, retry_after, plain)
             thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
             thread.start()
             servers.callback(thread.join)
@@ -268,3 +273,20 @@ def test_negative_retries_are_refused():
 
 def test_the_read_methods_are_the_engines():
     assert READ_METHODS == {name for name, m in METHODS.items() if m.access == "read"}
+
+
+@pytest.mark.parametrize("call, resent", [(READ, True), (KEYED_WRITE, True),
+                                          (KEYLESS_WRITE, False)],
+                         ids=["read", "keyed-write", "keyless-write"])
+def test_a_500_the_service_did_not_write_is_sent_again_only_when_harmless(
+        refusing, door, call, resent):
+    """Serve's proxy answers a bare 500 when the ingress replica dies with its node mid-call:
+    the call may have run, so only a read or a keyed write goes again."""
+    server = refusing(refusals=1, status=500, retry_after=None, plain=True)
+    answer, waits = ask(door, server.url, call)
+    if resent:
+        assert not isinstance(answer, ServiceError) and len(server.requests) == 2
+        assert len(waits) == 1 and 0 < waits[0] <= 1.5
+    else:
+        assert (answer.status, answer.code) == (500, "front_end_error")
+        assert len(server.requests) == 1 and waits == []

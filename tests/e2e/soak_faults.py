@@ -21,6 +21,7 @@ NODE_DOWN_S = (3.0, 8.0)       # between a node's kill -9 and its `ray start` ag
 CORRUPT_BYTES = 4096
 LOCK_WAIT_S = 5.0              # for the workload's call on a workspace to end
 DAEMON_END_TIMEOUT_S = 30.0    # the tether notices its owner gone, then stops the daemon
+NODE_FAULT_AFTERMATH_S = 60.0  # a node's requests in flight end within Serve's request timeout
 
 
 def processes(soak, node, marker: str) -> list[int]:
@@ -136,6 +137,7 @@ def kill_node(soak, rng) -> str | None:
     node = spare_worker(soak, rng)
     if node is None:
         return None
+    node_fault(soak)
     killed = kill_netns_processes(node.netns)
     return f"{node.name}: {killed} processes, {restart(soak, rng, node)}"
 
@@ -147,6 +149,7 @@ def kill_raylet(soak, rng) -> str | None:
     raylets = processes(soak, node, "/raylet ") if node else []
     if not raylets:
         return None
+    node_fault(soak)
     with contextlib.suppress(ProcessLookupError):
         os.kill(raylets[0], signal.SIGKILL)
     deadline = time.monotonic() + DAEMON_END_TIMEOUT_S
@@ -157,6 +160,12 @@ def kill_raylet(soak, rng) -> str | None:
                        pids=left)
     kill_netns_processes(node.netns)       # the workers Ray would reap on a real host
     return f"{node.name}: daemon {'left' if left else 'ended'}, {restart(soak, rng, node)}"
+
+
+def node_fault(soak) -> None:
+    """From now until a while after the node is back, Serve's proxy may answer a bare 500 for
+    a request whose ingress replica was on it."""
+    soak.node_fault_until = time.monotonic() + NODE_FAULT_AFTERMATH_S
 
 
 def spare_worker(soak, rng):
@@ -172,6 +181,7 @@ def restart(soak, rng, node) -> str:
     soak.start_node(node, node.ray_args)
     alive = soak.wait_nodes(len(soak.nodes))
     node.node_id = next(n["node_id"] for n in alive if n["node_ip"] == node.ip)
+    node_fault(soak)                       # the aftermath counts from its return
     return f"back after {seconds:.1f} s"
 
 
