@@ -72,6 +72,12 @@ def version_seq(version: str) -> int:
     return int(match.group(2))
 
 
+def version_taken_ms(version: str) -> int:
+    """When a version was taken (epoch ms), from its name."""
+    moment = _dt.datetime.strptime(version[:15], "%Y%m%dT%H%M%S").replace(tzinfo=_dt.UTC)
+    return int(moment.timestamp()) * 1000 + int(version[15:18])
+
+
 def _stamp(now_ms: int) -> str:
     moment = _dt.datetime.fromtimestamp(now_ms / 1000, tz=_dt.UTC)
     return moment.strftime("%Y%m%dT%H%M%S") + f"{now_ms % 1000:03d}Z"
@@ -278,11 +284,16 @@ def prune(store: SnapshotStore, workspace_id: str, keep: int,
     doomed = versions[:-keep] if keep > 0 else []
     for version in doomed:
         try:
-            store.delete(manifest_key(workspace_id, version))
-            store.delete(blob_key(workspace_id, version))
+            delete_version(store, workspace_id, version)
         except SnapshotError as exc:
             log.warning("could not prune snapshot %s@%s: %s", workspace_id, version, exc.message)
     return doomed
+
+
+def delete_version(store: SnapshotStore, workspace_id: str, version: str) -> None:
+    """One version gone, its manifest first (no listed version points at a missing blob)."""
+    store.delete(manifest_key(workspace_id, version))
+    store.delete(blob_key(workspace_id, version))
 
 
 def delete_visible_snapshots(store: SnapshotStore, workspace_id: str) -> int:
@@ -295,4 +306,5 @@ def delete_visible_snapshots(store: SnapshotStore, workspace_id: str) -> int:
 
 
 __all__ = ["take_snapshot", "publish_file", "list_snapshots", "list_versions", "read_manifest",
-           "prune", "delete_visible_snapshots", "SnapshotStoreUnavailable"]
+           "prune", "delete_version", "version_taken_ms", "delete_visible_snapshots",
+           "SnapshotStoreUnavailable"]

@@ -52,8 +52,12 @@ class Snapshotter:
                  poll_s: float = SNAPSHOT_POLL_S, name: str = "workspace",
                  monotonic: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time,
-                 on_status: Callable[[dict], None] | None = None):
+                 on_status: Callable[[dict], None] | None = None,
+                 purge: Callable[[int], object] | None = None):
         self._take = take
+        # after a forget: drop the versions taken before it (they may hold its text)
+        self._purge = purge
+        self._purge_owed_ms: int | None = None   # the newest forget whose purge is owed
         self.every_writes = int(every_writes)
         self.every_s = float(every_s)
         self.backoff = backoff
@@ -120,6 +124,31 @@ class Snapshotter:
             self._last_base = self._monotonic() - age_s
             self.last_success_at = float(last_snapshot_at)
 
+    def owe_purge(self, forgotten_at_ms: int) -> None:
+        """A forget committed at `forgotten_at_ms`: the versions taken before it are to go."""
+        with self._lock:
+            self._purge_owed_ms = max(forgotten_at_ms, self._purge_owed_ms or 0)
+
+    @property
+    def purge_is_owed(self) -> bool:
+        with self._lock:
+            return self._purge_owed_ms is not None and self._purge is not None
+
+    def purge_owed(self) -> None:
+        """Run the owed purge now (the named error is raised and the purge stays owed)."""
+        with self._lock:
+            owed = self._purge_owed_ms
+        if owed is None or self._purge is None:
+            return
+        try:
+            self._purge(owed)
+        except BaseException as exc:
+            self._record_failure(exc)
+            raise
+        with self._lock:
+            if self._purge_owed_ms == owed:      # a later forget owes its own
+                self._purge_owed_ms = None
+
     def due(self) -> bool:
         pending, now = self.pending_writes, self._monotonic()
         if pending <= 0 or now < self._next_try:
@@ -178,7 +207,16 @@ class Snapshotter:
                     self.consecutive_failures, delay, message)
 
     def tick(self) -> dict | None:
-        """One background step: snapshot if due. Failures are recorded, never raised."""
+        """One background step: the purge a forget owes, then a snapshot if due. Failures are
+        recorded, never raised."""
+        if self.purge_is_owed and self._monotonic() >= self._next_try:
+            try:
+                self.purge_owed()
+            except (SnapshotError, OSError):
+                return None
+            except Exception:  # noqa: BLE001 - a bug must not kill the background thread
+                log.exception("unexpected error purging snapshots of %s", self.name)
+                return None
         if not self.due():
             return None
         try:

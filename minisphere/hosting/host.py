@@ -28,6 +28,7 @@ from minisphere.durability.replication import (
 )
 from minisphere.durability.snapshotter import Snapshotter
 from minisphere.durability.stores import SnapshotStore
+from minisphere.engine.clock import epoch_ms
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
@@ -79,7 +80,8 @@ class WorkspaceHost(StoredStates):
         self.keep = snapshots.keep
         self.embedder = embedder                # the vector binding's provider, if any
         self.on_follow_up = on_follow_up or self._follow_up   # a read's write (recall counts)
-        self.snapshotter = Snapshotter(self._take, every_writes=snapshots.every_writes,
+        self.snapshotter = Snapshotter(self._take, purge=self.drop_versions_before,
+                                       every_writes=snapshots.every_writes,
                                        every_s=snapshots.every_s, name=workspace_id,
                                        on_status=on_snapshot_status)
         self.snapshotter.resume_schedule(last_snapshot_at)
@@ -234,6 +236,8 @@ class WorkspaceHost(StoredStates):
         except OSError as exc:
             log.error("workspace %s: copies from before a forget not deleted: %r",
                       self.workspace_id, exc)
+        if self.store is not None:       # the snapshotter's thread drops the older versions
+            self.snapshotter.owe_purge(epoch_ms())
         if self.replica is None:
             return
         if self.replica.synchronous:
@@ -294,6 +298,11 @@ class WorkspaceHost(StoredStates):
                     manifest = self.snapshotter.snapshot_now("hibernate")
                 except SnapshotError as exc:
                     error = exc.message
+        if self.store is not None and error is None:
+            try:                         # a forget's text must not wait in older versions
+                self.snapshotter.purge_owed()
+            except SnapshotError as exc:
+                error = f"versions from before a forget not deleted: {exc.message}"
         self.snapshotter.close()
         self._close_io()
         position = self.position()

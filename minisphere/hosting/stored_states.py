@@ -14,7 +14,14 @@ from contextlib import contextmanager
 
 from minisphere.durability.replication import restore_moment
 from minisphere.durability.restores import restore_snapshot
-from minisphere.durability.snapshots import list_snapshots, list_versions, prune, take_snapshot
+from minisphere.durability.snapshots import (
+    delete_version,
+    list_snapshots,
+    list_versions,
+    prune,
+    take_snapshot,
+    version_taken_ms,
+)
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.location import inspect_copy
 from minisphere.errors import InvalidArgument, SnapshotError
@@ -40,8 +47,8 @@ class StoredStates:
 
     def prune_snapshots(self, keep: int) -> dict:
         """Keep only the newest `keep` versions, after making sure the newest one is the file
-        as it is now (a snapshot is taken first when anything changed). The way to make a
-        forget reach the store: versions taken before it still hold the forgotten text."""
+        as it is now (a snapshot is taken first when anything changed). By hand, more than
+        what a forget does by itself (`drop_versions_before`)."""
         if keep < 1:
             raise InvalidArgument("keep must be at least 1 (the current state)")
         store = self._require_store()
@@ -53,6 +60,24 @@ class StoredStates:
         drop_after_forget(self.path)           # asides are older versions kept on the node
         return {"workspace": self.workspace_id, "snapshot": taken, "deleted": deleted,
                 "kept": list_versions(store, self.workspace_id)}
+
+    def drop_versions_before(self, forgotten_at_ms: int) -> list[str]:
+        """After a forget: every version taken before `forgotten_at_ms` may hold its text, so
+        they go, once a version of the file as it is now is stored (taken unless one taken
+        since the forget exists). Versions taken after it stay. Returns those deleted."""
+        store = self._require_store()
+        versions = list_versions(store, self.workspace_id)
+        older = [v for v in versions if version_taken_ms(v) < forgotten_at_ms]
+        if not older:
+            return []
+        if len(older) == len(versions):
+            self.snapshotter.snapshot_now("forget")
+        with self.snapshotter.paused():
+            for version in older:
+                delete_version(store, self.workspace_id, version)
+        log.info("workspace %s: %d snapshot versions from before a forget deleted",
+                 self.workspace_id, len(older))
+        return older
 
     def list_snapshots(self) -> list[dict]:
         return list_snapshots(self._require_store(), self.workspace_id)

@@ -1,10 +1,12 @@
 """What `forget` guarantees about snapshots: a snapshot taken after the forget does not hold
-the forgotten text (snapshots carry no free pages), one taken before it does until it is
-pruned, and pruning leaves the store, the data folder and a restored file without it."""
+the forgotten text (snapshots carry no free pages); those taken before it are deleted by the
+snapshotter's next round or at hibernation, once a version of the state after the forget is
+stored; and pruning leaves the store, the data folder and a restored file without it."""
 import gzip
 from concurrent.futures import Future
 from pathlib import Path
 
+from minisphere.durability.snapshots import list_versions
 from minisphere.hosting.host import WorkspaceHost
 
 SECRET = b"quetzal-cipher-58821"
@@ -61,3 +63,44 @@ def test_prune_takes_a_snapshot_first_when_the_file_changed(tmp_path, local_stor
     again = host.prune_snapshots(keep=1)               # nothing changed: nothing taken
     assert again["snapshot"] is None and again["deleted"] == []
     host.close()
+
+
+def secret_then_snapshot(tmp_path, local_store, name: str):
+    host = WorkspaceHost(name, tmp_path / "workspaces" / name / "workspace.db",
+                         store=local_store, synchronous="NORMAL", background=False)
+    call(host, "capture", {"content": "a note that stays"})
+    secret = call(host, "capture", {"content": f"the door code is {SECRET.decode()}"})["id"]
+    before = host.snapshot_now()["version"]
+    return host, secret, before
+
+
+def test_a_forget_deletes_the_versions_taken_before_it_within_one_round(tmp_path, local_store):
+    """A snapshot from before a forget used to keep its text until an admin pruned; the
+    snapshotter's next round now stores the state after the forget and deletes the older."""
+    host, secret, before = secret_then_snapshot(tmp_path, local_store, "ws-round")
+    call(host, "forget", {"id": secret})
+    host.snapshotter.tick()
+    versions = list_versions(local_store, "ws-round")
+    assert before not in versions and len(versions) == 1
+    assert holding_secret(tmp_path / "snapshots") == []
+    host.restore(versions[0])
+    assert host.submit_read("getCount", {}).result(30)[0]["count"] == 1
+    host.close()
+
+
+def test_a_version_taken_after_the_forget_is_kept_and_spares_a_new_one(tmp_path, local_store):
+    host, secret, before = secret_then_snapshot(tmp_path, local_store, "ws-after")
+    call(host, "forget", {"id": secret})
+    after = host.snapshot_now()["version"]
+    host.snapshotter.tick()
+    assert list_versions(local_store, "ws-after") == [after]
+    host.close()
+
+
+def test_a_hibernation_right_after_a_forget_pays_the_owed_deletion(tmp_path, local_store):
+    host, secret, before = secret_then_snapshot(tmp_path, local_store, "ws-sleep")
+    call(host, "forget", {"id": secret})
+    hibernated = host.hibernate()
+    assert hibernated["error"] is None
+    assert before not in list_versions(local_store, "ws-sleep")
+    assert holding_secret(tmp_path / "snapshots") == []
