@@ -75,10 +75,12 @@ def check_cron(cron: str) -> CronTrigger:
 
 
 class VectorBindingSpec(_Strict):
-    """An embedding binding. `minilm` runs all-MiniLM-L6-v2 locally (384 dimensions); `http`
-    calls an OpenAI-compatible /embeddings endpoint (`url`, `model`, `dimensions`, the key read
-    from the environment variable named by `apiKeyEnv`); `hash` is deterministic, for tests."""
-    provider: Literal["minilm", "http", "hash"] = "minilm"
+    """An embedding binding. `minilm` runs all-MiniLM-L6-v2 locally (384 dimensions);
+    `minilm-int8` the same model with int8 weights (its own vectors: a workspace moves between
+    the two only by re-embedding); `http` calls an OpenAI-compatible /embeddings endpoint (`url`,
+    `model`, `dimensions`, the key read from the environment variable named by `apiKeyEnv`);
+    `hash` is deterministic, for tests."""
+    provider: Literal["minilm", "minilm-int8", "http", "hash"] = "minilm"
     model: Annotated[StrictStr, Field(min_length=1, max_length=200)] = "all-MiniLM-L6-v2"
     dimensions: Annotated[StrictInt, Field(ge=1, le=8192)] = 384
     metric: Literal["cosine"] = "cosine"

@@ -2,6 +2,7 @@
 
     make_provider({"provider": "hash"})                      deterministic, for tests
     make_provider({"provider": "minilm"})                    local all-MiniLM-L6-v2 (ONNX Runtime)
+    make_provider({"provider": "minilm-int8"})               the same, weights quantized to int8
     make_provider({"provider": "http", "url": ..., "model": ..., "dim": 1536,
                    "apiKey": ... | "apiKeyEnv": "OPENAI_API_KEY"})
 """
@@ -12,9 +13,20 @@ import threading
 
 from minisphere.engine.embedding.base import EmbeddingError, EmbeddingProvider, l2_normalize
 
-PROVIDERS = ("hash", "minilm", "http")
-_MINILM_SINGLETON = None   # one model per process, however many workspaces use it
-_MINILM_LOCK = threading.Lock()
+PROVIDERS = ("hash", "minilm", "minilm-int8", "http")
+_LOCAL_MODELS: dict[str, EmbeddingProvider] = {}   # one model per process, however many workspaces use it
+_LOCAL_MODELS_LOCK = threading.Lock()
+
+
+def _local_model(kind: str, path) -> EmbeddingProvider:
+    with _LOCAL_MODELS_LOCK:
+        if kind not in _LOCAL_MODELS:
+            if kind == "minilm":
+                from minisphere.engine.embedding.minilm import MiniLMProvider as Model
+            else:
+                from minisphere.engine.embedding.minilm_int8 import MiniLMInt8Provider as Model
+            _LOCAL_MODELS[kind] = Model(path)
+        return _LOCAL_MODELS[kind]
 
 
 def make_provider(spec: dict) -> EmbeddingProvider:
@@ -22,13 +34,8 @@ def make_provider(spec: dict) -> EmbeddingProvider:
     if kind == "hash":
         from minisphere.engine.embedding.hash_provider import HASH_DIM, HashProvider
         return HashProvider(int(spec.get("dim", HASH_DIM)))
-    if kind == "minilm":
-        global _MINILM_SINGLETON
-        with _MINILM_LOCK:
-            if _MINILM_SINGLETON is None:
-                from minisphere.engine.embedding.minilm import MiniLMProvider
-                _MINILM_SINGLETON = MiniLMProvider(spec.get("path"))
-        return _MINILM_SINGLETON
+    if kind in ("minilm", "minilm-int8"):
+        return _local_model(kind, spec.get("path"))
     if kind == "http":
         from minisphere.engine.embedding.http_provider import HttpProvider
         key = spec.get("apiKey") or (os.environ.get(spec["apiKeyEnv"]) if spec.get("apiKeyEnv") else None)

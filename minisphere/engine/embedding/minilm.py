@@ -66,10 +66,7 @@ class MiniLMProvider:
     def __init__(self, path: str | Path | None = None, batch_size: int = BATCH_SIZE):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
-            from safetensors.numpy import load_file
             from tokenizers import Tokenizer
-
-            from minisphere.engine.embedding.minilm_graph import bert_graph
         except ImportError as exc:
             raise EmbeddingError(f"the minilm provider needs the optional vector extra: {EXTRA_INSTALL}") from exc
         root = Path(path) if path else model_dir()
@@ -77,8 +74,18 @@ class MiniLMProvider:
         self.tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_SEQ_TOKENS)
         self.tokenizer.no_padding()
-        self.session = _session(bert_graph(load_file(str(root / "model.safetensors"))))
+        self.session = _session(self.model(root))
         self._lock = threading.Lock()   # one forward pass at a time: it has its thread budget
+
+    def model(self, root: Path) -> bytes:
+        """The serialized ONNX model the session runs, built from the package's weights."""
+        try:
+            from safetensors.numpy import load_file
+
+            from minisphere.engine.embedding.minilm_graph import bert_graph
+        except ImportError as exc:
+            raise EmbeddingError(f"the minilm provider needs the optional vector extra: {EXTRA_INSTALL}") from exc
+        return bert_graph(load_file(str(root / "model.safetensors")))
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         length = ids.shape[1]

