@@ -13,8 +13,14 @@ add the whole embedding to every bound recall, where this adds only what outlast
 stages. The wait shows in the answer's timings as `embedWaitMs`, and the embedding's own
 latency (started to vector in hand) as `queryEmbedMs`.
 
-If a vector cannot be written with its entry (no provider attached, the provider failed, or
-the content changed between embedding and commit), the entry simply has no vector yet:
+Rebinding to another provider (`bind(..., replace=True)`) drops every stored vector and
+re-embeds them all. Each bind starts a new generation: a vector embedded under an earlier one
+(a write prepared before the rebind, a backfill still running) is never stored after it, so
+the file never holds vectors of two models.
+
+If a vector cannot be written with its entry (no provider attached, the provider failed, the
+content changed between embedding and commit, or a rebind came between), the entry simply has
+no vector yet:
 `backfill` (run after such a commit, and on demand) embeds every entry lacking one, in
 batches, outside the transaction, and writes only vectors whose content is still current.
 
@@ -70,6 +76,7 @@ class QueryVector:
     def __init__(self, binding: VectorBinding, text: str, vector: np.ndarray | None = None,
                  future=None, started: float | None = None):
         self.binding, self.text = binding, text
+        self.generation = binding.generation
         self.vector = vector
         self._future = future
         self.started = time.perf_counter() if started is None else started
@@ -103,7 +110,7 @@ class QueryVector:
             done_at = self._done_at if self._done_at is not None else time.perf_counter()
             self.embed_ms = round((done_at - self.started) * 1000, 3)
         self.vector = matrix[0]
-        binding._remember([self.text], matrix)
+        binding._remember([self.text], matrix, self.generation)
         return self.vector
 
 
@@ -132,6 +139,7 @@ class VectorBinding(WorkspaceHooks):
         self._needs_backfill = False
         self.last_error: str | None = None
         self._failed_at = float("-inf")       # monotonic time of the last provider failure
+        self.generation = 0                   # bumped by every bind (see the module's note)
         with storage.reading() as conn:
             table.ensure_extension(conn)
             self.binding = db.read_vector_binding(conn)
@@ -155,14 +163,18 @@ class VectorBinding(WorkspaceHooks):
                                             self.storage.clock.now_ms())
             elif (current["provider"], current["dim"]) != (provider.name, provider.dim):
                 raise InvalidArgument(f"workspace is bound to {current['provider']}; pass replace=True")
-        self.provider = provider
-        self._cache.clear()
+            # inside the transaction: no write commits between the new table and the new provider
+            with self._cache_lock:
+                self.generation += 1
+                self.provider = provider
+                self._cache.clear()
         return self.backfill(batch_size, progress)
 
     # ---- embedding -------------------------------------------------------------------------------
     def embed(self, texts: list[str]) -> list[np.ndarray | None]:
         """Vectors for texts (cache first, one provider call for the rest); None on failure."""
-        if self.provider is None or not texts:
+        provider, generation = self.provider, self.generation
+        if provider is None or not texts:
             return [None] * len(texts)
         if time.monotonic() - self._failed_at < FAILURE_BACKOFF_S:  # a down service must not
             with self._cache_lock:                                    # hold every write
@@ -171,14 +183,14 @@ class VectorBinding(WorkspaceHooks):
             todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if todo:
             try:
-                matrix = np.asarray(self.provider.embed(todo), dtype=np.float32)
+                matrix = np.asarray(provider.embed(todo), dtype=np.float32)
                 if matrix.shape != (len(todo), self.binding["dim"]):
                     raise ValueError(f"provider returned shape {matrix.shape}")
             except Exception as exc:  # noqa: BLE001 - a write must not fail because of the model
                 self._failed(exc, "entries stay pending")
                 with self._cache_lock:
                     return [self._cache.get(t) for t in texts]
-            self._remember(todo, matrix)
+            self._remember(todo, matrix, generation)
         with self._cache_lock:
             return [self._cache.get(t) for t in texts]
 
@@ -204,8 +216,10 @@ class VectorBinding(WorkspaceHooks):
         self._failed_at = time.monotonic()
         log.warning("embedding failed, %s: %s", consequence, self.last_error)
 
-    def _remember(self, texts: list[str], matrix: np.ndarray) -> None:
+    def _remember(self, texts: list[str], matrix: np.ndarray, generation: int) -> None:
         with self._cache_lock:
+            if generation != self.generation:      # embedded by the provider a rebind replaced
+                return
             for text, vector in zip(texts, matrix):
                 self._cache[text] = vector
             while len(self._cache) > EMBED_CACHE_MAX:
@@ -224,22 +238,24 @@ class VectorBinding(WorkspaceHooks):
         return None
 
     # ---- hooks -------------------------------------------------------------------------------------
-    def prepare(self, calls: list[tuple[str, Any]], conn) -> list[tuple[str | None, Any]]:
-        """(text, vector) per (method name, parsed args), all the writes' texts embedded in one
-        call; a recall's vector is a QueryVector, started here and waited for by the recall."""
+    def prepare(self, calls: list[tuple[str, Any]], conn) -> list[tuple[str | None, Any, int]]:
+        """(text, vector, generation) per (method name, parsed args), all the writes' texts
+        embedded in one call; a recall's vector is a QueryVector, started here and waited for
+        by the recall."""
+        generation = self.generation
         texts = [self.text_for(name, args, conn) if name in HOOKED else None
                  for name, args in calls]
         wanted = [t for (name, _), t in zip(calls, texts) if t is not None and name != "recall"]
         vectors = dict(zip(wanted, self.embed(wanted)))
         return [(t, self.start_query(t) if name == "recall" and t is not None
-                 else vectors.get(t) if t is not None else None)
+                 else vectors.get(t) if t is not None else None, generation)
                 for (name, _), t in zip(calls, texts)]
 
     def prepare_connection(self, conn) -> None:
         table.ensure_extension(conn)
 
     def handler(self, method, prepared):
-        text, vector = prepared if prepared is not None else (None, None)
+        text, vector, generation = prepared if prepared is not None else (None, None, self.generation)
         name = method.name
         if name == "recall":
             from minisphere.engine.retrieval.recall import recall
@@ -247,6 +263,9 @@ class VectorBinding(WorkspaceHooks):
             query = vector if isinstance(vector, QueryVector) else QueryVector(self, text, vector)
 
             def run_recall(conn, args, now_ms):
+                nonlocal query
+                if query.generation != self.generation:    # the other model's query vector
+                    query = QueryVector(self, text)
                 arm = DeferredVectorArm(query.wait) if query.may_come else None
                 result = recall(conn, args, now_ms, vector_arm=arm)
                 # a recall that never reached the vector arm (no search terms) still says
@@ -258,7 +277,7 @@ class VectorBinding(WorkspaceHooks):
             return run_recall
         if name == "capture":
             def run_capture(conn, args, now_ms):
-                if vector is None:
+                if vector is None or generation != self.generation:
                     self._needs_backfill = self.provider is not None
                     return method.handler(conn, args, now_ms)
                 return semantic.capture(conn, args, now_ms, vector, self.settings, self.provider.name)
@@ -266,7 +285,8 @@ class VectorBinding(WorkspaceHooks):
         if name in ("update", "append"):
             def run_change(conn, args, now_ms):
                 result = method.handler(conn, args, now_ms)
-                self._put_if_current(conn, args.id, text, vector)
+                self._put_if_current(conn, args.id, text,
+                                     vector if generation == self.generation else None)
                 return result
             return run_change
         return None
@@ -295,7 +315,8 @@ class VectorBinding(WorkspaceHooks):
     def backfill(self, batch_size: int | None = None, progress: Progress | None = None) -> dict:
         """Embed every entry lacking a vector: read a batch, embed it with no lock held, write
         the vectors whose content is unchanged in one short transaction. Returns a summary."""
-        if self.provider is None:
+        provider, generation = self.provider, self.generation
+        if provider is None:
             raise InvalidArgument("no embedding provider attached to this workspace")
         started = time.perf_counter()
         with self.storage.reading() as conn:
@@ -311,13 +332,15 @@ class VectorBinding(WorkspaceHooks):
             after = batch[-1][0]
             texts = [content for _, content, _ in batch]
             try:
-                matrix = np.asarray(self.provider.embed(texts), dtype=np.float32)
+                matrix = np.asarray(provider.embed(texts), dtype=np.float32)
             except Exception as exc:  # noqa: BLE001
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 self._failed_at = time.monotonic()
                 log.warning("backfill stopped: %s", self.last_error)
                 break
             with self.storage.transaction() as conn:
+                if generation != self.generation:    # rebound meanwhile: that bind backfills
+                    break
                 for (seq, content, _), vector in zip(batch, matrix):
                     row = conn.execute("SELECT content FROM entries WHERE seq = ?", (seq,)).fetchone()
                     if row is None or row[0] != content:

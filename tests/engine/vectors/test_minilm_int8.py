@@ -7,7 +7,7 @@ import pytest
 from minisphere.engine.embedding import make_provider
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import InvalidArgument
-from tests.engine.vectors.helpers import bound_model, needs_minilm, stored_vector
+from tests.engine.vectors.helpers import bound_model, needs_minilm, stored_vector, vec_rows
 
 pytestmark = needs_minilm
 
@@ -85,6 +85,42 @@ def test_file_bound_to_float_minilm_is_not_served_by_int8_vectors(tmp_path, cloc
         ws.capture(TEXTS[2])
     with pytest.raises(InvalidArgument, match="bound to minilm-l6-v2-int8"):
         Workspace(tmp_path / "q.db", clock=clock, embedder=float_model)
+
+
+def test_moving_to_int8_re_embeds_every_entry_with_progress(tmp_path, clock, float_model, int8_model):
+    path = tmp_path / "w.db"
+    with Workspace(path, clock=clock, embedder=float_model) as ws:
+        ids = [ws.capture(text)["id"] for text in TEXTS[:7]]
+        seen = []
+        report = ws.enable_vectors(int8_model, replace=True, batch_size=3,
+                                   progress_callback=lambda done, total: seen.append((done, total)))
+        assert report["embedded"] == 7 and report["total"] == 7
+        assert seen == [(0, 7), (3, 7), (6, 7), (7, 7)]
+        assert bound_model(ws)["provider"] == "minilm-l6-v2-int8" and vec_rows(ws) == 7
+        expected = int8_model.embed(TEXTS[:7])
+        for entry, vector in zip(ids, expected):
+            assert np.allclose(stored_vector(ws, entry), vector, atol=1e-6)
+        later = ws.capture(TEXTS[8])["id"]                   # new writes embed with int8 too
+        assert np.allclose(stored_vector(ws, later), int8_model.embed([TEXTS[8]])[0], atol=1e-6)
+        assert ws.recall("pottery class")["queryUsed"]["vector"]["provider"] == "minilm-l6-v2-int8"
+    with pytest.raises(InvalidArgument, match="bound to minilm-l6-v2-int8"):
+        Workspace(path, clock=clock, embedder=float_model)   # the old model no longer fits
+    with Workspace(path, clock=clock, embedder=int8_model) as ws:
+        assert vec_rows(ws) == 8
+
+
+def test_write_embedded_before_a_rebind_stores_no_vector_of_the_old_model(tmp_path, clock,
+                                                                           float_model, int8_model):
+    with Workspace(tmp_path / "w.db", clock=clock, embedder=float_model) as ws:
+        ws.capture(TEXTS[3])
+        call = [("capture", {"content": TEXTS[4]})]
+        prepared = ws.prepare(call)                 # embedded by the float model, not yet written
+        ws.enable_vectors(int8_model, replace=True)
+        (ok, result), = ws.run_batch(call, prepared=prepared)
+        assert ok
+        # the float vector was dropped; the backfill after the commit embedded it with int8
+        assert np.allclose(stored_vector(ws, result["id"]), int8_model.embed([TEXTS[4]])[0], atol=1e-6)
+        assert vec_rows(ws) == 2
 
 
 def test_int8_vector_of_a_text_does_not_depend_on_its_batch(int8_model):
