@@ -4,6 +4,7 @@
         --conversations ../shared/data/locomo_dev
     python -m bench.bench_retrieval --synthetic 100000
     python -m bench.bench_retrieval --data ... --conversations ... --vectors minilm --embed-cache DIR
+    python -m bench.bench_retrieval --conversations ... --vectors minilm --compare-vectors minilm-int8
     flock /tmp/ray.lock python -m bench.bench_retrieval --conversations ... --vectors minilm --http
 
 Every method runs over the same workspace file(s) in the same run:
@@ -394,23 +395,40 @@ def large_entries() -> list[list]:
 
 # ---- leave-one-conversation-out, recall's own cost ---------------------------------------------------
 def held_out_sections(path: str, vectors, cache, results: dict[str, Scores],
-                      kinds: dict[str, str]) -> list[str]:
+                      kinds: dict[str, str], compare=None) -> list[str]:
     """Every setting judged on conversations it was not chosen on (bench/folds.py), the weak
-    categories per fold, and recall against getCount stage by stage (bench/recall_cost.py)."""
+    categories per fold, recall against getCount stage by stage (bench/recall_cost.py), and
+    with a second provider (`compare`) the hybrid per fold with either encoder."""
     from . import folds
     data = locomo.load(path)
     provider = None
     if vectors is not None:
-        from . import bench_vectors
-        provider = bench_vectors.CachedProvider(vectors, bench_vectors.vector_table(
-            vectors, data.turn_texts, data.question_texts, cache, data.name))
+        provider = _cached(vectors, data, cache)
     bench = folds.ConversationBench(data, provider)
     try:
-        sections = [_fold_section(bench, results, kinds), _category_section(bench),
-                    _settings_section(bench), _cost_section(bench, vectors, provider)]
+        sections = [_fold_section(bench, results, kinds)]
+        if provider is not None and compare is not None:
+            sections.append(_encoder_section(bench, data, provider, _cached(compare, data, cache)))
+        sections += [_category_section(bench), _settings_section(bench),
+                     _cost_section(bench, vectors, provider)]
     finally:
         bench.close()
     return sections
+
+
+def _cached(vectors, data, cache):
+    from . import bench_vectors
+    return bench_vectors.CachedProvider(vectors, bench_vectors.vector_table(
+        vectors, data.turn_texts, data.question_texts, cache, data.name))
+
+
+def _encoder_section(bench, data, provider, other) -> str:
+    from . import bench_vectors, folds
+    other_bench = folds.ConversationBench(data, other, zero=False)
+    try:
+        return bench_vectors.encoder_section(bench, other_bench, [provider, other])
+    finally:
+        other_bench.close()
 
 
 def _fold_section(bench, results: dict[str, Scores], kinds: dict[str, str]) -> str:
@@ -523,8 +541,11 @@ def main() -> None:
     parser.add_argument("--conversations", nargs="*", default=[],
                         help="LoCoMo-layout folders (conversations.jsonl)")
     parser.add_argument("--synthetic", type=int, default=0, help="entries for the latency run")
-    parser.add_argument("--vectors", choices=["minilm", "hash"], default=None,
+    parser.add_argument("--vectors", choices=["minilm", "minilm-int8", "hash"], default=None,
                         help="also bind this embedding provider: dense-only and hybrid rows")
+    parser.add_argument("--compare-vectors", choices=["minilm", "minilm-int8", "hash"], default=None,
+                        help="with --vectors and --conversations: also the hybrid per held-out "
+                             "conversation with this provider, and its query embedding time")
     parser.add_argument("--http", action="store_true",
                         help="with --conversations: also recall against getCount over HTTP on "
                              "the real service (bench/recall_http.py; starts Ray: run it under "
@@ -533,10 +554,11 @@ def main() -> None:
                         help="folder caching embeddings between runs (default: a temp dir)")
     args = parser.parse_args()
     out = []
-    provider = cache = None
+    provider = cache = compare = None
     if args.vectors:
         from . import bench_vectors
         provider, cache = bench_vectors.make(args.vectors), bench_vectors.cache_dir(args.embed_cache)
+        compare = bench_vectors.make(args.compare_vectors) if args.compare_vectors else None
     results: dict[str, Scores] = {}
     kinds: dict[str, str] = {}
     notes, sensitivity, dedup = [], [], []
@@ -576,7 +598,7 @@ def main() -> None:
         out.append("## Targets\n\n" + table(["set", "target", "figure", "bar (same run)", ""],
                                             targets(results, kinds)))
     for path in args.conversations:
-        out += held_out_sections(path, provider, cache, results, kinds)
+        out += held_out_sections(path, provider, cache, results, kinds, compare)
         if args.http:
             from . import recall_http
             body, http_notes = recall_http.section(path, bound=args.vectors == "minilm")

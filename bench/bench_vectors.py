@@ -6,6 +6,9 @@
   hybrid          our full recall with the binding on (keyword + graph + vector, fused, reranked)
   hybrid, MMR off the same with MMR's λ at 1: fusion + rerank factors only
 plus the provider's embed throughput and capture latency with the binding on versus off.
+With a second provider (`--compare-vectors`), each held-out conversation is also recalled with
+workspaces bound to it: the hybrid's R@10 with either encoder beside zero-binding, and the time
+each takes to embed a query, both in the same run.
 Corpus/query vectors are cached under --embed-cache (a temp dir, never the repo) so reruns do not
 re-embed; the throughput row always embeds a fresh sample.
 """
@@ -30,6 +33,10 @@ THROUGHPUT_SAMPLE = 128          # corpus texts embedded fresh for the sentences
 CAPTURE_SAMPLES = 100            # captures timed per configuration
 CAPTURE_WARMUP = 5
 CAPTURE_NOTE_CHARS = 200         # captured notes: agent-note sized cuts of corpus passages
+# A second encoder is no worse than the first if its hybrid trails by at most this much R@10 on
+# the mean over the held-out folds, and by at most the second on any one fold.
+ENCODER_MEAN_TOLERANCE = 0.005
+ENCODER_FOLD_TOLERANCE = 0.01
 # hybrid settings compared with the shipped ones (tuning constant -> values)
 SENSITIVITY = {
     "HYBRID_LEXICAL_MARGIN_FLOOR": (0.25, 0.4),
@@ -192,3 +199,65 @@ def report_sections(provider, data_paths: list[str], sensitivity: list[list]) ->
                     "commit; prefetched = embedded before the write, as the actor's queue allows)\n\n"
                     + table(["configuration", "sample", "p50 ms", "p99 ms"], capture_rows(provider, notes)))
     return sections
+
+
+def query_embed_ms(providers: list, texts: list[str]) -> list[list[float]]:
+    """ms to embed each text alone, per provider; the providers take turns text by text, so
+    both see the same load on shared cores (their first call, untimed, warms them up)."""
+    samples: list[list[float]] = [[] for _ in providers]
+    for provider in providers:
+        provider.embed(texts[:1])
+    for text in texts:
+        for out, provider in zip(samples, providers):
+            started = time.perf_counter()
+            provider.embed([text])
+            out.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def encoder_section(bench, other_bench, providers: list) -> str:
+    """Per held-out conversation: zero-binding R@10 and the hybrid's with each encoder (bench:
+    zero and bound with the first; other_bench: bound with the second), and each encoder's
+    query embedding time (fresh, one query at a time, the encoders interleaved)."""
+    from . import folds
+    from .common import table
+    first, second = (p.name for p in providers)
+    zero, hybrid, other = (bench.evaluate({}, False), bench.evaluate({}, True),
+                           other_bench.evaluate({}, True))
+    questions = {c.id: [q.text for q in c.questions] for c in bench.data.conversations}
+    rows, all_ms = [], [[], []]
+    for cid in bench.conversations:
+        ms = query_embed_ms([p.inner if isinstance(p, CachedProvider) else p for p in providers],
+                            questions[cid])
+        for total, part in zip(all_ms, ms):
+            total += part
+        rows.append(_encoder_row(cid, [folds.of(o, [cid]) for o in (zero, hybrid, other)], ms))
+    n = len(rows)
+    mean_row = ["mean over folds", sum(r[1] for r in rows),
+                *[sum(r[i] for r in rows) / n for i in range(2, 8)],
+                p50(all_ms[0]), p50(all_ms[1]), p50(all_ms[1]) / p50(all_ms[0])]
+    worst = min(r[5] for r in rows)
+    verdict = (mean_row[5] >= -ENCODER_MEAN_TOLERANCE and worst >= -ENCODER_FOLD_TOLERANCE)
+    worst_zero = min(r[7] for r in rows)
+    return (f"## Leave-one-conversation-out: the hybrid with {first} against {second}\n\n"
+            f"First: {first}; second: {second}. The same shipped settings on each held-out "
+            f"conversation; the second's workspaces are captured and recalled with that encoder "
+            f"only. Query ms: each question embedded fresh, alone, the two encoders taking turns "
+            f"(p50 per fold).\n\n"
+            + table(["held-out conversation", "questions", "zero R@10", "hybrid R@10 first",
+                     "hybrid R@10 second", "Δ R@10 second − first", "Δ nDCG@10 second − first",
+                     "Δ R@10 second − zero", "query ms first", "query ms second",
+                     "ms second / first"], rows + [mean_row])
+            + f"\n\n{second} no worse than {first} (mean Δ R@10 ≥ −{ENCODER_MEAN_TOLERANCE}, no fold "
+            f"below −{ENCODER_FOLD_TOLERANCE}): mean {mean_row[5]:+.4f}, worst fold {worst:+.4f}, "
+            f"{'met' if verdict else 'missed'}. {second}'s hybrid against zero-binding: mean Δ R@10 "
+            f"{mean_row[7]:+.4f}, worst fold {worst_zero:+.4f}. Query embedding {second} / {first}: "
+            f"{mean_row[10]:.2f} (p50 over all {mean_row[1]} questions).")
+
+
+def _encoder_row(cid: str, outcomes: list, ms: list[list[float]]) -> list:
+    from . import folds
+    (zr, fr, sr), (_, fn, sn) = ([folds.mean(o, field) for o in outcomes]
+                                 for field in ("recall", "ndcg"))
+    return [cid, len(outcomes[0]), zr, fr, sr, sr - fr, sn - fn, sr - zr,
+            p50(ms[0]), p50(ms[1]), p50(ms[1]) / p50(ms[0])]

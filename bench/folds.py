@@ -52,16 +52,17 @@ def applied(setting: dict):
 
 
 class ConversationBench:
-    """Every conversation captured once (zero-binding, and bound when a provider is given);
-    settings are then evaluated on the same files."""
+    """Every conversation captured once (zero-binding unless `zero` is False, and bound when a
+    provider is given); settings are then evaluated on the same files."""
 
-    def __init__(self, data: locomo.ConversationSet, provider=None):
+    def __init__(self, data: locomo.ConversationSet, provider=None, zero: bool = True):
         self.data = data
         self._tmp = tempfile.TemporaryDirectory()
         self.runs: dict[bool, list[tuple[str, Workspace, list]]] = {False: [], True: []}
         self._done: dict[tuple, list[Outcome]] = {}
+        kinds = ((False,) if zero else ()) + ((True,) if provider is not None else ())
         for conversation in data.conversations:
-            for bound in ((False, True) if provider is not None else (False,)):
+            for bound in kinds:
                 name = f"{conversation.id}{'-bound' if bound else ''}.db"
                 ws = Workspace(Path(self._tmp.name) / name, synchronous="NORMAL",
                                embedder=provider if bound else None)
