@@ -3,7 +3,12 @@ import pytest
 
 from minisphere import errors as E
 from minisphere.control.auth import bearer_token, check_workspace_id, token_hash
-from minisphere.control.blueprints import Blueprint, load_default_blueprint, parse_blueprint
+from minisphere.control.blueprints import (
+    Blueprint,
+    load_default_blueprint,
+    parse_blueprint,
+    parse_stored_blueprint,
+)
 from minisphere.control.plane import ControlPlane
 
 
@@ -36,6 +41,17 @@ def test_blueprints():
                 {"bindings": {"scheduledTasks": {"cron": "* * * * *", "limit": 0}}}):
         with pytest.raises(E.InvalidArgument):
             parse_blueprint(bad)
+
+
+def test_default_vector_binding_is_int8_but_a_stored_one_keeps_its_provider(tmp_path):
+    assert parse_blueprint({"bindings": {"vector": {}}}).bindings.vector.provider == "minilm-int8"
+    plane = ControlPlane(tmp_path / "control.db", synchronous="NORMAL")
+    record, _ = plane.create(parse_blueprint({"bindings": {"vector": {"provider": "minilm"}}}), [],
+                             "ws-float")
+    # a workspace bound before the default changed is read back with the model it was bound to
+    stored = parse_stored_blueprint(plane.get(record["id"])["blueprint"])
+    assert stored.bindings.vector.provider == "minilm"
+    plane.close()
 
 
 @pytest.mark.parametrize("bad", ["..", "../x", "a/b", "A-b", "ab", "-ab", "ab-", "a" * 64,
