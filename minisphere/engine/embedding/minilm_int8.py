@@ -2,8 +2,8 @@
 
 The same all-MiniLM-L6-v2 graph, passed through ONNX Runtime's dynamic quantization: weights
 stored as int8 (one scale per output channel), activations quantized per call. A query embeds
-about 2.3 times faster on one core and the vectors stay close to the float ones (mean cosine
-0.99 on conversation turns and questions), but they are not the same vectors: the provider has
+in about half the time and the vectors stay close to the float ones (mean cosine 0.99 on
+conversation turns and questions), but they are not the same vectors: the provider has
 its own name, so a workspace bound to `minilm` is never searched with these, and moves to this
 provider only by re-embedding every entry.
 """
