@@ -20,9 +20,8 @@ the file never holds vectors of two models.
 
 If a vector cannot be written with its entry (no provider attached, the provider failed, the
 content changed between embedding and commit, or a rebind came between), the entry simply has
-no vector yet:
-`backfill` (run after such a commit, and on demand) embeds every entry lacking one, in
-batches, outside the transaction, and writes only vectors whose content is still current.
+no vector yet: `backfill` (run after such a commit, and on demand) embeds every entry lacking
+one, in batches, outside the transaction, and writes only vectors whose content is still current.
 
 The binding reaches the file only through the workspace's `reading()` and `transaction()`
 (duck-typed as `storage`), so it never takes the workspace's lock itself.
