@@ -2,10 +2,9 @@
 
 The same all-MiniLM-L6-v2 graph, passed through ONNX Runtime's dynamic quantization: weights
 stored as int8 (one scale per output channel), activations quantized per call. A query embeds
-in about half the time and the vectors stay close to the float ones (mean cosine 0.99 on
-conversation turns and questions), but they are not the same vectors: the provider has
-its own name, so a workspace bound to `minilm` is never searched with these, and moves to this
-provider only by re-embedding every entry.
+faster and the vectors stay close to the float ones, but they are not the same vectors: the
+provider has its own name, so a workspace bound to `minilm` is never searched with these, and
+moves to this provider only by re-embedding every entry.
 """
 from __future__ import annotations
 
@@ -16,12 +15,11 @@ from pathlib import Path
 from minisphere.engine.embedding.base import EmbeddingError
 from minisphere.engine.embedding.minilm import EXTRA_INSTALL, MiniLMProvider
 
-# one scale per output channel: a single scale per matrix lowered the cosine to the float
-# vectors from 0.99 to 0.96 on conversation turns
+# one scale per output channel: one per matrix drifts measurably further from the float vectors
 PER_CHANNEL = True
 # One text per forward pass: the activations' int8 scale is taken over the whole batch, so in a
-# batch a text's vector would depend on its batch-mates (cosine 0.99 to itself embedded alone),
-# and a stored entry would not match the same text asked as a query. Batching saved no time.
+# batch a text's vector would depend on its batch-mates, and a stored entry would not match the
+# same text asked as a query.
 INT8_BATCH_SIZE = 1
 _PREPROCESS_HINT = "Please consider to run pre-processing before quantization"
 
