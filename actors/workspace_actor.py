@@ -174,6 +174,10 @@ class WorkspaceActor(AdminFileMethods):
         a bind the directory asked for does not need (it reads the answer), and a process's
         first message to an actor is slow to submit, which would land inside every wake."""
         if self.workspace_id is not None:
+            if self._serves(launch):
+                # Ray restarted this actor while the directory bound it, and the restart bound
+                # it first (the directory records the name before the bind): already done
+                return self.host.activation
             raise InternalError(f"actor {self.name} already serves workspace "
                                 f"{self.workspace_id}; it is never bound to another")
         self.workspace_id = workspace_id = launch.workspace_id     # claimed, even if opening fails
@@ -205,6 +209,12 @@ class WorkspaceActor(AdminFileMethods):
         if self.host.activation["source"] == "snapshot":
             self.due.forget()          # opened from a snapshot: the recorded due state is stale
         return self.host.activation
+
+    def _serves(self, launch: WorkspaceLaunch) -> bool:
+        """This actor has the launch's workspace open, as the same creation of its id."""
+        return (self.host is not None and self.launch is not None
+                and self.workspace_id == launch.workspace_id
+                and self.launch.generation == launch.generation)
 
     def _durable_advanced(self, _position: int) -> None:
         """On the writer's thread: the replica holds more (async replication learns it after

@@ -114,7 +114,9 @@ def export_and_import(soak, http, rng, tenant) -> None:
     if exported is None:
         return None
     scratch = f"{tenant.id}-imp-{rng.getrandbits(32):08x}"
-    if soak.admin_call(http, "POST", "/v1/workspaces", ok=(201,), json={"id": scratch}) is None:
+    # 409: made by a try whose answer was lost, then sent again
+    if soak.admin_call(http, "POST", "/v1/workspaces", ok=(201, 409),
+                       json={"id": scratch}) is None:
         return None
     try:
         body = "".join(line + "\n" for line in exported)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import ray
 
-from tests.e2e.helpers import workspace_actor
+from tests.e2e.helpers import directory_of, workspace_actor
 
 WRITES = 240
 CONCURRENCY = 16
@@ -73,3 +73,22 @@ def test_no_acknowledged_write_is_lost(http, new_workspace, service, how):
         assert r.json()["outcome"] in ("stored", "blocked")
     assert http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json()["count"] == \
         len(acked) + len(unknown)
+
+
+def test_a_bind_reaching_an_actor_that_rebound_itself_after_a_restart_is_answered_not_a_500(
+        http, new_workspace, service):
+    """Ray restarts a killed actor and it binds itself to its workspace again; the directory's
+    own bind, sent when the kill came mid-bind, then found it bound and answered 500 (seen in
+    the fault soak). It now answers the activation the actor already has."""
+    ws, h = new_workspace()
+    assert http.post(f"/v1/w/{ws}/capture", headers=h,
+                     json={"content": "written before the restart"}).status_code == 200
+    actor = workspace_actor(service, ws)
+    before = ray.get(actor.stats.remote())
+    os.kill(before["pid"], signal.SIGKILL)
+    launch, grants = ray.get(directory_of(service).binding_of_actor.remote(before["name"]),
+                             timeout=60)
+    answer = ray.get(actor.bind.remote(launch, grants), timeout=120)
+    assert answer["ok"], answer.get("error")
+    assert ray.get(actor.stats.remote())["restarted"] is True
+    assert http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json()["count"] == 1
