@@ -69,6 +69,7 @@ class DirectoryActor:
         self.activator, self.grants = parts.activator, parts.grants
         self.maintenance_ledger = LocalLedger(control)   # runs + due state
         self._sweeper: asyncio.Task | None = None
+        self.runtime = runtime
         ended = self.residents.adopt()
         if ended:
             log.warning("ended %d workspace processes no one held (spares, or hibernations "
@@ -86,11 +87,17 @@ class DirectoryActor:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep_loop())
 
     async def _sweep_loop(self) -> None:
-        rounds = 0
+        rounds, nodes = 0, set(self.runtime.alive_nodes())
         while True:
             await asyncio.sleep(IDLE_SWEEP_S)
             rounds += 1
             try:
+                # a node that joined (or came back under a new id) may hold copies that were
+                # deleted or moved on while it was away: it is swept now, not in ten minutes
+                alive = set(self.runtime.alive_nodes())
+                joined, nodes = alive - nodes, alive
+                if joined:
+                    self.workspaces.sweep_soon()
                 await self.hibernation.sweep()
                 self.pool.retire(self.placement.misplaced_spares(self.pool.ready_nodes()))
                 if rounds % SNAPSHOT_DEBT_EVERY_ROUNDS == 0:
@@ -248,7 +255,8 @@ class DirectoryActor:
         if not self.control.exists(workspace_id):
             return
         self.residents.located(workspace_id, node_id)
-        record_placement(self.control, workspace_id, node_id, activation)
+        if record_placement(self.control, workspace_id, node_id, activation):
+            self.workspaces.sweep_soon()
 
     async def position(self, workspace_id: str, generation: str | None, position: int,
                        stored: int | None) -> None:

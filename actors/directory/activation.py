@@ -57,12 +57,18 @@ def pending_writes(snap: dict) -> int:
     return max(1, int((snap["snapshots"] or {}).get("pendingWrites") or 0))
 
 
-def record_placement(control, workspace_id: str, node_id: str, activation: dict) -> None:
-    """Where the workspace opened, and from what: a restore from a snapshot is an event."""
+def record_placement(control, workspace_id: str, node_id: str, activation: dict) -> bool:
+    """Where the workspace opened, and from what: a restore from a snapshot is an event.
+    Whether it moved (it lived on another node before)."""
+    try:
+        before = control.get(workspace_id)["nodeId"]
+    except NotFound:                       # deleted meanwhile: nothing left behind to sweep
+        before = None
     control.touch(workspace_id, node_id)
     if activation.get("source") == "snapshot":
         control.record_event(workspace_id, "restore-on-activation",
                              {"version": activation.get("version"), "node": node_id})
+    return before not in (None, node_id)
 
 
 class SpareStarter:
@@ -98,7 +104,7 @@ class SpareStarter:
 
 class Activator:
     def __init__(self, settings, control, runtime, residents, placement, pool, cap,
-                 workspace_path, starts_at_once: int = 1):
+                 workspace_path, starts_at_once: int = 1, on_move=lambda: None):
         self.settings = settings
         self.control = control
         self.runtime = runtime
@@ -107,6 +113,9 @@ class Activator:
         self.pool = pool
         self.cap = cap                          # makes room under the resident cap
         self.workspace_path = workspace_path    # workspace id -> its file on the node
+        # a workspace opened on another node than before: the copy left behind holds what
+        # it held, forgotten text included, until a node sweep deletes it
+        self.on_move = on_move
         self._told_slots_missing = False
         # bound since the directory started, by where the process came from (a hibernated
         # workspace's, a pre-started spare, or a new one): a wake served by a new actor waited
@@ -306,7 +315,8 @@ class Activator:
                          "bindMs": round((time.perf_counter() - bind_started) * 1e3, 3),
                          "openMs": answer["result"].get("openMs")}
         self.control.set_state(workspace_id, "active")
-        record_placement(self.control, workspace_id, node, resident.activation)
+        if record_placement(self.control, workspace_id, node, resident.activation):
+            self.on_move()
         self.wakes[source] += 1
         self.residents.add(workspace_id, resident)      # last: from here on it is resident
         return resident

@@ -71,6 +71,7 @@ def assemble(settings: Settings, control, runtime, admin_token_hash: str, *,
         born_with(verified_contracts()), load_default_blueprint(settings.blueprint_path))
     activator = Activator(settings, control, runtime, residents, placement, pool, hibernation,
                           workspaces.workspace_path,
-                          starts_at_once=max(1, int(cluster_cpus * WAKE_STARTS_AT_ONCE_PER_CPU)))
+                          starts_at_once=max(1, int(cluster_cpus * WAKE_STARTS_AT_ONCE_PER_CPU)),
+                          on_move=workspaces.sweep_soon)
     grants = TokenGrants(control, runtime, residents, activator, admin_token_hash)
     return DirectoryParts(residents, placement, pool, hibernation, workspaces, activator, grants)
