@@ -9,6 +9,8 @@ behind `internal` (and logs it) before it can leave a process.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger("minisphere.errors")
 
@@ -20,7 +22,8 @@ ADMIN = "admin"
 TENANT = "tenant"
 
 
-def _rebuilt_error(cls: type, message: str, state: dict) -> MiniSphereError:
+def _rebuilt_error(cls: type[MiniSphereError], message: str,
+                   state: dict[str, Any]) -> MiniSphereError:
     error = cls.__new__(cls)
     Exception.__init__(error, message)
     error.__dict__.update(state)
@@ -41,7 +44,8 @@ class MiniSphereError(Exception):
         if public_message is not None:
             self.public_message = public_message
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., MiniSphereError],
+                                  tuple[type[MiniSphereError], str, dict[str, Any]]]:
         # Named errors cross processes (Ray pickles them): rebuilt from their state, not by
         # calling __init__ again, so a subclass taking more arguments (a Retry-After) survives
         return (_rebuilt_error, (type(self), self.message, self.__dict__))
@@ -57,7 +61,7 @@ class MiniSphereError(Exception):
             return self.message
         return self.public_message
 
-    def to_dict(self, audience: str = TENANT) -> dict:
+    def to_dict(self, audience: str = TENANT) -> dict[str, dict[str, str]]:
         return {"error": {"code": self.code, "message": self.message_for(audience)}}
 
 
@@ -220,7 +224,7 @@ class ConfigError(MiniSphereError):
 class SnapshotError(MiniSphereError):
     """A snapshot or restore could not be done."""
     code = "snapshot_failed"
-    public_message = "the snapshot operation failed; an operator can find the details in the " \
+    public_message: str | None = "the snapshot operation failed; an operator can find the details in the " \
                      "service log"
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 HASH_CHUNK_BYTES = 1024 * 1024        # files are hashed in chunks, never read whole
 
 
-def sized_sha256(path: str | os.PathLike) -> tuple[int, str]:
+def sized_sha256(path: str | os.PathLike[str]) -> tuple[int, str]:
     """(size in bytes, SHA-256 hex) of a file's exact bytes."""
     digest, size = hashlib.sha256(), 0
     with open(path, "rb") as handle:
@@ -18,11 +18,11 @@ def sized_sha256(path: str | os.PathLike) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-def sha256_file(path: str | os.PathLike) -> str:
+def sha256_file(path: str | os.PathLike[str]) -> str:
     return sized_sha256(path)[1]
 
 
-def fsync_file(path: str | os.PathLike) -> None:
+def fsync_file(path: str | os.PathLike[str]) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -30,7 +30,7 @@ def fsync_file(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
-def fsync_dir(folder: str | os.PathLike) -> None:
+def fsync_dir(folder: str | os.PathLike[str]) -> None:
     """Make a rename or a new file in `folder` durable (best effort: not every filesystem
     lets a directory be fsynced)."""
     try:

@@ -22,9 +22,10 @@ import logging
 import os
 import secrets
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from minisphere.engine.constants import DEFAULT_SYNCHRONOUS
 from minisphere.engine.db import SYNCHRONOUS_MODES
@@ -112,7 +113,7 @@ def restrict_file_modes() -> int:
     return os.umask(PRIVATE_UMASK)
 
 
-def ensure_private_dir(path: str | os.PathLike) -> Path:
+def ensure_private_dir(path: str | os.PathLike[str]) -> Path:
     """`path` as a folder only its owner can enter (0700): created if missing (missing parents
     too, each 0700), tightened if it exists with group or other bits. A folder 0700 also shields
     files inside it that an older build created world-readable. A folder this user may not
@@ -321,11 +322,11 @@ class ResidencySettings:
     node_workspace_slots: int = AUTO       # AUTO: actors/directory/placement.node_workspace_slots
 
 
-def _any_port(names) -> tuple[str, ...]:
+def _any_port(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(value for name in names for value in (name, f"{name}:*"))
 
 
-def _origins_of(names) -> tuple[str, ...]:
+def _origins_of(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f"{scheme}://{value}" for scheme in ("http", "https")
                  for value in _any_port(names))
 
@@ -380,7 +381,12 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def env_number(env: Mapping[str, str], name: str, default, low, high, *, kind=int):
+Number = TypeVar("Number", int, float)
+Default = TypeVar("Default", int, float, None)    # None: unset means "decided elsewhere"
+
+
+def env_number(env: Mapping[str, str], name: str, default: Default, low: float, high: float,
+               *, kind: Callable[[str], Number] = int) -> Number | Default:
     """A documented variable as a number in [low, high]; `default` when unset or blank."""
     raw = env_value(name, env)
     if not raw:

@@ -10,6 +10,7 @@ import json
 import re
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from minisphere.engine.constants import (
     BUSY_TIMEOUT_MS,
@@ -18,10 +19,15 @@ from minisphere.engine.constants import (
 )
 from minisphere.errors import InvalidArgument, SchemaTooNew
 
-try:  # pragma: no cover - which branch runs depends on the machine
-    import pysqlite3.dbapi2 as sqlite3
-except ImportError:  # pragma: no cover
-    import sqlite3  # type: ignore[no-redef]
+# `db.sqlite3` is the driver module for the other layers too (a connection without the engine's
+# pragmas): hence `as sqlite3`, which marks it exported
+if TYPE_CHECKING:  # pysqlite3 ships no type information; its API is the stdlib module's
+    import sqlite3 as sqlite3
+else:
+    try:  # pragma: no cover - which branch runs depends on the machine
+        import pysqlite3.dbapi2 as sqlite3
+    except ImportError:  # pragma: no cover
+        import sqlite3
 
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
@@ -29,9 +35,11 @@ _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 IntegrityError = sqlite3.IntegrityError
 OperationalError = sqlite3.OperationalError
 DatabaseError = sqlite3.DatabaseError
+Connection = sqlite3.Connection
 
 
-def connect(path: str | Path, *, synchronous: str = DEFAULT_SYNCHRONOUS, readonly: bool = False):
+def connect(path: str | Path, *, synchronous: str = DEFAULT_SYNCHRONOUS,
+            readonly: bool = False) -> Connection:
     """Open a connection in autocommit mode (transactions are explicit) with WAL and FKs on."""
     if synchronous not in SYNCHRONOUS_MODES:
         raise InvalidArgument(f"synchronous must be one of {SYNCHRONOUS_MODES}, got {synchronous!r}")
@@ -56,15 +64,16 @@ def connect(path: str | Path, *, synchronous: str = DEFAULT_SYNCHRONOUS, readonl
     return conn
 
 
-def read_vector_binding(conn) -> dict | None:
+def read_vector_binding(conn: Connection) -> dict[str, Any] | None:
     """The vector binding the file records ({"provider", "dim", "boundAt"}), or None. Plain SQL:
     no extension, no model."""
     row = conn.execute("SELECT value FROM workspace_meta WHERE key = ?",
                        (VECTOR_BINDING_META_KEY,)).fetchone()
-    return json.loads(row[0]) if row else None
+    binding: dict[str, Any] | None = json.loads(row[0]) if row else None
+    return binding
 
 
-def load_vector_extension_if_bound(conn) -> None:
+def load_vector_extension_if_bound(conn: Connection) -> None:
     """A file with the optional vector binding has triggers into its sqlite-vec table, so every
     connection to it (writer, readers, maintenance) needs the extension; others never load it."""
     try:
@@ -75,7 +84,7 @@ def load_vector_extension_if_bound(conn) -> None:
         load_sqlite_vec(conn)
 
 
-def load_sqlite_vec(conn) -> None:
+def load_sqlite_vec(conn: Connection) -> None:
     import sqlite_vec
     conn.enable_load_extension(True)
     try:
@@ -108,7 +117,7 @@ def _shipped_migrations(package: str) -> tuple[tuple[int, str, str], ...]:
     return tuple(found)
 
 
-def schema_version(conn) -> int:
+def schema_version(conn: Connection) -> int:
     conn.execute("""CREATE TABLE IF NOT EXISTS schema_migrations (
                         version    INTEGER PRIMARY KEY,
                         name       TEXT    NOT NULL,
@@ -117,7 +126,7 @@ def schema_version(conn) -> int:
     return int(row[0])
 
 
-def migrate(conn, now_ms: int, package: str = WORKSPACE_MIGRATIONS,
+def migrate(conn: Connection, now_ms: int, package: str = WORKSPACE_MIGRATIONS,
             up_to: int | None = None) -> int:
     """Apply pending migrations of `package` (up to version `up_to`, default all: tests build
     files as an older build left them), each in its own transaction. Returns the resulting
@@ -147,10 +156,10 @@ def migrate(conn, now_ms: int, package: str = WORKSPACE_MIGRATIONS,
     return current
 
 
-def conn_path(conn) -> str:
+def conn_path(conn: Connection) -> str:
     """The file behind a connection ('' for an in-memory database)."""
     row = conn.execute("PRAGMA database_list").fetchone()
-    return row[2] if row else ""
+    return str(row[2]) if row else ""
 
 
 def split_statements(sql: str) -> list[str]:

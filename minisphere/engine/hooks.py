@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - types only
+    from minisphere.engine.db import Connection
     from minisphere.engine.methods import Method
 
 Handler = Callable[[Any, Any, int], Any]       # handler(conn, args, now_ms) -> result
@@ -39,7 +40,7 @@ class WorkspaceHooks:
 
     hooked: frozenset[str] = frozenset()       # method names `prepare`/`handler` take part in
 
-    def prepare(self, calls: list[tuple[str, Any]], conn) -> list[Any]:
+    def prepare(self, calls: list[tuple[str, Any]], conn: Connection) -> list[Any]:
         """One prepared value per (method name, parsed arguments) of a hooked method, computed
         outside any transaction; `conn` may only be read."""
         return [None] * len(calls)
@@ -48,7 +49,7 @@ class WorkspaceHooks:
         """The in-transaction handler that replaces `method.handler` (None: the method's own)."""
         return None
 
-    def prepare_connection(self, conn) -> None:
+    def prepare_connection(self, conn: Connection) -> None:
         """Make a freshly opened connection to the file able to run the hooked handlers."""
 
     def after_commit(self) -> None:

@@ -19,8 +19,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from typing import TYPE_CHECKING, Any
 
 from minisphere.errors import IdempotencyKeyReused, MalformedRequest, NotFound
+
+if TYPE_CHECKING:  # pragma: no cover - types only
+    from pydantic import BaseModel
+
+    from minisphere.engine.db import Connection
 
 IDEMPOTENCY_KEEP_MS = 24 * 3600 * 1000     # a key answers repeats for at least a day
 PRUNE_ROWS_PER_BATCH = 200                 # expired keys removed per keyed batch, at most
@@ -37,13 +43,14 @@ def check_key(key: str) -> str:
     return key
 
 
-def digest(method_name: str, args) -> str:
+def digest(method_name: str, args: BaseModel) -> str:
     canonical = json.dumps(args.model_dump(mode="json", by_alias=True), sort_keys=True,
                            ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(f"{method_name}\n{canonical}".encode()).hexdigest()
 
 
-def recall(conn, key: str | None, method_name: str, args) -> dict | None:
+def recall(conn: Connection, key: str | None, method_name: str,
+           args: BaseModel) -> dict[str, Any] | None:
     """The stored answer of this call under `key`, or None when the key is new."""
     if key is None:
         return None
@@ -59,10 +66,12 @@ def recall(conn, key: str | None, method_name: str, args) -> dict | None:
     if row[0] != method_name or row[1] != digest(method_name, args):
         raise IdempotencyKeyReused(f"idempotency key {key!r} was used for another call "
                                    f"({row[0]} with other arguments); use a new key per write")
-    return json.loads(row[2])
+    answer: dict[str, Any] = json.loads(row[2])
+    return answer
 
 
-def remember(conn, key: str | None, method_name: str, args, answer, now_ms: int) -> None:
+def remember(conn: Connection, key: str | None, method_name: str, args: BaseModel,
+             answer: Any, now_ms: int) -> None:
     if key is None:
         return
     conn.execute("INSERT INTO idempotency_keys(key, method, body_hash, answer, at) "
@@ -71,13 +80,13 @@ def remember(conn, key: str | None, method_name: str, args, answer, now_ms: int)
                   json.dumps(answer, ensure_ascii=False, separators=(",", ":")), now_ms))
 
 
-def prune(conn, now_ms: int) -> None:
+def prune(conn: Connection, now_ms: int) -> None:
     conn.execute("DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys "
                  "WHERE at < ? ORDER BY at LIMIT ?)",
                  (now_ms - IDEMPOTENCY_KEEP_MS, PRUNE_ROWS_PER_BATCH))
 
 
-def forget_answers(conn, entry_id: str) -> int:
+def forget_answers(conn: Connection, entry_id: str) -> int:
     """Purge the stored answers that name `entry_id` (inside the forget's transaction): each
     becomes a marker naming only the id. Returns how many were purged."""
     marker = json.dumps({"forgotten": entry_id})

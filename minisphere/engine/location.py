@@ -31,7 +31,7 @@ class CopyLocation:
     position: int
 
 
-def read_location(conn) -> CopyLocation:
+def read_location(conn: db.Connection) -> CopyLocation:
     """The copy's location (a file whose schema predates it reads as generation None, epoch 0,
     position 0)."""
     try:
@@ -59,7 +59,7 @@ def inspect_copy(path: str | Path) -> CopyLocation | None:
         conn.close()
 
 
-def claim(conn, generation: str | None, epoch: int) -> CopyLocation:
+def claim(conn: db.Connection, generation: str | None, epoch: int) -> CopyLocation:
     """Stamp this host's generation and epoch into the file (inside the caller's transaction).
     Refused with `WorkspaceFenced` when the file already carries a higher epoch: a newer owner
     opened it. Returns the location after the claim."""
@@ -73,7 +73,7 @@ def claim(conn, generation: str | None, epoch: int) -> CopyLocation:
                         current.position)
 
 
-def check_fence(conn, epoch: int) -> None:
+def check_fence(conn: db.Connection, epoch: int) -> None:
     """Inside a write transaction: refuse it when a newer owner has stamped a higher epoch."""
     held = conn.execute("SELECT epoch FROM location").fetchone()[0]
     if held > epoch:
@@ -81,11 +81,12 @@ def check_fence(conn, epoch: int) -> None:
                               f"{epoch} and wrote nothing")
 
 
-def advance(conn) -> int:
+def advance(conn: db.Connection) -> int:
     """Count one committed change of the memory (inside the transaction that makes it);
     returns the new position."""
-    return conn.execute("UPDATE location SET position = position + 1 RETURNING position"
-                        ).fetchone()[0]
+    position: int = conn.execute(
+        "UPDATE location SET position = position + 1 RETURNING position").fetchone()[0]
+    return position
 
 
 def rebase(path: str | Path, position: int, now_ms: int) -> None:

@@ -113,8 +113,10 @@ def test_a_daemon_restarted_behind_a_kept_connection_is_reached_on_a_new_one(ser
 def test_a_refused_request_raises_replication_unconfirmed_with_the_daemons_words(serving):
     path, start = serving
     start()
+    control = ReplicaControl(path)
     with pytest.raises(ReplicationUnconfirmed, match="400.*not registered"):
-        ReplicaControl(path).register(Path("/refused.db"), "file:///replica")
+        control.register(Path("/refused.db"), "file:///replica")
+    control.close()
 
 
 def test_no_daemon_is_not_alive_and_a_call_raises_an_os_error(tmp_path):

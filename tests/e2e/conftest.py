@@ -102,9 +102,3 @@ def new_workspace(http, admin_headers):
     for workspace_id in made:
         http.delete(f"/v1/workspaces/{workspace_id}", headers=admin_headers)
 
-
-def pytest_configure(config):
-    # Ray's own pydantic models warn at import; those are not ours to fix.
-    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:ray.*")
-    config.addinivalue_line("filterwarnings",
-                            "ignore:Using extra keyword arguments on `Field`:DeprecationWarning")

@@ -22,9 +22,11 @@ Cosines are exact (the pool's stored vectors), not the KNN's.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from minisphere.engine.retrieval import tuning as T
 
-Picked = list[tuple[str, dict]]
+Picked = list[tuple[str, dict[str, Any]]]
 # what a dense slot's breakdown shows for MMR, which did not pick it (the answer's schema has
 # these three fields): no relevance, no similarity, no MMR value
 DENSE_SLOT_MMR = {"relevance": 0.0, "maxSimilarity": 0.0, "mmr": 0.0}

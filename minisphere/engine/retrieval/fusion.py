@@ -53,12 +53,13 @@ one whose head the lexical arm does not back, leaves the lexical order untouched
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.arms import Hit
 
 FLAT_COSINE_SPREAD = 1e-9   # cosines of the vector arm's hits closer than this are all equal
-Slot = dict   # {"fused": float, "arms": {arm: {"rank", "score", **detail, "rrf": share}}}
+Slot = dict[str, Any]   # {"fused": float, "arms": {arm: {"rank", "score", **detail, "rrf": share}}}
 
 
 def _slots(arms: dict[str, list[Hit]]) -> dict[str, Slot]:
@@ -151,7 +152,7 @@ Refine = Callable[[list[str]], list[Hit]]
 
 
 def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine,
-                info: dict | None = None) -> dict[str, Slot]:
+                info: dict[str, Any] | None = None) -> dict[str, Slot]:
     """Hybrid fusion over the keyword, graph and vector arms (cosine hits, best first).
 
     `refine(head ids)` runs the vector arm again with the query moved towards the head's

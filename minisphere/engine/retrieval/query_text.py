@@ -13,10 +13,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import snowballstemmer
 
 from minisphere.engine.retrieval import tuning as T
+
+if TYPE_CHECKING:  # pragma: no cover - types only
+    from minisphere.engine.db import Connection
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -51,7 +55,8 @@ def tokenize(text: str) -> list[str]:
 
 @lru_cache(maxsize=65536)
 def _porter(token: str) -> str:
-    return _stemmer.stemWord(token)
+    stemmed: str = _stemmer.stemWord(token)      # snowballstemmer has no type information
+    return stemmed
 
 
 def stem(token: str) -> str:
@@ -73,7 +78,7 @@ def plain_terms(text: str) -> list[str]:
     return [t for t in tokenize(text) if t not in STOP_WORDS]
 
 
-def distill(conn, tokens: list[str], entry_count: int,
+def distill(conn: Connection, tokens: list[str], entry_count: int,
             frequencies: dict[str, int] | None = None) -> tuple[list[str], list[str]]:
     """Split query tokens into (kept, dropped). Order of first appearance is kept.
     `frequencies`, if given, receives the document frequency of each non-stop token looked up
@@ -93,7 +98,7 @@ def distill(conn, tokens: list[str], entry_count: int,
     return kept, dropped
 
 
-def document_frequency(conn, stems: list[str]) -> dict[str, int]:
+def document_frequency(conn: Connection, stems: list[str]) -> dict[str, int]:
     marks = ",".join("?" * len(stems))
     return dict(conn.execute(f"SELECT term, doc FROM entries_fts_vocab WHERE term IN ({marks})",
                              stems).fetchall())

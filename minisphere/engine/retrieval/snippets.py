@@ -5,6 +5,8 @@ response. A cut keeps the head of the text and appends
 itself is not counted against the budget). `full` bypasses all of it."""
 from __future__ import annotations
 
+from typing import Any
+
 from minisphere.engine.retrieval import tuning as T
 
 
@@ -12,7 +14,7 @@ def truncation_marker(omitted_chars: int, entry_id: str) -> str:
     return f'[truncated · {omitted_chars} chars · get("{entry_id}")]'
 
 
-def apply_budget(items: list[dict], full: bool) -> None:
+def apply_budget(items: list[dict[str, Any]], full: bool) -> None:
     """Cut each item's `content` in place; sets `truncated` and `contentChars`."""
     remaining = T.SNIPPET_TOTAL_CHARS
     for position, item in enumerate(items):

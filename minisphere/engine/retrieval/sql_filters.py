@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from minisphere.engine.normalize import normalize_tag
 from minisphere.engine.retrieval.temporal import TimeBounds
@@ -35,12 +36,12 @@ class Prefilter:
     def without_time(self) -> Prefilter:
         return Prefilter(kind=self.kind, tag=self.tag, now_ms=self.now_ms)
 
-    def sql(self) -> tuple[str, list]:
+    def sql(self) -> tuple[str, list[Any]]:
         """A WHERE fragment over the alias `e` (entries) and its parameters."""
         marks = ",".join("?" * len(ALWAYS_EXCLUDED_TAGS))
         clauses = ["e.status != 'deprecated'",
                    f"NOT EXISTS (SELECT 1 FROM tags x WHERE x.entry_id = e.id AND x.tag IN ({marks}))"]
-        params: list = list(ALWAYS_EXCLUDED_TAGS)
+        params: list[Any] = list(ALWAYS_EXCLUDED_TAGS)
         if self.kind is not None:
             clauses.append("e.kind = ?")
             params.append(self.kind)

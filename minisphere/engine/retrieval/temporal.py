@@ -95,7 +95,7 @@ def _recent_month(now: datetime, month: int, year: str | None) -> datetime:
     return _month_start(now.year if month <= now.month else now.year - 1, month)
 
 
-def _period(m: re.Match, now: datetime) -> tuple[datetime, datetime] | None:
+def _period(m: re.Match[str], now: datetime) -> tuple[datetime, datetime] | None:
     """The [start, end) of the day/month/year a phrase names."""
     today = _day_start(now)
     if m.groupdict().get("date"):
@@ -116,11 +116,11 @@ def _period(m: re.Match, now: datetime) -> tuple[datetime, datetime] | None:
     return None
 
 
-def _anchored(prep_pattern: str, target: str):
+def _anchored(prep_pattern: str, target: str) -> re.Pattern[str]:
     return re.compile(rf"\b(?P<prep>{prep_pattern})\s+(?:the\s+)?{target}\b", re.IGNORECASE)
 
 
-_RULES: list[tuple[re.Pattern, str]] = [
+_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+ago\b", re.IGNORECASE), "ago"),
     (re.compile(rf"\b(?:in\s+)?(?:the\s+)?(?:past|last)\s+{_NUM}\s+{_UNIT}\b", re.IGNORECASE), "past_n"),
     (re.compile(rf"\b(?:in\s+)?(?:the\s+)?past\s+{_UNIT}\b", re.IGNORECASE), "past_one"),
@@ -139,7 +139,7 @@ _RULES: list[tuple[re.Pattern, str]] = [
 ]
 
 
-def _bounds_for(kind: str, m: re.Match, now: datetime) -> tuple[datetime | None, datetime | None] | None:
+def _bounds_for(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime | None, datetime | None] | None:
     today = _day_start(now)
     if kind == "ago":
         n, unit = _number(m.group("num").lower()), m.group("unit").lower()
