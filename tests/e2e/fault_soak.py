@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from operator_cluster import HTTP_TIMEOUT_S, ROOT, load_config, log
 from operator_scenario import DEPLOY_TIMEOUT_S, SERVE_CONFIG, Scenario
-from soak_faults import FAULTS
+from soak_faults import FAULTS, files_under
 from soak_workload import OPERATIONS, resolve
 
 WORKSPACES = 6
@@ -365,11 +365,12 @@ class Soak(Scenario):
         import zlib
 
         import boto3
+        from botocore.exceptions import ClientError
         for node in self.nodes:
-            for path in (node.folder / "data").rglob("*"):
+            for path in files_under(node.folder / "data"):
                 try:
                     yield f"{node.name}:{path.relative_to(node.folder)}", path.read_bytes()
-                except OSError:             # a directory, or gone since it was listed
+                except OSError:             # gone since it was listed
                     continue
         s3 = boto3.client("s3", endpoint_url=self.s3_endpoint, region_name="us-east-1",
                           aws_access_key_id="testing", aws_secret_access_key="testing")
@@ -378,7 +379,7 @@ class Soak(Scenario):
             for item in page.get("Contents", []):
                 try:
                     blob = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
-                except s3.exceptions.NoSuchKey:
+                except ClientError:         # deleted since it was listed
                     continue
                 if item["Key"].endswith(".gz"):
                     try:

@@ -15,6 +15,13 @@ from pathlib import Path
 
 from operator_cluster import kill_netns_processes
 
+
+def files_under(root: Path):
+    """Every file below `root`; a folder deleted meanwhile is skipped."""
+    for folder, _, names in os.walk(root):
+        for name in names:
+            yield Path(folder) / name
+
 FREEZE_S = (2.0, 6.0)          # a stopped daemon or raylet: under Ray's health-check bound
 S3_DOWN_S = (2.0, 6.0)
 NODE_DOWN_S = (3.0, 8.0)       # between a node's kill -9 and its `ray start` again
@@ -116,8 +123,8 @@ def corrupt_copy(soak, rng) -> str | None:
 def corrupt_hibernated(soak, rng, tenant) -> str | None:
     if not soak.admin_call(soak.fault_http, "POST", f"/v1/workspaces/{tenant.id}/hibernate"):
         return None
-    files = [path for node in soak.nodes for path in (node.folder / "data").rglob("workspace.db")
-             if tenant.id in path.parts]
+    files = [path for node in soak.nodes for path in files_under(node.folder / "data")
+             if path.name == "workspace.db" and tenant.id in path.parts]
     if not files:
         return None
     path = rng.choice(files)
