@@ -389,29 +389,9 @@ class Soak(Scenario):
                 yield f"store:{item['Key']}", blob
 
     def execute(self) -> dict:
-        import httpx
-        started = time.monotonic()
         self.preflight()
         try:
-            self.network_up()
-            self.s3_endpoint = self.start_s3()
-            self.write_env_file(self.s3_endpoint)
-            with self.timed("cluster up"):
-                self.cluster_up()
-                self.serve_deploy(SERVE_CONFIG)
-                self.wait_running(DEPLOY_TIMEOUT_S)
-            with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S) as http:
-                with self.timed("soak"):
-                    self.soak(http)
-                with self.timed("final checks"):
-                    self.final_checks(http)
-            self.findings["ok"] = not self.violations and not self.findings["threadsLeft"]
-        except BaseException as exc:
-            self.findings["ok"] = False
-            self.findings["error"] = f"{exc.__class__.__name__}: {exc}"[:3000]
-            self.findings["nodeLogs"] = {n.name: self.node_log(n, 800) for n in self.nodes}
-            if not isinstance(exc, Exception):
-                raise
+            return self.guarded(self.procedure)
         finally:
             self.findings.update(
                 seed=self.seed, durationS=self.duration_s, operations=dict(self.operations),
@@ -419,10 +399,22 @@ class Soak(Scenario):
                 violations=self.violations, goneTextsChecked=len(self.gone),
                 proxyErrorsWhenAReplicaDied=self.proxy_errors,
                 entriesChecked=sum(len(t.entries) for t in self.tenants))
-            with self.timed("cleanup"):
-                self.findings["cleanup"] = self.cleanup()
-            self.findings["timings"]["total"] = round(time.monotonic() - started, 1)
-        return self.findings
+
+    def procedure(self) -> None:
+        import httpx
+        self.network_up()
+        self.s3_endpoint = self.start_s3()
+        self.write_env_file(self.s3_endpoint)
+        with self.timed("cluster up"):
+            self.cluster_up()
+            self.serve_deploy(SERVE_CONFIG)
+            self.wait_running(DEPLOY_TIMEOUT_S)
+        with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S) as http:
+            with self.timed("soak"):
+                self.soak(http)
+            with self.timed("final checks"):
+                self.final_checks(http)
+        self.findings["ok"] = not self.violations and not self.findings.get("threadsLeft")
 
 
 def summary(findings: dict) -> str:

@@ -480,50 +480,15 @@ class Scenario(Cluster):
 
     # ---- the whole run --------------------------------------------------------------------------
     def execute(self) -> dict:
-        import httpx
-        started = time.monotonic()
         self.preflight()
+        return self.guarded(self.procedure)
+
+    def guarded(self, run) -> dict:
+        """`run()` with its failure kept in the findings (a Ctrl-C or SIGTERM is raised again
+        after) and the cleanup always done; the findings."""
+        started = time.monotonic()
         try:
-            with self.timed("network"):
-                self.network_up()
-            endpoint = self.s3_endpoint = self.start_s3() if self.store == "s3" else None
-            self.write_env_file(endpoint)
-            base = load_config()
-            config_path = SERVE_CONFIG
-            if self.store == "local":
-                base = copy.deepcopy(base)
-                self.config_env(base).update(MINISPHERE_SNAPSHOT_STORE="local",
-                                             MINISPHERE_REPLICATION=self.replication,
-                                             MINISPHERE_SPARE_ACTORS="0")
-                config_path = self.work / "serve_config.local.yaml"
-                dump_config(base, config_path)
-            self.findings["config"] = str(config_path.relative_to(ROOT)
-                                          if config_path == SERVE_CONFIG else
-                                          "infra/serve_config.yaml with "
-                                          "MINISPHERE_SNAPSHOT_STORE=local, "
-                                          "MINISPHERE_REPLICATION=async, "
-                                          "MINISPHERE_SPARE_ACTORS=0")
-            with self.timed("cluster up"):
-                self.cluster_up()
-            log(f"nodes: {self.findings['nodes']}")
-            with self.timed("serve deploy"):
-                self.serve_deploy(config_path)
-                self.findings["deployed"] = self.wait_running(DEPLOY_TIMEOUT_S)
-            with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S,
-                              headers={}) as http:
-                with self.timed("route checks"):
-                    workspaces = self.route_checks(http)
-                    placed = self.placement(http, workspaces)
-                    self.snapshot_all(http, workspaces)
-                self.findings["placedOn"] = placed
-                log(f"placed: {placed}")
-                self.check("one directory and one scheduler after the deploy",
-                           all(len(v) == 1 for v in self.singletons().values()))
-                self.drills(http, workspaces)
-                placed = self.placement(http, workspaces)    # the drills may have moved some
-                self.kill_worker(http, workspaces, placed)
-                self.redeploy(http, workspaces, base)
-            self.findings["ok"] = all(self.findings["checks"].values())
+            run()
         except BaseException as exc:
             self.findings["ok"] = False
             self.findings["error"] = f"{exc.__class__.__name__}: {exc}"[:3000]
@@ -535,6 +500,49 @@ class Scenario(Cluster):
                 self.findings["cleanup"] = self.cleanup()
             self.findings["timings"]["total"] = round(time.monotonic() - started, 1)
         return self.findings
+
+    def procedure(self) -> None:
+        import httpx
+        with self.timed("network"):
+            self.network_up()
+        endpoint = self.s3_endpoint = self.start_s3() if self.store == "s3" else None
+        self.write_env_file(endpoint)
+        base = load_config()
+        config_path = SERVE_CONFIG
+        if self.store == "local":
+            base = copy.deepcopy(base)
+            self.config_env(base).update(MINISPHERE_SNAPSHOT_STORE="local",
+                                         MINISPHERE_REPLICATION=self.replication,
+                                         MINISPHERE_SPARE_ACTORS="0")
+            config_path = self.work / "serve_config.local.yaml"
+            dump_config(base, config_path)
+        self.findings["config"] = str(config_path.relative_to(ROOT)
+                                      if config_path == SERVE_CONFIG else
+                                      "infra/serve_config.yaml with "
+                                      "MINISPHERE_SNAPSHOT_STORE=local, "
+                                      "MINISPHERE_REPLICATION=async, "
+                                      "MINISPHERE_SPARE_ACTORS=0")
+        with self.timed("cluster up"):
+            self.cluster_up()
+        log(f"nodes: {self.findings['nodes']}")
+        with self.timed("serve deploy"):
+            self.serve_deploy(config_path)
+            self.findings["deployed"] = self.wait_running(DEPLOY_TIMEOUT_S)
+        with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S,
+                          headers={}) as http:
+            with self.timed("route checks"):
+                workspaces = self.route_checks(http)
+                placed = self.placement(http, workspaces)
+                self.snapshot_all(http, workspaces)
+            self.findings["placedOn"] = placed
+            log(f"placed: {placed}")
+            self.check("one directory and one scheduler after the deploy",
+                       all(len(v) == 1 for v in self.singletons().values()))
+            self.drills(http, workspaces)
+            placed = self.placement(http, workspaces)    # the drills may have moved some
+            self.kill_worker(http, workspaces, placed)
+            self.redeploy(http, workspaces, base)
+        self.findings["ok"] = all(self.findings["checks"].values())
 
 
 

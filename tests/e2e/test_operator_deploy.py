@@ -26,22 +26,30 @@ needs_namespaces = pytest.mark.skipif(
     reason="needs root, ip, unshare, nsenter and Ray Serve's CLI")
 
 
-def run_scenario(store: str) -> dict:
+def findings_of(script: Path, *args: str, timeout_s: float) -> dict:
+    """Run a namespace scenario as its own process (from the project folder: Ray's workers
+    import `actors` from there) with no Ray, Mini-Sphere or AWS setting of ours leaking in;
+    its findings (the JSON of its last line). Its log is printed, shown on failure."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("RAY_ADDRESS", "MINISPHERE_", "AWS_"))}
-    done = subprocess.run([sys.executable, str(SCENARIO), "--store", store, "--json"], env=env,
-                          cwd=SCENARIO.parents[2], capture_output=True, text=True,
-                          timeout=SCENARIO_TIMEOUT_S)
-    print(done.stderr[-6000:])         # the scenario's log and summary, shown on failure
+    done = subprocess.run([sys.executable, str(script), *args, "--json"], env=env,
+                          cwd=script.parents[2], capture_output=True, text=True,
+                          timeout=timeout_s)
+    print(done.stderr[-8000:])
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert lines, f"no findings; stderr tail:\n{done.stderr[-3000:]}"
     findings = json.loads(lines[-1])
-    cleanup = findings.get("cleanup") or {}
-    assert not cleanup.get("namespacesLeft"), cleanup
+    assert not (findings.get("cleanup") or {}).get("namespacesLeft"), findings["cleanup"]
+    findings["returncode"] = done.returncode
+    return findings
+
+
+def run_scenario(store: str) -> dict:
+    findings = findings_of(SCENARIO, "--store", store, timeout_s=SCENARIO_TIMEOUT_S)
     failed = [name for name, ok in findings.get("checks", {}).items() if not ok]
     assert findings.get("ok"), (f"failed checks: {failed}; error: {findings.get('error')}; "
                                 f"details: {json.dumps(findings.get('details', {}))[:3000]}")
-    assert done.returncode == 0
+    assert findings["returncode"] == 0
     return findings
 
 
