@@ -26,6 +26,8 @@ Prints a summary; with `--json` the last line of stdout is the findings.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gzip
 import json
 import platform
 import random
@@ -34,6 +36,7 @@ import sys
 import threading
 import time
 import uuid
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -361,32 +364,17 @@ class Soak(Scenario):
         return found
 
     def blobs(self):
-        import gzip
-        import zlib
-
-        import boto3
-        from botocore.exceptions import ClientError
         for node in self.nodes:
             for path in files_under(node.folder / "data"):
                 try:
                     yield f"{node.name}:{path.relative_to(node.folder)}", path.read_bytes()
                 except OSError:             # gone since it was listed
                     continue
-        s3 = boto3.client("s3", endpoint_url=self.s3_endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
-        bucket = self.config_env(load_config())["MINISPHERE_S3_BUCKET"]
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-            for item in page.get("Contents", []):
-                try:
-                    blob = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
-                except ClientError:         # deleted since it was listed
-                    continue
-                if item["Key"].endswith(".gz"):
-                    try:
-                        blob = gzip.decompress(blob)
-                    except (OSError, EOFError, zlib.error):
-                        pass
-                yield f"store:{item['Key']}", blob
+        for key, blob in self.stored_objects():
+            if key.endswith(".gz"):         # snapshots: searched decompressed
+                with contextlib.suppress(OSError, EOFError, zlib.error):
+                    blob = gzip.decompress(blob)
+            yield f"store:{key}", blob
 
     def execute(self) -> dict:
         self.preflight()

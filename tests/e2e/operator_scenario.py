@@ -243,19 +243,24 @@ class Scenario(Cluster):
                 if holds(read(path), path.name):
                     found.append(f"store:{path.relative_to(self.shared_snapshots)}")
             return found
+        found += [f"store:{key}" for key, blob in self.stored_objects() if holds(blob, key)]
+        return found
+
+    def stored_objects(self):
+        """(key, bytes) of every object in the S3 store's bucket (one deleted since it was
+        listed is skipped)."""
         import boto3
+        from botocore.exceptions import ClientError
         s3 = boto3.client("s3", endpoint_url=self.s3_endpoint, region_name="us-east-1",
                           aws_access_key_id="testing", aws_secret_access_key="testing")
         bucket = self.config_env(load_config())["MINISPHERE_S3_BUCKET"]
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
             for item in page.get("Contents", []):
                 try:
-                    blob = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
-                except s3.exceptions.NoSuchKey:      # deleted since it was listed
+                    yield item["Key"], s3.get_object(Bucket=bucket,
+                                                     Key=item["Key"])["Body"].read()
+                except ClientError:
                     continue
-                if holds(blob, item["Key"]):
-                    found.append(f"store:{item['Key']}")
-        return found
 
     def new_drill_workspace(self, http, label: str) -> tuple[str, dict]:
         workspace_id = f"drill-{label}-{uuid.uuid4().hex[:6]}"
