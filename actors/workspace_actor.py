@@ -49,7 +49,7 @@ from actors.parts.admin_methods import AdminFileMethods
 from actors.parts.admission import Admission
 from actors.parts.due_notes import DueNotes
 from actors.parts.launch import WorkspaceLaunch
-from actors.parts.node_ray import raylet_pid
+from actors.parts.node_ray import replication_owner
 from actors.parts.position_reports import PositionReports
 from actors.parts.process_memory import drop_process_wide_traces, rss_bytes
 from actors.parts.token_checks import TokenChecks
@@ -180,6 +180,7 @@ class WorkspaceActor(AdminFileMethods):
                 return self.host.activation
             raise InternalError(f"actor {self.name} already serves workspace "
                                 f"{self.workspace_id}; it is never bound to another")
+        owner = replication_owner(launch.replication.enabled)
         self.workspace_id = workspace_id = launch.workspace_id     # claimed, even if opening fails
         self.launch = launch
         self.binds += 1
@@ -190,7 +191,7 @@ class WorkspaceActor(AdminFileMethods):
             store=open_snapshot_store(snapshots) if snapshots is not None else None,
             generation=launch.generation, epoch=launch.epoch, position=launch.position,
             replica=workspace_replica(launch.replication, snapshots, launch.path, workspace_id,
-                                      launch.generation, owner_pid=raylet_pid()),
+                                      launch.generation, owner_pid=owner),
             synchronous=launch.synchronous, max_batch=launch.max_batch,
             snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
             expect_snapshot=launch.expect_snapshot, embedder=self._embedder(launch.vector),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+from minisphere.errors import WorkspaceUnavailable
+
 
 def raylet_pid() -> int | None:
     """The raylet's pid when this worker's parent is one (None elsewhere: a test, a driver)."""
@@ -16,3 +18,14 @@ def raylet_pid() -> int | None:
     except OSError:
         return None
     return parent if os.path.basename(program) == b"raylet" else None
+
+
+def replication_owner(replicating: bool) -> int | None:
+    """The process the node's replication daemon is tied to: the raylet. A worker whose
+    parent is no raylet any more outlived it (it is being killed with it): a daemon it started
+    would have no node's Ray to die with and would ship files nobody holds, so it binds
+    nothing that replicates (`WorkspaceUnavailable`: the directory binds elsewhere)."""
+    owner = raylet_pid()
+    if owner is None and replicating:
+        raise WorkspaceUnavailable("this worker's node is going away; bind elsewhere")
+    return owner

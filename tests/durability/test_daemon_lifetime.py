@@ -98,3 +98,14 @@ def test_a_daemon_left_by_an_earlier_owner_is_stopped_before_anything_registers(
         assert [d["path"] for d in current.control.databases()] == [str(path)]
     finally:
         current.stop()
+
+
+def test_a_worker_whose_raylet_is_gone_binds_nothing_that_replicates():
+    """A worker outliving its killed raylet started a daemon tied to nothing, which the fault
+    soak found still running after the raylet's death. This process's parent is no raylet: it
+    stands for such a worker."""
+    from actors.parts.node_ray import replication_owner
+    from minisphere.errors import WorkspaceUnavailable
+    with pytest.raises(WorkspaceUnavailable):
+        replication_owner(True)
+    assert replication_owner(False) is None
