@@ -57,6 +57,7 @@ from minisphere.errors import (
 from minisphere.settings import ReplicationSettings, SnapshotSettings
 
 log = logging.getLogger("minisphere.replication")
+_STARTED_DAEMONS: list[subprocess.Popen] = []     # this process's daemon starts, kept
 SOCKET_NAME = "litestream.sock"
 CONFIG_NAME = "litestream.yml"
 PID_NAME = "litestream.pid"
@@ -226,6 +227,9 @@ class LitestreamDaemon:
                 command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=self.env,
                 start_new_session=True)       # outlives the actor that happened to start it
+        # held for the process's life: the daemon outlives this call by design, and a Popen
+        # dropped while its process runs warns (and would never reap it)
+        _STARTED_DAEMONS.append(process)
         (self.folder / OWNER_NAME).write_text(str(self.owner_pid or ""), encoding="ascii")
         (self.folder / PID_NAME).write_text(str(process.pid), encoding="ascii")
         self._await_answer(process)
