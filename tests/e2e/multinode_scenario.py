@@ -132,6 +132,7 @@ def main() -> int:
             lambda _self: ray.get_runtime_context().get_node_id()), timeout=CALL_TIMEOUT_S)
         findings["directoryNode"] = ids.get(where(directory), "head")
         findings["schedulerNode"] = ids.get(where(scheduler), "head")
+        from minisphere.control.auth import token_hash
         deadline = time.monotonic() + RECOVERY_TIMEOUT_S
         placed, kept, pids = {}, {}, {}
         for label, node in (("A", node_a), ("B", node_b)):
@@ -147,7 +148,8 @@ def main() -> int:
                     entries.append(result["id"])
                 ping = ray.get(handle.ping.remote())
                 placed[workspace_id], pids[workspace_id] = ids.get(ping["nodeId"], "head"), ping["pid"]
-                snap = ray.get(handle.snapshot.remote("manual"), timeout=CALL_TIMEOUT_S)
+                snap = ray.get(handle.snapshot.remote("manual", token_hash(ADMIN_TOKEN)),
+                               timeout=CALL_TIMEOUT_S)
                 assert snap["ok"], snap
                 for n in range(ENTRIES_AFTER_SNAPSHOT):
                     call(ray, directory, workspace_id, "capture",

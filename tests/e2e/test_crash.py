@@ -7,6 +7,7 @@ must be in the file after the actor restarts on its own.
 import asyncio
 import os
 import signal
+import time
 
 import httpx
 import pytest
@@ -86,6 +87,14 @@ def test_a_bind_reaching_an_actor_that_rebound_itself_after_a_restart_is_answere
     actor = workspace_actor(service, ws)
     before = ray.get(actor.stats.remote())
     os.kill(before["pid"], signal.SIGKILL)
+    restarted = None
+    for _ in range(600):                  # Ray restarts it; it binds itself on the way
+        try:
+            restarted = ray.get(actor.stats.remote(), timeout=60)
+            break
+        except ray.exceptions.RayActorError:
+            time.sleep(0.1)
+    assert restarted is not None and restarted["pid"] != before["pid"]
     launch, grants = ray.get(directory_of(service).binding_of_actor.remote(before["name"]),
                              timeout=60)
     answer = ray.get(actor.bind.remote(launch, grants), timeout=120)
