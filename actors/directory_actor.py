@@ -254,8 +254,10 @@ class DirectoryActor:
         """A restarted actor reopened its workspace on its own (binds answer the directory)."""
         if not self.control.exists(workspace_id):
             return
+        lived_on = self.control.get(workspace_id)["nodeId"]
         self.residents.located(workspace_id, node_id)
-        if record_placement(self.control, workspace_id, node_id, activation):
+        record_placement(self.control, workspace_id, node_id, activation)
+        if lived_on not in (None, node_id):
             self.workspaces.sweep_soon()
 
     async def position(self, workspace_id: str, generation: str | None, position: int,

@@ -57,18 +57,12 @@ def pending_writes(snap: dict) -> int:
     return max(1, int((snap["snapshots"] or {}).get("pendingWrites") or 0))
 
 
-def record_placement(control, workspace_id: str, node_id: str, activation: dict) -> bool:
-    """Where the workspace opened, and from what: a restore from a snapshot is an event.
-    Whether it moved (it lived on another node before)."""
-    try:
-        before = control.get(workspace_id)["nodeId"]
-    except NotFound:                       # deleted meanwhile: nothing left behind to sweep
-        before = None
+def record_placement(control, workspace_id: str, node_id: str, activation: dict) -> None:
+    """Where the workspace opened, and from what: a restore from a snapshot is an event."""
     control.touch(workspace_id, node_id)
     if activation.get("source") == "snapshot":
         control.record_event(workspace_id, "restore-on-activation",
                              {"version": activation.get("version"), "node": node_id})
-    return before not in (None, node_id)
 
 
 class SpareStarter:
@@ -315,7 +309,8 @@ class Activator:
                          "bindMs": round((time.perf_counter() - bind_started) * 1e3, 3),
                          "openMs": answer["result"].get("openMs")}
         self.control.set_state(workspace_id, "active")
-        if record_placement(self.control, workspace_id, node, resident.activation):
+        record_placement(self.control, workspace_id, node, resident.activation)
+        if launch.holder_node not in (None, node):      # the launch named where it lived
             self.on_move()
         self.wakes[source] += 1
         self.residents.add(workspace_id, resident)      # last: from here on it is resident

@@ -46,12 +46,18 @@ def live_workers(soak) -> list:
     return [node for node in soak.nodes[1:] if not node.stopped]
 
 
-def kill_one(soak, rng, marker: str, nodes=None) -> str | None:
+def pick(soak, rng, marker: str, nodes=None) -> tuple | None:
+    """A random (node, pid) of the processes holding `marker` on `nodes` (the live workers)."""
     candidates = [(node, pid) for node in (nodes or live_workers(soak))
                   for pid in processes(soak, node, marker)]
-    if not candidates:
+    return rng.choice(candidates) if candidates else None
+
+
+def kill_one(soak, rng, marker: str, nodes=None) -> str | None:
+    picked = pick(soak, rng, marker, nodes)
+    if picked is None:
         return None
-    node, pid = rng.choice(candidates)
+    node, pid = picked
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     return f"{node.name} pid {pid}"
@@ -71,11 +77,10 @@ def kill_daemon(soak, rng) -> str | None:
 
 
 def freeze(soak, rng, marker: str) -> str | None:
-    candidates = [(node, pid) for node in live_workers(soak)
-                  for pid in processes(soak, node, marker)]
-    if not candidates:
+    picked = pick(soak, rng, marker)
+    if picked is None:
         return None
-    node, pid = rng.choice(candidates)
+    node, pid = picked
     seconds = rng.uniform(*FREEZE_S)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGSTOP)
