@@ -18,6 +18,7 @@ Restoring a version is `durability/restores.py`.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import gzip
 import json
@@ -41,6 +42,7 @@ from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms, iso_utc
 from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS
 from minisphere.engine.location import read_location
+from minisphere.engine.scrub import mark_built_clean
 from minisphere.errors import (
     TENANT,
     SnapshotCorrupt,
@@ -182,13 +184,20 @@ def _backup(source_path: Path, target: Path) -> tuple[int, int, int]:
     answers past their keep time; returns (schema, entries, position)."""
     source = db.connect(source_path, readonly=True)
     try:
+        # VACUUM INTO builds the copy with the source connection's secure_delete: without it,
+        # rows moved while the copy's b-trees grew leave old bytes in its pages' free gaps,
+        # which a later forget (in a file restored from this copy) could not reach
+        source.execute("PRAGMA secure_delete = ON")
         source.execute("VACUUM INTO ?", (str(target),))
         dest = db.sqlite3.connect(str(target), isolation_level=None)
         try:
             dest.execute("PRAGMA journal_mode = DELETE")
+            dest.execute("PRAGMA secure_delete = ON")
             schema = dest.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
                                   ).fetchone()[0]
             _drop_expired_keys(dest)
+            with contextlib.suppress(db.OperationalError):   # a file before workspace_meta
+                mark_built_clean(dest)
             try:
                 entries = dest.execute("SELECT count(*) FROM entries").fetchone()[0]
             except db.OperationalError:
@@ -204,7 +213,6 @@ def _backup(source_path: Path, target: Path) -> tuple[int, int, int]:
 def _drop_expired_keys(copy) -> None:
     """Expired idempotency answers stay out of the stored copy (zeroed, not just unlinked)."""
     try:
-        copy.execute("PRAGMA secure_delete = ON")
         copy.execute("DELETE FROM idempotency_keys WHERE at < ?",
                      (epoch_ms() - IDEMPOTENCY_KEEP_MS,))
     except db.OperationalError:          # a file from before idempotency keys: nothing to drop

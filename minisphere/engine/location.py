@@ -96,6 +96,7 @@ def rebase(path: str | Path, position: int, now_ms: int) -> None:
     would take it for stale. Migrates the file first when it predates the location table."""
     conn = db.sqlite3.connect(str(path), isolation_level=None)
     try:
+        conn.execute("PRAGMA secure_delete = ON")     # the file's pages stay free of old rows
         db.migrate(conn, now_ms)
         conn.execute("UPDATE location SET position = ?", (position,))
     finally:

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from minisphere.engine import db, idempotency, location
+from minisphere.engine import db, idempotency, location, scrub
 from minisphere.engine.clock import Clock, SystemClock
 from minisphere.engine.constants import BUSY_TIMEOUT_MS, DEFAULT_SYNCHRONOUS
 from minisphere.engine.hooks import NO_HOOKS, NOT_PREPARED, WorkspaceHooks
@@ -54,10 +54,14 @@ class Workspace:
         self._conn = db.connect(self.path, synchronous=synchronous)
         self.vectors = None  # the optional vector binding; None: its code is never imported
         self._checkpoint_owed = False   # a forget whose WAL frames are not truncated yet
+        self._rewrite_owed = False      # a forget whose file is not rewritten yet
         self._checkpoints_elsewhere = False   # see leave_checkpoints_elsewhere
         self.epoch: int | None = None   # the fencing epoch this writer holds (None: unfenced)
         try:
+            new_file = db.schema_version(self._conn) == 0
             self.schema_version = db.migrate(self._conn, self.clock.now_ms())
+            if new_file:                   # written by this connection only, from the start
+                scrub.mark_built_clean(self._conn)
             self.position = location.read_location(self._conn).position   # of this copy
             if embedder is not None or db.read_vector_binding(self._conn) is not None:
                 from minisphere.engine.vectors.binding import attach
@@ -248,8 +252,23 @@ class Workspace:
             self.hooks.after_commit()
         except Exception:  # noqa: BLE001 - the batch is committed; this is housekeeping
             log.exception("after-commit step of %s failed; its writes are committed", self.path)
+        if forgot or self._rewrite_owed:
+            self._rewrite_unless_clean()
         if (forgot or self._checkpoint_owed) and not self._checkpoints_elsewhere:
             self.truncate_wal()
+
+    def _rewrite_unless_clean(self) -> None:
+        """After a forget, a file that may hold old copies of rows is rewritten (engine/scrub.py);
+        owed to the next commit when it cannot run now."""
+        with self._lock:
+            try:
+                if not scrub.built_clean(self.conn):
+                    scrub.rewrite_clean(self.conn)
+                self._rewrite_owed = False
+            except db.OperationalError as exc:
+                log.warning("rewrite of %s after a forget owed to the next write: %s",
+                            self.path, exc)
+                self._rewrite_owed = True
 
     def leave_checkpoints_elsewhere(self) -> None:
         """From now on nothing of this object checkpoints the WAL on its own: not SQLite at a

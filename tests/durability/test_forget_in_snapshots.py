@@ -2,6 +2,7 @@
 the forgotten text (snapshots carry no free pages); those taken before it are deleted by the
 snapshotter's next round or at hibernation, once a version of the state after the forget is
 stored; and pruning leaves the store, the data folder and a restored file without it."""
+import contextlib
 import gzip
 from concurrent.futures import Future
 from pathlib import Path
@@ -104,3 +105,58 @@ def test_a_hibernation_right_after_a_forget_pays_the_owed_deletion(tmp_path, loc
     assert hibernated["error"] is None
     assert before not in list_versions(local_store, "ws-sleep")
     assert holding_secret(tmp_path / "snapshots") == []
+
+
+
+def copies_of(texts: list[str], *files: Path) -> dict[str, int]:
+    blob = b"".join(path.read_bytes() for path in files if path.exists())
+    return {text: blob.count(text.encode()) for text in texts}
+
+
+def filled_workspace(path: Path, count: int = 80) -> list[str]:
+    """A closed workspace file whose entries table spans many pages; the entries' texts."""
+    from minisphere.engine.workspace import Workspace
+    workspace = Workspace(path)
+    texts = [f"note {n} about the harbor ledger, nonce nz{n:04d}q{'x' * 60}" for n in range(count)]
+    for text in texts:
+        workspace.call("capture", {"content": text})
+    workspace.close()
+    return texts
+
+
+def test_a_snapshot_holds_no_second_copy_of_any_row(tmp_path):
+    """Built by VACUUM INTO, a copy grows its b-trees page by page: without secure_delete on the
+    connection that builds it, rows moved off a page leave old bytes in that page's gap."""
+    from minisphere.durability.snapshots import _backup
+    live = tmp_path / "live.db"
+    texts = filled_workspace(live)
+    _backup(live, tmp_path / "copy.db")
+    assert copies_of(texts, tmp_path / "copy.db") == copies_of(texts, live)
+
+
+def test_a_forget_in_a_file_restored_from_an_older_snapshot_leaves_no_copy(tmp_path):
+    """A file restored from a snapshot taken before snapshots set secure_delete holds second
+    copies of rows; forgetting one of them must leave it in no page."""
+    import pysqlite3.dbapi2 as sqlite3
+
+    from minisphere.engine.scrub import CLEAN_KEY
+    from minisphere.engine.workspace import Workspace
+    live = tmp_path / "live.db"
+    texts = filled_workspace(live)
+    old_style = tmp_path / "restored.db"
+    with contextlib.closing(sqlite3.connect(live)) as conn:      # secure_delete off
+        conn.execute("VACUUM INTO ?", (str(old_style),))
+    with contextlib.closing(sqlite3.connect(old_style)) as conn:  # as files were before the mark
+        conn.execute("DELETE FROM workspace_meta WHERE key = ?", (CLEAN_KEY,))
+        conn.commit()
+    before, clean = copies_of(texts, old_style), copies_of(texts, live)
+    doubled = [text for text in texts if before[text] > clean[text]]
+    assert doubled, "the old-style copy holds no second copy: this test would prove nothing"
+    workspace = Workspace(old_style)
+    ids = {item["content"]: item["id"] for item in
+           workspace.call("listRecent", {"n": len(texts)})["items"]}
+    for text in doubled:
+        workspace.call("forget", {"id": ids[text]})
+    workspace.close()
+    wal = old_style.with_name(old_style.name + "-wal")
+    assert {text: n for text, n in copies_of(doubled, old_style, wal).items() if n} == {}

@@ -1,0 +1,34 @@
+"""Keeping a forgotten entry's text out of every page of its workspace file.
+
+secure_delete zeroes the bytes a delete removes, and on the engine's write connection it also
+zeroes each page SQLite reuses or rebuilds. A file built by a connection without it (a snapshot
+taken before snapshots set it, and every file restored from one) can hold old copies of rows in
+the free gaps of pages that rows were moved out of while a b-tree was rebalanced: no delete
+reaches those copies. Such a file is rewritten (VACUUM) at its first forget; a file known to
+be built clean says so in `workspace_meta` and is never rewritten for a forget.
+"""
+from __future__ import annotations
+
+from minisphere.engine import db
+
+CLEAN_KEY = "file.builtClean"     # present: every page was written with secure_delete on
+
+
+def built_clean(conn: db.Connection) -> bool:
+    try:
+        row = conn.execute("SELECT 1 FROM workspace_meta WHERE key = ?", (CLEAN_KEY,)).fetchone()
+    except db.OperationalError:        # a file from before workspace_meta
+        return False
+    return row is not None
+
+
+def mark_built_clean(conn: db.Connection) -> None:
+    conn.execute("INSERT OR REPLACE INTO workspace_meta(key, value) VALUES (?, '1')",
+                 (CLEAN_KEY,))
+
+
+def rewrite_clean(conn: db.Connection) -> None:
+    """VACUUM (the connection's secure_delete carries over to the rebuilt file), then say so.
+    Raises `db.OperationalError` when a statement of this connection still runs."""
+    conn.execute("VACUUM")
+    mark_built_clean(conn)
