@@ -106,6 +106,9 @@ class Soak(Scenario):
         self.fault_http = None
         self.node_fault_until = 0.0      # a node-level fault runs (and its aftermath) until then
         self.proxy_errors = 0
+        # every call and its answer, in order: with --keep written next to the nodes' logs, so
+        # a violation can be read against what the workspace was asked and answered
+        self.journal: list[dict] = []
 
     # ---- what was seen ---------------------------------------------------------------------------
     def violation(self, kind: str, **detail) -> None:
@@ -137,11 +140,15 @@ class Soak(Scenario):
         import httpx
         deadline = time.monotonic() + RETRY_DEADLINE_S
         while True:
+            sent = time.time()
             try:
                 answer = http.request(verb, path, headers=headers, **kw)
-            except httpx.HTTPError:
+            except httpx.HTTPError as exc:
                 answer = None
+                self.note_call(sent, verb, path, headers, kw, None, repr(exc)[:120])
             else:
+                self.note_call(sent, verb, path, headers, kw, answer.status_code,
+                               answer.text[:160])
                 if not self.judge(answer, f"{verb} {path}"):
                     answer = None
                 elif answer.status_code not in (429, 503):
@@ -149,6 +156,16 @@ class Soak(Scenario):
             if not retry or time.monotonic() >= deadline:
                 return None
             time.sleep(RETRY_PAUSE_S)
+
+    def note_call(self, sent: float, verb: str, path: str, headers: dict, kw: dict,
+                  status: int | None, answer: str) -> None:
+        body = kw.get("json")
+        with self.guard:
+            self.journal.append({
+                "sent": round(sent, 3), "took": round(time.time() - sent, 3), "call": verb,
+                "path": path, "key": headers.get("Idempotency-Key"),
+                "body": json.dumps(body)[:200] if body is not None else None,
+                "status": status, "answer": answer})
 
     def call(self, http, tenant: Tenant, method: str, body: dict, key: str | None = None,
              retry: bool = True):
@@ -381,6 +398,11 @@ class Soak(Scenario):
         try:
             return self.guarded(self.procedure)
         finally:
+            if self.keep:
+                journal = self.work / "journal.jsonl"
+                journal.write_text("".join(json.dumps(line) + "\n" for line in self.journal),
+                                   encoding="utf-8")
+                self.findings["journal"] = str(journal)
             self.findings.update(
                 seed=self.seed, durationS=self.duration_s, operations=dict(self.operations),
                 faults=dict(self.faults), faultLog=self.fault_log, statuses=dict(self.statuses),
