@@ -29,7 +29,7 @@ import ray
 from actors.directory.activation import record_placement
 from actors.directory.assembly import assemble
 from actors.directory.runtime import RayActors
-from actors.workspace_actor import WorkspaceActor
+from actors.workspace.actor import WorkspaceActor
 from minisphere.control.auth import token_hash
 from minisphere.control.plane import ControlPlane
 from minisphere.control.residency_policy import IDLE_SWEEP_S
