@@ -16,16 +16,17 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import MutableMapping
 from pathlib import Path
 
 from ray import serve
 
+from actors.directory.actor import get_directory
 from actors.directory.placement import node_workspace_slots
-from actors.directory_actor import get_directory
 from actors.ingress.gateway import Gateway
 from actors.ingress.metrics import ServiceMetrics
 from actors.ingress.transfer import TransferOps
-from actors.scheduled_tasks_actor import get_scheduled_tasks
+from actors.scheduler.actor import get_scheduled_tasks
 from minisphere.contract.startup import verified_contracts
 from minisphere.durability.replication import LitestreamDaemon
 from minisphere.errors import ConfigError, MiniSphereError
@@ -49,6 +50,18 @@ INGRESS_AUTOSCALING = {"target_ongoing_requests": 64, "upscale_delay_s": 10,
 # environment before Ray starts, so the proxy and the replicas inherit it;
 # infra/serve_config.yaml and the RayService set the same.
 SERVE_PERFORMANCE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}
+# Pydantic's plugin scan reads every installed distribution's entry points the first time a
+# process builds a validator, which would land in a woken workspace actor's first call; the
+# service uses no plugin (an operator's own PYDANTIC_DISABLE_PLUGINS is kept).
+WORKER_ENV = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
+
+
+def prepare_ray_env(performance: bool = True,
+                    environ: MutableMapping[str, str] = os.environ) -> None:
+    """Before Ray starts, what every process it starts must inherit: `WORKER_ENV`, and Serve's
+    `SERVE_PERFORMANCE_ENV` unless `performance` is off. A value already set is kept."""
+    for name, value in {**WORKER_ENV, **(SERVE_PERFORMANCE_ENV if performance else {})}.items():
+        environ.setdefault(name, value)
 
 
 # A replica answers at most INGRESS_MAX_INFLIGHT requests at once and refuses the next with its
@@ -173,8 +186,7 @@ def start(settings: Settings):
     restrict_file_modes()       # before Ray starts: its local processes inherit the umask
     compile_worker_code()
     if not ray.is_initialized():
-        for name, value in SERVE_PERFORMANCE_ENV.items():
-            os.environ.setdefault(name, value)
+        prepare_ray_env()
         joining = bool(settings.ray_address)     # a cluster's nodes advertise their own slots
         ray.init(address=settings.ray_address or None, namespace=settings.namespace,
                  include_dashboard=False, logging_level=logging.WARNING,

@@ -1,15 +1,10 @@
-"""The Ray layer: thin shells around `minisphere`.
+"""The Ray layer: thin shells around `minisphere`, one package per actor.
 
-The four actors are the modules here — `workspace_actor` (one per workspace, the only owner of
-its file), `directory_actor` (the control plane), `scheduled_tasks_actor` (APScheduler) and
-`embedder_actor` (one shared model per provider). `parts/` holds what they are built from;
-`ingress/` what a Ray Serve replica runs between HTTP and the actors.
+Each package holds its actor (`actor.py`) and the parts only it uses: `workspace/` (one actor
+per workspace, the only owner of its file; also the launch the directory binds it with),
+`directory/` (the control plane), `scheduler/` (APScheduler's scheduled tasks), `embedder/` (one
+shared model per provider) and `ingress/` (what a Ray Serve replica runs between HTTP and the
+actors). Shared by several callers: `workspace_reach.py`, the one way to reach a workspace's
+actor and follow it through hibernation and crashes, and `in_cluster.py`, the client other Ray
+code uses to call workspaces without HTTP.
 """
-import os
-
-# Pydantic looks for plugins the first time it builds a validator in a process, by reading the
-# entry points of every installed distribution. The argument models build on first use, so that
-# scan would land inside a woken workspace actor's first call. The service uses no pydantic
-# plugin; an operator who wants one sets PYDANTIC_DISABLE_PLUGINS themselves (empty: none
-# disabled) and that choice is kept.
-os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")

@@ -9,7 +9,7 @@ errors, without the HTTP proxy or the ingress replica.
 One authenticated lookup (the directory checks the token, and only then activates the
 workspace: a wrong token never wakes it), then every call goes straight to the workspace's
 actor, which checks the token hash again on every call. Dead or hibernating actors are
-followed exactly as the ingress does (`parts/reach.py`). Errors raise the HTTP client's
+followed exactly as the ingress does (`actors/workspace_reach.py`). Errors raise the HTTP client's
 `ServiceError(status, code, message)` with the status the HTTP route would have answered.
 A call refused as not run and worth asking again later (`Overloaded`, `NoWorkspaceSlots`: a
 named error with `retry_after_s`, a 503 with Retry-After over HTTP) is sent again as the HTTP
@@ -26,8 +26,8 @@ from collections.abc import Callable
 
 import ray
 
-from actors.directory_actor import DIRECTORY_NAME
-from actors.parts.reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
+from actors.directory.actor import DIRECTORY_NAME
+from actors.workspace_reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.client.client import (
     OVERLOAD_RETRIES,
     OverloadRetry,

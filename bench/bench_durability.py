@@ -144,7 +144,7 @@ def bench_group_commit(seconds: float) -> tuple[str, str, list[dict]]:
 
 # ---- Ray parts ---------------------------------------------------------------------------------
 def _proc_rss(pid: int) -> int:
-    from actors.parts.process_memory import rss_bytes
+    from actors.workspace.process_memory import rss_bytes
     return rss_bytes(pid)
 
 
@@ -197,7 +197,7 @@ class PeakSampler(threading.Thread):
 def bench_ray(args) -> str:
     import ray
 
-    from actors.directory_actor import get_directory
+    from actors.directory.actor import get_directory
     from minisphere.control.auth import token_hash
     from minisphere.settings import load_settings
 

@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     import ray
     settings, url, admin = start_local_service("bench-recycling", ADMIN_TOKEN)
-    from actors.directory_actor import get_directory
+    from actors.directory.actor import get_directory
     directory = get_directory(settings)
     try:
         ray.get(directory.set_spares.remote(1), timeout=60)

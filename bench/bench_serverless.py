@@ -312,7 +312,7 @@ def main(argv=None) -> int:
 
     settings, url, admin = start_local_service("bench-serverless", ADMIN_TOKEN)
     tmp = Path(settings.data_dir)
-    from actors.directory_actor import get_directory
+    from actors.directory.actor import get_directory
     directory = get_directory(settings)
     rows, notes = [], []
     try:

@@ -281,7 +281,7 @@ def main(argv=None) -> int:
     parser.add_argument("--calls", type=int, default=CALLS_PER_SESSION, help="calls per session")
     args = parser.parse_args(argv)
     settings, url, admin = start_local_service("bench-sessions", ADMIN_TOKEN)
-    from actors.directory_actor import get_directory
+    from actors.directory.actor import get_directory
     try:
         rows, notes, cpu = run(url, admin, get_directory(settings), args)
     finally:

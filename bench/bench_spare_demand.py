@@ -149,7 +149,7 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=100, help="warm calls timed")
     args = parser.parse_args(argv)
     settings, url, admin = start_local_service("bench-spare-demand", ADMIN_TOKEN)
-    from actors.directory_actor import get_directory
+    from actors.directory.actor import get_directory
     try:
         with httpx.Client(base_url=url, timeout=300) as http:
             rows, pool = run(http, admin, get_directory(settings), args.samples)

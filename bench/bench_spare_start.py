@@ -57,7 +57,7 @@ def make_launcher():
     import ray
 
     from actors.directory.runtime import RayActors
-    from actors.workspace_actor import WorkspaceActor
+    from actors.workspace.actor import WorkspaceActor
 
     @ray.remote(num_cpus=0)
     class BareActor:

@@ -19,7 +19,8 @@ def start_local_service(name: str, admin_token: str, performance_env: bool = Tru
     """(settings, base url, admin headers) of a service started under Ray namespace
     `minisphere-<name>`, data in a new temp folder. `performance_env`: the Serve settings the
     launcher adopts (serve_app.SERVE_PERFORMANCE_ENV), unless the caller's environment says
-    otherwise. Stop it with `stop_local_service()`."""
+    otherwise; the workers' own (serve_app.WORKER_ENV) is set either way. Stop it with
+    `stop_local_service()`."""
     import ray
 
     import serve_app
@@ -30,9 +31,7 @@ def start_local_service(name: str, admin_token: str, performance_env: bool = Tru
     settings = load_settings({"MINISPHERE_DATA_DIR": str(data), "MINISPHERE_PORT": str(port),
                               "MINISPHERE_RAY_NAMESPACE": f"minisphere-{name}",
                               "MINISPHERE_ADMIN_TOKEN": admin_token})
-    if performance_env:
-        for variable, value in serve_app.SERVE_PERFORMANCE_ENV.items():
-            os.environ.setdefault(variable, value)
+    serve_app.prepare_ray_env(performance=performance_env)
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, namespace=settings.namespace,
              logging_level="WARNING", log_to_driver=False)
     serve_app.start(settings)

@@ -97,7 +97,7 @@ def _embedder_work() -> tuple[float, int, int]:
     and the rest (the calls to and from it, waiting for a core)."""
     import ray
 
-    from actors.embedder_actor import embedder_name
+    from actors.embedder.actor import embedder_name
     from minisphere.control.blueprints import parse_blueprint
     spec = parse_blueprint(MINILM_BLUEPRINT).bindings.vector.embedder_spec()
     embedder = ray.get_actor(embedder_name(spec))     # the bound workspaces made it

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # there bytecode the import system will take (same source mtime and size in its header)?
 REPORT = """
 import importlib.util, json, os, sys
-import actors.workspace_actor
+import actors.workspace.actor
 root = os.getcwd()
 stale = []
 loaded = 0

@@ -1,3 +1,4 @@
-"""The parts of the directory actor (`actors/directory_actor.py` wires them): the resident
-table, placement and binding, the spare pool, hibernation with the sweep and the cap, token
-grants, the workspaces' folders and deletion, and the runtime, its one doorway to Ray."""
+"""The directory actor (`actor.py`, the control plane) and its parts, wired in `assembly.py`:
+the resident table, placement and binding, the spare pool, hibernation with the sweep and the
+cap, token grants, the workspaces' folders and deletion, and the runtime, its one doorway to
+Ray."""

@@ -17,7 +17,7 @@ from actors.directory.placement import Placement
 from actors.directory.residents import Resident
 from actors.directory.runtime import ActorGone
 from actors.directory.spares import NoRoomForSpare, Spare
-from actors.parts.launch import WorkspaceLaunch, new_actor_name
+from actors.workspace.launch import WorkspaceLaunch, new_actor_name
 from minisphere.control.blueprints import parse_stored_blueprint
 from minisphere.control.wake_admission import WakeAdmission
 from minisphere.errors import NotFound, NoWorkspaceSlots, Overloaded, WorkspaceUnavailable

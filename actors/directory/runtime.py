@@ -14,7 +14,7 @@ import ray
 from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from actors.parts.launch import ACTOR_NAME_PREFIX
+from actors.workspace.launch import ACTOR_NAME_PREFIX
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 
 KILL_CONFIRM_TIMEOUT_S = 10.0      # waiting for Ray to report a retired actor dead

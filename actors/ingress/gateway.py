@@ -6,7 +6,7 @@ Caches (per replica): token grants per workspace and refused tokens (the `TokenC
 and actor handles. An unauthenticated request is refused before any actor is looked up, so it
 never wakes one; the workspace actor checks the token again on every call against the grants
 it holds, so a revoked token is refused at once even while this replica's cache still knows it.
-Calls go through the resend loop of `actors/parts/reach.py`: a dead actor is re-activated
+Calls go through the resend loop of `actors/workspace_reach.py`: a dead actor is re-activated
 through the directory and a read is sent once more; so is a write that carries an idempotency
 key (sent again with its key it cannot apply twice: the workspace file knows whether it
 committed). A write without a key whose actor died under it may or may not have committed, so
@@ -20,9 +20,9 @@ import asyncio
 import logging
 import time
 
-from actors.directory_actor import get_directory
+from actors.directory.actor import get_directory
 from actors.ingress.spare_contacts import SpareContacts
-from actors.parts.reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
+from actors.workspace_reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.control.auth import check_workspace_id, same_hash, token_hash
 from minisphere.control.call_pressure import CallPressure
 from minisphere.control.token_cache import AdminCheck, TokenCache

@@ -1,13 +1,13 @@
 """Import and export through the service: the ingress side of the admin routes in
 `minisphere.http.routes.transfer`. Each page or chunk is one admin call into the workspace's
-actor (its `export_page` / `import_chunk` methods; `actors/parts/transfer_steps.py` does the
+actor (its `export_page` / `import_chunk` methods; `actors/workspace/transfer_steps.py` does the
 work there)."""
 from __future__ import annotations
 
 import itertools
 import uuid
 
-from actors.parts.transfer_steps import EXPORT_PAGE_LINES
+from actors.workspace.transfer_steps import EXPORT_PAGE_LINES
 from minisphere.errors import TransferError
 
 

@@ -33,6 +33,8 @@ def pages() -> dict[str, str]:
     found = contracts()
     layered = [c for c in found if c["type"] == "layers"]
     forbidden = [c for c in found if c["type"] == "forbidden"]
+    protected = [c for c in found if c["type"] == "protected"]
+    independent = [c for c in found if c["type"] == "independence"]
     lines = [notice("the import-linter contracts in pyproject.toml"), "# Layer rules", "",
              "`lint-imports` checks these contracts in CI before the tests "
              "(`[tool.importlinter]` in `pyproject.toml`): a broken rule fails the build. "
@@ -49,4 +51,14 @@ def pages() -> dict[str, str]:
                       + ("; indirect imports allowed" if c.get("allow_indirect_imports")
                          else "")]
                      for c in forbidden]), ""]
+    if protected:
+        lines += ["## Protected modules", "",
+                  table(["rule", "modules", "imported only by"],
+                        [[c["name"], modules(c["protected_modules"]),
+                          modules(c["allowed_importers"])] for c in protected]), ""]
+    if independent:
+        lines += ["## Independent packages", "",
+                  table(["rule", "packages", "the only imports between them"],
+                        [[c["name"], modules(c["modules"]), modules(c.get("ignore_imports", []))]
+                         for c in independent]), ""]
     return {"architecture/layers.md": "\n".join(lines).rstrip("\n") + "\n"}

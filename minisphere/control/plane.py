@@ -1,6 +1,6 @@
 """The control plane's store: workspaces, their blueprints, contracts and token hashes.
 
-Plain Python over its own SQLite file (migrations in `control/migrations/`). The directory
+Plain Python over its own SQLite file (its migrations: `control/schema.py`). The directory
 actor is its only user in the service; tests use it directly.
 """
 from __future__ import annotations
@@ -20,11 +20,11 @@ from minisphere.control.auth import (
 )
 from minisphere.control.blueprints import Blueprint
 from minisphere.control.locations import LocationRecords
+from minisphere.control.schema import migrate_control_plane
 from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms
 from minisphere.errors import NotFound, WorkspaceExists
 
-CONTROL_MIGRATIONS = "minisphere.control.migrations"
 _COLUMNS = "id, created_at, updated_at, state, contracts_json, blueprint_json, label, node_id, " \
            "last_active_at, generation"
 SNAPSHOT_DEBT_RETRY_LIMIT = 100       # debts handed out per retry round, oldest first
@@ -51,7 +51,7 @@ class ControlPlane:
         self.conn.close()
 
     def _migrate(self) -> None:
-        db.migrate(self.conn, epoch_ms(), package=CONTROL_MIGRATIONS)
+        migrate_control_plane(self.conn, epoch_ms())
 
     def _audit(self, workspace_id: str | None, action: str, detail: dict | None = None) -> None:
         self.conn.execute("INSERT INTO audit(at, workspace_id, action, detail) VALUES (?,?,?,?)",

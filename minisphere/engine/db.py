@@ -1,4 +1,5 @@
-"""SQLite connections and schema migrations (of workspace files and of the control plane).
+"""SQLite connections and a workspace file's schema migrations. The migration runner itself
+knows no file: the control plane runs its own migrations through it (control/schema.py).
 
 The stdlib `sqlite3` of some Pythons cannot load extensions (sqlite-vec), so the engine prefers
 `pysqlite3` (a drop-in DB-API module bundling a current SQLite) and falls back to the stdlib.
@@ -94,17 +95,19 @@ def load_sqlite_vec(conn: Connection) -> None:
 
 
 WORKSPACE_MIGRATIONS = "minisphere.engine.migrations"
+Migrations = tuple[tuple[int, str, str], ...]
 
 
-def available_migrations(package: str = WORKSPACE_MIGRATIONS) -> tuple[tuple[int, str, str], ...]:
-    """(version, name, sql) for every migration shipped in `package`, in order. Read once per
-    process: the files ship with the build, and reading them again would cost every workspace
-    opened (every wake)."""
-    return _shipped_migrations(package)
+def available_migrations() -> Migrations:
+    """(version, name, sql) for every migration of a workspace file, in order."""
+    return shipped_migrations(WORKSPACE_MIGRATIONS)
 
 
 @functools.cache
-def _shipped_migrations(package: str) -> tuple[tuple[int, str, str], ...]:
+def shipped_migrations(package: str) -> Migrations:
+    """(version, name, sql) for every migration shipped in `package`, in order. Read once per
+    process: the files ship with the build, and reading them again would cost every workspace
+    opened (every wake)."""
     found = []
     for item in resources.files(package).iterdir():
         match = _MIGRATION_NAME.match(item.name)
@@ -126,13 +129,16 @@ def schema_version(conn: Connection) -> int:
     return int(row[0])
 
 
-def migrate(conn: Connection, now_ms: int, package: str = WORKSPACE_MIGRATIONS,
-            up_to: int | None = None) -> int:
-    """Apply pending migrations of `package` (up to version `up_to`, default all: tests build
-    files as an older build left them), each in its own transaction. Returns the resulting
-    version. A file whose schema is newer than anything this build ships is refused, not
-    touched."""
-    migrations = available_migrations(package)
+def migrate(conn: Connection, now_ms: int, up_to: int | None = None) -> int:
+    """Apply a workspace file's pending migrations (see `apply_migrations`)."""
+    return apply_migrations(conn, available_migrations(), now_ms, up_to)
+
+
+def apply_migrations(conn: Connection, migrations: Migrations, now_ms: int,
+                     up_to: int | None = None) -> int:
+    """Apply the pending `migrations` (up to version `up_to`, default all: tests build files
+    as an older build left them), each in its own transaction. Returns the resulting version.
+    A file whose schema is newer than anything this build ships is refused, not touched."""
     newest_known = migrations[-1][0] if migrations else 0
     current = schema_version(conn)
     if current > newest_known:

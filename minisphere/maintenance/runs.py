@@ -13,7 +13,7 @@ A *run* is what one cron tick (or one admin call) does for one workspace:
    A cron run is skipped, without contacting the workspace actor, when the last pass left
    `remaining == 0` and `due` is in the future (or there is nothing that can turn stale).
    A workspace never passed has no record: it is always run. A skip is audited.
-   `dirty_since` comes from the workspace actor (`actors/parts/due_notes.py`): before the first
+   `dirty_since` comes from the workspace actor (`actors/workspace/due_notes.py`): before the first
    capture/append/update after each pass (and after each actor start) it notes "a write is
    queued at t" -- one directory call per pass cycle, not per write. Why a write cannot make
    anything due sooner than that bound: a new or confirmed entry's due date is its write time

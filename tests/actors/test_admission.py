@@ -3,7 +3,7 @@ import asyncio
 
 import pytest
 
-from actors.parts.admission import Admission
+from actors.workspace.admission import Admission
 from minisphere.errors import WorkspaceHibernating
 
 

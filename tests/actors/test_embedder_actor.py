@@ -7,8 +7,8 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from actors.embedder_actor import embedder_name, get_or_create_embedder  # noqa: E402
-from actors.parts.remote_embedder import RemoteEmbedder  # noqa: E402
+from actors.embedder.actor import embedder_name, get_or_create_embedder  # noqa: E402
+from actors.workspace.remote_embedder import RemoteEmbedder  # noqa: E402
 from minisphere.engine.embedding.hash_provider import HashProvider  # noqa: E402
 from minisphere.engine.workspace import Workspace  # noqa: E402
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from ray.exceptions import ActorDiedError, TaskCancelledError
 
-from actors.parts.reach import WorkspaceReach
+from actors.workspace_reach import WorkspaceReach
 from minisphere.errors import WorkspaceUnavailable
 from minisphere.http.statuses import error_response
 

@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("ray")
 
-from actors.parts.scheduler_access import LEDGER_OPS, DirectoryLedger, StalenessPassAccess  # noqa: E402
+from actors.scheduler.access import LEDGER_OPS, DirectoryLedger, StalenessPassAccess  # noqa: E402
 from minisphere.errors import (
     InvalidArgument,  # noqa: E402
     MalformedRequest,  # noqa: E402

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from actors.parts import token_checks
-from actors.parts.token_checks import TokenChecks
+from actors.workspace import token_checks
+from actors.workspace.token_checks import TokenChecks
 from minisphere.control.auth import TokenGrant, token_hash
 from minisphere.engine.methods import find_method
 from minisphere.errors import Unauthenticated

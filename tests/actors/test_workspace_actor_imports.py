@@ -12,7 +12,7 @@ import sys
 # imported on first use only: by the first export or import, by a launch carrying a vector
 # binding, by a snapshot store on S3
 LAZY_MODULES = ("apscheduler", "tzlocal", "minisphere.control.blueprints", "minisphere.transfer",
-                "actors.parts.transfer_steps", "boto3", "botocore")
+                "actors.workspace.transfer_steps", "boto3", "botocore")
 
 
 def fresh_interpreter(code: str) -> dict:
@@ -24,7 +24,7 @@ def fresh_interpreter(code: str) -> dict:
 
 def test_a_spare_starts_without_importing_what_only_transfers_blueprints_or_s3_need():
     loaded = fresh_interpreter(
-        "import json, sys, ray, actors.workspace_actor\n"
+        "import json, sys, ray, actors.workspace.actor\n"
         "print(json.dumps(sorted(sys.modules)))")
     heavy = [name for name in LAZY_MODULES
              if name in loaded or any(m.startswith(name + ".") for m in loaded)]
@@ -34,14 +34,14 @@ def test_a_spare_starts_without_importing_what_only_transfers_blueprints_or_s3_n
 def test_a_launch_with_a_vector_binding_still_unpickles_in_a_fresh_spare():
     # the launch module names the binding's class only for type checkers: unpickling a launch
     # that carries one must import the class by itself
-    from actors.parts.launch import WorkspaceLaunch
+    from actors.workspace.launch import WorkspaceLaunch
     from minisphere.control.blueprints import VectorBindingSpec
     launch = WorkspaceLaunch("ws-1", "/tmp/ws-1.db", vector=VectorBindingSpec(provider="hash",
                                                                                dimensions=8))
     import pickle
     answer = fresh_interpreter(
         "import json, pickle, sys\n"
-        "import actors.workspace_actor\n"
+        "import actors.workspace.actor\n"
         f"launch = pickle.loads({pickle.dumps(launch)!r})\n"
         "print(json.dumps({'spec': launch.vector.embedder_spec(),"
         " 'class': type(launch.vector).__module__}))")

@@ -117,10 +117,11 @@ def test_tokens_are_scoped_listed_without_secrets_expired_and_revoked(tmp_path):
 
 def test_tokens_of_an_older_control_plane_become_write_tokens_with_ids(tmp_path):
     """A control plane migrated from before scopes: its tokens keep working as write tokens."""
+    from minisphere.control.schema import migrate_control_plane
     from minisphere.engine import db
     path = tmp_path / "control.db"
     conn = db.connect(path, synchronous="NORMAL")
-    db.migrate(conn, 1, package="minisphere.control.migrations", up_to=5)
+    migrate_control_plane(conn, 1, up_to=5)
     conn.execute("INSERT INTO workspaces(id, created_at, updated_at, contracts_json, "
                  "blueprint_json) VALUES ('ws-old', 1, 1, '[]', '{}')")
     conn.execute("INSERT INTO workspace_tokens VALUES (?, 'ws-old', 1)", (token_hash("t"),))

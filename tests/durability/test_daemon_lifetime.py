@@ -104,7 +104,7 @@ def test_a_worker_whose_raylet_is_gone_binds_nothing_that_replicates():
     """A worker outliving its killed raylet started a daemon tied to nothing, which the fault
     soak found still running after the raylet's death. This process's parent is no raylet: it
     stands for such a worker."""
-    from actors.parts.node_ray import replication_owner
+    from actors.workspace.node_ray import replication_owner
     from minisphere.errors import WorkspaceUnavailable
     with pytest.raises(WorkspaceUnavailable):
         replication_owner(True)

@@ -468,7 +468,7 @@ def _export_of(tmp_path: Path, entries: int) -> list[str]:
 
 
 def test_a_sync_import_chunk_is_answered_only_once_on_the_replica(tmp_path, daemon):
-    from actors.parts.transfer_steps import TransferSessions
+    from actors.workspace.transfer_steps import TransferSessions
     lines = _export_of(tmp_path, 12)
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
     sessions = TransferSessions()
@@ -484,7 +484,7 @@ def test_a_sync_import_chunk_is_answered_only_once_on_the_replica(tmp_path, daem
 
 def test_an_import_chunk_the_replica_cannot_confirm_is_a_503_not_an_acknowledgement(
         tmp_path, daemon):
-    from actors.parts.transfer_steps import TransferSessions
+    from actors.workspace.transfer_steps import TransferSessions
     lines = _export_of(tmp_path, 5)
     host = host_with_unreachable_replica(tmp_path, daemon, "sync")
     sessions = TransferSessions()

@@ -161,7 +161,7 @@ def inside(work: Path) -> dict:
     """The scenario proper (already inside its namespaces)."""
     import ray
 
-    from actors.directory_actor import get_directory
+    from actors.directory.actor import get_directory
     from minisphere.control.auth import token_hash
     from minisphere.settings import load_settings
 

@@ -5,7 +5,6 @@ admin token. Tests talk to it over real HTTP with httpx.
 """
 from __future__ import annotations
 
-import os
 import socket
 import uuid
 from urllib.parse import urlparse
@@ -52,9 +51,8 @@ def service(tmp_path_factory, s3_endpoint):
            "MINISPHERE_S3_SECRET_ACCESS_KEY": "testing"}
     config = load_settings(env)
     owns_ray = not ray.is_initialized()     # another session fixture may have started it
-    if owns_ray:       # the Serve settings the launcher uses, before Ray starts (see serve_app)
-        for name, value in serve_app.SERVE_PERFORMANCE_ENV.items():
-            os.environ.setdefault(name, value)
+    if owns_ray:       # the environment the launcher gives Ray, before it starts (see serve_app)
+        serve_app.prepare_ray_env()
         ray.init(num_cpus=2, include_dashboard=False, namespace=config.namespace,
                  logging_level="WARNING", log_to_driver=False)
     try:

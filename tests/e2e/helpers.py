@@ -6,7 +6,7 @@ import asyncio
 
 import ray
 
-from actors.directory_actor import DIRECTORY_NAME
+from actors.directory.actor import DIRECTORY_NAME
 
 
 def directory_of(service):

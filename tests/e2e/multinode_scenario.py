@@ -111,8 +111,8 @@ def main() -> int:
     import ray
     from ray.cluster_utils import Cluster
 
-    from actors.directory_actor import get_directory
-    from actors.scheduled_tasks_actor import get_scheduled_tasks
+    from actors.directory.actor import get_directory
+    from actors.scheduler.actor import get_scheduled_tasks
     from minisphere.settings import load_settings
 
     data_dir = Path(sys.argv[1])

@@ -159,8 +159,8 @@ class Cluster:
     # ---- the nodes' environment (the RayService's Secret + ConfigMap) ----------------------------
     def write_env_file(self, s3_endpoint: str | None) -> None:
         env = {"PYTHONPATH": str(ROOT), "RAY_SERVE_THROUGHPUT_OPTIMIZED": "1",
-               "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN, "RAY_USAGE_STATS_ENABLED": "0",
-               **ray_auth_env()}
+               "PYDANTIC_DISABLE_PLUGINS": "__all__", "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
+               "RAY_USAGE_STATS_ENABLED": "0", **ray_auth_env()}
         if s3_endpoint:
             env.update({"MINISPHERE_S3_ENDPOINT_URL": s3_endpoint,
                         "MINISPHERE_S3_ACCESS_KEY_ID": "testing",

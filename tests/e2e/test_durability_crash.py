@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import ray
 
-from actors.directory_actor import DIRECTORY_NAME
+from actors.directory.actor import DIRECTORY_NAME
 from minisphere.engine import db
 from tests.e2e.helpers import workspace_actor
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 import ray
 
-from actors.directory_actor import DIRECTORY_NAME
+from actors.directory.actor import DIRECTORY_NAME
 from tests.e2e.helpers import post_answered, workspace_actor
 
 

@@ -6,8 +6,8 @@ import time
 import pytest
 import ray
 
-from actors.directory_actor import get_directory
-from actors.scheduled_tasks_actor import get_scheduled_tasks
+from actors.directory.actor import get_directory
+from actors.scheduler.actor import get_scheduled_tasks
 from tests.e2e.helpers import workspace_actor
 
 

@@ -11,7 +11,7 @@ import time
 import httpx
 import ray
 
-from actors.workspace_actor import WorkspaceLaunch
+from actors.workspace.launch import WorkspaceLaunch
 from tests.e2e.helpers import directory_of, post_answered, workspace_actor
 
 POOL_WAIT_S = 90.0

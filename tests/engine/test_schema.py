@@ -101,7 +101,7 @@ def test_failed_migration_rolls_back_alone(tmp_path, monkeypatch):
                       "CREATE TABLE half_done (x INTEGER);\n"
                       "INSERT INTO half_done VALUES (1);\n"
                       "INSERT INTO no_such_table VALUES (1);\n")]
-    monkeypatch.setattr(db, "available_migrations", lambda package=db.WORKSPACE_MIGRATIONS: broken)
+    monkeypatch.setattr(db, "available_migrations", lambda: broken)
     with pytest.raises(db.OperationalError):
         open_ws(path)
     monkeypatch.undo()

@@ -16,8 +16,8 @@ import warnings
 
 import ray
 
-from actors.directory_actor import get_directory
-from actors.parts.scheduler_access import DirectoryLedger, StalenessPassAccess
+from actors.directory.actor import get_directory
+from actors.scheduler.access import DirectoryLedger, StalenessPassAccess
 from minisphere.control.auth import token_hash
 from minisphere.maintenance.scheduler import MaintenanceScheduler
 from minisphere.settings import Settings, restrict_file_modes

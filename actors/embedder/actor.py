@@ -7,7 +7,7 @@ must not wait for company: its wait is part of a bound recall's latency), and th
 arriving while a pass runs are coalesced into the next one, at most MAX_BATCH_TEXTS texts (the
 model call runs on a worker thread, off the event loop).
 
-Workspace actors use it through `actors.parts.remote_embedder.RemoteEmbedder`, a provider
+Workspace actors use it through `actors.workspace.remote_embedder.RemoteEmbedder`, a provider
 object (name, dim, embed) that the engine's Workspace accepts as `embedder=`.
 """
 from __future__ import annotations

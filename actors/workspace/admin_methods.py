@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from minisphere.errors import as_named_error
 
 if TYPE_CHECKING:
-    from actors.parts.transfer_steps import TransferSessions
+    from actors.workspace.transfer_steps import TransferSessions
 
 
 async def run_on_thread(fn, *args) -> dict:
@@ -35,7 +35,7 @@ class AdminFileMethods:
         """The import/export sessions, made on first use: the transfer format's models are no
         part of what a spare imports to start and bind (most workspaces are never exported)."""
         if self._transfers is None:
-            from actors.parts.transfer_steps import TransferSessions
+            from actors.workspace.transfer_steps import TransferSessions
             self._transfers = TransferSessions()
         return self._transfers
 
@@ -50,7 +50,7 @@ class AdminFileMethods:
 
     async def export_page(self, export_id: str, number: int, max_lines: int,
                           token_hash: str) -> dict:
-        """The next page of an export (see parts/transfer_steps.py), admitted like a call."""
+        """The next page of an export (see transfer_steps.py), admitted like a call."""
         try:
             self.tokens.authorize_admin(token_hash, "export")
             async with self._admission().admit():

@@ -5,8 +5,8 @@ caches (token hashes, actor handles) cannot answer, so a call to a resident work
 reaches it and a wake reaches it once. It is an async actor with bounded concurrency: a slow
 hibernation (a snapshot upload) never holds the other callers, and its SQLite calls are short.
 
-This module is wiring: each remote method is one line over a part of `actors/directory/`,
-each part owning one concern and given its collaborators in `directory/assembly.py` —
+This module is wiring: each remote method is one line over a part of this package,
+each part owning one concern and given its collaborators in `assembly.py` —
 - `residents`: the resident table (one record per resident workspace, work in flight);
 - `placement` + `activation`: where an actor starts, and binding a warm spare or a new actor
   to the workspace;
@@ -29,7 +29,7 @@ import ray
 from actors.directory.activation import record_placement
 from actors.directory.assembly import assemble
 from actors.directory.runtime import RayActors
-from actors.workspace_actor import WorkspaceActor
+from actors.workspace.actor import WorkspaceActor
 from minisphere.control.auth import token_hash
 from minisphere.control.plane import ControlPlane
 from minisphere.control.residency_policy import IDLE_SWEEP_S

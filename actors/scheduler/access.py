@@ -4,7 +4,7 @@
   `runStalenessPass` with a validated `limit` on a workspace id, and nothing else: the method
   name is fixed, the directory lives in a closure (no attribute to reach for), and
   `__slots__` forbids adding any. A dead or hibernating actor is re-activated and the pass sent
-  again (`actors/parts/reach.py`; up to `PASS_ATTEMPTS` in all: a pass is idempotent).
+  again (`actors/workspace_reach.py`; up to `PASS_ATTEMPTS` in all: a pass is idempotent).
 - `DirectoryLedger`: the maintenance rows of the control plane (schedules, due state, audit),
   through the directory's one `maintenance(op, ...)` method, which only accepts the operations
   in `LEDGER_OPS`.
@@ -16,7 +16,7 @@ import asyncio
 import ray
 from ray.exceptions import GetTimeoutError, RayTaskError
 
-from actors.parts.reach import WorkspaceReach, unwrap
+from actors.workspace_reach import WorkspaceReach, unwrap
 from minisphere.control.auth import check_workspace_id
 from minisphere.engine.methods import METHODS, parse_args
 from minisphere.errors import WorkspaceUnavailable

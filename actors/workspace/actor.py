@@ -18,13 +18,13 @@ Actor names are `workspace-actor:<random>` and never change; the directory recor
 holds which workspace, and an actor Ray restarts after a crash asks the directory what it was
 bound to and opens that file again.
 
-The file, writer, readers and snapshotter live in a `WorkspaceHost`; an `Admission` admits
-calls, holds them while a restore swaps the file, and refuses them (`hibernating`, not run,
-safe to resend) once the actor hibernates. Every call carries the caller's token hash, checked
-here against the workspace's token hashes (or the admin's), so a caller inside the cluster can
-call the actor directly. The actor reports its node (placement) and every snapshot attempt to
-the directory, fire-and-forget. The admin's operations on the file (snapshot, restore, export,
-import) are in `actors/parts/admin_methods.py`.
+The file, writer, readers and snapshotter live in a `WorkspaceHost` (`opening.py` opens it from
+the launch); an `Admission` admits calls, holds them while a restore swaps the file, and
+refuses them (`hibernating`, not run, safe to resend) once the actor hibernates. Every call
+carries the caller's token hash, checked here against the workspace's token hashes (or the
+admin's), so a caller inside the cluster can call the actor directly. The actor reports its
+node (placement) and every snapshot attempt to the directory, fire-and-forget. The admin's
+operations on the file (snapshot, restore, export, import) are in `admin_methods.py`.
 
 Every answer is an envelope, never a raised exception, so callers can tell engine errors from
 actor failures: `{"ok": True, "result": ..., "timings": {...}}` or
@@ -40,23 +40,19 @@ import logging
 import os
 import time
 import warnings
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import ray
 
-from actors.parts.admin_methods import AdminFileMethods
-from actors.parts.admission import Admission
-from actors.parts.due_notes import DueNotes
-from actors.parts.launch import WorkspaceLaunch
-from actors.parts.node_ray import replication_owner
-from actors.parts.position_reports import PositionReports
-from actors.parts.process_memory import drop_process_wide_traces, rss_bytes
-from actors.parts.token_checks import TokenChecks
+from actors.workspace.admin_methods import AdminFileMethods
+from actors.workspace.admission import Admission
+from actors.workspace.due_notes import DueNotes
+from actors.workspace.launch import WorkspaceLaunch
+from actors.workspace.opening import open_host
+from actors.workspace.position_reports import PositionReports
+from actors.workspace.process_memory import drop_process_wide_traces, rss_bytes
+from actors.workspace.token_checks import TokenChecks
 from minisphere.contract.startup import verified_contracts
 from minisphere.control.auth import TokenGrant
-from minisphere.durability.replication import workspace_replica
-from minisphere.durability.stores import open_snapshot_store
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.methods import find_method
 from minisphere.errors import (
@@ -66,14 +62,7 @@ from minisphere.errors import (
     as_named_error,
 )
 from minisphere.hosting.host import WorkspaceHost
-from minisphere.settings import (
-    SnapshotSettings,
-    ensure_private_dir,
-    restrict_file_modes,
-)
-
-if TYPE_CHECKING:
-    from minisphere.control.blueprints import VectorBindingSpec
+from minisphere.settings import restrict_file_modes
 
 log = logging.getLogger("minisphere.workspace_actor")
 
@@ -180,24 +169,11 @@ class WorkspaceActor(AdminFileMethods):
                 return self.host.activation
             raise InternalError(f"actor {self.name} already serves workspace "
                                 f"{self.workspace_id}; it is never bound to another")
-        owner = replication_owner(launch.replication.enabled)
         self.workspace_id = workspace_id = launch.workspace_id     # claimed, even if opening fails
         self.launch = launch
         self.binds += 1
-        ensure_private_dir(Path(launch.path).parent)
-        snapshots = launch.snapshots
-        self.host = WorkspaceHost(
-            workspace_id, launch.path,
-            store=open_snapshot_store(snapshots) if snapshots is not None else None,
-            generation=launch.generation, epoch=launch.epoch, position=launch.position,
-            replica=workspace_replica(launch.replication, snapshots, launch.path, workspace_id,
-                                      launch.generation, owner_pid=owner),
-            synchronous=launch.synchronous, max_batch=launch.max_batch,
-            snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
-            expect_snapshot=launch.expect_snapshot, embedder=self._embedder(launch.vector),
-            last_snapshot_at=launch.last_snapshot_at,
-            moved_here=launch.holder_node not in (None, self.node_id),
-            on_snapshot_status=self._report_snapshot, on_durable=self._durable_advanced)
+        self.host = open_host(launch, self.node_id, on_snapshot_status=self._report_snapshot,
+                              on_durable=self._durable_advanced)
         self.tokens.set_grants(grants)
         self.admission = Admission(workspace_id)
         self.due = DueNotes(workspace_id, self.directory)
@@ -296,7 +272,7 @@ class WorkspaceActor(AdminFileMethods):
     async def _write(self, method, body, key: str | None = None):
         prepared, prepare_ms = await self._prepare(method.name, body)
         # Tell the control plane before a write (or a pass) can change what is due, then queue
-        # it right after (see parts/due_notes.py).
+        # it right after (see due_notes.py).
         if method.access == "maintenance":
             self.due.before_pass()
         else:
@@ -326,20 +302,10 @@ class WorkspaceActor(AdminFileMethods):
         prepared = await asyncio.wrap_future(self.host.prepare_write(method_name, body))
         return prepared, (time.perf_counter() - started) * 1e3
 
-    @staticmethod
-    def _embedder(vector: VectorBindingSpec | None):
-        """A vector binding embeds through the cluster's shared embedder, never a local model."""
-        if vector is None:
-            return None
-        from actors.embedder_actor import get_or_create_embedder
-        from actors.parts.remote_embedder import RemoteEmbedder
-        namespace = ray.get_runtime_context().namespace
-        return RemoteEmbedder(get_or_create_embedder(vector.embedder_spec(), namespace=namespace))
-
     async def audit_retained(self, hex_needles: list[str]) -> dict:
-        """Where this process still holds any of the needles (parts/isolation_audit.py): run on
+        """Where this process still holds any of the needles (isolation_audit.py): run on
         a recycled process, with the previous tenant's id, paths and text, it must find none."""
-        from actors.parts.isolation_audit import retained
+        from actors.workspace.isolation_audit import retained
         return retained(list(hex_needles))
 
     async def ping(self) -> dict:

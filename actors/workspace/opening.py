@@ -1,0 +1,51 @@
+"""How a launch becomes an open workspace in this process: the file's folder, the snapshot
+store, the replica (its daemon tied to the node's Ray), and the shared embedder when the
+workspace is vector-bound. What a `WorkspaceHost` needs and the actor itself does not."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import ray
+
+from actors.workspace.launch import WorkspaceLaunch
+from actors.workspace.node_ray import replication_owner
+from minisphere.durability.replication import workspace_replica
+from minisphere.durability.stores import open_snapshot_store
+from minisphere.hosting.host import WorkspaceHost
+from minisphere.settings import SnapshotSettings, ensure_private_dir
+
+if TYPE_CHECKING:
+    from minisphere.control.blueprints import VectorBindingSpec
+
+
+def open_host(launch: WorkspaceLaunch, node_id: str, *,
+              on_snapshot_status: Callable[[dict], None],
+              on_durable: Callable[[int], None]) -> WorkspaceHost:
+    """Open (or restore from a snapshot) the launch's file on this node, `node_id`."""
+    owner = replication_owner(launch.replication.enabled)
+    ensure_private_dir(Path(launch.path).parent)
+    snapshots = launch.snapshots
+    return WorkspaceHost(
+        launch.workspace_id, launch.path,
+        store=open_snapshot_store(snapshots) if snapshots is not None else None,
+        generation=launch.generation, epoch=launch.epoch, position=launch.position,
+        replica=workspace_replica(launch.replication, snapshots, launch.path,
+                                  launch.workspace_id, launch.generation, owner_pid=owner),
+        synchronous=launch.synchronous, max_batch=launch.max_batch,
+        snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
+        expect_snapshot=launch.expect_snapshot, embedder=shared_embedder(launch.vector),
+        last_snapshot_at=launch.last_snapshot_at,
+        moved_here=launch.holder_node not in (None, node_id),
+        on_snapshot_status=on_snapshot_status, on_durable=on_durable)
+
+
+def shared_embedder(vector: VectorBindingSpec | None):
+    """A vector binding embeds through the cluster's shared embedder, never a local model."""
+    if vector is None:
+        return None
+    from actors.embedder.actor import get_or_create_embedder
+    from actors.workspace.remote_embedder import RemoteEmbedder
+    namespace = ray.get_runtime_context().namespace
+    return RemoteEmbedder(get_or_create_embedder(vector.embedder_spec(), namespace=namespace))
