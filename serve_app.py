@@ -26,6 +26,7 @@ from actors.directory.placement import node_workspace_slots
 from actors.ingress.gateway import Gateway
 from actors.ingress.metrics import ServiceMetrics
 from actors.ingress.transfer import TransferOps
+from actors.process_logging import log_to_stderr
 from actors.scheduler.actor import get_scheduled_tasks
 from minisphere.contract.startup import verified_contracts
 from minisphere.durability.replication import LitestreamDaemon
@@ -85,7 +86,7 @@ class MiniSphereIngress:
     def __init__(self, settings: Settings | None = None,
                  overrides: dict[str, str] | None = None):
         restrict_file_modes()       # `serve run` / `serve deploy` never run the launcher
-        logging.basicConfig(level=logging.INFO)
+        log_to_stderr()
         # each replica resolves its settings on its own node (its data folder made there),
         # from the node's environment (where the secrets are) under the deploy config's args
         self.settings = settings or load_settings({**os.environ, **(overrides or {})})
@@ -243,7 +244,7 @@ def banner(settings: Settings) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     restrict_file_modes()       # first: load_settings already writes the admin token file
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_to_stderr()
     try:
         settings = load_settings()
     except ConfigError as exc:

@@ -29,6 +29,7 @@ import ray
 from actors.directory.activation import record_placement
 from actors.directory.assembly import assemble
 from actors.directory.runtime import RayActors
+from actors.process_logging import log_to_stderr
 from actors.workspace.actor import WorkspaceActor
 from minisphere.control.auth import token_hash
 from minisphere.control.plane import ControlPlane
@@ -53,7 +54,7 @@ HEAD_NODE_RESOURCE = {"node:__internal_head__": 0.001}
 class DirectoryActor:
     def __init__(self, settings: Settings):
         restrict_file_modes()       # each actor: a `ray start` cluster has its own umask
-        logging.basicConfig(level=logging.INFO)
+        log_to_stderr()
         self.settings = settings
         ensure_private_dir(settings.data_dir)
         self.control = control = ControlPlane(settings.control_db)

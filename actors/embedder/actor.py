@@ -20,6 +20,8 @@ import time
 import numpy as np
 import ray
 
+from actors.process_logging import log_to_stderr
+
 log = logging.getLogger("minisphere.embedder")
 
 EMBEDDER_NUM_CPUS = 0.5          # the model's forward pass is CPU work: reserve half a core
@@ -33,7 +35,7 @@ def embedder_name(spec: dict) -> str:
 @ray.remote(max_restarts=-1, max_task_retries=1, max_concurrency=64)
 class EmbedderActor:
     def __init__(self, spec: dict):
-        logging.basicConfig(level=logging.INFO)
+        log_to_stderr()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from minisphere.engine.embedding import make_provider
         started = time.perf_counter()

@@ -17,6 +17,7 @@ import warnings
 import ray
 
 from actors.directory.actor import get_directory
+from actors.process_logging import log_to_stderr
 from actors.scheduler.access import DirectoryLedger, StalenessPassAccess
 from minisphere.control.auth import token_hash
 from minisphere.maintenance.scheduler import MaintenanceScheduler
@@ -30,7 +31,7 @@ SCHEDULER_NAME = "scheduled-tasks"
 class ScheduledTasksActor:
     def __init__(self, settings: Settings):
         restrict_file_modes()       # each actor: a `ray start` cluster has its own umask
-        logging.basicConfig(level=logging.INFO)
+        log_to_stderr()
         directory = get_directory(settings)
         self.core = MaintenanceScheduler(
             StalenessPassAccess(directory, token_hash(settings.admin_token)),

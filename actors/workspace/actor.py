@@ -43,6 +43,7 @@ import warnings
 
 import ray
 
+from actors.process_logging import log_to_stderr
 from actors.workspace.admin_methods import AdminFileMethods
 from actors.workspace.admission import Admission
 from actors.workspace.due_notes import DueNotes
@@ -87,7 +88,7 @@ class WorkspaceActor(AdminFileMethods):
     def __init__(self, launch: WorkspaceLaunch | None = None, directory=None,
                  admin_token_hash: str = "", grants: tuple[TokenGrant, ...] = ()):
         restrict_file_modes()       # spares too: a `ray start` cluster has its own umask
-        logging.basicConfig(level=logging.INFO)
+        log_to_stderr()
         self.contracts = verified_contracts()   # a broken pin must not open any file
         self.directory = directory               # handle, for reports (may be None)
         self._directory_contacted = False
