@@ -47,6 +47,7 @@ from minisphere.durability.restores import swap_in, verify_database
 from minisphere.durability.stores import SnapshotStore, open_snapshot_store
 from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms
+from minisphere.engine.idempotency import carry_answers
 from minisphere.engine.location import rebase
 from minisphere.errors import (
     ReplicationUnconfirmed,
@@ -466,5 +467,8 @@ def restore_moment(url: str, db_path: Path, moment: str, new_position: int,
             raise SnapshotCorrupt(f"the replica's state at {moment} is not a sound SQLite "
                                   f"file ({exc}); the workspace file was not changed") from None
         rebase(staged, new_position, epoch_ms())
+        carry_answers(db_path, staged)
         aside = swap_in(staged, db_path)
+    log.info("restored %s to its replica's state at %s (position %d)", db_path.parent.name,
+             moment, new_position)
     return {"moment": moment, "position": new_position, "aside": aside}

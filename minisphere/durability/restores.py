@@ -33,6 +33,7 @@ from minisphere.durability.snapshots import (
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms
+from minisphere.engine.idempotency import carry_answers
 from minisphere.engine.location import rebase
 from minisphere.errors import SnapshotCorrupt, SnapshotError, SnapshotNotFound
 from minisphere.files import fsync_dir, fsync_file, sized_sha256
@@ -176,6 +177,7 @@ def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Pat
         verified, manifest = fetch_verified(store, workspace_id, version, Path(folder))
         if new_position is not None:
             rebase(verified, new_position, epoch_ms())
+        carry_answers(db_path, verified)     # before it is published: a wake may start from it
         if publish:
             published = publish_file(verified, store, workspace_id, existing, reason="restore",
                                      schema=manifest.get("schemaVersion", 0),

@@ -13,14 +13,21 @@ A forget reaches the stored answers too: the answer of an `append`, `update` or 
 the whole entry with its revisions, so each answer that names the forgotten entry is replaced
 by a marker (and its argument digest, itself a fingerprint of the forgotten text, is dropped).
 A repeat of such a call learns that its entry was forgotten instead of getting the text back.
+
+A restore replaces the file by an older state, whose table lacks the keys of the writes it
+undid; those keys are carried into it (`carry_answers`). A write stays applied at most once
+across a restore: a copy of it still in flight, or sent again by a caller who missed the
+answer, is answered as before and is not applied to the restored state.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from minisphere.engine import db
 from minisphere.errors import IdempotencyKeyReused, MalformedRequest, NotFound
 
 if TYPE_CHECKING:  # pragma: no cover - types only
@@ -93,3 +100,22 @@ def forget_answers(conn: Connection, entry_id: str) -> int:
     return conn.execute("UPDATE idempotency_keys SET answer = ?, body_hash = ? "
                         "WHERE instr(answer, ?) > 0",
                         (marker, FORGOTTEN_DIGEST, f'"{entry_id}"')).rowcount
+
+
+def carry_answers(replaced: Path, restored: Path) -> int:
+    """Copy into the closed file `restored` the stored answers of the closed file `replaced`
+    (the live file a restore is about to replace) that it lacks; how many. A file without the
+    table on either side carries nothing."""
+    if not replaced.exists():
+        return 0
+    conn = db.sqlite3.connect(str(restored), isolation_level=None)
+    try:
+        conn.execute("PRAGMA secure_delete = ON")
+        conn.execute("ATTACH DATABASE ? AS replaced", (str(replaced),))
+        return conn.execute(
+            "INSERT OR IGNORE INTO main.idempotency_keys(key, method, body_hash, answer, at) "
+            "SELECT key, method, body_hash, answer, at FROM replaced.idempotency_keys").rowcount
+    except db.OperationalError:          # a file from before idempotency keys
+        return 0
+    finally:
+        conn.close()

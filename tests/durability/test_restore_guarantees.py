@@ -122,3 +122,23 @@ def test_restore_whose_publication_fails_leaves_the_file_as_it_was(tmp_path):
     assert count(host) == 2                              # not swapped, and open again
     write(host, "still writable")
     host.close()
+
+
+def test_a_keyed_write_arriving_again_after_a_restore_is_not_applied_again(tmp_path, store):
+    """A keyed capture answered, then a restore to a snapshot from before it: a copy of the
+    same call still in flight (or sent again by a caller who missed the answer) learns the
+    first answer and brings the undone entry back nowhere."""
+    host = make(tmp_path, store)
+    write(host, "good state")
+    before = host.snapshot_now()["version"]
+    first = Future()
+    host.submit_write("capture", {"content": "undone by the restore"},
+                      lambda ok, result, t: first.set_result(result), key="k-late")
+    entry = first.result(timeout=30)["id"]
+    host.restore(before)
+    again = Future()
+    host.submit_write("capture", {"content": "undone by the restore"},
+                      lambda ok, result, t: again.set_result((ok, result)), key="k-late")
+    assert again.result(timeout=30) == (True, {"outcome": "stored", "id": entry})
+    assert count(host) == 1
+    host.close()

@@ -149,8 +149,15 @@ def snapshot_and_restore(soak, http, rng, tenant) -> None:
         tenant.pending.append(("restore", {**version, "model": before}, ""))
         tenant.suspended = True
         return None
-    tenant.entries, tenant.edges, tenant.maybe = before
+    revert(tenant, before)
     return None
+
+
+def revert(tenant, before) -> None:
+    """The model after a restore to `before`. An unanswered keyless write stays possible: it
+    may still be in flight and land after the restore."""
+    entries, edges, maybe = before
+    tenant.entries, tenant.edges, tenant.maybe = entries, edges, {**maybe, **tenant.maybe}
 
 
 def restore_to_moment(soak, http, rng, tenant) -> None:
@@ -169,7 +176,7 @@ def restore_to_moment(soak, http, rng, tenant) -> None:
         tenant.pending.append(("restore-to-moment", {"timestamp": moment, "model": before}, ""))
         tenant.suspended = True
         return None
-    tenant.entries, tenant.edges, tenant.maybe = before
+    revert(tenant, before)
     return None
 
 
@@ -210,7 +217,7 @@ def resolve(soak, http, tenant) -> None:
             if soak.admin_call(http, "POST", f"/v1/workspaces/{tenant.id}/{method}",
                                json=asked) is None:
                 soak.violation("a restore never answered", tenant=tenant.id)
-            tenant.entries, tenant.edges, tenant.maybe = body["model"]
+            revert(tenant, body["model"])
             continue
         answer = soak.call(http, tenant, method, body, key=key)
         if answer is None:
