@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from contextlib import contextmanager
 
-from minisphere.durability.replication import restore_moment
+from minisphere.durability.replication.restore import restore_moment
 from minisphere.durability.restores import restore_snapshot
 from minisphere.durability.snapshots import (
     delete_version,
