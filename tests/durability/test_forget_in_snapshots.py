@@ -6,7 +6,7 @@ import gzip
 from concurrent.futures import Future
 from pathlib import Path
 
-from minisphere.durability.snapshots import list_versions
+from minisphere.durability.snapshots.layout import list_versions
 from minisphere.hosting.host import WorkspaceHost
 
 SECRET = b"quetzal-cipher-58821"
