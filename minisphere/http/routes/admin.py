@@ -30,7 +30,7 @@ from minisphere.http.callers import (
     workspace_caller,
 )
 from minisphere.http.handling import query_integer, read_spec
-from minisphere.http.responses import answers, json_body
+from minisphere.http.route_docs import answers, json_body
 from minisphere.http.routes import Routes
 
 WORKSPACES_MAX_LIMIT = 1000
