@@ -133,8 +133,8 @@ class WorkspaceHost(StoredStates):
             # killed then left a replica that restored to a broken file (an index not matching
             # its table); Litestream's guidance for busy writers is the same. A forget's WAL
             # is folded by the replica's restart of its history, unregistered first.
-            workspace.leave_checkpoints_elsewhere()
-            self.replica.checkpoint = workspace.truncate_wal
+            workspace.checkpoints.leave_to_replicator()
+            self.replica.checkpoint = workspace.checkpoints.truncate
             try:
                 self.replica.register()
             except Exception as exc:  # noqa: BLE001 - sync writes re-register and say so
