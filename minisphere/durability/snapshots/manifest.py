@@ -41,7 +41,9 @@ Digest = Annotated[str, Field(strict=True, pattern=r"^[0-9a-f]{64}$")]
 class SnapshotManifest(BaseModel):
     """The fields a manifest is checked for; the others are kept as they are, unchecked. The
     version and workspace it must describe come in the validation context."""
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    # built on the first manifest read, not when a workspace actor imports this module (as the
+    # engine's argument models are)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     format: Count = 0
     seq: Count = 0
