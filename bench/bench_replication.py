@@ -26,11 +26,9 @@ import time
 from concurrent.futures import Future
 from pathlib import Path
 
-from minisphere.durability.replication import (
-    LitestreamDaemon,
-    WorkspaceReplica,
-    restore_from_replica,
-)
+from minisphere.durability.replication.daemon import LitestreamDaemon
+from minisphere.durability.replication.registration import WorkspaceReplica
+from minisphere.durability.replication.restore import restore_from_replica
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.settings import ReplicationSettings
 

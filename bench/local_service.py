@@ -47,5 +47,5 @@ def stop_local_service(settings=None) -> None:
     serve.shutdown()
     ray.shutdown()
     if settings is not None:
-        from minisphere.durability.replication import LitestreamDaemon
+        from minisphere.durability.replication.daemon import LitestreamDaemon
         LitestreamDaemon(settings.replication.daemon_dir).stop()

@@ -10,11 +10,11 @@ CLIENT_MARK = "<!-- client settings: minisphere settings --client -->"
 
 
 def pages() -> dict[str, str]:
-    text = f"""{notice("minisphere/settings.py")}
+    text = f"""{notice("minisphere/settings/table.py")}
 # Settings
 
 Every setting is an environment variable, read once into one typed settings object
-(`minisphere/settings.py`). `minisphere settings` prints the first table from the code and
+(`minisphere/settings/`). `minisphere settings` prints the first table from the code and
 `minisphere settings --client` the second; this page is made from the same code, and a test
 fails when it differs.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from minisphere.durability.snapshots import delete_visible_snapshots
+from minisphere.durability.snapshots.pruning import delete_visible_snapshots
 from minisphere.durability.stores import SnapshotStore
 from minisphere.errors import SnapshotError
 

@@ -22,14 +22,10 @@ import zlib
 from pathlib import Path
 
 from minisphere.durability.constants import RESTORE_ASIDE_KEEP, SNAPSHOT_COPY_CHUNK_BYTES
-from minisphere.durability.snapshots import (
-    blob_key,
-    list_versions,
-    prune,
-    publish_file,
-    read_manifest,
-    version_seq,
-)
+from minisphere.durability.snapshots.layout import blob_key, list_versions, version_seq
+from minisphere.durability.snapshots.manifest import read_manifest
+from minisphere.durability.snapshots.pruning import prune
+from minisphere.durability.snapshots.publish import publish_file
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms

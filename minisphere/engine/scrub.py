@@ -9,7 +9,14 @@ be built clean says so in `workspace_meta` and is never rewritten for a forget.
 """
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
 from minisphere.engine import db
+
+log = logging.getLogger("minisphere.workspace")
 
 CLEAN_KEY = "file.builtClean"     # present: every page was written with secure_delete on
 
@@ -32,3 +39,29 @@ def rewrite_clean(conn: db.Connection) -> None:
     Raises `db.OperationalError` when a statement of this connection still runs."""
     conn.execute("VACUUM")
     mark_built_clean(conn)
+
+
+class ForgetRewrites:
+    """The rewrites of one workspace's file after its forgets (writer `connection()`, under
+    `lock`): owed to the next commit when one cannot run at once."""
+
+    def __init__(self, lock: threading.RLock, connection: Callable[[], db.Connection],
+                 path: Path):
+        self._lock = lock
+        self._connection = connection
+        self._path = path
+        self.owed = False
+
+    def after_commit(self, forgot: bool) -> None:
+        if not (forgot or self.owed):
+            return
+        with self._lock:
+            conn = self._connection()
+            try:
+                if not built_clean(conn):
+                    rewrite_clean(conn)
+                self.owed = False
+            except db.OperationalError as exc:
+                log.warning("rewrite of %s after a forget owed to the next write: %s",
+                            self._path, exc)
+                self.owed = True

@@ -10,9 +10,10 @@ from typing import Any
 
 from minisphere.engine import db, idempotency, location, scrub
 from minisphere.engine.clock import Clock, SystemClock
-from minisphere.engine.constants import BUSY_TIMEOUT_MS, DEFAULT_SYNCHRONOUS
+from minisphere.engine.constants import DEFAULT_SYNCHRONOUS
 from minisphere.engine.hooks import NO_HOOKS, NOT_PREPARED, WorkspaceHooks
 from minisphere.engine.methods import METHODS, Method, find_method, parse_args
+from minisphere.engine.wal_checkpoints import WalCheckpoints
 from minisphere.errors import MiniSphereError, WorkspaceClosed
 
 log = logging.getLogger("minisphere.workspace")
@@ -53,9 +54,8 @@ class Workspace:
         self._lock = threading.RLock()
         self._conn = db.connect(self.path, synchronous=synchronous)
         self.vectors = None  # the optional vector binding; None: its code is never imported
-        self._checkpoint_owed = False   # a forget whose WAL frames are not truncated yet
-        self._rewrite_owed = False      # a forget whose file is not rewritten yet
-        self._checkpoints_elsewhere = False   # see leave_checkpoints_elsewhere
+        self.checkpoints = WalCheckpoints(self._lock, lambda: self.conn)   # of the WAL
+        self.rewrites = scrub.ForgetRewrites(self._lock, lambda: self.conn, self.path)
         self.epoch: int | None = None   # the fencing epoch this writer holds (None: unfenced)
         try:
             new_file = db.schema_version(self._conn) == 0
@@ -252,50 +252,8 @@ class Workspace:
             self.hooks.after_commit()
         except Exception:  # noqa: BLE001 - the batch is committed; this is housekeeping
             log.exception("after-commit step of %s failed; its writes are committed", self.path)
-        if forgot or self._rewrite_owed:
-            self._rewrite_unless_clean()
-        if (forgot or self._checkpoint_owed) and not self._checkpoints_elsewhere:
-            self.truncate_wal()
-
-    def _rewrite_unless_clean(self) -> None:
-        """After a forget, a file that may hold old copies of rows is rewritten (engine/scrub.py);
-        owed to the next commit when it cannot run now."""
-        with self._lock:
-            try:
-                if not scrub.built_clean(self.conn):
-                    scrub.rewrite_clean(self.conn)
-                self._rewrite_owed = False
-            except db.OperationalError as exc:
-                log.warning("rewrite of %s after a forget owed to the next write: %s",
-                            self.path, exc)
-                self._rewrite_owed = True
-
-    def leave_checkpoints_elsewhere(self) -> None:
-        """From now on nothing of this object checkpoints the WAL on its own: not SQLite at a
-        commit (`wal_autocheckpoint`), not the fold after a forget or an owed one. For a file
-        whose replicator must read every frame before a checkpoint moves it: a checkpoint of
-        ours racing it can leave a replica that restores broken. The replicator checkpoints, and
-        whoever folds a forget's WAL does it with `truncate_wal` once the replicator has let
-        go of the file."""
-        with self._lock:
-            self.conn.execute("PRAGMA wal_autocheckpoint = 0")
-            self._checkpoints_elsewhere = True
-
-    def truncate_wal(self) -> bool:
-        """Fold the WAL into the file and empty it, so a forgotten entry's old pages do not
-        stay in WAL frames. Never waits for readers: when one holds the WAL it is owed to the
-        next commit. True when done."""
-        with self._lock:
-            conn = self.conn
-            conn.execute("PRAGMA busy_timeout = 0")
-            try:
-                busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            except db.OperationalError:
-                busy = 1
-            finally:
-                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._checkpoint_owed = bool(busy)
-        return not busy
+        self.rewrites.after_commit(forgot)
+        self.checkpoints.after_commit(forgot)
 
     # ---- optional vector binding (engine/vectors/binding.py) --------------------------------
     def enable_vectors(self, embedder, *, replace: bool = False, batch_size: int | None = None,

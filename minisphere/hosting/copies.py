@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 from minisphere.durability.litestream_control import ReplicaControl
-from minisphere.durability.replication import daemon_socket, local_history
+from minisphere.durability.replication.daemon import daemon_socket
+from minisphere.durability.replication.locations import local_history
 from minisphere.durability.restores import ASIDE_MARK
 from minisphere.engine.location import inspect_copy
 from minisphere.errors import WorkspaceUnavailable

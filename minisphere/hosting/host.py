@@ -22,10 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from minisphere.durability.generations import generation_store
-from minisphere.durability.replication import (
-    ASYNC_SYNC_INTERVAL_S,
-    WorkspaceReplica,
-)
+from minisphere.durability.replication.registration import ASYNC_SYNC_INTERVAL_S, WorkspaceReplica
 from minisphere.durability.snapshotter import Snapshotter
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.clock import epoch_ms
@@ -68,7 +65,7 @@ class WorkspaceHost(StoredStates):
         # the id, this host's fencing epoch (None: unfenced, a host outside the service) and
         # the newest position known to have been acknowledged -- no copy below it is opened
         self.generation, self.epoch, self.min_position = generation, epoch, int(position)
-        self.replica = replica          # continuous replication (durability/replication.py)
+        self.replica = replica          # continuous replication (durability/replication/)
         self._lag_readings = LagReadings(replica.lag if replica is not None else dict,
                                          workspace_id)
         self.on_durable = on_durable    # told when the replica is known to hold more
@@ -136,8 +133,8 @@ class WorkspaceHost(StoredStates):
             # killed then left a replica that restored to a broken file (an index not matching
             # its table); Litestream's guidance for busy writers is the same. A forget's WAL
             # is folded by the replica's restart of its history, unregistered first.
-            workspace.leave_checkpoints_elsewhere()
-            self.replica.checkpoint = workspace.truncate_wal
+            workspace.checkpoints.leave_to_replicator()
+            self.replica.checkpoint = workspace.checkpoints.truncate
             try:
                 self.replica.register()
             except Exception as exc:  # noqa: BLE001 - sync writes re-register and say so

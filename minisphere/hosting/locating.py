@@ -17,7 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from minisphere.durability.replication import WorkspaceReplica, restore_from_replica
+from minisphere.durability.replication.registration import WorkspaceReplica
+from minisphere.durability.replication.restore import restore_from_replica
 from minisphere.durability.restores import restore_latest_good, verify_database
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.db import DatabaseError

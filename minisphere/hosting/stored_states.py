@@ -12,16 +12,12 @@ from __future__ import annotations
 import logging
 from contextlib import contextmanager
 
-from minisphere.durability.replication import restore_moment
+from minisphere.durability.replication.restore import restore_moment
 from minisphere.durability.restores import restore_snapshot
-from minisphere.durability.snapshots import (
-    delete_version,
-    list_snapshots,
-    list_versions,
-    prune,
-    take_snapshot,
-    version_taken_ms,
-)
+from minisphere.durability.snapshots.layout import list_versions, version_taken_ms
+from minisphere.durability.snapshots.manifest import list_snapshots
+from minisphere.durability.snapshots.pruning import delete_version, prune
+from minisphere.durability.snapshots.publish import take_snapshot
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.location import inspect_copy
 from minisphere.errors import InvalidArgument, SnapshotError

@@ -1,6 +1,7 @@
 """The shapes of the answers of the service's own routes and the operator's: health, contracts,
 workspaces and their location, tokens, snapshots, restores, maintenance runs and imports (the
-workspace calls' answers are in `responses`, whose base model and rules these share).
+workspace calls' answers are in `workspace_responses` and `recall_responses`; all share the base
+model and rules of `answer_model`).
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, Literal, Optional
 from pydantic import ConfigDict, Field
 
 from minisphere.engine.methods import Access
-from minisphere.http.responses import Answer
+from minisphere.http.answer_model import Answer
 from minisphere.maintenance.runs import OUTCOMES, TRIGGERS
 
 

@@ -418,7 +418,7 @@ def test_a_deleted_workspaces_replica_is_deleted_again_only_after_a_sweep_reache
     """The node's daemon may ship a killed actor's file until that node's sweep unregisters
     it: a sweep whose node failed or timed out must not count as that, or the replica shipped
     meanwhile is kept for good."""
-    from minisphere.durability.replication import replica_prefix
+    from minisphere.durability.replication.locations import replica_prefix
     parts, control, runtime = directory_parts(tmp_path)
 
     async def drive():

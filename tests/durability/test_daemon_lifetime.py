@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from minisphere.durability.replication import LitestreamDaemon, WorkspaceReplica
+from minisphere.durability.replication.daemon import LitestreamDaemon
+from minisphere.durability.replication.registration import WorkspaceReplica
 from minisphere.engine.workspace import Workspace
 from minisphere.settings import ReplicationSettings
 

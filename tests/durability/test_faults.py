@@ -6,7 +6,8 @@ from urllib.parse import urlparse
 import pytest
 
 from minisphere.durability.restores import restore_snapshot
-from minisphere.durability.snapshots import list_versions, take_snapshot
+from minisphere.durability.snapshots.layout import list_versions
+from minisphere.durability.snapshots.publish import take_snapshot
 from minisphere.durability.snapshotter import Backoff, Snapshotter
 from minisphere.durability.stores import LocalDirSnapshotStore, S3SnapshotStore
 from minisphere.errors import SnapshotStoreUnavailable

@@ -11,7 +11,7 @@ import pytest
 
 from minisphere.control.plane import ControlPlane
 from minisphere.durability.restores import restore_snapshot
-from minisphere.durability.snapshots import take_snapshot
+from minisphere.durability.snapshots.publish import take_snapshot
 from minisphere.durability.stores import LocalDirSnapshotStore
 from minisphere.engine.workspace import Workspace
 from minisphere.settings import ensure_private_dir, restrict_file_modes

@@ -7,7 +7,7 @@ import gzip
 from concurrent.futures import Future
 from pathlib import Path
 
-from minisphere.durability.snapshots import list_versions
+from minisphere.durability.snapshots.layout import list_versions
 from minisphere.hosting.host import WorkspaceHost
 
 SECRET = b"quetzal-cipher-58821"
@@ -127,10 +127,10 @@ def filled_workspace(path: Path, count: int = 80) -> list[str]:
 def test_a_snapshot_holds_no_second_copy_of_any_row(tmp_path):
     """Built by VACUUM INTO, a copy grows its b-trees page by page: without secure_delete on the
     connection that builds it, rows moved off a page leave old bytes in that page's gap."""
-    from minisphere.durability.snapshots import _backup
+    from minisphere.durability.snapshots.packing import compacted_copy
     live = tmp_path / "live.db"
     texts = filled_workspace(live)
-    _backup(live, tmp_path / "copy.db")
+    compacted_copy(live, tmp_path / "copy.db")
     assert copies_of(texts, tmp_path / "copy.db") == copies_of(texts, live)
 
 

@@ -4,7 +4,9 @@ import pytest
 
 from minisphere.durability.generations import delete_generation_snapshots, generation_store
 from minisphere.durability.restores import restore_latest_good
-from minisphere.durability.snapshots import list_snapshots, list_versions, take_snapshot
+from minisphere.durability.snapshots.layout import list_versions
+from minisphere.durability.snapshots.manifest import list_snapshots
+from minisphere.durability.snapshots.publish import take_snapshot
 from minisphere.errors import SnapshotNotFound
 from tests.durability.helpers import count, fill
 

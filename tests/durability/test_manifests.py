@@ -11,14 +11,15 @@ from hypothesis import strategies as st
 
 from minisphere.durability.constants import SNAPSHOT_MAX_MANIFEST_BYTES
 from minisphere.durability.restores import restore_snapshot
-from minisphere.durability.snapshots import (
+from minisphere.durability.snapshots.layout import manifest_key
+from minisphere.durability.snapshots.manifest import (
     MANIFEST_COUNTS,
     MANIFEST_DIGESTS,
+    MANIFEST_REQUIRED,
     list_snapshots,
-    manifest_key,
     read_manifest,
-    take_snapshot,
 )
+from minisphere.durability.snapshots.publish import take_snapshot
 from minisphere.errors import SnapshotCorrupt
 from minisphere.http.statuses import error_response
 from tests.durability.helpers import file_sha, fill
@@ -106,3 +107,40 @@ def test_manifest_nested_oversized_or_foreign_is_corrupt_and_listed(snapshotted,
     finally:
         tamper(store, manifest)
     assert read_manifest(store, "ws-tamper", manifest["version"]) == manifest
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                           max_leaves=6)
+
+
+@SETTINGS
+@given(whole=JSON_VALUES.filter(lambda value: not isinstance(value, dict)))
+def test_manifest_that_is_not_an_object_is_corrupt(snapshotted, whole):
+    store, live, manifest = snapshotted
+    key = manifest_key("ws-tamper", manifest["version"])
+    try:
+        store.put_bytes(key, json.dumps(whole).encode())
+        assert_refused_as_corrupt(store, live, manifest)
+    finally:
+        tamper(store, manifest)
+
+
+@SETTINGS
+@given(lacking=st.sets(st.sampled_from(MANIFEST_REQUIRED), min_size=1),
+       version=st.none() | st.sampled_from(["20990101T000000000Z-000001", ""]) | JSON_VALUES)
+def test_manifest_lacking_a_field_or_describing_another_version_is_corrupt(
+        snapshotted, lacking, version):
+    """Each refusal alone: a manifest of another version, or (of this one) lacking fields."""
+    store, live, manifest = snapshotted
+    key = manifest_key("ws-tamper", manifest["version"])
+    changed = dict(manifest, version=version) if version != manifest["version"] else \
+        {name: value for name, value in manifest.items() if name not in lacking}
+    try:
+        store.put_bytes(key, json.dumps(changed).encode())
+        assert_refused_as_corrupt(store, live, manifest)
+        with pytest.raises(SnapshotCorrupt, match="does not describe this version|lacks"):
+            read_manifest(store, "ws-tamper", manifest["version"])
+    finally:
+        tamper(store, manifest)

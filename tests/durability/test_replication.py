@@ -13,11 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from minisphere.durability.replication import (
-    LitestreamDaemon,
-    WorkspaceReplica,
-    restore_from_replica,
-)
+from minisphere.durability.replication.daemon import LitestreamDaemon
+from minisphere.durability.replication.registration import WorkspaceReplica
+from minisphere.durability.replication.restore import restore_from_replica
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import ReplicationUnconfirmed
@@ -443,11 +441,11 @@ def test_a_daemon_too_busy_to_answer_is_waited_for_never_started_twice(tmp_path,
     at load average 50, a new daemon each time one was slow)."""
     import signal
 
-    import minisphere.durability.replication as replication
+    import minisphere.durability.replication.daemon as daemon_module
     daemon.ensure_running()
     pid = daemon.running_pid()
     assert pid is not None
-    monkeypatch.setattr(replication, "DAEMON_START_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(daemon_module, "DAEMON_START_TIMEOUT_S", 1.0)
     os.kill(pid, signal.SIGSTOP)                     # alive, and answering nothing
     try:
         with pytest.raises(ReplicationUnconfirmed, match="does not answer"):

@@ -7,7 +7,8 @@ from concurrent.futures import Future
 
 import pytest
 
-from minisphere.durability.snapshots import list_versions, read_manifest
+from minisphere.durability.snapshots.layout import list_versions
+from minisphere.durability.snapshots.manifest import read_manifest
 from minisphere.durability.stores import LocalDirSnapshotStore
 from minisphere.errors import SnapshotStoreUnavailable
 from minisphere.hosting.host import WorkspaceHost

@@ -8,13 +8,9 @@ import threading
 import pytest
 
 from minisphere.durability.restores import restore_latest_good, restore_snapshot
-from minisphere.durability.snapshots import (
-    blob_key,
-    list_snapshots,
-    list_versions,
-    manifest_key,
-    take_snapshot,
-)
+from minisphere.durability.snapshots.layout import blob_key, list_versions, manifest_key
+from minisphere.durability.snapshots.manifest import list_snapshots
+from minisphere.durability.snapshots.publish import take_snapshot
 from minisphere.durability.stores import LocalDirSnapshotStore
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import NotFound, SnapshotCorrupt, SnapshotError, SnapshotNotFound
@@ -191,7 +187,7 @@ def test_snapshot_of_a_missing_file_is_a_named_error(local_store, tmp_path):
 
 
 def test_delete_visible_snapshots(store, tmp_path):
-    from minisphere.durability.snapshots import delete_visible_snapshots
+    from minisphere.durability.snapshots.pruning import delete_visible_snapshots
     live = tmp_path / "workspace.db"
     fill(live, ["doomed"])
     take_snapshot(live, store, "ws-del")

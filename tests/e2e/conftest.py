@@ -69,7 +69,7 @@ def service(tmp_path_factory, s3_endpoint):
                 ray.shutdown()
             relay.stop()
             # the replication daemon the session's workspaces started outlives their actors
-            from minisphere.durability.replication import LitestreamDaemon
+            from minisphere.durability.replication.daemon import LitestreamDaemon
             LitestreamDaemon(config.replication.daemon_dir).stop()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ray
 
 from minisphere.control.auth import token_hash
-from minisphere.durability.replication import LitestreamDaemon
+from minisphere.durability.replication.daemon import LitestreamDaemon
 from tests.e2e.helpers import directory_of, workspace_actor
 
 TIMEOUT_S = 60

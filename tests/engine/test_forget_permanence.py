@@ -53,15 +53,15 @@ def test_any_forgotten_word_leaves_no_bytes_behind(tmp_path_factory, word, other
 def test_a_file_whose_checkpoints_are_left_elsewhere_is_never_checkpointed_by_a_forget(tmp_path):
     """A replicated file: a checkpoint of ours racing the replicator left a replica that
     restored broken, so a forget's WAL fold is left to whoever replicates it (who unregisters
-    first) and `truncate_wal` still folds it on request."""
+    first) and `checkpoints.truncate` still folds it on request."""
     path = tmp_path / "w.db"
     ws = Workspace(path, synchronous="NORMAL")
-    ws.leave_checkpoints_elsewhere()
+    ws.checkpoints.leave_to_replicator()
     entry = ws.capture("the vault passphrase is zebra-quasar-4417")["id"]
     ws.forget(entry)
     ws.capture("a later write: an owed checkpoint would run at its commit")
     assert Path(f"{path}-wal").stat().st_size > 0           # nothing folded the WAL
     assert ws.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
-    assert ws.truncate_wal()                                 # the replicator's own fold
+    assert ws.checkpoints.truncate()                         # the replicator's own fold
     assert traces(path, b"zebra-quasar-4417") == []
     ws.close()

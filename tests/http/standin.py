@@ -11,7 +11,7 @@ import logging
 
 import httpx
 
-from minisphere.durability.snapshots import list_snapshots
+from minisphere.durability.snapshots.manifest import list_snapshots
 from minisphere.errors import Forbidden, Unauthenticated
 from minisphere.http.app import build_api
 

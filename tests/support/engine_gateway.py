@@ -41,13 +41,10 @@ from minisphere.control.blueprints import load_default_blueprint, parse_blueprin
 from minisphere.control.plane import ControlPlane
 from minisphere.control.token_cache import AdminCheck
 from minisphere.durability.restores import restore_snapshot
-from minisphere.durability.snapshots import (
-    delete_visible_snapshots,
-    list_snapshots,
-    list_versions,
-    prune,
-    take_snapshot,
-)
+from minisphere.durability.snapshots.layout import list_versions
+from minisphere.durability.snapshots.manifest import list_snapshots
+from minisphere.durability.snapshots.pruning import delete_visible_snapshots, prune
+from minisphere.durability.snapshots.publish import take_snapshot
 from minisphere.durability.stores import LocalDirSnapshotStore
 from minisphere.engine.clock import epoch_ms
 from minisphere.engine.methods import METHODS

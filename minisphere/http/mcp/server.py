@@ -65,6 +65,16 @@ def brief_uri(workspace: str) -> str:
 
 def build_server(backend_of: Callable[[Any], WorkspaceBackend]) -> Server:
     """The server; `backend_of(ctx)`: the backend of the request's caller."""
+    server = Server(SERVER_NAME, version=SERVER_VERSION, instructions=guide.INSTRUCTIONS,
+                    **_tool_handlers(backend_of), **_resource_handlers(backend_of),
+                    **_prompt_handlers(backend_of))
+    # the SDK's tracing middleware is a no-op without an exporter; the request log is ours
+    server.middleware.clear()
+    return server
+
+
+def _tool_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[str, Any]:
+    """Listing the tools the caller may use, and calling one."""
 
     async def list_tools(ctx, _params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=T.tools_for(await backend_of(ctx).can_write()))
@@ -81,6 +91,12 @@ def build_server(backend_of: Callable[[Any], WorkspaceBackend]) -> Server:
         except ToolRefusal as refused:
             return T.refusal(refused.code, refused.message)
         return T.answer(result)
+
+    return {"on_list_tools": list_tools, "on_call_tool": call_tool}
+
+
+def _resource_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[str, Any]:
+    """The workspace's brief and its entries, as resources."""
 
     async def list_resources(ctx, _params) -> types.ListResourcesResult:
         workspace = backend_of(ctx).workspace
@@ -102,6 +118,14 @@ def build_server(backend_of: Callable[[Any], WorkspaceBackend]) -> Server:
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=uri, mime_type=JSON_MIME, text=json.dumps(content))])
 
+    return {"on_list_resources": list_resources,
+            "on_list_resource_templates": list_resource_templates,
+            "on_read_resource": read_resource}
+
+
+def _prompt_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[str, Any]:
+    """The one prompt: how to use this workspace as memory."""
+
     async def list_prompts(_ctx, _params) -> types.ListPromptsResult:
         return types.ListPromptsResult(prompts=[types.Prompt(
             name=guide.PROMPT_NAME, title="Use this workspace as memory",
@@ -115,15 +139,7 @@ def build_server(backend_of: Callable[[Any], WorkspaceBackend]) -> Server:
         return types.GetPromptResult(description=guide.PROMPT_DESCRIPTION, messages=[
             types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))])
 
-    server = Server(SERVER_NAME, version=SERVER_VERSION, instructions=guide.INSTRUCTIONS,
-                    on_list_tools=list_tools, on_call_tool=call_tool,
-                    on_list_resources=list_resources,
-                    on_list_resource_templates=list_resource_templates,
-                    on_read_resource=read_resource, on_list_prompts=list_prompts,
-                    on_get_prompt=get_prompt)
-    # the SDK's tracing middleware is a no-op without an exporter; the request log is ours
-    server.middleware.clear()
-    return server
+    return {"on_list_prompts": list_prompts, "on_get_prompt": get_prompt}
 
 
 async def _read(backend: WorkspaceBackend, uri: str) -> dict:

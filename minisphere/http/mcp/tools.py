@@ -19,7 +19,7 @@ from minisphere.engine.idempotency import check_key
 from minisphere.engine.methods import METHODS
 from minisphere.errors import MalformedRequest
 from minisphere.http.handling import IDEMPOTENCY_KEY_PROMISE, IDEMPOTENCY_KEY_SCHEMA
-from minisphere.http.responses import METHOD_ANSWERS
+from minisphere.http.method_answers import METHOD_ANSWERS
 
 IDEMPOTENCY_ARGUMENT = "idempotencyKey"
 COMPACT_JSON = (",", ":")

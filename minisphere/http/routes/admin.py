@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_v
 
 from minisphere.control.auth import WORKSPACE_ID_PATTERN, check_workspace_id
 from minisphere.control.blueprints import parse_blueprint
-from minisphere.durability.snapshots import VERSION_PATTERN as SNAPSHOT_VERSION_PATTERN
+from minisphere.durability.snapshots.layout import VERSION_PATTERN as SNAPSHOT_VERSION_PATTERN
 from minisphere.http import links
 from minisphere.http import service_responses as S
 from minisphere.http.callers import (
@@ -30,7 +30,7 @@ from minisphere.http.callers import (
     workspace_caller,
 )
 from minisphere.http.handling import query_integer, read_spec
-from minisphere.http.responses import answers, json_body
+from minisphere.http.route_docs import answers, json_body
 from minisphere.http.routes import Routes
 
 WORKSPACES_MAX_LIMIT = 1000

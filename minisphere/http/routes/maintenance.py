@@ -8,7 +8,7 @@ from minisphere.control.auth import check_workspace_id
 from minisphere.http import service_responses as S
 from minisphere.http.callers import AdminGateway
 from minisphere.http.handling import query_integer
-from minisphere.http.responses import answers
+from minisphere.http.route_docs import answers
 from minisphere.http.routes import Routes
 from minisphere.maintenance.runs import RUNS_DEFAULT_LIMIT, RUNS_MAX_LIMIT
 

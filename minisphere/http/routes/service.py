@@ -6,7 +6,7 @@ from fastapi import Request
 
 from minisphere.engine.methods import METHODS
 from minisphere.http import service_responses as S
-from minisphere.http.responses import answers
+from minisphere.http.route_docs import answers
 from minisphere.http.routes import Routes
 
 routes = Routes(tags=["service"])

@@ -15,7 +15,7 @@ from minisphere.http import links
 from minisphere.http import service_responses as S
 from minisphere.http.callers import AdminGateway, BearerToken, Gateway, WorkspaceId
 from minisphere.http.handling import client_address, read_spec
-from minisphere.http.responses import answers, json_body
+from minisphere.http.route_docs import answers, json_body
 from minisphere.http.routes import Routes
 
 TOKEN_MAX_LIFETIME_S = 10 * 365 * 24 * 3600       # ten years: "does not expire" is null

@@ -22,9 +22,9 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from minisphere.control.auth import check_workspace_id
 from minisphere.errors import ImportFormatError, MalformedRequest, TransferError
-from minisphere.http import responses as R
 from minisphere.http import service_responses as S
 from minisphere.http.callers import AdminGateway, WorkspaceId
+from minisphere.http.error_responses import ERROR_RESPONSES
 from minisphere.http.handling import (
     MAX_JSON_NESTING_LEVELS,
     nesting_levels_exceed,
@@ -87,7 +87,7 @@ routes = Routes(tags=["admin"])
             response_class=StreamingResponse,
             responses={200: {"description": "header line, then one line per entry and edge",
                              "content": {NDJSON: {"schema": {"type": "string"}}}},
-                       **R.ERROR_RESPONSES})
+                       **ERROR_RESPONSES})
 async def export_workspace(workspace_id: WorkspaceId, ops: TransferOps):
     pages = ops.export_pages(check_workspace_id(workspace_id))
     first = await pages.__anext__()          # errors before any byte is sent
@@ -102,7 +102,7 @@ async def export_workspace(workspace_id: WorkspaceId, ops: TransferOps):
 
 @routes.post("/v1/workspaces/{workspace_id}/import",
              summary="import a chunk of a JSONL export (header line + data lines)",
-             responses={200: {"model": S.ImportReport}, **R.ERROR_RESPONSES},
+             responses={200: {"model": S.ImportReport}, **ERROR_RESPONSES},
              openapi_extra={"requestBody": {"content": {NDJSON: {"schema": {"type": "string"}}}}})
 async def import_workspace(workspace_id: WorkspaceId, request: Request, ops: TransferOps, key: str = "",
                            first: str = "1", final: str = "false"):

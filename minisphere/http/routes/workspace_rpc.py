@@ -12,7 +12,6 @@ from fastapi.responses import JSONResponse
 
 from minisphere.engine.methods import METHODS, Method, parse_args
 from minisphere.http import links
-from minisphere.http import responses as R
 from minisphere.http.callers import WorkspaceCall, WorkspaceId, workspace_caller
 from minisphere.http.handling import (
     AUTH_SHOWN_MS,
@@ -24,7 +23,8 @@ from minisphere.http.handling import (
     read_json_object,
     server_timing,
 )
-from minisphere.http.responses import answers
+from minisphere.http.method_answers import METHOD_ANSWERS
+from minisphere.http.route_docs import answers
 from minisphere.http.routes import Routes
 from minisphere.http.routes.maintenance import MAINTENANCE_TAG
 
@@ -63,7 +63,7 @@ def method_endpoint(name: str, method: Method):
 
 def add_method_route(name: str, method: Method) -> None:
     write = method.access == "write"
-    responses = answers(R.METHOD_ANSWERS[name],
+    responses = answers(METHOD_ANSWERS[name],
                         links=links.entry_links() if name in links.ENTRY_ANSWERS else None)
     if write:
         responses[200] = {**responses[200], "headers": IDEMPOTENT_REPLAY_DOC}

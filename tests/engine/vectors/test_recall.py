@@ -1,6 +1,6 @@
 """The vector arm in recall: KNN via sqlite-vec, prefilters respected, shown in the breakdown."""
 from minisphere.engine.workspace import Workspace
-from minisphere.http.responses import RecallAnswer
+from minisphere.http.recall_responses import RecallAnswer
 from tests.engine.vectors.helpers import ChosenVectors, at_cosine
 
 QUERY = "how do we ship code"

@@ -1,0 +1,191 @@
+"""One workspace file's registration with the node's daemon while the workspace is resident:
+`confirm()` is what the group-commit writer calls after each batch in `sync` mode (one sync per
+batch, never one per write), a forget restarts the replica's history, and `lag()` shows async
+mode's loss window."""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from minisphere.durability.litestream_control import CONTROL_ERRORS
+from minisphere.durability.replication.daemon import LitestreamDaemon, daemon_environment
+from minisphere.durability.replication.locations import (
+    local_history,
+    replica_prefix,
+    replica_url,
+)
+from minisphere.durability.stores import SnapshotStore, open_snapshot_store
+from minisphere.errors import ReplicationUnconfirmed
+from minisphere.settings import ReplicationSettings, SnapshotSettings
+
+log = logging.getLogger("minisphere.replication")
+# Litestream's own defaults (every 1 s a sync to the replica; compaction levels of 30 s, 5 min
+# and 1 h; retention of 24 h) are kept: they bound async mode's loss window (about a second)
+# and how long a forgotten entry's text stays in the replica's history (the retention).
+ASYNC_SYNC_INTERVAL_S = 1.0
+MISSING = object()                 # a database the daemon does not list
+
+
+@dataclass
+class WorkspaceReplica:
+    """One workspace file's registration with the node's daemon. `history`: the store and key
+    prefix the replica's objects live under (so a forget can restart its history)."""
+    daemon: LitestreamDaemon
+    db_path: Path
+    url: str
+    settings: ReplicationSettings
+    history: tuple[SnapshotStore, str] | None = None
+    history_owed: bool = False          # a forget whose old history is not deleted yet
+    # folds the WAL into the file (the open workspace's; set by its host): True when done
+    checkpoint: Callable[[], bool] | None = None
+    registered_at: float | None = None  # epoch seconds of the newest registration
+    # one restart of the history at a time: the confirmer and a forget's answer may both ask
+    _restarting: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def synchronous(self) -> bool:
+        return self.settings.mode == "sync"
+
+    def register(self) -> None:
+        # straight to the daemon, which is nearly always up: asking it first whether it answers
+        # would put a round trip inside every wake; when it does not answer, it is started (or
+        # waited for) and asked again. Only a process's first registration checks whose it is.
+        self.daemon.ensure_owned()
+        try:
+            self.daemon.control.register(self.db_path, self.url)
+        except CONTROL_ERRORS:
+            self.daemon.ensure_running().register(self.db_path, self.url)
+        self.registered_at = time.time()
+
+    def confirm(self) -> dict:
+        """Block until what is committed is on the replica (sync mode: after every batch).
+        A daemon that is gone is started again and the file registered anew; a replica that
+        cannot confirm within the bound raises `ReplicationUnconfirmed`."""
+        if self.history_owed:
+            self.restart_history()
+        try:
+            return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+        except (*CONTROL_ERRORS, ReplicationUnconfirmed) as exc:
+            log.warning("replication of %s not confirmed (%s); registering again", self.db_path,
+                        exc)
+        try:
+            self.register()
+            return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+        except CONTROL_ERRORS as exc:
+            raise ReplicationUnconfirmed(f"replication of {self.db_path.parent.name} not "
+                                         f"confirmed: {exc.__class__.__name__}") from None
+
+    def restart_history(self) -> None:
+        """After a forget: the replica's history (and the daemon's local copy of it) holds the
+        forgotten text in the pages of earlier transactions. Stop replicating the file, delete
+        that history, and register it again: the replica starts over from a snapshot of the
+        file as it is now. Points in time before the forget can no longer be restored. When
+        the store cannot be reached, it is owed and retried before the next confirmation.
+
+        Done once the file is registered again: the new history's first upload (the whole
+        file) is waited for once, within the confirmation bound, and after that it is the
+        daemon's to finish, the confirmations waiting for it like for any write. It may outlast
+        one bound, and a restart per confirmation would delete it each time, so that a large
+        file would never reach its replica again."""
+        with self._restarting:
+            self.history_owed = True
+            self._restart_history()
+            if self.history_owed:
+                return
+        try:
+            self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+        except (*CONTROL_ERRORS, ReplicationUnconfirmed) as exc:
+            log.warning("replica of %s: the new history's first upload goes on (%s)",
+                        self.db_path.parent.name, exc)
+
+    def _restart_history(self) -> None:
+        with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):
+            self.daemon.control.unregister(self.db_path)
+        try:
+            # the daemon holds a read transaction on a file it replicates, so the engine's own
+            # checkpoint after the forget could not fold the WAL into the file (the old pages
+            # stay there until it does): now, unregistered, it can
+            if self.checkpoint is not None and not self.checkpoint():
+                raise ReplicationUnconfirmed("the WAL is still held by a reader")
+            if self.history is not None:
+                store, prefix = self.history
+                for key in store.list_keys(prefix):
+                    store.delete(key)
+            shutil.rmtree(local_history(self.db_path), ignore_errors=True)
+            self.register()
+        except Exception as exc:  # noqa: BLE001 - owed, retried; never fails the forget itself
+            log.error("replica history of %s still holds forgotten text (%s); retried on the "
+                      "next write", self.db_path.parent.name, exc)
+            return
+        self.history_owed = False
+
+    def lag(self) -> dict:
+        """How far the replica is behind the file (async mode's loss window, shown):
+        `pendingTransactions` committed here and not yet on the replica (None when the daemon
+        cannot tell: its replica is failing), and `lagSeconds`, how long since the daemon last
+        shipped while some are pending (0 when none is)."""
+        try:
+            shipped = next((database.get("last_sync_at") for database in
+                            self.daemon.control.databases()
+                            if database.get("path") == str(self.db_path)), MISSING)
+        except (*CONTROL_ERRORS, ReplicationUnconfirmed, ValueError):
+            return {"status": "daemon not answering", "lastSyncAt": None}
+        if shipped is MISSING:
+            return {"status": "unregistered", "lastSyncAt": None}
+        try:
+            # without `wait` a sync only hands the new frames to the daemon and says how far
+            # the replica is: what a reader of this status would want shipped anyway
+            progress = self.daemon.control.nudge(self.db_path)
+        except (*CONTROL_ERRORS, ReplicationUnconfirmed) as exc:
+            return {**self._behind(shipped, None), "status": "failing", "error": str(exc)[:300]}
+        pending = max(0, int(progress.get("txid") or 0) - int(progress.get("replicated_txid") or 0))
+        return {**self._behind(shipped, pending), "status": "replicating"}
+
+    def _behind(self, shipped: str | None, pending: int | None) -> dict:
+        behind = 0.0
+        if pending is None or pending:   # since the last shipment, or registering if none yet
+            since = parse_litestream_time(shipped) if shipped else self.registered_at
+            behind = max(0.0, time.time() - (since or time.time()))
+        return {"lastSyncAt": shipped, "pendingTransactions": pending,
+                "lagSeconds": round(behind, 3)}
+
+    def release(self) -> None:
+        """Final sync, then unregister (hibernation): the daemon then holds only residents.
+        A restart of the history still owed (a forget's) is done first: unregistered, the file
+        would keep the forgotten text in the replica's history for good."""
+        try:
+            if self.history_owed:
+                self.restart_history()
+            self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+        finally:
+            with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):
+                self.daemon.control.unregister(self.db_path)
+
+
+def parse_litestream_time(text: str) -> float:
+    """Epoch seconds of the daemon's RFC 3339 times ("2026-12-02T09:36:07.475827842Z": Go
+    prints nanoseconds, which Python's parser does not take)."""
+    whole, _, fraction = text.rstrip("Z").partition(".")
+    moment = dt.datetime.fromisoformat(whole).replace(tzinfo=dt.UTC)
+    return moment.timestamp() + float(f"0.{fraction or 0}")
+
+
+def workspace_replica(replication: ReplicationSettings, snapshots: SnapshotSettings | None,
+                      db_path: str | Path, workspace_id: str, generation: str | None,
+                      owner_pid: int | None = None) -> WorkspaceReplica | None:
+    """The replication of one workspace file as the settings ask (None: off, or no store).
+    `owner_pid`: the process the node's daemon must not outlive (the node's raylet)."""
+    if not replication.enabled or snapshots is None:
+        return None
+    daemon = LitestreamDaemon(replication.daemon_dir, daemon_environment(snapshots), owner_pid)
+    return WorkspaceReplica(daemon, Path(db_path).resolve(),
+                            replica_url(snapshots, workspace_id, generation), replication,
+                            (open_snapshot_store(snapshots),
+                             replica_prefix(workspace_id, generation)))
