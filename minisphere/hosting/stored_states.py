@@ -89,6 +89,7 @@ class StoredStates:
                                       publish=True, keep=self.keep,
                                       new_position=self._position_after_restore())
         self.snapshotter.mark_clean(result["published"])
+        self._confirm_replicated()
         return result
 
     def restore_to_time(self, moment: str) -> dict:
@@ -103,7 +104,16 @@ class StoredStates:
             result = restore_moment(self.replica.url, self.path, moment,
                                     self._position_after_restore(), self.replica.daemon.env)
         self.snapshotter.note_writes(1)
+        self._confirm_replicated()
         return {"workspace": self.workspace_id, **result}
+
+    def _confirm_replicated(self) -> None:
+        """In `sync` mode a restore is answered like a write: once the restored state is on the
+        replica. Else a wake elsewhere, or a restore to a moment after this answer, would find
+        the replaced state there. `ReplicationUnconfirmed` (503) when it cannot be confirmed:
+        the restore is done, and sending it again restores the same state."""
+        if self.replica is not None and self.replica.synchronous:
+            self.replica.confirm()
 
     @contextmanager
     def _file_swap(self):

@@ -613,3 +613,27 @@ def test_a_status_never_waits_for_a_daemon_that_does_not_answer(tmp_path, daemon
             os.kill(pid, signal.SIGCONT)
     finally:
         host.close()
+
+
+@pytest.mark.parametrize("how", ["version", "moment"])
+def test_a_sync_restore_is_answered_once_the_replica_holds_the_restored_state(
+        tmp_path, daemon, local_store, how):
+    """In sync mode a restore is acknowledged like a write: a wake on another node, or a
+    restore to a moment after its answer, must find the restored state on the replica, not
+    the state it replaced."""
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon, store=local_store)
+    try:
+        write(host, "kept by the restore")
+        version = host.snapshot_now()["version"]
+        time.sleep(1.2)
+        moment = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        time.sleep(1.2)
+        write(host, "undone by the restore")
+        assert replica_count(tmp_path / "replica", tmp_path) == 2
+        if how == "version":
+            host.restore(version)
+        else:
+            host.restore_to_time(moment)
+        assert replica_count(tmp_path / "replica", tmp_path) == 1     # not a second later
+    finally:
+        host.close()
