@@ -637,3 +637,24 @@ def test_a_sync_restore_is_answered_once_the_replica_holds_the_restored_state(
         assert replica_count(tmp_path / "replica", tmp_path) == 1     # not a second later
     finally:
         host.close()
+
+
+def test_a_daemon_whose_local_history_is_torn_starts_the_replica_over_not_503_for_good(
+        tmp_path, daemon):
+    """A node where both the writer and the daemon were killed can leave the daemon's local
+    history not matching the file: every sync then fails in the file's own step. Retrying
+    cannot mend it, so sync mode answered 503 for good; the history must start over."""
+    import signal
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    try:
+        assert write(host, "shipped before the tear")[0]
+        assert write(host, "shipped too")[0]
+        history = tmp_path / "a" / "ws-rep" / ".workspace.db-litestream"
+        for ltx in history.rglob("*.ltx"):
+            ltx.write_bytes(b"")
+        os.kill(daemon.running_pid(), signal.SIGKILL)
+        ok, result, _ = write(host, "written after the tear")
+        assert ok, result
+        assert replica_count(tmp_path / "replica", tmp_path) == 3
+    finally:
+        host.close()

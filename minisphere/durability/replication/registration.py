@@ -1,7 +1,7 @@
 """One workspace file's registration with the node's daemon while the workspace is resident:
 `confirm()` is what the group-commit writer calls after each batch in `sync` mode (one sync per
-batch, never one per write), a forget restarts the replica's history, and `lag()` shows async
-mode's loss window."""
+batch, never one per write), a forget (or a local history the daemon cannot go on from)
+restarts the replica's history, and `lag()` shows async mode's loss window."""
 from __future__ import annotations
 
 import contextlib
@@ -31,6 +31,10 @@ log = logging.getLogger("minisphere.replication")
 # and how long a forgotten entry's text stays in the replica's history (the retention).
 ASYNC_SYNC_INTERVAL_S = 1.0
 MISSING = object()                 # a database the daemon does not list
+# How the daemon says a sync failed in the file's own step, before any upload: its local copy
+# of the history does not match the file (both killed mid-write, a torn local file). Retrying
+# cannot mend that; a fresh history does.
+LOCAL_HISTORY_BROKEN = "db sync:"
 
 
 @dataclass
@@ -71,16 +75,29 @@ class WorkspaceReplica:
         if self.history_owed:
             self.restart_history()
         try:
-            return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+            return self._sync()
         except (*CONTROL_ERRORS, ReplicationUnconfirmed) as exc:
             log.warning("replication of %s not confirmed (%s); registering again", self.db_path,
                         exc)
         try:
             self.register()
-            return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+            return self._sync()
         except CONTROL_ERRORS as exc:
             raise ReplicationUnconfirmed(f"replication of {self.db_path.parent.name} not "
                                          f"confirmed: {exc.__class__.__name__}") from None
+
+    def _sync(self) -> dict:
+        """One sync; when the daemon cannot go on from its local history, the history starts
+        over first (a retry alone would fail the same way for good)."""
+        try:
+            return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+        except ReplicationUnconfirmed as exc:
+            if LOCAL_HISTORY_BROKEN not in str(exc):
+                raise
+            log.error("replication of %s: the daemon cannot go on from its local history "
+                      "(%s); the replica's history starts over", self.db_path, exc)
+        self.restart_history()
+        return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
 
     def restart_history(self) -> None:
         """After a forget: the replica's history (and the daemon's local copy of it) holds the
