@@ -53,6 +53,7 @@ def test_s3_settings(tmp_path):
     ({"MINISPHERE_SNAPSHOT_EVERY_WRITES": "many"}, "must be a number"),
     ({"MINISPHERE_WORKSPACE_SLOTS": "always"}, "auto, on or off"),
     ({"MINISPHERE_NODE_WORKSPACE_SLOTS": "0"}, "between"),
+    ({"MINISPHERE_TRUSTED_PROXIES": "the-load-balancer"}, "not an address or network"),
 ])
 def test_bad_settings_refuse_to_start(tmp_path, env, words):
     with pytest.raises(ConfigError, match=words):

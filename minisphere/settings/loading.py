@@ -209,6 +209,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     snapshots = load_snapshot_settings(data_dir, env)
     replication = load_replication_settings(data_dir, env)
     residency = load_residency_settings(env)
+    trusted_proxies, mcp = load_trusted_proxies(env), load_mcp_settings(host, env)
     ensure_private_dir(data_dir)                    # only once everything else is valid
     if not token:
         token, source = stored_admin_token(data_dir)
@@ -220,6 +221,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_batch=max_batch, min_replicas=min_replicas, max_replicas=max_replicas,
         blueprint_path=env_value("MINISPHERE_BLUEPRINT", env) or str(DEFAULT_BLUEPRINT_PATH),
         access_log=env_value("MINISPHERE_ACCESS_LOG", env).lower() in ("1", "true", "yes"),
-        trusted_proxies=load_trusted_proxies(env),
-        snapshots=snapshots, residency=residency, replication=replication,
-        mcp=load_mcp_settings(host, env))
+        trusted_proxies=trusted_proxies,
+        snapshots=snapshots, residency=residency, replication=replication, mcp=mcp)
