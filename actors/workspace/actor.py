@@ -290,6 +290,8 @@ class WorkspaceActor(AdminFileMethods):
         finally:        # a forget the replica did not confirm is committed all the same
             if method.name == "forget":
                 self._drop_exports()
+                # copies left on nodes the workspace moved from may hold the text too
+                self._report("forgot")
         self.positions.after_write()
         if prepare_ms is not None:
             timings["prepare_ms"] = prepare_ms
