@@ -227,6 +227,9 @@ FAMILIES = [
             for lo, dm in ((0.2, 0.2), (0.2, 0.25), (0.2, 0.3), (0.25, 0.0), (0.25, 0.2),
                            (0.25, 0.25), (0.25, 0.3))],
            bound=True),
+    # a query naming a word too common to search (a speaker) keeps the lexical order
+    Family("hybrid: subject-led fusion", {"HYBRID_SUBJECT_LEXICAL_LED": False},
+           [{"HYBRID_SUBJECT_LEXICAL_LED": True}], bound=True),
     Family("hybrid: brevity (rerank)", {"BREVITY_FULL_CHARS": 0},
            [{"BREVITY_FULL_CHARS": v} for v in (100, 200)], bound=True),
     Family("hybrid: graph follows auto-links", {"GRAPH_FOLLOWS_AUTO_LINKS": True},

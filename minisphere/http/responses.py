@@ -279,6 +279,8 @@ class FusionState(Answer):
     lexicalMargin: float = Field(description="1 - 10th lexical score / 1st: how sharply the lexical head stands out")
     support: float = Field(description="how far the lexical arm backs the vector arm's 20 best hits, 0..1")
     denseMargin: float = Field(description="1 - 20th cosine / best: how sharply the dense head stands out")
+    subjectLed: bool = Field(description="the query names a word too common to search (a speaker): "
+                                         "the lexical order was kept for it")
     lexicalLed: bool = Field(description="the page kept the lexical order; the cosine only re-sorted it")
 
 

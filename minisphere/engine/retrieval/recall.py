@@ -264,17 +264,17 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm = _gather_arms(
         conn, args, now_ms, vector_arm, timer)
     fusion_info: dict = {}
+    subjects = subject_terms(dropped)
     if "vector" in arms:
         def refine(head: list[str]) -> list[Hit]:
             with timer.part("feedbackMs"):    # the vector arm's feedback round
                 return vector_arm.refine(conn, prefilter, head)
-        fused = fuse_hybrid(arms, refine, fusion_info)
+        fused = fuse_hybrid(arms, refine, fusion_info, names_subject=bool(subjects))
     else:
         fused = fuse(arms)
     timer.lap("fusionMs")
 
     query_stems = {stem(t) for t in terms}
-    subjects = subject_terms(dropped)
     known = {h.id: h.row for hits in arms.values() for h in hits if h.row is not None}
     pool_size = args.top_k * T.MMR_POOL_FACTOR
     scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size)

@@ -140,6 +140,17 @@ HYBRID_AGREEMENT_HIGH = 0.35
 # their better arm: stricter pairs gain on conversations and cost the passages.
 HYBRID_DENSE_MARGIN_TRUSTED = 0.3
 
+# --- hybrid: a query that names the workspace's subject ------------------------------------------
+# A query naming a word in more than COMMON_TERM_DOC_RATIO of the entries (distill drops it from
+# the search; query_text.subject_terms: a conversation's speaker, a project's name in a project
+# log) keeps the lexical order whatever the arms' agreement; the dense arm has its say on the
+# page only (dense_page.py). The subject factor (rerank) puts the named subject's own entries
+# first; a cosine cannot: one name weighs little in a sentence vector, and both speakers of a
+# conversation talk about the same things. Where fusion gave the dense arm a say on such a
+# question it lost to the lexical order. It is the query's own relation to this workspace, not a
+# weight fitted to a data set: passage queries name no such word and are unaffected.
+HYBRID_SUBJECT_LEXICAL_LED = True
+
 # --- hybrid: the dense arm's say where fusion left the lexical order alone (dense_page.py) -------
 # On conversations the agreement floor above leaves most questions in lexical order. Two bounded
 # moves after rerank, only where the lexical share came out at HYBRID_LEXICAL_LED_SHARE or more:
