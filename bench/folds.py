@@ -200,6 +200,8 @@ FAMILIES = [
     # 300 is left out: past a third of MS MARCO's passages, it cost them 0.012 nDCG@10
     Family("brevity (rerank)", {"BREVITY_FULL_CHARS": 0},
            [{"BREVITY_FULL_CHARS": v} for v in (100, 200)]),
+    Family("stand-ins for unknown words", {"RESPELL_UNKNOWN_WORDS": False},
+           [{"RESPELL_UNKNOWN_WORDS": True}]),
     Family("graph seeds", {"GRAPH_SEED_COUNT": 10}, [{"GRAPH_SEED_COUNT": v} for v in (5, 20)]),
     Family("graph support cap", {"GRAPH_SUPPORT_MAX": 0.5},
            [{"GRAPH_SUPPORT_MAX": v} for v in (0.3, 0.7)]),

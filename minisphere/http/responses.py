@@ -289,6 +289,10 @@ class QueryUsed(Answer):
     text: str
     terms: list[str]
     droppedTerms: list[str]
+    standIns: dict[str, list[str]] = Field(
+        default_factory=dict, description="query words no entry contains -> the terms of this "
+                                          "workspace searched beside them (a compound's parts, "
+                                          "a near spelling)")
     timePhrases: list[str]
     since: Optional[int]
     until: Optional[int]

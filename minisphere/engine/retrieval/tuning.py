@@ -8,6 +8,14 @@ MAX_QUERY_TERMS = 32               # distinct terms searched after rewriting (to
 COMMON_TERM_DOC_RATIO = 0.35       # a term in more than this share of entries does not discriminate
 COMMON_TERM_MIN_ENTRIES = 50       # ...but only judge "common" once the workspace is this big
 
+# --- stand-ins for query words no entry contains (engine/retrieval/respell.py) ---
+RESPELL_UNKNOWN_WORDS = True
+RESPELL_MIN_CHARS = 5              # shorter unknown words (initials, abbreviations) stay as they are
+RESPELL_PART_MIN_CHARS = 3         # each part of a compound ("bookshelf" -> book + shelf)
+RESPELL_PREFIX_MIN_CHARS = 4       # a shared prefix at least this long...
+RESPELL_PREFIX_SHARE = 0.6         # ...and at least this share of the unknown word
+RESPELL_PER_WORD = 2               # vocabulary terms searched for one unknown word, most frequent first
+
 # --- keyword arm (FTS5 BM25) ---
 KEYWORD_ROW_CAP = 100              # candidates taken from FTS5, best bm25 first
 KEYWORD_HEAD_MARGIN = 20           # extra head rows ranked in FTS5 alone, to survive exclusions
