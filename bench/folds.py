@@ -288,9 +288,10 @@ def fold_rows(bench: ConversationBench) -> list[list]:
     return rows
 
 
-def category_rows(bench: ConversationBench) -> tuple[list[str], list[list]]:
-    """Zero-binding R@10 per category for each held-out conversation, then the fold mean."""
-    zero = bench.evaluate({}, False)
+def category_rows(bench: ConversationBench, setting: dict | None = None) -> tuple[list[str], list[list]]:
+    """Zero-binding R@10 per category for each held-out conversation, then the fold mean
+    (under `setting`, the shipped settings by default)."""
+    zero = bench.evaluate(setting or {}, False)
     categories = list(locomo.CATEGORY_NAMES.values())
     rows = []
     per_fold = {cid: by_category(of(zero, [cid]), "recall") for cid in bench.conversations}
