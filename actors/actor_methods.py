@@ -1,9 +1,10 @@
 """The names of the actor methods other processes call by name, one enum per way in.
 
 A Ray call names its method as an attribute or a string, which nothing checks before it runs;
-these enums are what the call sites pass instead, so a misspelt member fails the type checker,
-and `tests/actors/test_actor_methods.py` checks every member against the actor class that must
-define it. Each member is its method's own name (a `str`): what crosses the wire is unchanged.
+these enums are what the call sites pass instead: `tests/actors/test_actor_protocols.py` checks
+every member against the actor class that must define it, that each member a call site names
+exists (so does mypy, in the modules it checks), and that no call site names a method with a
+bare string. Each member is its method's own name (a `str`): what crosses the wire is unchanged.
 """
 from __future__ import annotations
 
@@ -60,3 +61,4 @@ class DirectoryMethod(StrEnum):
     SNAPSHOT_STATUS = "snapshot_status"
     AUDIT_EVENT = "audit_event"
     TOKENS_USED = "tokens_used"
+    FORGOT = "forgot"

@@ -291,7 +291,7 @@ class WorkspaceActor(AdminFileMethods):
             if method.name == "forget":
                 self._drop_exports()
                 # copies left on nodes the workspace moved from may hold the text too
-                self._report("forgot")
+                self._report(DirectoryMethod.FORGOT)
         self.positions.after_write()
         if prepare_ms is not None:
             timings["prepare_ms"] = prepare_ms
