@@ -10,6 +10,7 @@ import shutil
 import time
 from pathlib import Path
 
+from actors.directory.actor_runtime import ActorRuntime
 from minisphere.control.auth import check_workspace_id
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.durability.generations import delete_generation_snapshots
@@ -29,7 +30,7 @@ FORGET_SWEEP_GAP_S = 5.0
 
 
 class WorkspaceLifecycle:
-    def __init__(self, settings, control, snapshots, residents, runtime, contracts,
+    def __init__(self, settings, control, snapshots, residents, runtime: ActorRuntime, contracts,
                  default_blueprint):
         self.settings = settings
         self.control = control
