@@ -165,7 +165,7 @@ def _children(pid: int) -> list[int]:
 def cluster_rss() -> int:
     """RSS of every process of this Ray session (its daemons and their workers) + the driver."""
     import ray
-    node = ray._private.worker._global_node      # noqa: SLF001 - the session we started
+    node = ray._private.worker._global_node      # the session we started
     roots = {os.getpid()}
     for infos in node.all_processes.values():
         for info in infos:

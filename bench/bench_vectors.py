@@ -80,9 +80,8 @@ def bind(ws: Workspace, cached: CachedProvider, label: str) -> str:
     """Bind the workspace (backfill through the cached provider); returns a note."""
     started = time.perf_counter()
     report = ws.enable_vectors(cached, progress_callback=_progress(label))
-    note = (f"{label}: {report['embedded']} vectors backfilled into sqlite-vec in "
+    return (f"{label}: {report['embedded']} vectors backfilled into sqlite-vec in "
             f"{time.perf_counter() - started:.1f} s (embeddings from the cache)")
-    return note
 
 
 def _progress(label: str):

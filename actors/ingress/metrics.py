@@ -66,7 +66,7 @@ class ServiceMetrics:
         while True:
             try:
                 await self.poll_once()
-            except Exception:  # noqa: BLE001 - metrics never break the service
+            except Exception:  # metrics never break the service
                 log.debug("metrics poll failed", exc_info=True)
             await asyncio.sleep(METRICS_POLL_S)
 

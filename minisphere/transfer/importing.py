@@ -96,7 +96,7 @@ class _Importer:
         self.report["edges" if cursor.rowcount else "duplicateEdges"] += 1
 
 
-def _checkpoint(conn, key: str, value: int | None) -> None:  # noqa: D103
+def _checkpoint(conn, key: str, value: int | None) -> None:
     if value is None:
         conn.execute("DELETE FROM workspace_meta WHERE key = ?", (key,))
     else:
