@@ -153,8 +153,8 @@ def _children(pid: int) -> list[int]:
     while todo:
         current = todo.pop()
         try:
-            with open(f"/proc/{current}/task/{current}/children", encoding="ascii") as f:
-                kids = [int(x) for x in f.read().split()]
+            children = Path(f"/proc/{current}/task/{current}/children")
+            kids = [int(x) for x in children.read_text(encoding="ascii").split()]
         except OSError:
             kids = []
         found += kids

@@ -11,7 +11,7 @@ HASH_CHUNK_BYTES = 1024 * 1024        # files are hashed in chunks, never read w
 def sized_sha256(path: str | os.PathLike[str]) -> tuple[int, str]:
     """(size in bytes, SHA-256 hex) of a file's exact bytes."""
     digest, size = hashlib.sha256(), 0
-    with open(path, "rb") as handle:
+    with Path(path).open("rb") as handle:
         while chunk := handle.read(HASH_CHUNK_BYTES):
             digest.update(chunk)
             size += len(chunk)

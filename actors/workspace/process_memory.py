@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+from pathlib import Path
 
 from minisphere.hosting.tenant_caches import clear_tenant_caches
 
@@ -13,7 +14,7 @@ from minisphere.hosting.tenant_caches import clear_tenant_caches
 def rss_bytes(pid: int | str = "self") -> int:
     """Resident memory of a process (this one by default), 0 where /proc cannot tell."""
     try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        with Path(f"/proc/{pid}/status").open(encoding="ascii") as status:
             for line in status:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) * 1024

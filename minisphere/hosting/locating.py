@@ -12,7 +12,6 @@ none of them reaches the acknowledged position the workspace is refused by name
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,7 +113,7 @@ class CurrentCopy:
         remove_database(target)
         for suffix in ("", *SIDE_SUFFIXES):
             try:
-                os.replace(f"{source}{suffix}", f"{target}{suffix}")
+                Path(f"{source}{suffix}").replace(f"{target}{suffix}")
             except FileNotFoundError:
                 pass
         fsync_dir(target.parent)
@@ -143,7 +142,7 @@ class CurrentCopy:
                         "(position %d); restoring from the replica", self.workspace_id,
                         above, copy.position)
             discard_copy(self.path)
-        os.replace(staged, self.path)
+        staged.replace(self.path)
         fsync_dir(self.path.parent)
         took = (time.perf_counter() - started) * 1e3
         log.info("workspace %s restored from its replica (position %d) in %.1f ms",

@@ -57,6 +57,6 @@ def _tighten(folder: Path) -> None:
     try:
         mode = stat.S_IMODE(folder.stat().st_mode)
         if mode & ~PRIVATE_DIR_MODE & 0o777:
-            os.chmod(folder, PRIVATE_DIR_MODE)
+            Path(folder).chmod(PRIVATE_DIR_MODE)
     except PermissionError as exc:
         log.warning("cannot make %s private (mode 0700): %s", folder, exc)

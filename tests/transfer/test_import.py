@@ -28,7 +28,7 @@ def source(ws):
 @pytest.fixture
 def export_path(source, tmp_path):
     path = tmp_path / "export.jsonl"
-    with open(path, "w", encoding="utf-8") as out:
+    with path.open("w", encoding="utf-8") as out:
         export_file(source.path, out, now_ms=EXPORT_TIME_MS)
     return path
 

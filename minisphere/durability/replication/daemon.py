@@ -87,7 +87,7 @@ class LitestreamDaemon:
         if self.control.alive() and self._owner_kept():
             return self.control
         self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / ".start.lock", "w") as lock:
+        with (self.folder / ".start.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)          # one starter per node at a time
             if not self._owner_kept():
                 log.warning("stopping the litestream daemon in %s: it belongs to process %s, "
@@ -136,7 +136,7 @@ class LitestreamDaemon:
         if self.owner_pid is not None:        # and no longer than the node's Ray
             command = [sys.executable, "-m", "minisphere.durability.daemon_tether",
                        str(self.owner_pid), "--", *command]
-        with open(self.folder / LOG_NAME, "ab") as out:
+        with (self.folder / LOG_NAME).open("ab") as out:
             process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=self.env,

@@ -57,7 +57,7 @@ def _drop_expired_keys(copy) -> None:
 
 
 def compress(raw: Path, packed: Path) -> None:
-    with open(raw, "rb") as src, open(packed, "wb") as out:
+    with raw.open("rb") as src, packed.open("wb") as out:
         with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=SNAPSHOT_GZIP_LEVEL,
                            mtime=0) as gz:
             shutil.copyfileobj(src, gz, SNAPSHOT_COPY_CHUNK_BYTES)
