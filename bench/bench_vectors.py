@@ -170,9 +170,8 @@ def capture_rows(provider, texts: list[str]) -> list[list]:
     configs = [("binding off", None, False), (f"binding on ({provider.name})", provider, False),
                ("binding on, prefetched", provider, True)]
     for label, embedder, prefetch in configs:
-        with tempfile.TemporaryDirectory() as tmp:
-            with Workspace(Path(tmp) / "cap.db", embedder=embedder) as ws:
-                samples = _capture_latency(ws, [f"note {i}: {t}" for i, t in enumerate(texts)], prefetch)
+        with tempfile.TemporaryDirectory() as tmp, Workspace(Path(tmp) / "cap.db", embedder=embedder) as ws:
+            samples = _capture_latency(ws, [f"note {i}: {t}" for i, t in enumerate(texts)], prefetch)
         rows.append(["capture " + label, f"{len(samples)} captures", p50(samples), percentile(samples, 99)])
     return rows
 

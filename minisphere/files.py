@@ -1,6 +1,7 @@
 """Small file helpers shared by the layers: streaming SHA-256 and fsync."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -33,7 +34,5 @@ def fsync_file(path: str | os.PathLike[str]) -> None:
 def fsync_dir(folder: str | os.PathLike[str]) -> None:
     """Make a rename or a new file in `folder` durable (best effort: not every filesystem
     lets a directory be fsynced)."""
-    try:
+    with contextlib.suppress(OSError):
         fsync_file(Path(folder))
-    except OSError:
-        pass

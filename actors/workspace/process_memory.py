@@ -4,6 +4,7 @@ caches that could hold its words or names, unreachable objects, and the C heap's
 which glibc would otherwise keep, so a recycled process's size follows what it holds now)."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 from pathlib import Path
@@ -26,7 +27,5 @@ def rss_bytes(pid: int | str = "self") -> int:
 def drop_process_wide_traces() -> None:
     clear_tenant_caches()
     gc.collect()
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass

@@ -11,6 +11,7 @@ none of them reaches the acknowledged position the workspace is refused by name
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -112,10 +113,8 @@ class CurrentCopy:
     def _move_database(source: Path, target: Path) -> None:
         remove_database(target)
         for suffix in ("", *SIDE_SUFFIXES):
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 Path(f"{source}{suffix}").replace(f"{target}{suffix}")
-            except FileNotFoundError:
-                pass
         fsync_dir(target.parent)
 
     def _restore_from_replica(self, above: int = -1) -> dict | None:

@@ -14,8 +14,9 @@ import time
 
 MOMENT_MARGIN_S = 2.2          # each side of a moment restored to: whole seconds apart
 EDGE_TYPES = ("relates_to", "supersedes", "caused_by", "about_person", "part_of_project")
-WORDS = ("harbor ledger orbit maple cobalt quartz lantern meadow falcon prism tundra velvet "
-         "ember glacier canyon willow beacon summit delta copper").split()
+WORDS = ["harbor", "ledger", "orbit", "maple", "cobalt", "quartz", "lantern", "meadow", "falcon",
+         "prism", "tundra", "velvet", "ember", "glacier", "canyon", "willow", "beacon", "summit",
+         "delta", "copper"]
 
 
 def new_text(rng, tenant, kind: str) -> tuple[str, str]:
