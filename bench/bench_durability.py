@@ -82,7 +82,7 @@ def group_rate(folder: Path, writers: int, seconds: float):
         assert box[0], "write failed"
     try:
         out = _closed_loop(writers, seconds, one)
-        return out + (writer.batches,)
+        return (*out, writer.batches)
     finally:
         writer.close()
         ws.close()

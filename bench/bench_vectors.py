@@ -245,7 +245,7 @@ def encoder_section(bench, other_bench, providers: list) -> str:
             + table(["held-out conversation", "questions", "zero R@10", "hybrid R@10 first",
                      "hybrid R@10 second", "Δ R@10 second − first", "Δ nDCG@10 second − first",
                      "Δ R@10 second − zero", "query ms first", "query ms second",
-                     "ms second / first"], rows + [mean_row])
+                     "ms second / first"], [*rows, mean_row])
             + f"\n\n{second} no worse than {first} (mean Δ R@10 ≥ −{ENCODER_MEAN_TOLERANCE}, no fold "
             f"below −{ENCODER_FOLD_TOLERANCE}): mean {mean_row[5]:+.4f}, worst fold {worst:+.4f}, "
             f"{'met' if verdict else 'missed'}. {second}'s hybrid against zero-binding: mean Δ R@10 "

@@ -182,7 +182,7 @@ def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Pat
                                      position=new_position or manifest.get("position", 0))
         aside = swap_in(verified, db_path)
     if published is not None and keep > 0:
-        prune(store, workspace_id, keep, existing + [published["version"]])
+        prune(store, workspace_id, keep, [*existing, published["version"]])
     took = round((time.perf_counter() - started) * 1e3, 3)
     log.info("restored %s to %s (%d entries) in %.1f ms; previous file kept at %s",
              workspace_id, version, manifest.get("entryCount", -1), took, aside)
@@ -210,4 +210,5 @@ def restore_latest_good(store: SnapshotStore, workspace_id: str, db_path: str | 
         return result
     raise SnapshotCorrupt(f"every snapshot of workspace {workspace_id} is corrupt "
                           f"({len(skipped)} tried)")
-__all__ = ["restore_snapshot", "restore_latest_good", "fetch_verified", "swap_in", "verify_database", "ASIDE_MARK"]
+__all__ = ["ASIDE_MARK", "fetch_verified", "restore_latest_good", "restore_snapshot", "swap_in",
+           "verify_database"]

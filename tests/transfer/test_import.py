@@ -91,7 +91,7 @@ def test_transfer_import_refuses_bad_lines_with_line_numbers(export_path, tmp_pa
     broken = json.loads(lines[3])
     broken["status"] = "archived"
     bad = tmp_path / "bad.jsonl"
-    bad.write_text("\n".join(lines[:3] + [json.dumps(broken)] + lines[4:]) + "\n")
+    bad.write_text("\n".join([*lines[:3], json.dumps(broken), *lines[4:]]) + "\n")
     with fresh(tmp_path) as target:
         with pytest.raises(ImportFormatError, match="line 4: status"):
             import_file(target, bad, batch_lines=100)
@@ -141,7 +141,7 @@ def test_transfer_import_refuses_integers_sqlite_cannot_hold(export_path, tmp_pa
     broken = json.loads(lines[2])
     broken[field] = value
     bad = tmp_path / "big.jsonl"
-    bad.write_text("\n".join(lines[:2] + [json.dumps(broken)] + lines[3:]) + "\n")
+    bad.write_text("\n".join([*lines[:2], json.dumps(broken), *lines[3:]]) + "\n")
     with fresh(tmp_path) as target:
         with pytest.raises(ImportFormatError, match=f"line 3: {field}"):
             import_file(target, bad, batch_lines=100)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import ClassVar
 
 from minisphere.durability.litestream_control import ReplicaControl
 from minisphere.durability.replication.binary import litestream_binary
@@ -54,7 +55,7 @@ class LitestreamDaemon:
     the process it must not outlive (None: none, it runs until stopped)."""
 
     # folders whose daemon this process has checked belongs to the current owner
-    _owner_checked: set[tuple[str, int]] = set()
+    _owner_checked: ClassVar[set[tuple[str, int]]] = set()
 
     def __init__(self, folder: str | Path, env: dict[str, str] | None = None,
                  owner_pid: int | None = None):
