@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 import ray
 
+from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.directory.actor import DIRECTORY_NAME
 from actors.workspace_reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.client.client import (
@@ -63,7 +64,8 @@ class _InClusterCalls:
         self.overload_retry = OverloadRetry(overload_retries)
 
     async def _authenticate(self) -> None:
-        verdict, _ = await ask(self.directory, "authenticate", self.workspace_id, self._caller)
+        verdict, _ = await ask(self.directory, DirectoryMethod.AUTHENTICATE, self.workspace_id,
+                                  self._caller)
         if verdict not in ("ok", "admin"):
             raise token_refusal(verdict)        # as the ingress answers: expired, other, invalid
         self._checked = True
@@ -86,7 +88,7 @@ class _InClusterCalls:
             # as the ingress: reads and keyed writes are safe to send again after a failure
             resends = 1 if read else (KEYED_WRITE_RESENDS if key is not None else 0)
             envelope, _, _ = await self.reach.call(
-                self.workspace_id, "call", method, body, self._caller, key,
+                self.workspace_id, ServedMethod.CALL, method, body, self._caller, key,
                 idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S)
         except MiniSphereError as exc:
             status, payload = error_response(exc)

@@ -30,6 +30,7 @@ from collections.abc import Callable
 import ray
 from ray.exceptions import RayActorError, RayTaskError, TaskCancelledError
 
+from actors.actor_methods import DirectoryMethod, ServedMethod
 from minisphere.errors import MiniSphereError, WorkspaceHibernating, WorkspaceUnavailable
 
 log = logging.getLogger("minisphere.reach")
@@ -67,7 +68,7 @@ async def until_answered(sent_call, timeout_s: float | None):
         raise
 
 
-async def ask(directory, method: str, *args):
+async def ask(directory, method: DirectoryMethod, *args):
     """Call the directory actor; its named errors come back as themselves."""
     try:
         return await getattr(directory, method).remote(*args)
@@ -102,7 +103,7 @@ class WorkspaceReach:
         if handle is None:
             if gated and self.wake_gate is not None:
                 self.wake_gate(workspace_id)
-            handle = await ask(self.directory, "activate", workspace_id, saw_failure)
+            handle = await ask(self.directory, DirectoryMethod.ACTIVATE, workspace_id, saw_failure)
             self._handles[workspace_id] = handle
         return handle
 
@@ -111,13 +112,14 @@ class WorkspaceReach:
 
     async def _ended_cleanly(self, workspace_id: str, handle) -> bool:
         try:
-            return bool(await ask(self.directory, "ended_cleanly", workspace_id,
+            return bool(await ask(self.directory, DirectoryMethod.ENDED_CLEANLY, workspace_id,
                                   handle._actor_id.hex()))  # the only stable id
         except MiniSphereError:
             return False
 
-    async def call(self, workspace_id: str, method: str, *args, idempotent_attempts: int = 0,
-                   max_attempts: int | None = None, timeout_s: float | None = None,
+    async def call(self, workspace_id: str, method: ServedMethod, *args,
+                   idempotent_attempts: int = 0, max_attempts: int | None = None,
+                   timeout_s: float | None = None,
                    deadline_s: float = FOLLOW_HIBERNATION_S,
                    unknown_outcome: str = "") -> tuple[dict, int, float]:
         """Send `method(*args)` to the workspace's actor until it answers (see the module
@@ -133,7 +135,7 @@ class WorkspaceReach:
             sent = time.perf_counter()
             try:
                 # through the actor's gate: a process outlives a workspace's residency
-                sent_call = handle.serve.remote(workspace_id, method, *args)
+                sent_call = handle.serve.remote(workspace_id, ServedMethod(method).value, *args)
                 envelope = await until_answered(sent_call, timeout_s)
             except (TimeoutError, TaskCancelledError):
                 # cancelled: as a timeout, the call may or may not have run

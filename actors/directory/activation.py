@@ -13,6 +13,8 @@ import logging
 import math
 import time
 
+from actors.actor_methods import WorkspaceActorMethod
+from actors.directory.actor_runtime import ActorRuntime
 from actors.directory.placement import Placement
 from actors.directory.residents import Resident
 from actors.directory.runtime import ActorGone
@@ -69,7 +71,7 @@ class SpareStarter:
     """Starts the spare pool's actors where `NodePlacement.place_spare` says. `spares_on` is
     the pool's count of ready spares per node (set once the pool exists)."""
 
-    def __init__(self, runtime, placement, residents):
+    def __init__(self, runtime: ActorRuntime, placement, residents):
         self.runtime = runtime
         self.placement = placement
         self.residents = residents
@@ -85,7 +87,7 @@ class SpareStarter:
         name = new_actor_name()
         handle = self.runtime.start(name, {**self.placement.slot_request(), **placed.options})
         try:
-            info = await self.runtime.call(handle, "ready")
+            info = await self.runtime.call(handle, WorkspaceActorMethod.READY)
         except BaseException:
             # failed, or given up on (the pool's timeout cancels this): a detached actor left
             # behind would start some day and sit unbound, holding a slot, for good
@@ -97,7 +99,7 @@ class SpareStarter:
 
 
 class Activator:
-    def __init__(self, settings, control, runtime, residents, placement, pool, cap,
+    def __init__(self, settings, control, runtime: ActorRuntime, residents, placement, pool, cap,
                  workspace_path, starts_at_once: int = 1, on_move=lambda: None):
         self.settings = settings
         self.control = control
@@ -296,7 +298,7 @@ class Activator:
         if not self._still_the_same_workspace(workspace_id, launch):
             raise NotFound(f"no workspace {workspace_id}")   # deleted (or re-created) meanwhile
         if tuple(self.control.grants(workspace_id)) != grants:   # changed while binding
-            await self.runtime.call(resident.handle, "set_tokens",
+            await self.runtime.call(resident.handle, WorkspaceActorMethod.SET_TOKENS,
                                     tuple(self.control.grants(workspace_id)))
         node = answer["result"]["nodeId"]
         resident.node_id, resident.bound_at = node, time.monotonic()
@@ -338,7 +340,7 @@ class Activator:
         that may start anywhere: on another node, or on a new one the autoscaler adds for it."""
         started = time.monotonic()
         binding = asyncio.ensure_future(
-            self.runtime.call(resident.handle, "bind", launch, grants))
+            self.runtime.call(resident.handle, WorkspaceActorMethod.BIND, launch, grants))
         if placed is not None and placed.node is not None:
             await asyncio.wait([binding], timeout=PLACEMENT_STALL_S)
             if not binding.done() and self.placement.stuck(resident.handle, placed):
@@ -353,7 +355,7 @@ class Activator:
                 self.control.set_actor(workspace_id, resident.actor_name)
                 resident.handle = self._start(resident.actor_name, None)
                 binding = asyncio.ensure_future(
-                    self.runtime.call(resident.handle, "bind", launch, grants))
+                    self.runtime.call(resident.handle, WorkspaceActorMethod.BIND, launch, grants))
         await self._unless_slots_missing(binding)
         remaining = max(0.0, BIND_TIMEOUT_S - (time.monotonic() - started))
         try:

@@ -280,6 +280,10 @@ class DirectoryActor:
         if self.control.exists(workspace_id):
             self.control.touch_tokens(workspace_id, used)
 
+    async def forgot(self, workspace_id: str) -> None:
+        if self.control.exists(workspace_id):
+            self.workspaces.sweep_after_forget()
+
     async def audit_event(self, workspace_id: str, action: str,
                           detail: dict | None = None) -> None:
         if self.control.exists(workspace_id):

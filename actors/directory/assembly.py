@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from actors.directory.activation import WAKE_STARTS_AT_ONCE_PER_CPU, Activator, SpareStarter
+from actors.directory.actor_runtime import ActorRuntime
 from actors.directory.grants import TokenGrants
 from actors.directory.hibernation import HIBERNATING_OVER_CAP_PER_CPU, Hibernation
 from actors.directory.placement import NodePlacement
@@ -33,7 +34,7 @@ class DirectoryParts:
     grants: TokenGrants
 
 
-def spare_pool(limits, starter, runtime, cluster_cpus: float,
+def spare_pool(limits, starter, runtime: ActorRuntime, cluster_cpus: float,
                cluster_memory_bytes: float) -> SparePool:
     """A pool of the size the settings fix, else one that follows demand: at least the derived
     size, at most what the spare budget allows (never below that floor)."""
@@ -47,7 +48,7 @@ def spare_pool(limits, starter, runtime, cluster_cpus: float,
                      demand=Demand(floor, ceiling, starts_at_once=at_once))
 
 
-def assemble(settings: Settings, control, runtime, admin_token_hash: str, *,
+def assemble(settings: Settings, control, runtime: ActorRuntime, admin_token_hash: str, *,
              cluster_cpus: float, cluster_memory_bytes: float) -> DirectoryParts:
     """Every part, given its collaborators; the limits not set in `settings` are derived from
     the cluster's size."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 
+from actors.actor_methods import WorkspaceActorMethod
+from actors.directory.actor_runtime import ActorRuntime
 from minisphere.control.auth import same_hash
 
 log = logging.getLogger("minisphere.directory")
@@ -18,7 +20,7 @@ PUSH_GRANTS_TIMEOUT_S = 10.0       # handing a resident actor its new token set
 
 
 class TokenGrants:
-    def __init__(self, control, runtime, residents, activator, admin_token_hash: str):
+    def __init__(self, control, runtime: ActorRuntime, residents, activator, admin_token_hash: str):
         self.control = control
         self.runtime = runtime
         self.residents = residents
@@ -55,7 +57,7 @@ class TokenGrants:
         if resident is None:
             return
         try:
-            await self.runtime.call(resident.handle, "set_tokens",
+            await self.runtime.call(resident.handle, WorkspaceActorMethod.SET_TOKENS,
                                     tuple(self.control.grants(workspace_id)),
                                     timeout_s=PUSH_GRANTS_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - whatever the cause, it must not keep serving

@@ -16,6 +16,8 @@ import logging
 import time
 from collections import OrderedDict
 
+from actors.actor_methods import WorkspaceActorMethod
+from actors.directory.actor_runtime import ActorRuntime
 from actors.directory.spares import Spare
 from minisphere.control.residency_policy import (
     IN_SESSION_S,
@@ -39,7 +41,7 @@ HIBERNATING_OVER_CAP_PER_CPU = 1.0
 
 
 class Hibernation:
-    def __init__(self, control, runtime, residents, max_resident: int, idle_s: float,
+    def __init__(self, control, runtime: ActorRuntime, residents, max_resident: int, idle_s: float,
                  hibernating_over_cap: int = 1, pool=None, recycle_max_binds: int = 0,
                  recycle_max_growth_mib: float = 0.0):
         self.control = control
@@ -80,7 +82,7 @@ class Hibernation:
     async def _hibernate_actor(self, workspace_id: str, resident, reason: str) -> dict:
         clean = True
         try:
-            result = await self.runtime.call(resident.handle, "hibernate",
+            result = await self.runtime.call(resident.handle, WorkspaceActorMethod.HIBERNATE,
                                              timeout_s=HIBERNATE_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - timed out, died, or Ray's own failure
             # whatever the failure, the actor is killed below: it is no longer resident, so

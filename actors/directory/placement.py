@@ -15,6 +15,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from actors.directory.actor_runtime import ActorRuntime
 from actors.directory.spares import NoRoomForSpare
 from minisphere.control.residency_policy import (
     MIB,
@@ -60,7 +61,7 @@ class Placement:
 
 
 class NodePlacement:
-    def __init__(self, runtime, residents, slots: str = "auto"):
+    def __init__(self, runtime: ActorRuntime, residents, slots: str = "auto"):
         self.runtime = runtime
         self.residents = residents
         self.slots = slots                             # auto | on | off (settings)

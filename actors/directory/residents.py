@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from actors.actor_methods import WorkspaceActorMethod
+from actors.directory.actor_runtime import ActorRuntime
 from actors.directory.flights import SingleFlight
 from minisphere.control.residency_policy import idle_residents
 
@@ -38,7 +40,7 @@ class Resident:
 
 
 class ResidentTable:
-    def __init__(self, control, runtime):
+    def __init__(self, control, runtime: ActorRuntime):
         self.control = control
         self.runtime = runtime
         self._residents: dict[str, Resident] = {}
@@ -141,7 +143,7 @@ class ResidentTable:
 
         async def ask(workspace_id: str, resident: Resident):
             try:
-                info = await self.runtime.call(resident.handle, "activity",
+                info = await self.runtime.call(resident.handle, WorkspaceActorMethod.ACTIVITY,
                                                timeout_s=ACTIVITY_TIMEOUT_S)
             except Exception:  # noqa: BLE001 - slow or dead: handled at its next call
                 # Not known to be idle, so not taken for it: an actor too busy (or a node too

@@ -1,9 +1,9 @@
 """The directory's one doorway to Ray: starting, calling, killing and finding workspace actors,
 and what the cluster says about its nodes and their free workspace slots.
 
-Every other part of the directory works through a `RayActors` (or anything with its methods),
-so none of them holds Ray's API in its logic, and the parts can be driven in one process, with
-real workspace files, by a runtime that keeps its "actors" as objects.
+Every other part of the directory works through an `ActorRuntime` (`actor_runtime.py`), which
+`RayActors` implements, so none of them holds Ray's API in its logic, and the parts can be driven
+in one process, with real workspace files, by a runtime that keeps its "actors" as objects.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import ray
 from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from actors.actor_methods import WorkspaceActorMethod
 from actors.workspace.launch import ACTOR_NAME_PREFIX
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 
@@ -44,7 +45,7 @@ class RayActors:
         ).remote(None, self.directory, self.admin_token_hash)
 
     @staticmethod
-    async def call(handle, method: str, *args, timeout_s: float | None = None):
+    async def call(handle, method: WorkspaceActorMethod, *args, timeout_s: float | None = None):
         """`handle.method(*args)`; ActorGone when the actor is gone, TimeoutError past
         `timeout_s`."""
         try:

@@ -10,6 +10,7 @@ import shutil
 import time
 from pathlib import Path
 
+from actors.directory.actor_runtime import ActorRuntime
 from minisphere.control.auth import check_workspace_id
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.durability.generations import delete_generation_snapshots
@@ -23,10 +24,13 @@ from minisphere.settings import ensure_private_dir
 log = logging.getLogger("minisphere.directory")
 AUDIT_KEPT_S = 90 * 86_400                # the audit trail's reach back
 AUDIT_PRUNE_EVERY_S = 3_600.0
+# A forget sweeps the nodes for copies left behind where the workspace lived before (they may
+# hold the forgotten text); forgets in a row share one sweep at most this often.
+FORGET_SWEEP_GAP_S = 5.0
 
 
 class WorkspaceLifecycle:
-    def __init__(self, settings, control, snapshots, residents, runtime, contracts,
+    def __init__(self, settings, control, snapshots, residents, runtime: ActorRuntime, contracts,
                  default_blueprint):
         self.settings = settings
         self.control = control
@@ -38,6 +42,8 @@ class WorkspaceLifecycle:
         self.root = ensure_private_dir(settings.workspaces_dir).resolve()
         self._sweep: asyncio.Task | None = None          # the node sweep running, if any
         self._sweep_again = False
+        self._forget_sweep: asyncio.Task | None = None   # a forget's sweep, waiting its turn
+        self._forget_swept_at = -FORGET_SWEEP_GAP_S
         # deleted generations whose replica is deleted once more after a node sweep that
         # reached every node, the one the workspace lived on among them: a killed actor's file
         # may still have been shipped until that node's sweep unregistered it
@@ -114,6 +120,20 @@ class WorkspaceLifecycle:
                 if not self._sweep_again:
                     return
         self._sweep = asyncio.get_running_loop().create_task(sweeps())
+
+    def sweep_after_forget(self) -> None:
+        """A forget committed: copies on nodes the workspace moved from are swept soon (a copy
+        behind the stored position is stale, and holds the text). One waiting sweep covers
+        every forget until it runs."""
+        if self._forget_sweep is not None and not self._forget_sweep.done():
+            return
+        wait_s = max(0.0, self._forget_swept_at + FORGET_SWEEP_GAP_S - time.monotonic())
+
+        async def after_the_gap():
+            await asyncio.sleep(wait_s)
+            self._forget_swept_at = time.monotonic()
+            self.sweep_soon()
+        self._forget_sweep = asyncio.get_running_loop().create_task(after_the_gap())
 
     async def sweep_nodes(self) -> dict | None:
         """On every node, let the replication daemon go of files no live host holds, and

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import time
 
+from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.directory.actor import get_directory
 from actors.ingress.spare_contacts import SpareContacts
 from actors.workspace_reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
@@ -54,11 +55,13 @@ class Gateway:
         self.admin_hash = token_hash(settings.admin_token)
         self.token_cache = TokenCache(self.ask_directory, settings.token_cache_ttl_s)
         self.admin = AdminCheck(self.admin_hash, lambda candidate: self.ask_directory(
-            "whoami", candidate), known_ttl_s=settings.token_cache_ttl_s)
+            DirectoryMethod.WHOAMI, candidate), known_ttl_s=settings.token_cache_ttl_s)
         self._store = None                     # snapshot store, made on first use
 
-    async def ask_directory(self, method: str, *args):
-        return await ask(self.directory, method, *args)
+    async def ask_directory(self, method: DirectoryMethod | str, *args):
+        """The directory's `method(*args)`; a name it has no method for (the token cache
+        names its one question as a string) raises ValueError before anything is sent."""
+        return await ask(self.directory, DirectoryMethod(method), *args)
 
     def _admit_wake(self, workspace_id: str) -> None:
         """Refuse a wake while the calls to resident workspaces are late here."""
@@ -102,7 +105,7 @@ class Gateway:
         if same_hash(candidate, self.admin_hash):
             return {"kind": "admin"}
         found = await self.token_cache.budget.attempt(
-            client, lambda: self.ask_directory("whoami", candidate),
+            client, lambda: self.ask_directory(DirectoryMethod.WHOAMI, candidate),
             lambda answer: answer is not None)
         if found is None:
             raise Unauthenticated("invalid token")
@@ -137,7 +140,7 @@ class Gateway:
         attempts = 0
         try:
             envelope, attempts, rpc_ms = await self.reach.call(
-                workspace_id, "call", method_name, body, caller, idempotency_key,
+                workspace_id, ServedMethod.CALL, method_name, body, caller, idempotency_key,
                 idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S, unknown_outcome=unknown)
         except Unauthenticated:
             self.token_cache.forget(workspace_id)    # the actor knows better: revoked, expired
@@ -165,8 +168,8 @@ class Gateway:
             raise
         record.add(result)
         try:
-            await self.ask_directory("maintenance", "record_pass", workspace_id,
-                                     result.get("nextDueAt"), result["remaining"],
+            await self.ask_directory(DirectoryMethod.MAINTENANCE, "record_pass",
+                                     workspace_id, result.get("nextDueAt"), result["remaining"],
                                      record.startedAt)
         except Exception:  # noqa: BLE001 - the pass ran; the scheduler just will not skip
             log.warning("could not record the due state of %s", workspace_id, exc_info=True)
@@ -175,15 +178,16 @@ class Gateway:
 
     async def _audit_run(self, row: dict) -> None:
         try:
-            await self.ask_directory("maintenance", "record_run", row)
+            await self.ask_directory(DirectoryMethod.MAINTENANCE, "record_run", row)
         except Exception:  # noqa: BLE001 - never turn a done pass into an error
             log.error("could not audit maintenance run %s", row["runId"], exc_info=True)
 
     async def maintenance_runs(self, workspace_id: str | None, limit: int) -> list[dict]:
-        return await self.ask_directory("maintenance", "runs", workspace_id, limit)
+        return await self.ask_directory(DirectoryMethod.MAINTENANCE, "runs", workspace_id,
+                                        limit)
 
     # ---- durability (admin) ----------------------------------------------------------------------
-    async def actor_call(self, workspace_id: str, method: str, *args):
+    async def actor_call(self, workspace_id: str, method: ServedMethod, *args):
         """An admin call on the workspace's actor (activating it), following hibernation."""
         check_workspace_id(workspace_id)
         envelope, _, _ = await self.reach.call(
@@ -192,12 +196,13 @@ class Gateway:
         return envelope["result"]
 
     async def snapshot(self, workspace_id: str) -> dict:
-        return await self.actor_call(workspace_id, "snapshot", "manual", self.admin_hash)
+        return await self.actor_call(workspace_id, ServedMethod.SNAPSHOT, "manual",
+                                     self.admin_hash)
 
     async def hibernate(self, workspace_id: str) -> dict:
         """Hibernate the workspace now (snapshot if changed, close, release its actor)."""
         check_workspace_id(workspace_id)
-        result = await self.ask_directory("hibernate", workspace_id, "manual")
+        result = await self.ask_directory(DirectoryMethod.HIBERNATE, workspace_id, "manual")
         self.reach.forget(workspace_id)
         return {"workspace": workspace_id, "hibernated": bool(result.get("hibernated")),
                 "why": result.get("why"),
@@ -206,25 +211,28 @@ class Gateway:
 
     async def restore(self, workspace_id: str, version: str) -> dict:
         try:
-            result = await self.actor_call(workspace_id, "restore", version, self.admin_hash)
+            result = await self.actor_call(workspace_id, ServedMethod.RESTORE, version,
+                                           self.admin_hash)
         except WorkspaceDataMissing:
             if version is None:
                 raise
             # the admin names a version: that accepts losing what only an unreachable copy
             # held, so the workspace may open from the store and be restored to it
-            await self.ask_directory("accept_stored_state", workspace_id)
-            result = await self.actor_call(workspace_id, "restore", version, self.admin_hash)
+            await self.ask_directory(DirectoryMethod.ACCEPT_STORED_STATE, workspace_id)
+            result = await self.actor_call(workspace_id, ServedMethod.RESTORE, version,
+                                           self.admin_hash)
         return {"workspace": workspace_id, "version": result["version"],
                 "entryCount": result["manifest"].get("entryCount"),
                 "previousFileKeptAt": result["aside"], "tookMs": result["tookMs"],
                 "newestVersion": result["published"]["version"]}
 
     async def restore_to_moment(self, workspace_id: str, moment: str) -> dict:
-        return await self.actor_call(workspace_id, "restore_to_moment", moment,
+        return await self.actor_call(workspace_id, ServedMethod.RESTORE_TO_MOMENT, moment,
                                      self.admin_hash)
 
     async def prune_snapshots(self, workspace_id: str, keep: int) -> dict:
-        return await self.actor_call(workspace_id, "prune_snapshots", keep, self.admin_hash)
+        return await self.actor_call(workspace_id, ServedMethod.PRUNE_SNAPSHOTS, keep,
+                                     self.admin_hash)
 
     def _snapshot_store(self):
         if self._store is None:
@@ -234,27 +242,27 @@ class Gateway:
     async def list_snapshots(self, workspace_id: str) -> list[dict]:
         """Versions in the store (no actor is woken for this)."""
         check_workspace_id(workspace_id)
-        record = await self.ask_directory("get", workspace_id)        # NotFound when absent
+        record = await self.ask_directory(DirectoryMethod.GET, workspace_id)   # NotFound if absent
         store = generation_store(self._snapshot_store(), workspace_id, record["generation"])
         return await asyncio.to_thread(list_snapshots, store, workspace_id)
 
     # ---- admin -----------------------------------------------------------------------------------
     async def create(self, workspace_id, blueprint, label) -> dict:
-        return await self.ask_directory("create", workspace_id, blueprint, label)
+        return await self.ask_directory(DirectoryMethod.CREATE, workspace_id, blueprint, label)
 
     async def list(self, limit: int, after: str) -> list[dict]:
-        return await self.ask_directory("list", limit, after)
+        return await self.ask_directory(DirectoryMethod.LIST, limit, after)
 
     async def get(self, workspace_id: str) -> dict:
         check_workspace_id(workspace_id)
-        record = await self.ask_directory("get", workspace_id)
+        record = await self.ask_directory(DirectoryMethod.GET, workspace_id)
         await self._add_live_durability(workspace_id, record.get("durability") or {})
         return record
 
     async def durability(self, workspace_id: str) -> dict:
         """A workspace's snapshot and replication status: its actor's own when resident (the
         replica's lag is known only there), else what the directory recorded."""
-        durability = await self.ask_directory("durability", workspace_id)
+        durability = await self.ask_directory(DirectoryMethod.DURABILITY, workspace_id)
         await self._add_live_durability(workspace_id, durability)
         return durability
 
@@ -263,7 +271,8 @@ class Gateway:
             return
         try:
             handle = await self.reach.handle(workspace_id)
-            live = await asyncio.wait_for(handle.serve.remote(workspace_id, "durability"),
+            live = await asyncio.wait_for(handle.serve.remote(
+                workspace_id, ServedMethod.DURABILITY.value),
                                           LIVE_STATUS_TIMEOUT_S)
             if live.get("ok") is not False:      # not refused: it serves this workspace
                 durability.update(live)
@@ -273,7 +282,7 @@ class Gateway:
     async def delete(self, workspace_id: str) -> dict:
         check_workspace_id(workspace_id)
         self.forget(workspace_id)
-        return await self.ask_directory("delete", workspace_id)
+        return await self.ask_directory(DirectoryMethod.DELETE, workspace_id)
 
     async def ready(self) -> bool:
         """The replica's own health: deliberately not the directory's. A directory busy with a
@@ -286,14 +295,15 @@ class Gateway:
                            expires_in_s: int | None) -> dict:
         check_workspace_id(workspace_id)
         expires_at = epoch_ms() + expires_in_s * 1000 if expires_in_s is not None else None
-        return await self.ask_directory("create_token", workspace_id, scope, label, expires_at)
+        return await self.ask_directory(DirectoryMethod.CREATE_TOKEN, workspace_id, scope, label,
+                                        expires_at)
 
     async def list_tokens(self, workspace_id: str) -> list[dict]:
         check_workspace_id(workspace_id)
-        return await self.ask_directory("list_tokens", workspace_id)
+        return await self.ask_directory(DirectoryMethod.LIST_TOKENS, workspace_id)
 
     async def revoke_token(self, workspace_id: str, token_id: str) -> dict:
         check_workspace_id(workspace_id)
-        answer = await self.ask_directory("revoke_token", workspace_id, token_id)
+        answer = await self.ask_directory(DirectoryMethod.REVOKE_TOKEN, workspace_id, token_id)
         self.token_cache.forget(workspace_id)
         return answer

@@ -27,6 +27,8 @@ import contextlib
 import logging
 import time
 
+from actors.actor_methods import DirectoryMethod
+
 log = logging.getLogger("minisphere.metrics")
 METRICS_POLL_S = 15.0
 SNAPSHOT_AGE_SAMPLE = 50            # resident workspaces asked per poll, at most
@@ -70,7 +72,7 @@ class ServiceMetrics:
             await asyncio.sleep(METRICS_POLL_S)
 
     async def poll_once(self) -> dict:
-        resident = await self.gateway.ask_directory("resident")
+        resident = await self.gateway.ask_directory(DirectoryMethod.RESIDENT)
         self.resident.set(len(resident))
         ages, lags = [], []
         for workspace_id in resident[:SNAPSHOT_AGE_SAMPLE]:

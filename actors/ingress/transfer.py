@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import uuid
 
+from actors.actor_methods import ServedMethod
 from actors.workspace.transfer_steps import EXPORT_PAGE_LINES
 from minisphere.errors import TransferError
 
@@ -20,8 +21,9 @@ class TransferOps:
     async def export_pages(self, workspace_id: str):
         export_id = uuid.uuid4().hex
         for number in itertools.count():
-            page = await self.gateway.actor_call(workspace_id, "export_page", export_id, number,
-                                                 EXPORT_PAGE_LINES, self.gateway.admin_hash)
+            page = await self.gateway.actor_call(workspace_id, ServedMethod.EXPORT_PAGE,
+                                                 export_id, number, EXPORT_PAGE_LINES,
+                                                 self.gateway.admin_hash)
             yield page["lines"]
             if page["done"]:
                 return
@@ -30,5 +32,6 @@ class TransferOps:
                            first: int, final: bool) -> dict:
         if not key.isalnum() or len(key) > 64:
             raise TransferError("key must be 1-64 letters or digits (e.g. the file's sha256)")
-        return await self.gateway.actor_call(workspace_id, "import_chunk", key, header, lines,
-                                             first, final, self.gateway.admin_hash)
+        return await self.gateway.actor_call(workspace_id, ServedMethod.IMPORT_CHUNK, key,
+                                             header, lines, first, final,
+                                             self.gateway.admin_hash)

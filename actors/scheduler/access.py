@@ -16,6 +16,7 @@ import asyncio
 import ray
 from ray.exceptions import GetTimeoutError, RayTaskError
 
+from actors.actor_methods import ServedMethod
 from actors.workspace_reach import WorkspaceReach, unwrap
 from minisphere.control.auth import check_workspace_id
 from minisphere.engine.methods import METHODS, parse_args
@@ -41,7 +42,7 @@ class StalenessPassAccess:
             parse_args(METHODS[PASS_METHOD], {"limit": limit})     # InvalidArgument if bad
             # runs on an APScheduler thread: the resend loop gets an event loop of its own
             envelope, _, _ = asyncio.run(reach.call(
-                workspace_id, "call", PASS_METHOD, {"limit": limit}, admin_token_hash,
+                workspace_id, ServedMethod.CALL, PASS_METHOD, {"limit": limit}, admin_token_hash,
                 idempotent_attempts=PASS_ATTEMPTS, max_attempts=PASS_ATTEMPTS,
                 timeout_s=PASS_TIMEOUT_S,
                 unknown_outcome=f"workspace {workspace_id} failed {PASS_ATTEMPTS} times during "

@@ -43,6 +43,7 @@ import warnings
 
 import ray
 
+from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.process_logging import log_to_stderr
 from actors.workspace.admin_methods import AdminFileMethods
 from actors.workspace.admission import Admission
@@ -70,8 +71,7 @@ log = logging.getLogger("minisphere.workspace_actor")
 
 DIRECTORY_TIMEOUT_S = 30.0          # a restarted actor asking what it was bound to
 # What callers reach through `serve` (each checked against the workspace served now).
-SERVED_METHODS = frozenset({"call", "snapshot", "restore", "restore_to_moment",
-                            "prune_snapshots", "export_page", "import_chunk", "durability"})
+SERVED_METHODS = frozenset(ServedMethod)
 
 
 def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
@@ -108,12 +108,12 @@ class WorkspaceActor(AdminFileMethods):
         self.admission: Admission | None = None
         self.due: DueNotes | None = None
         self.tokens = TokenChecks(admin_token_hash,
-                                  lambda used: self._report("tokens_used", used))
+                                  lambda used: self._report(DirectoryMethod.TOKENS_USED, used))
         self.launch: WorkspaceLaunch | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.positions = PositionReports(
             lambda: self.host.durable_position() if self.host else None,
-            lambda position, stored: self._report("position", self.launch.generation,
+            lambda position, stored: self._report(DirectoryMethod.POSITION, self.launch.generation,
                                                   position, stored))
         if launch is None and self.restarted and directory is not None:
             # Ray re-ran the constructor after a crash: reopen what this actor was bound to
@@ -183,7 +183,7 @@ class WorkspaceActor(AdminFileMethods):
                  workspace_id, launch.path, self.name, self.workspace.schema_version,
                  self.restarted, self.host.activation["source"])
         if report_placement:        # Ray re-ran the constructor: the directory asked nothing
-            self._report("placed", self.node_id, self.host.activation)
+            self._report(DirectoryMethod.PLACED, self.node_id, self.host.activation)
         if self.host.activation["source"] == "snapshot":
             self.due.forget()          # opened from a snapshot: the recorded due state is stale
         return self.host.activation
@@ -220,7 +220,7 @@ class WorkspaceActor(AdminFileMethods):
             raise WorkspaceUnavailable(f"actor {self.name} serves no workspace yet")
         return self.admission
 
-    def _report(self, method: str, *args) -> None:
+    def _report(self, method: DirectoryMethod, *args) -> None:
         """Tell the directory something, fire-and-forget (never fails the caller)."""
         if self.directory is None or self.workspace_id is None:
             return
@@ -230,7 +230,7 @@ class WorkspaceActor(AdminFileMethods):
             log.warning("could not report %s to the directory", method, exc_info=True)
 
     def _report_snapshot(self, status: dict) -> None:
-        self._report("snapshot_status", status)
+        self._report(DirectoryMethod.SNAPSHOT_STATUS, status)
         self.positions.report(status.get("lastPosition"))
 
     async def serve(self, workspace_id: str, method: str, *args) -> dict:
@@ -290,6 +290,8 @@ class WorkspaceActor(AdminFileMethods):
         finally:        # a forget the replica did not confirm is committed all the same
             if method.name == "forget":
                 self._drop_exports()
+                # copies left on nodes the workspace moved from may hold the text too
+                self._report(DirectoryMethod.FORGOT)
         self.positions.after_write()
         if prepare_ms is not None:
             timings["prepare_ms"] = prepare_ms

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from actors.actor_methods import DirectoryMethod
 from minisphere.errors import as_named_error
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ class AdminFileMethods:
         except Exception as exc:  # noqa: BLE001 - hibernating
             return {"ok": False, "error": as_named_error(exc)}
         if answer["ok"]:
-            self._report("audit_event", action, {field: answer["result"][field]})
+            self._report(DirectoryMethod.AUDIT_EVENT, action, {field: answer["result"][field]})
             self.due.forget()
             self.positions.report()
         return answer

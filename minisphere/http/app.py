@@ -6,10 +6,11 @@ workspace's MCP endpoint at `/v1/w/{workspace}/mcp` (`minisphere.http.mcp`), the
 `/ui`, and the request log; OpenAPI at `/docs`. Every error is JSON
 `{"error": {"code", "message"}}` with the status `http_errors` decides.
 
-The gateway needs: is_admin(token), await require_admin(token, client address) (which budgets
-wrong admin tokens per address), authorize(ws, token, method),
-call(ws, method, body) -> (result, timings), create/list/get/delete. Timings come back in a
-`Server-Timing` header (queue, engine, actor, ingress; milliseconds) and `X-Batch-Size`.
+What the gateway must do is `WorkspaceGateway` (`gateway_protocol.py`): the admin check (which
+budgets wrong admin tokens per client address), authorization, contract calls answering
+(result, timings), and the admin operations on workspaces, snapshots and tokens. Timings come
+back in a `Server-Timing` header (queue, engine, actor, ingress; milliseconds) and
+`X-Batch-Size`.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from minisphere.errors import MalformedRequest
 from minisphere.http.admission import InflightLimit
 from minisphere.http.callers import RouteError, answer_route_error
 from minisphere.http.console import mount_console
+from minisphere.http.gateway_protocol import WorkspaceGateway
 from minisphere.http.handling import error_json
 from minisphere.http.mcp.endpoint import MCP_PATH, mount_mcp
 from minisphere.http.request_log import RequestLog
@@ -55,7 +57,7 @@ async def validation_error(_request, exc: RequestValidationError) -> JSONRespons
     return error_json(MalformedRequest(str(exc.errors()[:3])))
 
 
-def build_api(gateway, contracts: list[dict], *, transfer=None, observe=None,
+def build_api(gateway: WorkspaceGateway, contracts: list[dict], *, transfer=None, observe=None,
               request_id=None, max_inflight: int = 0,
               mcp: McpSettings | None = None) -> FastAPI:
     """The whole HTTP surface. `transfer`: the import/export operations (routes added when

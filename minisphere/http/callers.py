@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from minisphere.control.auth import bearer_token, check_workspace_id
 from minisphere.errors import ADMIN, TENANT
+from minisphere.http.gateway_protocol import WorkspaceGateway
 from minisphere.http.handling import audience_of, client_address, error_json
 
 # What `check_workspace_id` accepts (WORKSPACE_ID_PATTERN, and no final '-') as one pattern,
@@ -63,11 +64,11 @@ def _bearer(request: Request) -> str:
     return bearer_token(request.headers.get("authorization"))
 
 
-async def _gateway(request: Request) -> Any:
+async def _gateway(request: Request) -> WorkspaceGateway:
     return request.app.state.gateway
 
 
-async def _admin_gateway(request: Request) -> AsyncIterator[Any]:
+async def _admin_gateway(request: Request) -> AsyncIterator[WorkspaceGateway]:
     gateway, audience = request.app.state.gateway, TENANT    # a refused caller is told least
     try:
         await gateway.require_admin(_bearer(request), client_address(request))
@@ -84,8 +85,8 @@ async def _bearer_token(request: Request) -> AsyncIterator[str]:
         raise _route_error(exc, TENANT) from None
 
 
-Gateway = Annotated[Any, Depends(_gateway)]
-AdminGateway = Annotated[Any, Depends(_admin_gateway, scope="function")]
+Gateway = Annotated[WorkspaceGateway, Depends(_gateway)]
+AdminGateway = Annotated[WorkspaceGateway, Depends(_admin_gateway, scope="function")]
 BearerToken = Annotated[str, Depends(_bearer_token, scope="function")]
 
 
@@ -94,7 +95,7 @@ class WorkspaceCall:
     """A call the gateway authorized: `caller` is what `gateway.authorize` answered (sent on
     with the call); `started` the request's arrival at the route and `auth_ms` the
     authorization's own time, for its Server-Timing."""
-    gateway: Any
+    gateway: WorkspaceGateway
     workspace: str
     caller: Any
     started: float

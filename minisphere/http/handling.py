@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS, KEY_PATTERN, check_key
 from minisphere.engine.methods import describe_validation_error
 from minisphere.errors import ADMIN, TENANT, MalformedRequest, MiniSphereError, RequestTooLarge
+from minisphere.http.gateway_protocol import WorkspaceGateway
 from minisphere.http.statuses import error_response
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -217,7 +218,7 @@ def _within(address: str, networks: list) -> bool:
     return any(ip in network for network in networks)
 
 
-def audience_of(gateway, token: str | None) -> str:
+def audience_of(gateway: WorkspaceGateway, token: str | None) -> str:
     """ADMIN for the admin token, else TENANT (a workspace token, or none at all)."""
     try:
         return ADMIN if token and gateway.is_admin(token) else TENANT

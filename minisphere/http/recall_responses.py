@@ -98,6 +98,8 @@ class FusionState(Answer):
     lexicalMargin: float = Field(description="1 - 10th lexical score / 1st: how sharply the lexical head stands out")
     support: float = Field(description="how far the lexical arm backs the vector arm's 20 best hits, 0..1")
     denseMargin: float = Field(description="1 - 20th cosine / best: how sharply the dense head stands out")
+    subjectLed: bool = Field(description="the query names a word too common to search (a speaker): "
+                                         "the lexical order was kept for it")
     lexicalLed: bool = Field(description="the page kept the lexical order; the cosine only re-sorted it")
 
 
@@ -106,6 +108,10 @@ class QueryUsed(Answer):
     text: str
     terms: list[str]
     droppedTerms: list[str]
+    standIns: dict[str, list[str]] = Field(
+        default_factory=dict, description="query words no entry contains -> the terms of this "
+                                          "workspace searched beside them (a compound's parts, "
+                                          "a near spelling)")
     timePhrases: list[str]
     since: Optional[int]
     until: Optional[int]

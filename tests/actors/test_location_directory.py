@@ -185,3 +185,38 @@ def test_a_wake_on_the_node_it_lived_on_starts_no_sweep(tmp_path):
         return parts.workspaces._sweep
 
     assert asyncio.run(drive()) is None
+
+
+def test_a_forget_sweeps_the_nodes_soon_and_forgets_in_a_row_share_one_sweep(tmp_path,
+                                                                              monkeypatch):
+    """A copy left on a node the workspace moved from holds the text a forget removes: the
+    fault soak found one there when it ended (the periodic sweep ten minutes away). A forget
+    now starts a sweep; the forgets that follow within the gap share the next one."""
+    import time
+
+    import actors.directory.workspaces as lifecycle
+    monkeypatch.setattr(lifecycle, "FORGET_SWEEP_GAP_S", 0.3)
+    parts, _, _ = directory_parts(tmp_path)
+    started: list[float] = []
+
+    async def drive():
+        sweep = parts.workspaces.sweep_nodes
+
+        async def counted():
+            started.append(time.monotonic())
+            return await sweep()
+        parts.workspaces.sweep_nodes = counted
+        parts.workspaces.sweep_after_forget()                 # the first: at once
+        deadline = time.monotonic() + 30
+        while not started and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for _ in range(5):                                    # these share one sweep
+            parts.workspaces.sweep_after_forget()
+        while len(started) < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        while not (parts.workspaces._forget_sweep.done() and parts.workspaces._sweep.done()):
+            await asyncio.sleep(0.01)
+
+    asyncio.run(drive())
+    assert len(started) == 2
+    assert started[1] - started[0] >= 0.3

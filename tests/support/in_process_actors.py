@@ -1,16 +1,17 @@
 """A runtime for the directory's parts that keeps its workspace "actors" in this process: each
 one opens its workspace with the real host (the real SQLite file, snapshots to the real store)
 and hibernates it the way the Ray actor does, so the directory's bookkeeping can be driven
-through thousands of wakes in seconds, with no process start per wake. It has the methods of
-`actors.directory.runtime.RayActors`; one node, which advertises `node_resources`. An actor
-asking for a resource no node has never starts, as in Ray: its calls wait until it is
-killed."""
+through thousands of wakes in seconds, with no process start per wake. It implements
+`actors.directory.actor_runtime.ActorRuntime`, as `RayActors` does; one node, which advertises
+`node_resources`. An actor asking for a resource no node has never starts, as in Ray: its calls
+wait until it is killed."""
 from __future__ import annotations
 
 import asyncio
 import itertools
 import time
 
+from actors.actor_methods import WorkspaceActorMethod
 from actors.directory.runtime import ActorGone
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.hosting.host import WorkspaceHost
@@ -100,9 +101,10 @@ class InProcessActors:
         actor = self.live[name] = InProcessWorkspaceActor(name, startable, self.bind_gate)
         return actor
 
-    async def call(self, actor, method: str, *args, timeout_s: float | None = None):
+    async def call(self, actor, method: WorkspaceActorMethod, *args,
+                   timeout_s: float | None = None):
         failure = None
-        if method == "bind":
+        if method == WorkspaceActorMethod.BIND:
             failure, self.bind_failure = self.bind_failure, None
 
         async def run():

@@ -37,6 +37,11 @@ not carry over from the dev conversations to unseen ones):
               too while the dense head does not stand out from its own arm (dense margin =
               1 - 20th best cosine / best, below HYBRID_DENSE_MARGIN_TRUSTED)
 
+A query that names a subject the workspace is full of (a word too common to search, dropped
+by distillation: a conversation's speaker) is left in lexical order whatever the agreement
+(HYBRID_SUBJECT_LEXICAL_LED): the subject factor (rerank.py) puts that subject's own entries
+first, which the cosine cannot do (see tuning.py).
+
 A dense head the lexical arm does not back at all is off the query's topic (on conversations
 it mostly is: chit-chat turns close to any question), and the lexical order is left alone, the
 vector feedback round skipped. On passages the dense head is mostly backed (support runs far
@@ -151,8 +156,8 @@ def fuse(arms: dict[str, list[Hit]]) -> dict[str, Slot]:
 Refine = Callable[[list[str]], list[Hit]]
 
 
-def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine,
-                info: dict[str, Any] | None = None) -> dict[str, Slot]:
+def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any] | None = None,
+                names_subject: bool = False) -> dict[str, Slot]:
     """Hybrid fusion over the keyword, graph and vector arms (cosine hits, best first).
 
     `refine(head ids)` runs the vector arm again with the query moved towards the head's
@@ -161,7 +166,9 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine,
     return in a round gets that round's lowest cosine), and every arm's `rrf` is its share of
     `fused`, so the shares add up to it. Slots come best first, ties in lexical order.
     `info`, if given, receives the lexical share the query got ("lexicalShare") and what it was
-    judged by ("support", "lexicalMargin", "denseMargin").
+    judged by ("support", "lexicalMargin", "denseMargin", "subjectLed"). `names_subject`: the
+    query names a word too common in this workspace to search (query_text.subject_terms); with
+    HYBRID_SUBJECT_LEXICAL_LED the lexical order is then kept.
     """
     if not arms.get("vector"):    # no vector evidence at all: the lexical ranking as it is
         return fuse({k: v for k, v in arms.items() if k != "vector"})
@@ -185,16 +192,20 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine,
             return sorted(scores, key=lambda i: (-scores[i], -lexical.get(i, 0.0), i not in returned))
         return sorted(scores, key=lambda i: (-scores[i], i not in returned, -lexical.get(i, 0.0)))
 
+    subject_led = names_subject and T.HYBRID_SUBJECT_LEXICAL_LED
     plain = {h.id: h.score for h in arms["vector"]}
     returned = set(plain)
     support, head_margin = dense_head_support(lexical, plain), dense_margin(plain)
     if best > 0 and max(plain.values()) - min(plain.values()) <= FLAT_COSINE_SPREAD:
         a = 1.0   # every entry equally close to the query: the vector arm tells nothing apart
+    elif margin > 0 and subject_led:
+        a = 1.0   # the subject factor ranks the named subject's entries; the cosine cannot
     elif margin > 0:   # a dense head the lexical arm does not back is off the query's topic
         # (a lexical head with no spread at all tells nothing apart: there the dense order stands)
         a = max(a, agreement_floor(support, head_margin))
     if info is not None:
-        info.update(lexicalShare=a, lexicalMargin=margin, support=support, denseMargin=head_margin)
+        info.update(lexicalShare=a, lexicalMargin=margin, support=support, denseMargin=head_margin,
+                    subjectLed=subject_led and a >= 1.0)
     candidates = list(dict.fromkeys([*lexical, *plain]))
     first_cos = cosines_used(plain, candidates)
     head = ranked(combine(first_cos))[: T.VECTOR_FEEDBACK_DOCS]

@@ -39,6 +39,7 @@ from minisphere.engine.retrieval.query_text import (
     tokenize,
 )
 from minisphere.engine.retrieval.rerank import lexical_part, mmr, rerank_factors, rerank_product
+from minisphere.engine.retrieval.respell import stand_ins
 from minisphere.engine.retrieval.snippets import apply_budget
 from minisphere.engine.retrieval.sql_filters import Prefilter
 from minisphere.engine.retrieval.temporal import extract_time_bounds
@@ -183,27 +184,41 @@ def _with_dense_slots(conn, picked: list, arms: dict, fused: dict, scored: dict,
     return [(i, detail) for i, detail in page if i in scored]
 
 
-def _rewrite(conn, args: RecallArgs, now_ms: int, frequencies: dict[str, int]):
+def _search_terms(conn, tokens: list[str], frequencies: dict[str, int],
+                  substitutes: dict[str, list[str]]) -> tuple[list[str], list[str]]:
+    """distill's (kept, dropped), with the stand-ins of words no entry contains searched beside
+    them (respell.py; `substitutes` receives them)."""
+    terms, dropped = distill(conn, tokens, entry_count(conn), frequencies) if tokens else ([], [])
+    if T.RESPELL_UNKNOWN_WORDS and terms:
+        substitutes.update(stand_ins(conn, terms, frequencies))
+        terms = list(dict.fromkeys([*terms, *(s for found in substitutes.values() for s in found)]))
+    return terms, dropped
+
+
+def _rewrite(conn, args: RecallArgs, now_ms: int, frequencies: dict[str, int],
+             substitutes: dict[str, list[str]]):
     if not args.query.strip():
         raise InvalidArgument("recall: query must not be empty")
     text, bounds = extract_time_bounds(args.query, now_ms)
     tokens = tokenize(text)
-    terms, dropped = distill(conn, tokens, entry_count(conn), frequencies) if tokens else ([], [])
+    terms, dropped = _search_terms(conn, tokens, frequencies, substitutes)
     only_stop_words = bool(terms) and all(t in STOP_WORDS for t in terms)
     if only_stop_words and bounds.active:  # "what happened yesterday?": browse the period
         terms, dropped = [], list(dict.fromkeys(tokens))
     return text, bounds, terms, dropped
 
 
-def _gather_arms(conn, args: RecallArgs, now_ms: int, vector_arm, timer: _Timer):
+def _gather_arms(conn, args: RecallArgs, now_ms: int, vector_arm, timer: _Timer,
+                 substitutes: dict[str, list[str]]):
     """The query rewritten and every arm run: (arms, prefilter, terms, dropped words, the
-    rewritten text, the time bounds, whether the bounds were relaxed, the vector arm that ran).
+    rewritten text, the time bounds, whether the bounds were relaxed, the vector arm that ran);
+    `substitutes` receives the stand-ins searched for unknown words.
 
     The vector arm is resolved last, after the lexical arms: a bound recall's query embedding
     started before this recall and runs beside rewrite, keyword and graph, so only what is left
     of it is waited for here (booked as `embedWaitMs`, not as the KNN's `vectorMs`)."""
     frequencies: dict[str, int] = {}      # document counts of the query words (distill's)
-    text, bounds, terms, dropped = _rewrite(conn, args, now_ms, frequencies)
+    text, bounds, terms, dropped = _rewrite(conn, args, now_ms, frequencies, substitutes)
     prefilter = Prefilter.build(args.kind, args.tag, bounds, now_ms)
     timer.lap("rewriteMs")
     relaxed = False
@@ -215,7 +230,7 @@ def _gather_arms(conn, args: RecallArgs, now_ms: int, vector_arm, timer: _Timer)
             # A time phrase must not turn a good query into nothing: drop the bounds and search
             # the phrase's words too (in "the 1990 world cup", 1990 is a topic, not a filter).
             relaxed, prefilter = True, prefilter.without_time()
-            terms, dropped = distill(conn, tokenize(args.query), entry_count(conn), frequencies)
+            terms, dropped = _search_terms(conn, tokenize(args.query), frequencies, substitutes)
             keyword = keyword_arm(conn, terms, prefilter, frequencies, feedback_watch)
         arms["keyword"] = keyword
         timer.lap("keywordMs")
@@ -261,20 +276,21 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     prefilter)` and `refine(conn, prefilter, head ids)`), or a DeferredVectorArm whose query
     vector is still being embedded; either's `resolve()` gives the arm (None: no vector arm)."""
     timer = _Timer()
+    substitutes: dict[str, list[str]] = {}
     arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm = _gather_arms(
-        conn, args, now_ms, vector_arm, timer)
+        conn, args, now_ms, vector_arm, timer, substitutes)
     fusion_info: dict = {}
+    subjects = subject_terms(dropped)
     if "vector" in arms:
         def refine(head: list[str]) -> list[Hit]:
             with timer.part("feedbackMs"):    # the vector arm's feedback round
                 return vector_arm.refine(conn, prefilter, head)
-        fused = fuse_hybrid(arms, refine, fusion_info)
+        fused = fuse_hybrid(arms, refine, fusion_info, names_subject=bool(subjects))
     else:
         fused = fuse(arms)
     timer.lap("fusionMs")
 
     query_stems = {stem(t) for t in terms}
-    subjects = subject_terms(dropped)
     known = {h.id: h.row for hits in arms.values() for h in hits if h.row is not None}
     pool_size = args.top_k * T.MMR_POOL_FACTOR
     scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size)
@@ -308,6 +324,7 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
             "text": text,
             "terms": terms,
             "droppedTerms": dropped,
+            "standIns": substitutes,
             "timePhrases": bounds.phrases,
             "since": bounds.since_ms, "until": bounds.until_ms,
             "sinceIso": _iso_or_none(bounds.since_ms), "untilIso": _iso_or_none(bounds.until_ms),

@@ -8,6 +8,14 @@ MAX_QUERY_TERMS = 32               # distinct terms searched after rewriting (to
 COMMON_TERM_DOC_RATIO = 0.35       # a term in more than this share of entries does not discriminate
 COMMON_TERM_MIN_ENTRIES = 50       # ...but only judge "common" once the workspace is this big
 
+# --- stand-ins for query words no entry contains (engine/retrieval/respell.py) ---
+RESPELL_UNKNOWN_WORDS = True
+RESPELL_MIN_CHARS = 5              # shorter unknown words (initials, abbreviations) stay as they are
+RESPELL_PART_MIN_CHARS = 3         # each part of a compound ("bookshelf" -> book + shelf)
+RESPELL_PREFIX_MIN_CHARS = 4       # a shared prefix at least this long...
+RESPELL_PREFIX_SHARE = 0.6         # ...and at least this share of the unknown word
+RESPELL_PER_WORD = 2               # vocabulary terms searched for one unknown word, most frequent first
+
 # --- keyword arm (FTS5 BM25) ---
 KEYWORD_ROW_CAP = 100              # candidates taken from FTS5, best bm25 first
 KEYWORD_HEAD_MARGIN = 20           # extra head rows ranked in FTS5 alone, to survive exclusions
@@ -139,6 +147,17 @@ HYBRID_AGREEMENT_HIGH = 0.35
 # chosen together (bench/folds.py), among the pairs that keep both passage sets at or above
 # their better arm: stricter pairs gain on conversations and cost the passages.
 HYBRID_DENSE_MARGIN_TRUSTED = 0.3
+
+# --- hybrid: a query that names the workspace's subject ------------------------------------------
+# A query naming a word in more than COMMON_TERM_DOC_RATIO of the entries (distill drops it from
+# the search; query_text.subject_terms: a conversation's speaker, a project's name in a project
+# log) keeps the lexical order whatever the arms' agreement; the dense arm has its say on the
+# page only (dense_page.py). The subject factor (rerank) puts the named subject's own entries
+# first; a cosine cannot: one name weighs little in a sentence vector, and both speakers of a
+# conversation talk about the same things. Where fusion gave the dense arm a say on such a
+# question it lost to the lexical order. It is the query's own relation to this workspace, not a
+# weight fitted to a data set: passage queries name no such word and are unaffected.
+HYBRID_SUBJECT_LEXICAL_LED = True
 
 # --- hybrid: the dense arm's say where fusion left the lexical order alone (dense_page.py) -------
 # On conversations the agreement floor above leaves most questions in lexical order. Two bounded

@@ -25,6 +25,7 @@ from starlette.routing import Route
 from minisphere.control.auth import bearer_token, check_workspace_id
 from minisphere.engine.methods import METHODS, parse_args
 from minisphere.errors import TENANT, Forbidden
+from minisphere.http.gateway_protocol import WorkspaceGateway
 from minisphere.http.handling import MAX_BODY_BYTES, audience_of, client_address, error_json
 from minisphere.http.mcp.server import ToolRefusal, build_server
 from minisphere.http.statuses import error_response
@@ -41,7 +42,7 @@ AUTH_CHALLENGE = 'Bearer realm="minisphere"'
 @dataclass(frozen=True)
 class GatewayBackend:
     """The caller's workspace through the gateway: what the RPC routes do per call."""
-    gateway: Any
+    gateway: WorkspaceGateway
     workspace: str
     token: str
     client: str
@@ -70,7 +71,7 @@ class GatewayBackend:
 class McpEndpoint:
     """The ASGI endpoint: the bearer token checked, then the SDK's transport."""
 
-    def __init__(self, gateway, transport):
+    def __init__(self, gateway: WorkspaceGateway, transport):
         self.gateway, self.transport = gateway, transport
 
     async def __call__(self, scope, receive, send) -> None:
@@ -96,7 +97,7 @@ def backend_of(ctx) -> GatewayBackend:
     return ctx.request.scope[SCOPE_KEY]
 
 
-def mount_mcp(api, gateway, settings: McpSettings | None = None
+def mount_mcp(api, gateway: WorkspaceGateway, settings: McpSettings | None = None
               ) -> StreamableHTTPSessionManager:
     """Add the endpoint to `api`; returns the session manager, whose `run()` the app's
     lifespan must enter."""

@@ -104,7 +104,8 @@ def test_a_bound_recall_explains_how_its_arms_were_weighed(tmp_path, clock):
     answer = ws.recall(QUERY)
     RecallAnswer.model_validate(answer)          # the published answer schema describes it
     fusion = answer["queryUsed"]["fusion"]
-    assert set(fusion) == {"lexicalShare", "lexicalMargin", "support", "denseMargin", "lexicalLed"}
+    assert set(fusion) == {"lexicalShare", "lexicalMargin", "support", "denseMargin", "subjectLed",
+                           "lexicalLed"}
     assert all(0.0 <= fusion[k] <= 1.0 for k in ("lexicalShare", "lexicalMargin", "support", "denseMargin"))
     assert fusion["lexicalLed"] == (fusion["lexicalShare"] >= 1.0)
 

@@ -1,0 +1,93 @@
+"""What the HTTP layer needs of its gateway, as a `typing.Protocol` (no Ray here).
+
+The service's gateway (`actors/ingress/gateway.py`, over Ray's actors) and the tests' in-process
+one (`tests/support/engine_gateway.py`, over engine files) both implement it; the routes, the
+MCP endpoint and the caller dependencies call nothing else. Every method is called
+positionally (hence the `/`): the two implementations name their parameters differently.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+# JSON-shaped answers; a `list` method on the protocol would shadow the builtin in its body
+Record = dict[str, Any]
+Records = list[Record]
+Timings = dict[str, Any]          # milliseconds per stage, sent as `Server-Timing`
+
+
+class WorkspaceGateway(Protocol):
+    # ---- auth ----------------------------------------------------------------------------------
+    def is_admin(self, token: str, /) -> bool:
+        """The admin token (never raises for a wrong one)."""
+        ...
+
+    async def require_admin(self, token: str, client: str, /) -> None:
+        """Raise unless `token` is the admin token; a wrong one spends `client`'s budget."""
+        ...
+
+    async def authorize(self, workspace_id: str, token: str, method_name: str,
+                        client: str, /) -> Any:
+        """Raise unless `token` may call `method_name` on the workspace; the caller to send
+        on with the call."""
+        ...
+
+    async def whoami(self, token: str, client: str, /) -> Record:
+        ...
+
+    # ---- calls ---------------------------------------------------------------------------------
+    async def call(self, workspace_id: str, method_name: str, body: Any, caller: Any,
+                   idempotency_key: str | None = None, /) -> tuple[Any, Timings]:
+        """One contract method as `caller` (what `authorize` answered): (result, timings)."""
+        ...
+
+    async def run_maintenance(self, workspace_id: str, method_name: str, body: Any,
+                              caller: Any, /) -> tuple[Any, Timings]:
+        """A maintenance method, audited as a manual run."""
+        ...
+
+    async def maintenance_runs(self, workspace_id: str | None, limit: int, /) -> Records:
+        ...
+
+    # ---- workspaces (admin) --------------------------------------------------------------------
+    async def create(self, workspace_id: str | None, blueprint: Record | None,
+                     label: str | None, /) -> Record:
+        ...
+
+    async def list(self, limit: int, after: str, /) -> Records:
+        ...
+
+    async def get(self, workspace_id: str, /) -> Record:
+        ...
+
+    async def delete(self, workspace_id: str, /) -> Record:
+        ...
+
+    # ---- snapshots and hibernation (admin) -----------------------------------------------------
+    async def snapshot(self, workspace_id: str, /) -> Record:
+        ...
+
+    async def list_snapshots(self, workspace_id: str, /) -> Records:
+        ...
+
+    async def hibernate(self, workspace_id: str, /) -> Record:
+        ...
+
+    async def restore(self, workspace_id: str, version: str, /) -> Record:
+        ...
+
+    async def restore_to_moment(self, workspace_id: str, moment: str, /) -> Record:
+        ...
+
+    async def prune_snapshots(self, workspace_id: str, keep: int, /) -> Record:
+        ...
+
+    # ---- tokens (admin) ------------------------------------------------------------------------
+    async def create_token(self, workspace_id: str, scope: str, label: str | None,
+                           expires_in_s: int | None, /) -> Record:
+        ...
+
+    async def list_tokens(self, workspace_id: str, /) -> Records:
+        ...
+
+    async def revoke_token(self, workspace_id: str, token_id: str, /) -> Record:
+        ...
