@@ -104,7 +104,7 @@ class MiniSphereIngress:
     def __serve_build_asgi_app__(self):
         try:
             observe = ServiceMetrics(self.gateway).observe
-        except Exception:  # noqa: BLE001 - outside a Ray worker: logs only
+        except Exception:  # outside a Ray worker: logs only
             log.warning("Ray metrics unavailable; request logs only", exc_info=True)
             observe = None
         return build_api(self.gateway, self.contracts, transfer=TransferOps(self.gateway),

@@ -113,7 +113,7 @@ class WorkspaceReach:
     async def _ended_cleanly(self, workspace_id: str, handle) -> bool:
         try:
             return bool(await ask(self.directory, DirectoryMethod.ENDED_CLEANLY, workspace_id,
-                                  handle._actor_id.hex()))  # noqa: SLF001 - the only stable id
+                                  handle._actor_id.hex()))  # the only stable id
         except MiniSphereError:
             return False
 

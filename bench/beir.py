@@ -19,20 +19,20 @@ class BeirSet:
 def load(path: str | Path) -> BeirSet:
     root = Path(path)
     corpus = []
-    with open(root / "corpus.jsonl", encoding="utf-8") as fh:
+    with (root / "corpus.jsonl").open(encoding="utf-8") as fh:
         for line in fh:
             doc = json.loads(line)
             title, text = (doc.get("title") or "").strip(), (doc.get("text") or "").strip()
             corpus.append((str(doc["_id"]), f"{title}\n{text}" if title else text))
     qrels: dict[str, dict[str, int]] = {}
-    with open(root / "qrels" / "test.tsv", encoding="utf-8") as fh:
+    with (root / "qrels" / "test.tsv").open(encoding="utf-8") as fh:
         for line in fh:
             parts = line.strip().split("\t")
             if len(parts) != 3 or not parts[2].lstrip("-").isdigit():
                 continue  # header or blank
             qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
     queries = {}
-    with open(root / "queries.jsonl", encoding="utf-8") as fh:
+    with (root / "queries.jsonl").open(encoding="utf-8") as fh:
         for line in fh:
             q = json.loads(line)
             if str(q["_id"]) in qrels and any(g > 0 for g in qrels[str(q["_id"])].values()):

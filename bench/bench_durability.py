@@ -82,7 +82,7 @@ def group_rate(folder: Path, writers: int, seconds: float):
         assert box[0], "write failed"
     try:
         out = _closed_loop(writers, seconds, one)
-        return out + (writer.batches,)
+        return (*out, writer.batches)
     finally:
         writer.close()
         ws.close()
@@ -153,8 +153,8 @@ def _children(pid: int) -> list[int]:
     while todo:
         current = todo.pop()
         try:
-            with open(f"/proc/{current}/task/{current}/children", encoding="ascii") as f:
-                kids = [int(x) for x in f.read().split()]
+            children = Path(f"/proc/{current}/task/{current}/children")
+            kids = [int(x) for x in children.read_text(encoding="ascii").split()]
         except OSError:
             kids = []
         found += kids
@@ -165,7 +165,7 @@ def _children(pid: int) -> list[int]:
 def cluster_rss() -> int:
     """RSS of every process of this Ray session (its daemons and their workers) + the driver."""
     import ray
-    node = ray._private.worker._global_node      # noqa: SLF001 - the session we started
+    node = ray._private.worker._global_node      # the session we started
     roots = {os.getpid()}
     for infos in node.all_processes.values():
         for info in infos:

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 
@@ -35,7 +36,7 @@ SETTLE_S = 3.0
 
 def machine_cpu_s() -> float:
     """CPU seconds every process on the machine has spent (all but idle and iowait)."""
-    with open("/proc/stat") as stat:
+    with Path("/proc/stat").open() as stat:
         ticks = [int(value) for value in stat.readline().split()[1:]]
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 

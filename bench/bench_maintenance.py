@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                 (("passed", passed), ("lazy", lazy))
             for name, ws in order:
                 ms, answers[name] = timed(lambda ws=ws, query=query: recall_read(ws, query))
-                ms_recent, recent = timed(lambda ws=ws: ws.list_recent(n=20))
+                ms_recent, _recent = timed(lambda ws=ws: ws.list_recent(n=20))
                 if index >= WARMUP_CALLS:
                     recall_ms[name].append(ms)
                     recent_ms[name].append(ms_recent)

@@ -34,8 +34,9 @@ ADMIN_TOKEN = "bench-mcp-admin-0123456789abcdef"
 SEED_ENTRIES = 200
 ROUNDS = 5
 TARGET_RATIO = 1.3
-WORDS = ("postgres sqlite replica snapshot token recall capture graph edge entry workspace "
-         "actor ingress budget schema tool answer revision staleness decision").split()
+WORDS = ["postgres", "sqlite", "replica", "snapshot", "token", "recall", "capture", "graph",
+         "edge", "entry", "workspace", "actor", "ingress", "budget", "schema", "tool", "answer",
+         "revision", "staleness", "decision"]
 MCP_HEADERS = {"Accept": "application/json, text/event-stream",
                "MCP-Protocol-Version": "2025-11-25"}
 

@@ -57,10 +57,9 @@ RELATED_REPORTS = ["spare-start", "spare-demand", "sessions", "sessions-at-0.5-p
 
 
 # ---- memory and CPU of the Ray processes -----------------------------------------------------------
-def _read(path: str) -> str:
+def _read(path: str | Path) -> str:
     try:
-        with open(path, encoding="ascii", errors="replace") as handle:
-            return handle.read()
+        return Path(path).read_text(encoding="ascii", errors="replace")
     except OSError:
         return ""
 
@@ -68,12 +67,12 @@ def _read(path: str) -> str:
 def ray_processes() -> list[int]:
     """Every process of this machine's Ray session: daemons, workers, actors."""
     pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            cmd = _read(f"/proc/{entry}/cmdline").replace("\0", " ")
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            cmd = _read(entry / "cmdline").replace("\0", " ")
             if "ray" in cmd and ("ray::" in cmd or "/ray/" in cmd or "raylet" in cmd
                                  or "gcs_server" in cmd):
-                pids.append(int(entry))
+                pids.append(int(entry.name))
     return pids
 
 

@@ -282,7 +282,7 @@ def main(argv=None) -> int:
              "a capture pays one fsync per group commit.",
              f"{os.cpu_count()} cores shared with other work (load average "
              f"{os.getloadavg()[0]:.1f} at the end); one sequential client for latency; "
-             f"RAY_worker_niceness={os.environ.get('RAY_worker_niceness')}.",
+             f"RAY_worker_niceness={os.environ.get('RAY_worker_niceness')}.",  # noqa: SIM112 - Ray's own spelling
              "Server-Timing columns: ingress = inside the FastAPI handler of the Serve replica; "
              "rpc = the Ray call to the workspace actor; actor = inside the actor; queue = "
              "waiting for the writer/reader thread; engine = the SQLite transaction."]

@@ -132,7 +132,7 @@ class Sessions:
 def live_workspace_actors(ray) -> int:
     """Workspace actor processes Ray reports alive or starting: each one the directory does not
     account for is a leak (a process and a workspace slot that nothing will ever free)."""
-    return sum(1 for actor in ray._private.state.actors().values()    # noqa: SLF001
+    return sum(1 for actor in ray._private.state.actors().values()
                if actor.get("ActorClassName") == "WorkspaceActor" and actor["State"] != "DEAD")
 
 

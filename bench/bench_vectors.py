@@ -80,9 +80,8 @@ def bind(ws: Workspace, cached: CachedProvider, label: str) -> str:
     """Bind the workspace (backfill through the cached provider); returns a note."""
     started = time.perf_counter()
     report = ws.enable_vectors(cached, progress_callback=_progress(label))
-    note = (f"{label}: {report['embedded']} vectors backfilled into sqlite-vec in "
+    return (f"{label}: {report['embedded']} vectors backfilled into sqlite-vec in "
             f"{time.perf_counter() - started:.1f} s (embeddings from the cache)")
-    return note
 
 
 def _progress(label: str):
@@ -171,9 +170,8 @@ def capture_rows(provider, texts: list[str]) -> list[list]:
     configs = [("binding off", None, False), (f"binding on ({provider.name})", provider, False),
                ("binding on, prefetched", provider, True)]
     for label, embedder, prefetch in configs:
-        with tempfile.TemporaryDirectory() as tmp:
-            with Workspace(Path(tmp) / "cap.db", embedder=embedder) as ws:
-                samples = _capture_latency(ws, [f"note {i}: {t}" for i, t in enumerate(texts)], prefetch)
+        with tempfile.TemporaryDirectory() as tmp, Workspace(Path(tmp) / "cap.db", embedder=embedder) as ws:
+            samples = _capture_latency(ws, [f"note {i}: {t}" for i, t in enumerate(texts)], prefetch)
         rows.append(["capture " + label, f"{len(samples)} captures", p50(samples), percentile(samples, 99)])
     return rows
 
@@ -247,7 +245,7 @@ def encoder_section(bench, other_bench, providers: list) -> str:
             + table(["held-out conversation", "questions", "zero R@10", "hybrid R@10 first",
                      "hybrid R@10 second", "Δ R@10 second − first", "Δ nDCG@10 second − first",
                      "Δ R@10 second − zero", "query ms first", "query ms second",
-                     "ms second / first"], rows + [mean_row])
+                     "ms second / first"], [*rows, mean_row])
             + f"\n\n{second} no worse than {first} (mean Δ R@10 ≥ −{ENCODER_MEAN_TOLERANCE}, no fold "
             f"below −{ENCODER_FOLD_TOLERANCE}): mean {mean_row[5]:+.4f}, worst fold {worst:+.4f}, "
             f"{'met' if verdict else 'missed'}. {second}'s hybrid against zero-binding: mean Δ R@10 "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
 from .bench_serverless import _read, process_cpu_s
 
@@ -49,7 +50,8 @@ class CpuLedger(threading.Thread):
         self._sample(first=True)
 
     def _sample(self, first: bool = False) -> None:
-        for entry in os.listdir("/proc"):
+        for folder in Path("/proc").iterdir():
+            entry = folder.name
             if not entry.isdigit():
                 continue
             cpu = process_cpu_s(entry)

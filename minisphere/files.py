@@ -1,6 +1,7 @@
 """Small file helpers shared by the layers: streaming SHA-256 and fsync."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -11,7 +12,7 @@ HASH_CHUNK_BYTES = 1024 * 1024        # files are hashed in chunks, never read w
 def sized_sha256(path: str | os.PathLike[str]) -> tuple[int, str]:
     """(size in bytes, SHA-256 hex) of a file's exact bytes."""
     digest, size = hashlib.sha256(), 0
-    with open(path, "rb") as handle:
+    with Path(path).open("rb") as handle:
         while chunk := handle.read(HASH_CHUNK_BYTES):
             digest.update(chunk)
             size += len(chunk)
@@ -33,7 +34,5 @@ def fsync_file(path: str | os.PathLike[str]) -> None:
 def fsync_dir(folder: str | os.PathLike[str]) -> None:
     """Make a rename or a new file in `folder` durable (best effort: not every filesystem
     lets a directory be fsynced)."""
-    try:
+    with contextlib.suppress(OSError):
         fsync_file(Path(folder))
-    except OSError:
-        pass

@@ -144,7 +144,7 @@ def test_the_data_folder_is_created_private_and_an_old_one_is_tightened(tmp_path
         load_settings({"MINISPHERE_DATA_DIR": str(fresh)})
         old = tmp_path / "old"
         old.mkdir()
-        os.chmod(old, 0o755)
+        old.chmod(0o755)
         load_settings({"MINISPHERE_DATA_DIR": str(old)})
     finally:
         os.umask(previous)

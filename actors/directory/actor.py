@@ -105,7 +105,7 @@ class DirectoryActor:
                     await self.workspaces.settle_snapshot_debts()
                 if rounds % NODE_SWEEP_EVERY_ROUNDS == 0:
                     await self.workspaces.sweep_nodes()
-            except Exception:  # noqa: BLE001 - keep sweeping
+            except Exception:  # keep sweeping
                 log.warning("idle sweep failed", exc_info=True)
 
     async def start(self) -> dict:

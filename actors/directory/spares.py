@@ -25,6 +25,7 @@ where a process is started.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
@@ -273,10 +274,8 @@ class SparePool:
             if self.demand is None:
                 await self._wake.wait()
             else:                  # demand also falls with no event: look again now and then
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), DEMAND_REVIEW_S)
-                except TimeoutError:
-                    pass
 
     async def _start_one(self) -> None:
         started = time.monotonic()

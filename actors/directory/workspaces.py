@@ -163,7 +163,7 @@ class WorkspaceLifecycle:
             swept = await self.runtime.on_every_node(
                 sweep_node, lambda node: (root, node, dead.get(node, {}), moved, "workspace.db",
                                           daemon_dir))
-        except Exception:  # noqa: BLE001 - the periodic sweep tries again
+        except Exception:  # the periodic sweep tries again
             log.warning("node sweep failed", exc_info=True)
             return None
         for node, deleted in swept.items():

@@ -23,6 +23,7 @@ loss window, and in sync mode a replica that cannot be reached).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 
@@ -59,16 +60,14 @@ class ServiceMetrics:
         self.requests.inc(1, tags={"method": method, "status": str(record["status"])})
         self.latency.observe(record["latencyMs"], tags={"method": method})
         if self._poller is None and self.gateway is not None:
-            try:
+            with contextlib.suppress(RuntimeError):
                 self._poller = asyncio.get_running_loop().create_task(self._poll_forever())
-            except RuntimeError:
-                pass
 
     async def _poll_forever(self) -> None:
         while True:
             try:
                 await self.poll_once()
-            except Exception:  # noqa: BLE001 - metrics never break the service
+            except Exception:  # metrics never break the service
                 log.debug("metrics poll failed", exc_info=True)
             await asyncio.sleep(METRICS_POLL_S)
 

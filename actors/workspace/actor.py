@@ -226,7 +226,7 @@ class WorkspaceActor(AdminFileMethods):
             return
         try:
             getattr(self.directory, method).remote(self.workspace_id, *args)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.warning("could not report %s to the directory", method, exc_info=True)
 
     def _report_snapshot(self, status: dict) -> None:

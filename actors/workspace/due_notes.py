@@ -66,7 +66,7 @@ class DueNotes:
             return
         try:
             self.directory.maintenance.remote("forget_due", self.workspace_id)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.warning("could not reset the due state of %s", self.workspace_id, exc_info=True)
 
     def before_pass(self) -> None:

@@ -11,9 +11,9 @@ so it is safe to run on a process that serves another tenant now.
 from __future__ import annotations
 
 import gc
-import os
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 from minisphere.hosting.tenant_caches import tenant_caches
 
@@ -47,9 +47,9 @@ def retained(hex_needles: list[str]) -> dict:
                     if len(kinds) < HOLDERS_SHOWN:
                         kinds.append(type(holder).__name__)
     files = []
-    for fd in os.listdir("/proc/self/fd"):
+    for fd in Path("/proc/self/fd").iterdir():
         try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
+            target = str(fd.readlink())
         except OSError:
             continue
         if any(needle in target for needle in needles):

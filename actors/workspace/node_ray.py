@@ -5,6 +5,7 @@ shipping files behind."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from minisphere.errors import WorkspaceUnavailable
 
@@ -13,11 +14,10 @@ def raylet_pid() -> int | None:
     """The raylet's pid when this worker's parent is one (None elsewhere: a test, a driver)."""
     parent = os.getppid()
     try:
-        with open(f"/proc/{parent}/cmdline", "rb") as command:
-            program = command.read().split(b"\0", 1)[0]
+        program = Path(f"/proc/{parent}/cmdline").read_bytes().split(b"\0", 1)[0]
     except OSError:
         return None
-    return parent if os.path.basename(program) == b"raylet" else None
+    return parent if program.rsplit(b"/", 1)[-1] == b"raylet" else None
 
 
 def replication_owner(replicating: bool) -> int | None:

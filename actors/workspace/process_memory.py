@@ -4,8 +4,10 @@ caches that could hold its words or names, unreachable objects, and the C heap's
 which glibc would otherwise keep, so a recycled process's size follows what it holds now)."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
+from pathlib import Path
 
 from minisphere.hosting.tenant_caches import clear_tenant_caches
 
@@ -13,7 +15,7 @@ from minisphere.hosting.tenant_caches import clear_tenant_caches
 def rss_bytes(pid: int | str = "self") -> int:
     """Resident memory of a process (this one by default), 0 where /proc cannot tell."""
     try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        with Path(f"/proc/{pid}/status").open(encoding="ascii") as status:
             for line in status:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) * 1024
@@ -25,7 +27,5 @@ def rss_bytes(pid: int | str = "self") -> int:
 def drop_process_wide_traces() -> None:
     clear_tenant_caches()
     gc.collect()
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass

@@ -18,6 +18,7 @@ import os
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 from minisphere.engine import db
 from minisphere.engine.clock import SystemClock
@@ -38,10 +39,7 @@ class _Export:
     def drop(self) -> None:
         self.conn.close()
         for suffix in ("", "-wal", "-shm"):
-            try:
-                os.unlink(self.copy + suffix)
-            except FileNotFoundError:
-                pass
+            Path(self.copy + suffix).unlink(missing_ok=True)
 
 
 class TransferSessions:

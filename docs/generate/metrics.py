@@ -3,6 +3,7 @@ metrics module without importing Ray (its `metrics.Counter/Gauge/Histogram(...)`
 from __future__ import annotations
 
 import ast
+import contextlib
 
 from docs.generate import ROOT, notice
 from docs.generate.markdown import table
@@ -19,10 +20,8 @@ def defined_metrics() -> tuple[list[dict], dict[str, object]]:
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
                 isinstance(node.targets[0], ast.Name):
-            try:
+            with contextlib.suppress(ValueError):
                 constants[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \

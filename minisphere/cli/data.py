@@ -43,7 +43,7 @@ def _workspace_file(args) -> Path | None:
 def _open_out(target: str | None):
     if not target or target == "-":
         return sys.stdout, False
-    return open(target, "w", encoding="utf-8", newline="\n"), True
+    return Path(target).open("w", encoding="utf-8", newline="\n"), True
 
 
 def _export(args) -> int:
@@ -154,7 +154,7 @@ def _import(args) -> int:
 def _import_service(args, source: Path, key: str, bar) -> dict:
     from minisphere.errors import TransferError
     url = f"/v1/workspaces/{args.workspace}/import"
-    with _http(args) as http, open(source, encoding="utf-8", newline="\n") as handle:
+    with _http(args) as http, Path(source).open(encoding="utf-8", newline="\n") as handle:
         header = handle.readline().rstrip("\n")
         total = json.loads(header).get("counts", {}) if header.strip() else {}
         total = total.get("entries", 0) + total.get("edges", 0)

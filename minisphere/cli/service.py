@@ -202,8 +202,8 @@ def _register_calls(subparsers) -> None:
         connection_flags(parser, workspace=True)
         parser.set_defaults(func=_run(lambda c, a: action(_ws(c, a), a)))
 
-    pos = lambda name: ((name,), {})  # noqa: E731
-    key = lambda args: {"idempotency_key": args.idempotency_key}  # noqa: E731
+    pos = lambda name: ((name,), {})
+    key = lambda args: {"idempotency_key": args.idempotency_key}
     command("capture", "store a fact or event", lambda w, a: w.capture(a.content, **key(a), **_opts(
         a, "tags", "kind", "volatility", "status", "importance", "source", "claim_tag")),
         pos("content"), (("--tag",), {"dest": "tags", "action": "append"}),

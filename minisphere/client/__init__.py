@@ -14,5 +14,5 @@ from minisphere.client.client import (
                                       WorkspaceClient,
 )
 
-__all__ = ["Client", "AsyncClient", "WorkspaceClient", "AsyncWorkspaceClient", "ServiceError",
-           "DEFAULT_URL", "OverloadRetry", "OVERLOAD_RETRIES", "OVERLOAD_RETRY_MAX_WAIT_S"]
+__all__ = ["DEFAULT_URL", "OVERLOAD_RETRIES", "OVERLOAD_RETRY_MAX_WAIT_S", "AsyncClient",
+           "AsyncWorkspaceClient", "Client", "OverloadRetry", "ServiceError", "WorkspaceClient"]

@@ -35,7 +35,6 @@ sync and async clients and the in-cluster client (`actors/in_cluster.py`).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import math
 import os
@@ -168,19 +167,23 @@ class OverloadRetry:
 
     def run(self, send: Callable[[], T], safe: bool) -> T:
         """`send()`, which raises ServiceError when refused, sent again as `wait_s` says."""
-        for resent in itertools.count():
+        resent = 0
+        while True:
             try:
                 return send()
             except ServiceError as error:
                 self.sleep(self.wait_s(error, resent, safe))
+            resent += 1
 
     async def arun(self, send: Callable[[], Awaitable[T]], safe: bool) -> T:
         """`run` for a coroutine function."""
-        for resent in itertools.count():
+        resent = 0
+        while True:
             try:
                 return await send()
             except ServiceError as error:
                 await self.async_sleep(self.wait_s(error, resent, safe))
+            resent += 1
 
 
 def _exchange(http: httpx.Client, retry: OverloadRetry, safe: bool, verb: str, url: str,

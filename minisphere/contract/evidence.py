@@ -62,7 +62,7 @@ class EvidenceTarget:
 
     def key(self, file_name: str) -> str:
         parts = [self.prefix] if self.prefix else []
-        return "/".join(parts + [EVIDENCE_FOLDER, file_name])
+        return "/".join([*parts, EVIDENCE_FOLDER, file_name])
 
     def describe(self) -> str:
         where = self.endpoint_url or "AWS S3"

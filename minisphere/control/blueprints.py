@@ -25,6 +25,7 @@ from pydantic import (
     Field,
     StrictInt,
     StrictStr,
+    ValidationError,
     ValidationInfo,
     field_validator,
 )
@@ -113,7 +114,7 @@ def parse_blueprint(data) -> Blueprint:
     InvalidArgument says what is wrong."""
     try:
         return Blueprint.model_validate(data)
-    except Exception as exc:  # pydantic.ValidationError or a type error
+    except (ValidationError, TypeError) as exc:
         raise InvalidArgument(f"blueprint: {exc}".replace("\n", " ")[:600]) from None
 
 
@@ -123,7 +124,7 @@ def parse_stored_blueprint(data) -> Blueprint:
     schedule is unusable can still be opened and its other bindings read."""
     try:
         return Blueprint.model_validate(data, context={_STORED: True})
-    except Exception as exc:  # pydantic.ValidationError or a type error
+    except (ValidationError, TypeError) as exc:
         raise InvalidArgument(f"blueprint: {exc}".replace("\n", " ")[:600]) from None
 
 

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 OWNER_POLL_S = 0.5
 CHILD_STOP_WAIT_S = 10.0
@@ -34,8 +35,8 @@ def owner_alive(pid: int) -> bool:
     except PermissionError:            # alive, someone else's
         return True
     try:                               # a zombie is gone for our purpose
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return True
 

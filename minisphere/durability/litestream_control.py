@@ -133,6 +133,6 @@ class ReplicaControl:
 
     def sync(self, db_path: Path, timeout_s: float) -> dict:
         """Ship what is committed and wait until the replica has it (`replicated_txid`)."""
-        seconds = max(1, int(round(timeout_s)))
+        seconds = max(1, round(timeout_s))
         return self._post("/sync", {"path": str(db_path), "wait": True, "timeout": seconds},
                           timeout_s=timeout_s + 1.0)

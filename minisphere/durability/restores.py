@@ -46,7 +46,7 @@ def _corrupt(workspace_id: str, version: str, why: str) -> SnapshotCorrupt:
 
 
 def _decompress(packed: Path, raw: Path) -> None:
-    with gzip.open(packed, "rb") as gz, open(raw, "wb") as out:
+    with gzip.open(packed, "rb") as gz, raw.open("wb") as out:
         shutil.copyfileobj(gz, out, SNAPSHOT_COPY_CHUNK_BYTES)
 
 
@@ -131,12 +131,12 @@ def swap_in(verified: Path, db_path: Path, *, keep_asides: int = RESTORE_ASIDE_K
             shutil.copy2(db_path, aside)
         wal = Path(str(db_path) + "-wal")
         if wal.exists():                   # not folded in: keep it with its file
-            os.replace(wal, Path(str(aside) + "-wal"))
+            wal.replace(Path(str(aside) + "-wal"))
     for suffix in ("-wal", "-shm", "-journal"):
         Path(str(db_path) + suffix).unlink(missing_ok=True)
-    os.chmod(verified, LIVE_FILE_MODE)
+    verified.chmod(LIVE_FILE_MODE)
     fsync_file(verified)
-    os.replace(verified, db_path)
+    verified.replace(db_path)
     fsync_dir(db_path.parent)
     _prune_asides(db_path, keep_asides)
     return str(aside) if aside else None
@@ -182,7 +182,7 @@ def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Pat
                                      position=new_position or manifest.get("position", 0))
         aside = swap_in(verified, db_path)
     if published is not None and keep > 0:
-        prune(store, workspace_id, keep, existing + [published["version"]])
+        prune(store, workspace_id, keep, [*existing, published["version"]])
     took = round((time.perf_counter() - started) * 1e3, 3)
     log.info("restored %s to %s (%d entries) in %.1f ms; previous file kept at %s",
              workspace_id, version, manifest.get("entryCount", -1), took, aside)
@@ -210,4 +210,5 @@ def restore_latest_good(store: SnapshotStore, workspace_id: str, db_path: str | 
         return result
     raise SnapshotCorrupt(f"every snapshot of workspace {workspace_id} is corrupt "
                           f"({len(skipped)} tried)")
-__all__ = ["restore_snapshot", "restore_latest_good", "fetch_verified", "swap_in", "verify_database", "ASIDE_MARK"]
+__all__ = ["ASIDE_MARK", "fetch_verified", "restore_latest_good", "restore_snapshot", "swap_in",
+           "verify_database"]

@@ -178,7 +178,7 @@ class Snapshotter:
         if self._on_status is not None:
             try:
                 self._on_status(self.status())
-            except Exception:  # noqa: BLE001 - reporting must never fail a snapshot
+            except Exception:  # reporting must never fail a snapshot
                 log.exception("snapshot status callback failed")
 
     def _record_success(self, manifest: dict, marker: int) -> None:
@@ -214,7 +214,7 @@ class Snapshotter:
                 self.purge_owed()
             except (SnapshotError, OSError):
                 return None
-            except Exception:  # noqa: BLE001 - a bug must not kill the background thread
+            except Exception:  # a bug must not kill the background thread
                 log.exception("unexpected error purging snapshots of %s", self.name)
                 return None
         if not self.due():
@@ -223,7 +223,7 @@ class Snapshotter:
             return self.snapshot_now("periodic")
         except (SnapshotError, OSError):
             return None
-        except Exception:  # noqa: BLE001 - a bug must not kill the background thread
+        except Exception:  # a bug must not kill the background thread
             log.exception("unexpected error in background snapshot of %s", self.name)
             return None
 

@@ -117,13 +117,13 @@ class LocalDirSnapshotStore(SnapshotStore):
         try:
             ensure_private_dir(target.parent)
             tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            with open(source, "rb") as src, os.fdopen(os.open(
+            with source.open("rb") as src, os.fdopen(os.open(
                     tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE), "wb") as dst:
                 os.fchmod(dst.fileno(), PRIVATE_FILE_MODE)   # a left-over tmp keeps its mode
                 shutil.copyfileobj(src, dst, SNAPSHOT_COPY_CHUNK_BYTES)
                 dst.flush()
                 os.fsync(dst.fileno())
-            os.replace(tmp, target)
+            tmp.replace(target)
             fsync_dir(target.parent)
         except OSError as exc:
             raise SnapshotStoreUnavailable(f"cannot write {key} to {self.description}: {exc}") \
@@ -132,7 +132,7 @@ class LocalDirSnapshotStore(SnapshotStore):
     def get_file(self, key: str, target: Path) -> None:
         source = self._path(key)
         try:
-            with open(source, "rb") as src, open(target, "wb") as dst:
+            with source.open("rb") as src, target.open("wb") as dst:
                 shutil.copyfileobj(src, dst, SNAPSHOT_COPY_CHUNK_BYTES)
         except FileNotFoundError:
             raise SnapshotNotFound(f"no snapshot object {key} in {self.description}") from None
@@ -198,9 +198,9 @@ class S3SnapshotStore(SnapshotStore):
     def put_file(self, key: str, source: Path) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
         try:
-            with open(source, "rb") as body:
+            with source.open("rb") as body:
                 self.client.put_object(Bucket=self.bucket, Key=self._full(key), Body=body,
-                                       ContentLength=os.path.getsize(source))
+                                       ContentLength=source.stat().st_size)
         except (BotoCoreError, ClientError) as exc:
             raise self._unavailable(key, exc) from None
 
@@ -208,7 +208,7 @@ class S3SnapshotStore(SnapshotStore):
         from botocore.exceptions import BotoCoreError, ClientError
         try:
             response = self.client.get_object(Bucket=self.bucket, Key=self._full(key))
-            with open(target, "wb") as dst:
+            with target.open("wb") as dst:
                 for chunk in response["Body"].iter_chunks(SNAPSHOT_COPY_CHUNK_BYTES):
                     dst.write(chunk)
         except (BotoCoreError, ClientError) as exc:

@@ -250,7 +250,7 @@ class Workspace:
     def _after_commit(self, forgot: bool) -> None:
         try:
             self.hooks.after_commit()
-        except Exception:  # noqa: BLE001 - the batch is committed; this is housekeeping
+        except Exception:  # the batch is committed; this is housekeeping
             log.exception("after-commit step of %s failed; its writes are committed", self.path)
         self.rewrites.after_commit(forgot)
         self.checkpoints.after_commit(forgot)

@@ -11,8 +11,8 @@ none of them reaches the acknowledged position the workspace is refused by name
 """
 from __future__ import annotations
 
+import contextlib
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,10 +113,8 @@ class CurrentCopy:
     def _move_database(source: Path, target: Path) -> None:
         remove_database(target)
         for suffix in ("", *SIDE_SUFFIXES):
-            try:
-                os.replace(f"{source}{suffix}", f"{target}{suffix}")
-            except FileNotFoundError:
-                pass
+            with contextlib.suppress(FileNotFoundError):
+                Path(f"{source}{suffix}").replace(f"{target}{suffix}")
         fsync_dir(target.parent)
 
     def _restore_from_replica(self, above: int = -1) -> dict | None:
@@ -143,7 +141,7 @@ class CurrentCopy:
                         "(position %d); restoring from the replica", self.workspace_id,
                         above, copy.position)
             discard_copy(self.path)
-        os.replace(staged, self.path)
+        staged.replace(self.path)
         fsync_dir(self.path.parent)
         took = (time.perf_counter() - started) * 1e3
         log.info("workspace %s restored from its replica (position %d) in %.1f ms",

@@ -223,5 +223,5 @@ class RequestLog:
             self.logger.info(json.dumps(record, separators=(",", ":"), sort_keys=True))
             if self.observe is not None:
                 self.observe(record)
-        except Exception:  # noqa: BLE001 - observability must never fail a request
+        except Exception:  # observability must never fail a request
             self.logger.debug("request log/metrics failed", exc_info=True)

@@ -47,7 +47,7 @@ STATUS: dict[type, int] = {
     E.MiniSphereError: 400,
 }
 
-__all__ = ["ADMIN", "TENANT", "STATUS", "status_for", "error_response"]
+__all__ = ["ADMIN", "STATUS", "TENANT", "error_response", "status_for"]
 
 
 def status_for(exc: BaseException) -> int:

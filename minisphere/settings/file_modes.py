@@ -3,6 +3,7 @@ plane, snapshots, the admin token) is private to the user it runs as. `restrict_
 sets that up for a whole process and `ensure_private_dir()` makes (or tightens) a data folder."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
@@ -41,10 +42,8 @@ def ensure_private_dir(path: str | os.PathLike[str]) -> Path:
         missing.append(probe)
         probe = probe.parent
     for created in reversed(missing):
-        try:
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another process
             created.mkdir(mode=PRIVATE_DIR_MODE)
-        except FileExistsError:             # made meanwhile by another process: tightened below
-            pass
         _tighten(created)
     if not folder.is_dir():
         raise FileExistsError(f"{folder} exists and is not a folder")
@@ -57,6 +56,6 @@ def _tighten(folder: Path) -> None:
     try:
         mode = stat.S_IMODE(folder.stat().st_mode)
         if mode & ~PRIVATE_DIR_MODE & 0o777:
-            os.chmod(folder, PRIVATE_DIR_MODE)
+            Path(folder).chmod(PRIVATE_DIR_MODE)
     except PermissionError as exc:
         log.warning("cannot make %s private (mode 0700): %s", folder, exc)

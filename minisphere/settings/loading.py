@@ -81,8 +81,7 @@ def env_number(env: Mapping[str, str], name: str, default: Default, low: float, 
 
 def load_s3_settings(env: Mapping[str, str] | None = None) -> S3Settings:
     env = os.environ if env is None else env
-    prefix = (env["MINISPHERE_S3_PREFIX"] if "MINISPHERE_S3_PREFIX" in env
-              else DEFAULT_S3_PREFIX).strip().strip("/")
+    prefix = env.get("MINISPHERE_S3_PREFIX", DEFAULT_S3_PREFIX).strip().strip("/")
     return S3Settings(
         bucket=env_value("MINISPHERE_S3_BUCKET", env), prefix=prefix + "/" if prefix else "",
         endpoint_url=env_value("MINISPHERE_S3_ENDPOINT_URL", env),

@@ -18,5 +18,5 @@ from minisphere.transfer.importing import (
                                            import_lines,
 )
 
-__all__ = ["export_file", "export_lines", "export_raw", "import_file", "import_lines",
-           "ImportSession", "CHECKPOINT_PREFIX", "IMPORT_BATCH_LINES"]
+__all__ = ["CHECKPOINT_PREFIX", "IMPORT_BATCH_LINES", "ImportSession", "export_file",
+           "export_lines", "export_raw", "import_file", "import_lines"]

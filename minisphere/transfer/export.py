@@ -11,7 +11,6 @@ Progress: every function takes `progress(done, total)` (lines or pages), called 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
@@ -130,5 +129,5 @@ def export_raw(db_path: str | Path, dest: str | Path, progress: Progress | None 
     if verdict != "ok":
         partial.unlink(missing_ok=True)
         raise TransferError(f"the copy failed integrity_check: {verdict}")
-    os.replace(partial, dest)
+    partial.replace(dest)
     return {"path": str(dest), "bytes": dest.stat().st_size}

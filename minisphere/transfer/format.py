@@ -26,7 +26,7 @@ from pydantic.alias_generators import to_camel
 from minisphere.engine import constants as C
 from minisphere.engine.normalize import check_id, normalize_tags
 from minisphere.engine.writes import check_content
-from minisphere.errors import ImportFormatError, ImportVersionError
+from minisphere.errors import ImportFormatError, ImportVersionError, MiniSphereError
 from minisphere.wire import ClaimTag, EdgeType, Provenance, RevisionReason
 from minisphere.wire import Entry as WireEntry
 
@@ -176,7 +176,7 @@ def parse_record(line: str, number: int) -> Record:
         raise ImportFormatError(f"line {number}: {exc}") from None
     except ImportFormatError:
         raise
-    except Exception as exc:  # engine validation errors (InvalidArgument, ContentTooLarge)
+    except MiniSphereError as exc:  # engine validation errors (InvalidArgument, ContentTooLarge)
         message = getattr(exc, "message", str(exc))
         raise ImportFormatError(f"line {number}: {message}") from None
     return record

@@ -96,7 +96,7 @@ class _Importer:
         self.report["edges" if cursor.rowcount else "duplicateEdges"] += 1
 
 
-def _checkpoint(conn, key: str, value: int | None) -> None:  # noqa: D103
+def _checkpoint(conn, key: str, value: int | None) -> None:
     if value is None:
         conn.execute("DELETE FROM workspace_meta WHERE key = ?", (key,))
     else:
@@ -183,7 +183,7 @@ def import_file(workspace, path: str | Path, *, batch_lines: int = IMPORT_BATCH_
                 progress: Progress | None = None) -> dict:
     """Import the JSONL file at `path`; the checkpoint is keyed by the file's SHA-256."""
     digest = sha256_file(path)
-    with open(path, encoding="utf-8", newline="\n") as handle:
+    with Path(path).open(encoding="utf-8", newline="\n") as handle:
         report = import_lines(workspace, handle, checkpoint_key=digest[:32],
                               batch_lines=batch_lines, progress=progress)
     return dict(report, file=str(path), sha256=digest)

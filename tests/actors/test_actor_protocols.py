@@ -55,7 +55,7 @@ def test_the_in_process_actor_answers_what_the_directory_calls_on_a_workspace_ac
 
 
 def test_the_workspace_actor_serves_exactly_the_served_methods():
-    assert SERVED_METHODS == {str(m) for m in ServedMethod}
+    assert {str(m) for m in ServedMethod} == SERVED_METHODS
 
 
 def _method_name_literals(tree: ast.AST):

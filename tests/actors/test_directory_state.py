@@ -134,7 +134,7 @@ def test_a_wake_with_no_node_advertising_slots_is_refused_by_name_not_left_hangi
             refusals.append(refused.value)
         return workspace_id, refusals
 
-    workspace_id, refusals = asyncio.run(wake_twice())
+    _workspace_id, refusals = asyncio.run(wake_twice())
     assert all("minisphere_workspace_slots" in r.message and r.retry_after_s > 0
                for r in refusals)
     assert "minisphere_workspace_slots" not in refusals[0].message_for("tenant")
@@ -146,7 +146,7 @@ def test_a_wake_with_no_node_advertising_slots_is_refused_by_name_not_left_hangi
 
 
 def test_a_wake_waits_for_a_slot_node_and_binds_once_one_advertises_slots(tmp_path):
-    parts, _, runtime = directory_parts(tmp_path, node_resources={WORKSPACE_SLOT_RESOURCE: 4},
+    parts, _, _runtime = directory_parts(tmp_path, node_resources={WORKSPACE_SLOT_RESOURCE: 4},
                                         MINISPHERE_WORKSPACE_SLOTS="on")
 
     async def wake():
@@ -203,7 +203,7 @@ def test_a_resident_too_busy_to_say_when_it_was_last_used_is_not_evicted_before_
     their silence for idleness evicted the workspaces callers were using, each eviction
     answered by a wake that evicted another."""
     monkeypatch.setattr("actors.directory.residents.ACTIVITY_TIMEOUT_S", 0.05)
-    parts, runtime = cap_of_two(tmp_path, monkeypatch)
+    parts, _runtime = cap_of_two(tmp_path, monkeypatch)
 
     async def drive():
         busy, idle, incoming = created(parts, "busy", "idle", "incoming")
@@ -332,7 +332,7 @@ def test_a_hibernation_failing_with_an_unnamed_error_still_kills_the_actor(tmp_p
     """Only a timeout or the actor dying were expected: any other failure of the hibernate
     call (Ray's own, under load) skipped the kill, and the actor, no longer resident, lived on
     as nobody's."""
-    parts, control, runtime = directory_parts(tmp_path)
+    parts, _control, runtime = directory_parts(tmp_path)
 
     async def drive():
         workspace_id = created(parts, "failing")[0]

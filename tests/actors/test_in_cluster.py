@@ -60,7 +60,7 @@ def test_the_in_cluster_client_refuses_a_token_as_the_ingress_does(monkeypatch, 
 
 
 def test_an_expired_token_is_told_it_expired(monkeypatch):
-    status, code, message = in_cluster_answer(monkeypatch, "expired")
+    status, _code, message = in_cluster_answer(monkeypatch, "expired")
     assert status == 401 and "expired" in message
 
 

@@ -159,7 +159,7 @@ def test_bad_credentials_sent_at_once_to_two_replicas_get_nothing_past_the_budge
 
 def test_the_admin_token_is_answered_by_both_replicas_while_guesses_flood_them(service):
     plane, _, folder = service
-    apps, directory = replicas(plane, folder)
+    apps, _directory = replicas(plane, folder)
     guesses = [("GET", "/v1/workspaces", None, f"Bearer msa_guess-{i}") for i in range(AT_ONCE)]
     admin = [("GET", "/v1/workspaces", None, f"Bearer {ADMIN}")] * (REPLICAS * 4)
     answers = flood(apps, guesses + admin)

@@ -39,7 +39,7 @@ def test_a_delete_racing_a_wake_wins_and_the_recreated_id_starts_empty(tmp_path)
         fresh = await parts.activator.activate("raced")
         return fresh.host.workspace.get_count(), new
 
-    count, new = asyncio.run(drive())
+    count, _new = asyncio.run(drive())
     assert count == {"count": 0}
     assert control.get("raced")["state"] == "active"
     leftovers = [p for p in tmp_path.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
@@ -67,7 +67,7 @@ def test_every_wake_gets_a_higher_epoch_and_the_acknowledged_position(tmp_path):
 
 def test_a_resident_with_a_call_running_is_not_hibernated_as_idle(tmp_path, monkeypatch):
     monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
-    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_HIBERNATE_IDLE_S="1")
+    parts, _, _runtime = directory_parts(tmp_path, MINISPHERE_HIBERNATE_IDLE_S="1")
 
     async def drive():
         parts.workspaces.create("busy", None, None)
@@ -83,7 +83,7 @@ def test_a_resident_with_a_call_running_is_not_hibernated_as_idle(tmp_path, monk
 
 
 def test_the_node_sweep_removes_a_deleted_workspaces_copy_left_on_a_node(tmp_path):
-    parts, control, _ = directory_parts(tmp_path)
+    parts, _control, _ = directory_parts(tmp_path)
 
     async def drive():
         parts.workspaces.create("gone", None, None)

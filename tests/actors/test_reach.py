@@ -75,7 +75,7 @@ def test_a_call_that_found_its_cached_actor_gone_counts_that_attempt_and_the_wak
     # time lost on it and the re-activation are waiting for the actor, not the ingress's own
     reach = WorkspaceReach(SlowDirectory())
     reach._handles["ws-a"] = Hibernated()
-    envelope, attempts, rpc_ms = asyncio.run(
+    envelope, attempts, _rpc_ms = asyncio.run(
         reach.call("ws-a", "call", "getCount", {}, "hash", idempotent_attempts=1))
     assert attempts == 2 and envelope["ok"]
     assert envelope["timings"]["activate_ms"] >= 9.0     # 5 ms lost + 5 ms re-activation

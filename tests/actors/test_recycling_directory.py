@@ -29,7 +29,7 @@ def quick_refill(monkeypatch):
 
 
 def test_a_hibernated_workspace_process_serves_the_next_wake(tmp_path):
-    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_SPARE_ACTORS="1")
+    parts, _, _runtime = directory_parts(tmp_path, MINISPHERE_SPARE_ACTORS="1")
 
     async def drive():
         await ready_spares(parts, 1)
@@ -74,7 +74,7 @@ def test_a_wake_that_would_evict_a_workspace_in_session_is_refused_not_queued(tm
                                                                               monkeypatch):
     monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
     monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
-    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="2")
+    parts, _, _runtime = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="2")
 
     async def drive():
         busy_a, busy_b, late = created(parts, "busy-a", "busy-b", "late")

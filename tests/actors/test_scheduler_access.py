@@ -4,10 +4,10 @@ import pytest
 
 pytest.importorskip("ray")
 
-from actors.scheduler.access import LEDGER_OPS, DirectoryLedger, StalenessPassAccess  # noqa: E402
+from actors.scheduler.access import LEDGER_OPS, DirectoryLedger, StalenessPassAccess
 from minisphere.errors import (
-    InvalidArgument,  # noqa: E402
-    MalformedRequest,  # noqa: E402
+    InvalidArgument,
+    MalformedRequest,
 )
 
 

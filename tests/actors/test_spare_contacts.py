@@ -54,7 +54,7 @@ def test_each_spare_is_pinged_once_and_let_go_once_handed_out():
 
 def test_a_directory_that_cannot_answer_leaves_the_contacts_running(monkeypatch):
     class Failing:
-        class spare_handles:                            # noqa: N801 - as Ray's attribute
+        class spare_handles:                            # as Ray's attribute
             calls = 0
 
             @staticmethod

@@ -272,7 +272,7 @@ def test_negative_retries_are_refused():
 
 
 def test_the_read_methods_are_the_engines():
-    assert READ_METHODS == {name for name, m in METHODS.items() if m.access == "read"}
+    assert {name for name, m in METHODS.items() if m.access == "read"} == READ_METHODS
 
 
 @pytest.mark.parametrize("call, resent", [(READ, True), (KEYED_WRITE, True),

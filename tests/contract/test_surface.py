@@ -153,7 +153,7 @@ def test_repinned_surface_that_disagrees_with_engine_refuses_startup(contracts_c
     doc["methods"]["recall"]["args"][1]["default"] = 7
     path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     repin(contracts_copy, SURFACE)
-    with pytest.raises(ContractSurfaceError, match="recall.topK: default is 7"):
+    with pytest.raises(ContractSurfaceError, match=r"recall\.topK: default is 7"):
         verify_startup(set(METHODS))
     # the routes alone still agree; the argument check can be skipped explicitly
     assert verify_startup(set(METHODS), check_arguments=False)
@@ -165,7 +165,7 @@ def test_surface_declaring_another_version_refuses(contracts_copy):
     doc["version"] = "0.9"
     path.write_text(json.dumps(doc), encoding="utf-8")
     repin(contracts_copy, SURFACE)
-    with pytest.raises(ContractSurfaceError, match="declares MINI_SPHERE_CONTRACT@0.9"):
+    with pytest.raises(ContractSurfaceError, match=r"declares MINI_SPHERE_CONTRACT@0\.9"):
         load_surface()
 
 

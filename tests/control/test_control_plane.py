@@ -87,7 +87,7 @@ def test_each_creation_of_an_id_gets_a_new_generation(tmp_path):
 
 def test_tokens_are_scoped_listed_without_secrets_expired_and_revoked(tmp_path):
     cp = ControlPlane(tmp_path / "control.db", synchronous="NORMAL")
-    record, first = cp.create(Blueprint(), [], "ws-tokens")
+    _record, first = cp.create(Blueprint(), [], "ws-tokens")
     reader = cp.issue_token("ws-tokens", "read", "dashboard", expires_at=2_000)
     listed = cp.list_tokens("ws-tokens")
     assert [t["scope"] for t in listed] == ["write", "read"]

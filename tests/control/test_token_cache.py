@@ -149,7 +149,7 @@ def test_an_authoritative_lookup_refuses_a_token_revoked_since_it_was_cached(pla
     route no workspace actor checks again (the snapshot listing) must ask the directory."""
     plane.create(Blueprint(), [], "ws-a")
     issued = plane.issue_token("ws-a", "read")
-    ask, asked = directory_of(plane)
+    ask, _asked = directory_of(plane)
     cache = TokenCache(ask, ttl_s=300)
     candidate = token_hash(issued["token"])
     assert run(cache.grant_of("ws-a", candidate, "10.0.0.5")).scope == "read"

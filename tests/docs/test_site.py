@@ -58,7 +58,7 @@ def test_every_internal_link_and_anchor_of_the_built_site_resolves(site):
     broken = []
     for page in html:
         for link in parsed(page).links:
-            if link.startswith(EXTERNAL) or link.startswith("#") and len(link) == 1:
+            if link.startswith(EXTERNAL) or (link.startswith("#") and len(link) == 1):
                 continue
             target, anchor = target_of(page, link, site)
             if not target.exists():

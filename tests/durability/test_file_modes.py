@@ -21,7 +21,7 @@ PERMISSIVE_UMASK = 0o022           # the usual default, which makes files 0644
 
 
 def mode(path) -> int:
-    return stat.S_IMODE(os.stat(path).st_mode)
+    return stat.S_IMODE(Path(path).stat().st_mode)
 
 
 @pytest.fixture
@@ -87,10 +87,10 @@ def test_ensure_private_dir_tightens_existing_folders_and_creates_private_parent
         tmp_path, permissive_umask):
     existing = tmp_path / "old-data"
     existing.mkdir(mode=0o755)
-    os.chmod(existing, 0o755)
+    existing.chmod(0o755)
     (existing / "workspace.db").write_text("written by an older build")
     assert ensure_private_dir(existing) == existing and mode(existing) == 0o700
-    os.chmod(tmp_path, 0o755)
+    tmp_path.chmod(0o755)
     fresh = tmp_path / "a" / "b" / "c"
     ensure_private_dir(fresh)
     assert [mode(p) for p in (tmp_path / "a", tmp_path / "a" / "b", fresh)] == [0o700] * 3

@@ -90,7 +90,7 @@ def test_a_forget_deletes_the_versions_taken_before_it_within_one_round(tmp_path
 
 
 def test_a_version_taken_after_the_forget_is_kept_and_spares_a_new_one(tmp_path, local_store):
-    host, secret, before = secret_then_snapshot(tmp_path, local_store, "ws-after")
+    host, secret, _before = secret_then_snapshot(tmp_path, local_store, "ws-after")
     call(host, "forget", {"id": secret})
     after = host.snapshot_now()["version"]
     host.snapshotter.tick()

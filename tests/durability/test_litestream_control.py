@@ -114,7 +114,7 @@ def test_a_refused_request_raises_replication_unconfirmed_with_the_daemons_words
     path, start = serving
     start()
     control = ReplicaControl(path)
-    with pytest.raises(ReplicationUnconfirmed, match="400.*not registered"):
+    with pytest.raises(ReplicationUnconfirmed, match=r"400.*not registered"):
         control.register(Path("/refused.db"), "file:///replica")
     control.close()
 

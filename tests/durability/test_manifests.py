@@ -140,7 +140,7 @@ def test_manifest_lacking_a_field_or_describing_another_version_is_corrupt(
     try:
         store.put_bytes(key, json.dumps(changed).encode())
         assert_refused_as_corrupt(store, live, manifest)
-        with pytest.raises(SnapshotCorrupt, match="does not describe this version|lacks"):
+        with pytest.raises(SnapshotCorrupt, match=r"does not describe this version|lacks"):
             read_manifest(store, "ws-tamper", manifest["version"])
     finally:
         tamper(store, manifest)

@@ -499,7 +499,7 @@ def test_a_sync_forget_the_replica_cannot_confirm_still_cleans_every_copy(tmp_pa
     secret = "the forgotten passphrase is wren-basalt-9902"
     host = host_with_unreachable_replica(tmp_path, daemon, "sync")
     try:
-        ok, entry, _ = write(host, secret)
+        ok, _entry, _ = write(host, secret)
         assert not ok                                  # committed, never confirmed
         entry_id = host.workspace.conn.execute("SELECT id FROM entries").fetchone()[0]
         aside = host.path.with_name(host.path.name + ".pre-restore-1")

@@ -172,7 +172,7 @@ def inside(work: Path) -> dict:
     findings: dict = {"checks": {}, "timings": {}, "workerSlots": WORKER_SLOTS,
                       "workspaces": WORKSPACES}
     t0 = time.monotonic()
-    since = lambda: round(time.monotonic() - t0, 1)   # noqa: E731
+    since = lambda: round(time.monotonic() - t0, 1)
     subprocess.run(["ray", "start", "--head", "--node-ip-address=127.0.0.1", "--port=6379",
                     "--num-cpus=0", f"--object-store-memory={OBJECT_STORE_BYTES}",
                     f"--autoscaling-config={config_file}", "--include-dashboard=false",

@@ -190,7 +190,7 @@ def seed_service(service, workspace_id: str, tmp_dir: Path, entries: int = 1000)
     db_path = tmp_dir / "seed.db"
     seeded = build_seed_file(db_path, entries)
     export = tmp_dir / "seed.jsonl"
-    with open(export, "w", encoding="utf-8", newline="\n") as out:
+    with export.open("w", encoding="utf-8", newline="\n") as out:
         seeded.lines = export_file(db_path, out, now_ms=int(time.time() * 1000))
     with contextlib.redirect_stderr(io.StringIO()):          # the progress line
         code = main(["import", workspace_id, str(export), "--url", service["url"],
@@ -203,7 +203,7 @@ def seed_service(service, workspace_id: str, tmp_dir: Path, entries: int = 1000)
 def browser_available() -> str | None:
     """None when Chromium, its driver and selenium are there, else what is missing."""
     for binary in (CHROMIUM, CHROMEDRIVER):
-        if not (os.path.exists(binary) and os.access(binary, os.X_OK)):
+        if not (Path(binary).exists() and os.access(binary, os.X_OK)):
             return f"{binary} is missing (apt-get install chromium chromium-driver)"
     try:
         import selenium  # noqa: F401

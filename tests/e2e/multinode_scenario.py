@@ -128,7 +128,7 @@ def main() -> int:
         ids = {node_a.node_id: "A", node_b.node_id: "B"}
         directory = get_directory(config)
         scheduler = get_scheduled_tasks(config)
-        where = lambda actor: ray.get(actor.__ray_call__.remote(  # noqa: E731
+        where = lambda actor: ray.get(actor.__ray_call__.remote(
             lambda _self: ray.get_runtime_context().get_node_id()), timeout=CALL_TIMEOUT_S)
         findings["directoryNode"] = ids.get(where(directory), "head")
         findings["schedulerNode"] = ids.get(where(scheduler), "head")

@@ -232,7 +232,7 @@ class Cluster:
         script = ["set -e"] + [f"mount --bind {q(src)} {q(dst)}" for src, dst in mounts] + [
             f"cd {q(ROOT)}", "set -a", f". {q(self.env_file)}", "set +a",
             "exec ray start --block " + " ".join(q(a) for a in ray_args)]
-        out = open(node.folder / "node.log", "w")   # noqa: SIM115 - closed with the process
+        out = (node.folder / "node.log").open("w")   # closed with the process
         node.process = subprocess.Popen(
             ["ip", "netns", "exec", node.netns, "unshare", "--mount", "--pid", "--fork",
              "--mount-proc", "--propagation", "private", "sh", "-c", "\n".join(script)],

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
 SWEEP_TIMEOUT_S = 60.0          # for every node to delete a deleted workspace's copy
 FREEZE_LIMIT_S = 8.0            # a node stopped (SIGSTOP) at most this long: under Ray's health
@@ -141,7 +142,7 @@ def workspace_hosting_pids(sc, node) -> list[int]:
     chosen = []
     for pid in sc.pids_of(node):
         with contextlib.suppress(OSError):
-            command = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
             if "/raylet " in command or command.startswith(("ray::WorkspaceActor", "ray::IDLE")):
                 chosen.append(int(pid))
     return chosen

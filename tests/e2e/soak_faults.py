@@ -136,7 +136,7 @@ def corrupt_hibernated(soak, rng, tenant) -> str | None:
     how = rng.choice(["garbage", "truncated"])
     with contextlib.suppress(OSError):
         if how == "garbage":
-            with open(path, "r+b") as handle:
+            with path.open("r+b") as handle:
                 handle.write(rng.randbytes(CORRUPT_BYTES))
         else:
             os.truncate(path, path.stat().st_size // 2)

@@ -14,8 +14,9 @@ import time
 
 MOMENT_MARGIN_S = 2.2          # each side of a moment restored to: whole seconds apart
 EDGE_TYPES = ("relates_to", "supersedes", "caused_by", "about_person", "part_of_project")
-WORDS = ("harbor ledger orbit maple cobalt quartz lantern meadow falcon prism tundra velvet "
-         "ember glacier canyon willow beacon summit delta copper").split()
+WORDS = ["harbor", "ledger", "orbit", "maple", "cobalt", "quartz", "lantern", "meadow", "falcon",
+         "prism", "tundra", "velvet", "ember", "glacier", "canyon", "willow", "beacon", "summit",
+         "delta", "copper"]
 
 
 def new_text(rng, tenant, kind: str) -> tuple[str, str]:
@@ -67,12 +68,11 @@ def update(soak, http, rng, tenant) -> None:
 
 def forget(soak, http, rng, tenant) -> None:
     if not tenant.entries:
-        return None
+        return
     entry = rng.choice(sorted(tenant.entries))
     if keyed(soak, http, rng, tenant, "forget", {"id": entry}) is not None:
         soak.forget_texts(tenant.entries.pop(entry), f"forgotten in {tenant.id}")
         tenant.edges = {e for e in tenant.edges if entry not in e[:2]}
-    return None
 
 
 def link(soak, http, rng, tenant) -> None:
@@ -97,14 +97,13 @@ def recall(soak, http, rng, tenant) -> None:
 
 def get_entry(soak, http, rng, tenant) -> None:
     if not tenant.entries:
-        return None
+        return
     entry = rng.choice(sorted(tenant.entries))
     answer = soak.call(http, tenant, "getEntry", {"id": entry})
     if answer is not None and answer.get("content") != tenant.entries[entry][-1]:
         soak.violation("an entry read back other than acknowledged", tenant=tenant.id,
                        entry=entry, read=(answer.get("content") or "")[:120],
                        expected=tenant.entries[entry][-1][:120])
-    return None
 
 
 def export_and_import(soak, http, rng, tenant) -> None:
@@ -112,12 +111,12 @@ def export_and_import(soak, http, rng, tenant) -> None:
     count; the scratch workspace is deleted again."""
     exported = soak.export_of(http, tenant)
     if exported is None:
-        return None
+        return
     scratch = f"{tenant.id}-imp-{rng.getrandbits(32):08x}"
     # 409: made by a try whose answer was lost, then sent again
     if soak.admin_call(http, "POST", "/v1/workspaces", ok=(201, 409),
                        json={"id": scratch}) is None:
-        return None
+        return
     try:
         body = "".join(line + "\n" for line in exported)
         key = hashlib.sha256(body.encode()).hexdigest()[:64]
@@ -130,7 +129,6 @@ def export_and_import(soak, http, rng, tenant) -> None:
                            report=report.text[:300])
     finally:
         soak.admin_call(http, "DELETE", f"/v1/workspaces/{scratch}", ok=(200, 404))
-    return None
 
 
 def snapshot_and_restore(soak, http, rng, tenant) -> None:
@@ -139,18 +137,17 @@ def snapshot_and_restore(soak, http, rng, tenant) -> None:
     base = f"/v1/workspaces/{tenant.id}"
     taken = soak.admin_call(http, "POST", f"{base}/snapshot")
     if taken is None:
-        return None
+        return
     before = (copy.deepcopy(tenant.entries), set(tenant.edges), dict(tenant.maybe))
     capture(soak, http, rng, tenant)
     if tenant.suspended:
-        return None
+        return
     version = {"version": taken.json()["version"]}
     if soak.admin_call(http, "POST", f"{base}/restore", json=version) is None:
         tenant.pending.append(("restore", {**version, "model": before}, ""))
         tenant.suspended = True
-        return None
+        return
     revert(tenant, before)
-    return None
 
 
 def revert(tenant, before) -> None:
@@ -169,15 +166,15 @@ def restore_to_moment(soak, http, rng, tenant) -> None:
     time.sleep(MOMENT_MARGIN_S)
     capture(soak, http, rng, tenant)
     if tenant.suspended:
-        return None
+        return
     restored = soak.admin_call(http, "POST", f"/v1/workspaces/{tenant.id}/restore-to-moment",
                                json={"timestamp": moment})
     if restored is None:
         tenant.pending.append(("restore-to-moment", {"timestamp": moment, "model": before}, ""))
         tenant.suspended = True
-        return None
+        return
     revert(tenant, before)
-    return None
+    return
 
 
 def delete_and_create(soak, http, rng, tenant) -> None:
@@ -185,7 +182,7 @@ def delete_and_create(soak, http, rng, tenant) -> None:
     the new one starts empty."""
     if soak.admin_call(http, "DELETE", f"/v1/workspaces/{tenant.id}", ok=(200, 404)) is None:
         tenant.suspended = True
-        return None
+        return
     for nonce in tenant.written:
         soak.gone[nonce] = f"{tenant.id} generation {tenant.generation} deleted"
     tenant.generation += 1
@@ -195,7 +192,7 @@ def delete_and_create(soak, http, rng, tenant) -> None:
     if count is not None and count["count"] != 0:
         soak.violation("an id created again does not start empty", tenant=tenant.id,
                        count=count["count"])
-    return None
+    return
 
 
 OPERATIONS = {

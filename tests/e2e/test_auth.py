@@ -30,7 +30,7 @@ def test_workspace_routes_refuse_bad_tokens(http, new_workspace, headers):
 
 def test_another_workspaces_token_is_forbidden(http, new_workspace):
     a, ha = new_workspace()
-    b, hb = new_workspace()
+    _b, hb = new_workspace()
     assert call(http, a, ha, "capture", {"content": "secret of a"}).status_code == 200
     assert_error(call(http, a, hb, "getCount"), 403, "forbidden")
     assert_error(call(http, a, hb, "capture", {"content": "b writes into a"}), 403, "forbidden")

@@ -131,7 +131,7 @@ def test_import_runs_through_the_workspaces_admission_and_notes_the_scheduler(
     source, source_headers = new_workspace()
     capture(http, source, source_headers, "imported through the gate", volatility="volatile")
     export = http.get(f"/v1/workspaces/{source}/export", headers=admin_headers).text
-    target, target_headers = new_workspace()
+    target, _target_headers = new_workspace()
     passed = http.post(f"/v1/w/{target}/runStalenessPass", headers=admin_headers, json={})
     assert passed.status_code == 200, passed.text          # a recorded, clean due state
     directory = directory_of(service)

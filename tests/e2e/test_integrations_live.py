@@ -15,25 +15,25 @@ pytest.importorskip("langchain_tests")
 pytest.importorskip("langgraph.store.memory")
 pytest.importorskip("llama_index.core")
 
-from hypothesis import settings  # noqa: E402
-from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
 
-from actors.in_cluster import AsyncInClusterWorkspace, connect_in_cluster  # noqa: E402
-from minisphere.client import AsyncClient, Client  # noqa: E402
-from minisphere.integrations.langchain import (  # noqa: E402
+from actors.in_cluster import AsyncInClusterWorkspace, connect_in_cluster
+from minisphere.client import AsyncClient, Client
+from minisphere.integrations.langchain import (
     MinisphereRetriever,
     ToolServiceError,
     minisphere_tools,
 )
-from minisphere.integrations.langgraph import MinisphereStore  # noqa: E402
-from tests.integrations.conftest import QUERY, seed_entries  # noqa: E402
-from tests.integrations.test_langchain_standard import RetrieverSuite  # noqa: E402
-from tests.integrations.test_langgraph_store import (  # noqa: E402
+from minisphere.integrations.langgraph import MinisphereStore
+from tests.integrations.conftest import QUERY, seed_entries
+from tests.integrations.test_langchain_standard import RetrieverSuite
+from tests.integrations.test_langgraph_store import (
     ROUND_TRIP,
     StoreAgreement,
     check_round_trip,
 )
-from tests.integrations.test_llamaindex_memory import (  # noqa: E402
+from tests.integrations.test_llamaindex_memory import (
     RECALLED,
     aconverse,
     converse,

@@ -61,13 +61,12 @@ def ray_processes_under(folder: str) -> list[int]:
     """Pids of processes whose command line names `folder` (a Ray session's processes name
     their session directory, under RAY_TMPDIR)."""
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                if folder.encode() in cmdline.read():
-                    found.append(int(entry))
+            if folder.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
         except OSError:
             continue
     return found

@@ -69,7 +69,7 @@ def test_every_published_route_answers_what_its_schema_says(http, admin_headers,
                     json={"id": ws, "label": "schema check"})
     headers = {"Authorization": f"Bearer {created['token']}"}
     try:
-        call = lambda method, body=None, status=200: workspace_call(  # noqa: E731
+        call = lambda method, body=None, status=200: workspace_call(
             http, openapi, ws, headers, method, body, status)
         a = call("capture", {"content": "The deploy pipeline runs on Fridays",
                              "tags": ["ops"], "kind": "episodic", "claimTag": "VERIFIED"})["id"]

@@ -112,7 +112,7 @@ def test_a_recycled_vector_bound_process_holds_nothing_of_its_workspace(
 
 def test_a_stale_handle_of_a_hibernated_workspace_is_refused_by_its_recycled_process(
         http, admin_headers, new_workspace, service):
-    a, canary, b, hb, handle = a_then_b_in_one_process(http, admin_headers, new_workspace,
+    a, _canary, b, _hb, handle = a_then_b_in_one_process(http, admin_headers, new_workspace,
                                                        service)
     admin = token_hash(service["admin"])
     # the gate names the workspace meant: a call for A reaching B's process ran nowhere

@@ -5,6 +5,7 @@ import contextlib
 import os
 import signal
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -99,9 +100,9 @@ def process_ends(pid: int, within_s: float) -> bool:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         try:
-            with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-                if stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                    return True
+            stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+            if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                return True
         except FileNotFoundError:
             return True
         time.sleep(0.1)

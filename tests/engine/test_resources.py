@@ -1,6 +1,5 @@
 """Opening, writing and closing many workspaces gives every file descriptor back."""
 import gc
-import os
 from pathlib import Path
 
 from minisphere.engine.clock import ManualClock
@@ -14,9 +13,9 @@ def open_fds(folder: Path) -> int:
     answering a replication daemon, Ray's client) open and close sockets of their own while this
     test runs, and counting those made the test fail for reasons that are not the engine's."""
     held = 0
-    for fd in os.listdir("/proc/self/fd"):
+    for fd in Path("/proc/self/fd").iterdir():
         try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
+            target = str(fd.readlink())
         except OSError:  # closed between the listing and the read
             continue
         held += target.startswith(str(folder))

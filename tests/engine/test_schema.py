@@ -1,6 +1,6 @@
 """Schema: migrations table, idempotent reopen, refusing a newer schema, WAL, pragmas, FTS."""
 import hashlib
-import os
+from pathlib import Path
 
 import pytest
 
@@ -70,7 +70,7 @@ def make_future_file(path) -> None:
 def test_newer_schema_is_refused_and_untouched(tmp_path):
     path = tmp_path / "future.db"
     make_future_file(path)
-    digest, listing = file_digest(path), sorted(os.listdir(tmp_path))
+    digest, listing = file_digest(path), sorted(p.name for p in tmp_path.iterdir())
     newest = db.available_migrations()[-1][0]
     with pytest.raises(SchemaTooNew) as caught:
         open_ws(path)
@@ -80,17 +80,17 @@ def test_newer_schema_is_refused_and_untouched(tmp_path):
     assert "upgrade" in message
     assert caught.value.code == "schema_too_new"
     assert file_digest(path) == digest
-    assert sorted(os.listdir(tmp_path)) == listing  # no stray -wal/-shm left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == listing  # no stray -wal/-shm left behind
 
 
 def test_refused_open_does_not_leak_connections(tmp_path):
     path = tmp_path / "future.db"
     make_future_file(path)
-    baseline = len(os.listdir("/proc/self/fd"))
+    baseline = len(list(Path("/proc/self/fd").iterdir()))
     for _ in range(30):
         with pytest.raises(SchemaTooNew):
             open_ws(path)
-    assert len(os.listdir("/proc/self/fd")) == baseline
+    assert len(list(Path("/proc/self/fd").iterdir())) == baseline
 
 
 def test_failed_migration_rolls_back_alone(tmp_path, monkeypatch):

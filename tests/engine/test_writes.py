@@ -115,7 +115,7 @@ def test_capture_exact_duplicate_is_blocked(api, ws):
     "rotate the api token every ninety days",
     "ROTATE THE API TOKEN EVERY NINETY DAYS",
     "  Rotate   the API\ttoken\nevery ninety days  ",
-    "Ｒｏｔａｔｅ the ＡＰＩ token every ninety days",    # full-width forms (NFKC)
+    "Ｒｏｔａｔｅ the ＡＰＩ token every ninety days",    # noqa: RUF001 - full-width forms (NFKC)
     "Rotate\u3000the\u00a0API token every ninety days",  # ideographic / no-break spaces
 ])
 def test_capture_normalized_duplicate_is_blocked(api, variant):
@@ -157,8 +157,8 @@ def test_capture_content_at_exact_byte_limit(api):
 
 
 def test_capture_tags_normalized_and_deduplicated(api):
-    entry_id = api.capture("tag normalization", tags=["Project X", "project   x", "  ＡＢＣ ", "abc",
-                                                       "rolled-up"])["id"]
+    entry_id = api.capture("tag normalization", tags=[
+        "Project X", "project   x", "  ＡＢＣ ", "abc", "rolled-up"])["id"]  # noqa: RUF001 - full-width
     assert api.get_entry(entry_id)["tags"] == ["abc", "project-x", "rolled-up"]
 
 

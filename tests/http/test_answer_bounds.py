@@ -64,9 +64,9 @@ def test_a_spent_budget_of_admin_guesses_answers_what_its_schema_says(app):
     api, _ = app
     guesses = [("GET", "/v1/workspaces", {"headers": {"Authorization": f"Bearer msa_g{i}"}})
                for i in range(ADMIN_GUESS_BURST + 1)]
-    answers = exchange(api, [("GET", "/openapi.json", {})] + guesses
-                       + [("GET", "/v1/workspaces", {"headers": {
-                           "Authorization": f"Bearer {ADMIN_TOKEN}"}})])
+    answers = exchange(api, [("GET", "/openapi.json", {}), *guesses,
+                             ("GET", "/v1/workspaces", {"headers": {
+                                 "Authorization": f"Bearer {ADMIN_TOKEN}"}})])
     spec, limited, admin = answers[0].json(), answers[-2], answers[-1]
     assert limited.status_code == 429
     assert check(spec, "get", "/v1/workspaces", limited)["error"]["code"] == "rate_limited"

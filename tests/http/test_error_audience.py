@@ -81,11 +81,11 @@ def test_unauthenticated_caller_is_answered_as_a_tenant():
 ])
 def test_infrastructure_errors_hide_their_details_from_tenants_by_default(error):
     for audience in (TENANT, "anything else", None):
-        status, body = error_response(error, audience) if audience else error_response(error)
+        _, body = error_response(error, audience) if audience else error_response(error)
         message = body["error"]["message"]
         assert message == error.public_message and "/data" not in message
         assert "10.0.0.7" not in message and "s3://" not in message
-    status, body = error_response(error, ADMIN)
+    _, body = error_response(error, ADMIN)
     assert body["error"] == {"code": error.code, "message": error.message}
 
 

@@ -106,7 +106,7 @@ def test_two_replicas_answer_one_session_alternately(service, workspace):
 
 @pytest.mark.parametrize("name", list(TOOL_ARGUMENTS))
 def test_bad_arguments_are_a_tool_error_with_the_rpc_routes_code_and_message(workspace, name):
-    endpoint, token, _, url = workspace
+    endpoint, token, _, _url = workspace
     arguments = {"bogus": 1}
 
     async def call():
@@ -143,7 +143,7 @@ def test_a_name_that_is_no_tool_is_the_protocols_invalid_params(workspace):
 
 
 def test_a_read_token_lists_and_calls_only_the_reads(workspace):
-    endpoint, token, read, _ = workspace
+    endpoint, _token, read, _ = workspace
 
     async def as_reader():
         async with mcp_session(endpoint, read) as session:

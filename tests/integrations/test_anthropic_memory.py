@@ -29,8 +29,8 @@ class FileTree:
         if not (path == "/memories" or path.startswith("/memories/")):
             raise ValueError(f"Path must start with /memories, got: {path}")
         decoded = path.lower()
-        if "\\" in path or "%" in decoded and any(
-                code in decoded for code in ("%2e", "%2f", "%5c", "%25", "%00")) \
+        if "\\" in path or ("%" in decoded and any(
+                code in decoded for code in ("%2e", "%2f", "%5c", "%25", "%00"))) \
                 or any(ord(c) < 32 for c in path) or len(path) > 200:
             raise ValueError(f"Path {path} would escape /memories directory")
         parts = [p for p in path.split("/")[2:] if p not in ("", ".")]

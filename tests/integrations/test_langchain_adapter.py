@@ -11,14 +11,14 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
-from minisphere.client import ServiceError  # noqa: E402
-from minisphere.integrations.langchain import (  # noqa: E402
+from minisphere.client import ServiceError
+from minisphere.integrations.langchain import (
     DEFAULT_TOOLS,
     MinisphereRetriever,
     minisphere_tools,
 )
-from minisphere.integrations.tool_specs import TOOL_ARGUMENTS  # noqa: E402
-from tests.integrations.conftest import QUERY  # noqa: E402
+from minisphere.integrations.tool_specs import TOOL_ARGUMENTS
+from tests.integrations.conftest import QUERY
 
 
 def test_each_document_carries_the_entry_and_its_score_breakdown(live):

@@ -10,18 +10,18 @@ import pytest
 
 pytest.importorskip("langchain_tests")
 
-from langchain_tests.integration_tests import (  # noqa: E402
+from langchain_tests.integration_tests import (
     RetrieversIntegrationTests,
     ToolsIntegrationTests,
 )
-from langchain_tests.unit_tests import ToolsUnitTests  # noqa: E402
+from langchain_tests.unit_tests import ToolsUnitTests
 
-from minisphere.integrations.langchain import (  # noqa: E402
+from minisphere.integrations.langchain import (
     DEFAULT_TOOLS,
     MinisphereRetriever,
     minisphere_tool,
 )
-from tests.integrations.conftest import ASYNC_SUITE, QUERY  # noqa: E402
+from tests.integrations.conftest import ASYNC_SUITE, QUERY
 
 pytestmark = ASYNC_SUITE
 

@@ -14,20 +14,20 @@ import pytest
 
 pytest.importorskip("langgraph.store.memory")
 
-from hypothesis import HealthCheck, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from hypothesis.stateful import (  # noqa: E402
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     invariant,
     precondition,
     rule,
 )
-from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp  # noqa: E402
-from langgraph.store.memory import InMemoryStore  # noqa: E402
+from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
+from langgraph.store.memory import InMemoryStore
 
-from minisphere.integrations.langgraph import MinisphereStore  # noqa: E402
-from tests.integrations.conftest import live_workspace  # noqa: E402
+from minisphere.integrations.langgraph import MinisphereStore
+from tests.integrations.conftest import live_workspace
 
 # labels and keys that differ only in case or spacing: tags fold case, capture folds both
 NAMESPACES = [("users",), ("users", "alice"), ("users", "Alice"), ("docs", "a", "b"),

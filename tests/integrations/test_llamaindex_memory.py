@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-from llama_index.core.base.llms.types import ChatMessage  # noqa: E402
-from llama_index.core.memory import Memory  # noqa: E402
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.memory import Memory
 
-from minisphere.integrations.llamaindex import MinisphereMemoryBlock  # noqa: E402
+from minisphere.integrations.llamaindex import MinisphereMemoryBlock
 
 # a short-term budget of 20 words (half of 40) makes Memory flush the oldest turns
 TOKEN_LIMIT = 40

@@ -37,8 +37,8 @@ def example_calls(ids: list[str]) -> dict[str, dict]:
 def test_the_tools_are_exactly_the_engines_workspace_methods():
     workspace_methods = {name: m.args for name, m in METHODS.items()
                          if m.access in ("read", "write")}
-    assert TOOL_ARGUMENTS == workspace_methods
-    assert TOOL_METHODS == set(workspace_methods)
+    assert workspace_methods == TOOL_ARGUMENTS
+    assert set(workspace_methods) == TOOL_METHODS
 
 
 def test_every_tool_round_trips_from_its_definition_through_call_tool(live):

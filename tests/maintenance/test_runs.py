@@ -185,7 +185,7 @@ def test_runs_outlive_their_workspace(setup, clock):
 
 
 def test_audit_failure_is_logged_not_raised(setup, clock, caplog):
-    _, ledger, gate = setup
+    _, _ledger, gate = setup
 
     class BrokenLedger:
         def due_state(self, _):

@@ -17,7 +17,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-WRITE_SCENARIO = "capture append update setStatus link unlink forget".split()
+WRITE_SCENARIO = ["capture", "append", "update", "setStatus", "link", "unlink", "forget"]
 
 
 @contextlib.asynccontextmanager

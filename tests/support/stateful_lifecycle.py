@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import time
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import httpx
 import schemathesis
@@ -102,7 +103,7 @@ def lifecycle_machine(schema, url: str, admin_token: str):
 
     class Lifecycle(base):
         # what the checks saw, over every scenario: a test asserts the lifecycle was walked
-        exercised: collections.Counter = collections.Counter()
+        exercised: ClassVar[collections.Counter] = collections.Counter()
 
         def setup(self) -> None:
             self.scenario = Scenario()

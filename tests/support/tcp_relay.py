@@ -2,6 +2,7 @@
 and come back on the same port, to test "S3 unreachable, then back"."""
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 
@@ -61,10 +62,8 @@ class TcpRelay:
             pass
         finally:
             for sock in (src, dst):
-                try:
+                with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
     def stop(self) -> None:
         if self._listener is not None:
@@ -73,8 +72,6 @@ class TcpRelay:
         with self._lock:
             conns, self._conns = self._conns, []
         for sock in conns:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             sock.close()

@@ -28,7 +28,7 @@ def source(ws):
 @pytest.fixture
 def export_path(source, tmp_path):
     path = tmp_path / "export.jsonl"
-    with open(path, "w", encoding="utf-8") as out:
+    with path.open("w", encoding="utf-8") as out:
         export_file(source.path, out, now_ms=EXPORT_TIME_MS)
     return path
 
@@ -91,7 +91,7 @@ def test_transfer_import_refuses_bad_lines_with_line_numbers(export_path, tmp_pa
     broken = json.loads(lines[3])
     broken["status"] = "archived"
     bad = tmp_path / "bad.jsonl"
-    bad.write_text("\n".join(lines[:3] + [json.dumps(broken)] + lines[4:]) + "\n")
+    bad.write_text("\n".join([*lines[:3], json.dumps(broken), *lines[4:]]) + "\n")
     with fresh(tmp_path) as target:
         with pytest.raises(ImportFormatError, match="line 4: status"):
             import_file(target, bad, batch_lines=100)
@@ -141,7 +141,7 @@ def test_transfer_import_refuses_integers_sqlite_cannot_hold(export_path, tmp_pa
     broken = json.loads(lines[2])
     broken[field] = value
     bad = tmp_path / "big.jsonl"
-    bad.write_text("\n".join(lines[:2] + [json.dumps(broken)] + lines[3:]) + "\n")
+    bad.write_text("\n".join([*lines[:2], json.dumps(broken), *lines[3:]]) + "\n")
     with fresh(tmp_path) as target:
         with pytest.raises(ImportFormatError, match=f"line 3: {field}"):
             import_file(target, bad, batch_lines=100)

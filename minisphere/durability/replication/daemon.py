@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import ClassVar
 
 from minisphere.durability.litestream_control import ReplicaControl
 from minisphere.durability.replication.binary import litestream_binary
@@ -54,7 +55,7 @@ class LitestreamDaemon:
     the process it must not outlive (None: none, it runs until stopped)."""
 
     # folders whose daemon this process has checked belongs to the current owner
-    _owner_checked: set[tuple[str, int]] = set()
+    _owner_checked: ClassVar[set[tuple[str, int]]] = set()
 
     def __init__(self, folder: str | Path, env: dict[str, str] | None = None,
                  owner_pid: int | None = None):
@@ -87,7 +88,7 @@ class LitestreamDaemon:
         if self.control.alive() and self._owner_kept():
             return self.control
         self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / ".start.lock", "w") as lock:
+        with (self.folder / ".start.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)          # one starter per node at a time
             if not self._owner_kept():
                 log.warning("stopping the litestream daemon in %s: it belongs to process %s, "
@@ -136,7 +137,7 @@ class LitestreamDaemon:
         if self.owner_pid is not None:        # and no longer than the node's Ray
             command = [sys.executable, "-m", "minisphere.durability.daemon_tether",
                        str(self.owner_pid), "--", *command]
-        with open(self.folder / LOG_NAME, "ab") as out:
+        with (self.folder / LOG_NAME).open("ab") as out:
             process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=self.env,

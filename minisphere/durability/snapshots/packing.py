@@ -49,17 +49,14 @@ def compacted_copy(source_path: Path, target: Path) -> tuple[int, int, int]:
 
 def _drop_expired_keys(copy) -> None:
     """Expired idempotency answers stay out of the stored copy (zeroed, not just unlinked)."""
-    try:
+    with contextlib.suppress(db.OperationalError):   # a file from before idempotency keys
         copy.execute("DELETE FROM idempotency_keys WHERE at < ?",
                      (epoch_ms() - IDEMPOTENCY_KEEP_MS,))
-    except db.OperationalError:          # a file from before idempotency keys: nothing to drop
-        pass
 
 
 def compress(raw: Path, packed: Path) -> None:
-    with open(raw, "rb") as src, open(packed, "wb") as out:
-        with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=SNAPSHOT_GZIP_LEVEL,
-                           mtime=0) as gz:
-            shutil.copyfileobj(src, gz, SNAPSHOT_COPY_CHUNK_BYTES)
+    with (raw.open("rb") as src, packed.open("wb") as out,
+          gzip.GzipFile(fileobj=out, mode="wb", compresslevel=SNAPSHOT_GZIP_LEVEL, mtime=0) as gz):
+        shutil.copyfileobj(src, gz, SNAPSHOT_COPY_CHUNK_BYTES)
 
 

@@ -52,7 +52,7 @@ def take_snapshot(db_path: str | Path, store: SnapshotStore, workspace_id: str, 
                                 position=position)
     manifest["tookMs"] = round((time.perf_counter() - started) * 1e3, 3)
     if keep > 0:
-        prune(store, workspace_id, keep, existing + [manifest["version"]])
+        prune(store, workspace_id, keep, [*existing, manifest["version"]])
     return manifest
 
 

@@ -87,7 +87,8 @@ class McpEndpoint:
             refusal = error_json(exc, audience)
             if refusal.status_code == 401:
                 refusal.headers["WWW-Authenticate"] = AUTH_CHALLENGE
-            return await refusal(scope, receive, send)
+            await refusal(scope, receive, send)
+            return
         scope[SCOPE_KEY] = GatewayBackend(self.gateway, workspace, token, client, audience)
         await self.transport(scope, receive, send)
 
