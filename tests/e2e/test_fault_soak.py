@@ -22,9 +22,6 @@ SOAK_TIMEOUT_S = 900
 
 @needs_namespaces
 @pytest.mark.timeout(SOAK_TIMEOUT_S + 60)
-@pytest.mark.xfail(strict=False, reason=(
-    "the soak still finds forgotten text in a copy and a replica history left by a node the "
-    "workspace moved from, and once lost acknowledged entries; both under investigation"))
 def test_faults_at_random_lose_no_acknowledged_write_and_leak_no_forgotten_text():
     findings = findings_of(SOAK, "--seed", str(SOAK_SEED), "--duration-s", str(SHORT_SOAK_S),
                            timeout_s=SOAK_TIMEOUT_S)
