@@ -9,6 +9,7 @@ averaged over questions; nDCG@10 uses binary gains.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ def load(path: str | Path) -> ConversationSet:
     file = root / "conversations.jsonl" if root.is_dir() else root
     name = (root if root.is_dir() else root.parent).name
     out = ConversationSet(name)
-    with open(file, encoding="utf-8") as fh:
+    with Path(file).open(encoding="utf-8") as fh:
         for line in fh:
             if not line.strip():
                 continue
@@ -97,7 +98,7 @@ def capture_conversation(ws, conversation: Conversation) -> dict:
             turns_of.setdefault(entry_id, []).append(turn_id)
     links = []
     for _, turns in conversation.sessions:
-        for (older, _), (newer, _) in zip(turns, turns[1:]):
+        for (older, _), (newer, _) in itertools.pairwise(turns):
             src, dst = entry_of[newer], entry_of[older]
             if src != dst:
                 links.append(("link", {"src": src, "dst": dst, "type": "follows",

@@ -8,6 +8,7 @@ in one process, with real workspace files, by a runtime that keeps its "actors" 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import ray
@@ -55,14 +56,12 @@ class RayActors:
 
     @staticmethod
     def kill(handle) -> None:
-        try:
+        with contextlib.suppress(Exception):        # already gone
             ray.kill(handle, no_restart=True)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
 
     @staticmethod
     def actor_id(handle) -> str:
-        return handle._actor_id.hex()            # noqa: SLF001 - the only stable id
+        return handle._actor_id.hex()
 
     def _state(self, handle) -> dict:
         return ray._private.state.actors(self.actor_id(handle)) or {}

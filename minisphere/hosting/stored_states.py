@@ -134,7 +134,7 @@ class StoredStates:
             finally:
                 try:
                     self._open()
-                except Exception:  # noqa: BLE001 - the next call tries again and says why
+                except Exception:
                     log.exception("workspace %s: reopening after restore failed",
                                   self.workspace_id)
 

@@ -47,4 +47,4 @@ def make_provider(spec: dict) -> EmbeddingProvider:
     raise EmbeddingError(f"unknown embedding provider {kind!r}; expected one of {PROVIDERS}")
 
 
-__all__ = ["EmbeddingError", "EmbeddingProvider", "PROVIDERS", "l2_normalize", "make_provider"]
+__all__ = ["PROVIDERS", "EmbeddingError", "EmbeddingProvider", "l2_normalize", "make_provider"]

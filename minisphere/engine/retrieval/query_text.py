@@ -10,6 +10,7 @@ workspace that they cannot discriminate — unless that would leave nothing to s
 """
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from functools import lru_cache
@@ -130,5 +131,5 @@ def match_any(tokens: list[str]) -> str:
 
 def match_near_pairs(tokens: list[str], window_tokens: int) -> str | None:
     """FTS5 expression matching any two consecutive query tokens found close together."""
-    pairs = [f"NEAR({quote(a)} {quote(b)}, {window_tokens})" for a, b in zip(tokens, tokens[1:])]
+    pairs = [f"NEAR({quote(a)} {quote(b)}, {window_tokens})" for a, b in itertools.pairwise(tokens)]
     return " OR ".join(pairs) if pairs else None

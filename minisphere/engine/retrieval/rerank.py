@@ -30,6 +30,7 @@ share a topic.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from functools import lru_cache
 
@@ -142,7 +143,7 @@ def shingles(text: str) -> frozenset:
     terms = plain_terms(text[: T.MMR_TEXT_CHARS])
     if len(terms) < 2:
         return frozenset(terms)
-    return frozenset(zip(terms, terms[1:]))
+    return frozenset(itertools.pairwise(terms))
 
 
 def jaccard(a: frozenset, b: frozenset) -> float:

@@ -176,7 +176,7 @@ def test_breakdown_shows_every_stage(ws, linked, no_brevity):
 
 
 def test_hops_zero_ranks_by_the_keyword_arm_alone(ws, linked):
-    strong, weak, friend = linked
+    strong, weak, _friend = linked
     result = by_id(ws.recall("condor", hops=0))
     assert set(result) == {strong, weak}
     assert result[strong]["breakdown"]["fused"] == pytest.approx(1.0)

@@ -80,7 +80,7 @@ def test_distillation_never_leaves_nothing(ws, now_clock, add):
 
 def test_distill_keeps_first_appearance_order_and_caps_terms(ws):
     tokens = [f"word{i}" for i in range(T.MAX_QUERY_TERMS + 10)]
-    kept, dropped = distill(ws.conn, ["beta", "the", "alpha", "beta"] + tokens, entry_count=0)
+    kept, dropped = distill(ws.conn, ["beta", "the", "alpha", "beta", *tokens], entry_count=0)
     assert kept[:2] == ["beta", "alpha"] and dropped == ["the"]
     assert len(kept) + len(dropped) == T.MAX_QUERY_TERMS
 

@@ -69,7 +69,7 @@ def test_deprecated_and_auto_pattern_entries_never_come_back(ws, hidden, options
 
 
 def test_hidden_entries_are_not_browsed_either(ws, hidden):
-    seed, hidden_ids = hidden
+    seed, _hidden_ids = hidden
     assert ids(ws.recall("what happened today?")) == [seed]
     assert ids(ws.recall("?", tag="stats")) == []
 
@@ -97,7 +97,7 @@ def chain(ws, now_clock, add, filler):
 
 
 def test_one_hop_reaches_a_linked_entry_without_keyword_match(ws, chain):
-    seed, one, two, _ = chain
+    seed, one, _two, _ = chain
     assert ids(ws.recall("kestrel", hops=0)) == [seed]
     result = ws.recall("kestrel", hops=1)
     assert ids(result) == [seed, one]
