@@ -7,7 +7,9 @@ group-commit writer and the read pool of a hosted workspace):
 2. `prepare` — outside any transaction and any lock, on a connection that only reads: work that
    may be slow and must never hold the writer, such as embedding the text a write will store;
 3. the in-transaction step — the method's own handler, or the one `handler` returns for it;
-4. `after_commit` — once the transaction that held the call has committed.
+4. `after_commit` — once the transaction that held the call has committed;
+5. `transaction_ended` — after every write transaction, whatever ran in it (a bind, an import
+   batch, a group commit), committed or not.
 
 `WorkspaceHooks` is the interface with do-nothing defaults; the vector binding
 (`engine/vectors/binding.py`) implements it. Because the engine only knows this interface, it
@@ -54,6 +56,10 @@ class WorkspaceHooks:
 
     def after_commit(self) -> None:
         """Called once after each commit of calls (outside the transaction)."""
+
+    def transaction_ended(self, conn: Connection) -> None:
+        """Called after every write transaction on the writer's connection, committed or rolled
+        back, with the writer's lock still held (`conn` may only be read)."""
 
 
 NO_HOOKS = WorkspaceHooks()

@@ -23,6 +23,11 @@ content changed between embedding and commit, or a rebind came between), the ent
 no vector yet: `backfill` (run after such a commit, and on demand) embeds every entry lacking
 one, in batches, outside the transaction, and writes only vectors whose content is still current.
 
+Recall's KNN runs over the resident copy of the vectors (`index.py`: one in-memory matrix, rebuilt
+when the binding opens and on every bind, kept equal to `entries_vec` after every write
+transaction); the capture checks (semantic.py) still search sqlite-vec, inside their
+transaction, where the batch's earlier captures are already visible.
+
 The binding reaches the file only through the workspace's `reading()` and `transaction()`
 (duck-typed as `storage`), so it never takes the workspace's lock itself.
 """
@@ -40,6 +45,7 @@ import numpy as np
 
 from minisphere.engine import db
 from minisphere.engine.hooks import WorkspaceHooks
+from minisphere.engine.vectors import index as resident
 from minisphere.engine.vectors import semantic, table
 from minisphere.engine.vectors.arm import DeferredVectorArm
 from minisphere.errors import InvalidArgument
@@ -139,9 +145,13 @@ class VectorBinding(WorkspaceHooks):
         self.last_error: str | None = None
         self._failed_at = float("-inf")       # monotonic time of the last provider failure
         self.generation = 0                   # bumped by every bind (see the module's note)
+        self.index: resident.VectorIndex | None = None
         with storage.reading() as conn:
             table.ensure_extension(conn)
             self.binding = db.read_vector_binding(conn)
+            if self.binding is not None:
+                self._open_index(conn)
+            resident.watch(conn, self._touched)
         if provider is not None and self.binding is not None:
             if (self.binding["provider"], self.binding["dim"]) != (provider.name, provider.dim):
                 raise InvalidArgument(
@@ -160,6 +170,7 @@ class VectorBinding(WorkspaceHooks):
             if current is None:
                 self.binding = table.create(conn, provider.name, provider.dim,
                                             self.storage.clock.now_ms())
+                self._open_index(conn)
             elif (current["provider"], current["dim"]) != (provider.name, provider.dim):
                 raise InvalidArgument(f"workspace is bound to {current['provider']}; pass replace=True")
             # inside the transaction: no write commits between the new table and the new provider
@@ -168,6 +179,28 @@ class VectorBinding(WorkspaceHooks):
                 self.provider = provider
                 self._cache.clear()
         return self.backfill(batch_size, progress)
+
+    # ---- the resident index (index.py) ---------------------------------------------------------
+    def _open_index(self, conn) -> None:
+        index = resident.VectorIndex(self.binding["dim"])
+        index.rebuild(conn)
+        self.index = index
+
+    def _touched(self, seq: int) -> None:
+        index = self.index
+        if index is not None:
+            index.touch(seq)
+
+    def transaction_ended(self, conn) -> None:
+        index = self.index
+        if index is None:
+            return
+        try:
+            index.sync(conn)
+        except Exception:  # noqa: BLE001 - the write stands; recall falls back to sqlite-vec
+            log.exception("resident vector index out of step with the file: dropped, recall "
+                          "searches sqlite-vec until the workspace reopens")
+            self.index = None
 
     # ---- embedding -------------------------------------------------------------------------------
     def embed(self, texts: list[str]) -> list[np.ndarray | None]:
@@ -265,7 +298,7 @@ class VectorBinding(WorkspaceHooks):
                 nonlocal query
                 if query.generation != self.generation:    # the other model's query vector
                     query = QueryVector(self, text)
-                arm = DeferredVectorArm(query.wait) if query.may_come else None
+                arm = DeferredVectorArm(query.wait, self.index) if query.may_come else None
                 result = recall(conn, args, now_ms, vector_arm=arm)
                 # a recall that never reached the vector arm (no search terms) still says
                 # whether the arm would have been on
@@ -346,7 +379,10 @@ class VectorBinding(WorkspaceHooks):
                         skipped += 1
                         continue
                     table.put(conn, seq, vector)
+                    self._touched(seq)
                     done += 1
+            with self.storage.reading() as conn:   # a binding attaching at open has no
+                self.transaction_ended(conn)        # workspace hooks to do this yet
             if progress:
                 progress(done, total)
         return {"embedded": done, "skipped": skipped, "total": total,
