@@ -340,6 +340,7 @@ class VectorBinding(WorkspaceHooks):
             return
         if vector is not None and text is not None and row[1] == text:
             table.put(conn, row[0], vector)
+            self._touched(row[0])     # an unchanged content fires no trigger
         elif not conn.execute(f"SELECT 1 FROM {table.VEC_TABLE} WHERE rowid = ?", (row[0],)).fetchone():
             self._needs_backfill = self.provider is not None
 

@@ -7,8 +7,8 @@ this index is rebuilt from it when the workspace opens or is rebound, and after 
 transaction the rows it touched are read back from it (`sync`).
 
 Which rows a transaction touched is recorded by TEMP triggers on the writer's connection
-(an entry inserted, deleted, or its content set: the only ways an entry's vector can come or
-go besides the binding's own backfill, which marks its rows itself). Reading the touched rows
+(an entry inserted, deleted, or its content set), and by the binding wherever it stores a
+vector for an entry no such statement touched (a backfill, an update to the same content). Reading the touched rows
 back after the transaction ended, committed or rolled back, needs no bookkeeping of savepoints.
 
 Readers (the read pool's threads) search while the writer syncs: every access holds `_lock`,

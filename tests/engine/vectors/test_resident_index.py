@@ -122,7 +122,7 @@ def _check(ws: Workspace, rng: np.random.Generator) -> None:
                           table.knn(conn, query, k, restrict, ["episodic"]))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(operations, st.integers(0, 2**32 - 1))
 def test_resident_knn_answers_as_sqlite_vec_after_any_writes(ops, seed):
     rng = np.random.default_rng(seed)
