@@ -41,10 +41,14 @@ class WorkspaceHooks:
     """The do-nothing hooks of a workspace without bindings."""
 
     hooked: frozenset[str] = frozenset()       # method names `prepare`/`handler` take part in
+    # read methods whose `prepare` reads nothing (conn None) and only starts work: a host may
+    # run it as soon as the call arrives, before the read waits for a thread
+    started_on_arrival: frozenset[str] = frozenset()
 
-    def prepare(self, calls: list[tuple[str, Any]], conn: Connection) -> list[Any]:
+    def prepare(self, calls: list[tuple[str, Any]], conn: Connection | None) -> list[Any]:
         """One prepared value per (method name, parsed arguments) of a hooked method, computed
-        outside any transaction; `conn` may only be read."""
+        outside any transaction; `conn` may only be read (None: the calls are all of
+        `started_on_arrival`)."""
         return [None] * len(calls)
 
     def handler(self, method: Method, prepared: Any) -> Handler | None:

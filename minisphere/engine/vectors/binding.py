@@ -134,6 +134,7 @@ def attach(storage, provider=None, settings: semantic.SemanticSettings | None = 
 
 class VectorBinding(WorkspaceHooks):
     hooked = HOOKED
+    started_on_arrival = frozenset({"recall"})     # `prepare` only sends the query (start_query)
 
     def __init__(self, storage, provider=None, settings: semantic.SemanticSettings | None = None):
         self.storage = storage

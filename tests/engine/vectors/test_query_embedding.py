@@ -178,3 +178,27 @@ def _done(value) -> Future:
     future = Future()
     future.set_result(value)
     return future
+
+
+def test_a_recall_started_on_arrival_is_embedded_once_from_that_start(tmp_path, clock):
+    """A host starts a bound recall's query embedding when the call arrives (ReadPool.start),
+    before the read waits for a thread: the read then uses that embedding, never a second."""
+    from minisphere.engine.hooks import NOT_PREPARED
+    from minisphere.hosting.read_pool import ReadPool
+
+    provider = SubmittingVectors({QUERY: at_cosine(1.0), TARGET: at_cosine(0.7)})
+    ws, target, _ = _bound(tmp_path, clock, provider)
+    reader = ReadPool(ws.path, clock=clock, hooks=ws.hooks)
+    try:
+        assert reader.start("getCount", {}) is NOT_PREPARED
+        assert reader.start("recall", {"query": QUERY, "topK": 0}) is NOT_PREPARED  # invalid
+        prepared = reader.start("recall", {"query": QUERY})
+        assert provider.submitted == [[QUERY]]       # sent at once, before any reader thread
+        result, _ = reader.submit("recall", {"query": QUERY}, prepared).result()
+    finally:
+        reader.close()
+        ws.close()
+    assert provider.submitted == [[QUERY]]
+    assert result["queryUsed"]["vector"] == {"arm": "on", "provider": "chosen-8"}
+    by_id = {item["id"]: item for item in result["items"]}
+    assert by_id[target]["breakdown"]["vector"]["rank"] == 1
