@@ -126,7 +126,10 @@ def _knn_hits(conn, query_vector: np.ndarray, prefilter: Prefilter,
     pairs: list[tuple[int, float]] = []
     if prefilter.only_always_on:
         fetched = knn(conn, query_vector, cap * T.VECTOR_OVERFETCH)
-        allowed = _ids(conn, [s for s, _ in fetched], where, params)
+        # the over-fetched tail is looked up only when the head lost some to the exclusions
+        allowed = _ids(conn, [s for s, _ in fetched[:cap]], where, params)
+        if len(allowed) < min(cap, len(fetched)):
+            allowed.update(_ids(conn, [s for s, _ in fetched[cap:]], where, params))
         pairs = [(s, c) for s, c in fetched if s in allowed]
         if len(pairs) < cap and len(fetched) == cap * T.VECTOR_OVERFETCH:
             pairs = []   # too many excluded near the top: restrict inside the KNN instead
