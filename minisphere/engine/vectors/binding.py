@@ -7,7 +7,8 @@ then returns the in-transaction step, which only does SQLite work (KNN, insert).
 
 A recall's query (as given: its time phrases also bound the KNN) is only *started* in
 `prepare`: the provider's `submit` when it has one (the shared embedder actor: the forward pass
-runs in that process), else a thread here. The recall runs its lexical stages meanwhile and
+runs in that process; the call is sent from a thread of its own), else a thread here. A host
+may run that `prepare` as soon as the call arrives (`started_on_arrival`). The recall runs its lexical stages meanwhile and
 waits for the vector where the vector arm needs it; waiting for the query vector first would
 add the whole embedding to every bound recall, where this adds only what outlasts the lexical
 stages. The wait shows in the answer's timings as `embedWaitMs`, and the embedding's own
@@ -38,7 +39,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -59,18 +60,42 @@ HOOKED = frozenset({"capture", "update", "append", "recall"})
 QUERY_THREADS = 2                 # threads embedding recall queries for providers in this process
 Progress = Callable[[int, int], None]
 
-_query_pool: ThreadPoolExecutor | None = None
-_query_pool_lock = threading.Lock()
+_pools: dict[str, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _threads(name: str, count: int) -> ThreadPoolExecutor:
+    """A process-wide pool, made on first use (a process that never needs it starts none)."""
+    with _pools_lock:
+        if name not in _pools:
+            _pools[name] = ThreadPoolExecutor(count, thread_name_prefix=name)
+        return _pools[name]
 
 
 def _query_threads() -> ThreadPoolExecutor:
-    """Where a provider without `submit` embeds a recall's query beside the recall (made on
-    first use: a process that only talks to a remote embedder never starts these threads)."""
-    global _query_pool
-    with _query_pool_lock:
-        if _query_pool is None:
-            _query_pool = ThreadPoolExecutor(QUERY_THREADS, thread_name_prefix="query-embed")
-        return _query_pool
+    """Where a provider without `submit` embeds a recall's query beside the recall."""
+    return _threads("query-embed", QUERY_THREADS)
+
+
+def _sent(send: Callable[[list[str]], Future], texts: list[str]) -> Future:
+    """`send(texts)` run on a thread of its own, its Future's outcome passed on: sending a call
+    to a remote embedder (serializing it, handing it to the runtime) then costs neither the
+    recall's thread nor an event loop that starts it on arrival."""
+    out: Future = Future()
+
+    def relay(inner: Future) -> None:
+        try:
+            out.set_result(inner.result())
+        except BaseException as exc:  # noqa: BLE001 - the waiter gets the embedder's error
+            out.set_exception(exc)
+
+    def sent(outer: Future) -> None:
+        try:
+            outer.result().add_done_callback(relay)
+        except BaseException as exc:  # noqa: BLE001 - the call could not even be sent
+            out.set_exception(exc)
+    _threads("query-send", 1).submit(send, texts).add_done_callback(sent)
+    return out
 
 
 class QueryVector:
@@ -236,12 +261,8 @@ class VectorBinding(WorkspaceHooks):
             return QueryVector(self, text, cached)
         submit = getattr(self.provider, "submit", None)
         started = time.perf_counter()        # sending the call is part of the embedding's cost
-        try:
-            future = (submit([text]) if submit is not None
-                      else _query_threads().submit(self.provider.embed, [text]))
-        except Exception as exc:  # noqa: BLE001 - the embedder cannot even be asked
-            self._failed(exc, "recall goes on without the vector arm")
-            return QueryVector(self, text)
+        future = (_sent(submit, [text]) if submit is not None
+                  else _query_threads().submit(self.provider.embed, [text]))
         return QueryVector(self, text, future=future, started=started)
 
     def _failed(self, exc: BaseException, consequence: str) -> None:

@@ -193,7 +193,10 @@ def test_a_recall_started_on_arrival_is_embedded_once_from_that_start(tmp_path, 
         assert reader.start("getCount", {}) is NOT_PREPARED
         assert reader.start("recall", {"query": QUERY, "topK": 0}) is NOT_PREPARED  # invalid
         prepared = reader.start("recall", {"query": QUERY})
-        assert provider.submitted == [[QUERY]]       # sent at once, before any reader thread
+        deadline = time.monotonic() + 30          # sent on its own, before any reader thread
+        while not provider.submitted and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert provider.submitted == [[QUERY]]
         result, _ = reader.submit("recall", {"query": QUERY}, prepared).result()
     finally:
         reader.close()
