@@ -75,19 +75,29 @@ def test_a_bound_recall_runs_its_keyword_arm_before_its_query_vector_is_there(tm
                                  delay_s=fallback_s)
     ws, target, _ = _bound(tmp_path, clock, provider)
     pending: list[Future] = []
+    matched = threading.Event()
+    release_lock = threading.Lock()
     original_submit = provider.submit
 
-    def submit(texts):
+    def release(future: Future, vector) -> None:
+        with release_lock:
+            if not future.done():
+                future.set_result(vector)
+
+    def submit(texts):     # sent from its own thread: it may come before or after the search
         future = Future()
         pending.append(future)
-        original_submit(texts).add_done_callback(
-            lambda done: future.done() or future.set_result(done.result()))
+        if matched.is_set():
+            release(future, ChosenVectors.embed(provider, [QUERY]))
+        original_submit(texts).add_done_callback(lambda done: release(future, done.result()))
         return future
     provider.submit = submit
 
     def on_statement(sql: str) -> None:   # the keyword arm's FTS5 search releases the vector
-        if " MATCH " in sql and pending and not pending[0].done():
-            pending[0].set_result(ChosenVectors.embed(provider, [QUERY]))
+        if " MATCH " in sql:
+            matched.set()
+            if pending:
+                release(pending[0], ChosenVectors.embed(provider, [QUERY]))
     ws.conn.set_trace_callback(on_statement)
     started = time.perf_counter()
     result = ws.recall(QUERY)
