@@ -259,9 +259,11 @@ class WorkspaceHost(StoredStates):
 
     def start_read(self, method: str, body: dict | None) -> Any:
         """What the hooks start as soon as a read arrives (a bound recall's query embedding,
-        only sent: cheap enough for the caller's event loop), to pass to `submit_read`."""
-        self.ensure_open()
-        return self.reads.start(method, body)
+        only sent: cheap enough for the caller's event loop), to pass to `submit_read`. Runs
+        before the call is admitted, so it never opens the file (a restore may be swapping
+        it): NOT_PREPARED while the file is closed."""
+        reads = self.reads
+        return reads.start(method, body) if reads is not None else NOT_PREPARED
 
     def submit_read(self, method: str, body: dict | None, prepared: Any = NOT_PREPARED) -> Future:
         self.ensure_open()
