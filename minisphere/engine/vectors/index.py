@@ -65,14 +65,19 @@ class VectorIndex:
     def rebuild(self, conn) -> None:
         """Every stored vector, read from `entries_vec` (on open and after a rebind)."""
         rows = conn.execute(f"SELECT rowid, embedding FROM {table.VEC_TABLE}").fetchall()
+        size = max(INITIAL_ROWS, len(rows))
+        matrix = np.zeros((size, self.dim), dtype=np.float32)
+        seqs = np.zeros(size, dtype=np.int64)
+        if rows:
+            stored = np.frombuffer(b"".join(data for _, data in rows), dtype=np.float32)
+            stored = stored.reshape(len(rows), self.dim)
+            norms = np.linalg.norm(stored, axis=1, keepdims=True)
+            matrix[: len(rows)] = stored / np.where(norms > 0, norms, 1.0)
+            seqs[: len(rows)] = [seq for seq, _ in rows]
         with self._lock:
             self._touched.clear()
-            size = max(INITIAL_ROWS, len(rows))
-            self._matrix = np.zeros((size, self.dim), dtype=np.float32)
-            self._seqs = np.zeros(size, dtype=np.int64)
-            self._row_of = {}
-            for seq, data in rows:
-                self._set(int(seq), np.frombuffer(data, dtype=np.float32))
+            self._matrix, self._seqs = matrix, seqs
+            self._row_of = {int(seq): row for row, (seq, _) in enumerate(rows)}
 
     def touch(self, seq: int) -> None:
         """Mark an entry whose vector may have changed (read back at the next `sync`)."""
