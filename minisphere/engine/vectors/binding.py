@@ -11,8 +11,8 @@ runs in that process; the call is sent from a thread of its own), else a thread 
 may run that `prepare` as soon as the call arrives (`started_on_arrival`). The recall runs its
 lexical stages meanwhile and waits for the vector where the vector arm needs it; waiting for
 the query vector first would add the whole embedding to every bound recall, where this adds
-only what outlasts the lexical stages. The wait shows in the answer's timings as `embedWaitMs`, and the embedding's own
-latency (started to vector in hand) as `queryEmbedMs`.
+only what outlasts the lexical stages. The wait shows in the answer's timings as
+`embedWaitMs`, and the embedding's own latency (started to vector in hand) as `queryEmbedMs`.
 
 Rebinding to another provider (`bind(..., replace=True)`) drops every stored vector and
 re-embeds them all. Each bind starts a new generation: a vector embedded under an earlier one
