@@ -223,7 +223,7 @@ class VectorBinding(WorkspaceHooks):
             return
         try:
             index.sync(conn)
-        except Exception:  # noqa: BLE001 - the write stands; recall falls back to sqlite-vec
+        except Exception:  # the write stands; recall falls back to sqlite-vec
             log.exception("resident vector index out of step with the file: dropped, recall "
                           "searches sqlite-vec until the workspace reopens")
             self.index = None
