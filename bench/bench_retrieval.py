@@ -653,7 +653,8 @@ def main() -> None:
         out += held_out_sections(path, provider, cache, results, kinds, compare)
         if args.http:
             from . import recall_http
-            body, http_notes = recall_http.section(path, bound=args.vectors == "minilm")
+            body, http_notes = recall_http.section(
+                path, [args.vectors] if args.vectors in ("minilm", "minilm-int8") else [])
             out.append(body + "\n\n" + "\n".join(f"- {n}" for n in http_notes))
     if dedup:
         out.append("## Semantic dedup and auto-links when capturing conversations with the binding on\n\n"

@@ -240,8 +240,6 @@ FAMILIES = [
            [{"HYBRID_LEXICAL_MARGIN_FLOOR": 0.25}], bound=True),
     Family("hybrid: page cosine weight", {"HYBRID_PAGE_COSINE_WEIGHT": 0.0},
            [{"HYBRID_PAGE_COSINE_WEIGHT": v} for v in (0.5, 0.75, 1.0)], bound=True),
-    Family("hybrid: dense slots (share of topK)", {"HYBRID_DENSE_TAIL_SHARE": 0.0},
-           [{"HYBRID_DENSE_TAIL_SHARE": v} for v in (0.1, 0.2)], bound=True),
     Family("hybrid: lexical-led from share", {"HYBRID_LEXICAL_LED_SHARE": 1.0},
            [{"HYBRID_LEXICAL_LED_SHARE": v} for v in (0.9, 0.8)], bound=True),
 ]

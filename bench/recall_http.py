@@ -2,18 +2,19 @@
 service, in one run, stage by stage.
 
     flock /tmp/ray.lock python -m bench.recall_http --conversations ../shared/data/locomo_dev
-    (or `bench_retrieval --conversations ... --http`, which adds this section to its report)
+    (`--providers minilm-int8,minilm` adds the float model; `bench_retrieval --conversations ...
+    --http` adds this section to its report)
 
 The service is started as the HTTP benchmarks start it (bench/local_service.py: Ray + Serve,
-defaults, a fresh data folder). Each dev conversation gets two workspaces: one with no binding
-and one born with the MiniLM binding (blueprint `vector: minilm`, embedding through the
-cluster's shared embedder actor). The turns are captured over HTTP as bench/locomo.py captures
+defaults, a fresh data folder). Each dev conversation gets a workspace with no binding and one
+per provider asked for, born with that binding (default `minilm-int8`, the default binding;
+embedding through the cluster's shared embedder actor). The turns are captured over HTTP as bench/locomo.py captures
 them (episodic, tag session-<n>, consecutive turns linked `follows`); captures go a few at a
 time, so turns within one window may get their timestamps out of order (the cost is what is
 measured here, not quality: bench_retrieval scores quality in process).
 
 Timed: each question once per workspace (so a bound recall always embeds its query: the
-binding caches query vectors by text), the four calls interleaved question by question with
+binding caches query vectors by text), the calls interleaved question by question with
 their order rotated, one sequential client. Reported: client-side p50/p99, recall p50 over
 getCount p50 on the same workspace, the Server-Timing parts, and the answer's own stage timings
 (`timings`). A bound recall's query embedding is started in the read's prepare step and runs in
@@ -35,13 +36,13 @@ from .bench_service import server_timing
 from .common import machine_note, p50, percentile, publish_report, table
 
 ADMIN_TOKEN = "bench-recall-http-admin-0123456789"
-MINILM_BLUEPRINT = {"bindings": {"vector": {"provider": "minilm"}}}
+DEFAULT_PROVIDERS = ["minilm-int8"]
 LOAD_CONCURRENCY = 16      # captures (and links) in flight while loading a workspace
 WARMUP_CALLS = 20          # untimed calls per workspace and method, with texts no question has
 TOP_K = 10
-TARGETS = {"recall, zero-binding": 1.5, "recall, MiniLM binding": 2.0}
-FLOOR = {"recall, zero-binding": "getCount, zero-binding",
-         "recall, MiniLM binding": "getCount, MiniLM binding"}
+ZERO = "zero-binding"
+ZERO_TARGET = 1.5          # recall p50 / getCount p50 on the same workspace, at most
+BOUND_TARGET = 2.0
 STAGES = ["rewriteMs", "keywordMs", "graphMs", "embedWaitMs", "vectorMs", "fusionMs", "feedbackMs",
           "rerankMs", "hydrateMs"]
 OUTSIDE = "outsideMs"
@@ -91,42 +92,56 @@ def _workspace(client: httpx.Client, admin: dict, ws_id: str, blueprint: dict | 
     return {"Authorization": f"Bearer {created.json()['token']}"}
 
 
-def _embedder_work() -> tuple[float, int, int]:
-    """(forward-pass seconds, passes, texts) the cluster's MiniLM embedder has run so far: read
-    around the questions, it splits a recall's wait for its query vector into the pass itself
-    and the rest (the calls to and from it, waiting for a core)."""
+def blueprint(provider: str) -> dict:
+    return {"bindings": {"vector": {"provider": provider}}}
+
+
+def label(provider: str | None) -> str:
+    return f"{provider} binding" if provider else ZERO
+
+
+def targets(providers: list[str]) -> dict[str, tuple[str, float]]:
+    """recall call -> (the getCount call it is held against, the most it may take of it)."""
+    return {f"recall, {label(p)}": (f"getCount, {label(p)}", BOUND_TARGET if p else ZERO_TARGET)
+            for p in [None, *providers]}
+
+
+def _embedder_work(provider: str) -> tuple[float, int, int]:
+    """(forward-pass seconds, passes, texts) the cluster's embedder of `provider` has run so
+    far: read around the questions, it splits a recall's wait for its query vector into the
+    pass itself and the rest (the calls to and from it, waiting for a core)."""
     import ray
 
     from actors.embedder.actor import embedder_name
     from minisphere.control.blueprints import parse_blueprint
-    spec = parse_blueprint(MINILM_BLUEPRINT).bindings.vector.embedder_spec()
+    spec = parse_blueprint(blueprint(provider)).bindings.vector.embedder_spec()
     embedder = ray.get_actor(embedder_name(spec))     # the bound workspaces made it
     info = ray.get(embedder.info.remote(), timeout=60)
     return info["embedSeconds"], info["batches"], info["texts"]
 
 
-def measure(url: str, admin: dict, data: locomo.ConversationSet, bound: bool = True) -> dict:
+def measure(url: str, admin: dict, data: locomo.ConversationSet, providers: list[str]) -> dict:
     """{"samples": {call: [client ms]}, "parts": {call: {part: [ms]}},
-    "stages": {call: {stage: [ms]}}, "load_s": s, "questions": n, "embedder": [forward-pass
-    seconds, passes, texts] while the questions were asked}."""
+    "stages": {call: {stage: [ms]}}, "load_s": s, "questions": n, "embedder": {provider:
+    [forward-pass seconds, passes, texts] while the questions were asked}}."""
     samples: dict[str, list[float]] = defaultdict(list)
     parts: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     stages: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    arms = [("zero-binding", None)] + ([("MiniLM binding", MINILM_BLUEPRINT)] if bound else [])
+    arms = [(label(p), p) for p in [None, *providers]]
     load_s = 0.0
     asked = 0
-    embedder = [0.0, 0, 0]
+    embedder = {p: [0.0, 0, 0] for p in providers}
     with httpx.Client(base_url=url, timeout=300) as client:
         for conversation in data.conversations:
             runs = {}
-            for label, blueprint in arms:
-                ws = f"cost-{conversation.id}-{'bound' if blueprint else 'zero'}".lower()
-                headers = _workspace(client, admin, ws, blueprint)
+            for name, provider in arms:
+                ws = f"cost-{conversation.id}-{provider or 'zero'}".lower()
+                headers = _workspace(client, admin, ws, blueprint(provider) if provider else None)
                 started = time.perf_counter()
                 asyncio.run(_load(url, ws, headers, conversation))
                 load_s += time.perf_counter() - started
-                runs[f"getCount, {label}"] = (ws, headers, "getCount", False)
-                runs[f"recall, {label}"] = (ws, headers, "recall", True)
+                runs[f"getCount, {name}"] = (ws, headers, "getCount", False)
+                runs[f"recall, {name}"] = (ws, headers, "recall", True)
 
             def call(name: str, query: str, runs=runs) -> tuple[float, httpx.Response]:
                 ws, headers, method, is_recall = runs[name]
@@ -143,7 +158,7 @@ def measure(url: str, admin: dict, data: locomo.ConversationSet, bound: bool = T
                     call(name, text)
             questions = list(dict.fromkeys(q.text for q in conversation.questions))
             names = list(runs)
-            before = _embedder_work() if bound else (0.0, 0, 0)
+            before = {p: _embedder_work(p) for p in providers}
             for index, question in enumerate(questions):
                 shift = index % len(names)
                 for name in names[shift:] + names[:shift]:
@@ -159,30 +174,30 @@ def measure(url: str, admin: dict, data: locomo.ConversationSet, bound: bool = T
                         stages[name][OUTSIDE].append(server_timing(response).get("engine", 0.0)
                                                      - sum(timings.get(s, 0.0) for s in STAGES))
             asked += len(questions)
-            if bound:
-                embedder = [total + now - then for total, now, then
-                            in zip(embedder, _embedder_work(), before)]
+            for p in providers:
+                embedder[p] = [total + now - then for total, now, then
+                               in zip(embedder[p], _embedder_work(p), before[p])]
     return {"samples": samples, "parts": parts, "stages": stages, "load_s": load_s,
             "questions": asked, "embedder": embedder}
 
 
-def report(measured: dict) -> tuple[str, list[str]]:
+def report(measured: dict, providers: list[str]) -> tuple[str, list[str]]:
     """(markdown body, verdict lines)."""
     samples, parts, stages = measured["samples"], measured["parts"], measured["stages"]
+    held = targets(providers)
     rows, verdicts = [], []
     for name, values in samples.items():
-        floor = FLOOR.get(name)
+        floor, target = held.get(name, (None, None))
         ratio = p50(values) / p50(samples[floor]) if floor else 1.0
-        target = TARGETS.get(name)
         verdict = ""
-        if target is not None:
+        if floor is not None:
             verdict = f"≤ {target}× getCount: {'met' if ratio <= target else 'missed'}"
             verdicts.append(f"{name}: p50 {p50(values):.2f} ms = {ratio:.2f}× getCount p50 "
                             f"{p50(samples[floor]):.2f} ms on the same workspace; target {verdict}.")
         rows.append([name, p50(values), percentile(values, 99), ratio, verdict])
     part_rows = [[name, *(p50(parts[name].get(part, [])) for part in PARTS)] for name in samples]
     stage_rows = []
-    recalls = [name for name in samples if name in FLOOR]
+    recalls = [name for name in samples if name in held]
     for stage in STAGES + [OUTSIDE, OVERLAPPED]:
         cells = []
         for name in recalls:
@@ -204,33 +219,36 @@ def report(measured: dict) -> tuple[str, list[str]]:
     return body, verdicts
 
 
-def embedder_note(work: list) -> list[str]:
+def embedder_note(provider: str, work: list) -> list[str]:
     seconds, passes, texts = work
     if not passes:
         return []
-    return [f"The embedder during the questions: {passes} forward passes of {texts / passes:.2f} "
-            f"texts on average, {seconds / passes * 1e3:.2f} ms each inside its process (the "
-            "mean): what a bound recall's query vector took beyond that (the stage table's "
-            "started-to-in-hand row) went to the calls to and from the embedder and to waiting "
-            "for a core."]
+    return [f"The {provider} embedder during the questions: {passes} forward passes of "
+            f"{texts / passes:.2f} texts on average, {seconds / passes * 1e3:.2f} ms each inside "
+            "its process (the mean): what a bound recall's query vector took beyond that (the "
+            "stage table's started-to-in-hand row) went to the calls to and from the embedder "
+            "and to waiting for a core."]
 
 
-def section(path: str, bound: bool = True) -> tuple[str, list[str]]:
-    """Start the service, load and time, stop it: (markdown, notes)."""
+def section(path: str, providers: list[str] | None = None) -> tuple[str, list[str]]:
+    """Start the service, load and time, stop it: (markdown, notes). `providers`: the bindings
+    measured beside zero-binding (default DEFAULT_PROVIDERS; [] for zero-binding only)."""
     from .local_service import start_local_service, stop_local_service
+    providers = list(DEFAULT_PROVIDERS if providers is None else providers)
     data = locomo.load(path)
     settings, url, admin = start_local_service("recall-http", ADMIN_TOKEN)
     try:
-        measured = measure(url, admin, data, bound)
+        measured = measure(url, admin, data, providers)
     finally:
         stop_local_service(settings)
-    body, verdicts = report(measured)
+    body, verdicts = report(measured, providers)
+    calls = 2 * (1 + len(providers))
     notes = verdicts + [
         f"{data.name}: {len(data.conversations)} conversations, one workspace per conversation "
         f"and binding, loaded over HTTP in {measured['load_s']:.0f} s; {measured['questions']} "
         "questions, each asked once per workspace (a bound recall embeds its query fresh).",
-        *embedder_note(measured["embedder"]),
-        "One sequential client on loopback; the four calls interleaved question by question "
+        *(line for p in providers for line in embedder_note(p, measured["embedder"][p])),
+        f"One sequential client on loopback; the {calls} calls interleaved question by question "
         "with their order rotated, so load on this machine hits the floor and recall alike.",
         machine_note()]
     return body, notes
@@ -239,9 +257,12 @@ def section(path: str, bound: bool = True) -> tuple[str, list[str]]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", required=True, help="a LoCoMo-layout folder")
-    parser.add_argument("--no-binding", action="store_true", help="zero-binding workspaces only")
+    parser.add_argument("--providers", default=",".join(DEFAULT_PROVIDERS),
+                        help="comma-separated bindings measured beside zero-binding "
+                             "(minilm-int8, minilm); empty: zero-binding only")
     args = parser.parse_args(argv)
-    body, notes = section(args.conversations, bound=not args.no_binding)
+    providers = [p for p in args.providers.split(",") if p]
+    body, notes = section(args.conversations, providers)
     return publish_report("recall-http", body, notes)
 
 

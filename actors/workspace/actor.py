@@ -258,10 +258,14 @@ class WorkspaceActor(AdminFileMethods):
         try:
             method = find_method(method_name)
             self.tokens.authorize(method, token_hash)
+            # a bound recall's query goes to the embedder now, while the call waits for
+            # admission and a reader thread
+            started_read = (self.host.start_read(method_name, body) if method.access == "read"
+                            else NOT_PREPARED)
             async with self._admission().admit():
                 if method.access == "read":
                     result, timings = await asyncio.wrap_future(
-                        self.host.submit_read(method_name, body))
+                        self.host.submit_read(method_name, body, started_read))
                 else:
                     result, timings = await self._write(method, body or {}, idempotency_key)
         except Exception as exc:  # noqa: BLE001 - answered as a named error

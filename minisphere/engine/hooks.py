@@ -7,7 +7,9 @@ group-commit writer and the read pool of a hosted workspace):
 2. `prepare` — outside any transaction and any lock, on a connection that only reads: work that
    may be slow and must never hold the writer, such as embedding the text a write will store;
 3. the in-transaction step — the method's own handler, or the one `handler` returns for it;
-4. `after_commit` — once the transaction that held the call has committed.
+4. `after_commit` — once the transaction that held the call has committed;
+5. `transaction_ended` — after every write transaction, whatever ran in it (a bind, an import
+   batch, a group commit), committed or not.
 
 `WorkspaceHooks` is the interface with do-nothing defaults; the vector binding
 (`engine/vectors/binding.py`) implements it. Because the engine only knows this interface, it
@@ -39,10 +41,14 @@ class WorkspaceHooks:
     """The do-nothing hooks of a workspace without bindings."""
 
     hooked: frozenset[str] = frozenset()       # method names `prepare`/`handler` take part in
+    # read methods whose `prepare` reads nothing (conn None) and only starts work: a host may
+    # run it as soon as the call arrives, before the read waits for a thread
+    started_on_arrival: frozenset[str] = frozenset()
 
-    def prepare(self, calls: list[tuple[str, Any]], conn: Connection) -> list[Any]:
+    def prepare(self, calls: list[tuple[str, Any]], conn: Connection | None) -> list[Any]:
         """One prepared value per (method name, parsed arguments) of a hooked method, computed
-        outside any transaction; `conn` may only be read."""
+        outside any transaction; `conn` may only be read (None: the calls are all of
+        `started_on_arrival`)."""
         return [None] * len(calls)
 
     def handler(self, method: Method, prepared: Any) -> Handler | None:
@@ -54,6 +60,10 @@ class WorkspaceHooks:
 
     def after_commit(self) -> None:
         """Called once after each commit of calls (outside the transaction)."""
+
+    def transaction_ended(self, conn: Connection) -> None:
+        """Called after every write transaction on the writer's connection, committed or rolled
+        back, with the writer's lock still held (`conn` may only be read)."""
 
 
 NO_HOOKS = WorkspaceHooks()

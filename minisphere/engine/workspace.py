@@ -101,22 +101,31 @@ class Workspace:
     def transaction(self):
         with self._lock:
             conn = self.conn
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                if self.epoch is not None:       # every write checks no newer owner took over
-                    location.check_fence(conn, self.epoch)
-                yield conn
-            except BaseException:
+                with self._transaction(conn):
+                    yield conn
+            finally:
+                self.hooks.transaction_ended(conn)
+
+    @contextmanager
+    def _transaction(self, conn):
+        """BEGIN IMMEDIATE … COMMIT, rolled back on any failure (the lock held by the caller)."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if self.epoch is not None:       # every write checks no newer owner took over
+                location.check_fence(conn, self.epoch)
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            # a COMMIT that fails (disk full, I/O error) may leave the transaction open:
+            # close it, so nothing of it is committed later by accident
+            if conn.in_transaction:
                 conn.execute("ROLLBACK")
-                raise
-            try:
-                conn.execute("COMMIT")
-            except BaseException:
-                # a COMMIT that fails (disk full, I/O error) may leave the transaction open:
-                # close it, so nothing of it is committed later by accident
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+            raise
 
     @contextmanager
     def reading(self):

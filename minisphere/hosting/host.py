@@ -257,9 +257,17 @@ class WorkspaceHost(StoredStates):
         """Ready a reader before the first call (see ReadPool.warm); None when not open."""
         return self.reads.warm() if self.reads is not None else None
 
-    def submit_read(self, method: str, body: dict | None) -> Future:
+    def start_read(self, method: str, body: dict | None) -> Any:
+        """What the hooks start as soon as a read arrives (a bound recall's query embedding,
+        only sent: cheap enough for the caller's event loop), to pass to `submit_read`. Runs
+        before the call is admitted, so it never opens the file (a restore may be swapping
+        it): NOT_PREPARED while the file is closed."""
+        reads = self.reads
+        return reads.start(method, body) if reads is not None else NOT_PREPARED
+
+    def submit_read(self, method: str, body: dict | None, prepared: Any = NOT_PREPARED) -> Future:
         self.ensure_open()
-        return self.reads.submit(method, body)
+        return self.reads.submit(method, body, prepared)
 
     def durable_position(self) -> int | None:
         """The newest position the replica is known to hold (without replication: the newest

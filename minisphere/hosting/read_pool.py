@@ -6,6 +6,10 @@ commit returned before the read began (read-your-acknowledged-writes). The works
 (`engine/hooks.py`) run here too: a bound recall embeds its query on the pool thread, before
 its transaction, and never touches the writer's connection or lock.
 
+A read the hooks start on arrival (`started_on_arrival`: a bound recall's query embedding) can
+be prepared by the caller (`start`) before it is submitted, so the embedding is under way while
+the read waits for a thread.
+
 The pool also runs the `prepare` step of writes (`prepare`), on the same threads and
 connections, so a bound capture is embedded before it is queued for the writer.
 
@@ -24,7 +28,7 @@ from typing import Any
 
 from minisphere.engine import db
 from minisphere.engine.clock import Clock, SystemClock
-from minisphere.engine.hooks import NO_HOOKS, WorkspaceHooks
+from minisphere.engine.hooks import NO_HOOKS, NOT_PREPARED, WorkspaceHooks
 from minisphere.engine.methods import find_method, parse_args
 from minisphere.errors import MiniSphereError, NotFound
 
@@ -55,8 +59,22 @@ class ReadPool:
                 self._conns.append(conn)
         return conn
 
-    def read(self, method_name: str, body: dict | None) -> tuple[Any, dict]:
-        """Run one read method now, on the calling thread's connection: (result, timings)."""
+    def start(self, method_name: str, body: dict | None) -> Any:
+        """The hooks' prepared value of a read they start on arrival, made now on the calling
+        thread with no connection; NOT_PREPARED for any other read (or invalid arguments:
+        the read reports them)."""
+        if method_name not in self.hooks.started_on_arrival:
+            return NOT_PREPARED
+        try:
+            args = parse_args(find_method(method_name), body)
+        except MiniSphereError:
+            return NOT_PREPARED
+        return self.hooks.prepare([(method_name, args)], None)[0]
+
+    def read(self, method_name: str, body: dict | None,
+             prepared: Any = NOT_PREPARED) -> tuple[Any, dict]:
+        """Run one read method now, on the calling thread's connection: (result, timings).
+        `prepared`: what `start` made for it, if it ran."""
         method = find_method(method_name)
         if method.access != "read":
             raise NotFound(f"unknown read method {method_name!r}")
@@ -65,7 +83,8 @@ class ReadPool:
         conn = self._conn()
         handler = method.handler
         if method_name in self.hooks.hooked:    # outside the read transaction
-            prepared = self.hooks.prepare([(method_name, args)], conn)[0]
+            if prepared is NOT_PREPARED:
+                prepared = self.hooks.prepare([(method_name, args)], conn)[0]
             handler = self.hooks.handler(method, prepared) or handler
         conn.execute("BEGIN")
         try:
@@ -77,12 +96,12 @@ class ReadPool:
             self.on_follow_up(*method.follow_up(result))
         return result, timings
 
-    def submit(self, method_name: str, body: dict | None) -> Future:
+    def submit(self, method_name: str, body: dict | None, prepared: Any = NOT_PREPARED) -> Future:
         enqueued = time.perf_counter()
 
         def job():
             started = time.perf_counter()
-            result, timings = self.read(method_name, body)
+            result, timings = self.read(method_name, body, prepared)
             timings["queue_ms"] = (started - enqueued) * 1e3
             return result, timings
         return self._pool.submit(job)

@@ -21,12 +21,15 @@ def test_vector_binding_from_the_blueprint(http, admin_headers, service):
         assert first["outcome"] == "stored"
         call(http, "vector-bound-1", headers, "capture",
              {"content": "Lunch on Fridays is pizza in the small meeting room"})
+        embedder = ray.get_actor("embedder:hash:all-MiniLM-L6-v2", namespace=service["config"].namespace)
+        before = ray.get(embedder.info.remote())["texts"]
         found = call(http, "vector-bound-1", headers, "recall",
                      {"query": "where does the nightly export write its files", "topK": 2})
         assert found["items"][0]["id"] == first["id"]
         assert found["items"][0]["breakdown"]["vector"]["rank"] >= 1   # the vector arm ran
-        embedder = ray.get_actor("embedder:hash:all-MiniLM-L6-v2", namespace=service["config"].namespace)
-        assert ray.get(embedder.info.remote())["texts"] >= 3            # shared, not per actor
+        # started as the call reached the actor, and that embedding is the one the read used
+        assert ray.get(embedder.info.remote())["texts"] == before + 1
+        assert before >= 2                                              # shared, not per actor
     finally:
         http.delete("/v1/workspaces/vector-bound-1", headers=admin_headers)
 

@@ -150,3 +150,36 @@ def test_a_warmed_host_has_its_reader_open_before_the_first_call_and_wrote_nothi
     assert len(host.reads._conns) == 1      # the first call's thread and connection are ready
     assert host.position() == before
     assert host.snapshotter.pending_writes == pending     # not a change to snapshot
+
+
+def test_a_read_started_on_arrival_never_opens_a_file_a_restore_has_closed(tmp_path, local_store,
+                                                                            monkeypatch):
+    """start_read runs before admission: on a bound host it starts the recall's query and the
+    read uses it; while a failed reopen left the file closed it answers NOT_PREPARED and opens
+    nothing (only an admitted call may)."""
+    import minisphere.hosting.host as host_module
+    from minisphere.engine.embedding.hash_provider import HashProvider
+    from minisphere.engine.hooks import NOT_PREPARED
+
+    host = make(tmp_path, local_store, embedder=HashProvider(16))
+    write(host, "the archive bucket keeps parquet files")
+    version = host.snapshot_now()["version"]
+    assert host.start_read("getCount", {}) is NOT_PREPARED
+    started = host.start_read("recall", {"query": "parquet archive"})
+    assert started is not NOT_PREPARED
+    answer, _ = host.submit_read("recall", {"query": "parquet archive"}, started).result(30)
+    assert answer["queryUsed"]["vector"]["arm"] == "on"
+    opened = []
+    real = host_module.Workspace
+
+    def failing_open(*args, **kwargs):
+        opened.append(args)
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(host_module, "Workspace", failing_open)
+    host.restore(version)                            # the reopen failed: the file is closed
+    tried = len(opened)
+    assert host.start_read("recall", {"query": "parquet archive"}) is NOT_PREPARED
+    assert len(opened) == tried
+    monkeypatch.setattr(host_module, "Workspace", real)
+    assert read(host, "getCount")["count"] == 1      # an admitted call opens it
+    host.close()

@@ -29,7 +29,7 @@ from minisphere.engine.retrieval.arms import (
     recency_arm,
     rerank_row,
 )
-from minisphere.engine.retrieval.dense_page import cosine_keys, with_dense_slots
+from minisphere.engine.retrieval.dense_page import cosine_keys
 from minisphere.engine.retrieval.fusion import fuse, fuse_hybrid
 from minisphere.engine.retrieval.query_text import (
     STOP_WORDS,
@@ -171,19 +171,6 @@ def _lexical_led_pool(conn, scored: list[tuple], vector_arm, pool_size: int) -> 
     return sorted(((i, keys[i], row) for i, _, row in pool), key=lambda s: -s[1])
 
 
-def _with_dense_slots(conn, picked: list, arms: dict, fused: dict, scored: dict, now_ms: int,
-                      query_stems: set[str], subjects: frozenset[str], top_k: int) -> list:
-    """The page with the dense arm's best missing hits in its last slots (dense_page.py);
-    `scored` (id -> (final, rerank row)) gains the entries they bring in."""
-    page, added = with_dense_slots(picked, [h.id for h in arms["vector"]], top_k)
-    missing = [i for i in added if i not in scored]
-    for entry_id, row in _rerank_rows(conn, missing).items():
-        slot = fused[entry_id]
-        product = rerank_product(row, now_ms, query_stems, subjects, lexical_part(slot))
-        scored[entry_id] = (slot["fused"] * product, row)
-    return [(i, detail) for i, detail in page if i in scored]
-
-
 def _search_terms(conn, tokens: list[str], frequencies: dict[str, int],
                   substitutes: dict[str, list[str]]) -> tuple[list[str], list[str]]:
     """distill's (kept, dropped), with the stand-ins of words no entry contains searched beside
@@ -300,11 +287,6 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
         scored = _lexical_led_pool(conn, scored, vector_arm, pool_size)
     pool = [(i, s) for i, s, _ in scored[:pool_size]]
     picked = mmr(pool, lambda ids: _prefixes(conn, ids, T.MMR_TEXT_CHARS), args.top_k)
-    if lexical_led:
-        settled = {entry_id: (final, row) for entry_id, final, row in scored}
-        picked = _with_dense_slots(conn, picked, arms, fused, settled, now_ms, query_stems,
-                                   subjects, args.top_k)
-        scored = [(entry_id, *settled[entry_id]) for entry_id, _ in picked]
     row_of = {entry_id: row for entry_id, _, row in scored}
     final_of = {entry_id: final for entry_id, final, _ in scored}
     timer.lap("rerankMs")

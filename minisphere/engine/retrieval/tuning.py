@@ -160,15 +160,11 @@ HYBRID_DENSE_MARGIN_TRUSTED = 0.3
 HYBRID_SUBJECT_LEXICAL_LED = True
 
 # --- hybrid: the dense arm's say where fusion left the lexical order alone (dense_page.py) -------
-# On conversations the agreement floor above leaves most questions in lexical order. Two bounded
-# moves after rerank, only where the lexical share came out at HYBRID_LEXICAL_LED_SHARE or more:
+# On conversations the agreement floor above leaves most questions in lexical order. One bounded
+# move after rerank, only where the lexical share came out at HYBRID_LEXICAL_LED_SHARE or more:
 # the MMR pool re-scored by final / best final + HYBRID_PAGE_COSINE_WEIGHT × cosine (exact, from
-# the pool's stored vectors), and the dense arm's best hits missing from the page in its last
-# floor(topK × HYBRID_DENSE_TAIL_SHARE) places. The passage sets barely see either: there the
-# fusion gives the dense arm its say, so the lexical share stays below 1. A lower gate would
-# reach pages the dense arm had a say in already. The dense slots are off: the agreement band
-# already leaves to the lexical arm the pages where the dense arm's hits are chit-chat, and
-# there the slots take more of the lexical page than they bring.
+# the pool's stored vectors). The passage sets barely see it: there the fusion gives the dense
+# arm its say, so the lexical share stays below 1. A lower gate would reach pages the dense arm
+# had a say in already.
 HYBRID_LEXICAL_LED_SHARE = 1.0
 HYBRID_PAGE_COSINE_WEIGHT = 0.75
-HYBRID_DENSE_TAIL_SHARE = 0.0

@@ -7,11 +7,12 @@ then returns the in-transaction step, which only does SQLite work (KNN, insert).
 
 A recall's query (as given: its time phrases also bound the KNN) is only *started* in
 `prepare`: the provider's `submit` when it has one (the shared embedder actor: the forward pass
-runs in that process), else a thread here. The recall runs its lexical stages meanwhile and
-waits for the vector where the vector arm needs it; waiting for the query vector first would
-add the whole embedding to every bound recall, where this adds only what outlasts the lexical
-stages. The wait shows in the answer's timings as `embedWaitMs`, and the embedding's own
-latency (started to vector in hand) as `queryEmbedMs`.
+runs in that process; the call is sent from a thread of its own), else a thread here. A host
+may run that `prepare` as soon as the call arrives (`started_on_arrival`). The recall runs its
+lexical stages meanwhile and waits for the vector where the vector arm needs it; waiting for
+the query vector first would add the whole embedding to every bound recall, where this adds
+only what outlasts the lexical stages. The wait shows in the answer's timings as
+`embedWaitMs`, and the embedding's own latency (started to vector in hand) as `queryEmbedMs`.
 
 Rebinding to another provider (`bind(..., replace=True)`) drops every stored vector and
 re-embeds them all. Each bind starts a new generation: a vector embedded under an earlier one
@@ -23,6 +24,11 @@ content changed between embedding and commit, or a rebind came between), the ent
 no vector yet: `backfill` (run after such a commit, and on demand) embeds every entry lacking
 one, in batches, outside the transaction, and writes only vectors whose content is still current.
 
+Recall's KNN runs over the resident copy of the vectors (`index.py`: one in-memory matrix, rebuilt
+when the binding opens and on every bind, kept equal to `entries_vec` after every write
+transaction); the capture checks (semantic.py) still search sqlite-vec, inside their
+transaction, where the batch's earlier captures are already visible.
+
 The binding reaches the file only through the workspace's `reading()` and `transaction()`
 (duck-typed as `storage`), so it never takes the workspace's lock itself.
 """
@@ -33,13 +39,14 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from minisphere.engine import db
 from minisphere.engine.hooks import WorkspaceHooks
+from minisphere.engine.vectors import index as resident
 from minisphere.engine.vectors import semantic, table
 from minisphere.engine.vectors.arm import DeferredVectorArm
 from minisphere.errors import InvalidArgument
@@ -53,18 +60,42 @@ HOOKED = frozenset({"capture", "update", "append", "recall"})
 QUERY_THREADS = 2                 # threads embedding recall queries for providers in this process
 Progress = Callable[[int, int], None]
 
-_query_pool: ThreadPoolExecutor | None = None
-_query_pool_lock = threading.Lock()
+_pools: dict[str, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _threads(name: str, count: int) -> ThreadPoolExecutor:
+    """A process-wide pool, made on first use (a process that never needs it starts none)."""
+    with _pools_lock:
+        if name not in _pools:
+            _pools[name] = ThreadPoolExecutor(count, thread_name_prefix=name)
+        return _pools[name]
 
 
 def _query_threads() -> ThreadPoolExecutor:
-    """Where a provider without `submit` embeds a recall's query beside the recall (made on
-    first use: a process that only talks to a remote embedder never starts these threads)."""
-    global _query_pool
-    with _query_pool_lock:
-        if _query_pool is None:
-            _query_pool = ThreadPoolExecutor(QUERY_THREADS, thread_name_prefix="query-embed")
-        return _query_pool
+    """Where a provider without `submit` embeds a recall's query beside the recall."""
+    return _threads("query-embed", QUERY_THREADS)
+
+
+def _sent(send: Callable[[list[str]], Future], texts: list[str]) -> Future:
+    """`send(texts)` run on a thread of its own, its Future's outcome passed on: sending a call
+    to a remote embedder (serializing it, handing it to the runtime) then costs neither the
+    recall's thread nor an event loop that starts it on arrival."""
+    out: Future = Future()
+
+    def relay(inner: Future) -> None:
+        try:
+            out.set_result(inner.result())
+        except BaseException as exc:  # noqa: BLE001 - the waiter gets the embedder's error
+            out.set_exception(exc)
+
+    def sent(outer: Future) -> None:
+        try:
+            outer.result().add_done_callback(relay)
+        except BaseException as exc:  # noqa: BLE001 - the call could not even be sent
+            out.set_exception(exc)
+    _threads("query-send", 1).submit(send, texts).add_done_callback(sent)
+    return out
 
 
 class QueryVector:
@@ -128,6 +159,7 @@ def attach(storage, provider=None, settings: semantic.SemanticSettings | None = 
 
 class VectorBinding(WorkspaceHooks):
     hooked = HOOKED
+    started_on_arrival = frozenset({"recall"})     # `prepare` only sends the query (start_query)
 
     def __init__(self, storage, provider=None, settings: semantic.SemanticSettings | None = None):
         self.storage = storage
@@ -139,9 +171,13 @@ class VectorBinding(WorkspaceHooks):
         self.last_error: str | None = None
         self._failed_at = float("-inf")       # monotonic time of the last provider failure
         self.generation = 0                   # bumped by every bind (see the module's note)
+        self.index: resident.VectorIndex | None = None
         with storage.reading() as conn:
             table.ensure_extension(conn)
             self.binding = db.read_vector_binding(conn)
+            if self.binding is not None:
+                self._open_index(conn)
+            resident.watch(conn, self._touched)
         if provider is not None and self.binding is not None:
             if (self.binding["provider"], self.binding["dim"]) != (provider.name, provider.dim):
                 raise InvalidArgument(
@@ -160,6 +196,7 @@ class VectorBinding(WorkspaceHooks):
             if current is None:
                 self.binding = table.create(conn, provider.name, provider.dim,
                                             self.storage.clock.now_ms())
+                self._open_index(conn)
             elif (current["provider"], current["dim"]) != (provider.name, provider.dim):
                 raise InvalidArgument(f"workspace is bound to {current['provider']}; pass replace=True")
             # inside the transaction: no write commits between the new table and the new provider
@@ -168,6 +205,28 @@ class VectorBinding(WorkspaceHooks):
                 self.provider = provider
                 self._cache.clear()
         return self.backfill(batch_size, progress)
+
+    # ---- the resident index (index.py) ---------------------------------------------------------
+    def _open_index(self, conn) -> None:
+        index = resident.VectorIndex(self.binding["dim"])
+        index.rebuild(conn)
+        self.index = index
+
+    def _touched(self, seq: int) -> None:
+        index = self.index
+        if index is not None:
+            index.touch(seq)
+
+    def transaction_ended(self, conn) -> None:
+        index = self.index
+        if index is None:
+            return
+        try:
+            index.sync(conn)
+        except Exception:  # the write stands; recall falls back to sqlite-vec
+            log.exception("resident vector index out of step with the file: dropped, recall "
+                          "searches sqlite-vec until the workspace reopens")
+            self.index = None
 
     # ---- embedding -------------------------------------------------------------------------------
     def embed(self, texts: list[str]) -> list[np.ndarray | None]:
@@ -202,12 +261,8 @@ class VectorBinding(WorkspaceHooks):
             return QueryVector(self, text, cached)
         submit = getattr(self.provider, "submit", None)
         started = time.perf_counter()        # sending the call is part of the embedding's cost
-        try:
-            future = (submit([text]) if submit is not None
-                      else _query_threads().submit(self.provider.embed, [text]))
-        except Exception as exc:  # noqa: BLE001 - the embedder cannot even be asked
-            self._failed(exc, "recall goes on without the vector arm")
-            return QueryVector(self, text)
+        future = (_sent(submit, [text]) if submit is not None
+                  else _query_threads().submit(self.provider.embed, [text]))
         return QueryVector(self, text, future=future, started=started)
 
     def _failed(self, exc: BaseException, consequence: str) -> None:
@@ -265,7 +320,7 @@ class VectorBinding(WorkspaceHooks):
                 nonlocal query
                 if query.generation != self.generation:    # the other model's query vector
                     query = QueryVector(self, text)
-                arm = DeferredVectorArm(query.wait) if query.may_come else None
+                arm = DeferredVectorArm(query.wait, self.index) if query.may_come else None
                 result = recall(conn, args, now_ms, vector_arm=arm)
                 # a recall that never reached the vector arm (no search terms) still says
                 # whether the arm would have been on
@@ -307,6 +362,7 @@ class VectorBinding(WorkspaceHooks):
             return
         if vector is not None and text is not None and row[1] == text:
             table.put(conn, row[0], vector)
+            self._touched(row[0])     # an unchanged content fires no trigger
         elif not conn.execute(f"SELECT 1 FROM {table.VEC_TABLE} WHERE rowid = ?", (row[0],)).fetchone():
             self._needs_backfill = self.provider is not None
 
@@ -346,7 +402,10 @@ class VectorBinding(WorkspaceHooks):
                         skipped += 1
                         continue
                     table.put(conn, seq, vector)
+                    self._touched(seq)
                     done += 1
+            with self.storage.reading() as conn:   # a binding attaching at open has no
+                self.transaction_ended(conn)        # workspace hooks to do this yet
             if progress:
                 progress(done, total)
         return {"embedded": done, "skipped": skipped, "total": total,

@@ -1,11 +1,9 @@
 """The dense arm's say on a page whose fusion left the lexical order alone (dense_page.py):
-the pool re-scored with the cosine, and the dense arm's best missing hits in the last slots."""
+the pool re-scored with the cosine."""
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from minisphere.engine.retrieval import tuning as T
-from minisphere.engine.retrieval.dense_page import cosine_keys, dense_slot_count, with_dense_slots
+from minisphere.engine.retrieval.dense_page import cosine_keys
 from minisphere.engine.workspace import Workspace
 from tests.engine.vectors.helpers import ChosenVectors, at_cosine
 
@@ -40,26 +38,10 @@ def chat_ws(tmp_path, clock):
     ws.close()
 
 
-def test_an_answer_in_other_words_takes_the_last_slot_of_a_lexical_led_page(chat_ws, monkeypatch):
-    ws, ids = chat_ws
-    monkeypatch.setattr(T, "HYBRID_PAGE_COSINE_WEIGHT", 0.0)
-    monkeypatch.setattr(T, "HYBRID_DENSE_TAIL_SHARE", 0.0)
-    lexical = [i["id"] for i in ws.recall(QUERY, topK=5)["items"]]
-    assert ids[OTHER_WORDS] not in lexical and set(lexical) == {ids[t] for t in MATCHES}
-    monkeypatch.setattr(T, "HYBRID_DENSE_TAIL_SHARE", 0.2)      # one slot of five
-    items = ws.recall(QUERY, topK=5)["items"]
-    assert [i["id"] for i in items[:4]] == lexical[:4]          # the head is the lexical arm's
-    slot = items[4]
-    assert slot["id"] == ids[OTHER_WORDS] and slot["breakdown"]["keyword"] is None
-    assert slot["breakdown"]["vector"]["cosine"] == pytest.approx(0.8, abs=1e-4)
-    assert slot["breakdown"]["mmr"] == {"relevance": 0.0, "maxSimilarity": 0.0, "mmr": 0.0}
-
-
 def test_the_cosine_rescore_keeps_strong_word_matches_above_every_unmatched_turn(chat_ws, monkeypatch):
     """An unmatched turn's key is at most the weight (cosine ≤ 1); a match whose final score is
     at least that share of the best one's keeps its place above all of them."""
     ws, ids = chat_ws
-    monkeypatch.setattr(T, "HYBRID_DENSE_TAIL_SHARE", 0.0)
     items = ws.recall(QUERY, topK=10)["items"]
     finals = {i["id"]: i["breakdown"]["fused"] * i["breakdown"]["rerank"]["product"] for i in items}
     best = max(finals.values())
@@ -77,35 +59,10 @@ def test_the_page_step_leaves_a_recall_alone_where_fusion_gave_the_dense_arm_a_s
         vws.capture(f"Unrelated note {i} about lunch menus and parking spot {i}")
     shipped = vws.recall("staging database password rotation", topK=4)["items"]
     monkeypatch.setattr(T, "HYBRID_PAGE_COSINE_WEIGHT", 0.0)
-    monkeypatch.setattr(T, "HYBRID_DENSE_TAIL_SHARE", 0.0)
     vws.conn.execute("UPDATE entries SET recall_count = 0")
     plain = vws.recall("staging database password rotation", topK=4)["items"]
     assert shipped[0]["id"] == target
     assert [i["id"] for i in shipped] == [i["id"] for i in plain]
-
-
-@given(st.lists(st.integers(0, 30), unique=True, max_size=12),
-       st.lists(st.integers(0, 30), unique=True, max_size=12),
-       st.integers(1, 12), st.sampled_from([0.0, 0.1, 0.2, 0.5]))
-def test_dense_slots_keep_the_page_within_top_k_and_its_head_in_order(page, dense, top_k, share):
-    picked = [(str(i), {"mmr": 1.0}) for i in page[:top_k]]
-    old = T.HYBRID_DENSE_TAIL_SHARE
-    T.HYBRID_DENSE_TAIL_SHARE = share
-    try:
-        out, added = with_dense_slots(picked, [str(i) for i in dense], top_k)
-    finally:
-        T.HYBRID_DENSE_TAIL_SHARE = old
-    got = [i for i, _ in out]
-    missing = [str(i) for i in dense if str(i) not in {p for p, _ in picked}]
-    assert added == missing[: int(top_k * share + 1e-9)]
-    assert len(got) == len(set(got)) == min(top_k, len(picked) + len(added))
-    assert got[: len(got) - len(added)] == [i for i, _ in picked][: len(got) - len(added)]
-    assert got[len(got) - len(added):] == added
-
-
-def test_dense_slots_are_a_share_of_the_page_rounded_down(monkeypatch):
-    monkeypatch.setattr(T, "HYBRID_DENSE_TAIL_SHARE", 0.1)
-    assert [dense_slot_count(k) for k in (1, 9, 10, 30, 50)] == [0, 0, 1, 3, 5]
 
 
 def test_cosine_keys_order_by_the_final_score_at_weight_zero_and_break_its_ties_by_cosine(monkeypatch):

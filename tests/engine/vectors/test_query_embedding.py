@@ -75,19 +75,29 @@ def test_a_bound_recall_runs_its_keyword_arm_before_its_query_vector_is_there(tm
                                  delay_s=fallback_s)
     ws, target, _ = _bound(tmp_path, clock, provider)
     pending: list[Future] = []
+    matched = threading.Event()
+    release_lock = threading.Lock()
     original_submit = provider.submit
 
-    def submit(texts):
+    def release(future: Future, vector) -> None:
+        with release_lock:
+            if not future.done():
+                future.set_result(vector)
+
+    def submit(texts):     # sent from its own thread: it may come before or after the search
         future = Future()
         pending.append(future)
-        original_submit(texts).add_done_callback(
-            lambda done: future.done() or future.set_result(done.result()))
+        if matched.is_set():
+            release(future, ChosenVectors.embed(provider, [QUERY]))
+        original_submit(texts).add_done_callback(lambda done: release(future, done.result()))
         return future
     provider.submit = submit
 
     def on_statement(sql: str) -> None:   # the keyword arm's FTS5 search releases the vector
-        if " MATCH " in sql and pending and not pending[0].done():
-            pending[0].set_result(ChosenVectors.embed(provider, [QUERY]))
+        if " MATCH " in sql:
+            matched.set()
+            if pending:
+                release(pending[0], ChosenVectors.embed(provider, [QUERY]))
     ws.conn.set_trace_callback(on_statement)
     started = time.perf_counter()
     result = ws.recall(QUERY)
@@ -178,3 +188,30 @@ def _done(value) -> Future:
     future = Future()
     future.set_result(value)
     return future
+
+
+def test_a_recall_started_on_arrival_is_embedded_once_from_that_start(tmp_path, clock):
+    """A host starts a bound recall's query embedding when the call arrives (ReadPool.start),
+    before the read waits for a thread: the read then uses that embedding, never a second."""
+    from minisphere.engine.hooks import NOT_PREPARED
+    from minisphere.hosting.read_pool import ReadPool
+
+    provider = SubmittingVectors({QUERY: at_cosine(1.0), TARGET: at_cosine(0.7)})
+    ws, target, _ = _bound(tmp_path, clock, provider)
+    reader = ReadPool(ws.path, clock=clock, hooks=ws.hooks)
+    try:
+        assert reader.start("getCount", {}) is NOT_PREPARED
+        assert reader.start("recall", {"query": QUERY, "topK": 0}) is NOT_PREPARED  # invalid
+        prepared = reader.start("recall", {"query": QUERY})
+        deadline = time.monotonic() + 30          # sent on its own, before any reader thread
+        while not provider.submitted and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert provider.submitted == [[QUERY]]
+        result, _ = reader.submit("recall", {"query": QUERY}, prepared).result()
+    finally:
+        reader.close()
+        ws.close()
+    assert provider.submitted == [[QUERY]]
+    assert result["queryUsed"]["vector"] == {"arm": "on", "provider": "chosen-8"}
+    by_id = {item["id"]: item for item in result["items"]}
+    assert by_id[target]["breakdown"]["vector"]["rank"] == 1
