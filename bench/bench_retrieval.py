@@ -178,27 +178,26 @@ def conversation_questions(conversation, turns_of) -> list:
 def beir_quality(path: str, vectors=None, cache=None) -> tuple[str, Scores, list]:
     data = beir.load(path)
     scores, sensitivity = Scores(), []
-    with tempfile.TemporaryDirectory() as tmp:
-        with Workspace(Path(tmp) / "bench.db", synchronous="NORMAL") as ws:
-            started = time.perf_counter()
-            docs_of = load_workspace(ws, data.corpus)
-            load_s = time.perf_counter() - started
-            questions = beir_questions(data, docs_of)
-            for name, search in methods(ws).items():
+    with tempfile.TemporaryDirectory() as tmp, Workspace(Path(tmp) / "bench.db", synchronous="NORMAL") as ws:
+        started = time.perf_counter()
+        docs_of = load_workspace(ws, data.corpus)
+        load_s = time.perf_counter() - started
+        questions = beir_questions(data, docs_of)
+        for name, search in methods(ws).items():
+            reset_recall_counts(ws)
+            scores.run(name, search, questions)
+        vector_note = ""
+        if vectors is not None:  # same file, now bound: dense-only and hybrid rows
+            from . import bench_vectors
+            provider = bench_vectors.CachedProvider(vectors, bench_vectors.vector_table(
+                vectors, [t for _, t in data.corpus], list(data.queries.values()), cache, data.name))
+            vector_note = bench_vectors.bind(ws, provider, data.name)
+            for name, search in bench_vectors.methods(ws, provider).items():
                 reset_recall_counts(ws)
                 scores.run(name, search, questions)
-            vector_note = ""
-            if vectors is not None:  # same file, now bound: dense-only and hybrid rows
-                from . import bench_vectors
-                provider = bench_vectors.CachedProvider(vectors, bench_vectors.vector_table(
-                    vectors, [t for _, t in data.corpus], list(data.queries.values()), cache, data.name))
-                vector_note = bench_vectors.bind(ws, provider, data.name)
-                for name, search in bench_vectors.methods(ws, provider).items():
-                    reset_recall_counts(ws)
-                    scores.run(name, search, questions)
-                sensitivity = bench_vectors.sensitivity(
-                    lambda: [reset_recall_counts(ws)],
-                    lambda: scores_of_hybrid(ws, questions))
+            sensitivity = bench_vectors.sensitivity(
+                lambda: [reset_recall_counts(ws)],
+                lambda: scores_of_hybrid(ws, questions))
     note = f"{data.name}: {len(data.corpus)} docs loaded in {load_s:.1f} s, {len(data.queries)} judged queries"
     return note + (f"; {vector_note}" if vector_note else ""), scores, [[data.name, *r] for r in sensitivity]
 
@@ -332,28 +331,27 @@ def _timed_together(runs: dict, queries: list[str], passes: int = LATENCY_PASSES
 def latency(n: int) -> tuple[str, list[list], list[list]]:
     docs, query_sets = synthetic_docs(n)
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        with Workspace(Path(tmp) / "bench.db", synchronous="NORMAL") as ws:
-            started = time.perf_counter()
-            load_workspace(ws, docs)
-            load_s = time.perf_counter() - started
-            reader = db.connect(ws.path, readonly=True)
-            try:
-                runs = {
-                    "raw-fts5 top-50": lambda q: raw_search(reader, "raw_fts", q, 50),
-                    "raw-fts5-porter top-50": lambda q: raw_search(reader, "entries_fts", q, 50),
-                    "recall topK=10 (read path)": read_path_recall(ws, reader),
-                    "recall topK=10 + follow-up write (Workspace.recall)": lambda q: ws.recall(q, topK=10),
-                }
-                for set_name, queries in query_sets.items():
-                    baseline = None
-                    for name, samples in _timed_together(runs, queries).items():
-                        row_p50, row_p99 = p50(samples), percentile(samples, 99)
-                        baseline = baseline or (row_p50, row_p99)
-                        rows.append([f"{n:,} / {set_name}", name, row_p50, row_p99,
-                                     row_p50 / baseline[0], row_p99 / baseline[1]])
-            finally:
-                reader.close()
+    with tempfile.TemporaryDirectory() as tmp, Workspace(Path(tmp) / "bench.db", synchronous="NORMAL") as ws:
+        started = time.perf_counter()
+        load_workspace(ws, docs)
+        load_s = time.perf_counter() - started
+        reader = db.connect(ws.path, readonly=True)
+        try:
+            runs = {
+                "raw-fts5 top-50": lambda q: raw_search(reader, "raw_fts", q, 50),
+                "raw-fts5-porter top-50": lambda q: raw_search(reader, "entries_fts", q, 50),
+                "recall topK=10 (read path)": read_path_recall(ws, reader),
+                "recall topK=10 + follow-up write (Workspace.recall)": lambda q: ws.recall(q, topK=10),
+            }
+            for set_name, queries in query_sets.items():
+                baseline = None
+                for name, samples in _timed_together(runs, queries).items():
+                    row_p50, row_p99 = p50(samples), percentile(samples, 99)
+                    baseline = baseline or (row_p50, row_p99)
+                    rows.append([f"{n:,} / {set_name}", name, row_p50, row_p99,
+                                 row_p50 / baseline[0], row_p99 / baseline[1]])
+        finally:
+            reader.close()
     sizes = ", ".join(f"{len(q)} {name}" for name, q in query_sets.items())
     return f"{n:,} synthetic entries loaded in {load_s:.1f} s; queries: {sizes}", rows, large_entries()
 
@@ -370,31 +368,30 @@ def stand_in_cost(data_paths: list[str], conversation_paths: list[str]) -> tuple
     for path in conversation_paths:
         query_sets["conversation questions"] = locomo.load(path).question_texts
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        with Workspace(Path(tmp) / "stand-ins.db", synchronous="OFF") as ws:
-            load_workspace(ws, corpus)
-            reader = db.connect(ws.path, readonly=True)
-            try:
-                run = read_path_recall(ws, reader)
-                rewrite: dict[bool, list[float]] = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as tmp, Workspace(Path(tmp) / "stand-ins.db", synchronous="OFF") as ws:
+        load_workspace(ws, corpus)
+        reader = db.connect(ws.path, readonly=True)
+        try:
+            run = read_path_recall(ws, reader)
+            rewrite: dict[bool, list[float]] = {True: [], False: []}
 
-                def timed(on: bool):
-                    def call(query: str) -> None:
-                        with applied({"RESPELL_UNKNOWN_WORDS": on}):
-                            rewrite[on].append(run(query)["timings"]["rewriteMs"])
-                    return call
-                for set_name, queries in query_sets.items():
-                    with applied({"RESPELL_UNKNOWN_WORDS": True}):
-                        touched = sum(bool(run(q)["queryUsed"]["standIns"]) for q in queries)
-                    for on in rewrite:
-                        rewrite[on].clear()
-                    samples = _timed_together({"on": timed(True), "off": timed(False)}, queries)
-                    rows.append([set_name, len(queries), touched / len(queries),
-                                 p50(samples["off"]), p50(samples["on"]),
-                                 percentile(samples["off"], 99), percentile(samples["on"], 99),
-                                 p50(rewrite[False]), p50(rewrite[True])])
-            finally:
-                reader.close()
+            def timed(on: bool):
+                def call(query: str) -> None:
+                    with applied({"RESPELL_UNKNOWN_WORDS": on}):
+                        rewrite[on].append(run(query)["timings"]["rewriteMs"])
+                return call
+            for set_name, queries in query_sets.items():
+                with applied({"RESPELL_UNKNOWN_WORDS": True}):
+                    touched = sum(bool(run(q)["queryUsed"]["standIns"]) for q in queries)
+                for on in rewrite:
+                    rewrite[on].clear()
+                samples = _timed_together({"on": timed(True), "off": timed(False)}, queries)
+                rows.append([set_name, len(queries), touched / len(queries),
+                             p50(samples["off"]), p50(samples["on"]),
+                             percentile(samples["off"], 99), percentile(samples["on"], 99),
+                             p50(rewrite[False]), p50(rewrite[True])])
+        finally:
+            reader.close()
     return f"{len(corpus):,} passages in one workspace", rows
 
 
@@ -405,32 +402,31 @@ def large_entries() -> list[list]:
     words = [f"x{i}{rng.choice('aeiou')}" for i in range(3000)]
     rows = []
     for chars in (200, LARGE_ENTRY_CHARS):
-        with tempfile.TemporaryDirectory() as tmp:
-            with Workspace(Path(tmp) / "large.db", synchronous="OFF") as ws:
-                calls = []
-                for i in range(LARGE_ENTRY_COUNT):
-                    text, size = [f"zephyr note {i}"], 0
-                    while size < chars - 20:
-                        word = rng.choice(words)
-                        text.append(word)
-                        size += len(word) + 1
-                    calls.append(("capture", {"content": " ".join(text)[: chars - 1]}))
-                ws.run_batch(calls)
-                reader = db.connect(ws.path, readonly=True)
-                try:
-                    run = read_path_recall(ws, reader)
-                    samples, stages = [], defaultdict(list)
-                    for _ in range(LARGE_REPEATS + 2):
-                        t0 = time.perf_counter()
-                        result = run("zephyr note", LARGE_TOP_K)
-                        samples.append((time.perf_counter() - t0) * 1000)
-                        for stage, ms in result["timings"].items():
-                            stages[stage].append(ms)
-                finally:
-                    reader.close()
-                samples = samples[2:]
-                rows.append([f"{LARGE_ENTRY_COUNT} entries × {chars:,} chars", f"topK={LARGE_TOP_K}",
-                             p50(samples), p50(stages["rerankMs"]), p50(stages["hydrateMs"])])
+        with tempfile.TemporaryDirectory() as tmp, Workspace(Path(tmp) / "large.db", synchronous="OFF") as ws:
+            calls = []
+            for i in range(LARGE_ENTRY_COUNT):
+                text, size = [f"zephyr note {i}"], 0
+                while size < chars - 20:
+                    word = rng.choice(words)
+                    text.append(word)
+                    size += len(word) + 1
+                calls.append(("capture", {"content": " ".join(text)[: chars - 1]}))
+            ws.run_batch(calls)
+            reader = db.connect(ws.path, readonly=True)
+            try:
+                run = read_path_recall(ws, reader)
+                samples, stages = [], defaultdict(list)
+                for _ in range(LARGE_REPEATS + 2):
+                    t0 = time.perf_counter()
+                    result = run("zephyr note", LARGE_TOP_K)
+                    samples.append((time.perf_counter() - t0) * 1000)
+                    for stage, ms in result["timings"].items():
+                        stages[stage].append(ms)
+            finally:
+                reader.close()
+            samples = samples[2:]
+            rows.append([f"{LARGE_ENTRY_COUNT} entries × {chars:,} chars", f"topK={LARGE_TOP_K}",
+                         p50(samples), p50(stages["rerankMs"]), p50(stages["hydrateMs"])])
     return rows
 
 

@@ -273,7 +273,7 @@ def fold_rows(bench: ConversationBench) -> list[list]:
     zero = bench.evaluate({}, False)
     hybrid = bench.evaluate({}, True) if bench.runs[True] else None
     rows = []
-    for cid in bench.conversations + ["mean over folds"]:
+    for cid in [*bench.conversations, "mean over folds"]:
         pick = bench.conversations if cid == "mean over folds" else [cid]
         z = [(mean(of(zero, [c]), "recall"), mean(of(zero, [c]), "ndcg")) for c in pick]
         zr, zn = (sum(v[i] for v in z) / len(z) for i in (0, 1))

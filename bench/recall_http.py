@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import time
 from collections import defaultdict
 
@@ -78,7 +79,7 @@ async def _load(url: str, ws: str, headers: dict, conversation: locomo.Conversat
         links = [{"src": entry_of[newer], "dst": entry_of[older], "type": "follows",
                   "provenance": "system", "weight": locomo.FOLLOWS_WEIGHT}
                  for _, turns in conversation.sessions
-                 for (older, _), (newer, _) in zip(turns, turns[1:])
+                 for (older, _), (newer, _) in itertools.pairwise(turns)
                  if entry_of[newer] != entry_of[older]]
         for start in range(0, len(links), LOAD_CONCURRENCY):
             await asyncio.gather(*(post("link", body)
@@ -198,7 +199,7 @@ def report(measured: dict, providers: list[str]) -> tuple[str, list[str]]:
     part_rows = [[name, *(p50(parts[name].get(part, [])) for part in PARTS)] for name in samples]
     stage_rows = []
     recalls = [name for name in samples if name in held]
-    for stage in STAGES + [OUTSIDE, OVERLAPPED]:
+    for stage in [*STAGES, OUTSIDE, OVERLAPPED]:
         cells = []
         for name in recalls:
             values = stages[name].get(stage, [])
@@ -243,7 +244,8 @@ def section(path: str, providers: list[str] | None = None) -> tuple[str, list[st
         stop_local_service(settings)
     body, verdicts = report(measured, providers)
     calls = 2 * (1 + len(providers))
-    notes = verdicts + [
+    notes = [
+        *verdicts,
         f"{data.name}: {len(data.conversations)} conversations, one workspace per conversation "
         f"and binding, loaded over HTTP in {measured['load_s']:.0f} s; {measured['questions']} "
         "questions, each asked once per workspace (a bound recall embeds its query fresh).",

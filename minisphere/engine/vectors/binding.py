@@ -178,11 +178,11 @@ class VectorBinding(WorkspaceHooks):
             if self.binding is not None:
                 self._open_index(conn)
             resident.watch(conn, self._touched)
-        if provider is not None and self.binding is not None:
-            if (self.binding["provider"], self.binding["dim"]) != (provider.name, provider.dim):
-                raise InvalidArgument(
-                    f"workspace is bound to {self.binding['provider']} ({self.binding['dim']} dims), "
-                    f"not {provider.name} ({provider.dim}); rebind with enable_vectors(provider, replace=True)")
+        if provider is not None and self.binding is not None and (
+                (self.binding["provider"], self.binding["dim"]) != (provider.name, provider.dim)):
+            raise InvalidArgument(
+                f"workspace is bound to {self.binding['provider']} ({self.binding['dim']} dims), "
+                f"not {provider.name} ({provider.dim}); rebind with enable_vectors(provider, replace=True)")
 
     # ---- binding lifecycle ---------------------------------------------------------------------
     def bind(self, provider, *, replace: bool = False, batch_size: int | None = None,

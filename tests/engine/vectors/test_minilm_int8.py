@@ -75,7 +75,7 @@ def test_file_bound_to_float_minilm_is_not_served_by_int8_vectors(tmp_path, cloc
     with Workspace(path, clock=clock, embedder=float_model) as ws:
         entry = ws.capture(TEXTS[1])["id"]
         before = stored_vector(ws, entry)
-    with pytest.raises(InvalidArgument, match="bound to minilm-l6-v2 .*not minilm-l6-v2-int8"):
+    with pytest.raises(InvalidArgument, match=r"bound to minilm-l6-v2 .*not minilm-l6-v2-int8"):
         Workspace(path, clock=clock, embedder=int8_model)
     with Workspace(path, clock=clock, embedder=float_model) as ws:   # the refusal changed nothing
         assert bound_model(ws)["provider"] == "minilm-l6-v2"

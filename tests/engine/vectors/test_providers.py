@@ -3,6 +3,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -25,11 +26,11 @@ def test_vectors_hash_provider_is_deterministic_and_normalized():
 
 
 class _Embeddings(BaseHTTPRequestHandler):
-    requests: list = []
+    requests: ClassVar[list] = []
     delay_s = 0.0
     status = 200
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
                                     "body": body})

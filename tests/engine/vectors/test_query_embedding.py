@@ -175,7 +175,7 @@ def test_a_provider_without_submit_embeds_the_query_on_a_thread_beside_the_recal
 
 def test_a_cached_query_vector_is_not_embedded_again(tmp_path, clock):
     provider = SubmittingVectors({QUERY: at_cosine(1.0), TARGET: at_cosine(0.7)}, delay_s=0.0)
-    ws, target, _ = _bound(tmp_path, clock, provider)
+    ws, _target, _ = _bound(tmp_path, clock, provider)
     first = ws.recall(QUERY)
     second = ws.recall(QUERY)
     assert provider.submitted == [[QUERY]]
