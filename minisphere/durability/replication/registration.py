@@ -31,10 +31,11 @@ log = logging.getLogger("minisphere.replication")
 # and how long a forgotten entry's text stays in the replica's history (the retention).
 ASYNC_SYNC_INTERVAL_S = 1.0
 MISSING = object()                 # a database the daemon does not list
-# How the daemon says a sync failed in the file's own step, before any upload: its local copy
-# of the history does not match the file (both killed mid-write, a torn local file). Retrying
+# How the daemon says a sync failed on this node, reading the file or its own local copy of
+# the history (both killed mid-write, a torn local file), not reaching the replica. Retrying
 # cannot mend that; a fresh history does.
-LOCAL_HISTORY_BROKEN = "db sync:"
+LOCAL_HISTORY_BROKEN = ("write ltx from db", "get database position", "verify ltx file",
+                        "cannot verify wal state")
 
 
 @dataclass
@@ -92,7 +93,7 @@ class WorkspaceReplica:
         try:
             return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
         except ReplicationUnconfirmed as exc:
-            if LOCAL_HISTORY_BROKEN not in str(exc):
+            if not any(words in str(exc) for words in LOCAL_HISTORY_BROKEN):
                 raise
             log.error("replication of %s: the daemon cannot go on from its local history "
                       "(%s); the replica's history starts over", self.db_path, exc)
