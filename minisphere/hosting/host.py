@@ -25,7 +25,6 @@ from minisphere.durability.generations import generation_store
 from minisphere.durability.replication.registration import ASYNC_SYNC_INTERVAL_S, WorkspaceReplica
 from minisphere.durability.snapshotter import Snapshotter
 from minisphere.durability.stores import SnapshotStore
-from minisphere.engine.clock import epoch_ms
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
@@ -35,7 +34,7 @@ from minisphere.errors import (
     WorkspaceDataMissing,
     WorkspaceUnavailable,
 )
-from minisphere.hosting.copies import HostLock, drop_after_forget, drop_staging_leftovers
+from minisphere.hosting.copies import HostLock, drop_staging_leftovers
 from minisphere.hosting.group_commit import GroupCommitWriter
 from minisphere.hosting.lag_readings import LagReadings
 from minisphere.hosting.locating import CurrentCopy
@@ -223,26 +222,6 @@ class WorkspaceHost(StoredStates):
                 answered.set_exception(result)
         self.writer.submit_own(run, done)
         return answered.result()
-
-    def _forget_copies(self) -> None:
-        """After a forget committed: the copies beside the file and the replica's history were
-        taken before it. Housekeeping: a failure is logged (the replica's is owed), never
-        answered in place of the forget's own result."""
-        try:
-            drop_after_forget(self.path)
-        except OSError as exc:
-            log.error("workspace %s: copies from before a forget not deleted: %r",
-                      self.workspace_id, exc)
-        if self.store is not None:       # the snapshotter's thread drops the older versions
-            self.snapshotter.owe_purge(epoch_ms())
-        if self.replica is None:
-            return
-        if self.replica.synchronous:
-            self.replica.restart_history()     # on the confirmer thread, before the answer
-        else:
-            # async answers at the commit: the confirmer restarts the history right after,
-            # not the writer thread inside the forget's answer
-            self.replica.history_owed = True
 
     def _follow_up(self, method: str, body: dict) -> None:
         """A read's small internal write (recall counts): queued, not awaited by the reader,

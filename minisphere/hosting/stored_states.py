@@ -19,6 +19,7 @@ from minisphere.durability.snapshots.manifest import list_snapshots
 from minisphere.durability.snapshots.pruning import delete_version, prune
 from minisphere.durability.snapshots.publish import take_snapshot
 from minisphere.durability.stores import SnapshotStore
+from minisphere.engine.clock import epoch_ms
 from minisphere.engine.location import inspect_copy
 from minisphere.errors import InvalidArgument, SnapshotError
 from minisphere.hosting.copies import drop_after_forget
@@ -74,6 +75,26 @@ class StoredStates:
         log.info("workspace %s: %d snapshot versions from before a forget deleted",
                  self.workspace_id, len(older))
         return older
+
+    def _forget_copies(self) -> None:
+        """After a forget committed: the copies beside the file and the replica's history were
+        taken before it. Housekeeping: a failure is logged (the replica's is owed), never
+        answered in place of the forget's own result."""
+        try:
+            drop_after_forget(self.path)
+        except OSError as exc:
+            log.error("workspace %s: copies from before a forget not deleted: %r",
+                      self.workspace_id, exc)
+        if self.store is not None:       # the snapshotter's thread drops the older versions
+            self.snapshotter.owe_purge(epoch_ms())
+        if self.replica is None:
+            return
+        if self.replica.synchronous:
+            self.replica.restart_history()     # on the confirmer thread, before the answer
+        else:
+            # async answers at the commit: the confirmer restarts the history right after,
+            # not the writer thread inside the forget's answer
+            self.replica.history_owed = True
 
     def list_snapshots(self) -> list[dict]:
         return list_snapshots(self._require_store(), self.workspace_id)
