@@ -195,14 +195,7 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any]
     subject_led = names_subject and T.HYBRID_SUBJECT_LEXICAL_LED
     plain = {h.id: h.score for h in arms["vector"]}
     returned = set(plain)
-    support, head_margin = dense_head_support(lexical, plain), dense_margin(plain)
-    if best > 0 and max(plain.values()) - min(plain.values()) <= FLAT_COSINE_SPREAD:
-        a = 1.0   # every entry equally close to the query: the vector arm tells nothing apart
-    elif margin > 0 and subject_led:
-        a = 1.0   # the subject factor ranks the named subject's entries; the cosine cannot
-    elif margin > 0:   # a dense head the lexical arm does not back is off the query's topic
-        # (a lexical head with no spread at all tells nothing apart: there the dense order stands)
-        a = max(a, agreement_floor(support, head_margin))
+    a, support, head_margin = _judged_share(a, best, margin, lexical, plain, subject_led)
     if info is not None:
         info.update(lexicalShare=a, lexicalMargin=margin, support=support, denseMargin=head_margin,
                     subjectLed=subject_led and a >= 1.0)
@@ -230,3 +223,18 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any]
                                   "rrf": (1 - a) * final_cos[entry_id]}
         out[entry_id] = slot
     return out
+
+
+def _judged_share(a: float, best: float, margin: float, lexical: dict[str, float],
+                  plain: dict[str, float], subject_led: bool) -> tuple[float, float, float]:
+    """The lexical share `a` once the vector arm's head is judged; with what it was judged by
+    (the lexical arm's support of that head, and the head's own margin)."""
+    support, head_margin = dense_head_support(lexical, plain), dense_margin(plain)
+    if best > 0 and max(plain.values()) - min(plain.values()) <= FLAT_COSINE_SPREAD:
+        a = 1.0   # every entry equally close to the query: the vector arm tells nothing apart
+    elif margin > 0 and subject_led:
+        a = 1.0   # the subject factor ranks the named subject's entries; the cosine cannot
+    elif margin > 0:   # a dense head the lexical arm does not back is off the query's topic
+        # (a lexical head with no spread at all tells nothing apart: there the dense order stands)
+        a = max(a, agreement_floor(support, head_margin))
+    return a, support, head_margin
