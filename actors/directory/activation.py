@@ -40,6 +40,9 @@ ROOM_SHOWN_TIMEOUT_S = 5.0
 # How long a wake that finds no spare waits for one on its way back from a hibernation (a drain
 # and a close, longer with a snapshot) before it starts a process.
 RETURNING_WAIT_S = 1.0
+# While a wake's new actor waits for its process, how often it looks for a spare that became
+# ready meanwhile (then bound instead: the pending actor may be waiting for the spare's slot)
+SPARE_WATCH_S = 1.0
 FIRST_START_GUESS_S = 1.0         # a process start's duration before any was measured
 # Process starts wakes may have under way at once, per CPU of the cluster: each takes most of a
 # core while it runs, and the calls of the sessions already admitted need the rest.
@@ -288,7 +291,9 @@ class Activator:
         bind_started = time.perf_counter()                          # finds it
         grants = tuple(self.control.grants(workspace_id))
         try:
-            answer = await self._bound(workspace_id, resident, placed, launch, grants)
+            answer, swapped_for = await self._bound(workspace_id, resident, placed, launch,
+                                                    grants)
+            source = swapped_for or source
         except (TimeoutError, ActorGone) as exc:
             # its process died or never started: nothing was run, asking again may succeed
             raise WorkspaceUnavailable(f"workspace {workspace_id} could not be opened: "
@@ -333,14 +338,15 @@ class Activator:
         self.runtime.kill(resident.handle)
 
     async def _bound(self, workspace_id: str, resident: Resident, placed: Placement | None,
-                     launch: WorkspaceLaunch, grants: tuple) -> dict:
-        """Bind the actor; its answer. A new actor aimed at a node that filled up before it
-        started (a wake racing it for the last slot) would wait there for good, so one still
-        not started after PLACEMENT_STALL_S on a full node is replaced (in `resident`) by one
-        that may start anywhere: on another node, or on a new one the autoscaler adds for it."""
+                     launch: WorkspaceLaunch, grants: tuple) -> tuple[dict, str | None]:
+        """Bind the actor; its answer, and "spare" when a spare took the place of a new actor
+        that never got a process. A new actor aimed at a node that filled up before it started
+        (a wake racing it for the last slot) would wait there for good, so one still not
+        started after PLACEMENT_STALL_S on a full node is replaced by one that may start
+        anywhere: on another node, or on a new one the autoscaler adds for it."""
         started = time.monotonic()
-        binding = asyncio.ensure_future(
-            self.runtime.call(resident.handle, WorkspaceActorMethod.BIND, launch, grants))
+        swapped_for: str | None = None
+        binding = self._bind_call(resident, launch, grants)
         if placed is not None and placed.node is not None:
             await asyncio.wait([binding], timeout=PLACEMENT_STALL_S)
             if not binding.done() and self.placement.stuck(resident.handle, placed):
@@ -348,21 +354,57 @@ class Activator:
                             "starting it elsewhere", workspace_id, PLACEMENT_STALL_S,
                             placed.node[:12])
                 self.placement.release(placed)
-                self.runtime.kill(resident.handle)
-                binding.cancel()
-                resident.actor_name = new_actor_name()
-                resident.placement = "its node filled up before it started"
-                self.control.set_actor(workspace_id, resident.actor_name)
-                resident.handle = self._start(resident.actor_name, None)
-                binding = asyncio.ensure_future(
-                    self.runtime.call(resident.handle, WorkspaceActorMethod.BIND, launch, grants))
+                name = new_actor_name()
+                binding = self._replace_pending(workspace_id, resident, binding,
+                                                self._start(name, None), name,
+                                                "its node filled up before it started",
+                                                launch, grants)
         await self._unless_slots_missing(binding)
-        remaining = max(0.0, BIND_TIMEOUT_S - (time.monotonic() - started))
+        deadline = started + BIND_TIMEOUT_S
         try:
-            return await asyncio.wait_for(binding, remaining)
+            while not binding.done():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                await asyncio.wait([binding], timeout=min(SPARE_WATCH_S, left))
+                spare = self._spare_for_pending(resident, binding, placed)
+                if spare is not None:
+                    self.placement.release(placed)
+                    swapped_for = "recycled" if spare.recycled else "spare"
+                    binding = self._replace_pending(
+                        workspace_id, resident, binding, spare.handle, spare.name,
+                        "a spare was ready before its own process started", launch, grants)
+            return binding.result(), swapped_for
         except (TimeoutError, ActorGone):
             self.runtime.kill(resident.handle)      # the replacement, when there was one
             raise
+
+    def _bind_call(self, resident: Resident, launch: WorkspaceLaunch,
+                   grants: tuple) -> asyncio.Future:
+        return asyncio.ensure_future(
+            self.runtime.call(resident.handle, WorkspaceActorMethod.BIND, launch, grants))
+
+    def _spare_for_pending(self, resident: Resident, binding: asyncio.Future,
+                           placed: Placement | None) -> Spare | None:
+        """A ready spare to bind instead, when the wake's own new actor has no process yet:
+        it may be waiting for a slot that the spares themselves hold (they became ready after
+        the wake started its actor), and a ready spare binds at once."""
+        if binding.done() or not self.pool.has_ready():
+            return None
+        if self.runtime.has_process(resident.handle):
+            return None
+        node = placed.node if placed is not None else None
+        return self.pool.take(node) if node and self.pool.has_ready(node) else self.pool.take()
+
+    def _replace_pending(self, workspace_id: str, resident: Resident, binding: asyncio.Future,
+                         handle, name: str, why: str, launch: WorkspaceLaunch,
+                         grants: tuple) -> asyncio.Future:
+        """Kill the actor that has not started, and bind `handle` in its place."""
+        self.runtime.kill(resident.handle)
+        binding.cancel()
+        resident.handle, resident.actor_name, resident.placement = handle, name, why
+        self.control.set_actor(workspace_id, name)
+        return self._bind_call(resident, launch, grants)
 
     async def _unless_slots_missing(self, binding: asyncio.Future) -> None:
         """While no node advertises the workspace slots every actor asks for, wait at most

@@ -197,6 +197,32 @@ def test_wakes_are_counted_by_where_their_process_came_from(tmp_path):
     assert parts.activator.wakes == {"recycled": 0, "spare": 1, "new": 1}
 
 
+def test_a_wake_whose_new_actor_waits_for_a_process_takes_a_spare_that_became_ready(
+        tmp_path, monkeypatch):
+    """Seen on a loaded autoscaling cluster: the wakes of a burst came before the spares were
+    ready and started actors of their own; the spares then held the slots the last wake's
+    actor waited for, and it timed out after two minutes beside two idle spares."""
+    monkeypatch.setattr(activation_module, "SPARE_WATCH_S", 0.02)
+    parts, control, runtime = directory_parts(tmp_path)
+
+    async def drive():
+        workspace_id = created(parts, "waits")[0]
+        runtime.held_starts = 1                     # its own actor never gets a process
+        wake = asyncio.ensure_future(parts.activator.activate(workspace_id))
+        while not runtime.live:
+            await asyncio.sleep(0.01)
+        pending = next(iter(runtime.live.values()))
+        parts.pool.resize(1)                        # a spare starts, and is ready
+        bound = await asyncio.wait_for(wake, 30)
+        return workspace_id, pending, bound
+
+    workspace_id, pending, bound = asyncio.run(drive())
+    assert bound is not pending and bound.host is not None
+    assert pending.killed and pending.name not in runtime.live
+    assert parts.residents.get(workspace_id).wake["actor"] == "spare"
+    assert dict(control.bound_actors()) == {workspace_id: bound.name}
+
+
 def test_a_resident_too_busy_to_say_when_it_was_last_used_is_not_evicted_before_an_idle_one(
         tmp_path, monkeypatch):
     """On a loaded node the actors in use are the ones slow to answer the directory: taking

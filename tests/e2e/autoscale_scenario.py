@@ -109,6 +109,8 @@ def activate_all(ray, directory, ids: list[str], findings: dict) -> list:
         ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=STALL_REPORT_S)
         if len(ready) < len(refs):
             findings["stall"] = actor_report(ray)
+            with contextlib.suppress(Exception):
+                findings["stall"]["spares"] = ray.get(directory.spares.remote(), timeout=10)
         waiting, pause = [], 0.0
         for workspace_id, ref in refs.items():
             try:

@@ -90,6 +90,9 @@ class InProcessActors:
         self.node_task_failure: str | None = None
         self.live: dict[str, InProcessWorkspaceActor] = {}
         self.started = 0
+        # set by a test: this many of the next actors started wait for a process (as a Ray
+        # actor waiting for a slot or a worker does) until the test sets their `started`
+        self.held_starts = 0
         # as in Ray, a killed actor's slot shows free in the resource view only a little later
         self.slot_release_delay_s = 0.0
         self._releasing: dict[str, float] = {}      # killed actor -> when its slot shows free
@@ -98,6 +101,9 @@ class InProcessActors:
         self.started += 1
         wanted = options.get("resources") or {}
         startable = all(self.node_resources.get(r, 0) >= n for r, n in wanted.items())
+        if self.held_starts > 0:
+            self.held_starts -= 1
+            startable = False
         actor = self.live[name] = InProcessWorkspaceActor(name, startable, self.bind_gate)
         return actor
 
@@ -136,7 +142,7 @@ class InProcessActors:
 
     @staticmethod
     def has_process(actor) -> bool:
-        return True
+        return actor.started.is_set()
 
     def named_workspace_actors(self) -> list[str]:
         return list(self.live)
