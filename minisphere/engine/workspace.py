@@ -8,9 +8,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from minisphere.engine import db, idempotency, location, scrub
+from minisphere.engine import db, forget_ledger, idempotency, location, scrub
 from minisphere.engine.clock import Clock, SystemClock
 from minisphere.engine.constants import DEFAULT_SYNCHRONOUS
+from minisphere.engine.forget_ledger import ForgetLedger
 from minisphere.engine.hooks import NO_HOOKS, NOT_PREPARED, WorkspaceHooks
 from minisphere.engine.methods import METHODS, Method, find_method, parse_args
 from minisphere.engine.wal_checkpoints import WalCheckpoints
@@ -56,6 +57,8 @@ class Workspace:
         self.vectors = None  # the optional vector binding; None: its code is never imported
         self.checkpoints = WalCheckpoints(self._lock, lambda: self.conn)   # of the WAL
         self.rewrites = scrub.ForgetRewrites(self._lock, lambda: self.conn, self.path)
+        # what its forgets still owe outside the file (the replica's history, old snapshots)
+        self.forget_ledger = ForgetLedger(self._lock, lambda: self.conn, self.transaction)
         self.epoch: int | None = None   # the fencing epoch this writer holds (None: unfenced)
         try:
             new_file = db.schema_version(self._conn) == 0
@@ -237,6 +240,7 @@ class Workspace:
                     result = self._handler(method, payload)(conn, args, now_ms)
                     if method_name == "forget":
                         idempotency.forget_answers(conn, args.id)
+                        forget_ledger.record_forget(conn, now_ms)
                     idempotency.remember(conn, key, method_name, args, result, now_ms)
                 except (MiniSphereError, db.DatabaseError) as exc:
                     conn.execute("ROLLBACK TO op")

@@ -25,6 +25,7 @@ from minisphere.durability.generations import generation_store
 from minisphere.durability.replication.registration import ASYNC_SYNC_INTERVAL_S, WorkspaceReplica
 from minisphere.durability.snapshotter import Snapshotter
 from minisphere.durability.stores import SnapshotStore
+from minisphere.engine.forget_ledger import REPLICA_HISTORY, SNAPSHOT_VERSIONS
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
@@ -76,7 +77,7 @@ class WorkspaceHost(StoredStates):
         self.keep = snapshots.keep
         self.embedder = embedder                # the vector binding's provider, if any
         self.on_follow_up = on_follow_up or self._follow_up   # a read's write (recall counts)
-        self.snapshotter = Snapshotter(self._take, purge=self.drop_versions_before,
+        self.snapshotter = Snapshotter(self._take, purge=self._drop_versions_before_forgets,
                                        every_writes=snapshots.every_writes,
                                        every_s=snapshots.every_s, name=workspace_id,
                                        on_status=on_snapshot_status)
@@ -125,27 +126,42 @@ class WorkspaceHost(StoredStates):
             workspace.close()
             raise
         self.workspace, self.reads = workspace, reads
-        confirm = None
-        if self.replica is not None:
-            # Litestream checkpoints a replicated file itself, after it has read the frames:
-            # SQLite's own checkpoint at a commit raced it under a heavy write load, and a node
-            # killed then left a replica that restored to a broken file (an index not matching
-            # its table); Litestream's guidance for busy writers is the same. A forget's WAL
-            # is folded by the replica's restart of its history, unregistered first.
-            workspace.checkpoints.leave_to_replicator()
-            self.replica.checkpoint = workspace.checkpoints.truncate
-            try:
-                self.replica.register()
-            except Exception as exc:  # noqa: BLE001 - sync writes re-register and say so
-                log.warning("workspace %s: not registered for replication yet: %r",
-                            self.workspace_id, exc)
-            confirm = self.replica.confirm
+        confirm = self._attach_replica(workspace) if self.replica is not None else None
+        if self.store is not None and workspace.forget_ledger.owed(SNAPSHOT_VERSIONS):
+            # a forget whose process died before the versions older than it were deleted
+            self.snapshotter.owe_purge(workspace.forget_ledger.forgets()[1])
         # async replication answers at the commit and confirms behind, once a sync interval,
         # only to learn what the replica holds (what the directory may record)
         self.writer = GroupCommitWriter(
             workspace, self.max_batch, name=self.workspace_id, confirm=confirm,
             answer_first=self.replica is not None and not self.replica.synchronous,
             confirm_every_s=ASYNC_SYNC_INTERVAL_S, on_durable=self.on_durable)
+
+    def _attach_replica(self, workspace: Workspace) -> Callable[[], dict]:
+        """Hand the opened file to the node's daemon; the writer's confirmation."""
+        replica = self.replica
+        assert replica is not None
+        # Litestream checkpoints a replicated file itself, after it has read the frames:
+        # SQLite's own checkpoint at a commit raced it under a heavy write load, and a node
+        # killed then left a replica that restored to a broken file (an index not matching
+        # its table); Litestream's guidance for busy writers is the same. A forget's WAL is
+        # folded by the replica's restart of its history, unregistered first.
+        workspace.checkpoints.leave_to_replicator()
+        replica.checkpoint = workspace.checkpoints.truncate
+        replica.ledger = workspace.forget_ledger
+        if workspace.forget_ledger.owed(REPLICA_HISTORY):
+            # a forget whose process died before the replica's history started over: nothing
+            # is served (nor restored to a moment) from the old history first
+            log.warning("workspace %s: a forget's restart of the replica's history is owed; "
+                        "done before it opens", self.workspace_id)
+            replica.restart_history()
+            return replica.confirm
+        try:
+            replica.register()
+        except Exception as exc:  # noqa: BLE001 - sync writes re-register and say so
+            log.warning("workspace %s: not registered for replication yet: %r",
+                        self.workspace_id, exc)
+        return replica.confirm
 
     def ensure_open(self) -> None:
         """Make sure the file is open before a call. After a restore whose reopen failed (the

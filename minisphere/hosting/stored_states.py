@@ -20,6 +20,7 @@ from minisphere.durability.snapshots.pruning import delete_version, prune
 from minisphere.durability.snapshots.publish import take_snapshot
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.clock import epoch_ms
+from minisphere.engine.forget_ledger import SNAPSHOT_VERSIONS
 from minisphere.engine.location import inspect_copy
 from minisphere.errors import InvalidArgument, SnapshotError
 from minisphere.hosting.copies import drop_after_forget
@@ -75,6 +76,17 @@ class StoredStates:
         log.info("workspace %s: %d snapshot versions from before a forget deleted",
                  self.workspace_id, len(older))
         return older
+
+    def _drop_versions_before_forgets(self, forgotten_at_ms: int) -> list[str]:
+        """The snapshotter's owed purge: the versions from before the newest forget the file
+        records (at least `forgotten_at_ms`), then the file says its forgets are settled."""
+        workspace = self.workspace
+        if workspace is None:                 # closed meanwhile: owed to the next open
+            return self.drop_versions_before(forgotten_at_ms)
+        forgets, newest_ms = workspace.forget_ledger.forgets()
+        dropped = self.drop_versions_before(max(forgotten_at_ms, newest_ms))
+        workspace.forget_ledger.settle(SNAPSHOT_VERSIONS, forgets)
+        return dropped
 
     def _forget_copies(self) -> None:
         """After a forget committed: the copies beside the file and the replica's history were

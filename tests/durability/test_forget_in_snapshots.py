@@ -160,3 +160,27 @@ def test_a_forget_in_a_file_restored_from_an_older_snapshot_leaves_no_copy(tmp_p
     workspace.close()
     wal = old_style.with_name(old_style.name + "-wal")
     assert {text: n for text, n in copies_of(doubled, old_style, wal).items() if n} == {}
+
+
+def test_a_forget_whose_process_died_before_the_purge_has_it_paid_at_the_next_open(
+        tmp_path, local_store):
+    """The deletion of the versions taken before a forget was owed only in the process's
+    memory: one killed before it ran left the forgotten text in those versions for good, and
+    a restore of one brought it back. The forget's transaction records it owed in the file."""
+    path = tmp_path / "workspaces" / "ws-k" / "workspace.db"
+    host = WorkspaceHost("ws-k", path, store=local_store, synchronous="NORMAL",
+                         background=False)
+    call(host, "capture", {"content": "a note that stays"})
+    secret = call(host, "capture", {"content": f"the vault code is {SECRET.decode()}"})["id"]
+    host.snapshot_now()                                 # taken before the forget: holds it
+    call(host, "forget", {"id": secret})
+    host._close_io()                                    # killed before its snapshotter ran
+    host._lock.release()
+    assert holding_secret(tmp_path / "snapshots")
+
+    again = WorkspaceHost("ws-k", path, store=local_store, synchronous="NORMAL",
+                          background=False)
+    again.hibernate()
+    assert holding_secret(tmp_path) == []
+    versions = list_versions(local_store, "ws-k")
+    assert len(versions) == 1                           # the state after the forget, stored

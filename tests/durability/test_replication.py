@@ -3,6 +3,7 @@ file replica: what a sync-mode acknowledgement guarantees, what a wake on anothe
 and what happens when the replica cannot confirm. Two folders stand for two nodes' disks."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import shutil
@@ -658,3 +659,59 @@ def test_a_daemon_whose_local_history_is_torn_starts_the_replica_over_not_503_fo
         assert replica_count(tmp_path / "replica", tmp_path) == 3
     finally:
         host.close()
+
+
+def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_the_next_open(
+        tmp_path, daemon):
+    """Seen in the fault soak: an actor killed while a forget's restart of the replica's
+    history was half done (the old history unregistered, part of it deleted). The restart
+    was owed only in its memory: the next actor registered the file on the torn history, the
+    forgotten text stayed in it, and a restore to a moment rebuilt a state far older than the
+    acknowledged one. The forget's own transaction now records the restart as owed."""
+    from minisphere.durability.stores import LocalDirSnapshotStore
+    from minisphere.engine.forget_ledger import REPLICA_HISTORY
+    secret = "the half-forgotten passphrase is larch-ember-3117"
+    store = LocalDirSnapshotStore(tmp_path / "store")
+    path = (tmp_path / "a" / "ws-rep" / "workspace.db").resolve()
+    url = (tmp_path / "store" / "history" / "ws-rep").as_uri()
+
+    def host_here() -> WorkspaceHost:
+        replica = WorkspaceReplica(daemon, path, url, SYNC, (store, "history/ws-rep/"))
+        return WorkspaceHost("ws-rep", path, synchronous="NORMAL", background=False,
+                             generation="g", epoch=1, replica=replica)
+
+    def holding_the_secret() -> list:
+        return [p for p in tmp_path.rglob("*") if p.is_file()
+                and secret.encode() in p.read_bytes()]
+
+    def dies_halfway() -> None:       # unregistered, all but the secret's objects deleted
+        with contextlib.suppress(Exception):
+            daemon.control.unregister(path)
+        for key in store.list_keys("history/ws-rep/"):
+            if secret.encode() not in store.get_bytes(key):
+                store.delete(key)
+
+    first = host_here()
+    entry = write(first, secret)[1]["id"]
+    kept = [write(first, f"a note that stays {i}")[1]["id"] for i in range(3)]
+    until(lambda: [p for p in tmp_path.rglob("*.ltx") if secret.encode() in p.read_bytes()],
+          holding_the_secret)                          # the history holds it before the forget
+    first.replica.restart_history = dies_halfway
+    assert forget(first, entry)
+    first._close_io()                  # killed: no release, no clean-up, the daemon goes on
+    first._lock.release()
+    assert holding_the_secret()
+
+    second = host_here()
+    try:
+        assert holding_the_secret() == []
+        assert second.workspace.forget_ledger.owed(REPLICA_HISTORY) == 0
+        target = tmp_path / "after-restart.db"
+        assert restore_from_replica(url, target)
+        assert inspect_copy(target).position == second.workspace.position
+        import pysqlite3.dbapi2 as sqlite3
+        with sqlite3.connect(target) as conn:
+            ids = {row[0] for row in conn.execute("SELECT id FROM entries")}
+        assert ids == set(kept)
+    finally:
+        second.close()

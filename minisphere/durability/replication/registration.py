@@ -22,6 +22,7 @@ from minisphere.durability.replication.locations import (
     replica_url,
 )
 from minisphere.durability.stores import SnapshotStore, open_snapshot_store
+from minisphere.engine.forget_ledger import REPLICA_HISTORY, ForgetLedger
 from minisphere.errors import ReplicationUnconfirmed
 from minisphere.settings import ReplicationSettings, SnapshotSettings
 
@@ -51,6 +52,9 @@ class WorkspaceReplica:
     # folds the WAL into the file (the open workspace's; set by its host): True when done
     checkpoint: Callable[[], bool] | None = None
     registered_at: float | None = None  # epoch seconds of the newest registration
+    # the open file's record of its forgets: a restart settles the ones it covers there, so
+    # a process killed halfway leaves the restart owed to whoever opens the file next
+    ledger: ForgetLedger | None = None
     # one restart of the history at a time: the confirmer and a forget's answer may both ask
     _restarting: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -113,14 +117,25 @@ class WorkspaceReplica:
         one bound, and a restart per confirmation would delete it each time, so that a large
         file would never reach its replica again."""
         with self._restarting:
+            covers = self.ledger.forgets()[0] if self.ledger is not None else 0
             self.history_owed = True
             self._restart_history()
             if self.history_owed:
                 return
+            self._settle(covers)
         try:
             self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
         except (*CONTROL_ERRORS, ReplicationUnconfirmed) as exc:
             log.warning("replica of %s: the new history's first upload goes on (%s)",
+                        self.db_path.parent.name, exc)
+
+    def _settle(self, forgets: int) -> None:
+        if self.ledger is None or not forgets:
+            return
+        try:
+            self.ledger.settle(REPLICA_HISTORY, forgets)
+        except Exception as exc:  # noqa: BLE001 - left owed: the next open restarts once more
+            log.warning("replica of %s: its restart not recorded in the file (%r)",
                         self.db_path.parent.name, exc)
 
     def _restart_history(self) -> None:

@@ -1,0 +1,75 @@
+"""What the forgets of a workspace still owe outside its file, written in the file itself.
+
+A forget deletes the entry in the file at once, but older copies of its text live elsewhere
+until someone deletes them: the replica's history and the snapshot versions taken before it.
+Those deletions run after the forget commits, and a process killed before they finish would
+forget that they are owed. So the forget's own transaction counts it here, and whoever deletes
+the copies of one kind says how many forgets that covers (`settle`). Whoever opens the file
+next, on any node, sees what is still owed (`owed`) before it serves anything.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from minisphere.engine import db
+
+FORGETS_KEY = "forget.count"            # forgets committed in this file, ever
+LAST_FORGET_MS_KEY = "forget.lastAtMs"  # when the newest one committed (epoch ms)
+# what a kind of copy has been cleaned for: the forget count its last clean-up covered
+REPLICA_HISTORY = "forget.settled.replicaHistory"
+SNAPSHOT_VERSIONS = "forget.settled.snapshotVersions"
+SETTLED_KINDS = (REPLICA_HISTORY, SNAPSHOT_VERSIONS)
+
+
+def _read_int(conn: db.Connection, key: str) -> int:
+    try:
+        row = conn.execute("SELECT value FROM workspace_meta WHERE key = ?", (key,)).fetchone()
+    except db.OperationalError:           # a file from before workspace_meta
+        return 0
+    return int(row[0]) if row else 0
+
+
+def _write_int(conn: db.Connection, key: str, value: int) -> None:
+    conn.execute("INSERT OR REPLACE INTO workspace_meta(key, value) VALUES (?, ?)",
+                 (key, str(int(value))))
+
+
+def record_forget(conn: db.Connection, now_ms: int) -> None:
+    """Inside the forget's transaction: one more forget whose copies are owed."""
+    _write_int(conn, FORGETS_KEY, _read_int(conn, FORGETS_KEY) + 1)
+    _write_int(conn, LAST_FORGET_MS_KEY, now_ms)
+
+
+class ForgetLedger:
+    """The ledger of one open workspace file: read on its writer `connection()` under `lock`,
+    settled in its fenced write `transaction()` (an owner fenced out settles nothing)."""
+
+    def __init__(self, lock: threading.RLock, connection: Callable[[], db.Connection],
+                 transaction: Callable[[], AbstractContextManager[db.Connection]]):
+        self._lock = lock
+        self._connection = connection
+        self._transaction = transaction
+
+    def forgets(self) -> tuple[int, int]:
+        """(forgets committed, when the newest one committed in epoch ms; 0 if none)."""
+        with self._lock:
+            conn = self._connection()
+            return _read_int(conn, FORGETS_KEY), _read_int(conn, LAST_FORGET_MS_KEY)
+
+    def owed(self, kind: str) -> int:
+        """Forgets whose copies of this kind may still exist (0: none)."""
+        with self._lock:
+            conn = self._connection()
+            return max(0, _read_int(conn, FORGETS_KEY) - _read_int(conn, kind))
+
+    def settle(self, kind: str, forgets: int) -> None:
+        """The copies of this kind hold nothing of the first `forgets` forgets any more."""
+        if kind not in SETTLED_KINDS:
+            raise ValueError(f"unknown kind of copy: {kind}")
+        with self._lock:
+            if _read_int(self._connection(), kind) >= forgets:
+                return
+            with self._transaction() as conn:
+                _write_int(conn, kind, forgets)
