@@ -8,13 +8,13 @@ and a wake that would wait past the wake deadline behind others is refused at on
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import time
 
 from actors.actor_methods import WorkspaceActorMethod
 from actors.directory.actor_runtime import ActorRuntime
+from actors.directory.binding import ActorBinder
 from actors.directory.placement import Placement
 from actors.directory.residents import Resident
 from actors.directory.runtime import ActorGone
@@ -22,36 +22,19 @@ from actors.directory.spares import NoRoomForSpare, Spare
 from actors.workspace.launch import WorkspaceLaunch, new_actor_name
 from minisphere.control.blueprints import parse_stored_blueprint
 from minisphere.control.wake_admission import WakeAdmission
-from minisphere.errors import NotFound, NoWorkspaceSlots, Overloaded, WorkspaceUnavailable
+from minisphere.errors import NotFound, Overloaded, WorkspaceUnavailable
 
 log = logging.getLogger("minisphere.directory")
-BIND_TIMEOUT_S = 120.0             # opening a file, restoring it from a snapshot if missing
-# A new actor aimed at a node that is still not started after this long while that node has no
-# free workspace slot is started elsewhere: a start slowed by a busy node ends and frees the
-# slots, a full node's wait never does.
-PLACEMENT_STALL_S = 15.0
-# With workspace slots required and no node advertising any, a wake waits this long (the actor
-# it started is the demand an autoscaler answers with a node) before it is refused with a named
-# error saying which resource is missing, instead of hanging until the request times out.
-NO_SLOTS_WAIT_S = 20.0
 # after evicting a resident to make room on its node: how long to wait for its slot to show
 # free in Ray's resource view (reported by the node's raylet about once a second)
 ROOM_SHOWN_TIMEOUT_S = 5.0
 # How long a wake that finds no spare waits for one on its way back from a hibernation (a drain
 # and a close, longer with a snapshot) before it starts a process.
 RETURNING_WAIT_S = 1.0
-# While a wake's new actor waits for its process, how often it looks for a spare that became
-# ready meanwhile (then bound instead: the pending actor may be waiting for the spare's slot)
-SPARE_WATCH_S = 1.0
 FIRST_START_GUESS_S = 1.0         # a process start's duration before any was measured
 # Process starts wakes may have under way at once, per CPU of the cluster: each takes most of a
 # core while it runs, and the calls of the sessions already admitted need the rest.
 WAKE_STARTS_AT_ONCE_PER_CPU = 0.5
-SLOTS_RESOURCE_HINT = (
-    "no node of the cluster advertises the minisphere_workspace_slots resource that "
-    "MINISPHERE_WORKSPACE_SLOTS=on makes every workspace actor ask for: start the nodes with "
-    "`ray start ... --resources '{\"minisphere_workspace_slots\": N}'` (N: half the node's "
-    "memory / 64 MiB) or set MINISPHERE_WORKSPACE_SLOTS=auto")
 
 
 def pending_writes(snap: dict) -> int:
@@ -115,7 +98,7 @@ class Activator:
         # a workspace opened on another node than before: the copy left behind holds what
         # it held, forgotten text included, until a node sweep deletes it
         self.on_move = on_move
-        self._told_slots_missing = False
+        self.binder = ActorBinder(runtime, placement, pool, control, self._start)
         # bound since the directory started, by where the process came from (a hibernated
         # workspace's, a pre-started spare, or a new one): a wake served by a new actor waited
         # for a process start (the benchmarks' miss and start rates)
@@ -291,8 +274,8 @@ class Activator:
         bind_started = time.perf_counter()                          # finds it
         grants = tuple(self.control.grants(workspace_id))
         try:
-            answer, swapped_for = await self._bound(workspace_id, resident, placed, launch,
-                                                    grants)
+            answer, swapped_for = await self.binder.bind(workspace_id, resident, placed,
+                                                         launch, grants)
             source = swapped_for or source
         except (TimeoutError, ActorGone) as exc:
             # its process died or never started: nothing was run, asking again may succeed
@@ -336,86 +319,3 @@ class Activator:
         if self.control.workspace_of_actor(resident.actor_name) == workspace_id:
             self.control.set_actor(workspace_id, None)
         self.runtime.kill(resident.handle)
-
-    async def _bound(self, workspace_id: str, resident: Resident, placed: Placement | None,
-                     launch: WorkspaceLaunch, grants: tuple) -> tuple[dict, str | None]:
-        """Bind the actor; its answer, and "spare" when a spare took the place of a new actor
-        that never got a process. A new actor aimed at a node that filled up before it started
-        (a wake racing it for the last slot) would wait there for good, so one still not
-        started after PLACEMENT_STALL_S on a full node is replaced by one that may start
-        anywhere: on another node, or on a new one the autoscaler adds for it."""
-        started = time.monotonic()
-        swapped_for: str | None = None
-        binding = self._bind_call(resident, launch, grants)
-        if placed is not None and placed.node is not None:
-            await asyncio.wait([binding], timeout=PLACEMENT_STALL_S)
-            if not binding.done() and self.placement.stuck(resident.handle, placed):
-                log.warning("workspace %s: its actor waited %.0f s on the full node %s; "
-                            "starting it elsewhere", workspace_id, PLACEMENT_STALL_S,
-                            placed.node[:12])
-                self.placement.release(placed)
-                name = new_actor_name()
-                binding = self._replace_pending(workspace_id, resident, binding,
-                                                self._start(name, None), name,
-                                                "its node filled up before it started",
-                                                launch, grants)
-        await self._unless_slots_missing(binding)
-        deadline = started + BIND_TIMEOUT_S
-        try:
-            while not binding.done():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError
-                await asyncio.wait([binding], timeout=min(SPARE_WATCH_S, left))
-                spare = self._spare_for_pending(resident, binding, placed)
-                if spare is not None:
-                    self.placement.release(placed)
-                    swapped_for = "recycled" if spare.recycled else "spare"
-                    binding = self._replace_pending(
-                        workspace_id, resident, binding, spare.handle, spare.name,
-                        "a spare was ready before its own process started", launch, grants)
-            return binding.result(), swapped_for
-        except (TimeoutError, ActorGone):
-            self.runtime.kill(resident.handle)      # the replacement, when there was one
-            raise
-
-    def _bind_call(self, resident: Resident, launch: WorkspaceLaunch,
-                   grants: tuple) -> asyncio.Future:
-        return asyncio.ensure_future(
-            self.runtime.call(resident.handle, WorkspaceActorMethod.BIND, launch, grants))
-
-    def _spare_for_pending(self, resident: Resident, binding: asyncio.Future,
-                           placed: Placement | None) -> Spare | None:
-        """A ready spare to bind instead, when the wake's own new actor has no process yet:
-        it may be waiting for a slot that the spares themselves hold (they became ready after
-        the wake started its actor), and a ready spare binds at once."""
-        if binding.done() or not self.pool.has_ready():
-            return None
-        if self.runtime.has_process(resident.handle):
-            return None
-        node = placed.node if placed is not None else None
-        return self.pool.take(node) if node and self.pool.has_ready(node) else self.pool.take()
-
-    def _replace_pending(self, workspace_id: str, resident: Resident, binding: asyncio.Future,
-                         handle, name: str, why: str, launch: WorkspaceLaunch,
-                         grants: tuple) -> asyncio.Future:
-        """Kill the actor that has not started, and bind `handle` in its place."""
-        self.runtime.kill(resident.handle)
-        binding.cancel()
-        resident.handle, resident.actor_name, resident.placement = handle, name, why
-        self.control.set_actor(workspace_id, name)
-        return self._bind_call(resident, launch, grants)
-
-    async def _unless_slots_missing(self, binding: asyncio.Future) -> None:
-        """While no node advertises the workspace slots every actor asks for, wait at most
-        NO_SLOTS_WAIT_S for one to join; then refuse the wake (logged once per directory)."""
-        if not self.placement.slots_missing():
-            return
-        await asyncio.wait([binding], timeout=NO_SLOTS_WAIT_S)
-        if binding.done() or not self.placement.slots_missing():
-            return
-        binding.cancel()
-        if not self._told_slots_missing:
-            self._told_slots_missing = True
-            log.error("workspaces cannot start: %s", SLOTS_RESOURCE_HINT)
-        raise NoWorkspaceSlots(SLOTS_RESOURCE_HINT, retry_after_s=NO_SLOTS_WAIT_S)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.directory import activation as activation_module
+from actors.directory import binding as binding_module
 from actors.directory import hibernation as hibernation_module
 from actors.directory.assembly import assemble
 from minisphere.control.auth import token_hash
@@ -122,7 +122,7 @@ def test_a_workspace_hibernated_under_the_cap_keeps_its_writes_when_woken_again(
 
 def test_a_wake_with_no_node_advertising_slots_is_refused_by_name_not_left_hanging(
         tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(activation_module, "NO_SLOTS_WAIT_S", 0.2)
+    monkeypatch.setattr(binding_module, "NO_SLOTS_WAIT_S", 0.2)
     parts, control, runtime = directory_parts(tmp_path, MINISPHERE_WORKSPACE_SLOTS="on")
 
     async def wake_twice():
@@ -202,7 +202,7 @@ def test_a_wake_whose_new_actor_waits_for_a_process_takes_a_spare_that_became_re
     """Seen on a loaded autoscaling cluster: the wakes of a burst came before the spares were
     ready and started actors of their own; the spares then held the slots the last wake's
     actor waited for, and it timed out after two minutes beside two idle spares."""
-    monkeypatch.setattr(activation_module, "SPARE_WATCH_S", 0.02)
+    monkeypatch.setattr(binding_module, "SPARE_WATCH_S", 0.02)
     parts, control, runtime = directory_parts(tmp_path)
 
     async def drive():

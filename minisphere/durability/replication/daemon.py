@@ -152,6 +152,7 @@ class LitestreamDaemon:
 
     def stop(self) -> None:
         """Stop the node's daemon (the embedded service stopping; tests)."""
+        self.control.close()               # its kept connections end with it
         with contextlib.suppress(OSError, ValueError):
             pid = int((self.folder / PID_NAME).read_text(encoding="ascii"))
             os.kill(pid, 15)
