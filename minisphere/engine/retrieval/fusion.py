@@ -58,6 +58,7 @@ one whose head the lexical arm does not back, leaves the lexical order untouched
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from minisphere.engine.retrieval import tuning as T
@@ -176,44 +177,29 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any]
     lexical = {entry_id: sum(s.values()) for entry_id, s in shares.items()}
     best = max(lexical.values(), default=0.0)
     margin = lexical_margin(list(lexical.values())) if best > 0 else 0.0
-    a = lexical_share(margin)
-
-    def cosines_used(cos: dict[str, float], candidates: list[str]) -> dict[str, float]:
-        floor = min(cos.values())
-        return {i: cos.get(i, floor) for i in candidates}
-
-    def combine(cos: dict[str, float]) -> dict[str, float]:
-        return {i: (a * lexical.get(i, 0.0) / best if best > 0 else 0.0) + (1 - a) * c
-                for i, c in cos.items()}
-
-    def ranked(scores: dict[str, float]) -> list[str]:
-        # ties (an imputed cosine ties the lowest returned one): the arm that has a say first
-        if a > 0:
-            return sorted(scores, key=lambda i: (-scores[i], -lexical.get(i, 0.0), i not in returned))
-        return sorted(scores, key=lambda i: (-scores[i], i not in returned, -lexical.get(i, 0.0)))
-
     subject_led = names_subject and T.HYBRID_SUBJECT_LEXICAL_LED
     plain = {h.id: h.score for h in arms["vector"]}
-    returned = set(plain)
-    a, support, head_margin = _judged_share(a, best, margin, lexical, plain, subject_led)
+    a, support, head_margin = _judged_share(lexical_share(margin), best, margin, lexical, plain,
+                                            subject_led)
     if info is not None:
         info.update(lexicalShare=a, lexicalMargin=margin, support=support, denseMargin=head_margin,
                     subjectLed=subject_led and a >= 1.0)
+    blend = _Blend(lexical, best, a, set(plain))
     candidates = list(dict.fromkeys([*lexical, *plain]))
-    first_cos = cosines_used(plain, candidates)
-    head = ranked(combine(first_cos))[: T.VECTOR_FEEDBACK_DOCS]
+    first_cos = _cosines_used(plain, candidates)
+    head = blend.ranked(blend.combine(first_cos))[: T.VECTOR_FEEDBACK_DOCS]
     # with no say for the dense arm its feedback round could not change the order: skip the KNN
     refined_hits = (refine(head) if a < 1.0 else None) or arms["vector"]
     refined = {h.id: h.score for h in refined_hits}
-    returned = set(refined)
+    blend.returned = set(refined)
     candidates = list(dict.fromkeys([*candidates, *refined]))
     first_floor = min(first_cos.values())
-    final_cos = cosines_used(refined, candidates)
-    fused = combine(final_cos)
-    rank_of = {i: r for r, i in enumerate(ranked(final_cos), start=1)}
+    final_cos = _cosines_used(refined, candidates)
+    fused = blend.combine(final_cos)
+    rank_of = {i: r for r, i in enumerate(blend.ranked(final_cos), start=1)}
     slots = _slots(arms)
     out: dict[str, Slot] = {}
-    for entry_id in ranked(fused):
+    for entry_id in blend.ranked(fused):
         slot = slots.setdefault(entry_id, {"fused": 0.0, "arms": {}})
         slot["fused"] = fused[entry_id]
         for arm, share in shares.get(entry_id, {}).items():
@@ -223,6 +209,36 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any]
                                   "rrf": (1 - a) * final_cos[entry_id]}
         out[entry_id] = slot
     return out
+
+
+def _cosines_used(cos: dict[str, float], candidates: list[str]) -> dict[str, float]:
+    """Each candidate's cosine in a round; one the vector arm did not return gets the lowest."""
+    floor = min(cos.values())
+    return {i: cos.get(i, floor) for i in candidates}
+
+
+@dataclass
+class _Blend:
+    """The lexical arms' scores blended with cosines at lexical share `a`; `returned`: what
+    the vector arm returned in the current round (an imputed cosine ranks after it)."""
+    lexical: dict[str, float]
+    best: float
+    a: float
+    returned: set[str]
+
+    def combine(self, cos: dict[str, float]) -> dict[str, float]:
+        a, best, lexical = self.a, self.best, self.lexical
+        return {i: (a * lexical.get(i, 0.0) / best if best > 0 else 0.0) + (1 - a) * c
+                for i, c in cos.items()}
+
+    def ranked(self, scores: dict[str, float]) -> list[str]:
+        # ties (an imputed cosine ties the lowest returned one): the arm that has a say first
+        lexical, returned = self.lexical, self.returned
+        if self.a > 0:
+            return sorted(scores, key=lambda i: (-scores[i], -lexical.get(i, 0.0),
+                                                 i not in returned))
+        return sorted(scores, key=lambda i: (-scores[i], i not in returned,
+                                             -lexical.get(i, 0.0)))
 
 
 def _judged_share(a: float, best: float, margin: float, lexical: dict[str, float],
