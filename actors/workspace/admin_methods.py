@@ -81,19 +81,19 @@ class AdminFileMethods:
         try:
             self.tokens.authorize_admin(token_hash, "a snapshot")
             async with self._admission().admit():
-                return await run_on_thread(self.host.snapshot_now, reason)
+                return await run_on_thread(self.host.states.snapshot_now, reason)
         except Exception as exc:  # noqa: BLE001 - refused, or hibernating
             return {"ok": False, "error": as_named_error(exc)}
 
     async def restore(self, version: str | None, token_hash: str) -> dict:
         """Restore a snapshot version (see `_swap_file`)."""
-        return await self._swap_file(self.host.restore, version, "restore", "version",
+        return await self._swap_file(self.host.states.restore, version, "restore", "version",
                                      token_hash)
 
     async def restore_to_moment(self, moment: str, token_hash: str) -> dict:
         """Restore the replica's state at `moment` (see `_swap_file`)."""
-        return await self._swap_file(self.host.restore_to_time, moment, "restore-to-moment",
-                                     "moment", token_hash)
+        return await self._swap_file(self.host.states.restore_to_time, moment,
+                                     "restore-to-moment", "moment", token_hash)
 
     async def _swap_file(self, restore, target: str | None, action: str, field: str,
                          token_hash: str) -> dict:
@@ -117,6 +117,6 @@ class AdminFileMethods:
         try:
             self.tokens.authorize_admin(token_hash, "pruning snapshots")
             async with self._admission().admit():
-                return await run_on_thread(self.host.prune_snapshots, keep)
+                return await run_on_thread(self.host.states.prune_snapshots, keep)
         except Exception as exc:  # noqa: BLE001 - hibernating
             return {"ok": False, "error": as_named_error(exc)}

@@ -23,7 +23,6 @@ from typing import Any
 
 from minisphere.durability.generations import generation_store
 from minisphere.durability.replication.registration import ASYNC_SYNC_INTERVAL_S, WorkspaceReplica
-from minisphere.durability.snapshotter import Snapshotter
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.forget_ledger import REPLICA_HISTORY, SNAPSHOT_VERSIONS
 from minisphere.engine.hooks import NOT_PREPARED
@@ -46,7 +45,7 @@ from minisphere.settings import DEFAULT_MAX_BATCH_WRITES, DEFAULT_SYNCHRONOUS, S
 log = logging.getLogger("minisphere.host")
 
 
-class WorkspaceHost(StoredStates):
+class WorkspaceHost:
     def __init__(self, workspace_id: str, path: str | Path, *, store: SnapshotStore | None = None,
                  synchronous: str = DEFAULT_SYNCHRONOUS,
                  max_batch: int = DEFAULT_MAX_BATCH_WRITES,
@@ -73,17 +72,15 @@ class WorkspaceHost(StoredStates):
         self.store = (generation_store(store, workspace_id, generation) if store is not None
                       else None)
         self.synchronous, self.max_batch, self.read_threads = synchronous, max_batch, read_threads
-        snapshots = snapshots or SnapshotSettings()
-        self.keep = snapshots.keep
         self.embedder = embedder                # the vector binding's provider, if any
         self.on_follow_up = on_follow_up or self._follow_up   # a read's write (recall counts)
-        self.snapshotter = Snapshotter(self._take, purge=self._drop_versions_before_forgets,
-                                       every_writes=snapshots.every_writes,
-                                       every_s=snapshots.every_s, name=workspace_id,
-                                       on_status=on_snapshot_status)
+        self.workspace: Workspace | None = None
+        # its snapshots, restores, and what a forget does to them
+        self.states = StoredStates(workspace_id, self.path, self.store, replica, self,
+                                   snapshots or SnapshotSettings(), on_snapshot_status)
+        self.snapshotter = self.states.snapshotter
         self.snapshotter.resume_schedule(last_snapshot_at)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.workspace: Workspace | None = None
         self.writer: GroupCommitWriter | None = None
         self.reads: ReadPool | None = None
         self._closed = False                    # closed for good (hibernated or closed)
@@ -178,6 +175,24 @@ class WorkspaceHost(StoredStates):
             raise WorkspaceUnavailable(f"workspace {self.workspace_id} cannot be opened right "
                                        f"now ({exc.__class__.__name__}); retry shortly") from None
 
+    def let_go_of_file(self) -> None:
+        """Before the file is replaced (a restore). The writer first: its confirmer may still
+        be confirming, and a confirmation registers the file again (a daemon that lost it, a
+        restart of the history) -- after the release, the daemon would follow the replaced
+        file through the swap."""
+        if self.writer is not None:
+            self.writer.close()
+        self._release_replica()
+        self._close_io()
+
+    def reopen_file(self) -> None:
+        """After the file was replaced; a reopen that fails is retried by the next call
+        (`ensure_open`)."""
+        try:
+            self._open()
+        except Exception:
+            log.exception("workspace %s: reopening after restore failed", self.workspace_id)
+
     def _close_io(self) -> None:
         if self.writer is not None:
             self.writer.close()
@@ -217,7 +232,7 @@ class WorkspaceHost(StoredStates):
                 if committed and counts and not timings.get("replayed"):
                     note(1)
                     if method == "forget":        # copies taken before it hold the text too
-                        self._forget_copies()
+                        self.states.after_forget()
             finally:
                 callback(ok, result, timings)
         self.writer.submit(method, body, done, prepared, key)

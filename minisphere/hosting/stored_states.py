@@ -1,34 +1,67 @@
-"""A workspace host's stored states: its snapshots (take, list, prune) and the two restores,
-to a named snapshot version and to any second the replica holds. Both restores replace the live
-file, so both go through `_file_swap` (snapshots paused, replication let go of the file, every
-connection closed, reopened after).
+"""A workspace host's stored states: its snapshots (take, list, prune, and the snapshotter that
+takes them on schedule), the two restores, to a named snapshot version and to any second the
+replica holds, and what a forget does to those stored copies. Both restores replace the live
+file, so both go through `_file_swap` (snapshots paused, the live file let go of by the host
+that holds it open, reopened after).
 
-A mixin of `WorkspaceHost` (host.py), which provides what these use: `workspace_id`, `path`,
-`store`, `keep`, `replica`, `snapshotter`, `min_position`, `writer`, and `_open`,
-`_close_io`, `_release_replica`.
+`WorkspaceHost` (host.py) owns one, and is the `LiveFile` it swaps.
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Protocol
 
+from minisphere.durability.replication.registration import WorkspaceReplica
 from minisphere.durability.replication.restore import restore_moment
 from minisphere.durability.restores import restore_snapshot
 from minisphere.durability.snapshots.layout import list_versions, version_taken_ms
 from minisphere.durability.snapshots.manifest import list_snapshots
 from minisphere.durability.snapshots.pruning import delete_version, prune
 from minisphere.durability.snapshots.publish import take_snapshot
+from minisphere.durability.snapshotter import Snapshotter
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.clock import epoch_ms
 from minisphere.engine.forget_ledger import SNAPSHOT_VERSIONS
 from minisphere.engine.location import inspect_copy
+from minisphere.engine.workspace import Workspace
 from minisphere.errors import InvalidArgument, SnapshotError
 from minisphere.hosting.copies import drop_after_forget
+from minisphere.settings import SnapshotSettings
 
 log = logging.getLogger("minisphere.host")
 
 
+class LiveFile(Protocol):
+    """What the stored states need of the host that holds the workspace's file open."""
+    workspace: Workspace | None          # the open file (None while closed)
+    min_position: int                    # no state below it was ever acknowledged
+
+    def let_go_of_file(self) -> None:
+        """Drain the writer, release the replica, close every connection."""
+
+    def reopen_file(self) -> None:
+        """Open the (replaced) file again; a failure is retried by the next call."""
+
+
 class StoredStates:
+    def __init__(self, workspace_id: str, path: Path, store: SnapshotStore | None,
+                 replica: WorkspaceReplica | None, live: LiveFile,
+                 snapshots: SnapshotSettings,
+                 on_snapshot_status: Callable[[dict], None] | None = None):
+        self.workspace_id = workspace_id
+        self.path = path
+        self.store = store
+        self.replica = replica
+        self.live = live
+        self.keep = snapshots.keep
+        self.snapshotter = Snapshotter(self._take, purge=self._drop_versions_before_forgets,
+                                       every_writes=snapshots.every_writes,
+                                       every_s=snapshots.every_s, name=workspace_id,
+                                       on_status=on_snapshot_status)
+
     # ---- snapshots -----------------------------------------------------------------------------
     def _require_store(self) -> SnapshotStore:
         if self.store is None:
@@ -80,7 +113,7 @@ class StoredStates:
     def _drop_versions_before_forgets(self, forgotten_at_ms: int) -> list[str]:
         """The snapshotter's owed purge: the versions from before the newest forget the file
         records (at least `forgotten_at_ms`), then the file says its forgets are settled."""
-        workspace = self.workspace
+        workspace = self.live.workspace
         if workspace is None:                 # closed meanwhile: owed to the next open
             return self.drop_versions_before(forgotten_at_ms)
         forgets, newest_ms = workspace.forget_ledger.forgets()
@@ -88,7 +121,7 @@ class StoredStates:
         workspace.forget_ledger.settle(SNAPSHOT_VERSIONS, forgets)
         return dropped
 
-    def _forget_copies(self) -> None:
+    def after_forget(self) -> None:
         """After a forget committed: the copies beside the file and the replica's history were
         taken before it. Housekeeping: a failure is logged (the replica's is owed), never
         answered in place of the forget's own result."""
@@ -155,24 +188,14 @@ class StoredStates:
         every connection closed; reopened afterwards, even on error (a reopen that fails is
         retried by the next call, see `ensure_open`)."""
         with self.snapshotter.paused():
-            # the writer first: its confirmer may still be confirming, and a confirmation
-            # registers the file again (a daemon that lost it, a restart of the history) --
-            # after the release, the daemon would follow the replaced file through the swap
-            if self.writer is not None:
-                self.writer.close()
-            self._release_replica()
-            self._close_io()
+            self.live.let_go_of_file()
             try:
                 yield
             finally:
-                try:
-                    self._open()
-                except Exception:
-                    log.exception("workspace %s: reopening after restore failed",
-                                  self.workspace_id)
+                self.live.reopen_file()
 
     def _position_after_restore(self) -> int:
         """A restore is a new state: above the live copy's and every acknowledged position."""
         live = inspect_copy(self.path)
-        return max(self.min_position, live.position if live else 0) + 1
+        return max(self.live.min_position, live.position if live else 0) + 1
 

@@ -40,13 +40,13 @@ def test_forget_then_snapshot_then_restore_leaves_the_text_in_no_file(tmp_path, 
         call(host, "capture", {"content": f"an unrelated note {i}"})
     secret = call(host, "capture", {"content": f"the door code is {SECRET.decode()}"})["id"]
     call(host, "update", {"id": secret, "content": f"door code {SECRET.decode()}, rotated"})
-    before = host.snapshot_now()["version"]            # taken before the forget: holds it
+    before = host.states.snapshot_now()["version"]            # taken before the forget: holds it
     call(host, "forget", {"id": secret})
-    after = host.snapshot_now()["version"]
+    after = host.states.snapshot_now()["version"]
     assert holding_secret(tmp_path / "snapshots") == [f"ws-f/{before}.db.gz"]
-    pruned = host.prune_snapshots(keep=1)
+    pruned = host.states.prune_snapshots(keep=1)
     assert pruned["deleted"] == [before] and pruned["kept"] == [after]
-    host.restore(after)
+    host.states.restore(after)
     assert holding_secret(tmp_path) == []              # live file, WAL, aside copy, store
     assert host.submit_read("getCount", {}).result(30)[0]["count"] == 30
     host.close()
@@ -57,11 +57,11 @@ def test_prune_takes_a_snapshot_first_when_the_file_changed(tmp_path, local_stor
     host = WorkspaceHost("ws-p", tmp_path / "ws-p.db", store=local_store,
                          synchronous="NORMAL", background=False)
     call(host, "capture", {"content": "one"})
-    host.snapshot_now()
+    host.states.snapshot_now()
     call(host, "capture", {"content": "two"})
-    pruned = host.prune_snapshots(keep=1)
+    pruned = host.states.prune_snapshots(keep=1)
     assert pruned["snapshot"]["entryCount"] == 2 and pruned["kept"] == [pruned["snapshot"]["version"]]
-    again = host.prune_snapshots(keep=1)               # nothing changed: nothing taken
+    again = host.states.prune_snapshots(keep=1)               # nothing changed: nothing taken
     assert again["snapshot"] is None and again["deleted"] == []
     host.close()
 
@@ -71,7 +71,7 @@ def secret_then_snapshot(tmp_path, local_store, name: str):
                          store=local_store, synchronous="NORMAL", background=False)
     call(host, "capture", {"content": "a note that stays"})
     secret = call(host, "capture", {"content": f"the door code is {SECRET.decode()}"})["id"]
-    before = host.snapshot_now()["version"]
+    before = host.states.snapshot_now()["version"]
     return host, secret, before
 
 
@@ -84,7 +84,7 @@ def test_a_forget_deletes_the_versions_taken_before_it_within_one_round(tmp_path
     versions = list_versions(local_store, "ws-round")
     assert before not in versions and len(versions) == 1
     assert holding_secret(tmp_path / "snapshots") == []
-    host.restore(versions[0])
+    host.states.restore(versions[0])
     assert host.submit_read("getCount", {}).result(30)[0]["count"] == 1
     host.close()
 
@@ -92,7 +92,7 @@ def test_a_forget_deletes_the_versions_taken_before_it_within_one_round(tmp_path
 def test_a_version_taken_after_the_forget_is_kept_and_spares_a_new_one(tmp_path, local_store):
     host, secret, _before = secret_then_snapshot(tmp_path, local_store, "ws-after")
     call(host, "forget", {"id": secret})
-    after = host.snapshot_now()["version"]
+    after = host.states.snapshot_now()["version"]
     host.snapshotter.tick()
     assert list_versions(local_store, "ws-after") == [after]
     host.close()
@@ -172,7 +172,7 @@ def test_a_forget_whose_process_died_before_the_purge_has_it_paid_at_the_next_op
                          background=False)
     call(host, "capture", {"content": "a note that stays"})
     secret = call(host, "capture", {"content": f"the vault code is {SECRET.decode()}"})["id"]
-    host.snapshot_now()                                 # taken before the forget: holds it
+    host.states.snapshot_now()                                 # taken before the forget: holds it
     call(host, "forget", {"id": secret})
     host._close_io()                                    # killed before its snapshotter ran
     host._lock.release()

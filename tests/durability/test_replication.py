@@ -258,19 +258,19 @@ def test_a_restore_to_a_moment_brings_back_exactly_the_writes_before_it(tmp_path
         time.sleep(1.2)
         write(host, "undone: after the moment")
         before = host.workspace.position
-        restored = host.restore_to_time(moment)
+        restored = host.states.restore_to_time(moment)
         assert restored["position"] > before           # a new state, not a stale one
         items = host.submit_read("listRecent", {}).result()[0]["items"]
         assert [i["content"] for i in items] == ["kept: before the moment"]
         assert write(host, "written after the restore")[0]
         assert replica_count(tmp_path / "replica", tmp_path) == 2
         with pytest.raises(SnapshotNotFound):
-            host.restore_to_time(too_early.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            host.states.restore_to_time(too_early.strftime("%Y-%m-%dT%H:%M:%SZ"))
         assert host.submit_read("getCount", {}).result()[0]["count"] == 2   # left as it was
         time.sleep(1.2)                           # a moment after the newest write: its state
         latest = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         time.sleep(1.2)
-        host.restore_to_time(latest)
+        host.states.restore_to_time(latest)
         assert host.submit_read("getCount", {}).result()[0]["count"] == 2
     finally:
         host.close()
@@ -580,11 +580,11 @@ def test_a_restore_leaves_the_daemon_shipping_the_restored_file_not_the_aside(
                    store=local_store)
     try:
         keep = write(host, "kept by the snapshot")[1]["id"]
-        version = host.snapshot_now()["version"]
+        version = host.states.snapshot_now()["version"]
         write(host, "a write confirmed just now")
         entry = write(host, "forgotten, its history restarted by the next confirmation")[1]
         assert forget(host, entry["id"])
-        host.restore(version)                          # within that confirmation's second
+        host.states.restore(version)                          # within that confirmation's second
         assert write(host, "written after the restore")[0]
         until(lambda: replica_count(tmp_path / "replica", tmp_path) == 2, host.status)
         assert host.submit_read("getEntry", {"id": keep}).result()[0]["id"] == keep
@@ -625,16 +625,16 @@ def test_a_sync_restore_is_answered_once_the_replica_holds_the_restored_state(
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon, store=local_store)
     try:
         write(host, "kept by the restore")
-        version = host.snapshot_now()["version"]
+        version = host.states.snapshot_now()["version"]
         time.sleep(1.2)
         moment = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         time.sleep(1.2)
         write(host, "undone by the restore")
         assert replica_count(tmp_path / "replica", tmp_path) == 2
         if how == "version":
-            host.restore(version)
+            host.states.restore(version)
         else:
-            host.restore_to_time(moment)
+            host.states.restore_to_time(moment)
         assert replica_count(tmp_path / "replica", tmp_path) == 1     # not a second later
     finally:
         host.close()

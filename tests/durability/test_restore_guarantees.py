@@ -34,10 +34,10 @@ def make(tmp_path, store, **kw):
 def test_restore_is_not_undone_by_losing_the_file_after_hibernation(tmp_path, store):
     host = make(tmp_path, store)
     write(host, "good state")
-    v1 = host.snapshot_now()["version"]
+    v1 = host.states.snapshot_now()["version"]
     write(host, "the bad write")
-    host.snapshot_now()                                  # V2: the state we restore away from
-    restored = host.restore(v1)
+    host.states.snapshot_now()                                  # V2: the state we restore away from
+    restored = host.states.restore(v1)
     assert count(host) == 1
     newest = list_versions(host.store, "ws-r")[-1]
     assert newest == restored["published"]["version"] != v1
@@ -57,11 +57,11 @@ def test_restore_without_a_version_after_a_restore_keeps_the_restored_state(tmp_
                                                                            local_store):
     host = make(tmp_path, local_store)
     write(host, "one")
-    v1 = host.snapshot_now()["version"]
+    v1 = host.states.snapshot_now()["version"]
     write(host, "two")
-    host.snapshot_now()
-    host.restore(v1)
-    host.restore(None)                                   # "the latest" is the restored state
+    host.states.snapshot_now()
+    host.states.restore(v1)
+    host.states.restore(None)                                   # "the latest" is the restored state
     assert count(host) == 1
     host.close()
 
@@ -85,13 +85,13 @@ def test_snapshot_of_the_old_file_running_during_a_restore_does_not_end_up_newes
     store = SlowUploads(tmp_path / "snapshots")
     host = make(tmp_path, store)
     write(host, "kept")
-    v1 = host.snapshot_now()["version"]
+    v1 = host.states.snapshot_now()["version"]
     write(host, "to be undone")
     store.hold = True
-    background = threading.Thread(target=host.snapshot_now, args=("periodic",))
+    background = threading.Thread(target=host.states.snapshot_now, args=("periodic",))
     background.start()                                   # copies the 2-entry file, then waits
     assert store.started.wait(30)
-    restoring = threading.Thread(target=host.restore, args=(v1,))
+    restoring = threading.Thread(target=host.states.restore, args=(v1,))
     restoring.start()
     restoring.join(0.5)
     assert restoring.is_alive()                          # waits for the running snapshot
@@ -115,11 +115,11 @@ def test_restore_whose_publication_fails_leaves_the_file_as_it_was(tmp_path):
     store = BrokenUploads(tmp_path / "snapshots")
     host = make(tmp_path, store)
     write(host, "one")
-    v1 = host.snapshot_now()["version"]
+    v1 = host.states.snapshot_now()["version"]
     write(host, "two")
     store.broken = True
     with pytest.raises(SnapshotStoreUnavailable):
-        host.restore(v1)
+        host.states.restore(v1)
     assert count(host) == 2                              # not swapped, and open again
     write(host, "still writable")
     host.close()
@@ -131,12 +131,12 @@ def test_a_keyed_write_arriving_again_after_a_restore_is_not_applied_again(tmp_p
     first answer and brings the undone entry back nowhere."""
     host = make(tmp_path, store)
     write(host, "good state")
-    before = host.snapshot_now()["version"]
+    before = host.states.snapshot_now()["version"]
     first = Future()
     host.submit_write("capture", {"content": "undone by the restore"},
                       lambda ok, result, t: first.set_result(result), key="k-late")
     entry = first.result(timeout=30)["id"]
-    host.restore(before)
+    host.states.restore(before)
     again = Future()
     host.submit_write("capture", {"content": "undone by the restore"},
                       lambda ok, result, t: again.set_result((ok, result)), key="k-late")

@@ -37,12 +37,12 @@ def test_snapshot_restore_and_reactivation(tmp_path, local_store):
     assert host.activation == {"source": "new", "position": 0}
     kept = [write(host, f"kept fact {i}")["id"] for i in range(3)]
     assert host.snapshotter.pending_writes == 4          # 3 writes + "never snapshotted"
-    first = host.snapshot_now()
+    first = host.states.snapshot_now()
     assert host.snapshotter.pending_writes == 0
     later = write(host, "a later fact")["id"]
     assert read(host, "getCount")["count"] == 4
 
-    result = host.restore(first["version"])
+    result = host.states.restore(first["version"])
     assert result["version"] == first["version"]
     assert read(host, "getCount")["count"] == 3
     assert read(host, "getEntry", {"id": kept[0]})["content"] == "kept fact 0"
@@ -69,10 +69,10 @@ def test_snapshot_restore_and_reactivation(tmp_path, local_store):
 def test_hibernate_without_changes_takes_no_snapshot(tmp_path, local_store):
     host = make(tmp_path, local_store)
     write(host, "x")
-    host.snapshot_now()
+    host.states.snapshot_now()
     out = host.hibernate()
     assert out["snapshot"] is None and out["error"] is None
-    assert len(host.list_snapshots()) == 1
+    assert len(host.states.list_snapshots()) == 1
 
 
 def test_missing_file_without_snapshot_is_refused_when_one_was_expected(tmp_path, local_store):
@@ -99,7 +99,7 @@ def test_reads_do_not_make_the_workspace_dirty_for_snapshots(tmp_path, local_sto
     that is only read is not snapshotted again, at hibernation or by the write trigger."""
     host = make(tmp_path, local_store)
     entry = write(host, "a fact worth recalling")["id"]
-    host.snapshot_now()
+    host.states.snapshot_now()
     for _ in range(5):
         assert read(host, "recall", {"query": "fact recalling"})["items"]
     host.writer.close()                     # the follow-ups are committed
@@ -107,7 +107,7 @@ def test_reads_do_not_make_the_workspace_dirty_for_snapshots(tmp_path, local_sto
     assert host.snapshotter.pending_writes == 0
     out = host.hibernate()
     assert out["snapshot"] is None
-    assert len(host.list_snapshots()) == 1
+    assert len(host.states.list_snapshots()) == 1
 
 
 def test_failed_reopen_after_restore_answers_unavailable_then_recovers(tmp_path, local_store,
@@ -120,7 +120,7 @@ def test_failed_reopen_after_restore_answers_unavailable_then_recovers(tmp_path,
 
     host = make(tmp_path, local_store)
     write(host, "restored fact")
-    version = host.snapshot_now()["version"]
+    version = host.states.snapshot_now()["version"]
     real = host_module.Workspace
     failing = {"left": 2}
 
@@ -130,7 +130,7 @@ def test_failed_reopen_after_restore_answers_unavailable_then_recovers(tmp_path,
             raise OSError(28, "No space left on device")
         return real(*args, **kwargs)
     monkeypatch.setattr(host_module, "Workspace", flaky_open)
-    host.restore(version)                    # the swap succeeded; the reopen did not
+    host.states.restore(version)                    # the swap succeeded; the reopen did not
     with pytest.raises(WorkspaceUnavailable, match="cannot be opened"):
         read(host, "getCount")
     assert read(host, "getCount")["count"] == 1     # the next call opened it
@@ -163,7 +163,7 @@ def test_a_read_started_on_arrival_never_opens_a_file_a_restore_has_closed(tmp_p
 
     host = make(tmp_path, local_store, embedder=HashProvider(16))
     write(host, "the archive bucket keeps parquet files")
-    version = host.snapshot_now()["version"]
+    version = host.states.snapshot_now()["version"]
     assert host.start_read("getCount", {}) is NOT_PREPARED
     started = host.start_read("recall", {"query": "parquet archive"})
     assert started is not NOT_PREPARED
@@ -176,7 +176,7 @@ def test_a_read_started_on_arrival_never_opens_a_file_a_restore_has_closed(tmp_p
         opened.append(args)
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(host_module, "Workspace", failing_open)
-    host.restore(version)                            # the reopen failed: the file is closed
+    host.states.restore(version)                            # the reopen failed: the file is closed
     tried = len(opened)
     assert host.start_read("recall", {"query": "parquet archive"}) is NOT_PREPARED
     assert len(opened) == tried

@@ -83,7 +83,7 @@ def test_a_copy_older_than_the_acknowledged_position_is_refused_not_opened(tmp_p
                                                                          local_store):
     a = host_on(tmp_path / "a", local_store, generation="g", epoch=1)
     write(a, "capture", {"content": "snapshotted fact"})
-    a.snapshot_now()
+    a.states.snapshot_now()
     for i in range(3):
         write(a, "capture", {"content": f"acknowledged after the snapshot {i}"})
     acknowledged = a.position()
@@ -122,8 +122,8 @@ def test_forget_reaches_idempotency_answers_restore_asides_and_export_copies(tmp
     host = host_on(tmp_path / "a", local_store, generation="g", epoch=1)
     entry = write(host, "capture", {"content": "a harmless note"})["id"]
     write(host, "update", {"id": entry, "content": SECRET}, key="update-1")
-    version = host.snapshot_now()["version"]
-    host.restore(version)                         # leaves a pre-restore copy beside the file
+    version = host.states.snapshot_now()["version"]
+    host.states.restore(version)                         # leaves a pre-restore copy beside the file
     leftover = host.path.parent / ".export-abandoned.db"
     leftover.write_bytes(SECRET.encode())         # an export nobody finished
     assert bytes_under(tmp_path / "a", SECRET)
