@@ -30,6 +30,7 @@ from minisphere.durability.replication.daemon import LitestreamDaemon
 from minisphere.durability.replication.registration import WorkspaceReplica
 from minisphere.durability.replication.restore import restore_from_replica
 from minisphere.hosting.host import WorkspaceHost
+from minisphere.hosting.host_options import HostTuning, KnownState
 from minisphere.settings import ReplicationSettings
 
 from .common import p50, percentile, save_report, table
@@ -76,8 +77,9 @@ class Setup:
         if mode != "off":
             attached = WorkspaceReplica(self.daemon, path, self.url(replica, name),
                                         ReplicationSettings(mode=mode, sync_timeout_s=10))
-        return WorkspaceHost(name, path, synchronous="FULL", background=False,
-                             generation="g", epoch=1, replica=attached)
+        return WorkspaceHost(name, path, replica=attached,
+                             known=KnownState(generation="g", epoch=1),
+                             tuning=HostTuning(synchronous="FULL", background=False))
 
 
 def write(host: WorkspaceHost, text: str) -> None:

@@ -14,6 +14,7 @@ from actors.workspace.node_ray import replication_owner
 from minisphere.durability.replication import workspace_replica
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.hosting.host import WorkspaceHost
+from minisphere.hosting.host_options import HostListeners, HostTuning, KnownState
 from minisphere.settings import SnapshotSettings, ensure_private_dir
 
 if TYPE_CHECKING:
@@ -30,16 +31,18 @@ def open_host(launch: WorkspaceLaunch, node_id: str, *,
     return WorkspaceHost(
         launch.workspace_id, launch.path,
         store=open_snapshot_store(snapshots) if snapshots is not None else None,
-        generation=launch.generation, epoch=launch.epoch, position=launch.position,
         replica=workspace_replica(launch.replication, snapshots, launch.path,
                                   launch.workspace_id, launch.generation, owner_pid=owner),
-        synchronous=launch.synchronous, max_batch=launch.max_batch,
-        snapshots=snapshots or SnapshotSettings(), pending_writes=launch.pending_writes,
-        expect_snapshot=launch.expect_snapshot, embedder=shared_embedder(launch.vector),
-        last_snapshot_at=launch.last_snapshot_at,
-        moved_here=launch.holder_node not in (None, node_id),
-        on_snapshot_status=on_snapshot_status, on_durable=on_durable)
-
+        embedder=shared_embedder(launch.vector),
+        known=KnownState(generation=launch.generation, epoch=launch.epoch,
+                         position=launch.position,
+                         moved_here=launch.holder_node not in (None, node_id),
+                         expect_snapshot=launch.expect_snapshot,
+                         pending_writes=launch.pending_writes,
+                         last_snapshot_at=launch.last_snapshot_at),
+        tuning=HostTuning(synchronous=launch.synchronous, max_batch=launch.max_batch,
+                          snapshots=snapshots or SnapshotSettings()),
+        listeners=HostListeners(on_snapshot_status=on_snapshot_status, on_durable=on_durable))
 
 def shared_embedder(vector: VectorBindingSpec | None):
     """A vector binding embeds through the cluster's shared embedder, never a local model."""

@@ -24,7 +24,7 @@ from typing import Any
 from minisphere.durability.generations import generation_store
 from minisphere.durability.replication.registration import ASYNC_SYNC_INTERVAL_S, WorkspaceReplica
 from minisphere.durability.stores import SnapshotStore
-from minisphere.engine.forget_ledger import REPLICA_HISTORY, SNAPSHOT_VERSIONS
+from minisphere.engine.forget_ledger import SNAPSHOT_VERSIONS
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
@@ -36,50 +36,48 @@ from minisphere.errors import (
 )
 from minisphere.hosting.copies import HostLock, drop_staging_leftovers
 from minisphere.hosting.group_commit import GroupCommitWriter
+from minisphere.hosting.host_options import (
+    DEFAULT_TUNING,
+    NO_LISTENERS,
+    NOTHING_KNOWN,
+    HostListeners,
+    HostTuning,
+    KnownState,
+)
 from minisphere.hosting.lag_readings import LagReadings
 from minisphere.hosting.locating import CurrentCopy
-from minisphere.hosting.read_pool import DEFAULT_READ_THREADS, ReadPool
+from minisphere.hosting.read_pool import ReadPool
 from minisphere.hosting.stored_states import StoredStates
-from minisphere.settings import DEFAULT_MAX_BATCH_WRITES, DEFAULT_SYNCHRONOUS, SnapshotSettings
 
 log = logging.getLogger("minisphere.host")
 
 
 class WorkspaceHost:
     def __init__(self, workspace_id: str, path: str | Path, *, store: SnapshotStore | None = None,
-                 synchronous: str = DEFAULT_SYNCHRONOUS,
-                 max_batch: int = DEFAULT_MAX_BATCH_WRITES,
-                 read_threads: int = DEFAULT_READ_THREADS,
-                 snapshots: SnapshotSettings | None = None, pending_writes: int = 0,
-                 expect_snapshot: bool = False, background: bool = True, embedder=None,
-                 on_follow_up: Callable[[str, dict], None] | None = None,
-                 on_snapshot_status: Callable[[dict], None] | None = None,
-                 generation: str | None = None, epoch: int | None = None,
-                 position: int = 0, replica: WorkspaceReplica | None = None,
-                 on_durable: Callable[[int], None] | None = None,
-                 last_snapshot_at: float | None = None, moved_here: bool = False):
+                 replica: WorkspaceReplica | None = None, embedder=None,
+                 known: KnownState = NOTHING_KNOWN, tuning: HostTuning = DEFAULT_TUNING,
+                 listeners: HostListeners = NO_LISTENERS):
         self.workspace_id = workspace_id
         self.path = Path(path)
-        # the location record's view of this workspace (engine/location.py): the creation of
-        # the id, this host's fencing epoch (None: unfenced, a host outside the service) and
-        # the newest position known to have been acknowledged -- no copy below it is opened
-        self.generation, self.epoch, self.min_position = generation, epoch, int(position)
+        generation = known.generation
+        self.generation, self.epoch, self.min_position = generation, known.epoch, known.position
         self.replica = replica          # continuous replication (durability/replication/)
         self._lag_readings = LagReadings(replica.lag if replica is not None else dict,
                                          workspace_id)
-        self.on_durable = on_durable    # told when the replica is known to hold more
+        self.on_durable = listeners.on_durable   # told when the replica is known to hold more
         # only this creation of the id's snapshots (durability/generations.py)
         self.store = (generation_store(store, workspace_id, generation) if store is not None
                       else None)
-        self.synchronous, self.max_batch, self.read_threads = synchronous, max_batch, read_threads
+        self.synchronous, self.max_batch = tuning.synchronous, tuning.max_batch
+        self.read_threads = tuning.read_threads
         self.embedder = embedder                # the vector binding's provider, if any
-        self.on_follow_up = on_follow_up or self._follow_up   # a read's write (recall counts)
+        self.on_follow_up = listeners.on_follow_up or self._follow_up   # (recall counts)
         self.workspace: Workspace | None = None
         # its snapshots, restores, and what a forget does to them
         self.states = StoredStates(workspace_id, self.path, self.store, replica, self,
-                                   snapshots or SnapshotSettings(), on_snapshot_status)
+                                   tuning.snapshots, listeners.on_snapshot_status)
         self.snapshotter = self.states.snapshotter
-        self.snapshotter.resume_schedule(last_snapshot_at)
+        self.snapshotter.resume_schedule(known.last_snapshot_at)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.writer: GroupCommitWriter | None = None
         self.reads: ReadPool | None = None
@@ -87,17 +85,16 @@ class WorkspaceHost:
         self._lock = HostLock(self.path.parent)      # the node's sweep leaves this folder alone
         try:
             drop_staging_leftovers(self.path.parent)   # of a killed earlier host's restore
-            # moved_here: another node held the workspace last (its copy here may be behind)
             self.activation = CurrentCopy(
                 workspace_id, self.path, generation, self.min_position, self.store,
-                replica, copy_may_be_behind=moved_here).ensure(expect_snapshot)
-            if pending_writes or self.activation["source"] == "new":
-                self.snapshotter.note_writes(max(1, pending_writes))
+                replica, copy_may_be_behind=known.moved_here).ensure(known.expect_snapshot)
+            if known.pending_writes or self.activation["source"] == "new":
+                self.snapshotter.note_writes(max(1, known.pending_writes))
             self._open()
         except BaseException:
             self._lock.release()
             raise
-        if background and store is not None:
+        if tuning.background and store is not None:
             self.snapshotter.start()
 
     # ---- file and connections ------------------------------------------------------------------
@@ -123,7 +120,10 @@ class WorkspaceHost:
             workspace.close()
             raise
         self.workspace, self.reads = workspace, reads
-        confirm = self._attach_replica(workspace) if self.replica is not None else None
+        confirm = None
+        if self.replica is not None:
+            self.replica.attach(workspace.checkpoints, workspace.forget_ledger)
+            confirm = self.replica.confirm
         if self.store is not None and workspace.forget_ledger.owed(SNAPSHOT_VERSIONS):
             # a forget whose process died before the versions older than it were deleted
             self.snapshotter.owe_purge(workspace.forget_ledger.forgets()[1])
@@ -133,32 +133,6 @@ class WorkspaceHost:
             workspace, self.max_batch, name=self.workspace_id, confirm=confirm,
             answer_first=self.replica is not None and not self.replica.synchronous,
             confirm_every_s=ASYNC_SYNC_INTERVAL_S, on_durable=self.on_durable)
-
-    def _attach_replica(self, workspace: Workspace) -> Callable[[], dict]:
-        """Hand the opened file to the node's daemon; the writer's confirmation."""
-        replica = self.replica
-        assert replica is not None
-        # Litestream checkpoints a replicated file itself, after it has read the frames:
-        # SQLite's own checkpoint at a commit raced it under a heavy write load, and a node
-        # killed then left a replica that restored to a broken file (an index not matching
-        # its table); Litestream's guidance for busy writers is the same. A forget's WAL is
-        # folded by the replica's restart of its history, unregistered first.
-        workspace.checkpoints.leave_to_replicator()
-        replica.checkpoint = workspace.checkpoints.truncate
-        replica.ledger = workspace.forget_ledger
-        if workspace.forget_ledger.owed(REPLICA_HISTORY):
-            # a forget whose process died before the replica's history started over: nothing
-            # is served (nor restored to a moment) from the old history first
-            log.warning("workspace %s: a forget's restart of the replica's history is owed; "
-                        "done before it opens", self.workspace_id)
-            replica.restart_history()
-            return replica.confirm
-        try:
-            replica.register()
-        except Exception as exc:  # noqa: BLE001 - sync writes re-register and say so
-            log.warning("workspace %s: not registered for replication yet: %r",
-                        self.workspace_id, exc)
-        return replica.confirm
 
     def ensure_open(self) -> None:
         """Make sure the file is open before a call. After a restore whose reopen failed (the

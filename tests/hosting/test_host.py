@@ -12,7 +12,9 @@ from minisphere.errors import (
     WorkspaceDataMissing,
 )
 from minisphere.hosting.host import WorkspaceHost
+from minisphere.hosting.host_options import KnownState
 from tests.durability.helpers import count, fill, free_port
+from tests.support.hosts import BY_HAND
 
 
 def write(host, content):
@@ -27,9 +29,10 @@ def read(host, method, body=None):
     return host.submit_read(method, body or {}).result(timeout=30)[0]
 
 
-def make(tmp_path, store, **kw):
+def make(tmp_path, store, embedder=None, **known):
     return WorkspaceHost("ws-host", tmp_path / "ws-host" / "workspace.db", store=store,
-                         synchronous="NORMAL", background=False, **kw)
+                         embedder=embedder, known=KnownState(**known),
+                         tuning=BY_HAND)
 
 
 def test_snapshot_restore_and_reactivation(tmp_path, local_store):

@@ -16,13 +16,15 @@ from minisphere.engine.workspace import Workspace
 from minisphere.errors import WorkspaceDataMissing, WorkspaceFenced
 from minisphere.hosting.copies import HostLock, sweep_node
 from minisphere.hosting.host import WorkspaceHost
+from minisphere.hosting.host_options import KnownState
+from tests.support.hosts import BY_HAND
 
 SECRET = "the vault passphrase is plum-otter-4471"
 
 
-def host_on(node: Path, store, **kw) -> WorkspaceHost:
+def host_on(node: Path, store, **known) -> WorkspaceHost:
     return WorkspaceHost("ws-loc", node / "ws-loc" / "workspace.db", store=store,
-                         synchronous="NORMAL", background=False, **kw)
+                         known=KnownState(**known), tuning=BY_HAND)
 
 
 def write(host, method, body, key=None):

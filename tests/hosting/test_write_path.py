@@ -10,6 +10,7 @@ from concurrent.futures import Future
 from minisphere.engine.embedding import make_provider
 from minisphere.hosting.host import WorkspaceHost
 from tests.engine.vectors.helpers import without_vector
+from tests.support.hosts import BY_HAND
 
 CONCURRENT_CAPTURES = 60
 
@@ -29,7 +30,7 @@ class CountingProvider:
 
 def bound_host(tmp_path, provider) -> WorkspaceHost:
     return WorkspaceHost("ws-bound", tmp_path / "ws-bound" / "workspace.db",
-                         synchronous="NORMAL", background=False, embedder=provider)
+                         embedder=provider, tuning=BY_HAND)
 
 
 def prepared_write(host, method, body) -> Future:

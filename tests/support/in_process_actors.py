@@ -15,6 +15,7 @@ from actors.actor_methods import WorkspaceActorMethod
 from actors.directory.runtime import ActorGone
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.hosting.host import WorkspaceHost
+from minisphere.hosting.host_options import HostTuning, KnownState
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE, SnapshotSettings
 
 NODE = "in-process-node"
@@ -49,13 +50,14 @@ class InProcessWorkspaceActor:
         if self.bind_gate is not None:
             await self.bind_gate.wait()
         snapshots = launch.snapshots or SnapshotSettings()
+        known = KnownState(generation=launch.generation, epoch=launch.epoch,
+                           position=launch.position, pending_writes=launch.pending_writes,
+                           expect_snapshot=launch.expect_snapshot)
         self.host = await asyncio.to_thread(
             WorkspaceHost, launch.workspace_id, launch.path,
-            store=open_snapshot_store(snapshots), generation=launch.generation,
-            epoch=launch.epoch, position=launch.position,
-            synchronous=launch.synchronous, snapshots=snapshots,
-            pending_writes=launch.pending_writes, expect_snapshot=launch.expect_snapshot,
-            background=False)
+            store=open_snapshot_store(snapshots), known=known,
+            tuning=HostTuning(synchronous=launch.synchronous, snapshots=snapshots,
+                              background=False))
         self.grants = tuple(grants)
         return {"ok": True, "result": {"activation": self.host.activation, "nodeId": NODE}}
 

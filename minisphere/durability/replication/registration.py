@@ -23,6 +23,7 @@ from minisphere.durability.replication.locations import (
 )
 from minisphere.durability.stores import SnapshotStore, open_snapshot_store
 from minisphere.engine.forget_ledger import REPLICA_HISTORY, ForgetLedger
+from minisphere.engine.wal_checkpoints import WalCheckpoints
 from minisphere.errors import ReplicationUnconfirmed
 from minisphere.settings import ReplicationSettings, SnapshotSettings
 
@@ -72,6 +73,27 @@ class WorkspaceReplica:
         except CONTROL_ERRORS:
             self.daemon.ensure_running().register(self.db_path, self.url)
         self.registered_at = time.time()
+
+    def attach(self, checkpoints: WalCheckpoints, ledger: ForgetLedger) -> None:
+        """Hand a file just opened to the daemon. Litestream checkpoints a replicated file
+        itself, after it has read the frames: SQLite's own checkpoint at a commit raced it
+        under a heavy write load, and a node killed then left a replica that restored to a
+        broken file (an index not matching its table); Litestream's guidance for busy writers
+        is the same. A forget's WAL is folded by the restart of the history, unregistered."""
+        checkpoints.leave_to_replicator()
+        self.checkpoint = checkpoints.truncate
+        self.ledger = ledger
+        if ledger.owed(REPLICA_HISTORY):
+            # a forget whose process died before the history started over: nothing is
+            # served (nor restored to a moment) from the old history first
+            log.warning("replica of %s: a forget's restart of its history is owed; done "
+                        "before the file opens", self.db_path.parent.name)
+            self.restart_history()
+            return
+        try:
+            self.register()
+        except Exception as exc:  # noqa: BLE001 - sync writes re-register and say so
+            log.warning("replica of %s: not registered yet: %r", self.db_path.parent.name, exc)
 
     def confirm(self) -> dict:
         """Block until what is committed is on the replica (sync mode: after every batch).
