@@ -22,9 +22,6 @@ SOAK_TIMEOUT_S = 900
 
 @needs_namespaces
 @pytest.mark.timeout(SOAK_TIMEOUT_S + 60)
-@pytest.mark.xfail(strict=False, reason=(
-    "a restore to a moment under faults once lost an acknowledged entry in a 900 s run "
-    "(seed 6); this seed's 100 s runs pass since the fixes of 2026-12-05"))
 def test_faults_at_random_lose_no_acknowledged_write_and_leak_no_forgotten_text():
     findings = findings_of(SOAK, "--seed", str(SOAK_SEED), "--duration-s", str(SHORT_SOAK_S),
                            timeout_s=SOAK_TIMEOUT_S)
