@@ -15,6 +15,7 @@ class WorkspaceActorMethod(StrEnum):
     """What the directory calls on a workspace actor it holds, through its actor runtime."""
     READY = "ready"
     BIND = "bind"
+    OPENING = "opening"
     SET_TOKENS = "set_tokens"
     ACTIVITY = "activity"
     HIBERNATE = "hibernate"

@@ -23,6 +23,11 @@ from minisphere.errors import NoWorkspaceSlots
 
 log = logging.getLogger("minisphere.directory")
 BIND_TIMEOUT_S = 120.0             # opening a file, restoring it from a snapshot if missing
+# A bind past BIND_TIMEOUT_S whose restore staged more bytes since the last look is given this
+# much longer each time (a restore of a large file), up to BIND_RESTORE_MAX_S in all.
+BIND_PROGRESS_WINDOW_S = 60.0
+BIND_RESTORE_MAX_S = 3600.0
+OPENING_ASK_TIMEOUT_S = 5.0       # for the actor to say how far its restore has come
 # A new actor aimed at a node that is still not started after this long while that node has no
 # free workspace slot is started elsewhere: a start slowed by a busy node ends and frees the
 # slots, a full node's wait never does.
@@ -77,12 +82,15 @@ class ActorBinder:
                                                 "its node filled up before it started",
                                                 launch, grants)
         await self._unless_slots_missing(binding)
-        deadline = started + BIND_TIMEOUT_S
+        deadline, staged = started + BIND_TIMEOUT_S, 0
         try:
             while not binding.done():
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError
+                    # a restore that staged more since the last look goes on, within a bound
+                    staged = await self._staged_more_than(resident, staged, started)
+                    deadline = time.monotonic() + BIND_PROGRESS_WINDOW_S
+                    continue
                 await asyncio.wait([binding], timeout=min(SPARE_WATCH_S, left))
                 spare = self._spare_for_pending(resident, binding, placed)
                 if spare is not None:
@@ -95,6 +103,19 @@ class ActorBinder:
         except (TimeoutError, ActorGone):
             self.runtime.kill(resident.handle)      # the replacement, when there was one
             raise
+
+    async def _staged_more_than(self, resident: Resident, seen: int, started: float) -> int:
+        """The bytes the actor's restore has staged, when more than `seen` and the bind is
+        younger than BIND_RESTORE_MAX_S; else TimeoutError (the bind is given up)."""
+        if time.monotonic() - started < BIND_RESTORE_MAX_S:
+            try:
+                answer = await self.runtime.call(resident.handle, WorkspaceActorMethod.OPENING,
+                                                 timeout_s=OPENING_ASK_TIMEOUT_S)
+            except (TimeoutError, ActorGone):
+                raise TimeoutError from None
+            if answer["stagedBytes"] > seen:
+                return int(answer["stagedBytes"])
+        raise TimeoutError
 
     def _bind_call(self, resident: Resident, launch: WorkspaceLaunch,
                    grants: tuple) -> asyncio.Future:

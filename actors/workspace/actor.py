@@ -24,7 +24,7 @@ refuses them (`hibernating`, not run, safe to resend) once the actor hibernates.
 carries the caller's token hash, checked here against the workspace's token hashes (or the
 admin's), so a caller inside the cluster can call the actor directly. The actor reports its
 node (placement) and every snapshot attempt to the directory, fire-and-forget. The admin's
-operations on the file (snapshot, restore, export, import) are in `admin_methods.py`.
+operations on the file (snapshot, restore, export, import) are its `AdminFiles` (admin_methods.py).
 
 Every answer is an envelope, never a raised exception, so callers can tell engine errors from
 actor failures: `{"ok": True, "result": ..., "timings": {...}}` or
@@ -45,11 +45,11 @@ import ray
 
 from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.process_logging import log_to_stderr
-from actors.workspace.admin_methods import AdminFileMethods
+from actors.workspace.admin_methods import FILE_METHODS, AdminFiles
 from actors.workspace.admission import Admission
 from actors.workspace.due_notes import DueNotes
 from actors.workspace.launch import WorkspaceLaunch
-from actors.workspace.opening import open_host
+from actors.workspace.opening import open_host, opening_progress
 from actors.workspace.position_reports import PositionReports
 from actors.workspace.process_memory import drop_process_wide_traces, rss_bytes
 from actors.workspace.token_checks import TokenChecks
@@ -72,6 +72,7 @@ log = logging.getLogger("minisphere.workspace_actor")
 DIRECTORY_TIMEOUT_S = 30.0          # a restarted actor asking what it was bound to
 # What callers reach through `serve` (each checked against the workspace served now).
 SERVED_METHODS = frozenset(ServedMethod)
+CLOSED_WRITER_COUNTERS = ("queueDepth", "batches", "writes", "largestBatch")
 
 
 def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
@@ -84,7 +85,7 @@ def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
-class WorkspaceActor(AdminFileMethods):
+class WorkspaceActor:
     def __init__(self, launch: WorkspaceLaunch | None = None, directory=None,
                  admin_token_hash: str = "", grants: tuple[TokenGrant, ...] = ()):
         restrict_file_modes()       # spares too: a `ray start` cluster has its own umask
@@ -115,6 +116,7 @@ class WorkspaceActor(AdminFileMethods):
             lambda: self.host.durable_position() if self.host else None,
             lambda position, stored: self._report(DirectoryMethod.POSITION, self.launch.generation,
                                                   position, stored))
+        self.files = AdminFiles(self)       # the admin's operations on the file
         if launch is None and self.restarted and directory is not None:
             # Ray re-ran the constructor after a crash: reopen what this actor was bound to
             binding = ray.get(directory.binding_of_actor.remote(self.name),
@@ -126,9 +128,8 @@ class WorkspaceActor(AdminFileMethods):
 
     async def ready(self) -> dict:
         """What the directory's pool records of a spare once its imports are done.
-        `runtimeEnv`: the Ray runtime_env this worker runs in; any non-empty one (inherited
-        from whoever started the directory) makes Ray start it through its setup_worker.py
-        shim, a second interpreter that imports Ray first, which makes every start dearer."""
+        `runtimeEnv`: any non-empty one (inherited from whoever started the directory) makes
+        Ray start workers through its setup_worker.py shim, which makes every start dearer."""
         if self.directory is not None and not self._directory_contacted:
             # The first message a process sends to an actor is slow to submit (Ray looks the
             # actor up and connects to it), and a bound actor writes to the directory (token
@@ -158,6 +159,10 @@ class WorkspaceActor(AdminFileMethods):
                                        "pid": os.getpid(),
                                        "openMs": round((time.perf_counter() - started) * 1e3,
                                                        3)}}
+
+    async def opening(self) -> dict:
+        """How far the bind under way has come (see `opening_progress`)."""
+        return await asyncio.to_thread(opening_progress, self.launch)
 
     def _bind(self, launch: WorkspaceLaunch, grants, report_placement: bool = True) -> dict:
         """Open the workspace. `report_placement`: tell the directory where it opened, which
@@ -245,7 +250,7 @@ class WorkspaceActor(AdminFileMethods):
             return {"ok": False, "timings": {},
                     "error": WorkspaceHibernating(f"workspace {workspace_id} is not served "
                                                   "here any more; the call was not run")}
-        return await getattr(self, method)(*args)
+        return await getattr(self.files if method in FILE_METHODS else self, method)(*args)
 
     async def call(self, method_name: str, body: dict | None, token_hash: str,
                    idempotency_key: str | None = None) -> dict:
@@ -293,7 +298,7 @@ class WorkspaceActor(AdminFileMethods):
             result, timings = await future
         finally:        # a forget the replica did not confirm is committed all the same
             if method.name == "forget":
-                self._drop_exports()
+                self.files.drop_exports()
                 # copies left on nodes the workspace moved from may hold the text too
                 self._report(DirectoryMethod.FORGOT)
         self.positions.after_write()
@@ -336,7 +341,7 @@ class WorkspaceActor(AdminFileMethods):
             return {"workspace": None, "snapshot": None, "error": None,
                     "pendingSnapshot": False, "snapshots": None, "process": self._process()}
         await self.admission.close_for_hibernation()
-        self._close_transfers()
+        self.files.close_transfers()
         self.tokens.report_use()
         result = await asyncio.to_thread(self.host.hibernate)
         await asyncio.to_thread(self._release_workspace)
@@ -346,7 +351,7 @@ class WorkspaceActor(AdminFileMethods):
         """Forget the workspace this process served: nothing of it (objects, caches, open
         files) may reach the next tenant bound here."""
         self.host = self.admission = self.due = self.launch = None
-        self._transfers = None
+        self.files.close_transfers()
         self._loop = None
         self.workspace_id = None
         self.tokens.forget_workspace()
@@ -366,20 +371,17 @@ class WorkspaceActor(AdminFileMethods):
             return {"workspace": None, "name": self.name, "pid": os.getpid(),
                     "rssBytes": rss_bytes(), "restarted": self.restarted}
         writer = self.writer         # None while the file is closed (or failed to reopen)
+        counters = writer.counters() if writer else dict.fromkeys(CLOSED_WRITER_COUNTERS, 0)
         return {"workspace": self.workspace_id, "name": self.name, "pid": os.getpid(),
                 "rssBytes": rss_bytes(), "open": writer is not None,
                 "startedAt": self.started_at, "restarted": self.restarted, "calls": self.calls,
-                "lastCallAt": self.last_call_at, "queueDepth": writer.depth if writer else 0,
-                "batches": writer.batches if writer else 0,
-                "writes": writer.writes if writer else 0,
-                "largestBatch": writer.largest_batch if writer else 0,
-                "contracts": self.contracts, "nodeId": self.node_id,
-                "durability": self.host.status()}
+                "lastCallAt": self.last_call_at, **counters, "contracts": self.contracts,
+                "nodeId": self.node_id, "durability": self.host.status()}
 
     async def close(self) -> dict:
         """Commit what is queued, close every connection. The actor must be killed after."""
         if self.host is not None:
             await self.admission.close_for_hibernation()
             await asyncio.to_thread(self.host.close)
-        self._close_transfers()
+        self.files.close_transfers()
         return {"closed": self.workspace_id}

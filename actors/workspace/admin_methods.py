@@ -3,20 +3,30 @@ moment of the replica), pruning snapshots, and the pages of an export or the chu
 import. Each is admitted like a call (so a hibernation waits for it, and a restore holds every
 other call while it swaps the file) and runs on a worker thread, never on the event loop.
 
-A mixin of `WorkspaceActor` (Ray takes inherited methods as actor methods): it uses the
-actor's `host`, `tokens`, `due`, `positions`, `_admission()` and `_report`, and owns
-`_transfers`, the import/export sessions, made on the first export or import.
+The workspace actor owns one (`files`) and sends it these through its `serve` gate; what they
+need of the actor is `FileOwner`. It owns the import/export sessions of the workspace bound
+now, made on the first export or import.
 """
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from actors.actor_methods import DirectoryMethod
+from actors.actor_methods import DirectoryMethod, ServedMethod
 from minisphere.errors import as_named_error
 
 if TYPE_CHECKING:
+    from actors.workspace.admission import Admission
+    from actors.workspace.due_notes import DueNotes
+    from actors.workspace.position_reports import PositionReports
+    from actors.workspace.token_checks import TokenChecks
     from actors.workspace.transfer_steps import TransferSessions
+    from minisphere.hosting.host import WorkspaceHost
+
+# the served methods that are the admin's operations on the file (sent to `AdminFiles`)
+FILE_METHODS = frozenset({ServedMethod.SNAPSHOT, ServedMethod.RESTORE,
+                          ServedMethod.RESTORE_TO_MOMENT, ServedMethod.PRUNE_SNAPSHOTS,
+                          ServedMethod.EXPORT_PAGE, ServedMethod.IMPORT_CHUNK})
 
 
 async def run_on_thread(fn, *args) -> dict:
@@ -27,8 +37,24 @@ async def run_on_thread(fn, *args) -> dict:
         return {"ok": False, "error": as_named_error(exc)}
 
 
-class AdminFileMethods:
-    _transfers: TransferSessions | None = None
+class FileOwner(Protocol):
+    """What the admin's file operations need of the workspace actor that owns them: the
+    workspace bound now (its host, due notes and position reports), the token checks, the
+    admission of calls, and the fire-and-forget reports to the directory."""
+    host: WorkspaceHost | None
+    tokens: TokenChecks
+    due: DueNotes | None
+    positions: PositionReports
+
+    def _admission(self) -> Admission: ...
+
+    def _report(self, method: DirectoryMethod, *args) -> None: ...
+
+
+class AdminFiles:
+    def __init__(self, owner: FileOwner):
+        self.owner = owner
+        self._transfers: TransferSessions | None = None
 
     # ---- import and export -----------------------------------------------------------------------
     @property
@@ -40,11 +66,13 @@ class AdminFileMethods:
             self._transfers = TransferSessions()
         return self._transfers
 
-    def _close_transfers(self) -> None:
+    def close_transfers(self) -> None:
+        """The workspace is let go of (hibernated, closed): its sessions end with it."""
         if self._transfers is not None:
             self._transfers.close()
+        self._transfers = None
 
-    def _drop_exports(self) -> None:
+    def drop_exports(self) -> None:
         """After a forget: the export copies were taken before it, so they must not be served."""
         if self._transfers is not None:
             self._transfers.drop_exports()
@@ -53,10 +81,10 @@ class AdminFileMethods:
                           token_hash: str) -> dict:
         """The next page of an export (see transfer_steps.py), admitted like a call."""
         try:
-            self.tokens.authorize_admin(token_hash, "export")
-            async with self._admission().admit():
-                self.host.ensure_open()
-                return await run_on_thread(self.transfers.export_page, self.host, export_id,
+            self.owner.tokens.authorize_admin(token_hash, "export")
+            async with self.owner._admission().admit():
+                self.owner.host.ensure_open()
+                return await run_on_thread(self.transfers.export_page, self.owner.host, export_id,
                                            number, max_lines)
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             return {"ok": False, "error": as_named_error(exc)}
@@ -66,11 +94,11 @@ class AdminFileMethods:
         """Apply one chunk of an import, admitted like a call; like any write it notes the
         scheduler first (an import changes what is due)."""
         try:
-            self.tokens.authorize_admin(token_hash, "import")
-            async with self._admission().admit():
-                self.host.ensure_open()
-                self.due.before_bulk_write()
-                return await run_on_thread(self.transfers.import_chunk, self.host, key, header,
+            self.owner.tokens.authorize_admin(token_hash, "import")
+            async with self.owner._admission().admit():
+                self.owner.host.ensure_open()
+                self.owner.due.before_bulk_write()
+                return await run_on_thread(self.transfers.import_chunk, self.owner.host, key, header,
                                            lines, first, final)
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             return {"ok": False, "error": as_named_error(exc)}
@@ -79,20 +107,20 @@ class AdminFileMethods:
     # Each takes the caller's admin token hash: a handle to this actor is no admin credential.
     async def snapshot(self, reason: str, token_hash: str) -> dict:
         try:
-            self.tokens.authorize_admin(token_hash, "a snapshot")
-            async with self._admission().admit():
-                return await run_on_thread(self.host.states.snapshot_now, reason)
+            self.owner.tokens.authorize_admin(token_hash, "a snapshot")
+            async with self.owner._admission().admit():
+                return await run_on_thread(self.owner.host.states.snapshot_now, reason)
         except Exception as exc:  # noqa: BLE001 - refused, or hibernating
             return {"ok": False, "error": as_named_error(exc)}
 
     async def restore(self, version: str | None, token_hash: str) -> dict:
         """Restore a snapshot version (see `_swap_file`)."""
-        return await self._swap_file(self.host.states.restore, version, "restore", "version",
+        return await self._swap_file(self.owner.host.states.restore, version, "restore", "version",
                                      token_hash)
 
     async def restore_to_moment(self, moment: str, token_hash: str) -> dict:
         """Restore the replica's state at `moment` (see `_swap_file`)."""
-        return await self._swap_file(self.host.states.restore_to_time, moment,
+        return await self._swap_file(self.owner.host.states.restore_to_time, moment,
                                      "restore-to-moment", "moment", token_hash)
 
     async def _swap_file(self, restore, target: str | None, action: str, field: str,
@@ -101,22 +129,22 @@ class AdminFileMethods:
         audit it, and tell the scheduler (its due state was about the old file) and the
         directory (the restored state's new position)."""
         try:
-            self.tokens.authorize_admin(token_hash, "a restore")
-            async with self._admission().exclusive():
+            self.owner.tokens.authorize_admin(token_hash, "a restore")
+            async with self.owner._admission().exclusive():
                 answer = await run_on_thread(restore, target)
         except Exception as exc:  # noqa: BLE001 - hibernating
             return {"ok": False, "error": as_named_error(exc)}
         if answer["ok"]:
-            self._report(DirectoryMethod.AUDIT_EVENT, action, {field: answer["result"][field]})
-            self.due.forget()
-            self.positions.report()
+            self.owner._report(DirectoryMethod.AUDIT_EVENT, action, {field: answer["result"][field]})
+            self.owner.due.forget()
+            self.owner.positions.report()
         return answer
 
     async def prune_snapshots(self, keep: int, token_hash: str) -> dict:
         """Keep the newest `keep` versions, the first of them the file as it is now."""
         try:
-            self.tokens.authorize_admin(token_hash, "pruning snapshots")
-            async with self._admission().admit():
-                return await run_on_thread(self.host.states.prune_snapshots, keep)
+            self.owner.tokens.authorize_admin(token_hash, "pruning snapshots")
+            async with self.owner._admission().admit():
+                return await run_on_thread(self.owner.host.states.prune_snapshots, keep)
         except Exception as exc:  # noqa: BLE001 - hibernating
             return {"ok": False, "error": as_named_error(exc)}

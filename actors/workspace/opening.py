@@ -13,6 +13,7 @@ from actors.workspace.launch import WorkspaceLaunch
 from actors.workspace.node_ray import replication_owner
 from minisphere.durability.replication import workspace_replica
 from minisphere.durability.stores import open_snapshot_store
+from minisphere.hosting.copies import staged_bytes
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.hosting.host_options import HostListeners, HostTuning, KnownState
 from minisphere.settings import SnapshotSettings, ensure_private_dir
@@ -43,6 +44,12 @@ def open_host(launch: WorkspaceLaunch, node_id: str, *,
         tuning=HostTuning(synchronous=launch.synchronous, max_batch=launch.max_batch,
                           snapshots=snapshots or SnapshotSettings()),
         listeners=HostListeners(on_snapshot_status=on_snapshot_status, on_durable=on_durable))
+
+def opening_progress(launch: WorkspaceLaunch | None) -> dict:
+    """The bytes the bind under way has staged so far, restoring its file (the directory lets a
+    restore that keeps growing outlast the bind's timeout)."""
+    return {"stagedBytes": staged_bytes(Path(launch.path).parent) if launch else 0}
+
 
 def shared_embedder(vector: VectorBindingSpec | None):
     """A vector binding embeds through the cluster's shared embedder, never a local model."""

@@ -20,6 +20,7 @@ place, so deletion, forget and the per-node sweep never miss one:
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -65,6 +66,18 @@ def drop_export_copies(folder: Path) -> int:
 def drop_after_forget(db_path: Path) -> int:
     """What a forget must reach beside the live file: copies taken before it."""
     return drop_asides(db_path) + drop_export_copies(db_path.parent)
+
+
+def staged_bytes(folder: Path) -> int:
+    """Bytes that restores (and snapshots) have staged in the folder so far. It grows while a
+    restore downloads: how a long one shows that it is getting somewhere."""
+    total = 0
+    for pattern in STAGING_GLOBS:
+        for path in folder.glob(pattern):
+            for found in (path.rglob("*") if path.is_dir() else [path]):
+                with contextlib.suppress(OSError):      # gone meanwhile: the restore moved on
+                    total += found.stat().st_size if found.is_file() else 0
+    return total
 
 
 def drop_staging_leftovers(folder: Path) -> int:

@@ -129,6 +129,11 @@ class GroupCommitWriter:
     def depth(self) -> int:
         return self._queue.qsize()
 
+    def counters(self) -> dict[str, int]:
+        """Its queue and what it has committed (the actor's stats)."""
+        return {"queueDepth": self.depth, "batches": self.batches, "writes": self.writes,
+                "largestBatch": self.largest_batch}
+
     # ---- writer thread -----------------------------------------------------------------------
     def _take_batch(self) -> tuple[list[_Pending], bool]:
         first = self._queue.get()

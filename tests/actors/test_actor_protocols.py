@@ -17,6 +17,7 @@ from actors.directory.actor_runtime import ActorRuntime
 from actors.directory.runtime import RayActors
 from actors.ingress.gateway import Gateway
 from actors.workspace.actor import SERVED_METHODS, WorkspaceActor
+from actors.workspace.admin_methods import FILE_METHODS, AdminFiles
 from minisphere.http.gateway_protocol import WorkspaceGateway
 from tests.support.in_process_actors import InProcessActors, InProcessWorkspaceActor
 from tests.support.protocols import protocol_gaps
@@ -43,10 +44,16 @@ def _public_methods(actor_class) -> set[str]:
 
 
 @pytest.mark.parametrize(("names", "actor_class"), [
-    (WorkspaceActorMethod, WorkspaceActor), (ServedMethod, WorkspaceActor),
-    (DirectoryMethod, DirectoryActor)])
+    (WorkspaceActorMethod, WorkspaceActor), (DirectoryMethod, DirectoryActor)])
 def test_every_method_name_the_actors_are_called_by_is_a_method_of_the_actor(names, actor_class):
     assert {str(m) for m in names} - _public_methods(actor_class) == set()
+
+
+def test_every_served_method_is_answered_by_the_actor_or_its_file_operations():
+    files = {name for name, _ in inspect.getmembers(AdminFiles, inspect.isfunction)}
+    assert {str(m) for m in FILE_METHODS} - files == set()
+    assert {str(m) for m in ServedMethod if m not in FILE_METHODS} \
+        - _public_methods(WorkspaceActor) == set()
 
 
 def test_the_in_process_actor_answers_what_the_directory_calls_on_a_workspace_actor():

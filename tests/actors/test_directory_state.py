@@ -17,7 +17,7 @@ from actors.directory import hibernation as hibernation_module
 from actors.directory.assembly import assemble
 from minisphere.control.auth import token_hash
 from minisphere.control.plane import ControlPlane
-from minisphere.errors import NoWorkspaceSlots
+from minisphere.errors import NoWorkspaceSlots, WorkspaceUnavailable
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE, load_settings
 from tests.support.in_process_actors import InProcessActors
 
@@ -221,6 +221,37 @@ def test_a_wake_whose_new_actor_waits_for_a_process_takes_a_spare_that_became_re
     assert pending.killed and pending.name not in runtime.live
     assert parts.residents.get(workspace_id).wake["actor"] == "spare"
     assert dict(control.bound_actors()) == {workspace_id: bound.name}
+
+
+@pytest.mark.parametrize("restore_advances", [True, False])
+def test_a_bind_whose_restore_keeps_staging_bytes_outlasts_the_bind_timeout(
+        tmp_path, monkeypatch, restore_advances):
+    """A restore of a large file from the store can take longer than the bind's timeout; given
+    up then, every later wake would start it over and none would ever finish. One that keeps
+    staging bytes goes on; one that stalls is given up (a 503)."""
+    monkeypatch.setattr(binding_module, "BIND_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(binding_module, "BIND_PROGRESS_WINDOW_S", 0.2)
+    parts, _control, runtime = directory_parts(tmp_path)
+    runtime.bind_gate = asyncio.Event()
+
+    async def drive():
+        workspace_id = created(parts, "large")[0]
+        wake = asyncio.ensure_future(parts.activator.activate(workspace_id))
+        while not runtime.live:
+            await asyncio.sleep(0.01)
+        actor = next(iter(runtime.live.values()))
+        for _ in range(12):                       # 1.2 s: six bind timeouts' worth
+            await asyncio.sleep(0.1)
+            actor.staged_bytes += 1 << 20 if restore_advances else 0
+        runtime.bind_gate.set()
+        return await asyncio.wait_for(wake, 30)
+
+    if restore_advances:
+        assert asyncio.run(drive()).host is not None
+    else:
+        with pytest.raises(WorkspaceUnavailable) as refused:
+            asyncio.run(drive())
+        assert "could not be opened" in refused.value.message     # answered 503, retryable
 
 
 def test_a_resident_too_busy_to_say_when_it_was_last_used_is_not_evicted_before_an_idle_one(

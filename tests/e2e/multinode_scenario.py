@@ -148,7 +148,8 @@ def main() -> int:
                     entries.append(result["id"])
                 ping = ray.get(handle.ping.remote())
                 placed[workspace_id], pids[workspace_id] = ids.get(ping["nodeId"], "head"), ping["pid"]
-                snap = ray.get(handle.snapshot.remote("manual", token_hash(ADMIN_TOKEN)),
+                snap = ray.get(handle.serve.remote(workspace_id, "snapshot", "manual",
+                                                   token_hash(ADMIN_TOKEN)),
                                timeout=CALL_TIMEOUT_S)
                 assert snap["ok"], snap
                 for n in range(ENTRIES_AFTER_SNAPSHOT):

@@ -40,6 +40,7 @@ class InProcessWorkspaceActor:
         self.inflight = 0                   # calls a test says are running in it
         self.last_call_at = 0.0             # what it says of its last call
         self.activity_delay_s = 0.0         # a test makes it slow to say so (a busy node)
+        self.staged_bytes = 0               # what a test says its restore has staged so far
 
     async def ready(self) -> dict:
         return {"name": self.name, "nodeId": NODE, "bound": None}
@@ -60,6 +61,9 @@ class InProcessWorkspaceActor:
                               background=False))
         self.grants = tuple(grants)
         return {"ok": True, "result": {"activation": self.host.activation, "nodeId": NODE}}
+
+    async def opening(self) -> dict:
+        return {"stagedBytes": self.staged_bytes}
 
     async def set_tokens(self, grants) -> None:
         self.grants = tuple(grants)
