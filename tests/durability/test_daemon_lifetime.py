@@ -85,6 +85,7 @@ def test_a_daemon_left_by_an_earlier_owner_is_stopped_before_anything_registers(
     folder = tmp_path / "litestream"
     earlier = LitestreamDaemon(folder, owner_pid=owners().pid)     # its Ray session ended
     earlier.ensure_running()
+    earlier.control.close()                    # its process is gone, and its connections
     [left_behind] = daemons_of(folder)
     path = (tmp_path / "node" / "ws" / "workspace.db").resolve()
     path.parent.mkdir(parents=True)

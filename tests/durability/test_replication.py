@@ -454,14 +454,18 @@ def test_a_daemon_too_busy_to_answer_is_waited_for_never_started_twice(tmp_path,
     assert pid is not None
     monkeypatch.setattr(daemon_module, "DAEMON_START_TIMEOUT_S", 1.0)
     os.kill(pid, signal.SIGSTOP)                     # alive, and answering nothing
+    other = LitestreamDaemon(daemon.folder)          # another process of the node
     try:
         with pytest.raises(ReplicationUnconfirmed, match="does not answer"):
-            LitestreamDaemon(daemon.folder).ensure_running()
+            other.ensure_running()
         assert daemon.running_pid() == pid
     finally:
         os.kill(pid, signal.SIGCONT)
-    assert LitestreamDaemon(daemon.folder).ensure_running().alive()
-    assert daemon.running_pid() == pid
+    try:
+        assert other.ensure_running().alive()
+        assert daemon.running_pid() == pid
+    finally:
+        other.control.close()
 
 
 def _export_of(tmp_path: Path, entries: int) -> list[str]:
