@@ -32,6 +32,8 @@ class ServedMethod(StrEnum):
     EXPORT_PAGE = "export_page"
     IMPORT_CHUNK = "import_chunk"
     DURABILITY = "durability"
+    REBIND_VECTORS = "rebind_vectors"
+    VECTOR_BINDING = "vector_binding"
 
 
 class DirectoryMethod(StrEnum):
@@ -55,6 +57,7 @@ class DirectoryMethod(StrEnum):
     ENDED_CLEANLY = "ended_cleanly"
     HIBERNATE = "hibernate"
     ACCEPT_STORED_STATE = "accept_stored_state"
+    SET_VECTOR_BINDING = "set_vector_binding"
     MAINTENANCE = "maintenance"
     # reports from workspace actors
     PLACED = "placed"

@@ -32,6 +32,7 @@ from actors.directory.runtime import RayActors
 from actors.process_logging import log_to_stderr
 from actors.workspace.actor import WorkspaceActor
 from minisphere.control.auth import token_hash
+from minisphere.control.blueprints import parse_blueprint
 from minisphere.control.plane import ControlPlane
 from minisphere.control.residency_policy import IDLE_SWEEP_S
 from minisphere.errors import InvalidArgument
@@ -164,6 +165,14 @@ class DirectoryActor:
 
     async def hibernate(self, workspace_id: str, reason: str = "manual") -> dict:
         return await self.hibernation.hibernate(workspace_id, reason)
+
+    async def set_vector_binding(self, workspace_id: str, vector: dict) -> dict:
+        """The binding the workspace's blueprint names from now on (checked first); its file
+        follows by the rebind the caller sends the actor next, or at its next open."""
+        spec = parse_blueprint({"bindings": {"vector": vector}}).bindings.vector
+        if spec is None:
+            raise InvalidArgument("a vector binding is required (its provider at least)")
+        return self.control.set_vector_binding(workspace_id, spec.model_dump())
 
     async def hibernate_all(self, reason: str = "shutdown") -> int:
         """Hibernate every resident at once (the service is stopping); how many there were."""

@@ -1,11 +1,11 @@
 """EmbedderActor: one shared embedding service per cluster, so no workspace actor loads a model.
 
-Named per provider (`embedder:<provider>[:<model>]`), detached, created with get-if-exists, so
-restarts and many callers never make a second copy. It loads the model once and embeds batches:
-a request that finds the embedder idle starts a forward pass at once (a recall's query vector
-must not wait for company: its wait is part of a bound recall's latency), and the requests
-arriving while a pass runs are coalesced into the next one, at most MAX_BATCH_TEXTS texts (the
-model call runs on a worker thread, off the event loop).
+Named per provider spec (`embedder:<provider>[:<model>][:<dim>][:<endpoint digest>]`), detached,
+created with get-if-exists, so restarts and many callers never make a second copy. It loads the
+model once and embeds batches: a request that finds the embedder idle starts a forward pass at
+once (a recall's query vector must not wait for company: its wait is part of a bound recall's
+latency), and the requests arriving while a pass runs are coalesced into the next one, at most
+MAX_BATCH_TEXTS texts (the model call runs on a worker thread, off the event loop).
 
 Workspace actors use it through `actors.workspace.remote_embedder.RemoteEmbedder`, a provider
 object (name, dim, embed) that the engine's Workspace accepts as `embedder=`.
@@ -13,6 +13,7 @@ object (name, dim, embed) that the engine's Workspace accepts as `embedder=`.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import time
@@ -29,7 +30,16 @@ MAX_BATCH_TEXTS = 256            # texts per forward pass at most
 
 
 def embedder_name(spec: dict) -> str:
-    return ":".join(["embedder", spec["provider"], *([spec["model"]] if spec.get("model") else [])])
+    """One embedder per distinct provider spec: workspaces bound to the same provider with
+    other dimensions, or to another endpoint (its URL and key variable, digested), must never
+    share one, which would hand them vectors of the wrong size or from the wrong service."""
+    parts = ["embedder", spec["provider"], *([spec["model"]] if spec.get("model") else [])]
+    if spec.get("dim"):
+        parts.append(str(spec["dim"]))
+    endpoint = "|".join(str(spec.get(key) or "") for key in ("url", "apiKeyEnv"))
+    if endpoint.strip("|"):
+        parts.append(hashlib.sha256(endpoint.encode()).hexdigest()[:12])
+    return ":".join(parts)
 
 
 @ray.remote(max_restarts=-1, max_task_retries=1, max_concurrency=64)

@@ -234,6 +234,24 @@ class Gateway:
         return await self.actor_call(workspace_id, ServedMethod.PRUNE_SNAPSHOTS, keep,
                                      self.admin_hash)
 
+    async def rebind_vectors(self, workspace_id: str, vector: dict) -> dict:
+        """The blueprint names the binding `vector` from now on; the file follows, re-embedded
+        while the workspace serves (its progress: `vector_binding`)."""
+        check_workspace_id(workspace_id)
+        record = await self.ask_directory(DirectoryMethod.SET_VECTOR_BINDING, workspace_id,
+                                          vector)
+        wanted = record["blueprint"]["bindings"]["vector"]
+        state = await self.actor_call(workspace_id, ServedMethod.REBIND_VECTORS, wanted,
+                                      self.admin_hash)
+        return {"workspace": workspace_id, "blueprint": wanted, **state}
+
+    async def vector_binding(self, workspace_id: str) -> dict:
+        check_workspace_id(workspace_id)
+        record = await self.ask_directory(DirectoryMethod.GET, workspace_id)
+        state = await self.actor_call(workspace_id, ServedMethod.VECTOR_BINDING, self.admin_hash)
+        return {"workspace": workspace_id,
+                "blueprint": (record["blueprint"].get("bindings") or {}).get("vector"), **state}
+
     def _snapshot_store(self):
         if self._store is None:
             self._store = open_snapshot_store(self.settings.snapshots)

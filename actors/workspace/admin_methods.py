@@ -13,6 +13,7 @@ import asyncio
 from typing import TYPE_CHECKING, Protocol
 
 from actors.actor_methods import DirectoryMethod, ServedMethod
+from actors.workspace.vector_rebinds import VectorRebinds
 from minisphere.errors import as_named_error
 
 if TYPE_CHECKING:
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 # the served methods that are the admin's operations on the file (sent to `AdminFiles`)
 FILE_METHODS = frozenset({ServedMethod.SNAPSHOT, ServedMethod.RESTORE,
                           ServedMethod.RESTORE_TO_MOMENT, ServedMethod.PRUNE_SNAPSHOTS,
-                          ServedMethod.EXPORT_PAGE, ServedMethod.IMPORT_CHUNK})
+                          ServedMethod.EXPORT_PAGE, ServedMethod.IMPORT_CHUNK,
+                          ServedMethod.REBIND_VECTORS, ServedMethod.VECTOR_BINDING})
 
 
 async def run_on_thread(fn, *args) -> dict:
@@ -55,6 +57,7 @@ class AdminFiles:
     def __init__(self, owner: FileOwner):
         self.owner = owner
         self._transfers: TransferSessions | None = None
+        self.rebinds = VectorRebinds(owner)
 
     # ---- import and export -----------------------------------------------------------------------
     @property
@@ -139,6 +142,23 @@ class AdminFiles:
             self.owner.due.forget()
             self.owner.positions.report()
         return answer
+
+    async def rebind_vectors(self, spec: dict, token_hash: str) -> dict:
+        """Start moving the file's vectors to the binding `spec` (see `VectorRebinds`)."""
+        try:
+            self.owner.tokens.authorize_admin(token_hash, "a rebind")
+            async with self.owner._admission().admit():
+                return {"ok": True, "result": await self.rebinds.start(spec)}
+        except Exception as exc:  # noqa: BLE001 - refused, or hibernating
+            return {"ok": False, "error": as_named_error(exc)}
+
+    async def vector_binding(self, token_hash: str) -> dict:
+        """The file's binding and the rebind under way or last done, if any."""
+        try:
+            self.owner.tokens.authorize_admin(token_hash, "a vector binding's state")
+            return {"ok": True, "result": await self.rebinds.state()}
+        except Exception as exc:  # noqa: BLE001 - refused
+            return {"ok": False, "error": as_named_error(exc)}
 
     async def prune_snapshots(self, keep: int, token_hash: str) -> dict:
         """Keep the newest `keep` versions, the first of them the file as it is now."""

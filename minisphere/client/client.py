@@ -454,6 +454,18 @@ class Client(_Admin):
         return self._ask("POST", f"/v1/workspaces/{workspace_id}/snapshots/prune",
                          json={"keep": keep}, headers=self._admin_headers())
 
+    def rebind_vectors(self, workspace_id: str, provider: str, **spec) -> dict:
+        """Move the workspace to another embedding provider (admin): its blueprint names it
+        at once and every entry is re-embedded while it serves; `vector_binding` shows the
+        progress. `spec`: the binding's other fields (model, dimensions, url, apiKeyEnv)."""
+        return self._ask("POST", f"/v1/workspaces/{workspace_id}/vector-binding",
+                         json={"provider": provider, **spec}, headers=self._admin_headers())
+
+    def vector_binding(self, workspace_id: str) -> dict:
+        """The binding the blueprint names, the file's own, and a rebind's progress."""
+        return self._ask("GET", f"/v1/workspaces/{workspace_id}/vector-binding",
+                         headers=self._admin_headers())
+
     def maintenance_runs(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
         """Audited staleness runs (cron and manual), newest first (admin token)."""
         params = {"limit": limit, **({"workspace": workspace_id} if workspace_id else {})}

@@ -99,6 +99,18 @@ class ControlPlane:
                                  "LIMIT ?", (after, limit)).fetchall()
         return [_row_dict(r) for r in rows]
 
+    def set_vector_binding(self, workspace_id: str, vector: dict | None) -> dict:
+        """The workspace's blueprint from now on names this vector binding (the next open, or
+        a rebind under way, brings the file to it); audited. Returns the record."""
+        blueprint = self.get(workspace_id)["blueprint"]
+        before = (blueprint.get("bindings") or {}).get("vector")
+        blueprint.setdefault("bindings", {})["vector"] = vector
+        self.conn.execute("UPDATE workspaces SET blueprint_json = ?, updated_at = ? WHERE id = ?",
+                          (json.dumps(blueprint), epoch_ms(), workspace_id))
+        self._audit(workspace_id, "vector-binding",
+                    {"from": (before or {}).get("provider"), "to": (vector or {}).get("provider")})
+        return self.get(workspace_id)
+
     def set_state(self, workspace_id: str, state: str) -> None:
         """Change the state; a workspace being deleted stays so (an activation that finishes
         during the deletion must not make it active again)."""

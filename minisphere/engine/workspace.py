@@ -49,7 +49,8 @@ class Workspace:
     """
 
     def __init__(self, path: str | Path, *, clock: Clock | None = None,
-                 synchronous: str = DEFAULT_SYNCHRONOUS, embedder=None, vector_settings=None):
+                 synchronous: str = DEFAULT_SYNCHRONOUS, embedder=None, vector_settings=None,
+                 reembed_other: bool = False):
         self.path = Path(path)
         self.clock = clock or SystemClock()
         self._lock = threading.RLock()
@@ -57,8 +58,7 @@ class Workspace:
         self.vectors = None  # the optional vector binding; None: its code is never imported
         self.checkpoints = WalCheckpoints(self._lock, lambda: self.conn)   # of the WAL
         self.rewrites = scrub.ForgetRewrites(self._lock, lambda: self.conn, self.path)
-        # what its forgets still owe outside the file (the replica's history, old snapshots)
-        self.forget_ledger = ForgetLedger(self._lock, lambda: self.conn, self.transaction)
+        self.forget_ledger = ForgetLedger(self._lock, lambda: self.conn, self.transaction)  # owed
         self.epoch: int | None = None   # the fencing epoch this writer holds (None: unfenced)
         try:
             new_file = db.schema_version(self._conn) == 0
@@ -68,7 +68,7 @@ class Workspace:
             self.position = location.read_location(self._conn).position   # of this copy
             if embedder is not None or db.read_vector_binding(self._conn) is not None:
                 from minisphere.engine.vectors.binding import attach
-                self.vectors = attach(self, embedder, vector_settings)
+                self.vectors = attach(self, embedder, vector_settings, reembed_other)
         except BaseException:
             self._conn.close()
             raise
@@ -277,6 +277,15 @@ class Workspace:
             self.vectors = attach(self, None, vector_settings)
         return self.vectors.bind(embedder, replace=replace, batch_size=batch_size,
                                  progress=progress_callback)
+
+    def switch_vectors(self, embedder, vector_settings=None):
+        """Bind `embedder` in place of any other provider (its vectors dropped), leaving the
+        entries to `vectors.backfill`, which may run while the workspace serves."""
+        from minisphere.engine.vectors.binding import attach
+        if self.vectors is None:
+            self.vectors = attach(self, None, vector_settings)
+        self.vectors.switch(embedder, replace=True)
+        return self.vectors
 
     # ---- Pythonic wrappers (contract names in snake_case) -------------------------------------
     def capture(self, content: str, **options) -> dict:

@@ -103,10 +103,11 @@ class WorkspaceHost:
             # opening would make an empty database where a copy was found: never that
             raise WorkspaceDataMissing(f"workspace {self.workspace_id}: its file at "
                                        f"{self.path} is gone; nothing was opened")
-        workspace = Workspace(self.path, synchronous=self.synchronous, embedder=self.embedder)
+        # the blueprint's embedder: a file bound to another (a rebind cut short) is re-embedded
+        workspace = Workspace(self.path, synchronous=self.synchronous, embedder=self.embedder,
+                              reembed_other=True)
         try:
-            reads = ReadPool(self.path, threads=self.read_threads,
-                             on_follow_up=self.on_follow_up, hooks=workspace.hooks)
+            reads = self._read_pool(workspace)
         except BaseException:
             workspace.close()
             raise
@@ -148,6 +149,26 @@ class WorkspaceHost:
             log.error("workspace %s cannot be opened: %r", self.workspace_id, exc)
             raise WorkspaceUnavailable(f"workspace {self.workspace_id} cannot be opened right "
                                        f"now ({exc.__class__.__name__}); retry shortly") from None
+
+    def _read_pool(self, workspace: Workspace) -> ReadPool:
+        return ReadPool(self.path, threads=self.read_threads, on_follow_up=self.on_follow_up,
+                        hooks=workspace.hooks)
+
+    def rebind_vectors(self, embedder, progress: Callable[[int, int], None] | None = None
+                       ) -> dict:
+        """Move the file's vectors to `embedder` (its blueprint now names it): bound at once,
+        every entry re-embedded while the workspace serves (until then, ranked lexically). A
+        file bound for the first time gets new readers (theirs lack the vector extension)."""
+        self.ensure_open()
+        workspace = self.workspace
+        assert workspace is not None
+        first = workspace.vectors is None
+        vectors = workspace.switch_vectors(embedder)
+        self.embedder = embedder                  # a reopen (a restore) binds it too
+        if first and self.reads is not None:
+            old, self.reads = self.reads, self._read_pool(workspace)
+            old.close()
+        return vectors.backfill(progress=progress)
 
     def let_go_of_file(self) -> None:
         """Before the file is replaced (a restore). The writer first: its confirmer may still

@@ -81,6 +81,12 @@ class WorkspaceGateway(Protocol):
     async def prune_snapshots(self, workspace_id: str, keep: int, /) -> Record:
         ...
 
+    async def rebind_vectors(self, workspace_id: str, vector: dict[str, Any], /) -> Record:
+        ...
+
+    async def vector_binding(self, workspace_id: str, /) -> Record:
+        ...
+
     # ---- tokens (admin) ------------------------------------------------------------------------
     async def create_token(self, workspace_id: str, scope: str, label: str | None,
                            expires_in_s: int | None, /) -> Record:

@@ -183,6 +183,31 @@ class RestoredToMoment(Answer):
     aside: Optional[str] = Field(description="where the replaced file was kept on its node")
 
 
+class FileVectors(Answer):
+    provider: Optional[str] = Field(description="whose vectors the file holds (None: no binding)")
+    dim: Optional[int]
+    missing: Optional[int] = Field(description="entries that have no vector yet")
+
+
+class RebindProgress(Answer):
+    provider: str
+    state: Literal["re-embedding", "done", "failed", "superseded"]
+    embedded: int = Field(description="entries embedded again so far")
+    total: Optional[int] = Field(description="entries to embed (None until counted)")
+    error: Optional[str]
+    startedAt: float = Field(description="epoch seconds")
+    finishedAt: Optional[float]
+
+
+class VectorBindingState(Answer):
+    workspace: str
+    blueprint: Optional[dict[str, Any]] = Field(
+        description="the binding the workspace's blueprint names: what the file is brought to")
+    file: FileVectors
+    rebind: Optional[RebindProgress] = Field(
+        description="the rebind under way or last done while the workspace is resident")
+
+
 class Pruned(Answer):
     workspace: str
     snapshot: Optional[SnapshotManifest] = Field(description="taken first, when the file had "

@@ -30,7 +30,7 @@ def test_vectors_embedder_actor_is_shared_and_batches(ray_session, tmp_path, clo
     try:
         again = get_or_create_embedder(spec, num_cpus=0)
         assert first._actor_id == again._actor_id               # one per cluster, by name
-        assert embedder_name(spec) == f"embedder:hash:{spec['model']}"
+        assert embedder_name(spec) == f"embedder:hash:{spec['model']}:384"
         remote = RemoteEmbedder(first)
         assert (remote.name, remote.dim) == ("hash-384", 384)
         # four full passes first (~10 ms each here): the 20 small calls sent right behind them
@@ -93,3 +93,14 @@ def test_an_embedder_actor_whose_model_fails_leaves_the_recall_lexical_with_the_
             assert "vector" not in result["items"][0]["breakdown"]
     finally:
         ray.kill(handle, no_restart=True)
+
+
+def test_specs_that_differ_in_size_or_endpoint_never_share_an_embedder():
+    """Seen when a workspace was rebound to the hash provider at 32 dimensions: the cluster's
+    embedder for `hash` was another workspace's, at 384, and its vectors were not 32 long."""
+    base = {"provider": "http", "model": "m", "dim": 384, "url": "http://a.example/v1"}
+    names = {embedder_name(spec) for spec in (
+        base, {**base, "dim": 32}, {**base, "url": "http://b.example/v1"},
+        {**base, "apiKeyEnv": "OTHER_KEY"}, {"provider": "hash", "model": "m", "dim": 384})}
+    assert len(names) == 5
+    assert all("a.example" not in name for name in names)       # the URL is digested

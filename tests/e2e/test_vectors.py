@@ -1,6 +1,8 @@
 """A workspace whose blueprint binds vectors embeds through the shared embedder actor."""
 import ray
 
+from actors.embedder.actor import embedder_name
+
 
 def call(http, ws, headers, method, body):
     response = http.post(f"/v1/w/{ws}/{method}", json=body, headers=headers)
@@ -21,7 +23,8 @@ def test_vector_binding_from_the_blueprint(http, admin_headers, service):
         assert first["outcome"] == "stored"
         call(http, "vector-bound-1", headers, "capture",
              {"content": "Lunch on Fridays is pizza in the small meeting room"})
-        embedder = ray.get_actor("embedder:hash:all-MiniLM-L6-v2", namespace=service["config"].namespace)
+        spec = {"provider": "hash", "model": "all-MiniLM-L6-v2", "dim": 384}
+        embedder = ray.get_actor(embedder_name(spec), namespace=service["config"].namespace)
         before = ray.get(embedder.info.remote())["texts"]
         found = call(http, "vector-bound-1", headers, "recall",
                      {"query": "where does the nightly export write its files", "topK": 2})
@@ -39,3 +42,33 @@ def test_unbound_workspace_has_no_vector_arm(http, new_workspace):
     call(http, ws, headers, "capture", {"content": "Backups are verified every Sunday"})
     found = call(http, ws, headers, "recall", {"query": "backups verified"})
     assert "vector" not in found["items"][0]["breakdown"]
+
+
+def test_a_rebind_moves_a_serving_workspace_to_another_provider_and_survives_hibernation(
+        http, admin_headers, new_workspace):
+    """Through the real service: the admin's rebind answers at once, the entries are
+    re-embedded while the workspace serves, the progress is read back, and the next residency
+    opens with the new provider (the blueprint names it, and the file holds it)."""
+    import time
+    ws, headers = new_workspace()
+    for n in range(20):
+        call(http, ws, headers, "capture", {"content": f"note {n}: the ferry leaves at dawn"})
+    url = f"/v1/workspaces/{ws}/vector-binding"
+    started = http.post(url, json={"provider": "hash", "dimensions": 32}, headers=admin_headers)
+    assert started.status_code == 202, started.text
+    assert started.json()["blueprint"]["provider"] == "hash"
+    deadline = time.monotonic() + 60
+    while True:
+        state = http.get(url, headers=admin_headers).json()
+        if state["rebind"] and state["rebind"]["state"] != "re-embedding":
+            break
+        assert time.monotonic() < deadline, state
+        time.sleep(0.2)
+    assert state["rebind"]["state"] == "done", state
+    assert state["file"] == {"provider": "hash-32", "dim": 32, "missing": 0}
+    found = call(http, ws, headers, "recall", {"query": "when does the ferry leave"})
+    assert found["queryUsed"]["vector"]["provider"] == "hash-32"
+    assert http.post(f"/v1/workspaces/{ws}/hibernate", headers=admin_headers).status_code == 200
+    again = call(http, ws, headers, "recall", {"query": "when does the ferry leave"})
+    assert again["queryUsed"]["vector"]["provider"] == "hash-32"
+    assert http.get(url, headers=admin_headers).json()["file"]["missing"] == 0

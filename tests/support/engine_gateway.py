@@ -47,6 +47,7 @@ from minisphere.durability.snapshots.pruning import delete_visible_snapshots, pr
 from minisphere.durability.snapshots.publish import take_snapshot
 from minisphere.durability.stores import LocalDirSnapshotStore
 from minisphere.engine.clock import epoch_ms
+from minisphere.engine.embedding import make_provider
 from minisphere.engine.methods import METHODS
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import (
@@ -283,6 +284,35 @@ class EngineGateway:
         raise InvalidArgument("restoring to a moment needs continuous replication "
                               "(MINISPHERE_REPLICATION=sync or async); restore a snapshot "
                               "version instead")
+
+    def _rebind_vectors(self, workspace_id: str, vector: dict) -> dict:
+        """As the service does it, but at once: the blueprint first, then every entry."""
+        spec = parse_blueprint({"bindings": {"vector": vector}}).bindings.vector
+        if spec is None:
+            raise InvalidArgument("a vector binding is required (its provider at least)")
+        wanted = self.control.set_vector_binding(workspace_id, spec.model_dump())[
+            "blueprint"]["bindings"]["vector"]
+        report = self.workspace(workspace_id).enable_vectors(
+            make_provider(spec.embedder_spec()), replace=True)
+        return {**self._vector_binding(workspace_id),
+                "rebind": {"provider": spec.provider, "state": "done",
+                           "embedded": report["embedded"], "total": report["total"],
+                           "error": None, "startedAt": time.time(), "finishedAt": time.time()},
+                "blueprint": wanted}
+
+    async def rebind_vectors(self, workspace_id, vector):
+        return await self._run(self._rebind_vectors, workspace_id, vector)
+
+    def _vector_binding(self, workspace_id: str) -> dict:
+        vectors = self.workspace(workspace_id).vectors
+        blueprint = self.control.get(workspace_id)["blueprint"]
+        return {"workspace": workspace_id,
+                "blueprint": (blueprint.get("bindings") or {}).get("vector"),
+                "file": vectors.state() if vectors is not None
+                else {"provider": None, "dim": None, "missing": None}, "rebind": None}
+
+    async def vector_binding(self, workspace_id):
+        return await self._run(self._vector_binding, workspace_id)
 
     def _hibernate(self, workspace_id: str) -> dict:
         self.control.get(workspace_id)

@@ -144,15 +144,23 @@ class QueryVector:
         return self.vector
 
 
-def attach(storage, provider=None, settings: semantic.SemanticSettings | None = None
-           ) -> VectorBinding:
-    """The binding of an open workspace; binding a provider to an unbound file backfills it."""
-    binding = VectorBinding(storage, provider, settings)
+def attach(storage, provider=None, settings: semantic.SemanticSettings | None = None,
+           reembed_other: bool = False) -> VectorBinding:
+    """The binding of an open workspace; binding a provider to an unbound file backfills it.
+    A file holding another provider's vectors is refused (InvalidArgument), or with
+    `reembed_other` re-embedded with this one: the service's blueprint names the provider a
+    workspace is to have, and a rebind cut short (or never begun) left the file on another."""
+    binding = VectorBinding(storage, provider, settings, refuse_other=not reembed_other)
     if provider is not None:
-        # a new binding, or entries captured while no embedder was attached: embed them now
-        if binding.binding is None:
+        current = binding.binding
+        if current is not None and not binding.holds(provider):
+            log.warning("%s holds vectors of %s (%d dims); re-embedding with %s",
+                        getattr(storage, "path", "workspace"), current["provider"],
+                        current["dim"], provider.name)
+            binding.bind(provider, replace=True)
+        elif current is None:
             binding.bind(provider)
-        else:
+        else:       # entries captured while no embedder was attached: embed them now
             binding.backfill()
     return binding
 
@@ -161,7 +169,8 @@ class VectorBinding(WorkspaceHooks):
     hooked = HOOKED
     started_on_arrival = frozenset({"recall"})     # `prepare` only sends the query (start_query)
 
-    def __init__(self, storage, provider=None, settings: semantic.SemanticSettings | None = None):
+    def __init__(self, storage, provider=None, settings: semantic.SemanticSettings | None = None,
+                 refuse_other: bool = True):
         self.storage = storage
         self.provider = provider
         self.settings = settings or semantic.SemanticSettings()
@@ -178,16 +187,30 @@ class VectorBinding(WorkspaceHooks):
             if self.binding is not None:
                 self._open_index(conn)
             resident.watch(conn, self._touched)
-        if provider is not None and self.binding is not None and (
-                (self.binding["provider"], self.binding["dim"]) != (provider.name, provider.dim)):
-            raise InvalidArgument(
-                f"workspace is bound to {self.binding['provider']} ({self.binding['dim']} dims), "
-                f"not {provider.name} ({provider.dim}); rebind with enable_vectors(provider, replace=True)")
+        if provider is not None and self.binding is not None and not self.holds(provider):
+            if refuse_other:
+                raise InvalidArgument(
+                    f"workspace is bound to {self.binding['provider']} ({self.binding['dim']} "
+                    f"dims), not {provider.name} ({provider.dim}); rebind with "
+                    f"enable_vectors(provider, replace=True)")
+            self.provider = None        # its vectors are another provider's: `attach` re-embeds
 
     # ---- binding lifecycle ---------------------------------------------------------------------
+    def holds(self, provider) -> bool:
+        """The file's vectors are this provider's."""
+        return self.binding is not None and (
+            (self.binding["provider"], self.binding["dim"]) == (provider.name, provider.dim))
+
     def bind(self, provider, *, replace: bool = False, batch_size: int | None = None,
              progress: Progress | None = None) -> dict:
         """Record the binding, create the vec table, then backfill every entry (with progress)."""
+        self.switch(provider, replace=replace)
+        return self.backfill(batch_size, progress)
+
+    def switch(self, provider, *, replace: bool = False) -> None:
+        """Record the binding and create its vec table (dropping another provider's with
+        `replace`); new writes are embedded with `provider` from the commit on. The entries
+        already there are left to `backfill`."""
         with self.storage.transaction() as conn:
             current = db.read_vector_binding(conn)
             if current is not None and replace:
@@ -204,7 +227,13 @@ class VectorBinding(WorkspaceHooks):
                 self.generation += 1
                 self.provider = provider
                 self._cache.clear()
-        return self.backfill(batch_size, progress)
+
+    def state(self) -> dict:
+        """The file's binding, and how many entries still lack a vector."""
+        with self.storage.reading() as conn:
+            missing = table.missing_count(conn)
+        bound = self.binding or {}
+        return {"provider": bound.get("provider"), "dim": bound.get("dim"), "missing": missing}
 
     # ---- the resident index (index.py) ---------------------------------------------------------
     def _open_index(self, conn) -> None:
@@ -406,6 +435,7 @@ class VectorBinding(WorkspaceHooks):
                     done += 1
             with self.storage.reading() as conn:   # a binding attaching at open has no
                 self.transaction_ended(conn)        # workspace hooks to do this yet
+            total = max(total, done)      # entries written meanwhile are embedded here too
             if progress:
                 progress(done, total)
         return {"embedded": done, "skipped": skipped, "total": total,

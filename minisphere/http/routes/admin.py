@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
 from minisphere.control.auth import WORKSPACE_ID_PATTERN, check_workspace_id
-from minisphere.control.blueprints import parse_blueprint
+from minisphere.control.blueprints import VectorBindingSpec, parse_blueprint
 from minisphere.durability.snapshots.layout import VERSION_PATTERN as SNAPSHOT_VERSION_PATTERN
 from minisphere.http import links
 from minisphere.http import service_responses as S
@@ -167,3 +167,23 @@ async def prune_workspace_snapshots(workspace_id: WorkspaceId, request: Request,
     check_workspace_id(workspace_id)
     spec = await read_spec(request, PruneSnapshots, "prune")
     return await gateway.prune_snapshots(workspace_id, spec.keep)
+
+
+@routes.post("/v1/workspaces/{workspace_id}/vector-binding",
+             summary="Move the workspace to another embedding provider: its blueprint names it "
+                     "at once, and every entry is re-embedded while the workspace serves",
+             responses=answers(S.VectorBindingState, status=202),
+             openapi_extra=json_body(VectorBindingSpec, required=True))
+async def rebind_workspace_vectors(workspace_id: WorkspaceId, request: Request,
+                                   gateway: AdminGateway):
+    check_workspace_id(workspace_id)
+    spec = await read_spec(request, VectorBindingSpec, "vector-binding", required=True)
+    state = await gateway.rebind_vectors(workspace_id, spec.model_dump())
+    return JSONResponse(state, status_code=202)
+
+
+@routes.get("/v1/workspaces/{workspace_id}/vector-binding",
+            summary="The binding the blueprint names, the file's, and a rebind's progress",
+            responses=answers(S.VectorBindingState))
+async def get_workspace_vector_binding(workspace_id: WorkspaceId, gateway: AdminGateway):
+    return await gateway.vector_binding(check_workspace_id(workspace_id))
