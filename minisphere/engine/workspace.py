@@ -278,7 +278,7 @@ class Workspace:
         return self.vectors.bind(embedder, replace=replace, batch_size=batch_size,
                                  progress=progress_callback)
 
-    def switch_vectors(self, embedder, vector_settings=None):
+    def switch_vectors(self, embedder: Any, vector_settings: Any = None) -> Any:
         """Bind `embedder` in place of any other provider (its vectors dropped), leaving the
         entries to `vectors.backfill`, which may run while the workspace serves."""
         from minisphere.engine.vectors.binding import attach

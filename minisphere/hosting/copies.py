@@ -114,7 +114,7 @@ class HostLock:
     actor) lets go when its process ends, so a new host waits a bounded time for it."""
 
     def __init__(self, folder: Path, wait_s: float = HOST_LOCK_WAIT_S):
-        self._fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        self._fd: int | None = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
         deadline = time.monotonic() + wait_s
         while True:
             try:
@@ -214,7 +214,7 @@ def sweep_node(root: str | Path, node_id: str, tombstones: dict[str, list[str]],
     id -> (generation, holding node, stored position), deleted when it is at or below the
     stored position). Folders a live host holds are skipped. Returns what was deleted."""
     root = Path(root)
-    deleted = []
+    deleted: list[str] = []
     if not root.is_dir():
         return deleted
     release_orphaned_registrations(root, daemon_dir)

@@ -22,7 +22,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,14 +32,14 @@ from minisphere.errors import ReplicationUnconfirmed, WorkspaceClosed
 from minisphere.settings import DEFAULT_MAX_BATCH_WRITES
 
 log = logging.getLogger("minisphere.group_commit")
-Callback = Callable[[bool, Any, dict], None]
+Callback = Callable[[bool, Any, dict[str, Any]], None]
 _STOP = object()
 
 
 @dataclass
 class _Pending:
     method: str
-    body: dict
+    body: dict[str, Any]
     callback: Callback
     prepared: Any = NOT_PREPARED
     key: str | None = None          # the caller's idempotency key, if it sent one
@@ -51,7 +51,7 @@ class _Pending:
 class _Committed:
     """A batch whose transaction has committed, waiting for its confirmation."""
     batch: list[_Pending]
-    outcomes: list
+    outcomes: Sequence[tuple[bool, Any]]
     started: float
     finished: float
     position: int                   # the file's position once this batch committed
@@ -101,7 +101,7 @@ class GroupCommitWriter:
                                                name=f"replica-confirm-{name}")
             self._confirmer.start()
 
-    def submit(self, method: str, body: dict, callback: Callback,
+    def submit(self, method: str, body: dict[str, Any], callback: Callback,
                prepared: Any = NOT_PREPARED, key: str | None = None) -> None:
         if self._closed:
             raise WorkspaceClosed("the workspace's writer is closed")
@@ -161,6 +161,7 @@ class GroupCommitWriter:
     def _commit(self, batch: list[_Pending]) -> None:
         started = time.perf_counter()
         try:
+            outcomes: Sequence[tuple[bool, Any]]
             if batch[0].own is not None:
                 outcomes = [(True, batch[0].own())]
             else:
@@ -185,6 +186,8 @@ class GroupCommitWriter:
             self._confirms.put(committed)
 
     def _confirm_loop(self) -> None:
+        confirm = self.confirm
+        assert confirm is not None          # the loop runs only for a writer that confirms
         stop, last = False, float("-inf")
         while not stop:
             group = [self._confirms.get()]
@@ -203,7 +206,7 @@ class GroupCommitWriter:
             error = None
             if any(ok for committed in group for ok, _ in committed.outcomes):
                 try:
-                    self.confirm()
+                    confirm()
                 except Exception as exc:  # noqa: BLE001 - every caller of the group is told
                     error = (exc if isinstance(exc, ReplicationUnconfirmed) else
                              ReplicationUnconfirmed(f"replication not confirmed: {exc!r}"))
@@ -212,7 +215,7 @@ class GroupCommitWriter:
             if not self.answer_first:
                 self._answer(group, error)
 
-    def _gather(self, group: list, until: float) -> None:
+    def _gather(self, group: list[Any], until: float) -> None:
         """Add what arrives for confirmation to `group` until `until` (monotonic) or a stop."""
         while (left := until - time.monotonic()) > 0:
             try:

@@ -19,23 +19,23 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from minisphere.durability.generations import generation_store
 from minisphere.durability.replication.registration import ASYNC_SYNC_INTERVAL_S, WorkspaceReplica
 from minisphere.durability.stores import SnapshotStore
+from minisphere.engine.embedding.base import EmbeddingProvider
 from minisphere.engine.forget_ledger import SNAPSHOT_VERSIONS
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import (
-    SnapshotError,
     WorkspaceClosed,
     WorkspaceDataMissing,
     WorkspaceUnavailable,
 )
 from minisphere.hosting.copies import HostLock, drop_staging_leftovers
-from minisphere.hosting.group_commit import GroupCommitWriter
+from minisphere.hosting.group_commit import Callback, GroupCommitWriter
 from minisphere.hosting.host_options import (
     DEFAULT_TUNING,
     NO_LISTENERS,
@@ -54,7 +54,8 @@ log = logging.getLogger("minisphere.host")
 
 class WorkspaceHost:
     def __init__(self, workspace_id: str, path: str | Path, *, store: SnapshotStore | None = None,
-                 replica: WorkspaceReplica | None = None, embedder=None,
+                 replica: WorkspaceReplica | None = None,
+                 embedder: EmbeddingProvider | None = None,
                  known: KnownState = NOTHING_KNOWN, tuning: HostTuning = DEFAULT_TUNING,
                  listeners: HostListeners = NO_LISTENERS):
         self.workspace_id = workspace_id
@@ -154,8 +155,8 @@ class WorkspaceHost:
         return ReadPool(self.path, threads=self.read_threads, on_follow_up=self.on_follow_up,
                         hooks=workspace.hooks)
 
-    def rebind_vectors(self, embedder, progress: Callable[[int, int], None] | None = None
-                       ) -> dict:
+    def rebind_vectors(self, embedder: EmbeddingProvider,
+                       progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """Move the file's vectors to `embedder` (its blueprint now names it): bound at once,
         every entry re-embedded while the workspace serves (until then, ranked lexically). A
         file bound for the first time gets new readers (theirs lack the vector extension)."""
@@ -168,7 +169,7 @@ class WorkspaceHost:
         if first and self.reads is not None:
             old, self.reads = self.reads, self._read_pool(workspace)
             old.close()
-        return vectors.backfill(progress=progress)
+        return cast(dict[str, Any], vectors.backfill(progress=progress))
 
     def let_go_of_file(self) -> None:
         """Before the file is replaced (a restore). The writer first: its confirmer may still
@@ -198,28 +199,33 @@ class WorkspaceHost:
         self.writer = self.reads = self.workspace = None
 
     # ---- calls -------------------------------------------------------------------------------
+    def _opened(self) -> tuple[Workspace, ReadPool, GroupCommitWriter]:
+        """The open file's parts (opening it first if it is closed)."""
+        self.ensure_open()
+        if self.workspace is None or self.reads is None or self.writer is None:
+            raise WorkspaceClosed(f"workspace {self.workspace_id} is closed")
+        return self.workspace, self.reads, self.writer
+
     def needs_prepare(self, method: str) -> bool:
         """Whether a write must be prepared (`prepare_write`) before it is queued."""
-        self.ensure_open()
-        return method in self.workspace.hooks.hooked
+        return method in self._opened()[0].hooks.hooked
 
-    def prepare_write(self, method: str, body: dict) -> Future:
+    def prepare_write(self, method: str, body: dict[str, Any]) -> Future[Any]:
         """The hooks' prepare step of one write, on a read-pool thread: a Future of the value
         to pass to `submit_write`."""
-        self.ensure_open()
-        return self.reads.prepare(method, body)
+        return self._opened()[1].prepare(method, body)
 
-    def submit_write(self, method: str, body: dict, callback: Callable[[bool, Any, dict], None],
+    def submit_write(self, method: str, body: dict[str, Any], callback: Callback,
                      prepared: Any = NOT_PREPARED, *, key: str | None = None,
                      counts: bool = True) -> None:
         """Queue one write; `callback(ok, result, timings)` runs once it committed (or failed).
         `key`: the caller's idempotency key. `counts`: whether the write makes the file dirty
         for the snapshot triggers -- a read's own follow-up (recall counts) does not, or a
         workspace that is only read would be snapshotted again and again."""
-        self.ensure_open()
+        writer = self._opened()[2]
         note = self.snapshotter.note_writes
 
-        def done(ok, result, timings):
+        def done(ok: bool, result: Any, timings: dict[str, Any]) -> None:
             try:
                 # committed, even when the replica did not confirm it (sync mode answers 503
                 # then): the file changed, and a committed forget's text must go everywhere
@@ -230,7 +236,7 @@ class WorkspaceHost:
                         self.states.after_forget()
             finally:
                 callback(ok, result, timings)
-        self.writer.submit(method, body, done, prepared, key)
+        writer.submit(method, body, done, prepared, key)
 
     def write_own(self, run: Callable[[], Any]) -> Any:
         """Run `run` -- it commits a transaction of its own on `self.workspace` (an import
@@ -238,31 +244,31 @@ class WorkspaceHost:
         write: after the replica confirmed it in sync mode (else `ReplicationUnconfirmed`),
         counted toward the durable position. The caller notes its writes for the snapshots
         (it knows how many it made)."""
-        self.ensure_open()
-        answered: Future = Future()
+        writer = self._opened()[2]
+        answered: Future[Any] = Future()
 
-        def done(ok, result, _timings):
+        def done(ok: bool, result: Any, _timings: dict[str, Any]) -> None:
             if ok:
                 answered.set_result(result)
             else:
                 answered.set_exception(result)
-        self.writer.submit_own(run, done)
+        writer.submit_own(run, done)
         return answered.result()
 
-    def _follow_up(self, method: str, body: dict) -> None:
+    def _follow_up(self, method: str, body: dict[str, Any]) -> None:
         """A read's small internal write (recall counts): queued, not awaited by the reader,
         and not a change of the memory, so it leaves the snapshot triggers alone."""
-        def done(ok, result, _timings):
+        def done(ok: bool, result: Any, _timings: dict[str, Any]) -> None:
             if not ok:
                 log.warning("follow-up %s of %s failed: %r", method, self.workspace_id, result)
         if self.writer is not None:
             self.submit_write(method, body, done, counts=False)
 
-    def warm_reads(self) -> Future | None:
+    def warm_reads(self) -> Future[tuple[Any, dict[str, Any]]] | None:
         """Ready a reader before the first call (see ReadPool.warm); None when not open."""
         return self.reads.warm() if self.reads is not None else None
 
-    def start_read(self, method: str, body: dict | None) -> Any:
+    def start_read(self, method: str, body: dict[str, Any] | None) -> Any:
         """What the hooks start as soon as a read arrives (a bound recall's query embedding,
         only sent: cheap enough for the caller's event loop), to pass to `submit_read`. Runs
         before the call is admitted, so it never opens the file (a restore may be swapping
@@ -270,9 +276,9 @@ class WorkspaceHost:
         reads = self.reads
         return reads.start(method, body) if reads is not None else NOT_PREPARED
 
-    def submit_read(self, method: str, body: dict | None, prepared: Any = NOT_PREPARED) -> Future:
-        self.ensure_open()
-        return self.reads.submit(method, body, prepared)
+    def submit_read(self, method: str, body: dict[str, Any] | None,
+                    prepared: Any = NOT_PREPARED) -> Future[tuple[Any, dict[str, Any]]]:
+        return self._opened()[1].submit(method, body, prepared)
 
     def durable_position(self) -> int | None:
         """The newest position the replica is known to hold (without replication: the newest
@@ -285,34 +291,13 @@ class WorkspaceHost:
         copy = inspect_copy(self.path)
         return copy.position if copy is not None else 0
 
-    def hibernate(self) -> dict:
+    def hibernate(self) -> dict[str, Any]:
         """Drain writes, snapshot if anything changed (unless the store is backing off, or the
         replica confirmed the last write and no named version is due yet), close."""
         self._closed = True
         if self.writer is not None:
             self.writer.close()
-        replicated = self._release_replica()
-        manifest, error = None, None
-        status = self.snapshotter.status()
-        if status["pendingWrites"] > 0 and self.store is not None:
-            if replicated and status["lastSnapshotAt"] is not None \
-                    and not self.snapshotter.due():
-                # the replica holds every write, so a copy of the whole file adds nothing a
-                # restore needs; the named versions keep their own schedule (carried over to
-                # the next residency), and those writes stay counted as pending until then
-                pass
-            elif status["consecutiveFailures"] and status["retryInS"]:
-                error = f"snapshot store backing off: {status['lastFailure']}"
-            else:
-                try:
-                    manifest = self.snapshotter.snapshot_now("hibernate")
-                except SnapshotError as exc:
-                    error = exc.message
-        if self.store is not None and error is None:
-            try:                         # a forget's text must not wait in older versions
-                self.snapshotter.purge_owed()
-            except SnapshotError as exc:
-                error = f"versions from before a forget not deleted: {exc.message}"
+        manifest, error = self.states.before_closing(replicated=self._release_replica())
         self.snapshotter.close()
         self._close_io()
         position = self.position()
@@ -344,7 +329,7 @@ class WorkspaceHost:
         self._close_io()
         self._lock.release()
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """Never waits for the replication daemon: the replica's lag is the newest reading
         (hosting/lag_readings.py), so a status asked on an event loop does not stall it."""
         return {"activation": self.activation, "snapshots": self.snapshotter.status(),

@@ -12,20 +12,21 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger("minisphere.host")
-NOT_YET_READ = {"status": "measuring", "lastSyncAt": None, "measuredAt": None}
+NOT_YET_READ: dict[str, Any] = {"status": "measuring", "lastSyncAt": None, "measuredAt": None}
 
 
 class LagReadings:
-    def __init__(self, read: Callable[[], dict], name: str = "replica"):
+    def __init__(self, read: Callable[[], dict[str, Any]], name: str = "replica"):
         self._read = read
         self._name = name
-        self._latest = dict(NOT_YET_READ)
+        self._latest: dict[str, Any] = dict(NOT_YET_READ)
         self._reading = False
         self._lock = threading.Lock()
 
-    def latest(self) -> dict:
+    def latest(self) -> dict[str, Any]:
         """The newest reading (at once, never waiting for the daemon); a new one is started
         unless one is under way."""
         with self._lock:
@@ -37,6 +38,7 @@ class LagReadings:
         return latest
 
     def _refresh(self) -> None:
+        reading: dict[str, Any]
         try:
             reading = self._read()
         except Exception as exc:  # noqa: BLE001 - shown as the reading, never raised

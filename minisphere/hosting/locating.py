@@ -16,6 +16,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from minisphere.durability.replication.registration import WorkspaceReplica
 from minisphere.durability.replication.restore import restore_from_replica
@@ -48,7 +49,7 @@ class CurrentCopy:
     # that floor while the lost node had acknowledged more: the replica is asked first.
     copy_may_be_behind: bool = False
 
-    def ensure(self, expect_snapshot: bool) -> dict:
+    def ensure(self, expect_snapshot: bool) -> dict[str, Any]:
         """Make sure the file at `path` is a current copy of this workspace: keep a local copy
         of this generation at the newest position, delete any other (a deleted creation's, or
         one left behind when the workspace moved on), restore from the store, and refuse when
@@ -71,7 +72,7 @@ class CurrentCopy:
         return restored
 
     def _restore(self, expect_snapshot: bool, discarded: str | None,
-                 refuse_empty: bool = False) -> dict:
+                 refuse_empty: bool = False) -> dict[str, Any]:
         """No local copy to keep: the replica's newest state, else the newest good snapshot,
         else an empty file for a workspace that never acknowledged a write."""
         started = time.perf_counter()
@@ -86,7 +87,8 @@ class CurrentCopy:
         except SnapshotNotFound:
             return self._start_empty(expect_snapshot or refuse_empty, discarded,
                                      f"no snapshot in {self.store.description}")
-        position = inspect_copy(self.path).position
+        restored_copy = inspect_copy(self.path)
+        position = restored_copy.position if restored_copy is not None else -1
         if position < self.min_position:
             discard_copy(self.path)
             raise self._missing(f"the newest snapshot ({restored['version']}) reaches position "
@@ -117,7 +119,7 @@ class CurrentCopy:
                 Path(f"{source}{suffix}").replace(f"{target}{suffix}")
         fsync_dir(target.parent)
 
-    def _restore_from_replica(self, above: int = -1) -> dict | None:
+    def _restore_from_replica(self, above: int = -1) -> dict[str, Any] | None:
         """The replica's newest state, when replication is on and it holds a usable copy (it
         is at least as new as any snapshot: it is shipped within a second of each commit) past
         position `above` (the local copy's, which it then replaces)."""
@@ -185,7 +187,7 @@ class CurrentCopy:
         deleted tenant's file, and the claim would stamp the new generation onto it."""
         return copy.generation == self.generation
 
-    def _start_empty(self, expect_snapshot: bool, discarded: str | None, why: str) -> dict:
+    def _start_empty(self, expect_snapshot: bool, discarded: str | None, why: str) -> dict[str, Any]:
         if expect_snapshot or self.min_position > 0:
             raise self._missing(f"{discarded}; {why}" if discarded else why)
         log.warning("workspace %s: no file and %s; starting empty", self.workspace_id, why)

@@ -38,18 +38,18 @@ DEFAULT_READ_THREADS = 2
 class ReadPool:
     def __init__(self, path: str | Path, threads: int = DEFAULT_READ_THREADS,
                  clock: Clock | None = None,
-                 on_follow_up: Callable[[str, dict], None] | None = None,
+                 on_follow_up: Callable[[str, dict[str, Any]], None] | None = None,
                  hooks: WorkspaceHooks = NO_HOOKS):
         self.path = Path(path)
         self.on_follow_up = on_follow_up
         self.clock = clock or SystemClock()
         self.hooks = hooks
         self._local = threading.local()
-        self._conns: list = []
+        self._conns: list[db.Connection] = []
         self._conns_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="reader")
 
-    def _conn(self):
+    def _conn(self) -> db.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = db.connect(self.path, readonly=True)
@@ -59,7 +59,7 @@ class ReadPool:
                 self._conns.append(conn)
         return conn
 
-    def start(self, method_name: str, body: dict | None) -> Any:
+    def start(self, method_name: str, body: dict[str, Any] | None) -> Any:
         """The hooks' prepared value of a read they start on arrival, made now on the calling
         thread with no connection; NOT_PREPARED for any other read (or invalid arguments:
         the read reports them)."""
@@ -71,8 +71,8 @@ class ReadPool:
             return NOT_PREPARED
         return self.hooks.prepare([(method_name, args)], None)[0]
 
-    def read(self, method_name: str, body: dict | None,
-             prepared: Any = NOT_PREPARED) -> tuple[Any, dict]:
+    def read(self, method_name: str, body: dict[str, Any] | None,
+             prepared: Any = NOT_PREPARED) -> tuple[Any, dict[str, Any]]:
         """Run one read method now, on the calling thread's connection: (result, timings).
         `prepared`: what `start` made for it, if it ran."""
         method = find_method(method_name)
@@ -96,17 +96,18 @@ class ReadPool:
             self.on_follow_up(*method.follow_up(result))
         return result, timings
 
-    def submit(self, method_name: str, body: dict | None, prepared: Any = NOT_PREPARED) -> Future:
+    def submit(self, method_name: str, body: dict[str, Any] | None, prepared: Any = NOT_PREPARED
+               ) -> Future[tuple[Any, dict[str, Any]]]:
         enqueued = time.perf_counter()
 
-        def job():
+        def job() -> tuple[Any, dict[str, Any]]:
             started = time.perf_counter()
             result, timings = self.read(method_name, body, prepared)
             timings["queue_ms"] = (started - enqueued) * 1e3
             return result, timings
         return self._pool.submit(job)
 
-    def warm(self) -> Future:
+    def warm(self) -> Future[tuple[Any, dict[str, Any]]]:
         """Start a reader thread, open its connection and answer one cheap read on it now, so
         the first call finds them ready: on a woken actor, starting the thread, opening the
         connection and building the read's argument validator would otherwise land inside its
@@ -114,7 +115,7 @@ class ReadPool:
         return self._pool.submit(self.read, "getCount", {})
 
     # ---- the prepare step of writes ------------------------------------------------------------
-    def prepare_now(self, method_name: str, body: dict | None) -> Any:
+    def prepare_now(self, method_name: str, body: dict[str, Any] | None) -> Any:
         """The hooks' prepared value for one write (None when its arguments are invalid: the
         writer then reports them)."""
         try:
@@ -123,7 +124,7 @@ class ReadPool:
             return None
         return self.hooks.prepare([(method_name, args)], self._conn())[0]
 
-    def prepare(self, method_name: str, body: dict | None) -> Future:
+    def prepare(self, method_name: str, body: dict[str, Any] | None) -> Future[Any]:
         return self._pool.submit(self.prepare_now, method_name, body)
 
     def close(self) -> None:

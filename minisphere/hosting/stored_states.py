@@ -9,10 +9,10 @@ that holds it open, reopened after).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from minisphere.durability.replication.registration import WorkspaceReplica
 from minisphere.durability.replication.restore import restore_moment
@@ -50,7 +50,7 @@ class StoredStates:
     def __init__(self, workspace_id: str, path: Path, store: SnapshotStore | None,
                  replica: WorkspaceReplica | None, live: LiveFile,
                  snapshots: SnapshotSettings,
-                 on_snapshot_status: Callable[[dict], None] | None = None):
+                 on_snapshot_status: Callable[[dict[str, Any]], None] | None = None):
         self.workspace_id = workspace_id
         self.path = path
         self.store = store
@@ -68,15 +68,42 @@ class StoredStates:
             raise SnapshotError("no snapshot store is configured")
         return self.store
 
-    def _take(self, reason: str) -> dict:
+    def _take(self, reason: str) -> dict[str, Any]:
         return take_snapshot(self.path, self._require_store(), self.workspace_id, reason=reason,
                              keep=self.keep)
 
-    def snapshot_now(self, reason: str = "manual") -> dict:
+    def snapshot_now(self, reason: str = "manual") -> dict[str, Any]:
         self._require_store()
         return self.snapshotter.snapshot_now(reason)
 
-    def prune_snapshots(self, keep: int) -> dict:
+    def before_closing(self, replicated: bool) -> tuple[dict[str, Any] | None, str | None]:
+        """At hibernation: a snapshot if anything changed (unless the store is backing off, or
+        the replica confirmed the last write and no named version is due yet), then the purge
+        a forget owes. Returns (the manifest taken or None, what went wrong or None)."""
+        manifest, error = None, None
+        status = self.snapshotter.status()
+        if status["pendingWrites"] > 0 and self.store is not None:
+            if replicated and status["lastSnapshotAt"] is not None \
+                    and not self.snapshotter.due():
+                # the replica holds every write, so a copy of the whole file adds nothing a
+                # restore needs; the named versions keep their own schedule (carried over to
+                # the next residency), and those writes stay counted as pending until then
+                pass
+            elif status["consecutiveFailures"] and status["retryInS"]:
+                error = f"snapshot store backing off: {status['lastFailure']}"
+            else:
+                try:
+                    manifest = self.snapshotter.snapshot_now("hibernate")
+                except SnapshotError as exc:
+                    error = exc.message
+        if self.store is not None and error is None:
+            try:                         # a forget's text must not wait in older versions
+                self.snapshotter.purge_owed()
+            except SnapshotError as exc:
+                error = f"versions from before a forget not deleted: {exc.message}"
+        return manifest, error
+
+    def prune_snapshots(self, keep: int) -> dict[str, Any]:
         """Keep only the newest `keep` versions, after making sure the newest one is the file
         as it is now (a snapshot is taken first when anything changed). By hand, more than
         what a forget does by itself (`drop_versions_before`)."""
@@ -141,10 +168,10 @@ class StoredStates:
             # not the writer thread inside the forget's answer
             self.replica.history_owed = True
 
-    def list_snapshots(self) -> list[dict]:
+    def list_snapshots(self) -> list[dict[str, Any]]:
         return list_snapshots(self._require_store(), self.workspace_id)
 
-    def restore(self, version: str | None) -> dict:
+    def restore(self, version: str | None) -> dict[str, Any]:
         """Point-in-time restore: with snapshots paused, close, publish the verified version
         again as the newest one (so a later activation from the store, or a restore without a
         version, comes back to it and not to the state it replaced), swap it in and reopen
@@ -158,7 +185,7 @@ class StoredStates:
         self._confirm_replicated()
         return result
 
-    def restore_to_time(self, moment: str) -> dict:
+    def restore_to_time(self, moment: str) -> dict[str, Any]:
         """Restore the state the replica held at `moment` (RFC 3339, UTC): any second within
         the replica's retention, where snapshots give only their versions. The restored state
         is a new state (a new position) and the next snapshot stores it."""
@@ -182,7 +209,7 @@ class StoredStates:
             self.replica.confirm()
 
     @contextmanager
-    def _file_swap(self):
+    def _file_swap(self) -> Iterator[None]:
         """While the live file is replaced: snapshots paused, replication let go of the file
         (the daemon must not follow it through the swap: re-registered, it ships the new state),
         every connection closed; reopened afterwards, even on error (a reopen that fails is

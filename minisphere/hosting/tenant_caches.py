@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import sys
 import urllib.parse
+from typing import Any, cast
 
 from minisphere.engine.retrieval.query_text import _porter
 from minisphere.engine.retrieval.rerank import tag_stems
 
 
-def _botocore_endpoint_cache():
+def _botocore_endpoint_cache() -> Any:
     """botocore's `lru_cache_weakref` keeps its functools cache in a closure and exposes only
     its statistics; None until botocore is in use (it is never imported for this)."""
     provider = sys.modules.get("botocore.endpoint_provider")
@@ -29,7 +30,7 @@ def _botocore_endpoint_cache():
     return None
 
 
-def tenant_caches() -> list:
+def tenant_caches() -> list[Any]:
     """The functools caches that must be empty between tenants (the isolation audit reads
     their sizes)."""
     caches = [_porter, tag_stems, urllib.parse.urlsplit, _botocore_endpoint_cache()]
@@ -39,4 +40,4 @@ def tenant_caches() -> list:
 def clear_tenant_caches() -> None:
     for cache in tenant_caches():
         cache.cache_clear()
-    urllib.parse.clear_cache()
+    cast(Any, urllib.parse).clear_cache()    # undocumented, so not in the type stubs
