@@ -54,21 +54,20 @@ def record_placement(control, workspace_id: str, node_id: str, activation: dict)
 
 
 class SpareStarter:
-    """Starts the spare pool's actors where `NodePlacement.place_spare` says. `spares_on` is
-    the pool's count of ready spares per node (set once the pool exists)."""
+    """Starts the spare pool's actors where `NodePlacement.place_spare` says, given the pool's
+    count of ready spares per node (`spares_on`)."""
 
     def __init__(self, runtime: ActorRuntime, placement, residents):
         self.runtime = runtime
         self.placement = placement
         self.residents = residents
-        self.spares_on = dict
         self._turn = 0
 
-    async def start(self) -> Spare:
+    async def start(self, spares_on: dict[str, int]) -> Spare:
         if self.residents.reserved and self.placement.slot_request():
             # wakes are waiting for slots: a spare started now could take the one they need
             raise NoRoomForSpare("wakes first")
-        placed = self.placement.place_spare(self._turn, self.spares_on())
+        placed = self.placement.place_spare(self._turn, spares_on)
         self._turn += 1
         name = new_actor_name()
         handle = self.runtime.start(name, {**self.placement.slot_request(), **placed.options})

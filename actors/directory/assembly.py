@@ -59,7 +59,6 @@ def assemble(settings: Settings, control, runtime: ActorRuntime, admin_token_has
     placement = NodePlacement(runtime, residents, slots=limits.workspace_slots)
     starter = SpareStarter(runtime, placement, residents)
     pool = spare_pool(limits, starter, runtime, cluster_cpus, cluster_memory_bytes)
-    starter.spares_on = pool.spares_per_node
     hibernation = Hibernation(
         control, runtime, residents,
         limits.max_resident or derived_resident_cap(cluster_memory_bytes, cluster_cpus),

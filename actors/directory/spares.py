@@ -19,8 +19,8 @@ room they will not fill, and a wake that finds the pool empty while one is on it
 it (`returned`) rather than start a process: a start costs most of a core while it runs, a
 return nothing.
 
-Plain asyncio inside the (async) directory actor; `start_spare()` (`SpareStarter.start`) is
-where a process is started.
+Plain asyncio inside the (async) directory actor; `start_spare(spares per node)`
+(`SpareStarter.start`) is where a process is started.
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ class Spare:
 
 
 class SparePool:
-    def __init__(self, size: int, start_spare: Callable[[], Awaitable[Spare]],
+    def __init__(self, size: int, start_spare: Callable[[dict[str, int]], Awaitable[Spare]],
                  kill: Callable[[Any], None], demand: Demand | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.demand = demand
@@ -280,7 +280,8 @@ class SparePool:
     async def _start_one(self) -> None:
         started = time.monotonic()
         try:
-            spare = await asyncio.wait_for(self._start_spare(), SPARE_READY_TIMEOUT_S)
+            spare = await asyncio.wait_for(self._start_spare(self.spares_per_node()),
+                                           SPARE_READY_TIMEOUT_S)
         except NoRoomForSpare as why:
             self.no_room += 1
             self.no_room_why = str(why)

@@ -14,7 +14,7 @@ def test_no_room_for_a_spare_is_waited_out_not_counted_as_a_failed_start(monkeyp
     answers = iter(["no room", "no room", "ready"])
     killed = []
 
-    async def start_spare():
+    async def start_spare(_spares_on):
         if next(answers) == "no room":
             raise NoRoomForSpare("every node is full")
         return Spare(handle="actor-1", name="workspace-actor:1", node_id="node-a")
@@ -88,7 +88,7 @@ def test_a_demand_following_pool_never_starts_more_spares_at_once_than_it_may(mo
     monkeypatch.setattr(spares, "REFILL_DELAY_S", 0.0)
     running, most, names = [0], [0], iter(range(1_000))
 
-    async def start_spare():
+    async def start_spare(_spares_on):
         running[0] += 1
         most[0] = max(most[0], running[0])
         await asyncio.sleep(0.01)
