@@ -23,51 +23,53 @@ CHECKPOINT_PREFIX = "transfer.import:"
 
 
 class _Importer:
-    def __init__(self, conn):
-        self.conn = conn
+    """What one import has learnt of its file (duplicates, ids, counts), applied on the
+    connection of each transaction it is fed in."""
+
+    def __init__(self) -> None:
         self.alias: dict[str, str] = {}     # duplicate entry id in the file -> id kept here
         self.seen: set[str] = set()          # entry ids of this file (never a content match)
         self.report = {"entries": 0, "edges": 0, "duplicateIds": 0, "duplicateContent": 0,
                        "duplicateEdges": 0, "orphanEdges": 0}
 
-    def remember(self, record) -> None:
+    def remember(self, conn, record) -> None:
         """For lines a previous run already applied: rebuild the duplicate id map only."""
         if isinstance(record, EntryRecord):
-            if not self._has(record.id):
-                match = self._content_match(record.content)
+            if not self._has(conn, record.id):
+                match = self._content_match(conn, record.content)
                 if match:
                     self.alias[record.id] = match
             self.seen.add(record.id)
 
-    def _has(self, entry_id: str) -> bool:
-        return self.conn.execute("SELECT 1 FROM entries WHERE id = ?",
+    def _has(self, conn, entry_id: str) -> bool:
+        return conn.execute("SELECT 1 FROM entries WHERE id = ?",
                                  (entry_id,)).fetchone() is not None
 
-    def _content_match(self, content: str) -> str | None:
+    def _content_match(self, conn, content: str) -> str | None:
         """The first entry that was here before this file with the same normalized content."""
-        for (entry_id,) in self.conn.execute("SELECT id FROM entries WHERE content_hash = ? "
+        for (entry_id,) in conn.execute("SELECT id FROM entries WHERE content_hash = ? "
                                              "ORDER BY seq", (content_hash(content),)):
             if entry_id not in self.seen:
                 return entry_id
         return None
 
-    def apply(self, record) -> None:
-        (self._entry if isinstance(record, EntryRecord) else self._edge)(record)
+    def apply(self, conn, record) -> None:
+        (self._entry if isinstance(record, EntryRecord) else self._edge)(conn, record)
 
-    def _entry(self, r: EntryRecord) -> None:
+    def _entry(self, conn, r: EntryRecord) -> None:
         if r.id in self.seen:
             raise ImportFormatError(f"entry {r.id} appears twice in the file")
-        if self._has(r.id):
+        if self._has(conn, r.id):
             self.seen.add(r.id)
             self.report["duplicateIds"] += 1
             return
-        match = self._content_match(r.content)
+        match = self._content_match(conn, r.content)
         self.seen.add(r.id)
         if match:
             self.alias[r.id] = match
             self.report["duplicateContent"] += 1
             return
-        self.conn.execute(
+        conn.execute(
             "INSERT INTO entries(id, content, source, created_at, updated_at, recall_count, "
             "importance_score, claim_tag, evidence_ref, status, kind, volatility, unclassified, "
             "content_hash, stale_due_at, stale_since, stale_checked_at) "
@@ -75,20 +77,20 @@ class _Importer:
             (r.id, r.content, r.source, r.created_at, r.updated_at, r.recall_count, r.importance,
              r.claim_tag, r.evidence_ref, r.status, r.kind, r.volatility, int(r.unclassified),
              content_hash(r.content), r.stale_due_at, r.stale_since, r.stale_checked_at))
-        self.conn.executemany("INSERT OR IGNORE INTO tags(entry_id, tag) VALUES (?, ?)",
+        conn.executemany("INSERT OR IGNORE INTO tags(entry_id, tag) VALUES (?, ?)",
                               [(r.id, t) for t in normalize_tags(r.tags, allow_system=True)])
-        self.conn.executemany("INSERT INTO revisions(entry_id, content, at, reason) "
+        conn.executemany("INSERT INTO revisions(entry_id, content, at, reason) "
                               "VALUES (?, ?, ?, ?)",
                               [(r.id, v.content, v.at, v.reason) for v in r.revisions])
         self.report["entries"] += 1
 
-    def _edge(self, r: EdgeRecord) -> None:
+    def _edge(self, conn, r: EdgeRecord) -> None:
         src, dst = self.alias.get(r.src, r.src), self.alias.get(r.dst, r.dst)
-        if src == dst or not (self._has(src) and self._has(dst)):
+        if src == dst or not (self._has(conn, src) and self._has(conn, dst)):
             self.report["orphanEdges"] += 1
             return
         src, dst = canonical_endpoints(src, dst, r.type)
-        cursor = self.conn.execute(
+        cursor = conn.execute(
             "INSERT OR IGNORE INTO edges(src, dst, type, weight, provenance, metadata, "
             "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (src, dst, r.type, r.weight, r.provenance, metadata_text(r.metadata), r.created_at,
@@ -120,7 +122,7 @@ class ImportSession:
         with workspace.transaction() as conn:     # under the workspace's writer lock
             row = conn.execute("SELECT value FROM workspace_meta WHERE key = ?",
                                (self.key,)).fetchone()
-            self.importer = _Importer(conn)
+        self.importer = _Importer()
         self.resumed = self.applied = int(row[0]) if row else 0
 
     def feed(self, records: list, first: int) -> None:
@@ -133,12 +135,11 @@ class ImportSession:
         last = first + len(records) - 1
         position = None
         with self.workspace.transaction() as conn:
-            self.importer.conn = conn
             for index, record in enumerate(records, start=first):
                 if index <= self.applied:
-                    self.importer.remember(record)
+                    self.importer.remember(conn, record)
                 else:
-                    self.importer.apply(record)
+                    self.importer.apply(conn, record)
             if last > self.applied:
                 _checkpoint(conn, self.key, last)
                 position = advance(conn)   # imported lines change the memory (its position)
