@@ -16,7 +16,7 @@ import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import (
@@ -90,9 +90,9 @@ class VectorBindingSpec(_Strict):
     url: Optional[Annotated[StrictStr, Field(max_length=2000)]] = None
     apiKeyEnv: Optional[Annotated[StrictStr, Field(max_length=200)]] = None
 
-    def embedder_spec(self) -> dict:
+    def embedder_spec(self) -> dict[str, Any]:
         """The spec `minisphere.engine.embedding.make_provider` (and the shared embedder) takes."""
-        spec = {"provider": self.provider, "model": self.model, "dim": self.dimensions}
+        spec: dict[str, Any] = {"provider": self.provider, "model": self.model, "dim": self.dimensions}
         if self.provider == "http":
             spec.update({"url": self.url, **({"apiKeyEnv": self.apiKeyEnv} if self.apiKeyEnv else {})})
         return spec
@@ -109,7 +109,7 @@ class Blueprint(_Strict):
     bindings: Bindings = Bindings()
 
 
-def parse_blueprint(data) -> Blueprint:
+def parse_blueprint(data: object) -> Blueprint:
     """A new blueprint (from a create request or the deployment's default file), fully checked;
     InvalidArgument says what is wrong."""
     try:
@@ -118,7 +118,7 @@ def parse_blueprint(data) -> Blueprint:
         raise InvalidArgument(f"blueprint: {exc}".replace("\n", " ")[:600]) from None
 
 
-def parse_stored_blueprint(data) -> Blueprint:
+def parse_stored_blueprint(data: object) -> Blueprint:
     """A blueprint kept in the control plane. Its cron is not re-checked with the scheduler's
     parser (the scheduler skips and audits one it cannot use), so a workspace whose stored
     schedule is unusable can still be opened and its other bindings read."""

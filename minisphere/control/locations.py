@@ -7,18 +7,33 @@ What the positions and epochs mean: minisphere/engine/location.py.
 from __future__ import annotations
 
 from collections.abc import Callable
+from sqlite3 import Connection
+from typing import Any, TypedDict
 
 from minisphere.errors import NotFound
 
 SQL_IDS_PER_QUERY = 500            # ids bound in one IN (...) list (SQLite allows 32,766)
 
 
+class Location(TypedDict):
+    """One workspace's location record, as the directory answers it."""
+    generation: str | None
+    nodeId: str | None
+    epoch: int
+    position: int
+    storedPosition: int
+
+
+# (workspace id or None, action, detail or None): the control plane's audit log
+Audit = Callable[[str | None, str, dict[str, Any] | None], None]
+
+
 class LocationRecords:
-    def __init__(self, conn, audit: Callable[[str | None, str, dict | None], None]):
+    def __init__(self, conn: Connection, audit: Audit):
         self.conn = conn
         self._audit = audit
 
-    def location(self, workspace_id: str) -> dict:
+    def location(self, workspace_id: str) -> Location:
         row = self.conn.execute("SELECT generation, node_id, epoch, position, stored_position "
                                 "FROM workspaces WHERE id = ?", (workspace_id,)).fetchone()
         if row is None:
@@ -33,7 +48,8 @@ class LocationRecords:
                                 "RETURNING epoch", (workspace_id,)).fetchone()
         if row is None:
             raise NotFound(f"no workspace {workspace_id}")
-        return row[0]
+        epoch: int = row[0]
+        return epoch
 
     def record_position(self, workspace_id: str, generation: str | None, position: int,
                         stored: int | None = None) -> None:
@@ -44,7 +60,7 @@ class LocationRecords:
             "stored_position = MAX(stored_position, COALESCE(?, 0)) "
             "WHERE id = ? AND generation IS ?", (position, stored, workspace_id, generation))
 
-    def accept_stored_state(self, workspace_id: str) -> dict:
+    def accept_stored_state(self, workspace_id: str) -> Location:
         """An admin accepts losing what only a lost copy held: the newest acknowledged position
         becomes the store's, so the workspace opens from the store again."""
         before = self.location(workspace_id)

@@ -5,8 +5,10 @@ actor is its only user in the service; tests use it directly.
 """
 from __future__ import annotations
 
+import builtins
 import json
 from pathlib import Path
+from typing import Any, Literal, TypedDict
 
 from minisphere.control.auth import (
     TokenGrant,
@@ -30,7 +32,64 @@ _COLUMNS = "id, created_at, updated_at, state, contracts_json, blueprint_json, l
 SNAPSHOT_DEBT_RETRY_LIMIT = 100       # debts handed out per retry round, oldest first
 
 
-def _row_dict(row) -> dict:
+# The shapes of the records below; what the HTTP routes answer with them is documented by the
+# models of minisphere/http/service_responses.py.
+class WorkspaceRecord(TypedDict):
+    id: str
+    createdAt: int
+    updatedAt: int
+    state: str
+    contracts: list[dict[str, Any]]
+    blueprint: dict[str, Any]
+    label: str | None
+    nodeId: str | None
+    lastActiveAt: int | None
+    generation: str | None
+
+
+class IssuedToken(TypedDict):
+    """A token just issued: the only answer that holds its secret."""
+    tokenId: str
+    token: str
+    scope: str
+    label: str | None
+    expiresAt: int | None
+
+
+class TokenInfo(TypedDict):
+    tokenId: str
+    scope: str
+    label: str | None
+    createdAt: int
+    expiresAt: int | None
+    lastUsedAt: int | None
+
+
+class WorkspaceTokenIdentity(TypedDict):
+    """A workspace token as its holder may see it (`whoami`)."""
+    kind: Literal["workspace"]
+    workspace: str
+    tokenId: str
+    scope: str
+    label: str | None
+    expiresAt: int | None
+
+
+class DurabilityRecord(TypedDict):
+    snapshots: dict[str, Any] | None
+    lastSnapshotVersion: str | None
+    snapshotPending: bool
+
+
+class AuditEntry(TypedDict):
+    seq: int
+    at: int
+    workspaceId: str | None
+    action: str
+    detail: dict[str, Any] | None
+
+
+def _row_dict(row: tuple[Any, ...]) -> WorkspaceRecord:
     (id_, created, updated, state, contracts, blueprint, label, node_id, last_active,
      generation) = row
     return {"id": id_, "createdAt": created, "updatedAt": updated, "state": state,
@@ -53,14 +112,15 @@ class ControlPlane:
     def _migrate(self) -> None:
         migrate_control_plane(self.conn, epoch_ms())
 
-    def _audit(self, workspace_id: str | None, action: str, detail: dict | None = None) -> None:
+    def _audit(self, workspace_id: str | None, action: str, detail: dict[str, Any] | None = None) -> None:
         self.conn.execute("INSERT INTO audit(at, workspace_id, action, detail) VALUES (?,?,?,?)",
                           (epoch_ms(), workspace_id, action,
                            json.dumps(detail, sort_keys=True) if detail else None))
 
     # ---- workspaces ----------------------------------------------------------------------
-    def create(self, blueprint: Blueprint, contracts: list[dict], workspace_id: str | None = None,
-               label: str | None = None) -> tuple[dict, str]:
+    def create(self, blueprint: Blueprint, contracts: builtins.list[dict[str, Any]],
+               workspace_id: str | None = None,
+               label: str | None = None) -> tuple[WorkspaceRecord, str]:
         """Record a new workspace with one write token; returns (record, token). The token
         exists only here."""
         workspace_id = check_workspace_id(workspace_id) if workspace_id else new_workspace_id()
@@ -83,7 +143,7 @@ class ControlPlane:
             raise
         return self.get(workspace_id), token
 
-    def get(self, workspace_id: str) -> dict:
+    def get(self, workspace_id: str) -> WorkspaceRecord:
         row = self.conn.execute(f"SELECT {_COLUMNS} FROM workspaces WHERE id = ?",
                                 (workspace_id,)).fetchone()
         if row is None:
@@ -94,12 +154,13 @@ class ControlPlane:
         return self.conn.execute("SELECT 1 FROM workspaces WHERE id = ? AND state != 'deleting'",
                                  (workspace_id,)).fetchone() is not None
 
-    def list(self, limit: int = 1000, after: str = "") -> list[dict]:
+    def list(self, limit: int = 1000, after: str = "") -> builtins.list[WorkspaceRecord]:
         rows = self.conn.execute(f"SELECT {_COLUMNS} FROM workspaces WHERE id > ? ORDER BY id "
                                  "LIMIT ?", (after, limit)).fetchall()
         return [_row_dict(r) for r in rows]
 
-    def set_vector_binding(self, workspace_id: str, vector: dict | None) -> dict:
+    def set_vector_binding(self, workspace_id: str,
+                           vector: dict[str, Any] | None) -> WorkspaceRecord:
         """The workspace's blueprint from now on names this vector binding (the next open, or
         a rebind under way, brings the file to it); audited. Returns the record."""
         blueprint = self.get(workspace_id)["blueprint"]
@@ -145,7 +206,7 @@ class ControlPlane:
             "attempts = attempts + 1, last_error = excluded.last_error",
             (workspace_id, generation or "", epoch_ms(), error))
 
-    def snapshot_debts(self) -> list[tuple[str, str | None]]:
+    def snapshot_debts(self) -> builtins.list[tuple[str, str | None]]:
         """(workspace id, generation) of snapshots still to delete, oldest first."""
         rows = self.conn.execute("SELECT workspace_id, generation FROM snapshot_debts "
                                  "ORDER BY since LIMIT ?", (SNAPSHOT_DEBT_RETRY_LIMIT,))
@@ -167,7 +228,7 @@ class ControlPlane:
         return token_id
 
     def issue_token(self, workspace_id: str, scope: str, label: str | None = None,
-                    expires_at: int | None = None) -> dict:
+                    expires_at: int | None = None) -> IssuedToken:
         """A new token of the workspace; the secret is in this answer only."""
         if not self.exists(workspace_id):
             raise NotFound(f"no workspace {workspace_id}")
@@ -177,7 +238,7 @@ class ControlPlane:
         return {"tokenId": token_id, "token": token, "scope": scope, "label": label,
                 "expiresAt": expires_at}
 
-    def list_tokens(self, workspace_id: str) -> list[dict]:
+    def list_tokens(self, workspace_id: str) -> builtins.list[TokenInfo]:
         """The workspace's tokens, oldest first: never a secret or a hash."""
         self.get(workspace_id)
         rows = self.conn.execute(
@@ -194,7 +255,7 @@ class ControlPlane:
             raise NotFound(f"workspace {workspace_id} has no token {token_id}")
         self._audit(workspace_id, "token-revoke", {"tokenId": token_id})
 
-    def grants(self, workspace_id: str) -> list[TokenGrant]:
+    def grants(self, workspace_id: str) -> builtins.list[TokenGrant]:
         """What each token of the workspace may do (the workspace actor's authoritative set)."""
         if not self.exists(workspace_id):
             return []
@@ -203,7 +264,7 @@ class ControlPlane:
             "workspace_id = ? ORDER BY token_id", (workspace_id,))]
 
     def authenticate(self, workspace_id: str, candidate_hash: str,
-                     now_ms: int | None = None) -> tuple[str, list[TokenGrant]]:
+                     now_ms: int | None = None) -> tuple[str, builtins.list[TokenGrant]]:
         """("ok", grants) | ("expired", []) | ("other", []) for another workspace's token |
         ("invalid", [])."""
         grants = self.grants(workspace_id)
@@ -216,7 +277,8 @@ class ControlPlane:
                                   (candidate_hash,)).fetchone()
         return ("other", []) if owner else ("invalid", [])
 
-    def whoami(self, candidate_hash: str, now_ms: int | None = None) -> dict | None:
+    def whoami(self, candidate_hash: str,
+               now_ms: int | None = None) -> WorkspaceTokenIdentity | None:
         """The workspace token with this hash, as its holder may see it (None: unknown or
         expired, or its workspace is being deleted)."""
         row = self.conn.execute(
@@ -239,7 +301,7 @@ class ControlPlane:
             [(at, workspace_id, token_id) for token_id, at in used.items()])
 
     # ---- durability -----------------------------------------------------------------
-    def durability(self, workspace_id: str) -> dict:
+    def durability(self, workspace_id: str) -> DurabilityRecord:
         row = self.conn.execute("SELECT snapshot_json, last_snapshot_version, snapshot_pending "
                                 "FROM workspaces WHERE id = ?", (workspace_id,)).fetchone()
         if row is None:
@@ -247,7 +309,7 @@ class ControlPlane:
         return {"snapshots": json.loads(row[0]) if row[0] else None,
                 "lastSnapshotVersion": row[1], "snapshotPending": bool(row[2])}
 
-    def record_snapshot_status(self, workspace_id: str, status: dict) -> None:
+    def record_snapshot_status(self, workspace_id: str, status: dict[str, Any]) -> None:
         """The workspace actor's latest snapshot status (after every attempt)."""
         self.conn.execute(
             "UPDATE workspaces SET snapshot_json = ?, "
@@ -256,7 +318,7 @@ class ControlPlane:
             (json.dumps(status, sort_keys=True), status.get("lastVersion"),
              status.get("pendingWrites", 1), workspace_id))
 
-    def record_hibernation(self, workspace_id: str, status: dict | None, pending: bool,
+    def record_hibernation(self, workspace_id: str, status: dict[str, Any] | None, pending: bool,
                            version: str | None, position: int | None = None) -> None:
         """The workspace hibernated: no actor; its snapshot status; and the position its copy
         was left at (in the store too when it left no pending writes)."""
@@ -291,12 +353,12 @@ class ControlPlane:
                                 "AND state != 'deleting'", (actor_name,)).fetchone()
         return row[0] if row else None
 
-    def bound_actors(self) -> list[tuple[str, str]]:
+    def bound_actors(self) -> builtins.list[tuple[str, str]]:
         """(workspace id, actor name) of every workspace recorded as resident."""
         return self.conn.execute("SELECT id, actor_name FROM workspaces WHERE actor_name IS NOT "
                                  "NULL AND state != 'deleting' ORDER BY id").fetchall()
 
-    def record_event(self, workspace_id: str, action: str, detail: dict | None = None) -> None:
+    def record_event(self, workspace_id: str, action: str, detail: dict[str, Any] | None = None) -> None:
         self._audit(workspace_id, action, detail)
 
     def prune_audit(self, older_than_ms: int) -> int:
@@ -305,7 +367,8 @@ class ControlPlane:
         tenant's copy (a few dozen bytes each, and read per id, never whole)."""
         return self.conn.execute("DELETE FROM audit WHERE at < ?", (older_than_ms,)).rowcount
 
-    def audit_log(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
+    def audit_log(self, workspace_id: str | None = None,
+                  limit: int = 100) -> builtins.list[AuditEntry]:
         rows = self.conn.execute(
             "SELECT seq, at, workspace_id, action, detail FROM audit WHERE ? IS NULL OR "
             "workspace_id = ? ORDER BY seq DESC LIMIT ?", (workspace_id, workspace_id, limit))

@@ -35,8 +35,8 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Hashable, Iterable
+from typing import Any, Generic, TypeVar
 
 from minisphere.control.auth import TokenGrant, same_hash, token_hash
 from minisphere.engine.clock import epoch_ms
@@ -56,7 +56,12 @@ KNOWN_WORKSPACE_TOKENS_MAX = 10_000  # ...for at most this many token hashes (ol
 ADMIN_ONLY_MESSAGE = "this route needs the admin token"
 
 log = logging.getLogger("minisphere.auth")
-Ask = Callable[..., Awaitable]
+# `ask(method, *args)`: a call of the directory actor, whose answers are untyped
+Ask = Callable[..., Awaitable[Any]]
+# the directory's `authenticate` answer: (verdict, the workspace's grants when "ok")
+Authentication = tuple[str, list[TokenGrant]]
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 
 class FailedAuthBudget:
@@ -68,7 +73,7 @@ class FailedAuthBudget:
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         # per client: attempts reserved and not yet answered, and who waits for one to end
         self._pending: dict[str, int] = {}
-        self._waiting: dict[str, list[asyncio.Future]] = {}
+        self._waiting: dict[str, list[asyncio.Future[None]]] = {}
 
     def _level(self, client: str) -> float:
         level, at = self._buckets.get(client, (self.burst, self._clock()))
@@ -84,8 +89,8 @@ class FailedAuthBudget:
     def charge(self, client: str) -> None:
         self._set(client, max(0.0, self._level(client) - 1.0))
 
-    async def attempt(self, client: str, ask: Callable[[], Awaitable],
-                      good: Callable[[Any], bool]):
+    async def attempt(self, client: str, ask: Callable[[], Awaitable[T]],
+                      good: Callable[[T], bool]) -> T:
         """`await ask()`, the question whether a token is good, paid for by one attempt of the
         client's budget. The attempt is reserved before the await, so concurrent requests each
         find the attempts the others took: sending many at once buys no more asks than sending
@@ -110,7 +115,7 @@ class FailedAuthBudget:
         # release can slip in between and leave it waiting for a wake-up that already passed
         deadline = self._clock() + RESERVE_WAIT_S
         while self._level(client) < 1.0 and self._pending.get(client):
-            answered = asyncio.get_running_loop().create_future()
+            answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiting.setdefault(client, []).append(answered)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(answered, max(0.0, deadline - self._clock()))
@@ -141,17 +146,17 @@ class FailedAuthBudget:
             self._buckets.popitem(last=False)
 
 
-class SharedAsks:
+class SharedAsks(Generic[K, T]):
     """Concurrent questions with the same key share one answer: the first asker's question runs
     once, in a task of its own (a caller that gives up does not cancel it for the others), and
     everyone asking meanwhile awaits the same result. So a token sent many times at once costs
     one directory round trip and one attempt of its sender's budget, not one per copy; distinct
     tokens share nothing and each spends its own attempt."""
 
-    def __init__(self):
-        self._running: dict[Any, asyncio.Future] = {}
+    def __init__(self) -> None:
+        self._running: dict[K, asyncio.Future[T]] = {}
 
-    async def ask(self, key, question: Callable[[], Awaitable]):
+    async def ask(self, key: K, question: Callable[[], Awaitable[T]]) -> T:
         task = self._running.get(key)
         if task is None:
             task = asyncio.ensure_future(question())
@@ -159,7 +164,7 @@ class SharedAsks:
             task.add_done_callback(lambda done: self._finished(key, done))
         return await asyncio.shield(task)
 
-    def _finished(self, key, task: asyncio.Future) -> None:
+    def _finished(self, key: K, task: asyncio.Future[T]) -> None:
         if self._running.get(key) is task:
             del self._running[key]
         if not task.cancelled():
@@ -184,9 +189,9 @@ class TokenCache:
         self.budget = budget or FailedAuthBudget(clock=clock)
         self._grants: dict[str, tuple[dict[str, TokenGrant], float]] = {}
         self._rejected: OrderedDict[tuple[str, str], tuple[str, float]] = OrderedDict()
-        self._asks = SharedAsks()
+        self._asks: SharedAsks[tuple[str, str], Authentication] = SharedAsks()
         self.directory_asks = 0
-        self._refreshing: dict[str, asyncio.Task] = {}     # workspace -> its grants' refresh
+        self._refreshing: dict[str, asyncio.Task[None]] = {}     # workspace -> its grants' refresh
 
     async def grant_of(self, workspace_id: str, candidate_hash: str, client: str,
                        authoritative: bool = False) -> TokenGrant:
@@ -215,15 +220,17 @@ class TokenCache:
             raise token_refusal(verdict)
         return self._remember_grants(workspace_id, grants)[candidate_hash]
 
-    def _remember_grants(self, workspace_id: str, grants) -> dict[str, TokenGrant]:
+    def _remember_grants(self, workspace_id: str,
+                         grants: Iterable[TokenGrant]) -> dict[str, TokenGrant]:
         """Cache the directory's grants of the workspace for ttl_s; returns them by hash."""
         by_hash = {grant.token_hash: grant for grant in grants}
         self._grants[workspace_id] = (by_hash, self._clock() + self.ttl_s)
         return by_hash
 
-    async def _ask_directory(self, workspace_id: str, candidate_hash: str):
+    async def _ask_directory(self, workspace_id: str, candidate_hash: str) -> Authentication:
         self.directory_asks += 1
-        return await self._ask("authenticate", workspace_id, candidate_hash)
+        answer: Authentication = await self._ask("authenticate", workspace_id, candidate_hash)
+        return answer
 
     def _usable_stale(self, workspace_id: str, candidate_hash: str, fresh_until: float,
                       now: float) -> bool:
@@ -288,7 +295,7 @@ class AdminCheck:
                                                  clock=clock)
         self.known_ttl_s = float(known_ttl_s)
         self._known: OrderedDict[str, float] = OrderedDict()    # workspace token hash -> until
-        self._asks = SharedAsks()
+        self._asks: SharedAsks[str, None] = SharedAsks()
         self.directory_asks = 0
 
     def is_admin(self, token: str) -> bool:

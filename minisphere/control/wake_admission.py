@@ -17,11 +17,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypedDict
 
 # The moving averages' weight of the newest wake: ~the last 10 wakes count.
 WAKE_AVERAGE_WEIGHT = 0.1
 FIRST_WAKE_GUESS_S = 0.5          # the duration assumed before any wake was measured
 MIN_RETRY_AFTER_S = 1.0           # Retry-After is whole seconds (at least one)
+
+
+class WakeAdmissionStatus(TypedDict):
+    inFlight: int
+    deadlineS: float
+    meanWakeS: float
+    throughputPerS: float
+    admitted: int
+    refused: int
 
 
 @dataclass
@@ -68,7 +78,7 @@ class WakeAdmission:
         self.mean_duration_s += WAKE_AVERAGE_WEIGHT * (duration - self.mean_duration_s)
         self.mean_in_flight += WAKE_AVERAGE_WEIGHT * (seen - self.mean_in_flight)
 
-    def status(self) -> dict:
+    def status(self) -> WakeAdmissionStatus:
         return {"inFlight": self.in_flight, "deadlineS": self.deadline_s,
                 "meanWakeS": round(self.mean_duration_s, 4),
                 "throughputPerS": round(self.throughput_per_s(), 2),
