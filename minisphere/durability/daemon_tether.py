@@ -45,7 +45,7 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _stop(child: subprocess.Popen) -> int:
+def _stop(child: subprocess.Popen[bytes]) -> int:
     child.terminate()
     try:
         return child.wait(CHILD_STOP_WAIT_S)
@@ -56,7 +56,7 @@ def _stop(child: subprocess.Popen) -> int:
 
 def run(owner_pid: int, command: list[str]) -> int:
     child = subprocess.Popen(command, preexec_fn=_die_with_parent)
-    stopping = []
+    stopping: list[bool] = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     while True:
         code = child.poll()

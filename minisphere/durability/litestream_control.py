@@ -18,6 +18,7 @@ import json
 import socket
 import threading
 from pathlib import Path
+from typing import Any, cast
 
 from minisphere.errors import ReplicationUnconfirmed
 
@@ -29,6 +30,8 @@ CONTROL_ERRORS: tuple[type[BaseException], ...] = (OSError, http.client.HTTPExce
 # a kept connection the daemon closed meanwhile (it restarted, or timed the connection out):
 # the request never reached it, so it is sent once more on a new connection
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+# a JSON object the daemon sends or is sent (its fields are Litestream's, read where used)
+DaemonJson = dict[str, Any]
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -55,7 +58,7 @@ class ReplicaControl:
         self._idle: list[_UnixConnection] = []
         self._lock = threading.Lock()
 
-    def _request(self, verb: str, path: str, body: dict | None,
+    def _request(self, verb: str, path: str, body: DaemonJson | None,
                  timeout_s: float) -> tuple[int, bytes]:
         with self._lock:
             kept = self._idle.pop() if self._idle else None
@@ -67,7 +70,7 @@ class ReplicaControl:
         return self._send(_UnixConnection(str(self.socket_path), timeout_s), verb, path, body,
                           timeout_s)
 
-    def _send(self, connection: _UnixConnection, verb: str, path: str, body: dict | None,
+    def _send(self, connection: _UnixConnection, verb: str, path: str, body: DaemonJson | None,
               timeout_s: float) -> tuple[int, bytes]:
         connection.timeout = timeout_s
         if connection.sock is not None:
@@ -88,19 +91,22 @@ class ReplicaControl:
                 self._idle.append(connection)
         return answer.status, data
 
-    def _get(self, path: str) -> dict:
+    def _get(self, path: str) -> DaemonJson:
         return self._answer("GET", path, None, CONTROL_TIMEOUT_S)
 
-    def _post(self, path: str, body: dict, timeout_s: float = CONTROL_TIMEOUT_S) -> dict:
+    def _post(self, path: str, body: DaemonJson,
+              timeout_s: float = CONTROL_TIMEOUT_S) -> DaemonJson:
         return self._answer("POST", path, body, timeout_s)
 
-    def _answer(self, verb: str, path: str, body: dict | None, timeout_s: float) -> dict:
+    def _answer(self, verb: str, path: str, body: DaemonJson | None,
+                timeout_s: float) -> DaemonJson:
         """The daemon's JSON answer; ReplicationUnconfirmed with its words unless 200."""
         status, data = self._request(verb, path, body, timeout_s)
         if status != 200:
             raise ReplicationUnconfirmed(f"litestream {path}: {status} "
                                          f"{data[:200].decode(errors='replace')}")
-        return json.loads(data or b"{}")
+        # the control API answers a JSON object to every request
+        return cast(DaemonJson, json.loads(data or b"{}"))
 
     def close(self) -> None:
         with self._lock:
@@ -114,11 +120,12 @@ class ReplicaControl:
         except CONTROL_ERRORS:
             return False
 
-    def info(self) -> dict:
+    def info(self) -> DaemonJson:
         return self._get("/info")
 
-    def databases(self) -> list[dict]:
-        return self._get("/list").get("databases") or []
+    def databases(self) -> list[DaemonJson]:
+        listed: list[DaemonJson] = self._get("/list").get("databases") or []
+        return listed
 
     def register(self, db_path: Path, url: str) -> None:
         self._post("/register", {"path": str(db_path), "replica_url": url})
@@ -126,12 +133,12 @@ class ReplicaControl:
     def unregister(self, db_path: Path) -> None:
         self._post("/unregister", {"path": str(db_path)})
 
-    def nudge(self, db_path: Path) -> dict:
+    def nudge(self, db_path: Path) -> DaemonJson:
         """Hand the file's new frames to the daemon without waiting for the replica; the
         answer's `txid` and `replicated_txid` say how far behind the replica is."""
         return self._post("/sync", {"path": str(db_path), "wait": False})
 
-    def sync(self, db_path: Path, timeout_s: float) -> dict:
+    def sync(self, db_path: Path, timeout_s: float) -> DaemonJson:
         """Ship what is committed and wait until the replica has it (`replicated_txid`)."""
         seconds = max(1, round(timeout_s))
         return self._post("/sync", {"path": str(db_path), "wait": True, "timeout": seconds},

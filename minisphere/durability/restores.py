@@ -20,10 +20,11 @@ import tempfile
 import time
 import zlib
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from minisphere.durability.constants import RESTORE_ASIDE_KEEP, SNAPSHOT_COPY_CHUNK_BYTES
 from minisphere.durability.snapshots.layout import blob_key, list_versions, version_seq
-from minisphere.durability.snapshots.manifest import read_manifest
+from minisphere.durability.snapshots.manifest import Manifest, read_manifest
 from minisphere.durability.snapshots.pruning import prune
 from minisphere.durability.snapshots.publish import publish_file
 from minisphere.durability.stores import SnapshotStore
@@ -38,6 +39,23 @@ from minisphere.settings import SNAPSHOT_KEEP_VERSIONS
 log = logging.getLogger("minisphere.snapshots")
 ASIDE_MARK = ".pre-restore-"
 LIVE_FILE_MODE = 0o600                  # a restored workspace file is private to the service
+
+
+class SkippedVersion(TypedDict):
+    """A version `restore_latest_good` passed over, and why (words any caller may read)."""
+    version: str
+    error: str
+
+
+class SnapshotRestore(TypedDict):
+    """What a restore did: the version restored, its manifest, where the previous file went,
+    and the manifest of the newest version it was published again as (None unless asked)."""
+    version: str
+    manifest: Manifest
+    aside: str | None
+    tookMs: float
+    published: Manifest | None
+    skipped: NotRequired[list[SkippedVersion]]     # `restore_latest_good` only
 
 
 def _corrupt(workspace_id: str, version: str, why: str) -> SnapshotCorrupt:
@@ -65,7 +83,7 @@ def verify_database(path: Path) -> int:
 
 
 def fetch_verified(store: SnapshotStore, workspace_id: str, version: str,
-                   folder: Path) -> tuple[Path, dict]:
+                   folder: Path) -> tuple[Path, Manifest]:
     """Download `version` into `folder` and verify it completely; returns (file, manifest)."""
     manifest = read_manifest(store, workspace_id, version)
     packed, raw = folder / "restore.db.gz", folder / "restore.db"
@@ -144,7 +162,8 @@ def swap_in(verified: Path, db_path: Path, *, keep_asides: int = RESTORE_ASIDE_K
 
 def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Path,
                      version: str | None = None, *, publish: bool = False,
-                     keep: int = SNAPSHOT_KEEP_VERSIONS, new_position: int | None = None) -> dict:
+                     keep: int = SNAPSHOT_KEEP_VERSIONS,
+                     new_position: int | None = None) -> SnapshotRestore:
     """Replace the (closed) workspace file by a verified copy of `version` (default: latest).
 
     `publish`: before the swap, store the verified copy again as the newest version (reason
@@ -190,7 +209,8 @@ def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Pat
             "published": published}
 
 
-def restore_latest_good(store: SnapshotStore, workspace_id: str, db_path: str | Path) -> dict:
+def restore_latest_good(store: SnapshotStore, workspace_id: str,
+                        db_path: str | Path) -> SnapshotRestore:
     """Restore the newest version that verifies, skipping (and reporting) corrupt ones.
 
     Used when a workspace's file is missing (a new node): an older good version beats none.
@@ -198,7 +218,7 @@ def restore_latest_good(store: SnapshotStore, workspace_id: str, db_path: str | 
     versions = list_versions(store, workspace_id)
     if not versions:
         raise SnapshotNotFound(f"workspace {workspace_id} has no snapshot in {store.description}")
-    skipped = []
+    skipped: list[SkippedVersion] = []
     for version in reversed(versions):
         try:
             result = restore_snapshot(store, workspace_id, db_path, version)

@@ -7,6 +7,8 @@ endpoint (MinIO, moto) gets path-style addressing.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from minisphere.durability.constants import (
     S3_CONNECT_TIMEOUT_S,
     S3_DEFAULT_REGION,
@@ -18,9 +20,10 @@ from minisphere.settings import S3Settings
 
 def make_s3_client(settings: S3Settings, *, connect_timeout_s: float = S3_CONNECT_TIMEOUT_S,
                    read_timeout_s: float = S3_READ_TIMEOUT_S,
-                   max_attempts: int = S3_MAX_ATTEMPTS):
-    import boto3
-    from botocore.config import Config
+                   max_attempts: int = S3_MAX_ATTEMPTS) -> Any:
+    """A boto3 S3 client (untyped: boto3 ships no type information)."""
+    import boto3  # type: ignore[import-untyped]  # no types shipped; boto3-stubs not a dependency
+    from botocore.config import Config  # type: ignore[import-untyped]  # likewise
 
     endpoint = settings.endpoint_url or None
     config = Config(connect_timeout=connect_timeout_s, read_timeout=read_timeout_s,

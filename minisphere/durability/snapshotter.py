@@ -15,9 +15,10 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypedDict
 
 from minisphere.durability.constants import (
     SNAPSHOT_BACKOFF_FACTOR,
@@ -26,10 +27,28 @@ from minisphere.durability.constants import (
     SNAPSHOT_BACKOFF_MAX_S,
     SNAPSHOT_POLL_S,
 )
+from minisphere.durability.snapshots.manifest import Manifest
 from minisphere.errors import MiniSphereError, SnapshotError
 from minisphere.settings import SNAPSHOT_EVERY_S, SNAPSHOT_EVERY_WRITES
 
 log = logging.getLogger("minisphere.snapshots")
+
+
+class SnapshotStatus(TypedDict):
+    """What `GET /v1/workspaces/{id}` shows of a workspace's snapshots."""
+    lastSnapshotAt: float | None
+    lastVersion: str | None
+    lastPosition: int | None
+    pendingWrites: int
+    snapshots: int
+    failures: int
+    consecutiveFailures: int
+    lastFailureAt: float | None
+    lastFailure: str | None
+    lastFailureCode: str | None
+    retryInS: float | None
+    everyWrites: int
+    everyS: float
 
 
 @dataclass(frozen=True)
@@ -47,12 +66,13 @@ class Backoff:
 
 
 class Snapshotter:
-    def __init__(self, take: Callable[[str], dict], *, every_writes: int = SNAPSHOT_EVERY_WRITES,
-                 every_s: float = SNAPSHOT_EVERY_S, backoff: Backoff = Backoff(),
-                 poll_s: float = SNAPSHOT_POLL_S, name: str = "workspace",
+    def __init__(self, take: Callable[[str], Manifest], *,
+                 every_writes: int = SNAPSHOT_EVERY_WRITES, every_s: float = SNAPSHOT_EVERY_S,
+                 backoff: Backoff = Backoff(), poll_s: float = SNAPSHOT_POLL_S,
+                 name: str = "workspace",
                  monotonic: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time,
-                 on_status: Callable[[dict], None] | None = None,
+                 on_status: Callable[[SnapshotStatus], None] | None = None,
                  purge: Callable[[int], object] | None = None):
         self._take = take
         # after a forget: drop the versions taken before it (they may hold its text)
@@ -93,7 +113,7 @@ class Snapshotter:
         with self._lock:
             return self.writes_total - self._snapshotted_at_writes
 
-    def mark_clean(self, manifest: dict | None = None) -> None:
+    def mark_clean(self, manifest: Manifest | None = None) -> None:
         """The file now equals a stored snapshot (right after a restore published it as the
         newest version: `manifest`)."""
         with self._lock:
@@ -106,7 +126,7 @@ class Snapshotter:
         self._notify()
 
     @contextmanager
-    def paused(self):
+    def paused(self) -> Iterator[None]:
         """No snapshot runs while inside (a restore swapping the file): one that is running is
         waited for, and one that starts meanwhile waits, so no copy of the old file can land
         as a version after the restore's own."""
@@ -159,7 +179,7 @@ class Snapshotter:
         return by_writes or by_time or by_retry
 
     # ---- snapshots -----------------------------------------------------------------------------
-    def snapshot_now(self, reason: str = "manual") -> dict:
+    def snapshot_now(self, reason: str = "manual") -> Manifest:
         """Take a snapshot now (waiting for a running one); the named error is raised."""
         with self._running:
             with self._lock:
@@ -181,7 +201,7 @@ class Snapshotter:
             except Exception:  # reporting must never fail a snapshot
                 log.exception("snapshot status callback failed")
 
-    def _record_success(self, manifest: dict, marker: int) -> None:
+    def _record_success(self, manifest: Manifest, marker: int) -> None:
         with self._lock:
             self._snapshotted_at_writes = max(self._snapshotted_at_writes, marker)
             self._last_base = self._monotonic()
@@ -206,7 +226,7 @@ class Snapshotter:
         log.warning("snapshot of %s failed (%d in a row; next try in %.1f s): %s", self.name,
                     self.consecutive_failures, delay, message)
 
-    def tick(self) -> dict | None:
+    def tick(self) -> Manifest | None:
         """One background step: the purge a forget owes, then a snapshot if due. Failures are
         recorded, never raised."""
         if self.purge_is_owed and self._monotonic() >= self._next_try:
@@ -227,7 +247,7 @@ class Snapshotter:
             log.exception("unexpected error in background snapshot of %s", self.name)
             return None
 
-    def status(self) -> dict:
+    def status(self) -> SnapshotStatus:
         with self._lock:
             retry_in = max(0.0, self._next_try - self._monotonic()) if self._next_try else 0.0
             return {"lastSnapshotAt": self.last_success_at, "lastVersion": self.last_version,

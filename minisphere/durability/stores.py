@@ -180,8 +180,9 @@ class S3SnapshotStore(SnapshotStore):
             connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s,
             max_attempts=max_attempts)
 
-    def _unavailable(self, what: str, exc: Exception) -> SnapshotError:
-        from botocore.exceptions import ClientError
+    def _unavailable(self, what: str, exc: Exception) -> SnapshotError | SnapshotNotFound:
+        # no types shipped (botocore-stubs is not a dependency): its exceptions are Any here
+        from botocore.exceptions import ClientError  # type: ignore[import-untyped]
         if isinstance(exc, ClientError):
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("NoSuchKey", "404", "NotFound"):

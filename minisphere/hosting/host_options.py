@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from minisphere.durability.snapshotter import SnapshotStatus
 from minisphere.hosting.read_pool import DEFAULT_READ_THREADS
 from minisphere.settings import DEFAULT_MAX_BATCH_WRITES, DEFAULT_SYNCHRONOUS, SnapshotSettings
 
@@ -44,7 +45,7 @@ class HostListeners:
     """Whom the host tells: a read's follow-up write (recall counts; None: written here), each
     snapshot attempt's status, and a newer position the replica is known to hold."""
     on_follow_up: Callable[[str, dict[str, Any]], None] | None = None
-    on_snapshot_status: Callable[[dict[str, Any]], None] | None = None
+    on_snapshot_status: Callable[[SnapshotStatus], None] | None = None
     on_durable: Callable[[int], None] | None = None
 
 

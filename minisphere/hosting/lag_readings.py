@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 log = logging.getLogger("minisphere.host")
@@ -19,7 +19,7 @@ NOT_YET_READ: dict[str, Any] = {"status": "measuring", "lastSyncAt": None, "meas
 
 
 class LagReadings:
-    def __init__(self, read: Callable[[], dict[str, Any]], name: str = "replica"):
+    def __init__(self, read: Callable[[], Mapping[str, Any]], name: str = "replica"):
         self._read = read
         self._name = name
         self._latest: dict[str, Any] = dict(NOT_YET_READ)
@@ -38,7 +38,7 @@ class LagReadings:
         return latest
 
     def _refresh(self) -> None:
-        reading: dict[str, Any]
+        reading: Mapping[str, Any]
         try:
             reading = self._read()
         except Exception as exc:  # noqa: BLE001 - shown as the reading, never raised

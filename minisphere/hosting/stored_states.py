@@ -16,12 +16,12 @@ from typing import Any, Protocol
 
 from minisphere.durability.replication.registration import WorkspaceReplica
 from minisphere.durability.replication.restore import restore_moment
-from minisphere.durability.restores import restore_snapshot
+from minisphere.durability.restores import SnapshotRestore, restore_snapshot
 from minisphere.durability.snapshots.layout import list_versions, version_taken_ms
 from minisphere.durability.snapshots.manifest import list_snapshots
 from minisphere.durability.snapshots.pruning import delete_version, prune
 from minisphere.durability.snapshots.publish import take_snapshot
-from minisphere.durability.snapshotter import Snapshotter
+from minisphere.durability.snapshotter import SnapshotStatus, Snapshotter
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.clock import epoch_ms
 from minisphere.engine.forget_ledger import SNAPSHOT_VERSIONS
@@ -50,7 +50,7 @@ class StoredStates:
     def __init__(self, workspace_id: str, path: Path, store: SnapshotStore | None,
                  replica: WorkspaceReplica | None, live: LiveFile,
                  snapshots: SnapshotSettings,
-                 on_snapshot_status: Callable[[dict[str, Any]], None] | None = None):
+                 on_snapshot_status: Callable[[SnapshotStatus], None] | None = None):
         self.workspace_id = workspace_id
         self.path = path
         self.store = store
@@ -171,7 +171,7 @@ class StoredStates:
     def list_snapshots(self) -> list[dict[str, Any]]:
         return list_snapshots(self._require_store(), self.workspace_id)
 
-    def restore(self, version: str | None) -> dict[str, Any]:
+    def restore(self, version: str | None) -> SnapshotRestore:
         """Point-in-time restore: with snapshots paused, close, publish the verified version
         again as the newest one (so a later activation from the store, or a restore without a
         version, comes back to it and not to the state it replaced), swap it in and reopen

@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from minisphere.durability.litestream_control import ReplicaControl
+from minisphere.durability.litestream_control import DaemonJson, ReplicaControl
 from minisphere.durability.replication.binary import litestream_binary
 from minisphere.errors import ReplicationUnconfirmed
 from minisphere.settings import SnapshotSettings
 
 log = logging.getLogger("minisphere.replication")
-_STARTED_DAEMONS: list[subprocess.Popen] = []     # this process's daemon starts, kept
+_STARTED_DAEMONS: list[subprocess.Popen[bytes]] = []     # this process's daemon starts, kept
 SOCKET_NAME = "litestream.sock"
 CONFIG_NAME = "litestream.yml"
 PID_NAME = "litestream.pid"
@@ -119,7 +119,7 @@ class LitestreamDaemon:
             return None
         return pid if str(self.folder / CONFIG_NAME).encode() in command else None
 
-    def _await_answer(self, process: subprocess.Popen | None) -> None:
+    def _await_answer(self, process: subprocess.Popen[bytes] | None) -> None:
         deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
         while not self.control.alive():
             if (process is not None and process.poll() is not None) or \
@@ -163,7 +163,7 @@ class LitestreamDaemon:
                 os.kill(pid, 0)              # raises once it is gone
                 time.sleep(DAEMON_POLL_S)
 
-    def status(self) -> dict:
+    def status(self) -> DaemonJson:
         """What the daemon says of itself and of the databases registered with it."""
         if not self.control.alive():
             return {"running": False, "folder": str(self.folder)}

@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
-from minisphere.durability.litestream_control import CONTROL_ERRORS
+from minisphere.durability.litestream_control import CONTROL_ERRORS, DaemonJson
 from minisphere.durability.replication.daemon import LitestreamDaemon, daemon_environment
 from minisphere.durability.replication.locations import (
     local_history,
@@ -32,12 +33,35 @@ log = logging.getLogger("minisphere.replication")
 # and 1 h; retention of 24 h) are kept: they bound async mode's loss window (about a second)
 # and how long a forgotten entry's text stays in the replica's history (the retention).
 ASYNC_SYNC_INTERVAL_S = 1.0
-MISSING = object()                 # a database the daemon does not list
+# a sync or unregister that did not happen: the daemon is away, or it said no
+NOT_DONE: tuple[type[BaseException], ...] = (*CONTROL_ERRORS, ReplicationUnconfirmed)
+# a listing not read: as above, or an answer that is not JSON
+NOT_LISTED: tuple[type[BaseException], ...] = (*NOT_DONE, ValueError)
 # How the daemon says a sync failed on this node, reading the file or its own local copy of
 # the history (both killed mid-write, a torn local file), not reaching the replica. Retrying
 # cannot mend that; a fresh history does.
 LOCAL_HISTORY_BROKEN = ("write ltx from db", "get database position", "verify ltx file",
                         "cannot verify wal state")
+
+
+class ReplicaBehind(TypedDict):
+    lastSyncAt: str | None               # when the daemon last shipped (RFC 3339), if ever
+    pendingTransactions: int | None      # None: the daemon cannot tell (its replica fails)
+    lagSeconds: float
+
+
+class ReplicaLag(ReplicaBehind):
+    status: str                          # "replicating" or "failing"
+
+
+class ReplicaFailing(ReplicaLag):
+    error: str                           # why the daemon could not sync, its words cut short
+
+
+class ReplicaUnseen(TypedDict):
+    """The daemon does not answer, or does not list the file: no lag to tell."""
+    status: str
+    lastSyncAt: None
 
 
 @dataclass
@@ -95,7 +119,7 @@ class WorkspaceReplica:
         except Exception as exc:  # noqa: BLE001 - sync writes re-register and say so
             log.warning("replica of %s: not registered yet: %r", self.db_path.parent.name, exc)
 
-    def confirm(self) -> dict:
+    def confirm(self) -> DaemonJson:
         """Block until what is committed is on the replica (sync mode: after every batch).
         A daemon that is gone is started again and the file registered anew; a replica that
         cannot confirm within the bound raises `ReplicationUnconfirmed`."""
@@ -103,7 +127,7 @@ class WorkspaceReplica:
             self.restart_history()
         try:
             return self._sync()
-        except (*CONTROL_ERRORS, ReplicationUnconfirmed) as exc:
+        except NOT_DONE as exc:
             log.warning("replication of %s not confirmed (%s); registering again", self.db_path,
                         exc)
         try:
@@ -113,7 +137,7 @@ class WorkspaceReplica:
             raise ReplicationUnconfirmed(f"replication of {self.db_path.parent.name} not "
                                          f"confirmed: {exc.__class__.__name__}") from None
 
-    def _sync(self) -> dict:
+    def _sync(self) -> DaemonJson:
         """One sync; when the daemon cannot go on from its local history, the history starts
         over first (a retry alone would fail the same way for good)."""
         try:
@@ -147,7 +171,7 @@ class WorkspaceReplica:
             self._settle(covers)
         try:
             self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
-        except (*CONTROL_ERRORS, ReplicationUnconfirmed) as exc:
+        except NOT_DONE as exc:
             log.warning("replica of %s: the new history's first upload goes on (%s)",
                         self.db_path.parent.name, exc)
 
@@ -181,29 +205,29 @@ class WorkspaceReplica:
             return
         self.history_owed = False
 
-    def lag(self) -> dict:
+    def lag(self) -> ReplicaLag | ReplicaFailing | ReplicaUnseen:
         """How far the replica is behind the file (async mode's loss window, shown):
         `pendingTransactions` committed here and not yet on the replica (None when the daemon
         cannot tell: its replica is failing), and `lagSeconds`, how long since the daemon last
         shipped while some are pending (0 when none is)."""
         try:
-            shipped = next((database.get("last_sync_at") for database in
-                            self.daemon.control.databases()
-                            if database.get("path") == str(self.db_path)), MISSING)
-        except (*CONTROL_ERRORS, ReplicationUnconfirmed, ValueError):
+            listed = next((database for database in self.daemon.control.databases()
+                           if database.get("path") == str(self.db_path)), None)
+        except NOT_LISTED:
             return {"status": "daemon not answering", "lastSyncAt": None}
-        if shipped is MISSING:
+        if listed is None:
             return {"status": "unregistered", "lastSyncAt": None}
+        shipped: str | None = listed.get("last_sync_at")
         try:
             # without `wait` a sync only hands the new frames to the daemon and says how far
             # the replica is: what a reader of this status would want shipped anyway
             progress = self.daemon.control.nudge(self.db_path)
-        except (*CONTROL_ERRORS, ReplicationUnconfirmed) as exc:
+        except NOT_DONE as exc:
             return {**self._behind(shipped, None), "status": "failing", "error": str(exc)[:300]}
         pending = max(0, int(progress.get("txid") or 0) - int(progress.get("replicated_txid") or 0))
         return {**self._behind(shipped, pending), "status": "replicating"}
 
-    def _behind(self, shipped: str | None, pending: int | None) -> dict:
+    def _behind(self, shipped: str | None, pending: int | None) -> ReplicaBehind:
         behind = 0.0
         if pending is None or pending:   # since the last shipment, or registering if none yet
             since = parse_litestream_time(shipped) if shipped else self.registered_at

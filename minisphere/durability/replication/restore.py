@@ -7,6 +7,7 @@ import logging
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TypedDict
 
 from minisphere.durability.replication.binary import litestream_binary
 from minisphere.durability.restores import swap_in, verify_database
@@ -20,6 +21,13 @@ log = logging.getLogger("minisphere.replication")
 RESTORE_TIMEOUT_S = 300.0          # `litestream restore` of one workspace
 # how `litestream restore -timestamp` says the replica holds nothing at or before the moment
 NOTHING_AT_THAT_MOMENT = ("timestamp does not exist", "no matching", "not found")
+
+
+class MomentRestore(TypedDict):
+    """The moment restored, the position the restored state took, where the old file went."""
+    moment: str
+    position: int
+    aside: str | None
 
 
 def restore_from_replica(url: str, target: Path, *, timestamp: str | None = None,
@@ -51,7 +59,7 @@ def newest_moment(url: str, env: dict[str, str] | None = None) -> str | None:
 
 
 def restore_moment(url: str, db_path: Path, moment: str, new_position: int,
-                   env: dict[str, str] | None = None) -> dict:
+                   env: dict[str, str] | None = None) -> MomentRestore:
     """Replace the (closed) live file by the replica's state at `moment`, verified like a
     snapshot and given `new_position` (a restore is a new state); the previous file is kept
     aside. `SnapshotNotFound` when the replica holds nothing at or before that moment."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 from pydantic_core import ErrorDetails
@@ -33,6 +33,9 @@ MANIFEST_COUNTS = ("format", "seq", "schemaVersion", "entryCount", "rawBytes",
 MANIFEST_DIGESTS = ("rawSha256", "compressedSha256")
 MANIFEST_COMPRESSION = "gzip"
 _SHOWN_VALUE_CHARS = 40                 # of a bad field's value, in the refusal
+# a version's manifest as stored: a JSON object, its fields checked by `SnapshotManifest` and
+# any others kept as they are (so it stays an open mapping, not a fixed shape)
+Manifest = dict[str, Any]
 
 Count = Annotated[int, Field(strict=True, ge=0)]
 Digest = Annotated[str, Field(strict=True, pattern=r"^[0-9a-f]{64}$")]
@@ -96,7 +99,7 @@ def _first_refusal(error: ValidationError) -> str:
     return f"{field} must be a non-negative integer, got {_shown(detail['input'])}"
 
 
-def check_manifest(manifest: Any, workspace_id: str, version: str) -> dict:
+def check_manifest(manifest: Any, workspace_id: str, version: str) -> Manifest:
     """The manifest, or ValueError naming the first field that is missing or of the wrong
     type (counts are non-negative integers, digests 64 hex digits)."""
     try:
@@ -104,10 +107,10 @@ def check_manifest(manifest: Any, workspace_id: str, version: str) -> dict:
                                                            "workspace": workspace_id})
     except ValidationError as exc:
         raise ValueError(_first_refusal(exc)) from None
-    return manifest
+    return cast(Manifest, manifest)     # the model took it: a JSON object
 
 
-def read_manifest(store: SnapshotStore, workspace_id: str, version: str) -> dict:
+def read_manifest(store: SnapshotStore, workspace_id: str, version: str) -> Manifest:
     version_seq(version)
     try:
         raw = store.get_bytes(manifest_key(workspace_id, version), SNAPSHOT_MAX_MANIFEST_BYTES)
@@ -130,11 +133,11 @@ def read_manifest(store: SnapshotStore, workspace_id: str, version: str) -> dict
     return manifest
 
 
-def list_snapshots(store: SnapshotStore, workspace_id: str) -> list[dict]:
+def list_snapshots(store: SnapshotStore, workspace_id: str) -> list[Manifest]:
     """Every version's manifest, oldest first. A manifest that cannot be read is listed with
     `error`, in words any caller may read (the listing also reaches workspace tokens); the
     details are logged. An unreachable store fails the whole listing."""
-    listed = []
+    listed: list[Manifest] = []
     for version in list_versions(store, workspace_id):
         try:
             listed.append(read_manifest(store, workspace_id, version))

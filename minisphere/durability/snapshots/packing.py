@@ -47,7 +47,7 @@ def compacted_copy(source_path: Path, target: Path) -> tuple[int, int, int]:
     return int(schema), int(entries), int(position)
 
 
-def _drop_expired_keys(copy) -> None:
+def _drop_expired_keys(copy: db.sqlite3.Connection) -> None:
     """Expired idempotency answers stay out of the stored copy (zeroed, not just unlinked)."""
     with contextlib.suppress(db.OperationalError):   # a file from before idempotency keys
         copy.execute("DELETE FROM idempotency_keys WHERE at < ?",

@@ -7,6 +7,7 @@ import logging
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from minisphere.durability.constants import SNAPSHOT_FORMAT_VERSION
 from minisphere.durability.snapshots.layout import (
@@ -16,6 +17,7 @@ from minisphere.durability.snapshots.layout import (
     version_name,
     version_seq,
 )
+from minisphere.durability.snapshots.manifest import Manifest
 from minisphere.durability.snapshots.packing import compacted_copy, compress
 from minisphere.durability.snapshots.pruning import prune
 from minisphere.durability.stores import SnapshotStore
@@ -30,7 +32,7 @@ log = logging.getLogger("minisphere.snapshots")
 
 def take_snapshot(db_path: str | Path, store: SnapshotStore, workspace_id: str, *,
                   reason: str = "manual", keep: int = SNAPSHOT_KEEP_VERSIONS,
-                  now_ms: int | None = None) -> dict:
+                  now_ms: int | None = None) -> Manifest:
     """Snapshot the live file at `db_path` into `store`; returns the manifest.
 
     Store failures raise `SnapshotStoreUnavailable`; nothing partial becomes a version (the
@@ -58,7 +60,7 @@ def take_snapshot(db_path: str | Path, store: SnapshotStore, workspace_id: str, 
 
 def publish_file(raw: Path, store: SnapshotStore, workspace_id: str, existing: list[str], *,
                  reason: str, schema: int, entries: int, now_ms: int | None = None,
-                 **extra) -> dict:
+                 **extra: Any) -> Manifest:
     """Compress the self-contained database file `raw` and store it as the workspace's next
     version (after `existing`, its current versions); returns the manifest. `extra` fields
     go into the manifest as they are."""
@@ -70,7 +72,7 @@ def publish_file(raw: Path, store: SnapshotStore, workspace_id: str, existing: l
     compress(raw, packed)
     try:
         packed_bytes, packed_sha = sized_sha256(packed)
-        manifest = {
+        manifest: Manifest = {
             "format": SNAPSHOT_FORMAT_VERSION, "workspace": workspace_id, "version": version,
             "seq": seq, "createdAt": iso_utc(now_ms, milliseconds=True), "createdAtMs": now_ms,
             "reason": reason, "schemaVersion": schema, "entryCount": entries,
