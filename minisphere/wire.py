@@ -23,6 +23,8 @@ EdgeType = Literal["relates_to", "supersedes", "caused_by", "decided", "about_pe
 EDGE_TYPES: tuple[str, ...] = get_args(EdgeType)
 RevisionReason = Literal["append", "update"]
 CaptureOutcome = Literal["stored", "blocked", "merged", "replaced"]
+# the embedding providers that run a model in the cluster (from the packaged weights)
+LOCAL_PROVIDERS: tuple[str, ...] = ("minilm", "minilm-int8")
 
 
 class WireModel(BaseModel):

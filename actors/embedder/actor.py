@@ -22,6 +22,7 @@ import numpy as np
 import ray
 
 from actors.process_logging import log_to_stderr
+from minisphere.wire import LOCAL_PROVIDERS
 
 log = logging.getLogger("minisphere.embedder")
 
@@ -101,8 +102,13 @@ class EmbedderActor:
 
 
 def get_or_create_embedder(spec: dict, namespace: str | None = None,
-                           num_cpus: float = EMBEDDER_NUM_CPUS):
+                           num_cpus: float | None = None):
     """The cluster's one embedder for this provider spec (named, detached, get-if-exists).
-    Pass secrets as {"apiKeyEnv": "VAR"} (read inside the actor), not as a literal key."""
+    Pass secrets as {"apiKeyEnv": "VAR"} (read inside the actor), not as a literal key. Only
+    a local model reserves CPU (`num_cpus`, default EMBEDDER_NUM_CPUS): an endpoint's or the
+    test provider's embedder computes nothing here, and reserving a core for each would let
+    a few of them hold every core and leave the next actor waiting for good."""
+    if num_cpus is None:
+        num_cpus = EMBEDDER_NUM_CPUS if spec["provider"] in LOCAL_PROVIDERS else 0
     return EmbedderActor.options(name=embedder_name(spec), namespace=namespace, lifetime="detached",
                                  get_if_exists=True, num_cpus=num_cpus).remote(spec)

@@ -28,15 +28,19 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from minisphere.cron import cron_trigger
 from minisphere.errors import InvalidArgument
+from minisphere.wire import LOCAL_PROVIDERS
 
 _CRON_FIELD = re.compile(r"^[0-9*/,\-]+$")
 _CRON_MAX_CHARS = 200
 # validation context of a blueprint read back from the control plane
 _STORED = "stored"
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+LOCAL_MODEL_DIMENSIONS = 384
 FALLBACK_BLUEPRINT = {"name": "default", "version": 1,
                       "bindings": {"scheduledTasks": {"cron": "17 3 * * *", "limit": 1000},
                                    "vector": None}}
@@ -84,11 +88,26 @@ class VectorBindingSpec(_Strict):
     environment variable named by `apiKeyEnv`); `hash` is deterministic, for tests. A stored
     blueprint names its provider, so changing this default never rebinds a workspace."""
     provider: Literal["minilm", "minilm-int8", "http", "hash"] = "minilm-int8"
-    model: Annotated[StrictStr, Field(min_length=1, max_length=200)] = "all-MiniLM-L6-v2"
-    dimensions: Annotated[StrictInt, Field(ge=1, le=8192)] = 384
+    model: Annotated[StrictStr, Field(min_length=1, max_length=200)] = LOCAL_MODEL
+    dimensions: Annotated[StrictInt, Field(ge=1, le=8192)] = LOCAL_MODEL_DIMENSIONS
     metric: Literal["cosine"] = "cosine"
     url: Optional[Annotated[StrictStr, Field(max_length=2000)]] = None
     apiKeyEnv: Optional[Annotated[StrictStr, Field(max_length=200)]] = None
+
+    @model_validator(mode="after")
+    def _a_binding_that_can_run(self, info: ValidationInfo) -> VectorBindingSpec:
+        """The local models are one model of one size, and an endpoint needs its address:
+        a binding that could never embed is refused when it is asked for (a stored one is
+        read as it was written)."""
+        if (info.context or {}).get(_STORED):
+            return self
+        if self.provider in LOCAL_PROVIDERS and \
+                (self.model, self.dimensions) != (LOCAL_MODEL, LOCAL_MODEL_DIMENSIONS):
+            raise ValueError(f"the {self.provider} provider is {LOCAL_MODEL} with "
+                             f"{LOCAL_MODEL_DIMENSIONS} dimensions")
+        if self.provider == "http" and not (self.url or "").startswith(("http://", "https://")):
+            raise ValueError("the http provider needs the url of its /embeddings endpoint")
+        return self
 
     def embedder_spec(self) -> dict[str, Any]:
         """The spec `minisphere.engine.embedding.make_provider` (and the shared embedder) takes."""

@@ -13,6 +13,7 @@ taking an idle connection or making one.
 """
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -113,6 +114,12 @@ class ReplicaControl:
             idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
+
+    def __del__(self) -> None:
+        # a control dropped without close() (a daemon object a caller let go of) ends its kept
+        # connections itself, as a file object does, rather than leave them to the collector
+        with contextlib.suppress(Exception):
+            self.close()
 
     def alive(self) -> bool:
         try:

@@ -35,12 +35,19 @@ def test_control_plane_tokens_and_lifecycle(tmp_path):
 
 def test_blueprints():
     assert parse_blueprint({}).bindings.scheduledTasks.limit == 1000
-    assert parse_blueprint({"bindings": {"vector": {"model": "m", "dimensions": 8}}}
+    assert parse_blueprint({"bindings": {"vector": {"provider": "hash", "dimensions": 8}}}
                            ).bindings.vector.dimensions == 8
+    # a local model is one model of one size; an endpoint needs its address
+    cannot_run = [{"model": "m", "dimensions": 8}, {"provider": "minilm", "dimensions": 768},
+                  {"provider": "http", "model": "m", "dimensions": 8}]
     for bad in ({"bindings": {"scheduledTasks": {"cron": "* * *"}}}, {"x": 1}, [],
-                {"bindings": {"scheduledTasks": {"cron": "* * * * *", "limit": 0}}}):
+                {"bindings": {"scheduledTasks": {"cron": "* * * * *", "limit": 0}}},
+                *({"bindings": {"vector": v}} for v in cannot_run)):
         with pytest.raises(E.InvalidArgument):
             parse_blueprint(bad)
+    # one stored before the rule is read as it was written
+    stored = parse_stored_blueprint({"bindings": {"vector": cannot_run[0]}})
+    assert stored.bindings.vector.dimensions == 8
 
 
 def test_default_vector_binding_is_int8_but_a_stored_one_keeps_its_provider(tmp_path):

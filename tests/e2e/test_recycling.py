@@ -88,7 +88,10 @@ def assert_nothing_of(service, handle, a, canary) -> None:
     assert found["files"] == [], f"files of A open in B's process: {found['files']}"
     path = ray.get(directory_of(service).workspace_path.remote(a), timeout=TIMEOUT_S)
     daemon = LitestreamDaemon(service["config"].replication.daemon_dir)
-    registered = [d.get("path") for d in daemon.control.databases()]
+    try:
+        registered = [d.get("path") for d in daemon.control.databases()]
+    finally:
+        daemon.control.close()
     assert path not in registered
 
 

@@ -54,11 +54,14 @@ def pinned_parameters(operation) -> dict:
     at one never created), a well-formed token id, and a real method for the generic route."""
     names = {p.name for p in operation.path_parameters}
     pinned = {}
+    verb = operation.method.upper()
     for name in ("workspace", "workspace_id"):
         if name in names:
-            doomed = operation.method.upper() == "DELETE" and operation.path.endswith(
-                "{workspace_id}")
-            pinned[name] = GONE if doomed else PINNED
+            doomed = verb == "DELETE" and operation.path.endswith("{workspace_id}")
+            # a rebind embeds every entry through whatever endpoint its body names: aimed at a
+            # workspace never created, its body is checked and no address is ever called
+            rebinds = verb == "POST" and operation.path.endswith("/vector-binding")
+            pinned[name] = GONE if doomed or rebinds else PINNED
     if "token_id" in names:
         pinned["token_id"] = "tok-" + "0" * 16
     if "method" in names:
