@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 from minisphere.engine import constants as C
 from minisphere.engine.arguments import StalenessPassArgs
@@ -63,7 +64,7 @@ def lazy_stale_tag_counts(conn, now_ms: int) -> dict[str, int]:
     return {C.STALE_TAG_PREFIX + day: n for day, n in rows}
 
 
-def annotate(entry: dict, stale_due_at: int | None, now_ms: int) -> dict:
+def annotate(entry: dict[str, Any], stale_due_at: int | None, now_ms: int) -> dict[str, Any]:
     """Add the staleness fields to an entry dict (lazy judgement; same rule as the pass)."""
     stale = is_stale(stale_due_at, now_ms)
     entry["stale"] = stale
