@@ -44,7 +44,7 @@ def stale_tag_day(tag: str) -> tuple[int, int] | None:
     return start, start + C.DAY_MS
 
 
-def tag_filter_sql(alias: str, tag: str, now_ms: int) -> tuple[str, list]:
+def tag_filter_sql(alias: str, tag: str, now_ms: int) -> tuple[str, list[Any]]:
     """SQL over `alias` (entries) matching entries that carry `tag`. For a stale tag it also
     matches entries the lazy judgement puts on that day, so filters agree before the pass."""
     clause = f"EXISTS (SELECT 1 FROM tags y WHERE y.entry_id = {alias}.id AND y.tag = ?)"
