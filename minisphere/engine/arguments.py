@@ -6,7 +6,7 @@ integer 5, as in JSON Schema).
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
@@ -28,7 +28,7 @@ def _integral(value: Any) -> Any:
     return value
 
 
-def integer(lowest: int, highest: int):
+def integer(lowest: int, highest: int) -> Any:
     """An integer argument in [lowest, highest] (the bounds go first, so the schema shows them as
     JSON Schema's minimum and maximum)."""
     return Annotated[StrictInt, Field(ge=lowest, le=highest), BeforeValidator(_integral)]
@@ -60,11 +60,18 @@ TagFilter = Annotated[StrictStr, Field(json_schema_extra={
 TagList = Annotated[list[Tag], Field(max_length=C.MAX_TAGS_PER_ENTRY)]
 OptionalSource = Optional[Annotated[StrictStr, Field(max_length=C.MAX_SOURCE_CHARS)]]
 OptionalEvidence = Optional[Annotated[StrictStr, Field(max_length=C.MAX_EVIDENCE_REF_CHARS)]]
-Hops = integer(0, C.GRAPH_MAX_HOPS)
-RecentN = integer(1, C.LIST_RECENT_MAX_N)
-TagsLimit = integer(1, C.GET_TAGS_MAX_LIMIT)
-TopK = integer(1, C.RECALL_MAX_TOP_K)
-PassLimit = integer(1, 100_000)
+# integers in bounds, written out (`integer` makes the same type, which a type checker cannot
+# read as one)
+Hops: TypeAlias = Annotated[StrictInt, Field(ge=0, le=C.GRAPH_MAX_HOPS),
+                            BeforeValidator(_integral)]
+RecentN: TypeAlias = Annotated[StrictInt, Field(ge=1, le=C.LIST_RECENT_MAX_N),
+                               BeforeValidator(_integral)]
+TagsLimit: TypeAlias = Annotated[StrictInt, Field(ge=1, le=C.GET_TAGS_MAX_LIMIT),
+                                 BeforeValidator(_integral)]
+TopK: TypeAlias = Annotated[StrictInt, Field(ge=1, le=C.RECALL_MAX_TOP_K),
+                            BeforeValidator(_integral)]
+PassLimit: TypeAlias = Annotated[StrictInt, Field(ge=1, le=C.STALENESS_PASS_MAX_LIMIT),
+                                 BeforeValidator(_integral)]
 
 
 class Args(BaseModel):

@@ -1,4 +1,5 @@
 """Named defaults and limits of the engine. Units are in the names."""
+from typing import Final
 
 # --- Input limits (validated at the boundary; exceeding them writes nothing) ---
 MAX_CONTENT_BYTES = 64 * 1024          # UTF-8 bytes of one entry's content (413 when exceeded)
@@ -46,11 +47,11 @@ BRIEF_RESURFACE_MIN_AGE_MS = 14 * 24 * 3600 * 1000
 BRIEF_PREVIEW_CHARS = 160
 
 # --- Write defaults (caller classification, DP-MS4) ---
-DEFAULT_STATUS = "canonical"
+DEFAULT_STATUS: Final = "canonical"
 DEFAULT_KIND = "semantic"
 DEFAULT_IMPORTANCE = 0.0
 DEFAULT_EDGE_WEIGHT = 1.0
-DEFAULT_PROVENANCE = "explicit"
+DEFAULT_PROVENANCE: Final = "explicit"
 
 # --- SQLite ---
 DEFAULT_SYNCHRONOUS = "FULL"           # durable on acknowledge; NORMAL is an opt-in for speed
@@ -70,6 +71,7 @@ STALE_AFTER_MS = {
 }
 STALE_TAG_PREFIX = "stale:as-of:"
 STALENESS_PASS_DEFAULT_LIMIT = 1000
+STALENESS_PASS_MAX_LIMIT = 100_000     # entries one pass may mark
 REVALIDATE_PREVIEW_CHARS = 120
 
 # --- Optional vector binding (minisphere/engine/vectors): the workspace_meta key recording it ---

@@ -45,29 +45,29 @@ class Method:
     # positional contract parameters (the rest is the options object), e.g. capture(content, {...})
     positional: tuple[str, ...] = ()
     # a read may ask for one small internal write after it answered: result -> (method, body)
-    follow_up: Callable[[Any], tuple[str, dict]] | None = None
+    follow_up: Callable[[Any], tuple[str, dict[str, Any]]] | None = None
 
 
-def _entry_after(write):
+def _entry_after(write: Callable[[Any, Any, int], str]) -> Callable[[Any, Any, int], Any]:
     """Writes that change one entry answer with its new state."""
-    def run(conn, args, now_ms):
+    def run(conn: Any, args: Any, now_ms: int) -> Any:
         entry_id = write(conn, args, now_ms)
         return reads.get_entry(conn, IdArgs(id=entry_id), now_ms)
     return run
 
 
-def _recall(conn, args, now_ms):
+def _recall(conn: Any, args: Any, now_ms: int) -> Any:
     # imported here: retrieval imports the engine's modules, not the other way round
     from minisphere.engine.retrieval.recall import recall
     return recall(conn, args, now_ms)
 
 
-def _note_recalled(conn, args, now_ms):
+def _note_recalled(conn: Any, args: Any, now_ms: int) -> Any:
     from minisphere.engine.retrieval.recall import note_recalled
     return note_recalled(conn, args, now_ms)
 
 
-def _recalled_ids(result: dict) -> tuple[str, dict]:
+def _recalled_ids(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "noteRecalled", {"ids": [item["id"] for item in result["items"]]}
 
 
@@ -116,7 +116,7 @@ def describe_validation_error(method: str, exc: ValidationError) -> str:
     return f"{method}: " + "; ".join(parts)
 
 
-def parse_args(method: Method, body: Any):
+def parse_args(method: Method, body: Any) -> Any:
     """A method's arguments from a JSON-like body; InvalidArgument says what is wrong. Arguments
     already validated (an instance of the method's model, as the ingress sends them) pass as
     they are: a body is validated once, not again in every layer it crosses."""

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from minisphere.engine import constants as C
-from minisphere.engine.arguments import GraphViewArgs, IdArgs, ListRecentArgs
+from minisphere.engine.arguments import GraphViewArgs, IdArgs, ListRecentArgs, TagsArgs
+from minisphere.engine.db import Connection
 from minisphere.engine.normalize import check_id, normalize_tag
 from minisphere.engine.rows import (
     EDGE_COLUMNS,
@@ -24,7 +26,7 @@ _NON_TOPIC_PREFIXES = ("stale:", "rolled-up", "synthesized", "auto-pattern", "du
                        "contradiction-resolved")
 
 
-def get_entry(conn, args: IdArgs, now_ms: int) -> dict:
+def get_entry(conn: Connection, args: IdArgs, now_ms: int) -> dict[str, Any]:
     require_entry(conn, args.id)
     entry = entries_by_id(conn, [args.id], now_ms)[args.id]
     entry["revisionCount"] = conn.execute(
@@ -39,8 +41,9 @@ def get_entry(conn, args: IdArgs, now_ms: int) -> dict:
     return entry
 
 
-def list_recent(conn, args: ListRecentArgs, now_ms: int) -> dict:
-    where, params = "1", []
+def list_recent(conn: Connection, args: ListRecentArgs, now_ms: int) -> dict[str, Any]:
+    where = "1"
+    params: list[Any] = []
     if args.tag is not None:
         where, params = tag_filter_sql("e", normalize_tag(args.tag), now_ms)
     columns = ", ".join("e." + c.strip() for c in ENTRY_COLUMNS.split(","))
@@ -52,7 +55,7 @@ def list_recent(conn, args: ListRecentArgs, now_ms: int) -> dict:
                               C.LIST_CONTENT_MAX_CHARS) for r in rows]}
 
 
-def connections(conn, args: IdArgs, now_ms: int) -> dict:
+def connections(conn: Connection, args: IdArgs, now_ms: int) -> dict[str, Any]:
     require_entry(conn, args.id)
     edges = neighbours_of(conn, args.id, C.CONNECTIONS_MAX_EDGES)
     neighbours = entries_by_id(conn, list({other for other, _ in edges}), now_ms)
@@ -67,7 +70,7 @@ def connections(conn, args: IdArgs, now_ms: int) -> dict:
     return {"id": args.id, "items": items}
 
 
-def neighbours_of(conn, node: str, limit: int) -> list[tuple]:
+def neighbours_of(conn: Connection, node: str, limit: int) -> list[tuple[Any, ...]]:
     """(neighbour id, edge row) pairs of one node, both directions, strongest edges first
     (newest first among equals). Shared by connections, graphView and recall's graph arm."""
     rows = conn.execute(
@@ -78,13 +81,13 @@ def neighbours_of(conn, node: str, limit: int) -> list[tuple]:
     return [(r[1] if r[0] == node else r[0], r) for r in rows]
 
 
-def graph_view(conn, args: GraphViewArgs, now_ms: int) -> dict:
+def graph_view(conn: Connection, args: GraphViewArgs, now_ms: int) -> dict[str, Any]:
     for seed in args.seed_ids:
         check_id(seed, "seedIds[]")
     seeds = [s for s in dict.fromkeys(args.seed_ids)
              if conn.execute("SELECT 1 FROM entries WHERE id = ?", (s,)).fetchone()]
     hop_of = {seed: 0 for seed in seeds}
-    edges: dict[tuple, dict] = {}
+    edges: dict[tuple[Any, ...], dict[str, Any]] = {}
     queue = deque(seeds)
     truncated = False
     while queue:
@@ -108,7 +111,7 @@ def graph_view(conn, args: GraphViewArgs, now_ms: int) -> dict:
             "missingSeedIds": [s for s in args.seed_ids if s not in hop_of]}
 
 
-def get_tags(conn, args, now_ms: int) -> dict:
+def get_tags(conn: Connection, args: TagsArgs, now_ms: int) -> dict[str, Any]:
     """The `args.limit` most used tags with their counts (stale tags include entries judged
     stale lazily), and whether more are in use. Only a bounded number of rows is read into
     memory: the vocabulary may be as large as a write token makes it."""
@@ -127,16 +130,17 @@ def get_tags(conn, args, now_ms: int) -> dict:
             "truncated": len(ordered) > args.limit}
 
 
-def entry_count(conn) -> int:
+def entry_count(conn: Connection) -> int:
     """Exact, O(1): kept by triggers (migration 0004)."""
-    return conn.execute("SELECT value FROM counters WHERE name = 'entries'").fetchone()[0]
+    count: int = conn.execute("SELECT value FROM counters WHERE name = 'entries'").fetchone()[0]
+    return count
 
 
-def get_count(conn) -> dict:
+def get_count(conn: Connection) -> dict[str, Any]:
     return {"count": entry_count(conn)}
 
 
-def top_topics(conn, n: int = C.TOP_TOPICS_N) -> list[dict]:
+def top_topics(conn: Connection, n: int = C.TOP_TOPICS_N) -> list[dict[str, Any]]:
     clauses = " AND ".join("tag NOT LIKE ?" for _ in _NON_TOPIC_PREFIXES)
     rows = conn.execute(f"SELECT tag, COUNT(*) AS c FROM tags WHERE {clauses} "
                         "GROUP BY tag ORDER BY c DESC, tag LIMIT ?",
@@ -144,11 +148,11 @@ def top_topics(conn, n: int = C.TOP_TOPICS_N) -> list[dict]:
     return [{"tag": tag, "count": c} for tag, c in rows]
 
 
-def _counts_by(conn, column: str) -> dict:
+def _counts_by(conn: Connection, column: str) -> dict[str, Any]:
     return dict(conn.execute(f"SELECT {column}, COUNT(*) FROM entries GROUP BY {column}").fetchall())
 
 
-def get_stats(conn) -> dict:
+def get_stats(conn: Connection) -> dict[str, Any]:
     count, avg_importance, unclassified = conn.execute(
         "SELECT COUNT(*), COALESCE(AVG(importance_score), 0), COALESCE(SUM(unclassified), 0) "
         "FROM entries").fetchone()
@@ -164,7 +168,7 @@ def get_stats(conn) -> dict:
     }
 
 
-def _preview(entry: dict) -> dict:
+def _preview(entry: dict[str, Any]) -> dict[str, Any]:
     content = entry["content"]
     short = content if len(content) <= C.BRIEF_PREVIEW_CHARS else content[:C.BRIEF_PREVIEW_CHARS] + "…"
     return {"id": entry["id"], "preview": short, "createdAt": entry["createdAt"],
@@ -172,7 +176,7 @@ def _preview(entry: dict) -> dict:
             "importance": entry["importance"], "recallCount": entry["recallCount"]}
 
 
-def get_brief(conn, now_ms: int) -> dict:
+def get_brief(conn: Connection, now_ms: int) -> dict[str, Any]:
     """Recent activity, top topics and resurface candidates, in plain SQL (no model)."""
     since = now_ms - C.BRIEF_RECENT_WINDOW_MS
     captured, revised = conn.execute(

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
+from minisphere.engine.db import Connection
 from minisphere.engine.staleness import annotate
 
 IDS_PER_QUERY = 500     # ids bound in one IN (...) list, well under SQLite's variable limit
@@ -12,7 +14,7 @@ ENTRY_COLUMNS = ("id, content, source, created_at, updated_at, recall_count, imp
                  "claim_tag, evidence_ref, status, kind, volatility, stale_due_at")
 
 
-def entry_dict(row, tags: list[str], now_ms: int) -> dict:
+def entry_dict(row: Sequence[Any], tags: list[str], now_ms: int) -> dict[str, Any]:
     """An entry in its wire shape, staleness judged at `now_ms` (see staleness.py)."""
     (id_, content, source, created_at, updated_at, recall_count, importance, claim_tag,
      evidence_ref, status, kind, volatility, stale_due_at) = row[:13]
@@ -26,7 +28,7 @@ def entry_dict(row, tags: list[str], now_ms: int) -> dict:
     }, stale_due_at, now_ms)
 
 
-def bounded(entry: dict, max_chars: int) -> dict:
+def bounded(entry: dict[str, Any], max_chars: int) -> dict[str, Any]:
     """The entry with its content cut to `max_chars` (list-style reads): a cut entry says so
     (`truncated`) and how long its content is (`contentChars`)."""
     content = entry["content"]
@@ -43,7 +45,7 @@ def id_chunks(ids: list[str]) -> Iterator[tuple[list[str], str]]:
         yield chunk, ",".join("?" * len(chunk))
 
 
-def tags_for(conn, ids: list[str]) -> dict[str, list[str]]:
+def tags_for(conn: Connection, ids: list[str]) -> dict[str, list[str]]:
     """Tags of many entries in one query per IDS_PER_QUERY ids, each list sorted."""
     found: dict[str, list[str]] = defaultdict(list)
     for chunk, marks in id_chunks(ids):
@@ -53,12 +55,12 @@ def tags_for(conn, ids: list[str]) -> dict[str, list[str]]:
     return found
 
 
-def entries_by_id(conn, ids: list[str], now_ms: int) -> dict[str, dict]:
+def entries_by_id(conn: Connection, ids: list[str], now_ms: int) -> dict[str, dict[str, Any]]:
     """Full entry dicts (with tags) for the given ids; missing ids are simply absent."""
-    result: dict[str, dict] = {}
+    result: dict[str, dict[str, Any]] = {}
     if not ids:
         return result
-    rows = []
+    rows: list[Any] = []
     for chunk, marks in id_chunks(ids):
         rows += conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN ({marks})",
                              chunk).fetchall()
@@ -68,7 +70,7 @@ def entries_by_id(conn, ids: list[str], now_ms: int) -> dict[str, dict]:
     return result
 
 
-def edge_dict(row) -> dict:
+def edge_dict(row: Sequence[Any]) -> dict[str, Any]:
     src, dst, type_, weight, provenance, metadata, created_at, updated_at = row
     return {
         "src": src, "dst": dst, "type": type_, "weight": weight, "provenance": provenance,
@@ -77,7 +79,7 @@ def edge_dict(row) -> dict:
     }
 
 
-def bounded_edge_dict(row, max_bytes: int) -> dict:
+def bounded_edge_dict(row: Sequence[Any], max_bytes: int) -> dict[str, Any]:
     """The edge with its metadata left out when its JSON is over `max_bytes` (graphView): such
     an edge says so (`metadataOmitted`) and how big the metadata is (`metadataBytes`). Large
     metadata is never parsed here, only measured."""

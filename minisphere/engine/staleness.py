@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 from minisphere.engine import constants as C
 from minisphere.engine.arguments import StalenessPassArgs
+from minisphere.engine.db import Connection
 
 
 def due_at(updated_at_ms: int, volatility: str) -> int:
@@ -43,7 +45,7 @@ def stale_tag_day(tag: str) -> tuple[int, int] | None:
     return start, start + C.DAY_MS
 
 
-def tag_filter_sql(alias: str, tag: str, now_ms: int) -> tuple[str, list]:
+def tag_filter_sql(alias: str, tag: str, now_ms: int) -> tuple[str, list[Any]]:
     """SQL over `alias` (entries) matching entries that carry `tag`. For a stale tag it also
     matches entries the lazy judgement puts on that day, so filters agree before the pass."""
     clause = f"EXISTS (SELECT 1 FROM tags y WHERE y.entry_id = {alias}.id AND y.tag = ?)"
@@ -55,7 +57,7 @@ def tag_filter_sql(alias: str, tag: str, now_ms: int) -> tuple[str, list]:
     return f"({clause} OR {lazy})", [tag, now_ms, *day]
 
 
-def lazy_stale_tag_counts(conn, now_ms: int) -> dict[str, int]:
+def lazy_stale_tag_counts(conn: Connection, now_ms: int) -> dict[str, int]:
     """Stale tags the pass has not written yet, with how many entries would carry each."""
     rows = conn.execute(
         "SELECT strftime('%Y-%m-%d', stale_due_at / 1000, 'unixepoch') AS day, COUNT(*) "
@@ -63,20 +65,20 @@ def lazy_stale_tag_counts(conn, now_ms: int) -> dict[str, int]:
     return {C.STALE_TAG_PREFIX + day: n for day, n in rows}
 
 
-def annotate(entry: dict, stale_due_at: int | None, now_ms: int) -> dict:
+def annotate(entry: dict[str, Any], stale_due_at: int | None, now_ms: int) -> dict[str, Any]:
     """Add the staleness fields to an entry dict (lazy judgement; same rule as the pass)."""
     stale = is_stale(stale_due_at, now_ms)
     entry["stale"] = stale
     entry["staleSince"] = stale_due_at if stale else None
     entry["staleDueAt"] = stale_due_at
-    if stale:
+    if stale and stale_due_at is not None:
         tag = stale_tag(stale_due_at)
         if tag not in entry["tags"]:
             entry["tags"] = sorted([*entry["tags"], tag])
     return entry
 
 
-def confirm(conn, entry_id: str, now_ms: int) -> None:
+def confirm(conn: Connection, entry_id: str, now_ms: int) -> None:
     """A confirming write: updated_at = now, a new due date, any stale mark cleared."""
     volatility = conn.execute("SELECT volatility FROM entries WHERE id = ?", (entry_id,)).fetchone()[0]
     conn.execute("UPDATE entries SET updated_at = ?, stale_due_at = ?, stale_since = NULL "
@@ -85,21 +87,21 @@ def confirm(conn, entry_id: str, now_ms: int) -> None:
                  (entry_id, C.STALE_TAG_PREFIX + "%"))
 
 
-def _mark(conn, entry_id: str, stale_due_at: int, now_ms: int) -> None:
+def _mark(conn: Connection, entry_id: str, stale_due_at: int, now_ms: int) -> None:
     conn.execute("UPDATE entries SET stale_since = ?, stale_checked_at = ? WHERE id = ?",
                  (stale_due_at, now_ms, entry_id))
     conn.execute("INSERT OR IGNORE INTO tags(entry_id, tag) VALUES (?, ?)",
                  (entry_id, stale_tag(stale_due_at)))
 
 
-def _clear(conn, entry_id: str, now_ms: int) -> None:
+def _clear(conn: Connection, entry_id: str, now_ms: int) -> None:
     conn.execute("UPDATE entries SET stale_since = NULL, stale_checked_at = ? WHERE id = ?",
                  (now_ms, entry_id))
     conn.execute("DELETE FROM tags WHERE entry_id = ? AND tag LIKE ?",
                  (entry_id, C.STALE_TAG_PREFIX + "%"))
 
 
-def _pending(conn, now_ms: int, limit: int) -> list[tuple[str, int, bool]]:
+def _pending(conn: Connection, now_ms: int, limit: int) -> list[tuple[str, int, bool]]:
     """(id, stale_due_at, should_be_stale) of entries whose mark is wrong, most overdue first."""
     to_mark = conn.execute(
         "SELECT id, stale_due_at FROM entries WHERE stale_since IS NULL AND stale_due_at <= ? "
@@ -110,14 +112,15 @@ def _pending(conn, now_ms: int, limit: int) -> list[tuple[str, int, bool]]:
     return [(i, d, True) for i, d in to_mark] + [(i, d, False) for i, d in to_clear]
 
 
-def pending_count(conn, now_ms: int) -> int:
-    return conn.execute(
+def pending_count(conn: Connection, now_ms: int) -> int:
+    count: int = conn.execute(
         "SELECT (SELECT COUNT(*) FROM entries WHERE stale_since IS NULL AND stale_due_at <= ?) + "
         "(SELECT COUNT(*) FROM entries WHERE stale_since IS NOT NULL AND stale_due_at > ?)",
         (now_ms, now_ms)).fetchone()[0]
+    return count
 
 
-def run_staleness_pass(conn, args: StalenessPassArgs, now_ms: int) -> dict:
+def run_staleness_pass(conn: Connection, args: StalenessPassArgs, now_ms: int) -> dict[str, Any]:
     """Mark at most `limit` entries that turned stale (longest overdue first) and clear marks
     that a confirmation made wrong. Resumable (call again while `remaining` > 0) and idempotent
     (a second run right after changes nothing)."""
@@ -134,13 +137,15 @@ def run_staleness_pass(conn, args: StalenessPassArgs, now_ms: int) -> dict:
             "remaining": pending_count(conn, now_ms), "nextDueAt": next_due_at(conn)}
 
 
-def next_due_at(conn) -> int | None:
+def next_due_at(conn: Connection) -> int | None:
     """When the next fresh entry turns stale (None: nothing can): lets the scheduler skip
     workspaces with nothing due instead of waking them."""
-    return conn.execute("SELECT MIN(stale_due_at) FROM entries WHERE stale_since IS NULL").fetchone()[0]
+    due: int | None = conn.execute(
+        "SELECT MIN(stale_due_at) FROM entries WHERE stale_since IS NULL").fetchone()[0]
+    return due
 
 
-def revalidate_prompt(entry: dict) -> dict:
+def revalidate_prompt(entry: dict[str, Any]) -> dict[str, Any]:
     """One short question an agent can ask to re-confirm a stale entry."""
     text = " ".join(entry["content"].split())
     if len(text) > C.REVALIDATE_PREVIEW_CHARS:

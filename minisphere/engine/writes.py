@@ -3,6 +3,7 @@ failure anywhere in one leaves nothing half-done."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from minisphere.engine import constants as C
 from minisphere.engine.arguments import (
@@ -14,6 +15,7 @@ from minisphere.engine.arguments import (
     UnlinkArgs,
     UpdateArgs,
 )
+from minisphere.engine.db import Connection
 from minisphere.engine.normalize import check_id, content_hash, new_id, normalize_tags
 from minisphere.engine.rows import EDGE_COLUMNS, edge_dict
 from minisphere.engine.staleness import confirm, due_at
@@ -44,16 +46,16 @@ def check_content(text: str, field: str = "content") -> str:
     return text
 
 
-def require_entry(conn, entry_id: str, field: str = "id") -> tuple:
+def require_entry(conn: Connection, entry_id: str, field: str = "id") -> tuple[Any, ...]:
     check_id(entry_id, field)
     row = conn.execute("SELECT id, content, source, kind FROM entries WHERE id = ?",
                        (entry_id,)).fetchone()
     if row is None:
         raise NotFound(f"no entry with {field} {entry_id}")
-    return row
+    return tuple(row)
 
 
-def capture(conn, args: CaptureArgs, now_ms: int) -> dict:
+def capture(conn: Connection, args: CaptureArgs, now_ms: int) -> dict[str, Any]:
     check_content(args.content)
     tags = normalize_tags(args.tags)
     digest = content_hash(args.content)
@@ -83,12 +85,12 @@ def capture(conn, args: CaptureArgs, now_ms: int) -> dict:
     return {"outcome": "stored", "id": entry_id}
 
 
-def add_tags(conn, entry_id: str, tags: list[str]) -> None:
+def add_tags(conn: Connection, entry_id: str, tags: list[str]) -> None:
     conn.executemany("INSERT OR IGNORE INTO tags(entry_id, tag) VALUES (?, ?)",
                      [(entry_id, tag) for tag in tags])
 
 
-def _replace_content(conn, entry_id: str, old: str, new: str, reason: str, now_ms: int) -> None:
+def _replace_content(conn: Connection, entry_id: str, old: str, new: str, reason: str, now_ms: int) -> None:
     check_content(new)
     conn.execute("INSERT INTO revisions(entry_id, content, at, reason) VALUES (?, ?, ?, ?)",
                  (entry_id, old, now_ms, reason))
@@ -97,7 +99,7 @@ def _replace_content(conn, entry_id: str, old: str, new: str, reason: str, now_m
     confirm(conn, entry_id, now_ms)
 
 
-def append(conn, args: AppendArgs, now_ms: int) -> str:
+def append(conn: Connection, args: AppendArgs, now_ms: int) -> str:
     check_content(args.addition, "addition")
     tags = normalize_tags(args.tags)
     _, old, _, _ = require_entry(conn, args.id)
@@ -113,7 +115,7 @@ def append(conn, args: AppendArgs, now_ms: int) -> str:
     return args.id
 
 
-def check_tag_count(conn, entry_id: str) -> None:
+def check_tag_count(conn: Connection, entry_id: str) -> None:
     """An entry carries at most MAX_TAGS_PER_ENTRY tags of its own (the engine's `stale:`
     marks do not count): an append adding tags must not go past it."""
     held = conn.execute("SELECT COUNT(*) FROM tags WHERE entry_id = ? AND tag NOT LIKE ?",
@@ -123,7 +125,7 @@ def check_tag_count(conn, entry_id: str) -> None:
                               f"{C.MAX_TAGS_PER_ENTRY}")
 
 
-def update(conn, args: UpdateArgs, now_ms: int) -> str:
+def update(conn: Connection, args: UpdateArgs, now_ms: int) -> str:
     check_content(args.content)
     _, old, _, _ = require_entry(conn, args.id)
     if old == args.content:  # same words again: a confirmation, not a new revision
@@ -133,13 +135,13 @@ def update(conn, args: UpdateArgs, now_ms: int) -> str:
     return args.id
 
 
-def set_status(conn, args: SetStatusArgs, now_ms: int) -> str:
+def set_status(conn: Connection, args: SetStatusArgs, now_ms: int) -> str:
     require_entry(conn, args.id)
     conn.execute("UPDATE entries SET status = ? WHERE id = ?", (args.status, args.id))
     return args.id
 
 
-def forget(conn, args: IdArgs, now_ms: int) -> dict:
+def forget(conn: Connection, args: IdArgs, now_ms: int) -> dict[str, Any]:
     """Permanent: tags, edges, revisions and the FTS row go with the entry (FK cascade + trigger)."""
     require_entry(conn, args.id)
     conn.execute("DELETE FROM entries WHERE id = ?", (args.id,))
@@ -153,7 +155,7 @@ def canonical_endpoints(src: str, dst: str, edge_type: str) -> tuple[str, str]:
     return src, dst
 
 
-def link(conn, args: LinkArgs, now_ms: int) -> dict:
+def link(conn: Connection, args: LinkArgs, now_ms: int) -> dict[str, Any]:
     if args.src == args.dst:
         raise SelfLink(f"an entry cannot be linked to itself ({args.src})")
     _, _, _, src_kind = require_entry(conn, args.src, "src")
@@ -189,7 +191,7 @@ def link(conn, args: LinkArgs, now_ms: int) -> dict:
     return {"edge": edge_dict(row), "created": not existed}
 
 
-def unlink(conn, args: UnlinkArgs, now_ms: int) -> dict:
+def unlink(conn: Connection, args: UnlinkArgs, now_ms: int) -> dict[str, Any]:
     check_id(args.src, "src")
     check_id(args.dst, "dst")
     src, dst = canonical_endpoints(args.src, args.dst, args.type)

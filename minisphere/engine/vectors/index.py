@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from minisphere.engine.db import Connection
 from minisphere.engine.vectors import table
 
 TOUCHED_FUNCTION = "minisphere_vector_touched"
@@ -32,7 +34,7 @@ _TRIGGERS = {                        # TEMP: on the writer's connection only, go
 }
 
 
-def watch(conn, touch: Callable[[int], None]) -> None:
+def watch(conn: Connection, touch: Callable[[int], None]) -> None:
     """Have `touch(seq)` called on this (writer) connection for each entry a write inserts,
     deletes or sets the content of."""
     conn.create_function(TOUCHED_FUNCTION, 1, touch)
@@ -62,7 +64,7 @@ class VectorIndex:
         return len(self._row_of)
 
     # ---- keeping equal to the file ----------------------------------------------------------
-    def rebuild(self, conn) -> None:
+    def rebuild(self, conn: Connection) -> None:
         """Every stored vector, read from `entries_vec` (on open and after a rebind)."""
         rows = conn.execute(f"SELECT rowid, embedding FROM {table.VEC_TABLE}").fetchall()
         size = max(INITIAL_ROWS, len(rows))
@@ -84,7 +86,7 @@ class VectorIndex:
         with self._lock:
             self._touched.add(int(seq))
 
-    def sync(self, conn) -> None:
+    def sync(self, conn: Connection) -> None:
         """Read back the touched entries' vectors (outside any transaction, the writer's lock
         held): a row present is set, a row gone is dropped."""
         with self._lock:
@@ -130,8 +132,8 @@ class VectorIndex:
             row = self._row_of.get(int(seq))
             return None if row is None else self._matrix[row].copy()
 
-    def search(self, conn, query: np.ndarray, k: int, restrict_sql: str | None = None,
-               params: list | None = None) -> list[tuple[int, float]]:
+    def search(self, conn: Connection, query: np.ndarray, k: int, restrict_sql: str | None = None,
+               params: list[Any] | None = None) -> list[tuple[int, float]]:
         """`table.knn`'s answer from memory: `restrict_sql` (a subquery of allowed seqs) is run
         on `conn` to mask the matrix."""
         allowed = None

@@ -24,15 +24,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from minisphere.engine import writes
+from minisphere.engine.db import Connection
 from minisphere.engine.reads import entry_count
 from minisphere.engine.retrieval.query_text import content_terms, document_frequency
 from minisphere.engine.retrieval.rerank import jaccard, shingles
 from minisphere.engine.retrieval.tuning import MMR_TEXT_CHARS
 from minisphere.engine.vectors import table
+
+if TYPE_CHECKING:
+    from minisphere.engine.arguments import CaptureArgs
 
 DEDUP_BLOCK_COSINE = 0.95        # at or above: the capture is a duplicate, not stored
 DEDUP_BLOCK_MIN_OVERLAP = 0.8    # ...if it also shares this share of word pairs (Jaccard)
@@ -68,7 +73,7 @@ class SemanticSettings:
         return float(min(1.0, max(AUTO_LINK_MIN_WEIGHT, (cosine - self.link_cosine) / span)))
 
 
-def neighbours(conn, vector: np.ndarray) -> list[tuple[str, float, str]]:
+def neighbours(conn: Connection, vector: np.ndarray) -> list[tuple[str, float, str]]:
     """(id, cosine, content) of the nearest non-deprecated entries, best first."""
     pairs = table.knn(conn, vector, NEIGHBOUR_FETCH)
     if not pairs:
@@ -80,7 +85,8 @@ def neighbours(conn, vector: np.ndarray) -> list[tuple[str, float, str]]:
     return [(live[s][0], c, live[s][1]) for s, c in pairs if s in live]
 
 
-def _first_agreeing(near, shingle_set, cosine: float, overlap: float):
+def _first_agreeing(near: list[tuple[str, float, str]], shingle_set: frozenset[Any],
+                    cosine: float, overlap: float) -> tuple[str, float] | None:
     """The nearest neighbour at or above `cosine` whose word pairs overlap at least `overlap`."""
     for entry_id, c, content in near:
         if not meets(c, cosine):
@@ -90,7 +96,7 @@ def _first_agreeing(near, shingle_set, cosine: float, overlap: float):
     return None
 
 
-def _specific_terms(conn, texts: list[str], settings: SemanticSettings) -> set[str]:
+def _specific_terms(conn: Connection, texts: list[str], settings: SemanticSettings) -> set[str]:
     """Stems of these texts found in few entries: the words a relation can rest on."""
     stems = sorted({t for text in texts for t in content_terms(text[:MMR_TEXT_CHARS])})
     if not stems:
@@ -100,14 +106,15 @@ def _specific_terms(conn, texts: list[str], settings: SemanticSettings) -> set[s
     return {t for t in stems if frequency.get(t, 0) <= cap}
 
 
-def _auto_link(conn, entry_id: str, content: str, near, settings: SemanticSettings,
-               provider_name: str, now_ms: int) -> list[dict]:
+def _auto_link(conn: Connection, entry_id: str, content: str, near: list[tuple[str, float, str]],
+               settings: SemanticSettings,
+               provider_name: str, now_ms: int) -> list[dict[str, Any]]:
     close = [n for n in near if meets(n[1], settings.link_cosine)]
     if not close:
         return []
     own = set(content_terms(content[:MMR_TEXT_CHARS]))
     specific = _specific_terms(conn, [content], settings) & own
-    linked = []
+    linked: list[dict[str, Any]] = []
     for other, cosine, other_content in close:
         if len(linked) >= settings.link_max:
             break
@@ -126,8 +133,9 @@ def _auto_link(conn, entry_id: str, content: str, near, settings: SemanticSettin
     return linked
 
 
-def capture(conn, args, now_ms: int, vector: np.ndarray, settings: SemanticSettings,
-            provider_name: str) -> dict:
+def capture(conn: Connection, args: CaptureArgs, now_ms: int, vector: np.ndarray,
+            settings: SemanticSettings,
+            provider_name: str) -> dict[str, Any]:
     from minisphere.engine.normalize import content_hash
     writes.check_content(args.content)
     exact = conn.execute("SELECT 1 FROM entries WHERE content_hash = ? LIMIT 1",

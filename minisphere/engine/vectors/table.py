@@ -8,6 +8,7 @@ A trigger deletes an entry's vector with the entry (forget) and when its content
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,7 @@ VEC_TABLE = "entries_vec"
 KNN_MAX_K = 4096                 # sqlite-vec's own cap on k
 
 
-def ensure_extension(conn) -> None:
+def ensure_extension(conn: db.Connection) -> None:
     """Load sqlite-vec into a connection that does not have it yet (e.g. a read-only one)."""
     try:
         conn.execute("SELECT vec_version()").fetchone()
@@ -27,7 +28,7 @@ def ensure_extension(conn) -> None:
         db.load_sqlite_vec(conn)
 
 
-def create(conn, provider_name: str, dim: int, now_ms: int) -> dict:
+def create(conn: db.Connection, provider_name: str, dim: int, now_ms: int) -> dict[str, Any]:
     """Create the vec table + triggers and record the binding (inside the caller's transaction)."""
     if not 1 <= dim <= 8192:
         raise InvalidArgument(f"vector dim must be in 1..8192, got {dim}")
@@ -44,7 +45,7 @@ def create(conn, provider_name: str, dim: int, now_ms: int) -> dict:
     return binding
 
 
-def drop(conn) -> None:
+def drop(conn: db.Connection) -> None:
     conn.execute(f"DROP TRIGGER IF EXISTS {VEC_TABLE}_forget")
     conn.execute(f"DROP TRIGGER IF EXISTS {VEC_TABLE}_stale")
     conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
@@ -55,12 +56,12 @@ def blob(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
-def put(conn, seq: int, vector: np.ndarray) -> None:
+def put(conn: db.Connection, seq: int, vector: np.ndarray) -> None:
     conn.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid = ?", (seq,))
     conn.execute(f"INSERT INTO {VEC_TABLE}(rowid, embedding) VALUES (?, ?)", (seq, blob(vector)))
 
 
-def missing(conn, limit: int, after_seq: int = 0) -> list[tuple[int, str, str]]:
+def missing(conn: db.Connection, limit: int, after_seq: int = 0) -> list[tuple[int, str, str]]:
     """(seq, content, content_hash) of entries without a vector, oldest first."""
     return conn.execute(
         f"SELECT e.seq, e.content, e.content_hash FROM entries e WHERE e.seq > ? AND NOT EXISTS "
@@ -68,18 +69,19 @@ def missing(conn, limit: int, after_seq: int = 0) -> list[tuple[int, str, str]]:
         (after_seq, limit)).fetchall()
 
 
-def missing_count(conn) -> int:
-    return conn.execute(f"SELECT (SELECT COUNT(*) FROM entries) - (SELECT COUNT(*) FROM {VEC_TABLE})"
-                        ).fetchone()[0]
+def missing_count(conn: db.Connection) -> int:
+    missing: int = conn.execute(
+        f"SELECT (SELECT COUNT(*) FROM entries) - (SELECT COUNT(*) FROM {VEC_TABLE})").fetchone()[0]
+    return missing
 
 
-def knn(conn, vector: np.ndarray, k: int, restrict_sql: str | None = None,
-        params: list | None = None) -> list[tuple[int, float]]:
+def knn(conn: db.Connection, vector: np.ndarray, k: int, restrict_sql: str | None = None,
+        params: list[Any] | None = None) -> list[tuple[int, float]]:
     """(seq, cosine) of the k nearest vectors, best first. `restrict_sql` is a subquery of
     allowed seqs (the prefilter), applied inside the KNN so k counts allowed entries only."""
     k = max(1, min(int(k), KNN_MAX_K))
     sql = f"SELECT rowid, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ?"
-    args: list = [blob(vector), k]
+    args: list[Any] = [blob(vector), k]
     if restrict_sql:
         sql += f" AND rowid IN ({restrict_sql})"
         args += params or []
