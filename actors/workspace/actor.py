@@ -341,7 +341,7 @@ class WorkspaceActor:
             return {"workspace": None, "snapshot": None, "error": None,
                     "pendingSnapshot": False, "snapshots": None, "process": self._process()}
         await self.admission.close_for_hibernation()
-        self.files.close_transfers()
+        self.files.let_go()
         self.tokens.report_use()
         result = await asyncio.to_thread(self.host.hibernate)
         await asyncio.to_thread(self._release_workspace)
@@ -351,7 +351,7 @@ class WorkspaceActor:
         """Forget the workspace this process served: nothing of it (objects, caches, open
         files) may reach the next tenant bound here."""
         self.host = self.admission = self.due = self.launch = None
-        self.files.close_transfers()
+        self.files.let_go()
         self._loop = None
         self.workspace_id = None
         self.tokens.forget_workspace()
@@ -383,5 +383,5 @@ class WorkspaceActor:
         if self.host is not None:
             await self.admission.close_for_hibernation()
             await asyncio.to_thread(self.host.close)
-        self.files.close_transfers()
+        self.files.let_go()
         return {"closed": self.workspace_id}

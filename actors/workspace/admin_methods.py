@@ -69,11 +69,13 @@ class AdminFiles:
             self._transfers = TransferSessions()
         return self._transfers
 
-    def close_transfers(self) -> None:
-        """The workspace is let go of (hibernated, closed): its sessions end with it."""
+    def let_go(self) -> None:
+        """The workspace is let go of (hibernated, closed): its import/export sessions and what
+        this process knows of its rebind end with it (a recycled process serves another)."""
         if self._transfers is not None:
             self._transfers.close()
         self._transfers = None
+        self.rebinds = VectorRebinds(self.owner)
 
     def drop_exports(self) -> None:
         """After a forget: the export copies were taken before it, so they must not be served."""
