@@ -58,7 +58,7 @@ class Workspace:
         self.vectors = None  # the optional vector binding; None: its code is never imported
         self.checkpoints = WalCheckpoints(self._lock, lambda: self.conn)   # of the WAL
         self.rewrites = scrub.ForgetRewrites(self._lock, lambda: self.conn, self.path)
-        self.forget_ledger = ForgetLedger(self._lock, lambda: self.conn, self.transaction)  # owed
+        self.forget_ledger = ForgetLedger(self._lock, lambda: self.conn, self.transaction)
         self.epoch: int | None = None   # the fencing epoch this writer holds (None: unfenced)
         try:
             new_file = db.schema_version(self._conn) == 0
