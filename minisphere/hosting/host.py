@@ -186,7 +186,7 @@ class WorkspaceHost:
         (`ensure_open`)."""
         try:
             self._open()
-        except Exception:
+        except Exception:  # the next call tries again and says why
             log.exception("workspace %s: reopening after restore failed", self.workspace_id)
 
     def _close_io(self) -> None:
