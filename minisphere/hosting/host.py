@@ -25,7 +25,6 @@ from minisphere.durability.generations import generation_store
 from minisphere.durability.replication.registration import ASYNC_SYNC_INTERVAL_S, WorkspaceReplica
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.embedding.base import EmbeddingProvider
-from minisphere.engine.forget_ledger import SNAPSHOT_VERSIONS
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
@@ -126,9 +125,7 @@ class WorkspaceHost:
         if self.replica is not None:
             self.replica.attach(workspace.checkpoints, workspace.forget_ledger)
             confirm = self.replica.confirm
-        if self.store is not None and workspace.forget_ledger.owed(SNAPSHOT_VERSIONS):
-            # a forget whose process died before the versions older than it were deleted
-            self.snapshotter.owe_purge(workspace.forget_ledger.forgets()[1])
+        self.states.attach(workspace.forget_ledger)
         # async replication answers at the commit and confirms behind, once a sync interval,
         # only to learn what the replica holds (what the directory may record)
         self.writer = GroupCommitWriter(

@@ -24,7 +24,7 @@ from minisphere.durability.snapshots.publish import take_snapshot
 from minisphere.durability.snapshotter import SnapshotStatus, Snapshotter
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.clock import epoch_ms
-from minisphere.engine.forget_ledger import SNAPSHOT_VERSIONS
+from minisphere.engine.forget_ledger import SNAPSHOT_VERSIONS, ForgetLedger
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import InvalidArgument, SnapshotError
@@ -136,6 +136,12 @@ class StoredStates:
         log.info("workspace %s: %d snapshot versions from before a forget deleted",
                  self.workspace_id, len(older))
         return older
+
+    def attach(self, ledger: ForgetLedger) -> None:
+        """A file just opened: a purge its forgets still owe (their process died before the
+        versions older than them were deleted) is owed again, to the snapshotter."""
+        if self.store is not None and ledger.owed(SNAPSHOT_VERSIONS):
+            self.snapshotter.owe_purge(ledger.forgets()[1])
 
     def _drop_versions_before_forgets(self, forgotten_at_ms: int) -> list[str]:
         """The snapshotter's owed purge: the versions from before the newest forget the file
