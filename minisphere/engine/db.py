@@ -65,12 +65,26 @@ def connect(path: str | Path, *, synchronous: str = DEFAULT_SYNCHRONOUS,
     return conn
 
 
+def read_meta(conn: Connection, key: str) -> str | None:
+    """What the file keeps under `key` in `workspace_meta`, or None."""
+    row = conn.execute("SELECT value FROM workspace_meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def write_meta(conn: Connection, key: str, value: str | None) -> None:
+    """Keep `value` under `key` in `workspace_meta` (None: the key goes)."""
+    if value is None:
+        conn.execute("DELETE FROM workspace_meta WHERE key = ?", (key,))
+    else:
+        conn.execute("INSERT OR REPLACE INTO workspace_meta(key, value) VALUES (?, ?)",
+                     (key, value))
+
+
 def read_vector_binding(conn: Connection) -> dict[str, Any] | None:
     """The vector binding the file records ({"provider", "dim", "boundAt"}), or None. Plain SQL:
     no extension, no model."""
-    row = conn.execute("SELECT value FROM workspace_meta WHERE key = ?",
-                       (VECTOR_BINDING_META_KEY,)).fetchone()
-    binding: dict[str, Any] | None = json.loads(row[0]) if row else None
+    value = read_meta(conn, VECTOR_BINDING_META_KEY)
+    binding: dict[str, Any] | None = json.loads(value) if value is not None else None
     return binding
 
 

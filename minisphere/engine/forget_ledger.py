@@ -25,15 +25,14 @@ SETTLED_KINDS = (REPLICA_HISTORY, SNAPSHOT_VERSIONS)
 
 def _read_int(conn: db.Connection, key: str) -> int:
     try:
-        row = conn.execute("SELECT value FROM workspace_meta WHERE key = ?", (key,)).fetchone()
+        value = db.read_meta(conn, key)
     except db.OperationalError:           # a file from before workspace_meta
         return 0
-    return int(row[0]) if row else 0
+    return int(value) if value is not None else 0
 
 
 def _write_int(conn: db.Connection, key: str, value: int) -> None:
-    conn.execute("INSERT OR REPLACE INTO workspace_meta(key, value) VALUES (?, ?)",
-                 (key, str(int(value))))
+    db.write_meta(conn, key, str(int(value)))
 
 
 def record_forget(conn: db.Connection, now_ms: int) -> None:

@@ -23,15 +23,13 @@ CLEAN_KEY = "file.builtClean"     # present: every page was written with secure_
 
 def built_clean(conn: db.Connection) -> bool:
     try:
-        row = conn.execute("SELECT 1 FROM workspace_meta WHERE key = ?", (CLEAN_KEY,)).fetchone()
+        return db.read_meta(conn, CLEAN_KEY) is not None
     except db.OperationalError:        # a file from before workspace_meta
         return False
-    return row is not None
 
 
 def mark_built_clean(conn: db.Connection) -> None:
-    conn.execute("INSERT OR REPLACE INTO workspace_meta(key, value) VALUES (?, '1')",
-                 (CLEAN_KEY,))
+    db.write_meta(conn, CLEAN_KEY, "1")
 
 
 def rewrite_clean(conn: db.Connection) -> None:

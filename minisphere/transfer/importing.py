@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from minisphere.engine.db import read_meta, write_meta
 from minisphere.engine.location import advance
 from minisphere.engine.normalize import content_hash, normalize_tags
 from minisphere.engine.writes import canonical_endpoints
@@ -99,11 +100,7 @@ class _Importer:
 
 
 def _checkpoint(conn, key: str, value: int | None) -> None:
-    if value is None:
-        conn.execute("DELETE FROM workspace_meta WHERE key = ?", (key,))
-    else:
-        conn.execute("INSERT OR REPLACE INTO workspace_meta(key, value) VALUES (?, ?)",
-                     (key, str(value)))
+    write_meta(conn, key, None if value is None else str(value))
 
 
 class ImportSession:
@@ -120,10 +117,9 @@ class ImportSession:
         self.total = self.header.counts.entries + self.header.counts.edges
         self.key = CHECKPOINT_PREFIX + checkpoint_key
         with workspace.transaction() as conn:     # under the workspace's writer lock
-            row = conn.execute("SELECT value FROM workspace_meta WHERE key = ?",
-                               (self.key,)).fetchone()
+            stored = read_meta(conn, self.key)
         self.importer = _Importer()
-        self.resumed = self.applied = int(row[0]) if row else 0
+        self.resumed = self.applied = int(stored) if stored is not None else 0
 
     def feed(self, records: list, first: int) -> None:
         """`records` are data lines number `first` (1-based) onwards. Refused, changing

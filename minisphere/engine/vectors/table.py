@@ -40,8 +40,7 @@ def create(conn: db.Connection, provider_name: str, dim: int, now_ms: int) -> di
                  f"WHEN old.content IS NOT new.content BEGIN "
                  f"DELETE FROM {VEC_TABLE} WHERE rowid = old.seq; END")
     binding = {"provider": provider_name, "dim": int(dim), "boundAt": now_ms}
-    conn.execute("INSERT OR REPLACE INTO workspace_meta(key, value) VALUES (?, ?)",
-                 (META_KEY, json.dumps(binding)))
+    db.write_meta(conn, META_KEY, json.dumps(binding))
     return binding
 
 
@@ -49,7 +48,7 @@ def drop(conn: db.Connection) -> None:
     conn.execute(f"DROP TRIGGER IF EXISTS {VEC_TABLE}_forget")
     conn.execute(f"DROP TRIGGER IF EXISTS {VEC_TABLE}_stale")
     conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
-    conn.execute("DELETE FROM workspace_meta WHERE key = ?", (META_KEY,))
+    db.write_meta(conn, META_KEY, None)
 
 
 def blob(vector: np.ndarray) -> bytes:
