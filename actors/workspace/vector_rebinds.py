@@ -41,7 +41,7 @@ class VectorRebinds:
     def __init__(self, owner: FileOwner):
         self.owner = owner
         self.last: RebindProgress | None = None
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task | None = None   # held: the loop keeps tasks only weakly
 
     async def start(self, spec: dict) -> dict:
         """Begin moving the file to the binding `spec`; its state at once."""
