@@ -22,6 +22,7 @@ import time
 
 from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.directory.actor import get_directory
+from actors.ingress.query_encoders import QueryEncoders
 from actors.ingress.spare_contacts import SpareContacts
 from actors.workspace_reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.control.auth import check_workspace_id, same_hash, token_hash
@@ -52,6 +53,7 @@ class Gateway:
         self.pressure = CallPressure(settings.residency.wake_shed_latency_ms / 1e3)
         self.reach = WorkspaceReach(self.directory, wake_gate=self._admit_wake)
         self.spare_contacts = SpareContacts(self.directory)    # started by the first call
+        self.query_encoders = QueryEncoders()
         self.admin_hash = token_hash(settings.admin_token)
         self.token_cache = TokenCache(self.ask_directory, settings.token_cache_ttl_s)
         self.admin = AdminCheck(self.admin_hash, lambda candidate: self.ask_directory(
@@ -114,6 +116,7 @@ class Gateway:
     def forget(self, workspace_id: str) -> None:
         self.token_cache.forget(workspace_id)
         self.reach.forget(workspace_id)
+        self.query_encoders.forget(workspace_id)
 
     # ---- calls ---------------------------------------------------------------------------------
     async def call(self, workspace_id: str, method_name: str, body, caller: str,
@@ -138,16 +141,21 @@ class Gateway:
         # a call to a workspace already awake is the admitted work whose pace gates new wakes
         ticket = self.pressure.begin(time.monotonic()) if self.reach.holds(workspace_id) else None
         attempts = 0
+        recall = method_name == "recall"
+        sent_query = self.query_encoders.send(workspace_id, body) if recall else None
         try:
             envelope, attempts, rpc_ms = await self.reach.call(
                 workspace_id, ServedMethod.CALL, method_name, body, caller, idempotency_key,
-                idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S, unknown_outcome=unknown)
+                sent_query, idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S,
+                unknown_outcome=unknown)
         except Unauthenticated:
             self.token_cache.forget(workspace_id)    # the actor knows better: revoked, expired
             raise
         finally:
             if ticket is not None:
                 self.pressure.end(ticket, time.monotonic(), counted=attempts == 1)
+        if recall:
+            self.query_encoders.learn(workspace_id, envelope.get("queryEncoder"))
         timings = envelope["timings"]
         timings["rpc_ms"] = rpc_ms
         if attempts > 1:

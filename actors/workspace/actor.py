@@ -45,6 +45,7 @@ import ray
 
 from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.process_logging import log_to_stderr
+from actors.sent_queries import SentQuery, adopt_sent_query
 from actors.workspace.admin_methods import FILE_METHODS, AdminFiles
 from actors.workspace.admission import Admission
 from actors.workspace.due_notes import DueNotes
@@ -253,9 +254,11 @@ class WorkspaceActor:
         return await getattr(self.files if method in FILE_METHODS else self, method)(*args)
 
     async def call(self, method_name: str, body: dict | None, token_hash: str,
-                   idempotency_key: str | None = None) -> dict:
+                   idempotency_key: str | None = None, sent_query: SentQuery | None = None) -> dict:
         """One contract method. `idempotency_key` (writes): a repeat of a committed write with
-        the same key answers the stored result (timings `replayed`) and writes nothing."""
+        the same key answers the stored result (timings `replayed`) and writes nothing.
+        `sent_query`: a recall's query the caller already sent to an embedder (taken if that
+        is this workspace's); a recall's envelope names the embedder (`queryEncoder`)."""
         started = time.perf_counter()
         self.calls += 1
         self.last_call_at = time.time()
@@ -263,6 +266,8 @@ class WorkspaceActor:
         try:
             method = find_method(method_name)
             self.tokens.authorize(method, token_hash)
+            ahead = sent_query is not None and adopt_sent_query(self.host.embedder, body,
+                                                                sent_query)
             # a bound recall's query goes to the embedder now, while the call waits for
             # admission and a reader thread
             started_read = (self.host.start_read(method_name, body) if method.access == "read"
@@ -277,7 +282,12 @@ class WorkspaceActor:
             timings["actor_ms"] = (time.perf_counter() - started) * 1e3
             return {"ok": False, "error": as_named_error(exc), "timings": timings}
         timings["actor_ms"] = (time.perf_counter() - started) * 1e3
-        return {"ok": True, "result": result, "timings": timings}
+        if method_name != "recall":
+            return {"ok": True, "result": result, "timings": timings}
+        if ahead:
+            timings["query_ahead"] = 1
+        return {"ok": True, "result": result, "timings": timings,
+                "queryEncoder": getattr(self.host.embedder, "address", None)}
 
     async def _write(self, method, body, key: str | None = None):
         prepared, prepare_ms = await self._prepare(method.name, body)

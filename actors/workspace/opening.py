@@ -55,7 +55,9 @@ def shared_embedder(vector: VectorBindingSpec | None):
     """A vector binding embeds through the cluster's shared embedder, never a local model."""
     if vector is None:
         return None
-    from actors.embedder.actor import get_or_create_embedder
+    from actors.embedder.actor import embedder_name, get_or_create_embedder
     from actors.workspace.remote_embedder import RemoteEmbedder
     namespace = ray.get_runtime_context().namespace
-    return RemoteEmbedder(get_or_create_embedder(vector.embedder_spec(), namespace=namespace))
+    spec = vector.embedder_spec()
+    return RemoteEmbedder(get_or_create_embedder(spec, namespace=namespace),
+                          address=(embedder_name(spec), namespace))

@@ -43,6 +43,8 @@ IDEMPOTENCY_KEY_PROMISE = (
 TIMING_PARTS = (("auth", "auth_ms"), ("activate", "activate_ms"), ("prepare", "prepare_ms"),
                 ("queue", "queue_ms"), ("engine", "engine_ms"), ("actor", "actor_ms"),
                 ("rpc", "rpc_ms"))
+# A part with no duration: the recall used the query vector the ingress started
+QUERY_AHEAD_PART = "query-ahead"
 # The token check is shown when it took any time (it asked the directory); from the replica's
 # cache it takes microseconds.
 AUTH_SHOWN_MS = 0.1
@@ -163,6 +165,8 @@ async def read_json_object(request: Request, required: bool = False) -> dict:
 def server_timing(timings: dict, ingress_ms: float) -> dict:
     parts = [f"{name};dur={timings[key]:.3f}" for name, key in TIMING_PARTS if key in timings]
     parts.append(f"ingress;dur={ingress_ms:.3f}")
+    if timings.get("query_ahead"):       # a bound recall's query was embedded from the ingress
+        parts.append(QUERY_AHEAD_PART)
     headers = {"Server-Timing": ", ".join(parts)}
     if "batch" in timings:
         headers["X-Batch-Size"] = str(timings["batch"])

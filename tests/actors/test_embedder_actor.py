@@ -1,5 +1,6 @@
 """The shared embedder actor: one per provider (get-if-exists), batches coalesced, and a
 Workspace driven through RemoteEmbedder (what a workspace actor hands the engine)."""
+import asyncio
 import uuid
 
 import numpy as np
@@ -8,7 +9,10 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from actors.embedder.actor import embedder_name, get_or_create_embedder  # noqa: E402
+from actors.ingress.query_encoders import QueryEncoders  # noqa: E402
+from actors.sent_queries import adopt_sent_query  # noqa: E402
 from actors.workspace.remote_embedder import RemoteEmbedder  # noqa: E402
+from minisphere.engine import constants as C  # noqa: E402
 from minisphere.engine.embedding.hash_provider import HashProvider  # noqa: E402
 from minisphere.engine.workspace import Workspace  # noqa: E402
 
@@ -104,3 +108,84 @@ def test_specs_that_differ_in_size_or_endpoint_never_share_an_embedder():
         {**base, "apiKeyEnv": "OTHER_KEY"}, {"provider": "hash", "model": "m", "dim": 384})}
     assert len(names) == 5
     assert all("a.example" not in name for name in names)       # the URL is digested
+
+
+def _hash_embedder():
+    spec = {"provider": "hash", "dim": 384, "model": f"t{uuid.uuid4().hex[:6]}"}
+    namespace = ray.get_runtime_context().namespace
+    return get_or_create_embedder(spec, num_cpus=0), (embedder_name(spec), namespace)
+
+
+def test_a_query_sent_ahead_to_the_embedder_is_taken_by_the_recall_not_embedded_again(
+        ray_session, tmp_path, clock):
+    handle, address = _hash_embedder()
+    try:
+        remote = RemoteEmbedder(handle, address=address)
+        with Workspace(tmp_path / "a.db", clock=clock, embedder=remote) as ws:
+            entry = ws.capture("a query embedded before the call arrived")["id"]
+            query = "embedded before arrival"
+            sent = (address, [handle.embed.remote([query])])
+            ray.get(sent[1][0])          # an actor runs calls concurrently: count it once done
+            calls = ray.get(handle.info.remote())["calls"]
+            assert adopt_sent_query(remote, {"query": query}, sent)
+            top = ws.recall(query)["items"][0]
+            assert ray.get(handle.info.remote())["calls"] == calls    # nothing sent twice
+            assert top["id"] == entry and top["breakdown"]["vector"]["rank"] == 1
+    finally:
+        ray.kill(handle, no_restart=True)
+
+
+def test_a_query_sent_ahead_to_another_embedder_or_for_another_query_is_not_taken(
+        ray_session, tmp_path, clock):
+    """The ingress learnt the embedder before a rebind moved the workspace to another one:
+    that vector is of the other model, so the recall embeds its query itself."""
+    handle, address = _hash_embedder()
+    other, other_address = _hash_embedder()
+    try:
+        remote = RemoteEmbedder(handle, address=address)
+        wrong = (other_address, [other.embed.remote(["moved query"])])
+        assert not adopt_sent_query(remote, {"query": "moved query"}, wrong)
+        with Workspace(tmp_path / "m.db", clock=clock, embedder=remote) as ws:
+            ws.capture("a query for the workspace's own embedder")
+            calls = ray.get(handle.info.remote())["calls"]
+            ws.recall("moved query")
+            assert ray.get(handle.info.remote())["calls"] == calls + 1
+            # sent ahead for one query, the recall of another embeds its own
+            first = handle.embed.remote(["first query"])
+            assert adopt_sent_query(remote, {"query": "first query"}, (address, [first]))
+            ray.get(first)
+            calls = ray.get(handle.info.remote())["calls"]
+            ws.recall("second query")
+            assert ray.get(handle.info.remote())["calls"] == calls + 1
+    finally:
+        ray.kill(handle, no_restart=True)
+        ray.kill(other, no_restart=True)
+
+
+def test_the_ingress_sends_a_recalls_query_ahead_only_once_it_knows_the_workspaces_embedder(
+        ray_session):
+    handle, address = _hash_embedder()
+
+    async def scenario():
+        encoders = QueryEncoders()
+        assert encoders.send("ws-1", {"query": "what was said"}) is None   # not learnt yet
+        encoders.learn("ws-1", list(address))          # as an envelope brings it: a list
+        for _ in range(600):                           # the named actor is looked up off-loop
+            if (sent := encoders.send("ws-1", {"query": "what was said"})) is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert sent is not None and sent[0] == address
+        vector = await sent[1][0]
+        assert np.allclose(vector, HashProvider().embed(["what was said"]), atol=1e-6)
+        # a repeat is in the actor's cache; another workspace, or a refused body, sends nothing
+        assert encoders.send("ws-1", {"query": "what was said"}) is None
+        assert encoders.send("ws-2", {"query": "what was said"}) is None
+        assert encoders.send("ws-1", {"query": "  "}) is None
+        assert encoders.send("ws-1", {"query": "x" * (C.MAX_QUERY_CHARS + 1)}) is None
+        assert encoders.send("ws-1", {"query": "another question"}) is not None
+        encoders.learn("ws-1", None)                   # unbound (a rebind to none)
+        assert encoders.send("ws-1", {"query": "a third question"}) is None
+    try:
+        asyncio.run(scenario())
+    finally:
+        ray.kill(handle, no_restart=True)

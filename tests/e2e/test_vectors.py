@@ -2,6 +2,7 @@
 import ray
 
 from actors.embedder.actor import embedder_name
+from minisphere.http.handling import QUERY_AHEAD_PART
 
 
 def call(http, ws, headers, method, body):
@@ -33,6 +34,19 @@ def test_vector_binding_from_the_blueprint(http, admin_headers, service):
         # started as the call reached the actor, and that embedding is the one the read used
         assert ray.get(embedder.info.remote())["texts"] == before + 1
         assert before >= 2                                              # shared, not per actor
+        # once the ingress knows the workspace's embedder (from that answer; it looks the
+        # embedder up off its event loop) it sends each query there itself, ahead of the call:
+        # still one embedding per recall, never one from each side
+        for n in range(1, 200):
+            response = http.post("/v1/w/vector-bound-1/recall", headers=headers,
+                                 json={"query": f"parquet export question {n}", "topK": 2})
+            assert response.status_code == 200, response.text
+            assert response.json()["items"][0]["breakdown"]["vector"]["rank"] >= 1
+            assert ray.get(embedder.info.remote())["texts"] == before + 1 + n
+            if QUERY_AHEAD_PART in response.headers["Server-Timing"]:
+                break
+        else:
+            raise AssertionError("no recall used a query vector sent ahead by the ingress")
     finally:
         http.delete("/v1/workspaces/vector-bound-1", headers=admin_headers)
 
