@@ -406,7 +406,7 @@ class VectorBinding(WorkspaceHooks):
                 if query.generation != self.generation:    # the other model's query vector
                     query = QueryVector(self, text)
                 arm = DeferredVectorArm(query.wait, self.index) if query.may_come else None
-                result: dict[str, Any] = recall(conn, args, now_ms, vector_arm=arm)
+                result = recall(conn, args, now_ms, vector_arm=arm)
                 # a recall that never reached the vector arm (no search terms) still says
                 # whether the arm would have been on
                 result["queryUsed"]["vector"] = self._arm_state(query.wait())
