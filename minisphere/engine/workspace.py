@@ -3,28 +3,42 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minisphere.engine import db, forget_ledger, idempotency, location, scrub
+from minisphere.engine.arguments import Args
 from minisphere.engine.clock import Clock, SystemClock
 from minisphere.engine.constants import DEFAULT_SYNCHRONOUS
 from minisphere.engine.forget_ledger import ForgetLedger
-from minisphere.engine.hooks import NO_HOOKS, NOT_PREPARED, WorkspaceHooks
+from minisphere.engine.hooks import NO_HOOKS, NOT_PREPARED, Handler, WorkspaceHooks
+from minisphere.engine.location import CopyLocation
 from minisphere.engine.methods import METHODS, Method, find_method, parse_args
 from minisphere.engine.wal_checkpoints import WalCheckpoints
 from minisphere.errors import MiniSphereError, WorkspaceClosed
 
+if TYPE_CHECKING:  # pragma: no cover - types only: the binding's code is imported when bound
+    from minisphere.engine.embedding.base import EmbeddingProvider
+    from minisphere.engine.vectors.binding import BackfillSummary, Progress, VectorBinding
+    from minisphere.engine.vectors.semantic import SemanticSettings
+
 log = logging.getLogger("minisphere.workspace")
 
+# A call's body: a JSON object, arguments already parsed (`methods.parse_args`), or none.
+Body = dict[str, Any] | Args | None
+# A call for `run_batch`: (method name, body) or (method name, body, idempotency key).
+Call = tuple[str, Body] | tuple[str, Body, str | None]
 
-class Outcome(tuple):
+
+class Outcome(tuple[bool, Any]):
     """One call's outcome in a batch: unpacks as (ok, result-or-error); `replayed` is True when
     the answer came from a stored idempotency key (nothing was written)."""
 
-    def __new__(cls, ok: bool, result: Any, replayed: bool = False):
+    replayed: bool
+
+    def __new__(cls, ok: bool, result: Any, replayed: bool = False) -> Outcome:
         outcome = super().__new__(cls, (ok, result))
         outcome.replayed = replayed
         return outcome
@@ -49,13 +63,16 @@ class Workspace:
     """
 
     def __init__(self, path: str | Path, *, clock: Clock | None = None,
-                 synchronous: str = DEFAULT_SYNCHRONOUS, embedder=None, vector_settings=None,
-                 reembed_other: bool = False):
+                 synchronous: str = DEFAULT_SYNCHRONOUS,
+                 embedder: EmbeddingProvider | None = None,
+                 vector_settings: SemanticSettings | None = None,
+                 reembed_other: bool = False) -> None:
         self.path = Path(path)
-        self.clock = clock or SystemClock()
+        self.clock: Clock = clock or SystemClock()
         self._lock = threading.RLock()
-        self._conn = db.connect(self.path, synchronous=synchronous)
-        self.vectors = None  # the optional vector binding; None: its code is never imported
+        self._conn: db.Connection | None = db.connect(self.path, synchronous=synchronous)
+        # the optional vector binding; None: its code is never imported
+        self.vectors: VectorBinding | None = None
         self.checkpoints = WalCheckpoints(self._lock, lambda: self.conn)   # of the WAL
         self.rewrites = scrub.ForgetRewrites(self._lock, lambda: self.conn, self.path)
         self.forget_ledger = ForgetLedger(self._lock, lambda: self.conn, self.transaction)
@@ -88,20 +105,20 @@ class Workspace:
     def closed(self) -> bool:
         return self._conn is None
 
-    def __enter__(self):
+    def __enter__(self) -> Workspace:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
-    def conn(self):
+    def conn(self) -> db.Connection:
         if self._conn is None:
             raise WorkspaceClosed(f"workspace {self.path.name} is closed")
         return self._conn
 
     @contextmanager
-    def transaction(self):
+    def transaction(self) -> Iterator[db.Connection]:
         with self._lock:
             conn = self.conn
             try:
@@ -111,7 +128,7 @@ class Workspace:
                 self.hooks.transaction_ended(conn)
 
     @contextmanager
-    def _transaction(self, conn):
+    def _transaction(self, conn: db.Connection) -> Iterator[db.Connection]:
         """BEGIN IMMEDIATE … COMMIT, rolled back on any failure (the lock held by the caller)."""
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -131,17 +148,17 @@ class Workspace:
             raise
 
     @contextmanager
-    def reading(self):
+    def reading(self) -> Iterator[db.Connection]:
         """The writer connection for reads, while no write runs on it."""
         with self._lock:
             yield self.conn
 
     # ---- where this copy stands (engine/location.py) ---------------------------------------
-    def location(self) -> location.CopyLocation:
+    def location(self) -> CopyLocation:
         with self.reading() as conn:
             return location.read_location(conn)
 
-    def claim(self, generation: str | None, epoch: int) -> location.CopyLocation:
+    def claim(self, generation: str | None, epoch: int) -> CopyLocation:
         """Open the file as the owner with `epoch` (refused when a newer owner stamped it), and
         drop expired idempotency keys in the same commit (one per wake); from now on every
         write transaction checks that no newer owner has taken over."""
@@ -157,7 +174,8 @@ class Workspace:
             idempotency.prune(conn, self.clock.now_ms())
 
     # ---- dispatch ----------------------------------------------------------------------------
-    def prepare(self, calls: Sequence[tuple[str, dict | None]], conn=None) -> list[Any]:
+    def prepare(self, calls: Sequence[tuple[str, Body]], conn: db.Connection | None = None
+                ) -> list[Any]:
         """The hooks' `prepare` step for raw (method name, body) calls, outside any transaction:
         one value per call, to hand to `run_batch`. Calls the hooks do not take part in (or
         whose arguments are invalid: `run_batch` reports those) get None. `conn`: a connection
@@ -182,7 +200,7 @@ class Workspace:
                 prepared[index] = value
         return prepared
 
-    def call(self, method_name: str, body: dict | None = None, *,
+    def call(self, method_name: str, body: Body = None, *,
              idempotency_key: str | None = None) -> Any:
         method = find_method(method_name)
         args = parse_args(method, body)
@@ -198,12 +216,12 @@ class Workspace:
             raise outcome.result
         return outcome.result
 
-    def _handler(self, method: Method, prepared: Any):
+    def _handler(self, method: Method, prepared: Any) -> Handler:
         if method.name not in self.hooks.hooked:
             return method.handler
         return self.hooks.handler(method, prepared) or method.handler
 
-    def run_batch(self, calls: Iterable[tuple], prepared: Sequence[Any] | None = None
+    def run_batch(self, calls: Iterable[Call], prepared: Sequence[Any] | None = None
                   ) -> list[Outcome]:
         """Group commit: every call in one transaction, each under its own savepoint.
 
@@ -215,18 +233,19 @@ class Workspace:
         hooks' `after_commit`, a checkpoint after a forget) can never fail the batch: its
         calls are committed and must not be run again.
         """
-        calls = [call if len(call) == 3 else (*call, None) for call in calls]
-        payloads = list(prepared) if prepared is not None else [NOT_PREPARED] * len(calls)
+        keyed: list[tuple[str, Body, str | None]] = [
+            call if len(call) == 3 else (*call, None) for call in calls]
+        payloads = list(prepared) if prepared is not None else [NOT_PREPARED] * len(keyed)
         missing = [i for i, value in enumerate(payloads) if value is NOT_PREPARED]
         if missing:
-            for index, value in zip(missing, self.prepare([calls[i][:2] for i in missing])):
+            for index, value in zip(missing, self.prepare([keyed[i][:2] for i in missing])):
                 payloads[index] = value
         outcomes: list[Outcome] = []
         forgot = changed = False
         with self.transaction() as conn:
             now_ms = self.clock.now_ms()
             idempotency.prune(conn, now_ms)
-            for (method_name, body, key), payload in zip(calls, payloads):
+            for (method_name, body, key), payload in zip(keyed, payloads):
                 rows_before = conn.total_changes
                 conn.execute("SAVEPOINT op")
                 try:
@@ -269,8 +288,9 @@ class Workspace:
         self.checkpoints.after_commit(forgot)
 
     # ---- optional vector binding (engine/vectors/binding.py) --------------------------------
-    def enable_vectors(self, embedder, *, replace: bool = False, batch_size: int | None = None,
-                       progress_callback=None, vector_settings=None) -> dict:
+    def enable_vectors(self, embedder: EmbeddingProvider, *, replace: bool = False,
+                       batch_size: int | None = None, progress_callback: Progress | None = None,
+                       vector_settings: SemanticSettings | None = None) -> BackfillSummary:
         """Bind an embedding provider and backfill every entry's vector (progress: done, total)."""
         from minisphere.engine.vectors.binding import attach
         if self.vectors is None:
@@ -278,7 +298,8 @@ class Workspace:
         return self.vectors.bind(embedder, replace=replace, batch_size=batch_size,
                                  progress=progress_callback)
 
-    def switch_vectors(self, embedder: Any, vector_settings: Any = None) -> Any:
+    def switch_vectors(self, embedder: EmbeddingProvider,
+                       vector_settings: SemanticSettings | None = None) -> VectorBinding:
         """Bind `embedder` in place of any other provider (its vectors dropped), leaving the
         entries to `vectors.backfill`, which may run while the workspace serves."""
         from minisphere.engine.vectors.binding import attach
@@ -288,53 +309,57 @@ class Workspace:
         return self.vectors
 
     # ---- Pythonic wrappers (contract names in snake_case) -------------------------------------
-    def capture(self, content: str, **options) -> dict:
-        return self.call("capture", {"content": content, **options})
+    def _answer(self, method_name: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        answer: dict[str, Any] = self.call(method_name, body)   # every method answers an object
+        return answer
 
-    def append(self, id: str, addition: str, **options) -> dict:
-        return self.call("append", {"id": id, "addition": addition, **options})
+    def capture(self, content: str, **options: Any) -> dict[str, Any]:
+        return self._answer("capture", {"content": content, **options})
 
-    def update(self, id: str, content: str) -> dict:
-        return self.call("update", {"id": id, "content": content})
+    def append(self, id: str, addition: str, **options: Any) -> dict[str, Any]:
+        return self._answer("append", {"id": id, "addition": addition, **options})
 
-    def set_status(self, id: str, status: str) -> dict:
-        return self.call("setStatus", {"id": id, "status": status})
+    def update(self, id: str, content: str) -> dict[str, Any]:
+        return self._answer("update", {"id": id, "content": content})
 
-    def forget(self, id: str) -> dict:
-        return self.call("forget", {"id": id})
+    def set_status(self, id: str, status: str) -> dict[str, Any]:
+        return self._answer("setStatus", {"id": id, "status": status})
 
-    def link(self, src: str, dst: str, type: str, **options) -> dict:
-        return self.call("link", {"src": src, "dst": dst, "type": type, **options})
+    def forget(self, id: str) -> dict[str, Any]:
+        return self._answer("forget", {"id": id})
 
-    def unlink(self, src: str, dst: str, type: str) -> dict:
-        return self.call("unlink", {"src": src, "dst": dst, "type": type})
+    def link(self, src: str, dst: str, type: str, **options: Any) -> dict[str, Any]:
+        return self._answer("link", {"src": src, "dst": dst, "type": type, **options})
 
-    def recall(self, query: str, **options) -> dict:
-        return self.call("recall", {"query": query, **options})
+    def unlink(self, src: str, dst: str, type: str) -> dict[str, Any]:
+        return self._answer("unlink", {"src": src, "dst": dst, "type": type})
 
-    def get_entry(self, id: str) -> dict:
-        return self.call("getEntry", {"id": id})
+    def recall(self, query: str, **options: Any) -> dict[str, Any]:
+        return self._answer("recall", {"query": query, **options})
 
-    def list_recent(self, **options) -> dict:
-        return self.call("listRecent", options)
+    def get_entry(self, id: str) -> dict[str, Any]:
+        return self._answer("getEntry", {"id": id})
 
-    def connections(self, id: str) -> dict:
-        return self.call("connections", {"id": id})
+    def list_recent(self, **options: Any) -> dict[str, Any]:
+        return self._answer("listRecent", options)
 
-    def graph_view(self, seed_ids: list[str], **options) -> dict:
-        return self.call("graphView", {"seedIds": seed_ids, **options})
+    def connections(self, id: str) -> dict[str, Any]:
+        return self._answer("connections", {"id": id})
 
-    def get_tags(self, **opts) -> dict:
-        return self.call("getTags", opts)
+    def graph_view(self, seed_ids: list[str], **options: Any) -> dict[str, Any]:
+        return self._answer("graphView", {"seedIds": seed_ids, **options})
 
-    def get_count(self) -> dict:
-        return self.call("getCount")
+    def get_tags(self, **opts: Any) -> dict[str, Any]:
+        return self._answer("getTags", opts)
 
-    def get_stats(self) -> dict:
-        return self.call("getStats")
+    def get_count(self) -> dict[str, Any]:
+        return self._answer("getCount")
 
-    def get_brief(self) -> dict:
-        return self.call("getBrief")
+    def get_stats(self) -> dict[str, Any]:
+        return self._answer("getStats")
 
-    def run_staleness_pass(self, **options) -> dict:
-        return self.call("runStalenessPass", options)
+    def get_brief(self) -> dict[str, Any]:
+        return self._answer("getBrief")
+
+    def run_staleness_pass(self, **options: Any) -> dict[str, Any]:
+        return self._answer("runStalenessPass", options)

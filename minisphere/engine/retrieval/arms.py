@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
+from minisphere.engine.db import Connection
 from minisphere.engine.reads import entry_count
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.query_text import (
@@ -22,9 +25,9 @@ from minisphere.engine.rows import id_chunks
 class Hit:
     id: str
     score: float                       # arm-specific, higher is better
-    detail: dict = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
     # RERANK_COLUMNS' values, when the arm read the entry's row anyway (see rerank_row)
-    row: tuple | None = field(default=None, compare=False, repr=False)
+    row: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)
 
 
 TAG_SEPARATOR = "\x1f"   # tags are normalized text: they never hold a control character
@@ -36,7 +39,16 @@ RERANK_COLUMNS = ("e.updated_at, e.recall_count, e.importance_score, e.volatilit
 RERANK_TAGS_AT = 4       # where the folded tags sit among RERANK_COLUMNS
 
 
-def rerank_row(values) -> dict:
+class RerankRow(TypedDict):
+    updatedAt: int
+    recallCount: int
+    importance: float
+    volatility: str
+    tags: list[str]
+    prefix: str
+
+
+def rerank_row(values: Sequence[Any]) -> RerankRow:
     """RERANK_COLUMNS' values as the dict rerank_factors reads."""
     updated_at, recall_count, importance, volatility, tags, prefix = values
     return {"updatedAt": updated_at, "recallCount": recall_count, "importance": importance,
@@ -44,7 +56,8 @@ def rerank_row(values) -> dict:
             "prefix": prefix or ""}   # first word: the subject; length: brevity
 
 
-def _bm25(conn, expression: str, prefilter: Prefilter, limit: int) -> dict[str, tuple[float, int, dict]]:
+def _bm25(conn: Connection, expression: str, prefilter: Prefilter, limit: int
+          ) -> dict[str, tuple[float, int, tuple[Any, ...]]]:
     """entry id -> (-bm25 (higher is better), seq, RERANK_COLUMNS values) for one FTS5
     expression, the prefilter applied. The rerank values come with the same read, so recall need
     not look these entries up again (rerank_row turns them into what rerank_factors reads)."""
@@ -57,12 +70,12 @@ def _bm25(conn, expression: str, prefilter: Prefilter, limit: int) -> dict[str, 
                             "WHERE entries_fts MATCH ? ORDER BY s LIMIT ?",
                             (expression, depth)).fetchall()
         marks = ",".join("?" * len(head))
-        rows = {r[0]: r for r in conn.execute(
+        by_seq = {r[0]: r for r in conn.execute(
             f"SELECT e.seq, e.id, e.status, {RERANK_COLUMNS} FROM entries e WHERE e.seq IN ({marks})",
             [seq for seq, _ in head]).fetchall()}
         kept = []
         for seq, bm25 in head:
-            r = rows.get(seq)
+            r = by_seq.get(seq)
             if r is None or r[2] == "deprecated":
                 continue
             tags = r[3 + RERANK_TAGS_AT]
@@ -80,7 +93,7 @@ def _bm25(conn, expression: str, prefilter: Prefilter, limit: int) -> dict[str, 
     return {r[0]: (-r[1], r[2], r[3:]) for r in rows}
 
 
-def _bm25_among(conn, expression: str, seqs: list[int]) -> dict[int, float]:
+def _bm25_among(conn: Connection, expression: str, seqs: list[int]) -> dict[int, float]:
     """seq -> -bm25 of one FTS5 expression, for entries already found (and filtered).
 
     The expression is ranked over the index alone and the wanted rows picked out here: with
@@ -96,12 +109,12 @@ def _bm25_among(conn, expression: str, seqs: list[int]) -> dict[int, float]:
         "ORDER BY s LIMIT ?", (expression, T.PROXIMITY_SCAN_ROWS)) if seq in wanted}
 
 
-def bounded_document_frequency(conn, term: str, cap: int) -> int:
+def bounded_document_frequency(conn: Connection, term: str, cap: int) -> int:
     """How many entries contain the term, counting no further than `cap` (cost O(cap))."""
     return bounded_document_frequencies(conn, [term], cap)[term]
 
 
-def bounded_document_frequencies(conn, terms: list[str], cap: int) -> dict[str, int]:
+def bounded_document_frequencies(conn: Connection, terms: list[str], cap: int) -> dict[str, int]:
     """bounded_document_frequency of each term, in one statement (one round trip, not one each)."""
     if not terms:
         return {}
@@ -112,7 +125,7 @@ def bounded_document_frequencies(conn, terms: list[str], cap: int) -> dict[str, 
     return {terms[i]: count for i, count in conn.execute(sql, params).fetchall()}
 
 
-def feedback_terms(conn, query_tokens: list[str], scores: dict[str, float],
+def feedback_terms(conn: Connection, query_tokens: list[str], scores: dict[str, float],
                    seqs: dict[str, int] | None = None) -> list[str]:
     """Expansion terms from the best hits (pseudo-relevance feedback, RM3-like).
 
@@ -159,7 +172,7 @@ def feedback_terms(conn, query_tokens: list[str], scores: dict[str, float],
     return ranked[: T.FEEDBACK_TERMS]
 
 
-def _specific_query(conn, tokens: list[str], frequencies: dict[str, int] | None) -> bool:
+def _specific_query(conn: Connection, tokens: list[str], frequencies: dict[str, int] | None) -> bool:
     """Every word of the query is rare: the hits are pinned down already, feedback is skipped."""
     if not frequencies or any(t not in frequencies for t in tokens):
         return False
@@ -167,8 +180,10 @@ def _specific_query(conn, tokens: list[str], frequencies: dict[str, int] | None)
     return all(frequencies[t] <= limit for t in tokens)
 
 
-def keyword_arm(conn, tokens: list[str], prefilter: Prefilter,
-                frequencies: dict[str, int] | None = None, stopwatch=None) -> list[Hit]:
+def keyword_arm(conn: Connection, tokens: list[str], prefilter: Prefilter,
+                frequencies: dict[str, int] | None = None,
+                stopwatch: Callable[[], contextlib.AbstractContextManager[None]] | None = None
+                ) -> list[Hit]:
     """FTS5 BM25 over the OR of the tokens (the words), plus two bounded additions:
 
     score = -bm25(words) - PROXIMITY_BOOST_WEIGHT × bm25(consecutive query terms near each other)
@@ -202,8 +217,8 @@ def keyword_arm(conn, tokens: list[str], prefilter: Prefilter,
     return hits[: T.KEYWORD_ROW_CAP]
 
 
-def _feedback_scores(conn, tokens: list[str], words: dict[str, float], seq_of: dict[str, int],
-                     row_of: dict[str, tuple], prefilter: Prefilter,
+def _feedback_scores(conn: Connection, tokens: list[str], words: dict[str, float], seq_of: dict[str, int],
+                     row_of: dict[str, tuple[Any, ...]], prefilter: Prefilter,
                      frequencies: dict[str, int] | None) -> dict[str, float]:
     """-bm25 of the expansion terms per entry (pseudo-relevance feedback); rows it reads are
     added to `row_of`. Empty when feedback is off or every query word is rare."""
@@ -219,7 +234,7 @@ def _feedback_scores(conn, tokens: list[str], words: dict[str, float], seq_of: d
     return feedback
 
 
-def recency_arm(conn, prefilter: Prefilter) -> list[Hit]:
+def recency_arm(conn: Connection, prefilter: Prefilter) -> list[Hit]:
     """Newest first inside the prefilter: answers "what happened yesterday?" with no keywords."""
     where, params = prefilter.sql()
     rows = conn.execute(f"SELECT e.id, e.created_at FROM entries e WHERE {where} "
@@ -234,7 +249,7 @@ AUTO_LINK_MARK = '"by": "auto-link"'
 _NOT_AUTO_LINK = "NOT (provenance = 'inferred' AND instr(coalesce(metadata, ''), ?) > 0)"
 
 
-def _level_edges(conn, frontier: list[str], limit: int) -> dict[str, list[tuple[str, float]]]:
+def _level_edges(conn: Connection, frontier: list[str], limit: int) -> dict[str, list[tuple[str, float]]]:
     """(neighbour, edge weight) of each frontier node, both directions, its `limit` strongest
     edges first (newest first among equals), as `reads.neighbours_of` gives them -- for the
     whole level in one query (a query per node would dominate the graph arm's time). Without
@@ -261,8 +276,8 @@ def _level_edges(conn, frontier: list[str], limit: int) -> dict[str, list[tuple[
     return edges
 
 
-def _followable(conn, frontier: list[str], level: dict[str, int], hop: int, where: str,
-                params: list) -> dict[str, list[tuple[str, float]]]:
+def _followable(conn: Connection, frontier: list[str], level: dict[str, int], hop: int, where: str,
+                params: list[Any]) -> dict[str, list[tuple[str, float]]]:
     """Per node of the frontier, (neighbour, edge weight) that hop `hop` may follow: not
     reached on an earlier level than the parent's, and passing the prefilter -- checked for
     the whole level in one query (not one per node: the arm's cost follows its levels). Nodes
@@ -281,7 +296,7 @@ def _followable(conn, frontier: list[str], level: dict[str, int], hop: int, wher
             for node, pairs in candidates.items()}
 
 
-def graph_arm(conn, seeds: list[Hit], hops: int, prefilter: Prefilter) -> list[Hit]:
+def graph_arm(conn: Connection, seeds: list[Hit], hops: int, prefilter: Prefilter) -> list[Hit]:
     """BFS from the best keyword hits over edges in both directions; each node's score is the
     support its graph neighbourhood gives it.
 

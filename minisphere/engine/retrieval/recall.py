@@ -15,22 +15,26 @@ import contextlib
 import functools
 import heapq
 import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from minisphere.engine.arguments import NoteRecalledArgs, RecallArgs
 from minisphere.engine.clock import iso_utc
+from minisphere.engine.db import Connection
 from minisphere.engine.reads import entry_count
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.arms import (
     RERANK_COLUMNS,
     TAG_SEPARATOR,
     Hit,
+    RerankRow,
     graph_arm,
     keyword_arm,
     recency_arm,
     rerank_row,
 )
 from minisphere.engine.retrieval.dense_page import cosine_keys
-from minisphere.engine.retrieval.fusion import fuse, fuse_hybrid
+from minisphere.engine.retrieval.fusion import Slot, fuse, fuse_hybrid
 from minisphere.engine.retrieval.query_text import (
     STOP_WORDS,
     distill,
@@ -42,10 +46,17 @@ from minisphere.engine.retrieval.rerank import lexical_part, mmr, rerank_factors
 from minisphere.engine.retrieval.respell import stand_ins
 from minisphere.engine.retrieval.snippets import apply_budget
 from minisphere.engine.retrieval.sql_filters import Prefilter
-from minisphere.engine.retrieval.temporal import extract_time_bounds
+from minisphere.engine.retrieval.temporal import TimeBounds, extract_time_bounds
 from minisphere.engine.rows import ENTRY_COLUMNS, entries_by_id, entry_dict
 from minisphere.engine.staleness import revalidate_prompt
 from minisphere.errors import InvalidArgument
+
+if TYPE_CHECKING:  # pragma: no cover - types only: the vector binding's code loads when bound
+    from minisphere.engine.vectors.arm import DeferredVectorArm, VectorArm
+
+# a bound recall's vector arm, or one whose query vector is still being embedded
+AnyVectorArm: TypeAlias = "VectorArm | DeferredVectorArm | None"
+Scored = tuple[str, float, RerankRow]      # (id, final score, rerank row): a reranked candidate
 
 
 class _Timer:
@@ -53,7 +64,7 @@ class _Timer:
     time spent inside `part(name)` is booked to `name` instead of the lap it falls in (both
     feedback rounds run inside other stages: the keyword arm's and the fusion's)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.marks: dict[str, float] = {}
         self._last = time.perf_counter()
         self._parted = 0.0            # seconds of the current lap already booked to a part
@@ -64,7 +75,7 @@ class _Timer:
         self._last, self._parted = now, 0.0
 
     @contextlib.contextmanager
-    def part(self, name: str):
+    def part(self, name: str) -> Iterator[None]:
         started = time.perf_counter()
         try:
             yield
@@ -78,7 +89,7 @@ def _iso_or_none(ms: int | None) -> str | None:
     return None if ms is None else iso_utc(ms)
 
 
-def _rerank_rows(conn, ids: list[str]) -> dict[str, dict]:
+def _rerank_rows(conn: Connection, ids: list[str]) -> dict[str, RerankRow]:
     """What the rerank factors read, for candidates no arm read: no content (it can be 64 KiB)."""
     if not ids:
         return {}
@@ -94,8 +105,9 @@ def max_rerank_boost() -> float:
             * (1 + T.TAG_OVERLAP_BOOST_MAX) * (1 + T.SUBJECT_BOOST_MAX))
 
 
-def _rerank(conn, fused: dict, known: dict[str, tuple], now_ms: int, query_stems: set[str],
-            subjects: frozenset[str], pool_size: int) -> list[tuple]:
+def _rerank(conn: Connection, fused: dict[str, Slot], known: dict[str, tuple[Any, ...]],
+            now_ms: int, query_stems: set[str], subjects: frozenset[str], pool_size: int
+            ) -> list[Scored]:
     """(id, final, rerank row), best first, for every candidate that can reach the MMR pool.
 
     Candidates are taken in fused order; once the pool is full, one whose fused score times the
@@ -103,7 +115,7 @@ def _rerank(conn, fused: dict, known: dict[str, tuple], now_ms: int, query_stems
     (the same pool as reranking everything; the cost follows the pool, not the candidates).
     """
     order = sorted(fused, key=lambda i: -fused[i]["fused"])
-    scored: list[tuple] = []
+    scored: list[Scored] = []
     finals: list[float] = []           # min-heap of the pool's finals
     boost = max_rerank_boost()
     for start in range(0, len(order), 2 * pool_size):
@@ -128,7 +140,7 @@ def _rerank(conn, fused: dict, known: dict[str, tuple], now_ms: int, query_stems
     return scored
 
 
-def _prefixes(conn, ids: list[str], chars: int) -> dict[str, str]:
+def _prefixes(conn: Connection, ids: list[str], chars: int) -> dict[str, str]:
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
@@ -142,7 +154,8 @@ _SNIPPET_COLUMNS = ENTRY_COLUMNS.replace("content,", "substr(content, 1, ?),", 1
 assert _SNIPPET_COLUMNS != ENTRY_COLUMNS
 
 
-def _hydrate(conn, ids: list[str], now_ms: int, full: bool) -> dict[str, dict]:
+def _hydrate(conn: Connection, ids: list[str], now_ms: int, full: bool
+             ) -> dict[str, dict[str, Any]]:
     """The returned entries only. Without `full`, content is read up to the snippet budget."""
     if not ids:
         return {}
@@ -161,7 +174,8 @@ def _hydrate(conn, ids: list[str], now_ms: int, full: bool) -> dict[str, dict]:
     return out
 
 
-def _lexical_led_pool(conn, scored: list[tuple], vector_arm, pool_size: int) -> list[tuple]:
+def _lexical_led_pool(conn: Connection, scored: list[Scored], vector_arm: VectorArm,
+                      pool_size: int) -> list[Scored]:
     """The MMR pool of a recall whose fusion left the lexical order alone, re-scored with the
     cosine (dense_page.cosine_keys): (id, key, rerank row), best first."""
     pool = scored[:pool_size]
@@ -171,7 +185,7 @@ def _lexical_led_pool(conn, scored: list[tuple], vector_arm, pool_size: int) -> 
     return sorted(((i, keys[i], row) for i, _, row in pool), key=lambda s: -s[1])
 
 
-def _search_terms(conn, tokens: list[str], frequencies: dict[str, int],
+def _search_terms(conn: Connection, tokens: list[str], frequencies: dict[str, int],
                   substitutes: dict[str, list[str]]) -> tuple[list[str], list[str]]:
     """distill's (kept, dropped), with the stand-ins of words no entry contains searched beside
     them (respell.py; `substitutes` receives them)."""
@@ -182,8 +196,8 @@ def _search_terms(conn, tokens: list[str], frequencies: dict[str, int],
     return terms, dropped
 
 
-def _rewrite(conn, args: RecallArgs, now_ms: int, frequencies: dict[str, int],
-             substitutes: dict[str, list[str]]):
+def _rewrite(conn: Connection, args: RecallArgs, now_ms: int, frequencies: dict[str, int],
+             substitutes: dict[str, list[str]]) -> tuple[str, TimeBounds, list[str], list[str]]:
     if not args.query.strip():
         raise InvalidArgument("recall: query must not be empty")
     text, bounds = extract_time_bounds(args.query, now_ms)
@@ -195,8 +209,10 @@ def _rewrite(conn, args: RecallArgs, now_ms: int, frequencies: dict[str, int],
     return text, bounds, terms, dropped
 
 
-def _gather_arms(conn, args: RecallArgs, now_ms: int, vector_arm, timer: _Timer,
-                 substitutes: dict[str, list[str]]):
+def _gather_arms(conn: Connection, args: RecallArgs, now_ms: int, vector_arm: AnyVectorArm,
+                 timer: _Timer, substitutes: dict[str, list[str]]
+                 ) -> tuple[dict[str, list[Hit]], Prefilter, list[str], list[str], str, TimeBounds,
+                            bool, AnyVectorArm]:
     """The query rewritten and every arm run: (arms, prefilter, terms, dropped words, the
     rewritten text, the time bounds, whether the bounds were relaxed, the vector arm that ran);
     `substitutes` receives the stand-ins searched for unknown words.
@@ -236,8 +252,9 @@ def _gather_arms(conn, args: RecallArgs, now_ms: int, vector_arm, timer: _Timer,
     return arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm
 
 
-def _recall_item(entry: dict, fused: dict, arms: dict, row, final: float, mmr_detail,
-                 now_ms: int, query_stems: set[str], subjects: frozenset[str]) -> dict:
+def _recall_item(entry: dict[str, Any], fused: Slot, arms: dict[str, list[Hit]], row: RerankRow,
+                 final: float, mmr_detail: dict[str, float], now_ms: int, query_stems: set[str],
+                 subjects: frozenset[str]) -> dict[str, Any]:
     """One answer item: the entry, its score and the breakdown of how it was reached."""
     entry["recallCount"] += 1
     arm_detail = fused["arms"]
@@ -258,7 +275,8 @@ def _recall_item(entry: dict, fused: dict, arms: dict, row, final: float, mmr_de
     }
 
 
-def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
+def recall(conn: Connection, args: RecallArgs, now_ms: int,
+           vector_arm: AnyVectorArm = None) -> dict[str, Any]:
     """vector_arm: the optional vector binding's arm (vectors.arm.VectorArm: `hits(conn,
     prefilter)` and `refine(conn, prefilter, head ids)`), or a DeferredVectorArm whose query
     vector is still being embedded; either's `resolve()` gives the arm (None: no vector arm)."""
@@ -266,12 +284,12 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     substitutes: dict[str, list[str]] = {}
     arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm = _gather_arms(
         conn, args, now_ms, vector_arm, timer, substitutes)
-    fusion_info: dict = {}
+    fusion_info: dict[str, Any] = {}
     subjects = subject_terms(dropped)
     if "vector" in arms:
         def refine(head: list[str]) -> list[Hit]:
             with timer.part("feedbackMs"):    # the vector arm's feedback round
-                return vector_arm.refine(conn, prefilter, head)
+                return cast("VectorArm", vector_arm).refine(conn, prefilter, head)  # it ran
         fused = fuse_hybrid(arms, refine, fusion_info, names_subject=bool(subjects))
     else:
         fused = fuse(arms)
@@ -284,7 +302,7 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     # the fusion left the lexical order alone: the dense arm has its say on the page only
     lexical_led = "vector" in arms and fusion_info.get("lexicalShare", 0.0) >= T.HYBRID_LEXICAL_LED_SHARE
     if lexical_led:
-        scored = _lexical_led_pool(conn, scored, vector_arm, pool_size)
+        scored = _lexical_led_pool(conn, scored, cast("VectorArm", vector_arm), pool_size)
     pool = [(i, s) for i, s, _ in scored[:pool_size]]
     picked = mmr(pool, lambda ids: _prefixes(conn, ids, T.MMR_TEXT_CHARS), args.top_k)
     row_of = {entry_id: row for entry_id, _, row in scored}
@@ -320,7 +338,7 @@ def recall(conn, args: RecallArgs, now_ms: int, vector_arm=None) -> dict:
     }
 
 
-def note_recalled(conn, args: NoteRecalledArgs, now_ms: int) -> dict:
+def note_recalled(conn: Connection, args: NoteRecalledArgs, now_ms: int) -> dict[str, int]:
     """The follow-up write of a recall: recall_count + 1 for each returned entry."""
     if args.ids:
         marks = ",".join("?" * len(args.ids))

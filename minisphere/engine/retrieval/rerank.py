@@ -32,18 +32,26 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections.abc import Callable
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.query_text import content_terms, first_term, plain_terms
 
+if TYPE_CHECKING:  # pragma: no cover - types only
+    from minisphere.engine.retrieval.arms import RerankRow
+    from minisphere.engine.retrieval.fusion import Slot
+
 TAG_STEMS_CACHED = 4096           # distinct tags whose stems are kept (each a few words)
+Shingles = frozenset[str | tuple[str, str]]     # single words, or word pairs
 
 
 def decay_factor(volatility: str, age_ms: int) -> float:
     floor = T.DECAY_FLOOR[volatility]
     half_life = T.HALF_LIFE_MS[volatility]
-    return floor + (1.0 - floor) * 0.5 ** (max(age_ms, 0) / half_life)
+    factor: float = floor + (1.0 - floor) * 0.5 ** (max(age_ms, 0) / half_life)
+    return factor
 
 
 def recall_factor(recall_count: int) -> float:
@@ -69,7 +77,7 @@ def tag_overlap_factor(query_stems: set[str], tags: list[str]) -> tuple[float, f
     return 1.0 + T.TAG_OVERLAP_BOOST_MAX * share, share
 
 
-def subject_factor(subject_stems: frozenset[str], row: dict) -> float:
+def subject_factor(subject_stems: frozenset[str], row: RerankRow) -> float:
     """1 + SUBJECT_BOOST_MAX if the entry's first word is one of the query's dropped common
     words (most queries have none: then no entry's first word is read)."""
     if not subject_stems or first_term(row.get("prefix", "")) not in subject_stems:
@@ -77,7 +85,7 @@ def subject_factor(subject_stems: frozenset[str], row: dict) -> float:
     return 1.0 + T.SUBJECT_BOOST_MAX
 
 
-def brevity_factor(row: dict, query_stems: set[str], lexical_part: float = 1.0) -> float:
+def brevity_factor(row: RerankRow, query_stems: set[str], lexical_part: float = 1.0) -> float:
     """Below BREVITY_FULL_CHARS an entry's word match counts for less: a short entry (a
     greeting, a one-line reply) matches the query's words by the few it has, not by what it
     says. It discounts the lexical part of the fused score only (`lexical_part`, its share of
@@ -87,21 +95,23 @@ def brevity_factor(row: dict, query_stems: set[str], lexical_part: float = 1.0) 
     chars = len(row.get("prefix", ""))
     if full <= 0 or chars >= full or not query_stems or lexical_part <= 0:
         return 1.0
-    discount = (max(chars, 1) / full) ** T.BREVITY_EXPONENT
+    discount: float = (max(chars, 1) / full) ** T.BREVITY_EXPONENT
     return 1.0 - min(lexical_part, 1.0) * (1.0 - discount)
 
 
-def lexical_part(slot: dict) -> float:
+def lexical_part(slot: Slot) -> float:
     """The share of a fused score (fusion's slot) that the lexical arms gave: 1 without a vector
     arm, 1 - the vector arm's share with one."""
     vector = slot["arms"].get("vector")
     if vector is None or slot["fused"] <= 0:
         return 1.0
-    return max(0.0, 1.0 - vector["rrf"] / slot["fused"])
+    share: float = max(0.0, 1.0 - vector["rrf"] / slot["fused"])
+    return share
 
 
-def rerank_factors(row: dict, now_ms: int, query_stems: set[str],
-                   subject_stems: frozenset[str] = frozenset(), lexical: float = 1.0) -> dict:
+def rerank_factors(row: RerankRow, now_ms: int, query_stems: set[str],
+                   subject_stems: frozenset[str] = frozenset(), lexical: float = 1.0
+                   ) -> dict[str, float]:
     tag_factor, tag_share = tag_overlap_factor(query_stems, row["tags"])
     factors = {
         "decay": decay_factor(row["volatility"], now_ms - row["updatedAt"]),
@@ -118,13 +128,13 @@ def rerank_factors(row: dict, now_ms: int, query_stems: set[str],
     return {**factors, "tagShare": tag_share, "product": product}
 
 
-def rerank_product(row: dict, now_ms: int, query_stems: set[str],
+def rerank_product(row: RerankRow, now_ms: int, query_stems: set[str],
                    subject_stems: frozenset[str] = frozenset(), lexical: float = 1.0) -> float:
     """rerank_factors(...)["product"], without building the breakdown (run on every candidate;
     the breakdown is built for the returned ones only)."""
     volatility = row["volatility"]
     floor = T.DECAY_FLOOR[volatility]
-    product = floor + (1.0 - floor) * 0.5 ** (max(now_ms - row["updatedAt"], 0) / T.HALF_LIFE_MS[volatility])
+    product: float = floor + (1.0 - floor) * 0.5 ** (max(now_ms - row["updatedAt"], 0) / T.HALF_LIFE_MS[volatility])
     if row["recallCount"] > 0:
         product *= recall_factor(row["recallCount"])
     if row["importance"] > 0:
@@ -137,7 +147,7 @@ def rerank_product(row: dict, now_ms: int, query_stems: set[str],
     return product * subject_factor(subject_stems, row) * brevity_factor(row, query_stems, lexical)
 
 
-def shingles(text: str) -> frozenset:
+def shingles(text: str) -> Shingles:
     """Word pairs of the text's first MMR_TEXT_CHARS (unstemmed: near-copies share the words
     themselves, and stemming a long prefix would cost more than the whole rest of MMR)."""
     terms = plain_terms(text[: T.MMR_TEXT_CHARS])
@@ -146,13 +156,13 @@ def shingles(text: str) -> frozenset:
     return frozenset(itertools.pairwise(terms))
 
 
-def jaccard(a: frozenset, b: frozenset) -> float:
+def jaccard(a: Shingles, b: Shingles) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / len(a | b)
 
 
-def similarity(a: frozenset, b: frozenset) -> float:
+def similarity(a: Shingles, b: Shingles) -> float:
     """Jaccard overlap, counted only above MMR_SIMILARITY_FLOOR and rescaled to [0, 1]."""
     floor = T.MMR_SIMILARITY_FLOOR
     if not a or not b:
@@ -164,8 +174,9 @@ def similarity(a: frozenset, b: frozenset) -> float:
     return 0.0 if overlap <= floor else (overlap - floor) / (1.0 - floor)
 
 
-def mmr(candidates: list[tuple[str, float]], texts, top_k: int,
-        lam: float | None = None) -> list[tuple[str, dict]]:
+def mmr(candidates: list[tuple[str, float]],
+        texts: dict[str, str] | Callable[[list[str]], dict[str, str]], top_k: int,
+        lam: float | None = None) -> list[tuple[str, dict[str, float]]]:
     """candidates: (id, score) best first. Returns (id, {relevance, maxSimilarity, mmr}).
     texts: id -> text, or a function reading the texts of a list of ids (called lazily, a
     page at a time, only for candidates MMR has to compare).
@@ -183,10 +194,10 @@ def mmr(candidates: list[tuple[str, float]], texts, top_k: int,
     high, low = pool[0][1], min(score for _, score in pool)
     spread = high - low
     relevance = [(s - low) / spread if spread > 0 else 1.0 for _, s in pool]
-    sets: dict[int, frozenset] = {}
+    sets: dict[int, Shingles] = {}
     read: dict[str, str] = texts if isinstance(texts, dict) else {}
 
-    def shingles_of(index: int) -> frozenset:
+    def shingles_of(index: int) -> Shingles:
         if index not in sets:
             entry_id = pool[index][0]
             if entry_id not in read and not isinstance(texts, dict):
@@ -201,7 +212,7 @@ def mmr(candidates: list[tuple[str, float]], texts, top_k: int,
     bounds = [(-lam * relevance[i], i) for i in range(len(pool))]   # (-value, pool order)
     heapq.heapify(bounds)
     picks: list[int] = []
-    chosen: list[tuple[str, dict]] = []
+    chosen: list[tuple[str, dict[str, float]]] = []
     while bounds and len(chosen) < top_k:
         _, index = heapq.heappop(bounds)
         if compared[index] < len(picks):

@@ -40,16 +40,23 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol, TypedDict
 
 import numpy as np
 
 from minisphere.engine import db
-from minisphere.engine.hooks import WorkspaceHooks
+from minisphere.engine.arguments import CaptureArgs, RecallArgs
+from minisphere.engine.clock import Clock
+from minisphere.engine.embedding.base import EmbeddingProvider
+from minisphere.engine.hooks import Handler, WorkspaceHooks
 from minisphere.engine.vectors import index as resident
 from minisphere.engine.vectors import semantic, table
 from minisphere.engine.vectors.arm import DeferredVectorArm
 from minisphere.errors import InvalidArgument
+
+if TYPE_CHECKING:  # pragma: no cover - types only
+    from minisphere.engine.methods import Method
 
 log = logging.getLogger("minisphere.vectors")
 
@@ -59,6 +66,38 @@ FAILURE_BACKOFF_S = 30.0          # after a provider failure, writes skip embedd
 HOOKED = frozenset({"capture", "update", "append", "recall"})
 QUERY_THREADS = 2                 # threads embedding recall queries for providers in this process
 Progress = Callable[[int, int], None]
+Embedding = Future[np.ndarray]         # a provider's (texts, dim) matrix, on its way
+
+
+class Storage(Protocol):
+    """What the binding uses of its workspace: the writer connection, to read or to write."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    def reading(self) -> AbstractContextManager[db.Connection]: ...
+
+    def transaction(self) -> AbstractContextManager[db.Connection]: ...
+
+
+class BackfillSummary(TypedDict):
+    embedded: int
+    skipped: int          # entries whose content changed while they were embedded
+    total: int
+    seconds: float
+
+
+class BindingState(TypedDict):
+    provider: str | None
+    dim: int | None
+    missing: int          # entries without a vector
+
+
+class ArmState(TypedDict):
+    """Whether a recall's vector arm was on (a recall answer's `queryUsed.vector`)."""
+    arm: Literal["on", "off"]
+    provider: str
+    reason: NotRequired[str]
 
 _pools: dict[str, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
@@ -77,19 +116,19 @@ def _query_threads() -> ThreadPoolExecutor:
     return _threads("query-embed", QUERY_THREADS)
 
 
-def _sent(send: Callable[[list[str]], Future], texts: list[str]) -> Future:
+def _sent(send: Callable[[list[str]], Embedding], texts: list[str]) -> Embedding:
     """`send(texts)` run on a thread of its own, its Future's outcome passed on: sending a call
     to a remote embedder (serializing it, handing it to the runtime) then costs neither the
     recall's thread nor an event loop that starts it on arrival."""
-    out: Future = Future()
+    out: Embedding = Future()
 
-    def relay(inner: Future) -> None:
+    def relay(inner: Embedding) -> None:
         try:
             out.set_result(inner.result())
         except BaseException as exc:  # noqa: BLE001 - the waiter gets the embedder's error
             out.set_exception(exc)
 
-    def sent(outer: Future) -> None:
+    def sent(outer: Future[Embedding]) -> None:
         try:
             outer.result().add_done_callback(relay)
         except BaseException as exc:  # noqa: BLE001 - the call could not even be sent
@@ -103,8 +142,9 @@ class QueryVector:
     since `started`. `wait()` gives the vector, or None when it cannot be had; a failure is
     recorded on the binding as a failed write embedding is (its reason, and the back-off)."""
 
-    def __init__(self, binding: VectorBinding, text: str, vector: np.ndarray | None = None,
-                 future=None, started: float | None = None):
+    def __init__(self, binding: VectorBinding, text: str | None,
+                 vector: np.ndarray | None = None, future: Embedding | None = None,
+                 started: float | None = None) -> None:
         self.binding, self.text = binding, text
         self.generation = binding.generation
         self.vector = vector
@@ -120,7 +160,7 @@ class QueryVector:
         """Whether there is or may be a vector (not: no provider, or backing off uncached)."""
         return self.vector is not None or self._future is not None
 
-    def _finished(self, _future) -> None:
+    def _finished(self, _future: Embedding) -> None:
         self._done_at = time.perf_counter()
 
     def wait(self) -> np.ndarray | None:
@@ -131,7 +171,7 @@ class QueryVector:
         try:
             matrix = np.asarray(future.result(timeout=getattr(binding.provider, "timeout_s", None)),
                                 dtype=np.float32)
-            if matrix.shape != (1, binding.binding["dim"]):
+            if matrix.shape != (1, binding._recorded()["dim"]):
                 raise ValueError(f"provider returned shape {matrix.shape}")
         except Exception as exc:  # noqa: BLE001 - a recall goes on without the vector arm
             binding._failed(exc, "recall goes on without the vector arm")
@@ -140,11 +180,13 @@ class QueryVector:
             done_at = self._done_at if self._done_at is not None else time.perf_counter()
             self.embed_ms = round((done_at - self.started) * 1000, 3)
         self.vector = matrix[0]
+        assert self.text is not None        # only a text is ever embedded (`start_query`)
         binding._remember([self.text], matrix, self.generation)
         return self.vector
 
 
-def attach(storage, provider=None, settings: semantic.SemanticSettings | None = None,
+def attach(storage: Storage, provider: EmbeddingProvider | None = None,
+           settings: semantic.SemanticSettings | None = None,
            reembed_other: bool = False) -> VectorBinding:
     """The binding of an open workspace; binding a provider to an unbound file backfills it.
     A file holding another provider's vectors is refused (InvalidArgument), or with
@@ -169,10 +211,11 @@ class VectorBinding(WorkspaceHooks):
     hooked = HOOKED
     started_on_arrival = frozenset({"recall"})     # `prepare` only sends the query (start_query)
 
-    def __init__(self, storage, provider=None, settings: semantic.SemanticSettings | None = None,
-                 refuse_other: bool = True):
+    def __init__(self, storage: Storage, provider: EmbeddingProvider | None = None,
+                 settings: semantic.SemanticSettings | None = None,
+                 refuse_other: bool = True) -> None:
         self.storage = storage
-        self.provider = provider
+        self.provider: EmbeddingProvider | None = provider
         self.settings = settings or semantic.SemanticSettings()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()   # prepare runs on several threads at once
@@ -196,18 +239,19 @@ class VectorBinding(WorkspaceHooks):
             self.provider = None        # its vectors are another provider's: `attach` re-embeds
 
     # ---- binding lifecycle ---------------------------------------------------------------------
-    def holds(self, provider) -> bool:
+    def holds(self, provider: EmbeddingProvider) -> bool:
         """The file's vectors are this provider's."""
         return self.binding is not None and (
             (self.binding["provider"], self.binding["dim"]) == (provider.name, provider.dim))
 
-    def bind(self, provider, *, replace: bool = False, batch_size: int | None = None,
-             progress: Progress | None = None) -> dict:
+    def bind(self, provider: EmbeddingProvider, *, replace: bool = False,
+             batch_size: int | None = None, progress: Progress | None = None
+             ) -> BackfillSummary:
         """Record the binding, create the vec table, then backfill every entry (with progress)."""
         self.switch(provider, replace=replace)
         return self.backfill(batch_size, progress)
 
-    def switch(self, provider, *, replace: bool = False) -> None:
+    def switch(self, provider: EmbeddingProvider, *, replace: bool = False) -> None:
         """Record the binding and create its vec table (dropping another provider's with
         `replace`); new writes are embedded with `provider` from the commit on. The entries
         already there are left to `backfill`."""
@@ -228,16 +272,22 @@ class VectorBinding(WorkspaceHooks):
                 self.provider = provider
                 self._cache.clear()
 
-    def state(self) -> dict:
+    def state(self) -> BindingState:
         """The file's binding, and how many entries still lack a vector."""
         with self.storage.reading() as conn:
             missing = table.missing_count(conn)
         bound = self.binding or {}
         return {"provider": bound.get("provider"), "dim": bound.get("dim"), "missing": missing}
 
+    def _recorded(self) -> dict[str, Any]:
+        """The binding the file records: there is one wherever a provider is attached, an index
+        open or a vector embedded (`switch` records it first)."""
+        assert self.binding is not None, "the file records no vector binding"
+        return self.binding
+
     # ---- the resident index (index.py) ---------------------------------------------------------
-    def _open_index(self, conn) -> None:
-        index = resident.VectorIndex(self.binding["dim"])
+    def _open_index(self, conn: db.Connection) -> None:
+        index = resident.VectorIndex(self._recorded()["dim"])
         index.rebuild(conn)
         self.index = index
 
@@ -246,7 +296,7 @@ class VectorBinding(WorkspaceHooks):
         if index is not None:
             index.touch(seq)
 
-    def transaction_ended(self, conn) -> None:
+    def transaction_ended(self, conn: db.Connection) -> None:
         index = self.index
         if index is None:
             return
@@ -271,7 +321,7 @@ class VectorBinding(WorkspaceHooks):
         if todo:
             try:
                 matrix = np.asarray(provider.embed(todo), dtype=np.float32)
-                if matrix.shape != (len(todo), self.binding["dim"]):
+                if matrix.shape != (len(todo), self._recorded()["dim"]):
                     raise ValueError(f"provider returned shape {matrix.shape}")
             except Exception as exc:  # noqa: BLE001 - a write must not fail because of the model
                 self._failed(exc, "entries stay pending")
@@ -309,19 +359,25 @@ class VectorBinding(WorkspaceHooks):
                 self._cache.popitem(last=False)
 
     @staticmethod
-    def text_for(method_name: str, args, conn) -> str | None:
-        """The text whose vector a hooked call needs (`conn` is only read)."""
+    def text_for(method_name: str, args: Any, conn: db.Connection | None) -> str | None:
+        """The text whose vector a hooked call needs (`conn` is only read; None only for the
+        calls `started_on_arrival`)."""
+        text: str
         if method_name in ("capture", "update"):
-            return args.content
+            text = args.content
+            return text
         if method_name == "recall":  # the whole query: "in 1990" is a filter AND a topic
-            return args.query
+            text = args.query
+            return text
         if method_name == "append":
+            assert conn is not None
             row = conn.execute("SELECT content FROM entries WHERE id = ?", (args.id,)).fetchone()
             return f"{row[0].rstrip()}\n{args.addition.strip()}" if row else None
         return None
 
     # ---- hooks -------------------------------------------------------------------------------------
-    def prepare(self, calls: list[tuple[str, Any]], conn) -> list[tuple[str | None, Any, int]]:
+    def prepare(self, calls: list[tuple[str, Any]], conn: db.Connection | None
+                ) -> list[tuple[str | None, Any, int]]:
         """(text, vector, generation) per (method name, parsed args), all the writes' texts
         embedded in one call; a recall's vector is a QueryVector, started here and waited for
         by the recall."""
@@ -334,10 +390,10 @@ class VectorBinding(WorkspaceHooks):
                  else vectors.get(t) if t is not None else None, generation)
                 for (name, _), t in zip(calls, texts)]
 
-    def prepare_connection(self, conn) -> None:
+    def prepare_connection(self, conn: db.Connection) -> None:
         table.ensure_extension(conn)
 
-    def handler(self, method, prepared):
+    def handler(self, method: Method, prepared: Any) -> Handler | None:
         text, vector, generation = prepared if prepared is not None else (None, None, self.generation)
         name = method.name
         if name == "recall":
@@ -345,7 +401,7 @@ class VectorBinding(WorkspaceHooks):
 
             query = vector if isinstance(vector, QueryVector) else QueryVector(self, text, vector)
 
-            def run_recall(conn, args, now_ms):
+            def run_recall(conn: db.Connection, args: RecallArgs, now_ms: int) -> dict[str, Any]:
                 nonlocal query
                 if query.generation != self.generation:    # the other model's query vector
                     query = QueryVector(self, text)
@@ -359,14 +415,15 @@ class VectorBinding(WorkspaceHooks):
                 return result
             return run_recall
         if name == "capture":
-            def run_capture(conn, args, now_ms):
+            def run_capture(conn: db.Connection, args: CaptureArgs, now_ms: int) -> Any:
                 if vector is None or generation != self.generation:
                     self._needs_backfill = self.provider is not None
                     return method.handler(conn, args, now_ms)
+                assert self.provider is not None    # a current vector is the current provider's
                 return semantic.capture(conn, args, now_ms, vector, self.settings, self.provider.name)
             return run_capture
         if name in ("update", "append"):
-            def run_change(conn, args, now_ms):
+            def run_change(conn: db.Connection, args: Any, now_ms: int) -> Any:
                 result = method.handler(conn, args, now_ms)
                 self._put_if_current(conn, args.id, text,
                                      vector if generation == self.generation else None)
@@ -379,13 +436,14 @@ class VectorBinding(WorkspaceHooks):
             self._needs_backfill = False
             self.backfill()
 
-    def _arm_state(self, vector) -> dict:
+    def _arm_state(self, vector: np.ndarray | None) -> ArmState:
         if vector is not None:
-            return {"arm": "on", "provider": self.binding["provider"]}
+            return {"arm": "on", "provider": self._recorded()["provider"]}
         reason = "no embedder attached" if self.provider is None else f"embedding failed: {self.last_error}"
-        return {"arm": "off", "provider": self.binding["provider"], "reason": reason}
+        return {"arm": "off", "provider": self._recorded()["provider"], "reason": reason}
 
-    def _put_if_current(self, conn, entry_id: str, text: str | None, vector) -> None:
+    def _put_if_current(self, conn: db.Connection, entry_id: str, text: str | None,
+                        vector: np.ndarray | None) -> None:
         row = conn.execute("SELECT seq, content FROM entries WHERE id = ?", (entry_id,)).fetchone()
         if row is None:
             return
@@ -396,7 +454,8 @@ class VectorBinding(WorkspaceHooks):
             self._needs_backfill = self.provider is not None
 
     # ---- backfill ----------------------------------------------------------------------------------
-    def backfill(self, batch_size: int | None = None, progress: Progress | None = None) -> dict:
+    def backfill(self, batch_size: int | None = None, progress: Progress | None = None
+                 ) -> BackfillSummary:
         """Embed every entry lacking a vector: read a batch, embed it with no lock held, write
         the vectors whose content is unchanged in one short transaction. Returns a summary."""
         provider, generation = self.provider, self.generation
