@@ -17,10 +17,12 @@ Timed: each question once per workspace (so a bound recall always embeds its que
 binding caches query vectors by text), the calls interleaved question by question with
 their order rotated, one sequential client. Reported: client-side p50/p99, recall p50 over
 getCount p50 on the same workspace, the Server-Timing parts, and the answer's own stage timings
-(`timings`). A bound recall's query embedding is started in the read's prepare step and runs in
-the embedder actor beside the lexical stages: what the recall still waits for is the stage
-`embedWait` (booked apart from the KNN's `vector`), and the embedding's whole latency, started to
-vector in hand, is reported beside the stages (`queryEmbed`, overlapping them: not summed).
+(`timings`). A bound recall's query embedding is sent by the ingress as the call arrives (once
+it knows the workspace's embedder: the Server-Timing part `query-ahead`, counted per run), or
+else by the workspace actor, and runs in the embedder actor beside the lexical stages: what the
+recall still waits for is the stage `embedWait` (booked apart from the KNN's `vector`), and the
+embedding's latency from the call's arrival at the actor to vector in hand is reported beside
+the stages (`queryEmbed`, overlapping them: not summed).
 """
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ import time
 from collections import defaultdict
 
 import httpx
+
+from minisphere.http.handling import QUERY_AHEAD_PART
 
 from . import locomo
 from .bench_service import server_timing
@@ -126,6 +130,7 @@ def measure(url: str, admin: dict, data: locomo.ConversationSet, providers: list
     "stages": {call: {stage: [ms]}}, "load_s": s, "questions": n, "embedder": {provider:
     [forward-pass seconds, passes, texts] while the questions were asked}}."""
     samples: dict[str, list[float]] = defaultdict(list)
+    ahead: dict[str, int] = defaultdict(int)     # recalls that used the query sent ahead
     parts: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     stages: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     arms = [(label(p), p) for p in [None, *providers]]
@@ -168,6 +173,7 @@ def measure(url: str, admin: dict, data: locomo.ConversationSet, providers: list
                     for part, ms in server_timing(response).items():
                         parts[name][part].append(ms)
                     if runs[name][3]:
+                        ahead[name] += QUERY_AHEAD_PART in response.headers.get("server-timing", "")
                         timings = response.json()["timings"]
                         for stage, ms in timings.items():
                             stages[name][stage].append(ms)
@@ -179,7 +185,7 @@ def measure(url: str, admin: dict, data: locomo.ConversationSet, providers: list
                 embedder[p] = [total + now - then for total, now, then
                                in zip(embedder[p], _embedder_work(p), before[p])]
     return {"samples": samples, "parts": parts, "stages": stages, "load_s": load_s,
-            "questions": asked, "embedder": embedder}
+            "questions": asked, "embedder": embedder, "ahead": ahead}
 
 
 def report(measured: dict, providers: list[str]) -> tuple[str, list[str]]:
@@ -250,6 +256,9 @@ def section(path: str, providers: list[str] | None = None) -> tuple[str, list[st
         f"and binding, loaded over HTTP in {measured['load_s']:.0f} s; {measured['questions']} "
         "questions, each asked once per workspace (a bound recall embeds its query fresh).",
         *(line for p in providers for line in embedder_note(p, measured["embedder"][p])),
+        *(f"{name}: {measured['ahead'][name]} of {len(measured['samples'][name])} recalls used "
+          "the query vector the ingress sent ahead." for name in measured["ahead"]
+          if name.startswith("recall, ") and name != f"recall, {ZERO}"),
         f"One sequential client on loopback; the {calls} calls interleaved question by question "
         "with their order rotated, so load on this machine hits the floor and recall alike.",
         machine_note()]
