@@ -292,21 +292,24 @@ class Workspace:
                        batch_size: int | None = None, progress_callback: Progress | None = None,
                        vector_settings: SemanticSettings | None = None) -> BackfillSummary:
         """Bind an embedding provider and backfill every entry's vector (progress: done, total)."""
-        from minisphere.engine.vectors.binding import attach
-        if self.vectors is None:
-            self.vectors = attach(self, None, vector_settings)
-        return self.vectors.bind(embedder, replace=replace, batch_size=batch_size,
-                                 progress=progress_callback)
+        vectors = self._switched_vectors(embedder, replace, vector_settings)
+        return vectors.backfill(batch_size, progress_callback)
 
     def switch_vectors(self, embedder: EmbeddingProvider,
                        vector_settings: SemanticSettings | None = None) -> VectorBinding:
         """Bind `embedder` in place of any other provider (its vectors dropped), leaving the
         entries to `vectors.backfill`, which may run while the workspace serves."""
+        return self._switched_vectors(embedder, True, vector_settings)
+
+    def _switched_vectors(self, embedder: EmbeddingProvider, replace: bool,
+                          vector_settings: SemanticSettings | None) -> VectorBinding:
+        """The binding, switched to `embedder`; kept as the workspace's only once the switch is
+        recorded, so a bind that fails leaves no half-made binding for recall to trip on."""
         from minisphere.engine.vectors.binding import attach
-        if self.vectors is None:
-            self.vectors = attach(self, None, vector_settings)
-        self.vectors.switch(embedder, replace=True)
-        return self.vectors
+        vectors = self.vectors if self.vectors is not None else attach(self, None, vector_settings)
+        vectors.switch(embedder, replace=replace)
+        self.vectors = vectors
+        return vectors
 
     # ---- Pythonic wrappers (contract names in snake_case) -------------------------------------
     def _answer(self, method_name: str, body: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -79,6 +79,21 @@ def test_vectors_enabling_backfills_existing_entries_with_progress(ws, hash_prov
     assert json.loads(meta[0])["provider"] == "hash-384" and json.loads(meta[0])["dim"] == 384
 
 
+def test_a_bind_that_fails_leaves_no_half_made_binding_for_recall_to_trip_on(ws):
+    """Seen by reading the types: the binding was kept before its table existed, so after a
+    failed bind every recall failed on a binding with no provider and no record."""
+    class NoSize:
+        name, dim = "no-size", 0
+
+        def embed(self, texts):
+            return np.zeros((len(texts), 0), dtype=np.float32)
+    entry = ws.capture("recalled lexically after the failed bind")["id"]
+    with pytest.raises(Exception):      # noqa: B017 - whatever sqlite-vec says of a 0-wide table
+        ws.enable_vectors(NoSize())
+    assert ws.vectors is None
+    assert [item["id"] for item in ws.recall("failed bind")["items"]] == [entry]
+
+
 def test_vectors_bound_file_without_embedder_keeps_vectors_in_sync(tmp_path, clock, hash_provider):
     path = tmp_path / "w.db"
     with Workspace(path, clock=clock, embedder=hash_provider) as ws:
