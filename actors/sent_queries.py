@@ -17,9 +17,11 @@ def query_of(body: object) -> str | None:
     return query if isinstance(query, str) else None
 
 
-def adopt_sent_query(embedder: Any, body: object, sent: SentQuery) -> bool:
+def adopt_sent_query(embedder: Any, body: object, sent: SentQuery | None) -> bool:
     """Give `embedder` the call sent ahead when it went to that very embedder (a rebind may
     have moved the workspace to another since the caller learnt it) for this body's query."""
+    if sent is None:
+        return False
     address, refs = sent
     query = query_of(body)
     if (embedder is None or getattr(embedder, "address", None) != tuple(address)
@@ -27,3 +29,11 @@ def adopt_sent_query(embedder: Any, body: object, sent: SentQuery) -> bool:
         return False
     embedder.adopt(query, refs[0])
     return True
+
+
+def recall_envelope(envelope: dict[str, Any], embedder: Any, ahead: bool) -> dict[str, Any]:
+    """A recall's answer names the workspace's embedder (`queryEncoder`, None when unbound:
+    where the caller sends the next query), and says when it used the query sent ahead."""
+    if ahead:
+        envelope["timings"]["query_ahead"] = 1
+    return {**envelope, "queryEncoder": getattr(embedder, "address", None)}

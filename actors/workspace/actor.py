@@ -39,17 +39,17 @@ import asyncio
 import logging
 import os
 import time
-import warnings
 
 import ray
 
 from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.process_logging import log_to_stderr
-from actors.sent_queries import SentQuery, adopt_sent_query
+from actors.sent_queries import SentQuery, adopt_sent_query, recall_envelope
 from actors.workspace.admin_methods import FILE_METHODS, AdminFiles
 from actors.workspace.admission import Admission
 from actors.workspace.due_notes import DueNotes
 from actors.workspace.launch import WorkspaceLaunch
+from actors.workspace.node_ray import was_reconstructed
 from actors.workspace.opening import open_host, opening_progress
 from actors.workspace.position_reports import PositionReports
 from actors.workspace.process_memory import drop_process_wide_traces, rss_bytes
@@ -97,9 +97,7 @@ class WorkspaceActor:
         context = ray.get_runtime_context()
         self.name = context.get_actor_name()
         self.node_id = context.get_node_id()
-        with warnings.catch_warnings():   # Ray's own property warns about its internals
-            warnings.simplefilter("ignore", DeprecationWarning)
-            self.restarted = context.was_current_actor_reconstructed
+        self.restarted = was_reconstructed(context)
         self.started_at = time.time()
         self.calls = 0
         self.binds = 0                  # workspaces this process has served (it is recycled)
@@ -186,7 +184,7 @@ class WorkspaceActor:
         self.due = DueNotes(workspace_id, self.directory)
         self.last_call_at = time.time()
         log.info("workspace %s open at %s in %s (schema %s, restarted=%s, from %s)",
-                 workspace_id, launch.path, self.name, self.workspace.schema_version,
+                 workspace_id, launch.path, self.name, self.host.workspace.schema_version,
                  self.restarted, self.host.activation["source"])
         if report_placement:        # Ray re-ran the constructor: the directory asked nothing
             self._report(DirectoryMethod.PLACED, self.node_id, self.host.activation)
@@ -211,15 +209,6 @@ class WorkspaceActor:
         """The directory's current token grants of this workspace: the authoritative set,
         checked on every call (a revoked token is refused from the next call on)."""
         self.tokens.set_grants(grants)
-
-    # ---- the host's parts (they change when a restore reopens the file) -----------------------
-    @property
-    def workspace(self):
-        return self.host.workspace
-
-    @property
-    def writer(self):
-        return self.host.writer
 
     def _admission(self) -> Admission:
         if self.admission is None:
@@ -266,8 +255,7 @@ class WorkspaceActor:
         try:
             method = find_method(method_name)
             self.tokens.authorize(method, token_hash)
-            ahead = sent_query is not None and adopt_sent_query(self.host.embedder, body,
-                                                                sent_query)
+            ahead = adopt_sent_query(self.host.embedder, body, sent_query)
             # a bound recall's query goes to the embedder now, while the call waits for
             # admission and a reader thread
             started_read = (self.host.start_read(method_name, body) if method.access == "read"
@@ -282,12 +270,9 @@ class WorkspaceActor:
             timings["actor_ms"] = (time.perf_counter() - started) * 1e3
             return {"ok": False, "error": as_named_error(exc), "timings": timings}
         timings["actor_ms"] = (time.perf_counter() - started) * 1e3
-        if method_name != "recall":
-            return {"ok": True, "result": result, "timings": timings}
-        if ahead:
-            timings["query_ahead"] = 1
-        return {"ok": True, "result": result, "timings": timings,
-                "queryEncoder": getattr(self.host.embedder, "address", None)}
+        envelope = {"ok": True, "result": result, "timings": timings}
+        return recall_envelope(envelope, self.host.embedder, ahead) \
+            if method_name == "recall" else envelope
 
     async def _write(self, method, body, key: str | None = None):
         prepared, prepare_ms = await self._prepare(method.name, body)
@@ -380,7 +365,7 @@ class WorkspaceActor:
         if self.host is None:
             return {"workspace": None, "name": self.name, "pid": os.getpid(),
                     "rssBytes": rss_bytes(), "restarted": self.restarted}
-        writer = self.writer         # None while the file is closed (or failed to reopen)
+        writer = self.host.writer    # None while the file is closed (or failed to reopen)
         counters = writer.counters() if writer else dict.fromkeys(CLOSED_WRITER_COUNTERS, 0)
         return {"workspace": self.workspace_id, "name": self.name, "pid": os.getpid(),
                 "rssBytes": rss_bytes(), "open": writer is not None,

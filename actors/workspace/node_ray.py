@@ -5,7 +5,9 @@ shipping files behind."""
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
+from typing import Any
 
 from minisphere.errors import WorkspaceUnavailable
 
@@ -29,3 +31,10 @@ def replication_owner(replicating: bool) -> int | None:
     if owner is None and replicating:
         raise WorkspaceUnavailable("this worker's node is going away; bind elsewhere")
     return owner
+
+
+def was_reconstructed(context: Any) -> bool:
+    """Whether Ray restarted this actor after a crash (from its runtime context)."""
+    with warnings.catch_warnings():   # Ray's own property warns about its internals
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return bool(context.was_current_actor_reconstructed)

@@ -17,6 +17,8 @@ Plain SQLite; the host decides what to do with the answers (minisphere/hosting/h
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,3 +103,25 @@ def rebase(path: str | Path, position: int, now_ms: int) -> None:
         conn.execute("UPDATE location SET position = ?", (position,))
     finally:
         conn.close()
+
+
+@contextmanager
+def fenced_write(conn: db.Connection, epoch: int | None) -> Iterator[db.Connection]:
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any failure (the caller holds the writer's
+    lock); with an `epoch`, the write first checks that no newer owner has taken over."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if epoch is not None:
+            check_fence(conn, epoch)
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    try:
+        conn.execute("COMMIT")
+    except BaseException:
+        # a COMMIT that fails (disk full, I/O error) may leave the transaction open: close
+        # it, so nothing of it is committed later by accident
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise

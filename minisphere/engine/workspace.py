@@ -122,30 +122,10 @@ class Workspace:
         with self._lock:
             conn = self.conn
             try:
-                with self._transaction(conn):
+                with location.fenced_write(conn, self.epoch):
                     yield conn
             finally:
                 self.hooks.transaction_ended(conn)
-
-    @contextmanager
-    def _transaction(self, conn: db.Connection) -> Iterator[db.Connection]:
-        """BEGIN IMMEDIATE … COMMIT, rolled back on any failure (the lock held by the caller)."""
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if self.epoch is not None:       # every write checks no newer owner took over
-                location.check_fence(conn, self.epoch)
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        try:
-            conn.execute("COMMIT")
-        except BaseException:
-            # a COMMIT that fails (disk full, I/O error) may leave the transaction open:
-            # close it, so nothing of it is committed later by accident
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
 
     @contextmanager
     def reading(self) -> Iterator[db.Connection]:
@@ -292,19 +272,15 @@ class Workspace:
                        batch_size: int | None = None, progress_callback: Progress | None = None,
                        vector_settings: SemanticSettings | None = None) -> BackfillSummary:
         """Bind an embedding provider and backfill every entry's vector (progress: done, total)."""
-        vectors = self._switched_vectors(embedder, replace, vector_settings)
+        vectors = self.switch_vectors(embedder, vector_settings, replace=replace)
         return vectors.backfill(batch_size, progress_callback)
 
     def switch_vectors(self, embedder: EmbeddingProvider,
-                       vector_settings: SemanticSettings | None = None) -> VectorBinding:
-        """Bind `embedder` in place of any other provider (its vectors dropped), leaving the
-        entries to `vectors.backfill`, which may run while the workspace serves."""
-        return self._switched_vectors(embedder, True, vector_settings)
-
-    def _switched_vectors(self, embedder: EmbeddingProvider, replace: bool,
-                          vector_settings: SemanticSettings | None) -> VectorBinding:
-        """The binding, switched to `embedder`; kept as the workspace's only once the switch is
-        recorded, so a bind that fails leaves no half-made binding for recall to trip on."""
+                       vector_settings: SemanticSettings | None = None, *,
+                       replace: bool = True) -> VectorBinding:
+        """Bind `embedder` (with `replace`, in place of any other provider, whose vectors are
+        dropped), leaving the entries to `vectors.backfill`, which may run while the workspace
+        serves. The binding is kept only once recorded: a failed bind leaves none half-made."""
         from minisphere.engine.vectors.binding import attach
         vectors = self.vectors if self.vectors is not None else attach(self, None, vector_settings)
         vectors.switch(embedder, replace=replace)

@@ -275,6 +275,22 @@ def _recall_item(entry: dict[str, Any], fused: Slot, arms: dict[str, list[Hit]],
     }
 
 
+def _fuse(conn: Connection, arms: dict[str, list[Hit]], vector_arm: AnyVectorArm,
+          prefilter: Prefilter, timer: _Timer, subjects: frozenset[str]
+          ) -> tuple[dict[str, Slot], dict[str, Any]]:
+    """The arms fused, and how the hybrid weighed them (empty when the vector arm did not run;
+    its feedback round is booked to `feedbackMs`)."""
+    info: dict[str, Any] = {}
+    if "vector" not in arms:
+        return fuse(arms), info
+    ran = cast("VectorArm", vector_arm)       # it ran, so it resolved to an arm
+
+    def refine(head: list[str]) -> list[Hit]:
+        with timer.part("feedbackMs"):
+            return ran.refine(conn, prefilter, head)
+    return fuse_hybrid(arms, refine, info, names_subject=bool(subjects)), info
+
+
 def recall(conn: Connection, args: RecallArgs, now_ms: int,
            vector_arm: AnyVectorArm = None) -> dict[str, Any]:
     """vector_arm: the optional vector binding's arm (vectors.arm.VectorArm: `hits(conn,
@@ -284,15 +300,8 @@ def recall(conn: Connection, args: RecallArgs, now_ms: int,
     substitutes: dict[str, list[str]] = {}
     arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm = _gather_arms(
         conn, args, now_ms, vector_arm, timer, substitutes)
-    fusion_info: dict[str, Any] = {}
     subjects = subject_terms(dropped)
-    if "vector" in arms:
-        def refine(head: list[str]) -> list[Hit]:
-            with timer.part("feedbackMs"):    # the vector arm's feedback round
-                return cast("VectorArm", vector_arm).refine(conn, prefilter, head)  # it ran
-        fused = fuse_hybrid(arms, refine, fusion_info, names_subject=bool(subjects))
-    else:
-        fused = fuse(arms)
+    fused, fusion_info = _fuse(conn, arms, vector_arm, prefilter, timer, subjects)
     timer.lap("fusionMs")
 
     query_stems = {stem(t) for t in terms}
