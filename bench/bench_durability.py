@@ -77,7 +77,7 @@ def group_rate(folder: Path, writers: int, seconds: float):
     def one(text: str):
         done = threading.Event()
         box = []
-        writer.submit("capture", {"content": text}, lambda ok, r, t: (box.append(ok), done.set()))
+        writer.submit("capture", {"content": text}, lambda reply: (box.append(reply.ok), done.set()))
         done.wait()
         assert box[0], "write failed"
     try:
@@ -101,7 +101,7 @@ async def _async_rate(ws_path: Path, writers: int, seconds: float, max_batch: in
         while time.perf_counter() < stop_at:
             future = loop.create_future()
             writer.submit("capture", {"content": f"writer {k} fact {i} about group commits"},
-                          lambda ok, r, t, f=future: loop.call_soon_threadsafe(f.set_result, ok))
+                          lambda reply, f=future: loop.call_soon_threadsafe(f.set_result, reply.ok))
             assert await future, "write failed"
             i += 1
         counts[k] = i

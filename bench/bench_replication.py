@@ -84,10 +84,8 @@ class Setup:
 
 def write(host: WorkspaceHost, text: str) -> None:
     done = Future()
-    host.submit_write("capture", {"content": text}, lambda ok, r, t: done.set_result((ok, r)))
-    ok, result = done.result(timeout=60)
-    if not ok:
-        raise result
+    host.submit_write("capture", {"content": text}, done.set_result)
+    done.result(timeout=60).unwrap()
 
 
 def latencies(host: WorkspaceHost, count: int) -> list[float]:

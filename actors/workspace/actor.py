@@ -65,6 +65,7 @@ from minisphere.errors import (
     as_named_error,
 )
 from minisphere.hosting.host import WorkspaceHost
+from minisphere.reply import Reply
 from minisphere.settings import restrict_file_modes
 
 log = logging.getLogger("minisphere.workspace_actor")
@@ -76,13 +77,13 @@ SERVED_METHODS = frozenset(ServedMethod)
 CLOSED_WRITER_COUNTERS = ("queueDepth", "batches", "writes", "largestBatch")
 
 
-def _settle(future: asyncio.Future, ok: bool, result, timings: dict) -> None:
+def _settle(future: asyncio.Future, reply: Reply) -> None:
     if future.cancelled():
         return
-    if ok:
-        future.set_result((result, timings))
+    if reply.error is None:
+        future.set_result((reply.value, dict(reply.timings)))
     else:
-        future.set_exception(result)
+        future.set_exception(reply.error)
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
@@ -285,8 +286,8 @@ class WorkspaceActor:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
 
-        def done(ok, result, timings):
-            loop.call_soon_threadsafe(_settle, future, ok, result, timings)
+        def done(reply: Reply) -> None:
+            loop.call_soon_threadsafe(_settle, future, reply)
         self._loop = loop                       # where the writer thread's news goes
         self.host.submit_write(method.name, body, done, prepared, key=key)
         try:

@@ -18,6 +18,7 @@ from minisphere.engine.location import CopyLocation
 from minisphere.engine.methods import METHODS, Method, find_method, parse_args
 from minisphere.engine.wal_checkpoints import WalCheckpoints
 from minisphere.errors import MiniSphereError, WorkspaceClosed
+from minisphere.reply import Reply
 
 if TYPE_CHECKING:  # pragma: no cover - types only: the binding's code is imported when bound
     from minisphere.engine.embedding.base import EmbeddingProvider
@@ -30,26 +31,6 @@ log = logging.getLogger("minisphere.workspace")
 Body = dict[str, Any] | Args | None
 # A call for `run_batch`: (method name, body) or (method name, body, idempotency key).
 Call = tuple[str, Body] | tuple[str, Body, str | None]
-
-
-class Outcome(tuple[bool, Any]):
-    """One call's outcome in a batch: unpacks as (ok, result-or-error); `replayed` is True when
-    the answer came from a stored idempotency key (nothing was written)."""
-
-    replayed: bool
-
-    def __new__(cls, ok: bool, result: Any, replayed: bool = False) -> Outcome:
-        outcome = super().__new__(cls, (ok, result))
-        outcome.replayed = replayed
-        return outcome
-
-    @property
-    def ok(self) -> bool:
-        return self[0]
-
-    @property
-    def result(self) -> Any:
-        return self[1]
 
 
 class Workspace:
@@ -191,10 +172,8 @@ class Workspace:
             if method.follow_up is not None:
                 self.run_batch([method.follow_up(result)])
             return result
-        [outcome] = self.run_batch([(method_name, args, idempotency_key)])
-        if not outcome.ok:
-            raise outcome.result
-        return outcome.result
+        [reply] = self.run_batch([(method_name, args, idempotency_key)])
+        return reply.unwrap()
 
     def _handler(self, method: Method, prepared: Any) -> Handler:
         if method.name not in self.hooks.hooked:
@@ -202,13 +181,13 @@ class Workspace:
         return self.hooks.handler(method, prepared) or method.handler
 
     def run_batch(self, calls: Iterable[Call], prepared: Sequence[Any] | None = None
-                  ) -> list[Outcome]:
+                  ) -> list[Reply[Any]]:
         """Group commit: every call in one transaction, each under its own savepoint.
 
         A call is (method name, body) or (method name, body, idempotency key). `prepared`: the
         values `prepare` made for the calls (NOT_PREPARED, or no list at all: prepare them
-        here, before the transaction). Returns an `Outcome` (ok, result-or-error) per call, in
-        order. Only errors of the call itself are captured; a failure of the commit itself
+        here, before the transaction). Returns a `Reply` (the result, or the error) per call,
+        in order. Only errors of the call itself are captured; a failure of the commit itself
         propagates (then nothing in the group is durable). What runs after the commit (the
         hooks' `after_commit`, a checkpoint after a forget) can never fail the batch: its
         calls are committed and must not be run again.
@@ -220,7 +199,7 @@ class Workspace:
         if missing:
             for index, value in zip(missing, self.prepare([keyed[i][:2] for i in missing])):
                 payloads[index] = value
-        outcomes: list[Outcome] = []
+        outcomes: list[Reply[Any]] = []
         forgot = changed = False
         with self.transaction() as conn:
             now_ms = self.clock.now_ms()
@@ -234,7 +213,7 @@ class Workspace:
                     replay = idempotency.recall(conn, key, method_name, args)
                     if replay is not None:
                         conn.execute("RELEASE op")
-                        outcomes.append(Outcome(True, replay, replayed=True))
+                        outcomes.append(Reply.done(replay, replayed=True))
                         continue
                     result = self._handler(method, payload)(conn, args, now_ms)
                     if method_name == "forget":
@@ -244,14 +223,14 @@ class Workspace:
                 except (MiniSphereError, db.DatabaseError) as exc:
                     conn.execute("ROLLBACK TO op")
                     conn.execute("RELEASE op")
-                    outcomes.append(Outcome(False, exc))
+                    outcomes.append(Reply.failed(exc))
                     continue
                 conn.execute("RELEASE op")
                 forgot = forgot or method_name == "forget"
                 # a change of the memory: rows written, and not by a read's own follow-up
                 changed = changed or (method_name in METHODS
                                       and conn.total_changes > rows_before)
-                outcomes.append(Outcome(True, result))
+                outcomes.append(Reply.done(result))
             if changed:
                 position = location.advance(conn)
         if changed:

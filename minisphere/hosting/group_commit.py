@@ -2,7 +2,7 @@
 one transaction, then answers each caller. Acknowledgement only after the commit returned.
 
 Plain Python (no Ray). The caller hands `submit` a callback; it is called on the writer thread
-with (ok, result_or_exception, timings) where timings has `queue_ms` (enqueue -> batch start),
+with the call's `Reply`, whose timings have `queue_ms` (enqueue -> batch start),
 `engine_ms` (the whole batch's transaction, commit included), `batch` (its size),
 `replayed` (the answer came from a stored idempotency key; nothing was written) and
 `committed` (the call's transaction committed, even when its answer is an error because the
@@ -29,10 +29,11 @@ from typing import Any
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import ReplicationUnconfirmed, WorkspaceClosed
+from minisphere.reply import Reply
 from minisphere.settings import DEFAULT_MAX_BATCH_WRITES
 
 log = logging.getLogger("minisphere.group_commit")
-Callback = Callable[[bool, Any, dict[str, Any]], None]
+Callback = Callable[[Reply[Any]], None]
 _STOP = object()
 
 
@@ -51,7 +52,7 @@ class _Pending:
 class _Committed:
     """A batch whose transaction has committed, waiting for its confirmation."""
     batch: list[_Pending]
-    outcomes: Sequence[tuple[bool, Any]]
+    outcomes: Sequence[Reply[Any]]
     started: float
     finished: float
     position: int                   # the file's position once this batch committed
@@ -161,15 +162,15 @@ class GroupCommitWriter:
     def _commit(self, batch: list[_Pending]) -> None:
         started = time.perf_counter()
         try:
-            outcomes: Sequence[tuple[bool, Any]]
+            outcomes: Sequence[Reply[Any]]
             if batch[0].own is not None:
-                outcomes = [(True, batch[0].own())]
+                outcomes = [Reply.done(batch[0].own())]
             else:
                 outcomes = self.workspace.run_batch(
                     [(p.method, p.body, p.key) for p in batch], [p.prepared for p in batch])
         except BaseException as exc:  # noqa: BLE001 - isolate, then retry one by one
             if len(batch) == 1:
-                outcomes = [(False, exc)]
+                outcomes = [Reply.failed(exc)]
             else:
                 log.warning("group of %d failed (%r); committing one by one", len(batch), exc)
                 outcomes = [self._commit_alone(p) for p in batch]
@@ -204,7 +205,7 @@ class GroupCommitWriter:
             stop = any(item is _STOP for item in group)
             group = [item for item in group if item is not _STOP]
             error = None
-            if any(ok for committed in group for ok, _ in committed.outcomes):
+            if any(outcome.ok for committed in group for outcome in committed.outcomes):
                 try:
                     confirm()
                 except Exception as exc:  # noqa: BLE001 - every caller of the group is told
@@ -242,26 +243,25 @@ class GroupCommitWriter:
                                               *(committed.position for committed in group)])
         for committed in group:
             for pending, outcome in zip(committed.batch, committed.outcomes):
-                ok, result = outcome
-                if ok and unconfirmed is not None:
-                    ok, result = False, unconfirmed
+                reply = outcome if outcome.error is not None or unconfirmed is None \
+                    else Reply.failed(unconfirmed)
                 timings = {"queue_ms": (committed.started - pending.enqueued) * 1e3,
                            "engine_ms": (committed.finished - committed.started) * 1e3,
                            "batch": len(committed.batch),
                            "replicate_ms": (answered - committed.finished) * 1e3,
-                           "replayed": getattr(outcome, "replayed", False),
-                           "committed": outcome[0]}
+                           "replayed": outcome.replayed,
+                           "committed": outcome.ok}
                 try:
-                    pending.callback(ok, result, timings)
+                    pending.callback(reply.with_timings(timings))
                 except Exception:  # a broken callback must not stop the writer
                     log.exception("group-commit callback failed")
 
-    def _commit_alone(self, pending: _Pending) -> tuple[bool, Any]:
+    def _commit_alone(self, pending: _Pending) -> Reply[Any]:
         try:
             return self.workspace.run_batch([(pending.method, pending.body, pending.key)],
                                            [pending.prepared])[0]
         except BaseException as exc:  # noqa: BLE001
-            return False, exc
+            return Reply.failed(exc)
 
 
 def _alone_when_own(batch: list[_Pending]) -> list[list[_Pending]]:

@@ -47,6 +47,7 @@ from minisphere.hosting.lag_readings import LagReadings
 from minisphere.hosting.locating import CurrentCopy
 from minisphere.hosting.read_pool import ReadPool
 from minisphere.hosting.stored_states import StoredStates
+from minisphere.reply import Reply
 
 log = logging.getLogger("minisphere.host")
 
@@ -215,24 +216,24 @@ class WorkspaceHost:
     def submit_write(self, method: str, body: dict[str, Any], callback: Callback,
                      prepared: Any = NOT_PREPARED, *, key: str | None = None,
                      counts: bool = True) -> None:
-        """Queue one write; `callback(ok, result, timings)` runs once it committed (or failed).
+        """Queue one write; `callback(reply)` runs once it committed (or failed).
         `key`: the caller's idempotency key. `counts`: whether the write makes the file dirty
         for the snapshot triggers -- a read's own follow-up (recall counts) does not, or a
         workspace that is only read would be snapshotted again and again."""
         writer = self._opened()[2]
         note = self.snapshotter.note_writes
 
-        def done(ok: bool, result: Any, timings: dict[str, Any]) -> None:
+        def done(reply: Reply[Any]) -> None:
             try:
                 # committed, even when the replica did not confirm it (sync mode answers 503
                 # then): the file changed, and a committed forget's text must go everywhere
-                committed = ok or timings.get("committed", False)
-                if committed and counts and not timings.get("replayed"):
+                committed = reply.ok or reply.timings.get("committed", False)
+                if committed and counts and not reply.timings.get("replayed"):
                     note(1)
                     if method == "forget":        # copies taken before it hold the text too
                         self.states.after_forget()
             finally:
-                callback(ok, result, timings)
+                callback(reply)
         writer.submit(method, body, done, prepared, key)
 
     def write_own(self, run: Callable[[], Any]) -> Any:
@@ -244,20 +245,21 @@ class WorkspaceHost:
         writer = self._opened()[2]
         answered: Future[Any] = Future()
 
-        def done(ok: bool, result: Any, _timings: dict[str, Any]) -> None:
-            if ok:
-                answered.set_result(result)
+        def done(reply: Reply[Any]) -> None:
+            if reply.error is None:
+                answered.set_result(reply.value)
             else:
-                answered.set_exception(result)
+                answered.set_exception(reply.error)
         writer.submit_own(run, done)
         return answered.result()
 
     def _follow_up(self, method: str, body: dict[str, Any]) -> None:
         """A read's small internal write (recall counts): queued, not awaited by the reader,
         and not a change of the memory, so it leaves the snapshot triggers alone."""
-        def done(ok: bool, result: Any, _timings: dict[str, Any]) -> None:
-            if not ok:
-                log.warning("follow-up %s of %s failed: %r", method, self.workspace_id, result)
+        def done(reply: Reply[Any]) -> None:
+            if reply.error is not None:
+                log.warning("follow-up %s of %s failed: %r", method, self.workspace_id,
+                            reply.error)
         if self.writer is not None:
             self.submit_write(method, body, done, counts=False)
 

@@ -16,9 +16,8 @@ SECRET = b"quetzal-cipher-58821"
 
 def call(host, method, body):
     future = Future()
-    host.submit_write(method, body, lambda ok, result, t: future.set_result(result) if ok
-                      else future.set_exception(result))
-    return future.result(timeout=30)
+    host.submit_write(method, body, future.set_result)
+    return future.result(timeout=30).unwrap()
 
 
 def holding_secret(folder: Path) -> list[str]:

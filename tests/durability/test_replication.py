@@ -51,13 +51,14 @@ def host_on(node: Path, replica_root: Path, daemon, settings=SYNC, store=None,
 def write(host, content, key=None):
     future = Future()
     host.submit_write("capture", {"content": content},
-                      lambda ok, result, t: future.set_result((ok, result, t)), key=key)
-    return future.result(timeout=60)
+                      future.set_result, key=key)
+    reply = future.result(timeout=60)
+    return (*reply, reply.timings)
 
 
 def forget(host, entry_id: str) -> bool:
     future = Future()
-    host.submit_write("forget", {"id": entry_id}, lambda ok, r, t: future.set_result(ok))
+    host.submit_write("forget", {"id": entry_id}, lambda reply: future.set_result(reply.ok))
     return future.result(timeout=60)
 
 

@@ -18,10 +18,8 @@ from tests.support.hosts import BY_HAND
 
 def write(host, content):
     future = Future()
-    host.submit_write("capture", {"content": content},
-                      lambda ok, result, t: future.set_result(result) if ok
-                      else future.set_exception(result))
-    return future.result(timeout=30)
+    host.submit_write("capture", {"content": content}, future.set_result)
+    return future.result(timeout=30).unwrap()
 
 
 def count(host) -> int:
@@ -136,12 +134,12 @@ def test_a_keyed_write_arriving_again_after_a_restore_is_not_applied_again(tmp_p
     before = host.states.snapshot_now()["version"]
     first = Future()
     host.submit_write("capture", {"content": "undone by the restore"},
-                      lambda ok, result, t: first.set_result(result), key="k-late")
-    entry = first.result(timeout=30)["id"]
+                      first.set_result, key="k-late")
+    entry = first.result(timeout=30).value["id"]
     host.states.restore(before)
     again = Future()
     host.submit_write("capture", {"content": "undone by the restore"},
-                      lambda ok, result, t: again.set_result((ok, result)), key="k-late")
-    assert again.result(timeout=30) == (True, {"outcome": "stored", "id": entry})
+                      again.set_result, key="k-late")
+    assert tuple(again.result(timeout=30)) == (True, {"outcome": "stored", "id": entry})
     assert count(host) == 1
     host.close()

@@ -125,9 +125,9 @@ def test_run_batch_isolates_failures_and_commits_the_rest(tmp_path):
     assert oks == [True, False, False, True, False, False, False, True, True, True]
     errors = [type(r) for ok, r in outcomes if not ok]
     assert errors == [InvalidArgument, db.IntegrityError, SelfLink, NotFound, NotFound]
-    first_id = outcomes[0][1]["id"]
-    assert outcomes[7][1] == {"outcome": "blocked", "matchId": first_id}
-    assert outcomes[9][1] == {"count": 3}
+    first_id = outcomes[0].value["id"]
+    assert outcomes[7].value == {"outcome": "blocked", "matchId": first_id}
+    assert outcomes[9].value == {"count": 3}
     assert not ws.conn.in_transaction
     ws.close()
 
@@ -163,7 +163,7 @@ def test_run_batch_failure_undoes_its_own_partial_writes(ws):
     before = snapshot(ws)
     outcomes = ws.run_batch([("append", {"id": entry_id, "addition": "lemur tail",
                                          "tags": ["explode"]})])
-    assert outcomes[0][0] is False
+    assert outcomes[0].ok is False
     assert snapshot(ws) == before
 
 

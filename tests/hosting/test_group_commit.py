@@ -15,8 +15,8 @@ def submit_and_wait(writer, calls):
     lock = threading.Lock()
 
     def callback_for(i):
-        def callback(ok, result, timings):
-            results[i] = (ok, result, timings)
+        def callback(reply):
+            results[i] = (*reply, reply.timings)
             with lock:
                 remaining[0] -= 1
                 if remaining[0] == 0:
@@ -126,8 +126,8 @@ def test_keyed_write_queued_twice_is_applied_once_and_flagged_replayed(tmp_path)
     writer = GroupCommitWriter(ws, max_batch=64)
     done, results = threading.Event(), []
 
-    def callback(ok, result, timings):
-        results.append((ok, result, timings))
+    def callback(reply):
+        results.append((*reply, reply.timings))
         if len(results) == 2:
             done.set()
     for _ in range(2):       # a caller that timed out sends it again while the first is queued

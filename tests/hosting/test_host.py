@@ -19,10 +19,8 @@ from tests.support.hosts import BY_HAND
 
 def write(host, content):
     future = Future()
-    host.submit_write("capture", {"content": content},
-                      lambda ok, result, t: future.set_result(result) if ok
-                      else future.set_exception(result))
-    return future.result(timeout=30)
+    host.submit_write("capture", {"content": content}, future.set_result)
+    return future.result(timeout=30).unwrap()
 
 
 def read(host, method, body=None):

@@ -29,12 +29,8 @@ def host_on(node: Path, store, **known) -> WorkspaceHost:
 
 def write(host, method, body, key=None):
     future = Future()
-    host.submit_write(method, body, lambda ok, result, t: future.set_result((ok, result)),
-                      key=key)
-    ok, result = future.result(timeout=30)
-    if not ok:
-        raise result
-    return result
+    host.submit_write(method, body, future.set_result, key=key)
+    return future.result(timeout=30).unwrap()
 
 
 def count(host) -> int:

@@ -29,11 +29,9 @@ def capture(host, text: str) -> dict:
     answer = Future()
 
     def queue(prepared: Future):
-        host.submit_write("capture", {"content": text},
-                          lambda ok, result, _t: answer.set_result(result) if ok
-                          else answer.set_exception(result), prepared.result())
+        host.submit_write("capture", {"content": text}, answer.set_result, prepared.result())
     host.prepare_write("capture", {"content": text}).add_done_callback(queue)
-    return answer.result(timeout=60)
+    return answer.result(timeout=60).unwrap()
 
 
 def recall(host, query: str) -> dict:

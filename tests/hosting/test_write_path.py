@@ -37,8 +37,11 @@ def prepared_write(host, method, body) -> Future:
     """What the workspace actor does for a write: prepare (embed) on the read pool, then queue."""
     answer = Future()
 
-    def done(ok, result, timings):
-        answer.set_result((result, timings)) if ok else answer.set_exception(result)
+    def done(reply):
+        if reply.ok:
+            answer.set_result((reply.value, reply.timings))
+        else:
+            answer.set_exception(reply.error)
 
     def queue(prepared: Future):
         host.submit_write(method, body, done, prepared.result())

@@ -156,10 +156,8 @@ class EngineGateway:
         if METHODS[method_name].access == "read":
             result, replayed = workspace.call(method_name, args), False
         else:
-            [outcome] = workspace.run_batch([(method_name, args, key)])
-            if not outcome.ok:
-                raise outcome.result
-            result, replayed = outcome.result, outcome.replayed
+            [reply] = workspace.run_batch([(method_name, args, key)])
+            result, replayed = reply.unwrap(), reply.replayed
         return result, {"engine_ms": (time.perf_counter() - started) * 1e3,
                         "replayed": replayed}
 

@@ -1,0 +1,51 @@
+"""One shape for what a call came to: done with a value, or refused with a named error.
+
+The engine's group commit answers a `Reply` per call, the writer thread hands each caller its
+`Reply` with the timings added, and the actor settles its caller's future from it. Frozen:
+a reply is never amended, only replaced (`with_timings`).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Reply(Generic[T]):
+    """Done (`value`) or refused (`error`), never both. `timings`: where the call's time went
+    (milliseconds, and a few flags the writer sets); `replayed`: the answer is the stored one
+    of an earlier call with the same idempotency key, and nothing was written."""
+
+    value: T | None = None
+    error: BaseException | None = None
+    timings: Mapping[str, Any] = field(default_factory=dict)
+    replayed: bool = False
+
+    @classmethod
+    def done(cls, value: T, *, replayed: bool = False) -> Reply[T]:
+        return cls(value=value, replayed=replayed)
+
+    @classmethod
+    def failed(cls, error: BaseException) -> Reply[Any]:
+        return cls(error=error)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def unwrap(self) -> T:
+        """The value; a refused call raises its error."""
+        if self.error is not None:
+            raise self.error
+        return self.value  # type: ignore[return-value]  # done: value is the T it was given
+
+    def with_timings(self, timings: Mapping[str, Any]) -> Reply[T]:
+        return replace(self, timings=timings)
+
+    def __iter__(self) -> Iterator[Any]:
+        """(ok, the value or the error): a batch's replies read as pairs."""
+        yield self.ok
+        yield self.value if self.error is None else self.error
