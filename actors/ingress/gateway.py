@@ -142,7 +142,10 @@ class Gateway:
         ticket = self.pressure.begin(time.monotonic()) if self.reach.holds(workspace_id) else None
         attempts = 0
         recall = method_name == "recall"
-        sent_query = self.query_encoders.send(workspace_id, body) if recall else None
+        # only to a workspace already awake: a wake takes far longer than the embedding, and
+        # one refused under overload would have spent the embedder's time for nothing
+        sent_query = self.query_encoders.send(workspace_id, body) \
+            if recall and ticket is not None else None
         try:
             envelope, attempts, rpc_ms = await self.reach.call(
                 workspace_id, ServedMethod.CALL, method_name, body, caller, idempotency_key,
