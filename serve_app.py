@@ -126,7 +126,8 @@ def serve_request_id() -> str | None:
 
 def autoscaled(min_replicas: int, max_replicas: int):
     """The ingress deployment between these replica counts."""
-    return MiniSphereIngress.options(autoscaling_config={
+    # mypy keeps a decorated class's own type: Serve's Deployment (and its .options) is unseen
+    return MiniSphereIngress.options(autoscaling_config={  # type: ignore[attr-defined]
         "min_replicas": min_replicas, "max_replicas": max_replicas, **INGRESS_AUTOSCALING})
 
 
@@ -177,6 +178,7 @@ def compile_worker_code() -> bool:
     import minisphere
     written = True
     for package in (minisphere, actors):
+        assert package.__file__ is not None         # both are regular packages, not namespaces
         written &= bool(compileall.compile_dir(Path(package.__file__).parent, quiet=2))
     return written and bool(compileall.compile_file(Path(__file__), quiet=2))
 

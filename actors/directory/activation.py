@@ -186,6 +186,7 @@ class Activator:
             resident = await self._bind_reserved(workspace_id)
         finally:
             self.residents.reserved.discard(workspace_id)
+        assert resident.wake is not None                  # _bind_actor recorded the wake
         resident.wake.update(roomMs=round(room_ms, 3),
                              wakeMs=round((time.perf_counter() - started) * 1e3, 3))
         return resident.handle
@@ -201,7 +202,7 @@ class Activator:
         there = {ws: used for ws, used in evictable.items()
                  if self.residents.get(ws).node_id == node}
         if there:
-            victim = min(there, key=there.get)
+            victim = min(there, key=there.__getitem__)
             log.info("workspace %s: its node %s is full; hibernating %s there instead of moving",
                      workspace_id, node[:12], victim)
             handle = self.residents.get(victim).handle

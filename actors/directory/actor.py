@@ -22,6 +22,7 @@ restarted after a crash finds its workspace again.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 
 import ray
@@ -33,7 +34,8 @@ from actors.process_logging import log_to_stderr
 from actors.workspace.actor import WorkspaceActor
 from minisphere.control.auth import token_hash
 from minisphere.control.blueprints import parse_blueprint
-from minisphere.control.plane import ControlPlane
+from minisphere.control.locations import Location
+from minisphere.control.plane import AuditEntry, ControlPlane, TokenInfo, WorkspaceRecord
 from minisphere.control.residency_policy import IDLE_SWEEP_S
 from minisphere.errors import InvalidArgument
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
@@ -50,7 +52,8 @@ NODE_SWEEP_EVERY_ROUNDS = 120      # sweep rounds (of IDLE_SWEEP_S) between swee
 HEAD_NODE_RESOURCE = {"node:__internal_head__": 0.001}
 
 
-@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0,
+# Ray's typed overloads of remote() list task options only, not an actor's max_concurrency
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0,  # type: ignore[call-overload]
             max_concurrency=DIRECTORY_CONCURRENCY)
 class DirectoryActor:
     def __init__(self, settings: Settings):
@@ -125,7 +128,7 @@ class DirectoryActor:
                 "durability": self._durability(workspace_id),
                 "location": self.control.locations.location(workspace_id)}
 
-    async def list(self, limit: int = 1000, after: str = "") -> list[dict]:
+    async def list(self, limit: int = 1000, after: str = "") -> builtins.list[WorkspaceRecord]:
         self._start_background()
         return self.control.list(limit, after)
 
@@ -149,7 +152,7 @@ class DirectoryActor:
                            expires_at: int | None) -> dict:
         return await self.grants.create(workspace_id, scope, label, expires_at)
 
-    async def list_tokens(self, workspace_id: str) -> list[dict]:
+    async def list_tokens(self, workspace_id: str) -> builtins.list[TokenInfo]:
         return self.control.list_tokens(workspace_id)
 
     async def revoke_token(self, workspace_id: str, token_id: str) -> dict:
@@ -166,7 +169,7 @@ class DirectoryActor:
     async def hibernate(self, workspace_id: str, reason: str = "manual") -> dict:
         return await self.hibernation.hibernate(workspace_id, reason)
 
-    async def set_vector_binding(self, workspace_id: str, vector: dict) -> dict:
+    async def set_vector_binding(self, workspace_id: str, vector: dict) -> WorkspaceRecord:
         """The binding the workspace's blueprint names from now on (checked first); its file
         follows by the rebind the caller sends the actor next, or at its next open."""
         spec = parse_blueprint({"bindings": {"vector": vector}}).bindings.vector
@@ -178,7 +181,7 @@ class DirectoryActor:
         """Hibernate every resident at once (the service is stopping); how many there were."""
         return await self.hibernation.hibernate_all(reason)
 
-    async def sweep(self) -> list[str]:
+    async def sweep(self) -> builtins.list[str]:
         return await self.hibernation.sweep()
 
     async def ended_cleanly(self, workspace_id: str, actor_id: str) -> bool:
@@ -202,7 +205,7 @@ class DirectoryActor:
         resident = self.residents.get(workspace_id)
         return resident.actor_name if resident else None
 
-    async def resident(self) -> list[str]:
+    async def resident(self) -> builtins.list[str]:
         """Workspaces whose actor currently exists in the cluster."""
         for workspace_id in self.residents.ids():
             self.activator.drop_if_dead(workspace_id)
@@ -230,7 +233,7 @@ class DirectoryActor:
         self._start_background()
         return self.pool.status()
 
-    def spare_handles(self, known: list[str]) -> tuple[list[str], dict]:
+    def spare_handles(self, known: builtins.list[str]) -> tuple[builtins.list[str], dict]:
         """For an ingress replica's advance contact (actors/ingress/spare_contacts.py): the
         names of the ready spares, and the handles of those not in `known`."""
         ready = self.pool.ready_handles()
@@ -274,7 +277,7 @@ class DirectoryActor:
                        stored: int | None) -> None:
         self.control.locations.record_position(workspace_id, generation, position, stored)
 
-    async def accept_stored_state(self, workspace_id: str) -> dict:
+    async def accept_stored_state(self, workspace_id: str) -> Location:
         """An admin accepts losing what only an unreachable copy held (then restores)."""
         return self.control.locations.accept_stored_state(workspace_id)
 
@@ -302,7 +305,8 @@ class DirectoryActor:
         """Record where the file is (operators moving files; tests simulating a lost node)."""
         self.control.touch(workspace_id, node_id)
 
-    async def audit(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
+    async def audit(self, workspace_id: str | None = None,
+                    limit: int = 100) -> builtins.list[AuditEntry]:
         return self.control.audit_log(workspace_id, limit)
 
     async def maintenance(self, op: str, *args):
@@ -315,7 +319,8 @@ class DirectoryActor:
 
 def get_directory(settings: Settings):
     """The directory singleton: created on first use, found by name afterwards."""
-    return DirectoryActor.options(
+    # mypy keeps a decorated class's own type: Ray's ActorClass (and its .options) is unseen
+    return DirectoryActor.options(  # type: ignore[attr-defined]
         name=DIRECTORY_NAME, namespace=settings.namespace, lifetime="detached",
         get_if_exists=True, num_cpus=0, max_restarts=-1, max_task_retries=0,
         resources=HEAD_NODE_RESOURCE,

@@ -11,7 +11,7 @@ from typing import Any
 
 
 class SingleFlight:
-    def __init__(self):
+    def __init__(self) -> None:
         self._running: dict[str, asyncio.Future] = {}
 
     def __contains__(self, key: str) -> bool:

@@ -83,7 +83,7 @@ class SparePool:
         self.clock = clock
         self._wakes: deque[float] = deque()        # when each recent `take` came
         self._asks_again = False        # the last take was a miss with no node asked
-        self.size = max(0, int(size)) if demand is None else self._demand_target()
+        self.size = max(0, int(size)) if demand is None else self._demand_target(demand)
         self._start_spare = start_spare
         self._kill = kill
         self._ready: deque[Spare] = deque()
@@ -203,18 +203,18 @@ class SparePool:
                 "peakWakesPerMinute": peak_wakes_per_bucket(self._wakes, self.clock())}
 
     # ---- following demand ------------------------------------------------------------------------
-    def _demand_target(self) -> int:
+    def _demand_target(self, demand: Demand) -> int:
         now = self.clock()
         while self._wakes and now - self._wakes[0] >= SPARE_DEMAND_WINDOW_S:
             self._wakes.popleft()                # the record stays the size of the window
-        return demand_spare_target(self._wakes, now, self.demand.floor, self.demand.ceiling)
+        return demand_spare_target(self._wakes, now, demand.floor, demand.ceiling)
 
     def follow_demand(self) -> None:
         """Size the pool for the wakes seen recently; ready spares beyond it are killed (the
         newest first: the oldest have shown they start and answer)."""
         if self.demand is None:
             return
-        self.size = self._demand_target()
+        self.size = self._demand_target(self.demand)
         while len(self._ready) > self.size:
             self._kill(self._ready.pop().handle)
             self.shrunk += 1

@@ -43,7 +43,8 @@ def embedder_name(spec: dict) -> str:
     return ":".join(parts)
 
 
-@ray.remote(max_restarts=-1, max_task_retries=1, max_concurrency=64)
+# Ray's typed overloads of remote() list task options only, not an actor's max_concurrency
+@ray.remote(max_restarts=-1, max_task_retries=1, max_concurrency=64)  # type: ignore[call-overload]
 class EmbedderActor:
     def __init__(self, spec: dict):
         log_to_stderr()
@@ -77,7 +78,8 @@ class EmbedderActor:
     async def _flush(self) -> None:
         await asyncio.sleep(0)   # requests delivered in the same turn of the loop go together
         while self._pending:
-            group, size = [], 0
+            group: list[tuple[list[str], asyncio.Future]] = []
+            size = 0
             while self._pending and (not group or size + len(self._pending[0][0]) <= MAX_BATCH_TEXTS):
                 texts, future = self._pending.pop(0)
                 group.append((texts, future))
@@ -110,5 +112,7 @@ def get_or_create_embedder(spec: dict, namespace: str | None = None,
     a few of them hold every core and leave the next actor waiting for good."""
     if num_cpus is None:
         num_cpus = EMBEDDER_NUM_CPUS if spec["provider"] in LOCAL_PROVIDERS else 0
-    return EmbedderActor.options(name=embedder_name(spec), namespace=namespace, lifetime="detached",
-                                 get_if_exists=True, num_cpus=num_cpus).remote(spec)
+    # mypy keeps a decorated class's own type: Ray's ActorClass (and its .options) is unseen
+    return EmbedderActor.options(  # type: ignore[attr-defined]
+        name=embedder_name(spec), namespace=namespace, lifetime="detached", get_if_exists=True,
+        num_cpus=num_cpus).remote(spec)

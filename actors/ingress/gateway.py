@@ -17,8 +17,10 @@ its first message before a wake hands it out (`spare_contacts.py`).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import time
+from typing import Any
 
 from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.directory.actor import get_directory
@@ -120,7 +122,7 @@ class Gateway:
 
     # ---- calls ---------------------------------------------------------------------------------
     async def call(self, workspace_id: str, method_name: str, body, caller: str,
-                   idempotency_key: str | None = None) -> tuple[object, dict]:
+                   idempotency_key: str | None = None) -> tuple[Any, dict]:
         """Run one method on the workspace's actor as `caller` (the token hash `authorize`
         returned): (result, timings); engine errors raise. Timings say `replayed` when a
         keyed write was answered from its stored result."""
@@ -327,7 +329,7 @@ class Gateway:
         return await self.ask_directory(DirectoryMethod.CREATE_TOKEN, workspace_id, scope, label,
                                         expires_at)
 
-    async def list_tokens(self, workspace_id: str) -> list[dict]:
+    async def list_tokens(self, workspace_id: str) -> builtins.list[dict]:
         check_workspace_id(workspace_id)
         return await self.ask_directory(DirectoryMethod.LIST_TOKENS, workspace_id)
 

@@ -32,11 +32,11 @@ from actors.actor_methods import DirectoryMethod
 log = logging.getLogger("minisphere.metrics")
 METRICS_POLL_S = 15.0
 SNAPSHOT_AGE_SAMPLE = 50            # resident workspaces asked per poll, at most
-LATENCY_BOUNDARIES_MS = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000]
+LATENCY_BOUNDARIES_MS: list[float] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000]
 
 
 class ServiceMetrics:
-    def __init__(self, gateway=None):
+    def __init__(self, gateway=None) -> None:
         from ray.util import metrics
         self.gateway = gateway
         self.requests = metrics.Counter(

@@ -67,7 +67,8 @@ class ScheduledTasksActor:
 
 def get_scheduled_tasks(settings: Settings):
     """The scheduler singleton: created on first use, found by name afterwards."""
-    return ScheduledTasksActor.options(
+    # mypy keeps a decorated class's own type: Ray's ActorClass (and its .options) is unseen
+    return ScheduledTasksActor.options(  # type: ignore[attr-defined]
         name=SCHEDULER_NAME, namespace=settings.namespace, lifetime="detached",
         get_if_exists=True, num_cpus=0, max_restarts=-1, max_task_retries=0,
     ).remote(settings)

@@ -56,6 +56,7 @@ from actors.workspace.process_memory import drop_process_wide_traces, rss_bytes
 from actors.workspace.token_checks import TokenChecks
 from minisphere.contract.startup import verified_contracts
 from minisphere.control.auth import TokenGrant
+from minisphere.durability.snapshotter import SnapshotStatus
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.methods import find_method
 from minisphere.errors import (
@@ -114,8 +115,7 @@ class WorkspaceActor:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.positions = PositionReports(
             lambda: self.host.durable_position() if self.host else None,
-            lambda position, stored: self._report(DirectoryMethod.POSITION, self.launch.generation,
-                                                  position, stored))
+            self._report_position)
         self.files = AdminFiles(self)       # the admin's operations on the file
         if launch is None and self.restarted and directory is not None:
             # Ray re-ran the constructor after a crash: reopen what this actor was bound to
@@ -153,6 +153,7 @@ class WorkspaceActor:
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             return {"ok": False, "error": as_named_error(exc)}
         # while the answer travels to the directory and the caller's call travels here
+        assert self.host is not None            # _bind opened it
         self.host.warm_reads()
         # the directory's own clock on a bind also holds the call's way there and back
         return {"ok": True, "result": {"activation": activation, "nodeId": self.node_id,
@@ -172,6 +173,7 @@ class WorkspaceActor:
             if self._serves(launch):
                 # Ray restarted this actor while the directory bound it, and the restart bound
                 # it first (the directory records the name before the bind): already done
+                assert self.host is not None    # _serves checked it
                 return self.host.activation
             raise InternalError(f"actor {self.name} already serves workspace "
                                 f"{self.workspace_id}; it is never bound to another")
@@ -184,6 +186,7 @@ class WorkspaceActor:
         self.admission = Admission(workspace_id)
         self.due = DueNotes(workspace_id, self.directory)
         self.last_call_at = time.time()
+        assert self.host.workspace is not None      # open_host opened the file
         log.info("workspace %s open at %s in %s (schema %s, restarted=%s, from %s)",
                  workspace_id, launch.path, self.name, self.host.workspace.schema_version,
                  self.restarted, self.host.activation["source"])
@@ -225,7 +228,11 @@ class WorkspaceActor:
         except Exception:
             log.warning("could not report %s to the directory", method, exc_info=True)
 
-    def _report_snapshot(self, status: dict) -> None:
+    def _report_position(self, position: int, stored: int | None) -> None:
+        assert self.launch is not None          # a position is known only while a file is open
+        self._report(DirectoryMethod.POSITION, self.launch.generation, position, stored)
+
+    def _report_snapshot(self, status: SnapshotStatus) -> None:
         self._report(DirectoryMethod.SNAPSHOT_STATUS, status)
         self.positions.report(status.get("lastPosition"))
 
@@ -254,6 +261,7 @@ class WorkspaceActor:
         self.last_call_at = time.time()
         timings: dict = {}
         try:
+            assert self.host is not None        # serve() let the call in: a workspace is bound
             method = find_method(method_name)
             self.tokens.authorize(method, token_hash)
             ahead = adopt_sent_query(self.host.embedder, body, sent_query)
@@ -276,6 +284,7 @@ class WorkspaceActor:
             if method_name == "recall" else envelope
 
     async def _write(self, method, body, key: str | None = None):
+        assert self.host is not None and self.due is not None    # bound together, as call() is
         prepared, prepare_ms = await self._prepare(method.name, body)
         # Tell the control plane before a write (or a pass) can change what is due, then queue
         # it right after (see due_notes.py).
@@ -304,6 +313,7 @@ class WorkspaceActor:
 
     async def _prepare(self, method_name: str, body: dict) -> tuple[object, float | None]:
         """The hooks' prepare step (embedding) on a read-pool thread, when the write has one."""
+        assert self.host is not None            # a write is admitted only while bound
         if not self.host.needs_prepare(method_name):
             return NOT_PREPARED, None
         started = time.perf_counter()
@@ -324,6 +334,7 @@ class WorkspaceActor:
         if self.host is None:
             return {"lastCallAt": self.last_call_at, "inflight": 0, "snapshotFailing": False}
         snapshots = self.host.snapshotter.status()
+        assert self.admission is not None       # bound with the host
         return {"lastCallAt": self.last_call_at, "inflight": self.admission.inflight,
                 "snapshotFailing": bool(snapshots["consecutiveFailures"]
                                         and snapshots["pendingWrites"])}
@@ -336,6 +347,7 @@ class WorkspaceActor:
         if self.host is None:                    # a spare: nothing to keep
             return {"workspace": None, "snapshot": None, "error": None,
                     "pendingSnapshot": False, "snapshots": None, "process": self._process()}
+        assert self.admission is not None       # bound with the host
         await self.admission.close_for_hibernation()
         self.files.let_go()
         self.tokens.report_use()
@@ -377,6 +389,7 @@ class WorkspaceActor:
     async def close(self) -> dict:
         """Commit what is queued, close every connection. The actor must be killed after."""
         if self.host is not None:
+            assert self.admission is not None   # bound with the host
             await self.admission.close_for_hibernation()
             await asyncio.to_thread(self.host.close)
         self.files.let_go()

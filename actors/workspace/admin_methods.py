@@ -59,6 +59,19 @@ class AdminFiles:
         self._transfers: TransferSessions | None = None
         self.rebinds = VectorRebinds(owner)
 
+    # ---- the workspace bound now (`serve` sends these methods only while there is one) ---------
+    @property
+    def host(self) -> WorkspaceHost:
+        host = self.owner.host
+        assert host is not None
+        return host
+
+    @property
+    def due(self) -> DueNotes:
+        due = self.owner.due
+        assert due is not None
+        return due
+
     # ---- import and export -----------------------------------------------------------------------
     @property
     def transfers(self) -> TransferSessions:
@@ -88,8 +101,8 @@ class AdminFiles:
         try:
             self.owner.tokens.authorize_admin(token_hash, "export")
             async with self.owner._admission().admit():
-                self.owner.host.ensure_open()
-                return await run_on_thread(self.transfers.export_page, self.owner.host, export_id,
+                self.host.ensure_open()
+                return await run_on_thread(self.transfers.export_page, self.host, export_id,
                                            number, max_lines)
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             return {"ok": False, "error": as_named_error(exc)}
@@ -101,9 +114,9 @@ class AdminFiles:
         try:
             self.owner.tokens.authorize_admin(token_hash, "import")
             async with self.owner._admission().admit():
-                self.owner.host.ensure_open()
-                self.owner.due.before_bulk_write()
-                return await run_on_thread(self.transfers.import_chunk, self.owner.host, key, header,
+                self.host.ensure_open()
+                self.due.before_bulk_write()
+                return await run_on_thread(self.transfers.import_chunk, self.host, key, header,
                                            lines, first, final)
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             return {"ok": False, "error": as_named_error(exc)}
@@ -114,18 +127,18 @@ class AdminFiles:
         try:
             self.owner.tokens.authorize_admin(token_hash, "a snapshot")
             async with self.owner._admission().admit():
-                return await run_on_thread(self.owner.host.states.snapshot_now, reason)
+                return await run_on_thread(self.host.states.snapshot_now, reason)
         except Exception as exc:  # noqa: BLE001 - refused, or hibernating
             return {"ok": False, "error": as_named_error(exc)}
 
     async def restore(self, version: str | None, token_hash: str) -> dict:
         """Restore a snapshot version (see `_swap_file`)."""
-        return await self._swap_file(self.owner.host.states.restore, version, "restore", "version",
+        return await self._swap_file(self.host.states.restore, version, "restore", "version",
                                      token_hash)
 
     async def restore_to_moment(self, moment: str, token_hash: str) -> dict:
         """Restore the replica's state at `moment` (see `_swap_file`)."""
-        return await self._swap_file(self.owner.host.states.restore_to_time, moment,
+        return await self._swap_file(self.host.states.restore_to_time, moment,
                                      "restore-to-moment", "moment", token_hash)
 
     async def _swap_file(self, restore, target: str | None, action: str, field: str,
@@ -141,7 +154,7 @@ class AdminFiles:
             return {"ok": False, "error": as_named_error(exc)}
         if answer["ok"]:
             self.owner._report(DirectoryMethod.AUDIT_EVENT, action, {field: answer["result"][field]})
-            self.owner.due.forget()
+            self.due.forget()
             self.owner.positions.report()
         return answer
 
@@ -167,6 +180,6 @@ class AdminFiles:
         try:
             self.owner.tokens.authorize_admin(token_hash, "pruning snapshots")
             async with self.owner._admission().admit():
-                return await run_on_thread(self.owner.host.states.prune_snapshots, keep)
+                return await run_on_thread(self.host.states.prune_snapshots, keep)
         except Exception as exc:  # noqa: BLE001 - hibernating
             return {"ok": False, "error": as_named_error(exc)}

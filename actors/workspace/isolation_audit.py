@@ -20,7 +20,7 @@ from minisphere.hosting.tenant_caches import tenant_caches
 HOLDERS_SHOWN = 5             # per needle: enough to say where to look
 
 
-def _strings_in(obj) -> Iterable[str | bytes]:
+def _strings_in(obj) -> Iterable[str | bytes | bytearray]:
     if isinstance(obj, str | bytes | bytearray):
         yield obj
         return

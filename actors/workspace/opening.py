@@ -12,6 +12,7 @@ import ray
 from actors.workspace.launch import WorkspaceLaunch
 from actors.workspace.node_ray import replication_owner
 from minisphere.durability.replication import workspace_replica
+from minisphere.durability.snapshotter import SnapshotStatus
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.hosting.copies import staged_bytes
 from minisphere.hosting.host import WorkspaceHost
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def open_host(launch: WorkspaceLaunch, node_id: str, *,
-              on_snapshot_status: Callable[[dict], None],
+              on_snapshot_status: Callable[[SnapshotStatus], None],
               on_durable: Callable[[int], None]) -> WorkspaceHost:
     """Open (or restore from a snapshot) the launch's file on this node, `node_id`."""
     owner = replication_owner(launch.replication.enabled)

@@ -43,7 +43,7 @@ class _Export:
 
 
 class TransferSessions:
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()        # pages and chunks may run on several threads
         self._exports: dict[str, _Export] = {}
         self._imports: dict[str, ImportSession] = {}

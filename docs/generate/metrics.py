@@ -18,10 +18,15 @@ def defined_metrics() -> tuple[list[dict], dict[str, object]]:
     tree = ast.parse((ROOT / SOURCE).read_text(encoding="utf-8"))
     constants = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-                isinstance(node.targets[0], ast.Name):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:    # NAME: type = value
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name):
             with contextlib.suppress(ValueError):
-                constants[node.targets[0].id] = ast.literal_eval(node.value)
+                constants[target.id] = ast.literal_eval(value)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \

@@ -20,12 +20,12 @@ from minisphere.contract.pins import (
     ContractPinError,
     check_engine,
     check_routes,
+    contract_file_name,
     contract_files,
     find_contracts_dir,
     format_pin,
     load_surface,
     orphan_pins,
-    parse_contract_file_name,
     pin_path,
     pinned_contracts,
     read_pin,
@@ -102,7 +102,7 @@ def cmd_verify(args) -> int:
 
 def check_pinnable(path: Path) -> str | None:
     """A reason not to pin this file, or None. Catches a renamed-but-not-edited version."""
-    meta = parse_contract_file_name(path.name)
+    meta = contract_file_name(path)
     if meta["role"] == "surface":
         try:
             doc = json.loads(path.read_bytes().decode("utf-8"))

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -202,7 +203,9 @@ def _register_calls(subparsers) -> None:
         connection_flags(parser, workspace=True)
         parser.set_defaults(func=_run(lambda c, a: action(_ws(c, a), a)))
 
-    pos = lambda name: ((name,), {})
+    def pos(name: str) -> tuple[tuple[str], dict[str, Any]]:
+        return (name,), {}
+
     key = lambda args: {"idempotency_key": args.idempotency_key}
     command("capture", "store a fact or event", lambda w, a: w.capture(a.content, **key(a), **_opts(
         a, "tags", "kind", "volatility", "status", "importance", "source", "claim_tag")),

@@ -31,6 +31,7 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TypedDict
 
 from minisphere.errors import ContractPinError, ContractSurfaceError
 from minisphere.files import sha256_file
@@ -65,12 +66,26 @@ def find_contracts_dir(contracts_dir: str | os.PathLike | None = None) -> Path:
                            f"{ENV_CONTRACTS_DIR} to the directory holding the pinned contracts")
 
 
-def parse_contract_file_name(file_name: str) -> dict | None:
+class ContractFileName(TypedDict):
+    name: str
+    version: str
+    role: str        # text | surface
+
+
+def parse_contract_file_name(file_name: str) -> ContractFileName | None:
     """`NAME@1.2.md` -> {name, version, role: text|surface}; None for other files."""
     match = _CONTRACT_FILE.match(file_name)
     if match is None:
         return None
     return {"name": match["name"], "version": match["version"], "role": _ROLE[match["role"]]}
+
+
+def contract_file_name(path: Path) -> ContractFileName:
+    """The name parts of a file `contract_files` listed (any other file is a ValueError)."""
+    meta = parse_contract_file_name(path.name)
+    if meta is None:
+        raise ValueError(f"{path.name} is not a contract file name")
+    return meta
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -110,8 +125,8 @@ def contract_files(directory: Path) -> list[Path]:
     """Contract files in the directory, sorted by name then version."""
     found = [p for p in directory.iterdir()
              if p.is_file() and parse_contract_file_name(p.name) is not None]
-    return sorted(found, key=lambda p: (parse_contract_file_name(p.name)["name"],
-                                        version_key(parse_contract_file_name(p.name)["version"]),
+    return sorted(found, key=lambda p: (contract_file_name(p)["name"],
+                                        version_key(contract_file_name(p)["version"]),
                                         p.name))
 
 
@@ -124,8 +139,8 @@ def orphan_pins(directory: Path) -> list[Path]:
 
 
 def active_version(directory: Path, name: str = CONTRACT_NAME) -> str:
-    versions = {parse_contract_file_name(p.name)["version"] for p in contract_files(directory)
-                if parse_contract_file_name(p.name)["name"] == name}
+    versions = {contract_file_name(p)["version"] for p in contract_files(directory)
+                if contract_file_name(p)["name"] == name}
     if not versions:
         raise ContractPinError(f"no {name}@<version>.md in {directory}; the service cannot start "
                                "without its pinned contract", file=f"{name}@<version>.md")
@@ -133,7 +148,7 @@ def active_version(directory: Path, name: str = CONTRACT_NAME) -> str:
 
 
 def _record(path: Path, digest: str, active: str) -> dict:
-    meta = parse_contract_file_name(path.name)
+    meta = contract_file_name(path)
     return {"name": meta["name"], "version": meta["version"], "sha256": digest,
             "file": path.name, "role": meta["role"],
             "active": meta["name"] == CONTRACT_NAME and meta["version"] == active}

@@ -11,6 +11,7 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from minisphere.errors import Forbidden, InsufficientScope, MalformedRequest, Unauthenticated
 
@@ -46,7 +47,8 @@ def new_token_id() -> str:
 
 # What a workspace token may be issued for (see TokenGrant.scope): the one list the HTTP app
 # and the CLI offer.
-TOKEN_SCOPES = ("read", "write")
+TokenScope = Literal["read", "write"]
+TOKEN_SCOPES: tuple[TokenScope, ...] = get_args(TokenScope)
 
 
 @dataclass(frozen=True)

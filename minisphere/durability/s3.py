@@ -22,8 +22,8 @@ def make_s3_client(settings: S3Settings, *, connect_timeout_s: float = S3_CONNEC
                    read_timeout_s: float = S3_READ_TIMEOUT_S,
                    max_attempts: int = S3_MAX_ATTEMPTS) -> Any:
     """A boto3 S3 client (untyped: boto3 ships no type information)."""
-    import boto3  # type: ignore[import-untyped]  # no types shipped; boto3-stubs not a dependency
-    from botocore.config import Config  # type: ignore[import-untyped]  # likewise
+    import boto3
+    from botocore.config import Config
 
     endpoint = settings.endpoint_url or None
     config = Config(connect_timeout=connect_timeout_s, read_timeout=read_timeout_s,

@@ -182,7 +182,7 @@ class S3SnapshotStore(SnapshotStore):
 
     def _unavailable(self, what: str, exc: Exception) -> SnapshotError | SnapshotNotFound:
         # no types shipped (botocore-stubs is not a dependency): its exceptions are Any here
-        from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+        from botocore.exceptions import ClientError
         if isinstance(exc, ClientError):
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("NoSuchKey", "404", "NotFound"):

@@ -28,10 +28,8 @@ def _integral(value: Any) -> Any:
     return value
 
 
-def integer(lowest: int, highest: int) -> Any:
-    """An integer argument in [lowest, highest] (the bounds go first, so the schema shows them as
-    JSON Schema's minimum and maximum)."""
-    return Annotated[StrictInt, Field(ge=lowest, le=highest), BeforeValidator(_integral)]
+# What an integer argument's type carries after its bounds: 5.0 is taken as 5 (see _integral)
+INTEGRAL = BeforeValidator(_integral)
 
 
 Score01 = Annotated[float, Field(ge=0, le=1, strict=True, allow_inf_nan=False)]
@@ -60,8 +58,8 @@ TagFilter = Annotated[StrictStr, Field(json_schema_extra={
 TagList = Annotated[list[Tag], Field(max_length=C.MAX_TAGS_PER_ENTRY)]
 OptionalSource = Optional[Annotated[StrictStr, Field(max_length=C.MAX_SOURCE_CHARS)]]
 OptionalEvidence = Optional[Annotated[StrictStr, Field(max_length=C.MAX_EVIDENCE_REF_CHARS)]]
-# integers in bounds, written out (`integer` makes the same type, which a type checker cannot
-# read as one)
+# integers in bounds (the bounds go first, so the schema shows them as JSON Schema's minimum and
+# maximum)
 Hops: TypeAlias = Annotated[StrictInt, Field(ge=0, le=C.GRAPH_MAX_HOPS),
                             BeforeValidator(_integral)]
 RecentN: TypeAlias = Annotated[StrictInt, Field(ge=1, le=C.LIST_RECENT_MAX_N),

@@ -74,9 +74,10 @@ def build_api(gateway: WorkspaceGateway, contracts: list[dict], *, transfer=None
                               "stateless, the workspace token as Bearer), outside this "
                               "document: see docs/guides/mcp.md.")
     api.state.gateway, api.state.contracts, api.state.transfer = gateway, contracts, transfer
-    api.add_exception_handler(StarletteHTTPException, http_error)
-    api.add_exception_handler(RequestValidationError, validation_error)
-    api.add_exception_handler(RouteError, answer_route_error)
+    # Starlette types every handler as taking any Exception, not the class it is registered for
+    api.add_exception_handler(StarletteHTTPException, http_error)  # type: ignore[arg-type]
+    api.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]
+    api.add_exception_handler(RouteError, answer_route_error)  # type: ignore[arg-type]
     for routes in ROUTES:
         routes.add_to(api)
     if transfer is not None:

@@ -127,8 +127,9 @@ def _holds_unencodable_text(value: Any) -> bool:
 def refuse_unencodable_text(raw: bytes | str, value: Any, what: str = "request body") -> None:
     """MalformedRequest when the parsed `value` of `raw` holds a lone surrogate: refused at the
     edge, so no method (keyed or not) fails on it later, inside a batch of other writes."""
-    escape = _SURROGATE_ESCAPE_BYTES if isinstance(raw, bytes) else _SURROGATE_ESCAPE
-    if escape.search(raw) and _holds_unencodable_text(value):
+    escaped = (_SURROGATE_ESCAPE_BYTES.search(raw) if isinstance(raw, bytes)
+               else _SURROGATE_ESCAPE.search(raw))
+    if escaped and _holds_unencodable_text(value):
         raise MalformedRequest(f"{what} holds text that is not valid Unicode (a lone UTF-16 "
                                "surrogate escape such as \\ud800): send UTF-8 text")
 

@@ -94,7 +94,7 @@ def route_label(route) -> tuple[str, str]:
 class RouteTable:
     """The app's routes (a live list: routes added later are seen) and their labels."""
 
-    def __init__(self, routes):
+    def __init__(self, routes) -> None:
         self.routes = routes
         self._labels: dict[int, tuple[str, str]] = {}
 

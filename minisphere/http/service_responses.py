@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field
 
 from minisphere.engine.methods import Access
 from minisphere.http.answer_model import Answer
-from minisphere.maintenance.runs import OUTCOMES, TRIGGERS
+from minisphere.maintenance.runs import Outcome, Trigger
 
 
 class Health(Answer):
@@ -219,10 +219,10 @@ class Pruned(Answer):
 class MaintenanceRun(Answer):
     runId: str
     workspaceId: str
-    trigger: Literal[*TRIGGERS]
+    trigger: Trigger
     startedAt: int
     finishedAt: Optional[int]
-    outcome: Optional[Literal[*OUTCOMES]]
+    outcome: Optional[Outcome]
     calls: int
     scanned: int
     marked: int

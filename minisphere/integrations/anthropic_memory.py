@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,7 +74,7 @@ def _header(key: str) -> str:
     return f"{key}\t{_digest(key)}"
 
 
-def _human_size(size: int) -> str:
+def _human_size(size: float) -> str:
     for unit in ("B", "K"):
         if size < 1024:
             return f"{size}{unit}" if unit == "B" else f"{size:.1f}{unit}"
@@ -109,8 +110,10 @@ class WorkspaceMemory:
     def execute(self, command: dict) -> str:
         """The text of a command's answer; MemoryToolError when it is refused."""
         name = command.get("command") if isinstance(command, dict) else None
-        action = {"view": self.view, "create": self.create, "str_replace": self.str_replace,
-                  "insert": self.insert, "delete": self.delete, "rename": self.rename}.get(name)
+        actions: dict[object, Callable[..., str]] = {
+            "view": self.view, "create": self.create, "str_replace": self.str_replace,
+            "insert": self.insert, "delete": self.delete, "rename": self.rename}
+        action = actions.get(name)
         if action is None:
             raise MemoryToolError(f"Unknown command: {name}")
         arguments = {k: v for k, v in command.items() if k != "command"}
@@ -159,10 +162,10 @@ class WorkspaceMemory:
             raise MemoryToolError(f"No replacement was performed, old_str `{old_str}` did not "
                                   f"appear verbatim in {path}.")
         if count > 1:
-            lines = [text[:at].count("\n") + 1 for at in _occurrences(text, old_str)]
+            found_at = [text[:at].count("\n") + 1 for at in _occurrences(text, old_str)]
             raise MemoryToolError(
                 f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in "
-                f"lines: {', '.join(map(str, lines))}. Please ensure it is unique")
+                f"lines: {', '.join(map(str, found_at))}. Please ensure it is unique")
         changed = text[:text.find(old_str)].count("\n")
         new_text = text.replace(old_str, new_str)
         self._write(entry_id, key, new_text)

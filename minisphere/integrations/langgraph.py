@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Collection, Generator, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -226,7 +226,7 @@ def _search(op: SearchOp) -> Plan:
 def _list_namespaces(op: ListNamespacesOp) -> Plan:
     records = yield from _listed(NAMESPACE_TAG)
     namespaces = {tuple(json.loads(entry["content"])["namespace"]) for entry in records}
-    chosen = [ns for ns in namespaces
+    chosen: Collection[tuple[str, ...]] = [ns for ns in namespaces
               if all(_matches_condition(ns, c) for c in op.match_conditions or ())]
     if op.max_depth is not None:
         chosen = {ns[:op.max_depth] for ns in chosen}
@@ -244,7 +244,9 @@ def _matches_condition(namespace: tuple[str, ...], condition) -> bool:
     return all(want in ("*", have) for have, want in zip(part, path))
 
 
-PLANS = {GetOp: _get, PutOp: _put, SearchOp: _search, ListNamespacesOp: _list_namespaces}
+# each plan takes the operation type it is keyed by
+PLANS: dict[type, Callable[[Any], Plan]] = {GetOp: _get, PutOp: _put, SearchOp: _search,
+                                           ListNamespacesOp: _list_namespaces}
 
 
 def _plan(op: Op) -> Plan:

@@ -35,6 +35,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Literal, get_args
 
 from minisphere.engine.clock import epoch_ms, iso_utc
 from minisphere.engine.constants import STALE_AFTER_MS
@@ -57,8 +58,10 @@ CLOCK_SKEW_ALLOWANCE_MS = 5_000          # scheduler vs workspace node clocks
 MAX_ERROR_CHARS = 500
 RUNS_DEFAULT_LIMIT = 100
 RUNS_MAX_LIMIT = 1000
-TRIGGERS = ("cron", "manual")
-OUTCOMES = ("ok", "error", "skipped")
+Trigger = Literal["cron", "manual"]
+Outcome = Literal["ok", "error", "skipped"]
+TRIGGERS: tuple[Trigger, ...] = get_args(Trigger)
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 UNUSABLE_SCHEDULE_PREFIX = "schedule not used (no cron runs until the blueprint is fixed): "
 # Writes that can create or move a due date (a new entry, or a confirmation); setStatus, link,
 # unlink and forget cannot make anything due earlier.
@@ -191,7 +194,7 @@ def job_spec(record: dict) -> JobSpec | None:
     (no binding, or the workspace is being deleted). A binding that cannot be a job (no cron
     text, a limit that is not a positive integer) raises InvalidArgument; whether the cron
     itself parses is the scheduler's question (`scheduler.trigger_for`)."""
-    workspace_id = record.get("id")
+    workspace_id: str = record["id"]
     if record.get("state") == "deleting":
         return None
     blueprint = record.get("blueprint") or {}

@@ -155,7 +155,9 @@ def parse_record(line: str, number: int) -> Record:
     """A validated entry or edge record; ImportFormatError names the line otherwise."""
     data = _load(line, number)
     kind = data.get("record")
-    model = {"entry": EntryRecord, "edge": EdgeRecord}.get(kind)
+    models: dict[object, type[EntryRecord] | type[EdgeRecord]] = {"entry": EntryRecord,
+                                                                  "edge": EdgeRecord}
+    model = models.get(kind)
     if model is None:
         raise ImportFormatError(f"line {number}: unknown record type {kind!r}")
     try:

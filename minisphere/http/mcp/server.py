@@ -46,7 +46,9 @@ class ToolRefusal(Exception):
 
 
 class WorkspaceBackend(Protocol):
-    workspace: str
+    @property
+    def workspace(self) -> str:
+        """The one workspace this backend calls (read-only: a backend is made per caller)."""
 
     async def can_write(self) -> bool:
         """Whether the caller's token may call the writes."""
@@ -151,7 +153,7 @@ async def _read(backend: WorkspaceBackend, uri: str) -> dict:
         raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri!r} in workspace "
                                            f"{backend.workspace}")
     try:
-        if brief is not None:
+        if entry is None:                  # then the brief matched
             return await backend.call("getBrief", {}, None)
         detail = await backend.call("getEntry", {"id": entry["id"]}, None)
         linked = await backend.call("connections", {"id": entry["id"]}, None)

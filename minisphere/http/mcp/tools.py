@@ -43,7 +43,7 @@ def is_read(name: str) -> bool:
     return METHODS[name].access == "read"
 
 
-def annotations(name: str) -> types.ToolAnnotations:
+def tool_annotations(name: str) -> types.ToolAnnotations:
     if is_read(name):
         return types.ToolAnnotations(title=TITLES[name], read_only_hint=True,
                                      open_world_hint=False)
@@ -70,7 +70,7 @@ def all_tools() -> tuple[types.Tool, ...]:
     """Every tool, reads first, in the catalogue's order (made once: the schemas are fixed)."""
     return tuple(types.Tool(name=name, title=TITLES[name], description=tool_description(name),
                             input_schema=input_schema(name), output_schema=output_schema(name),
-                            annotations=annotations(name))
+                            annotations=tool_annotations(name))
                  for name in TOOL_ARGUMENTS)
 
 

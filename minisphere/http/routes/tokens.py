@@ -2,14 +2,14 @@
 `POST/GET /v1/workspaces/{id}/tokens` and `DELETE /v1/workspaces/{id}/tokens/{token_id}`."""
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Optional, TypeAlias
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from minisphere.control.auth import TOKEN_SCOPES, check_workspace_id
-from minisphere.engine.arguments import integer
+from minisphere.control.auth import TokenScope, check_workspace_id
+from minisphere.engine.arguments import INTEGRAL
 from minisphere.errors import NotFound
 from minisphere.http import links
 from minisphere.http import service_responses as S
@@ -21,15 +21,15 @@ from minisphere.http.routes import Routes
 TOKEN_MAX_LIFETIME_S = 10 * 365 * 24 * 3600       # ten years: "does not expire" is null
 TOKEN_ID_MAX_CHARS = 64
 # an integer, and 60.0 is 60 as in JSON Schema (the engine's arguments take it so too)
-ExpiresInS = integer(1, TOKEN_MAX_LIFETIME_S)
+ExpiresInS: TypeAlias = Annotated[StrictInt, Field(ge=1, le=TOKEN_MAX_LIFETIME_S), INTEGRAL]
 
 routes = Routes()
 
 
 class CreateToken(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    scope: Literal[*TOKEN_SCOPES] = Field(description="read: the read methods only; write: "
-                                                      "every read and write method")
+    scope: TokenScope = Field(description="read: the read methods only; write: every read and "
+                                          "write method")
     label: Optional[Annotated[StrictStr, Field(max_length=200)]] = None
     expiresInS: Optional[ExpiresInS] = None
 
