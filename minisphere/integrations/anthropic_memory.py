@@ -110,10 +110,10 @@ class WorkspaceMemory:
     def execute(self, command: dict) -> str:
         """The text of a command's answer; MemoryToolError when it is refused."""
         name = command.get("command") if isinstance(command, dict) else None
-        actions: dict[object, Callable[..., str]] = {
+        actions: dict[str, Callable[..., str]] = {
             "view": self.view, "create": self.create, "str_replace": self.str_replace,
             "insert": self.insert, "delete": self.delete, "rename": self.rename}
-        action = actions.get(name)
+        action = actions.get(name) if isinstance(name, str) else None   # a list is no key
         if action is None:
             raise MemoryToolError(f"Unknown command: {name}")
         arguments = {k: v for k, v in command.items() if k != "command"}

@@ -155,9 +155,9 @@ def parse_record(line: str, number: int) -> Record:
     """A validated entry or edge record; ImportFormatError names the line otherwise."""
     data = _load(line, number)
     kind = data.get("record")
-    models: dict[object, type[EntryRecord] | type[EdgeRecord]] = {"entry": EntryRecord,
-                                                                  "edge": EdgeRecord}
-    model = models.get(kind)
+    models: dict[str, type[EntryRecord] | type[EdgeRecord]] = {"entry": EntryRecord,
+                                                               "edge": EdgeRecord}
+    model = models.get(kind) if isinstance(kind, str) else None     # a list is no key
     if model is None:
         raise ImportFormatError(f"line {number}: unknown record type {kind!r}")
     try:

@@ -241,3 +241,13 @@ def test_each_change_is_a_revision_and_delete_forgets_for_good(service):
     memory.execute({"command": "delete", "path": "/memories/done"})
     assert ws.get_count() == 0
     assert memory.run({"command": "view", "path": "/memories/done/plan.md"})[1] is True
+
+
+@pytest.mark.parametrize("name", [["view"], {"view": 1}, None, 3])
+def test_a_command_name_that_is_no_string_is_refused_as_a_tool_error(service, name):
+    """A list or an object where the command's name goes (as a model may send) is refused as
+    the tool's own error, not raised as a TypeError (a list can be no dictionary key)."""
+    memory, ws = fresh_memory(service)
+    text, is_error = memory.run({"command": name, "path": "/memories"})
+    assert is_error and text.startswith("Unknown command"), text
+    assert ws.get_count() == 0

@@ -101,7 +101,9 @@ def test_transfer_import_refuses_bad_lines_with_line_numbers(export_path, tmp_pa
             ('{"record": "entry"}\n', ImportFormatError, "no header"),
             (lines[0].replace('"formatVersion":1', '"formatVersion":9') + "\n",
              ImportVersionError, "version 9"),
-            (lines[0] + "\nnot json\n", ImportFormatError, "line 2: not valid JSON")]:
+            (lines[0] + "\nnot json\n", ImportFormatError, "line 2: not valid JSON"),
+            # a record type that is no string (a list can be no key) is named, not a TypeError
+            (lines[0] + '\n{"record": []}\n', ImportFormatError, "line 2: unknown record type")]:
         path = tmp_path / "case.jsonl"
         path.write_text(text, encoding="utf-8")
         with fresh(tmp_path, "case.db") as target, pytest.raises(error, match=message):
