@@ -47,6 +47,7 @@ from actors.process_logging import log_to_stderr
 from actors.sent_queries import SentQuery, adopt_sent_query, recall_envelope
 from actors.workspace.admin_methods import FILE_METHODS, AdminFiles
 from actors.workspace.admission import Admission
+from actors.workspace.directory_news import DirectoryNews
 from actors.workspace.due_notes import DueNotes
 from actors.workspace.launch import WorkspaceLaunch
 from actors.workspace.node_ray import was_reconstructed
@@ -95,6 +96,7 @@ class WorkspaceActor:
         log_to_stderr()
         self.contracts = verified_contracts()   # a broken pin must not open any file
         self.directory = directory               # handle, for reports (may be None)
+        self.news = DirectoryNews(directory, lambda: self.workspace_id)
         self._directory_contacted = False
         context = ray.get_runtime_context()
         self.name = context.get_actor_name()
@@ -110,7 +112,7 @@ class WorkspaceActor:
         self.admission: Admission | None = None
         self.due: DueNotes | None = None
         self.tokens = TokenChecks(admin_token_hash,
-                                  lambda used: self._report(DirectoryMethod.TOKENS_USED, used))
+                                  lambda used: self.news.tell(DirectoryMethod.TOKENS_USED, used))
         self.launch: WorkspaceLaunch | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.positions = PositionReports(
@@ -191,7 +193,7 @@ class WorkspaceActor:
                  workspace_id, launch.path, self.name, self.host.workspace.schema_version,
                  self.restarted, self.host.activation["source"])
         if report_placement:        # Ray re-ran the constructor: the directory asked nothing
-            self._report(DirectoryMethod.PLACED, self.node_id, self.host.activation)
+            self.news.tell(DirectoryMethod.PLACED, self.node_id, self.host.activation)
         if self.host.activation["source"] == "snapshot":
             self.due.forget()          # opened from a snapshot: the recorded due state is stale
         return self.host.activation
@@ -219,21 +221,12 @@ class WorkspaceActor:
             raise WorkspaceUnavailable(f"actor {self.name} serves no workspace yet")
         return self.admission
 
-    def _report(self, method: DirectoryMethod, *args) -> None:
-        """Tell the directory something, fire-and-forget (never fails the caller)."""
-        if self.directory is None or self.workspace_id is None:
-            return
-        try:
-            getattr(self.directory, method).remote(self.workspace_id, *args)
-        except Exception:
-            log.warning("could not report %s to the directory", method, exc_info=True)
-
     def _report_position(self, position: int, stored: int | None) -> None:
         assert self.launch is not None          # a position is known only while a file is open
-        self._report(DirectoryMethod.POSITION, self.launch.generation, position, stored)
+        self.news.tell(DirectoryMethod.POSITION, self.launch.generation, position, stored)
 
     def _report_snapshot(self, status: SnapshotStatus) -> None:
-        self._report(DirectoryMethod.SNAPSHOT_STATUS, status)
+        self.news.tell(DirectoryMethod.SNAPSHOT_STATUS, status)
         self.positions.report(status.get("lastPosition"))
 
     async def serve(self, workspace_id: str, method: str, *args) -> dict:
@@ -305,7 +298,7 @@ class WorkspaceActor:
             if method.name == "forget":
                 self.files.drop_exports()
                 # copies left on nodes the workspace moved from may hold the text too
-                self._report(DirectoryMethod.FORGOT)
+                self.news.tell(DirectoryMethod.FORGOT)
         self.positions.after_write()
         if prepare_ms is not None:
             timings["prepare_ms"] = prepare_ms

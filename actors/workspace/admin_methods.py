@@ -18,6 +18,7 @@ from minisphere.errors import as_named_error
 
 if TYPE_CHECKING:
     from actors.workspace.admission import Admission
+    from actors.workspace.directory_news import DirectoryNews
     from actors.workspace.due_notes import DueNotes
     from actors.workspace.position_reports import PositionReports
     from actors.workspace.token_checks import TokenChecks
@@ -42,15 +43,15 @@ async def run_on_thread(fn, *args) -> dict:
 class FileOwner(Protocol):
     """What the admin's file operations need of the workspace actor that owns them: the
     workspace bound now (its host, due notes and position reports), the token checks, the
-    admission of calls, and the fire-and-forget reports to the directory."""
+    admission of calls, and the fire-and-forget news for the directory."""
     host: WorkspaceHost | None
     tokens: TokenChecks
     due: DueNotes | None
     positions: PositionReports
 
-    def _admission(self) -> Admission: ...
+    news: DirectoryNews
 
-    def _report(self, method: DirectoryMethod, *args) -> None: ...
+    def _admission(self) -> Admission: ...
 
 
 class AdminFiles:
@@ -153,7 +154,7 @@ class AdminFiles:
         except Exception as exc:  # noqa: BLE001 - hibernating
             return {"ok": False, "error": as_named_error(exc)}
         if answer["ok"]:
-            self.owner._report(DirectoryMethod.AUDIT_EVENT, action, {field: answer["result"][field]})
+            self.owner.news.tell(DirectoryMethod.AUDIT_EVENT, action, {field: answer["result"][field]})
             self.due.forget()
             self.owner.positions.report()
         return answer

@@ -24,7 +24,7 @@ from tests.support.protocols import protocol_gaps
 
 ACTORS = Path(actors.__file__).parent
 # calls that name an actor method: (function or method name, index of the name argument)
-NAMED_CALLS = {"ask": 1, "ask_directory": 0, "actor_call": 1, "_report": 0}
+NAMED_CALLS = {"ask": 1, "ask_directory": 0, "actor_call": 1, "tell": 0}
 RECEIVER_NAMED_CALLS = {("runtime", "call"): 1, ("reach", "call"): 1, ("serve", "remote"): 1}
 
 
