@@ -81,7 +81,8 @@ Serve's own line per request.
 Every answer carries a `Server-Timing` header with ingress, rpc, actor, queue, engine, (for
 embedded writes) prepare, (when the token check had to ask the directory) auth and (when the
 call had to wait for its workspace's actor: a wake, or an attempt on an actor that had
-hibernated) activate times, in milliseconds. A recall's answer also has `timings`, ms per
-stage of its pipeline ([How recall ranks](../concepts/recall.md)).
+hibernated) activate times, in milliseconds. A bound recall that used the query vector the
+ingress sent ahead to the embedder also has a `query-ahead` part (no duration). A recall's
+answer also has `timings`, ms per stage of its pipeline ([How recall ranks](../concepts/recall.md)).
 """
     return {"operate/metrics.md": text}
