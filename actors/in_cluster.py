@@ -87,14 +87,14 @@ class _InClusterCalls:
             read = METHODS[method].access == "read"
             # as the ingress: reads and keyed writes are safe to send again after a failure
             resends = 1 if read else (KEYED_WRITE_RESENDS if key is not None else 0)
-            envelope, _, _ = await self.reach.call(
+            reply, _, _ = await self.reach.call(
                 self.workspace_id, ServedMethod.CALL, method, body, self._caller, key,
                 idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S)
         except MiniSphereError as exc:
             status, payload = error_response(exc)
             raise ServiceError(status, payload["error"]["code"], payload["error"]["message"],
                                getattr(exc, "retry_after_s", None)) from None
-        return parse(envelope["result"])
+        return parse(reply.unwrap())
 
 
 class InClusterWorkspace(_InClusterCalls, WorkspaceCalls):

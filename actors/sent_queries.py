@@ -3,7 +3,10 @@ embedder as the call arrives (actors/ingress/query_encoders.py), and the workspa
 that call in place of its own (actors/workspace/remote_embedder.py). Shared by both sides."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+from minisphere.reply import Reply
 
 Address = tuple[str, str]                # an embedder actor's (name, namespace)
 # (the embedder it was sent to, [the embed call's ObjectRef]): the ref is in a list so Ray
@@ -31,9 +34,18 @@ def adopt_sent_query(embedder: Any, body: object, sent: SentQuery | None) -> boo
     return True
 
 
-def recall_envelope(envelope: dict[str, Any], embedder: Any, ahead: bool) -> dict[str, Any]:
-    """A recall's answer names the workspace's embedder (`queryEncoder`, None when unbound:
-    where the caller sends the next query), and says when it used the query sent ahead."""
+@dataclass(frozen=True, slots=True)
+class RecallReply(Reply[Any]):
+    """A recall's reply, naming the workspace's embedder (None when it is unbound): where the
+    caller sends the workspace's next query."""
+
+    query_encoder: Address | None = None
+
+
+def recall_reply(result: Any, timings: dict[str, Any], embedder: Any,
+                 ahead: bool) -> RecallReply:
+    """A recall's reply; its timings say when it used the query sent ahead (`query_ahead`)."""
     if ahead:
-        envelope["timings"]["query_ahead"] = 1
-    return {**envelope, "queryEncoder": getattr(embedder, "address", None)}
+        timings["query_ahead"] = 1
+    return RecallReply(value=result, timings=timings,
+                       query_encoder=getattr(embedder, "address", None))

@@ -2,11 +2,10 @@
 and follow it when it hibernates or dies. Used by the ingress (every HTTP call) and by the
 scheduled-tasks actor (staleness passes), so both recover the same way.
 
-Every workspace-actor method answers an envelope (`{"ok": True, "result"}` or
-`{"ok": False, "error": <named error>}`), so an engine error is told apart from a failure of
-the actor itself:
+Every workspace-actor method answers a `Reply` (done with a value, or refused with a named
+error), so an engine error is told apart from a failure of the actor itself:
 
-- the envelope says `hibernating`: the actor refused the call before touching anything (it is
+- the reply says `hibernating`: the actor refused the call before touching anything (it is
   hibernating, or it has since become a spare or serves another workspace: every call goes
   through its `serve` gate, which names the workspace meant), so it is sent again, to the
   re-activated workspace (until `deadline_s`);
@@ -26,12 +25,14 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 import ray
 from ray.exceptions import RayActorError, RayTaskError, TaskCancelledError
 
 from actors.actor_methods import DirectoryMethod, ServedMethod
 from minisphere.errors import MiniSphereError, WorkspaceHibernating, WorkspaceUnavailable
+from minisphere.reply import Reply
 
 log = logging.getLogger("minisphere.reach")
 FOLLOW_HIBERNATION_S = 60.0        # how long a call may keep following a hibernating workspace
@@ -121,10 +122,10 @@ class WorkspaceReach:
                    idempotent_attempts: int = 0, max_attempts: int | None = None,
                    timeout_s: float | None = None,
                    deadline_s: float = FOLLOW_HIBERNATION_S,
-                   unknown_outcome: str = "") -> tuple[dict, int, float]:
+                   unknown_outcome: str = "") -> tuple[Reply[Any], int, float]:
         """Send `method(*args)` to the workspace's actor until it answers (see the module
-        docstring). Returns (the ok envelope, attempts, ms of the last round trip); an error
-        envelope raises its named error."""
+        docstring). Returns (the done reply, attempts, ms of the last round trip); a refusal
+        raises its named error."""
         deadline = time.monotonic() + deadline_s
         attempt = 0
         began = time.perf_counter()
@@ -136,7 +137,7 @@ class WorkspaceReach:
             try:
                 # through the actor's gate: a process outlives a workspace's residency
                 sent_call = handle.serve.remote(workspace_id, ServedMethod(method).value, *args)
-                envelope = await until_answered(sent_call, timeout_s)
+                reply = await until_answered(sent_call, timeout_s)
             except (TimeoutError, TaskCancelledError):
                 # cancelled: as a timeout, the call may or may not have run
                 log.warning("workspace %s: %s did not answer in %s s (attempt %d)",
@@ -160,11 +161,11 @@ class WorkspaceReach:
                     f"workspace {workspace_id} failed during {method}; retry shortly")) from None
             rpc_ms = (time.perf_counter() - sent) * 1e3
             activate_ms = (sent - began) * 1e3
-            if envelope["ok"]:
-                if activate_ms >= ACTIVATE_SHOWN_MS and isinstance(envelope.get("timings"), dict):
-                    envelope["timings"]["activate_ms"] = activate_ms
-                return envelope, attempt, rpc_ms
-            error = envelope["error"]
+            if reply.ok:
+                if activate_ms >= ACTIVATE_SHOWN_MS:
+                    reply = reply.with_timings({**reply.timings, "activate_ms": activate_ms})
+                return reply, attempt, rpc_ms
+            error = reply.error
             if isinstance(error, WorkspaceHibernating) and not last \
                     and time.monotonic() < deadline:
                 self.forget(workspace_id)

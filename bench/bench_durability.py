@@ -221,9 +221,7 @@ def bench_ray(args) -> str:
 
         def call(ws, method, body):
             handle = ray.get(directory.activate.remote(ws))
-            envelope = ray.get(handle.call.remote(method, body, caller))
-            assert envelope["ok"], envelope
-            return envelope["result"]
+            return ray.get(handle.call.remote(method, body, caller)).unwrap()
 
         # cold activation: local file, then from snapshot (file removed)
         cold_local, cold_snapshot = [], []

@@ -1,8 +1,9 @@
 """One shape for what a call came to: done with a value, or refused with a named error.
 
 The engine's group commit answers a `Reply` per call, the writer thread hands each caller its
-`Reply` with the timings added, and the actor settles its caller's future from it. Frozen:
-a reply is never amended, only replaced (`with_timings`).
+`Reply` with the timings added, and every method other processes call on a workspace actor
+answers one (an engine error is then told apart from a failure of the actor itself, which
+raises). Frozen: a reply is never amended, only replaced (`with_timings`).
 """
 from __future__ import annotations
 
@@ -25,12 +26,14 @@ class Reply(Generic[T]):
     replayed: bool = False
 
     @classmethod
-    def done(cls, value: T, *, replayed: bool = False) -> Reply[T]:
-        return cls(value=value, replayed=replayed)
+    def done(cls, value: T, *, replayed: bool = False,
+             timings: Mapping[str, Any] | None = None) -> Reply[T]:
+        return cls(value=value, replayed=replayed, timings=timings or {})
 
     @classmethod
-    def failed(cls, error: BaseException) -> Reply[Any]:
-        return cls(error=error)
+    def failed(cls, error: BaseException, *,
+               timings: Mapping[str, Any] | None = None) -> Reply[Any]:
+        return cls(error=error, timings=timings or {})
 
     @property
     def ok(self) -> bool:

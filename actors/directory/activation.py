@@ -281,23 +281,22 @@ class Activator:
             # its process died or never started: nothing was run, asking again may succeed
             raise WorkspaceUnavailable(f"workspace {workspace_id} could not be opened: "
                                        f"{exc.__class__.__name__}; retry shortly") from None
-        if not answer["ok"]:
-            raise answer["error"]          # the actor may hold part of that workspace
+        bound = answer.unwrap()            # a refusal raises: the actor may hold part of it
         if not self._still_the_same_workspace(workspace_id, launch):
             raise NotFound(f"no workspace {workspace_id}")   # deleted (or re-created) meanwhile
         if tuple(self.control.grants(workspace_id)) != grants:   # changed while binding
             await self.runtime.call(resident.handle, WorkspaceActorMethod.SET_TOKENS,
                                     tuple(self.control.grants(workspace_id)))
-        node = answer["result"]["nodeId"]
+        node = bound["nodeId"]
         resident.node_id, resident.bound_at = node, time.monotonic()
         # The wake is a use, as of now: ranked by when its bind began, a wake that took long
         # on a loaded node would be the least recently used resident the moment it is bound,
         # and evicted before the call that asked for it arrives (then woken again)
         resident.last_used = time.time()
-        resident.activation = answer["result"]["activation"]
+        resident.activation = bound["activation"]
         resident.wake = {"actor": source,
                          "bindMs": round((time.perf_counter() - bind_started) * 1e3, 3),
-                         "openMs": answer["result"].get("openMs")}
+                         "openMs": bound.get("openMs")}
         self.control.set_state(workspace_id, "active")
         record_placement(self.control, workspace_id, node, resident.activation)
         if launch.holder_node not in (None, node):      # the launch named where it lived

@@ -20,6 +20,7 @@ from actors.directory.runtime import ActorGone
 from actors.directory.spares import Spare, SparePool
 from actors.workspace.launch import WorkspaceLaunch, new_actor_name
 from minisphere.errors import NoWorkspaceSlots
+from minisphere.reply import Reply
 
 log = logging.getLogger("minisphere.directory")
 BIND_TIMEOUT_S = 120.0             # opening a file, restoring it from a snapshot if missing
@@ -60,8 +61,8 @@ class ActorBinder:
         self._told_slots_missing = False
 
     async def bind(self, workspace_id: str, resident: Resident, placed: Placement | None,
-                     launch: WorkspaceLaunch, grants: tuple) -> tuple[dict, str | None]:
-        """Bind the actor; its answer, and "spare" when a spare took the place of a new actor
+                     launch: WorkspaceLaunch, grants: tuple) -> tuple[Reply[dict], str | None]:
+        """Bind the actor; its reply, and "spare" when a spare took the place of a new actor
         that never got a process. A new actor aimed at a node that filled up before it started
         (a wake racing it for the last slot) would wait there for good, so one still not
         started after PLACEMENT_STALL_S on a full node is replaced by one that may start

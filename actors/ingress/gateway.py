@@ -26,6 +26,7 @@ from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.directory.actor import get_directory
 from actors.ingress.query_encoders import QueryEncoders
 from actors.ingress.spare_contacts import SpareContacts
+from actors.sent_queries import RecallReply
 from actors.workspace_reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.control.auth import check_workspace_id, same_hash, token_hash
 from minisphere.control.call_pressure import CallPressure
@@ -149,7 +150,7 @@ class Gateway:
         sent_query = self.query_encoders.send(workspace_id, body) \
             if recall and ticket is not None else None
         try:
-            envelope, attempts, rpc_ms = await self.reach.call(
+            reply, attempts, rpc_ms = await self.reach.call(
                 workspace_id, ServedMethod.CALL, method_name, body, caller, idempotency_key,
                 sent_query, idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S,
                 unknown_outcome=unknown)
@@ -159,13 +160,13 @@ class Gateway:
         finally:
             if ticket is not None:
                 self.pressure.end(ticket, time.monotonic(), counted=attempts == 1)
-        if recall:
-            self.query_encoders.learn(workspace_id, envelope.get("queryEncoder"))
-        timings = envelope["timings"]
+        if isinstance(reply, RecallReply):
+            self.query_encoders.learn(workspace_id, reply.query_encoder)
+        timings = dict(reply.timings)
         timings["rpc_ms"] = rpc_ms
         if attempts > 1:
             timings["attempts"] = attempts
-        return envelope["result"], timings
+        return reply.unwrap(), timings
 
     # ---- maintenance -------------------------------------------------------------------
     async def run_maintenance(self, workspace_id: str, method_name: str, body,
@@ -203,10 +204,10 @@ class Gateway:
     async def actor_call(self, workspace_id: str, method: ServedMethod, *args):
         """An admin call on the workspace's actor (activating it), following hibernation."""
         check_workspace_id(workspace_id)
-        envelope, _, _ = await self.reach.call(
+        reply, _, _ = await self.reach.call(
             workspace_id, method, *args, idempotent_attempts=1,
             unknown_outcome=f"workspace {workspace_id} restarted during {method}; retry shortly")
-        return envelope["result"]
+        return reply.unwrap()
 
     async def snapshot(self, workspace_id: str) -> dict:
         return await self.actor_call(workspace_id, ServedMethod.SNAPSHOT, "manual",
@@ -305,8 +306,8 @@ class Gateway:
             live = await asyncio.wait_for(handle.serve.remote(
                 workspace_id, ServedMethod.DURABILITY.value),
                                           LIVE_STATUS_TIMEOUT_S)
-            if live.get("ok") is not False:      # not refused: it serves this workspace
-                durability.update(live)
+            if live.ok:                          # not refused: it serves this workspace
+                durability.update(live.unwrap())
         except Exception as exc:  # noqa: BLE001 - the stored status is shown instead
             log.info("live durability status of %s unavailable: %r", workspace_id, exc)
 

@@ -6,7 +6,7 @@ and the recall waits for the vector. Sent from here, the forward pass also runs 
 travels to the actor and waits there for a reader thread.
 
 The ingress learns which embedder a workspace uses from that workspace's own recall answers
-(the envelope's `queryEncoder`: the embedder actor's name and namespace, None when it is
+(`RecallReply.query_encoder`: the embedder actor's name and namespace, None when it is
 unbound), so the first recall of a workspace after this replica started, or after a rebind,
 goes without. The vector is a hint: the actor takes it only while that embedder is still its
 own (`RemoteEmbedder.adopt`), for exactly the query it was computed for.
@@ -61,7 +61,7 @@ class QueryEncoders:
         return address, [handle.embed.remote([query])]
 
     def learn(self, workspace_id: str, address: object) -> None:
-        """What a recall's envelope said of the workspace's embedder (None: it has none)."""
+        """What a recall's reply said of the workspace's embedder (None: it has none)."""
         if not (isinstance(address, (list, tuple)) and len(address) == 2):
             self.forget(workspace_id)
             return

@@ -41,13 +41,13 @@ class StalenessPassAccess:
             check_workspace_id(workspace_id)
             parse_args(METHODS[PASS_METHOD], {"limit": limit})     # InvalidArgument if bad
             # runs on an APScheduler thread: the resend loop gets an event loop of its own
-            envelope, _, _ = asyncio.run(reach.call(
+            reply, _, _ = asyncio.run(reach.call(
                 workspace_id, ServedMethod.CALL, PASS_METHOD, {"limit": limit}, admin_token_hash,
                 idempotent_attempts=PASS_ATTEMPTS, max_attempts=PASS_ATTEMPTS,
                 timeout_s=PASS_TIMEOUT_S,
                 unknown_outcome=f"workspace {workspace_id} failed {PASS_ATTEMPTS} times during "
                                 f"{PASS_METHOD}"))
-            return envelope["result"]
+            return reply.unwrap()
         self.run_staleness_pass = run_staleness_pass
 
 

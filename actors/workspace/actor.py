@@ -26,9 +26,9 @@ admin's), so a caller inside the cluster can call the actor directly. The actor 
 node (placement) and every snapshot attempt to the directory, fire-and-forget. The admin's
 operations on the file (snapshot, restore, export, import) are its `AdminFiles` (admin_methods.py).
 
-Every answer is an envelope, never a raised exception, so callers can tell engine errors from
-actor failures: `{"ok": True, "result": ..., "timings": {...}}` or
-`{"ok": False, "error": <MiniSphereError>, "timings": {...}}`. Timings (milliseconds):
+Every method callers reach a workspace by answers a `Reply` (minisphere/reply.py), never a
+raised exception, so callers can tell engine errors from actor failures: done with the result,
+or refused with the named error, with its timings (milliseconds):
 `prepare_ms` (embedding before the write was queued), `queue_ms` (waiting for the writer / a
 reader thread), `engine_ms` (the transaction, or the read), `batch` (writes committed
 together), `actor_ms` (inside this actor, end to end).
@@ -39,12 +39,13 @@ import asyncio
 import logging
 import os
 import time
+from typing import Any
 
 import ray
 
 from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.process_logging import log_to_stderr
-from actors.sent_queries import SentQuery, adopt_sent_query, recall_envelope
+from actors.sent_queries import SentQuery, adopt_sent_query, recall_reply
 from actors.workspace.admin_methods import FILE_METHODS, AdminFiles
 from actors.workspace.admission import Admission
 from actors.workspace.directory_news import DirectoryNews
@@ -145,23 +146,22 @@ class WorkspaceActor:
                 "bound": self.workspace_id,
                 "runtimeEnv": ray.get_runtime_context().get_runtime_env_string()}
 
-    async def bind(self, launch: WorkspaceLaunch, grants: tuple[TokenGrant, ...] = ()) -> dict:
+    async def bind(self, launch: WorkspaceLaunch,
+                   grants: tuple[TokenGrant, ...] = ()) -> Reply[dict]:
         """Give this actor its one workspace: open the file (restoring it from a snapshot if it
-        is missing). An envelope; a second bind is refused."""
+        is missing). A reply; a second bind is refused."""
         started = time.perf_counter()
         try:
             # the directory records the placement from this answer (no report back to it)
             activation = await asyncio.to_thread(self._bind, launch, grants, False)
         except Exception as exc:  # noqa: BLE001 - answered as a named error
-            return {"ok": False, "error": as_named_error(exc)}
+            return Reply.failed(as_named_error(exc))
         # while the answer travels to the directory and the caller's call travels here
         assert self.host is not None            # _bind opened it
         self.host.warm_reads()
         # the directory's own clock on a bind also holds the call's way there and back
-        return {"ok": True, "result": {"activation": activation, "nodeId": self.node_id,
-                                       "pid": os.getpid(),
-                                       "openMs": round((time.perf_counter() - started) * 1e3,
-                                                       3)}}
+        return Reply.done({"activation": activation, "nodeId": self.node_id, "pid": os.getpid(),
+                           "openMs": round((time.perf_counter() - started) * 1e3, 3)})
 
     async def opening(self) -> dict:
         """How far the bind under way has come (see `opening_progress`)."""
@@ -229,26 +229,26 @@ class WorkspaceActor:
         self.news.tell(DirectoryMethod.SNAPSHOT_STATUS, status)
         self.positions.report(status.get("lastPosition"))
 
-    async def serve(self, workspace_id: str, method: str, *args) -> dict:
+    async def serve(self, workspace_id: str, method: str, *args) -> Reply[Any]:
         """Run one of the methods callers reach a workspace by, if this actor serves
         `workspace_id` now. A process outlives a workspace's residency (it is recycled through
         the spare pool), so a handle cached for a workspace that has since hibernated may
         reach it while it is a spare or serves another tenant: that call is refused as
         `hibernating` (it ran nowhere; the caller wakes its workspace and sends it again)."""
         if method not in SERVED_METHODS:
-            return {"ok": False, "error": InternalError(f"no workspace method {method!r}")}
+            return Reply.failed(InternalError(f"no workspace method {method!r}"))
         if workspace_id != self.workspace_id or self.host is None:
-            return {"ok": False, "timings": {},
-                    "error": WorkspaceHibernating(f"workspace {workspace_id} is not served "
-                                                  "here any more; the call was not run")}
+            return Reply.failed(WorkspaceHibernating(f"workspace {workspace_id} is not served "
+                                                     "here any more; the call was not run"))
         return await getattr(self.files if method in FILE_METHODS else self, method)(*args)
 
     async def call(self, method_name: str, body: dict | None, token_hash: str,
-                   idempotency_key: str | None = None, sent_query: SentQuery | None = None) -> dict:
+                   idempotency_key: str | None = None,
+                   sent_query: SentQuery | None = None) -> Reply[Any]:
         """One contract method. `idempotency_key` (writes): a repeat of a committed write with
         the same key answers the stored result (timings `replayed`) and writes nothing.
         `sent_query`: a recall's query the caller already sent to an embedder (taken if that
-        is this workspace's); a recall's envelope names the embedder (`queryEncoder`)."""
+        is this workspace's); a recall's reply names the embedder (`RecallReply`)."""
         started = time.perf_counter()
         self.calls += 1
         self.last_call_at = time.time()
@@ -270,11 +270,11 @@ class WorkspaceActor:
                     result, timings = await self._write(method, body or {}, idempotency_key)
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             timings["actor_ms"] = (time.perf_counter() - started) * 1e3
-            return {"ok": False, "error": as_named_error(exc), "timings": timings}
+            return Reply.failed(as_named_error(exc), timings=timings)
         timings["actor_ms"] = (time.perf_counter() - started) * 1e3
-        envelope = {"ok": True, "result": result, "timings": timings}
-        return recall_envelope(envelope, self.host.embedder, ahead) \
-            if method_name == "recall" else envelope
+        if method_name == "recall":
+            return recall_reply(result, timings, self.host.embedder, ahead)
+        return Reply.done(result, timings=timings)
 
     async def _write(self, method, body, key: str | None = None):
         assert self.host is not None and self.due is not None    # bound together, as call() is
@@ -363,9 +363,9 @@ class WorkspaceActor:
                 "freshRssBytes": self.fresh_rss_bytes, "pid": os.getpid(),
                 "nodeId": self.node_id}
 
-    async def durability(self) -> dict:
-        return {"nodeId": self.node_id, "actor": self.name,
-                **(self.host.status() if self.host is not None else {})}
+    async def durability(self) -> Reply[dict]:
+        return Reply.done({"nodeId": self.node_id, "actor": self.name,
+                           **(self.host.status() if self.host is not None else {})})
 
     async def stats(self) -> dict:
         if self.host is None:

@@ -10,11 +10,12 @@ now, made on the first export or import.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.workspace.vector_rebinds import VectorRebinds
 from minisphere.errors import as_named_error
+from minisphere.reply import Reply
 
 if TYPE_CHECKING:
     from actors.workspace.admission import Admission
@@ -32,12 +33,12 @@ FILE_METHODS = frozenset({ServedMethod.SNAPSHOT, ServedMethod.RESTORE,
                           ServedMethod.REBIND_VECTORS, ServedMethod.VECTOR_BINDING})
 
 
-async def run_on_thread(fn, *args) -> dict:
-    """`fn(*args)` on a worker thread, answered as an envelope."""
+async def run_on_thread(fn, *args) -> Reply[Any]:
+    """`fn(*args)` on a worker thread, answered as a reply."""
     try:
-        return {"ok": True, "result": await asyncio.to_thread(fn, *args)}
+        return Reply.done(await asyncio.to_thread(fn, *args))
     except Exception as exc:  # noqa: BLE001 - answered as a named error
-        return {"ok": False, "error": as_named_error(exc)}
+        return Reply.failed(as_named_error(exc))
 
 
 class FileOwner(Protocol):
@@ -97,7 +98,7 @@ class AdminFiles:
             self._transfers.drop_exports()
 
     async def export_page(self, export_id: str, number: int, max_lines: int,
-                          token_hash: str) -> dict:
+                          token_hash: str) -> Reply[Any]:
         """The next page of an export (see transfer_steps.py), admitted like a call."""
         try:
             self.owner.tokens.authorize_admin(token_hash, "export")
@@ -106,10 +107,10 @@ class AdminFiles:
                 return await run_on_thread(self.transfers.export_page, self.host, export_id,
                                            number, max_lines)
         except Exception as exc:  # noqa: BLE001 - answered as a named error
-            return {"ok": False, "error": as_named_error(exc)}
+            return Reply.failed(as_named_error(exc))
 
     async def import_chunk(self, key: str, header: str, lines: list[str], first: int,
-                           final: bool, token_hash: str) -> dict:
+                           final: bool, token_hash: str) -> Reply[Any]:
         """Apply one chunk of an import, admitted like a call; like any write it notes the
         scheduler first (an import changes what is due)."""
         try:
@@ -120,30 +121,30 @@ class AdminFiles:
                 return await run_on_thread(self.transfers.import_chunk, self.host, key, header,
                                            lines, first, final)
         except Exception as exc:  # noqa: BLE001 - answered as a named error
-            return {"ok": False, "error": as_named_error(exc)}
+            return Reply.failed(as_named_error(exc))
 
     # ---- snapshots and restores ------------------------------------------------------------------
     # Each takes the caller's admin token hash: a handle to this actor is no admin credential.
-    async def snapshot(self, reason: str, token_hash: str) -> dict:
+    async def snapshot(self, reason: str, token_hash: str) -> Reply[Any]:
         try:
             self.owner.tokens.authorize_admin(token_hash, "a snapshot")
             async with self.owner._admission().admit():
                 return await run_on_thread(self.host.states.snapshot_now, reason)
         except Exception as exc:  # noqa: BLE001 - refused, or hibernating
-            return {"ok": False, "error": as_named_error(exc)}
+            return Reply.failed(as_named_error(exc))
 
-    async def restore(self, version: str | None, token_hash: str) -> dict:
+    async def restore(self, version: str | None, token_hash: str) -> Reply[Any]:
         """Restore a snapshot version (see `_swap_file`)."""
         return await self._swap_file(self.host.states.restore, version, "restore", "version",
                                      token_hash)
 
-    async def restore_to_moment(self, moment: str, token_hash: str) -> dict:
+    async def restore_to_moment(self, moment: str, token_hash: str) -> Reply[Any]:
         """Restore the replica's state at `moment` (see `_swap_file`)."""
         return await self._swap_file(self.host.states.restore_to_time, moment,
                                      "restore-to-moment", "moment", token_hash)
 
     async def _swap_file(self, restore, target: str | None, action: str, field: str,
-                         token_hash: str) -> dict:
+                         token_hash: str) -> Reply[Any]:
         """A restore: hold new calls, let those in flight finish, swap the file, reopen; then
         audit it, and tell the scheduler (its due state was about the old file) and the
         directory (the restored state's new position)."""
@@ -152,35 +153,35 @@ class AdminFiles:
             async with self.owner._admission().exclusive():
                 answer = await run_on_thread(restore, target)
         except Exception as exc:  # noqa: BLE001 - hibernating
-            return {"ok": False, "error": as_named_error(exc)}
-        if answer["ok"]:
-            self.owner.news.tell(DirectoryMethod.AUDIT_EVENT, action, {field: answer["result"][field]})
+            return Reply.failed(as_named_error(exc))
+        if answer.ok:
+            self.owner.news.tell(DirectoryMethod.AUDIT_EVENT, action, {field: answer.unwrap()[field]})
             self.due.forget()
             self.owner.positions.report()
         return answer
 
-    async def rebind_vectors(self, spec: dict, token_hash: str) -> dict:
+    async def rebind_vectors(self, spec: dict, token_hash: str) -> Reply[Any]:
         """Start moving the file's vectors to the binding `spec` (see `VectorRebinds`)."""
         try:
             self.owner.tokens.authorize_admin(token_hash, "a rebind")
             async with self.owner._admission().admit():
-                return {"ok": True, "result": await self.rebinds.start(spec)}
+                return Reply.done(await self.rebinds.start(spec))
         except Exception as exc:  # noqa: BLE001 - refused, or hibernating
-            return {"ok": False, "error": as_named_error(exc)}
+            return Reply.failed(as_named_error(exc))
 
-    async def vector_binding(self, token_hash: str) -> dict:
+    async def vector_binding(self, token_hash: str) -> Reply[Any]:
         """The file's binding and the rebind under way or last done, if any."""
         try:
             self.owner.tokens.authorize_admin(token_hash, "a vector binding's state")
-            return {"ok": True, "result": await self.rebinds.state()}
+            return Reply.done(await self.rebinds.state())
         except Exception as exc:  # noqa: BLE001 - refused
-            return {"ok": False, "error": as_named_error(exc)}
+            return Reply.failed(as_named_error(exc))
 
-    async def prune_snapshots(self, keep: int, token_hash: str) -> dict:
+    async def prune_snapshots(self, keep: int, token_hash: str) -> Reply[Any]:
         """Keep the newest `keep` versions, the first of them the file as it is now."""
         try:
             self.owner.tokens.authorize_admin(token_hash, "pruning snapshots")
             async with self.owner._admission().admit():
                 return await run_on_thread(self.host.states.prune_snapshots, keep)
         except Exception as exc:  # noqa: BLE001 - hibernating
-            return {"ok": False, "error": as_named_error(exc)}
+            return Reply.failed(as_named_error(exc))

@@ -169,7 +169,7 @@ def test_the_ingress_sends_a_recalls_query_ahead_only_once_it_knows_the_workspac
     async def scenario():
         encoders = QueryEncoders()
         assert encoders.send("ws-1", {"query": "what was said"}) is None   # not learnt yet
-        encoders.learn("ws-1", list(address))          # as an envelope brings it: a list
+        encoders.learn("ws-1", list(address))          # a list is taken as well
         for _ in range(600):                           # the named actor is looked up off-loop
             if (sent := encoders.send("ws-1", {"query": "what was said"})) is not None:
                 break

@@ -12,6 +12,7 @@ from minisphere.client.client import ServiceError
 from minisphere.control.token_cache import TokenCache
 from minisphere.errors import MiniSphereError, Overloaded, WorkspaceUnavailable
 from minisphere.http.statuses import error_response
+from minisphere.reply import Reply
 
 
 class StandInDirectory:
@@ -74,7 +75,7 @@ class RefusingReach:
         self.calls += 1
         if self.calls <= self.refusals:
             raise self.refusal
-        return {"result": {"count": 7}}, 1, 0.0
+        return Reply.done({"count": 7}), 1, 0.0
 
 
 def refused_in_cluster(monkeypatch, refusals: int, refusal: MiniSphereError, call,

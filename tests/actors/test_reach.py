@@ -10,6 +10,7 @@ from ray.exceptions import ActorDiedError, TaskCancelledError
 from actors.workspace_reach import WorkspaceReach
 from minisphere.errors import WorkspaceUnavailable
 from minisphere.http.statuses import error_response
+from minisphere.reply import Reply
 
 
 class CancellingDirectory:
@@ -30,11 +31,11 @@ def test_a_directory_call_cancelled_by_ray_is_a_503_to_retry_not_an_internal_err
 
 
 class Answering:
-    """A workspace actor handle whose `call` answers at once with an ok envelope."""
+    """A workspace actor handle whose `call` answers at once with a done reply."""
 
     def __getattr__(self, method: str):
         async def answered(*args):
-            return {"ok": True, "result": {"count": 0}, "timings": {"actor_ms": 0.1}}
+            return Reply.done({"count": 0}, timings={"actor_ms": 0.1})
         return type("Remote", (), {"remote": staticmethod(answered)})
 
 
@@ -56,8 +57,8 @@ def test_a_call_that_waited_for_its_actor_says_how_long_and_a_cached_one_does_no
         second, _, _ = await reach.call("ws-a", "call", "getCount", {}, "hash")
         return first, second
     first, second = asyncio.run(two_calls())
-    assert first["timings"]["activate_ms"] >= 4.0
-    assert "activate_ms" not in second["timings"]
+    assert first.timings["activate_ms"] >= 4.0
+    assert "activate_ms" not in second.timings
 
 
 class Hibernated:
@@ -75,7 +76,7 @@ def test_a_call_that_found_its_cached_actor_gone_counts_that_attempt_and_the_wak
     # time lost on it and the re-activation are waiting for the actor, not the ingress's own
     reach = WorkspaceReach(SlowDirectory())
     reach._handles["ws-a"] = Hibernated()
-    envelope, attempts, _rpc_ms = asyncio.run(
+    reply, attempts, _rpc_ms = asyncio.run(
         reach.call("ws-a", "call", "getCount", {}, "hash", idempotent_attempts=1))
-    assert attempts == 2 and envelope["ok"]
-    assert envelope["timings"]["activate_ms"] >= 9.0     # 5 ms lost + 5 ms re-activation
+    assert attempts == 2 and reply.ok
+    assert reply.timings["activate_ms"] >= 9.0     # 5 ms lost + 5 ms re-activation

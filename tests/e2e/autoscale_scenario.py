@@ -123,18 +123,18 @@ def activate_all(ray, directory, ids: list[str], findings: dict) -> list:
     return [handles[w] for w in ids]
 
 
-def served_call(ray, directory, workspace_id: str, findings: dict, method: str, *args) -> dict:
+def served_call(ray, directory, workspace_id: str, findings: dict, method: str, *args):
     """One call through the actor's gate, as the ingress sends it: a handle woken earlier may
     since have made room for another wake on its node and now serve another workspace (its
     process recycled), which the gate refuses as `hibernating`; the workspace is woken again."""
     from minisphere.errors import WorkspaceHibernating
     for _ in range(10):
         handle = activate_all(ray, directory, [workspace_id], findings)[0]
-        envelope = ray.get(handle.serve.remote(workspace_id, "call", method, *args),
-                           timeout=CALL_TIMEOUT_S)
-        if envelope["ok"] or not isinstance(envelope["error"], WorkspaceHibernating):
-            return envelope
-    return envelope
+        reply = ray.get(handle.serve.remote(workspace_id, "call", method, *args),
+                        timeout=CALL_TIMEOUT_S)
+        if reply.ok or not isinstance(reply.error, WorkspaceHibernating):
+            return reply
+    return reply
 
 
 def actor_report(ray) -> dict:
@@ -239,10 +239,10 @@ def inside(work: Path) -> dict:
         written: dict[str, list[str]] = {}
         for workspace_id in ids:
             for n in range(WRITES_PER_WORKSPACE):
-                envelope = served_call(ray, directory, workspace_id, findings, "capture", {
+                reply = served_call(ray, directory, workspace_id, findings, "capture", {
                     "content": f"{workspace_id} fact {n} {time.time_ns()}"}, admin)
-                assert envelope["ok"], envelope
-                written.setdefault(workspace_id, []).append(envelope["result"]["id"])
+                assert reply.ok, reply
+                written.setdefault(workspace_id, []).append(reply.value["id"])
 
         # idle: they hibernate, the second worker holds nothing and is removed
         hibernate_started = since()
@@ -264,9 +264,9 @@ def inside(work: Path) -> dict:
         kept = 0
         for workspace_id in ids:
             for entry_id in written[workspace_id]:
-                envelope = served_call(ray, directory, workspace_id, findings, "getEntry",
-                                       {"id": entry_id}, admin)
-                kept += bool(envelope["ok"] and envelope["result"].get("id") == entry_id)
+                reply = served_call(ray, directory, workspace_id, findings, "getEntry",
+                                    {"id": entry_id}, admin)
+                kept += bool(reply.ok and reply.value.get("id") == entry_id)
         findings["writes"] = {"acknowledged": sum(map(len, written.values())), "kept": kept}
         findings["timings"]["woken again"] = since()
         findings["spares"] = ray.get(directory.spares.remote(), timeout=CALL_TIMEOUT_S)

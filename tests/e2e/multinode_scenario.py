@@ -59,15 +59,15 @@ def call(ray, directory, workspace_id: str, method: str, body: dict, deadline: f
     while time.monotonic() < deadline:
         try:
             handle = ray.get(directory.activate.remote(workspace_id, stale), timeout=CALL_TIMEOUT_S)
-            envelope = ray.get(handle.call.remote(method, body, token_hash(ADMIN_TOKEN)),
-                               timeout=CALL_TIMEOUT_S)
+            reply = ray.get(handle.call.remote(method, body, token_hash(ADMIN_TOKEN)),
+                            timeout=CALL_TIMEOUT_S)
         except (RayActorError, GetTimeoutError) as exc:
             stale, last = True, exc
             time.sleep(0.5)
             continue
-        if envelope["ok"]:
-            return envelope["result"], handle
-        last = envelope["error"]
+        if reply.ok:
+            return reply.value, handle
+        last = reply.error
         if getattr(last, "code", "") not in ("hibernating", "unavailable"):
             raise last
         stale = True
@@ -151,7 +151,7 @@ def main() -> int:
                 snap = ray.get(handle.serve.remote(workspace_id, "snapshot", "manual",
                                                    token_hash(ADMIN_TOKEN)),
                                timeout=CALL_TIMEOUT_S)
-                assert snap["ok"], snap
+                assert snap.ok, snap
                 for n in range(ENTRIES_AFTER_SNAPSHOT):
                     call(ray, directory, workspace_id, "capture",
                          {"content": f"{workspace_id} late fact {n}"}, deadline)
@@ -195,7 +195,7 @@ def main() -> int:
             count, handle = call(ray, directory, workspace_id, "getCount", {}, deadline)
             missing = [e for e in entries if not call(ray, directory, workspace_id, "getEntry",
                                                       {"id": e}, deadline)[0].get("id")]
-            info = ray.get(handle.durability.remote(), timeout=CALL_TIMEOUT_S)
+            info = ray.get(handle.durability.remote(), timeout=CALL_TIMEOUT_S).value
             recovered[workspace_id] = {
                 "node": ids.get(info["nodeId"], "head"), "count": count["count"],
                 "missing": len(missing), "source": (info.get("activation") or {}).get("source")}

@@ -98,6 +98,6 @@ def test_a_bind_reaching_an_actor_that_rebound_itself_after_a_restart_is_answere
     launch, grants = ray.get(directory_of(service).binding_of_actor.remote(before["name"]),
                              timeout=60)
     answer = ray.get(actor.bind.remote(launch, grants), timeout=120)
-    assert answer["ok"], answer.get("error")
+    assert answer.ok, answer.error
     assert ray.get(actor.stats.remote())["restarted"] is True
     assert http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json()["count"] == 1

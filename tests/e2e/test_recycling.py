@@ -34,11 +34,11 @@ def hibernated(service, ws) -> dict:
 def start_transfers(http, admin_headers, handle, ws, admin, donor) -> None:
     """An export of `ws` and an import into it, both left unfinished."""
     page = serve(handle, ws, "export_page", "recycling-export", 0, 1, admin)
-    assert page["ok"] and not page["result"]["done"], page
+    assert page.ok and not page.value["done"], page
     lines = http.get(f"/v1/workspaces/{donor}/export", headers=admin_headers).text.splitlines()
     chunk = serve(handle, ws, "import_chunk", "recycling-import", lines[0], lines[1:2], 0,
                   False, admin)
-    assert chunk["ok"], chunk
+    assert chunk.ok, chunk
 
 
 def a_then_b_in_one_process(http, admin_headers, new_workspace, service, blueprint=None):
@@ -120,7 +120,7 @@ def test_a_stale_handle_of_a_hibernated_workspace_is_refused_by_its_recycled_pro
     admin = token_hash(service["admin"])
     # the gate names the workspace meant: a call for A reaching B's process ran nowhere
     stale = serve(handle, a, "call", "getCount", {}, admin)
-    assert stale["ok"] is False and stale["error"].code == "hibernating"
+    assert stale.ok is False and stale.error.code == "hibernating"
     # and A, called again, wakes into a process of its own with all of its memory
     assert call(http, a, ha_token(http, admin_headers, a), "getCount") == {"count": 1}
     assert ray.get(directory_of(service).actor_name_of.remote(a), timeout=TIMEOUT_S) != \

@@ -98,8 +98,8 @@ def test_a_bound_actor_refuses_a_second_workspace(http, new_workspace, service):
     actor = workspace_actor(service, ws)
     answer = ray.get(actor.bind.remote(WorkspaceLaunch(other, "/nonexistent/other.db")),
                      timeout=30)
-    assert answer["ok"] is False and answer["error"].code == "internal"
-    assert "never bound to another" in answer["error"].message
+    assert answer.ok is False and answer.error.code == "internal"
+    assert "never bound to another" in answer.error.message
     assert ray.get(actor.stats.remote(), timeout=30)["workspace"] == ws
     assert call(http, ws, h, "getCount") == {"count": 1}
 

@@ -218,7 +218,7 @@ def test_a_handle_to_a_workspace_actor_is_no_admin_credential(
                 ).status_code == 200
     handle = ray.get(directory_of(service).activate.remote(ws), timeout=60)
     tenant_hash = token_hash(h["Authorization"].split(" ", 1)[1])
-    envelope = ray.get(handle.serve.remote(ws, method, *args, tenant_hash), timeout=60)
-    assert envelope["ok"] is False
-    assert envelope["error"].code == "unauthenticated", envelope["error"]
+    reply = ray.get(handle.serve.remote(ws, method, *args, tenant_hash), timeout=60)
+    assert reply.ok is False
+    assert reply.error.code == "unauthenticated", reply.error
     assert call(http, ws, h, "getCount").json()["count"] == 1

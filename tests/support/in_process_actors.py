@@ -16,6 +16,7 @@ from actors.directory.runtime import ActorGone
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.hosting.host_options import HostTuning, KnownState
+from minisphere.reply import Reply
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE, SnapshotSettings
 
 NODE = "in-process-node"
@@ -45,7 +46,7 @@ class InProcessWorkspaceActor:
     async def ready(self) -> dict:
         return {"name": self.name, "nodeId": NODE, "bound": None}
 
-    async def bind(self, launch, grants=()) -> dict:
+    async def bind(self, launch, grants=()) -> Reply[dict]:
         if self.host is not None:
             raise AssertionError(f"{self.name} bound twice")
         if self.bind_gate is not None:
@@ -60,7 +61,7 @@ class InProcessWorkspaceActor:
             tuning=HostTuning(synchronous=launch.synchronous, snapshots=snapshots,
                               background=False))
         self.grants = tuple(grants)
-        return {"ok": True, "result": {"activation": self.host.activation, "nodeId": NODE}}
+        return Reply.done({"activation": self.host.activation, "nodeId": NODE})
 
     async def opening(self) -> dict:
         return {"stagedBytes": self.staged_bytes}
