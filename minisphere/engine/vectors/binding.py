@@ -497,5 +497,10 @@ class VectorBinding(WorkspaceHooks):
             total = max(total, done)      # entries written meanwhile are embedded here too
             if progress:
                 progress(done, total)
+        if progress and done < total and generation == self.generation:
+            with self.storage.reading() as conn:
+                if table.missing_count(conn) == 0:
+                    # a write's after-commit backfill embedded the rest first: complete
+                    progress(total, total)
         return {"embedded": done, "skipped": skipped, "total": total,
                 "seconds": round(time.perf_counter() - started, 3)}

@@ -94,6 +94,23 @@ def test_a_bind_that_fails_leaves_no_half_made_binding_for_recall_to_trip_on(ws)
     assert [item["id"] for item in ws.recall("failed bind")["items"]] == [entry]
 
 
+def test_a_backfill_whose_entries_another_embedded_first_still_ends_complete(ws, hash_provider):
+    """Seen under load: a rebind's progress ended at 0 of 41, every entry embedded meanwhile by
+    the writes' own after-commit backfill, so the admin was shown a rebind that never moved."""
+    for i in range(5):
+        ws.capture(f"entry {i} embedded by someone else first")
+    vectors = ws.switch_vectors(hash_provider)
+    seen: list[tuple[int, int]] = []
+
+    def progress(done, total):
+        seen.append((done, total))
+        if len(seen) == 1:
+            vectors.backfill()              # another backfill gets to every entry first
+    vectors.backfill(progress=progress)
+    assert seen[0] == (0, 5) and seen[-1] == (5, 5)
+    assert vectors.state()["missing"] == 0
+
+
 def test_vectors_bound_file_without_embedder_keeps_vectors_in_sync(tmp_path, clock, hash_provider):
     path = tmp_path / "w.db"
     with Workspace(path, clock=clock, embedder=hash_provider) as ws:
