@@ -440,6 +440,7 @@ def summary(findings: dict) -> str:
     lines.append(f"  timings (s): {findings.get('timings')}")
     if findings.get("error"):
         lines.append(f"  error: {findings['error']}")
+        lines += [f"    {line.rstrip()}" for line in findings.get("errorAt", [])]
     return "\n".join(lines)
 
 

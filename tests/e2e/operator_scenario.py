@@ -43,6 +43,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 import uuid
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -497,6 +498,8 @@ class Scenario(Cluster):
         except BaseException as exc:
             self.findings["ok"] = False
             self.findings["error"] = f"{exc.__class__.__name__}: {exc}"[:3000]
+            # where it was raised, for a failure whose message alone names no call
+            self.findings["errorAt"] = traceback.format_exception(exc)[-4:]
             self.findings["nodeLogs"] = {n.name: self.node_log(n, 800) for n in self.nodes}
             if not isinstance(exc, Exception):
                 raise
