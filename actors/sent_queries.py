@@ -28,7 +28,7 @@ def adopt_sent_query(embedder: Any, body: object, sent: SentQuery | None) -> boo
     address, refs = sent
     query = query_of(body)
     if (embedder is None or getattr(embedder, "address", None) != tuple(address)
-            or not isinstance(query, str) or len(refs) != 1):
+            or query is None or len(refs) != 1):
         return False
     embedder.adopt(query, refs[0])
     return True
