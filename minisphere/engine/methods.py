@@ -31,6 +31,8 @@ from minisphere.engine.arguments import (
     UpdateArgs,
 )
 from minisphere.errors import InvalidArgument, NotFound
+from minisphere.wire import answers as A
+from minisphere.wire.recall_answer import RecallAnswer
 
 Access = Literal["read", "write", "maintenance"]
 
@@ -42,6 +44,9 @@ class Method:
     access: Access
     # handler(conn, args, now_ms) -> result. Writes run inside a transaction.
     handler: Callable[[Any, Any, int], Any]
+    # the answer's shape (a `minisphere.wire` TypedDict): what the handler returns, and what the
+    # routes and the MCP tools publish
+    answer: type[Any]
     # positional contract parameters (the rest is the options object), e.g. capture(content, {...})
     positional: tuple[str, ...] = ()
     # a read may ask for one small internal write after it answered: result -> (method, body)
@@ -73,30 +78,37 @@ def _recalled_ids(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 METHODS: dict[str, Method] = {m.name: m for m in [
     # reads
-    Method("recall", RecallArgs, "read", _recall, ("query",), follow_up=_recalled_ids),
-    Method("listRecent", ListRecentArgs, "read", reads.list_recent),
-    Method("getEntry", IdArgs, "read", reads.get_entry, ("id",)),
-    Method("connections", IdArgs, "read", reads.connections, ("id",)),
-    Method("graphView", GraphViewArgs, "read", reads.graph_view),
-    Method("getTags", TagsArgs, "read", lambda c, a, t: reads.get_tags(c, a, t)),
-    Method("getCount", NoArgs, "read", lambda c, a, t: reads.get_count(c)),
-    Method("getStats", NoArgs, "read", lambda c, a, t: reads.get_stats(c)),
-    Method("getBrief", NoArgs, "read", lambda c, a, t: reads.get_brief(c, t)),
+    Method("recall", RecallArgs, "read", _recall, RecallAnswer, ("query",),
+           follow_up=_recalled_ids),
+    Method("listRecent", ListRecentArgs, "read", reads.list_recent, A.EntryList),
+    Method("getEntry", IdArgs, "read", reads.get_entry, A.EntryDetail, ("id",)),
+    Method("connections", IdArgs, "read", reads.connections, A.ConnectionsAnswer, ("id",)),
+    Method("graphView", GraphViewArgs, "read", reads.graph_view, A.GraphAnswer),
+    Method("getTags", TagsArgs, "read", lambda c, a, t: reads.get_tags(c, a, t), A.TagsAnswer),
+    Method("getCount", NoArgs, "read", lambda c, a, t: reads.get_count(c), A.CountAnswer),
+    Method("getStats", NoArgs, "read", lambda c, a, t: reads.get_stats(c), A.StatsAnswer),
+    Method("getBrief", NoArgs, "read", lambda c, a, t: reads.get_brief(c, t), A.BriefAnswer),
     # writes
-    Method("capture", CaptureArgs, "write", writes.capture, ("content",)),
-    Method("append", AppendArgs, "write", _entry_after(writes.append), ("id", "addition")),
-    Method("update", UpdateArgs, "write", _entry_after(writes.update), ("id", "content")),
-    Method("setStatus", SetStatusArgs, "write", _entry_after(writes.set_status), ("id", "status")),
-    Method("forget", IdArgs, "write", writes.forget, ("id",)),
-    Method("link", LinkArgs, "write", writes.link, ("src", "dst", "type")),
-    Method("unlink", UnlinkArgs, "write", writes.unlink, ("src", "dst", "type")),
+    Method("capture", CaptureArgs, "write", writes.capture, A.CaptureAnswer, ("content",)),
+    Method("append", AppendArgs, "write", _entry_after(writes.append), A.EntryDetail,
+           ("id", "addition")),
+    Method("update", UpdateArgs, "write", _entry_after(writes.update), A.EntryDetail,
+           ("id", "content")),
+    Method("setStatus", SetStatusArgs, "write", _entry_after(writes.set_status), A.EntryDetail,
+           ("id", "status")),
+    Method("forget", IdArgs, "write", writes.forget, A.ForgetAnswer, ("id",)),
+    Method("link", LinkArgs, "write", writes.link, A.LinkAnswer, ("src", "dst", "type")),
+    Method("unlink", UnlinkArgs, "write", writes.unlink, A.UnlinkAnswer,
+           ("src", "dst", "type")),
     # maintenance (scheduler only)
-    Method("runStalenessPass", StalenessPassArgs, "maintenance", staleness.run_staleness_pass),
+    Method("runStalenessPass", StalenessPassArgs, "maintenance", staleness.run_staleness_pass,
+           A.StalenessPassAnswer),
 ]}
 
 # Engine-internal writes: never routed, not part of the contract surface.
 INTERNAL_METHODS: dict[str, Method] = {
-    "noteRecalled": Method("noteRecalled", NoteRecalledArgs, "write", _note_recalled),
+    "noteRecalled": Method("noteRecalled", NoteRecalledArgs, "write", _note_recalled,
+                           A.NotedAnswer),
 }
 
 

@@ -20,28 +20,49 @@ from minisphere.engine.rows import (
 )
 from minisphere.engine.staleness import lazy_stale_tag_counts, tag_filter_sql
 from minisphere.engine.writes import require_entry
+from minisphere.wire.answers import (
+    BriefAnswer,
+    ConnectionsAnswer,
+    CountAnswer,
+    Edge,
+    Entry,
+    EntryDetail,
+    EntryList,
+    GraphAnswer,
+    GraphNode,
+    Preview,
+    StatsAnswer,
+    TagCount,
+    TagsAnswer,
+)
+from minisphere.wire.answers import (
+    Connection as Neighbour,
+)
 
 # Tags the engine or pipelines write; they are not "topics".
 _NON_TOPIC_PREFIXES = ("stale:", "rolled-up", "synthesized", "auto-pattern", "duplicate-candidate",
                        "contradiction-resolved")
 
 
-def get_entry(conn: Connection, args: IdArgs, now_ms: int) -> dict[str, Any]:
+def get_entry(conn: Connection, args: IdArgs, now_ms: int) -> EntryDetail:
     require_entry(conn, args.id)
     entry = entries_by_id(conn, [args.id], now_ms)[args.id]
-    entry["revisionCount"] = conn.execute(
-        "SELECT COUNT(*) FROM revisions WHERE entry_id = ?", (args.id,)).fetchone()[0]
-    entry["edgeCount"] = conn.execute(
-        "SELECT (SELECT COUNT(*) FROM edges WHERE src = ?) + (SELECT COUNT(*) FROM edges WHERE dst = ?)",
-        (args.id, args.id)).fetchone()[0]
-    entry["revisions"] = [
-        {"content": content, "at": at, "reason": reason} for content, at, reason in conn.execute(
-            "SELECT content, at, reason FROM revisions WHERE entry_id = ? ORDER BY seq DESC LIMIT 5",
-            (args.id,))]
-    return entry
+    return {
+        **entry,
+        "revisionCount": conn.execute(
+            "SELECT COUNT(*) FROM revisions WHERE entry_id = ?", (args.id,)).fetchone()[0],
+        "edgeCount": conn.execute(
+            "SELECT (SELECT COUNT(*) FROM edges WHERE src = ?) + "
+            "(SELECT COUNT(*) FROM edges WHERE dst = ?)", (args.id, args.id)).fetchone()[0],
+        "revisions": [
+            {"content": content, "at": at, "reason": reason}
+            for content, at, reason in conn.execute(
+                "SELECT content, at, reason FROM revisions WHERE entry_id = ? "
+                "ORDER BY seq DESC LIMIT 5", (args.id,))],
+    }
 
 
-def list_recent(conn: Connection, args: ListRecentArgs, now_ms: int) -> dict[str, Any]:
+def list_recent(conn: Connection, args: ListRecentArgs, now_ms: int) -> EntryList:
     where = "1"
     params: list[Any] = []
     if args.tag is not None:
@@ -55,11 +76,11 @@ def list_recent(conn: Connection, args: ListRecentArgs, now_ms: int) -> dict[str
                               C.LIST_CONTENT_MAX_CHARS) for r in rows]}
 
 
-def connections(conn: Connection, args: IdArgs, now_ms: int) -> dict[str, Any]:
+def connections(conn: Connection, args: IdArgs, now_ms: int) -> ConnectionsAnswer:
     require_entry(conn, args.id)
     edges = neighbours_of(conn, args.id, C.CONNECTIONS_MAX_EDGES)
     neighbours = entries_by_id(conn, list({other for other, _ in edges}), now_ms)
-    items = []
+    items: list[Neighbour] = []
     for other, row in edges:
         edge = edge_dict(row)
         outgoing = edge["src"] == args.id
@@ -81,13 +102,13 @@ def neighbours_of(conn: Connection, node: str, limit: int) -> list[tuple[Any, ..
     return [(r[1] if r[0] == node else r[0], r) for r in rows]
 
 
-def graph_view(conn: Connection, args: GraphViewArgs, now_ms: int) -> dict[str, Any]:
+def graph_view(conn: Connection, args: GraphViewArgs, now_ms: int) -> GraphAnswer:
     for seed in args.seed_ids:
         check_id(seed, "seedIds[]")
     seeds = [s for s in dict.fromkeys(args.seed_ids)
              if conn.execute("SELECT 1 FROM entries WHERE id = ?", (s,)).fetchone()]
     hop_of = {seed: 0 for seed in seeds}
-    edges: dict[tuple[Any, ...], dict[str, Any]] = {}
+    edges: dict[tuple[Any, ...], Edge] = {}
     queue = deque(seeds)
     truncated = False
     while queue:
@@ -104,14 +125,14 @@ def graph_view(conn: Connection, args: GraphViewArgs, now_ms: int) -> dict[str, 
             edges[(row[0], row[1], row[2])] = bounded_edge_dict(
                 row, C.GRAPH_VIEW_EDGE_METADATA_MAX_BYTES)
     entries = entries_by_id(conn, list(hop_of), now_ms)
-    nodes = [{**bounded(entries[i], C.LIST_CONTENT_MAX_CHARS), "hop": h}
+    nodes: list[GraphNode] = [{**bounded(entries[i], C.LIST_CONTENT_MAX_CHARS), "hop": h}
              for i, h in hop_of.items()]
     kept = [e for e in edges.values() if e["src"] in hop_of and e["dst"] in hop_of]
     return {"nodes": nodes, "edges": kept, "truncated": truncated,
             "missingSeedIds": [s for s in args.seed_ids if s not in hop_of]}
 
 
-def get_tags(conn: Connection, args: TagsArgs, now_ms: int) -> dict[str, Any]:
+def get_tags(conn: Connection, args: TagsArgs, now_ms: int) -> TagsAnswer:
     """The `args.limit` most used tags with their counts (stale tags include entries judged
     stale lazily), and whether more are in use. Only a bounded number of rows is read into
     memory: the vocabulary may be as large as a write token makes it."""
@@ -136,11 +157,11 @@ def entry_count(conn: Connection) -> int:
     return count
 
 
-def get_count(conn: Connection) -> dict[str, Any]:
+def get_count(conn: Connection) -> CountAnswer:
     return {"count": entry_count(conn)}
 
 
-def top_topics(conn: Connection, n: int = C.TOP_TOPICS_N) -> list[dict[str, Any]]:
+def top_topics(conn: Connection, n: int = C.TOP_TOPICS_N) -> list[TagCount]:
     clauses = " AND ".join("tag NOT LIKE ?" for _ in _NON_TOPIC_PREFIXES)
     rows = conn.execute(f"SELECT tag, COUNT(*) AS c FROM tags WHERE {clauses} "
                         "GROUP BY tag ORDER BY c DESC, tag LIMIT ?",
@@ -148,11 +169,11 @@ def top_topics(conn: Connection, n: int = C.TOP_TOPICS_N) -> list[dict[str, Any]
     return [{"tag": tag, "count": c} for tag, c in rows]
 
 
-def _counts_by(conn: Connection, column: str) -> dict[str, Any]:
+def _counts_by(conn: Connection, column: str) -> dict[str, int]:
     return dict(conn.execute(f"SELECT {column}, COUNT(*) FROM entries GROUP BY {column}").fetchall())
 
 
-def get_stats(conn: Connection) -> dict[str, Any]:
+def get_stats(conn: Connection) -> StatsAnswer:
     count, avg_importance, unclassified = conn.execute(
         "SELECT COUNT(*), COALESCE(AVG(importance_score), 0), COALESCE(SUM(unclassified), 0) "
         "FROM entries").fetchone()
@@ -168,7 +189,7 @@ def get_stats(conn: Connection) -> dict[str, Any]:
     }
 
 
-def _preview(entry: dict[str, Any]) -> dict[str, Any]:
+def _preview(entry: Entry) -> Preview:
     content = entry["content"]
     short = content if len(content) <= C.BRIEF_PREVIEW_CHARS else content[:C.BRIEF_PREVIEW_CHARS] + "…"
     return {"id": entry["id"], "preview": short, "createdAt": entry["createdAt"],
@@ -176,7 +197,7 @@ def _preview(entry: dict[str, Any]) -> dict[str, Any]:
             "importance": entry["importance"], "recallCount": entry["recallCount"]}
 
 
-def get_brief(conn: Connection, now_ms: int) -> dict[str, Any]:
+def get_brief(conn: Connection, now_ms: int) -> BriefAnswer:
     """Recent activity, top topics and resurface candidates, in plain SQL (no model)."""
     since = now_ms - C.BRIEF_RECENT_WINDOW_MS
     captured, revised = conn.execute(
@@ -198,5 +219,5 @@ def get_brief(conn: Connection, now_ms: int) -> dict[str, Any]:
                            "entries": [_preview(entries[i]) for i in recent_ids]},
         "topTopics": top_topics(conn),
         "resurface": [_preview(entries[i]) for i in resurface_ids],
-        "count": get_count(conn)["count"],
+        "count": entry_count(conn),
     }

@@ -4,36 +4,41 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from minisphere.engine.db import Connection
-from minisphere.engine.staleness import annotate
+from minisphere.engine.staleness import is_stale, shown_tags
+from minisphere.wire.answers import Edge, Entry, ListedEntry
 
 IDS_PER_QUERY = 500     # ids bound in one IN (...) list, well under SQLite's variable limit
 ENTRY_COLUMNS = ("id, content, source, created_at, updated_at, recall_count, importance_score, "
                  "claim_tag, evidence_ref, status, kind, volatility, stale_due_at")
 
 
-def entry_dict(row: Sequence[Any], tags: list[str], now_ms: int) -> dict[str, Any]:
+def entry_dict(row: Sequence[Any], tags: list[str], now_ms: int) -> Entry:
     """An entry in its wire shape, staleness judged at `now_ms` (see staleness.py)."""
     (id_, content, source, created_at, updated_at, recall_count, importance, claim_tag,
      evidence_ref, status, kind, volatility, stale_due_at) = row[:13]
-    return annotate({
+    stale = is_stale(stale_due_at, now_ms)
+    return {
         "id": id_, "content": content, "source": source,
         "createdAt": created_at, "updatedAt": updated_at,
         "recallCount": recall_count, "importance": importance,
         "claimTag": claim_tag, "evidenceRef": evidence_ref,
         "status": status, "kind": kind, "volatility": volatility,
-        "tags": tags,
-    }, stale_due_at, now_ms)
+        "tags": shown_tags(tags, stale_due_at, now_ms),
+        "stale": stale, "staleSince": stale_due_at if stale else None,
+        "staleDueAt": stale_due_at,
+    }
 
 
-def bounded(entry: dict[str, Any], max_chars: int) -> dict[str, Any]:
+def bounded(entry: Entry, max_chars: int) -> ListedEntry:
     """The entry with its content cut to `max_chars` (list-style reads): a cut entry says so
     (`truncated`) and how long its content is (`contentChars`)."""
     content = entry["content"]
     if len(content) <= max_chars:
-        return entry
+        # an uncut entry is a listed one without the optional cut fields (mypy cannot widen it)
+        return cast("ListedEntry", entry)
     return {**entry, "content": content[:max_chars], "truncated": True,
             "contentChars": len(content)}
 
@@ -55,9 +60,9 @@ def tags_for(conn: Connection, ids: list[str]) -> dict[str, list[str]]:
     return found
 
 
-def entries_by_id(conn: Connection, ids: list[str], now_ms: int) -> dict[str, dict[str, Any]]:
+def entries_by_id(conn: Connection, ids: list[str], now_ms: int) -> dict[str, Entry]:
     """Full entry dicts (with tags) for the given ids; missing ids are simply absent."""
-    result: dict[str, dict[str, Any]] = {}
+    result: dict[str, Entry] = {}
     if not ids:
         return result
     rows: list[Any] = []
@@ -70,7 +75,7 @@ def entries_by_id(conn: Connection, ids: list[str], now_ms: int) -> dict[str, di
     return result
 
 
-def edge_dict(row: Sequence[Any]) -> dict[str, Any]:
+def edge_dict(row: Sequence[Any]) -> Edge:
     src, dst, type_, weight, provenance, metadata, created_at, updated_at = row
     return {
         "src": src, "dst": dst, "type": type_, "weight": weight, "provenance": provenance,
@@ -79,7 +84,7 @@ def edge_dict(row: Sequence[Any]) -> dict[str, Any]:
     }
 
 
-def bounded_edge_dict(row: Sequence[Any], max_bytes: int) -> dict[str, Any]:
+def bounded_edge_dict(row: Sequence[Any], max_bytes: int) -> Edge:
     """The edge with its metadata left out when its JSON is over `max_bytes` (graphView): such
     an edge says so (`metadataOmitted`) and how big the metadata is (`metadataBytes`). Large
     metadata is never parsed here, only measured."""

@@ -19,6 +19,8 @@ from typing import Any
 from minisphere.engine import constants as C
 from minisphere.engine.arguments import StalenessPassArgs
 from minisphere.engine.db import Connection
+from minisphere.wire.answers import Entry, StalenessPassAnswer
+from minisphere.wire.recall_answer import Revalidate
 
 
 def due_at(updated_at_ms: int, volatility: str) -> int:
@@ -65,17 +67,13 @@ def lazy_stale_tag_counts(conn: Connection, now_ms: int) -> dict[str, int]:
     return {C.STALE_TAG_PREFIX + day: n for day, n in rows}
 
 
-def annotate(entry: dict[str, Any], stale_due_at: int | None, now_ms: int) -> dict[str, Any]:
-    """Add the staleness fields to an entry dict (lazy judgement; same rule as the pass)."""
-    stale = is_stale(stale_due_at, now_ms)
-    entry["stale"] = stale
-    entry["staleSince"] = stale_due_at if stale else None
-    entry["staleDueAt"] = stale_due_at
-    if stale and stale_due_at is not None:
-        tag = stale_tag(stale_due_at)
-        if tag not in entry["tags"]:
-            entry["tags"] = sorted([*entry["tags"], tag])
-    return entry
+def shown_tags(tags: list[str], stale_due_at: int | None, now_ms: int) -> list[str]:
+    """An entry's tags as a read shows them: with its stale tag once it is stale, even before
+    the pass wrote the tag (lazy judgement; same rule as the pass)."""
+    if not is_stale(stale_due_at, now_ms) or stale_due_at is None:
+        return tags
+    tag = stale_tag(stale_due_at)
+    return tags if tag in tags else sorted([*tags, tag])
 
 
 def confirm(conn: Connection, entry_id: str, now_ms: int) -> None:
@@ -120,7 +118,8 @@ def pending_count(conn: Connection, now_ms: int) -> int:
     return count
 
 
-def run_staleness_pass(conn: Connection, args: StalenessPassArgs, now_ms: int) -> dict[str, Any]:
+def run_staleness_pass(conn: Connection, args: StalenessPassArgs, now_ms: int
+                       ) -> StalenessPassAnswer:
     """Mark at most `limit` entries that turned stale (longest overdue first) and clear marks
     that a confirmation made wrong. Resumable (call again while `remaining` > 0) and idempotent
     (a second run right after changes nothing)."""
@@ -145,7 +144,7 @@ def next_due_at(conn: Connection) -> int | None:
     return due
 
 
-def revalidate_prompt(entry: dict[str, Any]) -> dict[str, Any]:
+def revalidate_prompt(entry: Entry) -> Revalidate:
     """One short question an agent can ask to re-confirm a stale entry."""
     text = " ".join(entry["content"].split())
     if len(text) > C.REVALIDATE_PREVIEW_CHARS:

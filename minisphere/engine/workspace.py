@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from minisphere.engine import db, forget_ledger, idempotency, location, scrub
 from minisphere.engine.arguments import Args
@@ -19,6 +19,8 @@ from minisphere.engine.methods import METHODS, Method, find_method, parse_args
 from minisphere.engine.wal_checkpoints import WalCheckpoints
 from minisphere.errors import MiniSphereError, WorkspaceClosed
 from minisphere.reply import Reply
+from minisphere.wire import answers as A
+from minisphere.wire.recall_answer import RecallAnswer
 
 if TYPE_CHECKING:  # pragma: no cover - types only: the binding's code is imported when bound
     from minisphere.engine.embedding.base import EmbeddingProvider
@@ -267,57 +269,54 @@ class Workspace:
         return vectors
 
     # ---- Pythonic wrappers (contract names in snake_case) -------------------------------------
-    def _answer(self, method_name: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        answer: dict[str, Any] = self.call(method_name, body)   # every method answers an object
-        return answer
+    # each answers its method's shape (`METHODS[name].answer`): `call` cannot say which
+    def capture(self, content: str, **options: Any) -> A.CaptureAnswer:
+        return cast("A.CaptureAnswer", self.call("capture", {"content": content, **options}))
 
-    def capture(self, content: str, **options: Any) -> dict[str, Any]:
-        return self._answer("capture", {"content": content, **options})
+    def append(self, id: str, addition: str, **options: Any) -> A.EntryDetail:
+        return cast("A.EntryDetail", self.call("append", {"id": id, "addition": addition, **options}))
 
-    def append(self, id: str, addition: str, **options: Any) -> dict[str, Any]:
-        return self._answer("append", {"id": id, "addition": addition, **options})
+    def update(self, id: str, content: str) -> A.EntryDetail:
+        return cast("A.EntryDetail", self.call("update", {"id": id, "content": content}))
 
-    def update(self, id: str, content: str) -> dict[str, Any]:
-        return self._answer("update", {"id": id, "content": content})
+    def set_status(self, id: str, status: str) -> A.EntryDetail:
+        return cast("A.EntryDetail", self.call("setStatus", {"id": id, "status": status}))
 
-    def set_status(self, id: str, status: str) -> dict[str, Any]:
-        return self._answer("setStatus", {"id": id, "status": status})
+    def forget(self, id: str) -> A.ForgetAnswer:
+        return cast("A.ForgetAnswer", self.call("forget", {"id": id}))
 
-    def forget(self, id: str) -> dict[str, Any]:
-        return self._answer("forget", {"id": id})
+    def link(self, src: str, dst: str, type: str, **options: Any) -> A.LinkAnswer:
+        return cast("A.LinkAnswer", self.call("link", {"src": src, "dst": dst, "type": type, **options}))
 
-    def link(self, src: str, dst: str, type: str, **options: Any) -> dict[str, Any]:
-        return self._answer("link", {"src": src, "dst": dst, "type": type, **options})
+    def unlink(self, src: str, dst: str, type: str) -> A.UnlinkAnswer:
+        return cast("A.UnlinkAnswer", self.call("unlink", {"src": src, "dst": dst, "type": type}))
 
-    def unlink(self, src: str, dst: str, type: str) -> dict[str, Any]:
-        return self._answer("unlink", {"src": src, "dst": dst, "type": type})
+    def recall(self, query: str, **options: Any) -> RecallAnswer:
+        return cast("RecallAnswer", self.call("recall", {"query": query, **options}))
 
-    def recall(self, query: str, **options: Any) -> dict[str, Any]:
-        return self._answer("recall", {"query": query, **options})
+    def get_entry(self, id: str) -> A.EntryDetail:
+        return cast("A.EntryDetail", self.call("getEntry", {"id": id}))
 
-    def get_entry(self, id: str) -> dict[str, Any]:
-        return self._answer("getEntry", {"id": id})
+    def list_recent(self, **options: Any) -> A.EntryList:
+        return cast("A.EntryList", self.call("listRecent", options))
 
-    def list_recent(self, **options: Any) -> dict[str, Any]:
-        return self._answer("listRecent", options)
+    def connections(self, id: str) -> A.ConnectionsAnswer:
+        return cast("A.ConnectionsAnswer", self.call("connections", {"id": id}))
 
-    def connections(self, id: str) -> dict[str, Any]:
-        return self._answer("connections", {"id": id})
+    def graph_view(self, seed_ids: list[str], **options: Any) -> A.GraphAnswer:
+        return cast("A.GraphAnswer", self.call("graphView", {"seedIds": seed_ids, **options}))
 
-    def graph_view(self, seed_ids: list[str], **options: Any) -> dict[str, Any]:
-        return self._answer("graphView", {"seedIds": seed_ids, **options})
+    def get_tags(self, **opts: Any) -> A.TagsAnswer:
+        return cast("A.TagsAnswer", self.call("getTags", opts))
 
-    def get_tags(self, **opts: Any) -> dict[str, Any]:
-        return self._answer("getTags", opts)
+    def get_count(self) -> A.CountAnswer:
+        return cast("A.CountAnswer", self.call("getCount", None))
 
-    def get_count(self) -> dict[str, Any]:
-        return self._answer("getCount")
+    def get_stats(self) -> A.StatsAnswer:
+        return cast("A.StatsAnswer", self.call("getStats", None))
 
-    def get_stats(self) -> dict[str, Any]:
-        return self._answer("getStats")
+    def get_brief(self) -> A.BriefAnswer:
+        return cast("A.BriefAnswer", self.call("getBrief", None))
 
-    def get_brief(self) -> dict[str, Any]:
-        return self._answer("getBrief")
-
-    def run_staleness_pass(self, **options: Any) -> dict[str, Any]:
-        return self._answer("runStalenessPass", options)
+    def run_staleness_pass(self, **options: Any) -> A.StalenessPassAnswer:
+        return cast("A.StalenessPassAnswer", self.call("runStalenessPass", options))

@@ -27,6 +27,7 @@ from minisphere.errors import (
     NotFound,
     SelfLink,
 )
+from minisphere.wire.answers import CaptureAnswer, ForgetAnswer, LinkAnswer, UnlinkAnswer
 
 # Edge types whose endpoints must be episodic entries (events): (src must, dst must).
 KIND_GATES = {"decided": (True, False), "follows": (True, True)}
@@ -55,7 +56,7 @@ def require_entry(conn: Connection, entry_id: str, field: str = "id") -> tuple[A
     return tuple(row)
 
 
-def capture(conn: Connection, args: CaptureArgs, now_ms: int) -> dict[str, Any]:
+def capture(conn: Connection, args: CaptureArgs, now_ms: int) -> CaptureAnswer:
     check_content(args.content)
     tags = normalize_tags(args.tags)
     digest = content_hash(args.content)
@@ -141,7 +142,7 @@ def set_status(conn: Connection, args: SetStatusArgs, now_ms: int) -> str:
     return args.id
 
 
-def forget(conn: Connection, args: IdArgs, now_ms: int) -> dict[str, Any]:
+def forget(conn: Connection, args: IdArgs, now_ms: int) -> ForgetAnswer:
     """Permanent: tags, edges, revisions and the FTS row go with the entry (FK cascade + trigger)."""
     require_entry(conn, args.id)
     conn.execute("DELETE FROM entries WHERE id = ?", (args.id,))
@@ -155,7 +156,7 @@ def canonical_endpoints(src: str, dst: str, edge_type: str) -> tuple[str, str]:
     return src, dst
 
 
-def link(conn: Connection, args: LinkArgs, now_ms: int) -> dict[str, Any]:
+def link(conn: Connection, args: LinkArgs, now_ms: int) -> LinkAnswer:
     if args.src == args.dst:
         raise SelfLink(f"an entry cannot be linked to itself ({args.src})")
     _, _, _, src_kind = require_entry(conn, args.src, "src")
@@ -191,7 +192,7 @@ def link(conn: Connection, args: LinkArgs, now_ms: int) -> dict[str, Any]:
     return {"edge": edge_dict(row), "created": not existed}
 
 
-def unlink(conn: Connection, args: UnlinkArgs, now_ms: int) -> dict[str, Any]:
+def unlink(conn: Connection, args: UnlinkArgs, now_ms: int) -> UnlinkAnswer:
     check_id(args.src, "src")
     check_id(args.dst, "dst")
     src, dst = canonical_endpoints(args.src, args.dst, args.type)

@@ -2,13 +2,16 @@
 may give) and the JSON body it reads."""
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from minisphere.http.error_responses import ERROR_RESPONSES
 
 
-def answers(model: type[BaseModel], status: int = 200, links: dict | None = None) -> dict:
-    """OpenAPI `responses` for a route answering `model` (documentation only: the routes
+def answers(model: type[Any], status: int = 200, links: dict | None = None) -> dict:
+    """OpenAPI `responses` for a route answering `model`, an answer model or one of
+    `minisphere.wire`'s answer TypedDicts (documentation only: the routes
     return the engine's JSON as is), with the answer's OpenAPI `links` (`minisphere.http.links`)
     when given."""
     answer: dict = {"model": model}

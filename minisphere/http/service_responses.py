@@ -1,7 +1,7 @@
 """The shapes of the answers of the service's own routes and the operator's: health, contracts,
 workspaces and their location, tokens, snapshots, restores, maintenance runs and imports (the
-workspace calls' answers are in `workspace_responses` and `recall_responses`; all share the base
-model and rules of `answer_model`).
+workspace calls' answers are `minisphere.wire`'s; these share their rules through
+`answer_model`).
 """
 from __future__ import annotations
 

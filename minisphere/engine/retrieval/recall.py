@@ -50,6 +50,15 @@ from minisphere.engine.retrieval.temporal import TimeBounds, extract_time_bounds
 from minisphere.engine.rows import ENTRY_COLUMNS, entries_by_id, entry_dict
 from minisphere.engine.staleness import revalidate_prompt
 from minisphere.errors import InvalidArgument
+from minisphere.wire.answers import Entry, NotedAnswer
+from minisphere.wire.recall_answer import (
+    Breakdown,
+    FusionState,
+    MmrDetail,
+    QueryUsed,
+    RecallAnswer,
+    RecallItem,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - types only: the vector binding's code loads when bound
     from minisphere.engine.vectors.arm import DeferredVectorArm, VectorArm
@@ -155,23 +164,22 @@ assert _SNIPPET_COLUMNS != ENTRY_COLUMNS
 
 
 def _hydrate(conn: Connection, ids: list[str], now_ms: int, full: bool
-             ) -> dict[str, dict[str, Any]]:
-    """The returned entries only. Without `full`, content is read up to the snippet budget."""
+             ) -> dict[str, tuple[Entry, int]]:
+    """The returned entries only, each with its whole content's length. Without `full`, content
+    is read up to the snippet budget."""
     if not ids:
         return {}
     if full:
-        return entries_by_id(conn, ids, now_ms)
+        return {i: (entry, len(entry["content"]))
+                for i, entry in entries_by_id(conn, ids, now_ms).items()}
     marks = ",".join("?" * len(ids))
     rows = conn.execute(
         f"SELECT {_SNIPPET_COLUMNS}, length(content), (SELECT group_concat(t.tag, "
         f"'{TAG_SEPARATOR}') FROM tags t WHERE t.entry_id = entries.id) FROM entries "
         f"WHERE id IN ({marks})", [T.SNIPPET_TOP_CHARS + 1, *ids]).fetchall()
-    out = {}
-    for row in rows:
-        entry = entry_dict(row, sorted(row[-1].split(TAG_SEPARATOR)) if row[-1] else [], now_ms)
-        entry["contentChars"] = row[-2]
-        out[row[0]] = entry
-    return out
+    return {row[0]: (entry_dict(row, sorted(row[-1].split(TAG_SEPARATOR)) if row[-1] else [],
+                                 now_ms), row[-2])
+            for row in rows}
 
 
 def _lexical_led_pool(conn: Connection, scored: list[Scored], vector_arm: VectorArm,
@@ -252,27 +260,28 @@ def _gather_arms(conn: Connection, args: RecallArgs, now_ms: int, vector_arm: An
     return arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm
 
 
-def _recall_item(entry: dict[str, Any], fused: Slot, arms: dict[str, list[Hit]], row: RerankRow,
-                 final: float, mmr_detail: dict[str, float], now_ms: int, query_stems: set[str],
-                 subjects: frozenset[str]) -> dict[str, Any]:
-    """One answer item: the entry, its score and the breakdown of how it was reached."""
+def _recall_item(hydrated: tuple[Entry, int], fused: Slot, arms: dict[str, list[Hit]],
+                 row: RerankRow, final: float, mmr_detail: MmrDetail, now_ms: int,
+                 query_stems: set[str], subjects: frozenset[str]) -> RecallItem:
+    """One answer item: the entry, its score and the breakdown of how it was reached (its
+    content still whole; the snippet budget cuts it)."""
+    entry, whole_chars = hydrated
     entry["recallCount"] += 1
     arm_detail = fused["arms"]
-    return {
-        **entry,
-        "score": final,
-        # full floats: rounding every number of the breakdown is a visible share of a cheap recall
-        "breakdown": {
-            "keyword": arm_detail.get("keyword"),
-            "graph": arm_detail.get("graph"),
-            "recency": arm_detail.get("recency"),
-            **({"vector": arm_detail.get("vector")} if "vector" in arms else {}),
-            "fused": fused["fused"],
-            "rerank": rerank_factors(row, now_ms, query_stems, subjects, lexical_part(fused)),
-            "final": final,
-            "mmr": mmr_detail,
-        },
+    # full floats: rounding every number of the breakdown is a visible share of a cheap recall
+    breakdown: Breakdown = {
+        "keyword": arm_detail.get("keyword"),
+        "graph": arm_detail.get("graph"),
+        "recency": arm_detail.get("recency"),
+        "fused": fused["fused"],
+        "rerank": rerank_factors(row, now_ms, query_stems, subjects, lexical_part(fused)),
+        "final": final,
+        "mmr": mmr_detail,
     }
+    if "vector" in arms:
+        breakdown["vector"] = arm_detail.get("vector")
+    return {**entry, "score": final, "breakdown": breakdown, "contentChars": whole_chars,
+            "truncated": False}
 
 
 def _fuse(conn: Connection, arms: dict[str, list[Hit]], vector_arm: AnyVectorArm,
@@ -292,7 +301,7 @@ def _fuse(conn: Connection, arms: dict[str, list[Hit]], vector_arm: AnyVectorArm
 
 
 def recall(conn: Connection, args: RecallArgs, now_ms: int,
-           vector_arm: AnyVectorArm = None) -> dict[str, Any]:
+           vector_arm: AnyVectorArm = None) -> RecallAnswer:
     """vector_arm: the optional vector binding's arm (vectors.arm.VectorArm: `hits(conn,
     prefilter)` and `refine(conn, prefilter, head ids)`), or a DeferredVectorArm whose query
     vector is still being embedded; either's `resolve()` gives the arm (None: no vector arm)."""
@@ -324,30 +333,27 @@ def recall(conn: Connection, args: RecallArgs, now_ms: int,
              for entry_id, mmr_detail in picked]
     apply_budget(items, args.full)
     timer.lap("hydrateMs")
-    return {
-        "items": items,
-        # stale results, each with one question an agent can ask to re-confirm it
-        "revalidate": [revalidate_prompt(item) for item in items if item["stale"]],
-        "queryUsed": {
-            "original": args.query,
-            "text": text,
-            "terms": terms,
-            "droppedTerms": dropped,
-            "standIns": substitutes,
-            "timePhrases": bounds.phrases,
-            "since": bounds.since_ms, "until": bounds.until_ms,
-            "sinceIso": _iso_or_none(bounds.since_ms), "untilIso": _iso_or_none(bounds.until_ms),
-            "boundsRelaxed": relaxed,
-            "filters": {"kind": args.kind, "tag": prefilter.tag},
-            "arms": {name: len(hits) for name, hits in arms.items()},
-            # how the hybrid weighed its arms for this query (the vector arm ran)
-            **({"fusion": {**fusion_info, "lexicalLed": lexical_led}} if fusion_info else {}),
-        },
-        "timings": timer.marks,
+    query_used: QueryUsed = {
+        "original": args.query,
+        "text": text,
+        "terms": terms,
+        "droppedTerms": dropped,
+        "standIns": substitutes,
+        "timePhrases": bounds.phrases,
+        "since": bounds.since_ms, "until": bounds.until_ms,
+        "sinceIso": _iso_or_none(bounds.since_ms), "untilIso": _iso_or_none(bounds.until_ms),
+        "boundsRelaxed": relaxed,
+        "filters": {"kind": args.kind, "tag": prefilter.tag},
+        "arms": {name: len(hits) for name, hits in arms.items()},
     }
+    if fusion_info:     # how the hybrid weighed its arms for this query (the vector arm ran)
+        query_used["fusion"] = cast("FusionState", {**fusion_info, "lexicalLed": lexical_led})
+    # stale results, each with one question an agent can ask to re-confirm it
+    return {"items": items, "revalidate": [revalidate_prompt(i) for i in items if i["stale"]],
+            "queryUsed": query_used, "timings": timer.marks}
 
 
-def note_recalled(conn: Connection, args: NoteRecalledArgs, now_ms: int) -> dict[str, int]:
+def note_recalled(conn: Connection, args: NoteRecalledArgs, now_ms: int) -> NotedAnswer:
     """The follow-up write of a recall: recall_count + 1 for each returned entry."""
     if args.ids:
         marks = ",".join("?" * len(args.ids))

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.query_text import content_terms, first_term, plain_terms
+from minisphere.wire.recall_answer import MmrDetail, RerankFactors
 
 if TYPE_CHECKING:  # pragma: no cover - types only
     from minisphere.engine.retrieval.arms import RerankRow
@@ -111,9 +112,9 @@ def lexical_part(slot: Slot) -> float:
 
 def rerank_factors(row: RerankRow, now_ms: int, query_stems: set[str],
                    subject_stems: frozenset[str] = frozenset(), lexical: float = 1.0
-                   ) -> dict[str, float]:
+                   ) -> RerankFactors:
     tag_factor, tag_share = tag_overlap_factor(query_stems, row["tags"])
-    factors = {
+    factors: dict[str, float] = {
         "decay": decay_factor(row["volatility"], now_ms - row["updatedAt"]),
         "recall": recall_factor(row["recallCount"]),
         "importance": importance_factor(row["importance"]),
@@ -125,7 +126,10 @@ def rerank_factors(row: RerankRow, now_ms: int, query_stems: set[str],
     product = 1.0
     for value in factors.values():
         product *= value
-    return {**factors, "tagShare": tag_share, "product": product}
+    return {"decay": factors["decay"], "recall": factors["recall"],
+            "importance": factors["importance"], "tagOverlap": factors["tagOverlap"],
+            "rolledUp": factors["rolledUp"], "subject": factors["subject"],
+            "brevity": factors["brevity"], "tagShare": tag_share, "product": product}
 
 
 def rerank_product(row: RerankRow, now_ms: int, query_stems: set[str],
@@ -176,7 +180,7 @@ def similarity(a: Shingles, b: Shingles) -> float:
 
 def mmr(candidates: list[tuple[str, float]],
         texts: dict[str, str] | Callable[[list[str]], dict[str, str]], top_k: int,
-        lam: float | None = None) -> list[tuple[str, dict[str, float]]]:
+        lam: float | None = None) -> list[tuple[str, MmrDetail]]:
     """candidates: (id, score) best first. Returns (id, {relevance, maxSimilarity, mmr}).
     texts: id -> text, or a function reading the texts of a list of ids (called lazily, a
     page at a time, only for candidates MMR has to compare).
@@ -212,7 +216,7 @@ def mmr(candidates: list[tuple[str, float]],
     bounds = [(-lam * relevance[i], i) for i in range(len(pool))]   # (-value, pool order)
     heapq.heapify(bounds)
     picks: list[int] = []
-    chosen: list[tuple[str, dict[str, float]]] = []
+    chosen: list[tuple[str, MmrDetail]] = []
     while bounds and len(chosen) < top_k:
         _, index = heapq.heappop(bounds)
         if compared[index] < len(picks):

@@ -5,23 +5,21 @@ response. A cut keeps the head of the text and appends
 itself is not counted against the budget). `full` bypasses all of it."""
 from __future__ import annotations
 
-from typing import Any
-
 from minisphere.engine.retrieval import tuning as T
+from minisphere.wire.recall_answer import RecallItem
 
 
 def truncation_marker(omitted_chars: int, entry_id: str) -> str:
     return f'[truncated · {omitted_chars} chars · get("{entry_id}")]'
 
 
-def apply_budget(items: list[dict[str, Any]], full: bool) -> None:
-    """Cut each item's `content` in place; sets `truncated` and `contentChars`."""
+def apply_budget(items: list[RecallItem], full: bool) -> None:
+    """Cut each item's `content` in place (its `contentChars` is the whole length, when only a
+    prefix was read); sets `truncated`."""
     remaining = T.SNIPPET_TOTAL_CHARS
     for position, item in enumerate(items):
         text = item["content"]
-        # the whole length, when only a prefix was read (recall reads no more than it can show)
-        whole = item.setdefault("contentChars", len(text))
-        item["truncated"] = False
+        whole = item["contentChars"]
         if full:
             continue
         cap = T.SNIPPET_TOP_CHARS if position < T.SNIPPET_TOP_COUNT else T.SNIPPET_TAIL_CHARS

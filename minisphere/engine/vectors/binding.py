@@ -41,7 +41,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import numpy as np
 
@@ -54,6 +54,7 @@ from minisphere.engine.vectors import index as resident
 from minisphere.engine.vectors import semantic, table
 from minisphere.engine.vectors.arm import DeferredVectorArm
 from minisphere.errors import InvalidArgument
+from minisphere.wire.recall_answer import RecallAnswer, VectorArmState
 
 if TYPE_CHECKING:  # pragma: no cover - types only
     from minisphere.engine.methods import Method
@@ -92,12 +93,6 @@ class BindingState(TypedDict):
     dim: int | None
     missing: int          # entries without a vector
 
-
-class ArmState(TypedDict):
-    """Whether a recall's vector arm was on (a recall answer's `queryUsed.vector`)."""
-    arm: Literal["on", "off"]
-    provider: str
-    reason: NotRequired[str]
 
 _pools: dict[str, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
@@ -401,7 +396,7 @@ class VectorBinding(WorkspaceHooks):
 
             query = vector if isinstance(vector, QueryVector) else QueryVector(self, text, vector)
 
-            def run_recall(conn: db.Connection, args: RecallArgs, now_ms: int) -> dict[str, Any]:
+            def run_recall(conn: db.Connection, args: RecallArgs, now_ms: int) -> RecallAnswer:
                 nonlocal query
                 if query.generation != self.generation:    # the other model's query vector
                     query = QueryVector(self, text)
@@ -436,7 +431,7 @@ class VectorBinding(WorkspaceHooks):
             self._needs_backfill = False
             self.backfill()
 
-    def _arm_state(self, vector: np.ndarray | None) -> ArmState:
+    def _arm_state(self, vector: np.ndarray | None) -> VectorArmState:
         if vector is not None:
             return {"arm": "on", "provider": self._recorded()["provider"]}
         reason = "no embedder attached" if self.provider is None else f"embedding failed: {self.last_error}"

@@ -35,6 +35,7 @@ from minisphere.engine.retrieval.query_text import content_terms, document_frequ
 from minisphere.engine.retrieval.rerank import jaccard, shingles
 from minisphere.engine.retrieval.tuning import MMR_TEXT_CHARS
 from minisphere.engine.vectors import table
+from minisphere.wire.answers import CaptureAnswer, NearEntry
 
 if TYPE_CHECKING:
     from minisphere.engine.arguments import CaptureArgs
@@ -108,13 +109,13 @@ def _specific_terms(conn: Connection, texts: list[str], settings: SemanticSettin
 
 def _auto_link(conn: Connection, entry_id: str, content: str, near: list[tuple[str, float, str]],
                settings: SemanticSettings,
-               provider_name: str, now_ms: int) -> list[dict[str, Any]]:
+               provider_name: str, now_ms: int) -> list[NearEntry]:
     close = [n for n in near if meets(n[1], settings.link_cosine)]
     if not close:
         return []
     own = set(content_terms(content[:MMR_TEXT_CHARS]))
     specific = _specific_terms(conn, [content], settings) & own
-    linked: list[dict[str, Any]] = []
+    linked: list[NearEntry] = []
     for other, cosine, other_content in close:
         if len(linked) >= settings.link_max:
             break
@@ -135,7 +136,7 @@ def _auto_link(conn: Connection, entry_id: str, content: str, near: list[tuple[s
 
 def capture(conn: Connection, args: CaptureArgs, now_ms: int, vector: np.ndarray,
             settings: SemanticSettings,
-            provider_name: str) -> dict[str, Any]:
+            provider_name: str) -> CaptureAnswer:
     from minisphere.engine.normalize import content_hash
     writes.check_content(args.content)
     exact = conn.execute("SELECT 1 FROM entries WHERE content_hash = ? LIMIT 1",
@@ -149,9 +150,9 @@ def capture(conn: Connection, args: CaptureArgs, now_ms: int, vector: np.ndarray
         return {"outcome": "blocked", "matchId": duplicate[0], "cosine": round(duplicate[1], 6),
                 "semantic": True}
     result = writes.capture(conn, args, now_ms)
-    if result.get("outcome") != "stored":
+    entry_id = result.get("id")
+    if result["outcome"] != "stored" or entry_id is None:
         return result
-    entry_id = result["id"]
     seq = conn.execute("SELECT seq FROM entries WHERE id = ?", (entry_id,)).fetchone()[0]
     table.put(conn, seq, vector)
     candidate = _first_agreeing(near, own_shingles, settings.candidate_cosine,

@@ -13,13 +13,13 @@ from functools import lru_cache
 from typing import Any
 
 import mcp_types as types
+from pydantic import TypeAdapter
 
 from minisphere.contract.tools import TOOL_ARGUMENTS, tool_description, tool_schema, without_titles
 from minisphere.engine.idempotency import check_key
 from minisphere.engine.methods import METHODS
 from minisphere.errors import MalformedRequest
 from minisphere.http.handling import IDEMPOTENCY_KEY_PROMISE, IDEMPOTENCY_KEY_SCHEMA
-from minisphere.http.method_answers import METHOD_ANSWERS
 
 IDEMPOTENCY_ARGUMENT = "idempotencyKey"
 COMPACT_JSON = (",", ":")
@@ -62,7 +62,8 @@ def input_schema(name: str) -> dict:
 
 
 def output_schema(name: str) -> dict:
-    return without_titles(METHOD_ANSWERS[name].model_json_schema(mode="serialization"))
+    answer = TypeAdapter(METHODS[name].answer)
+    return without_titles(answer.json_schema(mode="serialization"))
 
 
 @lru_cache(maxsize=1)

@@ -23,7 +23,6 @@ from minisphere.http.handling import (
     read_json_object,
     server_timing,
 )
-from minisphere.http.method_answers import METHOD_ANSWERS
 from minisphere.http.route_docs import answers
 from minisphere.http.routes import Routes
 from minisphere.http.routes.maintenance import MAINTENANCE_TAG
@@ -63,7 +62,7 @@ def method_endpoint(name: str, method: Method):
 
 def add_method_route(name: str, method: Method) -> None:
     write = method.access == "write"
-    responses = answers(METHOD_ANSWERS[name],
+    responses = answers(method.answer,
                         links=links.entry_links() if name in links.ENTRY_ANSWERS else None)
     if write:
         responses[200] = {**responses[200], "headers": IDEMPOTENT_REPLAY_DOC}

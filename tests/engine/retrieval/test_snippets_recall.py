@@ -11,8 +11,14 @@ from tests.engine.retrieval.helpers import by_id, entry_rows, ids
 ID = "00000000-0000-4000-8000-00000000000{}"
 
 
+def _item(index, content):
+    """An item as recall hands it to the budget: whole, and not yet cut."""
+    return {"id": ID.format(index), "content": content, "contentChars": len(content),
+            "truncated": False}
+
+
 def _items(*lengths, char="x"):
-    return [{"id": ID.format(i), "content": char * n} for i, n in enumerate(lengths)]
+    return [_item(i, char * n) for i, n in enumerate(lengths)]
 
 
 def test_recall_of_many_long_entries_shows_4000_twice_then_400_within_12000(ws, now_clock, add):
@@ -70,8 +76,7 @@ def test_short_items_leave_budget_for_later_ones():
 
 def test_cut_drops_trailing_whitespace_and_counts_it_as_left_out():
     text = "a" * 398 + "  " + "b" * 100
-    items = [{"id": ID.format(0), "content": "x"}, {"id": ID.format(1), "content": "y"},
-             {"id": ID.format(2), "content": text}]
+    items = [_item(0, "x"), _item(1, "y"), _item(2, text)]
     apply_budget(items, full=False)
     assert items[2]["content"] == "a" * 398 + " " + truncation_marker(102, ID.format(2))
 
@@ -86,7 +91,7 @@ def test_full_bypasses_the_budget():
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(0, 6000), max_size=20))
 def test_budget_arithmetic_holds_for_any_lengths(lengths):
-    items = [{"id": ID.format(i % 10), "content": "w" * n} for i, n in enumerate(lengths)]
+    items = [_item(i % 10, "w" * n) for i, n in enumerate(lengths)]
     apply_budget(items, full=False)
     total = 0
     for position, (item, n) in enumerate(zip(items, lengths)):

@@ -1,6 +1,8 @@
 """The vector arm in recall: KNN via sqlite-vec, prefilters respected, shown in the breakdown."""
+from pydantic import TypeAdapter
+
 from minisphere.engine.workspace import Workspace
-from minisphere.http.recall_responses import RecallAnswer
+from minisphere.wire.recall_answer import RecallAnswer
 from tests.engine.vectors.helpers import ChosenVectors, at_cosine
 
 QUERY = "how do we ship code"
@@ -102,7 +104,7 @@ def test_a_bound_recall_explains_how_its_arms_were_weighed(tmp_path, clock):
     ws.capture("Releases go out through the deploy pipeline")
     ws.capture("We ship code every Friday after the review")
     answer = ws.recall(QUERY)
-    RecallAnswer.model_validate(answer)          # the published answer schema describes it
+    TypeAdapter(RecallAnswer).validate_python(answer)   # the published answer schema describes it
     fusion = answer["queryUsed"]["fusion"]
     assert set(fusion) == {"lexicalShare", "lexicalMargin", "support", "denseMargin", "subjectLed",
                            "lexicalLed"}
