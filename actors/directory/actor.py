@@ -34,8 +34,8 @@ from actors.process_logging import log_to_stderr
 from actors.workspace.actor import WorkspaceActor
 from minisphere.control.auth import token_hash
 from minisphere.control.blueprints import parse_blueprint
-from minisphere.control.locations import Location
-from minisphere.control.plane import AuditEntry, ControlPlane, TokenInfo, WorkspaceRecord
+from minisphere.control.plane import AuditEntry, ControlPlane
+from minisphere.control.records import Location, TokenInfo, WorkspaceRecord
 from minisphere.control.residency_policy import IDLE_SWEEP_S
 from minisphere.errors import InvalidArgument
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger

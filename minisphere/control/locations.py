@@ -8,20 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from sqlite3 import Connection
-from typing import Any, TypedDict
+from typing import Any
 
+from minisphere.control.records import Location
 from minisphere.errors import NotFound
 
 SQL_IDS_PER_QUERY = 500            # ids bound in one IN (...) list (SQLite allows 32,766)
-
-
-class Location(TypedDict):
-    """One workspace's location record, as the directory answers it."""
-    generation: str | None
-    nodeId: str | None
-    epoch: int
-    position: int
-    storedPosition: int
 
 
 # (workspace id or None, action, detail or None): the control plane's audit log

@@ -22,6 +22,7 @@ from minisphere.control.auth import (
 )
 from minisphere.control.blueprints import Blueprint
 from minisphere.control.locations import LocationRecords
+from minisphere.control.records import TokenInfo, TokenIssued, WorkspaceRecord
 from minisphere.control.schema import migrate_control_plane
 from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms
@@ -30,39 +31,6 @@ from minisphere.errors import NotFound, WorkspaceExists
 _COLUMNS = "id, created_at, updated_at, state, contracts_json, blueprint_json, label, node_id, " \
            "last_active_at, generation"
 SNAPSHOT_DEBT_RETRY_LIMIT = 100       # debts handed out per retry round, oldest first
-
-
-# The shapes of the records below; what the HTTP routes answer with them is documented by the
-# models of minisphere/http/service_responses.py.
-class WorkspaceRecord(TypedDict):
-    id: str
-    createdAt: int
-    updatedAt: int
-    state: str
-    contracts: list[dict[str, Any]]
-    blueprint: dict[str, Any]
-    label: str | None
-    nodeId: str | None
-    lastActiveAt: int | None
-    generation: str | None
-
-
-class IssuedToken(TypedDict):
-    """A token just issued: the only answer that holds its secret."""
-    tokenId: str
-    token: str
-    scope: str
-    label: str | None
-    expiresAt: int | None
-
-
-class TokenInfo(TypedDict):
-    tokenId: str
-    scope: str
-    label: str | None
-    createdAt: int
-    expiresAt: int | None
-    lastUsedAt: int | None
 
 
 class WorkspaceTokenIdentity(TypedDict):
@@ -228,7 +196,7 @@ class ControlPlane:
         return token_id
 
     def issue_token(self, workspace_id: str, scope: str, label: str | None = None,
-                    expires_at: int | None = None) -> IssuedToken:
+                    expires_at: int | None = None) -> TokenIssued:
         """A new token of the workspace; the secret is in this answer only."""
         if not self.exists(workspace_id):
             raise NotFound(f"no workspace {workspace_id}")

@@ -5,13 +5,15 @@ workspace calls' answers are `minisphere.wire`'s; these share their rules throug
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, with_config
 
+from minisphere.control.records import Location, TokenInfo, WorkspaceRecord
 from minisphere.engine.methods import Access
 from minisphere.http.answer_model import Answer
 from minisphere.maintenance.runs import Outcome, Trigger
+from minisphere.wire.answers import ANSWER_CONFIG
 
 
 class Health(Answer):
@@ -38,45 +40,13 @@ class ContractsAnswer(Answer):
     methods: list[RoutedMethod]
 
 
-class BornWith(Answer):
-    name: str
-    version: str
-    sha256: str
-    reference: str = Field(description="NAME@version+sha256:<hex>")
-
-
-class WorkspaceRecord(Answer):
-    id: str
-    createdAt: int
-    updatedAt: int
-    state: str = Field(description="active | hibernated | deleting")
-    contracts: list[BornWith] = Field(description="the contract the workspace was born with")
-    blueprint: dict[str, Any]
-    label: Optional[str]
-    nodeId: Optional[str]
-    lastActiveAt: Optional[int]
-    generation: Optional[str] = Field(description="this creation of the id: its snapshots are "
-                                                  "stored under it (null: created before "
-                                                  "generations existed)")
-
-
-class Location(Answer):
-    generation: Optional[str] = Field(description="this creation of the id")
-    nodeId: Optional[str] = Field(description="the node holding the live copy")
-    epoch: int = Field(description="fencing token: one more on every activation; a host "
-                                   "holding an older one can neither open nor write the file")
-    position: int = Field(description="committed changes acknowledged so far: no copy below "
-                                      "this is ever opened")
-    storedPosition: int = Field(description="the newest position held by the snapshot store "
-                                            "(below `position`: only the live copy's node has "
-                                            "the newest writes)")
-
-
+@with_config(ANSWER_CONFIG)
 class WorkspaceDetail(WorkspaceRecord):
-    resident: bool = Field(description="an actor holds it now (else it is hibernated)")
-    durability: dict[str, Any] = Field(description="residency, placement, snapshot status")
-    location: Location = Field(description="the location record: where the workspace lives "
-                                           "and how far its copies reach")
+    resident: Annotated[bool, Field(description="an actor holds it now (else it is hibernated)")]
+    durability: Annotated[dict[str, Any], Field(
+        description="residency, placement, snapshot status")]
+    location: Annotated[Location, Field(description=(
+        "the location record: where the workspace lives and how far its copies reach"))]
 
 
 class Hibernated(Answer):
@@ -91,23 +61,6 @@ class CreatedWorkspace(Answer):
     workspace: WorkspaceRecord
     token: str = Field(description="a write token of the workspace, shown only in this answer")
     tokenId: str = Field(description="its id (to list or revoke it)")
-
-
-class TokenIssued(Answer):
-    tokenId: str
-    token: str = Field(description="the secret, shown only in this answer")
-    scope: str = Field(description="read | write")
-    label: Optional[str]
-    expiresAt: Optional[int] = Field(description="epoch ms; null: never")
-
-
-class TokenInfo(Answer):
-    tokenId: str
-    scope: str
-    label: Optional[str]
-    createdAt: int
-    expiresAt: Optional[int]
-    lastUsedAt: Optional[int] = Field(description="epoch ms, to within a minute; null: never")
 
 
 class TokenList(Answer):

@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from minisphere.control.auth import TokenScope, check_workspace_id
+from minisphere.control.records import TokenIssued
 from minisphere.engine.arguments import INTEGRAL
 from minisphere.errors import NotFound
 from minisphere.http import links
@@ -42,7 +43,7 @@ async def whoami(request: Request, token: BearerToken, gateway: Gateway):
 
 @routes.post("/v1/workspaces/{workspace_id}/tokens", tags=["admin"], status_code=201,
              summary="Issue a workspace token (the secret is shown only in this answer)",
-             responses=answers(S.TokenIssued, 201, links.TOKEN_ISSUED),
+             responses=answers(TokenIssued, 201, links.TOKEN_ISSUED),
              openapi_extra=json_body(CreateToken, required=True))
 async def create_token(workspace_id: WorkspaceId, request: Request, gateway: AdminGateway):
     check_workspace_id(workspace_id)
