@@ -35,11 +35,11 @@ from actors.workspace.actor import WorkspaceActor
 from minisphere.control.auth import token_hash
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.control.plane import AuditEntry, ControlPlane
-from minisphere.control.records import Location, TokenInfo, WorkspaceRecord
 from minisphere.control.residency_policy import IDLE_SWEEP_S
 from minisphere.errors import InvalidArgument
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
 from minisphere.settings import Settings, ensure_private_dir, restrict_file_modes
+from minisphere.wire.records import Location, TokenInfo, WorkspaceRecord
 
 log = logging.getLogger("minisphere.directory")
 DIRECTORY_NAME = "directory"

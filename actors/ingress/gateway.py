@@ -39,6 +39,7 @@ from minisphere.engine.methods import METHODS
 from minisphere.errors import Overloaded, Unauthenticated, WorkspaceDataMissing, as_named_error
 from minisphere.maintenance import runs as M
 from minisphere.settings import Settings
+from minisphere.wire.records import MaintenanceRun, TokenInfo, TokenIssued, WorkspaceRecord
 
 log = logging.getLogger("minisphere.gateway")
 CALL_TIMEOUT_S = 60.0
@@ -190,13 +191,14 @@ class Gateway:
         await self._audit_run(record.finish("ok", epoch_ms()))
         return result, timings
 
-    async def _audit_run(self, row: dict) -> None:
+    async def _audit_run(self, row: MaintenanceRun) -> None:
         try:
             await self.ask_directory(DirectoryMethod.MAINTENANCE, "record_run", row)
         except Exception:  # never turn a done pass into an error
             log.error("could not audit maintenance run %s", row["runId"], exc_info=True)
 
-    async def maintenance_runs(self, workspace_id: str | None, limit: int) -> list[dict]:
+    async def maintenance_runs(self, workspace_id: str | None, limit: int
+                               ) -> builtins.list[MaintenanceRun]:
         return await self.ask_directory(DirectoryMethod.MAINTENANCE, "runs", workspace_id,
                                         limit)
 
@@ -282,7 +284,7 @@ class Gateway:
     async def create(self, workspace_id, blueprint, label) -> dict:
         return await self.ask_directory(DirectoryMethod.CREATE, workspace_id, blueprint, label)
 
-    async def list(self, limit: int, after: str) -> list[dict]:
+    async def list(self, limit: int, after: str) -> builtins.list[WorkspaceRecord]:
         return await self.ask_directory(DirectoryMethod.LIST, limit, after)
 
     async def get(self, workspace_id: str) -> dict:
@@ -324,13 +326,13 @@ class Gateway:
 
     # ---- tokens (admin) --------------------------------------------------------------------------
     async def create_token(self, workspace_id: str, scope: str, label: str | None,
-                           expires_in_s: int | None) -> dict:
+                           expires_in_s: int | None) -> TokenIssued:
         check_workspace_id(workspace_id)
         expires_at = epoch_ms() + expires_in_s * 1000 if expires_in_s is not None else None
         return await self.ask_directory(DirectoryMethod.CREATE_TOKEN, workspace_id, scope, label,
                                         expires_at)
 
-    async def list_tokens(self, workspace_id: str) -> builtins.list[dict]:
+    async def list_tokens(self, workspace_id: str) -> builtins.list[TokenInfo]:
         check_workspace_id(workspace_id)
         return await self.ask_directory(DirectoryMethod.LIST_TOKENS, workspace_id)
 

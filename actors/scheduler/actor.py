@@ -22,6 +22,7 @@ from actors.scheduler.access import DirectoryLedger, StalenessPassAccess
 from minisphere.control.auth import token_hash
 from minisphere.maintenance.scheduler import MaintenanceScheduler
 from minisphere.settings import Settings, restrict_file_modes
+from minisphere.wire.records import MaintenanceRun
 
 log = logging.getLogger("minisphere.scheduled_tasks")
 SCHEDULER_NAME = "scheduled-tasks"
@@ -50,7 +51,7 @@ class ScheduledTasksActor:
     def jobs(self) -> list[dict]:
         return self.core.jobs()
 
-    def run_scheduled(self, workspace_id: str) -> dict:
+    def run_scheduled(self, workspace_id: str) -> MaintenanceRun:
         """Run one workspace's job now, exactly as its cron tick would (skip rule included)."""
         spec = self.core.specs.get(workspace_id)
         if spec is None:

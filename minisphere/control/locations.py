@@ -10,8 +10,8 @@ from collections.abc import Callable
 from sqlite3 import Connection
 from typing import Any
 
-from minisphere.control.records import Location
 from minisphere.errors import NotFound
+from minisphere.wire.records import Location
 
 SQL_IDS_PER_QUERY = 500            # ids bound in one IN (...) list (SQLite allows 32,766)
 

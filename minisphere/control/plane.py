@@ -22,11 +22,11 @@ from minisphere.control.auth import (
 )
 from minisphere.control.blueprints import Blueprint
 from minisphere.control.locations import LocationRecords
-from minisphere.control.records import TokenInfo, TokenIssued, WorkspaceRecord
 from minisphere.control.schema import migrate_control_plane
 from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms
 from minisphere.errors import NotFound, WorkspaceExists
+from minisphere.wire.records import TokenInfo, TokenIssued, WorkspaceRecord
 
 _COLUMNS = "id, created_at, updated_at, state, contracts_json, blueprint_json, label, node_id, " \
            "last_active_at, generation"

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from minisphere.wire.records import MaintenanceRun, TokenInfo, TokenIssued, WorkspaceRecord
+
 # JSON-shaped answers; a `list` method on the protocol would shadow the builtin in its body
 Record = dict[str, Any]
 Records = list[Record]
 Timings = dict[str, Any]          # milliseconds per stage, sent as `Server-Timing`
+WorkspaceRecords = list[WorkspaceRecord]
+TokenInfos = list[TokenInfo]
+MaintenanceRuns = list[MaintenanceRun]
 
 
 class WorkspaceGateway(Protocol):
@@ -45,7 +50,8 @@ class WorkspaceGateway(Protocol):
         """A maintenance method, audited as a manual run."""
         ...
 
-    async def maintenance_runs(self, workspace_id: str | None, limit: int, /) -> Records:
+    async def maintenance_runs(self, workspace_id: str | None, limit: int, /
+                               ) -> MaintenanceRuns:
         ...
 
     # ---- workspaces (admin) --------------------------------------------------------------------
@@ -53,7 +59,7 @@ class WorkspaceGateway(Protocol):
                      label: str | None, /) -> Record:
         ...
 
-    async def list(self, limit: int, after: str, /) -> Records:
+    async def list(self, limit: int, after: str, /) -> WorkspaceRecords:
         ...
 
     async def get(self, workspace_id: str, /) -> Record:
@@ -89,10 +95,10 @@ class WorkspaceGateway(Protocol):
 
     # ---- tokens (admin) ------------------------------------------------------------------------
     async def create_token(self, workspace_id: str, scope: str, label: str | None,
-                           expires_in_s: int | None, /) -> Record:
+                           expires_in_s: int | None, /) -> TokenIssued:
         ...
 
-    async def list_tokens(self, workspace_id: str, /) -> Records:
+    async def list_tokens(self, workspace_id: str, /) -> TokenInfos:
         ...
 
     async def revoke_token(self, workspace_id: str, token_id: str, /) -> Record:

@@ -9,11 +9,10 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import ConfigDict, Field, with_config
 
-from minisphere.control.records import Location, TokenInfo, WorkspaceRecord
 from minisphere.engine.methods import Access
 from minisphere.http.answer_model import Answer
-from minisphere.maintenance.runs import Outcome, Trigger
 from minisphere.wire.answers import ANSWER_CONFIG
+from minisphere.wire.records import Location, MaintenanceRun, TokenInfo, WorkspaceRecord
 
 
 class Health(Answer):
@@ -167,22 +166,6 @@ class Pruned(Answer):
                                                              "changed since the newest version")
     deleted: list[str]
     kept: list[str]
-
-
-class MaintenanceRun(Answer):
-    runId: str
-    workspaceId: str
-    trigger: Trigger
-    startedAt: int
-    finishedAt: Optional[int]
-    outcome: Optional[Outcome]
-    calls: int
-    scanned: int
-    marked: int
-    cleared: int
-    remaining: Optional[int]
-    nextDueAt: Optional[int]
-    error: Optional[str]
 
 
 class MaintenanceRuns(Answer):

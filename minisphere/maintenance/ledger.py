@@ -4,26 +4,28 @@ connection (autocommit; each function is one statement, so one atomic step)."""
 from __future__ import annotations
 
 import threading
+from typing import cast
 
 from minisphere.errors import InvalidArgument
 from minisphere.maintenance.runs import CLOCK_SKEW_ALLOWANCE_MS, RUNS_MAX_LIMIT
+from minisphere.wire.records import MaintenanceRun
 
 # What the directory's `maintenance(op, ...)` accepts (methods of LocalLedger); nothing else.
 LEDGER_OPS = frozenset({"schedules", "due_state", "record_pass", "note_write", "forget_due",
                         "record_run", "last_cron_start", "runs"})
 _RUN_COLUMNS = ("run_id", "workspace_id", "trigger", "started_at", "finished_at", "outcome",
                 "calls", "scanned", "marked", "cleared", "remaining", "next_due_at", "error")
-_RUN_KEYS = ("runId", "workspaceId", "trigger", "startedAt", "finishedAt", "outcome", "calls",
-             "scanned", "marked", "cleared", "remaining", "nextDueAt", "error")
+_RUN_KEYS = tuple(MaintenanceRun.__annotations__)      # in the order of _RUN_COLUMNS
 
 
-def record_run(conn, run: dict) -> None:
+def record_run(conn, run: MaintenanceRun) -> None:
     conn.execute(f"INSERT INTO maintenance_runs({', '.join(_RUN_COLUMNS)}) "
                  f"VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
                  [run.get(key) for key in _RUN_KEYS])
 
 
-def list_runs(conn, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
+def list_runs(conn, workspace_id: str | None = None, limit: int = 100
+              ) -> list[MaintenanceRun]:
     """Runs newest first, optionally of one workspace."""
     if not isinstance(limit, int) or not 1 <= limit <= RUNS_MAX_LIMIT:
         raise InvalidArgument(f"limit must be an integer from 1 to {RUNS_MAX_LIMIT}")
@@ -31,7 +33,7 @@ def list_runs(conn, workspace_id: str | None = None, limit: int = 100) -> list[d
         f"SELECT {', '.join(_RUN_COLUMNS)} FROM maintenance_runs "
         "WHERE ? IS NULL OR workspace_id = ? ORDER BY seq DESC LIMIT ?",
         (workspace_id, workspace_id, limit)).fetchall()
-    return [dict(zip(_RUN_KEYS, row)) for row in rows]
+    return [cast("MaintenanceRun", dict(zip(_RUN_KEYS, row))) for row in rows]
 
 
 def last_cron_start(conn, workspace_id: str) -> int | None:
@@ -121,7 +123,7 @@ class LocalLedger:
         with self._lock:
             forget_due(self.conn, workspace_id)
 
-    def record_run(self, run: dict) -> None:
+    def record_run(self, run: MaintenanceRun) -> None:
         with self._lock:
             record_run(self.conn, run)
 
@@ -129,6 +131,7 @@ class LocalLedger:
         with self._lock:
             return last_cron_start(self.conn, workspace_id)
 
-    def runs(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
+    def runs(self, workspace_id: str | None = None, limit: int = 100
+             ) -> list[MaintenanceRun]:
         with self._lock:
             return list_runs(self.conn, workspace_id, limit)

@@ -35,11 +35,12 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Literal, get_args
+from typing import cast
 
 from minisphere.engine.clock import epoch_ms, iso_utc
 from minisphere.engine.constants import STALE_AFTER_MS
 from minisphere.errors import InvalidArgument
+from minisphere.wire.records import OUTCOMES, TRIGGERS, MaintenanceRun, Outcome, Trigger
 
 log = logging.getLogger("minisphere.maintenance")
 
@@ -58,10 +59,6 @@ CLOCK_SKEW_ALLOWANCE_MS = 5_000          # scheduler vs workspace node clocks
 MAX_ERROR_CHARS = 500
 RUNS_DEFAULT_LIMIT = 100
 RUNS_MAX_LIMIT = 1000
-Trigger = Literal["cron", "manual"]
-Outcome = Literal["ok", "error", "skipped"]
-TRIGGERS: tuple[Trigger, ...] = get_args(Trigger)
-OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 UNUSABLE_SCHEDULE_PREFIX = "schedule not used (no cron runs until the blueprint is fixed): "
 # Writes that can create or move a due date (a new entry, or a confirmation); setStatus, link,
 # unlink and forget cannot make anything due earlier.
@@ -98,12 +95,13 @@ def skip_reason(state: dict | None, now: int) -> str | None:
 # --- Run records ----------------------------------------------------------------------------------
 @dataclass
 class RunRecord:
+    """A run under way; `finish` gives its `MaintenanceRun` row."""
     runId: str
     workspaceId: str
-    trigger: str
+    trigger: Trigger
     startedAt: int
     finishedAt: int | None = None
-    outcome: str | None = None
+    outcome: Outcome | None = None
     calls: int = 0
     scanned: int = 0
     marked: int = 0
@@ -116,8 +114,8 @@ class RunRecord:
     def begin(cls, workspace_id: str, trigger: str, started_at: int) -> RunRecord:
         if trigger not in TRIGGERS:
             raise ValueError(f"trigger must be one of {TRIGGERS}")
-        return cls(runId=str(uuid.uuid4()), workspaceId=workspace_id, trigger=trigger,
-                   startedAt=started_at)
+        return cls(runId=str(uuid.uuid4()), workspaceId=workspace_id,
+                   trigger=trigger, startedAt=started_at)
 
     def add(self, result: dict) -> None:
         self.calls += 1
@@ -127,12 +125,13 @@ class RunRecord:
         self.remaining = result["remaining"]
         self.nextDueAt = result.get("nextDueAt")
 
-    def finish(self, outcome: str, finished_at: int, error: str | None = None) -> dict:
+    def finish(self, outcome: str, finished_at: int, error: str | None = None
+               ) -> MaintenanceRun:
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}")
         self.outcome, self.finishedAt = outcome, finished_at
         self.error = error[:MAX_ERROR_CHARS] if error else None
-        return asdict(self)
+        return cast("MaintenanceRun", asdict(self))
 
 
 def describe_error(exc: BaseException) -> str:
@@ -143,7 +142,7 @@ def describe_error(exc: BaseException) -> str:
 
 def run_workspace(gate, ledger, workspace_id: str, limit: int, trigger: str = "cron", *,
                   clock: Callable[[], int] = epoch_ms,
-                  max_calls: int = MAX_PASS_CALLS_PER_RUN) -> dict:
+                  max_calls: int = MAX_PASS_CALLS_PER_RUN) -> MaintenanceRun:
     """One audited run for one workspace (see the module docstring). Never raises for a
     failing workspace: the failure is the run's outcome. Returns the audit row."""
     record = RunRecord.begin(workspace_id, trigger, clock())
@@ -169,7 +168,7 @@ def run_workspace(gate, ledger, workspace_id: str, limit: int, trigger: str = "c
     return audit_run(ledger, record.finish("ok", clock()))
 
 
-def audit_run(ledger, row: dict) -> dict:
+def audit_run(ledger, row: MaintenanceRun) -> MaintenanceRun:
     """Write one run row (a failure to write is logged, never raised) and log the run."""
     try:
         ledger.record_run(row)
@@ -232,7 +231,8 @@ def checked_job_specs(records: list[dict]) -> tuple[dict[str, JobSpec], dict[str
     return specs, problems
 
 
-def audit_unusable_schedule(ledger, workspace_id: str, reason: str, now: int) -> dict:
+def audit_unusable_schedule(ledger, workspace_id: str, reason: str, now: int
+                            ) -> MaintenanceRun:
     """Audit a schedule the scheduler refused (outcome `error`, no call made): the workspace
     gets no cron runs until its blueprint is fixed, and the audit says so."""
     record = RunRecord.begin(workspace_id, "cron", now)

@@ -32,6 +32,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from minisphere.cron import cron_trigger
 from minisphere.engine.clock import epoch_ms
 from minisphere.maintenance import runs as M
+from minisphere.wire.records import MaintenanceRun
 
 log = logging.getLogger("minisphere.scheduler")
 REFRESH_JOB_ID = "__refresh__"
@@ -173,7 +174,7 @@ class MaintenanceScheduler:
                 for job in self.scheduler.get_jobs() if job.id != REFRESH_JOB_ID]
 
     # ---- runs ------------------------------------------------------------------------------------
-    def run_scheduled(self, workspace_id: str, limit: int) -> dict:
+    def run_scheduled(self, workspace_id: str, limit: int) -> MaintenanceRun:
         return M.run_workspace(self._gate, self.ledger, workspace_id, limit, "cron",
                                clock=self.clock)
 

@@ -9,7 +9,6 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from minisphere.control.auth import TokenScope, check_workspace_id
-from minisphere.control.records import TokenIssued
 from minisphere.engine.arguments import INTEGRAL
 from minisphere.errors import NotFound
 from minisphere.http import links
@@ -18,6 +17,7 @@ from minisphere.http.callers import AdminGateway, BearerToken, Gateway, Workspac
 from minisphere.http.handling import client_address, read_spec
 from minisphere.http.route_docs import answers, json_body
 from minisphere.http.routes import Routes
+from minisphere.wire.records import TokenIssued
 
 TOKEN_MAX_LIFETIME_S = 10 * 365 * 24 * 3600       # ten years: "does not expire" is null
 TOKEN_ID_MAX_CHARS = 64

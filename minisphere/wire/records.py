@@ -1,15 +1,20 @@
-"""The control plane's records as its callers receive them: a workspace, where it lives, its
-tokens. The operator's routes answer these dicts as they are and publish these same classes
-(`minisphere.http.service_responses`), so the record and its documented shape are one
-definition, checked by mypy where the control plane builds them."""
+"""The operator's records as the control plane and the maintenance ledger hand them out: a
+workspace, where it lives, its tokens, a maintenance run. The operator's routes answer these
+dicts as they are and publish these same classes (`minisphere.http.service_responses`), so a
+record and its documented shape are one definition, checked by mypy where they are built."""
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional, get_args
 
 from pydantic import Field, with_config
 from typing_extensions import TypedDict
 
 from minisphere.wire.answers import ANSWER_CONFIG
+
+Trigger = Literal["cron", "manual"]
+Outcome = Literal["ok", "error", "skipped"]
+TRIGGERS: tuple[Trigger, ...] = get_args(Trigger)
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
 
 @with_config(ANSWER_CONFIG)
@@ -72,3 +77,21 @@ class TokenInfo(TypedDict):
     expiresAt: Optional[int]
     lastUsedAt: Annotated[Optional[int], Field(
         description="epoch ms, to within a minute; null: never")]
+
+
+# one maintenance run's audit row: what the ledger stores and lists
+@with_config(ANSWER_CONFIG)
+class MaintenanceRun(TypedDict):
+    runId: str
+    workspaceId: str
+    trigger: Trigger
+    startedAt: int
+    finishedAt: Optional[int]
+    outcome: Optional[Outcome]
+    calls: int
+    scanned: int
+    marked: int
+    cleared: int
+    remaining: Optional[int]
+    nextDueAt: Optional[int]
+    error: Optional[str]
