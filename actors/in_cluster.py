@@ -29,14 +29,13 @@ import ray
 from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.directory.actor import DIRECTORY_NAME
 from actors.workspace_reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
-from minisphere.client.client import (
+from minisphere.client.exchange import (
     OVERLOAD_RETRIES,
     OverloadRetry,
     ServiceError,
-    WorkspaceCalls,
     resend_is_safe,
-    unparsed,
 )
+from minisphere.client.workspace import WorkspaceCalls, unparsed
 from minisphere.control.auth import check_workspace_id, token_hash
 from minisphere.control.token_cache import token_refusal
 from minisphere.engine.idempotency import check_key

@@ -18,7 +18,7 @@ import anyio
 import httpx
 
 from minisphere.cli.common import NO_TOKEN, admin_token, connection_flags, fail
-from minisphere.client.client import AsyncClient, AsyncWorkspaceClient, Client, ServiceError
+from minisphere.client import AsyncClient, AsyncWorkspaceClient, Client, ServiceError
 from minisphere.http.mcp.server import ToolRefusal, build_server
 
 

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from minisphere.client.client import ServiceError
+from minisphere.client.exchange import ServiceError
 from minisphere.integrations.handles import call
 
 TOOL_DEFINITION = {"type": "memory_20250818", "name": "memory"}

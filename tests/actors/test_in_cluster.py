@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 import actors.in_cluster as in_cluster
-from minisphere.client.client import ServiceError
+from minisphere.client.exchange import ServiceError
 from minisphere.control.token_cache import TokenCache
 from minisphere.errors import MiniSphereError, Overloaded, WorkspaceUnavailable
 from minisphere.http.statuses import error_response

@@ -19,8 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minisphere.client import AsyncClient, Client, ServiceError
-from minisphere.client.client import (
-    IDEMPOTENCY_HEADER,
+from minisphere.client.exchange import (
     OVERLOAD_RETRIES,
     OVERLOAD_RETRY_JITTER,
     OVERLOAD_RETRY_MAX_WAIT_S,
@@ -28,6 +27,7 @@ from minisphere.client.client import (
     OverloadRetry,
     jittered_wait_s,
 )
+from minisphere.client.workspace import IDEMPOTENCY_HEADER
 from minisphere.engine.methods import METHODS
 from tests.client.helpers import got
 

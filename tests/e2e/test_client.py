@@ -8,7 +8,7 @@ import ray
 
 from actors.in_cluster import AsyncInClusterWorkspace, connect_in_cluster
 from minisphere.cli.main import main as cli_main
-from minisphere.client.client import AsyncClient, Client, ServiceError
+from minisphere.client import AsyncClient, Client, ServiceError
 from minisphere.client.models import CaptureResult, Entry
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from minisphere.client.client import Client, ServiceError
+from minisphere.client import Client, ServiceError
 from tests.e2e.helpers import capture
 
 MOMENT_GAP_S = 1.2       # the replica's moments are to the second: stand well clear of one

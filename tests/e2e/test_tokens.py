@@ -12,7 +12,7 @@ import pytest
 import ray
 
 from actors.in_cluster import connect_in_cluster
-from minisphere.client.client import ServiceError
+from minisphere.client.exchange import ServiceError
 from minisphere.control.auth import token_hash
 from tests.e2e.helpers import directory_of
 

@@ -10,7 +10,8 @@ import json
 import jsonschema
 import pytest
 
-from minisphere.client.client import TOOL_METHODS, ServiceError
+from minisphere.client.exchange import ServiceError
+from minisphere.client.workspace import TOOL_METHODS
 from minisphere.contract.pins import load_surface
 from minisphere.engine.methods import METHODS
 from minisphere.integrations.tool_specs import TOOL_ARGUMENTS, tool_definitions, tool_schema
