@@ -23,10 +23,10 @@ from minisphere.settings import SPARE_IDLE_CPU_SHARE, SPARE_MEMORY_SHARE
 
 IDLE_SWEEP_S = 5.0                     # how often the directory looks for idle workspaces
 MIB = 1024 * 1024
-RESIDENT_ACTOR_PSS_BYTES = 57 * MIB    # one idle bound workspace actor's proportional set size
-                                       # (nearly all of it is Ray's own worker)
-RESIDENT_ACTOR_IDLE_CPUS = 0.0075      # one idle actor's share of a core (Ray's own upkeep: a
-                                       # 10 ms timer in every worker's task loop)
+# one idle bound workspace actor's proportional set size (nearly all of it is Ray's own worker)
+RESIDENT_ACTOR_PSS_BYTES = 57 * MIB
+# one idle actor's share of a core (Ray's own upkeep: a 10 ms timer in every worker's task loop)
+RESIDENT_ACTOR_IDLE_CPUS = 0.0075
 RESIDENT_MEMORY_SHARE = 0.25           # of the cluster's memory resident actors may take
 RESIDENT_IDLE_CPU_SHARE = 0.25         # of the cluster's CPUs idle resident actors may take
 MIN_RESIDENT = 8
