@@ -272,7 +272,7 @@ class Activator:
         launch = self.launch(workspace_id)
         self.control.set_actor(workspace_id, resident.actor_name)   # before binding: a crash
         bind_started = time.perf_counter()                          # finds it
-        grants = tuple(self.control.grants(workspace_id))
+        grants = tuple(self.control.tokens.grants(workspace_id))
         try:
             answer, swapped_for = await self.binder.bind(workspace_id, resident, placed,
                                                          launch, grants)
@@ -284,9 +284,9 @@ class Activator:
         bound = answer.unwrap()            # a refusal raises: the actor may hold part of it
         if not self._still_the_same_workspace(workspace_id, launch):
             raise NotFound(f"no workspace {workspace_id}")   # deleted (or re-created) meanwhile
-        if tuple(self.control.grants(workspace_id)) != grants:   # changed while binding
+        if tuple(self.control.tokens.grants(workspace_id)) != grants:   # changed while binding
             await self.runtime.call(resident.handle, WorkspaceActorMethod.SET_TOKENS,
-                                    tuple(self.control.grants(workspace_id)))
+                                    tuple(self.control.tokens.grants(workspace_id)))
         node = bound["nodeId"]
         resident.node_id, resident.bound_at = node, time.monotonic()
         # The wake is a use, as of now: ranked by when its bind began, a wake that took long

@@ -153,7 +153,7 @@ class DirectoryActor:
         return await self.grants.create(workspace_id, scope, label, expires_at)
 
     async def list_tokens(self, workspace_id: str) -> builtins.list[TokenInfo]:
-        return self.control.list_tokens(workspace_id)
+        return self.control.tokens.list_for(workspace_id)
 
     async def revoke_token(self, workspace_id: str, token_id: str) -> dict:
         return await self.grants.revoke(workspace_id, token_id)
@@ -290,7 +290,7 @@ class DirectoryActor:
 
     async def tokens_used(self, workspace_id: str, used: dict[str, int]) -> None:
         if self.control.exists(workspace_id):
-            self.control.touch_tokens(workspace_id, used)
+            self.control.tokens.touch(workspace_id, used)
 
     async def forgot(self, workspace_id: str) -> None:
         if self.control.exists(workspace_id):

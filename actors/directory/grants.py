@@ -31,22 +31,22 @@ class TokenGrants:
         """("ok", grants) | ("admin", []) | ("expired", []) | ("other", []) | ("invalid", [])."""
         if same_hash(candidate_hash, self._admin_hash):
             return "admin", []
-        return self.control.authenticate(workspace_id, candidate_hash)
+        return self.control.tokens.authenticate(workspace_id, candidate_hash)
 
     def whoami(self, candidate_hash: str) -> dict | None:
         """What a token is: {"kind": "admin"}, its workspace grant, or None (unknown)."""
         if same_hash(candidate_hash, self._admin_hash):
             return {"kind": "admin"}
-        return self.control.whoami(candidate_hash)
+        return self.control.tokens.whoami(candidate_hash)
 
     async def create(self, workspace_id: str, scope: str, label: str | None,
                      expires_at: int | None) -> dict:
-        issued = self.control.issue_token(workspace_id, scope, label, expires_at)
+        issued = self.control.tokens.issue(workspace_id, scope, label, expires_at)
         await self.push(workspace_id)
         return issued
 
     async def revoke(self, workspace_id: str, token_id: str) -> dict:
-        self.control.revoke_token(workspace_id, token_id)
+        self.control.tokens.revoke(workspace_id, token_id)
         await self.push(workspace_id)
         return {"revoked": token_id}
 
@@ -58,7 +58,7 @@ class TokenGrants:
             return
         try:
             await self.runtime.call(resident.handle, WorkspaceActorMethod.SET_TOKENS,
-                                    tuple(self.control.grants(workspace_id)),
+                                    tuple(self.control.tokens.grants(workspace_id)),
                                     timeout_s=PUSH_GRANTS_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - whatever the cause, it must not keep serving
             log.warning("could not hand the new token set to %s's actor (%s): retiring it",
@@ -71,4 +71,4 @@ class TokenGrants:
         workspace_id = self.control.workspace_of_actor(actor_name)
         if workspace_id is None:
             return None
-        return self.activator.launch(workspace_id), tuple(self.control.grants(workspace_id))
+        return self.activator.launch(workspace_id), tuple(self.control.tokens.grants(workspace_id))

@@ -81,7 +81,7 @@ class WorkspaceLifecycle:
             self.control.delete(record["id"])
             raise
         log.info("created workspace %s", record["id"])
-        [grant] = self.control.grants(record["id"])
+        [grant] = self.control.tokens.grants(record["id"])
         return {"workspace": record, "token": token, "tokenId": grant.token_id}
 
     async def delete(self, workspace_id: str) -> dict:

@@ -8,39 +8,26 @@ from __future__ import annotations
 import builtins
 import json
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from minisphere.control.auth import (
-    TokenGrant,
     check_workspace_id,
     new_generation,
-    new_token_id,
     new_workspace_id,
     new_workspace_token,
-    same_hash,
-    token_hash,
 )
 from minisphere.control.blueprints import Blueprint
 from minisphere.control.locations import LocationRecords
 from minisphere.control.schema import migrate_control_plane
+from minisphere.control.token_records import TokenRecords
 from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms
 from minisphere.errors import NotFound, WorkspaceExists
-from minisphere.wire.records import TokenInfo, TokenIssued, WorkspaceRecord
+from minisphere.wire.records import WorkspaceRecord
 
 _COLUMNS = "id, created_at, updated_at, state, contracts_json, blueprint_json, label, node_id, " \
            "last_active_at, generation"
 SNAPSHOT_DEBT_RETRY_LIMIT = 100       # debts handed out per retry round, oldest first
-
-
-class WorkspaceTokenIdentity(TypedDict):
-    """A workspace token as its holder may see it (`whoami`)."""
-    kind: Literal["workspace"]
-    workspace: str
-    tokenId: str
-    scope: str
-    label: str | None
-    expiresAt: int | None
 
 
 class DurabilityRecord(TypedDict):
@@ -73,6 +60,7 @@ class ControlPlane:
         self.conn = db.connect(self.path, synchronous=synchronous)
         self._migrate()
         self.locations = LocationRecords(self.conn, self._audit)
+        self.tokens = TokenRecords(self.conn, self._audit, self.exists)
 
     def close(self) -> None:
         self.conn.close()
@@ -103,7 +91,7 @@ class ControlPlane:
                 f"INSERT INTO workspaces({_COLUMNS}) VALUES (?, ?, ?, 'active', ?, ?, ?, NULL, ?, "
                 "?)", (workspace_id, now, now, json.dumps(contracts, sort_keys=True),
                        blueprint.model_dump_json(), label, now, new_generation()))
-            self._insert_token(workspace_id, token, "write", None, None, now)
+            self.tokens.insert(workspace_id, token, "write", None, None, now)
             self._audit(workspace_id, "create", {"blueprint": blueprint.name})
             self.conn.execute("COMMIT")
         except BaseException:
@@ -184,89 +172,6 @@ class ControlPlane:
         self.conn.execute("DELETE FROM snapshot_debts WHERE workspace_id = ? AND generation = ?",
                           (workspace_id, generation or ""))
         self._audit(workspace_id, "snapshots-deleted", {"generation": generation})
-
-    # ---- tokens ------------------------------------------------------------------------------
-    def _insert_token(self, workspace_id: str, token: str, scope: str, label: str | None,
-                      expires_at: int | None, now: int) -> str:
-        token_id = new_token_id()
-        self.conn.execute(
-            "INSERT INTO workspace_tokens(token_hash, workspace_id, created_at, token_id, scope, "
-            "label, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (token_hash(token), workspace_id, now, token_id, scope, label, expires_at))
-        return token_id
-
-    def issue_token(self, workspace_id: str, scope: str, label: str | None = None,
-                    expires_at: int | None = None) -> TokenIssued:
-        """A new token of the workspace; the secret is in this answer only."""
-        if not self.exists(workspace_id):
-            raise NotFound(f"no workspace {workspace_id}")
-        token, now = new_workspace_token(), epoch_ms()
-        token_id = self._insert_token(workspace_id, token, scope, label, expires_at, now)
-        self._audit(workspace_id, "token-create", {"tokenId": token_id, "scope": scope})
-        return {"tokenId": token_id, "token": token, "scope": scope, "label": label,
-                "expiresAt": expires_at}
-
-    def list_tokens(self, workspace_id: str) -> builtins.list[TokenInfo]:
-        """The workspace's tokens, oldest first: never a secret or a hash."""
-        self.get(workspace_id)
-        rows = self.conn.execute(
-            "SELECT token_id, scope, label, created_at, expires_at, last_used_at FROM "
-            "workspace_tokens WHERE workspace_id = ? ORDER BY created_at, rowid",   # ties: issue order
-            (workspace_id,))
-        return [{"tokenId": t, "scope": s, "label": label, "createdAt": c, "expiresAt": e,
-                 "lastUsedAt": u} for t, s, label, c, e, u in rows]
-
-    def revoke_token(self, workspace_id: str, token_id: str) -> None:
-        cursor = self.conn.execute("DELETE FROM workspace_tokens WHERE workspace_id = ? AND "
-                                   "token_id = ?", (workspace_id, token_id))
-        if cursor.rowcount == 0:
-            raise NotFound(f"workspace {workspace_id} has no token {token_id}")
-        self._audit(workspace_id, "token-revoke", {"tokenId": token_id})
-
-    def grants(self, workspace_id: str) -> builtins.list[TokenGrant]:
-        """What each token of the workspace may do (the workspace actor's authoritative set)."""
-        if not self.exists(workspace_id):
-            return []
-        return [TokenGrant(*row) for row in self.conn.execute(
-            "SELECT token_hash, token_id, scope, expires_at FROM workspace_tokens WHERE "
-            "workspace_id = ? ORDER BY token_id", (workspace_id,))]
-
-    def authenticate(self, workspace_id: str, candidate_hash: str,
-                     now_ms: int | None = None) -> tuple[str, builtins.list[TokenGrant]]:
-        """("ok", grants) | ("expired", []) | ("other", []) for another workspace's token |
-        ("invalid", [])."""
-        grants = self.grants(workspace_id)
-        mine = [g for g in grants if same_hash(candidate_hash, g.token_hash)]
-        if mine:
-            if mine[0].expired(now_ms if now_ms is not None else epoch_ms()):
-                return "expired", []
-            return "ok", grants
-        owner = self.conn.execute("SELECT workspace_id FROM workspace_tokens WHERE token_hash = ?",
-                                  (candidate_hash,)).fetchone()
-        return ("other", []) if owner else ("invalid", [])
-
-    def whoami(self, candidate_hash: str,
-               now_ms: int | None = None) -> WorkspaceTokenIdentity | None:
-        """The workspace token with this hash, as its holder may see it (None: unknown or
-        expired, or its workspace is being deleted)."""
-        row = self.conn.execute(
-            "SELECT t.workspace_id, t.token_id, t.scope, t.label, t.expires_at FROM "
-            "workspace_tokens t JOIN workspaces w ON w.id = t.workspace_id WHERE "
-            "t.token_hash = ? AND w.state != 'deleting'", (candidate_hash,)).fetchone()
-        if row is None:
-            return None
-        workspace_id, token_id, scope, label, expires_at = row
-        if expires_at is not None and (now_ms if now_ms is not None else epoch_ms()) >= expires_at:
-            return None
-        return {"kind": "workspace", "workspace": workspace_id, "tokenId": token_id,
-                "scope": scope, "label": label, "expiresAt": expires_at}
-
-    def touch_tokens(self, workspace_id: str, used: dict[str, int]) -> None:
-        """When tokens were last used (the workspace actor reports it, coarsely)."""
-        self.conn.executemany(
-            "UPDATE workspace_tokens SET last_used_at = MAX(COALESCE(last_used_at, 0), ?) "
-            "WHERE workspace_id = ? AND token_id = ?",
-            [(at, workspace_id, token_id) for token_id, at in used.items()])
 
     # ---- durability -----------------------------------------------------------------
     def durability(self, workspace_id: str) -> DurabilityRecord:

@@ -58,7 +58,8 @@ class InProcessDirectory:
             self.asked[method] += 1
             await asyncio.sleep(DIRECTORY_ANSWER_S)
             if method in ANSWERED:
-                return getattr(self.plane, method)(*args)
+                owner = self.plane.tokens if method in TOKEN_QUESTIONS else self.plane
+                return getattr(owner, method)(*args)
             raise RuntimeError(f"a test request reached the directory's {method}")
         return Remote(answer)
 
@@ -68,11 +69,11 @@ def service(tmp_path):
     plane = ControlPlane(tmp_path / "control.db", synchronous="NORMAL")
     plane.create(Blueprint(), [], "ws-a")
     _, other = plane.create(Blueprint(), [], "ws-b")
-    revoked = plane.issue_token("ws-a", "write")
-    plane.revoke_token("ws-a", revoked["tokenId"])
+    revoked = plane.tokens.issue("ws-a", "write")
+    plane.tokens.revoke("ws-a", revoked["tokenId"])
     credentials = {"other": other, "revoked": revoked["token"],
-                   "expired": plane.issue_token("ws-a", "write", expires_at=1)["token"],
-                   "read": plane.issue_token("ws-a", "read")["token"]}
+                   "expired": plane.tokens.issue("ws-a", "write", expires_at=1)["token"],
+                   "read": plane.tokens.issue("ws-a", "read")["token"]}
     yield plane, credentials, tmp_path
     plane.close()
 
@@ -105,7 +106,7 @@ def flood(apps, requests):
 def state(plane) -> tuple:
     workspaces = plane.list(100, "")
     return (tuple(w["id"] for w in workspaces),
-            tuple(tuple(sorted(t["tokenId"] for t in plane.list_tokens(w["id"])))
+            tuple(tuple(sorted(t["tokenId"] for t in plane.tokens.list_for(w["id"])))
                   for w in workspaces))
 
 

@@ -48,7 +48,7 @@ def test_every_tool_over_stdio_with_a_write_token(service):
 
 def test_a_read_token_over_stdio_sees_the_reads_and_is_refused_a_write(service):
     workspace = service.gateway.create_now()["workspace"]["id"]
-    read = service.gateway.control.issue_token(workspace, "read", None, None)["token"]
+    read = service.gateway.control.tokens.issue(workspace, "read", None, None)["token"]
 
     async def use(session):
         listed = [tool.name for tool in (await session.list_tools()).tools]

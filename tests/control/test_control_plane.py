@@ -20,14 +20,14 @@ def test_control_plane_tokens_and_lifecycle(tmp_path):
     other, other_token = cp.create(blueprint, [], None)
     assert record["contracts"][0]["name"] == "c" and other["id"].startswith("ws-")
     assert token not in (tmp_path / "control.db").read_bytes().decode("latin-1")
-    assert cp.authenticate("team-a", token_hash(token))[0] == "ok"
-    assert cp.authenticate("team-a", token_hash(other_token)) == ("other", [])
-    assert cp.authenticate("team-a", token_hash("nope")) == ("invalid", [])
+    assert cp.tokens.authenticate("team-a", token_hash(token))[0] == "ok"
+    assert cp.tokens.authenticate("team-a", token_hash(other_token)) == ("other", [])
+    assert cp.tokens.authenticate("team-a", token_hash("nope")) == ("invalid", [])
     with pytest.raises(E.WorkspaceExists):
         cp.create(blueprint, [], "team-a")
     cp.delete("team-a")
-    assert cp.authenticate("team-a", token_hash(token)) == ("invalid", [])
-    assert cp.grants("team-a") == []
+    assert cp.tokens.authenticate("team-a", token_hash(token)) == ("invalid", [])
+    assert cp.tokens.grants("team-a") == []
     assert [a["action"] for a in cp.audit_log("team-a")] == ["delete", "create"]
     cp.close()
     assert ControlPlane(tmp_path / "control.db").get(other["id"])["id"] == other["id"]
@@ -95,8 +95,8 @@ def test_each_creation_of_an_id_gets_a_new_generation(tmp_path):
 def test_tokens_are_scoped_listed_without_secrets_expired_and_revoked(tmp_path):
     cp = ControlPlane(tmp_path / "control.db", synchronous="NORMAL")
     _record, first = cp.create(Blueprint(), [], "ws-tokens")
-    reader = cp.issue_token("ws-tokens", "read", "dashboard", expires_at=2_000)
-    listed = cp.list_tokens("ws-tokens")
+    reader = cp.tokens.issue("ws-tokens", "read", "dashboard", expires_at=2_000)
+    listed = cp.tokens.list_for("ws-tokens")
     assert [t["scope"] for t in listed] == ["write", "read"]
     assert listed[1] == {"tokenId": reader["tokenId"], "scope": "read", "label": "dashboard",
                          "createdAt": listed[1]["createdAt"], "expiresAt": 2_000,
@@ -104,21 +104,21 @@ def test_tokens_are_scoped_listed_without_secrets_expired_and_revoked(tmp_path):
     shown = repr(listed)
     assert first not in shown and reader["token"] not in shown
     assert token_hash(reader["token"]) not in shown
-    assert cp.authenticate("ws-tokens", token_hash(reader["token"]), now_ms=1_000)[0] == "ok"
-    assert cp.authenticate("ws-tokens", token_hash(reader["token"]), now_ms=2_000) == \
+    assert cp.tokens.authenticate("ws-tokens", token_hash(reader["token"]), now_ms=1_000)[0] == "ok"
+    assert cp.tokens.authenticate("ws-tokens", token_hash(reader["token"]), now_ms=2_000) == \
         ("expired", [])
-    assert cp.whoami(token_hash(reader["token"]), now_ms=1_000)["scope"] == "read"
-    assert cp.whoami(token_hash(reader["token"]), now_ms=2_000) is None
-    cp.touch_tokens("ws-tokens", {reader["tokenId"]: 1_500})
-    assert cp.list_tokens("ws-tokens")[1]["lastUsedAt"] == 1_500
-    cp.revoke_token("ws-tokens", reader["tokenId"])
-    assert [g.scope for g in cp.grants("ws-tokens")] == ["write"]
-    assert cp.authenticate("ws-tokens", token_hash(reader["token"]), now_ms=1_000) == \
+    assert cp.tokens.whoami(token_hash(reader["token"]), now_ms=1_000)["scope"] == "read"
+    assert cp.tokens.whoami(token_hash(reader["token"]), now_ms=2_000) is None
+    cp.tokens.touch("ws-tokens", {reader["tokenId"]: 1_500})
+    assert cp.tokens.list_for("ws-tokens")[1]["lastUsedAt"] == 1_500
+    cp.tokens.revoke("ws-tokens", reader["tokenId"])
+    assert [g.scope for g in cp.tokens.grants("ws-tokens")] == ["write"]
+    assert cp.tokens.authenticate("ws-tokens", token_hash(reader["token"]), now_ms=1_000) == \
         ("invalid", [])
     with pytest.raises(E.NotFound):
-        cp.revoke_token("ws-tokens", reader["tokenId"])
+        cp.tokens.revoke("ws-tokens", reader["tokenId"])
     with pytest.raises(E.NotFound):
-        cp.issue_token("ws-missing", "read")
+        cp.tokens.issue("ws-missing", "read")
     cp.close()
 
 
@@ -134,9 +134,9 @@ def test_tokens_of_an_older_control_plane_become_write_tokens_with_ids(tmp_path)
     conn.execute("INSERT INTO workspace_tokens VALUES (?, 'ws-old', 1)", (token_hash("t"),))
     conn.close()
     cp = ControlPlane(path, synchronous="NORMAL")
-    [grant] = cp.grants("ws-old")
+    [grant] = cp.tokens.grants("ws-old")
     assert grant.scope == "write" and grant.token_id.startswith("tok-")
-    assert cp.authenticate("ws-old", token_hash("t"))[0] == "ok"
+    assert cp.tokens.authenticate("ws-old", token_hash("t"))[0] == "ok"
     cp.close()
 
 

@@ -49,7 +49,7 @@ def directory_of(plane, answer_s: float = 0.0):
         asked.append(method)
         if answer_s:
             await asyncio.sleep(answer_s)
-        return getattr(plane, method)(*args)
+        return getattr(plane.tokens, method)(*args)     # authenticate, whoami
     return ask, asked
 
 
@@ -103,7 +103,7 @@ def test_failed_authentications_are_budgeted_per_client_address(plane):
 
 def test_cached_grant_that_expires_is_refused_from_the_cache(plane):
     plane.create(Blueprint(), [], "ws-a")
-    issued = plane.issue_token("ws-a", "read", expires_at=1)          # expired long ago
+    issued = plane.tokens.issue("ws-a", "read", expires_at=1)          # expired long ago
     ask, _ = directory_of(plane)
     cache = TokenCache(ask, ttl_s=30)
     with pytest.raises(E.Unauthenticated, match="expired"):
@@ -148,12 +148,12 @@ def test_an_authoritative_lookup_refuses_a_token_revoked_since_it_was_cached(pla
     """Another replica revoked the token: this replica's cache still holds the grant, so a
     route no workspace actor checks again (the snapshot listing) must ask the directory."""
     plane.create(Blueprint(), [], "ws-a")
-    issued = plane.issue_token("ws-a", "read")
+    issued = plane.tokens.issue("ws-a", "read")
     ask, _asked = directory_of(plane)
     cache = TokenCache(ask, ttl_s=300)
     candidate = token_hash(issued["token"])
     assert run(cache.grant_of("ws-a", candidate, "10.0.0.5")).scope == "read"
-    plane.revoke_token("ws-a", issued["tokenId"])          # elsewhere: this cache never hears
+    plane.tokens.revoke("ws-a", issued["tokenId"])          # elsewhere: this cache never hears
     assert run(cache.grant_of("ws-a", candidate, "10.0.0.5")).scope == "read"   # cached
     with pytest.raises(E.Unauthenticated):
         run(cache.grant_of("ws-a", candidate, "10.0.0.5", authoritative=True))
@@ -166,7 +166,7 @@ def admin_check_of(plane, clock=None):
     async def whoami(candidate):
         asked.append(candidate)
         await asyncio.sleep(0.001)
-        return plane.whoami(candidate)
+        return plane.tokens.whoami(candidate)
     clock = clock or Clock()
     check = AdminCheck(token_hash(ADMIN), whoami,
                        budget=FailedAuthBudget(ADMIN_GUESS_BURST, 1.0, clock=clock), clock=clock)
@@ -334,7 +334,7 @@ def test_a_call_after_a_pause_is_let_through_on_its_cached_grant_and_the_grant_r
 
 def test_a_token_revoked_elsewhere_passes_its_stale_grant_once_then_is_refused(plane):
     plane.create(Blueprint(), [], "ws-a")
-    issued = plane.issue_token("ws-a", "read")
+    issued = plane.tokens.issue("ws-a", "read")
     ask, _ = directory_of(plane)
     clock = Clock()
     cache = TokenCache(ask, ttl_s=30, clock=clock)
@@ -342,7 +342,7 @@ def test_a_token_revoked_elsewhere_passes_its_stale_grant_once_then_is_refused(p
 
     async def scenario():
         await cache.grant_of("ws-a", candidate, "10.0.0.9")
-        plane.revoke_token("ws-a", issued["tokenId"])            # on another replica
+        plane.tokens.revoke("ws-a", issued["tokenId"])            # on another replica
         clock.now += 31
         await cache.grant_of("ws-a", candidate, "10.0.0.9")      # the actor refuses this one
         await cache._refreshing["ws-a"]

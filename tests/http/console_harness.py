@@ -25,7 +25,7 @@ def seeded_gateway(folder: Path, entries: int) -> tuple[EngineGateway, str, str]
     gateway = EngineGateway(folder)
     write = gateway.create_now(WORKSPACE, label="console harness")["token"]
     build_seed_file(gateway.path(WORKSPACE), entries)
-    read = gateway.control.issue_token(WORKSPACE, "read", "harness read")["token"]
+    read = gateway.control.tokens.issue(WORKSPACE, "read", "harness read")["token"]
     return gateway, write, read
 
 

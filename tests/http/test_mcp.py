@@ -46,7 +46,7 @@ def workspace(service):
     gateway, url = service
     created = gateway.create_now()
     workspace_id = created["workspace"]["id"]
-    read = gateway.control.issue_token(workspace_id, "read", None, None)["token"]
+    read = gateway.control.tokens.issue(workspace_id, "read", None, None)["token"]
     return f"{url}/v1/w/{workspace_id}/mcp", created["token"], read, url
 
 

@@ -82,7 +82,7 @@ class EngineGateway:
         self.open: dict[str, Workspace] = {}        # resident workspaces (opened on first use)
         self._lock = threading.Lock()
         self.admin = AdminCheck(token_hash(ADMIN_TOKEN),
-                                lambda candidate: self._run(self.control.whoami, candidate))
+                                lambda candidate: self._run(self.control.tokens.whoami, candidate))
 
     async def _run(self, fn, *args):
         """`fn(*args)` on a worker thread, one at a time (SQLite connections are shared)."""
@@ -126,7 +126,7 @@ class EngineGateway:
         if self.is_admin(token):
             return "admin"
         candidate = token_hash(token)
-        verdict, grants = self.control.authenticate(workspace_id, candidate)
+        verdict, grants = self.control.tokens.authenticate(workspace_id, candidate)
         if verdict != "ok":
             error, message = _REFUSALS.get(verdict, _REFUSALS["invalid"])
             raise error(message)
@@ -141,7 +141,7 @@ class EngineGateway:
     def _whoami(self, token: str) -> dict:
         if self.is_admin(token):
             return {"kind": "admin"}
-        found = self.control.whoami(token_hash(token))
+        found = self.control.tokens.whoami(token_hash(token))
         if found is None:
             raise Unauthenticated("invalid token")
         return found
@@ -193,7 +193,7 @@ class EngineGateway:
         path = self.path(record["id"])
         path.parent.mkdir(parents=True, exist_ok=True)
         Workspace(path, synchronous=self.synchronous).close()
-        [grant] = self.control.grants(record["id"])
+        [grant] = self.control.tokens.grants(record["id"])
         return {"workspace": record, "token": token, "tokenId": grant.token_id}
 
     async def create(self, workspace_id, blueprint, label):
@@ -225,16 +225,16 @@ class EngineGateway:
     # ---- tokens (admin) -----------------------------------------------------------------------------
     def _create_token(self, workspace_id, scope, label, expires_in_s) -> dict:
         expires_at = epoch_ms() + expires_in_s * 1000 if expires_in_s is not None else None
-        return self.control.issue_token(workspace_id, scope, label, expires_at)
+        return self.control.tokens.issue(workspace_id, scope, label, expires_at)
 
     async def create_token(self, workspace_id, scope, label, expires_in_s):
         return await self._run(self._create_token, workspace_id, scope, label, expires_in_s)
 
     async def list_tokens(self, workspace_id):
-        return await self._run(self.control.list_tokens, workspace_id)
+        return await self._run(self.control.tokens.list_for, workspace_id)
 
     def _revoke_token(self, workspace_id: str, token_id: str) -> dict:
-        self.control.revoke_token(workspace_id, token_id)
+        self.control.tokens.revoke(workspace_id, token_id)
         return {"revoked": token_id}
 
     async def revoke_token(self, workspace_id, token_id):
