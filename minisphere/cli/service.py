@@ -10,9 +10,12 @@ embedded default is used when readable).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -193,60 +196,87 @@ def _register_tokens(subparsers) -> None:
         connection_flags(parser, workspace=False)
 
 
+Argument = tuple[tuple[str, ...], dict[str, Any]]     # add_argument's flags and keywords
+
+
+@dataclass(frozen=True)
+class CallCommand:
+    """A workspace call the CLI offers: its command, what it sends, and its arguments."""
+    name: str
+    help: str
+    action: Callable[[Any, argparse.Namespace], Any]     # (workspace client, parsed arguments)
+    arguments: tuple[Argument, ...] = ()
+    write: bool = False                                   # takes --idempotency-key
+
+
+def _pos(name: str) -> Argument:
+    return (name,), {}
+
+
+def _key(args: argparse.Namespace) -> dict:
+    return {"idempotency_key": args.idempotency_key}
+
+
+CALL_COMMANDS = (
+    CallCommand("capture", "store a fact or event", lambda w, a: w.capture(
+        a.content, **_key(a), **_opts(a, "tags", "kind", "volatility", "status", "importance",
+                                      "source", "claim_tag")),
+        (_pos("content"), (("--tag",), {"dest": "tags", "action": "append"}),
+         (("--kind",), {}), (("--volatility",), {}), (("--status",), {}),
+         (("--importance",), {"type": float}), (("--source",), {}), (("--claim-tag",), {})),
+        write=True),
+    CallCommand("recall", "ranked retrieval", lambda w, a: w.recall(a.query, **_opts(
+        a, "top_k", "tag", "kind", "hops", "full")),
+        (_pos("query"), (("--top-k",), {"type": int}), (("--tag",), {}), (("--kind",), {}),
+         (("--hops",), {"type": int}), (("--full",), {"action": "store_true", "default": None}))),
+    CallCommand("get", "one entry", lambda w, a: w.get_entry(a.id), (_pos("id"),)),
+    CallCommand("append", "append text to an entry",
+                lambda w, a: w.append(a.id, a.addition, **_key(a)),
+                (_pos("id"), _pos("addition")), write=True),
+    CallCommand("update", "replace an entry's content",
+                lambda w, a: w.update(a.id, a.content, **_key(a)),
+                (_pos("id"), _pos("content")), write=True),
+    CallCommand("status", "set canonical|draft|deprecated",
+                lambda w, a: w.set_status(a.id, a.status, **_key(a)),
+                (_pos("id"), _pos("status")), write=True),
+    CallCommand("forget", "delete an entry permanently",
+                lambda w, a: w.forget(a.id, **_key(a)), (_pos("id"),), write=True),
+    CallCommand("link", "add or update an edge", lambda w, a: w.link(
+        a.src, a.dst, a.type, **_key(a), **_opts(a, "weight", "provenance")),
+        (_pos("src"), _pos("dst"), _pos("type"), (("--weight",), {"type": float}),
+         (("--provenance",), {})), write=True),
+    CallCommand("unlink", "remove an edge",
+                lambda w, a: w.unlink(a.src, a.dst, a.type, **_key(a)),
+                (_pos("src"), _pos("dst"), _pos("type")), write=True),
+    CallCommand("recent", "latest entries", lambda w, a: w.list_recent(**_opts(a, "n", "tag")),
+                ((("-n",), {"type": int}), (("--tag",), {}))),
+    CallCommand("connections", "edges of an entry", lambda w, a: w.connections(a.id),
+                (_pos("id"),)),
+    CallCommand("count", "number of entries", lambda w, a: {"count": w.get_count()}),
+    CallCommand("tags", "the most used tags and their counts",
+                lambda w, a: w.get_tags(**_opts(a, "limit")), ((("--limit",), {"type": int}),)),
+    CallCommand("stats", "workspace statistics", lambda w, a: w.get_stats()),
+    CallCommand("brief", "session brief", lambda w, a: w.get_brief()),
+    CallCommand("call", "any method with a JSON body (--idempotency-key for a write)",
+                lambda w, a: w._run(a.method, _json_argument(a.body, "the body"),
+                                    key=a.idempotency_key),
+                (_pos("method"), (("body",), {"nargs": "?", "default": "{}"})), write=True),
+)
+
+
+def _add_call_command(subparsers, command: CallCommand) -> None:
+    parser = subparsers.add_parser(command.name, help=command.help)
+    for flags, kwargs in command.arguments:
+        parser.add_argument(*flags, **kwargs)
+    if command.write:
+        parser.add_argument("--idempotency-key", help=IDEMPOTENCY_KEY_HELP)
+    connection_flags(parser, workspace=True)
+    parser.set_defaults(func=_run(lambda c, a: command.action(_ws(c, a), a)))
+
+
 def _register_calls(subparsers) -> None:
-    def command(name, help_text, action, *arguments, write=False):
-        parser = subparsers.add_parser(name, help=help_text)
-        for flags, kwargs in arguments:
-            parser.add_argument(*flags, **kwargs)
-        if write:
-            parser.add_argument("--idempotency-key", help=IDEMPOTENCY_KEY_HELP)
-        connection_flags(parser, workspace=True)
-        parser.set_defaults(func=_run(lambda c, a: action(_ws(c, a), a)))
-
-    def pos(name: str) -> tuple[tuple[str], dict[str, Any]]:
-        return (name,), {}
-
-    key = lambda args: {"idempotency_key": args.idempotency_key}
-    command("capture", "store a fact or event", lambda w, a: w.capture(a.content, **key(a), **_opts(
-        a, "tags", "kind", "volatility", "status", "importance", "source", "claim_tag")),
-        pos("content"), (("--tag",), {"dest": "tags", "action": "append"}),
-        (("--kind",), {}), (("--volatility",), {}), (("--status",), {}),
-        (("--importance",), {"type": float}), (("--source",), {}), (("--claim-tag",), {}),
-        write=True)
-    command("recall", "ranked retrieval", lambda w, a: w.recall(a.query, **_opts(
-        a, "top_k", "tag", "kind", "hops", "full")), pos("query"),
-        (("--top-k",), {"type": int}), (("--tag",), {}), (("--kind",), {}),
-        (("--hops",), {"type": int}), (("--full",), {"action": "store_true", "default": None}))
-    command("get", "one entry", lambda w, a: w.get_entry(a.id), pos("id"))
-    command("append", "append text to an entry",
-            lambda w, a: w.append(a.id, a.addition, **key(a)), pos("id"), pos("addition"),
-            write=True)
-    command("update", "replace an entry's content",
-            lambda w, a: w.update(a.id, a.content, **key(a)), pos("id"), pos("content"),
-            write=True)
-    command("status", "set canonical|draft|deprecated",
-            lambda w, a: w.set_status(a.id, a.status, **key(a)), pos("id"), pos("status"),
-            write=True)
-    command("forget", "delete an entry permanently", lambda w, a: w.forget(a.id, **key(a)),
-            pos("id"), write=True)
-    command("link", "add or update an edge", lambda w, a: w.link(a.src, a.dst, a.type,
-            **key(a), **_opts(a, "weight", "provenance")), pos("src"), pos("dst"), pos("type"),
-            (("--weight",), {"type": float}), (("--provenance",), {}), write=True)
-    command("unlink", "remove an edge",
-            lambda w, a: w.unlink(a.src, a.dst, a.type, **key(a)), pos("src"), pos("dst"),
-            pos("type"), write=True)
-    command("recent", "latest entries", lambda w, a: w.list_recent(**_opts(a, "n", "tag")),
-            (("-n",), {"type": int}), (("--tag",), {}))
-    command("connections", "edges of an entry", lambda w, a: w.connections(a.id), pos("id"))
-    command("count", "number of entries", lambda w, a: {"count": w.get_count()})
-    command("tags", "the most used tags and their counts",
-            lambda w, a: w.get_tags(**_opts(a, "limit")), (("--limit",), {"type": int}))
-    command("stats", "workspace statistics", lambda w, a: w.get_stats())
-    command("brief", "session brief", lambda w, a: w.get_brief())
-    command("call", "any method with a JSON body (--idempotency-key for a write)",
-            lambda w, a: w._run(a.method, _json_argument(a.body, "the body"),
-                                key=a.idempotency_key),
-            pos("method"), (("body",), {"nargs": "?", "default": "{}"}), write=True)
+    for command in CALL_COMMANDS:
+        _add_call_command(subparsers, command)
 
 
 def register(subparsers) -> None:
