@@ -34,6 +34,29 @@ from minisphere.contract.pins import (
 from minisphere.errors import MiniSphereError
 
 
+def _with_dir(parser):
+    parser.add_argument("--dir", dest="contracts_dir", default=None,
+                        help="contracts directory (default: $MINISPHERE_CONTRACTS_DIR, else the "
+                             "repository's contracts/)")
+    return parser
+
+
+def _register_evidence(commands) -> None:
+    for name, func, text in (
+            ("push-evidence", cmd_push_evidence,
+             "upload contract files + pins to S3 under <prefix>/contracts/, then re-verify"),
+            ("verify-evidence", cmd_verify_evidence,
+             "download the evidence objects and re-hash them against the local pins")):
+        p = _with_dir(commands.add_parser(name, help=text))
+        p.add_argument("--bucket", default=None, help="bucket (default $MINISPHERE_S3_BUCKET)")
+        p.add_argument("--prefix", default=None, help="key prefix (default $MINISPHERE_S3_PREFIX)")
+        p.add_argument("--endpoint-url", default=None,
+                       help="S3 endpoint (default $MINISPHERE_S3_ENDPOINT_URL, else AWS)")
+        p.add_argument("--all-versions", action="store_true",
+                       help="every pinned version, not only the active one")
+        p.set_defaults(func=func)
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "contracts", help="pinned contracts: pin, verify, push evidence",
@@ -42,37 +65,18 @@ def register(subparsers) -> None:
                     "`verify`, `push-evidence`.")
     commands = parser.add_subparsers(dest="contracts_command", required=True)
 
-    def with_dir(p):
-        p.add_argument("--dir", dest="contracts_dir", default=None,
-                       help="contracts directory (default: $MINISPHERE_CONTRACTS_DIR, else the "
-                            "repository's contracts/)")
-        return p
-
-    verify = with_dir(commands.add_parser(
+    verify = _with_dir(commands.add_parser(
         "verify", help="check every pin, the surface file, and the engine against the surface"))
     verify.add_argument("--json", action="store_true", help="print the pinned records as JSON")
     verify.set_defaults(func=cmd_verify)
 
-    pin = with_dir(commands.add_parser(
+    pin = _with_dir(commands.add_parser(
         "pin", help="write pins for new contract files (after an intentional amendment)"))
     pin.add_argument("--force", action="store_true",
                      help="also re-pin a version whose bytes changed (only for a version that "
                           "was never published)")
     pin.set_defaults(func=cmd_pin)
-
-    for name, func, text in (
-            ("push-evidence", cmd_push_evidence,
-             "upload contract files + pins to S3 under <prefix>/contracts/, then re-verify"),
-            ("verify-evidence", cmd_verify_evidence,
-             "download the evidence objects and re-hash them against the local pins")):
-        p = with_dir(commands.add_parser(name, help=text))
-        p.add_argument("--bucket", default=None, help="bucket (default $MINISPHERE_S3_BUCKET)")
-        p.add_argument("--prefix", default=None, help="key prefix (default $MINISPHERE_S3_PREFIX)")
-        p.add_argument("--endpoint-url", default=None,
-                       help="S3 endpoint (default $MINISPHERE_S3_ENDPOINT_URL, else AWS)")
-        p.add_argument("--all-versions", action="store_true",
-                       help="every pinned version, not only the active one")
-        p.set_defaults(func=func)
+    _register_evidence(commands)
 
 
 # ---- verify -----------------------------------------------------------------------------------

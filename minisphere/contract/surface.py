@@ -168,17 +168,8 @@ def _arg_differences(method: str, contract_args: list[dict], engine_args: list[d
     return problems
 
 
-def differences(surface_doc: dict, engine: dict | None = None) -> list[str]:
-    """Every way the engine disagrees with the surface document (empty list = agreement).
-
-    Compared: the method set, each method's group against the engine's access class,
-    positional parameters, argument names, types, required-ness, defaults, enums and bounds;
-    the enum vocabularies; the edge types with symmetry and kind gates; the limits.
-    """
-    engine = engine if engine is not None else describe_engine()
+def _method_differences(contract_methods: dict, engine_methods: dict) -> list[str]:
     problems: list[str] = []
-    contract_methods = surface_doc.get("methods", {})
-    engine_methods = engine["methods"]
     for name in sorted(contract_methods.keys() - engine_methods.keys()):
         problems.append(f"method {name!r} is in the contract but the engine does not implement it")
     for name in sorted(engine_methods.keys() - contract_methods.keys()):
@@ -199,7 +190,12 @@ def differences(surface_doc: dict, engine: dict | None = None) -> list[str]:
             problems.append(f"{name}: positional parameters {spec.get('positional', [])} in the "
                             f"contract, {impl['positional']} in the engine")
         problems.extend(_arg_differences(name, spec.get("args", []), impl["args"]))
+    return problems
 
+
+def _vocabulary_differences(surface_doc: dict, engine: dict) -> list[str]:
+    """The enums, the edge types and the limits."""
+    problems: list[str] = []
     contract_enums = surface_doc.get("enums", {})
     for key, values in engine["enums"].items():
         if contract_enums.get(key) != values:
@@ -227,3 +223,15 @@ def differences(surface_doc: dict, engine: dict | None = None) -> list[str]:
             problems.append(f"limit {key}: {contract_limits[key]!r} in the contract, {value!r} "
                             "in the engine")
     return problems
+
+
+def differences(surface_doc: dict, engine: dict | None = None) -> list[str]:
+    """Every way the engine disagrees with the surface document (empty list = agreement).
+
+    Compared: the method set, each method's group against the engine's access class,
+    positional parameters, argument names, types, required-ness, defaults, enums and bounds;
+    the enum vocabularies; the edge types with symmetry and kind gates; the limits.
+    """
+    engine = engine if engine is not None else describe_engine()
+    return (_method_differences(surface_doc.get("methods", {}), engine["methods"])
+            + _vocabulary_differences(surface_doc, engine))

@@ -160,6 +160,27 @@ def swap_in(verified: Path, db_path: Path, *, keep_asides: int = RESTORE_ASIDE_K
     return str(aside) if aside else None
 
 
+def _chosen_version(store: SnapshotStore, workspace_id: str, version: str | None,
+                    existing: list[str]) -> str:
+    """`version` checked for its form, or the newest of `existing` when None."""
+    if version is not None:
+        version_seq(version)
+        return version
+    if not existing:
+        raise SnapshotNotFound(f"workspace {workspace_id} has no snapshot in {store.description}")
+    return existing[-1]
+
+
+def _publish_restored(verified: Path, store: SnapshotStore, workspace_id: str,
+                      existing: list[str], version: str, manifest: Manifest,
+                      new_position: int | None) -> Manifest:
+    """The verified copy stored again as the newest version, naming the one it restores."""
+    return publish_file(verified, store, workspace_id, existing, reason="restore",
+                        schema=manifest.get("schemaVersion", 0),
+                        entries=manifest.get("entryCount", 0), restoredFrom=version,
+                        position=new_position or manifest.get("position", 0))
+
+
 def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Path,
                      version: str | None = None, *, publish: bool = False,
                      keep: int = SNAPSHOT_KEEP_VERSIONS,
@@ -178,13 +199,7 @@ def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Pat
     """
     db_path = Path(db_path)
     existing = list_versions(store, workspace_id)
-    if version is None:
-        if not existing:
-            raise SnapshotNotFound(f"workspace {workspace_id} has no snapshot in "
-                                   f"{store.description}")
-        version = existing[-1]
-    else:
-        version_seq(version)
+    version = _chosen_version(store, workspace_id, version, existing)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     published = None
@@ -194,11 +209,8 @@ def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Pat
             rebase(verified, new_position, epoch_ms())
         carry_answers(db_path, verified)     # before it is published: a wake may start from it
         if publish:
-            published = publish_file(verified, store, workspace_id, existing, reason="restore",
-                                     schema=manifest.get("schemaVersion", 0),
-                                     entries=manifest.get("entryCount", 0),
-                                     restoredFrom=version,
-                                     position=new_position or manifest.get("position", 0))
+            published = _publish_restored(verified, store, workspace_id, existing, version,
+                                          manifest, new_position)
         aside = swap_in(verified, db_path)
     if published is not None and keep > 0:
         prune(store, workspace_id, keep, [*existing, published["version"]])

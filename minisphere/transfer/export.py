@@ -50,39 +50,58 @@ def _entry_record(row, tags: list, revisions: list) -> dict:
             "revisions": [{"content": c, "at": at, "reason": r} for c, at, r in revisions]}
 
 
+def _header_line(conn, now_ms: int) -> tuple[str, int]:
+    """The header line, and how many entries and edges the lines after it hold."""
+    counts = {name: conn.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
+              for name in ("entries", "edges", "revisions", "tags")}
+    schema = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
+    header = dumps({"record": "header", "format": FORMAT_NAME, "formatVersion": FORMAT_VERSION,
+                    "contract": CONTRACT, "schemaVersion": schema, "counts": counts,
+                    "exportedAt": now_ms})
+    return header, counts["entries"] + counts["edges"]
+
+
+def _entry_pages(conn) -> Iterator[list[str]]:
+    """The entry lines, a page of EXPORT_PAGE_ENTRIES at a time (tags and revisions read per
+    page, not per entry)."""
+    last = 0
+    while True:
+        rows = conn.execute(_ENTRY_SQL, (last, EXPORT_PAGE_ENTRIES)).fetchall()
+        if not rows:
+            return
+        ids = [r[1] for r in rows]
+        tags = _grouped(conn, "SELECT entry_id, tag FROM tags WHERE entry_id IN ({marks}) "
+                              "ORDER BY entry_id, tag", ids)
+        revisions = _grouped(conn, "SELECT entry_id, content, at, reason FROM revisions "
+                                   "WHERE entry_id IN ({marks}) ORDER BY seq", ids)
+        yield [dumps(_entry_record(row, tags.get(row[1], []), revisions.get(row[1], [])))
+               for row in rows]
+        last = rows[-1][0]
+
+
+def _edge_lines(conn) -> Iterator[str]:
+    for src, dst, type_, weight, provenance, metadata, created, updated in conn.execute(
+            f"SELECT {EDGE_COLUMNS} FROM edges ORDER BY rowid"):
+        yield dumps({"record": "edge", "src": src, "dst": dst, "type": type_,
+                     "weight": float(weight), "provenance": provenance,
+                     "metadata": json.loads(metadata) if metadata else None,
+                     "createdAt": created, "updatedAt": updated})
+
+
 def export_lines(conn, *, now_ms: int, progress: Progress | None = None) -> Iterator[str]:
     """Header, entries, edges: every line from one read transaction (no newline at the end)."""
     conn.execute("BEGIN")
     try:
-        counts = {name: conn.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
-                  for name in ("entries", "edges", "revisions", "tags")}
-        schema = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
-                              ).fetchone()[0]
-        total, done = counts["entries"] + counts["edges"], 0
-        yield dumps({"record": "header", "format": FORMAT_NAME, "formatVersion": FORMAT_VERSION,
-                     "contract": CONTRACT, "schemaVersion": schema, "counts": counts,
-                     "exportedAt": now_ms})
-        last = 0
-        while True:
-            rows = conn.execute(_ENTRY_SQL, (last, EXPORT_PAGE_ENTRIES)).fetchall()
-            if not rows:
-                break
-            ids = [r[1] for r in rows]
-            tags = _grouped(conn, "SELECT entry_id, tag FROM tags WHERE entry_id IN ({marks}) "
-                                  "ORDER BY entry_id, tag", ids)
-            revisions = _grouped(conn, "SELECT entry_id, content, at, reason FROM revisions "
-                                       "WHERE entry_id IN ({marks}) ORDER BY seq", ids)
-            for row in rows:
-                yield dumps(_entry_record(row, tags.get(row[1], []), revisions.get(row[1], [])))
-            last, done = rows[-1][0], done + len(rows)
+        header, total = _header_line(conn, now_ms)
+        yield header
+        done = 0
+        for page in _entry_pages(conn):
+            yield from page
+            done += len(page)
             if progress:
                 progress(done, total)
-        for src, dst, type_, weight, provenance, metadata, created, updated in conn.execute(
-                f"SELECT {EDGE_COLUMNS} FROM edges ORDER BY rowid"):
-            yield dumps({"record": "edge", "src": src, "dst": dst, "type": type_,
-                         "weight": float(weight), "provenance": provenance,
-                         "metadata": json.loads(metadata) if metadata else None,
-                         "createdAt": created, "updatedAt": updated})
+        for line in _edge_lines(conn):
+            yield line
             done += 1
         if progress:
             progress(done, total)
