@@ -17,12 +17,15 @@ never imports the binding at module level and the binding never imports the work
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
+
+from minisphere.engine.methods import Method, find_method, parse_args
+from minisphere.errors import MiniSphereError
 
 if TYPE_CHECKING:  # pragma: no cover - types only
     from minisphere.engine.db import Connection
-    from minisphere.engine.methods import Method
 
 Handler = Callable[[Any, Any, int], Any]       # handler(conn, args, now_ms) -> result
 
@@ -67,3 +70,26 @@ class WorkspaceHooks:
 
 
 NO_HOOKS = WorkspaceHooks()
+
+
+def prepare_calls(hooks: WorkspaceHooks, calls: Sequence[tuple[str, Any]],
+                  reading: AbstractContextManager[Connection] | Callable[
+                      [], AbstractContextManager[Connection]]) -> list[Any]:
+    """Step 2 for raw (method name, body) calls: one value per call, None for a call the hooks
+    take no part in or whose arguments are invalid (the in-transaction step reports those).
+    `reading` gives the read connection, taken only when some call needs it."""
+    wanted = []
+    for index, (method_name, body) in enumerate(calls):
+        if method_name not in hooks.hooked:
+            continue
+        try:
+            wanted.append((index, method_name, parse_args(find_method(method_name), body)))
+        except MiniSphereError:
+            continue
+    prepared: list[Any] = [None] * len(calls)
+    if wanted:
+        with reading() if callable(reading) else reading as conn:
+            values = hooks.prepare([(name, args) for _, name, args in wanted], conn)
+        for (index, _, _), value in zip(wanted, values):
+            prepared[index] = value
+    return prepared

@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -13,7 +13,7 @@ from minisphere.engine.arguments import Args
 from minisphere.engine.clock import Clock, SystemClock
 from minisphere.engine.constants import DEFAULT_SYNCHRONOUS
 from minisphere.engine.forget_ledger import ForgetLedger
-from minisphere.engine.hooks import NO_HOOKS, NOT_PREPARED, Handler, WorkspaceHooks
+from minisphere.engine.hooks import NO_HOOKS, NOT_PREPARED, Handler, WorkspaceHooks, prepare_calls
 from minisphere.engine.location import CopyLocation
 from minisphere.engine.methods import METHODS, Method, find_method, parse_args
 from minisphere.engine.wal_checkpoints import WalCheckpoints
@@ -143,25 +143,7 @@ class Workspace:
         one value per call, to hand to `run_batch`. Calls the hooks do not take part in (or
         whose arguments are invalid: `run_batch` reports those) get None. `conn`: a connection
         that only reads (default: the writer's, taken between writes)."""
-        hooks = self.hooks
-        wanted = []
-        for index, (method_name, body) in enumerate(calls):
-            if method_name not in hooks.hooked:
-                continue
-            try:
-                wanted.append((index, method_name, parse_args(find_method(method_name), body)))
-            except MiniSphereError:
-                continue
-        prepared: list[Any] = [None] * len(calls)
-        if wanted:
-            if conn is None:
-                with self.reading() as own:
-                    values = hooks.prepare([(name, args) for _, name, args in wanted], own)
-            else:
-                values = hooks.prepare([(name, args) for _, name, args in wanted], conn)
-            for (index, _, _), value in zip(wanted, values):
-                prepared[index] = value
-        return prepared
+        return prepare_calls(self.hooks, calls, self.reading if conn is None else nullcontext(conn))
 
     def call(self, method_name: str, body: Body = None, *,
              idempotency_key: str | None = None) -> Any:
