@@ -202,6 +202,8 @@ FAMILIES = [
            [{"BREVITY_FULL_CHARS": v} for v in (100, 200)]),
     Family("stand-ins for unknown words", {"RESPELL_UNKNOWN_WORDS": False},
            [{"RESPELL_UNKNOWN_WORDS": True}]),
+    Family("tag arm", {"TAG_SUPPORT_WEIGHT": 0.0},
+           [{"TAG_SUPPORT_WEIGHT": v} for v in (0.1, 0.2, 0.3)]),
     Family("graph seeds", {"GRAPH_SEED_COUNT": 10}, [{"GRAPH_SEED_COUNT": v} for v in (5, 20)]),
     Family("graph support cap", {"GRAPH_SUPPORT_MAX": 0.5},
            [{"GRAPH_SUPPORT_MAX": v} for v in (0.3, 0.7)]),
