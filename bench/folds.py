@@ -236,6 +236,8 @@ FAMILIES = [
            [{"HYBRID_SUBJECT_LEXICAL_LED": True}], bound=True),
     Family("hybrid: brevity (rerank)", {"BREVITY_FULL_CHARS": 0},
            [{"BREVITY_FULL_CHARS": v} for v in (100, 200)], bound=True),
+    Family("hybrid: tag arm", {"TAG_SUPPORT_WEIGHT": 0.0},
+           [{"TAG_SUPPORT_WEIGHT": v} for v in (0.1, 0.2, 0.3)], bound=True),
     Family("hybrid: graph follows auto-links", {"GRAPH_FOLLOWS_AUTO_LINKS": True},
            [{"GRAPH_FOLLOWS_AUTO_LINKS": False}], bound=True),
     Family("hybrid: margin floor", {"HYBRID_LEXICAL_MARGIN_FLOOR": 1 / 3},

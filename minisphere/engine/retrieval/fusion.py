@@ -5,8 +5,8 @@ Lexical evidence (zero bindings), per candidate d:
     lexical(d) = keyword(d) / best keyword score + GRAPH_FUSION_WEIGHT × graph support(d)
                  + TAG_SUPPORT_WEIGHT × tag(d)
 
-tag(d) (tag_support.py; zero bindings only) is how much of the query's keyword matches sit
-under d's tag, relative to the tag holding most: it reorders the candidates, adds none.
+tag(d) (tag_support.py) is how much of the query's keyword matches sit under d's tag,
+relative to the tag holding most: it reorders the candidates, adds none.
 
 The keyword arm is scaled so its best hit is 1; the graph arm's support is already relative to
 the best seed (arms.graph_arm). A neighbour of the best hit over a `follows` edge of weight 0.5
@@ -181,7 +181,7 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any]
     """
     if not arms.get("vector"):    # no vector evidence at all: the lexical ranking as it is
         return fuse({k: v for k, v in arms.items() if k != "vector"})
-    shares = lexical_scores(arms.get("keyword", []), arms.get("graph", []))
+    shares = lexical_scores(arms.get("keyword", []), arms.get("graph", []), arms.get("tag"))
     lexical = {entry_id: sum(s.values()) for entry_id, s in shares.items()}
     best = max(lexical.values(), default=0.0)
     margin = lexical_margin(list(lexical.values())) if best > 0 else 0.0

@@ -256,15 +256,15 @@ def _gather_arms(conn: Connection, args: RecallArgs, now_ms: int, vector_arm: An
         if args.hops > 0 and keyword:
             arms["graph"] = graph_arm(conn, keyword, args.hops, prefilter)
         timer.lap("graphMs")
+        if tagged := _tag_hits(conn, arms, prefilter):
+            arms["tag"] = tagged
+        timer.lap("tagMs")
         if vector_arm is not None:  # optional binding: KNN over sqlite-vec (engine/vectors)
             with timer.part("embedWaitMs"):
                 vector_arm = vector_arm.resolve()     # None: the embedding failed
             if vector_arm is not None:
                 arms["vector"] = vector_arm.hits(conn, prefilter)
             timer.lap("vectorMs")
-        if "vector" not in arms and (tagged := _tag_hits(conn, arms, prefilter)):
-            arms["tag"] = tagged
-        timer.lap("tagMs")
     elif bounds.active or prefilter.tag is not None:
         arms["recency"] = recency_arm(conn, prefilter)
         timer.lap("recencyMs")

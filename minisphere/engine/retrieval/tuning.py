@@ -59,8 +59,8 @@ GRAPH_SUPPORT_MAX = 0.5
 # lexical(d) += TAG_SUPPORT_WEIGHT × tag(d): tag(d) in (0, 1] is how many of the query's keyword
 # matches sit under d's tag (a session, a project), relative to the tag holding the most. At 0.2
 # a context full of matches lifts its entries over lone matches of about the same score, and
-# never over a clearly better match elsewhere. Zero bindings only: with a binding the hybrid's
-# lexical score is as it was measured without it.
+# never over a clearly better match elsewhere. With a binding it is part of the lexical score
+# the hybrid mixes with the cosine.
 TAG_SUPPORT_WEIGHT = 0.2
 
 # --- fusion (engine/retrieval/fusion.py) ---

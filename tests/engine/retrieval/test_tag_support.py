@@ -14,6 +14,7 @@ from minisphere.engine.retrieval.tag_support import tag_arm
 from minisphere.engine.workspace import Workspace
 from minisphere.wire.recall_answer import RecallAnswer
 from tests.engine.retrieval.helpers import FILLER, by_id, ids
+from tests.engine.vectors.helpers import ChosenVectors
 
 TRIP = "island-trip"
 # Three turns of one trip's planning match "ferry timetable"; the fourth answers it in other
@@ -128,3 +129,27 @@ def test_fused_score_adds_the_tag_share(tag_scores):
         slot = fused[f"k{i}"]
         assert slot["fused"] == pytest.approx((10.0 - i) / 10.0 + T.TAG_SUPPORT_WEIGHT * s)
         assert slot["fused"] == pytest.approx(sum(a["rrf"] for a in slot["arms"].values()))
+
+
+def test_with_a_binding_the_tag_share_is_part_of_the_lexical_score(tmp_path, clock):
+    """Bound, the arm's share joins the lexical score the hybrid mixes with the cosine: every
+    item's shares still add up to its fused score, and the answer schema describes it."""
+    with Workspace(tmp_path / "bound.db", clock=clock, embedder=ChosenVectors()) as ws:
+        for text in FILLER:
+            ws.capture(text)
+        trip_ids = [ws.capture(text, tags=[TRIP])["id"] for text in [*TRIP_TURNS, ANSWER]]
+        ws.capture(ERRAND, tags=["errands"])
+        result = ws.recall("ferry timetable", hops=0)
+    assert result["queryUsed"]["arms"]["vector"] >= 1 and result["queryUsed"]["arms"]["tag"] >= 1
+    items = by_id(result)
+    share = result["queryUsed"]["fusion"]["lexicalShare"]
+    assert share > 0             # the words have a say here, so the tag share counts
+    for i in trip_ids:
+        if i in items:
+            tag = items[i]["breakdown"]["tag"]
+            assert tag["tag"] == TRIP and tag["rrf"] > 0
+    for item in result["items"]:
+        b = item["breakdown"]
+        shares = [b[arm]["rrf"] for arm in ("keyword", "graph", "tag", "vector") if b.get(arm)]
+        assert b["fused"] == pytest.approx(sum(shares))
+    TypeAdapter(RecallAnswer).validate_python(result)
