@@ -33,7 +33,7 @@ NOTE = ("Both calls run as the service's read pool runs a read, in process: pars
         "and not the same quantity: compare recall's own milliseconds with that overhead.")
 COST_PASSES = 2        # each question timed this many times per method, methods interleaved
 COST_WARMUP = 20       # questions run untimed first (caches, the stemmer's lru)
-STAGES = ["rewriteMs", "keywordMs", "graphMs", "embedWaitMs", "vectorMs", "fusionMs", "feedbackMs",
+STAGES = ["rewriteMs", "keywordMs", "graphMs", "tagMs", "embedWaitMs", "vectorMs", "fusionMs", "feedbackMs",
           "rerankMs", "hydrateMs"]
 
 

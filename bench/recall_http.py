@@ -48,7 +48,7 @@ TOP_K = 10
 ZERO = "zero-binding"
 ZERO_TARGET = 1.5          # recall p50 / getCount p50 on the same workspace, at most
 BOUND_TARGET = 2.0
-STAGES = ["rewriteMs", "keywordMs", "graphMs", "embedWaitMs", "vectorMs", "fusionMs", "feedbackMs",
+STAGES = ["rewriteMs", "keywordMs", "graphMs", "tagMs", "embedWaitMs", "vectorMs", "fusionMs", "feedbackMs",
           "rerankMs", "hydrateMs"]
 OUTSIDE = "outsideMs"
 OVERLAPPED = "queryEmbedMs"   # runs beside the stages: reported, never added to them

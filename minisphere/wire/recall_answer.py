@@ -37,6 +37,15 @@ class RecencyDetail(ArmDetail):
 
 
 @with_config(ANSWER_CONFIG)
+class TagDetail(ArmDetail):
+    tag: Annotated[str, Field(
+        description="the entry's tag holding the most of the query's keyword matches")]
+    weight: Annotated[float, Field(description=(
+        "that tag's matches, each keyword score / best, summed; score = weight / the heaviest "
+        "tag's"))]
+
+
+@with_config(ANSWER_CONFIG)
 class VectorDetail(ArmDetail):
     cosine: float
 
@@ -71,6 +80,8 @@ class Breakdown(TypedDict):
     keyword: Optional[KeywordDetail]
     graph: Optional[GraphDetail]
     recency: Optional[RecencyDetail]
+    tag: Annotated[Optional[TagDetail], Field(description=(
+        "entries under the tag holding the most of the query's keyword matches"))]
     vector: NotRequired[Annotated[Optional[VectorDetail], Field(
         None, description="only with a vector binding")]]
     fused: float

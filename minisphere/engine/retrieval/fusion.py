@@ -3,6 +3,10 @@
 Lexical evidence (zero bindings), per candidate d:
 
     lexical(d) = keyword(d) / best keyword score + GRAPH_FUSION_WEIGHT × graph support(d)
+                 + TAG_SUPPORT_WEIGHT × tag(d)
+
+tag(d) (tag_support.py) is how much of the query's keyword matches sit under d's tag,
+relative to the tag holding most: it reorders the candidates, adds none.
 
 The keyword arm is scaled so its best hit is 1; the graph arm's support is already relative to
 the best seed (arms.graph_arm). A neighbour of the best hit over a `follows` edge of weight 0.5
@@ -77,14 +81,17 @@ def _slots(arms: dict[str, list[Hit]]) -> dict[str, Slot]:
     return slots
 
 
-def lexical_scores(keyword: list[Hit], graph: list[Hit]) -> dict[str, dict[str, float]]:
-    """id -> {"keyword": share, "graph": share}: the two terms of lexical(d)."""
+def lexical_scores(keyword: list[Hit], graph: list[Hit], tag: list[Hit] | None = None
+                   ) -> dict[str, dict[str, float]]:
+    """id -> {"keyword": share, "graph": share, "tag": share}: the terms of lexical(d)."""
     best = keyword[0].score if keyword and keyword[0].score > 0 else 1.0
     shares: dict[str, dict[str, float]] = {}
     for hit in keyword:
         shares.setdefault(hit.id, {})["keyword"] = max(hit.score, 0.0) / best
     for hit in graph:
         shares.setdefault(hit.id, {})["graph"] = T.GRAPH_FUSION_WEIGHT * hit.score
+    for hit in tag or ():
+        shares.setdefault(hit.id, {})["tag"] = T.TAG_SUPPORT_WEIGHT * hit.score
     return shares
 
 
@@ -142,7 +149,8 @@ def agreement_floor(support: float, head_margin: float) -> float:
 def fuse(arms: dict[str, list[Hit]]) -> dict[str, Slot]:
     """Zero-binding fusion: the lexical score, or the recency list's reciprocal rank."""
     slots = _slots(arms)
-    for entry_id, shares in lexical_scores(arms.get("keyword", []), arms.get("graph", [])).items():
+    for entry_id, shares in lexical_scores(arms.get("keyword", []), arms.get("graph", []),
+                                           arms.get("tag")).items():
         slot = slots[entry_id]
         for arm, share in shares.items():
             slot["arms"][arm]["rrf"] = share
@@ -173,7 +181,7 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any]
     """
     if not arms.get("vector"):    # no vector evidence at all: the lexical ranking as it is
         return fuse({k: v for k, v in arms.items() if k != "vector"})
-    shares = lexical_scores(arms.get("keyword", []), arms.get("graph", []))
+    shares = lexical_scores(arms.get("keyword", []), arms.get("graph", []), arms.get("tag"))
     lexical = {entry_id: sum(s.values()) for entry_id, s in shares.items()}
     best = max(lexical.values(), default=0.0)
     margin = lexical_margin(list(lexical.values())) if best > 0 else 0.0

@@ -46,6 +46,7 @@ from minisphere.engine.retrieval.rerank import lexical_part, mmr, rerank_factors
 from minisphere.engine.retrieval.respell import stand_ins
 from minisphere.engine.retrieval.snippets import apply_budget
 from minisphere.engine.retrieval.sql_filters import Prefilter
+from minisphere.engine.retrieval.tag_support import tag_arm
 from minisphere.engine.retrieval.temporal import TimeBounds, extract_time_bounds
 from minisphere.engine.rows import ENTRY_COLUMNS, entries_by_id, entry_dict
 from minisphere.engine.staleness import revalidate_prompt
@@ -217,6 +218,13 @@ def _rewrite(conn: Connection, args: RecallArgs, now_ms: int, frequencies: dict[
     return text, bounds, terms, dropped
 
 
+def _tag_hits(conn: Connection, arms: dict[str, list[Hit]], prefilter: Prefilter) -> list[Hit]:
+    """The tag arm over what the keyword and graph arms found (tag_support.py)."""
+    keyword = arms.get("keyword", [])
+    return tag_arm(conn, keyword, [h.id for h in [*keyword, *arms.get("graph", [])]],
+                   prefilter.tag)
+
+
 def _gather_arms(conn: Connection, args: RecallArgs, now_ms: int, vector_arm: AnyVectorArm,
                  timer: _Timer, substitutes: dict[str, list[str]]
                  ) -> tuple[dict[str, list[Hit]], Prefilter, list[str], list[str], str, TimeBounds,
@@ -248,6 +256,9 @@ def _gather_arms(conn: Connection, args: RecallArgs, now_ms: int, vector_arm: An
         if args.hops > 0 and keyword:
             arms["graph"] = graph_arm(conn, keyword, args.hops, prefilter)
         timer.lap("graphMs")
+        if tagged := _tag_hits(conn, arms, prefilter):
+            arms["tag"] = tagged
+        timer.lap("tagMs")
         if vector_arm is not None:  # optional binding: KNN over sqlite-vec (engine/vectors)
             with timer.part("embedWaitMs"):
                 vector_arm = vector_arm.resolve()     # None: the embedding failed
@@ -273,6 +284,7 @@ def _recall_item(hydrated: tuple[Entry, int], fused: Slot, arms: dict[str, list[
         "keyword": arm_detail.get("keyword"),
         "graph": arm_detail.get("graph"),
         "recency": arm_detail.get("recency"),
+        "tag": arm_detail.get("tag"),
         "fused": fused["fused"],
         "rerank": rerank_factors(row, now_ms, query_stems, subjects, lexical_part(fused)),
         "final": final,

@@ -55,6 +55,14 @@ GRAPH_HOP_DECAY = 0.6              # score = seed score × 0.6^hop × edge weigh
 # hub linked to many matches never outranks the best match itself.
 GRAPH_SUPPORT_MAX = 0.5
 
+# --- tag arm (engine/retrieval/tag_support.py) ---
+# lexical(d) += TAG_SUPPORT_WEIGHT × tag(d): tag(d) in (0, 1] is how many of the query's keyword
+# matches sit under d's tag (a session, a project), relative to the tag holding the most. At 0.2
+# a context full of matches lifts its entries over lone matches of about the same score, and
+# never over a clearly better match elsewhere. With a binding it is part of the lexical score
+# the hybrid mixes with the cosine.
+TAG_SUPPORT_WEIGHT = 0.2
+
 # --- fusion (engine/retrieval/fusion.py) ---
 RRF_K = 60                         # the recency list (no searchable words): 1 / (60 + rank)
 # lexical(d) = keyword / best keyword + GRAPH_FUSION_WEIGHT × graph support. 1 / 0.6: the first

@@ -7,8 +7,8 @@ import {call, isAbort} from "./api.js";
 import {fmtNum, fmtTime, h, kv, replace, shortId} from "./dom.js";
 import {entryFacts, errorBox, loading, section, tagChips} from "./ui.js";
 
-const ARMS = [["keyword", "keyword"], ["graph", "graph"], ["vector", "vector"],
-              ["recency", "recency"]];
+const ARMS = [["keyword", "keyword"], ["graph", "graph"], ["tag", "tag context"],
+              ["vector", "vector"], ["recency", "recency"]];
 const FACTORS = [["decay", "decay"], ["recall", "recall count"], ["importance", "importance"],
                  ["tagOverlap", "tag overlap"], ["rolledUp", "rolled-up"],
                  ["subject", "subject named"], ["brevity", "brevity"]];
@@ -95,6 +95,8 @@ function armNote(name, detail) {
                `feedback ${fmtNum(detail.feedback)}`);
   } else if (name === "graph") {
     parts.push(`hop ${detail.hop}`, detail.via ? `via ${shortId(detail.via)}` : "seed");
+  } else if (name === "tag") {
+    parts.push(`tag ${detail.tag}`, `weight ${fmtNum(detail.weight)}`);
   } else if (name === "vector") {
     parts.push(`cosine ${fmtNum(detail.cosine)}`);
   } else if (name === "recency") {
