@@ -16,6 +16,7 @@ import functools
 import heapq
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from minisphere.engine.arguments import NoteRecalledArgs, RecallArgs
@@ -225,18 +226,49 @@ def _tag_hits(conn: Connection, arms: dict[str, list[Hit]], prefilter: Prefilter
                    prefilter.tag)
 
 
+@dataclass
+class Gathered:
+    """The query as recall read it, and the arms run on it."""
+    arms: dict[str, list[Hit]]
+    prefilter: Prefilter
+    terms: list[str]
+    dropped: list[str]                    # query words too common to search
+    text: str                             # the query rewritten (time phrases out)
+    bounds: TimeBounds
+    relaxed: bool                         # the time bounds were dropped: they matched nothing
+    vector_arm: AnyVectorArm              # the vector arm that ran (None: none)
+    substitutes: dict[str, list[str]]     # stand-ins searched for unknown words
+
+    def query_used(self, args: RecallArgs, fusion_info: dict[str, Any], lexical_led: bool
+                   ) -> QueryUsed:
+        bounds = self.bounds
+        used: QueryUsed = {
+            "original": args.query,
+            "text": self.text,
+            "terms": self.terms,
+            "droppedTerms": self.dropped,
+            "standIns": self.substitutes,
+            "timePhrases": bounds.phrases,
+            "since": bounds.since_ms, "until": bounds.until_ms,
+            "sinceIso": _iso_or_none(bounds.since_ms), "untilIso": _iso_or_none(bounds.until_ms),
+            "boundsRelaxed": self.relaxed,
+            "filters": {"kind": args.kind, "tag": self.prefilter.tag},
+            "arms": {name: len(hits) for name, hits in self.arms.items()},
+        }
+        if fusion_info:     # how the hybrid weighed its arms for this query (the vector arm ran)
+            used["fusion"] = cast("FusionState", {**fusion_info, "lexicalLed": lexical_led})
+        return used
+
+
 def _gather_arms(conn: Connection, args: RecallArgs, now_ms: int, vector_arm: AnyVectorArm,
-                 timer: _Timer, substitutes: dict[str, list[str]]
-                 ) -> tuple[dict[str, list[Hit]], Prefilter, list[str], list[str], str, TimeBounds,
-                            bool, AnyVectorArm]:
-    """The query rewritten and every arm run: (arms, prefilter, terms, dropped words, the
-    rewritten text, the time bounds, whether the bounds were relaxed, the vector arm that ran);
-    `substitutes` receives the stand-ins searched for unknown words.
+                 timer: _Timer) -> Gathered:
+    """The query rewritten and every arm run.
 
     The vector arm is resolved last, after the lexical arms: a bound recall's query embedding
     started before this recall and runs beside rewrite, keyword and graph, so only what is left
     of it is waited for here (booked as `embedWaitMs`, not as the KNN's `vectorMs`)."""
     frequencies: dict[str, int] = {}      # document counts of the query words (distill's)
+    substitutes: dict[str, list[str]] = {}
     text, bounds, terms, dropped = _rewrite(conn, args, now_ms, frequencies, substitutes)
     prefilter = Prefilter.build(args.kind, args.tag, bounds, now_ms)
     timer.lap("rewriteMs")
@@ -268,7 +300,8 @@ def _gather_arms(conn: Connection, args: RecallArgs, now_ms: int, vector_arm: An
     elif bounds.active or prefilter.tag is not None:
         arms["recency"] = recency_arm(conn, prefilter)
         timer.lap("recencyMs")
-    return arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm
+    return Gathered(arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm,
+                    substitutes)
 
 
 def _recall_item(hydrated: tuple[Entry, int], fused: Slot, arms: dict[str, list[Hit]],
@@ -312,29 +345,39 @@ def _fuse(conn: Connection, arms: dict[str, list[Hit]], vector_arm: AnyVectorArm
     return fuse_hybrid(arms, refine, info, names_subject=bool(subjects)), info
 
 
+def _page(conn: Connection, args: RecallArgs, gathered: Gathered, fused: dict[str, Slot],
+          lexical_led: bool, now_ms: int, query_stems: set[str], subjects: frozenset[str]
+          ) -> tuple[list[Scored], list[tuple[str, MmrDetail]]]:
+    """The candidates reranked, and the page MMR picks from the best of them."""
+    arms = gathered.arms
+    known = {h.id: h.row for hits in arms.values() for h in hits if h.row is not None}
+    pool_size = args.top_k * T.MMR_POOL_FACTOR
+    scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size)
+    if lexical_led:     # the fusion left the lexical order alone: the cosine has its say here
+        scored = _lexical_led_pool(conn, scored, cast("VectorArm", gathered.vector_arm),
+                                   pool_size)
+    pool = [(i, s) for i, s, _ in scored[:pool_size]]
+    return scored, mmr(pool, lambda ids: _prefixes(conn, ids, T.MMR_TEXT_CHARS), args.top_k)
+
+
 def recall(conn: Connection, args: RecallArgs, now_ms: int,
            vector_arm: AnyVectorArm = None) -> RecallAnswer:
     """vector_arm: the optional vector binding's arm (vectors.arm.VectorArm: `hits(conn,
     prefilter)` and `refine(conn, prefilter, head ids)`), or a DeferredVectorArm whose query
     vector is still being embedded; either's `resolve()` gives the arm (None: no vector arm)."""
     timer = _Timer()
-    substitutes: dict[str, list[str]] = {}
-    arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm = _gather_arms(
-        conn, args, now_ms, vector_arm, timer, substitutes)
-    subjects = subject_terms(dropped)
-    fused, fusion_info = _fuse(conn, arms, vector_arm, prefilter, timer, subjects)
+    gathered = _gather_arms(conn, args, now_ms, vector_arm, timer)
+    arms = gathered.arms
+    subjects = subject_terms(gathered.dropped)
+    fused, fusion_info = _fuse(conn, arms, gathered.vector_arm, gathered.prefilter, timer,
+                               subjects)
     timer.lap("fusionMs")
 
-    query_stems = {stem(t) for t in terms}
-    known = {h.id: h.row for hits in arms.values() for h in hits if h.row is not None}
-    pool_size = args.top_k * T.MMR_POOL_FACTOR
-    scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size)
-    # the fusion left the lexical order alone: the dense arm has its say on the page only
-    lexical_led = "vector" in arms and fusion_info.get("lexicalShare", 0.0) >= T.HYBRID_LEXICAL_LED_SHARE
-    if lexical_led:
-        scored = _lexical_led_pool(conn, scored, cast("VectorArm", vector_arm), pool_size)
-    pool = [(i, s) for i, s, _ in scored[:pool_size]]
-    picked = mmr(pool, lambda ids: _prefixes(conn, ids, T.MMR_TEXT_CHARS), args.top_k)
+    query_stems = {stem(t) for t in gathered.terms}
+    lexical_led = ("vector" in arms
+                   and fusion_info.get("lexicalShare", 0.0) >= T.HYBRID_LEXICAL_LED_SHARE)
+    scored, picked = _page(conn, args, gathered, fused, lexical_led, now_ms, query_stems,
+                           subjects)
     row_of = {entry_id: row for entry_id, _, row in scored}
     final_of = {entry_id: final for entry_id, final, _ in scored}
     timer.lap("rerankMs")
@@ -345,24 +388,10 @@ def recall(conn: Connection, args: RecallArgs, now_ms: int,
              for entry_id, mmr_detail in picked]
     apply_budget(items, args.full)
     timer.lap("hydrateMs")
-    query_used: QueryUsed = {
-        "original": args.query,
-        "text": text,
-        "terms": terms,
-        "droppedTerms": dropped,
-        "standIns": substitutes,
-        "timePhrases": bounds.phrases,
-        "since": bounds.since_ms, "until": bounds.until_ms,
-        "sinceIso": _iso_or_none(bounds.since_ms), "untilIso": _iso_or_none(bounds.until_ms),
-        "boundsRelaxed": relaxed,
-        "filters": {"kind": args.kind, "tag": prefilter.tag},
-        "arms": {name: len(hits) for name, hits in arms.items()},
-    }
-    if fusion_info:     # how the hybrid weighed its arms for this query (the vector arm ran)
-        query_used["fusion"] = cast("FusionState", {**fusion_info, "lexicalLed": lexical_led})
     # stale results, each with one question an agent can ask to re-confirm it
     return {"items": items, "revalidate": [revalidate_prompt(i) for i in items if i["stale"]],
-            "queryUsed": query_used, "timings": timer.marks}
+            "queryUsed": gathered.query_used(args, fusion_info, lexical_led),
+            "timings": timer.marks}
 
 
 def note_recalled(conn: Connection, args: NoteRecalledArgs, now_ms: int) -> NotedAnswer:

@@ -178,19 +178,17 @@ def similarity(a: Shingles, b: Shingles) -> float:
     return 0.0 if overlap <= floor else (overlap - floor) / (1.0 - floor)
 
 
+# Lazy greedy, with the same picks as comparing every candidate with every pick: a candidate's
+# similarity to the picks only grows as picks are added, so its value computed against the picks
+# it was compared with so far is an upper bound. The best bound is brought up to date (compared
+# with the newer picks) and taken only if it is still the best; candidates that relevance alone
+# keeps out of reach are never compared, nor their shingles computed.
 def mmr(candidates: list[tuple[str, float]],
         texts: dict[str, str] | Callable[[list[str]], dict[str, str]], top_k: int,
         lam: float | None = None) -> list[tuple[str, MmrDetail]]:
     """candidates: (id, score) best first. Returns (id, {relevance, maxSimilarity, mmr}).
     texts: id -> text, or a function reading the texts of a list of ids (called lazily, a
-    page at a time, only for candidates MMR has to compare).
-
-    Lazy greedy, with the same picks as comparing every candidate with every pick: a candidate's
-    similarity to the picks only grows as picks are added, so its value computed against the
-    picks it was compared with so far is an upper bound. The best bound is brought up to date
-    (compared with the newer picks) and taken only if it is still the best; candidates that
-    relevance alone keeps out of reach are never compared, nor their shingles computed.
-    """
+    page at a time, only for candidates MMR has to compare)."""
     lam = T.MMR_LAMBDA if lam is None else lam   # read per call: the benchmark varies it
     pool = candidates[: top_k * T.MMR_POOL_FACTOR]
     if not pool:
