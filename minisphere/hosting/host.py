@@ -52,6 +52,28 @@ from minisphere.reply import Reply
 log = logging.getLogger("minisphere.host")
 
 
+def _claimed(workspace: Workspace, read_pool: Callable[[Workspace], ReadPool],
+             generation: str | None, epoch: int | None) -> ReadPool:
+    """The readers of a file just opened, once the file is claimed by `epoch` (refused if a
+    newer owner did; expired idempotency keys pruned either way). On any failure the file and
+    its readers are closed again."""
+    try:
+        reads = read_pool(workspace)
+    except BaseException:
+        workspace.close()
+        raise
+    try:
+        if epoch is not None:
+            workspace.claim(generation, epoch)
+        else:
+            workspace.prune_expired_keys()
+    except BaseException:
+        reads.close()
+        workspace.close()
+        raise
+    return reads
+
+
 class WorkspaceHost:
     def __init__(self, workspace_id: str, path: str | Path, *, store: SnapshotStore | None = None,
                  replica: WorkspaceReplica | None = None,
@@ -85,18 +107,23 @@ class WorkspaceHost:
         self._closed = False                    # closed for good (hibernated or closed)
         self._lock = HostLock(self.path.parent)      # the node's sweep leaves this folder alone
         try:
-            drop_staging_leftovers(self.path.parent)   # of a killed earlier host's restore
-            self.activation = CurrentCopy(
-                workspace_id, self.path, generation, self.min_position, self.store,
-                replica, copy_may_be_behind=known.moved_here).ensure(known.expect_snapshot)
-            if known.pending_writes or self.activation["source"] == "new":
-                self.snapshotter.note_writes(max(1, known.pending_writes))
-            self._open()
+            self._activate(known)
         except BaseException:
             self._lock.release()
             raise
         if tuning.background and store is not None:
             self.snapshotter.start()
+
+    def _activate(self, known: KnownState) -> None:
+        """Make sure the right copy of the file is here (restored when missing or behind; how it
+        was found is `activation`), and open it."""
+        drop_staging_leftovers(self.path.parent)   # of a killed earlier host's restore
+        self.activation = CurrentCopy(
+            self.workspace_id, self.path, self.generation, self.min_position, self.store,
+            self.replica, copy_may_be_behind=known.moved_here).ensure(known.expect_snapshot)
+        if known.pending_writes or self.activation["source"] == "new":
+            self.snapshotter.note_writes(max(1, known.pending_writes))
+        self._open()
 
     # ---- file and connections ------------------------------------------------------------------
     def _open(self) -> None:
@@ -107,20 +134,7 @@ class WorkspaceHost:
         # the blueprint's embedder: a file bound to another (a rebind cut short) is re-embedded
         workspace = Workspace(self.path, synchronous=self.synchronous, embedder=self.embedder,
                               reembed_other=True)
-        try:
-            reads = self._read_pool(workspace)
-        except BaseException:
-            workspace.close()
-            raise
-        try:
-            if self.epoch is not None:      # refused if a newer owner did; prunes keys too
-                workspace.claim(self.generation, self.epoch)
-            else:
-                workspace.prune_expired_keys()
-        except BaseException:
-            reads.close()
-            workspace.close()
-            raise
+        reads = _claimed(workspace, self._read_pool, self.generation, self.epoch)
         self.workspace, self.reads = workspace, reads
         confirm = None
         if self.replica is not None:
