@@ -54,6 +54,8 @@ FAULT_GAP_S = (3.0, 9.0)        # between the end of one fault and the start of 
 SWEEP_TIMEOUT_S = 90.0          # for every copy of a forgotten or deleted text to be gone
 RESULTS = ROOT / "bench" / "results" / "fault-soak.md"
 ORPHAN_SETTLE_S = 30.0          # for kills and hibernations under way to be counted
+EVIDENCE_CALLS = 8              # a workspace's last answers kept with a violation about it
+EVIDENCE_LOG_LINES = 20         # and the nodes' last log lines that name it
 # A Ray driver run on the head: what the directory holds (residents, hibernations, its pool).
 RESIDENCY_DRIVER = """
 import json, sys, ray
@@ -111,6 +113,26 @@ class Soak(Scenario):
         self.journal: list[dict] = []
 
     # ---- what was seen ---------------------------------------------------------------------------
+    def evidence(self, http, workspace_id: str) -> dict:
+        """What a violation about one workspace is read against, gathered when it is found (a
+        CI run keeps no node folders): its last answers, the directory's record of it, and the
+        nodes' last log lines that name it."""
+        with self.guard:
+            calls = [c for c in self.journal if f"/{workspace_id}/" in c["path"] + "/"]
+        try:
+            record = http.get(f"/v1/workspaces/{workspace_id}", headers=self.admin).text[:600]
+        except Exception as exc:  # noqa: BLE001 - evidence is best effort
+            record = repr(exc)[:200]
+        named = []
+        for node in self.nodes:
+            for path in sorted(node.folder.rglob("*")):
+                if path.is_file() and path.suffix in (".log", ".err", ".out"):
+                    with path.open(errors="replace") as lines:
+                        named += [f"{node.name}/{path.name}: {line.strip()[:200]}"
+                                  for line in lines if workspace_id in line]
+        return {"lastAnswers": calls[-EVIDENCE_CALLS:], "record": record,
+                "logLines": named[-EVIDENCE_LOG_LINES:]}
+
     def violation(self, kind: str, **detail) -> None:
         with self.guard:
             self.violations.append({"kind": kind, **detail})
@@ -235,7 +257,8 @@ class Soak(Scenario):
         missing = sorted(set(tenant.entries) - set(entries))
         if missing:
             self.violation("an acknowledged entry missing", tenant=tenant.id, entries=missing,
-                           texts=[tenant.entries[e][-1][:100] for e in missing[:3]])
+                           texts=[tenant.entries[e][-1][:100] for e in missing[:3]],
+                           **self.evidence(http, tenant.id))
         for entry_id in set(entries) & set(tenant.entries):
             expected = tenant.entries[entry_id]
             got = [r["content"] for r in entries[entry_id].get("revisions", [])]
@@ -316,7 +339,8 @@ class Soak(Scenario):
         for tenant in self.tenants:
             resolve(self, http, tenant)
             if self.call(http, tenant, "getCount", {}) is None:
-                self.violation("a workspace not servable at the end", tenant=tenant.id)
+                self.violation("a workspace not servable at the end", tenant=tenant.id,
+                               **self.evidence(http, tenant.id))
                 continue
             lines = self.export_of(http, tenant) or []
             count = self.call(http, tenant, "getCount", {})
