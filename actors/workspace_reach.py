@@ -140,40 +140,66 @@ class WorkspaceReach:
                 reply = await until_answered(sent_call, timeout_s)
             except (TimeoutError, TaskCancelledError):
                 # cancelled: as a timeout, the call may or may not have run
-                log.warning("workspace %s: %s did not answer in %s s (attempt %d)",
-                            workspace_id, method, timeout_s, attempt)
-                if not last and attempt <= idempotent_attempts:
-                    continue
-                raise WorkspaceUnavailable(unknown_outcome or (
-                    f"workspace {workspace_id} did not answer {method} in time; it may still "
-                    "apply it")) from None
+                self._no_answer(workspace_id, method, timeout_s, attempt,
+                                not last and attempt <= idempotent_attempts, unknown_outcome)
+                continue
             except RayActorError as exc:
-                self.forget(workspace_id)
-                log.warning("workspace %s actor failed during %s (attempt %d): %s",
-                            workspace_id, method, attempt, exc.__class__.__name__)
-                # not gated: whether the call ran is still to be found out
-                await self.handle(workspace_id, saw_failure=True, gated=False)
-                if not last and (attempt <= idempotent_attempts or (
-                        time.monotonic() < deadline
-                        and await self._ended_cleanly(workspace_id, handle))):
-                    continue
-                raise WorkspaceUnavailable(unknown_outcome or (
-                    f"workspace {workspace_id} failed during {method}; retry shortly")) from None
+                await self._actor_failed(workspace_id, method, handle, exc, attempt,
+                                         not last and attempt <= idempotent_attempts,
+                                         None if last else deadline, unknown_outcome)
+                continue
             rpc_ms = (time.perf_counter() - sent) * 1e3
             activate_ms = (sent - began) * 1e3
             if reply.ok:
                 if activate_ms >= ACTIVATE_SHOWN_MS:
                     reply = reply.with_timings({**reply.timings, "activate_ms": activate_ms})
                 return reply, attempt, rpc_ms
-            error = reply.error
-            if isinstance(error, WorkspaceHibernating) and not last \
-                    and time.monotonic() < deadline:
-                self.forget(workspace_id)
-                await asyncio.sleep(min(RESEND_PAUSE_S * attempt, RESEND_PAUSE_MAX_S))
-                await self.handle(workspace_id, saw_failure=True)
-                continue
-            if isinstance(error, MiniSphereError):
-                raise error
-            # not a named error (a bug somewhere): its text may name nodes or addresses
-            raise WorkspaceUnavailable(str(error), public_message=(
-                f"workspace {workspace_id} failed during {method}; retry shortly"))
+            await self._refused(workspace_id, method, reply.error, attempt,
+                                None if last else deadline)
+
+    @staticmethod
+    def _no_answer(workspace_id: str, method: ServedMethod, timeout_s: float | None,
+                   attempt: int, resend: bool, unknown_outcome: str) -> None:
+        """A call that did not answer in time: returns when it is to be sent again (`resend`:
+        a resend cannot apply it twice), else raises."""
+        log.warning("workspace %s: %s did not answer in %s s (attempt %d)",
+                    workspace_id, method, timeout_s, attempt)
+        if not resend:
+            raise WorkspaceUnavailable(unknown_outcome or (
+                f"workspace {workspace_id} did not answer {method} in time; it may still "
+                "apply it")) from None
+
+    async def _actor_failed(self, workspace_id: str, method: ServedMethod, handle: Any,
+                            exc: RayActorError, attempt: int, resend: bool,
+                            deadline: float | None, unknown_outcome: str) -> None:
+        """The actor died during the call: returns when it is to be sent again (`resend`, or
+        the actor ended cleanly, before it ran the call, and `deadline` has not passed; None:
+        never), else raises."""
+        self.forget(workspace_id)
+        log.warning("workspace %s actor failed during %s (attempt %d): %s",
+                    workspace_id, method, attempt, exc.__class__.__name__)
+        # not gated: whether the call ran is still to be found out
+        await self.handle(workspace_id, saw_failure=True, gated=False)
+        if resend or (deadline is not None and time.monotonic() < deadline
+                      and await self._ended_cleanly(workspace_id, handle)):
+            return
+        raise WorkspaceUnavailable(unknown_outcome or (
+            f"workspace {workspace_id} failed during {method}; retry shortly")) from None
+
+    async def _refused(self, workspace_id: str, method: ServedMethod,
+                       error: BaseException | None, attempt: int,
+                       deadline: float | None) -> None:
+        """The actor refused the call: returns when it is to be sent again (the workspace was
+        hibernating, before `deadline`; None: never), else raises the refusal."""
+        if isinstance(error, WorkspaceHibernating) and deadline is not None \
+                and time.monotonic() < deadline:
+            self.forget(workspace_id)
+            await asyncio.sleep(min(RESEND_PAUSE_S * attempt, RESEND_PAUSE_MAX_S))
+            await self.handle(workspace_id, saw_failure=True)
+            return
+        if isinstance(error, MiniSphereError):
+            raise error
+        # not a named error (a bug somewhere): its text may name nodes or addresses
+        raise WorkspaceUnavailable(str(error), public_message=(
+            f"workspace {workspace_id} failed during {method}; retry shortly"))
+
