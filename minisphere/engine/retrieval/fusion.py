@@ -195,14 +195,18 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any]
     blend = _Blend(lexical, best, a, set(plain))
     candidates = list(dict.fromkeys([*lexical, *plain]))
     first_cos = _cosines_used(plain, candidates)
-    head = blend.ranked(blend.combine(first_cos))[: T.VECTOR_FEEDBACK_DOCS]
-    # with no say for the dense arm its feedback round could not change the order: skip the KNN
-    refined_hits = (refine(head) if a < 1.0 else None) or arms["vector"]
-    refined = {h.id: h.score for h in refined_hits}
-    blend.returned = set(refined)
-    candidates = list(dict.fromkeys([*candidates, *refined]))
     first_floor = min(first_cos.values())
-    final_cos = _cosines_used(refined, candidates)
+    final_cos = first_cos       # without a feedback round, the first round's cosines stand
+    # with no say for the dense arm its feedback round could not change the order: skip the KNN
+    # (and the first round's order it would start from)
+    if a < 1.0:
+        head = blend.ranked(blend.combine(first_cos))[: T.VECTOR_FEEDBACK_DOCS]
+        refined_hits = refine(head)
+        if refined_hits:
+            refined = {h.id: h.score for h in refined_hits}
+            blend.returned = set(refined)
+            candidates = list(dict.fromkeys([*candidates, *refined]))
+            final_cos = _cosines_used(refined, candidates)
     fused = blend.combine(final_cos)
     rank_of = {i: r for r, i in enumerate(blend.ranked(final_cos), start=1)}
     slots = _slots(arms)
