@@ -195,7 +195,6 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any]
     blend = _Blend(lexical, best, a, set(plain))
     candidates = list(dict.fromkeys([*lexical, *plain]))
     first_cos = _cosines_used(plain, candidates)
-    first_floor = min(first_cos.values())
     final_cos = first_cos       # without a feedback round, the first round's cosines stand
     # with no say for the dense arm its feedback round could not change the order: skip the KNN
     # (and the first round's order it would start from)
@@ -207,6 +206,17 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any]
             blend.returned = set(refined)
             candidates = list(dict.fromkeys([*candidates, *refined]))
             final_cos = _cosines_used(refined, candidates)
+    return _hybrid_slots(arms, shares, blend, first_cos, final_cos)
+
+
+def _hybrid_slots(arms: dict[str, list[Hit]], shares: dict[str, dict[str, float]],
+                  blend: _Blend, first_cos: dict[str, float], final_cos: dict[str, float]
+                  ) -> dict[str, Slot]:
+    """The fused slots, best first: every arm's `rrf` its share of `fused`; the vector arm's
+    `cosine` the first round's (its lowest for an entry it did not return), `score` and `rank`
+    the final round's."""
+    a, best = blend.a, blend.best
+    first_floor = min(first_cos.values())
     fused = blend.combine(final_cos)
     rank_of = {i: r for r, i in enumerate(blend.ranked(final_cos), start=1)}
     slots = _slots(arms)
