@@ -69,19 +69,8 @@ class ActorBinder:
         anywhere: on another node, or on a new one the autoscaler adds for it."""
         started = time.monotonic()
         swapped_for: str | None = None
-        binding = self._bind_call(resident, launch, grants)
-        if placed is not None and placed.node is not None:
-            await asyncio.wait([binding], timeout=PLACEMENT_STALL_S)
-            if not binding.done() and self.placement.stuck(resident.handle, placed):
-                log.warning("workspace %s: its actor waited %.0f s on the full node %s; "
-                            "starting it elsewhere", workspace_id, PLACEMENT_STALL_S,
-                            placed.node[:12])
-                self.placement.release(placed)
-                name = new_actor_name()
-                binding = self._replace_pending(workspace_id, resident, binding,
-                                                self.start_actor(name, None), name,
-                                                "its node filled up before it started",
-                                                launch, grants)
+        binding = await self._unstalled(workspace_id, resident, placed, launch, grants,
+                                        self._bind_call(resident, launch, grants))
         await self._unless_slots_missing(binding)
         deadline, staged = started + BIND_TIMEOUT_S, 0
         try:
@@ -104,6 +93,24 @@ class ActorBinder:
         except (TimeoutError, ActorGone):
             self.runtime.kill(resident.handle)      # the replacement, when there was one
             raise
+
+    async def _unstalled(self, workspace_id: str, resident: Resident, placed: Placement | None,
+                         launch: WorkspaceLaunch, grants: tuple, binding: asyncio.Future
+                         ) -> asyncio.Future:
+        """`binding`, or, when its actor still has not started after PLACEMENT_STALL_S on the
+        full node it was placed on, the binding of a new actor that may start anywhere."""
+        if placed is None or placed.node is None:
+            return binding
+        await asyncio.wait([binding], timeout=PLACEMENT_STALL_S)
+        if binding.done() or not self.placement.stuck(resident.handle, placed):
+            return binding
+        log.warning("workspace %s: its actor waited %.0f s on the full node %s; starting it "
+                    "elsewhere", workspace_id, PLACEMENT_STALL_S, placed.node[:12])
+        self.placement.release(placed)
+        name = new_actor_name()
+        return self._replace_pending(workspace_id, resident, binding, self.start_actor(name, None),
+                                     name, "its node filled up before it started", launch,
+                                     grants)
 
     async def _staged_more_than(self, resident: Resident, seen: int, started: float) -> int:
         """The bytes the actor's restore has staged, when more than `seen` and the bind is
