@@ -24,6 +24,7 @@ from typing import Any
 
 from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.directory.actor import get_directory
+from actors.ingress.durability_admin import DurabilityAdmin
 from actors.ingress.query_encoders import QueryEncoders
 from actors.ingress.spare_contacts import SpareContacts
 from actors.sent_queries import RecallReply
@@ -31,12 +32,9 @@ from actors.workspace_reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.control.auth import check_workspace_id, same_hash, token_hash
 from minisphere.control.call_pressure import CallPressure
 from minisphere.control.token_cache import AdminCheck, TokenCache
-from minisphere.durability.generations import generation_store
-from minisphere.durability.snapshots import list_snapshots
-from minisphere.durability.stores import open_snapshot_store
 from minisphere.engine.clock import epoch_ms
 from minisphere.engine.methods import METHODS
-from minisphere.errors import Overloaded, Unauthenticated, WorkspaceDataMissing, as_named_error
+from minisphere.errors import Overloaded, Unauthenticated, as_named_error
 from minisphere.maintenance import runs as M
 from minisphere.settings import Settings
 from minisphere.wire.records import MaintenanceRun, TokenInfo, TokenIssued, WorkspaceRecord
@@ -45,6 +43,22 @@ log = logging.getLogger("minisphere.gateway")
 CALL_TIMEOUT_S = 60.0
 LIVE_STATUS_TIMEOUT_S = 3.0        # GET /v1/workspaces/{id}: the actor's own snapshot status
 UNKNOWN_CLIENT = "unknown"         # a caller whose address the server was not told
+
+
+def _resend_policy(workspace_id: str, method_name: str, idempotency_key: str | None
+                   ) -> tuple[int, str]:
+    """How often a call whose actor died under it is sent again, and what a caller is told when
+    it cannot be: a read once, a keyed write as often as KEYED_WRITE_RESENDS (it cannot apply
+    twice), a write without a key never (it may or may not have been applied)."""
+    if METHODS[method_name].access == "read":
+        return 1, f"workspace {workspace_id} is restarting; retry shortly"
+    if idempotency_key is not None:
+        return KEYED_WRITE_RESENDS, (
+            f"workspace {workspace_id} failed or timed out during {method_name}; send it again "
+            "with the same Idempotency-Key: it is applied at most once")
+    return 0, (f"workspace {workspace_id} failed or timed out during {method_name}; the write "
+               "may or may not have been applied (send writes with an Idempotency-Key to make "
+               "them safe to repeat)")
 
 
 class Gateway:
@@ -62,7 +76,8 @@ class Gateway:
         self.token_cache = TokenCache(self.ask_directory, settings.token_cache_ttl_s)
         self.admin = AdminCheck(self.admin_hash, lambda candidate: self.ask_directory(
             DirectoryMethod.WHOAMI, candidate), known_ttl_s=settings.token_cache_ttl_s)
-        self._store = None                     # snapshot store, made on first use
+        self.durability_admin = DurabilityAdmin(settings, self.reach, self.ask_directory,
+                                                self.admin_hash)
 
     async def ask_directory(self, method: DirectoryMethod | str, *args):
         """The directory's `method(*args)`; a name it has no method for (the token cache
@@ -128,19 +143,7 @@ class Gateway:
         """Run one method on the workspace's actor as `caller` (the token hash `authorize`
         returned): (result, timings); engine errors raise. Timings say `replayed` when a
         keyed write was answered from its stored result."""
-        read = METHODS[method_name].access == "read"
-        keyed = not read and idempotency_key is not None
-        if read:
-            resends, unknown = 1, f"workspace {workspace_id} is restarting; retry shortly"
-        elif keyed:
-            resends, unknown = KEYED_WRITE_RESENDS, (
-                f"workspace {workspace_id} failed or timed out during {method_name}; send it "
-                "again with the same Idempotency-Key: it is applied at most once")
-        else:
-            resends, unknown = 0, (
-                f"workspace {workspace_id} failed or timed out during {method_name}; the write "
-                "may or may not have been applied (send writes with an Idempotency-Key to "
-                "make them safe to repeat)")
+        resends, unknown = _resend_policy(workspace_id, method_name, idempotency_key)
         self.spare_contacts.start()
         # a call to a workspace already awake is the admitted work whose pace gates new wakes
         ticket = self.pressure.begin(time.monotonic()) if self.reach.holds(workspace_id) else None
@@ -202,83 +205,30 @@ class Gateway:
         return await self.ask_directory(DirectoryMethod.MAINTENANCE, "runs", workspace_id,
                                         limit)
 
-    # ---- durability (admin) ----------------------------------------------------------------------
-    async def actor_call(self, workspace_id: str, method: ServedMethod, *args):
-        """An admin call on the workspace's actor (activating it), following hibernation."""
-        check_workspace_id(workspace_id)
-        reply, _, _ = await self.reach.call(
-            workspace_id, method, *args, idempotent_attempts=1,
-            unknown_outcome=f"workspace {workspace_id} restarted during {method}; retry shortly")
-        return reply.unwrap()
-
+    # ---- durability (admin): DurabilityAdmin ---------------------------------------------------
     async def snapshot(self, workspace_id: str) -> dict:
-        return await self.actor_call(workspace_id, ServedMethod.SNAPSHOT, "manual",
-                                     self.admin_hash)
+        return await self.durability_admin.snapshot(workspace_id)
 
     async def hibernate(self, workspace_id: str) -> dict:
-        """Hibernate the workspace now (snapshot if changed, close, release its actor)."""
-        check_workspace_id(workspace_id)
-        result = await self.ask_directory(DirectoryMethod.HIBERNATE, workspace_id, "manual")
-        self.reach.forget(workspace_id)
-        return {"workspace": workspace_id, "hibernated": bool(result.get("hibernated")),
-                "why": result.get("why"),
-                "snapshot": (result.get("snapshot") or {}).get("version"),
-                "pendingSnapshot": bool(result.get("pendingSnapshot"))}
+        return await self.durability_admin.hibernate(workspace_id)
 
     async def restore(self, workspace_id: str, version: str) -> dict:
-        try:
-            result = await self.actor_call(workspace_id, ServedMethod.RESTORE, version,
-                                           self.admin_hash)
-        except WorkspaceDataMissing:
-            if version is None:
-                raise
-            # the admin names a version: that accepts losing what only an unreachable copy
-            # held, so the workspace may open from the store and be restored to it
-            await self.ask_directory(DirectoryMethod.ACCEPT_STORED_STATE, workspace_id)
-            result = await self.actor_call(workspace_id, ServedMethod.RESTORE, version,
-                                           self.admin_hash)
-        return {"workspace": workspace_id, "version": result["version"],
-                "entryCount": result["manifest"].get("entryCount"),
-                "previousFileKeptAt": result["aside"], "tookMs": result["tookMs"],
-                "newestVersion": result["published"]["version"]}
+        return await self.durability_admin.restore(workspace_id, version)
 
     async def restore_to_moment(self, workspace_id: str, moment: str) -> dict:
-        return await self.actor_call(workspace_id, ServedMethod.RESTORE_TO_MOMENT, moment,
-                                     self.admin_hash)
+        return await self.durability_admin.restore_to_moment(workspace_id, moment)
 
     async def prune_snapshots(self, workspace_id: str, keep: int) -> dict:
-        return await self.actor_call(workspace_id, ServedMethod.PRUNE_SNAPSHOTS, keep,
-                                     self.admin_hash)
+        return await self.durability_admin.prune_snapshots(workspace_id, keep)
 
     async def rebind_vectors(self, workspace_id: str, vector: dict) -> dict:
-        """The blueprint names the binding `vector` from now on; the file follows, re-embedded
-        while the workspace serves (its progress: `vector_binding`)."""
-        check_workspace_id(workspace_id)
-        record = await self.ask_directory(DirectoryMethod.SET_VECTOR_BINDING, workspace_id,
-                                          vector)
-        wanted = record["blueprint"]["bindings"]["vector"]
-        state = await self.actor_call(workspace_id, ServedMethod.REBIND_VECTORS, wanted,
-                                      self.admin_hash)
-        return {"workspace": workspace_id, "blueprint": wanted, **state}
+        return await self.durability_admin.rebind_vectors(workspace_id, vector)
 
     async def vector_binding(self, workspace_id: str) -> dict:
-        check_workspace_id(workspace_id)
-        record = await self.ask_directory(DirectoryMethod.GET, workspace_id)
-        state = await self.actor_call(workspace_id, ServedMethod.VECTOR_BINDING, self.admin_hash)
-        return {"workspace": workspace_id,
-                "blueprint": (record["blueprint"].get("bindings") or {}).get("vector"), **state}
-
-    def _snapshot_store(self):
-        if self._store is None:
-            self._store = open_snapshot_store(self.settings.snapshots)
-        return self._store
+        return await self.durability_admin.vector_binding(workspace_id)
 
     async def list_snapshots(self, workspace_id: str) -> list[dict]:
-        """Versions in the store (no actor is woken for this)."""
-        check_workspace_id(workspace_id)
-        record = await self.ask_directory(DirectoryMethod.GET, workspace_id)   # NotFound if absent
-        store = generation_store(self._snapshot_store(), workspace_id, record["generation"])
-        return await asyncio.to_thread(list_snapshots, store, workspace_id)
+        return await self.durability_admin.list_snapshots(workspace_id)
 
     # ---- admin -----------------------------------------------------------------------------------
     async def create(self, workspace_id, blueprint, label) -> dict:

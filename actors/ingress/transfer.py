@@ -21,9 +21,9 @@ class TransferOps:
     async def export_pages(self, workspace_id: str):
         export_id = uuid.uuid4().hex
         for number in itertools.count():
-            page = await self.gateway.actor_call(workspace_id, ServedMethod.EXPORT_PAGE,
-                                                 export_id, number, EXPORT_PAGE_LINES,
-                                                 self.gateway.admin_hash)
+            page = await self.gateway.durability_admin.actor_call(
+                workspace_id, ServedMethod.EXPORT_PAGE, export_id, number, EXPORT_PAGE_LINES,
+                self.gateway.admin_hash)
             yield page["lines"]
             if page["done"]:
                 return
@@ -32,6 +32,6 @@ class TransferOps:
                            first: int, final: bool) -> dict:
         if not key.isalnum() or len(key) > 64:
             raise TransferError("key must be 1-64 letters or digits (e.g. the file's sha256)")
-        return await self.gateway.actor_call(workspace_id, ServedMethod.IMPORT_CHUNK, key,
-                                             header, lines, first, final,
-                                             self.gateway.admin_hash)
+        return await self.gateway.durability_admin.actor_call(
+            workspace_id, ServedMethod.IMPORT_CHUNK, key, header, lines, first, final,
+            self.gateway.admin_hash)
