@@ -56,6 +56,7 @@ from actors.workspace.opening import open_host, opening_progress
 from actors.workspace.position_reports import PositionReports
 from actors.workspace.process_memory import drop_process_wide_traces, rss_bytes
 from actors.workspace.token_checks import TokenChecks
+from actors.workspace.write_path import WritePath
 from minisphere.contract.startup import verified_contracts
 from minisphere.control.auth import TokenGrant
 from minisphere.durability.snapshotter import SnapshotStatus
@@ -78,15 +79,6 @@ DIRECTORY_TIMEOUT_S = 30.0          # a restarted actor asking what it was bound
 # What callers reach through `serve` (each checked against the workspace served now).
 SERVED_METHODS = frozenset(ServedMethod)
 CLOSED_WRITER_COUNTERS = ("queueDepth", "batches", "writes", "largestBatch")
-
-
-def _settle(future: asyncio.Future, reply: Reply) -> None:
-    if future.cancelled():
-        return
-    if reply.error is None:
-        future.set_result((reply.value, dict(reply.timings)))
-    else:
-        future.set_exception(reply.error)
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
@@ -115,7 +107,7 @@ class WorkspaceActor:
         self.tokens = TokenChecks(admin_token_hash,
                                   lambda used: self.news.tell(DirectoryMethod.TOKENS_USED, used))
         self.launch: WorkspaceLaunch | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.write_path: WritePath | None = None
         self.positions = PositionReports(
             lambda: self.host.durable_position() if self.host else None,
             self._report_position)
@@ -187,6 +179,8 @@ class WorkspaceActor:
         self.tokens.set_grants(grants)
         self.admission = Admission(workspace_id)
         self.due = DueNotes(workspace_id, self.directory)
+        self.write_path = WritePath(self.host, self.due, self.news, self.positions,
+                                    self.files.drop_exports)
         self.last_call_at = time.time()
         assert self.host.workspace is not None      # open_host opened the file
         log.info("workspace %s open at %s in %s (schema %s, restarted=%s, from %s)",
@@ -207,7 +201,7 @@ class WorkspaceActor:
     def _durable_advanced(self, _position: int) -> None:
         """On the writer's thread: the replica holds more (async replication learns it after
         the answers went out): the directory hears it within the report interval."""
-        loop = self._loop
+        loop = self.write_path.loop if self.write_path is not None else None
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self.positions.after_write)
 
@@ -215,6 +209,11 @@ class WorkspaceActor:
         """The directory's current token grants of this workspace: the authoritative set,
         checked on every call (a revoked token is refused from the next call on)."""
         self.tokens.set_grants(grants)
+
+    def _writes(self) -> WritePath:
+        if self.write_path is None:
+            raise WorkspaceUnavailable(f"actor {self.name} serves no workspace yet")
+        return self.write_path
 
     def _admission(self) -> Admission:
         if self.admission is None:
@@ -267,7 +266,8 @@ class WorkspaceActor:
                     result, timings = await asyncio.wrap_future(
                         self.host.submit_read(method_name, body, started_read))
                 else:
-                    result, timings = await self._write(method, body or {}, idempotency_key)
+                    result, timings = await self._writes().write(method, body or {},
+                                                                  idempotency_key)
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             timings["actor_ms"] = (time.perf_counter() - started) * 1e3
             return Reply.failed(as_named_error(exc), timings=timings)
@@ -275,43 +275,6 @@ class WorkspaceActor:
         if method_name == "recall":
             return recall_reply(result, timings, self.host.embedder, ahead)
         return Reply.done(result, timings=timings)
-
-    async def _write(self, method, body, key: str | None = None):
-        assert self.host is not None and self.due is not None    # bound together, as call() is
-        prepared, prepare_ms = await self._prepare(method.name, body)
-        # Tell the control plane before a write (or a pass) can change what is due, then queue
-        # it right after (see due_notes.py).
-        if method.access == "maintenance":
-            self.due.before_pass()
-        else:
-            self.due.before_write(method.name)
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-
-        def done(reply: Reply) -> None:
-            loop.call_soon_threadsafe(_settle, future, reply)
-        self._loop = loop                       # where the writer thread's news goes
-        self.host.submit_write(method.name, body, done, prepared, key=key)
-        try:
-            result, timings = await future
-        finally:        # a forget the replica did not confirm is committed all the same
-            if method.name == "forget":
-                self.files.drop_exports()
-                # copies left on nodes the workspace moved from may hold the text too
-                self.news.tell(DirectoryMethod.FORGOT)
-        self.positions.after_write()
-        if prepare_ms is not None:
-            timings["prepare_ms"] = prepare_ms
-        return result, timings
-
-    async def _prepare(self, method_name: str, body: dict) -> tuple[object, float | None]:
-        """The hooks' prepare step (embedding) on a read-pool thread, when the write has one."""
-        assert self.host is not None            # a write is admitted only while bound
-        if not self.host.needs_prepare(method_name):
-            return NOT_PREPARED, None
-        started = time.perf_counter()
-        prepared = await asyncio.wrap_future(self.host.prepare_write(method_name, body))
-        return prepared, (time.perf_counter() - started) * 1e3
 
     async def audit_retained(self, hex_needles: list[str]) -> dict:
         """Where this process still holds any of the needles (isolation_audit.py): run on
@@ -351,9 +314,8 @@ class WorkspaceActor:
     def _release_workspace(self) -> None:
         """Forget the workspace this process served: nothing of it (objects, caches, open
         files) may reach the next tenant bound here."""
-        self.host = self.admission = self.due = self.launch = None
+        self.host = self.admission = self.due = self.launch = self.write_path = None
         self.files.let_go()
-        self._loop = None
         self.workspace_id = None
         self.tokens.forget_workspace()
         drop_process_wide_traces()
