@@ -54,6 +54,7 @@ from actors.workspace.launch import WorkspaceLaunch
 from actors.workspace.node_ray import was_reconstructed
 from actors.workspace.opening import open_host, opening_progress
 from actors.workspace.position_reports import PositionReports
+from actors.workspace.process_facts import ProcessFacts
 from actors.workspace.process_memory import drop_process_wide_traces, rss_bytes
 from actors.workspace.token_checks import TokenChecks
 from actors.workspace.write_path import WritePath
@@ -78,7 +79,6 @@ log = logging.getLogger("minisphere.workspace_actor")
 DIRECTORY_TIMEOUT_S = 30.0          # a restarted actor asking what it was bound to
 # What callers reach through `serve` (each checked against the workspace served now).
 SERVED_METHODS = frozenset(ServedMethod)
-CLOSED_WRITER_COUNTERS = ("queueDepth", "batches", "writes", "largestBatch")
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
@@ -95,11 +95,7 @@ class WorkspaceActor:
         self.name = context.get_actor_name()
         self.node_id = context.get_node_id()
         self.restarted = was_reconstructed(context)
-        self.started_at = time.time()
-        self.calls = 0
-        self.binds = 0                  # workspaces this process has served (it is recycled)
-        self.fresh_rss_bytes = 0        # its memory as a spare that has served nobody yet
-        self.last_call_at = self.started_at
+        self.facts = ProcessFacts(self.name, self.node_id, self.restarted)
         self.workspace_id: str | None = None
         self.host: WorkspaceHost | None = None
         self.admission: Admission | None = None
@@ -132,8 +128,9 @@ class WorkspaceActor:
             # the spare's start instead of a woken workspace's first call.
             self._directory_contacted = True
             self.directory.ping.remote()
-        if not self.binds and not self.fresh_rss_bytes:
-            self.fresh_rss_bytes = rss_bytes()
+        facts = self.facts
+        if not facts.binds and not facts.fresh_rss_bytes:
+            facts.fresh_rss_bytes = rss_bytes()
         return {"name": self.name, "pid": os.getpid(), "nodeId": self.node_id,
                 "bound": self.workspace_id,
                 "runtimeEnv": ray.get_runtime_context().get_runtime_env_string()}
@@ -173,7 +170,7 @@ class WorkspaceActor:
                                 f"{self.workspace_id}; it is never bound to another")
         self.workspace_id = workspace_id = launch.workspace_id     # claimed, even if opening fails
         self.launch = launch
-        self.binds += 1
+        self.facts.binds += 1
         self.host = open_host(launch, self.node_id, on_snapshot_status=self._report_snapshot,
                               on_durable=self._durable_advanced)
         self.tokens.set_grants(grants)
@@ -181,7 +178,7 @@ class WorkspaceActor:
         self.due = DueNotes(workspace_id, self.directory)
         self.write_path = WritePath(self.host, self.due, self.news, self.positions,
                                     self.files.drop_exports)
-        self.last_call_at = time.time()
+        self.facts.last_call_at = time.time()
         assert self.host.workspace is not None      # open_host opened the file
         log.info("workspace %s open at %s in %s (schema %s, restarted=%s, from %s)",
                  workspace_id, launch.path, self.name, self.host.workspace.schema_version,
@@ -249,8 +246,7 @@ class WorkspaceActor:
         `sent_query`: a recall's query the caller already sent to an embedder (taken if that
         is this workspace's); a recall's reply names the embedder (`RecallReply`)."""
         started = time.perf_counter()
-        self.calls += 1
-        self.last_call_at = time.time()
+        self.facts.note_call()
         timings: dict = {}
         try:
             assert self.host is not None        # serve() let the call in: a workspace is bound
@@ -287,13 +283,7 @@ class WorkspaceActor:
 
     async def activity(self) -> dict:
         """What the directory needs to choose hibernation victims (cheap)."""
-        if self.host is None:
-            return {"lastCallAt": self.last_call_at, "inflight": 0, "snapshotFailing": False}
-        snapshots = self.host.snapshotter.status()
-        assert self.admission is not None       # bound with the host
-        return {"lastCallAt": self.last_call_at, "inflight": self.admission.inflight,
-                "snapshotFailing": bool(snapshots["consecutiveFailures"]
-                                        and snapshots["pendingWrites"])}
+        return self.facts.activity(self.host, self.admission)
 
     # ---- ending ----------------------------------------------------------------------------------
     async def hibernate(self) -> dict:
@@ -302,14 +292,15 @@ class WorkspaceActor:
         keeps in its pool or kills. `process` says what the pool's retirement rule needs."""
         if self.host is None:                    # a spare: nothing to keep
             return {"workspace": None, "snapshot": None, "error": None,
-                    "pendingSnapshot": False, "snapshots": None, "process": self._process()}
+                    "pendingSnapshot": False, "snapshots": None,
+                    "process": self.facts.process()}
         assert self.admission is not None       # bound with the host
         await self.admission.close_for_hibernation()
         self.files.let_go()
         self.tokens.report_use()
         result = await asyncio.to_thread(self.host.hibernate)
         await asyncio.to_thread(self._release_workspace)
-        return {**result, "process": self._process()}
+        return {**result, "process": self.facts.process()}
 
     def _release_workspace(self) -> None:
         """Forget the workspace this process served: nothing of it (objects, caches, open
@@ -320,26 +311,12 @@ class WorkspaceActor:
         self.tokens.forget_workspace()
         drop_process_wide_traces()
 
-    def _process(self) -> dict:
-        return {"binds": self.binds, "rssBytes": rss_bytes(),
-                "freshRssBytes": self.fresh_rss_bytes, "pid": os.getpid(),
-                "nodeId": self.node_id}
-
     async def durability(self) -> Reply[dict]:
         return Reply.done({"nodeId": self.node_id, "actor": self.name,
                            **(self.host.status() if self.host is not None else {})})
 
     async def stats(self) -> dict:
-        if self.host is None:
-            return {"workspace": None, "name": self.name, "pid": os.getpid(),
-                    "rssBytes": rss_bytes(), "restarted": self.restarted}
-        writer = self.host.writer    # None while the file is closed (or failed to reopen)
-        counters = writer.counters() if writer else dict.fromkeys(CLOSED_WRITER_COUNTERS, 0)
-        return {"workspace": self.workspace_id, "name": self.name, "pid": os.getpid(),
-                "rssBytes": rss_bytes(), "open": writer is not None,
-                "startedAt": self.started_at, "restarted": self.restarted, "calls": self.calls,
-                "lastCallAt": self.last_call_at, **counters, "contracts": self.contracts,
-                "nodeId": self.node_id, "durability": self.host.status()}
+        return self.facts.stats(self.host, self.workspace_id, self.contracts)
 
     async def close(self) -> dict:
         """Commit what is queued, close every connection. The actor must be killed after."""
