@@ -68,8 +68,7 @@ def read_call(ws: Workspace, name: str, body: dict | None = None) -> dict:
 
 def _forget_query_vectors(ws: Workspace) -> None:
     if ws.vectors is not None:
-        with ws.vectors._cache_lock:
-            ws.vectors._cache.clear()
+        ws.vectors.embeddings.clear()
 
 
 def measure(pairs: list[tuple[Workspace, Workspace | None, list[str]]]) -> dict:

@@ -35,11 +35,8 @@ The binding reaches the file only through the workspace's `reading()` and `trans
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
@@ -53,6 +50,7 @@ from minisphere.engine.hooks import Handler, WorkspaceHooks
 from minisphere.engine.vectors import index as resident
 from minisphere.engine.vectors import semantic, table
 from minisphere.engine.vectors.arm import DeferredVectorArm
+from minisphere.engine.vectors.embeddings import Embeddings, QueryVector
 from minisphere.errors import InvalidArgument
 from minisphere.wire.recall_answer import RecallAnswer, VectorArmState
 
@@ -62,12 +60,8 @@ if TYPE_CHECKING:  # pragma: no cover - types only
 log = logging.getLogger("minisphere.vectors")
 
 BACKFILL_BATCH_SIZE = 64          # entries embedded per backfill step (one short write each)
-EMBED_CACHE_MAX = 2048            # texts whose vectors are kept (a retried write re-uses them)
-FAILURE_BACKOFF_S = 30.0          # after a provider failure, writes skip embedding this long
 HOOKED = frozenset({"capture", "update", "append", "recall"})
-QUERY_THREADS = 2                 # threads embedding recall queries for providers in this process
 Progress = Callable[[int, int], None]
-Embedding = Future[np.ndarray]         # a provider's (texts, dim) matrix, on its way
 
 
 class Storage(Protocol):
@@ -94,90 +88,21 @@ class BindingState(TypedDict):
     missing: int          # entries without a vector
 
 
-_pools: dict[str, ThreadPoolExecutor] = {}
-_pools_lock = threading.Lock()
-
-
-def _threads(name: str, count: int) -> ThreadPoolExecutor:
-    """A process-wide pool, made on first use (a process that never needs it starts none)."""
-    with _pools_lock:
-        if name not in _pools:
-            _pools[name] = ThreadPoolExecutor(count, thread_name_prefix=name)
-        return _pools[name]
-
-
-def _query_threads() -> ThreadPoolExecutor:
-    """Where a provider without `submit` embeds a recall's query beside the recall."""
-    return _threads("query-embed", QUERY_THREADS)
-
-
-def _sent(send: Callable[[list[str]], Embedding], texts: list[str]) -> Embedding:
-    """`send(texts)` run on a thread of its own, its Future's outcome passed on: sending a call
-    to a remote embedder (serializing it, handing it to the runtime) then costs neither the
-    recall's thread nor an event loop that starts it on arrival."""
-    out: Embedding = Future()
-
-    def relay(inner: Embedding) -> None:
-        try:
-            out.set_result(inner.result())
-        except BaseException as exc:  # noqa: BLE001 - the waiter gets the embedder's error
-            out.set_exception(exc)
-
-    def sent(outer: Future[Embedding]) -> None:
-        try:
-            outer.result().add_done_callback(relay)
-        except BaseException as exc:  # noqa: BLE001 - the call could not even be sent
-            out.set_exception(exc)
-    _threads("query-send", 1).submit(send, texts).add_done_callback(sent)
-    return out
-
-
-class QueryVector:
-    """A recall's query vector: already known (cached, or none to be had), or being embedded
-    since `started`. `wait()` gives the vector, or None when it cannot be had; a failure is
-    recorded on the binding as a failed write embedding is (its reason, and the back-off)."""
-
-    def __init__(self, binding: VectorBinding, text: str | None,
-                 vector: np.ndarray | None = None, future: Embedding | None = None,
-                 started: float | None = None) -> None:
-        self.binding, self.text = binding, text
-        self.generation = binding.generation
-        self.vector = vector
-        self._future = future
-        self.started = time.perf_counter() if started is None else started
-        self.embed_ms: float | None = None     # started -> vector in hand, when one was embedded
-        self._done_at: float | None = None
-        if future is not None:
-            future.add_done_callback(self._finished)
-
-    @property
-    def may_come(self) -> bool:
-        """Whether there is or may be a vector (not: no provider, or backing off uncached)."""
-        return self.vector is not None or self._future is not None
-
-    def _finished(self, _future: Embedding) -> None:
-        self._done_at = time.perf_counter()
-
-    def wait(self) -> np.ndarray | None:
-        future, self._future = self._future, None
-        if future is None:
-            return self.vector
-        binding = self.binding
-        try:
-            matrix = np.asarray(future.result(timeout=getattr(binding.provider, "timeout_s", None)),
-                                dtype=np.float32)
-            if matrix.shape != (1, binding._recorded()["dim"]):
-                raise ValueError(f"provider returned shape {matrix.shape}")
-        except Exception as exc:  # noqa: BLE001 - a recall goes on without the vector arm
-            binding._failed(exc, "recall goes on without the vector arm")
-            return None
-        finally:
-            done_at = self._done_at if self._done_at is not None else time.perf_counter()
-            self.embed_ms = round((done_at - self.started) * 1000, 3)
-        self.vector = matrix[0]
-        assert self.text is not None        # only a text is ever embedded (`start_query`)
-        binding._remember([self.text], matrix, self.generation)
-        return self.vector
+def text_for(method_name: str, args: Any, conn: db.Connection | None) -> str | None:
+    """The text whose vector a hooked call needs (`conn` is only read; None only for the
+    calls `started_on_arrival`)."""
+    text: str
+    if method_name in ("capture", "update"):
+        text = args.content
+        return text
+    if method_name == "recall":  # the whole query: "in 1990" is a filter AND a topic
+        text = args.query
+        return text
+    if method_name == "append":
+        assert conn is not None
+        row = conn.execute("SELECT content FROM entries WHERE id = ?", (args.id,)).fetchone()
+        return f"{row[0].rstrip()}\n{args.addition.strip()}" if row else None
+    return None
 
 
 def attach(storage: Storage, provider: EmbeddingProvider | None = None,
@@ -210,14 +135,9 @@ class VectorBinding(WorkspaceHooks):
                  settings: semantic.SemanticSettings | None = None,
                  refuse_other: bool = True) -> None:
         self.storage = storage
-        self.provider: EmbeddingProvider | None = provider
+        self.embeddings = Embeddings(provider, lambda: self._recorded()["dim"])
         self.settings = settings or semantic.SemanticSettings()
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_lock = threading.Lock()   # prepare runs on several threads at once
         self._needs_backfill = False
-        self.last_error: str | None = None
-        self._failed_at = float("-inf")       # monotonic time of the last provider failure
-        self.generation = 0                   # bumped by every bind (see the module's note)
         self.index: resident.VectorIndex | None = None
         with storage.reading() as conn:
             table.ensure_extension(conn)
@@ -231,7 +151,7 @@ class VectorBinding(WorkspaceHooks):
                     f"workspace is bound to {self.binding['provider']} ({self.binding['dim']} "
                     f"dims), not {provider.name} ({provider.dim}); rebind with "
                     f"enable_vectors(provider, replace=True)")
-            self.provider = None        # its vectors are another provider's: `attach` re-embeds
+            self.embeddings.provider = None     # another provider's vectors: `attach` re-embeds
 
     # ---- binding lifecycle ---------------------------------------------------------------------
     def holds(self, provider: EmbeddingProvider) -> bool:
@@ -262,10 +182,7 @@ class VectorBinding(WorkspaceHooks):
             elif (current["provider"], current["dim"]) != (provider.name, provider.dim):
                 raise InvalidArgument(f"workspace is bound to {current['provider']}; pass replace=True")
             # inside the transaction: no write commits between the new table and the new provider
-            with self._cache_lock:
-                self.generation += 1
-                self.provider = provider
-                self._cache.clear()
+            self.embeddings.switch(provider)
 
     def state(self) -> BindingState:
         """The file's binding, and how many entries still lack a vector."""
@@ -303,72 +220,21 @@ class VectorBinding(WorkspaceHooks):
             self.index = None
 
     # ---- embedding -------------------------------------------------------------------------------
+    # the provider, its cache and its back-off (embeddings.py)
+    @property
+    def provider(self) -> EmbeddingProvider | None:
+        return self.embeddings.provider
+
+    @provider.setter
+    def provider(self, provider: EmbeddingProvider | None) -> None:
+        self.embeddings.provider = provider
+
+    @property
+    def generation(self) -> int:
+        return self.embeddings.generation
+
     def embed(self, texts: list[str]) -> list[np.ndarray | None]:
-        """Vectors for texts (cache first, one provider call for the rest); None on failure."""
-        provider, generation = self.provider, self.generation
-        if provider is None or not texts:
-            return [None] * len(texts)
-        if time.monotonic() - self._failed_at < FAILURE_BACKOFF_S:  # a down service must not
-            with self._cache_lock:                                    # hold every write
-                return [self._cache.get(t) for t in texts]
-        with self._cache_lock:
-            todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        if todo:
-            try:
-                matrix = np.asarray(provider.embed(todo), dtype=np.float32)
-                if matrix.shape != (len(todo), self._recorded()["dim"]):
-                    raise ValueError(f"provider returned shape {matrix.shape}")
-            except Exception as exc:  # noqa: BLE001 - a write must not fail because of the model
-                self._failed(exc, "entries stay pending")
-                with self._cache_lock:
-                    return [self._cache.get(t) for t in texts]
-            self._remember(todo, matrix, generation)
-        with self._cache_lock:
-            return [self._cache.get(t) for t in texts]
-
-    def start_query(self, text: str) -> QueryVector:
-        """A recall's query vector, started now and waited for only where the recall needs it."""
-        with self._cache_lock:
-            cached = self._cache.get(text)
-        if (self.provider is None or cached is not None
-                or time.monotonic() - self._failed_at < FAILURE_BACKOFF_S):
-            return QueryVector(self, text, cached)
-        submit = getattr(self.provider, "submit", None)
-        started = time.perf_counter()        # sending the call is part of the embedding's cost
-        future = (_sent(submit, [text]) if submit is not None
-                  else _query_threads().submit(self.provider.embed, [text]))
-        return QueryVector(self, text, future=future, started=started)
-
-    def _failed(self, exc: BaseException, consequence: str) -> None:
-        self.last_error = f"{type(exc).__name__}: {exc}"
-        self._failed_at = time.monotonic()
-        log.warning("embedding failed, %s: %s", consequence, self.last_error)
-
-    def _remember(self, texts: list[str], matrix: np.ndarray, generation: int) -> None:
-        with self._cache_lock:
-            if generation != self.generation:      # embedded by the provider a rebind replaced
-                return
-            for text, vector in zip(texts, matrix):
-                self._cache[text] = vector
-            while len(self._cache) > EMBED_CACHE_MAX:
-                self._cache.popitem(last=False)
-
-    @staticmethod
-    def text_for(method_name: str, args: Any, conn: db.Connection | None) -> str | None:
-        """The text whose vector a hooked call needs (`conn` is only read; None only for the
-        calls `started_on_arrival`)."""
-        text: str
-        if method_name in ("capture", "update"):
-            text = args.content
-            return text
-        if method_name == "recall":  # the whole query: "in 1990" is a filter AND a topic
-            text = args.query
-            return text
-        if method_name == "append":
-            assert conn is not None
-            row = conn.execute("SELECT content FROM entries WHERE id = ?", (args.id,)).fetchone()
-            return f"{row[0].rstrip()}\n{args.addition.strip()}" if row else None
-        return None
+        return self.embeddings.embed(texts)
 
     # ---- hooks -------------------------------------------------------------------------------------
     def prepare(self, calls: list[tuple[str, Any]], conn: db.Connection | None
@@ -377,11 +243,12 @@ class VectorBinding(WorkspaceHooks):
         embedded in one call; a recall's vector is a QueryVector, started here and waited for
         by the recall."""
         generation = self.generation
-        texts = [self.text_for(name, args, conn) if name in HOOKED else None
+        texts = [text_for(name, args, conn) if name in HOOKED else None
                  for name, args in calls]
         wanted = [t for (name, _), t in zip(calls, texts) if t is not None and name != "recall"]
         vectors = dict(zip(wanted, self.embed(wanted)))
-        return [(t, self.start_query(t) if name == "recall" and t is not None
+        start_query = self.embeddings.start_query
+        return [(t, start_query(t) if name == "recall" and t is not None
                  else vectors.get(t) if t is not None else None, generation)
                 for (name, _), t in zip(calls, texts)]
 
@@ -394,12 +261,14 @@ class VectorBinding(WorkspaceHooks):
         if name == "recall":
             from minisphere.engine.retrieval.recall import recall
 
-            query = vector if isinstance(vector, QueryVector) else QueryVector(self, text, vector)
+            embeddings = self.embeddings
+            query = (vector if isinstance(vector, QueryVector)
+                     else QueryVector(embeddings, text, vector))
 
             def run_recall(conn: db.Connection, args: RecallArgs, now_ms: int) -> RecallAnswer:
                 nonlocal query
                 if query.generation != self.generation:    # the other model's query vector
-                    query = QueryVector(self, text)
+                    query = QueryVector(embeddings, text)
                 arm = DeferredVectorArm(query.wait, self.index) if query.may_come else None
                 result = recall(conn, args, now_ms, vector_arm=arm)
                 # a recall that never reached the vector arm (no search terms) still says
@@ -427,14 +296,15 @@ class VectorBinding(WorkspaceHooks):
         return None
 
     def after_commit(self) -> None:
-        if self._needs_backfill and time.monotonic() - self._failed_at >= FAILURE_BACKOFF_S:
+        if self._needs_backfill and not self.embeddings.backing_off():
             self._needs_backfill = False
             self.backfill()
 
     def _arm_state(self, vector: np.ndarray | None) -> VectorArmState:
         if vector is not None:
             return {"arm": "on", "provider": self._recorded()["provider"]}
-        reason = "no embedder attached" if self.provider is None else f"embedding failed: {self.last_error}"
+        reason = ("no embedder attached" if self.provider is None
+                  else f"embedding failed: {self.embeddings.last_error}")
         return {"arm": "off", "provider": self._recorded()["provider"], "reason": reason}
 
     def _put_if_current(self, conn: db.Connection, entry_id: str, text: str | None,
@@ -471,10 +341,8 @@ class VectorBinding(WorkspaceHooks):
             texts = [content for _, content, _ in batch]
             try:
                 matrix = np.asarray(provider.embed(texts), dtype=np.float32)
-            except Exception as exc:  # noqa: BLE001
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                self._failed_at = time.monotonic()
-                log.warning("backfill stopped: %s", self.last_error)
+            except Exception as exc:  # noqa: BLE001 - the entries stay pending
+                self.embeddings.failed(exc, "backfill stopped")
                 break
             with self.storage.transaction() as conn:
                 if generation != self.generation:    # rebound meanwhile: that bind backfills
