@@ -84,7 +84,7 @@ class Setup:
 
 def write(host: WorkspaceHost, text: str) -> None:
     done = Future()
-    host.submit_write("capture", {"content": text}, done.set_result)
+    host.calls.submit_write("capture", {"content": text}, done.set_result)
     done.result(timeout=60).unwrap()
 
 

@@ -147,7 +147,7 @@ class WorkspaceActor:
             return Reply.failed(as_named_error(exc))
         # while the answer travels to the directory and the caller's call travels here
         assert self.host is not None            # _bind opened it
-        self.host.warm_reads()
+        self.host.calls.warm_reads()
         # the directory's own clock on a bind also holds the call's way there and back
         return Reply.done({"activation": activation, "nodeId": self.node_id, "pid": os.getpid(),
                            "openMs": round((time.perf_counter() - started) * 1e3, 3)})
@@ -253,14 +253,15 @@ class WorkspaceActor:
             method = find_method(method_name)
             self.tokens.authorize(method, token_hash)
             ahead = adopt_sent_query(self.host.embedder, body, sent_query)
+            read = method.access == "read"
+            calls = self.host.calls
             # a bound recall's query goes to the embedder now, while the call waits for
             # admission and a reader thread
-            started_read = (self.host.start_read(method_name, body) if method.access == "read"
-                            else NOT_PREPARED)
+            started_read = calls.start_read(method_name, body) if read else NOT_PREPARED
             async with self._admission().admit():
-                if method.access == "read":
+                if read:
                     result, timings = await asyncio.wrap_future(
-                        self.host.submit_read(method_name, body, started_read))
+                        calls.submit_read(method_name, body, started_read))
                 else:
                     result, timings = await self._writes().write(method, body or {},
                                                                   idempotency_key)

@@ -86,7 +86,7 @@ class TransferSessions:
                 session = self._imports[key] = ImportSession(host.workspace, header, key)
             records = [parse_record(line, first + i + 1) for i, line in enumerate(lines)]
             before = session.applied
-            host.write_own(lambda: session.feed(records, first))     # the one write path
+            host.calls.write_own(lambda: session.feed(records, first))     # the one write path
             if session.applied > before:
                 host.snapshotter.note_writes(session.applied - before)  # snapshot triggers
             if final:

@@ -52,7 +52,7 @@ class WritePath:
         def done(reply: Reply) -> None:
             loop.call_soon_threadsafe(_settle, future, reply)
         self.loop = loop
-        self.host.submit_write(method.name, body, done, prepared, key=key)
+        self.host.calls.submit_write(method.name, body, done, prepared, key=key)
         try:
             result, timings = await future
         finally:        # a forget the replica did not confirm is committed all the same
@@ -67,8 +67,8 @@ class WritePath:
 
     async def _prepare(self, method_name: str, body: dict) -> tuple[object, float | None]:
         """The hooks' prepare step (embedding) on a read-pool thread, when the write has one."""
-        if not self.host.needs_prepare(method_name):
+        if not self.host.calls.needs_prepare(method_name):
             return NOT_PREPARED, None
         started = time.perf_counter()
-        prepared = await asyncio.wrap_future(self.host.prepare_write(method_name, body))
+        prepared = await asyncio.wrap_future(self.host.calls.prepare_write(method_name, body))
         return prepared, (time.perf_counter() - started) * 1e3

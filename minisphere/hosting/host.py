@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,7 +24,6 @@ from minisphere.durability.generations import generation_store
 from minisphere.durability.replication.registration import ASYNC_SYNC_INTERVAL_S, WorkspaceReplica
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.embedding.base import EmbeddingProvider
-from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import (
@@ -34,7 +32,8 @@ from minisphere.errors import (
     WorkspaceUnavailable,
 )
 from minisphere.hosting.copies import HostLock, drop_staging_leftovers
-from minisphere.hosting.group_commit import Callback, GroupCommitWriter
+from minisphere.hosting.group_commit import GroupCommitWriter
+from minisphere.hosting.host_calls import HostCalls
 from minisphere.hosting.host_options import (
     DEFAULT_TUNING,
     NO_LISTENERS,
@@ -47,7 +46,6 @@ from minisphere.hosting.lag_readings import LagReadings
 from minisphere.hosting.locating import CurrentCopy
 from minisphere.hosting.read_pool import ReadPool
 from minisphere.hosting.stored_states import StoredStates
-from minisphere.reply import Reply
 
 log = logging.getLogger("minisphere.host")
 
@@ -94,7 +92,8 @@ class WorkspaceHost:
         self.synchronous, self.max_batch = tuning.synchronous, tuning.max_batch
         self.read_threads = tuning.read_threads
         self.embedder = embedder                # the vector binding's provider, if any
-        self.on_follow_up = listeners.on_follow_up or self._follow_up   # (recall counts)
+        self.calls = HostCalls(self)
+        self.on_follow_up = listeners.on_follow_up or self.calls.follow_up   # (recall counts)
         self.workspace: Workspace | None = None
         # its snapshots, restores, and what a forget does to them
         self.states = StoredStates(workspace_id, self.path, self.store, replica, self,
@@ -211,87 +210,12 @@ class WorkspaceHost:
         self.writer = self.reads = self.workspace = None
 
     # ---- calls -------------------------------------------------------------------------------
-    def _opened(self) -> tuple[Workspace, ReadPool, GroupCommitWriter]:
+    def opened(self) -> tuple[Workspace, ReadPool, GroupCommitWriter]:
         """The open file's parts (opening it first if it is closed)."""
         self.ensure_open()
         if self.workspace is None or self.reads is None or self.writer is None:
             raise WorkspaceClosed(f"workspace {self.workspace_id} is closed")
         return self.workspace, self.reads, self.writer
-
-    def needs_prepare(self, method: str) -> bool:
-        """Whether a write must be prepared (`prepare_write`) before it is queued."""
-        return method in self._opened()[0].hooks.hooked
-
-    def prepare_write(self, method: str, body: dict[str, Any]) -> Future[Any]:
-        """The hooks' prepare step of one write, on a read-pool thread: a Future of the value
-        to pass to `submit_write`."""
-        return self._opened()[1].prepare(method, body)
-
-    def submit_write(self, method: str, body: dict[str, Any], callback: Callback,
-                     prepared: Any = NOT_PREPARED, *, key: str | None = None,
-                     counts: bool = True) -> None:
-        """Queue one write; `callback(reply)` runs once it committed (or failed).
-        `key`: the caller's idempotency key. `counts`: whether the write makes the file dirty
-        for the snapshot triggers -- a read's own follow-up (recall counts) does not, or a
-        workspace that is only read would be snapshotted again and again."""
-        writer = self._opened()[2]
-        note = self.snapshotter.note_writes
-
-        def done(reply: Reply[Any]) -> None:
-            try:
-                # committed, even when the replica did not confirm it (sync mode answers 503
-                # then): the file changed, and a committed forget's text must go everywhere
-                committed = reply.ok or reply.timings.get("committed", False)
-                if committed and counts and not reply.timings.get("replayed"):
-                    note(1)
-                    if method == "forget":        # copies taken before it hold the text too
-                        self.states.after_forget()
-            finally:
-                callback(reply)
-        writer.submit(method, body, done, prepared, key)
-
-    def write_own(self, run: Callable[[], Any]) -> Any:
-        """Run `run` -- it commits a transaction of its own on `self.workspace` (an import
-        chunk) -- on the writer thread and return its result once it is answered like any
-        write: after the replica confirmed it in sync mode (else `ReplicationUnconfirmed`),
-        counted toward the durable position. The caller notes its writes for the snapshots
-        (it knows how many it made)."""
-        writer = self._opened()[2]
-        answered: Future[Any] = Future()
-
-        def done(reply: Reply[Any]) -> None:
-            if reply.error is None:
-                answered.set_result(reply.value)
-            else:
-                answered.set_exception(reply.error)
-        writer.submit_own(run, done)
-        return answered.result()
-
-    def _follow_up(self, method: str, body: dict[str, Any]) -> None:
-        """A read's small internal write (recall counts): queued, not awaited by the reader,
-        and not a change of the memory, so it leaves the snapshot triggers alone."""
-        def done(reply: Reply[Any]) -> None:
-            if reply.error is not None:
-                log.warning("follow-up %s of %s failed: %r", method, self.workspace_id,
-                            reply.error)
-        if self.writer is not None:
-            self.submit_write(method, body, done, counts=False)
-
-    def warm_reads(self) -> Future[tuple[Any, dict[str, Any]]] | None:
-        """Ready a reader before the first call (see ReadPool.warm); None when not open."""
-        return self.reads.warm() if self.reads is not None else None
-
-    def start_read(self, method: str, body: dict[str, Any] | None) -> Any:
-        """What the hooks start as soon as a read arrives (a bound recall's query embedding,
-        only sent: cheap enough for the caller's event loop), to pass to `submit_read`. Runs
-        before the call is admitted, so it never opens the file (a restore may be swapping
-        it): NOT_PREPARED while the file is closed."""
-        reads = self.reads
-        return reads.start(method, body) if reads is not None else NOT_PREPARED
-
-    def submit_read(self, method: str, body: dict[str, Any] | None,
-                    prepared: Any = NOT_PREPARED) -> Future[tuple[Any, dict[str, Any]]]:
-        return self._opened()[1].submit(method, body, prepared)
 
     def durable_position(self) -> int | None:
         """The newest position the replica is known to hold (without replication: the newest

@@ -16,7 +16,7 @@ SECRET = b"quetzal-cipher-58821"
 
 def call(host, method, body):
     future = Future()
-    host.submit_write(method, body, future.set_result)
+    host.calls.submit_write(method, body, future.set_result)
     return future.result(timeout=30).unwrap()
 
 
@@ -48,7 +48,7 @@ def test_forget_then_snapshot_then_restore_leaves_the_text_in_no_file(tmp_path, 
     assert pruned["deleted"] == [before] and pruned["kept"] == [after]
     host.states.restore(after)
     assert holding_secret(tmp_path) == []              # live file, WAL, aside copy, store
-    assert host.submit_read("getCount", {}).result(30)[0]["count"] == 30
+    assert host.calls.submit_read("getCount", {}).result(30)[0]["count"] == 30
     host.close()
     assert holding_secret(tmp_path) == []
 
@@ -85,7 +85,7 @@ def test_a_forget_deletes_the_versions_taken_before_it_within_one_round(tmp_path
     assert before not in versions and len(versions) == 1
     assert holding_secret(tmp_path / "snapshots") == []
     host.states.restore(versions[0])
-    assert host.submit_read("getCount", {}).result(30)[0]["count"] == 1
+    assert host.calls.submit_read("getCount", {}).result(30)[0]["count"] == 1
     host.close()
 
 

@@ -50,7 +50,7 @@ def host_on(node: Path, replica_root: Path, daemon, settings=SYNC, store=None,
 
 def write(host, content, key=None):
     future = Future()
-    host.submit_write("capture", {"content": content},
+    host.calls.submit_write("capture", {"content": content},
                       future.set_result, key=key)
     reply = future.result(timeout=60)
     return (*reply, reply.timings)
@@ -58,7 +58,7 @@ def write(host, content, key=None):
 
 def forget(host, entry_id: str) -> bool:
     future = Future()
-    host.submit_write("forget", {"id": entry_id}, lambda reply: future.set_result(reply.ok))
+    host.calls.submit_write("forget", {"id": entry_id}, lambda reply: future.set_result(reply.ok))
     return future.result(timeout=60)
 
 
@@ -93,7 +93,7 @@ def test_a_node_lost_after_sync_writes_loses_nothing_acknowledged(tmp_path, daem
     try:
         assert b.activation["source"] == "replica"
         assert b.activation["position"] == position
-        assert b.submit_read("getCount", {}).result()[0]["count"] == 25
+        assert b.calls.submit_read("getCount", {}).result()[0]["count"] == 25
     finally:
         b.close()
 
@@ -121,7 +121,7 @@ def test_a_copy_left_by_an_earlier_stay_is_not_opened_behind_its_replica(tmp_pat
                     moved_here=True)
     try:
         assert again.activation["source"] == "replica"
-        assert again.submit_read("getCount", {}).result()[0]["count"] == 25
+        assert again.calls.submit_read("getCount", {}).result()[0]["count"] == 25
     finally:
         again.close()
 
@@ -134,7 +134,7 @@ def test_the_node_that_held_the_workspace_last_opens_its_copy_without_asking_the
     again = host_on(tmp_path / "b", tmp_path / "replica", daemon, epoch=3, position=floor)
     try:
         assert again.activation["source"] == "local"
-        assert again.submit_read("getCount", {}).result()[0]["count"] == 5
+        assert again.calls.submit_read("getCount", {}).result()[0]["count"] == 5
     finally:
         again.close()
 
@@ -148,7 +148,7 @@ def test_an_unreadable_local_file_is_restored_from_the_replica_not_a_500(tmp_pat
     again = host_on(tmp_path / "a", tmp_path / "replica", daemon, epoch=2, position=position)
     try:
         assert again.activation["source"] == "replica"
-        assert again.submit_read("getCount", {}).result()[0]["count"] == 25
+        assert again.calls.submit_read("getCount", {}).result()[0]["count"] == 25
     finally:
         again.close()
 
@@ -266,18 +266,18 @@ def test_a_restore_to_a_moment_brings_back_exactly_the_writes_before_it(tmp_path
         before = host.workspace.position
         restored = host.states.restore_to_time(moment)
         assert restored["position"] > before           # a new state, not a stale one
-        items = host.submit_read("listRecent", {}).result()[0]["items"]
+        items = host.calls.submit_read("listRecent", {}).result()[0]["items"]
         assert [i["content"] for i in items] == ["kept: before the moment"]
         assert write(host, "written after the restore")[0]
         assert replica_count(tmp_path / "replica", tmp_path) == 2
         with pytest.raises(SnapshotNotFound):
             host.states.restore_to_time(too_early.strftime("%Y-%m-%dT%H:%M:%SZ"))
-        assert host.submit_read("getCount", {}).result()[0]["count"] == 2   # left as it was
+        assert host.calls.submit_read("getCount", {}).result()[0]["count"] == 2   # left as it was
         time.sleep(1.2)                           # a moment after the newest write: its state
         latest = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         time.sleep(1.2)
         host.states.restore_to_time(latest)
-        assert host.submit_read("getCount", {}).result()[0]["count"] == 2
+        assert host.calls.submit_read("getCount", {}).result()[0]["count"] == 2
     finally:
         host.close()
 
@@ -598,7 +598,7 @@ def test_a_restore_leaves_the_daemon_shipping_the_restored_file_not_the_aside(
         host.states.restore(version)                          # within that confirmation's second
         assert write(host, "written after the restore")[0]
         until(lambda: replica_count(tmp_path / "replica", tmp_path) == 2, host.status)
-        assert host.submit_read("getEntry", {"id": keep}).result()[0]["id"] == keep
+        assert host.calls.submit_read("getEntry", {"id": keep}).result()[0]["id"] == keep
     finally:
         host.close()
 

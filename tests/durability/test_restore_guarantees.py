@@ -18,12 +18,12 @@ from tests.support.hosts import BY_HAND
 
 def write(host, content):
     future = Future()
-    host.submit_write("capture", {"content": content}, future.set_result)
+    host.calls.submit_write("capture", {"content": content}, future.set_result)
     return future.result(timeout=30).unwrap()
 
 
 def count(host) -> int:
-    return host.submit_read("getCount", {}).result(timeout=30)[0]["count"]
+    return host.calls.submit_read("getCount", {}).result(timeout=30)[0]["count"]
 
 
 def make(tmp_path, store, **known):
@@ -133,12 +133,12 @@ def test_a_keyed_write_arriving_again_after_a_restore_is_not_applied_again(tmp_p
     write(host, "good state")
     before = host.states.snapshot_now()["version"]
     first = Future()
-    host.submit_write("capture", {"content": "undone by the restore"},
+    host.calls.submit_write("capture", {"content": "undone by the restore"},
                       first.set_result, key="k-late")
     entry = first.result(timeout=30).value["id"]
     host.states.restore(before)
     again = Future()
-    host.submit_write("capture", {"content": "undone by the restore"},
+    host.calls.submit_write("capture", {"content": "undone by the restore"},
                       again.set_result, key="k-late")
     assert tuple(again.result(timeout=30)) == (True, {"outcome": "stored", "id": entry})
     assert count(host) == 1

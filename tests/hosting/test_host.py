@@ -19,12 +19,12 @@ from tests.support.hosts import BY_HAND
 
 def write(host, content):
     future = Future()
-    host.submit_write("capture", {"content": content}, future.set_result)
+    host.calls.submit_write("capture", {"content": content}, future.set_result)
     return future.result(timeout=30).unwrap()
 
 
 def read(host, method, body=None):
-    return host.submit_read(method, body or {}).result(timeout=30)[0]
+    return host.calls.submit_read(method, body or {}).result(timeout=30)[0]
 
 
 def make(tmp_path, store, embedder=None, **known):
@@ -146,7 +146,7 @@ def test_a_warmed_host_has_its_reader_open_before_the_first_call_and_wrote_nothi
     host.writer.close()
     before, pending = host.position(), host.snapshotter.pending_writes
     assert host.reads._conns == []          # nothing opened a reader yet
-    result, _ = host.warm_reads().result(timeout=30)
+    result, _ = host.calls.warm_reads().result(timeout=30)
     assert result == {"count": 1}
     assert len(host.reads._conns) == 1      # the first call's thread and connection are ready
     assert host.position() == before
@@ -165,10 +165,10 @@ def test_a_read_started_on_arrival_never_opens_a_file_a_restore_has_closed(tmp_p
     host = make(tmp_path, local_store, embedder=HashProvider(16))
     write(host, "the archive bucket keeps parquet files")
     version = host.states.snapshot_now()["version"]
-    assert host.start_read("getCount", {}) is NOT_PREPARED
-    started = host.start_read("recall", {"query": "parquet archive"})
+    assert host.calls.start_read("getCount", {}) is NOT_PREPARED
+    started = host.calls.start_read("recall", {"query": "parquet archive"})
     assert started is not NOT_PREPARED
-    answer, _ = host.submit_read("recall", {"query": "parquet archive"}, started).result(30)
+    answer, _ = host.calls.submit_read("recall", {"query": "parquet archive"}, started).result(30)
     assert answer["queryUsed"]["vector"]["arm"] == "on"
     opened = []
     real = host_module.Workspace
@@ -179,7 +179,7 @@ def test_a_read_started_on_arrival_never_opens_a_file_a_restore_has_closed(tmp_p
     monkeypatch.setattr(host_module, "Workspace", failing_open)
     host.states.restore(version)                            # the reopen failed: the file is closed
     tried = len(opened)
-    assert host.start_read("recall", {"query": "parquet archive"}) is NOT_PREPARED
+    assert host.calls.start_read("recall", {"query": "parquet archive"}) is NOT_PREPARED
     assert len(opened) == tried
     monkeypatch.setattr(host_module, "Workspace", real)
     assert read(host, "getCount")["count"] == 1      # an admitted call opens it

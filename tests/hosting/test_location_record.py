@@ -29,12 +29,12 @@ def host_on(node: Path, store, **known) -> WorkspaceHost:
 
 def write(host, method, body, key=None):
     future = Future()
-    host.submit_write(method, body, future.set_result, key=key)
+    host.calls.submit_write(method, body, future.set_result, key=key)
     return future.result(timeout=30).unwrap()
 
 
 def count(host) -> int:
-    return host.submit_read("getCount", {}).result(timeout=30)[0]["count"]
+    return host.calls.submit_read("getCount", {}).result(timeout=30)[0]["count"]
 
 
 def bytes_under(folder: Path, needle: str) -> list[str]:
@@ -50,7 +50,7 @@ def test_a_recreated_id_never_opens_the_deleted_creations_file(tmp_path, local_s
         assert new.activation["source"] == "new"
         assert "deleted creation" in new.activation["discarded"]
         assert count(new) == 0
-        assert new.submit_read("recall", {"query": "vault passphrase"}).result()[0]["items"] == []
+        assert new.calls.submit_read("recall", {"query": "vault passphrase"}).result()[0]["items"] == []
     finally:
         new.close()
     assert bytes_under(tmp_path / "b", SECRET) == []
@@ -200,7 +200,7 @@ def test_a_recreated_id_never_opens_a_copy_without_a_generation(tmp_path, local_
     try:
         assert new.activation["source"] == "new"
         assert count(new) == 0
-        assert new.submit_read("recall", {"query": "vault passphrase"}).result()[0]["items"] == []
+        assert new.calls.submit_read("recall", {"query": "vault passphrase"}).result()[0]["items"] == []
     finally:
         new.close()
     assert bytes_under(tmp_path / "b", SECRET) == []

@@ -29,14 +29,14 @@ def capture(host, text: str) -> dict:
     answer = Future()
 
     def queue(prepared: Future):
-        host.submit_write("capture", {"content": text}, answer.set_result, prepared.result())
-    host.prepare_write("capture", {"content": text}).add_done_callback(queue)
+        host.calls.submit_write("capture", {"content": text}, answer.set_result, prepared.result())
+    host.calls.prepare_write("capture", {"content": text}).add_done_callback(queue)
     return answer.result(timeout=60).unwrap()
 
 
 def recall(host, query: str) -> dict:
-    started = host.start_read("recall", {"query": query})
-    return host.submit_read("recall", {"query": query}, started).result(timeout=60)[0]
+    started = host.calls.start_read("recall", {"query": query})
+    return host.calls.submit_read("recall", {"query": query}, started).result(timeout=60)[0]
 
 
 def test_a_rebind_re_embeds_every_entry_while_writes_go_on(tmp_path):

@@ -44,8 +44,8 @@ def prepared_write(host, method, body) -> Future:
             answer.set_exception(reply.error)
 
     def queue(prepared: Future):
-        host.submit_write(method, body, done, prepared.result())
-    host.prepare_write(method, body).add_done_callback(queue)
+        host.calls.submit_write(method, body, done, prepared.result())
+    host.calls.prepare_write(method, body).add_done_callback(queue)
     return answer
 
 
@@ -85,7 +85,7 @@ def test_bound_recall_answers_while_the_writer_holds_a_transaction(tmp_path):
         writer = threading.Thread(target=hold_the_writer)
         writer.start()
         assert holding.wait(10)
-        result, _ = host.submit_read("recall", {"query": "nightly parquet exports"}).result(10)
+        result, _ = host.calls.submit_read("recall", {"query": "nightly parquet exports"}).result(10)
         assert not release.is_set()                      # answered while the writer held it
         assert result["items"][0]["id"] == target["id"]
         assert result["queryUsed"]["vector"]["arm"] == "on"
