@@ -29,8 +29,9 @@ FEEDBACK_MIN_HITS = 3              # no feedback from fewer hits than this
 FEEDBACK_SHORTLIST = 12            # candidate terms whose document frequency is looked up
 FEEDBACK_MAX_DOC_RATIO = 0.01      # expansion terms must be in at most 1% of entries...
 FEEDBACK_MIN_DOC_CAP = 100         # ...or in at most 100 entries in a small workspace...
-FEEDBACK_MAX_DOC_CAP = 100         # ...and never in more than 100 (specific words; each df check
-                                   # reads at most this many postings, so its cost stays bounded)
+# ...and never in more than 100 (specific words; each df check reads at most this many
+# postings, so its cost stays bounded)
+FEEDBACK_MAX_DOC_CAP = 100
 FEEDBACK_TEXT_CHARS = 2000         # expansion terms come from each hit's first 2,000 characters
 # No feedback when every query word is in at most 0.2% of entries (or 3): a query of rare words
 # has pinned its hits down, and skipping it saves the feedback round's document-frequency probes.
@@ -104,8 +105,9 @@ RERANK_PREFIX_CHARS = 400
 # --- MMR diversity ---
 MMR_LAMBDA = 0.7
 MMR_POOL_FACTOR = 3                # MMR chooses topK out of the best topK × 3 candidates
-MMR_TEXT_CHARS = 2000              # shingles from each candidate's first 2,000 characters: the
-                                   # cost stays flat however long entries get (64 KiB allowed)
+# shingles from each candidate's first 2,000 characters: the cost stays flat however long
+# entries get (64 KiB allowed)
+MMR_TEXT_CHARS = 2000
 # Similarity below half of the word pairs shared counts as 0, above it is rescaled to [0, 1]:
 # MMR pushes down restatements and copies, not entries that share a topic (relevance in the
 # head is tight enough that even a small overlap would reorder it).
