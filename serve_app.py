@@ -8,6 +8,7 @@
 Routes are built by `minisphere.http.app`; the ingress replica's gateway
 (`actors/ingress/gateway.py`) reaches the directory and the workspace actors.
 """
+
 from __future__ import annotations
 
 import compileall
@@ -44,9 +45,12 @@ from minisphere.settings import (
 log = logging.getLogger("minisphere.serve")
 APP_NAME = "minisphere"
 SCHEDULER_READY_TIMEOUT_S = 120.0
-STOP_HIBERNATE_TIMEOUT_S = 20.0        # residents draining and snapshotting on Ctrl-C, at most
-INGRESS_AUTOSCALING = {"target_ongoing_requests": 64, "upscale_delay_s": 10,
-                       "downscale_delay_s": 120}
+STOP_HIBERNATE_TIMEOUT_S = 20.0  # residents draining and snapshotting on Ctrl-C, at most
+INGRESS_AUTOSCALING = {
+    "target_ongoing_requests": 64,
+    "upscale_delay_s": 10,
+    "downscale_delay_s": 120,
+}
 # Ray Serve's faster request path (its throughput-optimised mode). It must be in the
 # environment before Ray starts, so the proxy and the replicas inherit it;
 # infra/serve_config.yaml and the RayService set the same.
@@ -57,8 +61,9 @@ SERVE_PERFORMANCE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}
 WORKER_ENV = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
 
 
-def prepare_ray_env(performance: bool = True,
-                    environ: MutableMapping[str, str] = os.environ) -> None:
+def prepare_ray_env(
+    performance: bool = True, environ: MutableMapping[str, str] = os.environ
+) -> None:
     """Before Ray starts, what every process it starts must inherit: `WORKER_ENV`, and Serve's
     `SERVE_PERFORMANCE_ENV` unless `performance` is off. A value already set is kept."""
     for name, value in {**WORKER_ENV, **(SERVE_PERFORMANCE_ENV if performance else {})}.items():
@@ -83,23 +88,27 @@ MAX_QUEUED_REQUESTS = 2048
 )
 @serve.ingress()
 class MiniSphereIngress:
-    def __init__(self, settings: Settings | None = None,
-                 overrides: dict[str, str] | None = None):
-        restrict_file_modes()       # `serve run` / `serve deploy` never run the launcher
+    def __init__(self, settings: Settings | None = None, overrides: dict[str, str] | None = None):
+        restrict_file_modes()  # `serve run` / `serve deploy` never run the launcher
         log_to_stderr()
         # each replica resolves its settings on its own node (its data folder made there),
         # from the node's environment (where the secrets are) under the deploy config's args
         self.settings = settings or load_settings({**os.environ, **(overrides or {})})
-        self.contracts = verified_contracts()     # a pin mismatch stops the replica here
+        self.contracts = verified_contracts()  # a pin mismatch stops the replica here
         self.gateway = Gateway(self.settings)
         # `serve run serve_app:app` never calls start(): make sure the scheduler exists anyway
         # (a named get-if-exists singleton, so every replica finds the same one)
         get_scheduled_tasks(self.settings)
-        log.info("ingress replica up; data in %s; %d pinned contracts", self.settings.data_dir,
-                 len(self.contracts))
+        log.info(
+            "ingress replica up; data in %s; %d pinned contracts",
+            self.settings.data_dir,
+            len(self.contracts),
+        )
         if self.settings.admin_token_source != "env":
-            log.warning("admin token: see %s/.admin_token (set MINISPHERE_ADMIN_TOKEN to choose "
-                        "one)", self.settings.data_dir)
+            log.warning(
+                "admin token: see %s/.admin_token (set MINISPHERE_ADMIN_TOKEN to choose one)",
+                self.settings.data_dir,
+            )
 
     def __serve_build_asgi_app__(self):
         try:
@@ -107,9 +116,15 @@ class MiniSphereIngress:
         except Exception:  # outside a Ray worker: logs only
             log.warning("Ray metrics unavailable; request logs only", exc_info=True)
             observe = None
-        return build_api(self.gateway, self.contracts, transfer=TransferOps(self.gateway),
-                         observe=observe, request_id=serve_request_id,
-                         max_inflight=INGRESS_MAX_INFLIGHT, mcp=self.settings.mcp)
+        return build_api(
+            self.gateway,
+            self.contracts,
+            transfer=TransferOps(self.gateway),
+            observe=observe,
+            request_id=serve_request_id,
+            max_inflight=INGRESS_MAX_INFLIGHT,
+            mcp=self.settings.mcp,
+        )
 
     async def check_health(self):
         await self.gateway.ready()
@@ -119,6 +134,7 @@ def serve_request_id() -> str | None:
     """Ray Serve's id of the request being handled (the one in its logs and its header)."""
     try:
         from ray.serve.context import _get_serve_request_context
+
         return _get_serve_request_context().request_id or None
     except Exception:  # noqa: BLE001 - not inside a Serve replica
         return None
@@ -127,8 +143,13 @@ def serve_request_id() -> str | None:
 def autoscaled(min_replicas: int, max_replicas: int):
     """The ingress deployment between these replica counts."""
     # mypy keeps a decorated class's own type: Serve's Deployment (and its .options) is unseen
-    return MiniSphereIngress.options(autoscaling_config={  # type: ignore[attr-defined]
-        "min_replicas": min_replicas, "max_replicas": max_replicas, **INGRESS_AUTOSCALING})
+    return MiniSphereIngress.options(  # type: ignore[attr-defined]
+        autoscaling_config={
+            "min_replicas": min_replicas,
+            "max_replicas": max_replicas,
+            **INGRESS_AUTOSCALING,
+        }
+    )
 
 
 def build_app(settings: Settings):
@@ -160,7 +181,8 @@ def local_node_resources(settings: Settings) -> dict[str, float]:
     """The custom resources of the one node the launcher starts: its workspace slots (a
     `ray start` node is given the same with `--resources`, see infra/README.md)."""
     slots = settings.residency.node_workspace_slots or node_workspace_slots(
-        os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    )
     return {WORKSPACE_SLOT_RESOURCE: slots}
 
 
@@ -176,9 +198,10 @@ def compile_worker_code() -> bool:
     Checking bytecode that is up to date costs a stat per file."""
     import actors
     import minisphere
+
     written = True
     for package in (minisphere, actors):
-        assert package.__file__ is not None         # both are regular packages, not namespaces
+        assert package.__file__ is not None  # both are regular packages, not namespaces
         written &= bool(compileall.compile_dir(Path(package.__file__).parent, quiet=2))
     return written and bool(compileall.compile_file(Path(__file__), quiet=2))
 
@@ -186,19 +209,26 @@ def compile_worker_code() -> bool:
 def start(settings: Settings):
     """Start (or join) Ray and Serve and deploy the app. Returns the Serve handle."""
     import ray
-    restrict_file_modes()       # before Ray starts: its local processes inherit the umask
+
+    restrict_file_modes()  # before Ray starts: its local processes inherit the umask
     compile_worker_code()
     if not ray.is_initialized():
         prepare_ray_env()
-        joining = bool(settings.ray_address)     # a cluster's nodes advertise their own slots
-        ray.init(address=settings.ray_address or None, namespace=settings.namespace,
-                 include_dashboard=False, logging_level=logging.WARNING,
-                 resources=None if joining else local_node_resources(settings))
+        joining = bool(settings.ray_address)  # a cluster's nodes advertise their own slots
+        ray.init(
+            address=settings.ray_address or None,
+            namespace=settings.namespace,
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+            resources=None if joining else local_node_resources(settings),
+        )
     logging_config = {"enable_access_log": settings.access_log}
-    serve.start(http_options={"host": settings.host, "port": settings.port},
-                logging_config=logging_config)
-    handle = serve.run(build_app(settings), name=APP_NAME, route_prefix="/",
-                       logging_config=logging_config)
+    serve.start(
+        http_options={"host": settings.host, "port": settings.port}, logging_config=logging_config
+    )
+    handle = serve.run(
+        build_app(settings), name=APP_NAME, route_prefix="/", logging_config=logging_config
+    )
     start_scheduler(settings)
     ray.get(get_directory(settings).start.remote(), timeout=SCHEDULER_READY_TIMEOUT_S)
     return handle
@@ -213,8 +243,10 @@ def deployment_messages() -> str:
         return f"(Serve's status could not be read: {exc.__class__.__name__})"
     if app is None:
         return "(Serve has no status for the application)"
-    lines = [f"{name}: {status.status} {status.message}".rstrip()
-             for name, status in app.deployments.items()]
+    lines = [
+        f"{name}: {status.status} {status.message}".rstrip()
+        for name, status in app.deployments.items()
+    ]
     return "\n".join([f"application {APP_NAME}: {app.status} {app.message}".rstrip(), *lines])
 
 
@@ -222,6 +254,7 @@ def start_scheduler(settings: Settings):
     """The scheduled-tasks singleton: created once, found by name on every later start
     (get-if-exists), so restarts and extra launchers never make a second scheduler."""
     import ray
+
     scheduler = get_scheduled_tasks(settings)
     status = ray.get(scheduler.status.remote(), timeout=SCHEDULER_READY_TIMEOUT_S)
     log.info("scheduled tasks: %d staleness jobs", status["jobs"])
@@ -229,23 +262,31 @@ def start_scheduler(settings: Settings):
 
 
 def banner(settings: Settings) -> str:
-    shown = (settings.admin_token if settings.admin_token_source != "env"
-             else "(from MINISPHERE_ADMIN_TOKEN)")
+    shown = (
+        settings.admin_token
+        if settings.admin_token_source != "env"
+        else "(from MINISPHERE_ADMIN_TOKEN)"
+    )
     where = f"http://{settings.host}:{settings.port}"
-    kept = (f"  (kept in {settings.data_dir}/.admin_token)"
-            if settings.admin_token_source != "env" else "")
-    return "\n".join([
-        f"Mini-Sphere is listening on {where}  (API docs: {where}/docs)",
-        f"  data folder : {settings.data_dir}",
-        f"  snapshots   : {settings.snapshots.describe()}",
-        f"  admin token : {shown}{kept}",
-        f"  try         : curl -H 'Authorization: Bearer <admin token>' {where}/v1/workspaces",
-        "  stop        : press Ctrl+C (or send SIGTERM); data stays in the data folder",
-    ])
+    kept = (
+        f"  (kept in {settings.data_dir}/.admin_token)"
+        if settings.admin_token_source != "env"
+        else ""
+    )
+    return "\n".join(
+        [
+            f"Mini-Sphere is listening on {where}  (API docs: {where}/docs)",
+            f"  data folder : {settings.data_dir}",
+            f"  snapshots   : {settings.snapshots.describe()}",
+            f"  admin token : {shown}{kept}",
+            f"  try         : curl -H 'Authorization: Bearer <admin token>' {where}/v1/workspaces",
+            "  stop        : press Ctrl+C (or send SIGTERM); data stays in the data folder",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    restrict_file_modes()       # first: load_settings already writes the admin token file
+    restrict_file_modes()  # first: load_settings already writes the admin token file
     log_to_stderr()
     try:
         settings = load_settings()
@@ -253,14 +294,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"minisphere: {exc.message}", file=sys.stderr)
         return 2
     try:
-        verified_contracts()      # the pins first: a replica refusing them says so only in
+        verified_contracts()  # the pins first: a replica refusing them says so only in
     except MiniSphereError as exc:  # Ray's logs, behind Serve's generic deploy failure
         print(f"minisphere: {exc.message}", file=sys.stderr)
         return 2
     print(f"starting Ray and Serve (data in {settings.data_dir}) ...", flush=True)
     try:
         start(settings)
-    except RuntimeError as exc:   # Serve's "Deploying application ... failed"
+    except RuntimeError as exc:  # Serve's "Deploying application ... failed"
         print(f"minisphere: {exc}\n{deployment_messages()}", file=sys.stderr)
         serve.shutdown()
         return 1
@@ -281,16 +322,23 @@ def stop_service(settings: Settings) -> None:
     shutdown would not. On a cluster this launcher joined, the app is taken off the cluster
     and the workspaces stay with it."""
     import ray
+
     if settings.ray_address:
         serve.shutdown()
     else:
         try:
-            hibernated = ray.get(get_directory(settings).hibernate_all.remote("shutdown"),
-                                 timeout=STOP_HIBERNATE_TIMEOUT_S)
+            hibernated = ray.get(
+                get_directory(settings).hibernate_all.remote("shutdown"),
+                timeout=STOP_HIBERNATE_TIMEOUT_S,
+            )
             print(f"hibernated {hibernated} resident workspace(s)", flush=True)
         except Exception as exc:  # noqa: BLE001 - stop anyway; committed writes are on disk
-            print(f"could not hibernate every resident workspace ({exc.__class__.__name__}); "
-                  "their committed writes are on disk", file=sys.stderr, flush=True)
+            print(
+                f"could not hibernate every resident workspace ({exc.__class__.__name__}); "
+                "their committed writes are on disk",
+                file=sys.stderr,
+                flush=True,
+            )
         # the node's replication daemon outlives the actors that started it: stop it too
         LitestreamDaemon(settings.replication.daemon_dir).stop()
     ray.shutdown()

@@ -6,6 +6,7 @@ every member against the actor class that must define it, that each member a cal
 exists (so does mypy, in the modules it checks), and that no call site names a method with a
 bare string. Each member is its method's own name (a `str`): what crosses the wire is unchanged.
 """
+
 from __future__ import annotations
 
 from enum import StrEnum
@@ -13,6 +14,7 @@ from enum import StrEnum
 
 class WorkspaceActorMethod(StrEnum):
     """What the directory calls on a workspace actor it holds, through its actor runtime."""
+
     READY = "ready"
     BIND = "bind"
     OPENING = "opening"
@@ -24,6 +26,7 @@ class WorkspaceActorMethod(StrEnum):
 class ServedMethod(StrEnum):
     """What callers reach a workspace by: sent through the actor's `serve` gate, which runs it
     only while the actor serves the workspace named."""
+
     CALL = "call"
     SNAPSHOT = "snapshot"
     RESTORE = "restore"
@@ -39,6 +42,7 @@ class ServedMethod(StrEnum):
 class DirectoryMethod(StrEnum):
     """What the ingress, the reach loop and the in-cluster client ask the directory actor
     (`workspace_reach.ask`), and the reports workspace actors send it (fire-and-forget)."""
+
     # workspaces
     CREATE = "create"
     LIST = "list"

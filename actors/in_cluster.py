@@ -18,6 +18,7 @@ client sends it, by the same policy (`minisphere.client.client.OverloadRetry`): 
 times a jitter factor; the last refusal's `ServiceError` carries `retry_after_s`.
 `AsyncInClusterWorkspace` has the same methods as coroutines.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,8 +51,13 @@ CALL_TIMEOUT_S = 60.0
 class _InClusterCalls:
     """What the sync and async clients share: the lookup and one call through the resend loop."""
 
-    def __init__(self, workspace_id: str, token: str, namespace: str | None = None,
-                 overload_retries: int = OVERLOAD_RETRIES):
+    def __init__(
+        self,
+        workspace_id: str,
+        token: str,
+        namespace: str | None = None,
+        overload_retries: int = OVERLOAD_RETRIES,
+    ):
         if not ray.is_initialized():
             ray.init(address="auto", namespace=namespace or DEFAULT_RAY_NAMESPACE)
         namespace = namespace or ray.get_runtime_context().namespace or DEFAULT_RAY_NAMESPACE
@@ -63,17 +69,19 @@ class _InClusterCalls:
         self.overload_retry = OverloadRetry(overload_retries)
 
     async def _authenticate(self) -> None:
-        verdict, _ = await ask(self.directory, DirectoryMethod.AUTHENTICATE, self.workspace_id,
-                                  self._caller)
+        verdict, _ = await ask(
+            self.directory, DirectoryMethod.AUTHENTICATE, self.workspace_id, self._caller
+        )
         if verdict not in ("ok", "admin"):
-            raise token_refusal(verdict)        # as the ingress answers: expired, other, invalid
+            raise token_refusal(verdict)  # as the ingress answers: expired, other, invalid
         self._checked = True
 
     async def _call(self, method: str, body: dict, parse: Callable, key: str | None):
         """One call; refused as not run (a 503 with retry_after_s), sent again as the HTTP
         client would."""
-        return await self.overload_retry.arun(lambda: self._attempt(method, body, parse, key),
-                                              resend_is_safe(method, key))
+        return await self.overload_retry.arun(
+            lambda: self._attempt(method, body, parse, key), resend_is_safe(method, key)
+        )
 
     async def _attempt(self, method: str, body: dict, parse: Callable, key: str | None):
         try:
@@ -87,28 +95,46 @@ class _InClusterCalls:
             # as the ingress: reads and keyed writes are safe to send again after a failure
             resends = 1 if read else (KEYED_WRITE_RESENDS if key is not None else 0)
             reply, _, _ = await self.reach.call(
-                self.workspace_id, ServedMethod.CALL, method, body, self._caller, key,
-                idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S)
+                self.workspace_id,
+                ServedMethod.CALL,
+                method,
+                body,
+                self._caller,
+                key,
+                idempotent_attempts=resends,
+                timeout_s=CALL_TIMEOUT_S,
+            )
         except MiniSphereError as exc:
             status, payload = error_response(exc)
-            raise ServiceError(status, payload["error"]["code"], payload["error"]["message"],
-                               getattr(exc, "retry_after_s", None)) from None
+            raise ServiceError(
+                status,
+                payload["error"]["code"],
+                payload["error"]["message"],
+                getattr(exc, "retry_after_s", None),
+            ) from None
         return parse(reply.unwrap())
 
 
 class InClusterWorkspace(_InClusterCalls, WorkspaceCalls):
     """The sync client: calls run on one private event-loop thread."""
 
-    def __init__(self, workspace_id: str, token: str, namespace: str | None = None,
-                 overload_retries: int = OVERLOAD_RETRIES):
+    def __init__(
+        self,
+        workspace_id: str,
+        token: str,
+        namespace: str | None = None,
+        overload_retries: int = OVERLOAD_RETRIES,
+    ):
         super().__init__(workspace_id, token, namespace, overload_retries)
         self._loop = asyncio.new_event_loop()
-        threading.Thread(target=self._loop.run_forever, daemon=True,
-                         name=f"in-cluster-{workspace_id}").start()
+        threading.Thread(
+            target=self._loop.run_forever, daemon=True, name=f"in-cluster-{workspace_id}"
+        ).start()
 
     def _run(self, method: str, body: dict, parse: Callable = unparsed, key: str | None = None):
-        return asyncio.run_coroutine_threadsafe(self._call(method, body, parse, key),
-                                                self._loop).result()
+        return asyncio.run_coroutine_threadsafe(
+            self._call(method, body, parse, key), self._loop
+        ).result()
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -117,11 +143,17 @@ class InClusterWorkspace(_InClusterCalls, WorkspaceCalls):
 class AsyncInClusterWorkspace(_InClusterCalls, WorkspaceCalls):
     """The async client: `await notes.capture(...)` on the caller's own event loop."""
 
-    async def _run(self, method: str, body: dict, parse: Callable = unparsed,
-                   key: str | None = None):
+    async def _run(
+        self, method: str, body: dict, parse: Callable = unparsed, key: str | None = None
+    ):
         return await self._call(method, body, parse, key)
 
 
-def connect_in_cluster(workspace_id: str, token: str, *, namespace: str | None = None,
-                       overload_retries: int = OVERLOAD_RETRIES) -> InClusterWorkspace:
+def connect_in_cluster(
+    workspace_id: str,
+    token: str,
+    *,
+    namespace: str | None = None,
+    overload_retries: int = OVERLOAD_RETRIES,
+) -> InClusterWorkspace:
     return InClusterWorkspace(workspace_id, token, namespace, overload_retries)

@@ -1,6 +1,7 @@
 """A recall's query embedding sent ahead: the ingress sends the query to the workspace's
 embedder as the call arrives (actors/ingress/query_encoders.py), and the workspace actor takes
 that call in place of its own (actors/workspace/remote_embedder.py). Shared by both sides."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,7 +9,7 @@ from typing import Any
 
 from minisphere.reply import Reply
 
-Address = tuple[str, str]                # an embedder actor's (name, namespace)
+Address = tuple[str, str]  # an embedder actor's (name, namespace)
 # (the embedder it was sent to, [the embed call's ObjectRef]): the ref is in a list so Ray
 # passes it along instead of waiting for the vector before the call may start
 SentQuery = tuple[Address, list[Any]]
@@ -27,8 +28,12 @@ def adopt_sent_query(embedder: Any, body: object, sent: SentQuery | None) -> boo
         return False
     address, refs = sent
     query = query_of(body)
-    if (embedder is None or getattr(embedder, "address", None) != tuple(address)
-            or query is None or len(refs) != 1):
+    if (
+        embedder is None
+        or getattr(embedder, "address", None) != tuple(address)
+        or query is None
+        or len(refs) != 1
+    ):
         return False
     embedder.adopt(query, refs[0])
     return True
@@ -42,10 +47,10 @@ class RecallReply(Reply[Any]):
     query_encoder: Address | None = None
 
 
-def recall_reply(result: Any, timings: dict[str, Any], embedder: Any,
-                 ahead: bool) -> RecallReply:
+def recall_reply(result: Any, timings: dict[str, Any], embedder: Any, ahead: bool) -> RecallReply:
     """A recall's reply; its timings say when it used the query sent ahead (`query_ahead`)."""
     if ahead:
         timings["query_ahead"] = 1
-    return RecallReply(value=result, timings=timings,
-                       query_encoder=getattr(embedder, "address", None))
+    return RecallReply(
+        value=result, timings=timings, query_encoder=getattr(embedder, "address", None)
+    )

@@ -18,6 +18,7 @@ error), so an engine error is told apart from a failure of the actor itself:
   end says nothing about it. It is sent again only within `idempotent_attempts` (reads, keyed
   writes); a keyless write's outcome is unknown.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,10 +36,10 @@ from minisphere.errors import MiniSphereError, WorkspaceHibernating, WorkspaceUn
 from minisphere.reply import Reply
 
 log = logging.getLogger("minisphere.reach")
-FOLLOW_HIBERNATION_S = 60.0        # how long a call may keep following a hibernating workspace
-RESEND_PAUSE_S = 0.05              # pause before sending again (grows per attempt, up to 1 s)
+FOLLOW_HIBERNATION_S = 60.0  # how long a call may keep following a hibernating workspace
+RESEND_PAUSE_S = 0.05  # pause before sending again (grows per attempt, up to 1 s)
 RESEND_PAUSE_MAX_S = 1.0
-KEYED_WRITE_RESENDS = 2            # a write with an idempotency key is sent up to 3 times
+KEYED_WRITE_RESENDS = 2  # a write with an idempotency key is sent up to 3 times
 # A call reports how long it waited for its actor when that took any time: everything before
 # the attempt that answered was sent -- a directory round trip, a wake, and an attempt on a
 # cached handle whose actor had hibernated or died. A cached live handle is found in
@@ -64,7 +65,7 @@ async def until_answered(sent_call, timeout_s: float | None):
         return await asyncio.wait_for(sent_call, timeout_s)
     except asyncio.CancelledError:
         if isinstance(sent_call, ray.ObjectRef):
-            with contextlib.suppress(Exception):     # finished meanwhile, or the actor gone
+            with contextlib.suppress(Exception):  # finished meanwhile, or the actor gone
                 ray.cancel(sent_call)
         raise
 
@@ -113,16 +114,28 @@ class WorkspaceReach:
 
     async def _ended_cleanly(self, workspace_id: str, handle) -> bool:
         try:
-            return bool(await ask(self.directory, DirectoryMethod.ENDED_CLEANLY, workspace_id,
-                                  handle._actor_id.hex()))  # the only stable id
+            return bool(
+                await ask(
+                    self.directory,
+                    DirectoryMethod.ENDED_CLEANLY,
+                    workspace_id,
+                    handle._actor_id.hex(),
+                )
+            )  # the only stable id
         except MiniSphereError:
             return False
 
-    async def call(self, workspace_id: str, method: ServedMethod, *args,
-                   idempotent_attempts: int = 0, max_attempts: int | None = None,
-                   timeout_s: float | None = None,
-                   deadline_s: float = FOLLOW_HIBERNATION_S,
-                   unknown_outcome: str = "") -> tuple[Reply[Any], int, float]:
+    async def call(
+        self,
+        workspace_id: str,
+        method: ServedMethod,
+        *args,
+        idempotent_attempts: int = 0,
+        max_attempts: int | None = None,
+        timeout_s: float | None = None,
+        deadline_s: float = FOLLOW_HIBERNATION_S,
+        unknown_outcome: str = "",
+    ) -> tuple[Reply[Any], int, float]:
         """Send `method(*args)` to the workspace's actor until it answers (see the module
         docstring). Returns (the done reply, attempts, ms of the last round trip); a refusal
         raises its named error."""
@@ -140,13 +153,26 @@ class WorkspaceReach:
                 reply = await until_answered(sent_call, timeout_s)
             except (TimeoutError, TaskCancelledError):
                 # cancelled: as a timeout, the call may or may not have run
-                self._no_answer(workspace_id, method, timeout_s, attempt,
-                                not last and attempt <= idempotent_attempts, unknown_outcome)
+                self._no_answer(
+                    workspace_id,
+                    method,
+                    timeout_s,
+                    attempt,
+                    not last and attempt <= idempotent_attempts,
+                    unknown_outcome,
+                )
                 continue
             except RayActorError as exc:
-                await self._actor_failed(workspace_id, method, handle, exc, attempt,
-                                         not last and attempt <= idempotent_attempts,
-                                         None if last else deadline, unknown_outcome)
+                await self._actor_failed(
+                    workspace_id,
+                    method,
+                    handle,
+                    exc,
+                    attempt,
+                    not last and attempt <= idempotent_attempts,
+                    None if last else deadline,
+                    unknown_outcome,
+                )
                 continue
             rpc_ms = (time.perf_counter() - sent) * 1e3
             activate_ms = (sent - began) * 1e3
@@ -154,45 +180,86 @@ class WorkspaceReach:
                 if activate_ms >= ACTIVATE_SHOWN_MS:
                     reply = reply.with_timings({**reply.timings, "activate_ms": activate_ms})
                 return reply, attempt, rpc_ms
-            await self._refused(workspace_id, method, reply.error, attempt,
-                                None if last else deadline)
+            await self._refused(
+                workspace_id, method, reply.error, attempt, None if last else deadline
+            )
 
     @staticmethod
-    def _no_answer(workspace_id: str, method: ServedMethod, timeout_s: float | None,
-                   attempt: int, resend: bool, unknown_outcome: str) -> None:
+    def _no_answer(
+        workspace_id: str,
+        method: ServedMethod,
+        timeout_s: float | None,
+        attempt: int,
+        resend: bool,
+        unknown_outcome: str,
+    ) -> None:
         """A call that did not answer in time: returns when it is to be sent again (`resend`:
         a resend cannot apply it twice), else raises."""
-        log.warning("workspace %s: %s did not answer in %s s (attempt %d)",
-                    workspace_id, method, timeout_s, attempt)
+        log.warning(
+            "workspace %s: %s did not answer in %s s (attempt %d)",
+            workspace_id,
+            method,
+            timeout_s,
+            attempt,
+        )
         if not resend:
-            raise WorkspaceUnavailable(unknown_outcome or (
-                f"workspace {workspace_id} did not answer {method} in time; it may still "
-                "apply it")) from None
+            raise WorkspaceUnavailable(
+                unknown_outcome
+                or (
+                    f"workspace {workspace_id} did not answer {method} in time; it may still "
+                    "apply it"
+                )
+            ) from None
 
-    async def _actor_failed(self, workspace_id: str, method: ServedMethod, handle: Any,
-                            exc: RayActorError, attempt: int, resend: bool,
-                            deadline: float | None, unknown_outcome: str) -> None:
+    async def _actor_failed(
+        self,
+        workspace_id: str,
+        method: ServedMethod,
+        handle: Any,
+        exc: RayActorError,
+        attempt: int,
+        resend: bool,
+        deadline: float | None,
+        unknown_outcome: str,
+    ) -> None:
         """The actor died during the call: returns when it is to be sent again (`resend`, or
         the actor ended cleanly, before it ran the call, and `deadline` has not passed; None:
         never), else raises."""
         self.forget(workspace_id)
-        log.warning("workspace %s actor failed during %s (attempt %d): %s",
-                    workspace_id, method, attempt, exc.__class__.__name__)
+        log.warning(
+            "workspace %s actor failed during %s (attempt %d): %s",
+            workspace_id,
+            method,
+            attempt,
+            exc.__class__.__name__,
+        )
         # not gated: whether the call ran is still to be found out
         await self.handle(workspace_id, saw_failure=True, gated=False)
-        if resend or (deadline is not None and time.monotonic() < deadline
-                      and await self._ended_cleanly(workspace_id, handle)):
+        if resend or (
+            deadline is not None
+            and time.monotonic() < deadline
+            and await self._ended_cleanly(workspace_id, handle)
+        ):
             return
-        raise WorkspaceUnavailable(unknown_outcome or (
-            f"workspace {workspace_id} failed during {method}; retry shortly")) from None
+        raise WorkspaceUnavailable(
+            unknown_outcome or (f"workspace {workspace_id} failed during {method}; retry shortly")
+        ) from None
 
-    async def _refused(self, workspace_id: str, method: ServedMethod,
-                       error: BaseException | None, attempt: int,
-                       deadline: float | None) -> None:
+    async def _refused(
+        self,
+        workspace_id: str,
+        method: ServedMethod,
+        error: BaseException | None,
+        attempt: int,
+        deadline: float | None,
+    ) -> None:
         """The actor refused the call: returns when it is to be sent again (the workspace was
         hibernating, before `deadline`; None: never), else raises the refusal."""
-        if isinstance(error, WorkspaceHibernating) and deadline is not None \
-                and time.monotonic() < deadline:
+        if (
+            isinstance(error, WorkspaceHibernating)
+            and deadline is not None
+            and time.monotonic() < deadline
+        ):
             self.forget(workspace_id)
             await asyncio.sleep(min(RESEND_PAUSE_S * attempt, RESEND_PAUSE_MAX_S))
             await self.handle(workspace_id, saw_failure=True)
@@ -200,6 +267,7 @@ class WorkspaceReach:
         if isinstance(error, MiniSphereError):
             raise error
         # not a named error (a bug somewhere): its text may name nodes or addresses
-        raise WorkspaceUnavailable(str(error), public_message=(
-            f"workspace {workspace_id} failed during {method}; retry shortly"))
-
+        raise WorkspaceUnavailable(
+            str(error),
+            public_message=(f"workspace {workspace_id} failed during {method}; retry shortly"),
+        )

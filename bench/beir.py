@@ -1,5 +1,6 @@
 """Reading a BEIR-layout retrieval set and scoring rankings: nDCG@k with exponential gains
 (2^grade - 1, as trec_eval/pytrec_eval and the figures in the data README) and R@k."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,9 @@ from pathlib import Path
 @dataclass
 class BeirSet:
     name: str
-    corpus: list[tuple[str, str]]            # (doc id, text)
-    queries: dict[str, str]                  # query id -> text (judged queries only)
-    qrels: dict[str, dict[str, int]]         # query id -> doc id -> grade
+    corpus: list[tuple[str, str]]  # (doc id, text)
+    queries: dict[str, str]  # query id -> text (judged queries only)
+    qrels: dict[str, dict[str, int]]  # query id -> doc id -> grade
 
 
 def load(path: str | Path) -> BeirSet:
@@ -43,7 +44,7 @@ def load(path: str | Path) -> BeirSet:
 def ndcg_at(ranked: list[str], grades: dict[str, int], k: int = 10) -> float:
     dcg = sum((2 ** grades.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
     ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:k]
-    idcg = sum((2 ** g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
     return dcg / idcg if idcg else 0.0
 
 

@@ -16,6 +16,7 @@ no flood, measured in the same run, right before. The floods, 64 requests in fli
 The flood is sent from a separate process (its own GIL); the caller, the flood and the service
 share this machine's cores. The target: p99 during a flood at most 2x the baseline.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,18 +61,23 @@ class LegitimateCaller(threading.Thread):
 
 async def flood(url: str, workspace: str, tokens: list[str], addresses: list[str]) -> dict:
     """Send one request per token (cycling over the source addresses), IN_FLIGHT at a time."""
-    clients = {a: httpx.AsyncClient(base_url=url, timeout=60,
-                                    transport=httpx.AsyncHTTPTransport(local_address=a))
-               for a in dict.fromkeys(addresses)}
+    clients = {
+        a: httpx.AsyncClient(
+            base_url=url, timeout=60, transport=httpx.AsyncHTTPTransport(local_address=a)
+        )
+        for a in dict.fromkeys(addresses)
+    }
     statuses: dict[int, int] = {}
     gate = asyncio.Semaphore(IN_FLIGHT)
 
     async def one(i: int, token: str) -> None:
         async with gate:
             client = clients[addresses[i % len(addresses)]]
-            r = await client.post(f"/v1/w/{workspace}/getCount", json={},
-                                  headers={"Authorization": f"Bearer {token}"})
+            r = await client.post(
+                f"/v1/w/{workspace}/getCount", json={}, headers={"Authorization": f"Bearer {token}"}
+            )
             statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+
     started = time.perf_counter()
     await asyncio.gather(*(one(i, t) for i, t in enumerate(tokens)))
     took = time.perf_counter() - started
@@ -92,15 +98,20 @@ def main(argv=None) -> int:
     settings, url, admin = start_local_service("bench-flood", ADMIN_TOKEN)
     try:
         with httpx.Client(base_url=url, timeout=120) as http:
-            made = [http.post("/v1/workspaces", headers=admin, json={"id": name}).json()
-                    for name in ("flood-target", "flood-other")]
+            made = [
+                http.post("/v1/workspaces", headers=admin, json={"id": name}).json()
+                for name in ("flood-target", "flood-other")
+            ]
             token, other_token = made[0]["token"], made[1]["token"]
             for i in range(20):
-                http.post("/v1/w/flood-target/capture", json={"content": f"fact {i}"},
-                          headers={"Authorization": f"Bearer {token}"})
+                http.post(
+                    "/v1/w/flood-target/capture",
+                    json={"content": f"fact {i}"},
+                    headers={"Authorization": f"Bearer {token}"},
+                )
         caller = LegitimateCaller(url, "flood-target", token)
         caller.start()
-        time.sleep(2.0)                                      # warm: cached token, resident
+        time.sleep(2.0)  # warm: cached token, resident
         baseline_start = time.perf_counter()
         time.sleep(BASELINE_S)
         baseline = caller.between(baseline_start, time.perf_counter())
@@ -109,7 +120,8 @@ def main(argv=None) -> int:
         scenarios = [
             ("one address, bad tokens", [f"msw_bad_{i}" for i in range(n)], ["127.0.0.1"]),
             ("many addresses, bad tokens", [f"msw_bad_many_{i}" for i in range(n)], many),
-            ("many addresses, another workspace's token", [other_token] * n, many)]
+            ("many addresses, another workspace's token", [other_token] * n, many),
+        ]
         base_p99 = percentile(baseline, 99)
         rows = [["baseline (no flood)", len(baseline), p50(baseline), base_p99, 1.0, "-", "-"]]
         for name, tokens, addresses in scenarios:
@@ -119,19 +131,39 @@ def main(argv=None) -> int:
             with multiprocessing.get_context("spawn").Pool(1) as pool:
                 result = pool.apply(flood_process, (url, "flood-target", tokens, addresses))
             during = caller.between(start, time.perf_counter())
-            rows.append([name, len(during), p50(during), percentile(during, 99),
-                         percentile(during, 99) / base_p99, f"{n / result['seconds']:.0f}/s",
-                         ", ".join(f"{k}: {v}" for k, v in sorted(result["statuses"].items()))])
+            rows.append(
+                [
+                    name,
+                    len(during),
+                    p50(during),
+                    percentile(during, 99),
+                    percentile(during, 99) / base_p99,
+                    f"{n / result['seconds']:.0f}/s",
+                    ", ".join(f"{k}: {v}" for k, v in sorted(result["statuses"].items())),
+                ]
+            )
             time.sleep(1.0)
         caller.stop.set()
         caller.join()
         worst = max(r[4] for r in rows[1:])
-        body = table(["legitimate caller during", "calls", "p50 ms", "p99 ms", "p99 / baseline",
-                      "flood rate", "flood answers"], rows)
+        body = table(
+            [
+                "legitimate caller during",
+                "calls",
+                "p50 ms",
+                "p99 ms",
+                "p99 / baseline",
+                "flood rate",
+                "flood answers",
+            ],
+            rows,
+        )
         verdict = "met" if worst <= TARGET_RATIO else "missed"
-        body += (f"\n\nTarget: the legitimate caller's p99 at most {TARGET_RATIO:.0f}x its "
-                 f"baseline during each flood of {n} requests ({IN_FLIGHT} in flight): worst "
-                 f"{worst:.2f}x, {verdict}. Legitimate answers: {caller.statuses}.")
+        body += (
+            f"\n\nTarget: the legitimate caller's p99 at most {TARGET_RATIO:.0f}x its "
+            f"baseline during each flood of {n} requests ({IN_FLIGHT} in flight): worst "
+            f"{worst:.2f}x, {verdict}. Legitimate answers: {caller.statuses}."
+        )
         print(body)
         print(f"saved {save_report('auth-flood', body)}")
     finally:

@@ -16,6 +16,7 @@ a slow moment of the machine lands on all of them alike.
 "longest task" is the longest main-thread task Chrome reports (Long Tasks API) during the
 load: what a user would feel as a freeze. The target: no view's longest task above 200 ms.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,10 +34,12 @@ ENTRIES = 1000
 FREEZE_MS = 200.0
 TOKEN_KEY = "minisphere.console.token"
 # collects the main thread's long tasks from the very start of each document
-LONG_TASKS = ("window.__longTasks = [];"
-              "try { new PerformanceObserver((list) => { for (const e of list.getEntries())"
-              " window.__longTasks.push(e.duration); }).observe({type: 'longtask', buffered: true});"
-              "} catch (e) {}")
+LONG_TASKS = (
+    "window.__longTasks = [];"
+    "try { new PerformanceObserver((list) => { for (const e of list.getEntries())"
+    " window.__longTasks.push(e.duration); }).observe({type: 'longtask', buffered: true});"
+    "} catch (e) {}"
+)
 
 
 def wait_js(driver, script: str, timeout_s: float = 60.0):
@@ -55,20 +58,32 @@ def load(driver, url: str, *, console: bool) -> dict:
     driver.get("about:blank")
     driver.get(url)
     if console:
-        ready = wait_js(driver, "const m = performance.getEntriesByName('console:view-ready');"
-                                "return m.length ? m[0].startTime : null;")
+        ready = wait_js(
+            driver,
+            "const m = performance.getEntriesByName('console:view-ready');"
+            "return m.length ? m[0].startTime : null;",
+        )
         graph = driver.execute_script(
             "const r = performance.getEntriesByName('console:graph-render');"
             "const l = performance.getEntriesByName('console:graph-layout');"
             "return [r.length ? r[0].duration : null, l.length ? l[0].duration : null,"
-            " document.querySelectorAll('#graph-svg g.node').length];")
+            " document.querySelectorAll('#graph-svg g.node').length];"
+        )
     else:
-        ready = wait_js(driver, "const n = performance.getEntriesByType('navigation')[0];"
-                                "return n && n.loadEventEnd > 0 ? n.loadEventEnd : null;")
+        ready = wait_js(
+            driver,
+            "const n = performance.getEntriesByType('navigation')[0];"
+            "return n && n.loadEventEnd > 0 ? n.loadEventEnd : null;",
+        )
         graph = [None, None, 0]
     longest = driver.execute_script("return Math.max(0, ...(window.__longTasks || []))")
-    return {"ready": ready, "render": graph[0], "layout": graph[1], "nodes": graph[2],
-            "longest": longest}
+    return {
+        "ready": ready,
+        "render": graph[0],
+        "layout": graph[1],
+        "nodes": graph[2],
+        "longest": longest,
+    }
 
 
 def main(argv=None) -> int:
@@ -89,10 +104,14 @@ def main(argv=None) -> int:
             created = http.post("/v1/workspaces", headers=admin, json={"id": WORKSPACE})
             created.raise_for_status()
             seeded = seed_service({"url": url, "admin": ADMIN_TOKEN}, WORKSPACE, tmp, ENTRIES)
-            http.post(f"/v1/w/{WORKSPACE}/runStalenessPass", headers=admin,
-                      json={"limit": 5000}).raise_for_status()
-            read = http.post(f"/v1/workspaces/{WORKSPACE}/tokens", headers=admin,
-                             json={"scope": "read", "label": "bench"})
+            http.post(
+                f"/v1/w/{WORKSPACE}/runStalenessPass", headers=admin, json={"limit": 5000}
+            ).raise_for_status()
+            read = http.post(
+                f"/v1/workspaces/{WORKSPACE}/tokens",
+                headers=admin,
+                json={"scope": "read", "label": "bench"},
+            )
             read.raise_for_status()
             token = read.json()["token"]
         hub = seeded.hubs["atlas"]
@@ -101,8 +120,11 @@ def main(argv=None) -> int:
             ("baseline: bare /healthz page, same ingress", f"{url}/healthz", False),
             ("sign-in page (the console's static files only)", f"{url}/ui/#/signin", False),
             (f"overview @ {ENTRIES} entries", f"{base}/overview", True),
-            (f"search, 50 results with breakdowns @ {ENTRIES}",
-             f"{base}/search?q=SQLite%20file%20per%20workspace&topK=50", True),
+            (
+                f"search, 50 results with breakdowns @ {ENTRIES}",
+                f"{base}/search?q=SQLite%20file%20per%20workspace&topK=50",
+                True,
+            ),
             ("needs-revalidation list", f"{base}/stale", True),
             ("entry page (3 revisions, edges)", f"{base}/entry/{seeded.revised}", True),
             ("graph, hub 1 hop (~50 nodes)", f"{base}/graph?seeds={hub}&hops=1", True),
@@ -111,9 +133,10 @@ def main(argv=None) -> int:
         driver = chrome()
         driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": LONG_TASKS})
         driver.get(f"{url}/ui/#/signin")
-        driver.execute_script("sessionStorage.setItem(arguments[0], arguments[1])",
-                              TOKEN_KEY, token)
-        for _name, page, console in scenarios:            # warm: caches, resident workspace
+        driver.execute_script(
+            "sessionStorage.setItem(arguments[0], arguments[1])", TOKEN_KEY, token
+        )
+        for _name, page, console in scenarios:  # warm: caches, resident workspace
             load(driver, page, console=console)
         samples: dict[str, list[dict]] = {name: [] for name, _p, _c in scenarios}
         for _round in range(args.rounds):
@@ -126,19 +149,38 @@ def main(argv=None) -> int:
             render = [s["render"] for s in samples[name] if s["render"] is not None]
             layout = [s["layout"] for s in samples[name] if s["layout"] is not None]
             nodes = samples[name][-1]["nodes"]
-            rows.append([name + (f" [{nodes} nodes]" if nodes else ""), len(ready), p50(ready),
-                         percentile(ready, 90), f"{p50(ready) / base_p50:.1f}x",
-                         f"{p50(render):.1f} (layout {p50(layout):.1f})" if render else "-",
-                         max(s["longest"] for s in samples[name])])
+            rows.append(
+                [
+                    name + (f" [{nodes} nodes]" if nodes else ""),
+                    len(ready),
+                    p50(ready),
+                    percentile(ready, 90),
+                    f"{p50(ready) / base_p50:.1f}x",
+                    f"{p50(render):.1f} (layout {p50(layout):.1f})" if render else "-",
+                    max(s["longest"] for s in samples[name]),
+                ]
+            )
         worst = max(row[-1] for row in rows)
-        body = table(["page (full load)", "n", "ready p50 ms", "ready p90 ms", "p50 / baseline",
-                      "graph render p50 ms", "longest task ms"], rows)
+        body = table(
+            [
+                "page (full load)",
+                "n",
+                "ready p50 ms",
+                "ready p90 ms",
+                "p50 / baseline",
+                "graph render p50 ms",
+                "longest task ms",
+            ],
+            rows,
+        )
         verdict = "met" if worst <= FREEZE_MS else "missed"
-        body += (f"\n\n\"ready\": navigation start to the view drawn (`console:view-ready`); "
-                 "graph render: from the graphView answer to the painted SVG, our layout "
-                 f"included. Freeze target: no main-thread task above {FREEZE_MS:.0f} ms: "
-                 f"longest {worst:.0f} ms, {verdict}. Headless chromium "
-                 f"{driver.capabilities.get('browserVersion', '?')}, 1440x960.")
+        body += (
+            f'\n\n"ready": navigation start to the view drawn (`console:view-ready`); '
+            "graph render: from the graphView answer to the painted SVG, our layout "
+            f"included. Freeze target: no main-thread task above {FREEZE_MS:.0f} ms: "
+            f"longest {worst:.0f} ms, {verdict}. Headless chromium "
+            f"{driver.capabilities.get('browserVersion', '?')}, 1440x960."
+        )
         print(body)
         print(f"saved {save_report('console', body)}")
     finally:

@@ -16,6 +16,7 @@ per resident workspace actor, and many workspaces under a resident cap.
 4. Many workspaces touched once each (create + capture) with the resident cap at --cap; peak
    RSS of the whole Ray cluster (every process of this Ray session, sampled every 0.5 s).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,6 +54,7 @@ def _closed_loop(writers: int, seconds: float, one_write) -> tuple[int, float, l
         counts[k] = i
         with lock:
             latencies.extend(mine)
+
     threads = [threading.Thread(target=run, args=(k,)) for k in range(writers)]
     started = time.perf_counter()
     for t in threads:
@@ -77,9 +79,12 @@ def group_rate(folder: Path, writers: int, seconds: float):
     def one(text: str):
         done = threading.Event()
         box = []
-        writer.submit("capture", {"content": text}, lambda reply: (box.append(reply.ok), done.set()))
+        writer.submit(
+            "capture", {"content": text}, lambda reply: (box.append(reply.ok), done.set())
+        )
         done.wait()
         assert box[0], "write failed"
+
     try:
         out = _closed_loop(writers, seconds, one)
         return (*out, writer.batches)
@@ -100,11 +105,15 @@ async def _async_rate(ws_path: Path, writers: int, seconds: float, max_batch: in
         i = 0
         while time.perf_counter() < stop_at:
             future = loop.create_future()
-            writer.submit("capture", {"content": f"writer {k} fact {i} about group commits"},
-                          lambda reply, f=future: loop.call_soon_threadsafe(f.set_result, reply.ok))
+            writer.submit(
+                "capture",
+                {"content": f"writer {k} fact {i} about group commits"},
+                lambda reply, f=future: loop.call_soon_threadsafe(f.set_result, reply.ok),
+            )
             assert await future, "write failed"
             i += 1
         counts[k] = i
+
     started = time.perf_counter()
     try:
         await asyncio.gather(*(run(k) for k in range(writers)))
@@ -122,29 +131,62 @@ def bench_group_commit(seconds: float) -> tuple[str, str, list[dict]]:
             n_naive, t_naive, lat_naive = naive_rate(folder, writers, seconds)
             n_group, t_group, lat_group, batches = group_rate(folder, writers, seconds)
             naive, group = n_naive / t_naive, n_group / t_group
-            rows.append([writers, round(naive), round(group), f"{group / naive:.1f}x",
-                         round(n_group / max(1, batches), 1), p50(lat_naive),
-                         percentile(lat_naive, 99), p50(lat_group), percentile(lat_group, 99)])
+            rows.append(
+                [
+                    writers,
+                    round(naive),
+                    round(group),
+                    f"{group / naive:.1f}x",
+                    round(n_group / max(1, batches), 1),
+                    p50(lat_naive),
+                    percentile(lat_naive, 99),
+                    p50(lat_group),
+                    percentile(lat_group, 99),
+                ]
+            )
             one = asyncio.run(_async_rate(folder / f"a1-{writers}.db", writers, seconds, 1))
             many = asyncio.run(_async_rate(folder / f"an-{writers}.db", writers, seconds, 256))
             rows_async.append([writers, round(one), round(many), f"{many / one:.1f}x"])
-            data.append({"writers": writers, "naive": naive, "group": group,
-                         "async_one": one, "async_group": many})
-            print(f"  {writers:>3} writers: threads naive {naive:7.0f}/s group {group:7.0f}/s | "
-                  f"asyncio 1/txn {one:7.0f}/s group {many:7.0f}/s", flush=True)
+            data.append(
+                {
+                    "writers": writers,
+                    "naive": naive,
+                    "group": group,
+                    "async_one": one,
+                    "async_group": many,
+                }
+            )
+            print(
+                f"  {writers:>3} writers: threads naive {naive:7.0f}/s group {group:7.0f}/s | "
+                f"asyncio 1/txn {one:7.0f}/s group {many:7.0f}/s",
+                flush=True,
+            )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    threads = table(["writers", "naive FULL writes/s", "group-commit writes/s", "speed-up",
-                     "mean batch", "naive p50 ms", "naive p99 ms", "group p50 ms",
-                     "group p99 ms"], rows)
-    actor_like = table(["writers", "1 write per txn, writes/s", "group commit, writes/s",
-                        "speed-up"], rows_async)
+    threads = table(
+        [
+            "writers",
+            "naive FULL writes/s",
+            "group-commit writes/s",
+            "speed-up",
+            "mean batch",
+            "naive p50 ms",
+            "naive p99 ms",
+            "group p50 ms",
+            "group p99 ms",
+        ],
+        rows,
+    )
+    actor_like = table(
+        ["writers", "1 write per txn, writes/s", "group commit, writes/s", "speed-up"], rows_async
+    )
     return threads, actor_like, data
 
 
 # ---- Ray parts ---------------------------------------------------------------------------------
 def _proc_rss(pid: int) -> int:
     from actors.workspace.process_memory import rss_bytes
+
     return rss_bytes(pid)
 
 
@@ -165,7 +207,8 @@ def _children(pid: int) -> list[int]:
 def cluster_rss() -> int:
     """RSS of every process of this Ray session (its daemons and their workers) + the driver."""
     import ray
-    node = ray._private.worker._global_node      # the session we started
+
+    node = ray._private.worker._global_node  # the session we started
     roots = {os.getpid()}
     for infos in node.all_processes.values():
         for info in infos:
@@ -202,14 +245,22 @@ def bench_ray(args) -> str:
     from minisphere.settings import load_settings
 
     data_dir = Path(tempfile.mkdtemp(prefix="bench-durability-ray-", dir=REPO))
-    env = {"MINISPHERE_DATA_DIR": str(data_dir),
-           "MINISPHERE_ADMIN_TOKEN": "bench-admin-" + "x" * 16,
-           "MINISPHERE_RAY_NAMESPACE": "minisphere-bench-durability",
-           "MINISPHERE_SYNCHRONOUS": "FULL", "MINISPHERE_MAX_RESIDENT": str(args.cap),
-           "MINISPHERE_HIBERNATE_IDLE_S": "0"}
+    env = {
+        "MINISPHERE_DATA_DIR": str(data_dir),
+        "MINISPHERE_ADMIN_TOKEN": "bench-admin-" + "x" * 16,
+        "MINISPHERE_RAY_NAMESPACE": "minisphere-bench-durability",
+        "MINISPHERE_SYNCHRONOUS": "FULL",
+        "MINISPHERE_MAX_RESIDENT": str(args.cap),
+        "MINISPHERE_HIBERNATE_IDLE_S": "0",
+    }
     config = load_settings(env)
-    ray.init(num_cpus=2, include_dashboard=False, namespace=config.namespace,
-             logging_level="WARNING", log_to_driver=False)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        namespace=config.namespace,
+        logging_level="WARNING",
+        log_to_driver=False,
+    )
     out = []
     try:
         directory = get_directory(config)
@@ -241,10 +292,20 @@ def bench_ray(args) -> str:
             cold_snapshot.append((time.perf_counter() - started) * 1e3)
             ray.get(directory.hibernate.remote(ws))
         out.append("## Cold activation (first call to a hibernated workspace)\n")
-        out.append(table(["file", "p50 ms", "p99 ms", "n"], [
-            ["local file", p50(cold_local), percentile(cold_local, 99), len(cold_local)],
-            ["restored from snapshot (local store)", p50(cold_snapshot),
-             percentile(cold_snapshot, 99), len(cold_snapshot)]]))
+        out.append(
+            table(
+                ["file", "p50 ms", "p99 ms", "n"],
+                [
+                    ["local file", p50(cold_local), percentile(cold_local, 99), len(cold_local)],
+                    [
+                        "restored from snapshot (local store)",
+                        p50(cold_snapshot),
+                        percentile(cold_snapshot, 99),
+                        len(cold_snapshot),
+                    ],
+                ],
+            )
+        )
 
         # memory per resident actor + many workspaces under the cap
         started = time.perf_counter()
@@ -260,8 +321,12 @@ def bench_ray(args) -> str:
             if i % 50 == 0:
                 resident = len(ray.get(directory.resident.remote()))
                 max_resident = max(max_resident, resident)
-                print(f"  {i}/{args.workspaces} touched, {resident} resident, cluster RSS "
-                      f"{cluster_rss() / 2**20:.0f} MiB", flush=True)
+                print(
+                    f"  {i}/{args.workspaces} touched, {resident} resident, cluster RSS "
+                    f"{cluster_rss() / 2**20:.0f} MiB",
+                    flush=True,
+                )
+
         with ThreadPoolExecutor(args.concurrency) as pool:
             list(pool.map(touch, range(args.workspaces)))
         elapsed = time.perf_counter() - started
@@ -273,19 +338,33 @@ def bench_ray(args) -> str:
             rss.append(ray.get(handle.stats.remote())["rssBytes"] / 2**20)
         peak = sampler.stop()
         out.append("\n## Memory and many workspaces\n")
-        out.append(table(["measure", "value"], [
-            ["workspaces touched (create + 1 capture each)", args.workspaces],
-            ["resident cap", args.cap],
-            ["concurrent clients", args.concurrency],
-            ["create + first capture, ms p50 / p99 (includes hibernating an LRU victim)",
-             f"{p50(touch_ms):.0f} / {percentile(touch_ms, 99):.0f}"],
-            ["most resident actors seen", max_resident],
-            ["wall time for all, s (workspaces per s)",
-             f"{elapsed:.1f} ({args.workspaces / elapsed:.1f}/s)"],
-            ["RSS per resident workspace actor, MiB (median / max)",
-             f"{statistics.median(rss):.0f} / {max(rss):.0f}" if rss else "n/a"],
-            ["peak RSS of the whole Ray cluster (this session + driver), MiB",
-             f"{peak / 2**20:.0f}"]]))
+        out.append(
+            table(
+                ["measure", "value"],
+                [
+                    ["workspaces touched (create + 1 capture each)", args.workspaces],
+                    ["resident cap", args.cap],
+                    ["concurrent clients", args.concurrency],
+                    [
+                        "create + first capture, ms p50 / p99 (includes hibernating an LRU victim)",
+                        f"{p50(touch_ms):.0f} / {percentile(touch_ms, 99):.0f}",
+                    ],
+                    ["most resident actors seen", max_resident],
+                    [
+                        "wall time for all, s (workspaces per s)",
+                        f"{elapsed:.1f} ({args.workspaces / elapsed:.1f}/s)",
+                    ],
+                    [
+                        "RSS per resident workspace actor, MiB (median / max)",
+                        f"{statistics.median(rss):.0f} / {max(rss):.0f}" if rss else "n/a",
+                    ],
+                    [
+                        "peak RSS of the whole Ray cluster (this session + driver), MiB",
+                        f"{peak / 2**20:.0f}",
+                    ],
+                ],
+            )
+        )
     finally:
         ray.shutdown()
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -298,8 +377,9 @@ def main(argv=None) -> int:
     parser.add_argument("--cold", type=int, default=20, help="cold activation samples")
     parser.add_argument("--workspaces", type=int, default=2000)
     parser.add_argument("--cap", type=int, default=32)
-    parser.add_argument("--concurrency", type=int, default=4,
-                        help="clients touching workspaces at once")
+    parser.add_argument(
+        "--concurrency", type=int, default=4, help="clients touching workspaces at once"
+    )
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
@@ -311,7 +391,8 @@ def main(argv=None) -> int:
         "## Capture throughput, synchronous=FULL, closed loop, same run\n",
         "Threads: `naive` = each writer thread calls `Workspace.capture` (its own BEGIN "
         "IMMEDIATE..COMMIT, one fsync); `group` = each writer thread submits to the "
-        "GroupCommitWriter and waits for its acknowledgement.\n", threads,
+        "GroupCommitWriter and waits for its acknowledgement.\n",
+        threads,
         f"\nAt 32 writers: group commit = {at32['group'] / at32['naive']:.1f}x the naive rate "
         "(target >= 10x).\n",
         "Actor-like: writers are asyncio tasks on one event loop (as inside the workspace "
@@ -319,7 +400,8 @@ def main(argv=None) -> int:
         actor_like,
         f"\nAt 32 writers (actor-like): {at32['async_group'] / at32['async_one']:.1f}x.\n",
         f"1-minute load average: {load_before:.2f} before, {os.getloadavg()[0]:.2f} after "
-        f"(2 CPUs, shared machine; fsync-bound rates move with other disk work).\n"]
+        f"(2 CPUs, shared machine; fsync-bound rates move with other disk work).\n",
+    ]
     if not args.skip_ray:
         print("Ray: cold activation, memory, many workspaces ...", flush=True)
         report.append(bench_ray(args))

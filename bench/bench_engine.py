@@ -22,6 +22,7 @@ Rows:
 The ratio column is engine/raw: for rates below 1 means the engine is slower, for latencies
 above 1 means the engine is slower. Texts are synthetic and deterministic (seeded random words).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,18 +67,47 @@ CREATE TRIGGER entries_fts_insert AFTER INSERT ON entries BEGIN
     INSERT INTO entries_fts(rowid, content) VALUES (new.seq, new.content);
 END;
 """
-RAW_COLUMNS = ("id, content, source, created_at, updated_at, recall_count, importance_score, "
-               "claim_tag, evidence_ref, status, kind, volatility")
-RAW_INSERT = ("INSERT INTO entries(id, content, source, created_at, updated_at, importance_score,"
-              " claim_tag, evidence_ref, status, kind, volatility, unclassified, content_hash) "
-              "VALUES (?, ?, NULL, ?, ?, 0, NULL, NULL, 'canonical', 'semantic', 'durable', 1, ?)")
+RAW_COLUMNS = (
+    "id, content, source, created_at, updated_at, recall_count, importance_score, "
+    "claim_tag, evidence_ref, status, kind, volatility"
+)
+RAW_INSERT = (
+    "INSERT INTO entries(id, content, source, created_at, updated_at, importance_score,"
+    " claim_tag, evidence_ref, status, kind, volatility, unclassified, content_hash) "
+    "VALUES (?, ?, NULL, ?, ?, 0, NULL, NULL, 'canonical', 'semantic', 'durable', 1, ?)"
+)
 
 
 # ---- synthetic data --------------------------------------------------------------------------
 
+
 def make_vocabulary(rng: random.Random, size: int = 6000) -> list[str]:
-    syllables = ["ka", "lo", "mi", "ner", "sta", "vu", "qui", "dre", "pol", "zan", "ti", "mor",
-                 "el", "an", "ost", "ry", "gle", "bas", "cor", "fen", "ux", "wi", "ha", "jet"]
+    syllables = [
+        "ka",
+        "lo",
+        "mi",
+        "ner",
+        "sta",
+        "vu",
+        "qui",
+        "dre",
+        "pol",
+        "zan",
+        "ti",
+        "mor",
+        "el",
+        "an",
+        "ost",
+        "ry",
+        "gle",
+        "bas",
+        "cor",
+        "fen",
+        "ux",
+        "wi",
+        "ha",
+        "jet",
+    ]
     words: set[str] = set()
     while len(words) < size:
         words.add("".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))))
@@ -101,6 +131,7 @@ def make_items(n: int, seed: int) -> list[tuple[str, list[str]]]:
 # Both sides are filled and read in lockstep (a chunk or a call of one, then of the other), so
 # noise from other work on the machine lands on both alike.
 
+
 def raw_open(path: Path, synchronous: str):
     conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode = WAL")
@@ -117,11 +148,13 @@ def raw_open(path: Path, synchronous: str):
 def raw_insert_one(conn, text: str, tags: list[str]) -> None:
     entry_id = str(uuid.uuid4())
     now_ms = time.time_ns() // 1_000_000
-    conn.execute(RAW_INSERT, (entry_id, text, now_ms, now_ms,
-                              hashlib.sha256(text.encode()).hexdigest()))
+    conn.execute(
+        RAW_INSERT, (entry_id, text, now_ms, now_ms, hashlib.sha256(text.encode()).hexdigest())
+    )
     if tags:
-        conn.executemany("INSERT INTO tags(entry_id, tag) VALUES (?, ?)",
-                         [(entry_id, tag) for tag in tags])
+        conn.executemany(
+            "INSERT INTO tags(entry_id, tag) VALUES (?, ?)", [(entry_id, tag) for tag in tags]
+        )
 
 
 def raw_capture_each(conn, chunk) -> None:
@@ -154,7 +187,7 @@ def fill_both(ws: Workspace, conn, items, engine_fn, raw_fn) -> tuple[float, flo
     """Fill both sides chunk by chunk, alternating; returns (engine, raw) entries per second."""
     engine_s = raw_s = 0.0
     for offset in range(0, len(items), BATCH_SIZE):
-        chunk = items[offset:offset + BATCH_SIZE]
+        chunk = items[offset : offset + BATCH_SIZE]
         t0 = time.perf_counter()
         raw_fn(conn, chunk)
         t1 = time.perf_counter()
@@ -167,18 +200,24 @@ def fill_both(ws: Workspace, conn, items, engine_fn, raw_fn) -> tuple[float, flo
 
 def raw_get_entry(conn, entry_id: str):
     row = conn.execute(f"SELECT {RAW_COLUMNS} FROM entries WHERE id = ?", (entry_id,)).fetchone()
-    tags = [t for (t,) in conn.execute("SELECT tag FROM tags WHERE entry_id = ? ORDER BY tag",
-                                       (entry_id,))]
+    tags = [
+        t
+        for (t,) in conn.execute(
+            "SELECT tag FROM tags WHERE entry_id = ? ORDER BY tag", (entry_id,)
+        )
+    ]
     return row, tags
 
 
 def raw_list_recent(conn, n: int = 20):
-    rows = conn.execute(f"SELECT {RAW_COLUMNS} FROM entries ORDER BY created_at DESC, seq DESC "
-                        "LIMIT ?", (n,)).fetchall()
+    rows = conn.execute(
+        f"SELECT {RAW_COLUMNS} FROM entries ORDER BY created_at DESC, seq DESC LIMIT ?", (n,)
+    ).fetchall()
     ids = [r[0] for r in rows]
     marks = ",".join("?" * len(ids))
-    tags = conn.execute(f"SELECT entry_id, tag FROM tags WHERE entry_id IN ({marks}) ORDER BY tag",
-                        ids).fetchall()
+    tags = conn.execute(
+        f"SELECT entry_id, tag FROM tags WHERE entry_id IN ({marks}) ORDER BY tag", ids
+    ).fetchall()
     return rows, tags
 
 
@@ -208,40 +247,64 @@ def run_size(n: int, args, workdir: Path) -> list[list]:
         ws = Workspace(workdir / f"engine-each-{n}.db", synchronous=args.synchronous)
         conn = raw_open(workdir / f"raw-each-{n}.db", args.synchronous)
         try:
-            engine_rate, raw_rate = fill_both(ws, conn, items, engine_capture_each,
-                                              raw_capture_each)
+            engine_rate, raw_rate = fill_both(
+                ws, conn, items, engine_capture_each, raw_capture_each
+            )
         finally:
             ws.close()
             conn.close()
-        rows.append([label, "capture, 1 txn/entry (entries/s)", engine_rate, raw_rate,
-                     engine_rate / raw_rate])
+        rows.append(
+            [
+                label,
+                "capture, 1 txn/entry (entries/s)",
+                engine_rate,
+                raw_rate,
+                engine_rate / raw_rate,
+            ]
+        )
     else:
-        rows.append([label, "capture, 1 txn/entry (entries/s)", "skipped: batch fill only",
-                     "skipped", "-"])
+        rows.append(
+            [label, "capture, 1 txn/entry (entries/s)", "skipped: batch fill only", "skipped", "-"]
+        )
 
     ws = Workspace(workdir / f"engine-batch-{n}.db", synchronous=args.synchronous)
     conn = raw_open(workdir / f"raw-batch-{n}.db", args.synchronous)
     try:
-        engine_rate, raw_rate = fill_both(ws, conn, items, engine_capture_batch,
-                                          raw_capture_batch)
-        rows.append([label, f"capture, run_batch x{BATCH_SIZE} (entries/s)", engine_rate,
-                     raw_rate, engine_rate / raw_rate])
+        engine_rate, raw_rate = fill_both(ws, conn, items, engine_capture_batch, raw_capture_batch)
+        rows.append(
+            [
+                label,
+                f"capture, run_batch x{BATCH_SIZE} (entries/s)",
+                engine_rate,
+                raw_rate,
+                engine_rate / raw_rate,
+            ]
+        )
         if ws.get_count()["count"] != n:
             raise RuntimeError("the engine workspace does not hold every entry")
         rng = random.Random(args.seed)
         engine_ids = [r[0] for r in ws.conn.execute("SELECT id FROM entries ORDER BY seq")]
         raw_ids = [r[0] for r in conn.execute("SELECT id FROM entries ORDER BY seq")]
         picks = [rng.randrange(n) for _ in range(args.lookups)]
-        get_e, get_r = latencies_us(ws.get_entry, raw_get_entry,
-                                    [(engine_ids[i],) for i in picks],
-                                    [(conn, raw_ids[i]) for i in picks])
-        recent_e, recent_r = latencies_us(lambda: ws.list_recent(n=20), raw_list_recent,
-                                          [()] * args.lookups, [(conn,)] * args.lookups)
+        get_e, get_r = latencies_us(
+            ws.get_entry,
+            raw_get_entry,
+            [(engine_ids[i],) for i in picks],
+            [(conn, raw_ids[i]) for i in picks],
+        )
+        recent_e, recent_r = latencies_us(
+            lambda: ws.list_recent(n=20),
+            raw_list_recent,
+            [()] * args.lookups,
+            [(conn,)] * args.lookups,
+        )
     finally:
         ws.close()
         conn.close()
-    for name, engine_s, raw_s in [("getEntry", get_e, get_r),
-                                  ("listRecent(n=20)", recent_e, recent_r)]:
+    for name, engine_s, raw_s in [
+        ("getEntry", get_e, get_r),
+        ("listRecent(n=20)", recent_e, recent_r),
+    ]:
         for pct_name, pick in [("p50", p50), ("p99", lambda s: percentile(s, 99))]:
             e, r = pick(engine_s), pick(raw_s)
             rows.append([label, f"{name} {pct_name} (µs)", e, r, e / r])
@@ -249,23 +312,46 @@ def run_size(n: int, args, workdir: Path) -> list[list]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_engine", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1000,10000,100000",
-                        help="comma-separated entry counts (default: %(default)s)")
-    parser.add_argument("--synchronous", choices=["NORMAL", "FULL"], default="NORMAL",
-                        help="SQLite synchronous mode for both sides (default: %(default)s)")
-    parser.add_argument("--single-max", type=int, default=10_000,
-                        help="largest size whose capture is also timed one transaction per "
-                             "entry; larger sizes are filled by run_batch only (default: "
-                             "%(default)s)")
-    parser.add_argument("--lookups", type=int, default=2000,
-                        help="timed getEntry / listRecent calls per size (default: %(default)s)")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bench_engine",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--sizes",
+        default="1000,10000,100000",
+        help="comma-separated entry counts (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--synchronous",
+        choices=["NORMAL", "FULL"],
+        default="NORMAL",
+        help="SQLite synchronous mode for both sides (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--single-max",
+        type=int,
+        default=10_000,
+        help="largest size whose capture is also timed one transaction per "
+        "entry; larger sizes are filled by run_batch only (default: "
+        "%(default)s)",
+    )
+    parser.add_argument(
+        "--lookups",
+        type=int,
+        default=2000,
+        help="timed getEntry / listRecent calls per size (default: %(default)s)",
+    )
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--dir", type=Path, default=None,
-                        help="where the temporary database files go (default: system temp)")
-    parser.add_argument("--no-save", action="store_true",
-                        help="print only; do not write bench/results/engine.md")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="where the temporary database files go (default: system temp)",
+    )
+    parser.add_argument(
+        "--no-save", action="store_true", help="print only; do not write bench/results/engine.md"
+    )
     args = parser.parse_args(argv)
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
 
@@ -278,8 +364,9 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             print(f"size {n:,}: running…", file=sys.stderr, flush=True)
             all_rows += run_size(n, args, workdir)
-            print(f"size {n:,}: done in {time.perf_counter() - t0:.1f}s", file=sys.stderr,
-                  flush=True)
+            print(
+                f"size {n:,}: done in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True
+            )
             for path in workdir.iterdir():  # keep the disk footprint to one size at a time
                 path.unlink()
     finally:
@@ -300,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         "engine's overhead.\n"
         f"Total wall time: {time.perf_counter() - started:.0f}s on {os.cpu_count()} CPUs; 1-minute "
         f"load average {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end "
-        "(the machine is shared: p99 values are sensitive to other work).")
+        "(the machine is shared: p99 values are sensitive to other work)."
+    )
     print(body)
     print()
     print(notes)

@@ -8,6 +8,7 @@ the other: one workspace, getCount over HTTP, sequential and from 16 clients at 
 requests per second, latency, and the machine's CPU per call (every process, from /proc/stat,
 so run it on a quiet machine), each as a ratio to the Python proxy of the same run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,6 +54,7 @@ async def drive(url: str, path: str, headers: dict, calls: int, clients: int) ->
                 answer = await http.post(path, json={}, headers=headers)
                 assert answer.status_code == 200, answer.text
                 latencies.append((time.perf_counter() - began) * 1e3)
+
         await asyncio.gather(*(one() for _ in range(calls)))
     return latencies
 
@@ -61,8 +63,12 @@ def measure(url: str, path: str, headers: dict, calls: int, clients: int) -> dic
     cpu, began = machine_cpu_s(), time.perf_counter()
     latencies = asyncio.run(drive(url, path, headers, calls, clients))
     took, spent = time.perf_counter() - began, machine_cpu_s() - cpu
-    return {"rps": calls / took, "p50": p50(latencies), "p99": percentile(latencies, 99),
-            "cpuMs": spent / calls * 1e3}
+    return {
+        "rps": calls / took,
+        "p50": p50(latencies),
+        "p99": percentile(latencies, 99),
+        "cpuMs": spent / calls * 1e3,
+    }
 
 
 def one_front() -> dict:
@@ -76,8 +82,10 @@ def one_front() -> dict:
         headers = {"Authorization": f"Bearer {made.json()['token']}"}
         asyncio.run(drive(url, path, headers, WARM_UP_CALLS, CLIENTS))
         time.sleep(SETTLE_S)
-        return {"sequential": measure(url, path, headers, SEQUENTIAL_CALLS, 1),
-                "concurrent": measure(url, path, headers, CONCURRENT_CALLS, CLIENTS)}
+        return {
+            "sequential": measure(url, path, headers, SEQUENTIAL_CALLS, 1),
+            "concurrent": measure(url, path, headers, CONCURRENT_CALLS, CLIENTS),
+        }
     finally:
         stop_local_service(settings)
         shutil.rmtree(settings.data_dir, ignore_errors=True)
@@ -85,8 +93,14 @@ def one_front() -> dict:
 
 def run_front(flag: str) -> dict:
     env = {**os.environ, "RAY_SERVE_ENABLE_HA_PROXY": flag}
-    done = subprocess.run([sys.executable, "-m", "bench.bench_http_front", "--one"], env=env,
-                          capture_output=True, text=True, check=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.bench_http_front", "--one"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=900,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -101,16 +115,33 @@ def main(argv=None) -> int:
     rows = []
     for name, got in figures.items():
         seq, conc = got["sequential"], got["concurrent"]
-        rows.append([
-            name,
-            f"p50 {seq['p50']:.1f} ms ({seq['p50'] / base['sequential']['p50']:.2f}×)",
-            f"{conc['rps']:.0f} req/s ({conc['rps'] / base['concurrent']['rps']:.2f}×), "
-            f"p50 {conc['p50']:.1f} ms, p99 {conc['p99']:.0f} ms",
-            f"{conc['cpuMs']:.1f} ms ({conc['cpuMs'] / base['concurrent']['cpuMs']:.2f}×)"])
-    body = table(["HTTP front", "getCount, one client", f"getCount, {CLIENTS} clients",
-                  "machine CPU per call"], rows)
-    return publish_report("http-front", body, [machine_note(
-        "; one workspace, settings at their defaults, each front in a fresh local Ray")])
+        rows.append(
+            [
+                name,
+                f"p50 {seq['p50']:.1f} ms ({seq['p50'] / base['sequential']['p50']:.2f}×)",
+                f"{conc['rps']:.0f} req/s ({conc['rps'] / base['concurrent']['rps']:.2f}×), "
+                f"p50 {conc['p50']:.1f} ms, p99 {conc['p99']:.0f} ms",
+                f"{conc['cpuMs']:.1f} ms ({conc['cpuMs'] / base['concurrent']['cpuMs']:.2f}×)",
+            ]
+        )
+    body = table(
+        [
+            "HTTP front",
+            "getCount, one client",
+            f"getCount, {CLIENTS} clients",
+            "machine CPU per call",
+        ],
+        rows,
+    )
+    return publish_report(
+        "http-front",
+        body,
+        [
+            machine_note(
+                "; one workspace, settings at their defaults, each front in a fresh local Ray"
+            )
+        ],
+    )
 
 
 if __name__ == "__main__":

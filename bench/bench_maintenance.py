@@ -12,6 +12,7 @@
    time (lazy path), P reads the persisted marks. listRecent(n=20)
    likewise. Both answers are checked to agree (ids, tags, stale fields).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,11 +41,16 @@ def fill(ws: Workspace, n: int, seed: int) -> float:
     items = make_items(n, seed)
     started = time.perf_counter()
     for start in range(0, n, BATCH_SIZE):
-        chunk = items[start:start + BATCH_SIZE]
-        outcomes = ws.run_batch([
-            ("capture", {"content": text, "tags": tags,
-                         "volatility": VOLATILITIES[(start + i) % 3]})
-            for i, (text, tags) in enumerate(chunk)])
+        chunk = items[start : start + BATCH_SIZE]
+        outcomes = ws.run_batch(
+            [
+                (
+                    "capture",
+                    {"content": text, "tags": tags, "volatility": VOLATILITIES[(start + i) % 3]},
+                )
+                for i, (text, tags) in enumerate(chunk)
+            ]
+        )
         assert all(ok for ok, _ in outcomes)
     return time.perf_counter() - started
 
@@ -57,8 +63,9 @@ def recall_read(ws: Workspace, query: str) -> dict:
     """The recall pipeline only (no recall-count follow-up write), so both workspaces stay
     identical and the timing is the read path the lazy judgement lives in."""
     method = METHODS["recall"]
-    return method.handler(ws.conn, parse_args(method, {"query": query, "topK": 10}),
-                          ws.clock.now_ms())
+    return method.handler(
+        ws.conn, parse_args(method, {"query": query, "topK": 10}), ws.clock.now_ms()
+    )
 
 
 def timed(fn) -> tuple[float, object]:
@@ -68,8 +75,11 @@ def timed(fn) -> tuple[float, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_maintenance", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bench_maintenance",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--limit", type=int, default=1000, help="runStalenessPass limit per call")
     parser.add_argument("--queries", type=int, default=300, help="timed recalls per workspace")
@@ -105,8 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
         pass_s = time.perf_counter() - started
         assert marked == args.entries, (marked, args.entries)
-        idle_ms = [timed(lambda: passed.run_staleness_pass(limit=args.limit))[0]
-                   for _ in range(20)]
+        idle_ms = [timed(lambda: passed.run_staleness_pass(limit=args.limit))[0] for _ in range(20)]
 
         print("recall, lazy vs passed ...", file=sys.stderr, flush=True)
         rng = random.Random(args.seed)
@@ -117,8 +126,11 @@ def main(argv: list[str] | None = None) -> int:
         stale_items = 0
         for index, query in enumerate(queries):
             answers = {}
-            order = (("lazy", lazy), ("passed", passed)) if index % 2 else \
-                (("passed", passed), ("lazy", lazy))
+            order = (
+                (("lazy", lazy), ("passed", passed))
+                if index % 2
+                else (("passed", passed), ("lazy", lazy))
+            )
             for name, ws in order:
                 ms, answers[name] = timed(lambda ws=ws, query=query: recall_read(ws, query))
                 ms_recent, _recent = timed(lambda ws=ws: ws.list_recent(n=20))
@@ -134,22 +146,38 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
 
     rows = [
-        ["fill (run_batch x256)", f"{args.entries / fill_s:,.0f} entries/s",
-         f"{fill_s:.1f} s for {args.entries:,}"],
-        [f"staleness pass, limit {args.limit}", f"{args.entries / pass_s:,.0f} entries/s",
-         f"{len(call_ms)} calls, {pass_s:.2f} s; per call p50 {p50(call_ms):.1f} ms, "
-         f"max {max(call_ms):.1f} ms"],
+        [
+            "fill (run_batch x256)",
+            f"{args.entries / fill_s:,.0f} entries/s",
+            f"{fill_s:.1f} s for {args.entries:,}",
+        ],
+        [
+            f"staleness pass, limit {args.limit}",
+            f"{args.entries / pass_s:,.0f} entries/s",
+            f"{len(call_ms)} calls, {pass_s:.2f} s; per call p50 {p50(call_ms):.1f} ms, "
+            f"max {max(call_ms):.1f} ms",
+        ],
         ["idle pass (nothing due)", f"{p50(idle_ms):.3f} ms p50", f"max {max(idle_ms):.3f} ms"],
     ]
     for name in ("lazy", "passed"):
         label = "lazy (never passed)" if name == "lazy" else "freshly passed"
-        rows.append([f"recall topK=10, {label}", f"{p50(recall_ms[name]):.3f} ms p50",
-                     f"p95 {percentile(recall_ms[name], 95):.3f} ms, "
-                     f"p99 {percentile(recall_ms[name], 99):.3f} ms"])
+        rows.append(
+            [
+                f"recall topK=10, {label}",
+                f"{p50(recall_ms[name]):.3f} ms p50",
+                f"p95 {percentile(recall_ms[name], 95):.3f} ms, "
+                f"p99 {percentile(recall_ms[name], 99):.3f} ms",
+            ]
+        )
     for name in ("lazy", "passed"):
         label = "lazy (never passed)" if name == "lazy" else "freshly passed"
-        rows.append([f"listRecent n=20, {label}", f"{p50(recent_ms[name]):.3f} ms p50",
-                     f"p95 {percentile(recent_ms[name], 95):.3f} ms"])
+        rows.append(
+            [
+                f"listRecent n=20, {label}",
+                f"{p50(recent_ms[name]):.3f} ms p50",
+                f"p95 {percentile(recent_ms[name], 95):.3f} ms",
+            ]
+        )
     body = table(["measure", "result", "detail"], rows)
     notes = (
         f"\n\n{args.entries:,} entries (a third each durable/state/volatile), all due after a "
@@ -161,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         f"staleSince ({stale_items} stale results carried revalidate prompts).\n"
         f"Total wall time {time.perf_counter() - wall:.0f} s on {os.cpu_count()} CPUs; 1-minute "
         f"load average {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end "
-        "(shared machine).")
+        "(shared machine)."
+    )
     print(body + notes)
     if not args.no_save:
         print(f"saved {save_report('maintenance', body + notes)}", file=sys.stderr)

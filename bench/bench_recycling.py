@@ -11,6 +11,7 @@ through the directory. Reported: the process's PSS after the cycles as a ratio o
 spare's, the wake's latency beside a warm call's, and a hibernation's wall time and CPU (the
 process's own, read from /proc) with the replica holding the last write.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,7 @@ from .local_service import start_local_service, stop_local_service
 ADMIN_TOKEN = "bench-recycling-admin-0123456789abcdef"
 CYCLES = 1000
 PSS_RATIO_TARGET = 1.2
-MIB = 2 ** 20
+MIB = 2**20
 
 
 def spare_pid(ray, directory) -> int:
@@ -37,8 +38,14 @@ def spare_pid(ray, directory) -> int:
 
 def cycle(http, ray, directory, ws: str, headers: dict, n: int) -> dict:
     began = time.perf_counter()
-    assert http.post(f"/v1/w/{ws}/capture", headers=headers,
-                     json={"content": f"cycle {n}: a note with some words in it"}).status_code == 200
+    assert (
+        http.post(
+            f"/v1/w/{ws}/capture",
+            headers=headers,
+            json={"content": f"cycle {n}: a note with some words in it"},
+        ).status_code
+        == 200
+    )
     wake_ms = (time.perf_counter() - began) * 1e3
     began = time.perf_counter()
     assert http.post(f"/v1/w/{ws}/getCount", headers=headers, json={}).status_code == 200
@@ -48,9 +55,14 @@ def cycle(http, ray, directory, ws: str, headers: dict, n: int) -> dict:
     began = time.perf_counter()
     answer = ray.get(directory.hibernate.remote(ws, "bench"), timeout=60)
     hibernate_ms = (time.perf_counter() - began) * 1e3
-    return {"wake": wake_ms, "warm": warm_ms, "hibernate": hibernate_ms,
-            "recycled": answer.get("recycled"), "pid": (answer.get("process") or {}).get("pid"),
-            "snapshot": answer.get("snapshot") is not None}
+    return {
+        "wake": wake_ms,
+        "warm": warm_ms,
+        "hibernate": hibernate_ms,
+        "recycled": answer.get("recycled"),
+        "pid": (answer.get("process") or {}).get("pid"),
+        "snapshot": answer.get("snapshot") is not None,
+    }
 
 
 def main(argv=None) -> int:
@@ -58,8 +70,10 @@ def main(argv=None) -> int:
     parser.add_argument("--cycles", type=int, default=CYCLES)
     args = parser.parse_args(argv)
     import ray
+
     settings, url, admin = start_local_service("bench-recycling", ADMIN_TOKEN)
     from actors.directory.actor import get_directory
+
     directory = get_directory(settings)
     try:
         ray.get(directory.set_spares.remote(1), timeout=60)
@@ -85,25 +99,42 @@ def main(argv=None) -> int:
     wakes, warm = [r["wake"] for r in results], [r["warm"] for r in results]
     hibernations = [r["hibernate"] for r in results]
     rows = [
-        ["cycles served by the one process", f"{same}/{len(results)}",
-         "hibernated, given back to the pool, bound by the next wake", ""],
-        [f"PSS after {len(results)} cycles / a fresh spare's",
-         f"{ratio:.2f}× ({after_pss / MIB:.0f} / {fresh_pss / MIB:.0f} MiB)",
-         f"RSS {after_rss / MIB:.0f} / {fresh_rss / MIB:.0f} MiB",
-         f"≤ {PSS_RATIO_TARGET}×: {'met' if ratio <= PSS_RATIO_TARGET else 'missed'}"],
-        ["a wake from the recycled process (capture over HTTP)",
-         f"p50 {p50(wakes):.1f} ms, p99 {percentile(wakes, 99):.0f} ms",
-         f"warm getCount right after: p50 {p50(warm):.1f} ms "
-         f"({p50(wakes) / max(p50(warm), 1e-9):.1f}×)", ""],
-        ["a hibernation (the directory's call, wall)",
-         f"p50 {p50(hibernations):.1f} ms, p99 {percentile(hibernations, 99):.0f} ms",
-         f"{sum(r['snapshot'] for r in results)} of {len(results)} wrote a snapshot", ""],
-        ["the process's CPU per cycle (wake, 3 calls, hibernation)",
-         f"p50 {p50(cpu) * 1e3:.0f} ms, mean {sum(cpu) / max(1, len(cpu)) * 1e3:.0f} ms", "", ""],
+        [
+            "cycles served by the one process",
+            f"{same}/{len(results)}",
+            "hibernated, given back to the pool, bound by the next wake",
+            "",
+        ],
+        [
+            f"PSS after {len(results)} cycles / a fresh spare's",
+            f"{ratio:.2f}× ({after_pss / MIB:.0f} / {fresh_pss / MIB:.0f} MiB)",
+            f"RSS {after_rss / MIB:.0f} / {fresh_rss / MIB:.0f} MiB",
+            f"≤ {PSS_RATIO_TARGET}×: {'met' if ratio <= PSS_RATIO_TARGET else 'missed'}",
+        ],
+        [
+            "a wake from the recycled process (capture over HTTP)",
+            f"p50 {p50(wakes):.1f} ms, p99 {percentile(wakes, 99):.0f} ms",
+            f"warm getCount right after: p50 {p50(warm):.1f} ms "
+            f"({p50(wakes) / max(p50(warm), 1e-9):.1f}×)",
+            "",
+        ],
+        [
+            "a hibernation (the directory's call, wall)",
+            f"p50 {p50(hibernations):.1f} ms, p99 {percentile(hibernations, 99):.0f} ms",
+            f"{sum(r['snapshot'] for r in results)} of {len(results)} wrote a snapshot",
+            "",
+        ],
+        [
+            "the process's CPU per cycle (wake, 3 calls, hibernation)",
+            f"p50 {p50(cpu) * 1e3:.0f} ms, mean {sum(cpu) / max(1, len(cpu)) * 1e3:.0f} ms",
+            "",
+            "",
+        ],
     ]
     body = table(["measure", "figure", "detail / baseline in the same run", "target"], rows)
-    return publish_report("recycling", body, [machine_note("; settings at their defaults, "
-                                                           "the spare pool fixed at 1")])
+    return publish_report(
+        "recycling", body, [machine_note("; settings at their defaults, the spare pool fixed at 1")]
+    )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ without the HTTP and Ray hops (those are the same in every mode; bench_service m
 3. restore of a 10k-entry workspace from its replica (`litestream restore`), p50 of 3;
 4. the daemon's RSS with 0, 1 and N registered workspaces.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,22 +41,29 @@ RESTORE_ENTRIES = 10_000
 RESTORE_ROUNDS = 3
 MEMORY_WORKSPACES = 50
 BUCKET = "bench-replication"
-TARGETS = ("sync p50 <= off + 10 ms (file) / + 25 ms (S3); sync throughput at 32 writers >= "
-           "50% of off; restore of 10k entries <= 2 s")
+TARGETS = (
+    "sync p50 <= off + 10 ms (file) / + 25 ms (S3); sync throughput at 32 writers >= "
+    "50% of off; restore of 10k entries <= 2 s"
+)
 
 
 def start_s3() -> tuple[object, str]:
     import boto3
     from moto.server import ThreadedMotoServer
+
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
-    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                 aws_access_key_id="testing", aws_secret_access_key="testing"
-                 ).create_bucket(Bucket=BUCKET)
+    boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    ).create_bucket(Bucket=BUCKET)
     return server, endpoint
 
 
@@ -75,11 +83,19 @@ class Setup:
         path = (self.folder / "node" / name / "workspace.db").resolve()
         attached = None
         if mode != "off":
-            attached = WorkspaceReplica(self.daemon, path, self.url(replica, name),
-                                        ReplicationSettings(mode=mode, sync_timeout_s=10))
-        return WorkspaceHost(name, path, replica=attached,
-                             known=KnownState(generation="g", epoch=1),
-                             tuning=HostTuning(synchronous="FULL", background=False))
+            attached = WorkspaceReplica(
+                self.daemon,
+                path,
+                self.url(replica, name),
+                ReplicationSettings(mode=mode, sync_timeout_s=10),
+            )
+        return WorkspaceHost(
+            name,
+            path,
+            replica=attached,
+            known=KnownState(generation="g", epoch=1),
+            tuning=HostTuning(synchronous="FULL", background=False),
+        )
 
 
 def write(host: WorkspaceHost, text: str) -> None:
@@ -105,6 +121,7 @@ def throughput(host: WorkspaceHost, seconds: float) -> float:
         while time.perf_counter() < stop_at:
             write(host, f"writer {k} write {counts[k]} about group commits")
             counts[k] += 1
+
     threads = [threading.Thread(target=run, args=(k,)) for k in range(WRITERS)]
     started = time.perf_counter()
     for thread in threads:
@@ -120,7 +137,7 @@ def write_costs(setup: Setup, samples: int, seconds: float) -> tuple[str, dict]:
         for mode in ("off", "async", "sync"):
             host = setup.host(mode, replica)
             try:
-                latencies(host, 5)                              # registration, first snapshot
+                latencies(host, 5)  # registration, first snapshot
                 lat = latencies(host, samples)
                 rate = throughput(host, seconds)
             finally:
@@ -128,19 +145,41 @@ def write_costs(setup: Setup, samples: int, seconds: float) -> tuple[str, dict]:
             found[(mode, replica)] = (p50(lat), percentile(lat, 99), rate)
     for (mode, replica), (median, p99, rate) in found.items():
         off_median, _, off_rate = found[("off", replica)]
-        rows.append([replica, mode, median, p99, f"+{median - off_median:.2f}", rate,
-                     f"{rate / off_rate:.0%}"])
-    return table(["replica", "mode", "capture p50 ms", "p99 ms", "vs off ms",
-                  f"writes/s at {WRITERS} writers", "vs off"], rows), found
+        rows.append(
+            [
+                replica,
+                mode,
+                median,
+                p99,
+                f"+{median - off_median:.2f}",
+                rate,
+                f"{rate / off_rate:.0%}",
+            ]
+        )
+    return table(
+        [
+            "replica",
+            "mode",
+            "capture p50 ms",
+            "p99 ms",
+            "vs off ms",
+            f"writes/s at {WRITERS} writers",
+            "vs off",
+        ],
+        rows,
+    ), found
 
 
 def restore_cost(setup: Setup) -> tuple[str, float]:
     host = setup.host("sync", "file")
     workspace = host.workspace
-    for start in range(0, RESTORE_ENTRIES, 500):       # bulk, then one replicated batch
-        workspace.run_batch([("capture", {"content": f"entry {i} of the restore benchmark "
-                                                     f"about topic {i % 97}"})
-                             for i in range(start, start + 500)])
+    for start in range(0, RESTORE_ENTRIES, 500):  # bulk, then one replicated batch
+        workspace.run_batch(
+            [
+                ("capture", {"content": f"entry {i} of the restore benchmark about topic {i % 97}"})
+                for i in range(start, start + 500)
+            ]
+        )
     host.replica.confirm()
     url = host.replica.url
     host.close()
@@ -151,8 +190,9 @@ def restore_cost(setup: Setup) -> tuple[str, float]:
         restore_from_replica(url, target)
         rounds.append(time.perf_counter() - started)
     took = p50(rounds)
-    return table(["entries", "restore p50 s", "rounds"],
-                 [[RESTORE_ENTRIES, took, RESTORE_ROUNDS]]), took
+    return table(
+        ["entries", "restore p50 s", "rounds"], [[RESTORE_ENTRIES, took, RESTORE_ROUNDS]]
+    ), took
 
 
 def rss_mib(pid: int) -> float:
@@ -171,7 +211,7 @@ def daemon_memory(setup: Setup) -> tuple[str, float]:
         write(host, "one write so the daemon tracks it")
         hosts.append(host)
         if n + 1 in (1, MEMORY_WORKSPACES):
-            time.sleep(2)                       # a sync interval or two
+            time.sleep(2)  # a sync interval or two
             rows.append([n + 1, rss_mib(pid)])
     per = (rows[-1][1] - idle) / MEMORY_WORKSPACES
     for host in hosts:
@@ -186,9 +226,14 @@ def main(argv: list[str] | None = None) -> int:
     samples, seconds = (100, 3.0) if args.quick else (300, 8.0)
     folder = Path(tempfile.mkdtemp(prefix="bench-replication-"))
     server, endpoint = start_s3()
-    daemon = LitestreamDaemon(folder / "litestream", {
-        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-        "PATH": "/usr/bin:/bin"})
+    daemon = LitestreamDaemon(
+        folder / "litestream",
+        {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "PATH": "/usr/bin:/bin",
+        },
+    )
     daemon.ensure_running()
     try:
         setup = Setup(folder, daemon, endpoint)
@@ -202,16 +247,33 @@ def main(argv: list[str] | None = None) -> int:
     sync_file = found[("sync", "file")][0] - found[("off", "file")][0]
     sync_s3 = found[("sync", "s3")][0] - found[("off", "s3")][0]
     share = min(found[("sync", r)][2] / found[("off", r)][2] for r in ("file", "s3"))
-    verdict = table(["target", "measured", "met"], [
-        ["sync p50 <= off + 10 ms, file replica", f"+{sync_file:.2f} ms", sync_file <= 10],
-        ["sync p50 <= off + 25 ms, S3 protocol", f"+{sync_s3:.2f} ms", sync_s3 <= 25],
-        ["sync writes/s at 32 writers >= 50% of off", f"{share:.0%} (worse replica)",
-         share >= 0.5],
-        ["restore of 10k entries <= 2 s", f"{restore_s:.2f} s", restore_s <= 2],
-        ["daemon memory per registered workspace", f"{per_workspace:.2f} MiB", "reported"]])
-    body = "\n\n".join([f"Targets: {TARGETS}.", "## Write cost by mode", costs,
-                        "## Restore from the replica", restore,
-                        "## Daemon memory", memory, "## Verdict", verdict])
+    verdict = table(
+        ["target", "measured", "met"],
+        [
+            ["sync p50 <= off + 10 ms, file replica", f"+{sync_file:.2f} ms", sync_file <= 10],
+            ["sync p50 <= off + 25 ms, S3 protocol", f"+{sync_s3:.2f} ms", sync_s3 <= 25],
+            [
+                "sync writes/s at 32 writers >= 50% of off",
+                f"{share:.0%} (worse replica)",
+                share >= 0.5,
+            ],
+            ["restore of 10k entries <= 2 s", f"{restore_s:.2f} s", restore_s <= 2],
+            ["daemon memory per registered workspace", f"{per_workspace:.2f} MiB", "reported"],
+        ],
+    )
+    body = "\n\n".join(
+        [
+            f"Targets: {TARGETS}.",
+            "## Write cost by mode",
+            costs,
+            "## Restore from the replica",
+            restore,
+            "## Daemon memory",
+            memory,
+            "## Verdict",
+            verdict,
+        ]
+    )
     print(body)
     print(f"\nsaved to {save_report('replication', body)}")
     return 0

@@ -30,6 +30,7 @@ transaction; the recall-count follow-up write is queued, not awaited: it is time
 row), the methods interleaved query by query; plus MMR + rerank time at topK=50 over 64 KiB
 entries versus short ones.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,23 +55,27 @@ from .common import p50, percentile, save_report, table
 
 BATCH = 500
 TOP_K = 10
-LARGE_ENTRY_CHARS = 64 * 1024      # the contract's content limit
-LARGE_ENTRY_COUNT = 150            # topK=50 × MMR's pool factor 3
+LARGE_ENTRY_CHARS = 64 * 1024  # the contract's content limit
+LARGE_ENTRY_COUNT = 150  # topK=50 × MMR's pool factor 3
 LARGE_TOP_K = 50
 LARGE_REPEATS = 10
-FOLD_TOLERANCE = 0.005             # the hybrid may trail zero-binding by this much on a fold
-FOLD_MEAN_GAIN = 0.015             # ...and must gain this much on the mean over the folds
-OPEN_DOMAIN_TARGET = 0.40          # zero-binding open-domain R@10, mean over the held-out folds
-LATENCY_PASSES = 3                 # each query set timed this many times, methods interleaved
+FOLD_TOLERANCE = 0.005  # the hybrid may trail zero-binding by this much on a fold
+FOLD_MEAN_GAIN = 0.015  # ...and must gain this much on the mean over the folds
+OPEN_DOMAIN_TARGET = 0.40  # zero-binding open-domain R@10, mean over the held-out folds
+LATENCY_PASSES = 3  # each query set timed this many times, methods interleaved
 
 
 def load_workspace(ws: Workspace, docs: list[tuple[str, str]]) -> dict[str, list[str]]:
     """Capture every doc (group-committed batches); entry id -> doc ids (duplicates merge)."""
     docs_of: dict[str, list[str]] = {}
     for start in range(0, len(docs), BATCH):
-        chunk = docs[start:start + BATCH]
-        outcomes = ws.run_batch([("capture", {"content": text, "kind": "semantic",
-                                              "volatility": "durable"}) for _, text in chunk])
+        chunk = docs[start : start + BATCH]
+        outcomes = ws.run_batch(
+            [
+                ("capture", {"content": text, "kind": "semantic", "volatility": "durable"})
+                for _, text in chunk
+            ]
+        )
         for (doc_id, _), (ok, result) in zip(chunk, outcomes):
             if ok:
                 docs_of.setdefault(result.get("id") or result["matchId"], []).append(doc_id)
@@ -88,9 +93,11 @@ def raw_search(conn, table_name: str, query: str, limit: int) -> list[str]:
     tokens = tokenize(query)
     if not tokens:
         return []
-    rows = conn.execute(f"SELECT e.id FROM {table_name} f JOIN entries e ON e.seq = f.rowid "
-                        f"WHERE {table_name} MATCH ? ORDER BY bm25({table_name}) LIMIT ?",
-                        (match_any(tokens), limit)).fetchall()
+    rows = conn.execute(
+        f"SELECT e.id FROM {table_name} f JOIN entries e ON e.seq = f.rowid "
+        f"WHERE {table_name} MATCH ? ORDER BY bm25({table_name}) LIMIT ?",
+        (match_any(tokens), limit),
+    ).fetchall()
     return [r[0] for r in rows]
 
 
@@ -145,8 +152,12 @@ class Scores:
     def row(self, name: str) -> list[float]:
         v = self.values[name]
         latencies = [x[2] for x in v]
-        return [sum(x[0] for x in v) / len(v), sum(x[1] for x in v) / len(v), p50(latencies),
-                percentile(latencies, 99)]
+        return [
+            sum(x[0] for x in v) / len(v),
+            sum(x[1] for x in v) / len(v),
+            p50(latencies),
+            percentile(latencies, 99),
+        ]
 
     def by_category(self, name: str, index: int) -> dict[str, float]:
         groups: dict[str, list[float]] = defaultdict(list)
@@ -160,7 +171,9 @@ def beir_questions(data, docs_of) -> list:
         def judge(ranked):
             docs = [doc for entry_id in ranked for doc in docs_of.get(entry_id, [])]
             return beir.ndcg_at(docs, data.qrels[qid]), beir.recall_at(docs, data.qrels[qid])
+
         return judge
+
     return [(text, judge_for(qid), None) for qid, text in data.queries.items()]
 
 
@@ -169,16 +182,23 @@ def conversation_questions(conversation, turns_of) -> list:
         def judge(ranked):
             turns = locomo.expand(ranked, turns_of)
             return locomo.ndcg_at(turns, evidence), locomo.recall_at(turns, evidence)
+
         return judge
-    return [(q.text, judge_for(q.evidence), locomo.CATEGORY_NAMES.get(q.category, str(q.category)))
-            for q in conversation.questions]
+
+    return [
+        (q.text, judge_for(q.evidence), locomo.CATEGORY_NAMES.get(q.category, str(q.category)))
+        for q in conversation.questions
+    ]
 
 
 # ---- quality runs --------------------------------------------------------------------------------
 def beir_quality(path: str, vectors=None, cache=None) -> tuple[str, Scores, list]:
     data = beir.load(path)
     scores, sensitivity = Scores(), []
-    with tempfile.TemporaryDirectory() as tmp, Workspace(Path(tmp) / "bench.db", synchronous="NORMAL") as ws:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Workspace(Path(tmp) / "bench.db", synchronous="NORMAL") as ws,
+    ):
         started = time.perf_counter()
         docs_of = load_workspace(ws, data.corpus)
         load_s = time.perf_counter() - started
@@ -189,17 +209,30 @@ def beir_quality(path: str, vectors=None, cache=None) -> tuple[str, Scores, list
         vector_note = ""
         if vectors is not None:  # same file, now bound: dense-only and hybrid rows
             from . import bench_vectors
-            provider = bench_vectors.CachedProvider(vectors, bench_vectors.vector_table(
-                vectors, [t for _, t in data.corpus], list(data.queries.values()), cache, data.name))
+
+            provider = bench_vectors.CachedProvider(
+                vectors,
+                bench_vectors.vector_table(
+                    vectors,
+                    [t for _, t in data.corpus],
+                    list(data.queries.values()),
+                    cache,
+                    data.name,
+                ),
+            )
             vector_note = bench_vectors.bind(ws, provider, data.name)
             for name, search in bench_vectors.methods(ws, provider).items():
                 reset_recall_counts(ws)
                 scores.run(name, search, questions)
             sensitivity = bench_vectors.sensitivity(
-                lambda: [reset_recall_counts(ws)],
-                lambda: scores_of_hybrid(ws, questions))
+                lambda: [reset_recall_counts(ws)], lambda: scores_of_hybrid(ws, questions)
+            )
     note = f"{data.name}: {len(data.corpus)} docs loaded in {load_s:.1f} s, {len(data.queries)} judged queries"
-    return note + (f"; {vector_note}" if vector_note else ""), scores, [[data.name, *r] for r in sensitivity]
+    return (
+        note + (f"; {vector_note}" if vector_note else ""),
+        scores,
+        [[data.name, *r] for r in sensitivity],
+    )
 
 
 def scores_of_hybrid(ws: Workspace, questions) -> tuple[float, float]:
@@ -209,8 +242,9 @@ def scores_of_hybrid(ws: Workspace, questions) -> tuple[float, float]:
     return ndcg, rec
 
 
-def conversation_quality(path: str, vectors=None, cache=None,
-                         skip_sensitivity: bool = True) -> tuple[str, Scores, list, list]:
+def conversation_quality(
+    path: str, vectors=None, cache=None, skip_sensitivity: bool = True
+) -> tuple[str, Scores, list, list]:
     """skip_sensitivity: the hybrid's settings are judged by leave-one-conversation-out
     (held_out_sections) on conversations; the whole-split sensitivity table is the passages'."""
     data = locomo.load(path)
@@ -220,8 +254,13 @@ def conversation_quality(path: str, vectors=None, cache=None,
     provider = None
     if vectors is not None:
         from . import bench_vectors
-        provider = bench_vectors.CachedProvider(vectors, bench_vectors.vector_table(
-            vectors, data.turn_texts, data.question_texts, cache, data.name))
+
+        provider = bench_vectors.CachedProvider(
+            vectors,
+            bench_vectors.vector_table(
+                vectors, data.turn_texts, data.question_texts, cache, data.name
+            ),
+        )
     started = time.perf_counter()
     bound_runs = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -236,14 +275,25 @@ def conversation_quality(path: str, vectors=None, cache=None,
             if provider is None:
                 continue
             from . import bench_vectors
-            bound = Workspace(Path(tmp) / f"{conversation.id}-bound.db", synchronous="NORMAL",
-                              embedder=provider)
+
+            bound = Workspace(
+                Path(tmp) / f"{conversation.id}-bound.db", synchronous="NORMAL", embedder=provider
+            )
             bound_info = locomo.capture_conversation(bound, conversation)
-            dedup_rows.append([conversation.id, len(conversation.turns),
-                               bound_info["outcomes"].get("stored", 0), len(bound_info["blocked"]),
-                               bound_info["duplicate_candidates"], bound_info["auto_links"]])
+            dedup_rows.append(
+                [
+                    conversation.id,
+                    len(conversation.turns),
+                    bound_info["outcomes"].get("stored", 0),
+                    len(bound_info["blocked"]),
+                    bound_info["duplicate_candidates"],
+                    bound_info["auto_links"],
+                ]
+            )
             for blocked_text, matched_text, cosine in bound_info["blocked"]:
-                dedup_rows.append(["  blocked", f"{cosine:.3f}", blocked_text[:60], matched_text[:60], "", ""])
+                dedup_rows.append(
+                    ["  blocked", f"{cosine:.3f}", blocked_text[:60], matched_text[:60], "", ""]
+                )
             bound_questions = conversation_questions(conversation, bound_info["turns_of"])
             for name, search in bench_vectors.methods(bound, provider).items():
                 reset_recall_counts(bound)
@@ -262,13 +312,16 @@ def conversation_quality(path: str, vectors=None, cache=None,
                     run.run("hybrid", lambda q, ws=bound: recall_ids(ws, q), questions)
                 ndcg, rec, _, _ = run.row("hybrid")
                 return ndcg, rec
+
             sensitivity = [[data.name, *r] for r in bench_vectors.sensitivity(reset, measure)]
             for bound, _ in bound_runs:
                 bound.close()
     turns = sum(len(c.turns) for c in data.conversations)
     questions = sum(len(c.questions) for c in data.conversations)
-    note = (f"{data.name}: {len(data.conversations)} conversations, {turns} turns captured and "
-            f"linked in {time.perf_counter() - started:.1f} s (all runs), {questions} questions")
+    note = (
+        f"{data.name}: {len(data.conversations)} conversations, {turns} turns captured and "
+        f"linked in {time.perf_counter() - started:.1f} s (all runs), {questions} questions"
+    )
     return note, scores, dedup_rows, sensitivity
 
 
@@ -306,11 +359,13 @@ def read_path_recall(ws: Workspace, reader):
             return run_recall(reader, args, ws.clock.now_ms())
         finally:
             reader.execute("COMMIT")
+
     return run
 
 
-def _timed_together(runs: dict, queries: list[str], passes: int = LATENCY_PASSES,
-                    warmup: int = 20) -> dict[str, list[float]]:
+def _timed_together(
+    runs: dict, queries: list[str], passes: int = LATENCY_PASSES, warmup: int = 20
+) -> dict[str, list[float]]:
     """ms per query of each run, the runs interleaved query by query (and the order rotated),
     so a load spike on this shared machine hits the baseline and the measured run alike."""
     names = list(runs)
@@ -331,7 +386,10 @@ def _timed_together(runs: dict, queries: list[str], passes: int = LATENCY_PASSES
 def latency(n: int) -> tuple[str, list[list], list[list]]:
     docs, query_sets = synthetic_docs(n)
     rows = []
-    with tempfile.TemporaryDirectory() as tmp, Workspace(Path(tmp) / "bench.db", synchronous="NORMAL") as ws:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Workspace(Path(tmp) / "bench.db", synchronous="NORMAL") as ws,
+    ):
         started = time.perf_counter()
         load_workspace(ws, docs)
         load_s = time.perf_counter() - started
@@ -341,19 +399,33 @@ def latency(n: int) -> tuple[str, list[list], list[list]]:
                 "raw-fts5 top-50": lambda q: raw_search(reader, "raw_fts", q, 50),
                 "raw-fts5-porter top-50": lambda q: raw_search(reader, "entries_fts", q, 50),
                 "recall topK=10 (read path)": read_path_recall(ws, reader),
-                "recall topK=10 + follow-up write (Workspace.recall)": lambda q: ws.recall(q, topK=10),
+                "recall topK=10 + follow-up write (Workspace.recall)": lambda q: ws.recall(
+                    q, topK=10
+                ),
             }
             for set_name, queries in query_sets.items():
                 baseline = None
                 for name, samples in _timed_together(runs, queries).items():
                     row_p50, row_p99 = p50(samples), percentile(samples, 99)
                     baseline = baseline or (row_p50, row_p99)
-                    rows.append([f"{n:,} / {set_name}", name, row_p50, row_p99,
-                                 row_p50 / baseline[0], row_p99 / baseline[1]])
+                    rows.append(
+                        [
+                            f"{n:,} / {set_name}",
+                            name,
+                            row_p50,
+                            row_p99,
+                            row_p50 / baseline[0],
+                            row_p99 / baseline[1],
+                        ]
+                    )
         finally:
             reader.close()
     sizes = ", ".join(f"{len(q)} {name}" for name, q in query_sets.items())
-    return f"{n:,} synthetic entries loaded in {load_s:.1f} s; queries: {sizes}", rows, large_entries()
+    return (
+        f"{n:,} synthetic entries loaded in {load_s:.1f} s; queries: {sizes}",
+        rows,
+        large_entries(),
+    )
 
 
 def stand_in_cost(data_paths: list[str], conversation_paths: list[str]) -> tuple[str, list[list]]:
@@ -362,13 +434,18 @@ def stand_in_cost(data_paths: list[str], conversation_paths: list[str]) -> tuple
     passage sets' own queries, and the conversations' questions, whose names and words these
     passages mostly lack (a heavy case: many unknown words per query)."""
     from .folds import applied
+
     corpus = [doc for path in data_paths for doc in beir.load(path).corpus]
-    query_sets = {"passage queries": [q for path in data_paths
-                                      for q in beir.load(path).queries.values()]}
+    query_sets = {
+        "passage queries": [q for path in data_paths for q in beir.load(path).queries.values()]
+    }
     for path in conversation_paths:
         query_sets["conversation questions"] = locomo.load(path).question_texts
     rows = []
-    with tempfile.TemporaryDirectory() as tmp, Workspace(Path(tmp) / "stand-ins.db", synchronous="OFF") as ws:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Workspace(Path(tmp) / "stand-ins.db", synchronous="OFF") as ws,
+    ):
         load_workspace(ws, corpus)
         reader = db.connect(ws.path, readonly=True)
         try:
@@ -379,17 +456,28 @@ def stand_in_cost(data_paths: list[str], conversation_paths: list[str]) -> tuple
                 def call(query: str) -> None:
                     with applied({"RESPELL_UNKNOWN_WORDS": on}):
                         rewrite[on].append(run(query)["timings"]["rewriteMs"])
+
                 return call
+
             for set_name, queries in query_sets.items():
                 with applied({"RESPELL_UNKNOWN_WORDS": True}):
                     touched = sum(bool(run(q)["queryUsed"]["standIns"]) for q in queries)
                 for on in rewrite:
                     rewrite[on].clear()
                 samples = _timed_together({"on": timed(True), "off": timed(False)}, queries)
-                rows.append([set_name, len(queries), touched / len(queries),
-                             p50(samples["off"]), p50(samples["on"]),
-                             percentile(samples["off"], 99), percentile(samples["on"], 99),
-                             p50(rewrite[False]), p50(rewrite[True])])
+                rows.append(
+                    [
+                        set_name,
+                        len(queries),
+                        touched / len(queries),
+                        p50(samples["off"]),
+                        p50(samples["on"]),
+                        percentile(samples["off"], 99),
+                        percentile(samples["on"], 99),
+                        p50(rewrite[False]),
+                        p50(rewrite[True]),
+                    ]
+                )
         finally:
             reader.close()
     return f"{len(corpus):,} passages in one workspace", rows
@@ -402,7 +490,10 @@ def large_entries() -> list[list]:
     words = [f"x{i}{rng.choice('aeiou')}" for i in range(3000)]
     rows = []
     for chars in (200, LARGE_ENTRY_CHARS):
-        with tempfile.TemporaryDirectory() as tmp, Workspace(Path(tmp) / "large.db", synchronous="OFF") as ws:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            Workspace(Path(tmp) / "large.db", synchronous="OFF") as ws,
+        ):
             calls = []
             for i in range(LARGE_ENTRY_COUNT):
                 text, size = [f"zephyr note {i}"], 0
@@ -425,18 +516,27 @@ def large_entries() -> list[list]:
             finally:
                 reader.close()
             samples = samples[2:]
-            rows.append([f"{LARGE_ENTRY_COUNT} entries × {chars:,} chars", f"topK={LARGE_TOP_K}",
-                         p50(samples), p50(stages["rerankMs"]), p50(stages["hydrateMs"])])
+            rows.append(
+                [
+                    f"{LARGE_ENTRY_COUNT} entries × {chars:,} chars",
+                    f"topK={LARGE_TOP_K}",
+                    p50(samples),
+                    p50(stages["rerankMs"]),
+                    p50(stages["hydrateMs"]),
+                ]
+            )
     return rows
 
 
 # ---- leave-one-conversation-out, recall's own cost ---------------------------------------------------
-def held_out_sections(path: str, vectors, cache, results: dict[str, Scores],
-                      kinds: dict[str, str], compare=None) -> list[str]:
+def held_out_sections(
+    path: str, vectors, cache, results: dict[str, Scores], kinds: dict[str, str], compare=None
+) -> list[str]:
     """Every setting judged on conversations it was not chosen on (bench/folds.py), the weak
     categories per fold, recall against getCount stage by stage (bench/recall_cost.py), and
     with a second provider (`compare`) the hybrid per fold with either encoder."""
     from . import folds
+
     data = locomo.load(path)
     provider = None
     if vectors is not None:
@@ -446,8 +546,11 @@ def held_out_sections(path: str, vectors, cache, results: dict[str, Scores],
         sections = [_fold_section(bench, results, kinds)]
         if provider is not None and compare is not None:
             sections.append(_encoder_section(bench, data, provider, _cached(compare, data, cache)))
-        sections += [_category_section(bench), _settings_section(bench),
-                     _cost_section(bench, vectors, provider)]
+        sections += [
+            _category_section(bench),
+            _settings_section(bench),
+            _cost_section(bench, vectors, provider),
+        ]
     finally:
         bench.close()
     return sections
@@ -455,12 +558,16 @@ def held_out_sections(path: str, vectors, cache, results: dict[str, Scores],
 
 def _cached(vectors, data, cache):
     from . import bench_vectors
-    return bench_vectors.CachedProvider(vectors, bench_vectors.vector_table(
-        vectors, data.turn_texts, data.question_texts, cache, data.name))
+
+    return bench_vectors.CachedProvider(
+        vectors,
+        bench_vectors.vector_table(vectors, data.turn_texts, data.question_texts, cache, data.name),
+    )
 
 
 def _encoder_section(bench, data, provider, other) -> str:
     from . import bench_vectors, folds
+
     other_bench = folds.ConversationBench(data, other, zero=False)
     try:
         return bench_vectors.encoder_section(bench, other_bench, [provider, other])
@@ -470,12 +577,13 @@ def _encoder_section(bench, data, provider, other) -> str:
 
 def _fold_section(bench, results: dict[str, Scores], kinds: dict[str, str]) -> str:
     from . import folds
+
     bound = bool(bench.runs[True])
     headers = ["held-out conversation", "questions", "zero R@10", "zero nDCG@10"]
     if bound:
         headers += ["hybrid R@10", "hybrid nDCG@10", "Δ R@10", "Δ nDCG@10"]
     rows = folds.fold_rows(bench)
-    for name, scores in results.items():      # the passage sets beside the folds
+    for name, scores in results.items():  # the passage sets beside the folds
         if kinds[name] != "passages":
             continue
         zn, zr = scores.row("recall")[:2]
@@ -486,72 +594,105 @@ def _fold_section(bench, results: dict[str, Scores], kinds: dict[str, str]) -> s
         rows.append(row + [""] * (len(headers) - len(row)))
     checks = ""
     if bound:
-        folds_only = rows[:len(bench.conversations)]
+        folds_only = rows[: len(bench.conversations)]
         mean_row = rows[len(bench.conversations)]
         worst = min(min(r[6], r[7]) for r in folds_only)
-        checks = (f"\n\nHybrid never below zero-binding − {FOLD_TOLERANCE} on a fold (R@10 and nDCG@10): "
-                  f"worst fold Δ {worst:+.4f}, {'met' if worst >= -FOLD_TOLERANCE else 'missed'}; "
-                  f"mean Δ ≥ +{FOLD_MEAN_GAIN}: R@10 {mean_row[6]:+.4f}, nDCG@10 {mean_row[7]:+.4f}, "
-                  f"{'met' if min(mean_row[6], mean_row[7]) >= FOLD_MEAN_GAIN else 'missed'}.")
-    return ("## Leave-one-conversation-out: the shipped settings on each held-out conversation\n\n"
-            "Each fold is a conversation none of the settings below was chosen on (they are "
-            "chosen on the other four); the passage sets are beside them.\n\n"
-            + table(headers, rows) + checks)
+        checks = (
+            f"\n\nHybrid never below zero-binding − {FOLD_TOLERANCE} on a fold (R@10 and nDCG@10): "
+            f"worst fold Δ {worst:+.4f}, {'met' if worst >= -FOLD_TOLERANCE else 'missed'}; "
+            f"mean Δ ≥ +{FOLD_MEAN_GAIN}: R@10 {mean_row[6]:+.4f}, nDCG@10 {mean_row[7]:+.4f}, "
+            f"{'met' if min(mean_row[6], mean_row[7]) >= FOLD_MEAN_GAIN else 'missed'}."
+        )
+    return (
+        "## Leave-one-conversation-out: the shipped settings on each held-out conversation\n\n"
+        "Each fold is a conversation none of the settings below was chosen on (they are "
+        "chosen on the other four); the passage sets are beside them.\n\n"
+        + table(headers, rows)
+        + checks
+    )
 
 
 def _category_section(bench) -> str:
     from . import folds
+
     categories, rows = folds.category_rows(bench)
     without = folds.category_rows(bench, {"RESPELL_UNKNOWN_WORDS": False})[1]
-    rows.insert(len(bench.conversations) + 1, ["mean over folds, no stand-ins",
-                                               *without[len(bench.conversations)][1:]])
+    rows.insert(
+        len(bench.conversations) + 1,
+        ["mean over folds, no stand-ins", *without[len(bench.conversations)][1:]],
+    )
     open_domain = rows[len(bench.conversations)][1 + categories.index("open-domain")]
-    return ("## Zero-binding R@10 by question category, per held-out conversation\n\n"
-            + table(["held-out conversation", *categories], rows)
-            + f"\n\nOpen-domain R@10, mean over the held-out folds ≥ {OPEN_DOMAIN_TARGET}: "
-            f"{open_domain:.4f}, {'met' if open_domain >= OPEN_DOMAIN_TARGET else 'missed'} "
-            "(the row without stand-ins for unknown words is the same run with them off).")
+    return (
+        "## Zero-binding R@10 by question category, per held-out conversation\n\n"
+        + table(["held-out conversation", *categories], rows)
+        + f"\n\nOpen-domain R@10, mean over the held-out folds ≥ {OPEN_DOMAIN_TARGET}: "
+        f"{open_domain:.4f}, {'met' if open_domain >= OPEN_DOMAIN_TARGET else 'missed'} "
+        "(the row without stand-ins for unknown words is the same run with them off)."
+    )
 
 
 def _settings_section(bench) -> str:
     from . import folds
+
     per_fold, summary = folds.settings_rows(bench)
-    return ("## Settings, each chosen on four conversations and scored on the fifth\n\n"
-            "Baseline: the value shipped before the held-out tuning. Δ = held-out fold mean of "
-            "the chosen value minus the baseline's; worst = the lowest single-fold Δ. A setting is kept only if the "
-            "held-out mean improves.\n\n"
-            + table(["setting", "arm", "before", "shipped", "Δ R@10", "Δ nDCG@10", "worst fold Δ"],
-                    summary)
-            + "\n\nBy fold (the value the other four chose, its gain on the held-out one):\n\n"
-            + table(["setting", "held out", "chosen on the other four", "Δ R@10", "Δ nDCG@10"],
-                    per_fold))
+    return (
+        "## Settings, each chosen on four conversations and scored on the fifth\n\n"
+        "Baseline: the value shipped before the held-out tuning. Δ = held-out fold mean of "
+        "the chosen value minus the baseline's; worst = the lowest single-fold Δ. A setting is kept only if the "
+        "held-out mean improves.\n\n"
+        + table(
+            ["setting", "arm", "before", "shipped", "Δ R@10", "Δ nDCG@10", "worst fold Δ"], summary
+        )
+        + "\n\nBy fold (the value the other four chose, its gain on the held-out one):\n\n"
+        + table(
+            ["setting", "held out", "chosen on the other four", "Δ R@10", "Δ nDCG@10"], per_fold
+        )
+    )
 
 
 def _cost_section(bench, vectors, provider) -> str:
     from . import recall_cost
+
     fresh = None
-    if provider is not None:   # queries embedded fresh, turns from the cache
+    if provider is not None:  # queries embedded fresh, turns from the cache
         asked = set(bench.data.question_texts)
-        fresh = recall_cost.FreshQueries(vectors, {t: v for t, v in provider.table.items()
-                                                   if t not in asked})
+        fresh = recall_cost.FreshQueries(
+            vectors, {t: v for t, v in provider.table.items() if t not in asked}
+        )
         for _, ws in bench.workspaces(True):
             ws.vectors.provider = fresh
     bound = dict(bench.workspaces(True))
-    pairs = [(ws, bound.get(cid), [q.text for q, _ in questions])
-             for cid, ws, questions in bench.runs[False]]
-    rows, stage_rows = recall_cost.report_rows(recall_cost.measure(pairs),
-                                               fresh.embed_ms if fresh else [])
-    return ("## Recall's own cost: recall against getCount on the same workspace (in process, ms)"
-            "\n\n" + recall_cost.NOTE + "\n\n"
-            + table(["call", "p50 ms", "p99 ms", "p50 / getCount p50"], rows)
-            + "\n\nWhere recall's time goes (ms per call; p50 of the calls a stage ran in, and the "
-            "mean over every call):\n\n"
-            + table(["stage", "zero p50", "zero mean", "bound p50", "bound mean"], stage_rows))
+    pairs = [
+        (ws, bound.get(cid), [q.text for q, _ in questions])
+        for cid, ws, questions in bench.runs[False]
+    ]
+    rows, stage_rows = recall_cost.report_rows(
+        recall_cost.measure(pairs), fresh.embed_ms if fresh else []
+    )
+    return (
+        "## Recall's own cost: recall against getCount on the same workspace (in process, ms)"
+        "\n\n"
+        + recall_cost.NOTE
+        + "\n\n"
+        + table(["call", "p50 ms", "p99 ms", "p50 / getCount p50"], rows)
+        + "\n\nWhere recall's time goes (ms per call; p50 of the calls a stage ran in, and the "
+        "mean over every call):\n\n"
+        + table(["stage", "zero p50", "zero mean", "bound p50", "bound mean"], stage_rows)
+    )
 
 
 # ---- report ------------------------------------------------------------------------------------------
-QUALITY_METHODS = ["raw-fts5", "raw-fts5-porter", "keyword-arm", "keyword+graph", "recall",
-                   "dense-only", "dense+feedback", "hybrid", "hybrid, MMR off"]
+QUALITY_METHODS = [
+    "raw-fts5",
+    "raw-fts5-porter",
+    "keyword-arm",
+    "keyword+graph",
+    "recall",
+    "dense-only",
+    "dense+feedback",
+    "hybrid",
+    "hybrid, MMR off",
+]
 
 
 def targets(results: dict[str, Scores], kinds: dict[str, str]) -> list[list]:
@@ -563,49 +704,101 @@ def targets(results: dict[str, Scores], kinds: dict[str, str]) -> list[list]:
         if "hybrid" in have:
             best_arm = max(scores.row("keyword-arm")[0], scores.row("dense-only")[0])
             hybrid = scores.row("hybrid")[0]
-            rows.append([name, "hybrid nDCG@10 ≥ max(keyword-arm, dense-only)",
-                         f"{hybrid:.4f}", f"{best_arm:.4f}", "met" if hybrid >= best_arm else "missed"])
+            rows.append(
+                [
+                    name,
+                    "hybrid nDCG@10 ≥ max(keyword-arm, dense-only)",
+                    f"{hybrid:.4f}",
+                    f"{best_arm:.4f}",
+                    "met" if hybrid >= best_arm else "missed",
+                ]
+            )
             zero = scores.row("recall")[0]
-            rows.append([name, "hybrid nDCG@10 ≥ zero-binding recall", f"{hybrid:.4f}", f"{zero:.4f}",
-                         "met" if hybrid >= zero else "missed"])
+            rows.append(
+                [
+                    name,
+                    "hybrid nDCG@10 ≥ zero-binding recall",
+                    f"{hybrid:.4f}",
+                    f"{zero:.4f}",
+                    "met" if hybrid >= zero else "missed",
+                ]
+            )
         if kinds[name] == "conversations":
             rec = scores.row("recall")[1]
-            rows.append([name, "zero-binding R@10 ≥ 0.68", f"{rec:.4f}", "0.6800",
-                         "met" if rec >= 0.68 else "missed"])
+            rows.append(
+                [
+                    name,
+                    "zero-binding R@10 ≥ 0.68",
+                    f"{rec:.4f}",
+                    "0.6800",
+                    "met" if rec >= 0.68 else "missed",
+                ]
+            )
         else:
             zero, keyword = scores.row("recall")[0], scores.row("keyword-arm")[0]
-            rows.append([name, "zero-binding nDCG@10 ≥ keyword-arm", f"{zero:.4f}", f"{keyword:.4f}",
-                         "met" if zero >= keyword else "missed"])
+            rows.append(
+                [
+                    name,
+                    "zero-binding nDCG@10 ≥ keyword-arm",
+                    f"{zero:.4f}",
+                    f"{keyword:.4f}",
+                    "met" if zero >= keyword else "missed",
+                ]
+            )
     return rows
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", nargs="*", default=[], help="BEIR-layout folders")
-    parser.add_argument("--conversations", nargs="*", default=[],
-                        help="LoCoMo-layout folders (conversations.jsonl)")
+    parser.add_argument(
+        "--conversations", nargs="*", default=[], help="LoCoMo-layout folders (conversations.jsonl)"
+    )
     parser.add_argument("--synthetic", type=int, default=0, help="entries for the latency run")
-    parser.add_argument("--vectors", choices=["minilm", "minilm-int8", "hash"], default=None,
-                        help="also bind this embedding provider: dense-only and hybrid rows")
-    parser.add_argument("--compare-vectors", choices=["minilm", "minilm-int8", "hash"], default=None,
-                        help="with --vectors and --conversations: also the hybrid per held-out "
-                             "conversation with this provider, and its query embedding time")
-    parser.add_argument("--http", action="store_true",
-                        help="with --conversations: also recall against getCount over HTTP on "
-                             "the real service (bench/recall_http.py; starts Ray: run it under "
-                             "flock /tmp/ray.lock), bound with MiniLM when --vectors minilm")
-    parser.add_argument("--stand-in-cost", action="store_true",
-                        help="with --data: recall with and without stand-ins for unknown words "
-                             "on one workspace holding every --data corpus (10k entries with "
-                             "the two 5k sets)")
-    parser.add_argument("--embed-cache", default=None,
-                        help="folder caching embeddings between runs (default: a temp dir)")
+    parser.add_argument(
+        "--vectors",
+        choices=["minilm", "minilm-int8", "hash"],
+        default=None,
+        help="also bind this embedding provider: dense-only and hybrid rows",
+    )
+    parser.add_argument(
+        "--compare-vectors",
+        choices=["minilm", "minilm-int8", "hash"],
+        default=None,
+        help="with --vectors and --conversations: also the hybrid per held-out "
+        "conversation with this provider, and its query embedding time",
+    )
+    parser.add_argument(
+        "--http",
+        action="store_true",
+        help="with --conversations: also recall against getCount over HTTP on "
+        "the real service (bench/recall_http.py; starts Ray: run it under "
+        "flock /tmp/ray.lock), bound with MiniLM when --vectors minilm",
+    )
+    parser.add_argument(
+        "--stand-in-cost",
+        action="store_true",
+        help="with --data: recall with and without stand-ins for unknown words "
+        "on one workspace holding every --data corpus (10k entries with "
+        "the two 5k sets)",
+    )
+    parser.add_argument(
+        "--embed-cache",
+        default=None,
+        help="folder caching embeddings between runs (default: a temp dir)",
+    )
     args = parser.parse_args()
     out = []
     provider = cache = compare = None
     if args.vectors:
         from . import bench_vectors
-        provider, cache = bench_vectors.make(args.vectors), bench_vectors.cache_dir(args.embed_cache)
+
+        provider, cache = (
+            bench_vectors.make(args.vectors),
+            bench_vectors.cache_dir(args.embed_cache),
+        )
         compare = bench_vectors.make(args.compare_vectors) if args.compare_vectors else None
     results: dict[str, Scores] = {}
     kinds: dict[str, str] = {}
@@ -624,11 +817,18 @@ def main() -> None:
         dedup += dedup_rows
         sensitivity += sens
     if results:
-        rows = [[name, method, *scores.row(method)] for name, scores in results.items()
-                for method in QUALITY_METHODS if method in scores.values]
-        out.append("## Quality (nDCG@10, R@10) and query latency (ms)\n\n"
-                   + "\n".join(f"- {n}" for n in notes) + "\n\n"
-                   + table(["set", "method", "nDCG@10", "R@10", "p50 ms", "p99 ms"], rows))
+        rows = [
+            [name, method, *scores.row(method)]
+            for name, scores in results.items()
+            for method in QUALITY_METHODS
+            if method in scores.values
+        ]
+        out.append(
+            "## Quality (nDCG@10, R@10) and query latency (ms)\n\n"
+            + "\n".join(f"- {n}" for n in notes)
+            + "\n\n"
+            + table(["set", "method", "nDCG@10", "R@10", "p50 ms", "p99 ms"], rows)
+        )
         for name, scores in results.items():
             if kinds[name] != "conversations":
                 continue
@@ -638,42 +838,86 @@ def main() -> None:
                 for method in QUALITY_METHODS:
                     if method in scores.values:
                         values = scores.by_category(method, index)
-                        cat_rows.append([method, *[values.get(c, float("nan")) for c in categories]])
+                        cat_rows.append(
+                            [method, *[values.get(c, float("nan")) for c in categories]]
+                        )
                 counts = scores.by_category("recall", 1)
                 sizes = {c: sum(1 for v in scores.values["recall"] if v[3] == c) for c in counts}
-                out.append(f"## {name}: {label} by question category\n\n" + table(
-                    ["method", *[f"{c} ({sizes.get(c, 0)})" for c in categories]], cat_rows))
-        out.append("## Targets\n\n" + table(["set", "target", "figure", "bar (same run)", ""],
-                                            targets(results, kinds)))
+                out.append(
+                    f"## {name}: {label} by question category\n\n"
+                    + table(["method", *[f"{c} ({sizes.get(c, 0)})" for c in categories]], cat_rows)
+                )
+        out.append(
+            "## Targets\n\n"
+            + table(["set", "target", "figure", "bar (same run)", ""], targets(results, kinds))
+        )
     for path in args.conversations:
         out += held_out_sections(path, provider, cache, results, kinds, compare)
         if args.http:
             from . import recall_http
+
             body, http_notes = recall_http.section(
-                path, [args.vectors] if args.vectors in ("minilm", "minilm-int8") else [])
+                path, [args.vectors] if args.vectors in ("minilm", "minilm-int8") else []
+            )
             out.append(body + "\n\n" + "\n".join(f"- {n}" for n in http_notes))
     if dedup:
-        out.append("## Semantic dedup and auto-links when capturing conversations with the binding on\n\n"
-                   + table(["conversation", "turns", "stored", "blocked (semantic)",
-                            "duplicate-candidate", "auto-link edges"], dedup))
+        out.append(
+            "## Semantic dedup and auto-links when capturing conversations with the binding on\n\n"
+            + table(
+                [
+                    "conversation",
+                    "turns",
+                    "stored",
+                    "blocked (semantic)",
+                    "duplicate-candidate",
+                    "auto-link edges",
+                ],
+                dedup,
+            )
+        )
     if args.stand_in_cost and args.data:
         note, rows = stand_in_cost(args.data, args.conversations)
-        out.append("## Stand-ins for unknown words: their cost per recall (read path, ms)\n\n"
-                   f"- {note}; each query recalled with and without stand-ins, interleaved\n\n"
-                   + table(["queries", "n", "share with stand-ins", "p50 off", "p50 on",
-                            "p99 off", "p99 on", "rewrite p50 off", "rewrite p50 on"], rows))
+        out.append(
+            "## Stand-ins for unknown words: their cost per recall (read path, ms)\n\n"
+            f"- {note}; each query recalled with and without stand-ins, interleaved\n\n"
+            + table(
+                [
+                    "queries",
+                    "n",
+                    "share with stand-ins",
+                    "p50 off",
+                    "p50 on",
+                    "p99 off",
+                    "p99 on",
+                    "rewrite p50 off",
+                    "rewrite p50 on",
+                ],
+                rows,
+            )
+        )
     if args.synthetic:
         note, rows, large = latency(args.synthetic)
-        out.append(f"## Latency at scale\n\n- {note}\n\n" + table(
-            ["data", "method", "p50 ms", "p99 ms", "p50 / raw", "p99 / raw"], rows))
-        out.append("## MMR + rerank against entry size (recall read path, ms)\n\n" + table(
-            ["entries", "query", "recall p50", "rerank + MMR p50", "hydrate + snippets p50"], large))
+        out.append(
+            f"## Latency at scale\n\n- {note}\n\n"
+            + table(["data", "method", "p50 ms", "p99 ms", "p50 / raw", "p99 / raw"], rows)
+        )
+        out.append(
+            "## MMR + rerank against entry size (recall read path, ms)\n\n"
+            + table(
+                ["entries", "query", "recall p50", "rerank + MMR p50", "hydrate + snippets p50"],
+                large,
+            )
+        )
     if provider is not None:
         from . import bench_vectors
+
         out += bench_vectors.report_sections(provider, args.data, sensitivity)
     report = "\n\n".join(out)
     print(report)
-    print("\nsaved to", save_report("retrieval-vectors" if provider is not None else "retrieval", report))
+    print(
+        "\nsaved to",
+        save_report("retrieval-vectors" if provider is not None else "retrieval", report),
+    )
 
 
 if __name__ == "__main__":

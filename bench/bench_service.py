@@ -6,6 +6,7 @@ FastAPI/uvicorn round trip, throughput across many workspaces, resident actors a
 Everything runs in one go on this machine: a fresh local Ray with Serve on a free loopback
 port, a uvicorn subprocess for the baseline, data in a temporary folder, SQLite FULL.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,12 @@ import httpx
 from bench.common import p50, percentile, save_report, table
 from bench.local_service import free_port
 
-INGRESS_TARGET = 1.3           # HTTP getCount p50 / /healthz p50 through the same app
-WORDS = [f"{a}{b}" for a in ("kar", "lum", "sev", "tor", "mip", "dax", "quo", "fen", "zul", "bri")
-         for b in ("ana", "eto", "iro", "ush", "ela", "opa", "ynn", "arc", "ide", "umo")]
+INGRESS_TARGET = 1.3  # HTTP getCount p50 / /healthz p50 through the same app
+WORDS = [
+    f"{a}{b}"
+    for a in ("kar", "lum", "sev", "tor", "mip", "dax", "quo", "fen", "zul", "bri")
+    for b in ("ana", "eto", "iro", "ush", "ela", "opa", "ynn", "arc", "ide", "umo")
+]
 
 
 def sentence(rng: random.Random, i: int) -> str:
@@ -49,8 +53,19 @@ def row(name: str, samples: list[float], baseline: float | None = None) -> list:
 # ---- baseline: minimal FastAPI over uvicorn --------------------------------------------------
 def minimal_round_trip(samples: int) -> list[float]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "bench.minimal_app:app", "--port",
-                             str(port), "--log-level", "warning"], cwd=Path(__file__).parent.parent)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "bench.minimal_app:app",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=Path(__file__).parent.parent,
+    )
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
             for _ in range(100):
@@ -69,16 +84,24 @@ def minimal_round_trip(samples: int) -> list[float]:
 # ---- engine in-process -----------------------------------------------------------------------
 def engine_numbers(folder: Path, entries: int, samples: int, rng) -> dict[str, list[float]]:
     from minisphere.engine.workspace import Workspace
+
     ws = Workspace(folder / "engine.db", synchronous="FULL")
     for start in range(0, entries, 500):
-        ws.run_batch([("capture", {"content": sentence(rng, i)})
-                      for i in range(start, min(entries, start + 500))])
+        ws.run_batch(
+            [
+                ("capture", {"content": sentence(rng, i)})
+                for i in range(start, min(entries, start + 500))
+            ]
+        )
     ids = [e["id"] for e in ws.list_recent(n=200)["items"]]
-    out = {"capture": timed(lambda i: ws.capture(sentence(rng, 10**7 + i)), samples),
-           "getEntry": timed(lambda i: ws.get_entry(ids[i % len(ids)]), samples)}
+    out = {
+        "capture": timed(lambda i: ws.capture(sentence(rng, 10**7 + i)), samples),
+        "getEntry": timed(lambda i: ws.get_entry(ids[i % len(ids)]), samples),
+    }
     try:
-        out["recall"] = timed(lambda i: ws.recall(" ".join(rng.sample(WORDS, 2)), top_k=10),
-                              samples)
+        out["recall"] = timed(
+            lambda i: ws.recall(" ".join(rng.sample(WORDS, 2)), top_k=10), samples
+        )
     except Exception as exc:  # noqa: BLE001 - retrieval may be absent or mid-change
         print(f"recall unavailable in-process: {exc!r}", flush=True)
     ws.close()
@@ -90,11 +113,14 @@ async def seed(url, ws, headers, entries, rng, concurrency=64) -> float:
     sem = asyncio.Semaphore(concurrency)
     limits = httpx.Limits(max_connections=concurrency)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+
         async def one(i):
             async with sem:
-                r = await client.post(f"/v1/w/{ws}/capture", headers=headers,
-                                      json={"content": sentence(rng, i)})
+                r = await client.post(
+                    f"/v1/w/{ws}/capture", headers=headers, json={"content": sentence(rng, i)}
+                )
                 r.raise_for_status()
+
         started = time.perf_counter()
         await asyncio.gather(*(one(i) for i in range(entries)))
         return entries / (time.perf_counter() - started)
@@ -110,8 +136,12 @@ def server_timing(response) -> dict[str, float]:
 
 
 def service_latency(client, ws, headers, samples, rng, recall_ok) -> tuple[dict, dict]:
-    ids = [e["id"] for e in client.post(f"/v1/w/{ws}/listRecent", headers=headers,
-                                        json={"n": 200}).json()["items"]]
+    ids = [
+        e["id"]
+        for e in client.post(f"/v1/w/{ws}/listRecent", headers=headers, json={"n": 200}).json()[
+            "items"
+        ]
+    ]
     breakdown: dict[str, dict[str, list[float]]] = {}
 
     def call(method, body):
@@ -119,12 +149,16 @@ def service_latency(client, ws, headers, samples, rng, recall_ok) -> tuple[dict,
         response.raise_for_status()
         for name, value in server_timing(response).items():
             breakdown.setdefault(method, {}).setdefault(name, []).append(value)
-    calls = {"capture": lambda i: call("capture", {"content": sentence(rng, 10**7 + i)}),
-             "getEntry": lambda i: call("getEntry", {"id": ids[i % len(ids)]}),
-             "getCount": lambda i: call("getCount", {})}
+
+    calls = {
+        "capture": lambda i: call("capture", {"content": sentence(rng, 10**7 + i)}),
+        "getEntry": lambda i: call("getEntry", {"id": ids[i % len(ids)]}),
+        "getCount": lambda i: call("getCount", {}),
+    }
     if recall_ok:
-        calls["recall"] = lambda i: call("recall", {"query": " ".join(rng.sample(WORDS, 2)),
-                                                    "topK": 10})
+        calls["recall"] = lambda i: call(
+            "recall", {"query": " ".join(rng.sample(WORDS, 2)), "topK": 10}
+        )
     out = {}
     for method, fn in calls.items():
         timed(fn, 30)
@@ -153,6 +187,7 @@ async def many_workspaces(url, spaces, requests_per_space, concurrency, rng, met
     sem = asyncio.Semaphore(concurrency)
     latencies: list[float] = []
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+
         async def one(ws, headers, i):
             body = {"content": sentence(rng, i)} if method == "capture" else {}
             async with sem:
@@ -160,8 +195,12 @@ async def many_workspaces(url, spaces, requests_per_space, concurrency, rng, met
                 r = await client.post(f"/v1/w/{ws}/{method}", headers=headers, json=body)
                 latencies.append((time.perf_counter() - started) * 1e3)
                 r.raise_for_status()
-        jobs = [one(ws, h, n * 1000 + k) for k in range(requests_per_space)
-                for n, (ws, h) in enumerate(spaces)]
+
+        jobs = [
+            one(ws, h, n * 1000 + k)
+            for k in range(requests_per_space)
+            for n, (ws, h) in enumerate(spaces)
+        ]
         random.Random(7).shuffle(jobs)
         started = time.perf_counter()
         await asyncio.gather(*jobs)
@@ -172,6 +211,7 @@ def resident_actors(namespace: str) -> tuple[int, list[int]]:
     import ray
 
     from actors.workspace.launch import ACTOR_NAME_PREFIX
+
     alive = [n for n in ray.util.list_named_actors() if n.startswith(ACTOR_NAME_PREFIX)]
     stats = ray.get([ray.get_actor(n, namespace=namespace).stats.remote() for n in alive])
     return len(alive), [s["rssBytes"] for s in stats]
@@ -184,9 +224,12 @@ def main(argv=None) -> int:
     ap.add_argument("--workspaces", type=int, default=100)
     ap.add_argument("--per-workspace", type=int, default=20)
     ap.add_argument("--concurrency", type=int, default=64)
-    ap.add_argument("--ray-niceness", default="0",
-                    help="RAY_worker_niceness for this run (Ray's default is 15; 0 puts Ray's "
-                         "processes on par with the uvicorn baseline on a busy machine)")
+    ap.add_argument(
+        "--ray-niceness",
+        default="0",
+        help="RAY_worker_niceness for this run (Ray's default is 15; 0 puts Ray's "
+        "processes on par with the uvicorn baseline on a busy machine)",
+    )
     args = ap.parse_args(argv)
     rng = random.Random(42)
     tmp = Path(tempfile.mkdtemp(prefix="bench-service-"))
@@ -203,14 +246,25 @@ def main(argv=None) -> int:
 
     import serve_app
     from minisphere.settings import load_settings
+
     port = free_port()
-    config = load_settings({"MINISPHERE_DATA_DIR": str(tmp / "service"), "MINISPHERE_PORT": str(port),
-                          "MINISPHERE_RAY_NAMESPACE": "minisphere-bench",
-                          "MINISPHERE_ADMIN_TOKEN": "bench-admin-token-0123456789"})
+    config = load_settings(
+        {
+            "MINISPHERE_DATA_DIR": str(tmp / "service"),
+            "MINISPHERE_PORT": str(port),
+            "MINISPHERE_RAY_NAMESPACE": "minisphere-bench",
+            "MINISPHERE_ADMIN_TOKEN": "bench-admin-token-0123456789",
+        }
+    )
     print("starting Ray + Serve ...", flush=True)
     os.environ.setdefault("RAY_worker_niceness", args.ray_niceness)
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, namespace=config.namespace,
-             logging_level="WARNING", log_to_driver=False)
+    ray.init(
+        num_cpus=os.cpu_count(),
+        include_dashboard=False,
+        namespace=config.namespace,
+        logging_level="WARNING",
+        log_to_driver=False,
+    )
     serve_app.start(config)
     url, admin = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {config.admin_token}"}
     try:
@@ -220,78 +274,117 @@ def main(argv=None) -> int:
             print(f"seeding {args.entries} entries over HTTP ...", flush=True)
             seed_rate = asyncio.run(seed(url, "bench-main", headers, args.entries, rng))
             print("sequential latency ...", flush=True)
-            service, breakdown = service_latency(client, "bench-main", headers, args.samples, rng,
-                                                 recall_ok)
+            service, breakdown = service_latency(
+                client, "bench-main", headers, args.samples, rng, recall_ok
+            )
             ingress_cost(client, "bench-main", headers, 30)
             count_lat, serve_floor = ingress_cost(client, "bench-main", headers, args.samples)
             print(f"creating {args.workspaces} workspaces ...", flush=True)
             spaces = []
             for _ in range(args.workspaces):
                 made = client.post("/v1/workspaces", headers=admin, json={}).json()
-                spaces.append((made["workspace"]["id"],
-                               {"Authorization": f"Bearer {made['token']}"}))
+                spaces.append(
+                    (made["workspace"]["id"], {"Authorization": f"Bearer {made['token']}"})
+                )
         print("first call per workspace (cold activation) ...", flush=True)
         _, cold = asyncio.run(many_workspaces(url, spaces, 1, 16, rng, "getCount"))
         print("throughput across workspaces ...", flush=True)
-        cap_rate, cap_lat = asyncio.run(many_workspaces(url, spaces, args.per_workspace,
-                                                        args.concurrency, rng, "capture"))
-        read_rate, read_lat = asyncio.run(many_workspaces(url, spaces, args.per_workspace,
-                                                          args.concurrency, rng, "getCount"))
+        cap_rate, cap_lat = asyncio.run(
+            many_workspaces(url, spaces, args.per_workspace, args.concurrency, rng, "capture")
+        )
+        read_rate, read_lat = asyncio.run(
+            many_workspaces(url, spaces, args.per_workspace, args.concurrency, rng, "getCount")
+        )
         resident, rss = resident_actors(config.namespace)
     finally:
         from ray import serve
+
         serve.shutdown()
         ray.shutdown()
 
-    rows = [row("minimal FastAPI/uvicorn POST (baseline)", minimal),
-            row("Serve trivial route GET /healthz (no actor)", serve_floor, base)]
+    rows = [
+        row("minimal FastAPI/uvicorn POST (baseline)", minimal),
+        row("Serve trivial route GET /healthz (no actor)", serve_floor, base),
+    ]
     for method in ("capture", "getEntry", "getCount", "recall"):
         if method in service:
             rows.append(row(f"service HTTP {method} @ {args.entries}", service[method], base))
             if method in engine:
-                rows.append(row(f"engine in-process {method} @ {args.entries}", engine[method],
-                                base))
+                rows.append(
+                    row(f"engine in-process {method} @ {args.entries}", engine[method], base)
+                )
     rows.append(row(f"cold activation (first call) x{len(cold)}", cold, base))
     ingress_ratio = p50(count_lat) / p50(serve_floor)
-    rows.append([f"HTTP getCount, interleaved with /healthz: {ingress_ratio:.2f}x its p50 "
-                 f"(target <= {INGRESS_TARGET:g}x: "
-                 f"{'met' if ingress_ratio <= INGRESS_TARGET else 'missed'})",
-                 p50(count_lat), percentile(count_lat, 99), len(count_lat),
-                 f"{p50(count_lat) / base:.1f}x"])
+    rows.append(
+        [
+            f"HTTP getCount, interleaved with /healthz: {ingress_ratio:.2f}x its p50 "
+            f"(target <= {INGRESS_TARGET:g}x: "
+            f"{'met' if ingress_ratio <= INGRESS_TARGET else 'missed'})",
+            p50(count_lat),
+            percentile(count_lat, 99),
+            len(count_lat),
+            f"{p50(count_lat) / base:.1f}x",
+        ]
+    )
     lat = table(["path", "p50 ms", "p99 ms", "n", "p50 / baseline"], rows)
-    parts = table(["method", "ingress p50", "rpc p50", "actor p50", "queue p50", "engine p50"],
-                  [[m, *(p50(b.get(k, [])) for k in ("ingress", "rpc", "actor", "queue",
-                                                      "engine"))]
-                   for m, b in breakdown.items()])
+    parts = table(
+        ["method", "ingress p50", "rpc p50", "actor p50", "queue p50", "engine p50"],
+        [
+            [m, *(p50(b.get(k, [])) for k in ("ingress", "rpc", "actor", "queue", "engine"))]
+            for m, b in breakdown.items()
+        ],
+    )
     mib = [r / 2**20 for r in rss]
-    thr = table(["measure", "value"], [
-        [f"capture req/s, 1 workspace, {64} concurrent (seeding)", f"{seed_rate:,.0f}"],
-        [f"capture req/s across {len(spaces)} workspaces, {args.concurrency} concurrent",
-         f"{cap_rate:,.0f} (p50 {p50(cap_lat):.1f} ms, p99 {percentile(cap_lat, 99):.1f} ms)"],
-        [f"getCount req/s across {len(spaces)} workspaces, {args.concurrency} concurrent",
-         f"{read_rate:,.0f} (p50 {p50(read_lat):.1f} ms, p99 {percentile(read_lat, 99):.1f} ms)"],
-        ["resident workspace actors", str(resident)],
-        ["RSS per workspace actor (median / max)",
-         f"{p50(mib):.0f} MiB / {max(mib, default=0):.0f} MiB"],
-        ["RSS of all workspace actors", f"{sum(mib):,.0f} MiB"]])
-    verdict = ("met" if p50(service["capture"]) <= 3 * base else "NOT met") + \
-        f" for capture ({p50(service['capture']) / base:.1f}x); getEntry " \
+    thr = table(
+        ["measure", "value"],
+        [
+            [f"capture req/s, 1 workspace, {64} concurrent (seeding)", f"{seed_rate:,.0f}"],
+            [
+                f"capture req/s across {len(spaces)} workspaces, {args.concurrency} concurrent",
+                f"{cap_rate:,.0f} (p50 {p50(cap_lat):.1f} ms, p99 {percentile(cap_lat, 99):.1f} ms)",
+            ],
+            [
+                f"getCount req/s across {len(spaces)} workspaces, {args.concurrency} concurrent",
+                f"{read_rate:,.0f} (p50 {p50(read_lat):.1f} ms, p99 {percentile(read_lat, 99):.1f} ms)",
+            ],
+            ["resident workspace actors", str(resident)],
+            [
+                "RSS per workspace actor (median / max)",
+                f"{p50(mib):.0f} MiB / {max(mib, default=0):.0f} MiB",
+            ],
+            ["RSS of all workspace actors", f"{sum(mib):,.0f} MiB"],
+        ],
+    )
+    verdict = (
+        ("met" if p50(service["capture"]) <= 3 * base else "NOT met")
+        + f" for capture ({p50(service['capture']) / base:.1f}x); getEntry "
         f"{p50(service['getEntry']) / base:.1f}x"
-    notes = [f"Target service p50 <= 3x minimal round trip: {verdict}.",
-             "SQLite synchronous=FULL (durable on acknowledge) in both engine and service; "
-             "a capture pays one fsync per group commit.",
-             f"{os.cpu_count()} cores shared with other work (load average "
-             f"{os.getloadavg()[0]:.1f} at the end); one sequential client for latency; "
-             f"RAY_worker_niceness={os.environ.get('RAY_worker_niceness')}.",  # noqa: SIM112 - Ray's own spelling
-             "Server-Timing columns: ingress = inside the FastAPI handler of the Serve replica; "
-             "rpc = the Ray call to the workspace actor; actor = inside the actor; queue = "
-             "waiting for the writer/reader thread; engine = the SQLite transaction."]
+    )
+    notes = [
+        f"Target service p50 <= 3x minimal round trip: {verdict}.",
+        "SQLite synchronous=FULL (durable on acknowledge) in both engine and service; "
+        "a capture pays one fsync per group commit.",
+        f"{os.cpu_count()} cores shared with other work (load average "
+        f"{os.getloadavg()[0]:.1f} at the end); one sequential client for latency; "
+        f"RAY_worker_niceness={os.environ.get('RAY_worker_niceness')}.",  # noqa: SIM112 - Ray's own spelling
+        "Server-Timing columns: ingress = inside the FastAPI handler of the Serve replica; "
+        "rpc = the Ray call to the workspace actor; actor = inside the actor; queue = "
+        "waiting for the writer/reader thread; engine = the SQLite transaction.",
+    ]
     if not recall_ok:
-        notes.append("recall did not run in this build (absent or failing): capture/getEntry "
-                     "only.")
-    body = "\n\n".join(["## Latency", lat, "## Where the time goes (Server-Timing, ms)", parts,
-                        "## Throughput and memory", thr, "## Notes",
-                        "\n".join(f"- {n}" for n in notes)])
+        notes.append("recall did not run in this build (absent or failing): capture/getEntry only.")
+    body = "\n\n".join(
+        [
+            "## Latency",
+            lat,
+            "## Where the time goes (Server-Timing, ms)",
+            parts,
+            "## Throughput and memory",
+            thr,
+            "## Notes",
+            "\n".join(f"- {n}" for n in notes),
+        ]
+    )
     print("\n" + body)
     print(f"\nsaved to {save_report('service', body)}")
     return 0

@@ -19,6 +19,7 @@ workspaces the resident cap evicted, from the directory's own counts.
 
     python -m bench.bench_sessions --rate 2 --arrivals-s 120   # more than 2 cores can serve
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,16 +41,16 @@ ADMIN_TOKEN = "bench-sessions-admin-0123456789abcdef"
 WORKSPACES = 500
 SESSIONS_PER_S = 1.0
 CALLS_PER_SESSION = 30
-CALL_GAP_S = 1.0                 # a session's calls are about this far apart (±50%)
+CALL_GAP_S = 1.0  # a session's calls are about this far apart (±50%)
 READ_SHARE = 0.7
 P99_TARGET_MS = 1000.0
-CALL_TIMEOUT_S = 30.0            # a call slower than this counts as an error (and ends it)
+CALL_TIMEOUT_S = 30.0  # a call slower than this counts as an error (and ends it)
 SPARE_SHARE_TARGET = 0.95
-OVERLOAD_RESENDS = 3             # as the clients: a refused call is sent again this many times
-UNANSWERED_MS = 2000.0           # a call with no answer by then counts as left waiting
+OVERLOAD_RESENDS = 3  # as the clients: a refused call is sent again this many times
+UNANSWERED_MS = 2000.0  # a call with no answer by then counts as left waiting
 REFUSAL_P99_TARGET_MS = 100.0
 CPU_PER_SESSION_TARGET_S = 1.2
-SETTLE_TIMEOUT_S = 60.0          # after the run, waiting for wakes and hibernations to end
+SETTLE_TIMEOUT_S = 60.0  # after the run, waiting for wakes and hibernations to end
 SETTLE_S = 3.0
 
 
@@ -63,8 +64,8 @@ class Sessions:
         self.latencies: list[float] = []
         self.first_calls: list[float] = []
         self.errors: list[str] = []
-        self.refusals: list[float] = []      # how long a 503 overloaded took to arrive, ms
-        self.slow = 0                        # calls with no answer (of any kind) within 2 s
+        self.refusals: list[float] = []  # how long a 503 overloaded took to arrive, ms
+        self.slow = 0  # calls with no answer (of any kind) within 2 s
         self.started = self.completed = self.turned_away = 0
 
     async def session(self, ws: str, headers: dict) -> None:
@@ -85,15 +86,13 @@ class Sessions:
         finally:
             self.busy.discard(ws)
 
-    async def one_call(self, ws: str, headers: dict, method: str, body: dict,
-                       first: bool) -> bool:
+    async def one_call(self, ws: str, headers: dict, method: str, body: dict, first: bool) -> bool:
         """Send until answered (True) or refused past the resends (False)."""
         for resent in range(OVERLOAD_RESENDS + 1):
             began = time.perf_counter()
             retry_after = None
             try:
-                answer = await self.http.post(f"/v1/w/{ws}/{method}", json=body,
-                                              headers=headers)
+                answer = await self.http.post(f"/v1/w/{ws}/{method}", json=body, headers=headers)
                 if answer.status_code == 503 and "retry-after" in answer.headers:
                     retry_after = float(answer.headers["retry-after"])
                     self.refusals.append((time.perf_counter() - began) * 1e3)
@@ -132,8 +131,11 @@ class Sessions:
 def live_workspace_actors(ray) -> int:
     """Workspace actor processes Ray reports alive or starting: each one the directory does not
     account for is a leak (a process and a workspace slot that nothing will ever free)."""
-    return sum(1 for actor in ray._private.state.actors().values()
-               if actor.get("ActorClassName") == "WorkspaceActor" and actor["State"] != "DEAD")
+    return sum(
+        1
+        for actor in ray._private.state.actors().values()
+        if actor.get("ActorClassName") == "WorkspaceActor" and actor["State"] != "DEAD"
+    )
 
 
 def settled_status(ray, directory) -> dict:
@@ -143,9 +145,12 @@ def settled_status(ray, directory) -> dict:
     while True:
         status = ray.get(directory.residency_status.remote(), timeout=60)
         state = status["state"]
-        if (not state["activations"] and not state["hibernations"]
-                and not status["spares"]["starting"]) or time.monotonic() > deadline:
-            time.sleep(SETTLE_S)                  # Ray's view of the last kills catches up
+        if (
+            not state["activations"]
+            and not state["hibernations"]
+            and not status["spares"]["starting"]
+        ) or time.monotonic() > deadline:
+            time.sleep(SETTLE_S)  # Ray's view of the last kills catches up
             return ray.get(directory.residency_status.remote(), timeout=60)
         time.sleep(0.5)
 
@@ -163,8 +168,9 @@ def accounted_processes(ray, directory) -> tuple[dict, int]:
     node is reported dead seconds later. One still unaccounted for by then is a leak."""
     status = settled_status(ray, directory)
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
-    while (live := live_workspace_actors(ray)) > tracked_processes(status) \
-            and time.monotonic() < deadline:
+    while (live := live_workspace_actors(ray)) > tracked_processes(
+        status
+    ) and time.monotonic() < deadline:
         time.sleep(1.0)
         status = ray.get(directory.residency_status.remote(), timeout=60)
     return status, live
@@ -174,27 +180,42 @@ def cpu_rows(ledger: CpuLedger, seconds: float, sessions: int) -> list[list]:
     """Where the CPU went over the arrivals window, by kind of process."""
     spent = ledger.by_kind()
     capacity = (os.cpu_count() or 1) * seconds
-    rows = [[kind, f"{cpu:.0f} CPU-s", f"{cpu / max(1, sessions):.2f} CPU-s per session",
-             f"{cpu / capacity:.0%} of the machine"] for kind, cpu in spent.items() if cpu >= 0.5]
+    rows = [
+        [
+            kind,
+            f"{cpu:.0f} CPU-s",
+            f"{cpu / max(1, sessions):.2f} CPU-s per session",
+            f"{cpu / capacity:.0%} of the machine",
+        ]
+        for kind, cpu in spent.items()
+        if cpu >= 0.5
+    ]
     total = sum(spent.values())
-    rows.append(["all", f"{total:.0f} CPU-s", f"{total / max(1, sessions):.2f} CPU-s per session",
-                 f"{total / capacity:.0%} of {os.cpu_count()} CPUs over {seconds:.0f} s"])
+    rows.append(
+        [
+            "all",
+            f"{total:.0f} CPU-s",
+            f"{total / max(1, sessions):.2f} CPU-s per session",
+            f"{total / capacity:.0%} of {os.cpu_count()} CPUs over {seconds:.0f} s",
+        ]
+    )
     return rows
 
 
 def run(url: str, admin: dict, directory, args) -> tuple[list, list]:
     import ray
+
     with httpx.Client(base_url=url, timeout=300) as http:
         spaces = create_workspaces(http, admin, args.workspaces, "session")
     before = ray.get(directory.residency_status.remote(), timeout=60)
 
     async def drive() -> Sessions:
         limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
-        async with httpx.AsyncClient(base_url=url, timeout=CALL_TIMEOUT_S,
-                                     limits=limits) as http:
+        async with httpx.AsyncClient(base_url=url, timeout=CALL_TIMEOUT_S, limits=limits) as http:
             sessions = Sessions(http, spaces, args.calls, seed=7)
             await sessions.arrivals(args.arrivals_s, args.rate)
             return sessions
+
     print(f"sessions arriving for {args.arrivals_s:.0f} s ...", flush=True)
     ledger = CpuLedger()
     ledger.start()
@@ -209,11 +230,16 @@ def run(url: str, admin: dict, directory, args) -> tuple[list, list]:
     total_cpu = sum(spent.values()) / max(1, sessions.started)
     # the machine is shared: what unrelated processes spent is shown, not charged to sessions
     service_cpu = total_cpu - spent.get(OTHER, 0.0) / max(1, sessions.started)
-    rows.append(["CPU per session", f"{service_cpu:.2f} CPU-s",
-                 f"the service's processes and the benchmark's clients; {total_cpu:.2f} CPU-s "
-                 "with every process on the machine",
-                 f"≤ {CPU_PER_SESSION_TARGET_S:g} CPU-s: "
-                 f"{'met' if service_cpu <= CPU_PER_SESSION_TARGET_S else 'missed'}"])
+    rows.append(
+        [
+            "CPU per session",
+            f"{service_cpu:.2f} CPU-s",
+            f"the service's processes and the benchmark's clients; {total_cpu:.2f} CPU-s "
+            "with every process on the machine",
+            f"≤ {CPU_PER_SESSION_TARGET_S:g} CPU-s: "
+            f"{'met' if service_cpu <= CPU_PER_SESSION_TARGET_S else 'missed'}",
+        ]
+    )
     return rows, notes, cpu
 
 
@@ -221,77 +247,116 @@ def met(ok: bool) -> str:
     return "met" if ok else "missed"
 
 
-def report_rows(sessions: Sessions, before: dict, after: dict, processes: int, took: float,
-                args) -> tuple[list, list]:
+def report_rows(
+    sessions: Sessions, before: dict, after: dict, processes: int, took: float, args
+) -> tuple[list, list]:
     lru = after["hibernations"].get("lru", 0) - before["hibernations"].get("lru", 0)
-    recycled, spare, new = (after["wakes"][kind] - before["wakes"][kind]
-                            for kind in ("recycled", "spare", "new"))
+    recycled, spare, new = (
+        after["wakes"][kind] - before["wakes"][kind] for kind in ("recycled", "spare", "new")
+    )
     wakes = recycled + spare + new
     share = (recycled + spare) / wakes if wakes else 1.0
     p99 = percentile(sessions.latencies, 99)
     pool = after["spares"]
     refused_p99 = percentile(sessions.refusals, 99) if sessions.refusals else 0.0
     rows = [
-        [f"{sessions.started} sessions of {args.calls} calls over {args.workspaces} workspaces",
-         f"p50 {p50(sessions.latencies):.1f} ms, p99 {p99:.0f} ms (calls answered)",
-         f"{len(sessions.latencies)} calls in {took:.0f} s, errors {len(sessions.errors)}",
-         f"p99 ≤ {P99_TARGET_MS:.0f} ms, 0 errors: "
-         f"{met(p99 <= P99_TARGET_MS and not sessions.errors)}"],
-        ["sessions completed", f"{sessions.completed} ({sessions.completed / took:.2f}/s)",
-         f"{sessions.turned_away} turned away (still refused after {OVERLOAD_RESENDS} resends)",
-         ""],
-        ["refusals (503 overloaded + Retry-After)", f"{len(sessions.refusals)}",
-         f"answered p50 {p50(sessions.refusals) if sessions.refusals else 0:.1f} ms, "
-         f"p99 {refused_p99:.0f} ms", f"p99 ≤ {REFUSAL_P99_TARGET_MS:.0f} ms: "
-         f"{met(refused_p99 <= REFUSAL_P99_TARGET_MS)}"],
-        [f"calls with no answer within {UNANSWERED_MS / 1e3:g} s", f"{sessions.slow}",
-         "answered or refused, any status", f"0: {met(not sessions.slow)}"],
-        ["a session's first call", f"p50 {p50(sessions.first_calls):.1f} ms, "
-         f"p99 {percentile(sessions.first_calls, 99):.0f} ms", "a wake unless still resident", ""],
-        ["wakes bound to a running process", f"{recycled + spare}/{wakes} ({share:.0%})",
-         f"{recycled} recycled, {spare} pre-started; {new} waited for a new process; pool at "
-         f"the end: size {pool['size']}, ready {pool['ready']}, peak "
-         f"{pool['peakWakesPerMinute']} wakes/min",
-         f"≥ {SPARE_SHARE_TARGET:.0%}: {met(share >= SPARE_SHARE_TARGET)}"],
-        ["wakes per session", f"{wakes / max(1, sessions.started):.2f}",
-         f"{lru} hibernated to make room under the cap; more than one wake a session is a "
-         "workspace evicted mid-session", ""]]
+        [
+            f"{sessions.started} sessions of {args.calls} calls over {args.workspaces} workspaces",
+            f"p50 {p50(sessions.latencies):.1f} ms, p99 {p99:.0f} ms (calls answered)",
+            f"{len(sessions.latencies)} calls in {took:.0f} s, errors {len(sessions.errors)}",
+            f"p99 ≤ {P99_TARGET_MS:.0f} ms, 0 errors: "
+            f"{met(p99 <= P99_TARGET_MS and not sessions.errors)}",
+        ],
+        [
+            "sessions completed",
+            f"{sessions.completed} ({sessions.completed / took:.2f}/s)",
+            f"{sessions.turned_away} turned away (still refused after {OVERLOAD_RESENDS} resends)",
+            "",
+        ],
+        [
+            "refusals (503 overloaded + Retry-After)",
+            f"{len(sessions.refusals)}",
+            f"answered p50 {p50(sessions.refusals) if sessions.refusals else 0:.1f} ms, "
+            f"p99 {refused_p99:.0f} ms",
+            f"p99 ≤ {REFUSAL_P99_TARGET_MS:.0f} ms: {met(refused_p99 <= REFUSAL_P99_TARGET_MS)}",
+        ],
+        [
+            f"calls with no answer within {UNANSWERED_MS / 1e3:g} s",
+            f"{sessions.slow}",
+            "answered or refused, any status",
+            f"0: {met(not sessions.slow)}",
+        ],
+        [
+            "a session's first call",
+            f"p50 {p50(sessions.first_calls):.1f} ms, "
+            f"p99 {percentile(sessions.first_calls, 99):.0f} ms",
+            "a wake unless still resident",
+            "",
+        ],
+        [
+            "wakes bound to a running process",
+            f"{recycled + spare}/{wakes} ({share:.0%})",
+            f"{recycled} recycled, {spare} pre-started; {new} waited for a new process; pool at "
+            f"the end: size {pool['size']}, ready {pool['ready']}, peak "
+            f"{pool['peakWakesPerMinute']} wakes/min",
+            f"≥ {SPARE_SHARE_TARGET:.0%}: {met(share >= SPARE_SHARE_TARGET)}",
+        ],
+        [
+            "wakes per session",
+            f"{wakes / max(1, sessions.started):.2f}",
+            f"{lru} hibernated to make room under the cap; more than one wake a session is a "
+            "workspace evicted mid-session",
+            "",
+        ],
+    ]
     tracked = tracked_processes(after)
-    rows.append(["workspace actor processes at the end", f"{processes} alive",
-                 f"the directory accounts for {tracked} (resident, spares ready or starting, "
-                 f"activations); {max(0, processes - tracked)} more are nobody's",
-                 f"none unaccounted: {met(processes <= tracked)}"])
+    rows.append(
+        [
+            "workspace actor processes at the end",
+            f"{processes} alive",
+            f"the directory accounts for {tracked} (resident, spares ready or starting, "
+            f"activations); {max(0, processes - tracked)} more are nobody's",
+            f"none unaccounted: {met(processes <= tracked)}",
+        ]
+    )
     admission = after.get("wakeAdmission", {})
-    notes = [f"resident at the end {after['resident']} (cap {after['maxResident']}); idle "
-             f"workspaces hibernate after {after['idleS']:g} s (less near the cap); wakes "
-             f"refused by the directory: {admission.get('refused', 0)} behind others, "
-             f"{admission.get('refusedForRoom', 0)} for want of room, "
-             f"{admission.get('refusedForStarts', 0)} behind process starts; processes ended after "
-             f"hibernating: {after.get('processesEnded', {})}",
-             *(f"error: {error}" for error in sessions.errors[:5])]
+    notes = [
+        f"resident at the end {after['resident']} (cap {after['maxResident']}); idle "
+        f"workspaces hibernate after {after['idleS']:g} s (less near the cap); wakes "
+        f"refused by the directory: {admission.get('refused', 0)} behind others, "
+        f"{admission.get('refusedForRoom', 0)} for want of room, "
+        f"{admission.get('refusedForStarts', 0)} behind process starts; processes ended after "
+        f"hibernating: {after.get('processesEnded', {})}",
+        *(f"error: {error}" for error in sessions.errors[:5]),
+    ]
     return rows, notes
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workspaces", type=int, default=WORKSPACES)
-    parser.add_argument("--arrivals-s", type=float, default=300.0,
-                        help="how long sessions keep arriving, seconds")
+    parser.add_argument(
+        "--arrivals-s", type=float, default=300.0, help="how long sessions keep arriving, seconds"
+    )
     parser.add_argument("--rate", type=float, default=SESSIONS_PER_S, help="sessions per second")
     parser.add_argument("--calls", type=int, default=CALLS_PER_SESSION, help="calls per session")
     args = parser.parse_args(argv)
     settings, url, admin = start_local_service("bench-sessions", ADMIN_TOKEN)
     from actors.directory.actor import get_directory
+
     try:
         rows, notes, cpu = run(url, admin, get_directory(settings), args)
     finally:
         stop_local_service(settings)
         shutil.rmtree(Path(settings.data_dir), ignore_errors=True)
-    body = "\n\n".join([
-        table(["measure", "figure", "detail", "target"], rows),
-        "Where the CPU went while sessions arrived and ran (every process on the machine, "
-        "sampled each second):",
-        table(["processes", "CPU", "per session", "share"], cpu)])
+    body = "\n\n".join(
+        [
+            table(["measure", "figure", "detail", "target"], rows),
+            "Where the CPU went while sessions arrived and ran (every process on the machine, "
+            "sampled each second):",
+            table(["processes", "CPU", "per session", "share"], cpu),
+        ]
+    )
     # another arrival rate is another workload: its report is kept beside the default one
     name = "sessions" if args.rate == SESSIONS_PER_S else f"sessions-at-{args.rate:g}-per-s"
     return publish_report(name, body, [*notes, machine_note("; settings at their defaults")])

@@ -22,6 +22,7 @@ the raylet, the GCS, Ray's agents) spent over that time, less what they spend id
 the starts; and, separately, the new worker's own CPU (/proc/<pid>/stat). The targets
 (start CPU ≤ 1.15× bare, starts/s ≥ 0.87× bare) compare the medians over the rounds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,9 +35,9 @@ from .bench_serverless import _read, ray_processes
 from .common import machine_note, p50, publish_report, table
 
 NAMESPACE = "bench-spare-start"
-IDLE_SAMPLE_S = 5.0                  # Ray's own idle CPU, measured before the rounds
-SETTLE_S = 2.0                       # after killing a round's actors, before the next round
-ENV_VARS = {"MINISPHERE_BENCH_MARK": "1"}     # any non-empty runtime_env takes the shim
+IDLE_SAMPLE_S = 5.0  # Ray's own idle CPU, measured before the rounds
+SETTLE_S = 2.0  # after killing a round's actors, before the next round
+ENV_VARS = {"MINISPHERE_BENCH_MARK": "1"}  # any non-empty runtime_env takes the shim
 CPU_TARGET, RATE_TARGET = 1.15, 0.87
 
 
@@ -70,15 +71,25 @@ def make_launcher():
             names = [f"bench-{kind}-{uuid.uuid4().hex[:12]}" for _ in range(n)]
             started = time.perf_counter()
             if kind == "bare":
-                handles = [BareActor.options(
-                    name=name, namespace=NAMESPACE, lifetime="detached", max_restarts=-1,
-                    max_task_retries=0).remote() for name in names]
+                handles = [
+                    BareActor.options(
+                        name=name,
+                        namespace=NAMESPACE,
+                        lifetime="detached",
+                        max_restarts=-1,
+                        max_task_retries=0,
+                    ).remote()
+                    for name in names
+                ]
             else:
                 runtime = RayActors(WorkspaceActor, NAMESPACE, None, "")
                 handles = [runtime.start(name, {}) for name in names]
             answers = await asyncio.gather(*(h.ready.remote() for h in handles))
-            return {"seconds": time.perf_counter() - started, "names": names,
-                    "pids": [answer["pid"] for answer in answers]}
+            return {
+                "seconds": time.perf_counter() - started,
+                "names": names,
+                "pids": [answer["pid"] for answer in answers],
+            }
 
     return Launcher
 
@@ -94,8 +105,11 @@ def run_round(ray, launcher, kind: str, n: int, idle_cpu_per_s: float) -> dict:
     for name in result["names"]:
         ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=True)
     time.sleep(SETTLE_S)
-    return {"rate": n / result["seconds"],
-            "cpu": max(0.0, total - idle_cpu_per_s * wall) / n, "own": p50(own)}
+    return {
+        "rate": n / result["seconds"],
+        "cpu": max(0.0, total - idle_cpu_per_s * wall) / n,
+        "own": p50(own),
+    }
 
 
 def idle_rate() -> float:
@@ -105,8 +119,11 @@ def idle_rate() -> float:
     return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items()) / IDLE_SAMPLE_S
 
 
-KINDS = (("bare", "bare actor"), ("spare", "spare WorkspaceActor"),
-         ("spare-env", "spare WorkspaceActor, parent with env_vars"))
+KINDS = (
+    ("bare", "bare actor"),
+    ("spare", "spare WorkspaceActor"),
+    ("spare-env", "spare WorkspaceActor, parent with env_vars"),
+)
 
 
 def rows_of(results: dict[str, list[dict]]) -> list[list]:
@@ -118,12 +135,24 @@ def rows_of(results: dict[str, list[dict]]) -> list[list]:
         rate = p50([r["rate"] for r in results[kind]])
         own = p50([r["own"] for r in results[kind]])
         rounds = ", ".join(f"{r['cpu']:.2f}" for r in results[kind])
-        judged = "" if kind == "bare" else (
-            f"CPU ≤ {CPU_TARGET}×: {'met' if cpu <= CPU_TARGET * bare_cpu else 'missed'}; "
-            f"rate ≥ {RATE_TARGET}×: {'met' if rate >= RATE_TARGET * bare_rate else 'missed'}")
-        rows.append([label, f"{cpu:.2f} CPU-s ({cpu / bare_cpu:.2f}×)",
-                     f"{rate:.2f}/s ({rate / bare_rate:.2f}×)", f"{own:.2f} CPU-s",
-                     rounds, judged])
+        judged = (
+            ""
+            if kind == "bare"
+            else (
+                f"CPU ≤ {CPU_TARGET}×: {'met' if cpu <= CPU_TARGET * bare_cpu else 'missed'}; "
+                f"rate ≥ {RATE_TARGET}×: {'met' if rate >= RATE_TARGET * bare_rate else 'missed'}"
+            )
+        )
+        rows.append(
+            [
+                label,
+                f"{cpu:.2f} CPU-s ({cpu / bare_cpu:.2f}×)",
+                f"{rate:.2f}/s ({rate / bare_rate:.2f}×)",
+                f"{own:.2f} CPU-s",
+                rounds,
+                judged,
+            ]
+        )
     return rows
 
 
@@ -135,15 +164,23 @@ def main(argv=None) -> int:
     import ray
 
     from serve_app import compile_worker_code
-    compile_worker_code()             # as the launcher does before Ray starts
-    ray.init(num_cpus=2, include_dashboard=False, namespace=NAMESPACE,
-             logging_level="WARNING", log_to_driver=False)
+
+    compile_worker_code()  # as the launcher does before Ray starts
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        namespace=NAMESPACE,
+        logging_level="WARNING",
+        log_to_driver=False,
+    )
     try:
         launcher_class = make_launcher()
-        launchers = {"bare": launcher_class.remote(), "spare": launcher_class.remote(),
-                     "spare-env": launcher_class.options(
-                         runtime_env={"env_vars": ENV_VARS}).remote()}
-        for launcher in launchers.values():          # warm: each has its own worker
+        launchers = {
+            "bare": launcher_class.remote(),
+            "spare": launcher_class.remote(),
+            "spare-env": launcher_class.options(runtime_env={"env_vars": ENV_VARS}).remote(),
+        }
+        for launcher in launchers.values():  # warm: each has its own worker
             ray.get(launcher.start.remote("bare", 1), timeout=300)
         time.sleep(SETTLE_S)
         idle = idle_rate()
@@ -154,11 +191,22 @@ def main(argv=None) -> int:
                 print(f"round {number + 1} {kind}: {results[kind][-1]}", flush=True)
     finally:
         ray.shutdown()
-    body = table(["actor", "start CPU (all Ray processes), p50 of rounds", "starts/s",
-                  "the worker's own CPU", "CPU per round", "target"], rows_of(results))
-    notes = [f"{args.rounds} rounds × {args.starts} actors started at once per kind, kinds in "
-             f"turn; Ray's idle CPU ({idle:.3f} CPU-s/s, measured first) subtracted.",
-             machine_note()]
+    body = table(
+        [
+            "actor",
+            "start CPU (all Ray processes), p50 of rounds",
+            "starts/s",
+            "the worker's own CPU",
+            "CPU per round",
+            "target",
+        ],
+        rows_of(results),
+    )
+    notes = [
+        f"{args.rounds} rounds × {args.starts} actors started at once per kind, kinds in "
+        f"turn; Ray's idle CPU ({idle:.3f} CPU-s/s, measured first) subtracted.",
+        machine_note(),
+    ]
     return publish_report("spare-start", body, notes)
 
 

@@ -1,4 +1,5 @@
 """Small shared helpers for the benchmarks: percentiles, tables, result files."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -28,10 +29,13 @@ def table(headers: list[str], rows: list[list]) -> str:
         if isinstance(value, float):
             return f"{value:.3f}" if abs(value) < 1000 else f"{value:,.0f}"
         return str(value)
+
     cells = [[cell(v) for v in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |",
-             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    lines = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
     lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in cells]
     return "\n".join(lines)
 
@@ -42,8 +46,10 @@ def save_report(name: str, body: str) -> Path:
     path = RESULTS_DIR / f"{name}.md"
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     command = "python -m bench." + Path(sys.argv[0]).stem + " " + " ".join(sys.argv[1:])
-    header = (f"# {name} benchmark\n\nCommand: `{command.strip()}`  \nRun: {stamp} on "
-              f"{platform.node()} ({platform.machine()}, Python {platform.python_version()})\n\n")
+    header = (
+        f"# {name} benchmark\n\nCommand: `{command.strip()}`  \nRun: {stamp} on "
+        f"{platform.node()} ({platform.machine()}, Python {platform.python_version()})\n\n"
+    )
     path.write_text(header + body + "\n", encoding="utf-8")
     return path
 
@@ -60,17 +66,21 @@ def quoted_reports(names: list[str]) -> str:
         lines = path.read_text(encoding="utf-8").splitlines()
         said = [line for line in lines if line.startswith(("Command:", "Run:"))]
         first = next((i for i, line in enumerate(lines) if line.startswith("|")), len(lines))
-        end = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")),
-                   len(lines))
-        parts.append("\n".join([f"### {name} (`bench/results/{name}.md`)", "", *said, "",
-                                 *lines[first:end]]))
+        end = next(
+            (i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines)
+        )
+        parts.append(
+            "\n".join([f"### {name} (`bench/results/{name}.md`)", "", *said, "", *lines[first:end]])
+        )
     return "\n\n".join(parts)
 
 
 def machine_note(detail: str = "") -> str:
     """The line every shared-machine benchmark ends its notes with (ratios, not absolutes)."""
-    return (f"{os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.2f} (the "
-            f"machine is shared){detail}.")
+    return (
+        f"{os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.2f} (the "
+        f"machine is shared){detail}."
+    )
 
 
 def publish_report(name: str, body: str, notes: list[str], appendix: str = "") -> int:

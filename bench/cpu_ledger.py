@@ -5,6 +5,7 @@ workspace actor woken and hibernated) are counted too, up to their last sample.
 The kinds are told apart by command line: the workspace actors (a worker counts as one from
 its start, once it has taken the actor's name), Serve's proxy and replicas, the directory, Ray's
 own daemons, the replication daemon, the benchmark's own process, anything else."""
+
 from __future__ import annotations
 
 import os
@@ -15,15 +16,28 @@ from .bench_serverless import _read, process_cpu_s
 
 STARTING = "Ray workers not yet an actor"
 DAEMONS = "Ray daemons (raylet, GCS, agents, Serve controller)"
-KINDS = (("workspace actors (their start included)", ("ray::WorkspaceActor",)),
-         (STARTING, ("ray::IDLE", "default_worker.py", "setup_worker.py")),
-         ("Serve proxy", ("ray::ProxyActor",)),
-         ("Serve ingress replicas", ("ray::ServeReplica",)),
-         ("directory", ("ray::DirectoryActor",)),
-         (DAEMONS,
-          ("raylet", "gcs_server", "dashboard", "ray::ServeController", "log_monitor",
-           "runtime_env", "ray::DashboardAgent", "ray::RuntimeEnvAgent", "monitor.py")),
-         ("replication daemon (Litestream)", ("litestream",)))
+KINDS = (
+    ("workspace actors (their start included)", ("ray::WorkspaceActor",)),
+    (STARTING, ("ray::IDLE", "default_worker.py", "setup_worker.py")),
+    ("Serve proxy", ("ray::ProxyActor",)),
+    ("Serve ingress replicas", ("ray::ServeReplica",)),
+    ("directory", ("ray::DirectoryActor",)),
+    (
+        DAEMONS,
+        (
+            "raylet",
+            "gcs_server",
+            "dashboard",
+            "ray::ServeController",
+            "log_monitor",
+            "runtime_env",
+            "ray::DashboardAgent",
+            "ray::RuntimeEnvAgent",
+            "monitor.py",
+        ),
+    ),
+    ("replication daemon (Litestream)", ("litestream",)),
+)
 OTHER, DRIVER = "anything else on the machine", "the benchmark's own process (HTTP clients)"
 
 
@@ -45,7 +59,7 @@ class CpuLedger(threading.Thread):
         self.period_s = period_s
         self._first: dict[int, float] = {}
         self._last: dict[int, tuple[str, float]] = {}
-        self._ended: dict[str, float] = {}         # kind -> CPU of processes whose pid was reused
+        self._ended: dict[str, float] = {}  # kind -> CPU of processes whose pid was reused
         self._halt = threading.Event()
         self._sample(first=True)
 
@@ -59,9 +73,10 @@ class CpuLedger(threading.Thread):
                 continue
             pid = int(entry)
             known = self._last.get(pid)
-            if known and cpu < known[1]:           # the pid was reused: the old one ended
-                self._ended[known[0]] = (self._ended.get(known[0], 0.0) + known[1]
-                                         - self._first.pop(pid, 0.0))
+            if known and cpu < known[1]:  # the pid was reused: the old one ended
+                self._ended[known[0]] = (
+                    self._ended.get(known[0], 0.0) + known[1] - self._first.pop(pid, 0.0)
+                )
                 known = None
             # read again each time: a worker forked by the raylet shows the raylet's command
             # line first and takes its actor's name later; it counts with what it became. An

@@ -13,6 +13,7 @@ A setting is a dict {tuning constant: value}; it is applied by setting the attri
 `minisphere.engine.retrieval.tuning` for the run and restored afterwards (every stage reads
 its constants through the module at call time).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -64,8 +65,11 @@ class ConversationBench:
         for conversation in data.conversations:
             for bound in kinds:
                 name = f"{conversation.id}{'-bound' if bound else ''}.db"
-                ws = Workspace(Path(self._tmp.name) / name, synchronous="NORMAL",
-                               embedder=provider if bound else None)
+                ws = Workspace(
+                    Path(self._tmp.name) / name,
+                    synchronous="NORMAL",
+                    embedder=provider if bound else None,
+                )
                 info = locomo.capture_conversation(ws, conversation)
                 questions = [(q, info["turns_of"]) for q in conversation.questions]
                 self.runs[bound].append((conversation.id, ws, questions))
@@ -99,9 +103,14 @@ class ConversationBench:
                     ws.conn.execute("UPDATE entries SET recall_count = 0")
                     ranked = [i["id"] for i in ws.recall(question.text, topK=10)["items"]]
                     turns = locomo.expand(ranked, turns_of)
-                    out.append(Outcome(cid, locomo.CATEGORY_NAMES.get(question.category, "?"),
-                                       locomo.ndcg_at(turns, question.evidence),
-                                       locomo.recall_at(turns, question.evidence)))
+                    out.append(
+                        Outcome(
+                            cid,
+                            locomo.CATEGORY_NAMES.get(question.category, "?"),
+                            locomo.ndcg_at(turns, question.evidence),
+                            locomo.recall_at(turns, question.evidence),
+                        )
+                    )
         return out
 
     def close(self) -> None:
@@ -127,10 +136,10 @@ def of(outcomes: list[Outcome], conversations) -> list[Outcome]:
 @dataclass
 class Fold:
     held_out: str
-    chosen: str            # label of the candidate the other four conversations chose
-    ndcg: float            # held-out figures of the chosen candidate
+    chosen: str  # label of the candidate the other four conversations chose
+    ndcg: float  # held-out figures of the chosen candidate
     recall: float
-    base_ndcg: float       # held-out figures of the baseline (the first candidate)
+    base_ndcg: float  # held-out figures of the baseline (the first candidate)
     base_recall: float
 
 
@@ -142,19 +151,32 @@ def leave_one_out(results: dict[str, list[Outcome]], conversations: list[str]) -
     folds = []
     for held in conversations:
         train = [c for c in conversations if c != held]
-        chosen = max(labels, key=lambda label: (objective(of(results[label], train)),
-                                                -labels.index(label)))
+        chosen = max(
+            labels, key=lambda label: (objective(of(results[label], train)), -labels.index(label))
+        )
         test, base = of(results[chosen], [held]), of(results[labels[0]], [held])
-        folds.append(Fold(held, chosen, mean(test, "ndcg"), mean(test, "recall"),
-                          mean(base, "ndcg"), mean(base, "recall")))
+        folds.append(
+            Fold(
+                held,
+                chosen,
+                mean(test, "ndcg"),
+                mean(test, "recall"),
+                mean(base, "ndcg"),
+                mean(base, "recall"),
+            )
+        )
     return folds
 
 
 def fold_means(folds: list[Fold]) -> tuple[float, float, float, float]:
     """(nDCG, R@10, baseline nDCG, baseline R@10), each the unweighted mean over the folds."""
     n = len(folds)
-    return (sum(f.ndcg for f in folds) / n, sum(f.recall for f in folds) / n,
-            sum(f.base_ndcg for f in folds) / n, sum(f.base_recall for f in folds) / n)
+    return (
+        sum(f.ndcg for f in folds) / n,
+        sum(f.recall for f in folds) / n,
+        sum(f.base_ndcg for f in folds) / n,
+        sum(f.base_recall for f in folds) / n,
+    )
 
 
 def by_category(outcomes: list[Outcome], field: str) -> dict[str, float]:
@@ -169,6 +191,7 @@ def by_category(outcomes: list[Outcome], field: str) -> dict[str, float]:
 class Family:
     """One setting and its candidate values; `before` is the value shipped before held-out
     tuning (the baseline every fold is compared with), `bound` whether it acts with a vector binding only."""
+
     name: str
     before: dict
     candidates: list[dict]
@@ -181,13 +204,18 @@ class Family:
 
 
 def _label(setting: dict) -> str:
-    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                     for k, v in setting.items()) or "shipped"
+    return (
+        ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in setting.items())
+        or "shipped"
+    )
 
 
-def run_family(bench: ConversationBench, family: Family) -> tuple[dict[str, list[Outcome]], list[Fold]]:
-    results = {label: bench.evaluate(setting, family.bound)
-               for label, setting in family.labelled().items()}
+def run_family(
+    bench: ConversationBench, family: Family
+) -> tuple[dict[str, list[Outcome]], list[Fold]]:
+    results = {
+        label: bench.evaluate(setting, family.bound) for label, setting in family.labelled().items()
+    }
     return results, leave_one_out(results, bench.conversations)
 
 
@@ -195,57 +223,127 @@ def run_family(bench: ConversationBench, family: Family) -> tuple[dict[str, list
 # baseline), then the candidates; the shipped value is always among them. Each moves one setting around the
 # shipped configuration.
 FAMILIES = [
-    Family("subject factor (rerank)", {"SUBJECT_BOOST_MAX": 0.0},
-           [{"SUBJECT_BOOST_MAX": v} for v in (0.5, 1.0, 2.0)]),
+    Family(
+        "subject factor (rerank)",
+        {"SUBJECT_BOOST_MAX": 0.0},
+        [{"SUBJECT_BOOST_MAX": v} for v in (0.5, 1.0, 2.0)],
+    ),
     # 300 is left out: past a third of MS MARCO's passages, it cost them 0.012 nDCG@10
-    Family("brevity (rerank)", {"BREVITY_FULL_CHARS": 0},
-           [{"BREVITY_FULL_CHARS": v} for v in (100, 200)]),
-    Family("stand-ins for unknown words", {"RESPELL_UNKNOWN_WORDS": False},
-           [{"RESPELL_UNKNOWN_WORDS": True}]),
-    Family("tag arm", {"TAG_SUPPORT_WEIGHT": 0.0},
-           [{"TAG_SUPPORT_WEIGHT": v} for v in (0.1, 0.2, 0.3)]),
+    Family(
+        "brevity (rerank)",
+        {"BREVITY_FULL_CHARS": 0},
+        [{"BREVITY_FULL_CHARS": v} for v in (100, 200)],
+    ),
+    Family(
+        "stand-ins for unknown words",
+        {"RESPELL_UNKNOWN_WORDS": False},
+        [{"RESPELL_UNKNOWN_WORDS": True}],
+    ),
+    Family(
+        "tag arm", {"TAG_SUPPORT_WEIGHT": 0.0}, [{"TAG_SUPPORT_WEIGHT": v} for v in (0.1, 0.2, 0.3)]
+    ),
     Family("graph seeds", {"GRAPH_SEED_COUNT": 10}, [{"GRAPH_SEED_COUNT": v} for v in (5, 20)]),
-    Family("graph support cap", {"GRAPH_SUPPORT_MAX": 0.5},
-           [{"GRAPH_SUPPORT_MAX": v} for v in (0.3, 0.7)]),
-    Family("graph fusion weight", {"GRAPH_FUSION_WEIGHT": 1 / 0.6},
-           [{"GRAPH_FUSION_WEIGHT": v} for v in (1.2, 2.0)]),
-    Family("keyword feedback weight", {"FEEDBACK_WEIGHT": 0.1},
-           [{"FEEDBACK_WEIGHT": v} for v in (0.0, 0.2)]),
-    Family("proximity weight", {"PROXIMITY_BOOST_WEIGHT": 0.25},
-           [{"PROXIMITY_BOOST_WEIGHT": v} for v in (0.0, 0.5)]),
-    Family("common-term ratio", {"COMMON_TERM_DOC_RATIO": 0.35},
-           [{"COMMON_TERM_DOC_RATIO": 0.2}]),
+    Family(
+        "graph support cap",
+        {"GRAPH_SUPPORT_MAX": 0.5},
+        [{"GRAPH_SUPPORT_MAX": v} for v in (0.3, 0.7)],
+    ),
+    Family(
+        "graph fusion weight",
+        {"GRAPH_FUSION_WEIGHT": 1 / 0.6},
+        [{"GRAPH_FUSION_WEIGHT": v} for v in (1.2, 2.0)],
+    ),
+    Family(
+        "keyword feedback weight",
+        {"FEEDBACK_WEIGHT": 0.1},
+        [{"FEEDBACK_WEIGHT": v} for v in (0.0, 0.2)],
+    ),
+    Family(
+        "proximity weight",
+        {"PROXIMITY_BOOST_WEIGHT": 0.25},
+        [{"PROXIMITY_BOOST_WEIGHT": v} for v in (0.0, 0.5)],
+    ),
+    Family("common-term ratio", {"COMMON_TERM_DOC_RATIO": 0.35}, [{"COMMON_TERM_DOC_RATIO": 0.2}]),
     # the stricter pairs (0.3, 0.6), (0.4, 0.8) leave nearly every conversation question in lexical
     # order; they cost MS MARCO's hybrid 0.022-0.026 nDCG@10 (its support is 0.36-0.76)
-    Family("hybrid: agreement floor (low, high)",
-           {"HYBRID_AGREEMENT_LOW": 0.0, "HYBRID_AGREEMENT_HIGH": 0.0},
-           [{"HYBRID_AGREEMENT_LOW": lo, "HYBRID_AGREEMENT_HIGH": hi}
-            for lo, hi in ((0.15, 0.3), (0.2, 0.35), (0.25, 0.35), (0.25, 0.4), (0.3, 0.6),
-                           (0.4, 0.8))],
-           bound=True),
+    Family(
+        "hybrid: agreement floor (low, high)",
+        {"HYBRID_AGREEMENT_LOW": 0.0, "HYBRID_AGREEMENT_HIGH": 0.0},
+        [
+            {"HYBRID_AGREEMENT_LOW": lo, "HYBRID_AGREEMENT_HIGH": hi}
+            for lo, hi in (
+                (0.15, 0.3),
+                (0.2, 0.35),
+                (0.25, 0.35),
+                (0.25, 0.4),
+                (0.3, 0.6),
+                (0.4, 0.8),
+            )
+        ],
+        bound=True,
+    ),
     # the candidates that keep both passage sets at or above their better arm (the others are in
     # tuning.py's note)
-    Family("hybrid: agreement band (low, trusted dense margin)",
-           {"HYBRID_AGREEMENT_LOW": 0.2, "HYBRID_DENSE_MARGIN_TRUSTED": 0.0},
-           [{"HYBRID_AGREEMENT_LOW": lo, "HYBRID_DENSE_MARGIN_TRUSTED": dm}
-            for lo, dm in ((0.2, 0.2), (0.2, 0.25), (0.2, 0.3), (0.25, 0.0), (0.25, 0.2),
-                           (0.25, 0.25), (0.25, 0.3))],
-           bound=True),
+    Family(
+        "hybrid: agreement band (low, trusted dense margin)",
+        {"HYBRID_AGREEMENT_LOW": 0.2, "HYBRID_DENSE_MARGIN_TRUSTED": 0.0},
+        [
+            {"HYBRID_AGREEMENT_LOW": lo, "HYBRID_DENSE_MARGIN_TRUSTED": dm}
+            for lo, dm in (
+                (0.2, 0.2),
+                (0.2, 0.25),
+                (0.2, 0.3),
+                (0.25, 0.0),
+                (0.25, 0.2),
+                (0.25, 0.25),
+                (0.25, 0.3),
+            )
+        ],
+        bound=True,
+    ),
     # a query naming a word too common to search (a speaker) keeps the lexical order
-    Family("hybrid: subject-led fusion", {"HYBRID_SUBJECT_LEXICAL_LED": False},
-           [{"HYBRID_SUBJECT_LEXICAL_LED": True}], bound=True),
-    Family("hybrid: brevity (rerank)", {"BREVITY_FULL_CHARS": 0},
-           [{"BREVITY_FULL_CHARS": v} for v in (100, 200)], bound=True),
-    Family("hybrid: tag arm", {"TAG_SUPPORT_WEIGHT": 0.0},
-           [{"TAG_SUPPORT_WEIGHT": v} for v in (0.1, 0.2, 0.3)], bound=True),
-    Family("hybrid: graph follows auto-links", {"GRAPH_FOLLOWS_AUTO_LINKS": True},
-           [{"GRAPH_FOLLOWS_AUTO_LINKS": False}], bound=True),
-    Family("hybrid: margin floor", {"HYBRID_LEXICAL_MARGIN_FLOOR": 1 / 3},
-           [{"HYBRID_LEXICAL_MARGIN_FLOOR": 0.25}], bound=True),
-    Family("hybrid: page cosine weight", {"HYBRID_PAGE_COSINE_WEIGHT": 0.0},
-           [{"HYBRID_PAGE_COSINE_WEIGHT": v} for v in (0.5, 0.75, 1.0)], bound=True),
-    Family("hybrid: lexical-led from share", {"HYBRID_LEXICAL_LED_SHARE": 1.0},
-           [{"HYBRID_LEXICAL_LED_SHARE": v} for v in (0.9, 0.8)], bound=True),
+    Family(
+        "hybrid: subject-led fusion",
+        {"HYBRID_SUBJECT_LEXICAL_LED": False},
+        [{"HYBRID_SUBJECT_LEXICAL_LED": True}],
+        bound=True,
+    ),
+    Family(
+        "hybrid: brevity (rerank)",
+        {"BREVITY_FULL_CHARS": 0},
+        [{"BREVITY_FULL_CHARS": v} for v in (100, 200)],
+        bound=True,
+    ),
+    Family(
+        "hybrid: tag arm",
+        {"TAG_SUPPORT_WEIGHT": 0.0},
+        [{"TAG_SUPPORT_WEIGHT": v} for v in (0.1, 0.2, 0.3)],
+        bound=True,
+    ),
+    Family(
+        "hybrid: graph follows auto-links",
+        {"GRAPH_FOLLOWS_AUTO_LINKS": True},
+        [{"GRAPH_FOLLOWS_AUTO_LINKS": False}],
+        bound=True,
+    ),
+    Family(
+        "hybrid: margin floor",
+        {"HYBRID_LEXICAL_MARGIN_FLOOR": 1 / 3},
+        [{"HYBRID_LEXICAL_MARGIN_FLOOR": 0.25}],
+        bound=True,
+    ),
+    Family(
+        "hybrid: page cosine weight",
+        {"HYBRID_PAGE_COSINE_WEIGHT": 0.0},
+        [{"HYBRID_PAGE_COSINE_WEIGHT": v} for v in (0.5, 0.75, 1.0)],
+        bound=True,
+    ),
+    Family(
+        "hybrid: lexical-led from share",
+        {"HYBRID_LEXICAL_LED_SHARE": 1.0},
+        [{"HYBRID_LEXICAL_LED_SHARE": v} for v in (0.9, 0.8)],
+        bound=True,
+    ),
 ]
 
 
@@ -262,12 +360,22 @@ def settings_rows(bench: ConversationBench) -> tuple[list[list], list[list]]:
             continue
         _, fs = run_family(bench, family)
         for f in fs:
-            fold_rows.append([family.name, f.held_out, f.chosen, f.recall - f.base_recall,
-                              f.ndcg - f.base_ndcg])
+            fold_rows.append(
+                [family.name, f.held_out, f.chosen, f.recall - f.base_recall, f.ndcg - f.base_ndcg]
+            )
         n, r, bn, br = fold_means(fs)
         worst = min(min(f.recall - f.base_recall, f.ndcg - f.base_ndcg) for f in fs)
-        summary.append([family.name, "hybrid" if family.bound else "zero-binding",
-                        _label(family.before), _shipped(family), r - br, n - bn, worst])
+        summary.append(
+            [
+                family.name,
+                "hybrid" if family.bound else "zero-binding",
+                _label(family.before),
+                _shipped(family),
+                r - br,
+                n - bn,
+                worst,
+            ]
+        )
     return fold_rows, summary
 
 
@@ -290,7 +398,9 @@ def fold_rows(bench: ConversationBench) -> list[list]:
     return rows
 
 
-def category_rows(bench: ConversationBench, setting: dict | None = None) -> tuple[list[str], list[list]]:
+def category_rows(
+    bench: ConversationBench, setting: dict | None = None
+) -> tuple[list[str], list[list]]:
     """Zero-binding R@10 per category for each held-out conversation, then the fold mean
     (under `setting`, the shipped settings by default)."""
     zero = bench.evaluate(setting or {}, False)
@@ -299,8 +409,16 @@ def category_rows(bench: ConversationBench, setting: dict | None = None) -> tupl
     per_fold = {cid: by_category(of(zero, [cid]), "recall") for cid in bench.conversations}
     for cid, values in per_fold.items():
         rows.append([cid, *[values.get(c, float("nan")) for c in categories]])
-    rows.append(["mean over folds", *[sum(v.get(c, 0.0) for v in per_fold.values()) / len(per_fold)
-                                      for c in categories]])
-    rows.append(["all questions pooled", *[by_category(zero, "recall").get(c, float("nan"))
-                                           for c in categories]])
+    rows.append(
+        [
+            "mean over folds",
+            *[sum(v.get(c, 0.0) for v in per_fold.values()) / len(per_fold) for c in categories],
+        ]
+    )
+    rows.append(
+        [
+            "all questions pooled",
+            *[by_category(zero, "recall").get(c, float("nan")) for c in categories],
+        ]
+    )
     return categories, rows

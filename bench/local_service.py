@@ -1,6 +1,7 @@
 """Starting and stopping the service the way the HTTP benchmarks run it: one local Ray cluster
 with Serve, settings at their defaults but a fresh data folder, a free port, its own Ray
 namespace and a known admin token. Ray is imported only when a service is started."""
+
 from __future__ import annotations
 
 import os
@@ -28,12 +29,22 @@ def start_local_service(name: str, admin_token: str, performance_env: bool = Tru
 
     data = Path(tempfile.mkdtemp(prefix=f"{name}-"))
     port = free_port()
-    settings = load_settings({"MINISPHERE_DATA_DIR": str(data), "MINISPHERE_PORT": str(port),
-                              "MINISPHERE_RAY_NAMESPACE": f"minisphere-{name}",
-                              "MINISPHERE_ADMIN_TOKEN": admin_token})
+    settings = load_settings(
+        {
+            "MINISPHERE_DATA_DIR": str(data),
+            "MINISPHERE_PORT": str(port),
+            "MINISPHERE_RAY_NAMESPACE": f"minisphere-{name}",
+            "MINISPHERE_ADMIN_TOKEN": admin_token,
+        }
+    )
     serve_app.prepare_ray_env(performance=performance_env)
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, namespace=settings.namespace,
-             logging_level="WARNING", log_to_driver=False)
+    ray.init(
+        num_cpus=os.cpu_count(),
+        include_dashboard=False,
+        namespace=settings.namespace,
+        logging_level="WARNING",
+        log_to_driver=False,
+    )
     serve_app.start(settings)
     return settings, f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {admin_token}"}
 
@@ -48,4 +59,5 @@ def stop_local_service(settings=None) -> None:
     ray.shutdown()
     if settings is not None:
         from minisphere.durability.replication.daemon import LitestreamDaemon
+
         LitestreamDaemon(settings.replication.daemon_dir).stop()

@@ -7,6 +7,7 @@ with source `conversation` and tag `session-<n>`; consecutive turns of one sessi
 recalled with topK=10. R@10 is the share of a question's evidence turns found in the top 10,
 averaged over questions; nDCG@10 uses binary gains.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -30,12 +31,14 @@ class Question:
 @dataclass
 class Conversation:
     id: str
-    sessions: list[tuple[int, list[tuple[str, str]]]]    # (session number, [(turn id, text)])
+    sessions: list[tuple[int, list[tuple[str, str]]]]  # (session number, [(turn id, text)])
     questions: list[Question]
 
     @property
     def turns(self) -> list[tuple[int, str, str]]:
-        return [(number, turn_id, text) for number, turns in self.sessions for turn_id, text in turns]
+        return [
+            (number, turn_id, text) for number, turns in self.sessions for turn_id, text in turns
+        ]
 
 
 @dataclass
@@ -63,10 +66,15 @@ def load(path: str | Path) -> ConversationSet:
             if not line.strip():
                 continue
             raw = json.loads(line)
-            sessions = [(int(s["session"]), [(t["id"], t["text"]) for t in s["turns"]])
-                        for s in raw["sessions"]]
-            questions = [Question(q["question"], list(q["evidence"]), int(q["category"]))
-                         for q in raw["questions"] if q.get("evidence")]
+            sessions = [
+                (int(s["session"]), [(t["id"], t["text"]) for t in s["turns"]])
+                for s in raw["sessions"]
+            ]
+            questions = [
+                Question(q["question"], list(q["evidence"]), int(q["category"]))
+                for q in raw["questions"]
+                if q.get("evidence")
+            ]
             out.conversations.append(Conversation(str(raw["conversation"]), sessions, questions))
     return out
 
@@ -81,9 +89,19 @@ def capture_conversation(ws, conversation: Conversation) -> dict:
     blocked, auto_links, candidates = [], 0, 0
     flat = conversation.turns
     for start in range(0, len(flat), CAPTURE_BATCH):
-        chunk = flat[start:start + CAPTURE_BATCH]
-        calls = [("capture", {"content": text, "kind": "episodic", "source": "conversation",
-                              "tags": [f"session-{number}"]}) for number, _, text in chunk]
+        chunk = flat[start : start + CAPTURE_BATCH]
+        calls = [
+            (
+                "capture",
+                {
+                    "content": text,
+                    "kind": "episodic",
+                    "source": "conversation",
+                    "tags": [f"session-{number}"],
+                },
+            )
+            for number, _, text in chunk
+        ]
         for (_, turn_id, text), (ok, result) in zip(chunk, ws.run_batch(calls)):
             if not ok:
                 raise RuntimeError(f"capture of {turn_id} failed: {result}")
@@ -101,18 +119,36 @@ def capture_conversation(ws, conversation: Conversation) -> dict:
         for (older, _), (newer, _) in itertools.pairwise(turns):
             src, dst = entry_of[newer], entry_of[older]
             if src != dst:
-                links.append(("link", {"src": src, "dst": dst, "type": "follows",
-                                       "provenance": "system", "weight": FOLLOWS_WEIGHT}))
+                links.append(
+                    (
+                        "link",
+                        {
+                            "src": src,
+                            "dst": dst,
+                            "type": "follows",
+                            "provenance": "system",
+                            "weight": FOLLOWS_WEIGHT,
+                        },
+                    )
+                )
     for ok, result in ws.run_batch(links):
         if not ok:
             raise RuntimeError(f"follows link failed: {result}")
     if blocked:
-        texts = dict(ws.conn.execute(
-            f"SELECT id, content FROM entries WHERE id IN ({','.join('?' * len(blocked))})",
-            [m for _, m, _ in blocked]).fetchall())
+        texts = dict(
+            ws.conn.execute(
+                f"SELECT id, content FROM entries WHERE id IN ({','.join('?' * len(blocked))})",
+                [m for _, m, _ in blocked],
+            ).fetchall()
+        )
         blocked = [(text, texts.get(match, match), cosine) for text, match, cosine in blocked]
-    return {"turns_of": turns_of, "outcomes": outcomes, "auto_links": auto_links,
-            "duplicate_candidates": candidates, "blocked": blocked}
+    return {
+        "turns_of": turns_of,
+        "outcomes": outcomes,
+        "auto_links": auto_links,
+        "duplicate_candidates": candidates,
+        "blocked": blocked,
+    }
 
 
 def expand(entry_ids: list[str], turns_of: dict[str, list[str]]) -> list[str]:

@@ -1,4 +1,5 @@
 """The baseline: the smallest FastAPI app behind uvicorn (one trivial POST endpoint)."""
+
 from fastapi import FastAPI, Request
 
 app = FastAPI()

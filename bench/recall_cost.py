@@ -14,6 +14,7 @@ The bound workspace embeds each query fresh (a corpus turn's vector comes from t
 cache, a query's never does, and the binding's own text cache is emptied before each call), so
 the bound row includes the query embedding, as a user's first recall of a question pays it.
 """
+
 from __future__ import annotations
 
 import time
@@ -24,17 +25,29 @@ from minisphere.engine.workspace import Workspace
 
 from .common import p50, percentile
 
-NOTE = ("Both calls run as the service's read pool runs a read, in process: parsed, the "
-        "binding's prepare step (a bound recall embeds its query fresh: no cache), the handler on "
-        "a read connection; the recall-count follow-up write is queued behind the answer in the "
-        "service and is not timed. The issue's targets (≤ 1.5× / ≤ 2× getCount) are over HTTP, "
-        "where the same request overhead (~9–18 ms measured there) sits on both sides of the "
-        "ratio; in process getCount costs tens of microseconds, so these ratios are far larger "
-        "and not the same quantity: compare recall's own milliseconds with that overhead.")
-COST_PASSES = 2        # each question timed this many times per method, methods interleaved
-COST_WARMUP = 20       # questions run untimed first (caches, the stemmer's lru)
-STAGES = ["rewriteMs", "keywordMs", "graphMs", "tagMs", "embedWaitMs", "vectorMs", "fusionMs", "feedbackMs",
-          "rerankMs", "hydrateMs"]
+NOTE = (
+    "Both calls run as the service's read pool runs a read, in process: parsed, the "
+    "binding's prepare step (a bound recall embeds its query fresh: no cache), the handler on "
+    "a read connection; the recall-count follow-up write is queued behind the answer in the "
+    "service and is not timed. The issue's targets (≤ 1.5× / ≤ 2× getCount) are over HTTP, "
+    "where the same request overhead (~9–18 ms measured there) sits on both sides of the "
+    "ratio; in process getCount costs tens of microseconds, so these ratios are far larger "
+    "and not the same quantity: compare recall's own milliseconds with that overhead."
+)
+COST_PASSES = 2  # each question timed this many times per method, methods interleaved
+COST_WARMUP = 20  # questions run untimed first (caches, the stemmer's lru)
+STAGES = [
+    "rewriteMs",
+    "keywordMs",
+    "graphMs",
+    "tagMs",
+    "embedWaitMs",
+    "vectorMs",
+    "fusionMs",
+    "feedbackMs",
+    "rerankMs",
+    "hydrateMs",
+]
 
 
 class FreshQueries:
@@ -48,6 +61,7 @@ class FreshQueries:
 
     def embed(self, texts: list[str]):
         import numpy as np
+
         if all(t in self.table for t in texts):
             return np.stack([self.table[t] for t in texts])
         started = time.perf_counter()
@@ -77,14 +91,17 @@ def measure(pairs: list[tuple[Workspace, Workspace | None, list[str]]]) -> dict:
     samples: dict[str, list[float]] = defaultdict(list)
     stages: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for zero, bound, questions in pairs:
-        runs = {"getCount": lambda q, ws=zero: read_call(ws, "getCount"),
-                "recall, zero-binding": lambda q, ws=zero: read_call(ws, "recall", {"query": q})}
+        runs = {
+            "getCount": lambda q, ws=zero: read_call(ws, "getCount"),
+            "recall, zero-binding": lambda q, ws=zero: read_call(ws, "recall", {"query": q}),
+        }
         if bound is not None:
             runs["getCount (bound workspace)"] = lambda q, ws=bound: read_call(ws, "getCount")
 
             def bound_recall(q, ws=bound):
                 _forget_query_vectors(ws)
                 return read_call(ws, "recall", {"query": q})
+
             runs["recall, MiniLM binding"] = bound_recall
         for q in questions[:COST_WARMUP]:
             for run in runs.values():
@@ -106,7 +123,10 @@ def report_rows(measured: dict, embed_ms: list[float]) -> tuple[list[list], list
     """(latency rows: method, p50, p99, p50 / getCount p50 on the same workspace;
     stage rows: stage, zero-binding p50 / mean, bound p50 / mean)."""
     samples, stages = measured["samples"], measured["stages"]
-    floor = {"recall, zero-binding": "getCount", "recall, MiniLM binding": "getCount (bound workspace)"}
+    floor = {
+        "recall, zero-binding": "getCount",
+        "recall, MiniLM binding": "getCount (bound workspace)",
+    }
     rows = []
     for name, values in samples.items():
         base = p50(samples[floor.get(name, name)])
@@ -122,6 +142,13 @@ def report_rows(measured: dict, embed_ms: list[float]) -> tuple[list[list], list
             cells += [p50(values) if values else 0.0, sum(values) / calls]
         stage_rows.append([stage.removesuffix("Ms"), *cells])
     if embed_ms:
-        stage_rows.append(["query embedding (beside the lexical stages: not summed)", 0.0, 0.0, p50(embed_ms),
-                           sum(embed_ms) / len(embed_ms)])
+        stage_rows.append(
+            [
+                "query embedding (beside the lexical stages: not summed)",
+                0.0,
+                0.0,
+                p50(embed_ms),
+                sum(embed_ms) / len(embed_ms),
+            ]
+        )
     return rows, stage_rows

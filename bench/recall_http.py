@@ -24,6 +24,7 @@ recall still waits for is the stage `embedWait` (booked apart from the KNN's `ve
 embedding's latency from the call's arrival at the actor to vector in hand is reported beside
 the stages (`queryEmbed`, overlapping them: not summed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,21 +43,32 @@ from .common import machine_note, p50, percentile, publish_report, table
 
 ADMIN_TOKEN = "bench-recall-http-admin-0123456789"
 DEFAULT_PROVIDERS = ["minilm-int8"]
-LOAD_CONCURRENCY = 16      # captures (and links) in flight while loading a workspace
-WARMUP_CALLS = 20          # untimed calls per workspace and method, with texts no question has
+LOAD_CONCURRENCY = 16  # captures (and links) in flight while loading a workspace
+WARMUP_CALLS = 20  # untimed calls per workspace and method, with texts no question has
 TOP_K = 10
 ZERO = "zero-binding"
-ZERO_TARGET = 1.5          # recall p50 / getCount p50 on the same workspace, at most
+ZERO_TARGET = 1.5  # recall p50 / getCount p50 on the same workspace, at most
 BOUND_TARGET = 2.0
-STAGES = ["rewriteMs", "keywordMs", "graphMs", "tagMs", "embedWaitMs", "vectorMs", "fusionMs", "feedbackMs",
-          "rerankMs", "hydrateMs"]
+STAGES = [
+    "rewriteMs",
+    "keywordMs",
+    "graphMs",
+    "tagMs",
+    "embedWaitMs",
+    "vectorMs",
+    "fusionMs",
+    "feedbackMs",
+    "rerankMs",
+    "hydrateMs",
+]
 OUTSIDE = "outsideMs"
-OVERLAPPED = "queryEmbedMs"   # runs beside the stages: reported, never added to them
+OVERLAPPED = "queryEmbedMs"  # runs beside the stages: reported, never added to them
 STAGE_LABELS = {
     "embedWaitMs": "waiting for the query vector (what the embedding outlasts the lexical stages by)",
     OUTSIDE: "engine part outside the stages (parsing, starting the query embedding, the read "
-             "transaction)",
-    OVERLAPPED: "query embedding, started to vector in hand (beside the stages above: not summed)"}
+    "transaction)",
+    OVERLAPPED: "query embedding, started to vector in hand (beside the stages above: not summed)",
+}
 PARTS = ["ingress", "rpc", "actor", "queue", "engine"]
 
 
@@ -64,8 +76,10 @@ async def _load(url: str, ws: str, headers: dict, conversation: locomo.Conversat
     """The turns captured over HTTP (a window of LOAD_CONCURRENCY at a time, in order
     otherwise), then consecutive turns of a session linked `follows` newer -> older."""
     limits = httpx.Limits(max_connections=LOAD_CONCURRENCY)
-    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits,
-                                 headers=headers) as client:
+    async with httpx.AsyncClient(
+        base_url=url, timeout=300, limits=limits, headers=headers
+    ) as client:
+
         async def post(method: str, body: dict) -> dict:
             response = await client.post(f"/v1/w/{ws}/{method}", json=body)
             response.raise_for_status()
@@ -74,20 +88,39 @@ async def _load(url: str, ws: str, headers: dict, conversation: locomo.Conversat
         flat = conversation.turns
         entry_of: dict[str, str] = {}
         for start in range(0, len(flat), LOAD_CONCURRENCY):
-            chunk = flat[start:start + LOAD_CONCURRENCY]
-            answers = await asyncio.gather(*(post("capture", {
-                "content": text, "kind": "episodic", "source": "conversation",
-                "tags": [f"session-{number}"]}) for number, _, text in chunk))
+            chunk = flat[start : start + LOAD_CONCURRENCY]
+            answers = await asyncio.gather(
+                *(
+                    post(
+                        "capture",
+                        {
+                            "content": text,
+                            "kind": "episodic",
+                            "source": "conversation",
+                            "tags": [f"session-{number}"],
+                        },
+                    )
+                    for number, _, text in chunk
+                )
+            )
             for (_, turn_id, _), answer in zip(chunk, answers):
                 entry_of[turn_id] = answer.get("id") or answer["matchId"]
-        links = [{"src": entry_of[newer], "dst": entry_of[older], "type": "follows",
-                  "provenance": "system", "weight": locomo.FOLLOWS_WEIGHT}
-                 for _, turns in conversation.sessions
-                 for (older, _), (newer, _) in itertools.pairwise(turns)
-                 if entry_of[newer] != entry_of[older]]
+        links = [
+            {
+                "src": entry_of[newer],
+                "dst": entry_of[older],
+                "type": "follows",
+                "provenance": "system",
+                "weight": locomo.FOLLOWS_WEIGHT,
+            }
+            for _, turns in conversation.sessions
+            for (older, _), (newer, _) in itertools.pairwise(turns)
+            if entry_of[newer] != entry_of[older]
+        ]
         for start in range(0, len(links), LOAD_CONCURRENCY):
-            await asyncio.gather(*(post("link", body)
-                                   for body in links[start:start + LOAD_CONCURRENCY]))
+            await asyncio.gather(
+                *(post("link", body) for body in links[start : start + LOAD_CONCURRENCY])
+            )
 
 
 def _workspace(client: httpx.Client, admin: dict, ws_id: str, blueprint: dict | None) -> dict:
@@ -107,8 +140,10 @@ def label(provider: str | None) -> str:
 
 def targets(providers: list[str]) -> dict[str, tuple[str, float]]:
     """recall call -> (the getCount call it is held against, the most it may take of it)."""
-    return {f"recall, {label(p)}": (f"getCount, {label(p)}", BOUND_TARGET if p else ZERO_TARGET)
-            for p in [None, *providers]}
+    return {
+        f"recall, {label(p)}": (f"getCount, {label(p)}", BOUND_TARGET if p else ZERO_TARGET)
+        for p in [None, *providers]
+    }
 
 
 def _embedder_work(provider: str) -> tuple[float, int, int]:
@@ -119,8 +154,9 @@ def _embedder_work(provider: str) -> tuple[float, int, int]:
 
     from actors.embedder.actor import embedder_name
     from minisphere.control.blueprints import parse_blueprint
+
     spec = parse_blueprint(blueprint(provider)).bindings.vector.embedder_spec()
-    embedder = ray.get_actor(embedder_name(spec))     # the bound workspaces made it
+    embedder = ray.get_actor(embedder_name(spec))  # the bound workspaces made it
     info = ray.get(embedder.info.remote(), timeout=60)
     return info["embedSeconds"], info["batches"], info["texts"]
 
@@ -130,7 +166,7 @@ def measure(url: str, admin: dict, data: locomo.ConversationSet, providers: list
     "stages": {call: {stage: [ms]}}, "load_s": s, "questions": n, "embedder": {provider:
     [forward-pass seconds, passes, texts] while the questions were asked}}."""
     samples: dict[str, list[float]] = defaultdict(list)
-    ahead: dict[str, int] = defaultdict(int)     # recalls that used the query sent ahead
+    ahead: dict[str, int] = defaultdict(int)  # recalls that used the query sent ahead
     parts: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     stages: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     arms = [(label(p), p) for p in [None, *providers]]
@@ -178,14 +214,25 @@ def measure(url: str, admin: dict, data: locomo.ConversationSet, providers: list
                         for stage, ms in timings.items():
                             stages[name][stage].append(ms)
                         # the engine part less the stages: parsing, the read's prepare step
-                        stages[name][OUTSIDE].append(server_timing(response).get("engine", 0.0)
-                                                     - sum(timings.get(s, 0.0) for s in STAGES))
+                        stages[name][OUTSIDE].append(
+                            server_timing(response).get("engine", 0.0)
+                            - sum(timings.get(s, 0.0) for s in STAGES)
+                        )
             asked += len(questions)
             for p in providers:
-                embedder[p] = [total + now - then for total, now, then
-                               in zip(embedder[p], _embedder_work(p), before[p])]
-    return {"samples": samples, "parts": parts, "stages": stages, "load_s": load_s,
-            "questions": asked, "embedder": embedder, "ahead": ahead}
+                embedder[p] = [
+                    total + now - then
+                    for total, now, then in zip(embedder[p], _embedder_work(p), before[p])
+                ]
+    return {
+        "samples": samples,
+        "parts": parts,
+        "stages": stages,
+        "load_s": load_s,
+        "questions": asked,
+        "embedder": embedder,
+        "ahead": ahead,
+    }
 
 
 def report(measured: dict, providers: list[str]) -> tuple[str, list[str]]:
@@ -199,8 +246,10 @@ def report(measured: dict, providers: list[str]) -> tuple[str, list[str]]:
         verdict = ""
         if floor is not None:
             verdict = f"≤ {target}× getCount: {'met' if ratio <= target else 'missed'}"
-            verdicts.append(f"{name}: p50 {p50(values):.2f} ms = {ratio:.2f}× getCount p50 "
-                            f"{p50(samples[floor]):.2f} ms on the same workspace; target {verdict}.")
+            verdicts.append(
+                f"{name}: p50 {p50(values):.2f} ms = {ratio:.2f}× getCount p50 "
+                f"{p50(samples[floor]):.2f} ms on the same workspace; target {verdict}."
+            )
         rows.append([name, p50(values), percentile(values, 99), ratio, verdict])
     part_rows = [[name, *(p50(parts[name].get(part, [])) for part in PARTS)] for name in samples]
     stage_rows = []
@@ -212,17 +261,19 @@ def report(measured: dict, providers: list[str]) -> tuple[str, list[str]]:
             calls = len(stages[name].get("rewriteMs", [])) or 1
             cells += [p50(values) if values else 0.0, sum(values) / calls]
         stage_rows.append([STAGE_LABELS.get(stage, stage.removesuffix("Ms")), *cells])
-    stage_headers = ["stage"] + [f"{name.removeprefix('recall, ')} {what}" for name in recalls
-                                 for what in ("p50", "mean")]
-    body = ("## Recall's own cost over HTTP: recall against getCount on the same workspace (ms)\n\n"
-            + table(["call", "p50 ms", "p99 ms", "p50 / getCount p50", "target"], rows)
-            + "\n\nServer-Timing parts (p50 ms; ingress = inside the Serve replica's handler, "
-            "rpc = the Ray call to the workspace actor, actor = inside it, queue = waiting for a "
-            "reader thread, engine = the read itself):\n\n"
-            + table(["call", *PARTS], part_rows)
-            + "\n\nWhere recall's time goes inside the engine (ms per call; p50 of the calls a "
-            "stage ran in, and the mean over every call):\n\n"
-            + table(stage_headers, stage_rows))
+    stage_headers = ["stage"] + [
+        f"{name.removeprefix('recall, ')} {what}" for name in recalls for what in ("p50", "mean")
+    ]
+    body = (
+        "## Recall's own cost over HTTP: recall against getCount on the same workspace (ms)\n\n"
+        + table(["call", "p50 ms", "p99 ms", "p50 / getCount p50", "target"], rows)
+        + "\n\nServer-Timing parts (p50 ms; ingress = inside the Serve replica's handler, "
+        "rpc = the Ray call to the workspace actor, actor = inside it, queue = waiting for a "
+        "reader thread, engine = the read itself):\n\n"
+        + table(["call", *PARTS], part_rows)
+        + "\n\nWhere recall's time goes inside the engine (ms per call; p50 of the calls a "
+        "stage ran in, and the mean over every call):\n\n" + table(stage_headers, stage_rows)
+    )
     return body, verdicts
 
 
@@ -230,17 +281,20 @@ def embedder_note(provider: str, work: list) -> list[str]:
     seconds, passes, texts = work
     if not passes:
         return []
-    return [f"The {provider} embedder during the questions: {passes} forward passes of "
-            f"{texts / passes:.2f} texts on average, {seconds / passes * 1e3:.2f} ms each inside "
-            "its process (the mean): what a bound recall's query vector took beyond that (the "
-            "stage table's started-to-in-hand row) went to the calls to and from the embedder "
-            "and to waiting for a core."]
+    return [
+        f"The {provider} embedder during the questions: {passes} forward passes of "
+        f"{texts / passes:.2f} texts on average, {seconds / passes * 1e3:.2f} ms each inside "
+        "its process (the mean): what a bound recall's query vector took beyond that (the "
+        "stage table's started-to-in-hand row) went to the calls to and from the embedder "
+        "and to waiting for a core."
+    ]
 
 
 def section(path: str, providers: list[str] | None = None) -> tuple[str, list[str]]:
     """Start the service, load and time, stop it: (markdown, notes). `providers`: the bindings
     measured beside zero-binding (default DEFAULT_PROVIDERS; [] for zero-binding only)."""
     from .local_service import start_local_service, stop_local_service
+
     providers = list(DEFAULT_PROVIDERS if providers is None else providers)
     data = locomo.load(path)
     settings, url, admin = start_local_service("recall-http", ADMIN_TOKEN)
@@ -256,21 +310,28 @@ def section(path: str, providers: list[str] | None = None) -> tuple[str, list[st
         f"and binding, loaded over HTTP in {measured['load_s']:.0f} s; {measured['questions']} "
         "questions, each asked once per workspace (a bound recall embeds its query fresh).",
         *(line for p in providers for line in embedder_note(p, measured["embedder"][p])),
-        *(f"{name}: {measured['ahead'][name]} of {len(measured['samples'][name])} recalls used "
-          "the query vector the ingress sent ahead." for name in measured["ahead"]
-          if name.startswith("recall, ") and name != f"recall, {ZERO}"),
+        *(
+            f"{name}: {measured['ahead'][name]} of {len(measured['samples'][name])} recalls used "
+            "the query vector the ingress sent ahead."
+            for name in measured["ahead"]
+            if name.startswith("recall, ") and name != f"recall, {ZERO}"
+        ),
         f"One sequential client on loopback; the {calls} calls interleaved question by question "
         "with their order rotated, so load on this machine hits the floor and recall alike.",
-        machine_note()]
+        machine_note(),
+    ]
     return body, notes
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", required=True, help="a LoCoMo-layout folder")
-    parser.add_argument("--providers", default=",".join(DEFAULT_PROVIDERS),
-                        help="comma-separated bindings measured beside zero-binding "
-                             "(minilm-int8, minilm); empty: zero-binding only")
+    parser.add_argument(
+        "--providers",
+        default=",".join(DEFAULT_PROVIDERS),
+        help="comma-separated bindings measured beside zero-binding "
+        "(minilm-int8, minilm); empty: zero-binding only",
+    )
     args = parser.parse_args(argv)
     providers = [p for p in args.providers.split(",") if p]
     body, notes = section(args.conversations, providers)

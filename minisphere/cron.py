@@ -7,6 +7,7 @@ field is therefore translated into day names before APScheduler sees it. And whe
 day of month and the day of week are restricted, cron fires on either, APScheduler only on
 both; such an expression is refused rather than run with a meaning its author did not intend.
 """
+
 from __future__ import annotations
 
 from datetime import UTC
@@ -14,7 +15,7 @@ from datetime import UTC
 from apscheduler.triggers.cron import CronTrigger
 
 CRON_WEEKDAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
-_WEEKDAY_MAX = 7                   # cron accepts 7 for Sunday too
+_WEEKDAY_MAX = 7  # cron accepts 7 for Sunday too
 
 
 def _weekday_number(text: str) -> int:
@@ -42,7 +43,7 @@ def cron_weekdays(field: str) -> str:
                 raise ValueError(f"day of week range {span!r} runs backwards")
         else:
             low = _weekday_number(span)
-            high = 6 if slash else low              # "n/step": from n to the end of the week
+            high = 6 if slash else low  # "n/step": from n to the end of the week
         days.update(day % 7 for day in range(low, high + 1, step or 1))
     return ",".join(CRON_WEEKDAY_NAMES[day] for day in sorted(days))
 
@@ -54,7 +55,15 @@ def cron_trigger(cron: str) -> CronTrigger:
         raise ValueError("a cron expression has 5 fields: minute hour day month weekday")
     minute, hour, day, month, weekday = fields
     if day != "*" and weekday != "*":
-        raise ValueError("restrict either the day of month or the day of week, not both (cron "
-                         "fires on either, this scheduler would need both)")
-    return CronTrigger(minute=minute, hour=hour, day=day, month=month,
-                       day_of_week=cron_weekdays(weekday), timezone=UTC)
+        raise ValueError(
+            "restrict either the day of month or the day of week, not both (cron "
+            "fires on either, this scheduler would need both)"
+        )
+    return CronTrigger(
+        minute=minute,
+        hour=hour,
+        day=day,
+        month=month,
+        day_of_week=cron_weekdays(weekday),
+        timezone=UTC,
+    )

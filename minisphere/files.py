@@ -1,4 +1,5 @@
 """Small file helpers shared by the layers: streaming SHA-256 and fsync."""
+
 from __future__ import annotations
 
 import contextlib
@@ -6,7 +7,7 @@ import hashlib
 import os
 from pathlib import Path
 
-HASH_CHUNK_BYTES = 1024 * 1024        # files are hashed in chunks, never read whole
+HASH_CHUNK_BYTES = 1024 * 1024  # files are hashed in chunks, never read whole
 
 
 def sized_sha256(path: str | os.PathLike[str]) -> tuple[int, str]:

@@ -5,6 +5,7 @@ The engine's group commit answers a `Reply` per call, the writer thread hands ea
 answers one (an engine error is then told apart from a failure of the actor itself, which
 raises). Frozen: a reply is never amended, only replaced (`with_timings`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -26,13 +27,15 @@ class Reply(Generic[T]):
     replayed: bool = False
 
     @classmethod
-    def done(cls, value: T, *, replayed: bool = False,
-             timings: Mapping[str, Any] | None = None) -> Reply[T]:
+    def done(
+        cls, value: T, *, replayed: bool = False, timings: Mapping[str, Any] | None = None
+    ) -> Reply[T]:
         return cls(value=value, replayed=replayed, timings=timings or {})
 
     @classmethod
-    def failed(cls, error: BaseException, *,
-               timings: Mapping[str, Any] | None = None) -> Reply[Any]:
+    def failed(
+        cls, error: BaseException, *, timings: Mapping[str, Any] | None = None
+    ) -> Reply[Any]:
         return cls(error=error, timings=timings or {})
 
     @property

@@ -7,6 +7,7 @@ Two tiers: a test that starts a local Ray cluster (and Serve) or runs a service 
 its own is marked `e2e` here; the rest, the unit tier, runs alone with
 `python -m pytest -m "not e2e"`, without Ray.
 """
+
 from pathlib import Path
 
 import pytest

@@ -1,6 +1,7 @@
 """Cron expressions mean what cron means by them, on APScheduler: weekday 0 and 7 are Sunday
 (APScheduler's own crontab parser takes 0 for Monday), and an expression restricting both the
 day of month and the day of week is refused (cron ORs them, APScheduler would AND them)."""
+
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -22,15 +23,24 @@ def fire_days(cron: str, days: int = 14) -> list[str]:
         seen.append(when.strftime("%a").lower())
 
 
-@pytest.mark.parametrize("weekday, expected", [("0", "sun"), ("7", "sun"), ("1", "mon"),
-                                               ("6", "sat")])
+@pytest.mark.parametrize(
+    "weekday, expected", [("0", "sun"), ("7", "sun"), ("1", "mon"), ("6", "sat")]
+)
 def test_weekday_numbers_mean_what_cron_means(weekday, expected):
     assert set(fire_days(f"0 0 * * {weekday}")) == {expected}
 
 
-@pytest.mark.parametrize("field, expected", [
-    ("1-5", "mon,tue,wed,thu,fri"), ("0,6", "sun,sat"), ("*/2", "sun,tue,thu,sat"),
-    ("5-7", "sun,fri,sat"), ("3/2", "wed,fri"), ("*", "*")])
+@pytest.mark.parametrize(
+    "field, expected",
+    [
+        ("1-5", "mon,tue,wed,thu,fri"),
+        ("0,6", "sun,sat"),
+        ("*/2", "sun,tue,thu,sat"),
+        ("5-7", "sun,fri,sat"),
+        ("3/2", "wed,fri"),
+        ("*", "*"),
+    ],
+)
 def test_weekday_fields_translate_to_day_names(field, expected):
     assert cron_weekdays(field) == expected
 

@@ -2,6 +2,7 @@
 in pyproject.toml. lint-imports reads import statements only; these also catch what it cannot
 see (a package-level `__getattr__`, `importlib.import_module("ray")`, an import inside a
 function the layer runs)."""
+
 from __future__ import annotations
 
 import json
@@ -9,10 +10,28 @@ import subprocess
 import sys
 import textwrap
 
-SERVER_LIBRARIES = ("ray", "fastapi", "starlette", "uvicorn", "apscheduler", "sqlite_vec",
-                    "numpy", "boto3", "botocore", "pysqlite3")
-SERVICE_LIBRARIES = ("ray", "fastapi", "starlette", "httpx", "boto3", "botocore", "apscheduler",
-                     "uvicorn")
+SERVER_LIBRARIES = (
+    "ray",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "apscheduler",
+    "sqlite_vec",
+    "numpy",
+    "boto3",
+    "botocore",
+    "pysqlite3",
+)
+SERVICE_LIBRARIES = (
+    "ray",
+    "fastapi",
+    "starlette",
+    "httpx",
+    "boto3",
+    "botocore",
+    "apscheduler",
+    "uvicorn",
+)
 
 LOADED = """
 import json, sys
@@ -47,8 +66,13 @@ with tempfile.TemporaryDirectory() as folder:
 
 
 def loaded_after(code: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code) + LOADED],
-                         capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code) + LOADED],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -63,8 +87,12 @@ def test_the_client_loads_no_engine_module():
 
 def test_the_client_loads_no_other_server_layer():
     loaded = loaded_after(USE_THE_CLIENT)
-    server = [m for m in loaded if m.startswith("minisphere.")
-              and not m.startswith(("minisphere.client", "minisphere.errors", "minisphere.wire"))]
+    server = [
+        m
+        for m in loaded
+        if m.startswith("minisphere.")
+        and not m.startswith(("minisphere.client", "minisphere.errors", "minisphere.wire"))
+    ]
     assert sorted(server) == []
 
 

@@ -1,6 +1,7 @@
 """Every workspace actor is a new Python process: the launcher leaves bytecode for what it
 imports, so no worker compiles the modules from source (under PYTHONDONTWRITEBYTECODE, as on
 these machines, no import would ever write it and every worker would compile again)."""
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,14 @@ def _copy_of_the_app(target: Path) -> None:
 
 def _run(code: str, where: Path) -> str:
     env = {**os.environ, "PYTHONPATH": str(where), "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=where, env=env, text=True,
-                          capture_output=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=where,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -57,7 +64,7 @@ def _run(code: str, where: Path) -> str:
 def test_without_the_launchers_bytecode_a_worker_would_compile_every_module(tmp_path):
     _copy_of_the_app(tmp_path)
     report = json.loads(_run(REPORT, tmp_path).splitlines()[-1])
-    assert report["loaded"] > 20          # the copy was imported, not the installed tree
+    assert report["loaded"] > 20  # the copy was imported, not the installed tree
     assert len(report["stale"]) == report["loaded"]
 
 

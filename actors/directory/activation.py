@@ -6,6 +6,7 @@ retired one is let go.
 and a wake that would wait past the wake deadline behind others is refused at once
 (`control/wake_admission.py`), unless it waits for a node the autoscaler is to add.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,7 +32,7 @@ ROOM_SHOWN_TIMEOUT_S = 5.0
 # How long a wake that finds no spare waits for one on its way back from a hibernation (a drain
 # and a close, longer with a snapshot) before it starts a process.
 RETURNING_WAIT_S = 1.0
-FIRST_START_GUESS_S = 1.0         # a process start's duration before any was measured
+FIRST_START_GUESS_S = 1.0  # a process start's duration before any was measured
 # Process starts wakes may have under way at once, per CPU of the cluster: each takes most of a
 # core while it runs, and the calls of the sessions already admitted need the rest.
 WAKE_STARTS_AT_ONCE_PER_CPU = 0.5
@@ -49,8 +50,11 @@ def record_placement(control, workspace_id: str, node_id: str, activation: dict)
     """Where the workspace opened, and from what: a restore from a snapshot is an event."""
     control.touch(workspace_id, node_id)
     if activation.get("source") == "snapshot":
-        control.record_event(workspace_id, "restore-on-activation",
-                             {"version": activation.get("version"), "node": node_id})
+        control.record_event(
+            workspace_id,
+            "restore-on-activation",
+            {"version": activation.get("version"), "node": node_id},
+        )
 
 
 class SpareStarter:
@@ -84,16 +88,27 @@ class SpareStarter:
 
 
 class Activator:
-    def __init__(self, settings, control, runtime: ActorRuntime, residents, placement, pool, cap,
-                 workspace_path, starts_at_once: int = 1, on_move=lambda: None):
+    def __init__(
+        self,
+        settings,
+        control,
+        runtime: ActorRuntime,
+        residents,
+        placement,
+        pool,
+        cap,
+        workspace_path,
+        starts_at_once: int = 1,
+        on_move=lambda: None,
+    ):
         self.settings = settings
         self.control = control
         self.runtime = runtime
         self.residents = residents
         self.placement = placement
         self.pool = pool
-        self.cap = cap                          # makes room under the resident cap
-        self.workspace_path = workspace_path    # workspace id -> its file on the node
+        self.cap = cap  # makes room under the resident cap
+        self.workspace_path = workspace_path  # workspace id -> its file on the node
         # a workspace opened on another node than before: the copy left behind holds what
         # it held, forgotten text included, until a node sweep deletes it
         self.on_move = on_move
@@ -118,7 +133,7 @@ class Activator:
         if resident is not None:
             self.residents.touch(workspace_id)
             return resident.handle
-        if workspace_id in self.residents.activations:           # it joins that wake
+        if workspace_id in self.residents.activations:  # it joins that wake
             return await self.residents.activations.joined(workspace_id)
         # a wake waiting for a node to be added is never refused for the queue ahead of it:
         # refused, its pending actor would never stand as the demand the autoscaler answers
@@ -128,11 +143,14 @@ class Activator:
             raise Overloaded(
                 f"workspace {workspace_id} was not woken: {self.wake_admission.in_flight} "
                 f"wakes are ahead of it, more than the node binds in "
-                f"{self.wake_admission.deadline_s:g} s", retry_after_s=retry_after_s)
+                f"{self.wake_admission.deadline_s:g} s",
+                retry_after_s=retry_after_s,
+            )
         # counted now, before the wake's task first runs: the next caller sees it in flight
         began = self.wake_admission.begin(time.monotonic())
         return await self.residents.activations.run(
-            workspace_id, lambda: self._admitted_bind(workspace_id, began))
+            workspace_id, lambda: self._admitted_bind(workspace_id, began)
+        )
 
     async def _admitted_bind(self, workspace_id: str, began: tuple[float, int]):
         try:
@@ -161,15 +179,21 @@ class Activator:
         snap = self.control.durability(workspace_id)
         location = self.control.locations.location(workspace_id)
         return WorkspaceLaunch(
-            workspace_id, self.workspace_path(workspace_id), synchronous=self.settings.synchronous,
-            max_batch=self.settings.max_batch, snapshots=self.settings.snapshots,
-            generation=record["generation"], epoch=self.control.locations.next_epoch(workspace_id),
-            position=location["position"], holder_node=record.get("nodeId"),
+            workspace_id,
+            self.workspace_path(workspace_id),
+            synchronous=self.settings.synchronous,
+            max_batch=self.settings.max_batch,
+            snapshots=self.settings.snapshots,
+            generation=record["generation"],
+            epoch=self.control.locations.next_epoch(workspace_id),
+            position=location["position"],
+            holder_node=record.get("nodeId"),
             replication=self.settings.replication,
             pending_writes=pending_writes(snap),
             last_snapshot_at=(snap["snapshots"] or {}).get("lastSnapshotAt"),
             expect_snapshot=bool(snap["lastSnapshotVersion"]),
-            vector=parse_stored_blueprint(record["blueprint"]).bindings.vector)
+            vector=parse_stored_blueprint(record["blueprint"]).bindings.vector,
+        )
 
     # ---- binding -----------------------------------------------------------------------------------
     async def _bind(self, workspace_id: str):
@@ -177,7 +201,7 @@ class Activator:
         actor there), and bind it to the workspace."""
         if not self.control.exists(workspace_id):
             raise NotFound(f"no workspace {workspace_id}")
-        await self.residents.hibernations.settled(workspace_id)   # its own must finish first
+        await self.residents.hibernations.settled(workspace_id)  # its own must finish first
         started = time.perf_counter()
         await self._room_on_file_node(workspace_id)
         await self.cap.make_room(workspace_id)
@@ -186,9 +210,10 @@ class Activator:
             resident = await self._bind_reserved(workspace_id)
         finally:
             self.residents.reserved.discard(workspace_id)
-        assert resident.wake is not None                  # _bind_actor recorded the wake
-        resident.wake.update(roomMs=round(room_ms, 3),
-                             wakeMs=round((time.perf_counter() - started) * 1e3, 3))
+        assert resident.wake is not None  # _bind_actor recorded the wake
+        resident.wake.update(
+            roomMs=round(room_ms, 3), wakeMs=round((time.perf_counter() - started) * 1e3, 3)
+        )
         return resident.handle
 
     async def _room_on_file_node(self, workspace_id: str) -> None:
@@ -199,15 +224,20 @@ class Activator:
         if not self.placement.full(node):
             return
         evictable = self.residents.evictable(workspace_id)
-        there = {ws: used for ws, used in evictable.items()
-                 if self.residents.get(ws).node_id == node}
+        there = {
+            ws: used for ws, used in evictable.items() if self.residents.get(ws).node_id == node
+        }
         if there:
             victim = min(there, key=there.__getitem__)
-            log.info("workspace %s: its node %s is full; hibernating %s there instead of moving",
-                     workspace_id, node[:12], victim)
+            log.info(
+                "workspace %s: its node %s is full; hibernating %s there instead of moving",
+                workspace_id,
+                node[:12],
+                victim,
+            )
             handle = self.residents.get(victim).handle
             if (await self.cap.hibernate(victim, "room on its node")).get("recycled"):
-                return             # its process is a spare on that node now: the wake's own
+                return  # its process is a spare on that node now: the wake's own
             # the victim's slot is free only once its process is gone and Ray's resource view
             # shows it: placing before then finds the node still full and moves the workspace
             # anyway, paying for an eviction and a move
@@ -225,8 +255,7 @@ class Activator:
         if spare is None and recorded is None and self.pool.size:
             spare = self.pool.take()
         if spare is not None:
-            return (spare.handle, spare.name, "recycled" if spare.recycled else "spare", None,
-                    why)
+            return (spare.handle, spare.name, "recycled" if spare.recycled else "spare", None, why)
         self._refuse_another_start(record["id"])
         placed = self.placement.place(record["nodeId"])
         name = new_actor_name()
@@ -237,14 +266,18 @@ class Activator:
         way, another would only slow down the starts, the binds and the calls of the work
         already admitted, and wakes queued behind starts bring a node to a standstill. Refused
         at once instead, unless wakes are never refused or it waits for a node to be added."""
-        if (self.starting < self.starts_at_once or self.wake_admission.deadline_s <= 0
-                or self.placement.waiting_for_nodes()):
+        if (
+            self.starting < self.starts_at_once
+            or self.wake_admission.deadline_s <= 0
+            or self.placement.waiting_for_nodes()
+        ):
             return
         self.refused_for_starts += 1
         raise Overloaded(
             f"workspace {workspace_id} was not woken: no spare process is ready and "
             f"{self.starting} are starting for other wakes",
-            retry_after_s=max(1, math.ceil(self.pool.start_p50_s() or FIRST_START_GUESS_S)))
+            retry_after_s=max(1, math.ceil(self.pool.start_p50_s() or FIRST_START_GUESS_S)),
+        )
 
     def _start(self, name: str, placed: Placement | None):
         options = {**self.placement.slot_request(), **(placed.options if placed else {})}
@@ -267,26 +300,33 @@ class Activator:
             self.starting -= source == "new"
             self.placement.release(placed)
 
-    async def _bind_actor(self, workspace_id: str, resident: Resident, source: str,
-                          placed: Placement | None) -> Resident:
+    async def _bind_actor(
+        self, workspace_id: str, resident: Resident, source: str, placed: Placement | None
+    ) -> Resident:
         launch = self.launch(workspace_id)
-        self.control.set_actor(workspace_id, resident.actor_name)   # before binding: a crash
-        bind_started = time.perf_counter()                          # finds it
+        self.control.set_actor(workspace_id, resident.actor_name)  # before binding: a crash
+        bind_started = time.perf_counter()  # finds it
         grants = tuple(self.control.tokens.grants(workspace_id))
         try:
-            answer, swapped_for = await self.binder.bind(workspace_id, resident, placed,
-                                                         launch, grants)
+            answer, swapped_for = await self.binder.bind(
+                workspace_id, resident, placed, launch, grants
+            )
             source = swapped_for or source
         except (TimeoutError, ActorGone) as exc:
             # its process died or never started: nothing was run, asking again may succeed
-            raise WorkspaceUnavailable(f"workspace {workspace_id} could not be opened: "
-                                       f"{exc.__class__.__name__}; retry shortly") from None
-        bound = answer.unwrap()            # a refusal raises: the actor may hold part of it
+            raise WorkspaceUnavailable(
+                f"workspace {workspace_id} could not be opened: "
+                f"{exc.__class__.__name__}; retry shortly"
+            ) from None
+        bound = answer.unwrap()  # a refusal raises: the actor may hold part of it
         if not self._still_the_same_workspace(workspace_id, launch):
-            raise NotFound(f"no workspace {workspace_id}")   # deleted (or re-created) meanwhile
-        if tuple(self.control.tokens.grants(workspace_id)) != grants:   # changed while binding
-            await self.runtime.call(resident.handle, WorkspaceActorMethod.SET_TOKENS,
-                                    tuple(self.control.tokens.grants(workspace_id)))
+            raise NotFound(f"no workspace {workspace_id}")  # deleted (or re-created) meanwhile
+        if tuple(self.control.tokens.grants(workspace_id)) != grants:  # changed while binding
+            await self.runtime.call(
+                resident.handle,
+                WorkspaceActorMethod.SET_TOKENS,
+                tuple(self.control.tokens.grants(workspace_id)),
+            )
         node = bound["nodeId"]
         resident.node_id, resident.bound_at = node, time.monotonic()
         # The wake is a use, as of now: ranked by when its bind began, a wake that took long
@@ -294,15 +334,17 @@ class Activator:
         # and evicted before the call that asked for it arrives (then woken again)
         resident.last_used = time.time()
         resident.activation = bound["activation"]
-        resident.wake = {"actor": source,
-                         "bindMs": round((time.perf_counter() - bind_started) * 1e3, 3),
-                         "openMs": bound.get("openMs")}
+        resident.wake = {
+            "actor": source,
+            "bindMs": round((time.perf_counter() - bind_started) * 1e3, 3),
+            "openMs": bound.get("openMs"),
+        }
         self.control.set_state(workspace_id, "active")
         record_placement(self.control, workspace_id, node, resident.activation)
-        if launch.holder_node not in (None, node):      # the launch named where it lived
+        if launch.holder_node not in (None, node):  # the launch named where it lived
             self.on_move()
         self.wakes[source] += 1
-        self.residents.add(workspace_id, resident)      # last: from here on it is resident
+        self.residents.add(workspace_id, resident)  # last: from here on it is resident
         return resident
 
     def _still_the_same_workspace(self, workspace_id: str, launch: WorkspaceLaunch) -> bool:

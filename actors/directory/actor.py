@@ -19,6 +19,7 @@ Each workspace actor has a random, permanent name; the control plane records whi
 each workspace, which is how a restarted directory adopts the residents and how an actor Ray
 restarted after a crash finds its workspace again.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -43,9 +44,9 @@ from minisphere.wire.records import Location, TokenInfo, WorkspaceRecord
 
 log = logging.getLogger("minisphere.directory")
 DIRECTORY_NAME = "directory"
-DIRECTORY_CONCURRENCY = 64         # calls the directory interleaves at most
-SNAPSHOT_DEBT_EVERY_ROUNDS = 12    # sweep rounds between retries of owed snapshot deletions
-NODE_SWEEP_EVERY_ROUNDS = 120      # sweep rounds (of IDLE_SWEEP_S) between sweeps of every node
+DIRECTORY_CONCURRENCY = 64  # calls the directory interleaves at most
+SNAPSHOT_DEBT_EVERY_ROUNDS = 12  # sweep rounds between retries of owed snapshot deletions
+NODE_SWEEP_EVERY_ROUNDS = 120  # sweep rounds (of IDLE_SWEEP_S) between sweeps of every node
 # Ray's own resource of the head node. The control plane's file is in the data folder of the node
 # the directory runs on; on separate hosts only the head outlives the workers, so the directory
 # lives there (a worker going away must not take the record of every workspace with it).
@@ -53,36 +54,55 @@ HEAD_NODE_RESOURCE = {"node:__internal_head__": 0.001}
 
 
 # Ray's typed overloads of remote() list task options only, not an actor's max_concurrency
-@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0,  # type: ignore[call-overload]
-            max_concurrency=DIRECTORY_CONCURRENCY)
+@ray.remote(
+    num_cpus=0,
+    max_restarts=-1,
+    max_task_retries=0,  # type: ignore[call-overload]
+    max_concurrency=DIRECTORY_CONCURRENCY,
+)
 class DirectoryActor:
     def __init__(self, settings: Settings):
-        restrict_file_modes()       # each actor: a `ray start` cluster has its own umask
+        restrict_file_modes()  # each actor: a `ray start` cluster has its own umask
         log_to_stderr()
         self.settings = settings
         ensure_private_dir(settings.data_dir)
         self.control = control = ControlPlane(settings.control_db)
         admin_hash = token_hash(settings.admin_token)
-        runtime = RayActors(WorkspaceActor, settings.namespace,
-                            ray.get_runtime_context().current_actor, admin_hash)
+        runtime = RayActors(
+            WorkspaceActor, settings.namespace, ray.get_runtime_context().current_actor, admin_hash
+        )
         cluster = ray.cluster_resources()
-        parts = assemble(settings, control, runtime, admin_hash,
-                         cluster_cpus=float(cluster.get("CPU", 1)),
-                         cluster_memory_bytes=float(cluster.get("memory", 2 ** 30)))
+        parts = assemble(
+            settings,
+            control,
+            runtime,
+            admin_hash,
+            cluster_cpus=float(cluster.get("CPU", 1)),
+            cluster_memory_bytes=float(cluster.get("memory", 2**30)),
+        )
         self.residents, self.placement, self.pool = parts.residents, parts.placement, parts.pool
         self.hibernation, self.workspaces = parts.hibernation, parts.workspaces
         self.activator, self.grants = parts.activator, parts.grants
-        self.maintenance_ledger = LocalLedger(control)   # runs + due state
+        self.maintenance_ledger = LocalLedger(control)  # runs + due state
         self._sweeper: asyncio.Task | None = None
         self.runtime = runtime
         ended = self.residents.adopt()
         if ended:
-            log.warning("ended %d workspace processes no one held (spares, or hibernations "
-                        "under way, of the directory that ran before)", ended)
-        log.info("directory up: %s (%d workspaces); snapshots in %s; at most %d resident, "
-                 "%d warm spares, hibernate after %.0f s idle", settings.control_db,
-                 len(control.list()), settings.snapshots.describe(),
-                 self.hibernation.max_resident, self.pool.size, self.hibernation.idle_s)
+            log.warning(
+                "ended %d workspace processes no one held (spares, or hibernations "
+                "under way, of the directory that ran before)",
+                ended,
+            )
+        log.info(
+            "directory up: %s (%d workspaces); snapshots in %s; at most %d resident, "
+            "%d warm spares, hibernate after %.0f s idle",
+            settings.control_db,
+            len(control.list()),
+            settings.snapshots.describe(),
+            self.hibernation.max_resident,
+            self.pool.size,
+            self.hibernation.idle_s,
+        )
 
     def _start_background(self) -> None:
         """The pool and the idle sweep live on the actor's event loop, started by the first
@@ -118,15 +138,22 @@ class DirectoryActor:
         return self.pool.status()
 
     # ---- workspaces ------------------------------------------------------------------------------
-    async def create(self, workspace_id: str | None = None, blueprint: dict | None = None,
-                     label: str | None = None) -> dict:
+    async def create(
+        self,
+        workspace_id: str | None = None,
+        blueprint: dict | None = None,
+        label: str | None = None,
+    ) -> dict:
         self._start_background()
         return self.workspaces.create(workspace_id, blueprint, label)
 
     async def get(self, workspace_id: str) -> dict:
-        return {**self.control.get(workspace_id), "resident": workspace_id in self.residents,
-                "durability": self._durability(workspace_id),
-                "location": self.control.locations.location(workspace_id)}
+        return {
+            **self.control.get(workspace_id),
+            "resident": workspace_id in self.residents,
+            "durability": self._durability(workspace_id),
+            "location": self.control.locations.location(workspace_id),
+        }
 
     async def list(self, limit: int = 1000, after: str = "") -> builtins.list[WorkspaceRecord]:
         self._start_background()
@@ -148,8 +175,9 @@ class DirectoryActor:
     async def whoami(self, candidate_hash: str) -> dict | None:
         return self.grants.whoami(candidate_hash)
 
-    async def create_token(self, workspace_id: str, scope: str, label: str | None,
-                           expires_at: int | None) -> dict:
+    async def create_token(
+        self, workspace_id: str, scope: str, label: str | None, expires_at: int | None
+    ) -> dict:
         return await self.grants.create(workspace_id, scope, label, expires_at)
 
     async def list_tokens(self, workspace_id: str) -> builtins.list[TokenInfo]:
@@ -187,15 +215,20 @@ class DirectoryActor:
     async def ended_cleanly(self, workspace_id: str, actor_id: str) -> bool:
         return await self.hibernation.ended_cleanly(workspace_id, actor_id)
 
-    async def set_residency(self, max_resident: int | None = None,
-                            idle_s: float | None = None,
-                            wake_deadline_s: float | None = None,
-                            in_session_s: float | None = None) -> dict:
+    async def set_residency(
+        self,
+        max_resident: int | None = None,
+        idle_s: float | None = None,
+        wake_deadline_s: float | None = None,
+        in_session_s: float | None = None,
+    ) -> dict:
         """Change the cap, the idle time, the wake deadline or how recent a call keeps a
         resident from eviction, at run time (operators, tests); returns the previous values."""
         admission = self.activator.wake_admission
-        previous = {**self.hibernation.set_limits(max_resident, idle_s, in_session_s),
-                    "wake_deadline_s": admission.deadline_s}
+        previous = {
+            **self.hibernation.set_limits(max_resident, idle_s, in_session_s),
+            "wake_deadline_s": admission.deadline_s,
+        }
         if wake_deadline_s is not None:
             admission.deadline_s = max(0.0, float(wake_deadline_s))
         return previous
@@ -213,21 +246,27 @@ class DirectoryActor:
 
     async def residency_status(self) -> dict:
         self._start_background()
-        return {"resident": len(self.residents),
-                "hibernating": len(self.residents.hibernations),
-                "maxResident": self.hibernation.max_resident, "idleS": self.hibernation.idle_s,
-                # actors still hibernating that may be beyond the cap while their wakes go on
-                "hibernatingOverCap": self.hibernation.hibernating_over_cap,
-                "spares": self.pool.status(), "state": self.residents.state_sizes(),
-                "wakes": dict(self.activator.wakes),
-                "hibernations": dict(self.hibernation.counts),
-                # processes ended after a clean hibernation instead of recycled, by why
-                "processesEnded": dict(self.hibernation.retired),
-                # wakes refused (503 overloaded): behind too many others, no room for them, or
-                # no process ready while as many starts as may run are under way
-                "wakeAdmission": {**self.activator.wake_admission.status(),
-                                  "refusedForRoom": self.hibernation.refused_for_room,
-                                  "refusedForStarts": self.activator.refused_for_starts}}
+        return {
+            "resident": len(self.residents),
+            "hibernating": len(self.residents.hibernations),
+            "maxResident": self.hibernation.max_resident,
+            "idleS": self.hibernation.idle_s,
+            # actors still hibernating that may be beyond the cap while their wakes go on
+            "hibernatingOverCap": self.hibernation.hibernating_over_cap,
+            "spares": self.pool.status(),
+            "state": self.residents.state_sizes(),
+            "wakes": dict(self.activator.wakes),
+            "hibernations": dict(self.hibernation.counts),
+            # processes ended after a clean hibernation instead of recycled, by why
+            "processesEnded": dict(self.hibernation.retired),
+            # wakes refused (503 overloaded): behind too many others, no room for them, or
+            # no process ready while as many starts as may run are under way
+            "wakeAdmission": {
+                **self.activator.wake_admission.status(),
+                "refusedForRoom": self.hibernation.refused_for_room,
+                "refusedForStarts": self.activator.refused_for_starts,
+            },
+        }
 
     def spares(self) -> dict:
         self._start_background()
@@ -253,11 +292,14 @@ class DirectoryActor:
     # ---- durability ----------------------------------------------------------------------------------
     def _durability(self, workspace_id: str) -> dict:
         resident = self.residents.get(workspace_id)
-        return {"resident": resident is not None, "store": self.settings.snapshots.describe(),
-                "activation": resident.activation if resident else None,
-                "wake": resident.wake if resident else None,
-                "placement": resident.placement if resident else None,
-                **self.control.durability(workspace_id)}
+        return {
+            "resident": resident is not None,
+            "store": self.settings.snapshots.describe(),
+            "activation": resident.activation if resident else None,
+            "wake": resident.wake if resident else None,
+            "placement": resident.placement if resident else None,
+            **self.control.durability(workspace_id),
+        }
 
     async def durability(self, workspace_id: str) -> dict:
         return self._durability(workspace_id)
@@ -273,8 +315,9 @@ class DirectoryActor:
         if lived_on not in (None, node_id):
             self.workspaces.sweep_soon()
 
-    async def position(self, workspace_id: str, generation: str | None, position: int,
-                       stored: int | None) -> None:
+    async def position(
+        self, workspace_id: str, generation: str | None, position: int, stored: int | None
+    ) -> None:
         self.control.locations.record_position(workspace_id, generation, position, stored)
 
     async def accept_stored_state(self, workspace_id: str) -> Location:
@@ -296,8 +339,7 @@ class DirectoryActor:
         if self.control.exists(workspace_id):
             self.workspaces.sweep_after_forget()
 
-    async def audit_event(self, workspace_id: str, action: str,
-                          detail: dict | None = None) -> None:
+    async def audit_event(self, workspace_id: str, action: str, detail: dict | None = None) -> None:
         if self.control.exists(workspace_id):
             self.control.record_event(workspace_id, action, detail)
 
@@ -305,8 +347,9 @@ class DirectoryActor:
         """Record where the file is (operators moving files; tests simulating a lost node)."""
         self.control.touch(workspace_id, node_id)
 
-    async def audit(self, workspace_id: str | None = None,
-                    limit: int = 100) -> builtins.list[AuditEntry]:
+    async def audit(
+        self, workspace_id: str | None = None, limit: int = 100
+    ) -> builtins.list[AuditEntry]:
         return self.control.audit_log(workspace_id, limit)
 
     async def maintenance(self, op: str, *args):
@@ -321,7 +364,12 @@ def get_directory(settings: Settings):
     """The directory singleton: created on first use, found by name afterwards."""
     # mypy keeps a decorated class's own type: Ray's ActorClass (and its .options) is unseen
     return DirectoryActor.options(  # type: ignore[attr-defined]
-        name=DIRECTORY_NAME, namespace=settings.namespace, lifetime="detached",
-        get_if_exists=True, num_cpus=0, max_restarts=-1, max_task_retries=0,
+        name=DIRECTORY_NAME,
+        namespace=settings.namespace,
+        lifetime="detached",
+        get_if_exists=True,
+        num_cpus=0,
+        max_restarts=-1,
+        max_task_retries=0,
         resources=HEAD_NODE_RESOURCE,
     ).remote(settings)

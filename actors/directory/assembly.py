@@ -1,5 +1,6 @@
 """The directory's parts, wired to each other once: the directory actor builds them over Ray's
 runtime, and tests build the very same wiring over a runtime that keeps its actors in-process."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,22 +35,38 @@ class DirectoryParts:
     grants: TokenGrants
 
 
-def spare_pool(limits, starter, runtime: ActorRuntime, cluster_cpus: float,
-               cluster_memory_bytes: float) -> SparePool:
+def spare_pool(
+    limits, starter, runtime: ActorRuntime, cluster_cpus: float, cluster_memory_bytes: float
+) -> SparePool:
     """A pool of the size the settings fix, else one that follows demand: at least the derived
     size, at most what the spare budget allows (never below that floor)."""
     if limits.spare_actors is not None:
         return SparePool(limits.spare_actors, starter.start, runtime.kill)
     floor = derived_spare_actors(cluster_cpus)
-    ceiling = max(floor, spare_budget(cluster_memory_bytes, cluster_cpus,
-                                      limits.spare_memory_share, limits.spare_idle_cpu_share))
+    ceiling = max(
+        floor,
+        spare_budget(
+            cluster_memory_bytes,
+            cluster_cpus,
+            limits.spare_memory_share,
+            limits.spare_idle_cpu_share,
+        ),
+    )
     at_once = max(1, int(cluster_cpus * STARTS_AT_ONCE_PER_CPU))
-    return SparePool(floor, starter.start, runtime.kill,
-                     demand=Demand(floor, ceiling, starts_at_once=at_once))
+    return SparePool(
+        floor, starter.start, runtime.kill, demand=Demand(floor, ceiling, starts_at_once=at_once)
+    )
 
 
-def assemble(settings: Settings, control, runtime: ActorRuntime, admin_token_hash: str, *,
-             cluster_cpus: float, cluster_memory_bytes: float) -> DirectoryParts:
+def assemble(
+    settings: Settings,
+    control,
+    runtime: ActorRuntime,
+    admin_token_hash: str,
+    *,
+    cluster_cpus: float,
+    cluster_memory_bytes: float,
+) -> DirectoryParts:
     """Every part, given its collaborators; the limits not set in `settings` are derived from
     the cluster's size."""
     if settings.snapshots.store == "local":
@@ -60,18 +77,36 @@ def assemble(settings: Settings, control, runtime: ActorRuntime, admin_token_has
     starter = SpareStarter(runtime, placement, residents)
     pool = spare_pool(limits, starter, runtime, cluster_cpus, cluster_memory_bytes)
     hibernation = Hibernation(
-        control, runtime, residents,
+        control,
+        runtime,
+        residents,
         limits.max_resident or derived_resident_cap(cluster_memory_bytes, cluster_cpus),
         limits.hibernate_idle_s,
         hibernating_over_cap=max(1, int(cluster_cpus * HIBERNATING_OVER_CAP_PER_CPU)),
-        pool=pool, recycle_max_binds=limits.recycle_max_binds,
-        recycle_max_growth_mib=limits.recycle_max_growth_mib)
+        pool=pool,
+        recycle_max_binds=limits.recycle_max_binds,
+        recycle_max_growth_mib=limits.recycle_max_growth_mib,
+    )
     workspaces = WorkspaceLifecycle(
-        settings, control, open_snapshot_store(settings.snapshots), residents, runtime,
-        born_with(verified_contracts()), load_default_blueprint(settings.blueprint_path))
-    activator = Activator(settings, control, runtime, residents, placement, pool, hibernation,
-                          workspaces.workspace_path,
-                          starts_at_once=max(1, int(cluster_cpus * WAKE_STARTS_AT_ONCE_PER_CPU)),
-                          on_move=workspaces.sweep_soon)
+        settings,
+        control,
+        open_snapshot_store(settings.snapshots),
+        residents,
+        runtime,
+        born_with(verified_contracts()),
+        load_default_blueprint(settings.blueprint_path),
+    )
+    activator = Activator(
+        settings,
+        control,
+        runtime,
+        residents,
+        placement,
+        pool,
+        hibernation,
+        workspaces.workspace_path,
+        starts_at_once=max(1, int(cluster_cpus * WAKE_STARTS_AT_ONCE_PER_CPU)),
+        on_move=workspaces.sweep_soon,
+    )
     grants = TokenGrants(control, runtime, residents, activator, admin_token_hash)
     return DirectoryParts(residents, placement, pool, hibernation, workspaces, activator, grants)

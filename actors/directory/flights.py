@@ -2,6 +2,7 @@
 and share its outcome instead of starting it again (two activations of one workspace must
 bind one actor, two hibernations must snapshot once). A key is held only while its work runs,
 so the table is bounded by the work in flight."""
+
 from __future__ import annotations
 
 import asyncio
@@ -40,7 +41,8 @@ class SingleFlight:
             if self._running.get(key) is done:
                 del self._running[key]
             if not done.cancelled():
-                done.exception()        # retrieved: no "never retrieved" warning
+                done.exception()  # retrieved: no "never retrieved" warning
+
         task.add_done_callback(ended)
         return await asyncio.shield(task)
 
@@ -54,5 +56,7 @@ class SingleFlight:
     async def any_settled(self) -> None:
         """Wait until one of the running works has ended (returns at once when none runs)."""
         if self._running:
-            await asyncio.wait([asyncio.shield(f) for f in self._running.values()],
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                [asyncio.shield(f) for f in self._running.values()],
+                return_when=asyncio.FIRST_COMPLETED,
+            )

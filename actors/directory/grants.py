@@ -7,6 +7,7 @@ restarting) is retired rather than left serving with the old set: the next call 
 actor that starts with the current set (committed writes are in the file; a call cut short
 was never answered).
 """
+
 from __future__ import annotations
 
 import logging
@@ -16,7 +17,7 @@ from actors.directory.actor_runtime import ActorRuntime
 from minisphere.control.auth import same_hash
 
 log = logging.getLogger("minisphere.directory")
-PUSH_GRANTS_TIMEOUT_S = 10.0       # handing a resident actor its new token set
+PUSH_GRANTS_TIMEOUT_S = 10.0  # handing a resident actor its new token set
 
 
 class TokenGrants:
@@ -24,7 +25,7 @@ class TokenGrants:
         self.control = control
         self.runtime = runtime
         self.residents = residents
-        self.activator = activator                    # retires an actor that cannot be told
+        self.activator = activator  # retires an actor that cannot be told
         self._admin_hash = admin_token_hash
 
     def authenticate(self, workspace_id: str, candidate_hash: str):
@@ -39,8 +40,9 @@ class TokenGrants:
             return {"kind": "admin"}
         return self.control.tokens.whoami(candidate_hash)
 
-    async def create(self, workspace_id: str, scope: str, label: str | None,
-                     expires_at: int | None) -> dict:
+    async def create(
+        self, workspace_id: str, scope: str, label: str | None, expires_at: int | None
+    ) -> dict:
         issued = self.control.tokens.issue(workspace_id, scope, label, expires_at)
         await self.push(workspace_id)
         return issued
@@ -57,12 +59,18 @@ class TokenGrants:
         if resident is None:
             return
         try:
-            await self.runtime.call(resident.handle, WorkspaceActorMethod.SET_TOKENS,
-                                    tuple(self.control.tokens.grants(workspace_id)),
-                                    timeout_s=PUSH_GRANTS_TIMEOUT_S)
+            await self.runtime.call(
+                resident.handle,
+                WorkspaceActorMethod.SET_TOKENS,
+                tuple(self.control.tokens.grants(workspace_id)),
+                timeout_s=PUSH_GRANTS_TIMEOUT_S,
+            )
         except Exception as exc:  # noqa: BLE001 - whatever the cause, it must not keep serving
-            log.warning("could not hand the new token set to %s's actor (%s): retiring it",
-                        workspace_id, exc.__class__.__name__)
+            log.warning(
+                "could not hand the new token set to %s's actor (%s): retiring it",
+                workspace_id,
+                exc.__class__.__name__,
+            )
             await self.activator.retire(workspace_id, resident.handle)
 
     def binding_of_actor(self, actor_name: str):

@@ -9,6 +9,7 @@ too far), and only then is it killed. An actor killed after a clean hibernation 
 call it did not finish, so a caller whose call failed on it may send it again: `ended_cleanly`
 tells it so (a recycled one refuses such calls itself, as `hibernating`).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -29,10 +30,10 @@ from minisphere.control.residency_policy import (
 from minisphere.errors import Overloaded
 
 log = logging.getLogger("minisphere.directory")
-HIBERNATE_TIMEOUT_S = 60.0         # a workspace actor's drain + snapshot + close
-SWEEP_MAX_PER_ROUND = 16           # idle workspaces hibernated per sweep round, at most
-CLEAN_EXITS_KEPT = 10_000          # actor ids remembered as cleanly hibernated
-ROOM_WAIT_S = 0.01                 # re-check pause while other activations fill the cap
+HIBERNATE_TIMEOUT_S = 60.0  # a workspace actor's drain + snapshot + close
+SWEEP_MAX_PER_ROUND = 16  # idle workspaces hibernated per sweep round, at most
+CLEAN_EXITS_KEPT = 10_000  # actor ids remembered as cleanly hibernated
+ROOM_WAIT_S = 0.01  # re-check pause while other activations fill the cap
 # How many evicted actors may still be hibernating (draining, snapshotting, closing) while the
 # wakes that evicted them go ahead: a wake under the cap then waits for no one's snapshot, at
 # the price of this many processes above the cap for the length of a hibernation. Per CPU of
@@ -41,23 +42,32 @@ HIBERNATING_OVER_CAP_PER_CPU = 1.0
 
 
 class Hibernation:
-    def __init__(self, control, runtime: ActorRuntime, residents, max_resident: int, idle_s: float,
-                 hibernating_over_cap: int = 1, pool=None, recycle_max_binds: int = 0,
-                 recycle_max_growth_mib: float = 0.0):
+    def __init__(
+        self,
+        control,
+        runtime: ActorRuntime,
+        residents,
+        max_resident: int,
+        idle_s: float,
+        hibernating_over_cap: int = 1,
+        pool=None,
+        recycle_max_binds: int = 0,
+        recycle_max_growth_mib: float = 0.0,
+    ):
         self.control = control
         self.runtime = runtime
         self.residents = residents
-        self.pool = pool                          # where hibernated processes go back (or None)
+        self.pool = pool  # where hibernated processes go back (or None)
         self.recycle_max_binds = int(recycle_max_binds)
         self.recycle_max_growth_bytes = float(recycle_max_growth_mib) * MIB
-        self.retired: dict[str, int] = {}         # processes ended after hibernating, by why
-        self.refused_for_room = 0                 # wakes refused: every resident was in use
-        self.in_session_s = IN_SESSION_S          # a resident used this recently is not evicted
+        self.retired: dict[str, int] = {}  # processes ended after hibernating, by why
+        self.refused_for_room = 0  # wakes refused: every resident was in use
+        self.in_session_s = IN_SESSION_S  # a resident used this recently is not evicted
         self.max_resident = int(max_resident)
         self.idle_s = float(idle_s)
         self.hibernating_over_cap = max(0, int(hibernating_over_cap))
-        self._evictions: set[asyncio.Task] = set()       # evictions for room, while they run
-        self._clean_exits: OrderedDict[str, None] = OrderedDict()   # actor ids, bounded
+        self._evictions: set[asyncio.Task] = set()  # evictions for room, while they run
+        self._clean_exits: OrderedDict[str, None] = OrderedDict()  # actor ids, bounded
         # hibernations begun since the directory started, by reason (idle, lru, manual, ...):
         # many `lru` per wake is the cap thrashing
         self.counts: dict[str, int] = {}
@@ -70,28 +80,35 @@ class Hibernation:
             return await self.residents.hibernations.joined(workspace_id)
         resident = self.residents.get(workspace_id)
         if resident is None:
-            self.control.get(workspace_id)            # NotFound for a workspace never made
+            self.control.get(workspace_id)  # NotFound for a workspace never made
             return {"workspace": workspace_id, "hibernated": False, "why": "not resident"}
         self.residents.forget(workspace_id)
         self.counts[reason] = self.counts.get(reason, 0) + 1
         if self.pool is not None:
-            self.pool.expect_return()       # now, before any await: the refiller counts it
+            self.pool.expect_return()  # now, before any await: the refiller counts it
         return await self.residents.hibernations.run(
-            workspace_id, lambda: self._hibernate_actor(workspace_id, resident, reason))
+            workspace_id, lambda: self._hibernate_actor(workspace_id, resident, reason)
+        )
 
     async def _hibernate_actor(self, workspace_id: str, resident, reason: str) -> dict:
         clean = True
         try:
-            result = await self.runtime.call(resident.handle, WorkspaceActorMethod.HIBERNATE,
-                                             timeout_s=HIBERNATE_TIMEOUT_S)
+            result = await self.runtime.call(
+                resident.handle, WorkspaceActorMethod.HIBERNATE, timeout_s=HIBERNATE_TIMEOUT_S
+            )
         except Exception as exc:  # noqa: BLE001 - timed out, died, or Ray's own failure
             # whatever the failure, the actor is killed below: it is no longer resident, so
             # left alive it would be nobody's (a process and a slot nothing would ever free)
             clean = False
-            result = {"workspace": workspace_id, "snapshot": None, "pendingSnapshot": True,
-                      "snapshots": None, "error": f"hibernation failed: {exc.__class__.__name__}"}
+            result = {
+                "workspace": workspace_id,
+                "snapshot": None,
+                "pendingSnapshot": True,
+                "snapshots": None,
+                "error": f"hibernation failed: {exc.__class__.__name__}",
+            }
         except BaseException:
-            self._end_process(resident, False, "cancelled")   # cancelled: never left alive
+            self._end_process(resident, False, "cancelled")  # cancelled: never left alive
             raise
         if clean:
             recycled = self._recycle(resident, result.get("process") or {})
@@ -99,24 +116,41 @@ class Hibernation:
             recycled = False
             self._end_process(resident, False, "hibernation failed")
         snapshot = result.get("snapshot") or {}
-        self.control.record_hibernation(workspace_id, result.get("snapshots"),
-                                        bool(result.get("pendingSnapshot")),
-                                        snapshot.get("version"), result.get("position"))
-        log.info("hibernated %s (%s, actor %s, %s): snapshot %s%s", workspace_id, reason,
-                 resident.actor_name, "recycled" if recycled else "ended",
-                 snapshot.get("version", "not needed"),
-                 f"; {result['error']}" if result.get("error") else "")
+        self.control.record_hibernation(
+            workspace_id,
+            result.get("snapshots"),
+            bool(result.get("pendingSnapshot")),
+            snapshot.get("version"),
+            result.get("position"),
+        )
+        log.info(
+            "hibernated %s (%s, actor %s, %s): snapshot %s%s",
+            workspace_id,
+            reason,
+            resident.actor_name,
+            "recycled" if recycled else "ended",
+            snapshot.get("version", "not needed"),
+            f"; {result['error']}" if result.get("error") else "",
+        )
         return {**result, "hibernated": True, "reason": reason, "recycled": recycled}
 
     def _recycle(self, resident, process: dict) -> bool:
         """Hand the cleanly hibernated process back to the pool when it may serve again."""
-        why = retirement_reason(int(process.get("binds", 0)), int(process.get("rssBytes", 0)),
-                                int(process.get("freshRssBytes", 0)), self.recycle_max_binds,
-                                self.recycle_max_growth_bytes)
+        why = retirement_reason(
+            int(process.get("binds", 0)),
+            int(process.get("rssBytes", 0)),
+            int(process.get("freshRssBytes", 0)),
+            self.recycle_max_binds,
+            self.recycle_max_growth_bytes,
+        )
         if why is None and self.pool is not None and process:
-            spare = Spare(resident.handle, resident.actor_name,
-                          process.get("nodeId") or resident.node_id, recycled=True)
-            if self.pool.give_back(spare):         # else the pool killed it: it was full
+            spare = Spare(
+                resident.handle,
+                resident.actor_name,
+                process.get("nodeId") or resident.node_id,
+                recycled=True,
+            )
+            if self.pool.give_back(spare):  # else the pool killed it: it was full
                 return True
             self._note_end(resident, True, "the pool is full")
             return False
@@ -143,7 +177,7 @@ class Hibernation:
 
     async def ended_cleanly(self, workspace_id: str, actor_id: str) -> bool:
         """Did this actor end by hibernation (so a call that failed on it never ran)?"""
-        await self.residents.hibernations.settled(workspace_id)   # ending now: refused
+        await self.residents.hibernations.settled(workspace_id)  # ending now: refused
         return actor_id in self._clean_exits
 
     # ---- the sweep -------------------------------------------------------------------------------------
@@ -159,12 +193,19 @@ class Hibernation:
         await asyncio.gather(*(self.hibernate(ws, "idle") for ws in idle))
         return idle
 
-    def set_limits(self, max_resident: int | None = None, idle_s: float | None = None,
-                   in_session_s: float | None = None) -> dict:
+    def set_limits(
+        self,
+        max_resident: int | None = None,
+        idle_s: float | None = None,
+        in_session_s: float | None = None,
+    ) -> dict:
         """Change the cap / idle time / how recent a use protects a resident from eviction at
         run time (operators, tests); returns the previous."""
-        previous = {"max_resident": self.max_resident, "idle_s": self.idle_s,
-                    "in_session_s": self.in_session_s}
+        previous = {
+            "max_resident": self.max_resident,
+            "idle_s": self.idle_s,
+            "in_session_s": self.in_session_s,
+        }
         if in_session_s is not None:
             self.in_session_s = max(0.0, float(in_session_s))
         if max_resident is not None:
@@ -179,16 +220,19 @@ class Hibernation:
         reserved slot being bound and those still hibernating beyond the allowance (all hold
         a process)."""
         hibernating = max(0, len(self.residents.hibernations) - self.hibernating_over_cap)
-        return (len(self.residents) + hibernating + len(self.residents.reserved) + 1
-                - self.max_resident)
+        return (
+            len(self.residents) + hibernating + len(self.residents.reserved) + 1 - self.max_resident
+        )
 
     def _evict(self, victim: str) -> None:
         """Hibernate `victim` for room, as a task of its own (held here until it ends: the
         event loop keeps only a weak reference to a task)."""
+
         def ended(task: asyncio.Task) -> None:
             self._evictions.discard(task)
             if not task.cancelled() and task.exception() is not None:
                 log.warning("evicting %s for room failed: %r", victim, task.exception())
+
         task = asyncio.ensure_future(self.hibernate(victim, "lru"))
         self._evictions.add(task)
         task.add_done_callback(ended)
@@ -205,8 +249,9 @@ class Hibernation:
             # a workspace called within in_session_s is in a session: evicted, its next call
             # would wake it again and evict another (a thrash); the wake is refused instead
             now = time.time()
-            between = {ws: used for ws, used in evictable.items()
-                       if now - used >= self.in_session_s}
+            between = {
+                ws: used for ws, used in evictable.items() if now - used >= self.in_session_s
+            }
             victims = lru_victims(between, max(0, len(between) - over))
             if not victims and evictable and not len(self.residents.hibernations):
                 self.refused_for_room += 1
@@ -214,7 +259,8 @@ class Hibernation:
                 raise Overloaded(
                     f"workspace {incoming} was not woken: all {len(self.residents)} resident "
                     "workspaces are in use",
-                    retry_after_s=self.in_session_s - (now - oldest_use))
+                    retry_after_s=self.in_session_s - (now - oldest_use),
+                )
             if victims:
                 # started, not awaited: each is in `hibernations` from now on, which the next
                 # look at the cap counts (a failure is logged and recorded by `hibernate`)
@@ -223,6 +269,6 @@ class Hibernation:
                 await asyncio.sleep(0)
             elif len(self.residents.hibernations):
                 await self.residents.hibernations.any_settled()
-            else:          # the room is held by activations or by workspaces just bound
+            else:  # the room is held by activations or by workspaces just bound
                 await asyncio.sleep(ROOM_WAIT_S)
         self.residents.reserved.add(incoming)

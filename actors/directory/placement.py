@@ -9,6 +9,7 @@ an autoscaling cluster an actor waiting for a slot is the demand for another nod
 decisions are the pure functions of `minisphere.control.residency_policy`; this adds the
 cluster's facts, read through the runtime.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,7 +27,7 @@ from minisphere.control.residency_policy import (
 )
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 
-PLACED_ACTOR_CPUS = 0.001          # CPUs a placed workspace actor asks for (see aimed_at)
+PLACED_ACTOR_CPUS = 0.001  # CPUs a placed workspace actor asks for (see aimed_at)
 # What one workspace slot stands for: an idle bound actor's PSS (RESIDENT_ACTOR_PSS_BYTES),
 # rounded up so a busy one (read pool, page cache of its file) still fits.
 WORKSPACE_SLOT_MEMORY_BYTES = 64 * MIB
@@ -34,7 +35,7 @@ WORKSPACE_SLOT_MEMORY_BYTES = 64 * MIB
 # the ingress replica, the object store and the page cache.
 NODE_WORKSPACE_MEMORY_SHARE = 0.5
 SLOTS_PER_WORKSPACE_ACTOR = 1
-ROOM_POLL_S = 0.1                  # while waiting for a freed slot to show in Ray's view
+ROOM_POLL_S = 0.1  # while waiting for a freed slot to show in Ray's view
 
 
 def slot_request(mode: str, advertised: bool) -> dict:
@@ -55,6 +56,7 @@ def node_workspace_slots(memory_bytes: float) -> int:
 class Placement:
     """Actor options aiming a new actor at a node, why, and the node whose slot it was
     promised (None once released, or when the actor is not aimed)."""
+
     options: dict
     why: str
     node: str | None
@@ -64,8 +66,8 @@ class NodePlacement:
     def __init__(self, runtime: ActorRuntime, residents, slots: str = "auto"):
         self.runtime = runtime
         self.residents = residents
-        self.slots = slots                             # auto | on | off (settings)
-        self._claims: dict[str, int] = {}              # node -> slots promised to starting actors
+        self.slots = slots  # auto | on | off (settings)
+        self._claims: dict[str, int] = {}  # node -> slots promised to starting actors
 
     def alive_nodes(self) -> set[str]:
         return set(self.runtime.alive_nodes())
@@ -74,7 +76,8 @@ class NodePlacement:
         """Actor options asking for a workspace slot, or {} (see `slot_request`)."""
         advertised = self.slots == "auto" and any(
             WORKSPACE_SLOT_RESOURCE in resources
-            for resources in self.runtime.alive_nodes().values())
+            for resources in self.runtime.alive_nodes().values()
+        )
         return slot_request(self.slots, advertised)
 
     def slots_missing(self) -> bool:
@@ -82,7 +85,8 @@ class NodePlacement:
         workspace actor can start until a node that does joins."""
         return self.slots == "on" and not any(
             WORKSPACE_SLOT_RESOURCE in resources
-            for resources in self.runtime.alive_nodes().values())
+            for resources in self.runtime.alive_nodes().values()
+        )
 
     def placement_of(self, recorded_node: str | None) -> tuple[str | None, str]:
         """The node to bind the workspace on (None: any), and why."""
@@ -102,8 +106,9 @@ class NodePlacement:
         if chosen is None:
             return Placement({}, "no node has a free slot: waiting for one (or a new node)", None)
         if chosen != node:
-            why = ("node holding the file has no free slot; " if node else "") + \
-                "node with the most free slots"
+            why = (
+                "node holding the file has no free slot; " if node else ""
+            ) + "node with the most free slots"
         return self._claim(chosen, why)
 
     def place_spare(self, turn: int, spares_on: dict[str, int]) -> Placement:
@@ -113,8 +118,13 @@ class NodePlacement:
         autoscaler demand for a node that holds nothing else. Without slots: the live nodes
         in turn."""
         if self.slot_request():
-            chosen = spare_home(turn, self._free_slots_now(), self.busy_nodes(), spares_on,
-                                SLOTS_PER_WORKSPACE_ACTOR)
+            chosen = spare_home(
+                turn,
+                self._free_slots_now(),
+                self.busy_nodes(),
+                spares_on,
+                SLOTS_PER_WORKSPACE_ACTOR,
+            )
             if chosen is None:
                 raise NoRoomForSpare("no node has a free workspace slot")
             return self._claim(chosen, "warm spare")
@@ -125,10 +135,11 @@ class NodePlacement:
 
     def misplaced_spares(self, spare_nodes: dict[str, str | None]) -> list[str]:
         """Ready spares to retire so that idle nodes can go (see `misplaced_spares`)."""
-        if not spare_nodes or not self.slot_request():     # the sweep asks every round
+        if not spare_nodes or not self.slot_request():  # the sweep asks every round
             return []
-        return misplaced_spares(spare_nodes, self._free_slots_now(), self.busy_nodes(),
-                                SLOTS_PER_WORKSPACE_ACTOR)
+        return misplaced_spares(
+            spare_nodes, self._free_slots_now(), self.busy_nodes(), SLOTS_PER_WORKSPACE_ACTOR
+        )
 
     def busy_nodes(self) -> set[str]:
         """Live nodes holding at least one bound workspace."""
@@ -155,8 +166,9 @@ class NodePlacement:
     def _free_slots_now(self) -> dict[str, float]:
         """Live node -> workspace slots free, less those promised to actors still starting."""
         available = self.runtime.free_slots()
-        return {node: available.get(node, 0) - self._claims.get(node, 0)
-                for node in self.alive_nodes()}
+        return {
+            node: available.get(node, 0) - self._claims.get(node, 0) for node in self.alive_nodes()
+        }
 
     def full(self, node_id: str | None) -> bool:
         """A live node, slots required, and none of them free there: a workspace whose file is

@@ -6,6 +6,7 @@ it: `forget` is the one way a workspace stops being resident, whether it hiberna
 deleted, died or was retired. So the directory's state never grows past the live residents
 (plus what is in flight) however many workspaces a long-running cluster has woken.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -18,8 +19,8 @@ from actors.directory.actor_runtime import ActorRuntime
 from actors.directory.flights import SingleFlight
 from minisphere.control.residency_policy import idle_residents
 
-ACTIVITY_TIMEOUT_S = 0.5           # how long the directory waits for actors' last-call times
-REFRESH_INTERVAL_S = 1.0           # actors' last-call times are asked for at most this often
+ACTIVITY_TIMEOUT_S = 0.5  # how long the directory waits for actors' last-call times
+REFRESH_INTERVAL_S = 1.0  # actors' last-call times are asked for at most this often
 # A workspace just bound keeps its slot this long: its first call is still on the way, and
 # evicting it then would only wake it again (under more wakes than the cap, a livelock).
 MIN_RESIDENCY_S = 2.0
@@ -30,13 +31,13 @@ class Resident:
     handle: Any
     actor_name: str
     node_id: str | None = None
-    last_used: float = field(default_factory=time.time)       # wall time of the last call
-    bound_at: float = float("-inf")        # monotonic time it was bound (adopted: long ago)
-    snapshot_failing: bool = False         # its snapshots fail: it stays to retry them
-    inflight: int = 0                      # calls running in it when last asked: not idle
-    activation: dict | None = None         # how its actor opened the file
-    wake: dict | None = None               # spare | new, and how long the wake took
-    placement: str | None = None           # why it runs where it runs
+    last_used: float = field(default_factory=time.time)  # wall time of the last call
+    bound_at: float = float("-inf")  # monotonic time it was bound (adopted: long ago)
+    snapshot_failing: bool = False  # its snapshots fail: it stays to retry them
+    inflight: int = 0  # calls running in it when last asked: not idle
+    activation: dict | None = None  # how its actor opened the file
+    wake: dict | None = None  # spare | new, and how long the wake took
+    placement: str | None = None  # why it runs where it runs
 
 
 class ResidentTable:
@@ -46,7 +47,7 @@ class ResidentTable:
         self._residents: dict[str, Resident] = {}
         self.activations = SingleFlight()
         self.hibernations = SingleFlight()
-        self.reserved: set[str] = set()          # being bound, a slot under the cap held
+        self.reserved: set[str] = set()  # being bound, a slot under the cap held
         self._refreshed_at = float("-inf")
 
     # ---- the table -------------------------------------------------------------------------------
@@ -98,8 +99,12 @@ class ResidentTable:
 
     def state_sizes(self) -> dict[str, int]:
         """How much per-workspace state the table holds (operators, tests)."""
-        return {"residents": len(self._residents), "activations": len(self.activations),
-                "hibernations": len(self.hibernations), "reserved": len(self.reserved)}
+        return {
+            "residents": len(self._residents),
+            "activations": len(self.activations),
+            "hibernations": len(self.hibernations),
+            "reserved": len(self.reserved),
+        }
 
     # ---- recency and place -------------------------------------------------------------------------
     def touch(self, workspace_id: str) -> None:
@@ -121,15 +126,21 @@ class ResidentTable:
         """Residents that may hibernate for room, with their last use: not the incoming one,
         not one bound within MIN_RESIDENCY_S."""
         now = time.monotonic()
-        return {ws: r.last_used for ws, r in self._residents.items()
-                if ws != incoming and now - r.bound_at >= MIN_RESIDENCY_S}
+        return {
+            ws: r.last_used
+            for ws, r in self._residents.items()
+            if ws != incoming and now - r.bound_at >= MIN_RESIDENCY_S
+        }
 
     def idle(self, idle_s: float) -> list[str]:
         """Idle residents: not those with a call running (a long write started before the idle
         time began is not idle), nor those whose snapshots are failing (their retries live
         there)."""
-        last_used = {ws: r.last_used for ws, r in self._residents.items()
-                     if not r.snapshot_failing and not r.inflight}
+        last_used = {
+            ws: r.last_used
+            for ws, r in self._residents.items()
+            if not r.snapshot_failing and not r.inflight
+        }
         return idle_residents(last_used, time.time(), idle_s)
 
     async def refresh(self) -> None:
@@ -143,8 +154,9 @@ class ResidentTable:
 
         async def ask(workspace_id: str, resident: Resident):
             try:
-                info = await self.runtime.call(resident.handle, WorkspaceActorMethod.ACTIVITY,
-                                               timeout_s=ACTIVITY_TIMEOUT_S)
+                info = await self.runtime.call(
+                    resident.handle, WorkspaceActorMethod.ACTIVITY, timeout_s=ACTIVITY_TIMEOUT_S
+                )
             except Exception:  # noqa: BLE001 - slow or dead: handled at its next call
                 # Not known to be idle, so not taken for it: an actor too busy (or a node too
                 # loaded) to answer in time is most likely in use. Keeping the time of its
@@ -153,7 +165,7 @@ class ResidentTable:
                 if self._residents.get(workspace_id) is resident:
                     resident.last_used = max(resident.last_used, time.time())
                 return
-            if self._residents.get(workspace_id) is resident:     # still the same one
+            if self._residents.get(workspace_id) is resident:  # still the same one
                 resident.last_used = max(resident.last_used, info["lastCallAt"])
                 resident.snapshot_failing = bool(info.get("snapshotFailing"))
                 resident.inflight = int(info.get("inflight", 0))

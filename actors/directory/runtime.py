@@ -5,6 +5,7 @@ Every other part of the directory works through an `ActorRuntime` (`actor_runtim
 `RayActors` implements, so none of them holds Ray's API in its logic, and the parts can be driven
 in one process, with real workspace files, by a runtime that keeps its "actors" as objects.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -19,10 +20,10 @@ from actors.actor_methods import WorkspaceActorMethod
 from actors.workspace.launch import ACTOR_NAME_PREFIX
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 
-KILL_CONFIRM_TIMEOUT_S = 10.0      # waiting for Ray to report a retired actor dead
+KILL_CONFIRM_TIMEOUT_S = 10.0  # waiting for Ray to report a retired actor dead
 KILL_CONFIRM_POLL_S = 0.05
-NODE_CACHE_S = 2.0                 # how long the list of live nodes is trusted
-NODE_TASK_TIMEOUT_S = 120.0        # a task on every node (the sweep of its workspace copies)
+NODE_CACHE_S = 2.0  # how long the list of live nodes is trusted
+NODE_TASK_TIMEOUT_S = 120.0  # a task on every node (the sweep of its workspace copies)
 
 
 class ActorGone(Exception):
@@ -31,9 +32,9 @@ class ActorGone(Exception):
 
 class RayActors:
     def __init__(self, actor_class, namespace: str, directory, admin_token_hash: str):
-        self.actor_class = actor_class          # the workspace actor (a Ray actor class)
+        self.actor_class = actor_class  # the workspace actor (a Ray actor class)
         self.namespace = namespace
-        self.directory = directory              # this directory's own handle, for reports
+        self.directory = directory  # this directory's own handle, for reports
         self.admin_token_hash = admin_token_hash
         self._nodes: tuple[float, dict[str, dict]] = (0.0, {})
 
@@ -41,8 +42,12 @@ class RayActors:
     def start(self, name: str, options: dict):
         """A new, unbound workspace actor named `name` (it binds when told to)."""
         return self.actor_class.options(
-            name=name, namespace=self.namespace, lifetime="detached", max_restarts=-1,
-            max_task_retries=0, **{"num_cpus": 0, **options},
+            name=name,
+            namespace=self.namespace,
+            lifetime="detached",
+            max_restarts=-1,
+            max_task_retries=0,
+            **{"num_cpus": 0, **options},
         ).remote(None, self.directory, self.admin_token_hash)
 
     @staticmethod
@@ -56,7 +61,7 @@ class RayActors:
 
     @staticmethod
     def kill(handle) -> None:
-        with contextlib.suppress(Exception):        # already gone
+        with contextlib.suppress(Exception):  # already gone
             ray.kill(handle, no_restart=True)
 
     @staticmethod
@@ -85,9 +90,11 @@ class RayActors:
     def named_workspace_actors(self) -> list[str]:
         """The names of this namespace's live workspace actors: bound, spare, or left behind by
         a directory that died."""
-        return [found["name"] for found in ray.util.list_named_actors(all_namespaces=True)
-                if found["namespace"] == self.namespace
-                and found["name"].startswith(ACTOR_NAME_PREFIX)]
+        return [
+            found["name"]
+            for found in ray.util.list_named_actors(all_namespaces=True)
+            if found["namespace"] == self.namespace and found["name"].startswith(ACTOR_NAME_PREFIX)
+        ]
 
     def find(self, name: str):
         """The live actor of this name, or None."""
@@ -101,9 +108,12 @@ class RayActors:
         """Run `fn(*args_for(node))` once on each live node (a task pinned there: a node's
         own disk is reachable only from it); node -> its answer, or the error's name."""
         task = ray.remote(num_cpus=0, max_retries=0)(fn)
-        refs = {node: task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-                    node, soft=False)).remote(*args_for(node))
-                for node in self.alive_nodes()}
+        refs = {
+            node: task.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
+            ).remote(*args_for(node))
+            for node in self.alive_nodes()
+        }
         answers = {}
         for node, ref in refs.items():
             try:
@@ -124,14 +134,19 @@ class RayActors:
     @staticmethod
     def free_slots() -> dict[str, float]:
         """Node -> workspace slots Ray has not handed out (one GCS call)."""
-        return {node: resources.get(WORKSPACE_SLOT_RESOURCE, 0) for node, resources
-                in ray._private.state.available_resources_per_node().items()}
+        return {
+            node: resources.get(WORKSPACE_SLOT_RESOURCE, 0)
+            for node, resources in ray._private.state.available_resources_per_node().items()
+        }
 
     @staticmethod
     def aimed_at(node_id: str, cpus: float) -> dict:
         """Actor options to start on this node if it has room, else on another. A soft
         affinity alone falls back only when the node is gone, not when it is full; and Ray
         2.60 ignores a soft affinity for an actor that asks for no resources, hence `cpus`."""
-        return {"scheduling_strategy": NodeAffinitySchedulingStrategy(
-                    node_id, soft=True, _spill_on_unavailable=True),
-                "num_cpus": cpus}
+        return {
+            "scheduling_strategy": NodeAffinitySchedulingStrategy(
+                node_id, soft=True, _spill_on_unavailable=True
+            ),
+            "num_cpus": cpus,
+        }

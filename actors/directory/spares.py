@@ -22,6 +22,7 @@ return nothing.
 Plain asyncio inside the (async) directory actor; `start_spare(spares per node)`
 (`SpareStarter.start`) is where a process is started.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,13 +41,13 @@ from minisphere.control.residency_policy import (
 )
 
 log = logging.getLogger("minisphere.spares")
-SPARE_READY_TIMEOUT_S = 120.0     # a spare that has not finished starting by then is dropped
-REFILL_RETRY_PAUSE_S = 1.0        # after a failed start
-NO_ROOM_RETRY_S = 5.0             # after finding no free workspace slot for a spare
+SPARE_READY_TIMEOUT_S = 120.0  # a spare that has not finished starting by then is dropped
+REFILL_RETRY_PAUSE_S = 1.0  # after a failed start
+NO_ROOM_RETRY_S = 5.0  # after finding no free workspace slot for a spare
 # A process start takes most of a core while it runs: starting the replacement right away would
 # take that CPU from the very wake that used the spare. Wait this long first.
 REFILL_DELAY_S = 0.5
-DEMAND_REVIEW_S = 10.0            # how often a demand-following pool recomputes its size
+DEMAND_REVIEW_S = 10.0  # how often a demand-following pool recomputes its size
 # A start takes most of a core while it runs. A pool grown by a burst that started all its
 # replacements at once would take every core from the wakes it exists for: a demand-following
 # pool starts at most this many per CPU of the cluster at a time (at least one).
@@ -61,6 +62,7 @@ class NoRoomForSpare(Exception):
 class Demand:
     """A pool that follows demand keeps at least `floor` spares and never more than `ceiling`
     (its budget of memory and idle CPU)."""
+
     floor: int
     ceiling: int
     starts_at_once: int = 1
@@ -72,17 +74,22 @@ class Spare:
     name: str
     node_id: str | None
     ready_at: float = field(default_factory=time.monotonic)
-    recycled: bool = False           # a hibernated workspace's process, not a fresh start
+    recycled: bool = False  # a hibernated workspace's process, not a fresh start
 
 
 class SparePool:
-    def __init__(self, size: int, start_spare: Callable[[dict[str, int]], Awaitable[Spare]],
-                 kill: Callable[[Any], None], demand: Demand | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        size: int,
+        start_spare: Callable[[dict[str, int]], Awaitable[Spare]],
+        kill: Callable[[Any], None],
+        demand: Demand | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.demand = demand
         self.clock = clock
-        self._wakes: deque[float] = deque()        # when each recent `take` came
-        self._asks_again = False        # the last take was a miss with no node asked
+        self._wakes: deque[float] = deque()  # when each recent `take` came
+        self._asks_again = False  # the last take was a miss with no node asked
         self.size = max(0, int(size)) if demand is None else self._demand_target(demand)
         self._start_spare = start_spare
         self._kill = kill
@@ -90,17 +97,17 @@ class SparePool:
         self._starting = 0
         self._refiller: asyncio.Task | None = None
         self._wake = asyncio.Event()
-        self.started = 0                 # spares that finished starting
+        self.started = 0  # spares that finished starting
         self.handed_out = 0
         self.failed = 0
-        self.no_room = 0                 # starts skipped: no node had a free slot
+        self.no_room = 0  # starts skipped: no node had a free slot
         self.no_room_why = ""
-        self.retired = 0                 # ready spares killed so their node could go idle
-        self.shrunk = 0                  # ready spares killed because demand fell
-        self.start_seconds: deque[float] = deque(maxlen=64)   # recent start durations
-        self.returning = 0               # hibernations under way whose process may come back
-        self.recycled = 0                # hibernated processes kept as spares
-        self.not_kept = 0                # processes killed on a return: the pool was full
+        self.retired = 0  # ready spares killed so their node could go idle
+        self.shrunk = 0  # ready spares killed because demand fell
+        self.start_seconds: deque[float] = deque(maxlen=64)  # recent start durations
+        self.returning = 0  # hibernations under way whose process may come back
+        self.recycled = 0  # hibernated processes kept as spares
+        self.not_kept = 0  # processes killed on a return: the pool was full
         self._returned = asyncio.Event()
 
     # ---- use -----------------------------------------------------------------------------------
@@ -115,7 +122,7 @@ class SparePool:
         if self.demand is not None and not retry and not (chosen and chosen.recycled):
             self._wakes.append(self.clock())
             self.follow_demand()
-            self.refill()                  # the pool may have grown: start the new spares
+            self.refill()  # the pool may have grown: start the new spares
         if chosen is None:
             # a wake with no recorded node that finds no spare asks once more, for any node,
             # right away (the activator's next call): one wake, counted once
@@ -136,7 +143,7 @@ class SparePool:
 
     def not_returning(self) -> None:
         self.returning = max(0, self.returning - 1)
-        self.refill()                    # the room it was to fill is the refiller's again
+        self.refill()  # the room it was to fill is the refiller's again
 
     def give_back(self, spare: Spare) -> bool:
         """A hibernated workspace's process, unbound again: kept if the pool wants another
@@ -191,22 +198,32 @@ class SparePool:
 
     def status(self) -> dict:
         demand = self.demand
-        return {"size": self.size, "ready": len(self._ready), "starting": self._starting,
-                "started": self.started, "handedOut": self.handed_out, "failed": self.failed,
-                "noRoom": self.no_room, "noRoomWhy": self.no_room_why, "retired": self.retired,
-                "returning": self.returning, "recycled": self.recycled,
-                "notKept": self.not_kept,
-                "startSecondsP50": self.start_p50_s(),
-                "followsDemand": demand is not None, "shrunk": self.shrunk,
-                "floor": demand.floor if demand else None,
-                "ceiling": demand.ceiling if demand else None,
-                "peakWakesPerMinute": peak_wakes_per_bucket(self._wakes, self.clock())}
+        return {
+            "size": self.size,
+            "ready": len(self._ready),
+            "starting": self._starting,
+            "started": self.started,
+            "handedOut": self.handed_out,
+            "failed": self.failed,
+            "noRoom": self.no_room,
+            "noRoomWhy": self.no_room_why,
+            "retired": self.retired,
+            "returning": self.returning,
+            "recycled": self.recycled,
+            "notKept": self.not_kept,
+            "startSecondsP50": self.start_p50_s(),
+            "followsDemand": demand is not None,
+            "shrunk": self.shrunk,
+            "floor": demand.floor if demand else None,
+            "ceiling": demand.ceiling if demand else None,
+            "peakWakesPerMinute": peak_wakes_per_bucket(self._wakes, self.clock()),
+        }
 
     # ---- following demand ------------------------------------------------------------------------
     def _demand_target(self, demand: Demand) -> int:
         now = self.clock()
         while self._wakes and now - self._wakes[0] >= SPARE_DEMAND_WINDOW_S:
-            self._wakes.popleft()                # the record stays the size of the window
+            self._wakes.popleft()  # the record stays the size of the window
         return demand_spare_target(self._wakes, now, demand.floor, demand.ceiling)
 
     def follow_demand(self) -> None:
@@ -273,15 +290,16 @@ class SparePool:
                 asyncio.get_running_loop().create_task(self._start_one())
             if self.demand is None:
                 await self._wake.wait()
-            else:                  # demand also falls with no event: look again now and then
+            else:  # demand also falls with no event: look again now and then
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), DEMAND_REVIEW_S)
 
     async def _start_one(self) -> None:
         started = time.monotonic()
         try:
-            spare = await asyncio.wait_for(self._start_spare(self.spares_per_node()),
-                                           SPARE_READY_TIMEOUT_S)
+            spare = await asyncio.wait_for(
+                self._start_spare(self.spares_per_node()), SPARE_READY_TIMEOUT_S
+            )
         except NoRoomForSpare as why:
             self.no_room += 1
             self.no_room_why = str(why)
@@ -299,7 +317,7 @@ class SparePool:
         self._starting -= 1
         self.started += 1
         self.start_seconds.append(time.monotonic() - started)
-        if len(self._ready) >= self.size:             # shrunk meanwhile
+        if len(self._ready) >= self.size:  # shrunk meanwhile
             self._kill(spare.handle)
         else:
             self._ready.append(spare)

@@ -2,6 +2,7 @@
 migrated at once; the actor starts on first use), and deletion (the actor, the folder, this
 generation's snapshots — owed to a later sweep when the store fails — and the record).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -22,7 +23,7 @@ from minisphere.hosting.copies import list_copies, sweep_node
 from minisphere.settings import ensure_private_dir
 
 log = logging.getLogger("minisphere.directory")
-AUDIT_KEPT_S = 90 * 86_400                # the audit trail's reach back
+AUDIT_KEPT_S = 90 * 86_400  # the audit trail's reach back
 AUDIT_PRUNE_EVERY_S = 3_600.0
 # A forget sweeps the nodes for copies left behind where the workspace lived before (they may
 # hold the forgotten text); forgets in a row share one sweep at most this often.
@@ -30,19 +31,27 @@ FORGET_SWEEP_GAP_S = 5.0
 
 
 class WorkspaceLifecycle:
-    def __init__(self, settings, control, snapshots, residents, runtime: ActorRuntime, contracts,
-                 default_blueprint):
+    def __init__(
+        self,
+        settings,
+        control,
+        snapshots,
+        residents,
+        runtime: ActorRuntime,
+        contracts,
+        default_blueprint,
+    ):
         self.settings = settings
         self.control = control
-        self.snapshots = snapshots              # the snapshot store
+        self.snapshots = snapshots  # the snapshot store
         self.residents = residents
         self.runtime = runtime
-        self.contracts = contracts              # what a new workspace is born with
+        self.contracts = contracts  # what a new workspace is born with
         self.default_blueprint = default_blueprint
         self.root = ensure_private_dir(settings.workspaces_dir).resolve()
-        self._sweep: asyncio.Task | None = None          # the node sweep running, if any
+        self._sweep: asyncio.Task | None = None  # the node sweep running, if any
         self._sweep_again = False
-        self._forget_sweep: asyncio.Task | None = None   # a forget's sweep, waiting its turn
+        self._forget_sweep: asyncio.Task | None = None  # a forget's sweep, waiting its turn
         self._forget_swept_at = -FORGET_SWEEP_GAP_S
         # deleted generations whose replica is deleted once more after a node sweep that
         # reached every node, the one the workspace lived on among them: a killed actor's file
@@ -53,20 +62,19 @@ class WorkspaceLifecycle:
 
     def folder(self, workspace_id: str) -> Path:
         folder = (self.root / check_workspace_id(workspace_id)).resolve()
-        if folder.parent != self.root:      # belt and braces: the id pattern already forbids it
+        if folder.parent != self.root:  # belt and braces: the id pattern already forbids it
             raise NotFound(f"no workspace {workspace_id}")
         return folder
 
     def workspace_path(self, workspace_id: str) -> str:
         return str(self.folder(workspace_id) / "workspace.db")
 
-    def create(self, workspace_id: str | None, blueprint: dict | None,
-               label: str | None) -> dict:
+    def create(self, workspace_id: str | None, blueprint: dict | None, label: str | None) -> dict:
         chosen = parse_blueprint(blueprint) if blueprint is not None else self.default_blueprint
         record, token = self.control.create(chosen, self.contracts, workspace_id, label)
         try:
             folder = self.folder(record["id"])
-            if folder.exists():   # left over from an interrupted delete: keep it, aside
+            if folder.exists():  # left over from an interrupted delete: keep it, aside
                 aside = self.root / ".orphaned" / f"{record['id']}-{time.time_ns()}"
                 ensure_private_dir(aside.parent)
                 folder.rename(aside)
@@ -74,7 +82,7 @@ class WorkspaceLifecycle:
             ensure_private_dir(folder)
             made = Workspace(folder / "workspace.db", synchronous=self.settings.synchronous)
             try:
-                made.claim(record["generation"], 0)   # the file knows which creation it is
+                made.claim(record["generation"], 0)  # the file knows which creation it is
             finally:
                 made.close()
         except BaseException:
@@ -85,8 +93,8 @@ class WorkspaceLifecycle:
         return {"workspace": record, "token": token, "tokenId": grant.token_id}
 
     async def delete(self, workspace_id: str) -> dict:
-        self.control.get(workspace_id)                      # NotFound when absent
-        self.control.set_state(workspace_id, "deleting")    # no new activation from here on
+        self.control.get(workspace_id)  # NotFound when absent
+        self.control.set_state(workspace_id, "deleting")  # no new activation from here on
         # an activation in flight finds the workspace deleting once bound and lets go of its
         # actor; a hibernation in flight finishes its upload before the snapshots go
         await self.residents.activations.settled(workspace_id)
@@ -94,15 +102,15 @@ class WorkspaceLifecycle:
         resident = self.residents.forget(workspace_id)
         if resident is not None:
             self.runtime.kill(resident.handle)
-            await self.runtime.until_dead(resident.handle)   # no upload after the deletion
+            await self.runtime.until_dead(resident.handle)  # no upload after the deletion
         shutil.rmtree(self.folder(workspace_id), ignore_errors=True)
         generation = self.control.get(workspace_id)["generation"]
         lived_on = self.control.locations.location(workspace_id)["nodeId"]
         snapshots_deleted = await self._delete_snapshots(workspace_id, generation)
-        self.control.delete(workspace_id)                   # and records its tombstone
+        self.control.delete(workspace_id)  # and records its tombstone
         self._replicas_to_recheck[(workspace_id, generation)] = lived_on
         log.info("deleted workspace %s", workspace_id)
-        self.sweep_soon()                                   # its copies on every other node
+        self.sweep_soon()  # its copies on every other node
         return {"deleted": workspace_id, "snapshotsDeleted": snapshots_deleted}
 
     def sweep_soon(self) -> None:
@@ -119,6 +127,7 @@ class WorkspaceLifecycle:
                 await self.sweep_nodes()
                 if not self._sweep_again:
                     return
+
         self._sweep = asyncio.get_running_loop().create_task(sweeps())
 
     def sweep_after_forget(self) -> None:
@@ -133,6 +142,7 @@ class WorkspaceLifecycle:
             await asyncio.sleep(wait_s)
             self._forget_swept_at = time.monotonic()
             self.sweep_soon()
+
         self._forget_sweep = asyncio.get_running_loop().create_task(after_the_gap())
 
     async def sweep_nodes(self) -> dict | None:
@@ -157,12 +167,16 @@ class WorkspaceLifecycle:
         self._prune_audit()
         try:
             held = await self.runtime.on_every_node(list_copies, lambda node: (root,))
-            dead = {node: self.control.locations.dead_copies(copies)
-                    for node, copies in held.items() if isinstance(copies, dict)}
+            dead = {
+                node: self.control.locations.dead_copies(copies)
+                for node, copies in held.items()
+                if isinstance(copies, dict)
+            }
             moved = self.control.locations.stored_copies()
             swept = await self.runtime.on_every_node(
-                sweep_node, lambda node: (root, node, dead.get(node, {}), moved, "workspace.db",
-                                          daemon_dir))
+                sweep_node,
+                lambda node: (root, node, dead.get(node, {}), moved, "workspace.db", daemon_dir),
+            )
         except Exception:  # the periodic sweep tries again
             log.warning("node sweep failed", exc_info=True)
             return None
@@ -187,12 +201,17 @@ class WorkspaceLifecycle:
         A workspace created later with the same id has another generation, so it never sees
         these meanwhile."""
         try:
-            await asyncio.to_thread(delete_generation_snapshots, self.snapshots, workspace_id,
-                                    generation)
+            await asyncio.to_thread(
+                delete_generation_snapshots, self.snapshots, workspace_id, generation
+            )
             await asyncio.to_thread(delete_replica, self.snapshots, workspace_id, generation)
         except SnapshotError as exc:
-            log.warning("snapshots of deleted workspace %s (%s) not removed yet: %s",
-                        workspace_id, generation, exc.message)
+            log.warning(
+                "snapshots of deleted workspace %s (%s) not removed yet: %s",
+                workspace_id,
+                generation,
+                exc.message,
+            )
             self.control.owe_snapshot_deletion(workspace_id, generation, exc.message)
             return False
         return True

@@ -10,6 +10,7 @@ MAX_BATCH_TEXTS texts (the model call runs on a worker thread, off the event loo
 Workspace actors use it through `actors.workspace.remote_embedder.RemoteEmbedder`, a provider
 object (name, dim, embed) that the engine's Workspace accepts as `embedder=`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,8 +27,8 @@ from minisphere.wire import LOCAL_PROVIDERS
 
 log = logging.getLogger("minisphere.embedder")
 
-EMBEDDER_NUM_CPUS = 0.5          # the model's forward pass is CPU work: reserve half a core
-MAX_BATCH_TEXTS = 256            # texts per forward pass at most
+EMBEDDER_NUM_CPUS = 0.5  # the model's forward pass is CPU work: reserve half a core
+MAX_BATCH_TEXTS = 256  # texts per forward pass at most
 
 
 def embedder_name(spec: dict) -> str:
@@ -50,6 +51,7 @@ class EmbedderActor:
         log_to_stderr()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from minisphere.engine.embedding import make_provider
+
         started = time.perf_counter()
         self.provider = make_provider(spec)
         self.spec = {k: v for k, v in spec.items() if k not in ("apiKey",)}
@@ -57,13 +59,24 @@ class EmbedderActor:
         self.embed_s = 0.0
         self._pending: list[tuple[list[str], asyncio.Future]] = []
         self._flusher: asyncio.Task | None = None
-        log.info("embedder %s (%d dims) loaded in %.1f s", self.provider.name, self.provider.dim,
-                 time.perf_counter() - started)
+        log.info(
+            "embedder %s (%d dims) loaded in %.1f s",
+            self.provider.name,
+            self.provider.dim,
+            time.perf_counter() - started,
+        )
 
     async def info(self) -> dict:
-        return {"name": self.provider.name, "dim": self.provider.dim, "pid": os.getpid(),
-                "spec": self.spec, "calls": self.calls, "texts": self.texts,
-                "batches": self.batches, "embedSeconds": round(self.embed_s, 3)}
+        return {
+            "name": self.provider.name,
+            "dim": self.provider.dim,
+            "pid": os.getpid(),
+            "spec": self.spec,
+            "calls": self.calls,
+            "texts": self.texts,
+            "batches": self.batches,
+            "embedSeconds": round(self.embed_s, 3),
+        }
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         self.calls += 1
@@ -76,11 +89,13 @@ class EmbedderActor:
         return await future
 
     async def _flush(self) -> None:
-        await asyncio.sleep(0)   # requests delivered in the same turn of the loop go together
+        await asyncio.sleep(0)  # requests delivered in the same turn of the loop go together
         while self._pending:
             group: list[tuple[list[str], asyncio.Future]] = []
             size = 0
-            while self._pending and (not group or size + len(self._pending[0][0]) <= MAX_BATCH_TEXTS):
+            while self._pending and (
+                not group or size + len(self._pending[0][0]) <= MAX_BATCH_TEXTS
+            ):
                 texts, future = self._pending.pop(0)
                 group.append((texts, future))
                 size += len(texts)
@@ -99,12 +114,11 @@ class EmbedderActor:
             offset = 0
             for texts, future in group:
                 if not future.done():
-                    future.set_result(matrix[offset:offset + len(texts)])
+                    future.set_result(matrix[offset : offset + len(texts)])
                 offset += len(texts)
 
 
-def get_or_create_embedder(spec: dict, namespace: str | None = None,
-                           num_cpus: float | None = None):
+def get_or_create_embedder(spec: dict, namespace: str | None = None, num_cpus: float | None = None):
     """The cluster's one embedder for this provider spec (named, detached, get-if-exists).
     Pass secrets as {"apiKeyEnv": "VAR"} (read inside the actor), not as a literal key. Only
     a local model reserves CPU (`num_cpus`, default EMBEDDER_NUM_CPUS): an endpoint's or the
@@ -114,5 +128,9 @@ def get_or_create_embedder(spec: dict, namespace: str | None = None,
         num_cpus = EMBEDDER_NUM_CPUS if spec["provider"] in LOCAL_PROVIDERS else 0
     # mypy keeps a decorated class's own type: Ray's ActorClass (and its .options) is unseen
     return EmbedderActor.options(  # type: ignore[attr-defined]
-        name=embedder_name(spec), namespace=namespace, lifetime="detached", get_if_exists=True,
-        num_cpus=num_cpus).remote(spec)
+        name=embedder_name(spec),
+        namespace=namespace,
+        lifetime="detached",
+        get_if_exists=True,
+        num_cpus=num_cpus,
+    ).remote(spec)

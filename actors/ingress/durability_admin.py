@@ -2,6 +2,7 @@
 restores, pruning and the vector binding. Each reaches the workspace's actor (activating it)
 through the replica's resend loop, or asks only the directory and the snapshot store where no
 actor needs to wake (the snapshot listing)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,78 +20,100 @@ from minisphere.settings import Settings
 
 
 class DurabilityAdmin:
-    def __init__(self, settings: Settings, reach: WorkspaceReach,
-                 ask_directory: Callable[..., Awaitable[Any]], admin_hash: str):
+    def __init__(
+        self,
+        settings: Settings,
+        reach: WorkspaceReach,
+        ask_directory: Callable[..., Awaitable[Any]],
+        admin_hash: str,
+    ):
         self.settings = settings
         self.reach = reach
         self._ask_directory = ask_directory
-        self.admin_hash = admin_hash          # the actors' admin methods check it again
-        self._store: SnapshotStore | None = None     # made on first use
+        self.admin_hash = admin_hash  # the actors' admin methods check it again
+        self._store: SnapshotStore | None = None  # made on first use
 
     async def actor_call(self, workspace_id: str, method: ServedMethod, *args):
         """An admin call on the workspace's actor (activating it), following hibernation."""
         check_workspace_id(workspace_id)
         reply, _, _ = await self.reach.call(
-            workspace_id, method, *args, idempotent_attempts=1,
-            unknown_outcome=f"workspace {workspace_id} restarted during {method}; retry shortly")
+            workspace_id,
+            method,
+            *args,
+            idempotent_attempts=1,
+            unknown_outcome=f"workspace {workspace_id} restarted during {method}; retry shortly",
+        )
         return reply.unwrap()
 
     async def snapshot(self, workspace_id: str) -> dict:
-        return await self.actor_call(workspace_id, ServedMethod.SNAPSHOT, "manual",
-                                     self.admin_hash)
+        return await self.actor_call(workspace_id, ServedMethod.SNAPSHOT, "manual", self.admin_hash)
 
     async def hibernate(self, workspace_id: str) -> dict:
         """Hibernate the workspace now (snapshot if changed, close, release its actor)."""
         check_workspace_id(workspace_id)
         result = await self._ask_directory(DirectoryMethod.HIBERNATE, workspace_id, "manual")
         self.reach.forget(workspace_id)
-        return {"workspace": workspace_id, "hibernated": bool(result.get("hibernated")),
-                "why": result.get("why"),
-                "snapshot": (result.get("snapshot") or {}).get("version"),
-                "pendingSnapshot": bool(result.get("pendingSnapshot"))}
+        return {
+            "workspace": workspace_id,
+            "hibernated": bool(result.get("hibernated")),
+            "why": result.get("why"),
+            "snapshot": (result.get("snapshot") or {}).get("version"),
+            "pendingSnapshot": bool(result.get("pendingSnapshot")),
+        }
 
     async def restore(self, workspace_id: str, version: str) -> dict:
         try:
-            result = await self.actor_call(workspace_id, ServedMethod.RESTORE, version,
-                                           self.admin_hash)
+            result = await self.actor_call(
+                workspace_id, ServedMethod.RESTORE, version, self.admin_hash
+            )
         except WorkspaceDataMissing:
             if version is None:
                 raise
             # the admin names a version: that accepts losing what only an unreachable copy
             # held, so the workspace may open from the store and be restored to it
             await self._ask_directory(DirectoryMethod.ACCEPT_STORED_STATE, workspace_id)
-            result = await self.actor_call(workspace_id, ServedMethod.RESTORE, version,
-                                           self.admin_hash)
-        return {"workspace": workspace_id, "version": result["version"],
-                "entryCount": result["manifest"].get("entryCount"),
-                "previousFileKeptAt": result["aside"], "tookMs": result["tookMs"],
-                "newestVersion": result["published"]["version"]}
+            result = await self.actor_call(
+                workspace_id, ServedMethod.RESTORE, version, self.admin_hash
+            )
+        return {
+            "workspace": workspace_id,
+            "version": result["version"],
+            "entryCount": result["manifest"].get("entryCount"),
+            "previousFileKeptAt": result["aside"],
+            "tookMs": result["tookMs"],
+            "newestVersion": result["published"]["version"],
+        }
 
     async def restore_to_moment(self, workspace_id: str, moment: str) -> dict:
-        return await self.actor_call(workspace_id, ServedMethod.RESTORE_TO_MOMENT, moment,
-                                     self.admin_hash)
+        return await self.actor_call(
+            workspace_id, ServedMethod.RESTORE_TO_MOMENT, moment, self.admin_hash
+        )
 
     async def prune_snapshots(self, workspace_id: str, keep: int) -> dict:
-        return await self.actor_call(workspace_id, ServedMethod.PRUNE_SNAPSHOTS, keep,
-                                     self.admin_hash)
+        return await self.actor_call(
+            workspace_id, ServedMethod.PRUNE_SNAPSHOTS, keep, self.admin_hash
+        )
 
     async def rebind_vectors(self, workspace_id: str, vector: dict) -> dict:
         """The blueprint names the binding `vector` from now on; the file follows, re-embedded
         while the workspace serves (its progress: `vector_binding`)."""
         check_workspace_id(workspace_id)
-        record = await self._ask_directory(DirectoryMethod.SET_VECTOR_BINDING, workspace_id,
-                                          vector)
+        record = await self._ask_directory(DirectoryMethod.SET_VECTOR_BINDING, workspace_id, vector)
         wanted = record["blueprint"]["bindings"]["vector"]
-        state = await self.actor_call(workspace_id, ServedMethod.REBIND_VECTORS, wanted,
-                                      self.admin_hash)
+        state = await self.actor_call(
+            workspace_id, ServedMethod.REBIND_VECTORS, wanted, self.admin_hash
+        )
         return {"workspace": workspace_id, "blueprint": wanted, **state}
 
     async def vector_binding(self, workspace_id: str) -> dict:
         check_workspace_id(workspace_id)
         record = await self._ask_directory(DirectoryMethod.GET, workspace_id)
         state = await self.actor_call(workspace_id, ServedMethod.VECTOR_BINDING, self.admin_hash)
-        return {"workspace": workspace_id,
-                "blueprint": (record["blueprint"].get("bindings") or {}).get("vector"), **state}
+        return {
+            "workspace": workspace_id,
+            "blueprint": (record["blueprint"].get("bindings") or {}).get("vector"),
+            **state,
+        }
 
     def _snapshot_store(self) -> SnapshotStore:
         if self._store is None:
@@ -100,6 +123,6 @@ class DurabilityAdmin:
     async def list_snapshots(self, workspace_id: str) -> list[dict]:
         """Versions in the store (no actor is woken for this)."""
         check_workspace_id(workspace_id)
-        record = await self._ask_directory(DirectoryMethod.GET, workspace_id)   # NotFound if absent
+        record = await self._ask_directory(DirectoryMethod.GET, workspace_id)  # NotFound if absent
         store = generation_store(self._snapshot_store(), workspace_id, record["generation"])
         return await asyncio.to_thread(list_snapshots, store, workspace_id)

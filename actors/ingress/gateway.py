@@ -14,6 +14,7 @@ it is answered 503 -- unless the actor ended by hibernation (then the write neve
 sent again), as is any call refused with `hibernating`. The replica also sends each warm spare
 its first message before a wake hands it out (`spare_contacts.py`).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,12 +42,13 @@ from minisphere.wire.records import MaintenanceRun, TokenInfo, TokenIssued, Work
 
 log = logging.getLogger("minisphere.gateway")
 CALL_TIMEOUT_S = 60.0
-LIVE_STATUS_TIMEOUT_S = 3.0        # GET /v1/workspaces/{id}: the actor's own snapshot status
-UNKNOWN_CLIENT = "unknown"         # a caller whose address the server was not told
+LIVE_STATUS_TIMEOUT_S = 3.0  # GET /v1/workspaces/{id}: the actor's own snapshot status
+UNKNOWN_CLIENT = "unknown"  # a caller whose address the server was not told
 
 
-def _resend_policy(workspace_id: str, method_name: str, idempotency_key: str | None
-                   ) -> tuple[int, str]:
+def _resend_policy(
+    workspace_id: str, method_name: str, idempotency_key: str | None
+) -> tuple[int, str]:
     """How often a call whose actor died under it is sent again, and what a caller is told when
     it cannot be: a read once, a keyed write as often as KEYED_WRITE_RESENDS (it cannot apply
     twice), a write without a key never (it may or may not have been applied)."""
@@ -55,10 +57,13 @@ def _resend_policy(workspace_id: str, method_name: str, idempotency_key: str | N
     if idempotency_key is not None:
         return KEYED_WRITE_RESENDS, (
             f"workspace {workspace_id} failed or timed out during {method_name}; send it again "
-            "with the same Idempotency-Key: it is applied at most once")
-    return 0, (f"workspace {workspace_id} failed or timed out during {method_name}; the write "
-               "may or may not have been applied (send writes with an Idempotency-Key to make "
-               "them safe to repeat)")
+            "with the same Idempotency-Key: it is applied at most once"
+        )
+    return 0, (
+        f"workspace {workspace_id} failed or timed out during {method_name}; the write "
+        "may or may not have been applied (send writes with an Idempotency-Key to make "
+        "them safe to repeat)"
+    )
 
 
 class Gateway:
@@ -67,17 +72,21 @@ class Gateway:
         passes one whose methods' `.remote()` are awaitables, to run replicas in process."""
         self.settings = settings
         self.directory = directory if directory is not None else get_directory(settings)
-        self.directory.start.remote()          # warm the spare pool; never waited for
+        self.directory.start.remote()  # warm the spare pool; never waited for
         self.pressure = CallPressure(settings.residency.wake_shed_latency_ms / 1e3)
         self.reach = WorkspaceReach(self.directory, wake_gate=self._admit_wake)
-        self.spare_contacts = SpareContacts(self.directory)    # started by the first call
+        self.spare_contacts = SpareContacts(self.directory)  # started by the first call
         self.query_encoders = QueryEncoders()
         self.admin_hash = token_hash(settings.admin_token)
         self.token_cache = TokenCache(self.ask_directory, settings.token_cache_ttl_s)
-        self.admin = AdminCheck(self.admin_hash, lambda candidate: self.ask_directory(
-            DirectoryMethod.WHOAMI, candidate), known_ttl_s=settings.token_cache_ttl_s)
-        self.durability_admin = DurabilityAdmin(settings, self.reach, self.ask_directory,
-                                                self.admin_hash)
+        self.admin = AdminCheck(
+            self.admin_hash,
+            lambda candidate: self.ask_directory(DirectoryMethod.WHOAMI, candidate),
+            known_ttl_s=settings.token_cache_ttl_s,
+        )
+        self.durability_admin = DurabilityAdmin(
+            settings, self.reach, self.ask_directory, self.admin_hash
+        )
 
     async def ask_directory(self, method: DirectoryMethod | str, *args):
         """The directory's `method(*args)`; a name it has no method for (the token cache
@@ -90,7 +99,8 @@ class Gateway:
             raise Overloaded(
                 f"workspace {workspace_id} was not woken: calls to the workspaces already "
                 f"awake take longer than {self.pressure.target_s * 1e3:g} ms here",
-                retry_after_s=self.pressure.retry_after_s())
+                retry_after_s=self.pressure.retry_after_s(),
+            )
 
     # ---- auth ----------------------------------------------------------------------------------
     def is_admin(self, token: str) -> bool:
@@ -101,8 +111,9 @@ class Gateway:
         admin guesses (a workspace token, a valid token without the rights, does not)."""
         await self.admin.require(token, client)
 
-    async def authorize(self, workspace_id: str, token: str, method_name: str,
-                        client: str = UNKNOWN_CLIENT) -> str:
+    async def authorize(
+        self, workspace_id: str, token: str, method_name: str, client: str = UNKNOWN_CLIENT
+    ) -> str:
         """Raise unless `token` may call `method_name` on `workspace_id`; returns the token's
         hash, which the workspace actor checks again on every call. `client`: the caller's
         address, whose failed authentications are budgeted."""
@@ -114,8 +125,9 @@ class Gateway:
         # a contract method is checked again by the workspace actor against its authoritative
         # token set; any other tenant route (the snapshot listing) is checked here, against
         # the directory's, never against a cache that may hold a revoked grant
-        grant = await self.token_cache.grant_of(workspace_id, candidate, client,
-                                                authoritative=method is None)
+        grant = await self.token_cache.grant_of(
+            workspace_id, candidate, client, authoritative=method is None
+        )
         if method is not None:
             grant.require(method_name, method.access)
         return candidate
@@ -126,8 +138,10 @@ class Gateway:
         if same_hash(candidate, self.admin_hash):
             return {"kind": "admin"}
         found = await self.token_cache.budget.attempt(
-            client, lambda: self.ask_directory(DirectoryMethod.WHOAMI, candidate),
-            lambda answer: answer is not None)
+            client,
+            lambda: self.ask_directory(DirectoryMethod.WHOAMI, candidate),
+            lambda answer: answer is not None,
+        )
         if found is None:
             raise Unauthenticated("invalid token")
         return found
@@ -138,8 +152,14 @@ class Gateway:
         self.query_encoders.forget(workspace_id)
 
     # ---- calls ---------------------------------------------------------------------------------
-    async def call(self, workspace_id: str, method_name: str, body, caller: str,
-                   idempotency_key: str | None = None) -> tuple[Any, dict]:
+    async def call(
+        self,
+        workspace_id: str,
+        method_name: str,
+        body,
+        caller: str,
+        idempotency_key: str | None = None,
+    ) -> tuple[Any, dict]:
         """Run one method on the workspace's actor as `caller` (the token hash `authorize`
         returned): (result, timings); engine errors raise. Timings say `replayed` when a
         keyed write was answered from its stored result."""
@@ -151,15 +171,24 @@ class Gateway:
         recall = method_name == "recall"
         # only to a workspace already awake: a wake takes far longer than the embedding, and
         # one refused under overload would have spent the embedder's time for nothing
-        sent_query = self.query_encoders.send(workspace_id, body) \
-            if recall and ticket is not None else None
+        sent_query = (
+            self.query_encoders.send(workspace_id, body) if recall and ticket is not None else None
+        )
         try:
             reply, attempts, rpc_ms = await self.reach.call(
-                workspace_id, ServedMethod.CALL, method_name, body, caller, idempotency_key,
-                sent_query, idempotent_attempts=resends, timeout_s=CALL_TIMEOUT_S,
-                unknown_outcome=unknown)
+                workspace_id,
+                ServedMethod.CALL,
+                method_name,
+                body,
+                caller,
+                idempotency_key,
+                sent_query,
+                idempotent_attempts=resends,
+                timeout_s=CALL_TIMEOUT_S,
+                unknown_outcome=unknown,
+            )
         except Unauthenticated:
-            self.token_cache.forget(workspace_id)    # the actor knows better: revoked, expired
+            self.token_cache.forget(workspace_id)  # the actor knows better: revoked, expired
             raise
         finally:
             if ticket is not None:
@@ -173,22 +202,29 @@ class Gateway:
         return reply.unwrap(), timings
 
     # ---- maintenance -------------------------------------------------------------------
-    async def run_maintenance(self, workspace_id: str, method_name: str, body,
-                              caller: str) -> tuple[object, dict]:
+    async def run_maintenance(
+        self, workspace_id: str, method_name: str, body, caller: str
+    ) -> tuple[object, dict]:
         """A maintenance method called over HTTP (admin token, checked by `authorize`): run like
         any call, recorded as the workspace's due state and audited as trigger=manual."""
         record = M.RunRecord.begin(workspace_id, "manual", epoch_ms())
         try:
             result, timings = await self.call(workspace_id, method_name, body, caller)
         except Exception as exc:
-            await self._audit_run(record.finish("error", epoch_ms(),
-                                                M.describe_error(as_named_error(exc))))
+            await self._audit_run(
+                record.finish("error", epoch_ms(), M.describe_error(as_named_error(exc)))
+            )
             raise
         record.add(result)
         try:
-            await self.ask_directory(DirectoryMethod.MAINTENANCE, "record_pass",
-                                     workspace_id, result.get("nextDueAt"), result["remaining"],
-                                     record.startedAt)
+            await self.ask_directory(
+                DirectoryMethod.MAINTENANCE,
+                "record_pass",
+                workspace_id,
+                result.get("nextDueAt"),
+                result["remaining"],
+                record.startedAt,
+            )
         except Exception:  # the pass ran; the scheduler just will not skip the workspace
             log.warning("could not record the due state of %s", workspace_id, exc_info=True)
         await self._audit_run(record.finish("ok", epoch_ms()))
@@ -200,10 +236,10 @@ class Gateway:
         except Exception:  # never turn a done pass into an error
             log.error("could not audit maintenance run %s", row["runId"], exc_info=True)
 
-    async def maintenance_runs(self, workspace_id: str | None, limit: int
-                               ) -> builtins.list[MaintenanceRun]:
-        return await self.ask_directory(DirectoryMethod.MAINTENANCE, "runs", workspace_id,
-                                        limit)
+    async def maintenance_runs(
+        self, workspace_id: str | None, limit: int
+    ) -> builtins.list[MaintenanceRun]:
+        return await self.ask_directory(DirectoryMethod.MAINTENANCE, "runs", workspace_id, limit)
 
     # ---- durability (admin): DurabilityAdmin ---------------------------------------------------
     async def snapshot(self, workspace_id: str) -> dict:
@@ -255,10 +291,11 @@ class Gateway:
             return
         try:
             handle = await self.reach.handle(workspace_id)
-            live = await asyncio.wait_for(handle.serve.remote(
-                workspace_id, ServedMethod.DURABILITY.value),
-                                          LIVE_STATUS_TIMEOUT_S)
-            if live.ok:                          # not refused: it serves this workspace
+            live = await asyncio.wait_for(
+                handle.serve.remote(workspace_id, ServedMethod.DURABILITY.value),
+                LIVE_STATUS_TIMEOUT_S,
+            )
+            if live.ok:  # not refused: it serves this workspace
                 durability.update(live.unwrap())
         except Exception as exc:  # noqa: BLE001 - the stored status is shown instead
             log.info("live durability status of %s unavailable: %r", workspace_id, exc)
@@ -275,12 +312,14 @@ class Gateway:
         return True
 
     # ---- tokens (admin) --------------------------------------------------------------------------
-    async def create_token(self, workspace_id: str, scope: str, label: str | None,
-                           expires_in_s: int | None) -> TokenIssued:
+    async def create_token(
+        self, workspace_id: str, scope: str, label: str | None, expires_in_s: int | None
+    ) -> TokenIssued:
         check_workspace_id(workspace_id)
         expires_at = epoch_ms() + expires_in_s * 1000 if expires_in_s is not None else None
-        return await self.ask_directory(DirectoryMethod.CREATE_TOKEN, workspace_id, scope, label,
-                                        expires_at)
+        return await self.ask_directory(
+            DirectoryMethod.CREATE_TOKEN, workspace_id, scope, label, expires_at
+        )
 
     async def list_tokens(self, workspace_id: str) -> builtins.list[TokenInfo]:
         check_workspace_id(workspace_id)

@@ -20,6 +20,7 @@ replication lag is the largest among them: how long the daemon has not shipped a
 whose transactions are not all on its replica (0 when every replica is current; async mode's
 loss window, and in sync mode a replica that cannot be reached).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -31,28 +32,52 @@ from actors.actor_methods import DirectoryMethod
 
 log = logging.getLogger("minisphere.metrics")
 METRICS_POLL_S = 15.0
-SNAPSHOT_AGE_SAMPLE = 50            # resident workspaces asked per poll, at most
-LATENCY_BOUNDARIES_MS: list[float] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000]
+SNAPSHOT_AGE_SAMPLE = 50  # resident workspaces asked per poll, at most
+LATENCY_BOUNDARIES_MS: list[float] = [
+    1,
+    2,
+    5,
+    10,
+    25,
+    50,
+    100,
+    250,
+    500,
+    1000,
+    2500,
+    5000,
+    10000,
+    30000,
+]
 
 
 class ServiceMetrics:
     def __init__(self, gateway=None) -> None:
         from ray.util import metrics
+
         self.gateway = gateway
         self.requests = metrics.Counter(
-            "minisphere_requests_total", description="HTTP requests by method and status",
-            tag_keys=("method", "status"))
+            "minisphere_requests_total",
+            description="HTTP requests by method and status",
+            tag_keys=("method", "status"),
+        )
         self.latency = metrics.Histogram(
-            "minisphere_request_latency_ms", description="ingress latency per method (ms)",
-            boundaries=LATENCY_BOUNDARIES_MS, tag_keys=("method",))
+            "minisphere_request_latency_ms",
+            description="ingress latency per method (ms)",
+            boundaries=LATENCY_BOUNDARIES_MS,
+            tag_keys=("method",),
+        )
         self.resident = metrics.Gauge(
-            "minisphere_resident_workspaces", description="workspace actors resident now")
+            "minisphere_resident_workspaces", description="workspace actors resident now"
+        )
         self.snapshot_age = metrics.Gauge(
             "minisphere_snapshot_age_seconds",
-            description="oldest snapshot age among resident workspaces with unsnapshotted writes")
+            description="oldest snapshot age among resident workspaces with unsnapshotted writes",
+        )
         self.replication_lag = metrics.Gauge(
             "minisphere_replication_lag_seconds",
-            description="longest time a resident workspace's replica has been behind its file")
+            description="longest time a resident workspace's replica has been behind its file",
+        )
         self._poller: asyncio.Task | None = None
 
     def observe(self, record: dict) -> None:

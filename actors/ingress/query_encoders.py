@@ -11,6 +11,7 @@ unbound), so the first recall of a workspace after this replica started, or afte
 goes without. The vector is a hint: the actor takes it only while that embedder is still its
 own (`RemoteEmbedder.adopt`), for exactly the query it was computed for.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,9 +45,8 @@ class QueryEncoders:
         and holds its handle; None otherwise (the actor embeds the query itself)."""
         address = self._by_workspace.get(workspace_id)
         query = query_of(body)
-        if address is None or query is None or not query.strip() \
-                or len(query) > C.MAX_QUERY_CHARS:
-            return None                  # refused by the actor: nothing worth embedding
+        if address is None or query is None or not query.strip() or len(query) > C.MAX_QUERY_CHARS:
+            return None  # refused by the actor: nothing worth embedding
         handle = self._handles.get(address)
         if handle is None:
             self._find(address)
@@ -92,4 +92,5 @@ class QueryEncoders:
 
         name, namespace = address
         asyncio.get_running_loop().run_in_executor(
-            None, lambda: ray.get_actor(name, namespace=namespace)).add_done_callback(found)
+            None, lambda: ray.get_actor(name, namespace=namespace)
+        ).add_done_callback(found)

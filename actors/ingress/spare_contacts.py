@@ -12,6 +12,7 @@ wake gets has normally been ready, and contacted, for longer than that interval.
 Costs: one small directory call per replica per interval, and one ping per spare per replica.
 A failure only leaves wakes paying the first contact themselves.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,7 +27,7 @@ class SpareContacts:
     def __init__(self, directory, every_s: float = SPARE_CONTACT_EVERY_S):
         self.directory = directory
         self.every_s = every_s
-        self.contacted: dict[str, Any] = {}      # ready spare's actor name -> its handle
+        self.contacted: dict[str, Any] = {}  # ready spare's actor name -> its handle
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
@@ -47,7 +48,7 @@ class SpareContacts:
         many were pinged."""
         ready, new = await self.directory.spare_handles.remote(list(self.contacted))
         for handle in new.values():
-            handle.ping.remote()                 # the first message; its answer is not needed
+            handle.ping.remote()  # the first message; its answer is not needed
         kept = {name: self.contacted[name] for name in ready if name in self.contacted}
         self.contacted = {**kept, **new}
         return len(new)

@@ -2,6 +2,7 @@
 `minisphere.http.routes.transfer`. Each page or chunk is one admin call into the workspace's
 actor (its `export_page` / `import_chunk` methods; `actors/workspace/transfer_steps.py` does the
 work there)."""
+
 from __future__ import annotations
 
 import itertools
@@ -22,16 +23,29 @@ class TransferOps:
         export_id = uuid.uuid4().hex
         for number in itertools.count():
             page = await self.gateway.durability_admin.actor_call(
-                workspace_id, ServedMethod.EXPORT_PAGE, export_id, number, EXPORT_PAGE_LINES,
-                self.gateway.admin_hash)
+                workspace_id,
+                ServedMethod.EXPORT_PAGE,
+                export_id,
+                number,
+                EXPORT_PAGE_LINES,
+                self.gateway.admin_hash,
+            )
             yield page["lines"]
             if page["done"]:
                 return
 
-    async def import_chunk(self, workspace_id: str, key: str, header: str, lines: list[str],
-                           first: int, final: bool) -> dict:
+    async def import_chunk(
+        self, workspace_id: str, key: str, header: str, lines: list[str], first: int, final: bool
+    ) -> dict:
         if not key.isalnum() or len(key) > 64:
             raise TransferError("key must be 1-64 letters or digits (e.g. the file's sha256)")
         return await self.gateway.durability_admin.actor_call(
-            workspace_id, ServedMethod.IMPORT_CHUNK, key, header, lines, first, final,
-            self.gateway.admin_hash)
+            workspace_id,
+            ServedMethod.IMPORT_CHUNK,
+            key,
+            header,
+            lines,
+            first,
+            final,
+            self.gateway.admin_hash,
+        )

@@ -9,6 +9,7 @@
   through the directory's one `maintenance(op, ...)` method, which only accepts the operations
   in `LEDGER_OPS`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,9 +25,9 @@ from minisphere.errors import WorkspaceUnavailable
 from minisphere.maintenance.ledger import LEDGER_OPS
 
 PASS_METHOD = "runStalenessPass"
-PASS_TIMEOUT_S = 300.0          # one pass call (limit <= 100k entries)
+PASS_TIMEOUT_S = 300.0  # one pass call (limit <= 100k entries)
 DIRECTORY_TIMEOUT_S = 30.0
-PASS_ATTEMPTS = 3               # a pass is idempotent: safe to send again after a failure
+PASS_ATTEMPTS = 3  # a pass is idempotent: safe to send again after a failure
 
 
 class StalenessPassAccess:
@@ -39,15 +40,24 @@ class StalenessPassAccess:
 
         def run_staleness_pass(workspace_id: str, limit: int) -> dict:
             check_workspace_id(workspace_id)
-            parse_args(METHODS[PASS_METHOD], {"limit": limit})     # InvalidArgument if bad
+            parse_args(METHODS[PASS_METHOD], {"limit": limit})  # InvalidArgument if bad
             # runs on an APScheduler thread: the resend loop gets an event loop of its own
-            reply, _, _ = asyncio.run(reach.call(
-                workspace_id, ServedMethod.CALL, PASS_METHOD, {"limit": limit}, admin_token_hash,
-                idempotent_attempts=PASS_ATTEMPTS, max_attempts=PASS_ATTEMPTS,
-                timeout_s=PASS_TIMEOUT_S,
-                unknown_outcome=f"workspace {workspace_id} failed {PASS_ATTEMPTS} times during "
-                                f"{PASS_METHOD}"))
+            reply, _, _ = asyncio.run(
+                reach.call(
+                    workspace_id,
+                    ServedMethod.CALL,
+                    PASS_METHOD,
+                    {"limit": limit},
+                    admin_token_hash,
+                    idempotent_attempts=PASS_ATTEMPTS,
+                    max_attempts=PASS_ATTEMPTS,
+                    timeout_s=PASS_TIMEOUT_S,
+                    unknown_outcome=f"workspace {workspace_id} failed {PASS_ATTEMPTS} times during "
+                    f"{PASS_METHOD}",
+                )
+            )
             return reply.unwrap()
+
         self.run_staleness_pass = run_staleness_pass
 
 
@@ -61,13 +71,14 @@ class DirectoryLedger:
             if op not in LEDGER_OPS:
                 raise ValueError(f"not a maintenance ledger operation: {op}")
             try:
-                return ray.get(directory.maintenance.remote(op, *args),
-                               timeout=DIRECTORY_TIMEOUT_S)
+                return ray.get(directory.maintenance.remote(op, *args), timeout=DIRECTORY_TIMEOUT_S)
             except RayTaskError as exc:
                 raise unwrap(exc) from None
             except GetTimeoutError:
                 raise WorkspaceUnavailable(
-                    f"no answer from the directory within {DIRECTORY_TIMEOUT_S:.0f} s") from None
+                    f"no answer from the directory within {DIRECTORY_TIMEOUT_S:.0f} s"
+                ) from None
+
         self._call = call
 
     def schedules(self) -> list[dict]:

@@ -9,6 +9,7 @@ A singleton by name (`get_if_exists`), so the service starting it at every launc
 replicas starting it at once, never makes a second scheduler; jobs are rebuilt from the
 directory in `__init__`, so a restart (Ray restarts it after a crash) never duplicates one.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,18 +32,18 @@ SCHEDULER_NAME = "scheduled-tasks"
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class ScheduledTasksActor:
     def __init__(self, settings: Settings):
-        restrict_file_modes()       # each actor: a `ray start` cluster has its own umask
+        restrict_file_modes()  # each actor: a `ray start` cluster has its own umask
         log_to_stderr()
         directory = get_directory(settings)
         self.core = MaintenanceScheduler(
             StalenessPassAccess(directory, token_hash(settings.admin_token)),
-            DirectoryLedger(directory))
+            DirectoryLedger(directory),
+        )
         self.started = self.core.start()
-        with warnings.catch_warnings():   # Ray's own property warns about its internals
+        with warnings.catch_warnings():  # Ray's own property warns about its internals
             warnings.simplefilter("ignore", DeprecationWarning)
             self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
-        log.info("scheduled tasks up: %d jobs (restarted=%s)", self.started["jobs"],
-                 self.restarted)
+        log.info("scheduled tasks up: %d jobs (restarted=%s)", self.started["jobs"], self.restarted)
 
     def refresh(self) -> dict:
         """Re-read the schedules now (also done every JOB_REFRESH_INTERVAL_S)."""
@@ -62,14 +63,22 @@ class ScheduledTasksActor:
         return self.core.run_scheduled(workspace_id, spec.limit)
 
     def status(self) -> dict:
-        return {"jobs": len(self.core.jobs()), "restarted": self.restarted,
-                "running": self.core.scheduler.running}
+        return {
+            "jobs": len(self.core.jobs()),
+            "restarted": self.restarted,
+            "running": self.core.scheduler.running,
+        }
 
 
 def get_scheduled_tasks(settings: Settings):
     """The scheduler singleton: created on first use, found by name afterwards."""
     # mypy keeps a decorated class's own type: Ray's ActorClass (and its .options) is unseen
     return ScheduledTasksActor.options(  # type: ignore[attr-defined]
-        name=SCHEDULER_NAME, namespace=settings.namespace, lifetime="detached",
-        get_if_exists=True, num_cpus=0, max_restarts=-1, max_task_retries=0,
+        name=SCHEDULER_NAME,
+        namespace=settings.namespace,
+        lifetime="detached",
+        get_if_exists=True,
+        num_cpus=0,
+        max_restarts=-1,
+        max_task_retries=0,
     ).remote(settings)

@@ -33,6 +33,7 @@ or refused with the named error, with its timings (milliseconds):
 reader thread), `engine_ms` (the transaction, or the read), `batch` (writes committed
 together), `actor_ms` (inside this actor, end to end).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -76,19 +77,24 @@ from minisphere.settings import restrict_file_modes
 log = logging.getLogger("minisphere.workspace_actor")
 
 
-DIRECTORY_TIMEOUT_S = 30.0          # a restarted actor asking what it was bound to
+DIRECTORY_TIMEOUT_S = 30.0  # a restarted actor asking what it was bound to
 # What callers reach through `serve` (each checked against the workspace served now).
 SERVED_METHODS = frozenset(ServedMethod)
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class WorkspaceActor:
-    def __init__(self, launch: WorkspaceLaunch | None = None, directory=None,
-                 admin_token_hash: str = "", grants: tuple[TokenGrant, ...] = ()):
-        restrict_file_modes()       # spares too: a `ray start` cluster has its own umask
+    def __init__(
+        self,
+        launch: WorkspaceLaunch | None = None,
+        directory=None,
+        admin_token_hash: str = "",
+        grants: tuple[TokenGrant, ...] = (),
+    ):
+        restrict_file_modes()  # spares too: a `ray start` cluster has its own umask
         log_to_stderr()
-        self.contracts = verified_contracts()   # a broken pin must not open any file
-        self.directory = directory               # handle, for reports (may be None)
+        self.contracts = verified_contracts()  # a broken pin must not open any file
+        self.directory = directory  # handle, for reports (may be None)
         self.news = DirectoryNews(directory, lambda: self.workspace_id)
         self._directory_contacted = False
         context = ray.get_runtime_context()
@@ -100,18 +106,20 @@ class WorkspaceActor:
         self.host: WorkspaceHost | None = None
         self.admission: Admission | None = None
         self.due: DueNotes | None = None
-        self.tokens = TokenChecks(admin_token_hash,
-                                  lambda used: self.news.tell(DirectoryMethod.TOKENS_USED, used))
+        self.tokens = TokenChecks(
+            admin_token_hash, lambda used: self.news.tell(DirectoryMethod.TOKENS_USED, used)
+        )
         self.launch: WorkspaceLaunch | None = None
         self.write_path: WritePath | None = None
         self.positions = PositionReports(
-            lambda: self.host.durable_position() if self.host else None,
-            self._report_position)
-        self.files = AdminFiles(self)       # the admin's operations on the file
+            lambda: self.host.durable_position() if self.host else None, self._report_position
+        )
+        self.files = AdminFiles(self)  # the admin's operations on the file
         if launch is None and self.restarted and directory is not None:
             # Ray re-ran the constructor after a crash: reopen what this actor was bound to
-            binding = ray.get(directory.binding_of_actor.remote(self.name),
-                              timeout=DIRECTORY_TIMEOUT_S)
+            binding = ray.get(
+                directory.binding_of_actor.remote(self.name), timeout=DIRECTORY_TIMEOUT_S
+            )
             if binding is not None:
                 launch, grants = binding
         if launch is not None:
@@ -131,12 +139,17 @@ class WorkspaceActor:
         facts = self.facts
         if not facts.binds and not facts.fresh_rss_bytes:
             facts.fresh_rss_bytes = rss_bytes()
-        return {"name": self.name, "pid": os.getpid(), "nodeId": self.node_id,
-                "bound": self.workspace_id,
-                "runtimeEnv": ray.get_runtime_context().get_runtime_env_string()}
+        return {
+            "name": self.name,
+            "pid": os.getpid(),
+            "nodeId": self.node_id,
+            "bound": self.workspace_id,
+            "runtimeEnv": ray.get_runtime_context().get_runtime_env_string(),
+        }
 
-    async def bind(self, launch: WorkspaceLaunch,
-                   grants: tuple[TokenGrant, ...] = ()) -> Reply[dict]:
+    async def bind(
+        self, launch: WorkspaceLaunch, grants: tuple[TokenGrant, ...] = ()
+    ) -> Reply[dict]:
         """Give this actor its one workspace: open the file (restoring it from a snapshot if it
         is missing). A reply; a second bind is refused."""
         started = time.perf_counter()
@@ -146,11 +159,17 @@ class WorkspaceActor:
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             return Reply.failed(as_named_error(exc))
         # while the answer travels to the directory and the caller's call travels here
-        assert self.host is not None            # _bind opened it
+        assert self.host is not None  # _bind opened it
         self.host.calls.warm_reads()
         # the directory's own clock on a bind also holds the call's way there and back
-        return Reply.done({"activation": activation, "nodeId": self.node_id, "pid": os.getpid(),
-                           "openMs": round((time.perf_counter() - started) * 1e3, 3)})
+        return Reply.done(
+            {
+                "activation": activation,
+                "nodeId": self.node_id,
+                "pid": os.getpid(),
+                "openMs": round((time.perf_counter() - started) * 1e3, 3),
+            }
+        )
 
     async def opening(self) -> dict:
         """How far the bind under way has come (see `opening_progress`)."""
@@ -164,36 +183,52 @@ class WorkspaceActor:
             if self._serves(launch):
                 # Ray restarted this actor while the directory bound it, and the restart bound
                 # it first (the directory records the name before the bind): already done
-                assert self.host is not None    # _serves checked it
+                assert self.host is not None  # _serves checked it
                 return self.host.activation
-            raise InternalError(f"actor {self.name} already serves workspace "
-                                f"{self.workspace_id}; it is never bound to another")
-        self.workspace_id = workspace_id = launch.workspace_id     # claimed, even if opening fails
+            raise InternalError(
+                f"actor {self.name} already serves workspace "
+                f"{self.workspace_id}; it is never bound to another"
+            )
+        self.workspace_id = workspace_id = launch.workspace_id  # claimed, even if opening fails
         self.launch = launch
         self.facts.binds += 1
-        self.host = open_host(launch, self.node_id, on_snapshot_status=self._report_snapshot,
-                              on_durable=self._durable_advanced)
+        self.host = open_host(
+            launch,
+            self.node_id,
+            on_snapshot_status=self._report_snapshot,
+            on_durable=self._durable_advanced,
+        )
         self.tokens.set_grants(grants)
         self.admission = Admission(workspace_id)
         self.due = DueNotes(workspace_id, self.directory)
-        self.write_path = WritePath(self.host, self.due, self.news, self.positions,
-                                    self.files.drop_exports)
+        self.write_path = WritePath(
+            self.host, self.due, self.news, self.positions, self.files.drop_exports
+        )
         self.facts.last_call_at = time.time()
-        assert self.host.workspace is not None      # open_host opened the file
-        log.info("workspace %s open at %s in %s (schema %s, restarted=%s, from %s)",
-                 workspace_id, launch.path, self.name, self.host.workspace.schema_version,
-                 self.restarted, self.host.activation["source"])
-        if report_placement:        # Ray re-ran the constructor: the directory asked nothing
+        assert self.host.workspace is not None  # open_host opened the file
+        log.info(
+            "workspace %s open at %s in %s (schema %s, restarted=%s, from %s)",
+            workspace_id,
+            launch.path,
+            self.name,
+            self.host.workspace.schema_version,
+            self.restarted,
+            self.host.activation["source"],
+        )
+        if report_placement:  # Ray re-ran the constructor: the directory asked nothing
             self.news.tell(DirectoryMethod.PLACED, self.node_id, self.host.activation)
         if self.host.activation["source"] == "snapshot":
-            self.due.forget()          # opened from a snapshot: the recorded due state is stale
+            self.due.forget()  # opened from a snapshot: the recorded due state is stale
         return self.host.activation
 
     def _serves(self, launch: WorkspaceLaunch) -> bool:
         """This actor has the launch's workspace open, as the same creation of its id."""
-        return (self.host is not None and self.launch is not None
-                and self.workspace_id == launch.workspace_id
-                and self.launch.generation == launch.generation)
+        return (
+            self.host is not None
+            and self.launch is not None
+            and self.workspace_id == launch.workspace_id
+            and self.launch.generation == launch.generation
+        )
 
     def _durable_advanced(self, _position: int) -> None:
         """On the writer's thread: the replica holds more (async replication learns it after
@@ -218,7 +253,7 @@ class WorkspaceActor:
         return self.admission
 
     def _report_position(self, position: int, stored: int | None) -> None:
-        assert self.launch is not None          # a position is known only while a file is open
+        assert self.launch is not None  # a position is known only while a file is open
         self.news.tell(DirectoryMethod.POSITION, self.launch.generation, position, stored)
 
     def _report_snapshot(self, status: SnapshotStatus) -> None:
@@ -234,13 +269,21 @@ class WorkspaceActor:
         if method not in SERVED_METHODS:
             return Reply.failed(InternalError(f"no workspace method {method!r}"))
         if workspace_id != self.workspace_id or self.host is None:
-            return Reply.failed(WorkspaceHibernating(f"workspace {workspace_id} is not served "
-                                                     "here any more; the call was not run"))
+            return Reply.failed(
+                WorkspaceHibernating(
+                    f"workspace {workspace_id} is not served here any more; the call was not run"
+                )
+            )
         return await getattr(self.files if method in FILE_METHODS else self, method)(*args)
 
-    async def call(self, method_name: str, body: dict | None, token_hash: str,
-                   idempotency_key: str | None = None,
-                   sent_query: SentQuery | None = None) -> Reply[Any]:
+    async def call(
+        self,
+        method_name: str,
+        body: dict | None,
+        token_hash: str,
+        idempotency_key: str | None = None,
+        sent_query: SentQuery | None = None,
+    ) -> Reply[Any]:
         """One contract method. `idempotency_key` (writes): a repeat of a committed write with
         the same key answers the stored result (timings `replayed`) and writes nothing.
         `sent_query`: a recall's query the caller already sent to an embedder (taken if that
@@ -249,7 +292,7 @@ class WorkspaceActor:
         self.facts.note_call()
         timings: dict = {}
         try:
-            assert self.host is not None        # serve() let the call in: a workspace is bound
+            assert self.host is not None  # serve() let the call in: a workspace is bound
             method = find_method(method_name)
             self.tokens.authorize(method, token_hash)
             ahead = adopt_sent_query(self.host.embedder, body, sent_query)
@@ -261,10 +304,12 @@ class WorkspaceActor:
             async with self._admission().admit():
                 if read:
                     result, timings = await asyncio.wrap_future(
-                        calls.submit_read(method_name, body, started_read))
+                        calls.submit_read(method_name, body, started_read)
+                    )
                 else:
-                    result, timings = await self._writes().write(method, body or {},
-                                                                  idempotency_key)
+                    result, timings = await self._writes().write(
+                        method, body or {}, idempotency_key
+                    )
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             timings["actor_ms"] = (time.perf_counter() - started) * 1e3
             return Reply.failed(as_named_error(exc), timings=timings)
@@ -277,6 +322,7 @@ class WorkspaceActor:
         """Where this process still holds any of the needles (isolation_audit.py): run on
         a recycled process, with the previous tenant's id, paths and text, it must find none."""
         from actors.workspace.isolation_audit import retained
+
         return retained(list(hex_needles))
 
     async def ping(self) -> dict:
@@ -291,11 +337,16 @@ class WorkspaceActor:
         """Refuse new calls, finish those in flight, snapshot if changed, close, and let go of
         everything of the workspace: the process is then a spare again, which the directory
         keeps in its pool or kills. `process` says what the pool's retirement rule needs."""
-        if self.host is None:                    # a spare: nothing to keep
-            return {"workspace": None, "snapshot": None, "error": None,
-                    "pendingSnapshot": False, "snapshots": None,
-                    "process": self.facts.process()}
-        assert self.admission is not None       # bound with the host
+        if self.host is None:  # a spare: nothing to keep
+            return {
+                "workspace": None,
+                "snapshot": None,
+                "error": None,
+                "pendingSnapshot": False,
+                "snapshots": None,
+                "process": self.facts.process(),
+            }
+        assert self.admission is not None  # bound with the host
         await self.admission.close_for_hibernation()
         self.files.let_go()
         self.tokens.report_use()
@@ -313,8 +364,13 @@ class WorkspaceActor:
         drop_process_wide_traces()
 
     async def durability(self) -> Reply[dict]:
-        return Reply.done({"nodeId": self.node_id, "actor": self.name,
-                           **(self.host.status() if self.host is not None else {})})
+        return Reply.done(
+            {
+                "nodeId": self.node_id,
+                "actor": self.name,
+                **(self.host.status() if self.host is not None else {}),
+            }
+        )
 
     async def stats(self) -> dict:
         return self.facts.stats(self.host, self.workspace_id, self.contracts)
@@ -322,7 +378,7 @@ class WorkspaceActor:
     async def close(self) -> dict:
         """Commit what is queued, close every connection. The actor must be killed after."""
         if self.host is not None:
-            assert self.admission is not None   # bound with the host
+            assert self.admission is not None  # bound with the host
             await self.admission.close_for_hibernation()
             await asyncio.to_thread(self.host.close)
         self.files.let_go()

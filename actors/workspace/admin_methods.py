@@ -7,6 +7,7 @@ The workspace actor owns one (`files`) and sends it these through its `serve` ga
 need of the actor is `FileOwner`. It owns the import/export sessions of the workspace bound
 now, made on the first export or import.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -27,10 +28,18 @@ if TYPE_CHECKING:
     from minisphere.hosting.host import WorkspaceHost
 
 # the served methods that are the admin's operations on the file (sent to `AdminFiles`)
-FILE_METHODS = frozenset({ServedMethod.SNAPSHOT, ServedMethod.RESTORE,
-                          ServedMethod.RESTORE_TO_MOMENT, ServedMethod.PRUNE_SNAPSHOTS,
-                          ServedMethod.EXPORT_PAGE, ServedMethod.IMPORT_CHUNK,
-                          ServedMethod.REBIND_VECTORS, ServedMethod.VECTOR_BINDING})
+FILE_METHODS = frozenset(
+    {
+        ServedMethod.SNAPSHOT,
+        ServedMethod.RESTORE,
+        ServedMethod.RESTORE_TO_MOMENT,
+        ServedMethod.PRUNE_SNAPSHOTS,
+        ServedMethod.EXPORT_PAGE,
+        ServedMethod.IMPORT_CHUNK,
+        ServedMethod.REBIND_VECTORS,
+        ServedMethod.VECTOR_BINDING,
+    }
+)
 
 
 async def run_on_thread(fn, *args) -> Reply[Any]:
@@ -45,6 +54,7 @@ class FileOwner(Protocol):
     """What the admin's file operations need of the workspace actor that owns them: the
     workspace bound now (its host, due notes and position reports), the token checks, the
     admission of calls, and the fire-and-forget news for the directory."""
+
     host: WorkspaceHost | None
     tokens: TokenChecks
     due: DueNotes | None
@@ -81,6 +91,7 @@ class AdminFiles:
         part of what a spare imports to start and bind (most workspaces are never exported)."""
         if self._transfers is None:
             from actors.workspace.transfer_steps import TransferSessions
+
             self._transfers = TransferSessions()
         return self._transfers
 
@@ -97,20 +108,23 @@ class AdminFiles:
         if self._transfers is not None:
             self._transfers.drop_exports()
 
-    async def export_page(self, export_id: str, number: int, max_lines: int,
-                          token_hash: str) -> Reply[Any]:
+    async def export_page(
+        self, export_id: str, number: int, max_lines: int, token_hash: str
+    ) -> Reply[Any]:
         """The next page of an export (see transfer_steps.py), admitted like a call."""
         try:
             self.owner.tokens.authorize_admin(token_hash, "export")
             async with self.owner._admission().admit():
                 self.host.ensure_open()
-                return await run_on_thread(self.transfers.export_page, self.host, export_id,
-                                           number, max_lines)
+                return await run_on_thread(
+                    self.transfers.export_page, self.host, export_id, number, max_lines
+                )
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             return Reply.failed(as_named_error(exc))
 
-    async def import_chunk(self, key: str, header: str, lines: list[str], first: int,
-                           final: bool, token_hash: str) -> Reply[Any]:
+    async def import_chunk(
+        self, key: str, header: str, lines: list[str], first: int, final: bool, token_hash: str
+    ) -> Reply[Any]:
         """Apply one chunk of an import, admitted like a call; like any write it notes the
         scheduler first (an import changes what is due)."""
         try:
@@ -118,8 +132,9 @@ class AdminFiles:
             async with self.owner._admission().admit():
                 self.host.ensure_open()
                 self.due.before_bulk_write()
-                return await run_on_thread(self.transfers.import_chunk, self.host, key, header,
-                                           lines, first, final)
+                return await run_on_thread(
+                    self.transfers.import_chunk, self.host, key, header, lines, first, final
+                )
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             return Reply.failed(as_named_error(exc))
 
@@ -135,16 +150,19 @@ class AdminFiles:
 
     async def restore(self, version: str | None, token_hash: str) -> Reply[Any]:
         """Restore a snapshot version (see `_swap_file`)."""
-        return await self._swap_file(self.host.states.restore, version, "restore", "version",
-                                     token_hash)
+        return await self._swap_file(
+            self.host.states.restore, version, "restore", "version", token_hash
+        )
 
     async def restore_to_moment(self, moment: str, token_hash: str) -> Reply[Any]:
         """Restore the replica's state at `moment` (see `_swap_file`)."""
-        return await self._swap_file(self.host.states.restore_to_time, moment,
-                                     "restore-to-moment", "moment", token_hash)
+        return await self._swap_file(
+            self.host.states.restore_to_time, moment, "restore-to-moment", "moment", token_hash
+        )
 
-    async def _swap_file(self, restore, target: str | None, action: str, field: str,
-                         token_hash: str) -> Reply[Any]:
+    async def _swap_file(
+        self, restore, target: str | None, action: str, field: str, token_hash: str
+    ) -> Reply[Any]:
         """A restore: hold new calls, let those in flight finish, swap the file, reopen; then
         audit it, and tell the scheduler (its due state was about the old file) and the
         directory (the restored state's new position)."""
@@ -155,7 +173,9 @@ class AdminFiles:
         except Exception as exc:  # noqa: BLE001 - hibernating
             return Reply.failed(as_named_error(exc))
         if answer.ok:
-            self.owner.news.tell(DirectoryMethod.AUDIT_EVENT, action, {field: answer.unwrap()[field]})
+            self.owner.news.tell(
+                DirectoryMethod.AUDIT_EVENT, action, {field: answer.unwrap()[field]}
+            )
             self.due.forget()
             self.owner.positions.report()
         return answer

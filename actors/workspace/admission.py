@@ -6,6 +6,7 @@
 - hibernating: new and waiting calls are refused with `WorkspaceHibernating` before they touch
   anything, so the ingress may safely send them again (to the re-activated workspace).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,8 +27,9 @@ class Admission:
         self._exclusive = asyncio.Lock()
 
     def _refuse(self) -> WorkspaceHibernating:
-        return WorkspaceHibernating(f"workspace {self.workspace_id} is hibernating; "
-                                    "the call was not run")
+        return WorkspaceHibernating(
+            f"workspace {self.workspace_id} is hibernating; the call was not run"
+        )
 
     @asynccontextmanager
     async def admit(self):

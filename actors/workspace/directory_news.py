@@ -1,6 +1,7 @@
 """What a workspace actor tells the directory of the workspace it serves, fire-and-forget: its
 placement, positions, snapshot attempts, token use, forgets and the admin's audited operations.
 A report never fails the caller: one that cannot be sent is logged."""
+
 from __future__ import annotations
 
 import logging
@@ -14,7 +15,7 @@ log = logging.getLogger("minisphere.workspace_actor")
 
 class DirectoryNews:
     def __init__(self, directory: Any, workspace_id: Callable[[], str | None]):
-        self.directory = directory               # the directory's handle (may be None)
+        self.directory = directory  # the directory's handle (may be None)
         self.workspace_id = workspace_id
 
     def tell(self, method: DirectoryMethod, *args: Any) -> None:

@@ -17,6 +17,7 @@ A note that cannot be delivered clears the flag, so the next write sends one aga
 case is a skipped cron run, which only delays *persisting* marks: reads judge staleness lazily
 anyway. Every write, on a vector-bound workspace too, goes through the one FIFO writer.
 """
+
 from __future__ import annotations
 
 import logging
@@ -56,7 +57,7 @@ class DueNotes:
             self._undelivered(future.exception())
 
     def _undelivered(self, exc: BaseException) -> None:
-        self.noted = False                   # the next write sends one again
+        self.noted = False  # the next write sends one again
         log.warning("could not note a write of %s for the scheduler: %s", self.workspace_id, exc)
 
     def forget(self) -> None:

@@ -8,6 +8,7 @@ process-wide caches (which must be empty between tenants) and among the files th
 has open. It answers where a needle was found (the kind of holder, never the text around it),
 so it is safe to run on a process that serves another tenant now.
 """
+
 from __future__ import annotations
 
 import gc
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from minisphere.hosting.tenant_caches import tenant_caches
 
-HOLDERS_SHOWN = 5             # per needle: enough to say where to look
+HOLDERS_SHOWN = 5  # per needle: enough to say where to look
 
 
 def _strings_in(obj) -> Iterable[str | bytes | bytearray]:
@@ -54,5 +55,8 @@ def retained(hex_needles: list[str]) -> dict:
             continue
         if any(needle in target for needle in needles):
             files.append(target)
-    return {"objects": found, "files": files,
-            "cacheEntries": sum(cache.cache_info().currsize for cache in tenant_caches())}
+    return {
+        "objects": found,
+        "files": files,
+        "cacheEntries": sum(cache.cache_info().currsize for cache in tenant_caches()),
+    }

@@ -1,5 +1,6 @@
 """What the directory hands a workspace actor when it binds it: the workspace's file, how to
 write it, where its snapshots live. Shared by both sides, so neither imports the other."""
+
 from __future__ import annotations
 
 import uuid
@@ -33,13 +34,13 @@ class WorkspaceLaunch:
     path: str
     synchronous: str = DEFAULT_SYNCHRONOUS
     max_batch: int = DEFAULT_MAX_BATCH_WRITES
-    snapshots: SnapshotSettings | None = None    # None: no snapshot store
-    pending_writes: int = 0                      # writes not in any snapshot yet
-    last_snapshot_at: float | None = None        # when the newest snapshot was taken (epoch s)
-    expect_snapshot: bool = False                # a missing file must come from a snapshot
-    vector: VectorBindingSpec | None = None      # the blueprint's vector binding, if any
-    generation: str | None = None                # this creation of the id (snapshot keys)
-    epoch: int | None = None                     # fencing token of this activation
-    position: int = 0                            # newest acknowledged position: no copy below
-    holder_node: str | None = None               # the node that held the workspace last
+    snapshots: SnapshotSettings | None = None  # None: no snapshot store
+    pending_writes: int = 0  # writes not in any snapshot yet
+    last_snapshot_at: float | None = None  # when the newest snapshot was taken (epoch s)
+    expect_snapshot: bool = False  # a missing file must come from a snapshot
+    vector: VectorBindingSpec | None = None  # the blueprint's vector binding, if any
+    generation: str | None = None  # this creation of the id (snapshot keys)
+    epoch: int | None = None  # fencing token of this activation
+    position: int = 0  # newest acknowledged position: no copy below
+    holder_node: str | None = None  # the node that held the workspace last
     replication: ReplicationSettings = field(default_factory=ReplicationSettings)

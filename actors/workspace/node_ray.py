@@ -2,6 +2,7 @@
 started the actor's worker. The node's replication daemon lives no longer than it
 (minisphere/durability/daemon_tether.py), so a `ray stop` or a killed raylet leaves no daemon
 shipping files behind."""
+
 from __future__ import annotations
 
 import os
@@ -35,6 +36,6 @@ def replication_owner(replicating: bool) -> int | None:
 
 def was_reconstructed(context: Any) -> bool:
     """Whether Ray restarted this actor after a crash (from its runtime context)."""
-    with warnings.catch_warnings():   # Ray's own property warns about its internals
+    with warnings.catch_warnings():  # Ray's own property warns about its internals
         warnings.simplefilter("ignore", DeprecationWarning)
         return bool(context.was_current_actor_reconstructed)

@@ -2,6 +2,7 @@
 step that drops what a tenant may have left process-wide once its workspace is let go (the
 caches that could hold its words or names, unreachable objects, and the C heap's free pages,
 which glibc would otherwise keep, so a recycled process's size follows what it holds now)."""
+
 from __future__ import annotations
 
 import contextlib

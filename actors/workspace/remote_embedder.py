@@ -4,6 +4,7 @@
     handle = get_or_create_embedder({"provider": "minilm"})
     workspace = Workspace(path, embedder=RemoteEmbedder(handle))
 """
+
 from __future__ import annotations
 
 import threading
@@ -16,7 +17,7 @@ import ray
 
 from actors.sent_queries import Address
 
-REMOTE_TIMEOUT_S = 120.0         # a workspace gives up on one embed call after this
+REMOTE_TIMEOUT_S = 120.0  # a workspace gives up on one embed call after this
 # Query embeddings a caller sent ahead, kept until the recall asks for them; one the recall
 # never asks for (its vector was cached) is pushed out by newer ones
 ADOPTED_QUERIES_MAX = 64
@@ -35,15 +36,16 @@ class RemoteEmbedder:
     query to the same embedder before the call reaches this process (`adopt`): the embedding
     then starts a hop earlier, and `submit` hands over that call instead of sending its own."""
 
-    def __init__(self, handle: Any, timeout_s: float = REMOTE_TIMEOUT_S,
-                 address: Address | None = None):
+    def __init__(
+        self, handle: Any, timeout_s: float = REMOTE_TIMEOUT_S, address: Address | None = None
+    ):
         self.handle = handle
         self.timeout_s = timeout_s
         self.address = address
         info = ray.get(handle.info.remote(), timeout=timeout_s)
         self.name, self.dim = info["name"], int(info["dim"])
         self._adopted: OrderedDict[str, ray.ObjectRef] = OrderedDict()
-        self._adopted_lock = threading.Lock()    # submit runs on the engine's sending thread
+        self._adopted_lock = threading.Lock()  # submit runs on the engine's sending thread
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return ray.get(self.handle.embed.remote(list(texts)), timeout=self.timeout_s)

@@ -1,6 +1,7 @@
 """The checks a workspace actor makes of the token on every call, against the authoritative
 token set the directory hands it (so a revoked token is refused from the very next call,
 whichever ingress sent it), and the record of when each token was last used."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,7 +12,7 @@ from minisphere.control.auth import TokenGrant, same_hash
 from minisphere.engine.clock import epoch_ms
 from minisphere.errors import Unauthenticated
 
-TOKEN_USE_REPORT_S = 60.0           # how often token use reaches the directory, at most
+TOKEN_USE_REPORT_S = 60.0  # how often token use reaches the directory, at most
 # A report goes out this long after the call that owed it, never inside it: it can be the first
 # message of a woken actor's process to the directory, which Ray submits only after looking the
 # actor up and connecting to it, so inside the call it would lengthen every wake.
@@ -21,9 +22,9 @@ TOKEN_USE_REPORT_DELAY_S = 1.0
 class TokenChecks:
     def __init__(self, admin_token_hash: str, report_use: Callable[[dict[str, int]], None]):
         self.admin_token_hash = admin_token_hash
-        self._report_use = report_use              # token id -> last use, to the directory
-        self.grants: dict[str, TokenGrant] = {}    # token hash -> what that token may do
-        self._used: dict[str, int] = {}             # token id -> last use (epoch ms)
+        self._report_use = report_use  # token id -> last use, to the directory
+        self.grants: dict[str, TokenGrant] = {}  # token hash -> what that token may do
+        self._used: dict[str, int] = {}  # token id -> last use (epoch ms)
         self._used_reported_at = float("-inf")
         self._report_pending = False
 
@@ -63,8 +64,9 @@ class TokenChecks:
         if self._report_pending:
             return
         self._report_pending = True
-        due_in_s = max(TOKEN_USE_REPORT_DELAY_S,
-                       self._used_reported_at + TOKEN_USE_REPORT_S - time.monotonic())
+        due_in_s = max(
+            TOKEN_USE_REPORT_DELAY_S, self._used_reported_at + TOKEN_USE_REPORT_S - time.monotonic()
+        )
         asyncio.get_running_loop().call_later(due_in_s, self._send_due_report)
 
     def _send_due_report(self) -> None:

@@ -10,6 +10,7 @@ flight, and the file is only ever touched on the node that holds it):
 `TransferSessions` holds both kinds of session for one actor; its methods run on a worker
 thread, never on the actor's event loop.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -44,7 +45,7 @@ class _Export:
 
 class TransferSessions:
     def __init__(self) -> None:
-        self._lock = threading.Lock()        # pages and chunks may run on several threads
+        self._lock = threading.Lock()  # pages and chunks may run on several threads
         self._exports: dict[str, _Export] = {}
         self._imports: dict[str, ImportSession] = {}
 
@@ -56,16 +57,19 @@ class TransferSessions:
         with self._lock:
             session = self._exports.get(export_id)
             if session is None and number > 0:
-                raise TransferError("the export was interrupted (the workspace restarted); "
-                                    "start it again")
+                raise TransferError(
+                    "the export was interrupted (the workspace restarted); start it again"
+                )
             if session is None:
-                fd, copy = tempfile.mkstemp(prefix=".export-", suffix=".db",
-                                            dir=str(host.path.parent))
+                fd, copy = tempfile.mkstemp(
+                    prefix=".export-", suffix=".db", dir=str(host.path.parent)
+                )
                 os.close(fd)
                 export_raw(host.path, copy)
                 conn = db.connect(copy, readonly=True)
                 session = self._exports[export_id] = _Export(
-                    export_lines(conn, now_ms=SystemClock().now_ms()), conn, copy)
+                    export_lines(conn, now_ms=SystemClock().now_ms()), conn, copy
+                )
                 # an export nobody finishes must not keep its full copy until the next one
                 expiry = threading.Timer(EXPORT_SESSION_TTL_S + 1, self.expire_exports)
                 expiry.daemon = True
@@ -77,8 +81,9 @@ class TransferSessions:
                 self._exports.pop(export_id).drop()
         return {"lines": lines, "done": done}
 
-    def import_chunk(self, host, key: str, header: str, lines: list[str], first: int,
-                     final: bool) -> dict:
+    def import_chunk(
+        self, host, key: str, header: str, lines: list[str], first: int, final: bool
+    ) -> dict:
         """Apply data lines `first..` of one file (identified by `key`)."""
         with self._lock:
             session = self._imports.get(key)
@@ -86,20 +91,26 @@ class TransferSessions:
                 session = self._imports[key] = ImportSession(host.workspace, header, key)
             records = [parse_record(line, first + i + 1) for i, line in enumerate(lines)]
             before = session.applied
-            host.calls.write_own(lambda: session.feed(records, first))     # the one write path
+            host.calls.write_own(lambda: session.feed(records, first))  # the one write path
             if session.applied > before:
                 host.snapshotter.note_writes(session.applied - before)  # snapshot triggers
             if final:
                 self._imports.pop(key, None)
                 return session.finish(first + len(lines) - 1)
-            return {"applied": session.applied, "expected": session.total,
-                    **session.importer.report}
+            return {
+                "applied": session.applied,
+                "expected": session.total,
+                **session.importer.report,
+            }
 
     def expire_exports(self) -> None:
         """Drop the exports not asked for a page for EXPORT_SESSION_TTL_S, with their copies."""
         with self._lock:
-            for stale in [k for k, v in self._exports.items()
-                          if time.monotonic() - v.used_at > EXPORT_SESSION_TTL_S]:
+            for stale in [
+                k
+                for k, v in self._exports.items()
+                if time.monotonic() - v.used_at > EXPORT_SESSION_TTL_S
+            ]:
                 self._exports.pop(stale).drop()
 
     def drop_exports(self) -> None:

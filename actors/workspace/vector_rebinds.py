@@ -7,6 +7,7 @@ calls. Until an entry is embedded again, recall ranks it by the lexical arms. A 
 (the process killed, the workspace hibernated) is finished at the next open, which re-embeds
 whatever the blueprint's provider has not embedded yet. A second rebind supersedes the first.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -28,6 +29,7 @@ log = logging.getLogger("minisphere.workspace")
 class RebindProgress:
     """One rebind: `state` is re-embedding, done, failed or superseded; `embedded` of
     `total` entries so far."""
+
     provider: str
     state: str = "re-embedding"
     embedded: int = 0
@@ -41,7 +43,7 @@ class VectorRebinds:
     def __init__(self, owner: FileOwner):
         self.owner = owner
         self.last: RebindProgress | None = None
-        self._task: asyncio.Task | None = None   # held: the loop keeps tasks only weakly
+        self._task: asyncio.Task | None = None  # held: the loop keeps tasks only weakly
 
     async def start(self, spec: dict) -> dict:
         """Begin moving the file to the binding `spec`; its state at once."""
@@ -50,27 +52,28 @@ class VectorRebinds:
             raise WorkspaceUnavailable("the workspace is not open here; retry shortly")
         # imported here: a spare starts without the blueprints' models (few workspaces rebind)
         from minisphere.control.blueprints import VectorBindingSpec
+
         binding = VectorBindingSpec.model_validate(spec)
         embedder = shared_embedder(binding)
         progress = RebindProgress(binding.provider)
         if self.last is not None and self.last.state == "re-embedding":
-            self.last.state = "superseded"        # its backfill stops at its next batch
+            self.last.state = "superseded"  # its backfill stops at its next batch
         self.last = progress
 
         def advanced(done: int, total: int) -> None:
             progress.embedded, progress.total = done, total
 
         self._task = asyncio.get_running_loop().create_task(
-            self._run(host, embedder, progress, advanced))
-        await asyncio.sleep(0)                     # let it begin before the state is read
+            self._run(host, embedder, progress, advanced)
+        )
+        await asyncio.sleep(0)  # let it begin before the state is read
         return await self.state()
 
     async def _run(self, host: Any, embedder: Any, progress: RebindProgress, advanced) -> None:
         try:
             summary = await asyncio.to_thread(host.rebind_vectors, embedder, advanced)
         except Exception as exc:  # noqa: BLE001 - reported in the state; the next open finishes
-            log.warning("rebind of %s to %s stopped: %r", host.workspace_id, progress.provider,
-                        exc)
+            log.warning("rebind of %s to %s stopped: %r", host.workspace_id, progress.provider, exc)
             progress.state, progress.error = "failed", f"{type(exc).__name__}: {exc}"[:300]
         else:
             if progress.state == "re-embedding":
@@ -84,6 +87,9 @@ class VectorRebinds:
         host = self.owner.host
         workspace = host.workspace if host is not None else None
         vectors = workspace.vectors if workspace is not None else None
-        file = (await asyncio.to_thread(vectors.state) if vectors is not None
-                else {"provider": None, "dim": None, "missing": None})
+        file = (
+            await asyncio.to_thread(vectors.state)
+            if vectors is not None
+            else {"provider": None, "dim": None, "missing": None}
+        )
         return {"file": file, "rebind": asdict(self.last) if self.last else None}

@@ -2,6 +2,7 @@
 capture's embedding), the due note the scheduler's skip rule needs, the write queued on the
 group-commit writer, and the caller answered from the writer's thread once its batch
 committed."""
+
 from __future__ import annotations
 
 import asyncio
@@ -29,15 +30,20 @@ def _settle(future: asyncio.Future, reply: Reply) -> None:
 
 
 class WritePath:
-    def __init__(self, host: WorkspaceHost, due: DueNotes, news: DirectoryNews,
-                 positions: PositionReports, after_forget: Callable[[], None]):
+    def __init__(
+        self,
+        host: WorkspaceHost,
+        due: DueNotes,
+        news: DirectoryNews,
+        positions: PositionReports,
+        after_forget: Callable[[], None],
+    ):
         self.host, self.due, self.news, self.positions = host, due, news, positions
-        self.after_forget = after_forget        # the admin's exports may hold the text
+        self.after_forget = after_forget  # the admin's exports may hold the text
         # where the writer thread's news goes (the actor's loop, known from its first write)
         self.loop: asyncio.AbstractEventLoop | None = None
 
-    async def write(self, method: Method, body: dict, key: str | None = None
-                    ) -> tuple[Any, dict]:
+    async def write(self, method: Method, body: dict, key: str | None = None) -> tuple[Any, dict]:
         """(result, timings) of one write, once committed; a refusal raises."""
         prepared, prepare_ms = await self._prepare(method.name, body)
         # Tell the control plane before a write (or a pass) can change what is due, then queue
@@ -51,11 +57,12 @@ class WritePath:
 
         def done(reply: Reply) -> None:
             loop.call_soon_threadsafe(_settle, future, reply)
+
         self.loop = loop
         self.host.calls.submit_write(method.name, body, done, prepared, key=key)
         try:
             result, timings = await future
-        finally:        # a forget the replica did not confirm is committed all the same
+        finally:  # a forget the replica did not confirm is committed all the same
             if method.name == "forget":
                 self.after_forget()
                 # copies left on nodes the workspace moved from may hold the text too

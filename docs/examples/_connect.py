@@ -2,6 +2,7 @@
 uses (MINISPHERE_URL, MINISPHERE_WORKSPACE, MINISPHERE_TOKEN). Start one with
 `minisphere serve` and `minisphere ws create notes`. The tests call each example's `main`
 with a live workspace of their own instead."""
+
 from __future__ import annotations
 
 import os

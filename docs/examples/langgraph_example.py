@@ -3,6 +3,7 @@ filter, list namespaces, delete. No LLM involved.
 
     python docs/examples/langgraph_example.py      # MINISPHERE_URL/_WORKSPACE/_TOKEN set
 """
+
 from __future__ import annotations
 
 from minisphere.integrations.langgraph import MinisphereStore
@@ -15,16 +16,21 @@ def main(ws) -> dict:
     store.put(("users", "bob"), "food", {"likes": "ramen", "spicy": 3})
     store.put(("users", "alice"), "food", {"likes": "sushi, green tea, mochi", "spicy": 1})
 
-    found = store.search(("users",), query="green tea")          # recall, within users/*
+    found = store.search(("users",), query="green tea")  # recall, within users/*
     hot = store.search(("users",), filter={"spicy": {"$gte": 2}})
     print([(item.namespace, item.key, item.score) for item in found])
     namespaces = store.list_namespaces(prefix=("users",))
     store.delete(("users", "bob"), "food")
-    return {"alice_food": store.get(("users", "alice"), "food").value, "found": found,
-            "hot": [item.value for item in hot], "namespaces": namespaces,
-            "after_delete": store.list_namespaces(prefix=("users",))}
+    return {
+        "alice_food": store.get(("users", "alice"), "food").value,
+        "found": found,
+        "hot": [item.value for item in hot],
+        "namespaces": namespaces,
+        "after_delete": store.list_namespaces(prefix=("users",)),
+    }
 
 
 if __name__ == "__main__":
     from _connect import workspace_from_env
+
     print(main(workspace_from_env()))

@@ -4,6 +4,7 @@ touches them. No LLM, no network.
 
     python docs/examples/llamaindex_example.py     # MINISPHERE_URL/_WORKSPACE/_TOKEN set
 """
+
 from __future__ import annotations
 
 from llama_index.core.base.llms.types import ChatMessage
@@ -17,15 +18,21 @@ TOKEN_LIMIT = 40
 
 
 def main(ws) -> dict:
-    memory = Memory.from_defaults(session_id="example", token_limit=TOKEN_LIMIT,
-                                  chat_history_token_ratio=0.5, token_flush_size=10,
-                                  memory_blocks=[MinisphereMemoryBlock(workspace=ws)])
+    memory = Memory.from_defaults(
+        session_id="example",
+        token_limit=TOKEN_LIMIT,
+        chat_history_token_ratio=0.5,
+        token_flush_size=10,
+        memory_blocks=[MinisphereMemoryBlock(workspace=ws)],
+    )
     llm = MockLLM()
-    for user_text in ["My cat is called Pixel and she likes tuna",
-                      "I also own a bicycle named Rocket",
-                      "What does my cat like to eat?"]:
+    for user_text in [
+        "My cat is called Pixel and she likes tuna",
+        "I also own a bicycle named Rocket",
+        "What does my cat like to eat?",
+    ]:
         memory.put(ChatMessage(role="user", content=user_text))
-        messages = memory.get()                    # system message with recalled entries
+        messages = memory.get()  # system message with recalled entries
         reply = llm.chat(messages)
         memory.put(ChatMessage(role="assistant", content="Noted."))
     print(messages[0].content)
@@ -34,4 +41,5 @@ def main(ws) -> dict:
 
 if __name__ == "__main__":
     from _connect import workspace_from_env
+
     main(workspace_from_env())

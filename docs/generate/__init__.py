@@ -8,6 +8,7 @@ committed file, never edited by hand.
 with the committed files, so a change to a setting, a route, a command, a metric, an error
 code, a layer rule or a benchmark result that is not followed by a rerun fails CI.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,6 +26,7 @@ def notice(source: str) -> str:
 def pages() -> dict[str, str]:
     """Every generated page, path relative to docs/ -> its text."""
     from docs.generate import architecture, benchmarks, cli, errors, http_api, metrics, settings
+
     made: dict[str, str] = {}
     for module in (settings, http_api, cli, errors, metrics, architecture, benchmarks):
         made.update(module.pages())
@@ -34,12 +36,17 @@ def pages() -> dict[str, str]:
 def stale_pages() -> list[str]:
     """Generated pages whose committed text differs, and committed ones nothing generates."""
     wanted = pages()
-    differ = [path for path, text in wanted.items()
-              if not (DOCS / path).is_file()
-              or (DOCS / path).read_text(encoding="utf-8") != text]
-    orphans = [str(path.relative_to(DOCS)) for path in DOCS.rglob("*.md")
-               if str(path.relative_to(DOCS)) not in wanted
-               and path.read_text(encoding="utf-8").startswith(GENERATED_MARK)]
+    differ = [
+        path
+        for path, text in wanted.items()
+        if not (DOCS / path).is_file() or (DOCS / path).read_text(encoding="utf-8") != text
+    ]
+    orphans = [
+        str(path.relative_to(DOCS))
+        for path in DOCS.rglob("*.md")
+        if str(path.relative_to(DOCS)) not in wanted
+        and path.read_text(encoding="utf-8").startswith(GENERATED_MARK)
+    ]
     return sorted(differ + orphans)
 
 

@@ -1,4 +1,5 @@
 """`python -m docs.generate [--check]`: see the package docstring."""
+
 from __future__ import annotations
 
 import sys

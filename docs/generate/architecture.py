@@ -1,5 +1,6 @@
 """architecture/layers.md: the layer rules, from the import-linter contracts in
 pyproject.toml (what `lint-imports` enforces in CI), with a picture of the layer stack."""
+
 from __future__ import annotations
 
 import tomllib
@@ -35,30 +36,67 @@ def pages() -> dict[str, str]:
     forbidden = [c for c in found if c["type"] == "forbidden"]
     protected = [c for c in found if c["type"] == "protected"]
     independent = [c for c in found if c["type"] == "independence"]
-    lines = [notice("the import-linter contracts in pyproject.toml"), "# Layer rules", "",
-             "`lint-imports` checks these contracts in CI before the tests "
-             "(`[tool.importlinter]` in `pyproject.toml`): a broken rule fails the build. "
-             "What import-linter cannot see (an `importlib.import_module`), "
-             "`tests/test_import_boundaries.py` checks in a fresh interpreter. The layout "
-             "these rules keep is described in [Architecture](index.md).", ""]
+    lines = [
+        notice("the import-linter contracts in pyproject.toml"),
+        "# Layer rules",
+        "",
+        "`lint-imports` checks these contracts in CI before the tests "
+        "(`[tool.importlinter]` in `pyproject.toml`): a broken rule fails the build. "
+        "What import-linter cannot see (an `importlib.import_module`), "
+        "`tests/test_import_boundaries.py` checks in a fresh interpreter. The layout "
+        "these rules keep is described in [Architecture](index.md).",
+        "",
+    ]
     for contract in layered:
-        lines += [f"## {contract['name']}", "", "```text",
-                  stack_picture(contract["layers"]), "```", ""]
-    lines += ["## Forbidden imports", "",
-              table(["rule", "modules", "may never import"],
-                    [[c["name"], modules(c["source_modules"]),
-                      modules(c["forbidden_modules"])
-                      + ("; indirect imports allowed" if c.get("allow_indirect_imports")
-                         else "")]
-                     for c in forbidden]), ""]
+        lines += [
+            f"## {contract['name']}",
+            "",
+            "```text",
+            stack_picture(contract["layers"]),
+            "```",
+            "",
+        ]
+    lines += [
+        "## Forbidden imports",
+        "",
+        table(
+            ["rule", "modules", "may never import"],
+            [
+                [
+                    c["name"],
+                    modules(c["source_modules"]),
+                    modules(c["forbidden_modules"])
+                    + ("; indirect imports allowed" if c.get("allow_indirect_imports") else ""),
+                ]
+                for c in forbidden
+            ],
+        ),
+        "",
+    ]
     if protected:
-        lines += ["## Protected modules", "",
-                  table(["rule", "modules", "imported only by"],
-                        [[c["name"], modules(c["protected_modules"]),
-                          modules(c["allowed_importers"])] for c in protected]), ""]
+        lines += [
+            "## Protected modules",
+            "",
+            table(
+                ["rule", "modules", "imported only by"],
+                [
+                    [c["name"], modules(c["protected_modules"]), modules(c["allowed_importers"])]
+                    for c in protected
+                ],
+            ),
+            "",
+        ]
     if independent:
-        lines += ["## Independent packages", "",
-                  table(["rule", "packages", "the only imports between them"],
-                        [[c["name"], modules(c["modules"]), modules(c.get("ignore_imports", []))]
-                         for c in independent]), ""]
+        lines += [
+            "## Independent packages",
+            "",
+            table(
+                ["rule", "packages", "the only imports between them"],
+                [
+                    [c["name"], modules(c["modules"]), modules(c.get("ignore_imports", []))]
+                    for c in independent
+                ],
+            ),
+            "",
+        ]
     return {"architecture/layers.md": "\n".join(lines).rstrip("\n") + "\n"}

@@ -1,5 +1,6 @@
 """reference/errors.md: every named error of `minisphere.errors`, its code and HTTP status
 (`minisphere.http.statuses`, the one error -> status table)."""
+
 from __future__ import annotations
 
 import inspect
@@ -12,9 +13,13 @@ from minisphere.http.statuses import STATUS
 
 def named_errors() -> list[type]:
     """Every `MiniSphereError` class of the errors module, in the order it defines them."""
-    classes = [cls for _, cls in inspect.getmembers(errors, inspect.isclass)
-               if issubclass(cls, errors.MiniSphereError) and cls is not errors.MiniSphereError
-               and cls.__module__ == errors.__name__]
+    classes = [
+        cls
+        for _, cls in inspect.getmembers(errors, inspect.isclass)
+        if issubclass(cls, errors.MiniSphereError)
+        and cls is not errors.MiniSphereError
+        and cls.__module__ == errors.__name__
+    ]
     return sorted(classes, key=lambda cls: inspect.getsourcelines(cls)[1])
 
 
@@ -23,11 +28,17 @@ def status_of(cls: type) -> int:
 
 
 def pages() -> dict[str, str]:
-    rows = [[f"`{cls.code}`", status_of(cls), f"`{cls.__name__}`",
-             f"`{cls.__mro__[1].__name__}`",
-             "yes" if cls.public_message is not None else "",
-             first_paragraph(cls.__doc__)]
-            for cls in named_errors()]
+    rows = [
+        [
+            f"`{cls.code}`",
+            status_of(cls),
+            f"`{cls.__name__}`",
+            f"`{cls.__mro__[1].__name__}`",
+            "yes" if cls.public_message is not None else "",
+            first_paragraph(cls.__doc__),
+        ]
+        for cls in named_errors()
+    ]
     text = f"""{notice("minisphere/errors.py and minisphere/http/statuses.py")}
 # Error codes
 

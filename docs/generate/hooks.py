@@ -1,5 +1,6 @@
 """mkdocs hook (mkdocs.yml `hooks:`): the Benchmarks section lists one page per generated
 result page, so a new file in bench/results/ needs no edit of mkdocs.yml."""
+
 from __future__ import annotations
 
 from pathlib import Path

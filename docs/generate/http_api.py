@@ -1,6 +1,7 @@
 """reference/http-api.md: every route of the served OpenAPI document, its parameters, body,
 answers and their schemas. The document is the one the service serves at /openapi.json: the
 FastAPI app built in process (no Ray; the gateway is never called to describe the routes)."""
+
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ PAGE = "reference/http-api.md"
 
 def served_document() -> dict:
     from minisphere.http.app import build_api
+
     return build_api(object(), [], transfer=object()).openapi()
 
 
@@ -43,9 +45,16 @@ def type_of(schema: dict) -> str:
 def rules_of(schema: dict) -> str:
     """The bounds a value must keep: length, range, pattern, size."""
     rules = []
-    for key, word in (("minLength", "length ≥"), ("maxLength", "length ≤"), ("minimum", "≥"),
-                      ("maximum", "≤"), ("exclusiveMinimum", ">"), ("exclusiveMaximum", "<"),
-                      ("minItems", "items ≥"), ("maxItems", "items ≤")):
+    for key, word in (
+        ("minLength", "length ≥"),
+        ("maxLength", "length ≤"),
+        ("minimum", "≥"),
+        ("maximum", "≤"),
+        ("exclusiveMinimum", ">"),
+        ("exclusiveMaximum", "<"),
+        ("minItems", "items ≥"),
+        ("maxItems", "items ≤"),
+    ):
         if key in schema:
             rules.append(f"{word} {schema[key]}")
     if "pattern" in schema:
@@ -66,12 +75,18 @@ def fields_table(schema: dict) -> str:
     rows = []
     for name, prop in schema.get("properties", {}).items():
         default = f"`{json.dumps(prop['default'])}`" if "default" in prop else ""
-        rows.append([f"`{name}`", type_of(prop), "yes" if name in required else "", default,
-                     "; ".join(filter(None, [description_of(prop), rules_of(prop)]))])
+        rows.append(
+            [
+                f"`{name}`",
+                type_of(prop),
+                "yes" if name in required else "",
+                default,
+                "; ".join(filter(None, [description_of(prop), rules_of(prop)])),
+            ]
+        )
     if not rows:
         return f"{type_of(schema)}; {rules_of(schema) or 'no fields'}"
-    extra = "" if schema.get("additionalProperties") is False else \
-        "\n\nOther fields are accepted."
+    extra = "" if schema.get("additionalProperties") is False else "\n\nOther fields are accepted."
     return table(["field", "type", "required", "default", "rules"], rows) + extra
 
 
@@ -81,10 +96,18 @@ def operation_section(path: str, method: str, operation: dict) -> list[str]:
         lines += [operation["description"].strip(), ""]
     params = operation.get("parameters", [])
     if params:
-        rows = [[f"`{p['name']}`", p["in"], "yes" if p.get("required") else "",
-                 type_of(p["schema"]),
-                 "; ".join(filter(None, [p["schema"].get("description", ""),
-                                        rules_of(p["schema"])]))] for p in params]
+        rows = [
+            [
+                f"`{p['name']}`",
+                p["in"],
+                "yes" if p.get("required") else "",
+                type_of(p["schema"]),
+                "; ".join(
+                    filter(None, [p["schema"].get("description", ""), rules_of(p["schema"])])
+                ),
+            ]
+            for p in params
+        ]
         lines += ["Parameters:", "", table(["name", "in", "required", "type", "rules"], rows), ""]
     body = operation.get("requestBody")
     if body:
@@ -92,9 +115,14 @@ def operation_section(path: str, method: str, operation: dict) -> list[str]:
             schema = content.get("schema", {})
             title = schema.get("title", "")
             needed = "required" if body.get("required") else "optional"
-            lines += [f"Body ({needed}, `{media}`{', ' + title if title else ''}):", "",
-                      fields_table(schema) if "properties" in schema or "$ref" not in schema
-                      else type_of(schema), ""]
+            lines += [
+                f"Body ({needed}, `{media}`{', ' + title if title else ''}):",
+                "",
+                fields_table(schema)
+                if "properties" in schema or "$ref" not in schema
+                else type_of(schema),
+                "",
+            ]
     answers, errors = [], []
     for status, answer in operation.get("responses", {}).items():
         schema = next(iter(answer.get("content", {}).values()), {}).get("schema", {})
@@ -103,14 +131,30 @@ def operation_section(path: str, method: str, operation: dict) -> list[str]:
         else:
             what = type_of(schema) if schema else "no body"
             answers.append(f"`{status}` {what}")
-    lines += ["Answers: " + ", ".join(answers) + ("; errors " + ", ".join(
-        f"`{status}`" for status in sorted(errors)) + " as [ErrorBody](#schema-errorbody)"
-        if errors else ""), ""]
-    links = next((answer.get("links") for answer in operation["responses"].values()
-                  if answer.get("links")), None)
+    lines += [
+        "Answers: "
+        + ", ".join(answers)
+        + (
+            "; errors "
+            + ", ".join(f"`{status}`" for status in sorted(errors))
+            + " as [ErrorBody](#schema-errorbody)"
+            if errors
+            else ""
+        ),
+        "",
+    ]
+    links = next(
+        (answer.get("links") for answer in operation["responses"].values() if answer.get("links")),
+        None,
+    )
     if links:
-        lines += ["Links: " + "; ".join(f"{name} ({cell(link.get('description', ''))})"
-                                        for name, link in links.items()), ""]
+        lines += [
+            "Links: "
+            + "; ".join(
+                f"{name} ({cell(link.get('description', ''))})" for name, link in links.items()
+            ),
+            "",
+        ]
     return lines
 
 
@@ -122,18 +166,30 @@ def pages() -> dict[str, str]:
             tag = (operation.get("tags") or ["other"])[0]
             groups.setdefault(tag, []).append((path, method, operation))
     info = document["info"]
-    lines = [notice("the OpenAPI document the service serves (minisphere/http)"),
-             "# HTTP API reference", "",
-             f"{info['title']} {info['version']}, OpenAPI {document['openapi']}. "
-             f"{info.get('description', '')}", "",
-             "This page is made from the document a running service serves at "
-             "`/openapi.json` (browsable at `/docs`). How the routes behave — limits, "
-             "idempotency, retries, answer sizes — is in [HTTP API: how calls behave](http.md); "
-             "the error codes in [Error codes](errors.md).", "",
-             "## Routes", ""]
-    index = [[f"[`{method.upper()} {path}`](#{anchor_of(method, path)})",
-              tag, cell(operation.get("summary", ""))]
-             for tag, operations in groups.items() for path, method, operation in operations]
+    lines = [
+        notice("the OpenAPI document the service serves (minisphere/http)"),
+        "# HTTP API reference",
+        "",
+        f"{info['title']} {info['version']}, OpenAPI {document['openapi']}. "
+        f"{info.get('description', '')}",
+        "",
+        "This page is made from the document a running service serves at "
+        "`/openapi.json` (browsable at `/docs`). How the routes behave — limits, "
+        "idempotency, retries, answer sizes — is in [HTTP API: how calls behave](http.md); "
+        "the error codes in [Error codes](errors.md).",
+        "",
+        "## Routes",
+        "",
+    ]
+    index = [
+        [
+            f"[`{method.upper()} {path}`](#{anchor_of(method, path)})",
+            tag,
+            cell(operation.get("summary", "")),
+        ]
+        for tag, operations in groups.items()
+        for path, method, operation in operations
+    ]
     lines += [table(["route", "group", "what"], index), ""]
     for tag, operations in groups.items():
         lines += [f"## {tag[0].upper()}{tag[1:]}", ""]

@@ -1,4 +1,5 @@
 """Small helpers the generated pages share: table cells and tables."""
+
 from __future__ import annotations
 
 

@@ -1,5 +1,6 @@
 """operate/metrics.md: every Prometheus metric the service defines, read from the ingress's
 metrics module without importing Ray (its `metrics.Counter/Gauge/Histogram(...)` calls)."""
+
 from __future__ import annotations
 
 import ast
@@ -10,7 +11,7 @@ from docs.generate.markdown import table
 
 SOURCE = "actors/ingress/metrics.py"
 KINDS = {"Counter": "counter", "Gauge": "gauge", "Histogram": "histogram"}
-RAY_PREFIX = "ray_"          # Ray's metrics agent prefixes every application metric
+RAY_PREFIX = "ray_"  # Ray's metrics agent prefixes every application metric
 
 
 def defined_metrics() -> tuple[list[dict], dict[str, object]]:
@@ -20,7 +21,7 @@ def defined_metrics() -> tuple[list[dict], dict[str, object]]:
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:    # NAME: type = value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:  # NAME: type = value
             target, value = node.target, node.value
         else:
             continue
@@ -29,8 +30,13 @@ def defined_metrics() -> tuple[list[dict], dict[str, object]]:
                 constants[target.id] = ast.literal_eval(value)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr in KINDS and node.args and isinstance(node.args[0], ast.Constant):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in KINDS
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
             keywords = {kw.arg: kw.value for kw in node.keywords}
 
             def value(key, default=None, keywords=keywords):
@@ -39,18 +45,35 @@ def defined_metrics() -> tuple[list[dict], dict[str, object]]:
                 if isinstance(keywords[key], ast.Name):
                     return constants[keywords[key].id]
                 return ast.literal_eval(keywords[key])
-            found.append({"name": RAY_PREFIX + node.args[0].value, "type": KINDS[node.func.attr],
-                          "description": value("description", ""),
-                          "tags": value("tag_keys", ()), "boundaries": value("boundaries")})
+
+            found.append(
+                {
+                    "name": RAY_PREFIX + node.args[0].value,
+                    "type": KINDS[node.func.attr],
+                    "description": value("description", ""),
+                    "tags": value("tag_keys", ()),
+                    "boundaries": value("boundaries"),
+                }
+            )
     return found, constants
 
 
 def pages() -> dict[str, str]:
     found, constants = defined_metrics()
-    rows = [[f"`{m['name']}`", m["type"], ", ".join(f"`{t}`" for t in m["tags"]) or "",
-             m["description"] + (f" (bucket bounds {', '.join(map(str, m['boundaries']))})"
-                                 if m["boundaries"] else "")]
-            for m in found]
+    rows = [
+        [
+            f"`{m['name']}`",
+            m["type"],
+            ", ".join(f"`{t}`" for t in m["tags"]) or "",
+            m["description"]
+            + (
+                f" (bucket bounds {', '.join(map(str, m['boundaries']))})"
+                if m["boundaries"]
+                else ""
+            ),
+        ]
+        for m in found
+    ]
     text = f"""{notice(SOURCE)}
 # Metrics and logs
 

@@ -1,5 +1,6 @@
 """operate/settings.md: the tables of environment variables, from `minisphere.settings` (the
 same text `minisphere settings` and `minisphere settings --client` print)."""
+
 from __future__ import annotations
 
 from docs.generate import notice

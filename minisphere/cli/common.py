@@ -1,4 +1,5 @@
 """What every `minisphere` sub-command shares: where the service is, the admin token, errors."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,8 +9,10 @@ from pathlib import Path
 from minisphere.settings import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, env_value
 
 DEFAULT_URL = "http://127.0.0.1:8000"
-NO_TOKEN = ("no token to send: give --admin-token (or a workspace's --token), or set "
-            "MINISPHERE_ADMIN_TOKEN; `minisphere serve` keeps it in <data>/.admin_token")
+NO_TOKEN = (
+    "no token to send: give --admin-token (or a workspace's --token), or set "
+    "MINISPHERE_ADMIN_TOKEN; `minisphere serve` keeps it in <data>/.admin_token"
+)
 
 
 def admin_token(args) -> str:
@@ -26,8 +29,11 @@ def connection_flags(parser: argparse.ArgumentParser, workspace: bool) -> None:
     parser.add_argument("--admin-token", default=env_value("MINISPHERE_ADMIN_TOKEN"))
     if workspace:
         parser.add_argument("-w", "--workspace", default=env_value("MINISPHERE_WORKSPACE") or None)
-        parser.add_argument("--token", default=env_value("MINISPHERE_TOKEN"),
-                            help="workspace token (default: the admin token)")
+        parser.add_argument(
+            "--token",
+            default=env_value("MINISPHERE_TOKEN"),
+            help="workspace token (default: the admin token)",
+        )
 
 
 def fail(message: str) -> int:

@@ -8,6 +8,7 @@
 
 Exit status 0 on success, 1 when a check fails or a change is refused, 2 for usage errors.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,58 +36,88 @@ from minisphere.errors import MiniSphereError
 
 
 def _with_dir(parser):
-    parser.add_argument("--dir", dest="contracts_dir", default=None,
-                        help="contracts directory (default: $MINISPHERE_CONTRACTS_DIR, else the "
-                             "repository's contracts/)")
+    parser.add_argument(
+        "--dir",
+        dest="contracts_dir",
+        default=None,
+        help="contracts directory (default: $MINISPHERE_CONTRACTS_DIR, else the "
+        "repository's contracts/)",
+    )
     return parser
 
 
 def _register_evidence(commands) -> None:
     for name, func, text in (
-            ("push-evidence", cmd_push_evidence,
-             "upload contract files + pins to S3 under <prefix>/contracts/, then re-verify"),
-            ("verify-evidence", cmd_verify_evidence,
-             "download the evidence objects and re-hash them against the local pins")):
+        (
+            "push-evidence",
+            cmd_push_evidence,
+            "upload contract files + pins to S3 under <prefix>/contracts/, then re-verify",
+        ),
+        (
+            "verify-evidence",
+            cmd_verify_evidence,
+            "download the evidence objects and re-hash them against the local pins",
+        ),
+    ):
         p = _with_dir(commands.add_parser(name, help=text))
         p.add_argument("--bucket", default=None, help="bucket (default $MINISPHERE_S3_BUCKET)")
         p.add_argument("--prefix", default=None, help="key prefix (default $MINISPHERE_S3_PREFIX)")
-        p.add_argument("--endpoint-url", default=None,
-                       help="S3 endpoint (default $MINISPHERE_S3_ENDPOINT_URL, else AWS)")
-        p.add_argument("--all-versions", action="store_true",
-                       help="every pinned version, not only the active one")
+        p.add_argument(
+            "--endpoint-url",
+            default=None,
+            help="S3 endpoint (default $MINISPHERE_S3_ENDPOINT_URL, else AWS)",
+        )
+        p.add_argument(
+            "--all-versions",
+            action="store_true",
+            help="every pinned version, not only the active one",
+        )
         p.set_defaults(func=func)
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "contracts", help="pinned contracts: pin, verify, push evidence",
+        "contracts",
+        help="pinned contracts: pin, verify, push evidence",
         description="Pinned contracts (contracts/NAME@version.md + .surface.json, each with a "
-                    ".sha256 pin). Amend by copying to a new version, editing, then `pin`, "
-                    "`verify`, `push-evidence`.")
+        ".sha256 pin). Amend by copying to a new version, editing, then `pin`, "
+        "`verify`, `push-evidence`.",
+    )
     commands = parser.add_subparsers(dest="contracts_command", required=True)
 
-    verify = _with_dir(commands.add_parser(
-        "verify", help="check every pin, the surface file, and the engine against the surface"))
+    verify = _with_dir(
+        commands.add_parser(
+            "verify", help="check every pin, the surface file, and the engine against the surface"
+        )
+    )
     verify.add_argument("--json", action="store_true", help="print the pinned records as JSON")
     verify.set_defaults(func=cmd_verify)
 
-    pin = _with_dir(commands.add_parser(
-        "pin", help="write pins for new contract files (after an intentional amendment)"))
-    pin.add_argument("--force", action="store_true",
-                     help="also re-pin a version whose bytes changed (only for a version that "
-                          "was never published)")
+    pin = _with_dir(
+        commands.add_parser(
+            "pin", help="write pins for new contract files (after an intentional amendment)"
+        )
+    )
+    pin.add_argument(
+        "--force",
+        action="store_true",
+        help="also re-pin a version whose bytes changed (only for a version that "
+        "was never published)",
+    )
     pin.set_defaults(func=cmd_pin)
     _register_evidence(commands)
 
 
 # ---- verify -----------------------------------------------------------------------------------
 
+
 def cmd_verify(args) -> int:
     from minisphere.engine.methods import METHODS
+
     try:
         records = pinned_contracts(args.contracts_dir)
         surface = load_surface(args.contracts_dir, records)
-        check_routes(surface, METHODS)     # the engine's method table stands in for the routes
+        check_routes(surface, METHODS)  # the engine's method table stands in for the routes
         check_engine(surface)
     except MiniSphereError as exc:
         return fail(exc.message)
@@ -96,13 +127,16 @@ def cmd_verify(args) -> int:
     for record in records:
         mark = "*" if record["active"] else " "
         print(f"ok {mark} {record['sha256']}  {record['file']}")
-    print(f"{len(records)} contract file(s) match their pins; the engine's "
-          f"{len(surface['methods'])} methods agree with {surface['contract']}@"
-          f"{surface['version']} (* = active)")
+    print(
+        f"{len(records)} contract file(s) match their pins; the engine's "
+        f"{len(surface['methods'])} methods agree with {surface['contract']}@"
+        f"{surface['version']} (* = active)"
+    )
     return 0
 
 
 # ---- pin --------------------------------------------------------------------------------------
+
 
 def check_pinnable(path: Path) -> str | None:
     """A reason not to pin this file, or None. Catches a renamed-but-not-edited version."""
@@ -114,8 +148,10 @@ def check_pinnable(path: Path) -> str | None:
             return f"{path.name} is not valid JSON ({exc})"
         declared = f"{doc.get('contract')}@{doc.get('version')}"
         if declared != f"{meta['name']}@{meta['version']}":
-            return (f"{path.name} declares {declared}; set \"contract\" and \"version\" to match "
-                    "the file name")
+            return (
+                f'{path.name} declares {declared}; set "contract" and "version" to match '
+                "the file name"
+            )
         text = f"{meta['name']}@{meta['version']}.md"
         if doc.get("text") != text:
             return f"{path.name} points at text {doc.get('text')!r}, expected {text!r}"
@@ -128,8 +164,10 @@ def check_pinnable(path: Path) -> str | None:
             return f"{path.name} is not UTF-8 text"
         mention = re.compile(rf"{re.escape(meta['name'])}\s*@\s*{re.escape(meta['version'])}\b")
         if not mention.search(text):
-            return (f"{path.name} never names {meta['name']}@{meta['version']}; update the "
-                    "version inside the text")
+            return (
+                f"{path.name} never names {meta['name']}@{meta['version']}; update the "
+                "version inside the text"
+            )
     return None
 
 
@@ -140,8 +178,10 @@ def cmd_pin(args) -> int:
         return fail(exc.message)
     problems, writes, report = [], [], []
     for orphan in orphan_pins(directory):
-        problems.append(f"{orphan.name} pins a file that does not exist; restore the file or "
-                        "delete the pin by hand")
+        problems.append(
+            f"{orphan.name} pins a file that does not exist; restore the file or "
+            "delete the pin by hand"
+        )
     for path in contract_files(directory):
         reason = check_pinnable(path)
         if reason:
@@ -169,7 +209,8 @@ def cmd_pin(args) -> int:
             problems.append(
                 f"{path.name} is pinned as {old} but its bytes now hash to {new}. A pinned "
                 "version is immutable: copy it to a new version (e.g. @0.2), edit that, and pin "
-                "again; use --force only for a version that was never published")
+                "again; use --force only for a version that was never published"
+            )
     for line in report:
         print(line)
     if problems:
@@ -189,13 +230,16 @@ def cmd_pin(args) -> int:
 
 # ---- evidence ---------------------------------------------------------------------------------
 
+
 def _target(args):
     from minisphere.contract.evidence import EvidenceTarget
+
     return EvidenceTarget.from_settings(args.bucket, args.prefix, args.endpoint_url)
 
 
 def cmd_push_evidence(args) -> int:
     from minisphere.contract.evidence import push_evidence
+
     try:
         target = _target(args)
         results = push_evidence(target, args.contracts_dir, all_versions=args.all_versions)
@@ -204,13 +248,16 @@ def cmd_push_evidence(args) -> int:
     for item in results:
         print(f"{item['status']:<9} {item['sha256']}  {item['key']}")
     uploaded = sum(1 for item in results if item["status"] == "uploaded")
-    print(f"{uploaded} uploaded, {len(results) - uploaded} unchanged; read back and verified "
-          f"in {target.describe()}")
+    print(
+        f"{uploaded} uploaded, {len(results) - uploaded} unchanged; read back and verified "
+        f"in {target.describe()}"
+    )
     return 0
 
 
 def cmd_verify_evidence(args) -> int:
     from minisphere.contract.evidence import verify_evidence
+
     try:
         target = _target(args)
         checked = verify_evidence(target, args.contracts_dir, all_versions=args.all_versions)

@@ -15,6 +15,7 @@ Through the running service (admin token; routes `GET /v1/workspaces/{id}/export
 
 Progress goes to stderr; an interrupted import is resumed by running the same command again.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,10 @@ def _workspace_file(args) -> Path | None:
         return Path(args.path)
     if args.data_dir:
         from minisphere.control.auth import check_workspace_id
-        return Path(args.data_dir) / "workspaces" / check_workspace_id(args.workspace) / \
-            "workspace.db"
+
+        return (
+            Path(args.data_dir) / "workspaces" / check_workspace_id(args.workspace) / "workspace.db"
+        )
     return None
 
 
@@ -50,6 +53,7 @@ def _export(args) -> int:
     from minisphere.engine.clock import SystemClock
     from minisphere.errors import MiniSphereError
     from minisphere.transfer import export_file, export_raw
+
     path = _workspace_file(args)
     try:
         if args.raw:
@@ -82,11 +86,13 @@ def _export(args) -> int:
 
 def _http(args):
     from minisphere.errors import TransferError
+
     token = admin_token(args)
     if not token:
         raise TransferError(NO_TOKEN)
-    return httpx.Client(base_url=args.url, timeout=HTTP_TIMEOUT_S,
-                        headers={"Authorization": f"Bearer {token}"})
+    return httpx.Client(
+        base_url=args.url, timeout=HTTP_TIMEOUT_S, headers={"Authorization": f"Bearer {token}"}
+    )
 
 
 def _service_error(response) -> str:
@@ -99,6 +105,7 @@ def _service_error(response) -> str:
 
 def _export_service(args, out, bar) -> int:
     from minisphere.errors import TransferError
+
     lines, total = 0, 0
     with _http(args) as http, http.stream("GET", f"/v1/workspaces/{args.workspace}/export") as r:
         if r.status_code != 200:
@@ -122,6 +129,7 @@ def _import(args) -> int:
     from minisphere.errors import MiniSphereError
     from minisphere.files import sha256_file
     from minisphere.transfer import import_file
+
     source = Path(args.file)
     if not source.is_file():
         return fail(f"no such file: {source}")
@@ -130,6 +138,7 @@ def _import(args) -> int:
     try:
         if path is not None:
             from minisphere.engine.workspace import Workspace
+
             if not path.is_file() and not args.create:
                 return fail(f"no workspace file at {path} (add --create to make a new one)")
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -146,13 +155,16 @@ def _import(args) -> int:
         return fail(str(exc))
     bar.finish(json.dumps(report, sort_keys=True))
     if not report.get("complete", False):
-        return fail(f"the file holds {report.get('lines')} records but its header announces "
-                     f"{report.get('expected')}: it looks truncated")
+        return fail(
+            f"the file holds {report.get('lines')} records but its header announces "
+            f"{report.get('expected')}: it looks truncated"
+        )
     return 0
 
 
 def _import_service(args, source: Path, key: str, bar) -> dict:
     from minisphere.errors import TransferError
+
     url = f"/v1/workspaces/{args.workspace}/import"
     with _http(args) as http, Path(source).open(encoding="utf-8", newline="\n") as handle:
         header = handle.readline().rstrip("\n")
@@ -167,10 +179,12 @@ def _import_service(args, source: Path, key: str, bar) -> dict:
             if len(chunk) < args.batch and line is not None:
                 continue
             final = line is None
-            response = http.post(url, params={"key": key, "first": first,
-                                              "final": "true" if final else "false"},
-                                 content="\n".join([header, *chunk]).encode("utf-8"),
-                                 headers={"Content-Type": "application/x-ndjson"})
+            response = http.post(
+                url,
+                params={"key": key, "first": first, "final": "true" if final else "false"},
+                content="\n".join([header, *chunk]).encode("utf-8"),
+                headers={"Content-Type": "application/x-ndjson"},
+            )
             if response.status_code != 200:
                 raise TransferError(_service_error(response))
             report = response.json()
@@ -184,23 +198,31 @@ def register(subparsers) -> None:
     def common(parser):
         parser.add_argument("workspace", help="workspace id")
         parser.add_argument("--path", help="the workspace's SQLite file (offline mode)")
-        parser.add_argument("--data-dir", help="data folder: uses <dir>/workspaces/<ws>/"
-                                               "workspace.db (offline mode)")
+        parser.add_argument(
+            "--data-dir", help="data folder: uses <dir>/workspaces/<ws>/workspace.db (offline mode)"
+        )
         connection_flags(parser, workspace=False)
 
-    export = subparsers.add_parser("export", help="write a workspace as JSONL (and/or a raw "
-                                                  "SQLite copy with --raw)")
+    export = subparsers.add_parser(
+        "export", help="write a workspace as JSONL (and/or a raw SQLite copy with --raw)"
+    )
     common(export)
     export.add_argument("-o", "--output", help="JSONL file (default: stdout)")
     export.add_argument("--raw", help="also write a consistent copy of the SQLite file here")
     export.set_defaults(func=_export)
 
-    load = subparsers.add_parser("import", help="load a JSONL export (resumable, skips "
-                                                "duplicates)")
+    load = subparsers.add_parser("import", help="load a JSONL export (resumable, skips duplicates)")
     common(load)
     load.add_argument("file", help="JSONL file written by `minisphere export`")
-    load.add_argument("--batch", type=int, default=IMPORT_CHUNK_LINES,
-                      help="records per transaction / per request")
-    load.add_argument("--create", action="store_true",
-                      help="offline: create the workspace file if it does not exist")
+    load.add_argument(
+        "--batch",
+        type=int,
+        default=IMPORT_CHUNK_LINES,
+        help="records per transaction / per request",
+    )
+    load.add_argument(
+        "--create",
+        action="store_true",
+        help="offline: create the workspace file if it does not exist",
+    )
     load.set_defaults(func=_import)

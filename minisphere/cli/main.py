@@ -7,6 +7,7 @@
 - `minisphere.cli.tools`     tools (the contract methods as LLM tool definitions)
 - `minisphere.cli.mcp`       mcp (one workspace's MCP server on stdio)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,9 @@ from minisphere.cli import contracts, data, mcp, service, tools
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="minisphere",
-                                     description="Mini-Sphere: per-workspace memory for AI agents")
+    parser = argparse.ArgumentParser(
+        prog="minisphere", description="Mini-Sphere: per-workspace memory for AI agents"
+    )
     subparsers = parser.add_subparsers(dest="command", required=True)
     for module in (service, contracts, data, tools, mcp):
         module.register(subparsers)

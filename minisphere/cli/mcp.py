@@ -9,6 +9,7 @@ service through the HTTP client. The token is checked once at start (`/v1/whoami
 read-scoped token is shown the reads only. Nothing but the protocol is written to stdout;
 refusals at start go to stderr with exit status 1.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,9 +25,11 @@ from minisphere.http.mcp.server import ToolRefusal, build_server
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "mcp", help="serve a workspace over the Model Context Protocol on stdio",
+        "mcp",
+        help="serve a workspace over the Model Context Protocol on stdio",
         description="One workspace's MCP server (tools, resources, prompt) on stdin/stdout, "
-                    "calling the service at --url with the workspace token.")
+        "calling the service at --url with the workspace token.",
+    )
     connection_flags(parser, workspace=True)
     parser.set_defaults(func=cmd_mcp)
 
@@ -34,6 +37,7 @@ def register(subparsers) -> None:
 @dataclass
 class ClientBackend:
     """The workspace through the HTTP client."""
+
     handle: AsyncWorkspaceClient
     workspace: str
     writes: bool
@@ -56,13 +60,15 @@ def token_may_write(url: str, workspace: str, token: str) -> bool:
     if grant.get("kind") == "admin":
         return True
     if grant.get("workspace") != workspace:
-        raise ValueError(f"the token belongs to workspace {grant.get('workspace')}, "
-                         f"not {workspace}")
+        raise ValueError(
+            f"the token belongs to workspace {grant.get('workspace')}, not {workspace}"
+        )
     return grant.get("scope") == "write"
 
 
 async def serve_stdio(url: str, workspace: str, token: str, writes: bool) -> None:
     from mcp.server.stdio import stdio_server
+
     async with AsyncClient(url) as client:
         backend = ClientBackend(client.workspace(workspace, token), workspace, writes)
         server = build_server(lambda _ctx: backend)

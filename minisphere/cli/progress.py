@@ -4,6 +4,7 @@ On a terminal it redraws one line (`\\r`): label, bar, done/total, percent, rate
 stderr is not a terminal (logs, CI) it prints a plain line at most every `LOG_EVERY_S` seconds
 and once at the end, so logs stay readable.
 """
+
 from __future__ import annotations
 
 import sys
@@ -16,11 +17,16 @@ LOG_EVERY_S = 5.0
 
 
 class ProgressLine:
-    def __init__(self, label: str, unit: str = "lines", stream: TextIO | None = None,
-                 interactive: bool | None = None):
+    def __init__(
+        self,
+        label: str,
+        unit: str = "lines",
+        stream: TextIO | None = None,
+        interactive: bool | None = None,
+    ):
         self.label, self.unit = label, unit
         self.stream = stream if stream is not None else sys.stderr
-        self.interactive = (self.stream.isatty() if interactive is None else interactive)
+        self.interactive = self.stream.isatty() if interactive is None else interactive
         self.started = time.monotonic()
         self._last_shown = 0.0
         self.done = self.total = 0
@@ -33,8 +39,10 @@ class ProgressLine:
             filled = int(frac * BAR_WIDTH_CHARS)
             bar = "#" * filled + "." * (BAR_WIDTH_CHARS - filled)
             eta = (total - done) / rate if rate > 0 and done < total else 0.0
-            return (f"{self.label} [{bar}] {done}/{total} {self.unit} ({frac:.0%}) "
-                    f"{rate:,.0f}/s eta {eta:.0f}s")
+            return (
+                f"{self.label} [{bar}] {done}/{total} {self.unit} ({frac:.0%}) "
+                f"{rate:,.0f}/s eta {eta:.0f}s"
+            )
         return f"{self.label} {done} {self.unit} {rate:,.0f}/s"
 
     def __call__(self, done: int, total: int) -> None:

@@ -8,6 +8,7 @@ Connection settings come from flags or the environment: MINISPHERE_URL, MINISPHE
 MINISPHERE_TOKEN (workspace token), MINISPHERE_ADMIN_TOKEN (else `<data>/.admin_token` of the
 embedded default is used when readable).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,10 @@ def _print(value) -> None:
     if hasattr(value, "model_dump"):
         value = value.model_dump(by_alias=True, exclude_none=True)
     elif isinstance(value, list):
-        value = [v.model_dump(by_alias=True, exclude_none=True) if hasattr(v, "model_dump")
-                 else v for v in value]
+        value = [
+            v.model_dump(by_alias=True, exclude_none=True) if hasattr(v, "model_dump") else v
+            for v in value
+        ]
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
@@ -53,10 +56,11 @@ def _run(action):
             with Client(args.url, admin_token=token) as client:
                 _print(action(client, args))
             return 0
-        except ServiceError as exc:     # status 0: refused here, before anything was sent
+        except ServiceError as exc:  # status 0: refused here, before anything was sent
             return fail(exc.message if exc.status == USAGE_STATUS else str(exc))
         except (httpx.TransportError, OSError) as exc:  # connection refused and friends
             return fail(f"cannot reach {args.url}: {exc}")
+
     return run
 
 
@@ -112,7 +116,8 @@ def find_app_dir(explicit: str | None = None) -> Path:
             return folder.resolve()
     raise FileNotFoundError(
         "minisphere serve needs the service application (serve_app.py and actors/): run it in "
-        "a checkout of the project, or pass --app-dir / set MINISPHERE_APP_DIR")
+        "a checkout of the project, or pass --app-dir / set MINISPHERE_APP_DIR"
+    )
 
 
 def _settings(args) -> int:
@@ -127,8 +132,13 @@ def _register_ws(subparsers) -> None:
     create.add_argument("id", nargs="?")
     create.add_argument("--label")
     create.add_argument("--blueprint", type=Path, help="blueprint JSON file")
-    create.set_defaults(func=_run(lambda c, a: c.create_workspace(
-        a.id, label=a.label, blueprint=_blueprint_file(a.blueprint))))
+    create.set_defaults(
+        func=_run(
+            lambda c, a: c.create_workspace(
+                a.id, label=a.label, blueprint=_blueprint_file(a.blueprint)
+            )
+        )
+    )
     listing = actions.add_parser("list", help="list workspaces")
     listing.set_defaults(func=_run(lambda c, a: c.list_workspaces()))
     show = actions.add_parser("show", help="show one workspace")
@@ -137,12 +147,16 @@ def _register_ws(subparsers) -> None:
     delete = actions.add_parser("delete", help="delete a workspace and all its data")
     delete.add_argument("id")
     delete.set_defaults(func=_run(lambda c, a: c.delete_workspace(a.id)))
-    hibernate = actions.add_parser("hibernate", help="snapshot if changed, close, release its "
-                                                     "actor (it wakes on its next call)")
+    hibernate = actions.add_parser(
+        "hibernate",
+        help="snapshot if changed, close, release its actor (it wakes on its next call)",
+    )
     hibernate.add_argument("id")
     hibernate.set_defaults(func=_run(lambda c, a: c.hibernate_workspace(a.id)))
-    prune = actions.add_parser("prune-snapshots", help="keep only the newest snapshot "
-                                   "versions (after a forget: drop those holding the text)")
+    prune = actions.add_parser(
+        "prune-snapshots",
+        help="keep only the newest snapshot versions (after a forget: drop those holding the text)",
+    )
     prune.add_argument("id")
     prune.add_argument("--keep", type=int, default=1)
     prune.set_defaults(func=_run(lambda c, a: c.prune_snapshots(a.id, a.keep)))
@@ -152,16 +166,16 @@ def _register_ws(subparsers) -> None:
     snapshots = actions.add_parser("snapshots", help="list a workspace's snapshot versions")
     snapshots.add_argument("id")
     snapshots.set_defaults(func=_run(lambda c, a: c.list_snapshots(a.id)))
-    restore = actions.add_parser("restore", help="restore a snapshot version, or the state at "
-                                 "a moment (with continuous replication)")
+    restore = actions.add_parser(
+        "restore",
+        help="restore a snapshot version, or the state at a moment (with continuous replication)",
+    )
     restore.add_argument("id")
     which = restore.add_mutually_exclusive_group(required=True)
     which.add_argument("--version", help="a version from `ws snapshots`")
     which.add_argument("--at", metavar="TIMESTAMP", help="UTC, e.g. 2026-12-02T06:00:00Z")
-    restore.set_defaults(func=_run(lambda c, a: c.restore(a.id, version=a.version,
-                                                          timestamp=a.at)))
-    for parser in (create, listing, show, delete, hibernate, prune, snapshot, snapshots,
-                   restore):
+    restore.set_defaults(func=_run(lambda c, a: c.restore(a.id, version=a.version, timestamp=a.at)))
+    for parser in (create, listing, show, delete, hibernate, prune, snapshot, snapshots, restore):
         connection_flags(parser, workspace=False)
 
 
@@ -169,22 +183,28 @@ def _opts(args, *names) -> dict:
     return {n: getattr(args, n) for n in names if getattr(args, n, None) not in (None, [])}
 
 
-IDEMPOTENCY_KEY_HELP = ("make the write safe to repeat: sent again with the same key, it is "
-                        "answered as the first time and applied at most once (keys are kept "
-                        "at least 24 h)")
+IDEMPOTENCY_KEY_HELP = (
+    "make the write safe to repeat: sent again with the same key, it is "
+    "answered as the first time and applied at most once (keys are kept "
+    "at least 24 h)"
+)
 
 
 def _register_tokens(subparsers) -> None:
-    tokens = subparsers.add_parser("token", help="issue, list and revoke workspace tokens "
-                                                 "(admin)")
+    tokens = subparsers.add_parser("token", help="issue, list and revoke workspace tokens (admin)")
     actions = tokens.add_subparsers(dest="token_command", required=True)
     create = actions.add_parser("create", help="issue a token; prints its secret once")
     create.add_argument("workspace")
     create.add_argument("--scope", choices=TOKEN_SCOPES, default="write")
     create.add_argument("--label")
     create.add_argument("--expires-in-s", type=int)
-    create.set_defaults(func=_run(lambda c, a: c.create_token(
-        a.workspace, a.scope, label=a.label, expires_in_s=a.expires_in_s)))
+    create.set_defaults(
+        func=_run(
+            lambda c, a: c.create_token(
+                a.workspace, a.scope, label=a.label, expires_in_s=a.expires_in_s
+            )
+        )
+    )
     listing = actions.add_parser("list", help="a workspace's tokens (no secrets)")
     listing.add_argument("workspace")
     listing.set_defaults(func=_run(lambda c, a: c.list_tokens(a.workspace)))
@@ -196,17 +216,18 @@ def _register_tokens(subparsers) -> None:
         connection_flags(parser, workspace=False)
 
 
-Argument = tuple[tuple[str, ...], dict[str, Any]]     # add_argument's flags and keywords
+Argument = tuple[tuple[str, ...], dict[str, Any]]  # add_argument's flags and keywords
 
 
 @dataclass(frozen=True)
 class CallCommand:
     """A workspace call the CLI offers: its command, what it sends, and its arguments."""
+
     name: str
     help: str
-    action: Callable[[Any, argparse.Namespace], Any]     # (workspace client, parsed arguments)
+    action: Callable[[Any, argparse.Namespace], Any]  # (workspace client, parsed arguments)
     arguments: tuple[Argument, ...] = ()
-    write: bool = False                                   # takes --idempotency-key
+    write: bool = False  # takes --idempotency-key
 
 
 def _pos(name: str) -> Argument:
@@ -218,49 +239,113 @@ def _key(args: argparse.Namespace) -> dict:
 
 
 CALL_COMMANDS = (
-    CallCommand("capture", "store a fact or event", lambda w, a: w.capture(
-        a.content, **_key(a), **_opts(a, "tags", "kind", "volatility", "status", "importance",
-                                      "source", "claim_tag")),
-        (_pos("content"), (("--tag",), {"dest": "tags", "action": "append"}),
-         (("--kind",), {}), (("--volatility",), {}), (("--status",), {}),
-         (("--importance",), {"type": float}), (("--source",), {}), (("--claim-tag",), {})),
-        write=True),
-    CallCommand("recall", "ranked retrieval", lambda w, a: w.recall(a.query, **_opts(
-        a, "top_k", "tag", "kind", "hops", "full")),
-        (_pos("query"), (("--top-k",), {"type": int}), (("--tag",), {}), (("--kind",), {}),
-         (("--hops",), {"type": int}), (("--full",), {"action": "store_true", "default": None}))),
+    CallCommand(
+        "capture",
+        "store a fact or event",
+        lambda w, a: w.capture(
+            a.content,
+            **_key(a),
+            **_opts(a, "tags", "kind", "volatility", "status", "importance", "source", "claim_tag"),
+        ),
+        (
+            _pos("content"),
+            (("--tag",), {"dest": "tags", "action": "append"}),
+            (("--kind",), {}),
+            (("--volatility",), {}),
+            (("--status",), {}),
+            (("--importance",), {"type": float}),
+            (("--source",), {}),
+            (("--claim-tag",), {}),
+        ),
+        write=True,
+    ),
+    CallCommand(
+        "recall",
+        "ranked retrieval",
+        lambda w, a: w.recall(a.query, **_opts(a, "top_k", "tag", "kind", "hops", "full")),
+        (
+            _pos("query"),
+            (("--top-k",), {"type": int}),
+            (("--tag",), {}),
+            (("--kind",), {}),
+            (("--hops",), {"type": int}),
+            (("--full",), {"action": "store_true", "default": None}),
+        ),
+    ),
     CallCommand("get", "one entry", lambda w, a: w.get_entry(a.id), (_pos("id"),)),
-    CallCommand("append", "append text to an entry",
-                lambda w, a: w.append(a.id, a.addition, **_key(a)),
-                (_pos("id"), _pos("addition")), write=True),
-    CallCommand("update", "replace an entry's content",
-                lambda w, a: w.update(a.id, a.content, **_key(a)),
-                (_pos("id"), _pos("content")), write=True),
-    CallCommand("status", "set canonical|draft|deprecated",
-                lambda w, a: w.set_status(a.id, a.status, **_key(a)),
-                (_pos("id"), _pos("status")), write=True),
-    CallCommand("forget", "delete an entry permanently",
-                lambda w, a: w.forget(a.id, **_key(a)), (_pos("id"),), write=True),
-    CallCommand("link", "add or update an edge", lambda w, a: w.link(
-        a.src, a.dst, a.type, **_key(a), **_opts(a, "weight", "provenance")),
-        (_pos("src"), _pos("dst"), _pos("type"), (("--weight",), {"type": float}),
-         (("--provenance",), {})), write=True),
-    CallCommand("unlink", "remove an edge",
-                lambda w, a: w.unlink(a.src, a.dst, a.type, **_key(a)),
-                (_pos("src"), _pos("dst"), _pos("type")), write=True),
-    CallCommand("recent", "latest entries", lambda w, a: w.list_recent(**_opts(a, "n", "tag")),
-                ((("-n",), {"type": int}), (("--tag",), {}))),
-    CallCommand("connections", "edges of an entry", lambda w, a: w.connections(a.id),
-                (_pos("id"),)),
+    CallCommand(
+        "append",
+        "append text to an entry",
+        lambda w, a: w.append(a.id, a.addition, **_key(a)),
+        (_pos("id"), _pos("addition")),
+        write=True,
+    ),
+    CallCommand(
+        "update",
+        "replace an entry's content",
+        lambda w, a: w.update(a.id, a.content, **_key(a)),
+        (_pos("id"), _pos("content")),
+        write=True,
+    ),
+    CallCommand(
+        "status",
+        "set canonical|draft|deprecated",
+        lambda w, a: w.set_status(a.id, a.status, **_key(a)),
+        (_pos("id"), _pos("status")),
+        write=True,
+    ),
+    CallCommand(
+        "forget",
+        "delete an entry permanently",
+        lambda w, a: w.forget(a.id, **_key(a)),
+        (_pos("id"),),
+        write=True,
+    ),
+    CallCommand(
+        "link",
+        "add or update an edge",
+        lambda w, a: w.link(a.src, a.dst, a.type, **_key(a), **_opts(a, "weight", "provenance")),
+        (
+            _pos("src"),
+            _pos("dst"),
+            _pos("type"),
+            (("--weight",), {"type": float}),
+            (("--provenance",), {}),
+        ),
+        write=True,
+    ),
+    CallCommand(
+        "unlink",
+        "remove an edge",
+        lambda w, a: w.unlink(a.src, a.dst, a.type, **_key(a)),
+        (_pos("src"), _pos("dst"), _pos("type")),
+        write=True,
+    ),
+    CallCommand(
+        "recent",
+        "latest entries",
+        lambda w, a: w.list_recent(**_opts(a, "n", "tag")),
+        ((("-n",), {"type": int}), (("--tag",), {})),
+    ),
+    CallCommand(
+        "connections", "edges of an entry", lambda w, a: w.connections(a.id), (_pos("id"),)
+    ),
     CallCommand("count", "number of entries", lambda w, a: {"count": w.get_count()}),
-    CallCommand("tags", "the most used tags and their counts",
-                lambda w, a: w.get_tags(**_opts(a, "limit")), ((("--limit",), {"type": int}),)),
+    CallCommand(
+        "tags",
+        "the most used tags and their counts",
+        lambda w, a: w.get_tags(**_opts(a, "limit")),
+        ((("--limit",), {"type": int}),),
+    ),
     CallCommand("stats", "workspace statistics", lambda w, a: w.get_stats()),
     CallCommand("brief", "session brief", lambda w, a: w.get_brief()),
-    CallCommand("call", "any method with a JSON body (--idempotency-key for a write)",
-                lambda w, a: w._run(a.method, _json_argument(a.body, "the body"),
-                                    key=a.idempotency_key),
-                (_pos("method"), (("body",), {"nargs": "?", "default": "{}"})), write=True),
+    CallCommand(
+        "call",
+        "any method with a JSON body (--idempotency-key for a write)",
+        lambda w, a: w._run(a.method, _json_argument(a.body, "the body"), key=a.idempotency_key),
+        (_pos("method"), (("body",), {"nargs": "?", "default": "{}"})),
+        write=True,
+    ),
 )
 
 
@@ -280,15 +365,23 @@ def _register_calls(subparsers) -> None:
 
 
 def register(subparsers) -> None:
-    serve = subparsers.add_parser("serve", help="start the service on the embedded default "
-                                                "(local Ray, 127.0.0.1:8000, data in ./data)")
-    serve.add_argument("--app-dir", help="folder holding serve_app.py and actors/ (default: "
-                                         "$MINISPHERE_APP_DIR, the checkout, or .)")
+    serve = subparsers.add_parser(
+        "serve",
+        help="start the service on the embedded default "
+        "(local Ray, 127.0.0.1:8000, data in ./data)",
+    )
+    serve.add_argument(
+        "--app-dir",
+        help="folder holding serve_app.py and actors/ (default: "
+        "$MINISPHERE_APP_DIR, the checkout, or .)",
+    )
     serve.set_defaults(func=_serve)
-    settings = subparsers.add_parser("settings", help="print the table of environment variables "
-                                                      "the service reads (markdown)")
-    settings.add_argument("--client", action="store_true",
-                          help="the client's and CLI's variables instead")
+    settings = subparsers.add_parser(
+        "settings", help="print the table of environment variables the service reads (markdown)"
+    )
+    settings.add_argument(
+        "--client", action="store_true", help="the client's and CLI's variables instead"
+    )
     settings.set_defaults(func=_settings)
     _register_ws(subparsers)
     _register_tokens(subparsers)

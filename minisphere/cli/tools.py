@@ -6,6 +6,7 @@ Prints one JSON array (generated from the engine's argument models, described by
 contract surface; see `minisphere.integrations.tool_specs`). A model's tool call is sent with
 `WorkspaceClient.call_tool(name, arguments)`. Exit status 1 when the contracts cannot be read.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,14 +19,25 @@ from minisphere.integrations.tool_specs import FORMATS, TOOL_ARGUMENTS, tool_def
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "tools", help="print the contract methods as LLM tool definitions",
-        description="The workspace methods as function/tool definitions (JSON) for an LLM API.")
+        "tools",
+        help="print the contract methods as LLM tool definitions",
+        description="The workspace methods as function/tool definitions (JSON) for an LLM API.",
+    )
     parser.add_argument("--format", dest="tool_format", choices=FORMATS, default="openai")
-    parser.add_argument("--method", dest="methods", action="append", choices=list(TOOL_ARGUMENTS),
-                        help="only this method (repeatable; default: every workspace method)")
-    parser.add_argument("--dir", dest="contracts_dir", default=None,
-                        help="contracts directory (default: $MINISPHERE_CONTRACTS_DIR, else the "
-                             "repository's contracts/)")
+    parser.add_argument(
+        "--method",
+        dest="methods",
+        action="append",
+        choices=list(TOOL_ARGUMENTS),
+        help="only this method (repeatable; default: every workspace method)",
+    )
+    parser.add_argument(
+        "--dir",
+        dest="contracts_dir",
+        default=None,
+        help="contracts directory (default: $MINISPHERE_CONTRACTS_DIR, else the "
+        "repository's contracts/)",
+    )
     parser.set_defaults(func=cmd_tools)
 
 

@@ -2,6 +2,7 @@
 
 It imports nothing of the server, so an agent can use it with only httpx and pydantic.
 """
+
 from minisphere.client.client import DEFAULT_URL, AsyncClient, Client
 from minisphere.client.exchange import (
     OVERLOAD_RETRIES,
@@ -11,5 +12,14 @@ from minisphere.client.exchange import (
 )
 from minisphere.client.workspace import AsyncWorkspaceClient, WorkspaceClient
 
-__all__ = ["DEFAULT_URL", "OVERLOAD_RETRIES", "OVERLOAD_RETRY_MAX_WAIT_S", "AsyncClient",
-           "AsyncWorkspaceClient", "Client", "OverloadRetry", "ServiceError", "WorkspaceClient"]
+__all__ = [
+    "DEFAULT_URL",
+    "OVERLOAD_RETRIES",
+    "OVERLOAD_RETRY_MAX_WAIT_S",
+    "AsyncClient",
+    "AsyncWorkspaceClient",
+    "Client",
+    "OverloadRetry",
+    "ServiceError",
+    "WorkspaceClient",
+]

@@ -16,6 +16,7 @@ contract's camelCase. Errors raise `ServiceError(status, code, message)`. Every 
 `idempotency_key=`, and a call refused for overload is sent again a bounded number of times:
 `minisphere.client.exchange` says when.
 """
+
 from __future__ import annotations
 
 import os
@@ -52,10 +53,16 @@ class Client(_Admin):
     how long at most, a 503 with Retry-After is sent again (see the module docstring; 0 retries:
     never)."""
 
-    def __init__(self, base_url: str | None = None, *, admin_token: str | None = None,
-                 timeout: float = 30.0, transport: httpx.BaseTransport | None = None,
-                 overload_retries: int = OVERLOAD_RETRIES,
-                 overload_retry_max_wait_s: float = OVERLOAD_RETRY_MAX_WAIT_S):
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        admin_token: str | None = None,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+        overload_retries: int = OVERLOAD_RETRIES,
+        overload_retry_max_wait_s: float = OVERLOAD_RETRY_MAX_WAIT_S,
+    ):
         self._settings(base_url, admin_token, overload_retries, overload_retry_max_wait_s)
         self.http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
 
@@ -73,8 +80,9 @@ class Client(_Admin):
         self.close()
 
     def workspace(self, workspace_id: str, token: str | None = None) -> WorkspaceClient:
-        return WorkspaceClient(self.http, workspace_id, token or self.admin_token,
-                               self.overload_retry)
+        return WorkspaceClient(
+            self.http, workspace_id, token or self.admin_token, self.overload_retry
+        )
 
     def health(self) -> dict:
         return self._ask("GET", "/healthz")
@@ -82,113 +90,167 @@ class Client(_Admin):
     def contracts(self) -> dict:
         return self._ask("GET", "/v1/contracts")
 
-    def create_workspace(self, workspace_id: str | None = None, *, blueprint: dict | None = None,
-                         label: str | None = None) -> CreatedWorkspace:
+    def create_workspace(
+        self,
+        workspace_id: str | None = None,
+        *,
+        blueprint: dict | None = None,
+        label: str | None = None,
+    ) -> CreatedWorkspace:
         body = camel_options({"id": workspace_id, "blueprint": blueprint, "label": label})
-        return CreatedWorkspace.model_validate(self._ask(
-            "POST", "/v1/workspaces", json=body, headers=self._admin_headers()))
+        return CreatedWorkspace.model_validate(
+            self._ask("POST", "/v1/workspaces", json=body, headers=self._admin_headers())
+        )
 
     def list_workspaces(self, limit: int = 1000) -> list[WorkspaceInfo]:
-        body = self._ask("GET", "/v1/workspaces", params={"limit": limit},
-                         headers=self._admin_headers())
+        body = self._ask(
+            "GET", "/v1/workspaces", params={"limit": limit}, headers=self._admin_headers()
+        )
         return [WorkspaceInfo.model_validate(w) for w in body["items"]]
 
     def get_workspace(self, workspace_id: str) -> WorkspaceInfo:
-        return WorkspaceInfo.model_validate(self._ask(
-            "GET", f"/v1/workspaces/{workspace_id}", headers=self._admin_headers()))
+        return WorkspaceInfo.model_validate(
+            self._ask("GET", f"/v1/workspaces/{workspace_id}", headers=self._admin_headers())
+        )
 
     def delete_workspace(self, workspace_id: str) -> dict:
-        return self._ask("DELETE", f"/v1/workspaces/{workspace_id}",
-                         headers=self._admin_headers())
+        return self._ask("DELETE", f"/v1/workspaces/{workspace_id}", headers=self._admin_headers())
 
     def hibernate_workspace(self, workspace_id: str) -> dict:
         """Snapshot if changed, close, release its actor; answers once it is done (admin)."""
-        return self._ask("POST", f"/v1/workspaces/{workspace_id}/hibernate",
-                         headers=self._admin_headers())
+        return self._ask(
+            "POST", f"/v1/workspaces/{workspace_id}/hibernate", headers=self._admin_headers()
+        )
 
-    def create_token(self, workspace_id: str, scope: str = "write", *, label: str | None = None,
-                     expires_in_s: int | None = None) -> dict:
+    def create_token(
+        self,
+        workspace_id: str,
+        scope: str = "write",
+        *,
+        label: str | None = None,
+        expires_in_s: int | None = None,
+    ) -> dict:
         """Issue a token (`read`: read methods only; `write`: everything a tenant may do);
         the secret is in this answer only. Rotation: create the new one, move callers, revoke
         the old one."""
         body = camel_options({"scope": scope, "label": label, "expires_in_s": expires_in_s})
-        return self._ask("POST", f"/v1/workspaces/{workspace_id}/tokens", json=body,
-                         headers=self._admin_headers())
+        return self._ask(
+            "POST",
+            f"/v1/workspaces/{workspace_id}/tokens",
+            json=body,
+            headers=self._admin_headers(),
+        )
 
     def list_tokens(self, workspace_id: str) -> list[dict]:
-        return self._ask("GET", f"/v1/workspaces/{workspace_id}/tokens",
-                         headers=self._admin_headers())["items"]
+        return self._ask(
+            "GET", f"/v1/workspaces/{workspace_id}/tokens", headers=self._admin_headers()
+        )["items"]
 
     def revoke_token(self, workspace_id: str, token_id: str) -> dict:
         """Revoke now: the very next request with it is refused."""
-        return self._ask("DELETE", f"/v1/workspaces/{workspace_id}/tokens/{token_id}",
-                         headers=self._admin_headers())
+        return self._ask(
+            "DELETE",
+            f"/v1/workspaces/{workspace_id}/tokens/{token_id}",
+            headers=self._admin_headers(),
+        )
 
     def whoami(self, token: str | None = None) -> dict:
         """What a token is (default: the admin token this client holds)."""
-        return self._ask("GET", "/v1/whoami", headers={
-            "Authorization": f"Bearer {token or self.admin_token}"})
+        return self._ask(
+            "GET", "/v1/whoami", headers={"Authorization": f"Bearer {token or self.admin_token}"}
+        )
 
     def snapshot(self, workspace_id: str) -> dict:
         """Take a snapshot now; its manifest."""
-        return self._ask("POST", f"/v1/workspaces/{workspace_id}/snapshot",
-                         headers=self._admin_headers())
+        return self._ask(
+            "POST", f"/v1/workspaces/{workspace_id}/snapshot", headers=self._admin_headers()
+        )
 
     def list_snapshots(self, workspace_id: str) -> list[dict]:
-        return self._ask("GET", f"/v1/workspaces/{workspace_id}/snapshots",
-                         headers=self._admin_headers())["items"]
+        return self._ask(
+            "GET", f"/v1/workspaces/{workspace_id}/snapshots", headers=self._admin_headers()
+        )["items"]
 
-    def restore(self, workspace_id: str, *, version: str | None = None,
-                timestamp: str | None = None) -> dict:
+    def restore(
+        self, workspace_id: str, *, version: str | None = None, timestamp: str | None = None
+    ) -> dict:
         """Restore a snapshot `version`, or the state at `timestamp` (UTC, e.g.
         "2026-12-02T06:00:00Z"; needs continuous replication): exactly one of the two."""
         if (version is None) == (timestamp is None):
             raise ValueError("restore takes a version or a timestamp, not both or neither")
         if version is not None:
-            return self._ask("POST", f"/v1/workspaces/{workspace_id}/restore",
-                             json={"version": version}, headers=self._admin_headers())
-        return self._ask("POST", f"/v1/workspaces/{workspace_id}/restore-to-moment",
-                         json={"timestamp": timestamp}, headers=self._admin_headers())
+            return self._ask(
+                "POST",
+                f"/v1/workspaces/{workspace_id}/restore",
+                json={"version": version},
+                headers=self._admin_headers(),
+            )
+        return self._ask(
+            "POST",
+            f"/v1/workspaces/{workspace_id}/restore-to-moment",
+            json={"timestamp": timestamp},
+            headers=self._admin_headers(),
+        )
 
     def prune_snapshots(self, workspace_id: str, keep: int = 1) -> dict:
         """Keep only the newest `keep` snapshot versions, the newest being the workspace as it
         is now (admin). After a forget, this drops the versions that still hold the text."""
-        return self._ask("POST", f"/v1/workspaces/{workspace_id}/snapshots/prune",
-                         json={"keep": keep}, headers=self._admin_headers())
+        return self._ask(
+            "POST",
+            f"/v1/workspaces/{workspace_id}/snapshots/prune",
+            json={"keep": keep},
+            headers=self._admin_headers(),
+        )
 
     def rebind_vectors(self, workspace_id: str, provider: str, **spec) -> dict:
         """Move the workspace to another embedding provider (admin): its blueprint names it
         at once and every entry is re-embedded while it serves; `vector_binding` shows the
         progress. `spec`: the binding's other fields (model, dimensions, url, apiKeyEnv)."""
-        return self._ask("POST", f"/v1/workspaces/{workspace_id}/vector-binding",
-                         json={"provider": provider, **spec}, headers=self._admin_headers())
+        return self._ask(
+            "POST",
+            f"/v1/workspaces/{workspace_id}/vector-binding",
+            json={"provider": provider, **spec},
+            headers=self._admin_headers(),
+        )
 
     def vector_binding(self, workspace_id: str) -> dict:
         """The binding the blueprint names, the file's own, and a rebind's progress."""
-        return self._ask("GET", f"/v1/workspaces/{workspace_id}/vector-binding",
-                         headers=self._admin_headers())
+        return self._ask(
+            "GET", f"/v1/workspaces/{workspace_id}/vector-binding", headers=self._admin_headers()
+        )
 
     def maintenance_runs(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
         """Audited staleness runs (cron and manual), newest first (admin token)."""
         params = {"limit": limit, **({"workspace": workspace_id} if workspace_id else {})}
-        return self._ask("GET", "/v1/maintenance/runs", params=params,
-                         headers=self._admin_headers())["items"]
+        return self._ask(
+            "GET", "/v1/maintenance/runs", params=params, headers=self._admin_headers()
+        )["items"]
 
 
 class AsyncClient(_Admin):
     """The async client: `Client`'s options, and `limits` for its connection pool."""
 
-    def __init__(self, base_url: str | None = None, *, admin_token: str | None = None,
-                 timeout: float = 30.0, transport: httpx.AsyncBaseTransport | None = None,
-                 limits: httpx.Limits | None = None, overload_retries: int = OVERLOAD_RETRIES,
-                 overload_retry_max_wait_s: float = OVERLOAD_RETRY_MAX_WAIT_S):
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        admin_token: str | None = None,
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        limits: httpx.Limits | None = None,
+        overload_retries: int = OVERLOAD_RETRIES,
+        overload_retry_max_wait_s: float = OVERLOAD_RETRY_MAX_WAIT_S,
+    ):
         self._settings(base_url, admin_token, overload_retries, overload_retry_max_wait_s)
-        self.http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
-                                      transport=transport, limits=limits or httpx.Limits())
+        self.http = httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=timeout,
+            transport=transport,
+            limits=limits or httpx.Limits(),
+        )
 
     async def _ask(self, verb: str, url: str, **request) -> Any:
-        return await aexchange(self.http, self.overload_retry, verb == "GET", verb, url,
-                                **request)
+        return await aexchange(self.http, self.overload_retry, verb == "GET", verb, url, **request)
 
     async def aclose(self):
         await self.http.aclose()
@@ -200,42 +262,67 @@ class AsyncClient(_Admin):
         await self.aclose()
 
     def workspace(self, workspace_id: str, token: str | None = None) -> AsyncWorkspaceClient:
-        return AsyncWorkspaceClient(self.http, workspace_id, token or self.admin_token,
-                                    self.overload_retry)
+        return AsyncWorkspaceClient(
+            self.http, workspace_id, token or self.admin_token, self.overload_retry
+        )
 
     async def health(self) -> dict:
         return await self._ask("GET", "/healthz")
 
-    async def create_workspace(self, workspace_id: str | None = None, *,
-                               blueprint: dict | None = None,
-                               label: str | None = None) -> CreatedWorkspace:
+    async def create_workspace(
+        self,
+        workspace_id: str | None = None,
+        *,
+        blueprint: dict | None = None,
+        label: str | None = None,
+    ) -> CreatedWorkspace:
         body = camel_options({"id": workspace_id, "blueprint": blueprint, "label": label})
-        return CreatedWorkspace.model_validate(await self._ask(
-            "POST", "/v1/workspaces", json=body, headers=self._admin_headers()))
+        return CreatedWorkspace.model_validate(
+            await self._ask("POST", "/v1/workspaces", json=body, headers=self._admin_headers())
+        )
 
     async def list_workspaces(self, limit: int = 1000) -> list[WorkspaceInfo]:
-        body = await self._ask("GET", "/v1/workspaces", params={"limit": limit},
-                               headers=self._admin_headers())
+        body = await self._ask(
+            "GET", "/v1/workspaces", params={"limit": limit}, headers=self._admin_headers()
+        )
         return [WorkspaceInfo.model_validate(w) for w in body["items"]]
 
     async def delete_workspace(self, workspace_id: str) -> dict:
-        return await self._ask("DELETE", f"/v1/workspaces/{workspace_id}",
-                               headers=self._admin_headers())
+        return await self._ask(
+            "DELETE", f"/v1/workspaces/{workspace_id}", headers=self._admin_headers()
+        )
 
     async def hibernate_workspace(self, workspace_id: str) -> dict:
-        return await self._ask("POST", f"/v1/workspaces/{workspace_id}/hibernate",
-                               headers=self._admin_headers())
+        return await self._ask(
+            "POST", f"/v1/workspaces/{workspace_id}/hibernate", headers=self._admin_headers()
+        )
 
-    async def create_token(self, workspace_id: str, scope: str = "write", *,
-                           label: str | None = None, expires_in_s: int | None = None) -> dict:
+    async def create_token(
+        self,
+        workspace_id: str,
+        scope: str = "write",
+        *,
+        label: str | None = None,
+        expires_in_s: int | None = None,
+    ) -> dict:
         body = camel_options({"scope": scope, "label": label, "expires_in_s": expires_in_s})
-        return await self._ask("POST", f"/v1/workspaces/{workspace_id}/tokens", json=body,
-                               headers=self._admin_headers())
+        return await self._ask(
+            "POST",
+            f"/v1/workspaces/{workspace_id}/tokens",
+            json=body,
+            headers=self._admin_headers(),
+        )
 
     async def list_tokens(self, workspace_id: str) -> list[dict]:
-        return (await self._ask("GET", f"/v1/workspaces/{workspace_id}/tokens",
-                                headers=self._admin_headers()))["items"]
+        return (
+            await self._ask(
+                "GET", f"/v1/workspaces/{workspace_id}/tokens", headers=self._admin_headers()
+            )
+        )["items"]
 
     async def revoke_token(self, workspace_id: str, token_id: str) -> dict:
-        return await self._ask("DELETE", f"/v1/workspaces/{workspace_id}/tokens/{token_id}",
-                               headers=self._admin_headers())
+        return await self._ask(
+            "DELETE",
+            f"/v1/workspaces/{workspace_id}/tokens/{token_id}",
+            headers=self._admin_headers(),
+        )

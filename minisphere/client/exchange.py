@@ -18,6 +18,7 @@ so callers refused together do not all come back at once), at most `overload_ret
 0 turns it off). The last refusal raises `ServiceError` with the header's seconds in
 `retry_after_s` (None when the answer had none).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,13 +33,23 @@ import httpx
 
 # The workspace methods that only read: sending one again is harmless (tests/client keeps this
 # set equal to the engine's read methods).
-READ_METHODS = frozenset({
-    "recall", "listRecent", "getEntry", "connections", "graphView", "getTags", "getCount",
-    "getStats", "getBrief"})
+READ_METHODS = frozenset(
+    {
+        "recall",
+        "listRecent",
+        "getEntry",
+        "connections",
+        "graphView",
+        "getTags",
+        "getCount",
+        "getStats",
+        "getBrief",
+    }
+)
 
-OVERLOAD_RETRIES = 3                    # resends at most of a call refused with 503 + Retry-After
-OVERLOAD_RETRY_MAX_WAIT_S = 30.0        # the longest single wait before such a resend
-OVERLOAD_RETRY_JITTER = (0.5, 1.5)      # the wait is Retry-After times a factor uniform in this
+OVERLOAD_RETRIES = 3  # resends at most of a call refused with 503 + Retry-After
+OVERLOAD_RETRY_MAX_WAIT_S = 30.0  # the longest single wait before such a resend
+OVERLOAD_RETRY_JITTER = (0.5, 1.5)  # the wait is Retry-After times a factor uniform in this
 UNAVAILABLE_STATUS = 503
 # the 503 codes that say the call was not run, so any method may be sent again
 NOT_RUN_CODES = frozenset({"overloaded", "no_workspace_slots"})
@@ -55,8 +66,7 @@ class ServiceError(Exception):
     """A refusal: HTTP `status`, the service's `code` and `message`, and `retry_after_s`, the
     seconds its Retry-After header asked to wait before asking again (None: no header)."""
 
-    def __init__(self, status: int, code: str, message: str,
-                 retry_after_s: float | None = None):
+    def __init__(self, status: int, code: str, message: str, retry_after_s: float | None = None):
         super().__init__(f"{status} {code}: {message}")
         self.status, self.code, self.message = status, code, message
         self.retry_after_s = retry_after_s
@@ -82,13 +92,20 @@ def check_answer(response: httpx.Response) -> Any:
         if not isinstance(error, dict):
             code = FRONT_END_ERROR if response.status_code >= 500 else "http_error"
             error = {"code": code, "message": response.text[:200]}
-        raise ServiceError(response.status_code, error.get("code", "http_error"),
-                           error.get("message", response.text[:200]), retry_after_s(response))
+        raise ServiceError(
+            response.status_code,
+            error.get("code", "http_error"),
+            error.get("message", response.text[:200]),
+            retry_after_s(response),
+        )
     return body
 
 
-def jittered_wait_s(retry_after_s: float, max_wait_s: float,
-                    uniform: Callable[[float, float], float] = random.uniform) -> float:
+def jittered_wait_s(
+    retry_after_s: float,
+    max_wait_s: float,
+    uniform: Callable[[float, float], float] = random.uniform,
+) -> float:
     """Retry-After times a factor drawn uniformly from OVERLOAD_RETRY_JITTER, at most
     `max_wait_s`: callers refused at the same moment come back spread out."""
     return min(retry_after_s * uniform(*OVERLOAD_RETRY_JITTER), max_wait_s)
@@ -104,6 +121,7 @@ class OverloadRetry:
     """When a refused call is sent again, and after how long: the one policy of the sync and
     async HTTP clients and of the in-cluster client. `retries`: resends at most (0: none);
     `max_wait_s`: the longest single wait; `sleep` / `async_sleep`: how `run` / `arun` wait."""
+
     retries: int = OVERLOAD_RETRIES
     max_wait_s: float = OVERLOAD_RETRY_MAX_WAIT_S
     sleep: Callable[[float], Any] = time.sleep
@@ -152,14 +170,17 @@ class OverloadRetry:
             resent += 1
 
 
-def exchange(http: httpx.Client, retry: OverloadRetry, safe: bool, verb: str, url: str,
-              **request) -> Any:
+def exchange(
+    http: httpx.Client, retry: OverloadRetry, safe: bool, verb: str, url: str, **request
+) -> Any:
     """One HTTP call's checked answer, the call sent again as `retry` says."""
     return retry.run(lambda: check_answer(http.request(verb, url, **request)), safe)
 
 
-async def aexchange(http: httpx.AsyncClient, retry: OverloadRetry, safe: bool, verb: str,
-                     url: str, **request) -> Any:
+async def aexchange(
+    http: httpx.AsyncClient, retry: OverloadRetry, safe: bool, verb: str, url: str, **request
+) -> Any:
     async def send():
         return check_answer(await http.request(verb, url, **request))
+
     return await retry.arun(send, safe)

@@ -3,6 +3,7 @@
 Models allow extra fields, so a newer server adding a field never breaks an older client. An
 entry's fields and the enum values are `minisphere.wire`'s, the ones the service answers with.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -50,7 +51,7 @@ class WorkspaceInfo(Model):
     label: Optional[str] = None
     node_id: Optional[str] = None
     last_active_at: Optional[int] = None
-    resident: Optional[bool] = None          # shown by get_workspace (an actor holds it now)
+    resident: Optional[bool] = None  # shown by get_workspace (an actor holds it now)
 
 
 class CreatedWorkspace(Model):

@@ -2,6 +2,7 @@
 `AsyncWorkspaceClient`) or any other transport (`WorkspaceCalls`). Options are given in
 snake_case and sent in the contract's camelCase; a write's `idempotency_key=` is sent as the
 `Idempotency-Key` header."""
+
 from __future__ import annotations
 
 import json
@@ -17,10 +18,26 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 # The methods a workspace token may call, which `call_tool` dispatches (the tool definitions of
 # `minisphere tools` are these; runStalenessPass is the scheduler's). The client cannot import
 # the engine's method table, so tests/integrations keeps this set equal to it.
-TOOL_METHODS = frozenset({
-    "recall", "listRecent", "getEntry", "connections", "graphView", "getTags", "getCount",
-    "getStats", "getBrief", "capture", "append", "update", "setStatus", "forget", "link",
-    "unlink"})
+TOOL_METHODS = frozenset(
+    {
+        "recall",
+        "listRecent",
+        "getEntry",
+        "connections",
+        "graphView",
+        "getTags",
+        "getCount",
+        "getStats",
+        "getBrief",
+        "capture",
+        "append",
+        "update",
+        "setStatus",
+        "forget",
+        "link",
+        "unlink",
+    }
+)
 
 
 def camel_options(options: dict) -> dict:
@@ -37,17 +54,20 @@ class WorkspaceCalls:
     async) to send one call and return `parse` of its answer. `key`: the write's idempotency
     key (None: none sent). The HTTP clients below and `actors/in_cluster.py` are the
     subclasses."""
+
     workspace_id: str
 
-    def _run(self, method: str, body: dict, parse: Callable = unparsed,
-             key: str | None = None):  # pragma: no cover
+    def _run(
+        self, method: str, body: dict, parse: Callable = unparsed, key: str | None = None
+    ):  # pragma: no cover
         raise NotImplementedError
 
     def call(self, method: str, *, idempotency_key: str | None = None, **args):
         return self._run(method, camel_options(args), key=idempotency_key)
 
-    def call_tool(self, name: str, arguments: dict | str | None = None, *,
-                  idempotency_key: str | None = None):
+    def call_tool(
+        self, name: str, arguments: dict | str | None = None, *, idempotency_key: str | None = None
+    ):
         """Send an LLM's tool call (`minisphere tools` defines the tools): `arguments` as the
         model gave them, a dict or JSON text (OpenAI sends text). The service validates them as
         any call; the answer is its JSON, ready to hand back to the model."""
@@ -63,44 +83,58 @@ class WorkspaceCalls:
         return self._run(name, dict(arguments or {}), key=idempotency_key)
 
     def capture(self, content: str, *, idempotency_key: str | None = None, **options):
-        return self._run("capture", {"content": content, **camel_options(options)},
-                         CaptureResult.model_validate, idempotency_key)
+        return self._run(
+            "capture",
+            {"content": content, **camel_options(options)},
+            CaptureResult.model_validate,
+            idempotency_key,
+        )
 
     def recall(self, query: str, **options):
-        return self._run("recall", {"query": query, **camel_options(options)},
-                         RecallResult.model_validate)
+        return self._run(
+            "recall", {"query": query, **camel_options(options)}, RecallResult.model_validate
+        )
 
     def get_entry(self, id: str):
         return self._run("getEntry", {"id": id}, Entry.model_validate)
 
-    def append(self, id: str, addition: str, *, idempotency_key: str | None = None,
-               **options):
-        return self._run("append", {"id": id, "addition": addition, **camel_options(options)},
-                         Entry.model_validate, idempotency_key)
+    def append(self, id: str, addition: str, *, idempotency_key: str | None = None, **options):
+        return self._run(
+            "append",
+            {"id": id, "addition": addition, **camel_options(options)},
+            Entry.model_validate,
+            idempotency_key,
+        )
 
     def update(self, id: str, content: str, *, idempotency_key: str | None = None):
-        return self._run("update", {"id": id, "content": content}, Entry.model_validate,
-                         idempotency_key)
+        return self._run(
+            "update", {"id": id, "content": content}, Entry.model_validate, idempotency_key
+        )
 
     def set_status(self, id: str, status: str, *, idempotency_key: str | None = None):
-        return self._run("setStatus", {"id": id, "status": status}, Entry.model_validate,
-                         idempotency_key)
+        return self._run(
+            "setStatus", {"id": id, "status": status}, Entry.model_validate, idempotency_key
+        )
 
     def forget(self, id: str, *, idempotency_key: str | None = None):
         return self._run("forget", {"id": id}, key=idempotency_key)
 
-    def link(self, src: str, dst: str, type: str, *, idempotency_key: str | None = None,
-             **options):
-        return self._run("link", {"src": src, "dst": dst, "type": type, **camel_options(options)},
-                         key=idempotency_key)
+    def link(self, src: str, dst: str, type: str, *, idempotency_key: str | None = None, **options):
+        return self._run(
+            "link",
+            {"src": src, "dst": dst, "type": type, **camel_options(options)},
+            key=idempotency_key,
+        )
 
     def unlink(self, src: str, dst: str, type: str, *, idempotency_key: str | None = None):
-        return self._run("unlink", {"src": src, "dst": dst, "type": type},
-                         key=idempotency_key)
+        return self._run("unlink", {"src": src, "dst": dst, "type": type}, key=idempotency_key)
 
     def list_recent(self, **options):
-        return self._run("listRecent", camel_options(options),
-                         lambda b: [Entry.model_validate(e) for e in b["items"]])
+        return self._run(
+            "listRecent",
+            camel_options(options),
+            lambda b: [Entry.model_validate(e) for e in b["items"]],
+        )
 
     def connections(self, id: str):
         return self._run("connections", {"id": id})
@@ -132,16 +166,23 @@ def call_headers(auth: str, key: str | None) -> dict:
 class _HTTPWorkspace(WorkspaceCalls):
     """A workspace over HTTP; `overload_retry` None: the default policy."""
 
-    def __init__(self, http, workspace_id: str, token: str,
-                 overload_retry: OverloadRetry | None = None):
+    def __init__(
+        self, http, workspace_id: str, token: str, overload_retry: OverloadRetry | None = None
+    ):
         self.http, self.workspace_id, self._auth = http, workspace_id, f"Bearer {token}"
         self.overload_retry = overload_retry if overload_retry is not None else OverloadRetry()
 
     def _request(self, method: str, body: dict, key: str | None) -> dict:
         """The arguments of `exchange` / `aexchange` for one call."""
-        return dict(http=self.http, retry=self.overload_retry, safe=resend_is_safe(method, key),
-                    verb="POST", url=f"/v1/w/{self.workspace_id}/{method}", json=body,
-                    headers=call_headers(self._auth, key))
+        return dict(
+            http=self.http,
+            retry=self.overload_retry,
+            safe=resend_is_safe(method, key),
+            verb="POST",
+            url=f"/v1/w/{self.workspace_id}/{method}",
+            json=body,
+            headers=call_headers(self._auth, key),
+        )
 
 
 class WorkspaceClient(_HTTPWorkspace):

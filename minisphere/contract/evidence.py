@@ -14,6 +14,7 @@ Where: the command's flags, else the service's S3 settings (`MINISPHERE_S3_*`, s
 `minisphere.settings`: bucket, endpoint, region and credentials, with boto3's usual chain when
 no key pair is set); the client is the one `durability.s3.make_s3_client` builds.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -46,8 +47,9 @@ class EvidenceTarget:
     secret_access_key: str = ""
 
     @classmethod
-    def from_settings(cls, bucket: str | None = None, prefix: str | None = None,
-                      endpoint_url: str | None = None) -> EvidenceTarget:
+    def from_settings(
+        cls, bucket: str | None = None, prefix: str | None = None, endpoint_url: str | None = None
+    ) -> EvidenceTarget:
         """Flags first, then the service's own S3 settings (the same variables and
         credentials as the snapshot store). Unlike snapshots, no prefix is assumed."""
         s3 = load_s3_settings()
@@ -56,9 +58,14 @@ class EvidenceTarget:
             raise EvidenceError(f"no evidence bucket: pass --bucket or set {ENV_BUCKET}")
         if prefix is None:
             prefix = env_value(ENV_PREFIX)
-        return cls(bucket=bucket, prefix=prefix.strip("/"),
-                   endpoint_url=endpoint_url or s3.endpoint_url or None, region=s3.region,
-                   access_key_id=s3.access_key_id, secret_access_key=s3.secret_access_key)
+        return cls(
+            bucket=bucket,
+            prefix=prefix.strip("/"),
+            endpoint_url=endpoint_url or s3.endpoint_url or None,
+            region=s3.region,
+            access_key_id=s3.access_key_id,
+            secret_access_key=s3.secret_access_key,
+        )
 
     def key(self, file_name: str) -> str:
         parts = [self.prefix] if self.prefix else []
@@ -70,30 +77,48 @@ class EvidenceTarget:
 
 
 def make_client(target: EvidenceTarget):
-    return make_s3_client(S3Settings(
-        bucket=target.bucket, prefix=target.prefix, endpoint_url=target.endpoint_url or "",
-        region=target.region, access_key_id=target.access_key_id,
-        secret_access_key=target.secret_access_key))
+    return make_s3_client(
+        S3Settings(
+            bucket=target.bucket,
+            prefix=target.prefix,
+            endpoint_url=target.endpoint_url or "",
+            region=target.region,
+            access_key_id=target.access_key_id,
+            secret_access_key=target.secret_access_key,
+        )
+    )
 
 
 def _translate(exc: Exception, target: EvidenceTarget, action: str) -> EvidenceError:
     """botocore exceptions -> named, readable evidence errors."""
     from botocore import exceptions as bx
 
-    if isinstance(exc, (bx.EndpointConnectionError, bx.ConnectTimeoutError,
-                        bx.ReadTimeoutError, bx.ConnectionClosedError)):
+    if isinstance(
+        exc,
+        (
+            bx.EndpointConnectionError,
+            bx.ConnectTimeoutError,
+            bx.ReadTimeoutError,
+            bx.ConnectionClosedError,
+        ),
+    ):
         return EvidenceUnreachable(
             f"cannot reach the S3 endpoint {target.endpoint_url or 'of AWS'} while trying to "
-            f"{action}: {exc}. Check {ENV_ENDPOINT} / --endpoint-url and that the store is up")
+            f"{action}: {exc}. Check {ENV_ENDPOINT} / --endpoint-url and that the store is up"
+        )
     if isinstance(exc, bx.NoCredentialsError):
-        return EvidenceError(f"no S3 credentials to {action}: set AWS_ACCESS_KEY_ID and "
-                             "AWS_SECRET_ACCESS_KEY (or another boto3 credential source)")
+        return EvidenceError(
+            f"no S3 credentials to {action}: set AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY (or another boto3 credential source)"
+        )
     if isinstance(exc, bx.ClientError):
         code = exc.response.get("Error", {}).get("Code", "?")
         message = exc.response.get("Error", {}).get("Message", "")
         if code == "NoSuchBucket":
-            return EvidenceError(f"bucket {target.bucket!r} does not exist at "
-                                 f"{target.endpoint_url or 'AWS S3'}; create it first")
+            return EvidenceError(
+                f"bucket {target.bucket!r} does not exist at "
+                f"{target.endpoint_url or 'AWS S3'}; create it first"
+            )
         return EvidenceError(f"S3 refused to {action} ({code}): {message}")
     if isinstance(exc, bx.BotoCoreError):
         return EvidenceError(f"S3 client error while trying to {action}: {exc}")
@@ -119,10 +144,17 @@ def _put(client, target: EvidenceTarget, key: str, body: bytes, sha256_hex: str)
     """Create the object only if absent. Returns False when someone else created it first."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    kwargs = dict(Bucket=target.bucket, Key=key, Body=body,
-                  Metadata={"sha256": sha256_hex},
-                  ContentType="text/markdown; charset=utf-8" if key.endswith(".md")
-                  else "application/json" if key.endswith(".json") else "text/plain")
+    kwargs = dict(
+        Bucket=target.bucket,
+        Key=key,
+        Body=body,
+        Metadata={"sha256": sha256_hex},
+        ContentType="text/markdown; charset=utf-8"
+        if key.endswith(".md")
+        else "application/json"
+        if key.endswith(".json")
+        else "text/plain",
+    )
     try:
         client.put_object(IfNoneMatch="*", **kwargs)
         return True
@@ -155,8 +187,15 @@ def evidence_files(contracts_dir=None, *, all_versions: bool = False) -> list[di
             continue
         path = directory / record["file"]
         pin = pin_path(path)
-        files.append({"file": record["file"], "path": path, "sha256": record["sha256"],
-                      "pin_file": pin.name, "pin_bytes": pin.read_bytes()})
+        files.append(
+            {
+                "file": record["file"],
+                "path": path,
+                "sha256": record["sha256"],
+                "pin_file": pin.name,
+                "pin_bytes": pin.read_bytes(),
+            }
+        )
     return files
 
 
@@ -168,16 +207,21 @@ def _objects(files: list[dict]) -> list[tuple[str, str, bytes]]:
         body = item["path"].read_bytes()
         actual = hashlib.sha256(body).hexdigest()
         if actual != item["sha256"]:  # changed on disk since the pins were verified
-            raise ContractPinError(f"contract {item['file']} changed while pushing: pinned "
-                                   f"sha256 {item['sha256']}, file sha256 {actual}",
-                                   file=item["file"], expected=item["sha256"], actual=actual)
+            raise ContractPinError(
+                f"contract {item['file']} changed while pushing: pinned "
+                f"sha256 {item['sha256']}, file sha256 {actual}",
+                file=item["file"],
+                expected=item["sha256"],
+                actual=actual,
+            )
         out.append((item["file"], "body", body))
         out.append((item["pin_file"], "pin", item["pin_bytes"]))
     return out
 
 
-def push_evidence(target: EvidenceTarget, contracts_dir=None, *, all_versions: bool = False,
-                  client=None) -> list[dict]:
+def push_evidence(
+    target: EvidenceTarget, contracts_dir=None, *, all_versions: bool = False, client=None
+) -> list[dict]:
     """Upload the contract files and their pins, then download and re-hash them.
 
     Returns [{file, key, sha256, status}] with status `uploaded` or `unchanged`. Raises
@@ -198,13 +242,17 @@ def push_evidence(target: EvidenceTarget, contracts_dir=None, *, all_versions: b
         elif stored == body:
             plan.append((name, key, body, "unchanged"))
         else:
-            conflicts.append(f"{key} already holds different bytes (stored sha256 "
-                             f"{hashlib.sha256(stored).hexdigest()}, local sha256 "
-                             f"{hashlib.sha256(body).hexdigest()})")
+            conflicts.append(
+                f"{key} already holds different bytes (stored sha256 "
+                f"{hashlib.sha256(stored).hexdigest()}, local sha256 "
+                f"{hashlib.sha256(body).hexdigest()})"
+            )
     if conflicts:
         raise EvidenceConflict(
-            f"refusing to overwrite evidence in {target.describe()}: " + "; ".join(conflicts)
-            + ". A published contract version is immutable; amend by bumping the version")
+            f"refusing to overwrite evidence in {target.describe()}: "
+            + "; ".join(conflicts)
+            + ". A published contract version is immutable; amend by bumping the version"
+        )
     results = []
     for name, key, body, action in plan:
         status = "unchanged"
@@ -215,23 +263,31 @@ def push_evidence(target: EvidenceTarget, contracts_dir=None, *, all_versions: b
             else:  # created concurrently: fine only if it is the same bytes
                 stored = _get(client, target, key)
                 if stored != body:
-                    raise EvidenceConflict(f"{key} was written concurrently with different "
-                                           "bytes; refusing to overwrite")
-        results.append({"file": name, "key": key,
-                        "sha256": hashlib.sha256(body).hexdigest(), "status": status})
+                    raise EvidenceConflict(
+                        f"{key} was written concurrently with different "
+                        "bytes; refusing to overwrite"
+                    )
+        results.append(
+            {"file": name, "key": key, "sha256": hashlib.sha256(body).hexdigest(), "status": status}
+        )
     verify_evidence(target, contracts_dir, all_versions=all_versions, client=client, files=files)
     return results
 
 
-def verify_evidence(target: EvidenceTarget, contracts_dir=None, *, all_versions: bool = False,
-                    client=None, files: list[dict] | None = None) -> list[dict]:
+def verify_evidence(
+    target: EvidenceTarget,
+    contracts_dir=None,
+    *,
+    all_versions: bool = False,
+    client=None,
+    files: list[dict] | None = None,
+) -> list[dict]:
     """Download every evidence object and check it against the local pins.
 
     Returns [{file, key, sha256}] for the bodies; raises EvidenceVerifyError on any missing or
     differing object.
     """
-    files = files if files is not None else evidence_files(contracts_dir,
-                                                           all_versions=all_versions)
+    files = files if files is not None else evidence_files(contracts_dir, all_versions=all_versions)
     client = client or make_client(target)
     checked = []
     for item in files:
@@ -241,8 +297,9 @@ def verify_evidence(target: EvidenceTarget, contracts_dir=None, *, all_versions:
             raise EvidenceVerifyError(f"{body_key} is missing from {target.describe()}")
         actual = hashlib.sha256(body).hexdigest()
         if actual != item["sha256"]:
-            raise EvidenceVerifyError(f"{body_key} hashes to {actual}, but the pin says "
-                                      f"{item['sha256']}")
+            raise EvidenceVerifyError(
+                f"{body_key} hashes to {actual}, but the pin says {item['sha256']}"
+            )
         stored_pin = _get(client, target, pin_key)
         if stored_pin is None:
             raise EvidenceVerifyError(f"{pin_key} is missing from {target.describe()}")

@@ -23,6 +23,7 @@ Where the directory is found (first hit wins):
 Service integration: `minisphere.contract.startup.verified_contracts()` runs at ingress
 startup and in each workspace actor's constructor; a `MiniSphereError` means "do not start".
 """
+
 from __future__ import annotations
 
 import json
@@ -42,12 +43,14 @@ ENV_CONTRACTS_DIR = "MINISPHERE_CONTRACTS_DIR"
 PIN_SUFFIX = ".sha256"
 
 _CONTRACT_FILE = re.compile(
-    r"^(?P<name>[A-Z][A-Z0-9_]*)@(?P<version>\d+(?:\.\d+)*)\.(?P<role>md|surface\.json)$")
+    r"^(?P<name>[A-Z][A-Z0-9_]*)@(?P<version>\d+(?:\.\d+)*)\.(?P<role>md|surface\.json)$"
+)
 _PIN_LINE = re.compile(r"^(?P<hex>[0-9a-fA-F]{64}) [ *](?P<file>.+)$")
 _ROLE = {"md": "text", "surface.json": "surface"}
 
 
 # ---- locating --------------------------------------------------------------------------------
+
 
 def find_contracts_dir(contracts_dir: str | os.PathLike | None = None) -> Path:
     """The contracts directory (see the module docstring for the search order)."""
@@ -56,20 +59,24 @@ def find_contracts_dir(contracts_dir: str | os.PathLike | None = None) -> Path:
     elif env_value(ENV_CONTRACTS_DIR):
         candidates = [(ENV_CONTRACTS_DIR, Path(env_value(ENV_CONTRACTS_DIR)))]
     else:
-        candidates = [("repository", PROJECT_ROOT / "contracts"),
-                      ("installed data", Path(sys.prefix) / "share" / "minisphere" / "contracts")]
+        candidates = [
+            ("repository", PROJECT_ROOT / "contracts"),
+            ("installed data", Path(sys.prefix) / "share" / "minisphere" / "contracts"),
+        ]
     for _, path in candidates:
         if path.is_dir():
             return path
     where = ", ".join(f"{path} ({origin})" for origin, path in candidates)
-    raise ContractPinError(f"contracts directory not found; looked in {where}. Set "
-                           f"{ENV_CONTRACTS_DIR} to the directory holding the pinned contracts")
+    raise ContractPinError(
+        f"contracts directory not found; looked in {where}. Set "
+        f"{ENV_CONTRACTS_DIR} to the directory holding the pinned contracts"
+    )
 
 
 class ContractFileName(TypedDict):
     name: str
     version: str
-    role: str        # text | surface
+    role: str  # text | surface
 
 
 def parse_contract_file_name(file_name: str) -> ContractFileName | None:
@@ -94,6 +101,7 @@ def version_key(version: str) -> tuple[int, ...]:
 
 # ---- hashing and pins ------------------------------------------------------------------------
 
+
 def pin_path(path: Path) -> Path:
     return path.with_name(path.name + PIN_SUFFIX)
 
@@ -107,51 +115,81 @@ def read_pin(pin: Path, file_name: str) -> str:
     try:
         text = pin.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ContractPinError(f"contract {file_name}: pin file {pin.name} is missing "
-                               f"(in {pin.parent}); run `minisphere contracts pin` after an "
-                               "intentional change", file=file_name) from None
+        raise ContractPinError(
+            f"contract {file_name}: pin file {pin.name} is missing "
+            f"(in {pin.parent}); run `minisphere contracts pin` after an "
+            "intentional change",
+            file=file_name,
+        ) from None
     lines = [line for line in text.splitlines() if line.strip()]
     match = _PIN_LINE.match(lines[0].strip()) if len(lines) == 1 else None
     if match is None:
-        raise ContractPinError(f"contract {file_name}: pin file {pin.name} is malformed; expected "
-                               f"one line '<64 hex>  {file_name}'", file=file_name)
+        raise ContractPinError(
+            f"contract {file_name}: pin file {pin.name} is malformed; expected "
+            f"one line '<64 hex>  {file_name}'",
+            file=file_name,
+        )
     if match["file"] != file_name:
-        raise ContractPinError(f"contract {file_name}: pin file {pin.name} names "
-                               f"{match['file']!r} instead", file=file_name)
+        raise ContractPinError(
+            f"contract {file_name}: pin file {pin.name} names {match['file']!r} instead",
+            file=file_name,
+        )
     return match["hex"].lower()
 
 
 def contract_files(directory: Path) -> list[Path]:
     """Contract files in the directory, sorted by name then version."""
-    found = [p for p in directory.iterdir()
-             if p.is_file() and parse_contract_file_name(p.name) is not None]
-    return sorted(found, key=lambda p: (contract_file_name(p)["name"],
-                                        version_key(contract_file_name(p)["version"]),
-                                        p.name))
+    found = [
+        p
+        for p in directory.iterdir()
+        if p.is_file() and parse_contract_file_name(p.name) is not None
+    ]
+    return sorted(
+        found,
+        key=lambda p: (
+            contract_file_name(p)["name"],
+            version_key(contract_file_name(p)["version"]),
+            p.name,
+        ),
+    )
 
 
 def orphan_pins(directory: Path) -> list[Path]:
     """Pins whose contract file is missing."""
-    return sorted(p for p in directory.iterdir()
-                  if p.name.endswith(PIN_SUFFIX)
-                  and parse_contract_file_name(p.name[:-len(PIN_SUFFIX)]) is not None
-                  and not (directory / p.name[:-len(PIN_SUFFIX)]).is_file())
+    return sorted(
+        p
+        for p in directory.iterdir()
+        if p.name.endswith(PIN_SUFFIX)
+        and parse_contract_file_name(p.name[: -len(PIN_SUFFIX)]) is not None
+        and not (directory / p.name[: -len(PIN_SUFFIX)]).is_file()
+    )
 
 
 def active_version(directory: Path, name: str = CONTRACT_NAME) -> str:
-    versions = {contract_file_name(p)["version"] for p in contract_files(directory)
-                if contract_file_name(p)["name"] == name}
+    versions = {
+        contract_file_name(p)["version"]
+        for p in contract_files(directory)
+        if contract_file_name(p)["name"] == name
+    }
     if not versions:
-        raise ContractPinError(f"no {name}@<version>.md in {directory}; the service cannot start "
-                               "without its pinned contract", file=f"{name}@<version>.md")
+        raise ContractPinError(
+            f"no {name}@<version>.md in {directory}; the service cannot start "
+            "without its pinned contract",
+            file=f"{name}@<version>.md",
+        )
     return max(versions, key=version_key)
 
 
 def _record(path: Path, digest: str, active: str) -> dict:
     meta = contract_file_name(path)
-    return {"name": meta["name"], "version": meta["version"], "sha256": digest,
-            "file": path.name, "role": meta["role"],
-            "active": meta["name"] == CONTRACT_NAME and meta["version"] == active}
+    return {
+        "name": meta["name"],
+        "version": meta["version"],
+        "sha256": digest,
+        "file": path.name,
+        "role": meta["role"],
+        "active": meta["name"] == CONTRACT_NAME and meta["version"] == active,
+    }
 
 
 def pinned_contracts(contracts_dir: str | os.PathLike | None = None) -> list[dict]:
@@ -163,18 +201,23 @@ def pinned_contracts(contracts_dir: str | os.PathLike | None = None) -> list[dic
     """
     directory = find_contracts_dir(contracts_dir)
     for pin in orphan_pins(directory):
-        target = pin.name[:-len(PIN_SUFFIX)]
+        target = pin.name[: -len(PIN_SUFFIX)]
         raise ContractPinError(
             f"contract {target} is missing from {directory}, but its pin {pin.name} "
-            f"(sha256 {read_pin(pin, target)}) is present", file=target,
-            expected=read_pin(pin, target))
+            f"(sha256 {read_pin(pin, target)}) is present",
+            file=target,
+            expected=read_pin(pin, target),
+        )
     active = active_version(directory)
     for role_suffix in ("md", "surface.json"):
         required = directory / f"{CONTRACT_NAME}@{active}.{role_suffix}"
         if not required.is_file():
-            raise ContractPinError(f"contract {required.name} is missing from {directory}; "
-                                   f"{CONTRACT_NAME}@{active} needs both its text and its "
-                                   "surface file", file=required.name)
+            raise ContractPinError(
+                f"contract {required.name} is missing from {directory}; "
+                f"{CONTRACT_NAME}@{active} needs both its text and its "
+                "surface file",
+                file=required.name,
+            )
     records = []
     for path in contract_files(directory):
         actual = sha256_file(path)
@@ -182,14 +225,20 @@ def pinned_contracts(contracts_dir: str | os.PathLike | None = None) -> list[dic
             raise ContractPinError(
                 f"contract {path.name} has no pin: {pin_path(path).name} is missing (file sha256 "
                 f"{actual}, in {directory}); run `minisphere contracts pin` after an intentional "
-                "change", file=path.name, actual=actual)
+                "change",
+                file=path.name,
+                actual=actual,
+            )
         expected = read_pin(pin_path(path), path.name)
         if actual != expected:
             raise ContractPinError(
                 f"contract {path.name} does not match its pin: pinned sha256 {expected}, "
                 f"file sha256 {actual} (in {directory}). A contract is changed only by "
                 "amendment: new version, `minisphere contracts pin`, push evidence",
-                file=path.name, expected=expected, actual=actual)
+                file=path.name,
+                expected=expected,
+                actual=actual,
+            )
         records.append(_record(path, actual, active))
     return records
 
@@ -209,8 +258,10 @@ def contract_reference(record: dict) -> str:
 
 # ---- surface -----------------------------------------------------------------------------------
 
-def load_surface(contracts_dir: str | os.PathLike | None = None,
-                 records: list[dict] | None = None) -> dict:
+
+def load_surface(
+    contracts_dir: str | os.PathLike | None = None, records: list[dict] | None = None
+) -> dict:
     """The active contract's surface document (parsed JSON). Does not re-verify pins unless
     `records` is None."""
     directory = find_contracts_dir(contracts_dir)
@@ -226,7 +277,8 @@ def load_surface(contracts_dir: str | os.PathLike | None = None,
     if doc.get("contract") != surface["name"] or str(doc.get("version")) != surface["version"]:
         raise ContractSurfaceError(
             f"surface file {path.name} declares {doc.get('contract')}@{doc.get('version')}, "
-            f"not {surface['name']}@{surface['version']}")
+            f"not {surface['name']}@{surface['version']}"
+        )
     if not isinstance(doc.get("methods"), dict) or not doc["methods"]:
         raise ContractSurfaceError(f"surface file {path.name} lists no methods")
     return doc
@@ -245,22 +297,30 @@ def check_routes(surface_doc: dict, routed_methods: Iterable[str]) -> None:
         raise ContractSurfaceError(
             f"{surface_doc['contract']}@{surface_doc['version']}: the routed surface disagrees "
             "with the contract (if the contract does not describe it, we do not provide it): "
-            + "; ".join(problems), problems)
+            + "; ".join(problems),
+            problems,
+        )
 
 
 def check_engine(surface_doc: dict) -> None:
     """The engine's argument models, enums, edge gates and limits agree with the surface."""
     from minisphere.contract.surface import differences  # imports the engine modules (no Ray)
+
     problems = differences(surface_doc)
     if problems:
         raise ContractSurfaceError(
             f"{surface_doc['contract']}@{surface_doc['version']}: the engine disagrees with the "
             f"contract surface ({len(problems)} difference(s)): " + "; ".join(problems[:20]),
-            problems)
+            problems,
+        )
 
 
-def verify_startup(routed_methods: set[str], *, contracts_dir: str | os.PathLike | None = None,
-                   check_arguments: bool = True) -> list[dict]:
+def verify_startup(
+    routed_methods: set[str],
+    *,
+    contracts_dir: str | os.PathLike | None = None,
+    check_arguments: bool = True,
+) -> list[dict]:
     """Startup gate for the ingress and for every workspace actor.
 
     1. every contract file matches its pin (ContractPinError otherwise);

@@ -1,6 +1,7 @@
 """The contract check every service process runs before it serves (ingress replicas and every
 workspace actor): the pinned files match their pins, and the routed methods are exactly the
 contract's. A mismatch raises, which must stop the process."""
+
 from __future__ import annotations
 
 from minisphere.contract.pins import active_contract, contract_reference, verify_startup
@@ -23,5 +24,11 @@ def born_with(records: list[dict]) -> list[dict]:
     if not records:
         return []
     chosen = active_contract(records)
-    return [{"name": chosen["name"], "version": chosen["version"], "sha256": chosen["sha256"],
-             "reference": contract_reference(chosen)}]
+    return [
+        {
+            "name": chosen["name"],
+            "version": chosen["version"],
+            "sha256": chosen["sha256"],
+            "reference": contract_reference(chosen),
+        }
+    ]

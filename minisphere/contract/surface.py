@@ -18,6 +18,7 @@ array, object). Optional keys: `nullable` (null is accepted), `default` (only wh
 `maxLength`, `minItems`, `maxItems`. `description` is prose in the surface file and is not
 compared.
 """
+
 from __future__ import annotations
 
 from typing import Any, get_args
@@ -26,8 +27,16 @@ from minisphere.engine import constants as C
 
 # Keys of an argument descriptor that are prose, not contract terms.
 DESCRIPTIVE_KEYS = frozenset({"description"})
-_BOUND_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "maxLength",
-               "minLength", "minItems", "maxItems")
+_BOUND_KEYS = (
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "maxLength",
+    "minLength",
+    "minItems",
+    "maxItems",
+)
 
 # Surface limit name -> engine constant name (engine/constants.py). Both sides must agree.
 LIMIT_CONSTANTS = {
@@ -117,17 +126,22 @@ def describe_engine() -> dict:
             "positional": list(method.positional),
             "args": describe_model(method.args),
         }
-    enums = {key: list(get_args(getattr(inputs, type_name)))
-             for key, type_name in ENUM_TYPES.items()}
+    enums = {
+        key: list(get_args(getattr(inputs, type_name))) for key, type_name in ENUM_TYPES.items()
+    }
     edge_types = []
     for edge_type in inputs.EDGE_TYPES:
         src_episodic, dst_episodic = writes.KIND_GATES.get(edge_type, (False, False))
-        edge_types.append({
-            "name": edge_type,
-            "symmetric": edge_type == "relates_to",
-            "kindGate": {"src": "episodic" if src_episodic else None,
-                         "dst": "episodic" if dst_episodic else None},
-        })
+        edge_types.append(
+            {
+                "name": edge_type,
+                "symmetric": edge_type == "relates_to",
+                "kindGate": {
+                    "src": "episodic" if src_episodic else None,
+                    "dst": "episodic" if dst_episodic else None,
+                },
+            }
+        )
     limits = {key: getattr(C, const) for key, const in LIMIT_CONSTANTS.items()}
     return {"methods": methods, "enums": enums, "edgeTypes": edge_types, "limits": limits}
 
@@ -152,8 +166,9 @@ def _arg_differences(method: str, contract_args: list[dict], engine_args: list[d
     for name in contract_by_name.keys() - engine_by_name.keys():
         problems.append(f"{method}: contract argument {name!r} is not accepted by the engine")
     for name in engine_by_name.keys() - contract_by_name.keys():
-        problems.append(f"{method}: engine accepts argument {name!r} that the contract "
-                        "does not describe")
+        problems.append(
+            f"{method}: engine accepts argument {name!r} that the contract does not describe"
+        )
     for name in contract_by_name.keys() & engine_by_name.keys():
         want, have = contract_by_name[name], engine_by_name[name]
         for key in sorted(want.keys() | have.keys()):
@@ -163,8 +178,9 @@ def _arg_differences(method: str, contract_args: list[dict], engine_args: list[d
             if key == "nullable":
                 a, b = bool(a), bool(b)
             if not _same_number(a, b):
-                problems.append(f"{method}.{name}: {key} is {a!r} in the contract, "
-                                f"{b!r} in the engine")
+                problems.append(
+                    f"{method}.{name}: {key} is {a!r} in the contract, {b!r} in the engine"
+                )
     return problems
 
 
@@ -173,22 +189,28 @@ def _method_differences(contract_methods: dict, engine_methods: dict) -> list[st
     for name in sorted(contract_methods.keys() - engine_methods.keys()):
         problems.append(f"method {name!r} is in the contract but the engine does not implement it")
     for name in sorted(engine_methods.keys() - contract_methods.keys()):
-        problems.append(f"method {name!r} is implemented by the engine but the contract does "
-                        "not describe it")
+        problems.append(
+            f"method {name!r} is implemented by the engine but the contract does not describe it"
+        )
     for name in sorted(contract_methods.keys() & engine_methods.keys()):
         spec, impl = contract_methods[name], engine_methods[name]
         group, access = spec.get("group"), impl["access"]
         if (group == "maintenance") != (access == "maintenance"):
             problems.append(f"{name}: contract group {group!r} but engine access {access!r}")
         elif group == "write" and access != "write":
-            problems.append(f"{name}: the contract says it writes but the engine runs it as "
-                            f"{access!r}")
+            problems.append(
+                f"{name}: the contract says it writes but the engine runs it as {access!r}"
+            )
         elif group == "read" and access == "write" and not spec.get("sideEffects"):
-            problems.append(f"{name}: a contract read that the engine runs as a write must "
-                            "declare its sideEffects")
+            problems.append(
+                f"{name}: a contract read that the engine runs as a write must "
+                "declare its sideEffects"
+            )
         if list(spec.get("positional", [])) != impl["positional"]:
-            problems.append(f"{name}: positional parameters {spec.get('positional', [])} in the "
-                            f"contract, {impl['positional']} in the engine")
+            problems.append(
+                f"{name}: positional parameters {spec.get('positional', [])} in the "
+                f"contract, {impl['positional']} in the engine"
+            )
         problems.extend(_arg_differences(name, spec.get("args", []), impl["args"]))
     return problems
 
@@ -199,29 +221,34 @@ def _vocabulary_differences(surface_doc: dict, engine: dict) -> list[str]:
     contract_enums = surface_doc.get("enums", {})
     for key, values in engine["enums"].items():
         if contract_enums.get(key) != values:
-            problems.append(f"enum {key}: {contract_enums.get(key)!r} in the contract, "
-                            f"{values!r} in the engine")
+            problems.append(
+                f"enum {key}: {contract_enums.get(key)!r} in the contract, {values!r} in the engine"
+            )
     for key in contract_enums.keys() - engine["enums"].keys():
         problems.append(f"enum {key} is in the contract but not known to the engine")
 
     contract_edges = {e["name"]: e for e in surface_doc.get("edgeTypes", [])}
     engine_edges = {e["name"]: e for e in engine["edgeTypes"]}
     if list(contract_edges) != list(engine_edges):
-        problems.append(f"edge types {list(contract_edges)} in the contract, "
-                        f"{list(engine_edges)} in the engine")
+        problems.append(
+            f"edge types {list(contract_edges)} in the contract, {list(engine_edges)} in the engine"
+        )
     for name in contract_edges.keys() & engine_edges.keys():
         for key in ("symmetric", "kindGate"):
             if contract_edges[name].get(key) != engine_edges[name][key]:
-                problems.append(f"edge type {name}: {key} is {contract_edges[name].get(key)!r} "
-                                f"in the contract, {engine_edges[name][key]!r} in the engine")
+                problems.append(
+                    f"edge type {name}: {key} is {contract_edges[name].get(key)!r} "
+                    f"in the contract, {engine_edges[name][key]!r} in the engine"
+                )
 
     contract_limits = surface_doc.get("limits", {})
     for key, value in engine["limits"].items():
         if key not in contract_limits:
             problems.append(f"limit {key} is missing from the contract")
         elif not _same_number(contract_limits[key], value):
-            problems.append(f"limit {key}: {contract_limits[key]!r} in the contract, {value!r} "
-                            "in the engine")
+            problems.append(
+                f"limit {key}: {contract_limits[key]!r} in the contract, {value!r} in the engine"
+            )
     return problems
 
 
@@ -233,5 +260,6 @@ def differences(surface_doc: dict, engine: dict | None = None) -> list[str]:
     the enum vocabularies; the edge types with symmetry and kind gates; the limits.
     """
     engine = engine if engine is not None else describe_engine()
-    return (_method_differences(surface_doc.get("methods", {}), engine["methods"])
-            + _vocabulary_differences(surface_doc, engine))
+    return _method_differences(
+        surface_doc.get("methods", {}), engine["methods"]
+    ) + _vocabulary_differences(surface_doc, engine)

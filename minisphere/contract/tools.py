@@ -8,6 +8,7 @@ Only the methods a workspace token may call are tools: `runStalenessPass` is the
 (admin token). The argument models are pydantic and the wire's literals only; nothing here
 opens a workspace file.
 """
+
 from __future__ import annotations
 
 import copy
@@ -61,6 +62,7 @@ def contract_surface() -> dict:
     """The active contract's surface, pins checked (found as `minisphere.contract.pins` finds
     it: MINISPHERE_CONTRACTS_DIR, the checkout, or the installed data files)."""
     from minisphere.contract.pins import load_surface
+
     return load_surface()
 
 

@@ -4,6 +4,7 @@ Workspace ids match `^[a-z0-9][a-z0-9-]{2,62}$` (3 to 63 characters, lower-case 
 digits and inner hyphens). They become a directory name under the data folder, so nothing
 that could climb out of it (`..`, `/`, `\\`, `%`, NUL, upper case tricks) is ever accepted.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,8 +24,9 @@ MAX_TOKEN_CHARS = 512
 
 def check_workspace_id(value: object) -> str:
     if not isinstance(value, str) or not _WORKSPACE_ID.fullmatch(value) or value.endswith("-"):
-        raise MalformedRequest(f"workspace id must match {WORKSPACE_ID_PATTERN} and not end "
-                               "with '-'")
+        raise MalformedRequest(
+            f"workspace id must match {WORKSPACE_ID_PATTERN} and not end with '-'"
+        )
     return value
 
 
@@ -56,6 +58,7 @@ class TokenGrant:
     """What one workspace token may do: the set of these is what the workspace actor checks
     on every call. `scope` read: the read methods only; write: every read and write method.
     `expires_at`: epoch ms, None for never."""
+
     token_hash: str
     token_id: str
     scope: str

@@ -10,6 +10,7 @@ is refused here, when the workspace is created, not later by the scheduler.
 by a build that checked less): it never refuses one for its cron, so a workspace can always be
 opened; the scheduler skips and audits a schedule it cannot use.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,9 +42,11 @@ _CRON_MAX_CHARS = 200
 _STORED = "stored"
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 LOCAL_MODEL_DIMENSIONS = 384
-FALLBACK_BLUEPRINT = {"name": "default", "version": 1,
-                      "bindings": {"scheduledTasks": {"cron": "17 3 * * *", "limit": 1000},
-                                   "vector": None}}
+FALLBACK_BLUEPRINT = {
+    "name": "default",
+    "version": 1,
+    "bindings": {"scheduledTasks": {"cron": "17 3 * * *", "limit": 1000}, "vector": None},
+}
 
 
 class _Strict(BaseModel):
@@ -58,8 +61,11 @@ class ScheduledTasks(_Strict):
     @classmethod
     def five_fields(cls, value: str, info: ValidationInfo) -> str:
         fields = value.split()
-        if len(value) > _CRON_MAX_CHARS or len(fields) != 5 \
-                or not all(_CRON_FIELD.match(f) for f in fields):
+        if (
+            len(value) > _CRON_MAX_CHARS
+            or len(fields) != 5
+            or not all(_CRON_FIELD.match(f) for f in fields)
+        ):
             raise ValueError("cron must have 5 fields of digits, '*', '/', ',' or '-'")
         cron = " ".join(fields)
         if not (info.context or {}).get(_STORED):
@@ -87,6 +93,7 @@ class VectorBindingSpec(_Strict):
     OpenAI-compatible /embeddings endpoint (`url`, `model`, `dimensions`, the key read from the
     environment variable named by `apiKeyEnv`); `hash` is deterministic, for tests. A stored
     blueprint names its provider, so changing this default never rebinds a workspace."""
+
     provider: Literal["minilm", "minilm-int8", "http", "hash"] = "minilm-int8"
     model: Annotated[StrictStr, Field(min_length=1, max_length=200)] = LOCAL_MODEL
     dimensions: Annotated[StrictInt, Field(ge=1, le=8192)] = LOCAL_MODEL_DIMENSIONS
@@ -101,19 +108,29 @@ class VectorBindingSpec(_Strict):
         read as it was written)."""
         if (info.context or {}).get(_STORED):
             return self
-        if self.provider in LOCAL_PROVIDERS and \
-                (self.model, self.dimensions) != (LOCAL_MODEL, LOCAL_MODEL_DIMENSIONS):
-            raise ValueError(f"the {self.provider} provider is {LOCAL_MODEL} with "
-                             f"{LOCAL_MODEL_DIMENSIONS} dimensions")
+        if self.provider in LOCAL_PROVIDERS and (self.model, self.dimensions) != (
+            LOCAL_MODEL,
+            LOCAL_MODEL_DIMENSIONS,
+        ):
+            raise ValueError(
+                f"the {self.provider} provider is {LOCAL_MODEL} with "
+                f"{LOCAL_MODEL_DIMENSIONS} dimensions"
+            )
         if self.provider == "http" and not (self.url or "").startswith(("http://", "https://")):
             raise ValueError("the http provider needs the url of its /embeddings endpoint")
         return self
 
     def embedder_spec(self) -> dict[str, Any]:
         """The spec `minisphere.engine.embedding.make_provider` (and the shared embedder) takes."""
-        spec: dict[str, Any] = {"provider": self.provider, "model": self.model, "dim": self.dimensions}
+        spec: dict[str, Any] = {
+            "provider": self.provider,
+            "model": self.model,
+            "dim": self.dimensions,
+        }
         if self.provider == "http":
-            spec.update({"url": self.url, **({"apiKeyEnv": self.apiKeyEnv} if self.apiKeyEnv else {})})
+            spec.update(
+                {"url": self.url, **({"apiKeyEnv": self.apiKeyEnv} if self.apiKeyEnv else {})}
+            )
         return spec
 
 

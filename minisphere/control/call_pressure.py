@@ -12,20 +12,21 @@ Once a window's calls are back under the target, wakes are let in again.
 Plain Python with no clock of its own (callers pass `now`), so the rule is tested without a
 service.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 from statistics import median
 
-PRESSURE_WINDOW_S = 1.0           # the calls of the last window decide the next one
-MIN_SAMPLES = 3                   # fewer answered calls than this in a window say nothing
-REFUSAL_RETRY_AFTER_S = 1         # whole seconds: one window later the verdict is new
+PRESSURE_WINDOW_S = 1.0  # the calls of the last window decide the next one
+MIN_SAMPLES = 3  # fewer answered calls than this in a window say nothing
+REFUSAL_RETRY_AFTER_S = 1  # whole seconds: one window later the verdict is new
 
 
 @dataclass
 class CallPressure:
-    target_s: float                          # 0: never congested (wakes never refused here)
+    target_s: float  # 0: never congested (wakes never refused here)
     window_s: float = PRESSURE_WINDOW_S
     congested: bool = False
     refused: int = 0
@@ -63,8 +64,9 @@ class CallPressure:
     def _judge_window(self, now: float) -> None:
         # calls still unanswered count with the time they have waited so far: under a stall
         # none completes, and a verdict from completed calls alone would see nothing
-        waits = self._samples + [now - began for began in self._in_flight.values()
-                                 if now - began > self.target_s]
+        waits = self._samples + [
+            now - began for began in self._in_flight.values() if now - began > self.target_s
+        ]
         self.congested = len(waits) >= MIN_SAMPLES and median(waits) > self.target_s
         self._samples = []
         self._window_end = now + self.window_s

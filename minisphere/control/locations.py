@@ -4,6 +4,7 @@ position and the newest position the store holds, and which copies a node holds 
 live creation of their id.
 What the positions and epochs mean: minisphere/engine/location.py.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from typing import Any
 from minisphere.errors import NotFound
 from minisphere.wire.records import Location
 
-SQL_IDS_PER_QUERY = 500            # ids bound in one IN (...) list (SQLite allows 32,766)
+SQL_IDS_PER_QUERY = 500  # ids bound in one IN (...) list (SQLite allows 32,766)
 
 
 # (workspace id or None, action, detail or None): the control plane's audit log
@@ -26,40 +27,56 @@ class LocationRecords:
         self._audit = audit
 
     def location(self, workspace_id: str) -> Location:
-        row = self.conn.execute("SELECT generation, node_id, epoch, position, stored_position "
-                                "FROM workspaces WHERE id = ?", (workspace_id,)).fetchone()
+        row = self.conn.execute(
+            "SELECT generation, node_id, epoch, position, stored_position "
+            "FROM workspaces WHERE id = ?",
+            (workspace_id,),
+        ).fetchone()
         if row is None:
             raise NotFound(f"no workspace {workspace_id}")
         generation, node, epoch, position, stored = row
-        return {"generation": generation, "nodeId": node, "epoch": epoch, "position": position,
-                "storedPosition": stored}
+        return {
+            "generation": generation,
+            "nodeId": node,
+            "epoch": epoch,
+            "position": position,
+            "storedPosition": stored,
+        }
 
     def next_epoch(self, workspace_id: str) -> int:
         """The fencing epoch of the host about to open the workspace (one more than any before)."""
-        row = self.conn.execute("UPDATE workspaces SET epoch = epoch + 1 WHERE id = ? "
-                                "RETURNING epoch", (workspace_id,)).fetchone()
+        row = self.conn.execute(
+            "UPDATE workspaces SET epoch = epoch + 1 WHERE id = ? RETURNING epoch", (workspace_id,)
+        ).fetchone()
         if row is None:
             raise NotFound(f"no workspace {workspace_id}")
         epoch: int = row[0]
         return epoch
 
-    def record_position(self, workspace_id: str, generation: str | None, position: int,
-                        stored: int | None = None) -> None:
+    def record_position(
+        self, workspace_id: str, generation: str | None, position: int, stored: int | None = None
+    ) -> None:
         """A host of `generation` reports how far the workspace has got (and how far the store
         has): positions only grow, and a report of another creation of the id is ignored."""
         self.conn.execute(
             "UPDATE workspaces SET position = MAX(position, ?), "
             "stored_position = MAX(stored_position, COALESCE(?, 0)) "
-            "WHERE id = ? AND generation IS ?", (position, stored, workspace_id, generation))
+            "WHERE id = ? AND generation IS ?",
+            (position, stored, workspace_id, generation),
+        )
 
     def accept_stored_state(self, workspace_id: str) -> Location:
         """An admin accepts losing what only a lost copy held: the newest acknowledged position
         becomes the store's, so the workspace opens from the store again."""
         before = self.location(workspace_id)
-        self.conn.execute("UPDATE workspaces SET position = stored_position WHERE id = ?",
-                          (workspace_id,))
-        self._audit(workspace_id, "loss-accepted", {"position": before["position"],
-                                                    "storedPosition": before["storedPosition"]})
+        self.conn.execute(
+            "UPDATE workspaces SET position = stored_position WHERE id = ?", (workspace_id,)
+        )
+        self._audit(
+            workspace_id,
+            "loss-accepted",
+            {"position": before["position"], "storedPosition": before["storedPosition"]},
+        )
         return self.location(workspace_id)
 
     def dead_copies(self, held: dict[str, str]) -> dict[str, list[str]]:
@@ -72,15 +89,21 @@ class LocationRecords:
         dead: dict[str, list[str]] = {}
         ids = list(held)
         for start in range(0, len(ids), SQL_IDS_PER_QUERY):
-            chunk = ids[start:start + SQL_IDS_PER_QUERY]
+            chunk = ids[start : start + SQL_IDS_PER_QUERY]
             marks = ",".join("?" * len(chunk))
-            live = {w: (g, state) for w, g, state in self.conn.execute(
-                f"SELECT id, COALESCE(generation, ''), state FROM workspaces WHERE id IN "
-                f"({marks})", chunk)}
+            live = {
+                w: (g, state)
+                for w, g, state in self.conn.execute(
+                    f"SELECT id, COALESCE(generation, ''), state FROM workspaces WHERE id IN "
+                    f"({marks})",
+                    chunk,
+                )
+            }
             buried: dict[str, set[str]] = {}
             for workspace_id, generation in self.conn.execute(
-                    f"SELECT workspace_id, generation FROM tombstones WHERE workspace_id IN "
-                    f"({marks})", chunk):
+                f"SELECT workspace_id, generation FROM tombstones WHERE workspace_id IN ({marks})",
+                chunk,
+            ):
                 buried.setdefault(workspace_id, set()).add(generation)
             for workspace_id in chunk:
                 generation = held[workspace_id]
@@ -89,7 +112,8 @@ class LocationRecords:
                     gone = state == "deleting" or live_generation != generation
                 else:
                     gone = workspace_id in buried and (
-                        generation == "" or generation in buried[workspace_id])
+                        generation == "" or generation in buried[workspace_id]
+                    )
                 if gone:
                     dead[workspace_id] = [generation]
         return dead
@@ -97,7 +121,9 @@ class LocationRecords:
     def stored_copies(self) -> dict[str, tuple[str | None, str | None, int]]:
         """Workspaces whose newest state is in the store: id -> (generation, node holding the
         live copy, stored position). A copy of one of them on any other node is stale."""
-        rows = self.conn.execute("SELECT id, generation, node_id, stored_position FROM "
-                                 "workspaces WHERE state != 'deleting' AND position <= "
-                                 "stored_position")
+        rows = self.conn.execute(
+            "SELECT id, generation, node_id, stored_position FROM "
+            "workspaces WHERE state != 'deleting' AND position <= "
+            "stored_position"
+        )
         return {w: (g, n, s) for w, g, n, s in rows}

@@ -14,6 +14,7 @@ A resident workspace is a whole process: it costs memory and a little CPU even w
 The cap keeps the sum of both within a share of the cluster, so idle workspaces never crowd
 out the ones working; everything beyond the cap hibernates and wakes from a warm spare.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,21 +22,21 @@ from collections.abc import Iterable, Mapping
 
 from minisphere.settings import SPARE_IDLE_CPU_SHARE, SPARE_MEMORY_SHARE
 
-IDLE_SWEEP_S = 5.0                     # how often the directory looks for idle workspaces
+IDLE_SWEEP_S = 5.0  # how often the directory looks for idle workspaces
 MIB = 1024 * 1024
 # one idle bound workspace actor's proportional set size (nearly all of it is Ray's own worker)
 RESIDENT_ACTOR_PSS_BYTES = 57 * MIB
 # one idle actor's share of a core (Ray's own upkeep: a 10 ms timer in every worker's task loop)
 RESIDENT_ACTOR_IDLE_CPUS = 0.0075
-RESIDENT_MEMORY_SHARE = 0.25           # of the cluster's memory resident actors may take
-RESIDENT_IDLE_CPU_SHARE = 0.25         # of the cluster's CPUs idle resident actors may take
+RESIDENT_MEMORY_SHARE = 0.25  # of the cluster's memory resident actors may take
+RESIDENT_IDLE_CPU_SHARE = 0.25  # of the cluster's CPUs idle resident actors may take
 MIN_RESIDENT = 8
-SPARES_PER_CPU = 2                     # warm spares kept per CPU of the cluster...
-MIN_SPARES, MAX_SPARES = 2, 32         # ...within these bounds
+SPARES_PER_CPU = 2  # warm spares kept per CPU of the cluster...
+MIN_SPARES, MAX_SPARES = 2, 32  # ...within these bounds
 # A resident called within this long is in a session (agents call many times a minute): the
 # cap evicts it for nobody, and near the cap idle time shrinks to no less than twice it.
 IN_SESSION_S = 5.0
-PRESSURE_FILL = 0.75                   # the share of the cap from which idle time shrinks
+PRESSURE_FILL = 0.75  # the share of the cap from which idle time shrinks
 
 
 def derived_resident_cap(memory_bytes: float, cpus: float) -> int:
@@ -57,22 +58,29 @@ def derived_spare_actors(cpus: float) -> int:
 # wakes older than this no longer count: past warm-up, hibernations hand back a process for
 # nearly every wake, so pre-started spares (each costing idle upkeep) need only meet recent bursts
 SPARE_DEMAND_WINDOW_S = 180.0
-SPARE_DEMAND_BUCKET_S = 60.0           # wakes are counted per minute; the busiest one counts
-SPARE_ACTOR_PSS_BYTES = 50 * MIB       # one idle spare's proportional set size (no file open)
-SPARE_ACTOR_IDLE_CPUS = 0.0085         # one idle spare's share of a core (Ray's own upkeep)
+SPARE_DEMAND_BUCKET_S = 60.0  # wakes are counted per minute; the busiest one counts
+SPARE_ACTOR_PSS_BYTES = 50 * MIB  # one idle spare's proportional set size (no file open)
+SPARE_ACTOR_IDLE_CPUS = 0.0085  # one idle spare's share of a core (Ray's own upkeep)
 
 
-def spare_budget(memory_bytes: float, cpus: float, memory_share: float = SPARE_MEMORY_SHARE,
-                 idle_cpu_share: float = SPARE_IDLE_CPU_SHARE) -> int:
+def spare_budget(
+    memory_bytes: float,
+    cpus: float,
+    memory_share: float = SPARE_MEMORY_SHARE,
+    idle_cpu_share: float = SPARE_IDLE_CPU_SHARE,
+) -> int:
     """The most spares the pool may keep on a cluster of this size, by memory and idle CPU."""
     by_memory = memory_bytes * max(0.0, memory_share) / SPARE_ACTOR_PSS_BYTES
     by_cpu = cpus * max(0.0, idle_cpu_share) / SPARE_ACTOR_IDLE_CPUS
     return max(0, int(min(by_memory, by_cpu)))
 
 
-def peak_wakes_per_bucket(wake_times: Iterable[float], now: float,
-                          window_s: float = SPARE_DEMAND_WINDOW_S,
-                          bucket_s: float = SPARE_DEMAND_BUCKET_S) -> int:
+def peak_wakes_per_bucket(
+    wake_times: Iterable[float],
+    now: float,
+    window_s: float = SPARE_DEMAND_WINDOW_S,
+    bucket_s: float = SPARE_DEMAND_BUCKET_S,
+) -> int:
     """The most wakes any `bucket_s` of the last `window_s` saw (buckets counted back from
     `now`; a wake in the future counts in the current bucket)."""
     counts: dict[int, int] = {}
@@ -84,9 +92,14 @@ def peak_wakes_per_bucket(wake_times: Iterable[float], now: float,
     return max(counts.values(), default=0)
 
 
-def demand_spare_target(wake_times: Iterable[float], now: float, floor: int, ceiling: int,
-                        window_s: float = SPARE_DEMAND_WINDOW_S,
-                        bucket_s: float = SPARE_DEMAND_BUCKET_S) -> int:
+def demand_spare_target(
+    wake_times: Iterable[float],
+    now: float,
+    floor: int,
+    ceiling: int,
+    window_s: float = SPARE_DEMAND_WINDOW_S,
+    bucket_s: float = SPARE_DEMAND_BUCKET_S,
+) -> int:
     """Spares to keep: the busiest bucket's wakes, at least `floor`, never above `ceiling`
     (the budget wins over the floor)."""
     peak = peak_wakes_per_bucket(wake_times, now, window_s, bucket_s)
@@ -131,20 +144,25 @@ def node_with_room(preferred: str | None, free: dict[str, float], need: float) -
 # Warm spares and the autoscaler. A spare holds a slot, so a node with a spare is never idle and
 # never removed: spares live only on nodes that hold bound workspaces (where the wakes they
 # serve come from), or, while no node does, all on one node.
-def spare_home(turn: int, free: dict[str, float], busy: set[str], spares_on: dict[str, int],
-               need: float) -> str | None:
+def spare_home(
+    turn: int, free: dict[str, float], busy: set[str], spares_on: dict[str, int], need: float
+) -> str | None:
     """The node for a new spare: the busy nodes with room in turn; with none, the node already
     holding the most spares if it has room; else the roomiest node; None: no room anywhere."""
     eligible = sorted(node for node in busy if free.get(node, 0) >= need)
     if eligible:
         return eligible[turn % len(eligible)]
-    holding = [node for node in sorted(spares_on, key=lambda n: (-spares_on[n], n))
-               if free.get(node, 0) >= need]
+    holding = [
+        node
+        for node in sorted(spares_on, key=lambda n: (-spares_on[n], n))
+        if free.get(node, 0) >= need
+    ]
     return holding[0] if holding else node_with_room(None, free, need)
 
 
-def misplaced_spares(spare_nodes: dict[str, str | None], free: dict[str, float],
-                     busy: set[str], need: float) -> list[str]:
+def misplaced_spares(
+    spare_nodes: dict[str, str | None], free: dict[str, float], busy: set[str], need: float
+) -> list[str]:
     """Spares (name -> node) to retire so idle nodes can go: those on idle nodes while a busy
     node has room for their replacements; with no busy node, all but those on the node holding
     the most, if that node has room for the rest. A replacement goes where `spare_home` says,
@@ -165,8 +183,9 @@ def misplaced_spares(spare_nodes: dict[str, str | None], free: dict[str, float],
     return [name for name, node in spare_nodes.items() if node != keep]
 
 
-def retirement_reason(binds: int, rss_bytes: int, fresh_rss_bytes: int, max_binds: int,
-                      max_growth_bytes: float) -> str | None:
+def retirement_reason(
+    binds: int, rss_bytes: int, fresh_rss_bytes: int, max_binds: int, max_growth_bytes: float
+) -> str | None:
     """Why a hibernated workspace process must end rather than go back to the spare pool
     (None: it may be recycled). `max_binds` 0 recycles nothing; a process whose memory is not
     known (no /proc) is recycled on its bind count alone."""

@@ -1,5 +1,6 @@
 """The control plane's schema: its migrations (`control/migrations/`), applied by the engine's
 SQLite migration runner, which knows no file of its own."""
+
 from __future__ import annotations
 
 from minisphere.engine import db

@@ -28,6 +28,7 @@ tenant traffic cannot change the answers the other gets.
 
 Plain Python; `ask(method, *args)` is how it reaches the directory (an async callable).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,15 +43,15 @@ from minisphere.control.auth import TokenGrant, same_hash, token_hash
 from minisphere.engine.clock import epoch_ms
 from minisphere.errors import Forbidden, RateLimited, Unauthenticated
 
-REJECTED_TOKEN_TTL_S = 10.0        # a refused token hash is refused again without asking
-REJECTED_TOKENS_MAX = 10_000       # remembered refusals, at most (oldest forgotten first)
-FAILED_AUTH_BURST = 20             # failed authentications a client may make at once
-FAILED_AUTH_PER_S = 2.0            # ...and then per second
-CLIENTS_TRACKED_MAX = 10_000       # client addresses with a budget, at most
-RESERVE_WAIT_S = 30.0              # longest wait for a client's unanswered asks to end
-ADMIN_GUESS_BURST = 20             # wrong tokens at admin routes a client may send at once
-ADMIN_GUESSES_PER_S = 1.0          # ...and then per second
-STALE_GRANTS_USABLE_S = 600.0     # past its TTL a cached grant is used (and refreshed) this long
+REJECTED_TOKEN_TTL_S = 10.0  # a refused token hash is refused again without asking
+REJECTED_TOKENS_MAX = 10_000  # remembered refusals, at most (oldest forgotten first)
+FAILED_AUTH_BURST = 20  # failed authentications a client may make at once
+FAILED_AUTH_PER_S = 2.0  # ...and then per second
+CLIENTS_TRACKED_MAX = 10_000  # client addresses with a budget, at most
+RESERVE_WAIT_S = 30.0  # longest wait for a client's unanswered asks to end
+ADMIN_GUESS_BURST = 20  # wrong tokens at admin routes a client may send at once
+ADMIN_GUESSES_PER_S = 1.0  # ...and then per second
+STALE_GRANTS_USABLE_S = 600.0  # past its TTL a cached grant is used (and refreshed) this long
 KNOWN_WORKSPACE_TOKENS_TTL_S = 30.0  # a token the directory called a workspace token, trusted so
 KNOWN_WORKSPACE_TOKENS_MAX = 10_000  # ...for at most this many token hashes (oldest forgotten)
 ADMIN_ONLY_MESSAGE = "this route needs the admin token"
@@ -67,8 +68,12 @@ K = TypeVar("K", bound=Hashable)
 class FailedAuthBudget:
     """A token bucket per client address, spent by failed authentications only."""
 
-    def __init__(self, burst: float = FAILED_AUTH_BURST, per_s: float = FAILED_AUTH_PER_S,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        burst: float = FAILED_AUTH_BURST,
+        per_s: float = FAILED_AUTH_PER_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.burst, self.per_s, self._clock = float(burst), float(per_s), clock
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         # per client: attempts reserved and not yet answered, and who waits for one to end
@@ -83,14 +88,17 @@ class FailedAuthBudget:
         """RateLimited when the client has no failed attempt left right now."""
         level = self._level(client)
         if level < 1.0:
-            raise RateLimited("too many failed authentications from this address; slow down",
-                              retry_after_s=(1.0 - level) / self.per_s)
+            raise RateLimited(
+                "too many failed authentications from this address; slow down",
+                retry_after_s=(1.0 - level) / self.per_s,
+            )
 
     def charge(self, client: str) -> None:
         self._set(client, max(0.0, self._level(client) - 1.0))
 
-    async def attempt(self, client: str, ask: Callable[[], Awaitable[T]],
-                      good: Callable[[T], bool]) -> T:
+    async def attempt(
+        self, client: str, ask: Callable[[], Awaitable[T]], good: Callable[[T], bool]
+    ) -> T:
         """`await ask()`, the question whether a token is good, paid for by one attempt of the
         client's budget. The attempt is reserved before the await, so concurrent requests each
         find the attempts the others took: sending many at once buys no more asks than sending
@@ -168,7 +176,7 @@ class SharedAsks(Generic[K, T]):
         if self._running.get(key) is task:
             del self._running[key]
         if not task.cancelled():
-            task.exception()        # retrieved, so a task whose askers all gave up logs nothing
+            task.exception()  # retrieved, so a task whose askers all gave up logs nothing
 
 
 def token_refusal(verdict: str) -> Exception:
@@ -183,18 +191,24 @@ def token_refusal(verdict: str) -> Exception:
 
 
 class TokenCache:
-    def __init__(self, ask: Ask, ttl_s: float, budget: FailedAuthBudget | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        ask: Ask,
+        ttl_s: float,
+        budget: FailedAuthBudget | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._ask, self.ttl_s, self._clock = ask, float(ttl_s), clock
         self.budget = budget or FailedAuthBudget(clock=clock)
         self._grants: dict[str, tuple[dict[str, TokenGrant], float]] = {}
         self._rejected: OrderedDict[tuple[str, str], tuple[str, float]] = OrderedDict()
         self._asks: SharedAsks[tuple[str, str], Authentication] = SharedAsks()
         self.directory_asks = 0
-        self._refreshing: dict[str, asyncio.Task[None]] = {}     # workspace -> its grants' refresh
+        self._refreshing: dict[str, asyncio.Task[None]] = {}  # workspace -> its grants' refresh
 
-    async def grant_of(self, workspace_id: str, candidate_hash: str, client: str,
-                       authoritative: bool = False) -> TokenGrant:
+    async def grant_of(
+        self, workspace_id: str, candidate_hash: str, client: str, authoritative: bool = False
+    ) -> TokenGrant:
         """The grant of this token on this workspace, or the refusal (Unauthenticated,
         Forbidden for another workspace's token, RateLimited). `authoritative`: never from the
         cached grants, always the directory's current word — for a route whose answer no
@@ -202,8 +216,13 @@ class TokenCache:
         handled it, so another replica's cache may still hold the revoked grant)."""
         now = self._clock()
         cached = None if authoritative else self._grants.get(workspace_id)
-        if cached is not None and candidate_hash in cached[0] and (
-                cached[1] > now or self._usable_stale(workspace_id, candidate_hash, cached[1], now)):
+        if (
+            cached is not None
+            and candidate_hash in cached[0]
+            and (
+                cached[1] > now or self._usable_stale(workspace_id, candidate_hash, cached[1], now)
+            )
+        ):
             grant = cached[0][candidate_hash]
             if grant.expired(epoch_ms()):
                 raise token_refusal("expired")
@@ -212,16 +231,22 @@ class TokenCache:
         if rejected is not None and rejected[1] > now:
             self.budget.charge(client)
             raise token_refusal(rejected[0])
-        verdict, grants = await self._asks.ask((workspace_id, candidate_hash), lambda: (
-            self.budget.attempt(client, lambda: self._ask_directory(workspace_id, candidate_hash),
-                                lambda answer: answer[0] == "ok")))
+        verdict, grants = await self._asks.ask(
+            (workspace_id, candidate_hash),
+            lambda: self.budget.attempt(
+                client,
+                lambda: self._ask_directory(workspace_id, candidate_hash),
+                lambda answer: answer[0] == "ok",
+            ),
+        )
         if verdict != "ok":
             self._remember_refusal(workspace_id, candidate_hash, verdict)
             raise token_refusal(verdict)
         return self._remember_grants(workspace_id, grants)[candidate_hash]
 
-    def _remember_grants(self, workspace_id: str,
-                         grants: Iterable[TokenGrant]) -> dict[str, TokenGrant]:
+    def _remember_grants(
+        self, workspace_id: str, grants: Iterable[TokenGrant]
+    ) -> dict[str, TokenGrant]:
         """Cache the directory's grants of the workspace for ttl_s; returns them by hash."""
         by_hash = {grant.token_hash: grant for grant in grants}
         self._grants[workspace_id] = (by_hash, self._clock() + self.ttl_s)
@@ -232,15 +257,17 @@ class TokenCache:
         answer: Authentication = await self._ask("authenticate", workspace_id, candidate_hash)
         return answer
 
-    def _usable_stale(self, workspace_id: str, candidate_hash: str, fresh_until: float,
-                      now: float) -> bool:
+    def _usable_stale(
+        self, workspace_id: str, candidate_hash: str, fresh_until: float, now: float
+    ) -> bool:
         """Whether grants past their TTL may still pass this token's call (see the module
         docstring); if so, their refresh is started (once per workspace at a time)."""
         if self.ttl_s <= 0 or now >= fresh_until + STALE_GRANTS_USABLE_S:
             return False
         if workspace_id not in self._refreshing:
             task = asyncio.get_running_loop().create_task(
-                self._refresh(workspace_id, candidate_hash))
+                self._refresh(workspace_id, candidate_hash)
+            )
             self._refreshing[workspace_id] = task
             task.add_done_callback(lambda _: self._refreshing.pop(workspace_id, None))
         return True
@@ -253,12 +280,14 @@ class TokenCache:
             return
         if verdict == "ok":
             self._remember_grants(workspace_id, grants)
-        else:                # revoked or expired meanwhile: the next call asks, and is refused
+        else:  # revoked or expired meanwhile: the next call asks, and is refused
             self._grants.pop(workspace_id, None)
 
     def _remember_refusal(self, workspace_id: str, candidate_hash: str, verdict: str) -> None:
-        self._rejected[(workspace_id, candidate_hash)] = (verdict,
-                                                          self._clock() + REJECTED_TOKEN_TTL_S)
+        self._rejected[(workspace_id, candidate_hash)] = (
+            verdict,
+            self._clock() + REJECTED_TOKEN_TTL_S,
+        )
         self._rejected.move_to_end((workspace_id, candidate_hash))
         while len(self._rejected) > REJECTED_TOKENS_MAX:
             self._rejected.popitem(last=False)
@@ -286,15 +315,20 @@ class AdminCheck:
     `whoami(token_hash)` is the directory's answer (an async callable): the token's workspace
     grant, or None."""
 
-    def __init__(self, admin_hash: str, whoami: Callable[[str], Awaitable[Any]],
-                 budget: FailedAuthBudget | None = None,
-                 known_ttl_s: float = KNOWN_WORKSPACE_TOKENS_TTL_S,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        admin_hash: str,
+        whoami: Callable[[str], Awaitable[Any]],
+        budget: FailedAuthBudget | None = None,
+        known_ttl_s: float = KNOWN_WORKSPACE_TOKENS_TTL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._admin_hash, self._whoami, self._clock = admin_hash, whoami, clock
-        self.budget = budget or FailedAuthBudget(ADMIN_GUESS_BURST, ADMIN_GUESSES_PER_S,
-                                                 clock=clock)
+        self.budget = budget or FailedAuthBudget(
+            ADMIN_GUESS_BURST, ADMIN_GUESSES_PER_S, clock=clock
+        )
         self.known_ttl_s = float(known_ttl_s)
-        self._known: OrderedDict[str, float] = OrderedDict()    # workspace token hash -> until
+        self._known: OrderedDict[str, float] = OrderedDict()  # workspace token hash -> until
         self._asks: SharedAsks[str, None] = SharedAsks()
         self.directory_asks = 0
 
@@ -307,8 +341,9 @@ class AdminCheck:
             return
         candidate = token_hash(token)
         if not self._known_workspace_token(candidate):
-            await self._asks.ask(candidate, lambda: self._spend_unless_workspace_token(
-                candidate, client))
+            await self._asks.ask(
+                candidate, lambda: self._spend_unless_workspace_token(candidate, client)
+            )
         raise Unauthenticated(ADMIN_ONLY_MESSAGE)
 
     async def _spend_unless_workspace_token(self, candidate: str, client: str) -> None:
@@ -326,8 +361,9 @@ class AdminCheck:
         try:
             found = await self._whoami(candidate)
         except Exception:  # no answer: the attempt stays a guess (see the class)
-            log.warning("could not ask the directory about a token sent to an admin route",
-                        exc_info=True)
+            log.warning(
+                "could not ask the directory about a token sent to an admin route", exc_info=True
+            )
             return False
         if found is None:
             return False

@@ -12,6 +12,7 @@ either). A new wake with `n` already in flight is expected to be bound after (n 
 throughput seconds. With none in flight a wake is always admitted: there is no queue to wait
 behind, whatever the last one took. Plain Python, no clock of its own (callers pass `now`).
 """
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,8 @@ from typing import TypedDict
 
 # The moving averages' weight of the newest wake: ~the last 10 wakes count.
 WAKE_AVERAGE_WEIGHT = 0.1
-FIRST_WAKE_GUESS_S = 0.5          # the duration assumed before any wake was measured
-MIN_RETRY_AFTER_S = 1.0           # Retry-After is whole seconds (at least one)
+FIRST_WAKE_GUESS_S = 0.5  # the duration assumed before any wake was measured
+MIN_RETRY_AFTER_S = 1.0  # Retry-After is whole seconds (at least one)
 
 
 class WakeAdmissionStatus(TypedDict):
@@ -36,7 +37,7 @@ class WakeAdmissionStatus(TypedDict):
 
 @dataclass
 class WakeAdmission:
-    deadline_s: float                 # a wake expected to take longer than this is refused
+    deadline_s: float  # a wake expected to take longer than this is refused
     in_flight: int = 0
     mean_duration_s: float = FIRST_WAKE_GUESS_S
     mean_in_flight: float = 1.0
@@ -79,7 +80,11 @@ class WakeAdmission:
         self.mean_in_flight += WAKE_AVERAGE_WEIGHT * (seen - self.mean_in_flight)
 
     def status(self) -> WakeAdmissionStatus:
-        return {"inFlight": self.in_flight, "deadlineS": self.deadline_s,
-                "meanWakeS": round(self.mean_duration_s, 4),
-                "throughputPerS": round(self.throughput_per_s(), 2),
-                "admitted": self.admitted, "refused": self.refused}
+        return {
+            "inFlight": self.in_flight,
+            "deadlineS": self.deadline_s,
+            "meanWakeS": round(self.mean_duration_s, 4),
+            "throughputPerS": round(self.throughput_per_s(), 2),
+            "admitted": self.admitted,
+            "refused": self.refused,
+        }

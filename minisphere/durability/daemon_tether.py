@@ -12,6 +12,7 @@ It starts the command as its child, which the kernel kills should the tether its
 (`PR_SET_PDEATHSIG`); it stops the child (SIGTERM, then SIGKILL) once the owner is gone, and
 forwards a SIGTERM it receives (the daemon's ordinary stop). Its exit status is the child's.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -32,9 +33,9 @@ def owner_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:            # alive, someone else's
+    except PermissionError:  # alive, someone else's
         return True
-    try:                               # a zombie is gone for our purpose
+    try:  # a zombie is gone for our purpose
         stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
         return stat.rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:

@@ -8,6 +8,7 @@ lists or restores what the deleted one left (say, because the store was down whi
 deleted). Workspaces created before generations existed have none (None) and keep the older
 layout; their listing skips the generation folders (see `snapshots.list_versions`).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,7 +31,7 @@ class _GenerationView(SnapshotStore):
     def _key(self, key: str) -> str:
         if not key.startswith(self._outer):
             raise SnapshotError(f"snapshot key {key!r} is outside workspace {self._outer[:-1]}")
-        return self._stored + key[len(self._outer):]
+        return self._stored + key[len(self._outer) :]
 
     def put_file(self, key: str, source: Path) -> None:
         self.inner.put_file(self._key(key), source)
@@ -40,20 +41,23 @@ class _GenerationView(SnapshotStore):
 
     def list_keys(self, prefix: str) -> list[str]:
         stored = self._key(prefix)
-        return [self._outer + key[len(self._stored):] for key in self.inner.list_keys(stored)]
+        return [self._outer + key[len(self._stored) :] for key in self.inner.list_keys(stored)]
 
     def delete(self, key: str) -> None:
         self.inner.delete(self._key(key))
 
 
-def generation_store(store: SnapshotStore, workspace_id: str,
-                     generation: str | None) -> SnapshotStore:
+def generation_store(
+    store: SnapshotStore, workspace_id: str, generation: str | None
+) -> SnapshotStore:
     """The store as one generation of `workspace_id` sees it (None: the older layout)."""
     if generation is None:
         return store
     return _GenerationView(store, workspace_id, generation)
 
 
-def delete_generation_snapshots(store: SnapshotStore, workspace_id: str, generation: str | None) -> int:
+def delete_generation_snapshots(
+    store: SnapshotStore, workspace_id: str, generation: str | None
+) -> int:
     """Remove every snapshot of one generation of the workspace; returns how many objects."""
     return delete_visible_snapshots(generation_store(store, workspace_id, generation), workspace_id)

@@ -11,6 +11,7 @@ Connections are kept open and reused (a sync per batch must not pay a connect); 
 call (the writer confirms, the event loop reads the lag, hibernation unregisters), each request
 taking an idle connection or making one.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,9 +24,9 @@ from typing import Any, cast
 
 from minisphere.errors import ReplicationUnconfirmed
 
-CONTROL_TIMEOUT_S = 10.0           # a register / unregister / list over the socket
-ALIVE_TIMEOUT_S = 1.0              # "is the daemon there?"
-IDLE_CONNECTIONS_KEPT = 4          # per process and daemon: about the threads that call at once
+CONTROL_TIMEOUT_S = 10.0  # a register / unregister / list over the socket
+ALIVE_TIMEOUT_S = 1.0  # "is the daemon there?"
+IDLE_CONNECTIONS_KEPT = 4  # per process and daemon: about the threads that call at once
 # what a request to a daemon that is gone, restarting or stuck raises
 CONTROL_ERRORS: tuple[type[BaseException], ...] = (OSError, http.client.HTTPException)
 # a kept connection the daemon closed meanwhile (it restarted, or timed the connection out):
@@ -59,8 +60,9 @@ class ReplicaControl:
         self._idle: list[_UnixConnection] = []
         self._lock = threading.Lock()
 
-    def _request(self, verb: str, path: str, body: DaemonJson | None,
-                 timeout_s: float) -> tuple[int, bytes]:
+    def _request(
+        self, verb: str, path: str, body: DaemonJson | None, timeout_s: float
+    ) -> tuple[int, bytes]:
         with self._lock:
             kept = self._idle.pop() if self._idle else None
         if kept is not None:
@@ -68,18 +70,29 @@ class ReplicaControl:
                 return self._send(kept, verb, path, body, timeout_s)
             except _STALE:
                 pass
-        return self._send(_UnixConnection(str(self.socket_path), timeout_s), verb, path, body,
-                          timeout_s)
+        return self._send(
+            _UnixConnection(str(self.socket_path), timeout_s), verb, path, body, timeout_s
+        )
 
-    def _send(self, connection: _UnixConnection, verb: str, path: str, body: DaemonJson | None,
-              timeout_s: float) -> tuple[int, bytes]:
+    def _send(
+        self,
+        connection: _UnixConnection,
+        verb: str,
+        path: str,
+        body: DaemonJson | None,
+        timeout_s: float,
+    ) -> tuple[int, bytes]:
         connection.timeout = timeout_s
         if connection.sock is not None:
             connection.sock.settimeout(timeout_s)
         payload = None if body is None else json.dumps(body).encode()
         try:
-            connection.request(verb, path, body=payload,
-                               headers={"Content-Type": "application/json"} if payload else {})
+            connection.request(
+                verb,
+                path,
+                body=payload,
+                headers={"Content-Type": "application/json"} if payload else {},
+            )
             answer = connection.getresponse()
             data = answer.read()
         except BaseException:
@@ -95,17 +108,20 @@ class ReplicaControl:
     def _get(self, path: str) -> DaemonJson:
         return self._answer("GET", path, None, CONTROL_TIMEOUT_S)
 
-    def _post(self, path: str, body: DaemonJson,
-              timeout_s: float = CONTROL_TIMEOUT_S) -> DaemonJson:
+    def _post(
+        self, path: str, body: DaemonJson, timeout_s: float = CONTROL_TIMEOUT_S
+    ) -> DaemonJson:
         return self._answer("POST", path, body, timeout_s)
 
-    def _answer(self, verb: str, path: str, body: DaemonJson | None,
-                timeout_s: float) -> DaemonJson:
+    def _answer(
+        self, verb: str, path: str, body: DaemonJson | None, timeout_s: float
+    ) -> DaemonJson:
         """The daemon's JSON answer; ReplicationUnconfirmed with its words unless 200."""
         status, data = self._request(verb, path, body, timeout_s)
         if status != 200:
-            raise ReplicationUnconfirmed(f"litestream {path}: {status} "
-                                         f"{data[:200].decode(errors='replace')}")
+            raise ReplicationUnconfirmed(
+                f"litestream {path}: {status} {data[:200].decode(errors='replace')}"
+            )
         # the control API answers a JSON object to every request
         return cast(DaemonJson, json.loads(data or b"{}"))
 
@@ -148,5 +164,8 @@ class ReplicaControl:
     def sync(self, db_path: Path, timeout_s: float) -> DaemonJson:
         """Ship what is committed and wait until the replica has it (`replicated_txid`)."""
         seconds = max(1, round(timeout_s))
-        return self._post("/sync", {"path": str(db_path), "wait": True, "timeout": seconds},
-                          timeout_s=timeout_s + 1.0)
+        return self._post(
+            "/sync",
+            {"path": str(db_path), "wait": True, "timeout": seconds},
+            timeout_s=timeout_s + 1.0,
+        )

@@ -10,6 +10,7 @@ it was. The caller must have closed every connection to the live file before a r
 A missing file on a new node is restored from the newest version that verifies
 (`restore_latest_good`): an older good version beats none.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -38,11 +39,12 @@ from minisphere.settings import SNAPSHOT_KEEP_VERSIONS
 
 log = logging.getLogger("minisphere.snapshots")
 ASIDE_MARK = ".pre-restore-"
-LIVE_FILE_MODE = 0o600                  # a restored workspace file is private to the service
+LIVE_FILE_MODE = 0o600  # a restored workspace file is private to the service
 
 
 class SkippedVersion(TypedDict):
     """A version `restore_latest_good` passed over, and why (words any caller may read)."""
+
     version: str
     error: str
 
@@ -50,17 +52,19 @@ class SkippedVersion(TypedDict):
 class SnapshotRestore(TypedDict):
     """What a restore did: the version restored, its manifest, where the previous file went,
     and the manifest of the newest version it was published again as (None unless asked)."""
+
     version: str
     manifest: Manifest
     aside: str | None
     tookMs: float
     published: Manifest | None
-    skipped: NotRequired[list[SkippedVersion]]     # `restore_latest_good` only
+    skipped: NotRequired[list[SkippedVersion]]  # `restore_latest_good` only
 
 
 def _corrupt(workspace_id: str, version: str, why: str) -> SnapshotCorrupt:
-    return SnapshotCorrupt(f"snapshot {workspace_id}@{version} refused: {why}; the workspace "
-                           "file was not changed")
+    return SnapshotCorrupt(
+        f"snapshot {workspace_id}@{version} refused: {why}; the workspace file was not changed"
+    )
 
 
 def _decompress(packed: Path, raw: Path) -> None:
@@ -75,32 +79,39 @@ def verify_database(path: Path) -> int:
         rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
         if rows != ["ok"]:
             raise ValueError("integrity_check: " + "; ".join(map(str, rows[:3])))
-        schema = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
-                              ).fetchone()[0]
+        schema = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[
+            0
+        ]
     finally:
         conn.close()
     return int(schema)
 
 
-def fetch_verified(store: SnapshotStore, workspace_id: str, version: str,
-                   folder: Path) -> tuple[Path, Manifest]:
+def fetch_verified(
+    store: SnapshotStore, workspace_id: str, version: str, folder: Path
+) -> tuple[Path, Manifest]:
     """Download `version` into `folder` and verify it completely; returns (file, manifest)."""
     manifest = read_manifest(store, workspace_id, version)
     packed, raw = folder / "restore.db.gz", folder / "restore.db"
     store.get_file(blob_key(workspace_id, version), packed)
     size, sha = sized_sha256(packed)
     if size != manifest["compressedBytes"]:
-        raise _corrupt(workspace_id, version, f"truncated or padded: {size} bytes stored, "
-                                              f"manifest says {manifest['compressedBytes']}")
+        raise _corrupt(
+            workspace_id,
+            version,
+            f"truncated or padded: {size} bytes stored, "
+            f"manifest says {manifest['compressedBytes']}",
+        )
     if sha != manifest["compressedSha256"]:
         raise _corrupt(workspace_id, version, "checksum mismatch of the compressed bytes")
     try:
         _decompress(packed, raw)
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise _corrupt(workspace_id, version, f"does not decompress ({exc})") from None
-    except OSError as exc:               # the disk here, not the snapshot (e.g. no space left)
-        raise SnapshotError(f"cannot decompress snapshot {workspace_id}@{version} into "
-                            f"{folder}: {exc}") from None
+    except OSError as exc:  # the disk here, not the snapshot (e.g. no space left)
+        raise SnapshotError(
+            f"cannot decompress snapshot {workspace_id}@{version} into {folder}: {exc}"
+        ) from None
     size, sha = sized_sha256(raw)
     if size != manifest["rawBytes"] or sha != manifest["rawSha256"]:
         raise _corrupt(workspace_id, version, "checksum mismatch of the decompressed file")
@@ -110,8 +121,10 @@ def fetch_verified(store: SnapshotStore, workspace_id: str, version: str,
         raise _corrupt(workspace_id, version, f"not a sound SQLite file ({exc})") from None
     newest = db.available_migrations()[-1][0]
     if schema > newest:
-        raise SnapshotError(f"snapshot {workspace_id}@{version} has schema {schema}; this "
-                            f"build knows up to {newest}")
+        raise SnapshotError(
+            f"snapshot {workspace_id}@{version} has schema {schema}; this "
+            f"build knows up to {newest}"
+        )
     for suffix in ("-wal", "-shm", "-journal"):
         Path(str(raw) + suffix).unlink(missing_ok=True)
     return raw, manifest
@@ -130,8 +143,11 @@ def _checkpoint(path: Path) -> None:
 
 
 def _prune_asides(db_path: Path, keep: int) -> None:
-    asides = sorted(p for p in db_path.parent.glob(f"{db_path.name}{ASIDE_MARK}*")
-                    if not p.name.endswith(("-wal", "-shm")))
+    asides = sorted(
+        p
+        for p in db_path.parent.glob(f"{db_path.name}{ASIDE_MARK}*")
+        if not p.name.endswith(("-wal", "-shm"))
+    )
     for old in asides[:-keep] if keep > 0 else asides:
         for path in (old, Path(str(old) + "-wal"), Path(str(old) + "-shm")):
             path.unlink(missing_ok=True)
@@ -148,7 +164,7 @@ def swap_in(verified: Path, db_path: Path, *, keep_asides: int = RESTORE_ASIDE_K
         except OSError:
             shutil.copy2(db_path, aside)
         wal = Path(str(db_path) + "-wal")
-        if wal.exists():                   # not folded in: keep it with its file
+        if wal.exists():  # not folded in: keep it with its file
             wal.replace(Path(str(aside) + "-wal"))
     for suffix in ("-wal", "-shm", "-journal"):
         Path(str(db_path) + suffix).unlink(missing_ok=True)
@@ -160,8 +176,9 @@ def swap_in(verified: Path, db_path: Path, *, keep_asides: int = RESTORE_ASIDE_K
     return str(aside) if aside else None
 
 
-def _chosen_version(store: SnapshotStore, workspace_id: str, version: str | None,
-                    existing: list[str]) -> str:
+def _chosen_version(
+    store: SnapshotStore, workspace_id: str, version: str | None, existing: list[str]
+) -> str:
     """`version` checked for its form, or the newest of `existing` when None."""
     if version is not None:
         version_seq(version)
@@ -171,20 +188,39 @@ def _chosen_version(store: SnapshotStore, workspace_id: str, version: str | None
     return existing[-1]
 
 
-def _publish_restored(verified: Path, store: SnapshotStore, workspace_id: str,
-                      existing: list[str], version: str, manifest: Manifest,
-                      new_position: int | None) -> Manifest:
+def _publish_restored(
+    verified: Path,
+    store: SnapshotStore,
+    workspace_id: str,
+    existing: list[str],
+    version: str,
+    manifest: Manifest,
+    new_position: int | None,
+) -> Manifest:
     """The verified copy stored again as the newest version, naming the one it restores."""
-    return publish_file(verified, store, workspace_id, existing, reason="restore",
-                        schema=manifest.get("schemaVersion", 0),
-                        entries=manifest.get("entryCount", 0), restoredFrom=version,
-                        position=new_position or manifest.get("position", 0))
+    return publish_file(
+        verified,
+        store,
+        workspace_id,
+        existing,
+        reason="restore",
+        schema=manifest.get("schemaVersion", 0),
+        entries=manifest.get("entryCount", 0),
+        restoredFrom=version,
+        position=new_position or manifest.get("position", 0),
+    )
 
 
-def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Path,
-                     version: str | None = None, *, publish: bool = False,
-                     keep: int = SNAPSHOT_KEEP_VERSIONS,
-                     new_position: int | None = None) -> SnapshotRestore:
+def restore_snapshot(
+    store: SnapshotStore,
+    workspace_id: str,
+    db_path: str | Path,
+    version: str | None = None,
+    *,
+    publish: bool = False,
+    keep: int = SNAPSHOT_KEEP_VERSIONS,
+    new_position: int | None = None,
+) -> SnapshotRestore:
     """Replace the (closed) workspace file by a verified copy of `version` (default: latest).
 
     `publish`: before the swap, store the verified copy again as the newest version (reason
@@ -207,22 +243,35 @@ def restore_snapshot(store: SnapshotStore, workspace_id: str, db_path: str | Pat
         verified, manifest = fetch_verified(store, workspace_id, version, Path(folder))
         if new_position is not None:
             rebase(verified, new_position, epoch_ms())
-        carry_answers(db_path, verified)     # before it is published: a wake may start from it
+        carry_answers(db_path, verified)  # before it is published: a wake may start from it
         if publish:
-            published = _publish_restored(verified, store, workspace_id, existing, version,
-                                          manifest, new_position)
+            published = _publish_restored(
+                verified, store, workspace_id, existing, version, manifest, new_position
+            )
         aside = swap_in(verified, db_path)
     if published is not None and keep > 0:
         prune(store, workspace_id, keep, [*existing, published["version"]])
     took = round((time.perf_counter() - started) * 1e3, 3)
-    log.info("restored %s to %s (%d entries) in %.1f ms; previous file kept at %s",
-             workspace_id, version, manifest.get("entryCount", -1), took, aside)
-    return {"version": version, "manifest": manifest, "aside": aside, "tookMs": took,
-            "published": published}
+    log.info(
+        "restored %s to %s (%d entries) in %.1f ms; previous file kept at %s",
+        workspace_id,
+        version,
+        manifest.get("entryCount", -1),
+        took,
+        aside,
+    )
+    return {
+        "version": version,
+        "manifest": manifest,
+        "aside": aside,
+        "tookMs": took,
+        "published": published,
+    }
 
 
-def restore_latest_good(store: SnapshotStore, workspace_id: str,
-                        db_path: str | Path) -> SnapshotRestore:
+def restore_latest_good(
+    store: SnapshotStore, workspace_id: str, db_path: str | Path
+) -> SnapshotRestore:
     """Restore the newest version that verifies, skipping (and reporting) corrupt ones.
 
     Used when a workspace's file is missing (a new node): an older good version beats none.
@@ -240,7 +289,16 @@ def restore_latest_good(store: SnapshotStore, workspace_id: str,
             continue
         result["skipped"] = skipped
         return result
-    raise SnapshotCorrupt(f"every snapshot of workspace {workspace_id} is corrupt "
-                          f"({len(skipped)} tried)")
-__all__ = ["ASIDE_MARK", "fetch_verified", "restore_latest_good", "restore_snapshot", "swap_in",
-           "verify_database"]
+    raise SnapshotCorrupt(
+        f"every snapshot of workspace {workspace_id} is corrupt ({len(skipped)} tried)"
+    )
+
+
+__all__ = [
+    "ASIDE_MARK",
+    "fetch_verified",
+    "restore_latest_good",
+    "restore_snapshot",
+    "swap_in",
+    "verify_database",
+]

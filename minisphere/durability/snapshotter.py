@@ -9,6 +9,7 @@ jitter) has passed, whatever the triggers say; writes are never blocked by it. `
 is the on-demand / hibernation path: synchronous, serialized with the background one, raising
 the named error. `status()` is what the service shows in `GET /v1/workspaces/{id}`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,6 +37,7 @@ log = logging.getLogger("minisphere.snapshots")
 
 class SnapshotStatus(TypedDict):
     """What `GET /v1/workspaces/{id}` shows of a workspace's snapshots."""
+
     lastSnapshotAt: float | None
     lastVersion: str | None
     lastPosition: int | None
@@ -66,34 +68,40 @@ class Backoff:
 
 
 class Snapshotter:
-    def __init__(self, take: Callable[[str], Manifest], *,
-                 every_writes: int = SNAPSHOT_EVERY_WRITES, every_s: float = SNAPSHOT_EVERY_S,
-                 backoff: Backoff = Backoff(), poll_s: float = SNAPSHOT_POLL_S,
-                 name: str = "workspace",
-                 monotonic: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], float] = time.time,
-                 on_status: Callable[[SnapshotStatus], None] | None = None,
-                 purge: Callable[[int], object] | None = None):
+    def __init__(
+        self,
+        take: Callable[[str], Manifest],
+        *,
+        every_writes: int = SNAPSHOT_EVERY_WRITES,
+        every_s: float = SNAPSHOT_EVERY_S,
+        backoff: Backoff = Backoff(),
+        poll_s: float = SNAPSHOT_POLL_S,
+        name: str = "workspace",
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        on_status: Callable[[SnapshotStatus], None] | None = None,
+        purge: Callable[[int], object] | None = None,
+    ):
         self._take = take
         # after a forget: drop the versions taken before it (they may hold its text)
         self._purge = purge
-        self._purge_owed_ms: int | None = None   # the newest forget whose purge is owed
+        self._purge_owed_ms: int | None = None  # the newest forget whose purge is owed
         self.every_writes = int(every_writes)
         self.every_s = float(every_s)
         self.backoff = backoff
         self.poll_s = float(poll_s)
         self.name = name
         self._monotonic, self._wall = monotonic, wall
-        self._on_status = on_status           # told the status after every attempt
-        self._lock = threading.Lock()          # guards the counters below
-        self._running = threading.Lock()       # one snapshot at a time
+        self._on_status = on_status  # told the status after every attempt
+        self._lock = threading.Lock()  # guards the counters below
+        self._running = threading.Lock()  # one snapshot at a time
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.writes_total = 0
-        self.last_position: int | None = None     # the newest snapshot's position, if known
+        self.last_position: int | None = None  # the newest snapshot's position, if known
         self._snapshotted_at_writes = 0
-        self._last_base = monotonic()          # last success (or start) for the time trigger
-        self._next_try = 0.0                   # monotonic; backoff after a failure
+        self._last_base = monotonic()  # last success (or start) for the time trigger
+        self._next_try = 0.0  # monotonic; backoff after a failure
         self.last_success_at: float | None = None
         self.last_version: str | None = None
         self.last_failure_at: float | None = None
@@ -166,7 +174,7 @@ class Snapshotter:
             self._record_failure(exc)
             raise
         with self._lock:
-            if self._purge_owed_ms == owed:      # a later forget owes its own
+            if self._purge_owed_ms == owed:  # a later forget owes its own
                 self._purge_owed_ms = None
 
     def due(self) -> bool:
@@ -175,7 +183,7 @@ class Snapshotter:
             return False
         by_writes = self.every_writes > 0 and pending >= self.every_writes
         by_time = self.every_s > 0 and now - self._last_base >= self.every_s
-        by_retry = self.consecutive_failures > 0         # a failed attempt, once backed off
+        by_retry = self.consecutive_failures > 0  # a failed attempt, once backed off
         return by_writes or by_time or by_retry
 
     # ---- snapshots -----------------------------------------------------------------------------
@@ -213,8 +221,9 @@ class Snapshotter:
             self.snapshots += 1
 
     def _record_failure(self, exc: BaseException) -> None:
-        message = (exc.message if isinstance(exc, MiniSphereError)
-                   else f"{exc.__class__.__name__}: {exc}")
+        message = (
+            exc.message if isinstance(exc, MiniSphereError) else f"{exc.__class__.__name__}: {exc}"
+        )
         with self._lock:
             self.consecutive_failures += 1
             self.failures += 1
@@ -223,8 +232,13 @@ class Snapshotter:
             self.last_failure_code = getattr(exc, "code", "internal")
             delay = self.backoff.delay_s(self.consecutive_failures)
             self._next_try = self._monotonic() + delay
-        log.warning("snapshot of %s failed (%d in a row; next try in %.1f s): %s", self.name,
-                    self.consecutive_failures, delay, message)
+        log.warning(
+            "snapshot of %s failed (%d in a row; next try in %.1f s): %s",
+            self.name,
+            self.consecutive_failures,
+            delay,
+            message,
+        )
 
     def tick(self) -> Manifest | None:
         """One background step: the purge a forget owes, then a snapshot if due. Failures are
@@ -250,21 +264,28 @@ class Snapshotter:
     def status(self) -> SnapshotStatus:
         with self._lock:
             retry_in = max(0.0, self._next_try - self._monotonic()) if self._next_try else 0.0
-            return {"lastSnapshotAt": self.last_success_at, "lastVersion": self.last_version,
-                    "lastPosition": self.last_position,
-                    "pendingWrites": self.writes_total - self._snapshotted_at_writes,
-                    "snapshots": self.snapshots, "failures": self.failures,
-                    "consecutiveFailures": self.consecutive_failures,
-                    "lastFailureAt": self.last_failure_at, "lastFailure": self.last_failure,
-                    "lastFailureCode": self.last_failure_code,
-                    "retryInS": round(retry_in, 3) if self.consecutive_failures else None,
-                    "everyWrites": self.every_writes, "everyS": self.every_s}
+            return {
+                "lastSnapshotAt": self.last_success_at,
+                "lastVersion": self.last_version,
+                "lastPosition": self.last_position,
+                "pendingWrites": self.writes_total - self._snapshotted_at_writes,
+                "snapshots": self.snapshots,
+                "failures": self.failures,
+                "consecutiveFailures": self.consecutive_failures,
+                "lastFailureAt": self.last_failure_at,
+                "lastFailure": self.last_failure,
+                "lastFailureCode": self.last_failure_code,
+                "retryInS": round(retry_in, 3) if self.consecutive_failures else None,
+                "everyWrites": self.every_writes,
+                "everyS": self.every_s,
+            }
 
     # ---- background thread -----------------------------------------------------------------------
     def start(self) -> Snapshotter:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, daemon=True,
-                                            name=f"snapshots-{self.name}")
+            self._thread = threading.Thread(
+                target=self._loop, daemon=True, name=f"snapshots-{self.name}"
+            )
             self._thread.start()
         return self
 

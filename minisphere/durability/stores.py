@@ -10,6 +10,7 @@ key can climb out of the store's root or prefix. Two stores:
 - `S3SnapshotStore(bucket, prefix, endpoint_url, ...)`: boto3 with short connect timeouts and a
   bounded number of attempts. Any failure to reach the store is `SnapshotStoreUnavailable`.
 """
+
 from __future__ import annotations
 
 import abc
@@ -117,17 +118,22 @@ class LocalDirSnapshotStore(SnapshotStore):
         try:
             ensure_private_dir(target.parent)
             tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            with source.open("rb") as src, os.fdopen(os.open(
-                    tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE), "wb") as dst:
-                os.fchmod(dst.fileno(), PRIVATE_FILE_MODE)   # a left-over tmp keeps its mode
+            with (
+                source.open("rb") as src,
+                os.fdopen(
+                    os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE), "wb"
+                ) as dst,
+            ):
+                os.fchmod(dst.fileno(), PRIVATE_FILE_MODE)  # a left-over tmp keeps its mode
                 shutil.copyfileobj(src, dst, SNAPSHOT_COPY_CHUNK_BYTES)
                 dst.flush()
                 os.fsync(dst.fileno())
             tmp.replace(target)
             fsync_dir(target.parent)
         except OSError as exc:
-            raise SnapshotStoreUnavailable(f"cannot write {key} to {self.description}: {exc}") \
-                from None
+            raise SnapshotStoreUnavailable(
+                f"cannot write {key} to {self.description}: {exc}"
+            ) from None
 
     def get_file(self, key: str, target: Path) -> None:
         source = self._path(key)
@@ -137,8 +143,9 @@ class LocalDirSnapshotStore(SnapshotStore):
         except FileNotFoundError:
             raise SnapshotNotFound(f"no snapshot object {key} in {self.description}") from None
         except OSError as exc:
-            raise SnapshotStoreUnavailable(f"cannot read {key} from {self.description}: {exc}") \
-                from None
+            raise SnapshotStoreUnavailable(
+                f"cannot read {key} from {self.description}: {exc}"
+            ) from None
 
     def list_keys(self, prefix: str) -> list[str]:
         check_prefix(prefix)
@@ -161,52 +168,77 @@ class LocalDirSnapshotStore(SnapshotStore):
 class S3SnapshotStore(SnapshotStore):
     """Snapshots in an S3 bucket (or any S3-compatible server) under `prefix`."""
 
-    def __init__(self, bucket: str, prefix: str = "", *, endpoint_url: str | None = None,
-                 region: str | None = None, access_key_id: str | None = None,
-                 secret_access_key: str | None = None,
-                 connect_timeout_s: float = S3_CONNECT_TIMEOUT_S,
-                 read_timeout_s: float = S3_READ_TIMEOUT_S, max_attempts: int = S3_MAX_ATTEMPTS):
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        *,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        access_key_id: str | None = None,
+        secret_access_key: str | None = None,
+        connect_timeout_s: float = S3_CONNECT_TIMEOUT_S,
+        read_timeout_s: float = S3_READ_TIMEOUT_S,
+        max_attempts: int = S3_MAX_ATTEMPTS,
+    ):
         if not bucket:
             raise SnapshotError("an S3 snapshot store needs a bucket name")
         self.bucket = bucket
         self.prefix = check_prefix(prefix.strip("/") + "/" if prefix.strip("/") else "")
         self.endpoint_url = endpoint_url or None
         self.description = f"s3://{bucket}/{self.prefix}" + (
-            f" at {self.endpoint_url}" if self.endpoint_url else "")
+            f" at {self.endpoint_url}" if self.endpoint_url else ""
+        )
         self.client = make_s3_client(
-            S3Settings(bucket=bucket, prefix=self.prefix, endpoint_url=endpoint_url or "",
-                       region=region or "", access_key_id=access_key_id or "",
-                       secret_access_key=secret_access_key or ""),
-            connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s,
-            max_attempts=max_attempts)
+            S3Settings(
+                bucket=bucket,
+                prefix=self.prefix,
+                endpoint_url=endpoint_url or "",
+                region=region or "",
+                access_key_id=access_key_id or "",
+                secret_access_key=secret_access_key or "",
+            ),
+            connect_timeout_s=connect_timeout_s,
+            read_timeout_s=read_timeout_s,
+            max_attempts=max_attempts,
+        )
 
     def _unavailable(self, what: str, exc: Exception) -> SnapshotError | SnapshotNotFound:
         # no types shipped (botocore-stubs is not a dependency): its exceptions are Any here
         from botocore.exceptions import ClientError
+
         if isinstance(exc, ClientError):
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("NoSuchKey", "404", "NotFound"):
                 return SnapshotNotFound(f"no snapshot object {what} in {self.description}")
             return SnapshotStoreUnavailable(
                 f"{self.description} refused {what}: {code or 'error'} "
-                f"({exc.response.get('Error', {}).get('Message', '')})".rstrip(" ()"))
+                f"({exc.response.get('Error', {}).get('Message', '')})".rstrip(" ()")
+            )
         return SnapshotStoreUnavailable(
-            f"cannot reach {self.description} for {what}: {exc.__class__.__name__}: {exc}")
+            f"cannot reach {self.description} for {what}: {exc.__class__.__name__}: {exc}"
+        )
 
     def _full(self, key: str) -> str:
         return self.prefix + check_key(key)
 
     def put_file(self, key: str, source: Path) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
+
         try:
             with source.open("rb") as body:
-                self.client.put_object(Bucket=self.bucket, Key=self._full(key), Body=body,
-                                       ContentLength=source.stat().st_size)
+                self.client.put_object(
+                    Bucket=self.bucket,
+                    Key=self._full(key),
+                    Body=body,
+                    ContentLength=source.stat().st_size,
+                )
         except (BotoCoreError, ClientError) as exc:
             raise self._unavailable(key, exc) from None
 
     def get_file(self, key: str, target: Path) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
+
         try:
             response = self.client.get_object(Bucket=self.bucket, Key=self._full(key))
             with target.open("wb") as dst:
@@ -217,18 +249,20 @@ class S3SnapshotStore(SnapshotStore):
 
     def list_keys(self, prefix: str) -> list[str]:
         from botocore.exceptions import BotoCoreError, ClientError
+
         check_prefix(prefix)
         keys: list[str] = []
         try:
             paginator = self.client.get_paginator("list_objects_v2")
             for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
-                keys.extend(item["Key"][len(self.prefix):] for item in page.get("Contents", []))
+                keys.extend(item["Key"][len(self.prefix) :] for item in page.get("Contents", []))
         except (BotoCoreError, ClientError) as exc:
             raise self._unavailable(f"listing {prefix or '/'}", exc) from None
         return sorted(keys)
 
     def delete(self, key: str) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
+
         try:
             self.client.delete_object(Bucket=self.bucket, Key=self._full(key))
         except (BotoCoreError, ClientError) as exc:
@@ -241,7 +275,12 @@ def open_snapshot_store(settings: SnapshotSettings) -> SnapshotStore:
         return LocalDirSnapshotStore(settings.local_dir)
     if settings.store == "s3":
         s3 = settings.s3
-        return S3SnapshotStore(s3.bucket, s3.prefix, endpoint_url=s3.endpoint_url,
-                               region=s3.region, access_key_id=s3.access_key_id,
-                               secret_access_key=s3.secret_access_key)
+        return S3SnapshotStore(
+            s3.bucket,
+            s3.prefix,
+            endpoint_url=s3.endpoint_url,
+            region=s3.region,
+            access_key_id=s3.access_key_id,
+            secret_access_key=s3.secret_access_key,
+        )
     raise SnapshotError(f"unknown snapshot store kind {settings.store!r} (local or s3)")

@@ -4,6 +4,7 @@ Field names are snake_case in Python and camelCase on the wire (the contract's n
 accepted. Unknown fields are refused, types are strict (no "5" for 5, no true for 1; 5.0 is the
 integer 5, as in JSON Schema).
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Optional, TypeAlias
@@ -40,41 +41,68 @@ Weight = Annotated[float, Field(gt=0, le=1, strict=True, allow_inf_nan=False)]
 # patterns here only publish the same rules (from the same constants) in the JSON schema, so a
 # client or a fuzzer reading the schema sends what the engine accepts. They are not enforced by
 # pydantic a second time: its regex engine and its messages differ from the engine's checks.
-Id = Annotated[StrictStr, Field(json_schema_extra={
-    "pattern": C.ID_PATTERN, "description": "a lower-case UUID"})]
-Text = Annotated[StrictStr, Field(json_schema_extra={
-    "pattern": C.TEXT_PATTERN,
-    "description": f"not blank, no NUL, at most {C.MAX_CONTENT_BYTES} UTF-8 bytes"})]
-_TAG_RULES = (f"normalized (NFKC, lower-case, whitespace runs to '-'), then 1 to "
-              f"{C.MAX_TAG_CHARS} characters with no control, format, private-use or unassigned "
-              "character")
-Tag = Annotated[StrictStr, Field(json_schema_extra={
-    "pattern": C.TAG_PATTERN, "maxLength": C.MAX_TAG_CHARS,
-    "description": f"{_TAG_RULES}; tags starting with 'stale:' are reserved to the engine"})]
+Id = Annotated[
+    StrictStr,
+    Field(json_schema_extra={"pattern": C.ID_PATTERN, "description": "a lower-case UUID"}),
+]
+Text = Annotated[
+    StrictStr,
+    Field(
+        json_schema_extra={
+            "pattern": C.TEXT_PATTERN,
+            "description": f"not blank, no NUL, at most {C.MAX_CONTENT_BYTES} UTF-8 bytes",
+        }
+    ),
+]
+_TAG_RULES = (
+    f"normalized (NFKC, lower-case, whitespace runs to '-'), then 1 to "
+    f"{C.MAX_TAG_CHARS} characters with no control, format, private-use or unassigned "
+    "character"
+)
+Tag = Annotated[
+    StrictStr,
+    Field(
+        json_schema_extra={
+            "pattern": C.TAG_PATTERN,
+            "maxLength": C.MAX_TAG_CHARS,
+            "description": f"{_TAG_RULES}; tags starting with 'stale:' are reserved to the engine",
+        }
+    ),
+]
 # a tag to filter by: the same rules, its length left to the description (the pinned contract
 # surface compares a top-level argument's bounds, and lists none for these)
-TagFilter = Annotated[StrictStr, Field(json_schema_extra={
-    "pattern": C.TAG_PATTERN, "description": f"one tag, {_TAG_RULES}"})]
+TagFilter = Annotated[
+    StrictStr,
+    Field(json_schema_extra={"pattern": C.TAG_PATTERN, "description": f"one tag, {_TAG_RULES}"}),
+]
 TagList = Annotated[list[Tag], Field(max_length=C.MAX_TAGS_PER_ENTRY)]
 OptionalSource = Optional[Annotated[StrictStr, Field(max_length=C.MAX_SOURCE_CHARS)]]
 OptionalEvidence = Optional[Annotated[StrictStr, Field(max_length=C.MAX_EVIDENCE_REF_CHARS)]]
 # integers in bounds (the bounds go first, so the schema shows them as JSON Schema's minimum and
 # maximum)
-Hops: TypeAlias = Annotated[StrictInt, Field(ge=0, le=C.GRAPH_MAX_HOPS),
-                            BeforeValidator(_integral)]
-RecentN: TypeAlias = Annotated[StrictInt, Field(ge=1, le=C.LIST_RECENT_MAX_N),
-                               BeforeValidator(_integral)]
-TagsLimit: TypeAlias = Annotated[StrictInt, Field(ge=1, le=C.GET_TAGS_MAX_LIMIT),
-                                 BeforeValidator(_integral)]
-TopK: TypeAlias = Annotated[StrictInt, Field(ge=1, le=C.RECALL_MAX_TOP_K),
-                            BeforeValidator(_integral)]
-PassLimit: TypeAlias = Annotated[StrictInt, Field(ge=1, le=C.STALENESS_PASS_MAX_LIMIT),
-                                 BeforeValidator(_integral)]
+Hops: TypeAlias = Annotated[StrictInt, Field(ge=0, le=C.GRAPH_MAX_HOPS), BeforeValidator(_integral)]
+RecentN: TypeAlias = Annotated[
+    StrictInt, Field(ge=1, le=C.LIST_RECENT_MAX_N), BeforeValidator(_integral)
+]
+TagsLimit: TypeAlias = Annotated[
+    StrictInt, Field(ge=1, le=C.GET_TAGS_MAX_LIMIT), BeforeValidator(_integral)
+]
+TopK: TypeAlias = Annotated[
+    StrictInt, Field(ge=1, le=C.RECALL_MAX_TOP_K), BeforeValidator(_integral)
+]
+PassLimit: TypeAlias = Annotated[
+    StrictInt, Field(ge=1, le=C.STALENESS_PASS_MAX_LIMIT), BeforeValidator(_integral)
+]
 
 
 class Args(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True,
-                              frozen=True, defer_build=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        defer_build=True,
+    )
 
 
 class NoArgs(Args):
@@ -89,8 +117,8 @@ class CaptureArgs(Args):
     content: Text
     tags: TagList = []
     source: OptionalSource = None
-    volatility: Optional[Volatility] = None   # None: inferred from the content (volatility.py)
-    kind: Optional[Kind] = None               # None: DEFAULT_KIND, entry counted as unclassified
+    volatility: Optional[Volatility] = None  # None: inferred from the content (volatility.py)
+    kind: Optional[Kind] = None  # None: DEFAULT_KIND, entry counted as unclassified
     status: Status = C.DEFAULT_STATUS
     importance: Score01 = C.DEFAULT_IMPORTANCE
     claim_tag: Optional[ClaimTag] = None
@@ -100,7 +128,7 @@ class CaptureArgs(Args):
 class AppendArgs(Args):
     id: Id
     addition: Text
-    tags: TagList = []                        # added to the entry's tags
+    tags: TagList = []  # added to the entry's tags
     importance: Optional[Score01] = None
     claim_tag: Optional[ClaimTag] = None
     evidence_ref: OptionalEvidence = None
@@ -147,8 +175,13 @@ class GraphViewArgs(Args):
 
 
 class RecallArgs(Args):
-    query: Annotated[StrictStr, Field(max_length=C.MAX_QUERY_CHARS, json_schema_extra={
-        "pattern": C.TEXT_PATTERN, "description": "not blank, no NUL"})]
+    query: Annotated[
+        StrictStr,
+        Field(
+            max_length=C.MAX_QUERY_CHARS,
+            json_schema_extra={"pattern": C.TEXT_PATTERN, "description": "not blank, no NUL"},
+        ),
+    ]
     top_k: TopK = C.RECALL_DEFAULT_TOP_K
     tag: Optional[TagFilter] = None
     kind: Optional[Kind] = None
@@ -158,6 +191,7 @@ class RecallArgs(Args):
 
 class NoteRecalledArgs(Args):
     """Internal (not routed): the entries a recall returned, whose recall_count goes up."""
+
     ids: Annotated[list[Id], Field(max_length=C.RECALL_MAX_TOP_K)]
 
 

@@ -3,6 +3,7 @@
 Everything in the engine asks a clock for epoch milliseconds, so tests can move time by hand;
 code outside the engine calls `epoch_ms()` and formats with `iso_utc()`.
 """
+
 import threading
 import time
 from typing import Protocol

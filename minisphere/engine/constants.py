@@ -1,14 +1,15 @@
 """Named defaults and limits of the engine. Units are in the names."""
+
 from typing import Final
 
 # --- Input limits (validated at the boundary; exceeding them writes nothing) ---
-MAX_CONTENT_BYTES = 64 * 1024          # UTF-8 bytes of one entry's content (413 when exceeded)
+MAX_CONTENT_BYTES = 64 * 1024  # UTF-8 bytes of one entry's content (413 when exceeded)
 MAX_TAGS_PER_ENTRY = 32
 MAX_TAG_CHARS = 64
 MAX_SOURCE_CHARS = 256
 MAX_EVIDENCE_REF_CHARS = 1024
 MAX_QUERY_CHARS = 4096
-MAX_METADATA_BYTES = 8 * 1024          # JSON-encoded edge metadata
+MAX_METADATA_BYTES = 8 * 1024  # JSON-encoded edge metadata
 
 # --- Input shapes, as patterns the published schema carries (ECMA-262 and Python `re` alike) ---
 # An entry id: the engine's ids are lower-case UUIDs (normalize.check_id matches this pattern).
@@ -24,7 +25,7 @@ TAG_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x
 # --- Read defaults ---
 LIST_RECENT_DEFAULT_N = 20
 LIST_RECENT_MAX_N = 200
-GET_TAGS_DEFAULT_LIMIT = 200           # tags one getTags answers, the most used first
+GET_TAGS_DEFAULT_LIMIT = 200  # tags one getTags answers, the most used first
 GET_TAGS_MAX_LIMIT = 1000
 GRAPH_VIEW_DEFAULT_HOPS = 1
 GRAPH_MAX_HOPS = 3
@@ -54,24 +55,24 @@ DEFAULT_EDGE_WEIGHT = 1.0
 DEFAULT_PROVENANCE: Final = "explicit"
 
 # --- SQLite ---
-DEFAULT_SYNCHRONOUS = "FULL"           # durable on acknowledge; NORMAL is an opt-in for speed
+DEFAULT_SYNCHRONOUS = "FULL"  # durable on acknowledge; NORMAL is an opt-in for speed
 BUSY_TIMEOUT_MS = 5000
 
 # --- Recall arguments ---
 RECALL_DEFAULT_TOP_K = 10
 RECALL_MAX_TOP_K = 50
-RECALL_DEFAULT_HOPS = 1                # one hop: linked context without drowning the keyword hits
+RECALL_DEFAULT_HOPS = 1  # one hop: linked context without drowning the keyword hits
 
 # --- Staleness (contract §7): age since updated_at after which an entry needs re-confirming ---
 DAY_MS = 86_400_000
 STALE_AFTER_MS = {
-    "durable": 365 * DAY_MS,   # definitions, decisions, names: re-check yearly
-    "state": 30 * DAY_MS,      # "currently", versions, statuses: re-check monthly
-    "volatile": 2 * DAY_MS,    # prices, "right now", live incidents: re-check after two days
+    "durable": 365 * DAY_MS,  # definitions, decisions, names: re-check yearly
+    "state": 30 * DAY_MS,  # "currently", versions, statuses: re-check monthly
+    "volatile": 2 * DAY_MS,  # prices, "right now", live incidents: re-check after two days
 }
 STALE_TAG_PREFIX = "stale:as-of:"
 STALENESS_PASS_DEFAULT_LIMIT = 1000
-STALENESS_PASS_MAX_LIMIT = 100_000     # entries one pass may mark
+STALENESS_PASS_MAX_LIMIT = 100_000  # entries one pass may mark
 REVALIDATE_PREVIEW_CHARS = 120
 
 # --- Optional vector binding (minisphere/engine/vectors): the workspace_meta key recording it ---

@@ -4,6 +4,7 @@ knows no file: the control plane runs its own migrations through it (control/sch
 The stdlib `sqlite3` of some Pythons cannot load extensions (sqlite-vec), so the engine prefers
 `pysqlite3` (a drop-in DB-API module bundling a current SQLite) and falls back to the stdlib.
 """
+
 from __future__ import annotations
 
 import functools
@@ -39,14 +40,18 @@ DatabaseError = sqlite3.DatabaseError
 Connection = sqlite3.Connection
 
 
-def connect(path: str | Path, *, synchronous: str = DEFAULT_SYNCHRONOUS,
-            readonly: bool = False) -> Connection:
+def connect(
+    path: str | Path, *, synchronous: str = DEFAULT_SYNCHRONOUS, readonly: bool = False
+) -> Connection:
     """Open a connection in autocommit mode (transactions are explicit) with WAL and FKs on."""
     if synchronous not in SYNCHRONOUS_MODES:
-        raise InvalidArgument(f"synchronous must be one of {SYNCHRONOUS_MODES}, got {synchronous!r}")
+        raise InvalidArgument(
+            f"synchronous must be one of {SYNCHRONOUS_MODES}, got {synchronous!r}"
+        )
     if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
-                               check_same_thread=False)
+        conn = sqlite3.connect(
+            f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+        )
     else:
         conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
     try:
@@ -76,8 +81,9 @@ def write_meta(conn: Connection, key: str, value: str | None) -> None:
     if value is None:
         conn.execute("DELETE FROM workspace_meta WHERE key = ?", (key,))
     else:
-        conn.execute("INSERT OR REPLACE INTO workspace_meta(key, value) VALUES (?, ?)",
-                     (key, value))
+        conn.execute(
+            "INSERT OR REPLACE INTO workspace_meta(key, value) VALUES (?, ?)", (key, value)
+        )
 
 
 def read_vector_binding(conn: Connection) -> dict[str, Any] | None:
@@ -101,6 +107,7 @@ def load_vector_extension_if_bound(conn: Connection) -> None:
 
 def load_sqlite_vec(conn: Connection) -> None:
     import sqlite_vec
+
     conn.enable_load_extension(True)
     try:
         sqlite_vec.load(conn)
@@ -148,8 +155,9 @@ def migrate(conn: Connection, now_ms: int, up_to: int | None = None) -> int:
     return apply_migrations(conn, available_migrations(), now_ms, up_to)
 
 
-def apply_migrations(conn: Connection, migrations: Migrations, now_ms: int,
-                     up_to: int | None = None) -> int:
+def apply_migrations(
+    conn: Connection, migrations: Migrations, now_ms: int, up_to: int | None = None
+) -> int:
     """Apply the pending `migrations` (up to version `up_to`, default all: tests build files
     as an older build left them), each in its own transaction. Returns the resulting version.
     A file whose schema is newer than anything this build ships is refused, not touched."""
@@ -158,7 +166,8 @@ def apply_migrations(conn: Connection, migrations: Migrations, now_ms: int,
     if current > newest_known:
         raise SchemaTooNew(
             f"{Path(conn_path(conn)).name or 'the file'} has schema version {current} but this "
-            f"build knows only up to {newest_known}; upgrade Mini-Sphere to open it")
+            f"build knows only up to {newest_known}; upgrade Mini-Sphere to open it"
+        )
     for version, name, sql in migrations:
         if version <= current or (up_to is not None and version > up_to):
             continue
@@ -166,8 +175,10 @@ def apply_migrations(conn: Connection, migrations: Migrations, now_ms: int,
         try:
             for statement in split_statements(sql):
                 conn.execute(statement)
-            conn.execute("INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
-                         (version, name, now_ms))
+            conn.execute(
+                "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+                (version, name, now_ms),
+            )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

@@ -7,6 +7,7 @@ forget that they are owed. So the forget's own transaction counts it here, and w
 the copies of one kind says how many forgets that covers (`settle`). Whoever opens the file
 next, on any node, sees what is still owed (`owed`) before it serves anything.
 """
+
 from __future__ import annotations
 
 import threading
@@ -15,7 +16,7 @@ from contextlib import AbstractContextManager
 
 from minisphere.engine import db
 
-FORGETS_KEY = "forget.count"            # forgets committed in this file, ever
+FORGETS_KEY = "forget.count"  # forgets committed in this file, ever
 LAST_FORGET_MS_KEY = "forget.lastAtMs"  # when the newest one committed (epoch ms)
 # what a kind of copy has been cleaned for: the forget count its last clean-up covered
 REPLICA_HISTORY = "forget.settled.replicaHistory"
@@ -26,7 +27,7 @@ SETTLED_KINDS = (REPLICA_HISTORY, SNAPSHOT_VERSIONS)
 def _read_int(conn: db.Connection, key: str) -> int:
     try:
         value = db.read_meta(conn, key)
-    except db.OperationalError:           # a file from before workspace_meta
+    except db.OperationalError:  # a file from before workspace_meta
         return 0
     return int(value) if value is not None else 0
 
@@ -45,8 +46,12 @@ class ForgetLedger:
     """The ledger of one open workspace file: read on its writer `connection()` under `lock`,
     settled in its fenced write `transaction()` (an owner fenced out settles nothing)."""
 
-    def __init__(self, lock: threading.RLock, connection: Callable[[], db.Connection],
-                 transaction: Callable[[], AbstractContextManager[db.Connection]]):
+    def __init__(
+        self,
+        lock: threading.RLock,
+        connection: Callable[[], db.Connection],
+        transaction: Callable[[], AbstractContextManager[db.Connection]],
+    ):
         self._lock = lock
         self._connection = connection
         self._transaction = transaction

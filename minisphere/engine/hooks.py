@@ -15,6 +15,7 @@ group-commit writer and the read pool of a hosted workspace):
 (`engine/vectors/binding.py`) implements it. Because the engine only knows this interface, it
 never imports the binding at module level and the binding never imports the workspace.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -27,7 +28,7 @@ from minisphere.errors import MiniSphereError
 if TYPE_CHECKING:  # pragma: no cover - types only
     from minisphere.engine.db import Connection
 
-Handler = Callable[[Any, Any, int], Any]       # handler(conn, args, now_ms) -> result
+Handler = Callable[[Any, Any, int], Any]  # handler(conn, args, now_ms) -> result
 
 
 class _NotPrepared:
@@ -43,7 +44,7 @@ NOT_PREPARED = _NotPrepared()
 class WorkspaceHooks:
     """The do-nothing hooks of a workspace without bindings."""
 
-    hooked: frozenset[str] = frozenset()       # method names `prepare`/`handler` take part in
+    hooked: frozenset[str] = frozenset()  # method names `prepare`/`handler` take part in
     # read methods whose `prepare` reads nothing (conn None) and only starts work: a host may
     # run it as soon as the call arrives, before the read waits for a thread
     started_on_arrival: frozenset[str] = frozenset()
@@ -72,9 +73,11 @@ class WorkspaceHooks:
 NO_HOOKS = WorkspaceHooks()
 
 
-def prepare_calls(hooks: WorkspaceHooks, calls: Sequence[tuple[str, Any]],
-                  reading: AbstractContextManager[Connection] | Callable[
-                      [], AbstractContextManager[Connection]]) -> list[Any]:
+def prepare_calls(
+    hooks: WorkspaceHooks,
+    calls: Sequence[tuple[str, Any]],
+    reading: AbstractContextManager[Connection] | Callable[[], AbstractContextManager[Connection]],
+) -> list[Any]:
     """Step 2 for raw (method name, body) calls: one value per call, None for a call the hooks
     take no part in or whose arguments are invalid (the in-transaction step reports those).
     `reading` gives the read connection, taken only when some call needs it."""

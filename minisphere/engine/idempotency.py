@@ -19,6 +19,7 @@ undid; those keys are carried into it (`carry_answers`). A write stays applied a
 across a restore: a copy of it still in flight, or sent again by a caller who missed the
 answer, is answered as before and is not applied to the restored state.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,71 +36,91 @@ if TYPE_CHECKING:  # pragma: no cover - types only
 
     from minisphere.engine.db import Connection
 
-IDEMPOTENCY_KEEP_MS = 24 * 3600 * 1000     # a key answers repeats for at least a day
-PRUNE_ROWS_PER_BATCH = 200                 # expired keys removed per keyed batch, at most
-FORGOTTEN_DIGEST = ""                      # marks an answer purged by a forget
-KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,200}$")     # 1-200 printable ASCII, no spaces
+IDEMPOTENCY_KEEP_MS = 24 * 3600 * 1000  # a key answers repeats for at least a day
+PRUNE_ROWS_PER_BATCH = 200  # expired keys removed per keyed batch, at most
+FORGOTTEN_DIGEST = ""  # marks an answer purged by a forget
+KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,200}$")  # 1-200 printable ASCII, no spaces
 
 
 def check_key(key: str) -> str:
     """The key, or MalformedRequest: a key is not an argument of the method but part of the
     request around it (over HTTP, its Idempotency-Key header), so a bad one is a 400."""
     if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
-        raise MalformedRequest("Idempotency-Key: 1 to 200 printable ASCII characters without "
-                               "spaces")
+        raise MalformedRequest(
+            "Idempotency-Key: 1 to 200 printable ASCII characters without spaces"
+        )
     return key
 
 
 def digest(method_name: str, args: BaseModel) -> str:
-    canonical = json.dumps(args.model_dump(mode="json", by_alias=True), sort_keys=True,
-                           ensure_ascii=False, separators=(",", ":"))
+    canonical = json.dumps(
+        args.model_dump(mode="json", by_alias=True),
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(f"{method_name}\n{canonical}".encode()).hexdigest()
 
 
-def recall(conn: Connection, key: str | None, method_name: str,
-           args: BaseModel) -> dict[str, Any] | None:
+def recall(
+    conn: Connection, key: str | None, method_name: str, args: BaseModel
+) -> dict[str, Any] | None:
     """The stored answer of this call under `key`, or None when the key is new."""
     if key is None:
         return None
     check_key(key)
-    row = conn.execute("SELECT method, body_hash, answer FROM idempotency_keys WHERE key = ?",
-                       (key,)).fetchone()
+    row = conn.execute(
+        "SELECT method, body_hash, answer FROM idempotency_keys WHERE key = ?", (key,)
+    ).fetchone()
     if row is None:
         return None
     if row[1] == FORGOTTEN_DIGEST:
         forgotten = json.loads(row[2]).get("forgotten")
-        raise NotFound(f"the entry this call wrote ({forgotten}) was forgotten since; "
-                       "nothing was written")
+        raise NotFound(
+            f"the entry this call wrote ({forgotten}) was forgotten since; nothing was written"
+        )
     if row[0] != method_name or row[1] != digest(method_name, args):
-        raise IdempotencyKeyReused(f"idempotency key {key!r} was used for another call "
-                                   f"({row[0]} with other arguments); use a new key per write")
+        raise IdempotencyKeyReused(
+            f"idempotency key {key!r} was used for another call "
+            f"({row[0]} with other arguments); use a new key per write"
+        )
     answer: dict[str, Any] = json.loads(row[2])
     return answer
 
 
-def remember(conn: Connection, key: str | None, method_name: str, args: BaseModel,
-             answer: Any, now_ms: int) -> None:
+def remember(
+    conn: Connection, key: str | None, method_name: str, args: BaseModel, answer: Any, now_ms: int
+) -> None:
     if key is None:
         return
-    conn.execute("INSERT INTO idempotency_keys(key, method, body_hash, answer, at) "
-                 "VALUES (?, ?, ?, ?, ?)",
-                 (key, method_name, digest(method_name, args),
-                  json.dumps(answer, ensure_ascii=False, separators=(",", ":")), now_ms))
+    conn.execute(
+        "INSERT INTO idempotency_keys(key, method, body_hash, answer, at) VALUES (?, ?, ?, ?, ?)",
+        (
+            key,
+            method_name,
+            digest(method_name, args),
+            json.dumps(answer, ensure_ascii=False, separators=(",", ":")),
+            now_ms,
+        ),
+    )
 
 
 def prune(conn: Connection, now_ms: int) -> None:
-    conn.execute("DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys "
-                 "WHERE at < ? ORDER BY at LIMIT ?)",
-                 (now_ms - IDEMPOTENCY_KEEP_MS, PRUNE_ROWS_PER_BATCH))
+    conn.execute(
+        "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys "
+        "WHERE at < ? ORDER BY at LIMIT ?)",
+        (now_ms - IDEMPOTENCY_KEEP_MS, PRUNE_ROWS_PER_BATCH),
+    )
 
 
 def forget_answers(conn: Connection, entry_id: str) -> int:
     """Purge the stored answers that name `entry_id` (inside the forget's transaction): each
     becomes a marker naming only the id. Returns how many were purged."""
     marker = json.dumps({"forgotten": entry_id})
-    return conn.execute("UPDATE idempotency_keys SET answer = ?, body_hash = ? "
-                        "WHERE instr(answer, ?) > 0",
-                        (marker, FORGOTTEN_DIGEST, f'"{entry_id}"')).rowcount
+    return conn.execute(
+        "UPDATE idempotency_keys SET answer = ?, body_hash = ? WHERE instr(answer, ?) > 0",
+        (marker, FORGOTTEN_DIGEST, f'"{entry_id}"'),
+    ).rowcount
 
 
 def carry_answers(replaced: Path, restored: Path) -> int:
@@ -114,8 +135,9 @@ def carry_answers(replaced: Path, restored: Path) -> int:
         conn.execute("ATTACH DATABASE ? AS replaced", (str(replaced),))
         return conn.execute(
             "INSERT OR IGNORE INTO main.idempotency_keys(key, method, body_hash, answer, at) "
-            "SELECT key, method, body_hash, answer, at FROM replaced.idempotency_keys").rowcount
-    except db.OperationalError:          # a file from before idempotency keys
+            "SELECT key, method, body_hash, answer, at FROM replaced.idempotency_keys"
+        ).rowcount
+    except db.OperationalError:  # a file from before idempotency keys
         return 0
     finally:
         conn.close()

@@ -15,6 +15,7 @@ of it, let a host decide whether the copy in front of it may be opened:
 
 Plain SQLite; the host decides what to do with the answers (minisphere/hosting/host.py).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -38,7 +39,7 @@ def read_location(conn: db.Connection) -> CopyLocation:
     position 0)."""
     try:
         row = conn.execute("SELECT generation, epoch, position FROM location").fetchone()
-    except db.OperationalError:            # no such table: migrated only up to before it
+    except db.OperationalError:  # no such table: migrated only up to before it
         row = None
     return CopyLocation(*row) if row else CopyLocation(None, 0, 0)
 
@@ -67,27 +68,33 @@ def claim(conn: db.Connection, generation: str | None, epoch: int) -> CopyLocati
     opened it. Returns the location after the claim."""
     current = read_location(conn)
     if epoch < current.epoch:
-        raise WorkspaceFenced(f"the file is held by epoch {current.epoch}; this host has "
-                              f"epoch {epoch} and must not open it")
-    conn.execute("UPDATE location SET generation = COALESCE(?, generation), epoch = ?",
-                 (generation, epoch))
-    return CopyLocation(generation if generation is not None else current.generation, epoch,
-                        current.position)
+        raise WorkspaceFenced(
+            f"the file is held by epoch {current.epoch}; this host has "
+            f"epoch {epoch} and must not open it"
+        )
+    conn.execute(
+        "UPDATE location SET generation = COALESCE(?, generation), epoch = ?", (generation, epoch)
+    )
+    return CopyLocation(
+        generation if generation is not None else current.generation, epoch, current.position
+    )
 
 
 def check_fence(conn: db.Connection, epoch: int) -> None:
     """Inside a write transaction: refuse it when a newer owner has stamped a higher epoch."""
     held = conn.execute("SELECT epoch FROM location").fetchone()[0]
     if held > epoch:
-        raise WorkspaceFenced(f"workspace taken over by epoch {held}; this writer has epoch "
-                              f"{epoch} and wrote nothing")
+        raise WorkspaceFenced(
+            f"workspace taken over by epoch {held}; this writer has epoch {epoch} and wrote nothing"
+        )
 
 
 def advance(conn: db.Connection) -> int:
     """Count one committed change of the memory (inside the transaction that makes it);
     returns the new position."""
     position: int = conn.execute(
-        "UPDATE location SET position = position + 1 RETURNING position").fetchone()[0]
+        "UPDATE location SET position = position + 1 RETURNING position"
+    ).fetchone()[0]
     return position
 
 
@@ -98,7 +105,7 @@ def rebase(path: str | Path, position: int, now_ms: int) -> None:
     would take it for stale. Migrates the file first when it predates the location table."""
     conn = db.sqlite3.connect(str(path), isolation_level=None)
     try:
-        conn.execute("PRAGMA secure_delete = ON")     # the file's pages stay free of old rows
+        conn.execute("PRAGMA secure_delete = ON")  # the file's pages stay free of old rows
         db.migrate(conn, now_ms)
         conn.execute("UPDATE location SET position = ?", (position,))
     finally:

@@ -4,6 +4,7 @@ and the one argument parser every layer uses (`parse_args`).
 This is the single place that says which contract methods exist in the engine. The service routes
 and the machine-readable contract are checked against it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -55,20 +56,24 @@ class Method:
 
 def _entry_after(write: Callable[[Any, Any, int], str]) -> Callable[[Any, Any, int], Any]:
     """Writes that change one entry answer with its new state."""
+
     def run(conn: Any, args: Any, now_ms: int) -> Any:
         entry_id = write(conn, args, now_ms)
         return reads.get_entry(conn, IdArgs(id=entry_id), now_ms)
+
     return run
 
 
 def _recall(conn: Any, args: Any, now_ms: int) -> Any:
     # imported here: retrieval imports the engine's modules, not the other way round
     from minisphere.engine.retrieval.recall import recall
+
     return recall(conn, args, now_ms)
 
 
 def _note_recalled(conn: Any, args: Any, now_ms: int) -> Any:
     from minisphere.engine.retrieval.recall import note_recalled
+
     return note_recalled(conn, args, now_ms)
 
 
@@ -76,39 +81,68 @@ def _recalled_ids(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "noteRecalled", {"ids": [item["id"] for item in result["items"]]}
 
 
-METHODS: dict[str, Method] = {m.name: m for m in [
-    # reads
-    Method("recall", RecallArgs, "read", _recall, RecallAnswer, ("query",),
-           follow_up=_recalled_ids),
-    Method("listRecent", ListRecentArgs, "read", reads.list_recent, A.EntryList),
-    Method("getEntry", IdArgs, "read", reads.get_entry, A.EntryDetail, ("id",)),
-    Method("connections", IdArgs, "read", reads.connections, A.ConnectionsAnswer, ("id",)),
-    Method("graphView", GraphViewArgs, "read", reads.graph_view, A.GraphAnswer),
-    Method("getTags", TagsArgs, "read", lambda c, a, t: reads.get_tags(c, a, t), A.TagsAnswer),
-    Method("getCount", NoArgs, "read", lambda c, a, t: reads.get_count(c), A.CountAnswer),
-    Method("getStats", NoArgs, "read", lambda c, a, t: reads.get_stats(c), A.StatsAnswer),
-    Method("getBrief", NoArgs, "read", lambda c, a, t: reads.get_brief(c, t), A.BriefAnswer),
-    # writes
-    Method("capture", CaptureArgs, "write", writes.capture, A.CaptureAnswer, ("content",)),
-    Method("append", AppendArgs, "write", _entry_after(writes.append), A.EntryDetail,
-           ("id", "addition")),
-    Method("update", UpdateArgs, "write", _entry_after(writes.update), A.EntryDetail,
-           ("id", "content")),
-    Method("setStatus", SetStatusArgs, "write", _entry_after(writes.set_status), A.EntryDetail,
-           ("id", "status")),
-    Method("forget", IdArgs, "write", writes.forget, A.ForgetAnswer, ("id",)),
-    Method("link", LinkArgs, "write", writes.link, A.LinkAnswer, ("src", "dst", "type")),
-    Method("unlink", UnlinkArgs, "write", writes.unlink, A.UnlinkAnswer,
-           ("src", "dst", "type")),
-    # maintenance (scheduler only)
-    Method("runStalenessPass", StalenessPassArgs, "maintenance", staleness.run_staleness_pass,
-           A.StalenessPassAnswer),
-]}
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in [
+        # reads
+        Method(
+            "recall", RecallArgs, "read", _recall, RecallAnswer, ("query",), follow_up=_recalled_ids
+        ),
+        Method("listRecent", ListRecentArgs, "read", reads.list_recent, A.EntryList),
+        Method("getEntry", IdArgs, "read", reads.get_entry, A.EntryDetail, ("id",)),
+        Method("connections", IdArgs, "read", reads.connections, A.ConnectionsAnswer, ("id",)),
+        Method("graphView", GraphViewArgs, "read", reads.graph_view, A.GraphAnswer),
+        Method("getTags", TagsArgs, "read", lambda c, a, t: reads.get_tags(c, a, t), A.TagsAnswer),
+        Method("getCount", NoArgs, "read", lambda c, a, t: reads.get_count(c), A.CountAnswer),
+        Method("getStats", NoArgs, "read", lambda c, a, t: reads.get_stats(c), A.StatsAnswer),
+        Method("getBrief", NoArgs, "read", lambda c, a, t: reads.get_brief(c, t), A.BriefAnswer),
+        # writes
+        Method("capture", CaptureArgs, "write", writes.capture, A.CaptureAnswer, ("content",)),
+        Method(
+            "append",
+            AppendArgs,
+            "write",
+            _entry_after(writes.append),
+            A.EntryDetail,
+            ("id", "addition"),
+        ),
+        Method(
+            "update",
+            UpdateArgs,
+            "write",
+            _entry_after(writes.update),
+            A.EntryDetail,
+            ("id", "content"),
+        ),
+        Method(
+            "setStatus",
+            SetStatusArgs,
+            "write",
+            _entry_after(writes.set_status),
+            A.EntryDetail,
+            ("id", "status"),
+        ),
+        Method("forget", IdArgs, "write", writes.forget, A.ForgetAnswer, ("id",)),
+        Method("link", LinkArgs, "write", writes.link, A.LinkAnswer, ("src", "dst", "type")),
+        Method(
+            "unlink", UnlinkArgs, "write", writes.unlink, A.UnlinkAnswer, ("src", "dst", "type")
+        ),
+        # maintenance (scheduler only)
+        Method(
+            "runStalenessPass",
+            StalenessPassArgs,
+            "maintenance",
+            staleness.run_staleness_pass,
+            A.StalenessPassAnswer,
+        ),
+    ]
+}
 
 # Engine-internal writes: never routed, not part of the contract surface.
 INTERNAL_METHODS: dict[str, Method] = {
-    "noteRecalled": Method("noteRecalled", NoteRecalledArgs, "write", _note_recalled,
-                           A.NotedAnswer),
+    "noteRecalled": Method(
+        "noteRecalled", NoteRecalledArgs, "write", _note_recalled, A.NotedAnswer
+    ),
 }
 
 

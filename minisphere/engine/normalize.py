@@ -1,4 +1,5 @@
 """Normalization of content (for exact dedup), tags and ids."""
+
 from __future__ import annotations
 
 import hashlib
@@ -10,7 +11,7 @@ from minisphere.engine.constants import ID_PATTERN, MAX_TAG_CHARS
 from minisphere.errors import InvalidArgument
 
 _WHITESPACE = re.compile(r"\s+")
-_UUID = re.compile(ID_PATTERN)          # the published schema states the same pattern
+_UUID = re.compile(ID_PATTERN)  # the published schema states the same pattern
 # Tags the engine manages itself; callers may not set them.
 SYSTEM_TAG_PREFIXES = ("stale:",)
 
@@ -40,7 +41,9 @@ def normalize_tag(raw: str) -> str:
     if any(unicodedata.category(ch).startswith("C") for ch in tag):
         raise InvalidArgument(f"tag {raw!r} contains control or unassigned characters")
     if len(tag) > MAX_TAG_CHARS:
-        raise InvalidArgument(f"tag {tag[:20]!r}… is {len(tag)} chars; the limit is {MAX_TAG_CHARS}")
+        raise InvalidArgument(
+            f"tag {tag[:20]!r}… is {len(tag)} chars; the limit is {MAX_TAG_CHARS}"
+        )
     return tag
 
 
@@ -61,6 +64,8 @@ def new_id() -> str:
 
 def check_id(value: str, field: str = "id") -> str:
     if not isinstance(value, str) or not _UUID.fullmatch(value):  # `$` alone admits a final "\n"
-        raise InvalidArgument(f"{field} must be a lower-case UUID like "
-                              f"'123e4567-e89b-42d3-a456-426614174000', got {str(value)[:60]!r}")
+        raise InvalidArgument(
+            f"{field} must be a lower-case UUID like "
+            f"'123e4567-e89b-42d3-a456-426614174000', got {str(value)[:60]!r}"
+        )
     return value

@@ -1,4 +1,5 @@
 """Read operations (everything but recall, which lives in `retrieval/`)."""
+
 from __future__ import annotations
 
 from collections import deque
@@ -40,8 +41,14 @@ from minisphere.wire.answers import (
 )
 
 # Tags the engine or pipelines write; they are not "topics".
-_NON_TOPIC_PREFIXES = ("stale:", "rolled-up", "synthesized", "auto-pattern", "duplicate-candidate",
-                       "contradiction-resolved")
+_NON_TOPIC_PREFIXES = (
+    "stale:",
+    "rolled-up",
+    "synthesized",
+    "auto-pattern",
+    "duplicate-candidate",
+    "contradiction-resolved",
+)
 
 
 def get_entry(conn: Connection, args: IdArgs, now_ms: int) -> EntryDetail:
@@ -50,15 +57,21 @@ def get_entry(conn: Connection, args: IdArgs, now_ms: int) -> EntryDetail:
     return {
         **entry,
         "revisionCount": conn.execute(
-            "SELECT COUNT(*) FROM revisions WHERE entry_id = ?", (args.id,)).fetchone()[0],
+            "SELECT COUNT(*) FROM revisions WHERE entry_id = ?", (args.id,)
+        ).fetchone()[0],
         "edgeCount": conn.execute(
             "SELECT (SELECT COUNT(*) FROM edges WHERE src = ?) + "
-            "(SELECT COUNT(*) FROM edges WHERE dst = ?)", (args.id, args.id)).fetchone()[0],
+            "(SELECT COUNT(*) FROM edges WHERE dst = ?)",
+            (args.id, args.id),
+        ).fetchone()[0],
         "revisions": [
             {"content": content, "at": at, "reason": reason}
             for content, at, reason in conn.execute(
                 "SELECT content, at, reason FROM revisions WHERE entry_id = ? "
-                "ORDER BY seq DESC LIMIT 5", (args.id,))],
+                "ORDER BY seq DESC LIMIT 5",
+                (args.id,),
+            )
+        ],
     }
 
 
@@ -68,12 +81,18 @@ def list_recent(conn: Connection, args: ListRecentArgs, now_ms: int) -> EntryLis
     if args.tag is not None:
         where, params = tag_filter_sql("e", normalize_tag(args.tag), now_ms)
     columns = ", ".join("e." + c.strip() for c in ENTRY_COLUMNS.split(","))
-    rows = conn.execute(f"SELECT {columns} FROM entries e WHERE {where} "
-                        "ORDER BY e.created_at DESC, e.seq DESC LIMIT ?",
-                        [*params, args.n]).fetchall()
+    rows = conn.execute(
+        f"SELECT {columns} FROM entries e WHERE {where} "
+        "ORDER BY e.created_at DESC, e.seq DESC LIMIT ?",
+        [*params, args.n],
+    ).fetchall()
     tag_map = tags_for(conn, [r[0] for r in rows])
-    return {"items": [bounded(entry_dict(r, tag_map.get(r[0], []), now_ms),
-                              C.LIST_CONTENT_MAX_CHARS) for r in rows]}
+    return {
+        "items": [
+            bounded(entry_dict(r, tag_map.get(r[0], []), now_ms), C.LIST_CONTENT_MAX_CHARS)
+            for r in rows
+        ]
+    }
 
 
 def connections(conn: Connection, args: IdArgs, now_ms: int) -> ConnectionsAnswer:
@@ -85,9 +104,13 @@ def connections(conn: Connection, args: IdArgs, now_ms: int) -> ConnectionsAnswe
         edge = edge_dict(row)
         outgoing = edge["src"] == args.id
         symmetric = edge["type"] == "relates_to"
-        items.append({"edge": edge,
-                      "direction": "both" if symmetric else ("out" if outgoing else "in"),
-                      "entry": bounded(neighbours[other], C.LIST_CONTENT_MAX_CHARS)})
+        items.append(
+            {
+                "edge": edge,
+                "direction": "both" if symmetric else ("out" if outgoing else "in"),
+                "entry": bounded(neighbours[other], C.LIST_CONTENT_MAX_CHARS),
+            }
+        )
     return {"id": args.id, "items": items}
 
 
@@ -98,15 +121,19 @@ def neighbours_of(conn: Connection, node: str, limit: int) -> list[tuple[Any, ..
         f"SELECT {EDGE_COLUMNS} FROM edges WHERE src = ? UNION ALL "
         f"SELECT {EDGE_COLUMNS} FROM edges WHERE dst = ? ORDER BY weight DESC, updated_at DESC "
         "LIMIT ?",
-        (node, node, limit)).fetchall()
+        (node, node, limit),
+    ).fetchall()
     return [(r[1] if r[0] == node else r[0], r) for r in rows]
 
 
 def graph_view(conn: Connection, args: GraphViewArgs, now_ms: int) -> GraphAnswer:
     for seed in args.seed_ids:
         check_id(seed, "seedIds[]")
-    seeds = [s for s in dict.fromkeys(args.seed_ids)
-             if conn.execute("SELECT 1 FROM entries WHERE id = ?", (s,)).fetchone()]
+    seeds = [
+        s
+        for s in dict.fromkeys(args.seed_ids)
+        if conn.execute("SELECT 1 FROM entries WHERE id = ?", (s,)).fetchone()
+    ]
     hop_of = {seed: 0 for seed in seeds}
     edges: dict[tuple[Any, ...], Edge] = {}
     queue = deque(seeds)
@@ -123,13 +150,19 @@ def graph_view(conn: Connection, args: GraphViewArgs, now_ms: int) -> GraphAnswe
                 hop_of[other] = hop_of[node] + 1
                 queue.append(other)
             edges[(row[0], row[1], row[2])] = bounded_edge_dict(
-                row, C.GRAPH_VIEW_EDGE_METADATA_MAX_BYTES)
+                row, C.GRAPH_VIEW_EDGE_METADATA_MAX_BYTES
+            )
     entries = entries_by_id(conn, list(hop_of), now_ms)
-    nodes: list[GraphNode] = [{**bounded(entries[i], C.LIST_CONTENT_MAX_CHARS), "hop": h}
-             for i, h in hop_of.items()]
+    nodes: list[GraphNode] = [
+        {**bounded(entries[i], C.LIST_CONTENT_MAX_CHARS), "hop": h} for i, h in hop_of.items()
+    ]
     kept = [e for e in edges.values() if e["src"] in hop_of and e["dst"] in hop_of]
-    return {"nodes": nodes, "edges": kept, "truncated": truncated,
-            "missingSeedIds": [s for s in args.seed_ids if s not in hop_of]}
+    return {
+        "nodes": nodes,
+        "edges": kept,
+        "truncated": truncated,
+        "missingSeedIds": [s for s in args.seed_ids if s not in hop_of],
+    }
 
 
 def get_tags(conn: Connection, args: TagsArgs, now_ms: int) -> TagsAnswer:
@@ -139,16 +172,22 @@ def get_tags(conn: Connection, args: TagsArgs, now_ms: int) -> TagsAnswer:
     lazy = lazy_stale_tag_counts(conn, now_ms)
     # a lazily counted tag may climb into the first `limit`: read enough rows to cover it
     wanted = args.limit + len(lazy) + 1
-    counts = dict(conn.execute("SELECT tag, COUNT(*) AS n FROM tags GROUP BY tag "
-                               "ORDER BY n DESC, tag LIMIT ?", (wanted,)).fetchall())
+    counts = dict(
+        conn.execute(
+            "SELECT tag, COUNT(*) AS n FROM tags GROUP BY tag ORDER BY n DESC, tag LIMIT ?",
+            (wanted,),
+        ).fetchall()
+    )
     for tag, n in lazy.items():
         stored = counts.get(tag)
         if stored is None:
             stored = conn.execute("SELECT COUNT(*) FROM tags WHERE tag = ?", (tag,)).fetchone()[0]
         counts[tag] = stored + n
     ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    return {"tags": [{"tag": tag, "count": n} for tag, n in ordered[:args.limit]],
-            "truncated": len(ordered) > args.limit}
+    return {
+        "tags": [{"tag": tag, "count": n} for tag, n in ordered[: args.limit]],
+        "truncated": len(ordered) > args.limit,
+    }
 
 
 def entry_count(conn: Connection) -> int:
@@ -163,20 +202,25 @@ def get_count(conn: Connection) -> CountAnswer:
 
 def top_topics(conn: Connection, n: int = C.TOP_TOPICS_N) -> list[TagCount]:
     clauses = " AND ".join("tag NOT LIKE ?" for _ in _NON_TOPIC_PREFIXES)
-    rows = conn.execute(f"SELECT tag, COUNT(*) AS c FROM tags WHERE {clauses} "
-                        "GROUP BY tag ORDER BY c DESC, tag LIMIT ?",
-                        [p + "%" for p in _NON_TOPIC_PREFIXES] + [n])
+    rows = conn.execute(
+        f"SELECT tag, COUNT(*) AS c FROM tags WHERE {clauses} "
+        "GROUP BY tag ORDER BY c DESC, tag LIMIT ?",
+        [p + "%" for p in _NON_TOPIC_PREFIXES] + [n],
+    )
     return [{"tag": tag, "count": c} for tag, c in rows]
 
 
 def _counts_by(conn: Connection, column: str) -> dict[str, int]:
-    return dict(conn.execute(f"SELECT {column}, COUNT(*) FROM entries GROUP BY {column}").fetchall())
+    return dict(
+        conn.execute(f"SELECT {column}, COUNT(*) FROM entries GROUP BY {column}").fetchall()
+    )
 
 
 def get_stats(conn: Connection) -> StatsAnswer:
     count, avg_importance, unclassified = conn.execute(
         "SELECT COUNT(*), COALESCE(AVG(importance_score), 0), COALESCE(SUM(unclassified), 0) "
-        "FROM entries").fetchone()
+        "FROM entries"
+    ).fetchone()
     return {
         "count": count,
         "avgImportance": avg_importance,
@@ -191,10 +235,19 @@ def get_stats(conn: Connection) -> StatsAnswer:
 
 def _preview(entry: Entry) -> Preview:
     content = entry["content"]
-    short = content if len(content) <= C.BRIEF_PREVIEW_CHARS else content[:C.BRIEF_PREVIEW_CHARS] + "…"
-    return {"id": entry["id"], "preview": short, "createdAt": entry["createdAt"],
-            "updatedAt": entry["updatedAt"], "kind": entry["kind"], "tags": entry["tags"],
-            "importance": entry["importance"], "recallCount": entry["recallCount"]}
+    short = (
+        content if len(content) <= C.BRIEF_PREVIEW_CHARS else content[: C.BRIEF_PREVIEW_CHARS] + "…"
+    )
+    return {
+        "id": entry["id"],
+        "preview": short,
+        "createdAt": entry["createdAt"],
+        "updatedAt": entry["updatedAt"],
+        "kind": entry["kind"],
+        "tags": entry["tags"],
+        "importance": entry["importance"],
+        "recallCount": entry["recallCount"],
+    }
 
 
 def get_brief(conn: Connection, now_ms: int) -> BriefAnswer:
@@ -202,21 +255,35 @@ def get_brief(conn: Connection, now_ms: int) -> BriefAnswer:
     since = now_ms - C.BRIEF_RECENT_WINDOW_MS
     captured, revised = conn.execute(
         "SELECT (SELECT COUNT(*) FROM entries WHERE created_at >= ?),"
-        "       (SELECT COUNT(*) FROM revisions WHERE at >= ?)", (since, since)).fetchone()
-    recent_ids = [r[0] for r in conn.execute(
-        "SELECT id FROM entries WHERE status != 'deprecated' ORDER BY updated_at DESC, seq DESC "
-        "LIMIT ?", (C.BRIEF_RECENT_N,))]
+        "       (SELECT COUNT(*) FROM revisions WHERE at >= ?)",
+        (since, since),
+    ).fetchone()
+    recent_ids = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM entries WHERE status != 'deprecated' ORDER BY updated_at DESC, seq DESC "
+            "LIMIT ?",
+            (C.BRIEF_RECENT_N,),
+        )
+    ]
     # Resurface: important, rarely used, not touched for a while -> worth a second look.
-    resurface_ids = [r[0] for r in conn.execute(
-        "SELECT id FROM entries WHERE status != 'deprecated' AND updated_at <= ? "
-        "ORDER BY importance_score DESC, recall_count ASC, updated_at ASC LIMIT ?",
-        (now_ms - C.BRIEF_RESURFACE_MIN_AGE_MS, C.BRIEF_RESURFACE_N))]
+    resurface_ids = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM entries WHERE status != 'deprecated' AND updated_at <= ? "
+            "ORDER BY importance_score DESC, recall_count ASC, updated_at ASC LIMIT ?",
+            (now_ms - C.BRIEF_RESURFACE_MIN_AGE_MS, C.BRIEF_RESURFACE_N),
+        )
+    ]
     entries = entries_by_id(conn, recent_ids + resurface_ids, now_ms)
     return {
         "generatedAt": now_ms,
-        "recentActivity": {"windowMs": C.BRIEF_RECENT_WINDOW_MS, "captured": captured,
-                           "revised": revised,
-                           "entries": [_preview(entries[i]) for i in recent_ids]},
+        "recentActivity": {
+            "windowMs": C.BRIEF_RECENT_WINDOW_MS,
+            "captured": captured,
+            "revised": revised,
+            "entries": [_preview(entries[i]) for i in recent_ids],
+        },
         "topTopics": top_topics(conn),
         "resurface": [_preview(entries[i]) for i in resurface_ids],
         "count": entry_count(conn),

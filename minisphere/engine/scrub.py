@@ -7,6 +7,7 @@ the free gaps of pages that rows were moved out of while a b-tree was rebalanced
 reaches those copies. Such a file is rewritten (VACUUM) at its first forget; a file known to
 be built clean says so in `workspace_meta` and is never rewritten for a forget.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,13 +19,13 @@ from minisphere.engine import db
 
 log = logging.getLogger("minisphere.workspace")
 
-CLEAN_KEY = "file.builtClean"     # present: every page was written with secure_delete on
+CLEAN_KEY = "file.builtClean"  # present: every page was written with secure_delete on
 
 
 def built_clean(conn: db.Connection) -> bool:
     try:
         return db.read_meta(conn, CLEAN_KEY) is not None
-    except db.OperationalError:        # a file from before workspace_meta
+    except db.OperationalError:  # a file from before workspace_meta
         return False
 
 
@@ -43,8 +44,7 @@ class ForgetRewrites:
     """The rewrites of one workspace's file after its forgets (writer `connection()`, under
     `lock`): owed to the next commit when one cannot run at once."""
 
-    def __init__(self, lock: threading.RLock, connection: Callable[[], db.Connection],
-                 path: Path):
+    def __init__(self, lock: threading.RLock, connection: Callable[[], db.Connection], path: Path):
         self._lock = lock
         self._connection = connection
         self._path = path
@@ -60,6 +60,7 @@ class ForgetRewrites:
                     rewrite_clean(conn)
                 self.owed = False
             except db.OperationalError as exc:
-                log.warning("rewrite of %s after a forget owed to the next write: %s",
-                            self._path, exc)
+                log.warning(
+                    "rewrite of %s after a forget owed to the next write: %s", self._path, exc
+                )
                 self.owed = True

@@ -10,6 +10,7 @@ Two paths that always agree, because both use `is_stale(stale_due_at, now)`:
 - the lazy path: every read computes the same fields on the fly for entries the pass has not
   reached yet, so answers are right even if the scheduler never ran.
 """
+
 from __future__ import annotations
 
 import time
@@ -40,7 +41,7 @@ def stale_tag_day(tag: str) -> tuple[int, int] | None:
     if not tag.startswith(C.STALE_TAG_PREFIX):
         return None
     try:
-        day = datetime.strptime(tag[len(C.STALE_TAG_PREFIX):], "%Y-%m-%d")
+        day = datetime.strptime(tag[len(C.STALE_TAG_PREFIX) :], "%Y-%m-%d")
     except ValueError:
         return None
     start = int(day.replace(tzinfo=UTC).timestamp() * 1000)
@@ -54,8 +55,10 @@ def tag_filter_sql(alias: str, tag: str, now_ms: int) -> tuple[str, list[Any]]:
     day = stale_tag_day(tag)
     if day is None:
         return clause, [tag]
-    lazy = (f"({alias}.stale_since IS NULL AND {alias}.stale_due_at <= ? "
-            f"AND {alias}.stale_due_at >= ? AND {alias}.stale_due_at < ?)")
+    lazy = (
+        f"({alias}.stale_since IS NULL AND {alias}.stale_due_at <= ? "
+        f"AND {alias}.stale_due_at >= ? AND {alias}.stale_due_at < ?)"
+    )
     return f"({clause} OR {lazy})", [tag, now_ms, *day]
 
 
@@ -63,7 +66,9 @@ def lazy_stale_tag_counts(conn: Connection, now_ms: int) -> dict[str, int]:
     """Stale tags the pass has not written yet, with how many entries would carry each."""
     rows = conn.execute(
         "SELECT strftime('%Y-%m-%d', stale_due_at / 1000, 'unixepoch') AS day, COUNT(*) "
-        "FROM entries WHERE stale_since IS NULL AND stale_due_at <= ? GROUP BY day", (now_ms,))
+        "FROM entries WHERE stale_since IS NULL AND stale_due_at <= ? GROUP BY day",
+        (now_ms,),
+    )
     return {C.STALE_TAG_PREFIX + day: n for day, n in rows}
 
 
@@ -78,35 +83,51 @@ def shown_tags(tags: list[str], stale_due_at: int | None, now_ms: int) -> list[s
 
 def confirm(conn: Connection, entry_id: str, now_ms: int) -> None:
     """A confirming write: updated_at = now, a new due date, any stale mark cleared."""
-    volatility = conn.execute("SELECT volatility FROM entries WHERE id = ?", (entry_id,)).fetchone()[0]
-    conn.execute("UPDATE entries SET updated_at = ?, stale_due_at = ?, stale_since = NULL "
-                 "WHERE id = ?", (now_ms, due_at(now_ms, volatility), entry_id))
-    conn.execute("DELETE FROM tags WHERE entry_id = ? AND tag LIKE ?",
-                 (entry_id, C.STALE_TAG_PREFIX + "%"))
+    volatility = conn.execute(
+        "SELECT volatility FROM entries WHERE id = ?", (entry_id,)
+    ).fetchone()[0]
+    conn.execute(
+        "UPDATE entries SET updated_at = ?, stale_due_at = ?, stale_since = NULL WHERE id = ?",
+        (now_ms, due_at(now_ms, volatility), entry_id),
+    )
+    conn.execute(
+        "DELETE FROM tags WHERE entry_id = ? AND tag LIKE ?", (entry_id, C.STALE_TAG_PREFIX + "%")
+    )
 
 
 def _mark(conn: Connection, entry_id: str, stale_due_at: int, now_ms: int) -> None:
-    conn.execute("UPDATE entries SET stale_since = ?, stale_checked_at = ? WHERE id = ?",
-                 (stale_due_at, now_ms, entry_id))
-    conn.execute("INSERT OR IGNORE INTO tags(entry_id, tag) VALUES (?, ?)",
-                 (entry_id, stale_tag(stale_due_at)))
+    conn.execute(
+        "UPDATE entries SET stale_since = ?, stale_checked_at = ? WHERE id = ?",
+        (stale_due_at, now_ms, entry_id),
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO tags(entry_id, tag) VALUES (?, ?)",
+        (entry_id, stale_tag(stale_due_at)),
+    )
 
 
 def _clear(conn: Connection, entry_id: str, now_ms: int) -> None:
-    conn.execute("UPDATE entries SET stale_since = NULL, stale_checked_at = ? WHERE id = ?",
-                 (now_ms, entry_id))
-    conn.execute("DELETE FROM tags WHERE entry_id = ? AND tag LIKE ?",
-                 (entry_id, C.STALE_TAG_PREFIX + "%"))
+    conn.execute(
+        "UPDATE entries SET stale_since = NULL, stale_checked_at = ? WHERE id = ?",
+        (now_ms, entry_id),
+    )
+    conn.execute(
+        "DELETE FROM tags WHERE entry_id = ? AND tag LIKE ?", (entry_id, C.STALE_TAG_PREFIX + "%")
+    )
 
 
 def _pending(conn: Connection, now_ms: int, limit: int) -> list[tuple[str, int, bool]]:
     """(id, stale_due_at, should_be_stale) of entries whose mark is wrong, most overdue first."""
     to_mark = conn.execute(
         "SELECT id, stale_due_at FROM entries WHERE stale_since IS NULL AND stale_due_at <= ? "
-        "ORDER BY stale_due_at LIMIT ?", (now_ms, limit)).fetchall()
+        "ORDER BY stale_due_at LIMIT ?",
+        (now_ms, limit),
+    ).fetchall()
     to_clear = conn.execute(
         "SELECT id, stale_due_at FROM entries WHERE stale_since IS NOT NULL AND stale_due_at > ? "
-        "ORDER BY stale_due_at LIMIT ?", (now_ms, max(0, limit - len(to_mark)))).fetchall()
+        "ORDER BY stale_due_at LIMIT ?",
+        (now_ms, max(0, limit - len(to_mark))),
+    ).fetchall()
     return [(i, d, True) for i, d in to_mark] + [(i, d, False) for i, d in to_clear]
 
 
@@ -114,12 +135,14 @@ def pending_count(conn: Connection, now_ms: int) -> int:
     count: int = conn.execute(
         "SELECT (SELECT COUNT(*) FROM entries WHERE stale_since IS NULL AND stale_due_at <= ?) + "
         "(SELECT COUNT(*) FROM entries WHERE stale_since IS NOT NULL AND stale_due_at > ?)",
-        (now_ms, now_ms)).fetchone()[0]
+        (now_ms, now_ms),
+    ).fetchone()[0]
     return count
 
 
-def run_staleness_pass(conn: Connection, args: StalenessPassArgs, now_ms: int
-                       ) -> StalenessPassAnswer:
+def run_staleness_pass(
+    conn: Connection, args: StalenessPassArgs, now_ms: int
+) -> StalenessPassAnswer:
     """Mark at most `limit` entries that turned stale (longest overdue first) and clear marks
     that a confirmation made wrong. Resumable (call again while `remaining` > 0) and idempotent
     (a second run right after changes nothing)."""
@@ -132,15 +155,21 @@ def run_staleness_pass(conn: Connection, args: StalenessPassArgs, now_ms: int
         else:
             _clear(conn, entry_id, now_ms)
             cleared += 1
-    return {"scanned": len(pending), "marked": marked, "cleared": cleared,
-            "remaining": pending_count(conn, now_ms), "nextDueAt": next_due_at(conn)}
+    return {
+        "scanned": len(pending),
+        "marked": marked,
+        "cleared": cleared,
+        "remaining": pending_count(conn, now_ms),
+        "nextDueAt": next_due_at(conn),
+    }
 
 
 def next_due_at(conn: Connection) -> int | None:
     """When the next fresh entry turns stale (None: nothing can): lets the scheduler skip
     workspaces with nothing due instead of waking them."""
     due: int | None = conn.execute(
-        "SELECT MIN(stale_due_at) FROM entries WHERE stale_since IS NULL").fetchone()[0]
+        "SELECT MIN(stale_due_at) FROM entries WHERE stale_since IS NULL"
+    ).fetchone()[0]
     return due
 
 
@@ -150,5 +179,8 @@ def revalidate_prompt(entry: Entry) -> Revalidate:
     if len(text) > C.REVALIDATE_PREVIEW_CHARS:
         text = text[: C.REVALIDATE_PREVIEW_CHARS].rstrip() + "…"
     confirmed = time.strftime("%Y-%m-%d", time.gmtime(entry["updatedAt"] / 1000))
-    return {"id": entry["id"], "staleSince": entry["staleSince"],
-            "question": f'Last confirmed {confirmed} ({entry["volatility"]}): is this still true? "{text}"'}
+    return {
+        "id": entry["id"],
+        "staleSince": entry["staleSince"],
+        "question": f'Last confirmed {confirmed} ({entry["volatility"]}): is this still true? "{text}"',
+    }

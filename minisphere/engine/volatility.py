@@ -12,6 +12,7 @@ the first that matches wins; nothing matching means `durable`.
 |           | numbers (v1.2, 3.4.1) / "is now" / "for now" / "still" / deadlines / "until"     |
 | durable   | definitions, decisions, rules, names, anything else                              |
 """
+
 from __future__ import annotations
 
 import re
@@ -21,12 +22,14 @@ _VOLATILE = re.compile(
     r"currently (running|down|failing|blocked|broken|deploying|open)|in progress|eta|"
     r"waiting (for|on))\b"
     r"|[$€£]\s?\d|\b\d+(\.\d+)?\s?(usd|eur|gbp)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _STATE = re.compile(
     r"\b(currently|as of|this (week|month|quarter|sprint|year)|latest|status|is now|for now|"
     r"still|deadline|due (on|by)|until|at present|nowadays|temporar(y|ily))\b"
     r"|\bv?\d+\.\d+(\.\d+)?\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def infer_volatility(content: str) -> str:

@@ -2,6 +2,7 @@
 entry's old pages do not stay in WAL frames), or at the next commit when a reader held the WAL
 then. A file whose replicator must read every frame before a checkpoint moves it leaves every
 checkpoint to that replicator."""
+
 from __future__ import annotations
 
 import threading
@@ -17,8 +18,8 @@ class WalCheckpoints:
     def __init__(self, lock: threading.RLock, connection: Callable[[], db.Connection]):
         self._lock = lock
         self._connection = connection
-        self.owed = False            # a forget whose WAL frames are not truncated yet
-        self.elsewhere = False       # see leave_to_replicator
+        self.owed = False  # a forget whose WAL frames are not truncated yet
+        self.elsewhere = False  # see leave_to_replicator
 
     def after_commit(self, forgot: bool) -> None:
         """After a committed batch: fold the WAL when it holds a forget's frames (this

@@ -1,4 +1,5 @@
 """One workspace = one SQLite file. The plain-Python engine the Ray actors wrap."""
+
 from __future__ import annotations
 
 import logging
@@ -45,29 +46,35 @@ class Workspace:
     the binding as its hooks (`self.vectors`), any other file none.
     """
 
-    def __init__(self, path: str | Path, *, clock: Clock | None = None,
-                 synchronous: str = DEFAULT_SYNCHRONOUS,
-                 embedder: EmbeddingProvider | None = None,
-                 vector_settings: SemanticSettings | None = None,
-                 reembed_other: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Clock | None = None,
+        synchronous: str = DEFAULT_SYNCHRONOUS,
+        embedder: EmbeddingProvider | None = None,
+        vector_settings: SemanticSettings | None = None,
+        reembed_other: bool = False,
+    ) -> None:
         self.path = Path(path)
         self.clock: Clock = clock or SystemClock()
         self._lock = threading.RLock()
         self._conn: db.Connection | None = db.connect(self.path, synchronous=synchronous)
         # the optional vector binding; None: its code is never imported
         self.vectors: VectorBinding | None = None
-        self.checkpoints = WalCheckpoints(self._lock, lambda: self.conn)   # of the WAL
+        self.checkpoints = WalCheckpoints(self._lock, lambda: self.conn)  # of the WAL
         self.rewrites = scrub.ForgetRewrites(self._lock, lambda: self.conn, self.path)
         self.forget_ledger = ForgetLedger(self._lock, lambda: self.conn, self.transaction)
-        self.epoch: int | None = None   # the fencing epoch this writer holds (None: unfenced)
+        self.epoch: int | None = None  # the fencing epoch this writer holds (None: unfenced)
         try:
             new_file = db.schema_version(self._conn) == 0
             self.schema_version = db.migrate(self._conn, self.clock.now_ms())
-            if new_file:                   # written by this connection only, from the start
+            if new_file:  # written by this connection only, from the start
                 scrub.mark_built_clean(self._conn)
-            self.position = location.read_location(self._conn).position   # of this copy
+            self.position = location.read_location(self._conn).position  # of this copy
             if embedder is not None or db.read_vector_binding(self._conn) is not None:
                 from minisphere.engine.vectors.binding import attach
+
                 self.vectors = attach(self, embedder, vector_settings, reembed_other)
         except BaseException:
             self._conn.close()
@@ -137,16 +144,18 @@ class Workspace:
             idempotency.prune(conn, self.clock.now_ms())
 
     # ---- dispatch ----------------------------------------------------------------------------
-    def prepare(self, calls: Sequence[tuple[str, Body]], conn: db.Connection | None = None
-                ) -> list[Any]:
+    def prepare(
+        self, calls: Sequence[tuple[str, Body]], conn: db.Connection | None = None
+    ) -> list[Any]:
         """The hooks' `prepare` step for raw (method name, body) calls, outside any transaction:
         one value per call, to hand to `run_batch`. Calls the hooks do not take part in (or
         whose arguments are invalid: `run_batch` reports those) get None. `conn`: a connection
         that only reads (default: the writer's, taken between writes)."""
         return prepare_calls(self.hooks, calls, self.reading if conn is None else nullcontext(conn))
 
-    def call(self, method_name: str, body: Body = None, *,
-             idempotency_key: str | None = None) -> Any:
+    def call(
+        self, method_name: str, body: Body = None, *, idempotency_key: str | None = None
+    ) -> Any:
         method = find_method(method_name)
         args = parse_args(method, body)
         if method.access == "read":
@@ -164,8 +173,9 @@ class Workspace:
             return method.handler
         return self.hooks.handler(method, prepared) or method.handler
 
-    def run_batch(self, calls: Iterable[Call], prepared: Sequence[Any] | None = None
-                  ) -> list[Reply[Any]]:
+    def run_batch(
+        self, calls: Iterable[Call], prepared: Sequence[Any] | None = None
+    ) -> list[Reply[Any]]:
         """Group commit: every call in one transaction, each under its own savepoint.
 
         A call is (method name, body) or (method name, body, idempotency key). `prepared`: the
@@ -177,7 +187,8 @@ class Workspace:
         calls are committed and must not be run again.
         """
         keyed: list[tuple[str, Body, str | None]] = [
-            call if len(call) == 3 else (*call, None) for call in calls]
+            call if len(call) == 3 else (*call, None) for call in calls
+        ]
         payloads = list(prepared) if prepared is not None else [NOT_PREPARED] * len(keyed)
         missing = [i for i, value in enumerate(payloads) if value is NOT_PREPARED]
         if missing:
@@ -212,13 +223,12 @@ class Workspace:
                 conn.execute("RELEASE op")
                 forgot = forgot or method_name == "forget"
                 # a change of the memory: rows written, and not by a read's own follow-up
-                changed = changed or (method_name in METHODS
-                                      and conn.total_changes > rows_before)
+                changed = changed or (method_name in METHODS and conn.total_changes > rows_before)
                 outcomes.append(Reply.done(result))
             if changed:
                 position = location.advance(conn)
         if changed:
-            self.position = position           # committed
+            self.position = position  # committed
         self._after_commit(forgot)
         return outcomes
 
@@ -231,20 +241,31 @@ class Workspace:
         self.checkpoints.after_commit(forgot)
 
     # ---- optional vector binding (engine/vectors/binding.py) --------------------------------
-    def enable_vectors(self, embedder: EmbeddingProvider, *, replace: bool = False,
-                       batch_size: int | None = None, progress_callback: Progress | None = None,
-                       vector_settings: SemanticSettings | None = None) -> BackfillSummary:
+    def enable_vectors(
+        self,
+        embedder: EmbeddingProvider,
+        *,
+        replace: bool = False,
+        batch_size: int | None = None,
+        progress_callback: Progress | None = None,
+        vector_settings: SemanticSettings | None = None,
+    ) -> BackfillSummary:
         """Bind an embedding provider and backfill every entry's vector (progress: done, total)."""
         vectors = self.switch_vectors(embedder, vector_settings, replace=replace)
         return vectors.backfill(batch_size, progress_callback)
 
-    def switch_vectors(self, embedder: EmbeddingProvider,
-                       vector_settings: SemanticSettings | None = None, *,
-                       replace: bool = True) -> VectorBinding:
+    def switch_vectors(
+        self,
+        embedder: EmbeddingProvider,
+        vector_settings: SemanticSettings | None = None,
+        *,
+        replace: bool = True,
+    ) -> VectorBinding:
         """Bind `embedder` (with `replace`, in place of any other provider, whose vectors are
         dropped), leaving the entries to `vectors.backfill`, which may run while the workspace
         serves. The binding is kept only once recorded: a failed bind leaves none half-made."""
         from minisphere.engine.vectors.binding import attach
+
         vectors = self.vectors if self.vectors is not None else attach(self, None, vector_settings)
         vectors.switch(embedder, replace=replace)
         self.vectors = vectors
@@ -256,7 +277,9 @@ class Workspace:
         return cast("A.CaptureAnswer", self.call("capture", {"content": content, **options}))
 
     def append(self, id: str, addition: str, **options: Any) -> A.EntryDetail:
-        return cast("A.EntryDetail", self.call("append", {"id": id, "addition": addition, **options}))
+        return cast(
+            "A.EntryDetail", self.call("append", {"id": id, "addition": addition, **options})
+        )
 
     def update(self, id: str, content: str) -> A.EntryDetail:
         return cast("A.EntryDetail", self.call("update", {"id": id, "content": content}))
@@ -268,7 +291,9 @@ class Workspace:
         return cast("A.ForgetAnswer", self.call("forget", {"id": id}))
 
     def link(self, src: str, dst: str, type: str, **options: Any) -> A.LinkAnswer:
-        return cast("A.LinkAnswer", self.call("link", {"src": src, "dst": dst, "type": type, **options}))
+        return cast(
+            "A.LinkAnswer", self.call("link", {"src": src, "dst": dst, "type": type, **options})
+        )
 
     def unlink(self, src: str, dst: str, type: str) -> A.UnlinkAnswer:
         return cast("A.UnlinkAnswer", self.call("unlink", {"src": src, "dst": dst, "type": type}))

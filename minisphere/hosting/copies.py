@@ -18,6 +18,7 @@ place, so deletion, forget and the per-node sweep never miss one:
   abandoned by a delete, a crash) never unregistered its file, and the daemon would go on
   shipping it, putting a deleted workspace's history back in the store after its deletion.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -38,11 +39,11 @@ from minisphere.errors import WorkspaceUnavailable
 log = logging.getLogger("minisphere.copies")
 EXPORT_COPY_GLOB = ".export-*"
 SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
-UNREADABLE_MARK = ".unreadable"     # a file SQLite could not read, kept while nothing restores it
+UNREADABLE_MARK = ".unreadable"  # a file SQLite could not read, kept while nothing restores it
 # what a restore or a snapshot stages beside the file, left behind when its process was killed
 STAGING_GLOBS = (".restore-*", ".snapshot-*", "*.from-replica")
 LOCK_NAME = ".host.lock"
-HOST_LOCK_WAIT_S = 30.0       # for the previous host of the folder to end (a process exit)
+HOST_LOCK_WAIT_S = 30.0  # for the previous host of the folder to end (a process exit)
 HOST_LOCK_POLL_S = 0.05
 
 
@@ -74,8 +75,8 @@ def staged_bytes(folder: Path) -> int:
     total = 0
     for pattern in STAGING_GLOBS:
         for path in folder.glob(pattern):
-            for found in (path.rglob("*") if path.is_dir() else [path]):
-                with contextlib.suppress(OSError):      # gone meanwhile: the restore moved on
+            for found in path.rglob("*") if path.is_dir() else [path]:
+                with contextlib.suppress(OSError):  # gone meanwhile: the restore moved on
                     total += found.stat().st_size if found.is_file() else 0
     return total
 
@@ -125,13 +126,13 @@ class HostLock:
                     os.close(self._fd)
                     self._fd = None
                     raise WorkspaceUnavailable(
-                        f"another process on this node still holds {folder.name}; retry "
-                        "shortly") from None
+                        f"another process on this node still holds {folder.name}; retry shortly"
+                    ) from None
                 time.sleep(HOST_LOCK_POLL_S)
 
     def release(self) -> None:
         if self._fd is not None:
-            os.close(self._fd)          # closing drops the lock
+            os.close(self._fd)  # closing drops the lock
             self._fd = None
 
 
@@ -205,9 +206,14 @@ def list_copies(root: str | Path, file_name: str = "workspace.db") -> dict[str, 
     return held
 
 
-def sweep_node(root: str | Path, node_id: str, tombstones: dict[str, list[str]],
-               moved: dict[str, tuple[str | None, str | None, int]],
-               file_name: str = "workspace.db", daemon_dir: str | None = None) -> list[str]:
+def sweep_node(
+    root: str | Path,
+    node_id: str,
+    tombstones: dict[str, list[str]],
+    moved: dict[str, tuple[str | None, str | None, int]],
+    file_name: str = "workspace.db",
+    daemon_dir: str | None = None,
+) -> list[str]:
     """Delete, under `root` (the node's workspaces folder), every copy the directory has given
     up on: a copy of a dead creation (`tombstones`: id -> dead generations), and a
     copy of a workspace that now lives on another node and is safely in the store (`moved`:
@@ -231,8 +237,11 @@ def sweep_node(root: str | Path, node_id: str, tombstones: dict[str, list[str]],
                 continue
             dead = _dead(copy.generation, tombstones.get(folder.name))
             generation, holder, stored = moved.get(folder.name, (None, None, -1))
-            stale = (holder not in (None, node_id) and copy.generation == generation
-                     and copy.position <= stored)
+            stale = (
+                holder not in (None, node_id)
+                and copy.generation == generation
+                and copy.position <= stored
+            )
             if dead:
                 shutil.rmtree(folder, ignore_errors=True)
             elif stale:

@@ -16,6 +16,7 @@ itself), nothing of it is durable, so each call is retried in a transaction of i
 one bad call never fails the others. What runs after a commit cannot fail the batch (the
 engine isolates it), so a committed call is never run twice.
 """
+
 from __future__ import annotations
 
 import logging
@@ -43,19 +44,20 @@ class _Pending:
     body: dict[str, Any]
     callback: Callback
     prepared: Any = NOT_PREPARED
-    key: str | None = None          # the caller's idempotency key, if it sent one
+    key: str | None = None  # the caller's idempotency key, if it sent one
     enqueued: float = field(default_factory=time.perf_counter)
-    own: Callable[[], Any] | None = None    # a write that commits a transaction of its own
+    own: Callable[[], Any] | None = None  # a write that commits a transaction of its own
 
 
 @dataclass
 class _Committed:
     """A batch whose transaction has committed, waiting for its confirmation."""
+
     batch: list[_Pending]
     outcomes: Sequence[Reply[Any]]
     started: float
     finished: float
-    position: int                   # the file's position once this batch committed
+    position: int  # the file's position once this batch committed
 
 
 class GroupCommitWriter:
@@ -75,10 +77,16 @@ class GroupCommitWriter:
     a lost node's disk held would make every other copy look stale for good. `on_durable` is
     told whenever it advances."""
 
-    def __init__(self, workspace: Workspace, max_batch: int = DEFAULT_MAX_BATCH_WRITES,
-                 name: str = "writer", confirm: Callable[[], Any] | None = None,
-                 answer_first: bool = False, confirm_every_s: float = 0.0,
-                 on_durable: Callable[[int], None] | None = None):
+    def __init__(
+        self,
+        workspace: Workspace,
+        max_batch: int = DEFAULT_MAX_BATCH_WRITES,
+        name: str = "writer",
+        confirm: Callable[[], Any] | None = None,
+        answer_first: bool = False,
+        confirm_every_s: float = 0.0,
+        on_durable: Callable[[int], None] | None = None,
+    ):
         self.workspace = workspace
         self.confirm = confirm
         self.answer_first = answer_first and confirm is not None
@@ -98,12 +106,19 @@ class GroupCommitWriter:
         self._confirms: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._confirmer = None
         if confirm is not None:
-            self._confirmer = threading.Thread(target=self._confirm_loop, daemon=True,
-                                               name=f"replica-confirm-{name}")
+            self._confirmer = threading.Thread(
+                target=self._confirm_loop, daemon=True, name=f"replica-confirm-{name}"
+            )
             self._confirmer.start()
 
-    def submit(self, method: str, body: dict[str, Any], callback: Callback,
-               prepared: Any = NOT_PREPARED, key: str | None = None) -> None:
+    def submit(
+        self,
+        method: str,
+        body: dict[str, Any],
+        callback: Callback,
+        prepared: Any = NOT_PREPARED,
+        key: str | None = None,
+    ) -> None:
         if self._closed:
             raise WorkspaceClosed("the workspace's writer is closed")
         self._queue.put(_Pending(method, body, callback, prepared, key))
@@ -122,7 +137,7 @@ class GroupCommitWriter:
             self._closed = True
             self._queue.put(_STOP)
         self._thread.join(timeout)
-        if self._confirmer is not None:          # every committed batch answered, then stop
+        if self._confirmer is not None:  # every committed batch answered, then stop
             self._confirms.put(_STOP)
             self._confirmer.join(timeout)
 
@@ -132,8 +147,12 @@ class GroupCommitWriter:
 
     def counters(self) -> dict[str, int]:
         """Its queue and what it has committed (the actor's stats)."""
-        return {"queueDepth": self.depth, "batches": self.batches, "writes": self.writes,
-                "largestBatch": self.largest_batch}
+        return {
+            "queueDepth": self.depth,
+            "batches": self.batches,
+            "writes": self.writes,
+            "largestBatch": self.largest_batch,
+        }
 
     # ---- writer thread -----------------------------------------------------------------------
     def _take_batch(self) -> tuple[list[_Pending], bool]:
@@ -167,7 +186,8 @@ class GroupCommitWriter:
                 outcomes = [Reply.done(batch[0].own())]
             else:
                 outcomes = self.workspace.run_batch(
-                    [(p.method, p.body, p.key) for p in batch], [p.prepared for p in batch])
+                    [(p.method, p.body, p.key) for p in batch], [p.prepared for p in batch]
+                )
         except BaseException as exc:  # noqa: BLE001 - isolate, then retry one by one
             if len(batch) == 1:
                 outcomes = [Reply.failed(exc)]
@@ -177,8 +197,9 @@ class GroupCommitWriter:
         self.batches += 1
         self.writes += len(batch)
         self.largest_batch = max(self.largest_batch, len(batch))
-        committed = _Committed(batch, outcomes, started, time.perf_counter(),
-                               self.workspace.position)
+        committed = _Committed(
+            batch, outcomes, started, time.perf_counter(), self.workspace.position
+        )
         if self._confirmer is None or self.answer_first:
             self._answer([committed], None)
         if self._confirmer is None:
@@ -188,7 +209,7 @@ class GroupCommitWriter:
 
     def _confirm_loop(self) -> None:
         confirm = self.confirm
-        assert confirm is not None          # the loop runs only for a writer that confirms
+        assert confirm is not None  # the loop runs only for a writer that confirms
         stop, last = False, float("-inf")
         while not stop:
             group = [self._confirms.get()]
@@ -209,8 +230,11 @@ class GroupCommitWriter:
                 try:
                     confirm()
                 except Exception as exc:  # noqa: BLE001 - every caller of the group is told
-                    error = (exc if isinstance(exc, ReplicationUnconfirmed) else
-                             ReplicationUnconfirmed(f"replication not confirmed: {exc!r}"))
+                    error = (
+                        exc
+                        if isinstance(exc, ReplicationUnconfirmed)
+                        else ReplicationUnconfirmed(f"replication not confirmed: {exc!r}")
+                    )
             if error is None and group:
                 self._advance_durable(max(committed.position for committed in group))
             if not self.answer_first:
@@ -239,18 +263,24 @@ class GroupCommitWriter:
     def _answer(self, group: list[_Committed], unconfirmed: Exception | None) -> None:
         answered = time.perf_counter()
         if unconfirmed is None:
-            self.acknowledged_position = max([self.acknowledged_position,
-                                              *(committed.position for committed in group)])
+            self.acknowledged_position = max(
+                [self.acknowledged_position, *(committed.position for committed in group)]
+            )
         for committed in group:
             for pending, outcome in zip(committed.batch, committed.outcomes):
-                reply = outcome if outcome.error is not None or unconfirmed is None \
+                reply = (
+                    outcome
+                    if outcome.error is not None or unconfirmed is None
                     else Reply.failed(unconfirmed)
-                timings = {"queue_ms": (committed.started - pending.enqueued) * 1e3,
-                           "engine_ms": (committed.finished - committed.started) * 1e3,
-                           "batch": len(committed.batch),
-                           "replicate_ms": (answered - committed.finished) * 1e3,
-                           "replayed": outcome.replayed,
-                           "committed": outcome.ok}
+                )
+                timings = {
+                    "queue_ms": (committed.started - pending.enqueued) * 1e3,
+                    "engine_ms": (committed.finished - committed.started) * 1e3,
+                    "batch": len(committed.batch),
+                    "replicate_ms": (answered - committed.finished) * 1e3,
+                    "replayed": outcome.replayed,
+                    "committed": outcome.ok,
+                }
                 try:
                     pending.callback(reply.with_timings(timings))
                 except Exception:  # a broken callback must not stop the writer
@@ -258,8 +288,9 @@ class GroupCommitWriter:
 
     def _commit_alone(self, pending: _Pending) -> Reply[Any]:
         try:
-            return self.workspace.run_batch([(pending.method, pending.body, pending.key)],
-                                           [pending.prepared])[0]
+            return self.workspace.run_batch(
+                [(pending.method, pending.body, pending.key)], [pending.prepared]
+            )[0]
         except BaseException as exc:  # noqa: BLE001
             return Reply.failed(exc)
 

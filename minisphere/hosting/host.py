@@ -13,6 +13,7 @@ hooks take part in (a capture on a vector-bound file) is first prepared on a rea
 (`prepare_write`: the embedding happens there, outside any transaction and lock) and then
 queued with its prepared value.
 """
+
 from __future__ import annotations
 
 import logging
@@ -50,8 +51,12 @@ from minisphere.hosting.stored_states import StoredStates
 log = logging.getLogger("minisphere.host")
 
 
-def _claimed(workspace: Workspace, read_pool: Callable[[Workspace], ReadPool],
-             generation: str | None, epoch: int | None) -> ReadPool:
+def _claimed(
+    workspace: Workspace,
+    read_pool: Callable[[Workspace], ReadPool],
+    generation: str | None,
+    epoch: int | None,
+) -> ReadPool:
     """The readers of a file just opened, once the file is claimed by `epoch` (refused if a
     newer owner did; expired idempotency keys pruned either way). On any failure the file and
     its readers are closed again."""
@@ -73,38 +78,52 @@ def _claimed(workspace: Workspace, read_pool: Callable[[Workspace], ReadPool],
 
 
 class WorkspaceHost:
-    def __init__(self, workspace_id: str, path: str | Path, *, store: SnapshotStore | None = None,
-                 replica: WorkspaceReplica | None = None,
-                 embedder: EmbeddingProvider | None = None,
-                 known: KnownState = NOTHING_KNOWN, tuning: HostTuning = DEFAULT_TUNING,
-                 listeners: HostListeners = NO_LISTENERS):
+    def __init__(
+        self,
+        workspace_id: str,
+        path: str | Path,
+        *,
+        store: SnapshotStore | None = None,
+        replica: WorkspaceReplica | None = None,
+        embedder: EmbeddingProvider | None = None,
+        known: KnownState = NOTHING_KNOWN,
+        tuning: HostTuning = DEFAULT_TUNING,
+        listeners: HostListeners = NO_LISTENERS,
+    ):
         self.workspace_id = workspace_id
         self.path = Path(path)
         generation = known.generation
         self.generation, self.epoch, self.min_position = generation, known.epoch, known.position
-        self.replica = replica          # continuous replication (durability/replication/)
-        self._lag_readings = LagReadings(replica.lag if replica is not None else dict,
-                                         workspace_id)
-        self.on_durable = listeners.on_durable   # told when the replica is known to hold more
+        self.replica = replica  # continuous replication (durability/replication/)
+        self._lag_readings = LagReadings(replica.lag if replica is not None else dict, workspace_id)
+        self.on_durable = listeners.on_durable  # told when the replica is known to hold more
         # only this creation of the id's snapshots (durability/generations.py)
-        self.store = (generation_store(store, workspace_id, generation) if store is not None
-                      else None)
+        self.store = (
+            generation_store(store, workspace_id, generation) if store is not None else None
+        )
         self.synchronous, self.max_batch = tuning.synchronous, tuning.max_batch
         self.read_threads = tuning.read_threads
-        self.embedder = embedder                # the vector binding's provider, if any
+        self.embedder = embedder  # the vector binding's provider, if any
         self.calls = HostCalls(self)
-        self.on_follow_up = listeners.on_follow_up or self.calls.follow_up   # (recall counts)
+        self.on_follow_up = listeners.on_follow_up or self.calls.follow_up  # (recall counts)
         self.workspace: Workspace | None = None
         # its snapshots, restores, and what a forget does to them
-        self.states = StoredStates(workspace_id, self.path, self.store, replica, self,
-                                   tuning.snapshots, listeners.on_snapshot_status)
+        self.states = StoredStates(
+            workspace_id,
+            self.path,
+            self.store,
+            replica,
+            self,
+            tuning.snapshots,
+            listeners.on_snapshot_status,
+        )
         self.snapshotter = self.states.snapshotter
         self.snapshotter.resume_schedule(known.last_snapshot_at)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.writer: GroupCommitWriter | None = None
         self.reads: ReadPool | None = None
-        self._closed = False                    # closed for good (hibernated or closed)
-        self._lock = HostLock(self.path.parent)      # the node's sweep leaves this folder alone
+        self._closed = False  # closed for good (hibernated or closed)
+        self._lock = HostLock(self.path.parent)  # the node's sweep leaves this folder alone
         try:
             self._activate(known)
         except BaseException:
@@ -116,10 +135,16 @@ class WorkspaceHost:
     def _activate(self, known: KnownState) -> None:
         """Make sure the right copy of the file is here (restored when missing or behind; how it
         was found is `activation`), and open it."""
-        drop_staging_leftovers(self.path.parent)   # of a killed earlier host's restore
+        drop_staging_leftovers(self.path.parent)  # of a killed earlier host's restore
         self.activation = CurrentCopy(
-            self.workspace_id, self.path, self.generation, self.min_position, self.store,
-            self.replica, copy_may_be_behind=known.moved_here).ensure(known.expect_snapshot)
+            self.workspace_id,
+            self.path,
+            self.generation,
+            self.min_position,
+            self.store,
+            self.replica,
+            copy_may_be_behind=known.moved_here,
+        ).ensure(known.expect_snapshot)
         if known.pending_writes or self.activation["source"] == "new":
             self.snapshotter.note_writes(max(1, known.pending_writes))
         self._open()
@@ -128,11 +153,14 @@ class WorkspaceHost:
     def _open(self) -> None:
         if self.activation["source"] != "new" and not self.path.exists():
             # opening would make an empty database where a copy was found: never that
-            raise WorkspaceDataMissing(f"workspace {self.workspace_id}: its file at "
-                                       f"{self.path} is gone; nothing was opened")
+            raise WorkspaceDataMissing(
+                f"workspace {self.workspace_id}: its file at "
+                f"{self.path} is gone; nothing was opened"
+            )
         # the blueprint's embedder: a file bound to another (a rebind cut short) is re-embedded
-        workspace = Workspace(self.path, synchronous=self.synchronous, embedder=self.embedder,
-                              reembed_other=True)
+        workspace = Workspace(
+            self.path, synchronous=self.synchronous, embedder=self.embedder, reembed_other=True
+        )
         reads = _claimed(workspace, self._read_pool, self.generation, self.epoch)
         self.workspace, self.reads = workspace, reads
         confirm = None
@@ -143,9 +171,14 @@ class WorkspaceHost:
         # async replication answers at the commit and confirms behind, once a sync interval,
         # only to learn what the replica holds (what the directory may record)
         self.writer = GroupCommitWriter(
-            workspace, self.max_batch, name=self.workspace_id, confirm=confirm,
+            workspace,
+            self.max_batch,
+            name=self.workspace_id,
+            confirm=confirm,
             answer_first=self.replica is not None and not self.replica.synchronous,
-            confirm_every_s=ASYNC_SYNC_INTERVAL_S, on_durable=self.on_durable)
+            confirm_every_s=ASYNC_SYNC_INTERVAL_S,
+            on_durable=self.on_durable,
+        )
 
     def ensure_open(self) -> None:
         """Make sure the file is open before a call. After a restore whose reopen failed (the
@@ -159,15 +192,22 @@ class WorkspaceHost:
             self._open()
         except Exception as exc:  # noqa: BLE001 - answered as unavailable, retried next call
             log.error("workspace %s cannot be opened: %r", self.workspace_id, exc)
-            raise WorkspaceUnavailable(f"workspace {self.workspace_id} cannot be opened right "
-                                       f"now ({exc.__class__.__name__}); retry shortly") from None
+            raise WorkspaceUnavailable(
+                f"workspace {self.workspace_id} cannot be opened right "
+                f"now ({exc.__class__.__name__}); retry shortly"
+            ) from None
 
     def _read_pool(self, workspace: Workspace) -> ReadPool:
-        return ReadPool(self.path, threads=self.read_threads, on_follow_up=self.on_follow_up,
-                        hooks=workspace.hooks)
+        return ReadPool(
+            self.path,
+            threads=self.read_threads,
+            on_follow_up=self.on_follow_up,
+            hooks=workspace.hooks,
+        )
 
-    def rebind_vectors(self, embedder: EmbeddingProvider,
-                       progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    def rebind_vectors(
+        self, embedder: EmbeddingProvider, progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Any]:
         """Move the file's vectors to `embedder` (its blueprint now names it): bound at once,
         every entry re-embedded while the workspace serves (until then, ranked lexically). A
         file bound for the first time gets new readers (theirs lack the vector extension)."""
@@ -176,7 +216,7 @@ class WorkspaceHost:
         assert workspace is not None
         first = workspace.vectors is None
         vectors = workspace.switch_vectors(embedder)
-        self.embedder = embedder                  # a reopen (a restore) binds it too
+        self.embedder = embedder  # a reopen (a restore) binds it too
         if first and self.reads is not None:
             old, self.reads = self.reads, self._read_pool(workspace)
             old.close()
@@ -240,9 +280,14 @@ class WorkspaceHost:
         position = self.position()
         self._lock.release()
         status = self.snapshotter.status()
-        return {"workspace": self.workspace_id, "snapshot": manifest, "error": error,
-                "pendingSnapshot": status["pendingWrites"] > 0, "snapshots": status,
-                "position": position}
+        return {
+            "workspace": self.workspace_id,
+            "snapshot": manifest,
+            "error": error,
+            "pendingSnapshot": status["pendingWrites"] > 0,
+            "snapshots": status,
+            "position": position,
+        }
 
     def _release_replica(self) -> bool:
         """Ship the last writes and stop replicating: the node's daemon holds only residents.
@@ -252,8 +297,7 @@ class WorkspaceHost:
         try:
             self.replica.release()
         except Exception as exc:  # noqa: BLE001 - the snapshot on the way out still runs
-            log.warning("workspace %s: final replication sync failed: %r", self.workspace_id,
-                        exc)
+            log.warning("workspace %s: final replication sync failed: %r", self.workspace_id, exc)
             return False
         return True
 
@@ -269,8 +313,13 @@ class WorkspaceHost:
     def status(self) -> dict[str, Any]:
         """Never waits for the replication daemon: the replica's lag is the newest reading
         (hosting/lag_readings.py), so a status asked on an event loop does not stall it."""
-        return {"activation": self.activation, "snapshots": self.snapshotter.status(),
-                "store": self.store.description if self.store is not None else None,
-                "replication": (None if self.replica is None else
-                                {"mode": self.replica.settings.mode,
-                                 **self._lag_readings.latest()})}
+        return {
+            "activation": self.activation,
+            "snapshots": self.snapshotter.status(),
+            "store": self.store.description if self.store is not None else None,
+            "replication": (
+                None
+                if self.replica is None
+                else {"mode": self.replica.settings.mode, **self._lag_readings.latest()}
+            ),
+        }

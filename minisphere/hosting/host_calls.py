@@ -1,6 +1,7 @@
 """The calls a workspace host runs: reads on its read pool, writes on its group-commit writer
 (a hooked write prepared first, on a read-pool thread), and what each write does to the
 snapshot triggers. Each call opens the file first if it is closed (`WorkspaceHost.opened`)."""
+
 from __future__ import annotations
 
 import logging
@@ -31,9 +32,16 @@ class HostCalls:
         to pass to `submit_write`."""
         return self.host.opened()[1].prepare(method, body)
 
-    def submit_write(self, method: str, body: dict[str, Any], callback: Callback,
-                     prepared: Any = NOT_PREPARED, *, key: str | None = None,
-                     counts: bool = True) -> None:
+    def submit_write(
+        self,
+        method: str,
+        body: dict[str, Any],
+        callback: Callback,
+        prepared: Any = NOT_PREPARED,
+        *,
+        key: str | None = None,
+        counts: bool = True,
+    ) -> None:
         """Queue one write; `callback(reply)` runs once it committed (or failed).
         `key`: the caller's idempotency key. `counts`: whether the write makes the file dirty
         for the snapshot triggers -- a read's own follow-up (recall counts) does not, or a
@@ -48,10 +56,11 @@ class HostCalls:
                 committed = reply.ok or reply.timings.get("committed", False)
                 if committed and counts and not reply.timings.get("replayed"):
                     note(1)
-                    if method == "forget":        # copies taken before it hold the text too
+                    if method == "forget":  # copies taken before it hold the text too
                         self.host.states.after_forget()
             finally:
                 callback(reply)
+
         writer.submit(method, body, done, prepared, key)
 
     def write_own(self, run: Callable[[], Any]) -> Any:
@@ -68,16 +77,20 @@ class HostCalls:
                 answered.set_result(reply.value)
             else:
                 answered.set_exception(reply.error)
+
         writer.submit_own(run, done)
         return answered.result()
 
     def follow_up(self, method: str, body: dict[str, Any]) -> None:
         """A read's small internal write (recall counts): queued, not awaited by the reader,
         and not a change of the memory, so it leaves the snapshot triggers alone."""
+
         def done(reply: Reply[Any]) -> None:
             if reply.error is not None:
-                log.warning("follow-up %s of %s failed: %r", method, self.host.workspace_id,
-                            reply.error)
+                log.warning(
+                    "follow-up %s of %s failed: %r", method, self.host.workspace_id, reply.error
+                )
+
         if self.host.writer is not None:
             self.submit_write(method, body, done, counts=False)
 
@@ -94,6 +107,7 @@ class HostCalls:
         reads = self.host.reads
         return reads.start(method, body) if reads is not None else NOT_PREPARED
 
-    def submit_read(self, method: str, body: dict[str, Any] | None,
-                    prepared: Any = NOT_PREPARED) -> Future[tuple[Any, dict[str, Any]]]:
+    def submit_read(
+        self, method: str, body: dict[str, Any] | None, prepared: Any = NOT_PREPARED
+    ) -> Future[tuple[Any, dict[str, Any]]]:
         return self.host.opened()[1].submit(method, body, prepared)

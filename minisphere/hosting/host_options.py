@@ -1,5 +1,6 @@
 """The grouped arguments of a `WorkspaceHost`: what the control plane knows of the workspace,
 how the host runs, and whom it tells what."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -20,6 +21,7 @@ class KnownState:
     copy here may be behind); `expect_snapshot`: a snapshot was taken, so a missing file is to
     be restored, not created; `pending_writes` and `last_snapshot_at`: the snapshot schedule
     carried over from its last residency."""
+
     generation: str | None = None
     epoch: int | None = None
     position: int = 0
@@ -33,6 +35,7 @@ class KnownState:
 class HostTuning:
     """How the host runs. `background`: the snapshotter runs on its own thread (tests drive
     it by hand)."""
+
     synchronous: str = DEFAULT_SYNCHRONOUS
     max_batch: int = DEFAULT_MAX_BATCH_WRITES
     read_threads: int = DEFAULT_READ_THREADS
@@ -44,6 +47,7 @@ class HostTuning:
 class HostListeners:
     """Whom the host tells: a read's follow-up write (recall counts; None: written here), each
     snapshot attempt's status, and a newer position the replica is known to hold."""
+
     on_follow_up: Callable[[str, dict[str, Any]], None] | None = None
     on_snapshot_status: Callable[[SnapshotStatus], None] | None = None
     on_durable: Callable[[int], None] | None = None

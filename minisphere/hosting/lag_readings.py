@@ -6,6 +6,7 @@ workspace actor answers status requests on its event loop, where every call of t
 also runs: a blocking read there would stall them all. So a status shows the newest reading
 (`measuredAt`, epoch seconds) and starts the next one on a thread of its own, one at a time.
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,8 +34,9 @@ class LagReadings:
             latest = dict(self._latest)
             if not self._reading:
                 self._reading = True
-                threading.Thread(target=self._refresh, daemon=True,
-                                 name=f"replica-lag-{self._name}").start()
+                threading.Thread(
+                    target=self._refresh, daemon=True, name=f"replica-lag-{self._name}"
+                ).start()
         return latest
 
     def _refresh(self) -> None:

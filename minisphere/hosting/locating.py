@@ -9,6 +9,7 @@ none of them reaches the acknowledged position the workspace is refused by name
 (`WorkspaceDataMissing`) -- never opened older or empty in place of acknowledged writes.
 (engine/location.py explains generations and positions.)
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -40,8 +41,8 @@ log = logging.getLogger("minisphere.host")
 class CurrentCopy:
     workspace_id: str
     path: Path
-    generation: str | None            # this creation of the id
-    min_position: int                 # the newest acknowledged position: no copy below it
+    generation: str | None  # this creation of the id
+    min_position: int  # the newest acknowledged position: no copy below it
     store: SnapshotStore | None
     replica: WorkspaceReplica | None
     # This node is not the one that last held the workspace. The acknowledged position reaches
@@ -56,23 +57,24 @@ class CurrentCopy:
         no reachable copy reaches the newest acknowledged position."""
         discarded, kept = self._discard_unusable_copy()
         if kept is not None:
-            newer = (self._restore_from_replica(above=kept.position)
-                     if self.copy_may_be_behind else None)
+            newer = (
+                self._restore_from_replica(above=kept.position) if self.copy_may_be_behind else None
+            )
             return newer or {"source": "local", "position": kept.position}
         unreadable = self._set_aside_unreadable()
         if unreadable is None:
             return self._restore(expect_snapshot, discarded)
         try:
-            restored = self._restore(expect_snapshot, "its file was unreadable",
-                                     refuse_empty=True)
+            restored = self._restore(expect_snapshot, "its file was unreadable", refuse_empty=True)
         except BaseException:
             self._move_database(unreadable, self.path)  # nothing better: left for an operator
             raise
         remove_database(unreadable)
         return restored
 
-    def _restore(self, expect_snapshot: bool, discarded: str | None,
-                 refuse_empty: bool = False) -> dict[str, Any]:
+    def _restore(
+        self, expect_snapshot: bool, discarded: str | None, refuse_empty: bool = False
+    ) -> dict[str, Any]:
         """No local copy to keep: the replica's newest state, else the newest good snapshot,
         else an empty file for a workspace that never acknowledged a write."""
         started = time.perf_counter()
@@ -80,25 +82,40 @@ class CurrentCopy:
         if from_replica is not None:
             return {**from_replica, **({"discarded": discarded} if discarded else {})}
         if self.store is None:
-            return self._start_empty(expect_snapshot or refuse_empty, discarded,
-                                     "no snapshot store")
+            return self._start_empty(
+                expect_snapshot or refuse_empty, discarded, "no snapshot store"
+            )
         try:
             restored = restore_latest_good(self.store, self.workspace_id, self.path)
         except SnapshotNotFound:
-            return self._start_empty(expect_snapshot or refuse_empty, discarded,
-                                     f"no snapshot in {self.store.description}")
+            return self._start_empty(
+                expect_snapshot or refuse_empty,
+                discarded,
+                f"no snapshot in {self.store.description}",
+            )
         restored_copy = inspect_copy(self.path)
         position = restored_copy.position if restored_copy is not None else -1
         if position < self.min_position:
             discard_copy(self.path)
-            raise self._missing(f"the newest snapshot ({restored['version']}) reaches position "
-                                f"{position}")
+            raise self._missing(
+                f"the newest snapshot ({restored['version']}) reaches position {position}"
+            )
         took = (time.perf_counter() - started) * 1e3
-        log.info("workspace %s restored from snapshot %s (position %d) in %.1f ms",
-                 self.workspace_id, restored["version"], position, took)
-        return {"source": "snapshot", "version": restored["version"], "restoreMs": took,
-                "skipped": restored["skipped"], "position": position,
-                **({"discarded": discarded} if discarded else {})}
+        log.info(
+            "workspace %s restored from snapshot %s (position %d) in %.1f ms",
+            self.workspace_id,
+            restored["version"],
+            position,
+            took,
+        )
+        return {
+            "source": "snapshot",
+            "version": restored["version"],
+            "restoreMs": took,
+            "skipped": restored["skipped"],
+            "position": position,
+            **({"discarded": discarded} if discarded else {}),
+        }
 
     def _set_aside_unreadable(self) -> Path | None:
         """A file SQLite cannot read (a torn or overwritten disk block) is moved aside, with
@@ -106,8 +123,11 @@ class CurrentCopy:
         if not self.path.exists():
             return None
         aside = self.path.with_name(self.path.name + UNREADABLE_MARK)
-        log.error("workspace %s: the local file %s cannot be read; restoring from the store",
-                  self.workspace_id, self.path)
+        log.error(
+            "workspace %s: the local file %s cannot be read; restoring from the store",
+            self.workspace_id,
+            self.path,
+        )
         self._move_database(self.path, aside)
         return aside
 
@@ -130,24 +150,38 @@ class CurrentCopy:
         try:
             found = restore_from_replica(self.replica.url, staged, env=self.replica.daemon.env)
         except (SnapshotError, OSError) as exc:
-            log.warning("workspace %s: no restore from its replica (%s); trying snapshots",
-                        self.workspace_id, exc)
+            log.warning(
+                "workspace %s: no restore from its replica (%s); trying snapshots",
+                self.workspace_id,
+                exc,
+            )
             found = False
         copy = inspect_copy(staged) if found and self._sound(staged) else None
-        if copy is None or copy.position < max(self.min_position, above + 1) or \
-                not self._ours(copy):
-            remove_database(staged)         # a staging file: nothing else of the folder goes
+        if (
+            copy is None
+            or copy.position < max(self.min_position, above + 1)
+            or not self._ours(copy)
+        ):
+            remove_database(staged)  # a staging file: nothing else of the folder goes
             return None
         if above >= 0:
-            log.warning("workspace %s: the local copy (position %d) is behind its replica "
-                        "(position %d); restoring from the replica", self.workspace_id,
-                        above, copy.position)
+            log.warning(
+                "workspace %s: the local copy (position %d) is behind its replica "
+                "(position %d); restoring from the replica",
+                self.workspace_id,
+                above,
+                copy.position,
+            )
             discard_copy(self.path)
         staged.replace(self.path)
         fsync_dir(self.path.parent)
         took = (time.perf_counter() - started) * 1e3
-        log.info("workspace %s restored from its replica (position %d) in %.1f ms",
-                 self.workspace_id, copy.position, took)
+        log.info(
+            "workspace %s restored from its replica (position %d) in %.1f ms",
+            self.workspace_id,
+            copy.position,
+            took,
+        )
         return {"source": "replica", "position": copy.position, "restoreMs": took}
 
     def _sound(self, staged: Path) -> bool:
@@ -155,8 +189,11 @@ class CurrentCopy:
         try:
             verify_database(staged)
         except (ValueError, DatabaseError) as exc:
-            log.error("workspace %s: its replica restored a broken file (%s); trying snapshots",
-                      self.workspace_id, exc)
+            log.error(
+                "workspace %s: its replica restored a broken file (%s); trying snapshots",
+                self.workspace_id,
+                exc,
+            )
             return False
         return True
 
@@ -168,16 +205,21 @@ class CurrentCopy:
         if local is None:
             return None, None
         if not self._ours(local):
-            why = (f"it belongs to a deleted creation of the id ({local.generation})"
-                   if local.generation is not None else
-                   "it names no creation of the id (made before generations, or offline)")
+            why = (
+                f"it belongs to a deleted creation of the id ({local.generation})"
+                if local.generation is not None
+                else "it names no creation of the id (made before generations, or offline)"
+            )
         elif local.position < self.min_position:
-            why = (f"it is stale (position {local.position}, the workspace has reached "
-                   f"{self.min_position} elsewhere)")
+            why = (
+                f"it is stale (position {local.position}, the workspace has reached "
+                f"{self.min_position} elsewhere)"
+            )
         else:
             return None, local
-        log.warning("workspace %s: deleting the local copy at %s: %s", self.workspace_id,
-                    self.path, why)
+        log.warning(
+            "workspace %s: deleting the local copy at %s: %s", self.workspace_id, self.path, why
+        )
         discard_copy(self.path)
         return why, None
 
@@ -187,7 +229,9 @@ class CurrentCopy:
         deleted tenant's file, and the claim would stamp the new generation onto it."""
         return copy.generation == self.generation
 
-    def _start_empty(self, expect_snapshot: bool, discarded: str | None, why: str) -> dict[str, Any]:
+    def _start_empty(
+        self, expect_snapshot: bool, discarded: str | None, why: str
+    ) -> dict[str, Any]:
         if expect_snapshot or self.min_position > 0:
             raise self._missing(f"{discarded}; {why}" if discarded else why)
         log.warning("workspace %s: no file and %s; starting empty", self.workspace_id, why)
@@ -198,5 +242,5 @@ class CurrentCopy:
             f"workspace {self.workspace_id} was acknowledged up to position {self.min_position} "
             f"but no copy reachable here holds it ({why}); refusing to open it older or empty. "
             "Bring back the node or store holding it, or restore a named snapshot version to "
-            "accept the loss")
-
+            "accept the loss"
+        )

@@ -17,6 +17,7 @@ A read method may declare a `follow_up` (e.g. recall bumping recall counts): aft
 answered, `(method, body)` is handed to `on_follow_up` (typically the group-commit writer,
 fire and forget). Without a hook the follow-up is skipped.
 """
+
 from __future__ import annotations
 
 import threading
@@ -36,10 +37,14 @@ DEFAULT_READ_THREADS = 2
 
 
 class ReadPool:
-    def __init__(self, path: str | Path, threads: int = DEFAULT_READ_THREADS,
-                 clock: Clock | None = None,
-                 on_follow_up: Callable[[str, dict[str, Any]], None] | None = None,
-                 hooks: WorkspaceHooks = NO_HOOKS):
+    def __init__(
+        self,
+        path: str | Path,
+        threads: int = DEFAULT_READ_THREADS,
+        clock: Clock | None = None,
+        on_follow_up: Callable[[str, dict[str, Any]], None] | None = None,
+        hooks: WorkspaceHooks = NO_HOOKS,
+    ):
         self.path = Path(path)
         self.on_follow_up = on_follow_up
         self.clock = clock or SystemClock()
@@ -71,8 +76,9 @@ class ReadPool:
             return NOT_PREPARED
         return self.hooks.prepare([(method_name, args)], None)[0]
 
-    def read(self, method_name: str, body: dict[str, Any] | None,
-             prepared: Any = NOT_PREPARED) -> tuple[Any, dict[str, Any]]:
+    def read(
+        self, method_name: str, body: dict[str, Any] | None, prepared: Any = NOT_PREPARED
+    ) -> tuple[Any, dict[str, Any]]:
         """Run one read method now, on the calling thread's connection: (result, timings).
         `prepared`: what `start` made for it, if it ran."""
         method = find_method(method_name)
@@ -82,7 +88,7 @@ class ReadPool:
         started = time.perf_counter()
         conn = self._conn()
         handler = method.handler
-        if method_name in self.hooks.hooked:    # outside the read transaction
+        if method_name in self.hooks.hooked:  # outside the read transaction
             if prepared is NOT_PREPARED:
                 prepared = self.hooks.prepare([(method_name, args)], conn)[0]
             handler = self.hooks.handler(method, prepared) or handler
@@ -96,8 +102,9 @@ class ReadPool:
             self.on_follow_up(*method.follow_up(result))
         return result, timings
 
-    def submit(self, method_name: str, body: dict[str, Any] | None, prepared: Any = NOT_PREPARED
-               ) -> Future[tuple[Any, dict[str, Any]]]:
+    def submit(
+        self, method_name: str, body: dict[str, Any] | None, prepared: Any = NOT_PREPARED
+    ) -> Future[tuple[Any, dict[str, Any]]]:
         enqueued = time.perf_counter()
 
         def job() -> tuple[Any, dict[str, Any]]:
@@ -105,6 +112,7 @@ class ReadPool:
             result, timings = self.read(method_name, body, prepared)
             timings["queue_ms"] = (started - enqueued) * 1e3
             return result, timings
+
         return self._pool.submit(job)
 
     def warm(self) -> Future[tuple[Any, dict[str, Any]]]:

@@ -6,6 +6,7 @@ that holds it open, reopened after).
 
 `WorkspaceHost` (host.py) owns one, and is the `LiveFile` it swaps.
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,8 +37,9 @@ log = logging.getLogger("minisphere.host")
 
 class LiveFile(Protocol):
     """What the stored states need of the host that holds the workspace's file open."""
-    workspace: Workspace | None          # the open file (None while closed)
-    min_position: int                    # no state below it was ever acknowledged
+
+    workspace: Workspace | None  # the open file (None while closed)
+    min_position: int  # no state below it was ever acknowledged
 
     def let_go_of_file(self) -> None:
         """Drain the writer, release the replica, close every connection."""
@@ -47,20 +49,30 @@ class LiveFile(Protocol):
 
 
 class StoredStates:
-    def __init__(self, workspace_id: str, path: Path, store: SnapshotStore | None,
-                 replica: WorkspaceReplica | None, live: LiveFile,
-                 snapshots: SnapshotSettings,
-                 on_snapshot_status: Callable[[SnapshotStatus], None] | None = None):
+    def __init__(
+        self,
+        workspace_id: str,
+        path: Path,
+        store: SnapshotStore | None,
+        replica: WorkspaceReplica | None,
+        live: LiveFile,
+        snapshots: SnapshotSettings,
+        on_snapshot_status: Callable[[SnapshotStatus], None] | None = None,
+    ):
         self.workspace_id = workspace_id
         self.path = path
         self.store = store
         self.replica = replica
         self.live = live
         self.keep = snapshots.keep
-        self.snapshotter = Snapshotter(self._take, purge=self._drop_versions_before_forgets,
-                                       every_writes=snapshots.every_writes,
-                                       every_s=snapshots.every_s, name=workspace_id,
-                                       on_status=on_snapshot_status)
+        self.snapshotter = Snapshotter(
+            self._take,
+            purge=self._drop_versions_before_forgets,
+            every_writes=snapshots.every_writes,
+            every_s=snapshots.every_s,
+            name=workspace_id,
+            on_status=on_snapshot_status,
+        )
 
     # ---- snapshots -----------------------------------------------------------------------------
     def _require_store(self) -> SnapshotStore:
@@ -69,8 +81,9 @@ class StoredStates:
         return self.store
 
     def _take(self, reason: str) -> dict[str, Any]:
-        return take_snapshot(self.path, self._require_store(), self.workspace_id, reason=reason,
-                             keep=self.keep)
+        return take_snapshot(
+            self.path, self._require_store(), self.workspace_id, reason=reason, keep=self.keep
+        )
 
     def snapshot_now(self, reason: str = "manual") -> dict[str, Any]:
         self._require_store()
@@ -83,8 +96,7 @@ class StoredStates:
         manifest, error = None, None
         status = self.snapshotter.status()
         if status["pendingWrites"] > 0 and self.store is not None:
-            if replicated and status["lastSnapshotAt"] is not None \
-                    and not self.snapshotter.due():
+            if replicated and status["lastSnapshotAt"] is not None and not self.snapshotter.due():
                 # the replica holds every write, so a copy of the whole file adds nothing a
                 # restore needs; the named versions keep their own schedule (carried over to
                 # the next residency), and those writes stay counted as pending until then
@@ -97,7 +109,7 @@ class StoredStates:
                 except SnapshotError as exc:
                     error = exc.message
         if self.store is not None and error is None:
-            try:                         # a forget's text must not wait in older versions
+            try:  # a forget's text must not wait in older versions
                 self.snapshotter.purge_owed()
             except SnapshotError as exc:
                 error = f"versions from before a forget not deleted: {exc.message}"
@@ -115,9 +127,13 @@ class StoredStates:
             taken = self.snapshotter.snapshot_now("prune")
         with self.snapshotter.paused():
             deleted = prune(store, self.workspace_id, keep)
-        drop_after_forget(self.path)           # asides are older versions kept on the node
-        return {"workspace": self.workspace_id, "snapshot": taken, "deleted": deleted,
-                "kept": list_versions(store, self.workspace_id)}
+        drop_after_forget(self.path)  # asides are older versions kept on the node
+        return {
+            "workspace": self.workspace_id,
+            "snapshot": taken,
+            "deleted": deleted,
+            "kept": list_versions(store, self.workspace_id),
+        }
 
     def drop_versions_before(self, forgotten_at_ms: int) -> list[str]:
         """After a forget: every version taken before `forgotten_at_ms` may hold its text, so
@@ -133,8 +149,11 @@ class StoredStates:
         with self.snapshotter.paused():
             for version in older:
                 delete_version(store, self.workspace_id, version)
-        log.info("workspace %s: %d snapshot versions from before a forget deleted",
-                 self.workspace_id, len(older))
+        log.info(
+            "workspace %s: %d snapshot versions from before a forget deleted",
+            self.workspace_id,
+            len(older),
+        )
         return older
 
     def attach(self, ledger: ForgetLedger) -> None:
@@ -147,7 +166,7 @@ class StoredStates:
         """The snapshotter's owed purge: the versions from before the newest forget the file
         records (at least `forgotten_at_ms`), then the file says its forgets are settled."""
         workspace = self.live.workspace
-        if workspace is None:                 # closed meanwhile: owed to the next open
+        if workspace is None:  # closed meanwhile: owed to the next open
             return self.drop_versions_before(forgotten_at_ms)
         forgets, newest_ms = workspace.forget_ledger.forgets()
         dropped = self.drop_versions_before(max(forgotten_at_ms, newest_ms))
@@ -161,14 +180,15 @@ class StoredStates:
         try:
             drop_after_forget(self.path)
         except OSError as exc:
-            log.error("workspace %s: copies from before a forget not deleted: %r",
-                      self.workspace_id, exc)
-        if self.store is not None:       # the snapshotter's thread drops the older versions
+            log.error(
+                "workspace %s: copies from before a forget not deleted: %r", self.workspace_id, exc
+            )
+        if self.store is not None:  # the snapshotter's thread drops the older versions
             self.snapshotter.owe_purge(epoch_ms())
         if self.replica is None:
             return
         if self.replica.synchronous:
-            self.replica.restart_history()     # on the confirmer thread, before the answer
+            self.replica.restart_history()  # on the confirmer thread, before the answer
         else:
             # async answers at the commit: the confirmer restarts the history right after,
             # not the writer thread inside the forget's answer
@@ -184,9 +204,15 @@ class StoredStates:
         (even on error; a reopen that fails is retried by the next call, see `ensure_open`)."""
         store = self._require_store()
         with self._file_swap():
-            result = restore_snapshot(store, self.workspace_id, self.path, version,
-                                      publish=True, keep=self.keep,
-                                      new_position=self._position_after_restore())
+            result = restore_snapshot(
+                store,
+                self.workspace_id,
+                self.path,
+                version,
+                publish=True,
+                keep=self.keep,
+                new_position=self._position_after_restore(),
+            )
         self.snapshotter.mark_clean(result["published"])
         self._confirm_replicated()
         return result
@@ -196,12 +222,19 @@ class StoredStates:
         the replica's retention, where snapshots give only their versions. The restored state
         is a new state (a new position) and the next snapshot stores it."""
         if self.replica is None:
-            raise InvalidArgument("restoring to a moment needs continuous replication "
-                                  "(MINISPHERE_REPLICATION=sync or async); restore a snapshot "
-                                  "version instead")
+            raise InvalidArgument(
+                "restoring to a moment needs continuous replication "
+                "(MINISPHERE_REPLICATION=sync or async); restore a snapshot "
+                "version instead"
+            )
         with self._file_swap():
-            result = restore_moment(self.replica.url, self.path, moment,
-                                    self._position_after_restore(), self.replica.daemon.env)
+            result = restore_moment(
+                self.replica.url,
+                self.path,
+                moment,
+                self._position_after_restore(),
+                self.replica.daemon.env,
+            )
         self.snapshotter.note_writes(1)
         self._confirm_replicated()
         return {"workspace": self.workspace_id, **result}
@@ -231,4 +264,3 @@ class StoredStates:
         """A restore is a new state: above the live copy's and every acknowledged position."""
         live = inspect_copy(self.path)
         return max(self.live.min_position, live.position if live else 0) + 1
-

@@ -7,6 +7,7 @@ A workspace process is handed from one tenant to the next when a workspace hiber
 these are dropped before it serves another: a cache is speed, never a way for one tenant's
 text or names to outlive its workspace's release.
 """
+
 from __future__ import annotations
 
 import sys
@@ -40,4 +41,4 @@ def tenant_caches() -> list[Any]:
 def clear_tenant_caches() -> None:
     for cache in tenant_caches():
         cache.cache_clear()
-    cast(Any, urllib.parse).clear_cache()    # undocumented, so not in the type stubs
+    cast(Any, urllib.parse).clear_cache()  # undocumented, so not in the type stubs

@@ -6,6 +6,7 @@ Pure ASGI, so a refusal costs no framework work. The bound sits below the deploy
 `max_ongoing_requests`, so Serve's proxy, which answers its backpressure with a bare 503 and no
 Retry-After, never has to.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,10 @@ class InflightLimit:
         self.inflight = 0
         self.refused = 0
         # made once, and without `error_response`, which logs each answer it makes
-        refusal = Overloaded("this ingress replica holds as many requests as it can answer "
-                             "in time", retry_after_s=REFUSAL_RETRY_AFTER_S)
+        refusal = Overloaded(
+            "this ingress replica holds as many requests as it can answer in time",
+            retry_after_s=REFUSAL_RETRY_AFTER_S,
+        )
         self._status = status_for(refusal)
         self._body = json.dumps(refusal.to_dict()).encode()
 
@@ -41,8 +44,15 @@ class InflightLimit:
             self.inflight -= 1
 
     async def _refuse(self, send) -> None:
-        await send({"type": "http.response.start", "status": self._status,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"retry-after", str(REFUSAL_RETRY_AFTER_S).encode()),
-                                (b"content-length", str(len(self._body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": self._status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"retry-after", str(REFUSAL_RETRY_AFTER_S).encode()),
+                    (b"content-length", str(len(self._body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": self._body})

@@ -6,6 +6,7 @@ as well as requests) and for the test that validates real answers of every route
 the routes return the control plane's own JSON, so nothing is converted at request time. Models
 forbid unknown fields: a field added without describing it here fails that test.
 """
+
 from __future__ import annotations
 
 from pydantic import BaseModel

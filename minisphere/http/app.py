@@ -12,6 +12,7 @@ budgets wrong admin tokens per client address), authorization, contract calls an
 back in a `Server-Timing` header (queue, engine, actor, ingress; milliseconds) and
 `X-Batch-Size`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -49,30 +50,40 @@ async def lifespan(api: FastAPI):
 async def http_error(_request, exc: StarletteHTTPException) -> JSONResponse:
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     message = "no such route" if exc.status_code == 404 else str(exc.detail)
-    return JSONResponse({"error": {"code": code, "message": message}},
-                        status_code=exc.status_code)
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=exc.status_code)
 
 
 async def validation_error(_request, exc: RequestValidationError) -> JSONResponse:
     return error_json(MalformedRequest(str(exc.errors()[:3])))
 
 
-def build_api(gateway: WorkspaceGateway, contracts: list[dict], *, transfer=None, observe=None,
-              request_id=None, max_inflight: int = 0,
-              mcp: McpSettings | None = None) -> FastAPI:
+def build_api(
+    gateway: WorkspaceGateway,
+    contracts: list[dict],
+    *,
+    transfer=None,
+    observe=None,
+    request_id=None,
+    max_inflight: int = 0,
+    mcp: McpSettings | None = None,
+) -> FastAPI:
     """The whole HTTP surface. `transfer`: the import/export operations (routes added when
     given); `observe(record)`: called with each request's log record (metrics); `request_id()`:
     the server's own id of the request, when it has one; `max_inflight`: requests held at once,
     past which one is refused with 503 `overloaded` (0: no bound); `mcp`: the Host and Origin
     headers the MCP endpoint accepts (default: loopback names)."""
-    api = FastAPI(title="Mini-Sphere", version="0.1.0", lifespan=lifespan,
-                  description="Per-workspace memory for AI agents. Workspace routes need "
-                              "`Authorization: Bearer <workspace token>`; admin routes need the "
-                              f"admin token. Workspace ids match `{WORKSPACE_ID_PATTERN}`. "
-                              "Agents that speak the Model Context Protocol reach the same "
-                              f"methods as MCP tools at `{MCP_PATH}` (Streamable HTTP, "
-                              "stateless, the workspace token as Bearer), outside this "
-                              "document: see docs/guides/mcp.md.")
+    api = FastAPI(
+        title="Mini-Sphere",
+        version="0.1.0",
+        lifespan=lifespan,
+        description="Per-workspace memory for AI agents. Workspace routes need "
+        "`Authorization: Bearer <workspace token>`; admin routes need the "
+        f"admin token. Workspace ids match `{WORKSPACE_ID_PATTERN}`. "
+        "Agents that speak the Model Context Protocol reach the same "
+        f"methods as MCP tools at `{MCP_PATH}` (Streamable HTTP, "
+        "stateless, the workspace token as Bearer), outside this "
+        "document: see docs/guides/mcp.md.",
+    )
     api.state.gateway, api.state.contracts, api.state.transfer = gateway, contracts, transfer
     # Starlette types every handler as taking any Exception, not the class it is registered for
     api.add_exception_handler(StarletteHTTPException, http_error)  # type: ignore[arg-type]
@@ -83,9 +94,14 @@ def build_api(gateway: WorkspaceGateway, contracts: list[dict], *, transfer=None
     if transfer is not None:
         transfer_routes.routes.add_to(api)
     api.state.mcp_sessions = mount_mcp(api, gateway, mcp)
-    mount_console(api)           # the web console at /ui: static files, public routes only
+    mount_console(api)  # the web console at /ui: static files, public routes only
     # under Ray Serve the proxy sends X-Request-Id itself: echo it only without a server id
-    api.add_middleware(RequestLog, observe=observe, request_id=request_id,
-                       echo_header=request_id is None, routes=api.router.routes)
-    api.add_middleware(InflightLimit, max_inflight=max_inflight)   # outermost: refused first
+    api.add_middleware(
+        RequestLog,
+        observe=observe,
+        request_id=request_id,
+        echo_header=request_id is None,
+        routes=api.router.routes,
+    )
+    api.add_middleware(InflightLimit, max_inflight=max_inflight)  # outermost: refused first
     return api

@@ -12,6 +12,7 @@ A failure raises `RouteError` (the error and its audience), which the app answer
 `error_json`. The checking dependencies run around the route function only (scope
 "function"), so a failure while a streamed body is being sent is not theirs to answer.
 """
+
 from __future__ import annotations
 
 import time
@@ -35,9 +36,15 @@ WORKSPACE_ID_SHAPE = r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$"
 # A workspace id in a route's path. The pattern is published (so clients and fuzzers send ids
 # the routes accept), not enforced by FastAPI: `check_workspace_id` refuses any other id with
 # its own named error and message, before anything is woken.
-WorkspaceId = Annotated[str, Path(json_schema_extra={
-    "pattern": WORKSPACE_ID_SHAPE,
-    "description": "a workspace id: lower-case letters, digits and '-', 3 to 63 characters"})]
+WorkspaceId = Annotated[
+    str,
+    Path(
+        json_schema_extra={
+            "pattern": WORKSPACE_ID_SHAPE,
+            "description": "a workspace id: lower-case letters, digits and '-', 3 to 63 characters",
+        }
+    ),
+]
 
 
 class RouteError(Exception):
@@ -69,7 +76,7 @@ async def _gateway(request: Request) -> WorkspaceGateway:
 
 
 async def _admin_gateway(request: Request) -> AsyncIterator[WorkspaceGateway]:
-    gateway, audience = request.app.state.gateway, TENANT    # a refused caller is told least
+    gateway, audience = request.app.state.gateway, TENANT  # a refused caller is told least
     try:
         await gateway.require_admin(_bearer(request), client_address(request))
         audience = ADMIN
@@ -95,6 +102,7 @@ class WorkspaceCall:
     """A call the gateway authorized: `caller` is what `gateway.authorize` answered (sent on
     with the call); `started` the request's arrival at the route and `auth_ms` the
     authorization's own time, for its Server-Timing."""
+
     gateway: WorkspaceGateway
     workspace: str
     caller: Any
@@ -106,6 +114,7 @@ def workspace_caller(method: str, param: str = "workspace"):
     """The dependency of a route that calls `method` on the workspace named by the path
     parameter `param`: the bearer token must be authorized for it (the admin token always is);
     failures are answered to the token's audience."""
+
     async def authorized(request: Request) -> AsyncIterator[WorkspaceCall]:
         started = time.perf_counter()
         gateway, audience = request.app.state.gateway, TENANT
@@ -115,8 +124,10 @@ def workspace_caller(method: str, param: str = "workspace"):
             audience = audience_of(gateway, token)
             asked = time.perf_counter()
             caller = await gateway.authorize(workspace, token, method, client_address(request))
-            yield WorkspaceCall(gateway, workspace, caller, started,
-                                (time.perf_counter() - asked) * 1e3)
+            yield WorkspaceCall(
+                gateway, workspace, caller, started, (time.perf_counter() - asked) * 1e3
+            )
         except Exception as exc:  # noqa: BLE001 - answered as a structured error
             raise _route_error(exc, audience) from None
+
     return Depends(authorized, scope="function")

@@ -1,5 +1,6 @@
 """The error answer every route may give, `{"error": {"code", "message"}}`, and the statuses
 it is documented under."""
+
 from __future__ import annotations
 
 from pydantic import Field
@@ -16,5 +17,6 @@ class ErrorBody(Answer):
     error: ErrorDetail
 
 
-ERROR_RESPONSES = {status: {"model": ErrorBody} for status in (400, 401, 403, 404, 409, 413, 429,
-                                                              422, 500, 503)}
+ERROR_RESPONSES = {
+    status: {"model": ErrorBody} for status in (400, 401, 403, 404, 409, 413, 429, 422, 500, 503)
+}

@@ -5,6 +5,7 @@ one (`tests/support/engine_gateway.py`, over engine files) both implement it; th
 MCP endpoint and the caller dependencies call nothing else. Every method is called
 positionally (hence the `/`): the two implementations name their parameters differently.
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol
@@ -14,7 +15,7 @@ from minisphere.wire.records import MaintenanceRun, TokenInfo, TokenIssued, Work
 # JSON-shaped answers; a `list` method on the protocol would shadow the builtin in its body
 Record = dict[str, Any]
 Records = list[Record]
-Timings = dict[str, Any]          # milliseconds per stage, sent as `Server-Timing`
+Timings = dict[str, Any]  # milliseconds per stage, sent as `Server-Timing`
 WorkspaceRecords = list[WorkspaceRecord]
 TokenInfos = list[TokenInfo]
 MaintenanceRuns = list[MaintenanceRun]
@@ -30,76 +31,71 @@ class WorkspaceGateway(Protocol):
         """Raise unless `token` is the admin token; a wrong one spends `client`'s budget."""
         ...
 
-    async def authorize(self, workspace_id: str, token: str, method_name: str,
-                        client: str, /) -> Any:
+    async def authorize(
+        self, workspace_id: str, token: str, method_name: str, client: str, /
+    ) -> Any:
         """Raise unless `token` may call `method_name` on the workspace; the caller to send
         on with the call."""
         ...
 
-    async def whoami(self, token: str, client: str, /) -> Record:
-        ...
+    async def whoami(self, token: str, client: str, /) -> Record: ...
 
     # ---- calls ---------------------------------------------------------------------------------
-    async def call(self, workspace_id: str, method_name: str, body: Any, caller: Any,
-                   idempotency_key: str | None = None, /) -> tuple[Any, Timings]:
+    async def call(
+        self,
+        workspace_id: str,
+        method_name: str,
+        body: Any,
+        caller: Any,
+        idempotency_key: str | None = None,
+        /,
+    ) -> tuple[Any, Timings]:
         """One contract method as `caller` (what `authorize` answered): (result, timings)."""
         ...
 
-    async def run_maintenance(self, workspace_id: str, method_name: str, body: Any,
-                              caller: Any, /) -> tuple[Any, Timings]:
+    async def run_maintenance(
+        self, workspace_id: str, method_name: str, body: Any, caller: Any, /
+    ) -> tuple[Any, Timings]:
         """A maintenance method, audited as a manual run."""
         ...
 
-    async def maintenance_runs(self, workspace_id: str | None, limit: int, /
-                               ) -> MaintenanceRuns:
-        ...
+    async def maintenance_runs(
+        self, workspace_id: str | None, limit: int, /
+    ) -> MaintenanceRuns: ...
 
     # ---- workspaces (admin) --------------------------------------------------------------------
-    async def create(self, workspace_id: str | None, blueprint: Record | None,
-                     label: str | None, /) -> Record:
-        ...
+    async def create(
+        self, workspace_id: str | None, blueprint: Record | None, label: str | None, /
+    ) -> Record: ...
 
-    async def list(self, limit: int, after: str, /) -> WorkspaceRecords:
-        ...
+    async def list(self, limit: int, after: str, /) -> WorkspaceRecords: ...
 
-    async def get(self, workspace_id: str, /) -> Record:
-        ...
+    async def get(self, workspace_id: str, /) -> Record: ...
 
-    async def delete(self, workspace_id: str, /) -> Record:
-        ...
+    async def delete(self, workspace_id: str, /) -> Record: ...
 
     # ---- snapshots and hibernation (admin) -----------------------------------------------------
-    async def snapshot(self, workspace_id: str, /) -> Record:
-        ...
+    async def snapshot(self, workspace_id: str, /) -> Record: ...
 
-    async def list_snapshots(self, workspace_id: str, /) -> Records:
-        ...
+    async def list_snapshots(self, workspace_id: str, /) -> Records: ...
 
-    async def hibernate(self, workspace_id: str, /) -> Record:
-        ...
+    async def hibernate(self, workspace_id: str, /) -> Record: ...
 
-    async def restore(self, workspace_id: str, version: str, /) -> Record:
-        ...
+    async def restore(self, workspace_id: str, version: str, /) -> Record: ...
 
-    async def restore_to_moment(self, workspace_id: str, moment: str, /) -> Record:
-        ...
+    async def restore_to_moment(self, workspace_id: str, moment: str, /) -> Record: ...
 
-    async def prune_snapshots(self, workspace_id: str, keep: int, /) -> Record:
-        ...
+    async def prune_snapshots(self, workspace_id: str, keep: int, /) -> Record: ...
 
-    async def rebind_vectors(self, workspace_id: str, vector: dict[str, Any], /) -> Record:
-        ...
+    async def rebind_vectors(self, workspace_id: str, vector: dict[str, Any], /) -> Record: ...
 
-    async def vector_binding(self, workspace_id: str, /) -> Record:
-        ...
+    async def vector_binding(self, workspace_id: str, /) -> Record: ...
 
     # ---- tokens (admin) ------------------------------------------------------------------------
-    async def create_token(self, workspace_id: str, scope: str, label: str | None,
-                           expires_in_s: int | None, /) -> TokenIssued:
-        ...
+    async def create_token(
+        self, workspace_id: str, scope: str, label: str | None, expires_in_s: int | None, /
+    ) -> TokenIssued: ...
 
-    async def list_tokens(self, workspace_id: str, /) -> TokenInfos:
-        ...
+    async def list_tokens(self, workspace_id: str, /) -> TokenInfos: ...
 
-    async def revoke_token(self, workspace_id: str, token_id: str, /) -> Record:
-        ...
+    async def revoke_token(self, workspace_id: str, token_id: str, /) -> Record: ...

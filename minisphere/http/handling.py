@@ -1,6 +1,7 @@
 """Reading requests and writing answers, shared by every route: bounded bodies, strict JSON,
 strict query numbers, request bodies as models, the error body of any failure (for the caller's
 audience), and the timing headers."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -29,20 +30,31 @@ MAX_JSON_NESTING_LEVELS = 64
 # refuses or reads differently. Nine digits are enough for every limit and line number.
 _QUERY_INTEGER = re.compile(r"[0-9]{1,9}")
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
-IDEMPOTENCY_HEADER = "Idempotency-Key"       # on a write: applied at most once per key
-REPLAY_HEADER = "Idempotent-Replay"          # "true": answered from the key's stored result
-UNAVAILABLE_RETRY_AFTER_S = 1   # a 503 of no known wait (a process restarting, a replica behind)
+IDEMPOTENCY_HEADER = "Idempotency-Key"  # on a write: applied at most once per key
+REPLAY_HEADER = "Idempotent-Replay"  # "true": answered from the key's stored result
+UNAVAILABLE_RETRY_AFTER_S = 1  # a 503 of no known wait (a process restarting, a replica behind)
 # An idempotency key as the RPC routes' header and the MCP tools' argument publish it
-IDEMPOTENCY_KEY_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200,
-                          "pattern": KEY_PATTERN.pattern}
+IDEMPOTENCY_KEY_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 200,
+    "pattern": KEY_PATTERN.pattern,
+}
 IDEMPOTENCY_KEY_PROMISE = (
     "Makes the write safe to send again: a repeat with the same key within "
     f"{IDEMPOTENCY_KEEP_MS // 3_600_000} hours is answered what the first was answered and "
-    "writes nothing")
+    "writes nothing"
+)
 # Server-Timing parts, in order: (name in the header, key in the timings the actors report)
-TIMING_PARTS = (("auth", "auth_ms"), ("activate", "activate_ms"), ("prepare", "prepare_ms"),
-                ("queue", "queue_ms"), ("engine", "engine_ms"), ("actor", "actor_ms"),
-                ("rpc", "rpc_ms"))
+TIMING_PARTS = (
+    ("auth", "auth_ms"),
+    ("activate", "activate_ms"),
+    ("prepare", "prepare_ms"),
+    ("queue", "queue_ms"),
+    ("engine", "engine_ms"),
+    ("actor", "actor_ms"),
+    ("rpc", "rpc_ms"),
+)
 # A part with no duration: the recall used the query vector the ingress started
 QUERY_AHEAD_PART = "query-ahead"
 # The token check is shown when it took any time (it asked the directory); from the replica's
@@ -52,15 +64,17 @@ AUTH_SHOWN_MS = 0.1
 
 def query_integer(raw: str, name: str, low: int, high: int) -> int:
     """A query parameter as an integer in [low, high], or MalformedRequest naming the range."""
-    if not isinstance(raw, str) or not _QUERY_INTEGER.fullmatch(raw) \
-            or not low <= int(raw) <= high:
+    if not isinstance(raw, str) or not _QUERY_INTEGER.fullmatch(raw) or not low <= int(raw) <= high:
         raise MalformedRequest(f"{name} must be an integer from {low} to {high}")
     return int(raw)
 
 
 def _too_large(limit_bytes: int, hint: str, size: int | None = None) -> RequestTooLarge:
-    said = f"request body is {size} bytes" if size is not None else \
-        f"request body is larger than {limit_bytes} bytes"
+    said = (
+        f"request body is {size} bytes"
+        if size is not None
+        else f"request body is larger than {limit_bytes} bytes"
+    )
     return RequestTooLarge(f"{said}; the limit is {limit_bytes}" + (f"; {hint}" if hint else ""))
 
 
@@ -97,8 +111,7 @@ def nesting_levels_exceed(value: Any, levels: int = MAX_JSON_NESTING_LEVELS) -> 
         if depth > levels:
             return True
         children = node.values() if isinstance(node, dict) else node
-        pending.extend((child, depth + 1) for child in children
-                       if isinstance(child, dict | list))
+        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
     return False
 
 
@@ -117,8 +130,9 @@ def _holds_unencodable_text(value: Any) -> bool:
             return True
         return False
     if isinstance(value, dict):
-        return any(_holds_unencodable_text(k) or _holds_unencodable_text(v)
-                   for k, v in value.items())
+        return any(
+            _holds_unencodable_text(k) or _holds_unencodable_text(v) for k, v in value.items()
+        )
     if isinstance(value, list):
         return any(_holds_unencodable_text(item) for item in value)
     return False
@@ -127,11 +141,16 @@ def _holds_unencodable_text(value: Any) -> bool:
 def refuse_unencodable_text(raw: bytes | str, value: Any, what: str = "request body") -> None:
     """MalformedRequest when the parsed `value` of `raw` holds a lone surrogate: refused at the
     edge, so no method (keyed or not) fails on it later, inside a batch of other writes."""
-    escaped = (_SURROGATE_ESCAPE_BYTES.search(raw) if isinstance(raw, bytes)
-               else _SURROGATE_ESCAPE.search(raw))
+    escaped = (
+        _SURROGATE_ESCAPE_BYTES.search(raw)
+        if isinstance(raw, bytes)
+        else _SURROGATE_ESCAPE.search(raw)
+    )
     if escaped and _holds_unencodable_text(value):
-        raise MalformedRequest(f"{what} holds text that is not valid Unicode (a lone UTF-16 "
-                               "surrogate escape such as \\ud800): send UTF-8 text")
+        raise MalformedRequest(
+            f"{what} holds text that is not valid Unicode (a lone UTF-16 "
+            "surrogate escape such as \\ud800): send UTF-8 text"
+        )
 
 
 def parse_json(raw: bytes | str, what: str = "request body") -> Any:
@@ -139,9 +158,9 @@ def parse_json(raw: bytes | str, what: str = "request body") -> Any:
     including a nesting deep enough to exhaust the parser's stack, is MalformedRequest."""
     try:
         value = json.loads(raw, parse_constant=_reject_constant)
-    except RecursionError:                   # not a ValueError: the parser ran out of stack
+    except RecursionError:  # not a ValueError: the parser ran out of stack
         value, deep = None, True
-    except (ValueError, UnicodeDecodeError) as exc:      # JSONDecodeError is a ValueError
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
         raise MalformedRequest(f"{what} is not valid JSON: {exc}") from None
     else:
         deep = nesting_levels_exceed(value)
@@ -166,7 +185,7 @@ async def read_json_object(request: Request, required: bool = False) -> dict:
 def server_timing(timings: dict, ingress_ms: float) -> dict:
     parts = [f"{name};dur={timings[key]:.3f}" for name, key in TIMING_PARTS if key in timings]
     parts.append(f"ingress;dur={ingress_ms:.3f}")
-    if timings.get("query_ahead"):       # a bound recall's query was embedded from the ingress
+    if timings.get("query_ahead"):  # a bound recall's query was embedded from the ingress
         parts.append(QUERY_AHEAD_PART)
     headers = {"Server-Timing": ", ".join(parts)}
     if "batch" in timings:
@@ -188,12 +207,16 @@ def error_json(exc: BaseException, audience: str = TENANT) -> JSONResponse:
     status, body = error_response(exc, audience)
     # an error that knows when asking again may succeed (rate limits, no room yet) says so,
     # and every 503 says to ask again (a process that died, a replica that did not confirm)
-    retry_after_s = getattr(exc, "retry_after_s", None) \
-        if isinstance(exc, MiniSphereError) else None
+    retry_after_s = (
+        getattr(exc, "retry_after_s", None) if isinstance(exc, MiniSphereError) else None
+    )
     if retry_after_s is None and status == 503:
         retry_after_s = UNAVAILABLE_RETRY_AFTER_S
-    headers = ({"Retry-After": str(max(1, math.ceil(retry_after_s)))}
-               if retry_after_s is not None else None)
+    headers = (
+        {"Retry-After": str(max(1, math.ceil(retry_after_s)))}
+        if retry_after_s is not None
+        else None
+    )
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -207,8 +230,11 @@ def client_address(request: Request) -> str:
     trusted = [ipaddress.ip_network(n) for n in getattr(settings, "trusted_proxies", ())]
     if not trusted or not _within(peer, trusted):
         return peer
-    forwarded = [hop.strip() for hop in
-                 ",".join(request.headers.getlist("x-forwarded-for")).split(",") if hop.strip()]
+    forwarded = [
+        hop.strip()
+        for hop in ",".join(request.headers.getlist("x-forwarded-for")).split(",")
+        if hop.strip()
+    ]
     for hop in reversed(forwarded):
         if not _within(hop, trusted):
             return hop
@@ -219,7 +245,7 @@ def _within(address: str, networks: list) -> bool:
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
-        return False          # not an address (a malformed hop): never a trusted proxy
+        return False  # not an address (a malformed hop): never a trusted proxy
     return any(ip in network for network in networks)
 
 
@@ -231,8 +257,7 @@ def audience_of(gateway: WorkspaceGateway, token: str | None) -> str:
         return TENANT
 
 
-async def read_spec(request: Request, model: type[BaseModel], what: str,
-                    required: bool = False):
+async def read_spec(request: Request, model: type[BaseModel], what: str, required: bool = False):
     """The request's JSON object body as `model`; a 400 naming `what` when it does not fit."""
     body = await read_json_object(request, required=required)
     try:

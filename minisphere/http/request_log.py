@@ -20,6 +20,7 @@
   id (Serve takes the caller's header too, and sends the header itself).
 Never logged: bodies (content, queries), query strings, headers (tokens).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,15 +36,20 @@ from minisphere.control.auth import WORKSPACE_ID_PATTERN
 
 REQUEST_LOGGER = "minisphere.requests"
 REQUEST_ID_HEADER = b"x-request-id"
-ERROR_BODY_SNIFF_BYTES = 4096          # of an error response, to read its `code`
+ERROR_BODY_SNIFF_BYTES = 4096  # of an error response, to read its `code`
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _WORKSPACE = re.compile(WORKSPACE_ID_PATTERN)
 # Admin routes on the collection and on one workspace are named by their HTTP method.
 _COLLECTION_VERBS = {"POST": "create", "GET": "list"}
 _ITEM_VERBS = {"GET": "get", "DELETE": "delete", "PUT": "update", "PATCH": "update"}
-_SERVICE_ROUTES = {"/healthz": "healthz", "/v1/contracts": "contracts", "/docs": "docs",
-                   "/docs/oauth2-redirect": "docs", "/openapi.json": "openapi",
-                   "/redoc": "docs"}
+_SERVICE_ROUTES = {
+    "/healthz": "healthz",
+    "/v1/contracts": "contracts",
+    "/docs": "docs",
+    "/docs/oauth2-redirect": "docs",
+    "/openapi.json": "openapi",
+    "/redoc": "docs",
+}
 _TOKEN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 _LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 UNKNOWN = "unknown"
@@ -119,20 +125,24 @@ class RouteTable:
                 continue
             if match is Match.FULL:
                 return self._found(route, child)
-            if match is Match.PARTIAL and partial is None:       # path known, method not
+            if match is Match.PARTIAL and partial is None:  # path known, method not
                 partial = (route, child)
-        if partial is not None:          # a route's path with a method it does not serve
+        if partial is not None:  # a route's path with a method it does not serve
             return dict(self._found(*partial), method=UNKNOWN)
         parts = path.strip("/").split("/")
-        workspace = _valid_workspace(parts[2]) if len(parts) >= 3 and \
-            parts[:2] in (["v1", "w"], ["v1", "workspaces"]) else None
+        workspace = (
+            _valid_workspace(parts[2])
+            if len(parts) >= 3 and parts[:2] in (["v1", "w"], ["v1", "workspaces"])
+            else None
+        )
         return {"route": _kind_of(parts), "method": UNKNOWN, "workspace": workspace}
 
     def _found(self, route, child: dict) -> dict:
         kind, label = self._label(route)
         params = child.get("path_params") or {}
-        workspace = next((_valid_workspace(params[name]) for name in _WORKSPACE_PARAMS
-                          if name in params), None)
+        workspace = next(
+            (_valid_workspace(params[name]) for name in _WORKSPACE_PARAMS if name in params), None
+        )
         return {"route": kind, "method": label, "workspace": workspace}
 
 
@@ -166,45 +176,64 @@ def request_id_from(headers: list[tuple[bytes, bytes]]) -> str:
 class RequestLog:
     """ASGI middleware: one JSON log line per request; `observe(record)` for metrics."""
 
-    def __init__(self, app, *, logger: logging.Logger | None = None,
-                 observe: Callable[[dict], None] | None = None,
-                 request_id: Callable[[], str | None] | None = None, echo_header: bool = True,
-                 routes=None):
+    def __init__(
+        self,
+        app,
+        *,
+        logger: logging.Logger | None = None,
+        observe: Callable[[dict], None] | None = None,
+        request_id: Callable[[], str | None] | None = None,
+        echo_header: bool = True,
+        routes=None,
+    ):
         self.app = app
         # the labels come from these routes (the app's own list), else from scope["app"]
         self.table = RouteTable(routes) if routes is not None else None
         self.logger = logger or logging.getLogger(REQUEST_LOGGER)
         self.observe = observe
-        self.request_id = request_id      # e.g. Ray Serve's own request id (same as its header)
-        self.echo_header = echo_header    # False when the server already sends X-Request-Id
+        self.request_id = request_id  # e.g. Ray Serve's own request id (same as its header)
+        self.echo_header = echo_header  # False when the server already sends X-Request-Id
 
     async def __call__(self, scope, receive, send):
         if scope.get("type") != "http":
             return await self.app(scope, receive, send)
         started = time.perf_counter()
-        request_id = (self.request_id() if self.request_id else None) or \
-            request_id_from(scope.get("headers") or [])
+        request_id = (self.request_id() if self.request_id else None) or request_id_from(
+            scope.get("headers") or []
+        )
         state = {"status": 500, "error": bytearray()}
 
         async def send_logged(message):
             if message["type"] == "http.response.start":
                 state["status"] = message["status"]
                 if self.echo_header:
-                    message = dict(message, headers=[*message.get("headers", []),
-                                                      (REQUEST_ID_HEADER, request_id.encode())])
-            elif (message["type"] == "http.response.body" and state["status"] >= 400
-                  and len(state["error"]) < ERROR_BODY_SNIFF_BYTES):
+                    message = dict(
+                        message,
+                        headers=[
+                            *message.get("headers", []),
+                            (REQUEST_ID_HEADER, request_id.encode()),
+                        ],
+                    )
+            elif (
+                message["type"] == "http.response.body"
+                and state["status"] >= 400
+                and len(state["error"]) < ERROR_BODY_SNIFF_BYTES
+            ):
                 state["error"] += message.get("body", b"")[:ERROR_BODY_SNIFF_BYTES]
             await send(message)
 
         try:
             await self.app(scope, receive, send_logged)
         finally:
-            record = {"event": "request", "requestId": request_id,
-                      **self.classify(scope),
-                      "httpMethod": scope.get("method", ""), "status": state["status"],
-                      "outcome": outcome_of(state["status"], bytes(state["error"])),
-                      "latencyMs": round((time.perf_counter() - started) * 1e3, 3)}
+            record = {
+                "event": "request",
+                "requestId": request_id,
+                **self.classify(scope),
+                "httpMethod": scope.get("method", ""),
+                "status": state["status"],
+                "outcome": outcome_of(state["status"], bytes(state["error"])),
+                "latencyMs": round((time.perf_counter() - started) * 1e3, 3),
+            }
             self.emit(record)
 
     def classify(self, scope) -> dict:

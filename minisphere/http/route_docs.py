@@ -1,5 +1,6 @@
 """A route's OpenAPI documentation: the answers it gives (with the error answers every route
 may give) and the JSON body it reads."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -3,6 +3,7 @@ workspaces and their location, tokens, snapshots, restores, maintenance runs and
 workspace calls' answers are `minisphere.wire`'s; these share their rules through
 `answer_model`).
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional
@@ -42,10 +43,17 @@ class ContractsAnswer(Answer):
 @with_config(ANSWER_CONFIG)
 class WorkspaceDetail(WorkspaceRecord):
     resident: Annotated[bool, Field(description="an actor holds it now (else it is hibernated)")]
-    durability: Annotated[dict[str, Any], Field(
-        description="residency, placement, snapshot status")]
-    location: Annotated[Location, Field(description=(
-        "the location record: where the workspace lives and how far its copies reach"))]
+    durability: Annotated[
+        dict[str, Any], Field(description="residency, placement, snapshot status")
+    ]
+    location: Annotated[
+        Location,
+        Field(
+            description=(
+                "the location record: where the workspace lives and how far its copies reach"
+            )
+        ),
+    ]
 
 
 class Hibernated(Answer):
@@ -85,13 +93,15 @@ class WorkspaceList(Answer):
 
 class Deleted(Answer):
     deleted: str
-    snapshotsDeleted: bool = Field(description="false: the snapshot store failed; the directory "
-                                               "keeps retrying, and a workspace created again "
-                                               "with this id never sees them")
+    snapshotsDeleted: bool = Field(
+        description="false: the snapshot store failed; the directory "
+        "keeps retrying, and a workspace created again "
+        "with this id never sees them"
+    )
 
 
 class SnapshotManifest(Answer):
-    model_config = ConfigDict(extra="allow")     # a newer format may add fields
+    model_config = ConfigDict(extra="allow")  # a newer format may add fields
     version: str
     workspace: str
     format: Optional[int] = None
@@ -107,8 +117,9 @@ class SnapshotManifest(Answer):
     compressedBytes: Optional[int] = None
     compressedSha256: Optional[str] = None
     blobKey: Optional[str] = None
-    restoredFrom: Optional[str] = Field(None, description="reason restore: the version it "
-                                                          "stores again")
+    restoredFrom: Optional[str] = Field(
+        None, description="reason restore: the version it stores again"
+    )
     tookMs: Optional[float] = None
     error: Optional[str] = Field(None, description="set when the manifest cannot be read")
 
@@ -123,15 +134,19 @@ class Restored(Answer):
     entryCount: Optional[int]
     previousFileKeptAt: Optional[str]
     tookMs: float
-    newestVersion: str = Field(description="the version that now holds the restored state: "
-                                           "a later activation or restore comes back to it")
+    newestVersion: str = Field(
+        description="the version that now holds the restored state: "
+        "a later activation or restore comes back to it"
+    )
 
 
 class RestoredToMoment(Answer):
     workspace: str
     moment: str = Field(description="the moment restored (UTC)")
-    position: int = Field(description="the restored state's position: a new state, above "
-                                      "every position the workspace had")
+    position: int = Field(
+        description="the restored state's position: a new state, above "
+        "every position the workspace had"
+    )
     aside: Optional[str] = Field(description="where the replaced file was kept on its node")
 
 
@@ -154,16 +169,19 @@ class RebindProgress(Answer):
 class VectorBindingState(Answer):
     workspace: str
     blueprint: Optional[dict[str, Any]] = Field(
-        description="the binding the workspace's blueprint names: what the file is brought to")
+        description="the binding the workspace's blueprint names: what the file is brought to"
+    )
     file: FileVectors
     rebind: Optional[RebindProgress] = Field(
-        description="the rebind under way or last done while the workspace is resident")
+        description="the rebind under way or last done while the workspace is resident"
+    )
 
 
 class Pruned(Answer):
     workspace: str
-    snapshot: Optional[SnapshotManifest] = Field(description="taken first, when the file had "
-                                                             "changed since the newest version")
+    snapshot: Optional[SnapshotManifest] = Field(
+        description="taken first, when the file had changed since the newest version"
+    )
     deleted: list[str]
     kept: list[str]
 

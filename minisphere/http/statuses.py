@@ -11,6 +11,7 @@ the detailed message only to `ADMIN` and the public one to everybody else; the d
 is `TENANT`, so a route that forgets to say who is calling leaks nothing. The detailed message
 of such an error is logged on every answer, whoever the caller was.
 """
+
 from __future__ import annotations
 
 import logging
@@ -62,7 +63,11 @@ def error_response(exc: BaseException, audience: str = TENANT) -> tuple[int, dic
     named = E.as_named_error(exc)
     status = status_for(named)
     if named.withholds_details:
-        log.warning("%s (%d) answered to %s: %s", named.code, status,
-                    "an admin" if audience == ADMIN else "a tenant without the details",
-                    named.message)
+        log.warning(
+            "%s (%d) answered to %s: %s",
+            named.code,
+            status,
+            "an admin" if audience == ADMIN else "a tenant without the details",
+            named.message,
+        )
     return status, named.to_dict(audience)

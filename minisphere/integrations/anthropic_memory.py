@@ -21,6 +21,7 @@ variant, control characters) are refused before anything is sent.
     memory = WorkspaceMemory(Client(url).workspace("notes", token))
     text, is_error = memory.run(tool_use.input)     # the tool_result's content and is_error
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,8 +36,8 @@ from minisphere.integrations.handles import call
 TOOL_DEFINITION = {"type": "memory_20250818", "name": "memory"}
 ROOT = "/memories"
 FILE_TAG = "memory-file"
-MAX_FILES = 200                    # one listRecent page (the contract's listRecentMaxN)
-MAX_PATH_CHARS = 200               # the path sits on the entry's first line, never cut
+MAX_FILES = 200  # one listRecent page (the contract's listRecentMaxN)
+MAX_PATH_CHARS = 200  # the path sits on the entry's first line, never cut
 DIGEST_CHARS = 16
 LINE_NUMBER_WIDTH = 6
 LISTING_DEPTH = 2
@@ -57,10 +58,14 @@ def memory_key(path: Any) -> str:
     MemoryToolError. Any `..` is refused, as is anything that could be decoded into one."""
     if not isinstance(path, str) or not (path == ROOT or path.startswith(ROOT + "/")):
         raise MemoryToolError(f"Path must start with /memories, got: {path}")
-    if len(path) > MAX_PATH_CHARS or "\\" in path or _ENCODED.search(path) \
-            or any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
+    if (
+        len(path) > MAX_PATH_CHARS
+        or "\\" in path
+        or _ENCODED.search(path)
+        or any(ord(ch) < 32 or ord(ch) == 127 for ch in path)
+    ):
         raise _escape_refusal(path)
-    parts = [part for part in path[len(ROOT):].split("/") if part not in ("", ".")]
+    parts = [part for part in path[len(ROOT) :].split("/") if part not in ("", ".")]
     if ".." in parts:
         raise _escape_refusal(path)
     return "/".join([ROOT, *parts])
@@ -83,14 +88,15 @@ def _human_size(size: float) -> str:
 
 
 def _numbered(lines: list[str], first: int) -> str:
-    return "\n".join(f"{str(first + i).rjust(LINE_NUMBER_WIDTH)}\t{line}"
-                     for i, line in enumerate(lines))
+    return "\n".join(
+        f"{str(first + i).rjust(LINE_NUMBER_WIDTH)}\t{line}" for i, line in enumerate(lines)
+    )
 
 
 @dataclass
 class _File:
     entry_id: str
-    size: int                  # UTF-8 bytes of the text
+    size: int  # UTF-8 bytes of the text
 
 
 class WorkspaceMemory:
@@ -111,9 +117,14 @@ class WorkspaceMemory:
         """The text of a command's answer; MemoryToolError when it is refused."""
         name = command.get("command") if isinstance(command, dict) else None
         actions: dict[str, Callable[..., str]] = {
-            "view": self.view, "create": self.create, "str_replace": self.str_replace,
-            "insert": self.insert, "delete": self.delete, "rename": self.rename}
-        action = actions.get(name) if isinstance(name, str) else None   # a list is no key
+            "view": self.view,
+            "create": self.create,
+            "str_replace": self.str_replace,
+            "insert": self.insert,
+            "delete": self.delete,
+            "rename": self.rename,
+        }
+        action = actions.get(name) if isinstance(name, str) else None  # a list is no key
         if action is None:
             raise MemoryToolError(f"Unknown command: {name}")
         arguments = {k: v for k, v in command.items() if k != "command"}
@@ -122,8 +133,9 @@ class WorkspaceMemory:
         except TypeError as exc:
             raise MemoryToolError(f"Invalid arguments for {name}: {exc}") from None
         except ServiceError as exc:
-            raise MemoryToolError(f"The memory service refused {name}: {exc.code}: "
-                                  f"{exc.message}") from None
+            raise MemoryToolError(
+                f"The memory service refused {name}: {exc.code}: {exc.message}"
+            ) from None
 
     # ---- the commands ---------------------------------------------------------------------
     def view(self, path: str, view_range: list[int] | None = None) -> str:
@@ -134,8 +146,9 @@ class WorkspaceMemory:
             if view_range and len(view_range) == 2:
                 start = max(1, view_range[0]) - 1
                 end = len(lines) if view_range[1] == -1 else view_range[1]
-            return (f"Here's the content of {path} with line numbers:\n"
-                    + _numbered(lines[start:end], start + 1))
+            return f"Here's the content of {path} with line numbers:\n" + _numbered(
+                lines[start:end], start + 1
+            )
         if not self._is_dir(key, files):
             raise MemoryToolError(f"The path {path} does not exist. Please provide a valid path.")
         return self._listing(path, key, files)
@@ -146,12 +159,22 @@ class WorkspaceMemory:
             raise MemoryToolError(f"File {path} already exists")
         self._check_parents(key, files)
         if len(files) >= MAX_FILES:
-            raise MemoryToolError(f"Cannot create {path}: the memory holds {MAX_FILES} files, "
-                                  "the most it keeps; delete one first")
-        answer = call(self.handle, "call_tool", "capture", {
-            "content": f"{_header(key)}\n{file_text}", "tags": [FILE_TAG],
-            "kind": "semantic", "volatility": "durable"})
-        if answer.get("outcome") != "stored":      # never: the first line is unique
+            raise MemoryToolError(
+                f"Cannot create {path}: the memory holds {MAX_FILES} files, "
+                "the most it keeps; delete one first"
+            )
+        answer = call(
+            self.handle,
+            "call_tool",
+            "capture",
+            {
+                "content": f"{_header(key)}\n{file_text}",
+                "tags": [FILE_TAG],
+                "kind": "semantic",
+                "volatility": "durable",
+            },
+        )
+        if answer.get("outcome") != "stored":  # never: the first line is unique
             raise MemoryToolError(f"File {path} already exists")
         return f"File created successfully at: {path}"
 
@@ -159,21 +182,26 @@ class WorkspaceMemory:
         key, entry_id, text = self._file_text(path)
         count = text.count(old_str)
         if count == 0:
-            raise MemoryToolError(f"No replacement was performed, old_str `{old_str}` did not "
-                                  f"appear verbatim in {path}.")
+            raise MemoryToolError(
+                f"No replacement was performed, old_str `{old_str}` did not "
+                f"appear verbatim in {path}."
+            )
         if count > 1:
             found_at = [text[:at].count("\n") + 1 for at in _occurrences(text, old_str)]
             raise MemoryToolError(
                 f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in "
-                f"lines: {', '.join(map(str, found_at))}. Please ensure it is unique")
-        changed = text[:text.find(old_str)].count("\n")
+                f"lines: {', '.join(map(str, found_at))}. Please ensure it is unique"
+            )
+        changed = text[: text.find(old_str)].count("\n")
         new_text = text.replace(old_str, new_str)
         self._write(entry_id, key, new_text)
         lines = new_text.split("\n")
         first = max(0, changed - SNIPPET_CONTEXT_LINES)
-        shown = lines[first:changed + SNIPPET_CONTEXT_LINES + 1]
-        return ("The memory file has been edited. Here is the snippet showing the change "
-                "(with line numbers):\n" + _numbered(shown, first + 1))
+        shown = lines[first : changed + SNIPPET_CONTEXT_LINES + 1]
+        return (
+            "The memory file has been edited. Here is the snippet showing the change "
+            "(with line numbers):\n" + _numbered(shown, first + 1)
+        )
 
     def insert(self, path: str, insert_line: int, insert_text: str) -> str:
         key, entry_id, text = self._file_text(path)
@@ -181,8 +209,10 @@ class WorkspaceMemory:
         if lines[-1] == "":
             lines.pop()
         if not isinstance(insert_line, int) or not 0 <= insert_line <= len(lines):
-            raise MemoryToolError(f"Invalid `insert_line` parameter: {insert_line}. It should "
-                                  f"be within the range [0, {len(lines)}].")
+            raise MemoryToolError(
+                f"Invalid `insert_line` parameter: {insert_line}. It should "
+                f"be within the range [0, {len(lines)}]."
+            )
         lines.insert(insert_line, insert_text.rstrip("\n"))
         new_text = "\n".join(lines)
         self._write(entry_id, key, new_text if new_text.endswith("\n") else new_text + "\n")
@@ -213,7 +243,7 @@ class WorkspaceMemory:
         self._check_parents(new, files)
         for key in moving:
             entry_id = files[key].entry_id
-            self._write(entry_id, new + key[len(old):], self._entry_text(entry_id))
+            self._write(entry_id, new + key[len(old) :], self._entry_text(entry_id))
         return f"Successfully renamed {old_path} to {new_path}"
 
     # ---- the files in the workspace ------------------------------------------------------
@@ -225,7 +255,7 @@ class WorkspaceMemory:
             header, _, text = item["content"].partition("\n")
             key, _, digest = header.rpartition("\t")
             if not key or digest != _digest(key):
-                continue                           # not a file's entry: someone else's tag
+                continue  # not a file's entry: someone else's tag
             if item.get("truncated"):
                 text = self._entry_text(item["id"])
             files[key] = _File(item["id"], len(text.encode("utf-8")))
@@ -247,8 +277,12 @@ class WorkspaceMemory:
 
     def _write(self, entry_id: str, key: str, text: str) -> None:
         """The file's entry now holds `text` at `key` (its old content becomes a revision)."""
-        call(self.handle, "call_tool", "update", {"id": entry_id,
-                                                  "content": f"{_header(key)}\n{text}"})
+        call(
+            self.handle,
+            "call_tool",
+            "update",
+            {"id": entry_id, "content": f"{_header(key)}\n{text}"},
+        )
 
     @staticmethod
     def _is_dir(key: str, files: dict) -> bool:
@@ -270,7 +304,7 @@ class WorkspaceMemory:
         for file_key, file in files.items():
             if not file_key.startswith(key + "/"):
                 continue
-            parts = tuple(file_key[len(key) + 1:].split("/"))
+            parts = tuple(file_key[len(key) + 1 :].split("/"))
             if any(part.startswith(".") for part in parts[:LISTING_DEPTH]):
                 continue
             for depth in range(1, min(len(parts), LISTING_DEPTH) + 1):
@@ -281,8 +315,10 @@ class WorkspaceMemory:
         for parts in sorted(sizes):
             name = "/".join(parts) + ("" if parts in file_parts else "/")
             lines.append(f"{_human_size(sizes[parts])}\t{path}/{name}")
-        return (f"Here're the files and directories up to 2 levels deep in {path}, excluding "
-                "hidden items:\n" + "\n".join(lines))
+        return (
+            f"Here're the files and directories up to 2 levels deep in {path}, excluding "
+            "hidden items:\n" + "\n".join(lines)
+        )
 
 
 def _occurrences(text: str, needle: str):

@@ -6,6 +6,7 @@ The adapters accept any object with the client's method names (`recall`, `captur
 handle serves only the async path, because its connections belong to the loop that made them
 and cannot be driven from another one.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,9 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-ASYNC_ONLY = ("this workspace handle is asynchronous (AsyncClient.workspace or the async "
-              "in-cluster client); use the framework's async path (ainvoke, abatch, aget, ...) "
-              "or pass a sync handle")
+ASYNC_ONLY = (
+    "this workspace handle is asynchronous (AsyncClient.workspace or the async "
+    "in-cluster client); use the framework's async path (ainvoke, abatch, aget, ...) "
+    "or pass a sync handle"
+)
 
 
 def is_async(handle: Any) -> bool:

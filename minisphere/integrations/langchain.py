@@ -16,6 +16,7 @@ model as an error ToolMessage instead of raising. Calls go through the handle, s
 its overload retry (`overload_retries=` of the client that made it): only the refusal after the
 last resend reaches LangChain, with `retry_after_s` kept.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -38,15 +39,39 @@ from minisphere.wire import Kind
 
 # the default tools: the everyday surface of an agent's memory (the statistics and graph views
 # are left to `minisphere_tools(ws, names=[...])`, which accepts every name in TOOL_ARGUMENTS)
-DEFAULT_TOOLS = ("capture", "append", "update", "setStatus", "forget", "link", "unlink",
-                 "recall", "getEntry", "listRecent", "connections", "getBrief")
+DEFAULT_TOOLS = (
+    "capture",
+    "append",
+    "update",
+    "setStatus",
+    "forget",
+    "link",
+    "unlink",
+    "recall",
+    "getEntry",
+    "listRecent",
+    "connections",
+    "getBrief",
+)
 RECALL_OPTIONS = ("top_k", "tag", "kind", "hops", "full")
 # an entry's wire fields carried into Document.metadata, under snake_case names
-METADATA_FIELDS = {"id": "id", "tags": "tags", "kind": "kind", "claimTag": "claim_tag",
-                   "evidenceRef": "evidence_ref", "status": "status", "volatility": "volatility",
-                   "source": "source", "createdAt": "created_at", "updatedAt": "updated_at",
-                   "importance": "importance", "stale": "stale", "truncated": "truncated",
-                   "score": "score", "breakdown": "breakdown"}
+METADATA_FIELDS = {
+    "id": "id",
+    "tags": "tags",
+    "kind": "kind",
+    "claimTag": "claim_tag",
+    "evidenceRef": "evidence_ref",
+    "status": "status",
+    "volatility": "volatility",
+    "source": "source",
+    "createdAt": "created_at",
+    "updatedAt": "updated_at",
+    "importance": "importance",
+    "stale": "stale",
+    "truncated": "truncated",
+    "score": "score",
+    "breakdown": "breakdown",
+}
 
 
 class MinisphereRetriever(BaseRetriever):
@@ -69,16 +94,17 @@ class MinisphereRetriever(BaseRetriever):
         if unknown:
             raise ValueError(f"unknown recall option(s) {unknown}; known: {RECALL_OPTIONS}")
         options = {name: getattr(self, name) for name in RECALL_OPTIONS} | overrides
-        return RecallArgs(query=query, **options)     # refused here as the service would
+        return RecallArgs(query=query, **options)  # refused here as the service would
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                **overrides: Any) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
+    ) -> list[Document]:
         request = self._request(query, overrides)
         return documents(call(self.workspace, "recall", query, **_options(request)))
 
-    async def _aget_relevant_documents(self, query: str, *,
-                                       run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       **overrides: Any) -> list[Document]:
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **overrides: Any
+    ) -> list[Document]:
         request = self._request(query, overrides)
         return documents(await acall(self.workspace, "recall", query, **_options(request)))
 
@@ -90,18 +116,23 @@ def _options(request: RecallArgs) -> dict:
 def documents(answer: Any) -> list[Document]:
     """A recall answer (the client's model or the wire dict) as Documents."""
     items = as_wire(answer)["items"]
-    return [Document(id=item["id"], page_content=item["content"],
-                     metadata={ours: item[wire] for wire, ours in METADATA_FIELDS.items()
-                               if wire in item})
-            for item in items]
+    return [
+        Document(
+            id=item["id"],
+            page_content=item["content"],
+            metadata={ours: item[wire] for wire, ours in METADATA_FIELDS.items() if wire in item},
+        )
+        for item in items
+    ]
 
 
 class ToolServiceError(ServiceError, ToolException):
     """A refused tool call: caught as the client's ServiceError, handled as a ToolException."""
 
 
-def minisphere_tool(workspace: Any, name: str, *, description: str | None = None,
-                    **tool_options: Any) -> StructuredTool:
+def minisphere_tool(
+    workspace: Any, name: str, *, description: str | None = None, **tool_options: Any
+) -> StructuredTool:
     """One contract method as a structured tool. `tool_options` go to StructuredTool (e.g.
     `handle_tool_error=True` to hand a refusal back to the model instead of raising)."""
     if name not in TOOL_ARGUMENTS:
@@ -111,22 +142,27 @@ def minisphere_tool(workspace: Any, name: str, *, description: str | None = None
         try:
             return as_wire(call(workspace, "call", name, **arguments))
         except ServiceError as exc:
-            raise ToolServiceError(exc.status, exc.code, exc.message,
-                                   exc.retry_after_s) from exc
+            raise ToolServiceError(exc.status, exc.code, exc.message, exc.retry_after_s) from exc
 
     async def arun(**arguments: Any) -> Any:
         try:
             return as_wire(await acall(workspace, "call", name, **arguments))
         except ServiceError as exc:
-            raise ToolServiceError(exc.status, exc.code, exc.message,
-                                   exc.retry_after_s) from exc
+            raise ToolServiceError(exc.status, exc.code, exc.message, exc.retry_after_s) from exc
 
     return StructuredTool.from_function(
-        func=run, coroutine=arun, name=name, args_schema=TOOL_ARGUMENTS[name],
-        description=description or tool_description(name), infer_schema=False, **tool_options)
+        func=run,
+        coroutine=arun,
+        name=name,
+        args_schema=TOOL_ARGUMENTS[name],
+        description=description or tool_description(name),
+        infer_schema=False,
+        **tool_options,
+    )
 
 
-def minisphere_tools(workspace: Any, names: tuple[str, ...] | list[str] = DEFAULT_TOOLS,
-                     **tool_options: Any) -> list[StructuredTool]:
+def minisphere_tools(
+    workspace: Any, names: tuple[str, ...] | list[str] = DEFAULT_TOOLS, **tool_options: Any
+) -> list[StructuredTool]:
     """The contract methods as tools over one workspace (default: `DEFAULT_TOOLS`)."""
     return [minisphere_tool(workspace, name, **tool_options) for name in names]

@@ -32,6 +32,7 @@ number of times, before the batch sees a `ServiceError`.
 The logic is written once, as plans that yield `(method, arguments)` calls and receive their
 answers, driven by a sync loop (`batch`) or an async one (`abatch`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -57,14 +58,18 @@ from minisphere.integrations.handles import acall, call
 
 ITEM_TAG = "langgraph:item"
 NAMESPACE_TAG = "langgraph:namespace"
-DIGEST_HEX_CHARS = 32                                  # 128 bits of SHA-256
-FIXED_ITEM_TAGS = 3                                    # item, namespace, key
+DIGEST_HEX_CHARS = 32  # 128 bits of SHA-256
+FIXED_ITEM_TAGS = 3  # item, namespace, key
 MAX_NAMESPACE_DEPTH = C.MAX_TAGS_PER_ENTRY - FIXED_ITEM_TAGS
-LIST_MAX = C.LIST_RECENT_MAX_N                         # items or namespaces one listing sees
-SEARCH_MAX = C.RECALL_MAX_TOP_K                        # candidates one query search sees
+LIST_MAX = C.LIST_RECENT_MAX_N  # items or namespaces one listing sees
+SEARCH_MAX = C.RECALL_MAX_TOP_K  # candidates one query search sees
 MS_PER_S = 1000
-COMPARISONS = {"$gt": lambda a, b: a > b, "$gte": lambda a, b: a >= b,
-               "$lt": lambda a, b: a < b, "$lte": lambda a, b: a <= b}
+COMPARISONS = {
+    "$gt": lambda a, b: a > b,
+    "$gte": lambda a, b: a >= b,
+    "$lt": lambda a, b: a < b,
+    "$lte": lambda a, b: a <= b,
+}
 
 Plan = Generator[tuple[str, dict], Any, Any]
 
@@ -92,8 +97,10 @@ def _registry_tag(namespace: tuple[str, ...]) -> str:
 
 def _item_tags(namespace: tuple[str, ...], key: str) -> list[str]:
     if not namespace or len(namespace) > MAX_NAMESPACE_DEPTH:
-        raise ValueError(f"a namespace holds 1 to {MAX_NAMESPACE_DEPTH} labels "
-                         f"(one tag each, {C.MAX_TAGS_PER_ENTRY} tags per entry)")
+        raise ValueError(
+            f"a namespace holds 1 to {MAX_NAMESPACE_DEPTH} labels "
+            f"(one tag each, {C.MAX_TAGS_PER_ENTRY} tags per entry)"
+        )
     prefixes = [_prefix_tag(namespace[:depth]) for depth in range(1, len(namespace) + 1)]
     return [ITEM_TAG, _namespace_tag(namespace), _key_tag(namespace, key), *prefixes]
 
@@ -101,8 +108,15 @@ def _item_tags(namespace: tuple[str, ...], key: str) -> list[str]:
 def _content(namespace: tuple[str, ...], key: str, value: Any) -> str:
     if not isinstance(value, dict):
         raise ValueError(f"an item's value is a JSON object, not {type(value).__name__}")
-    return json.dumps({"namespace": list(namespace), "key": key, "value": value,
-                       "item": _digest(list(namespace), key)}, ensure_ascii=False)
+    return json.dumps(
+        {
+            "namespace": list(namespace),
+            "key": key,
+            "value": value,
+            "item": _digest(list(namespace), key),
+        },
+        ensure_ascii=False,
+    )
 
 
 def _time(ms: int) -> datetime:
@@ -111,8 +125,13 @@ def _time(ms: int) -> datetime:
 
 def _item(entry: dict, score: float | None = None, searched: bool = False) -> Item:
     body = json.loads(entry["content"])
-    fields = dict(namespace=tuple(body["namespace"]), key=body["key"], value=body["value"],
-                  created_at=_time(entry["createdAt"]), updated_at=_time(entry["updatedAt"]))
+    fields = dict(
+        namespace=tuple(body["namespace"]),
+        key=body["key"],
+        value=body["value"],
+        created_at=_time(entry["createdAt"]),
+        updated_at=_time(entry["updatedAt"]),
+    )
     return SearchItem(score=score, **fields) if searched else Item(**fields)
 
 
@@ -136,8 +155,9 @@ def _operator(actual: Any, op: str, operand: Any) -> bool:
     if op == "$ne":
         return actual != operand
     if op not in COMPARISONS:
-        raise ValueError(f"unknown filter operator {op!r}; known: $eq, $ne, "
-                         + ", ".join(COMPARISONS))
+        raise ValueError(
+            f"unknown filter operator {op!r}; known: $eq, $ne, " + ", ".join(COMPARISONS)
+        )
     try:
         return COMPARISONS[op](float(actual), float(operand))
     except (TypeError, ValueError):
@@ -145,6 +165,7 @@ def _operator(actual: Any, op: str, operand: Any) -> bool:
 
 
 # ---- plans: each yields (method, arguments) and receives the service's answer ------------------
+
 
 def _full(entry: dict) -> Plan:
     """The entry with its whole content (listings cut content at C.LIST_CONTENT_MAX_CHARS)."""
@@ -187,17 +208,32 @@ def _put(op: PutOp) -> Plan:
     if existing is not None:
         yield "update", {"id": existing["id"], "content": content}
         return None
-    answer = yield "capture", {"content": content, "tags": _item_tags(namespace, op.key),
-                               "kind": "semantic", "volatility": "durable",
-                               "source": "langgraph"}
+    answer = yield (
+        "capture",
+        {
+            "content": content,
+            "tags": _item_tags(namespace, op.key),
+            "kind": "semantic",
+            "volatility": "durable",
+            "source": "langgraph",
+        },
+    )
     if answer["outcome"] != "stored":
         raise ValueError(f"the workspace did not store the item ({answer['outcome']})")
     # the namespace's record: an exact duplicate of an existing record is blocked, which is
     # what we want (one record per namespace) without a look-up first
-    yield "capture", {"content": json.dumps({"namespace": list(namespace),
-                                             "item": _digest(*namespace)}, ensure_ascii=False),
-                      "tags": [NAMESPACE_TAG, _registry_tag(namespace)], "kind": "semantic",
-                      "volatility": "durable", "source": "langgraph"}
+    yield (
+        "capture",
+        {
+            "content": json.dumps(
+                {"namespace": list(namespace), "item": _digest(*namespace)}, ensure_ascii=False
+            ),
+            "tags": [NAMESPACE_TAG, _registry_tag(namespace)],
+            "kind": "semantic",
+            "volatility": "durable",
+            "source": "langgraph",
+        },
+    )
     return None
 
 
@@ -213,24 +249,36 @@ def _unregister_if_empty(namespace: tuple[str, ...]) -> Plan:
 def _search(op: SearchOp) -> Plan:
     prefix = tuple(op.namespace_prefix)
     if op.query:
-        answer = yield "recall", {"query": op.query, "topK": SEARCH_MAX,
-                                  "tag": _prefix_tag(prefix), "hops": 0, "full": True}
+        answer = yield (
+            "recall",
+            {
+                "query": op.query,
+                "topK": SEARCH_MAX,
+                "tag": _prefix_tag(prefix),
+                "hops": 0,
+                "full": True,
+            },
+        )
         found = [_item(entry, entry["score"], searched=True) for entry in answer["items"]]
     else:
         found = [_item(entry, searched=True) for entry in (yield from _listed(_prefix_tag(prefix)))]
-    kept = [item for item in found
-            if item.namespace[:len(prefix)] == prefix and matches(item.value, op.filter)]
-    return kept[op.offset:op.offset + op.limit]
+    kept = [
+        item
+        for item in found
+        if item.namespace[: len(prefix)] == prefix and matches(item.value, op.filter)
+    ]
+    return kept[op.offset : op.offset + op.limit]
 
 
 def _list_namespaces(op: ListNamespacesOp) -> Plan:
     records = yield from _listed(NAMESPACE_TAG)
     namespaces = {tuple(json.loads(entry["content"])["namespace"]) for entry in records}
-    chosen: Collection[tuple[str, ...]] = [ns for ns in namespaces
-              if all(_matches_condition(ns, c) for c in op.match_conditions or ())]
+    chosen: Collection[tuple[str, ...]] = [
+        ns for ns in namespaces if all(_matches_condition(ns, c) for c in op.match_conditions or ())
+    ]
     if op.max_depth is not None:
-        chosen = {ns[:op.max_depth] for ns in chosen}
-    return sorted(chosen)[op.offset:op.offset + op.limit]
+        chosen = {ns[: op.max_depth] for ns in chosen}
+    return sorted(chosen)[op.offset : op.offset + op.limit]
 
 
 def _matches_condition(namespace: tuple[str, ...], condition) -> bool:
@@ -239,14 +287,21 @@ def _matches_condition(namespace: tuple[str, ...], condition) -> bool:
         return False
     if condition.match_type not in ("prefix", "suffix"):
         raise ValueError(f"unknown namespace match type {condition.match_type!r}")
-    part = namespace[:len(path)] if condition.match_type == "prefix" else \
-        namespace[len(namespace) - len(path):]
+    part = (
+        namespace[: len(path)]
+        if condition.match_type == "prefix"
+        else namespace[len(namespace) - len(path) :]
+    )
     return all(want in ("*", have) for have, want in zip(part, path))
 
 
 # each plan takes the operation type it is keyed by
-PLANS: dict[type, Callable[[Any], Plan]] = {GetOp: _get, PutOp: _put, SearchOp: _search,
-                                           ListNamespacesOp: _list_namespaces}
+PLANS: dict[type, Callable[[Any], Plan]] = {
+    GetOp: _get,
+    PutOp: _put,
+    SearchOp: _search,
+    ListNamespacesOp: _list_namespaces,
+}
 
 
 def _plan(op: Op) -> Plan:

@@ -19,6 +19,7 @@ NLTK. `Memory.get` (sync) runs the block on a loop of its own, so give an async 
 to a Memory used through `aget`/`aput`. Calls go through the handle, so they inherit its
 overload retry (`overload_retries=` of the client that made it).
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -42,18 +43,20 @@ class MinisphereMemoryBlock(BaseMemoryBlock[str]):
     description: Optional[str] = "Entries recalled from the agent's Mini-Sphere workspace."
     workspace: Any = Field(description="a workspace handle of the HTTP or in-cluster client")
     top_k: int = Field(default=DEFAULT_TOP_K, ge=1, le=C.RECALL_MAX_TOP_K)
-    tag: Optional[str] = Field(default="chat", description="tag of captured messages and the "
-                                                             "recall prefilter; None: neither")
+    tag: Optional[str] = Field(
+        default="chat",
+        description="tag of captured messages and the recall prefilter; None: neither",
+    )
     query_messages: int = Field(default=DEFAULT_QUERY_MESSAGES, ge=1)
 
-    async def _aget(self, messages: Optional[list[ChatMessage]] = None,
-                    **block_kwargs: Any) -> str:
-        texts = [_text(m) for m in (messages or [])[-self.query_messages:]]
-        query = " ".join(t for t in texts if t)[-C.MAX_QUERY_CHARS:]
+    async def _aget(self, messages: Optional[list[ChatMessage]] = None, **block_kwargs: Any) -> str:
+        texts = [_text(m) for m in (messages or [])[-self.query_messages :]]
+        query = " ".join(t for t in texts if t)[-C.MAX_QUERY_CHARS :]
         if not query.strip():
             return ""
-        answer = as_wire(await acall(self.workspace, "recall", query, top_k=self.top_k,
-                                     tag=self.tag))
+        answer = as_wire(
+            await acall(self.workspace, "recall", query, top_k=self.top_k, tag=self.tag)
+        )
         return "\n".join(f"- {item['content']}" for item in answer["items"])
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
@@ -61,8 +64,14 @@ class MinisphereMemoryBlock(BaseMemoryBlock[str]):
         for message in messages:
             text = _text(message)
             if text:
-                await acall(self.workspace, "capture", f"{_role(message)}: {text}", tags=tags,
-                            kind="episodic", source=SOURCE)
+                await acall(
+                    self.workspace,
+                    "capture",
+                    f"{_role(message)}: {text}",
+                    tags=tags,
+                    kind="episodic",
+                    source=SOURCE,
+                )
 
 
 def _text(message: ChatMessage) -> str:

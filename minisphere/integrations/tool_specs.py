@@ -14,6 +14,7 @@ The tools themselves (argument models, schemas, descriptions) are `minisphere.co
 the one catalogue every tool surface is made from; this module only writes them in each API's
 format.
 """
+
 from __future__ import annotations
 
 from minisphere.contract.tools import (
@@ -23,26 +24,37 @@ from minisphere.contract.tools import (
     tool_schema,
 )
 
-__all__ = ["FORMATS", "TOOL_ARGUMENTS", "contract_surface", "tool_definitions",
-           "tool_description", "tool_schema"]
+__all__ = [
+    "FORMATS",
+    "TOOL_ARGUMENTS",
+    "contract_surface",
+    "tool_definitions",
+    "tool_description",
+    "tool_schema",
+]
 
 FORMATS = ("openai", "anthropic", "json-schema")
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
-def tool_definitions(fmt: str, names: list[str] | None = None,
-                     surface: dict | None = None) -> list[dict]:
+def tool_definitions(
+    fmt: str, names: list[str] | None = None, surface: dict | None = None
+) -> list[dict]:
     """Every tool (or those named) in one API's format."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
-    return [_definition(fmt, name, tool_description(name, surface), tool_schema(name, surface))
-            for name in (names if names is not None else list(TOOL_ARGUMENTS))]
+    return [
+        _definition(fmt, name, tool_description(name, surface), tool_schema(name, surface))
+        for name in (names if names is not None else list(TOOL_ARGUMENTS))
+    ]
 
 
 def _definition(fmt: str, name: str, description: str, schema: dict) -> dict:
     if fmt == "openai":
-        return {"type": "function",
-                "function": {"name": name, "description": description, "parameters": schema}}
+        return {
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": schema},
+        }
     if fmt == "anthropic":
         return {"name": name, "description": description, "input_schema": schema}
     return {"$schema": JSON_SCHEMA_DIALECT, "title": name, "description": description, **schema}

@@ -1,6 +1,7 @@
 """Maintenance tables of the control plane (migration 0002): the run audit and the per-workspace
 due state the skip rule reads (see `runs.py`). Functions over the control plane's
 connection (autocommit; each function is one statement, so one atomic step)."""
+
 from __future__ import annotations
 
 import threading
@@ -11,38 +12,66 @@ from minisphere.maintenance.runs import CLOCK_SKEW_ALLOWANCE_MS, RUNS_MAX_LIMIT
 from minisphere.wire.records import MaintenanceRun
 
 # What the directory's `maintenance(op, ...)` accepts (methods of LocalLedger); nothing else.
-LEDGER_OPS = frozenset({"schedules", "due_state", "record_pass", "note_write", "forget_due",
-                        "record_run", "last_cron_start", "runs"})
-_RUN_COLUMNS = ("run_id", "workspace_id", "trigger", "started_at", "finished_at", "outcome",
-                "calls", "scanned", "marked", "cleared", "remaining", "next_due_at", "error")
-_RUN_KEYS = tuple(MaintenanceRun.__annotations__)      # in the order of _RUN_COLUMNS
+LEDGER_OPS = frozenset(
+    {
+        "schedules",
+        "due_state",
+        "record_pass",
+        "note_write",
+        "forget_due",
+        "record_run",
+        "last_cron_start",
+        "runs",
+    }
+)
+_RUN_COLUMNS = (
+    "run_id",
+    "workspace_id",
+    "trigger",
+    "started_at",
+    "finished_at",
+    "outcome",
+    "calls",
+    "scanned",
+    "marked",
+    "cleared",
+    "remaining",
+    "next_due_at",
+    "error",
+)
+_RUN_KEYS = tuple(MaintenanceRun.__annotations__)  # in the order of _RUN_COLUMNS
 
 
 def record_run(conn, run: MaintenanceRun) -> None:
-    conn.execute(f"INSERT INTO maintenance_runs({', '.join(_RUN_COLUMNS)}) "
-                 f"VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
-                 [run.get(key) for key in _RUN_KEYS])
+    conn.execute(
+        f"INSERT INTO maintenance_runs({', '.join(_RUN_COLUMNS)}) "
+        f"VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
+        [run.get(key) for key in _RUN_KEYS],
+    )
 
 
-def list_runs(conn, workspace_id: str | None = None, limit: int = 100
-              ) -> list[MaintenanceRun]:
+def list_runs(conn, workspace_id: str | None = None, limit: int = 100) -> list[MaintenanceRun]:
     """Runs newest first, optionally of one workspace."""
     if not isinstance(limit, int) or not 1 <= limit <= RUNS_MAX_LIMIT:
         raise InvalidArgument(f"limit must be an integer from 1 to {RUNS_MAX_LIMIT}")
     rows = conn.execute(
         f"SELECT {', '.join(_RUN_COLUMNS)} FROM maintenance_runs "
         "WHERE ? IS NULL OR workspace_id = ? ORDER BY seq DESC LIMIT ?",
-        (workspace_id, workspace_id, limit)).fetchall()
+        (workspace_id, workspace_id, limit),
+    ).fetchall()
     return [cast("MaintenanceRun", dict(zip(_RUN_KEYS, row))) for row in rows]
 
 
 def last_cron_start(conn, workspace_id: str) -> int | None:
-    return conn.execute("SELECT MAX(started_at) FROM maintenance_runs WHERE workspace_id = ? "
-                        "AND trigger = 'cron'", (workspace_id,)).fetchone()[0]
+    return conn.execute(
+        "SELECT MAX(started_at) FROM maintenance_runs WHERE workspace_id = ? AND trigger = 'cron'",
+        (workspace_id,),
+    ).fetchone()[0]
 
 
-def record_pass(conn, workspace_id: str, next_due_at: int | None, remaining: int,
-                checked_at: int) -> None:
+def record_pass(
+    conn, workspace_id: str, next_due_at: int | None, remaining: int, checked_at: int
+) -> None:
     """A pass requested at `checked_at` answered (next_due_at, remaining). A write noted before
     the request (minus the clock-skew allowance) was seen by it and is forgotten; a later one is
     kept. An answer older than the recorded one changes nothing (concurrent passes)."""
@@ -53,8 +82,8 @@ def record_pass(conn, workspace_id: str, next_due_at: int | None, remaining: int
         "remaining = excluded.remaining, checked_at = excluded.checked_at, "
         "dirty_since = CASE WHEN dirty_since >= excluded.checked_at - ? THEN dirty_since END "
         "WHERE excluded.checked_at >= maintenance_due.checked_at",
-        (workspace_id, next_due_at, remaining, checked_at, workspace_id,
-         CLOCK_SKEW_ALLOWANCE_MS))
+        (workspace_id, next_due_at, remaining, checked_at, workspace_id, CLOCK_SKEW_ALLOWANCE_MS),
+    )
 
 
 def note_write(conn, workspace_id: str, at: int) -> None:
@@ -63,7 +92,8 @@ def note_write(conn, workspace_id: str, at: int) -> None:
     conn.execute(
         "UPDATE maintenance_due SET dirty_since = MIN(COALESCE(dirty_since, ?), ?) "
         "WHERE workspace_id = ? AND ? >= checked_at - ?",
-        (at, at, workspace_id, at, CLOCK_SKEW_ALLOWANCE_MS))
+        (at, at, workspace_id, at, CLOCK_SKEW_ALLOWANCE_MS),
+    )
 
 
 def forget_due(conn, workspace_id: str) -> None:
@@ -73,8 +103,11 @@ def forget_due(conn, workspace_id: str) -> None:
 
 
 def due_state(conn, workspace_id: str) -> dict | None:
-    row = conn.execute("SELECT next_due_at, remaining, checked_at, dirty_since FROM "
-                       "maintenance_due WHERE workspace_id = ?", (workspace_id,)).fetchone()
+    row = conn.execute(
+        "SELECT next_due_at, remaining, checked_at, dirty_since FROM "
+        "maintenance_due WHERE workspace_id = ?",
+        (workspace_id,),
+    ).fetchone()
     if row is None:
         return None
     return dict(zip(("nextDueAt", "remaining", "checkedAt", "dirtySince"), row))
@@ -96,7 +129,7 @@ class LocalLedger:
 
     def __init__(self, control_plane):
         self.control_plane = control_plane
-        self._lock = threading.Lock()       # scheduler threads share the one connection
+        self._lock = threading.Lock()  # scheduler threads share the one connection
 
     @property
     def conn(self):
@@ -110,8 +143,9 @@ class LocalLedger:
         with self._lock:
             return due_state(self.conn, workspace_id)
 
-    def record_pass(self, workspace_id: str, next_due_at: int | None, remaining: int,
-                    checked_at: int) -> None:
+    def record_pass(
+        self, workspace_id: str, next_due_at: int | None, remaining: int, checked_at: int
+    ) -> None:
         with self._lock:
             record_pass(self.conn, workspace_id, next_due_at, remaining, checked_at)
 
@@ -131,7 +165,6 @@ class LocalLedger:
         with self._lock:
             return last_cron_start(self.conn, workspace_id)
 
-    def runs(self, workspace_id: str | None = None, limit: int = 100
-             ) -> list[MaintenanceRun]:
+    def runs(self, workspace_id: str | None = None, limit: int = 100) -> list[MaintenanceRun]:
         with self._lock:
             return list_runs(self.conn, workspace_id, limit)

@@ -29,6 +29,7 @@ The gate and the ledger are duck-typed so tests can pass plain objects:
 - ledger.due_state(workspace_id) -> dict | None, ledger.record_pass(workspace_id, next_due_at,
   remaining, checked_at), ledger.record_run(run: dict), ledger.schedules() -> [dict]
 """
+
 from __future__ import annotations
 
 import logging
@@ -49,13 +50,13 @@ log = logging.getLogger("minisphere.maintenance")
 # busy, actor restarting). Five minutes covers a restart or a queue of runs; later than that the
 # run is audited as skipped (missed) and the next tick catches up (the pass is resumable).
 MISFIRE_GRACE_S = 300
-MAX_INSTANCES_PER_WORKSPACE = 1          # two runs for one workspace never overlap
-COALESCE_MISSED_RUNS = True              # N missed ticks run once, not N times
-MAX_PASS_CALLS_PER_RUN = 50              # limit x this = most entries one cron run handles
-MAX_CONCURRENT_RUNS = 4                  # scheduler threads (runs mostly wait on the actor)
-JOB_REFRESH_INTERVAL_S = 60              # re-read schedules from the directory this often
-MIN_STALE_AFTER_MS = min(STALE_AFTER_MS.values())   # shortest volatility threshold
-CLOCK_SKEW_ALLOWANCE_MS = 5_000          # scheduler vs workspace node clocks
+MAX_INSTANCES_PER_WORKSPACE = 1  # two runs for one workspace never overlap
+COALESCE_MISSED_RUNS = True  # N missed ticks run once, not N times
+MAX_PASS_CALLS_PER_RUN = 50  # limit x this = most entries one cron run handles
+MAX_CONCURRENT_RUNS = 4  # scheduler threads (runs mostly wait on the actor)
+JOB_REFRESH_INTERVAL_S = 60  # re-read schedules from the directory this often
+MIN_STALE_AFTER_MS = min(STALE_AFTER_MS.values())  # shortest volatility threshold
+CLOCK_SKEW_ALLOWANCE_MS = 5_000  # scheduler vs workspace node clocks
 MAX_ERROR_CHARS = 500
 RUNS_DEFAULT_LIMIT = 100
 RUNS_MAX_LIMIT = 1000
@@ -81,9 +82,9 @@ def effective_due_at(state: dict | None) -> int | None:
 def skip_reason(state: dict | None, now: int) -> str | None:
     """Why a cron run can be skipped without waking the workspace, or None to run it."""
     if state is None:
-        return None                                  # never passed: unknown, so run
+        return None  # never passed: unknown, so run
     if state.get("remaining", 1) > 0:
-        return None                                  # the last pass left work behind
+        return None  # the last pass left work behind
     due = effective_due_at(state)
     if due is None:
         return "not due: nothing can turn stale"
@@ -96,6 +97,7 @@ def skip_reason(state: dict | None, now: int) -> str | None:
 @dataclass
 class RunRecord:
     """A run under way; `finish` gives its `MaintenanceRun` row."""
+
     runId: str
     workspaceId: str
     trigger: Trigger
@@ -114,8 +116,9 @@ class RunRecord:
     def begin(cls, workspace_id: str, trigger: str, started_at: int) -> RunRecord:
         if trigger not in TRIGGERS:
             raise ValueError(f"trigger must be one of {TRIGGERS}")
-        return cls(runId=str(uuid.uuid4()), workspaceId=workspace_id,
-                   trigger=trigger, startedAt=started_at)
+        return cls(
+            runId=str(uuid.uuid4()), workspaceId=workspace_id, trigger=trigger, startedAt=started_at
+        )
 
     def add(self, result: dict) -> None:
         self.calls += 1
@@ -125,8 +128,7 @@ class RunRecord:
         self.remaining = result["remaining"]
         self.nextDueAt = result.get("nextDueAt")
 
-    def finish(self, outcome: str, finished_at: int, error: str | None = None
-               ) -> MaintenanceRun:
+    def finish(self, outcome: str, finished_at: int, error: str | None = None) -> MaintenanceRun:
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}")
         self.outcome, self.finishedAt = outcome, finished_at
@@ -140,9 +142,16 @@ def describe_error(exc: BaseException) -> str:
     return f"{code or exc.__class__.__name__}: {text}"[:MAX_ERROR_CHARS]
 
 
-def run_workspace(gate, ledger, workspace_id: str, limit: int, trigger: str = "cron", *,
-                  clock: Callable[[], int] = epoch_ms,
-                  max_calls: int = MAX_PASS_CALLS_PER_RUN) -> MaintenanceRun:
+def run_workspace(
+    gate,
+    ledger,
+    workspace_id: str,
+    limit: int,
+    trigger: str = "cron",
+    *,
+    clock: Callable[[], int] = epoch_ms,
+    max_calls: int = MAX_PASS_CALLS_PER_RUN,
+) -> MaintenanceRun:
     """One audited run for one workspace (see the module docstring). Never raises for a
     failing workspace: the failure is the run's outcome. Returns the audit row."""
     record = RunRecord.begin(workspace_id, trigger, clock())
@@ -158,8 +167,9 @@ def run_workspace(gate, ledger, workspace_id: str, limit: int, trigger: str = "c
             requested_at = clock()
             result = gate.run_staleness_pass(workspace_id, limit)
             record.add(result)
-            ledger.record_pass(workspace_id, result.get("nextDueAt"), result["remaining"],
-                               requested_at)
+            ledger.record_pass(
+                workspace_id, result.get("nextDueAt"), result["remaining"], requested_at
+            )
             if result["remaining"] == 0:
                 break
     except Exception as exc:  # noqa: BLE001 - audited as the run's outcome
@@ -174,9 +184,17 @@ def audit_run(ledger, row: MaintenanceRun) -> MaintenanceRun:
         ledger.record_run(row)
     except Exception as exc:  # noqa: BLE001 - the run happened; losing its row is logged
         log.error("could not audit run %s of %s: %s", row["runId"], row["workspaceId"], exc)
-    log.info("staleness run %s %s: %s (calls=%d marked=%d cleared=%d remaining=%s)%s",
-             row["trigger"], row["workspaceId"], row["outcome"], row["calls"], row["marked"],
-             row["cleared"], row["remaining"], f" - {row['error']}" if row["error"] else "")
+    log.info(
+        "staleness run %s %s: %s (calls=%d marked=%d cleared=%d remaining=%s)%s",
+        row["trigger"],
+        row["workspaceId"],
+        row["outcome"],
+        row["calls"],
+        row["marked"],
+        row["cleared"],
+        row["remaining"],
+        f" - {row['error']}" if row["error"] else "",
+    )
     return row
 
 
@@ -207,11 +225,13 @@ def job_spec(record: dict) -> JobSpec | None:
         raise InvalidArgument(f"workspace {workspace_id}: scheduledTasks is not an object")
     cron, limit = tasks.get("cron"), tasks.get("limit")
     if not isinstance(cron, str) or not cron.split():
-        raise InvalidArgument(f"workspace {workspace_id}: scheduledTasks.cron {cron!r} is not "
-                              "a cron expression")
+        raise InvalidArgument(
+            f"workspace {workspace_id}: scheduledTasks.cron {cron!r} is not a cron expression"
+        )
     if type(limit) is not int or limit < 1:
-        raise InvalidArgument(f"workspace {workspace_id}: scheduledTasks.limit {limit!r} is not "
-                              "a positive integer")
+        raise InvalidArgument(
+            f"workspace {workspace_id}: scheduledTasks.limit {limit!r} is not a positive integer"
+        )
     return JobSpec(workspace_id, " ".join(cron.split()), limit)
 
 
@@ -231,10 +251,8 @@ def checked_job_specs(records: list[dict]) -> tuple[dict[str, JobSpec], dict[str
     return specs, problems
 
 
-def audit_unusable_schedule(ledger, workspace_id: str, reason: str, now: int
-                            ) -> MaintenanceRun:
+def audit_unusable_schedule(ledger, workspace_id: str, reason: str, now: int) -> MaintenanceRun:
     """Audit a schedule the scheduler refused (outcome `error`, no call made): the workspace
     gets no cron runs until its blueprint is fixed, and the audit says so."""
     record = RunRecord.begin(workspace_id, "cron", now)
-    return audit_run(ledger, record.finish(
-        "error", now, f"{UNUSABLE_SCHEDULE_PREFIX}{reason}"))
+    return audit_run(ledger, record.finish("error", now, f"{UNUSABLE_SCHEDULE_PREFIX}{reason}"))

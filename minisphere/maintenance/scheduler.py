@@ -17,6 +17,7 @@ Catch-up on start: if the workspace's latest cron time lies within the grace win
 run was audited since, the job's first run is that time (it runs at once), so an actor restart
 at 03:18 does not lose the 03:17 run.
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,14 +37,19 @@ from minisphere.wire.records import MaintenanceRun
 
 log = logging.getLogger("minisphere.scheduler")
 REFRESH_JOB_ID = "__refresh__"
-JOB_DEFAULTS = {"coalesce": M.COALESCE_MISSED_RUNS, "misfire_grace_time": M.MISFIRE_GRACE_S,
-                "max_instances": M.MAX_INSTANCES_PER_WORKSPACE}
+JOB_DEFAULTS = {
+    "coalesce": M.COALESCE_MISSED_RUNS,
+    "misfire_grace_time": M.MISFIRE_GRACE_S,
+    "max_instances": M.MAX_INSTANCES_PER_WORKSPACE,
+}
 
 
 def new_scheduler() -> BackgroundScheduler:
     return BackgroundScheduler(
-        timezone=UTC, job_defaults=dict(JOB_DEFAULTS),
-        executors={"default": ThreadPoolExecutor(M.MAX_CONCURRENT_RUNS)})
+        timezone=UTC,
+        job_defaults=dict(JOB_DEFAULTS),
+        executors={"default": ThreadPoolExecutor(M.MAX_CONCURRENT_RUNS)},
+    )
 
 
 def trigger_for(spec: M.JobSpec) -> CronTrigger:
@@ -53,12 +59,14 @@ def trigger_for(spec: M.JobSpec) -> CronTrigger:
 def latest_fire_within_grace(spec: M.JobSpec, now: datetime) -> datetime | None:
     """The cron time in (now - grace, now], if there is one."""
     candidate = trigger_for(spec).get_next_fire_time(
-        None, now - timedelta(seconds=M.MISFIRE_GRACE_S))
+        None, now - timedelta(seconds=M.MISFIRE_GRACE_S)
+    )
     latest = None
     while candidate is not None and candidate <= now:
         latest = candidate
-        candidate = trigger_for(spec).get_next_fire_time(candidate, candidate
-                                                         + timedelta(microseconds=1))
+        candidate = trigger_for(spec).get_next_fire_time(
+            candidate, candidate + timedelta(microseconds=1)
+        )
     return latest
 
 
@@ -69,25 +77,40 @@ class MaintenanceScheduler:
     ledger: schedules(), due_state(), record_pass(), record_run(), last_cron_start()
     """
 
-    def __init__(self, gate, ledger, *, scheduler: BackgroundScheduler | None = None,
-                 clock: Callable[[], int] = epoch_ms):
+    def __init__(
+        self,
+        gate,
+        ledger,
+        *,
+        scheduler: BackgroundScheduler | None = None,
+        clock: Callable[[], int] = epoch_ms,
+    ):
         self._gate = gate
         self.ledger = ledger
         self.clock = clock
         self.scheduler = scheduler or new_scheduler()
         self.specs: dict[str, M.JobSpec] = {}
-        self.unusable: dict[str, str] = {}       # workspace id -> why its schedule is not used
+        self.unusable: dict[str, str] = {}  # workspace id -> why its schedule is not used
         self.scheduler.add_listener(self._on_missed, EVENT_JOB_MISSED)
 
     # ---- lifecycle -----------------------------------------------------------------------------
-    def start(self, *, paused: bool = False, refresh_every_s: float = M.JOB_REFRESH_INTERVAL_S,
-              catch_up: bool = True) -> dict:
+    def start(
+        self,
+        *,
+        paused: bool = False,
+        refresh_every_s: float = M.JOB_REFRESH_INTERVAL_S,
+        catch_up: bool = True,
+    ) -> dict:
         if not self.scheduler.running:
             self.scheduler.start(paused=paused)
         summary = self.sync(catch_up=catch_up)
-        self.scheduler.add_job(self.sync, IntervalTrigger(seconds=refresh_every_s),
-                               id=REFRESH_JOB_ID, replace_existing=True,
-                               name="re-read schedules from the directory")
+        self.scheduler.add_job(
+            self.sync,
+            IntervalTrigger(seconds=refresh_every_s),
+            id=REFRESH_JOB_ID,
+            replace_existing=True,
+            name="re-read schedules from the directory",
+        )
         return summary
 
     def shutdown(self) -> None:
@@ -131,10 +154,13 @@ class MaintenanceScheduler:
         self._audit_problems(problems)
         jobs = len(wanted) - sum(1 for w in problems if w in wanted)
         if added or removed:
-            log.info("maintenance jobs: %d (added %d, removed %d)", jobs, len(added),
-                     len(removed))
-        return {"jobs": jobs, "added": sorted(added), "removed": sorted(removed),
-                "unusable": sorted(problems)}
+            log.info("maintenance jobs: %d (added %d, removed %d)", jobs, len(added), len(removed))
+        return {
+            "jobs": jobs,
+            "added": sorted(added),
+            "removed": sorted(removed),
+            "unusable": sorted(problems),
+        }
 
     def _add_job(self, spec: M.JobSpec, catch_up: bool) -> None:
         options = {}
@@ -143,9 +169,14 @@ class MaintenanceScheduler:
             if first is not None:
                 options["next_run_time"] = first
         self.scheduler.add_job(
-            self.run_scheduled, trigger_for(spec), args=[spec.workspace_id, spec.limit],
-            id=spec.workspace_id, name=f"staleness {spec.workspace_id} [{spec.cron}]",
-            replace_existing=True, **options)
+            self.run_scheduled,
+            trigger_for(spec),
+            args=[spec.workspace_id, spec.limit],
+            id=spec.workspace_id,
+            name=f"staleness {spec.workspace_id} [{spec.cron}]",
+            replace_existing=True,
+            **options,
+        )
         self.specs[spec.workspace_id] = spec
 
     def _audit_problems(self, problems: dict[str, str]) -> None:
@@ -156,7 +187,7 @@ class MaintenanceScheduler:
             M.audit_unusable_schedule(self.ledger, workspace_id, reason, self.clock())
             self.unusable[workspace_id] = reason
         for workspace_id in set(self.unusable) - set(problems):
-            del self.unusable[workspace_id]            # fixed (or deleted): audit it anew later
+            del self.unusable[workspace_id]  # fixed (or deleted): audit it anew later
 
     def _catch_up_time(self, spec: M.JobSpec) -> datetime | None:
         now = datetime.fromtimestamp(self.clock() / 1000, UTC)
@@ -169,21 +200,32 @@ class MaintenanceScheduler:
         return latest
 
     def jobs(self) -> list[dict]:
-        return [{"id": job.id, "name": job.name,
-                 "nextRunTime": job.next_run_time.isoformat() if job.next_run_time else None}
-                for job in self.scheduler.get_jobs() if job.id != REFRESH_JOB_ID]
+        return [
+            {
+                "id": job.id,
+                "name": job.name,
+                "nextRunTime": job.next_run_time.isoformat() if job.next_run_time else None,
+            }
+            for job in self.scheduler.get_jobs()
+            if job.id != REFRESH_JOB_ID
+        ]
 
     # ---- runs ------------------------------------------------------------------------------------
     def run_scheduled(self, workspace_id: str, limit: int) -> MaintenanceRun:
-        return M.run_workspace(self._gate, self.ledger, workspace_id, limit, "cron",
-                               clock=self.clock)
+        return M.run_workspace(
+            self._gate, self.ledger, workspace_id, limit, "cron", clock=self.clock
+        )
 
     def _on_missed(self, event) -> None:
         if event.job_id == REFRESH_JOB_ID:
             return
         late_s = (datetime.now(UTC) - event.scheduled_run_time).total_seconds()
-        record = M.RunRecord.begin(event.job_id, "cron", int(
-            event.scheduled_run_time.timestamp() * 1000))
-        row = record.finish("skipped", self.clock(),
-                            f"missed: started {late_s:.0f} s late (grace {M.MISFIRE_GRACE_S} s)")
+        record = M.RunRecord.begin(
+            event.job_id, "cron", int(event.scheduled_run_time.timestamp() * 1000)
+        )
+        row = record.finish(
+            "skipped",
+            self.clock(),
+            f"missed: started {late_s:.0f} s late (grace {M.MISFIRE_GRACE_S} s)",
+        )
         M.audit_run(self.ledger, row)

@@ -19,6 +19,7 @@ The parts: `defaults` (named constants), `table` (the environment variables), `m
 settings object), `loading` (the loaders), `admin_token`, `deploy_guard` (a deploy config's
 args) and `file_modes`. Every name is re-exported here: `from minisphere.settings import X`.
 """
+
 from minisphere.engine.constants import DEFAULT_SYNCHRONOUS  # read here with the other defaults
 from minisphere.settings.admin_token import (
     ADMIN_TOKEN_FILE,

@@ -2,6 +2,7 @@
 loopback, where it is mandatory (the service refuses to start without it). On a loopback host
 without MINISPHERE_ADMIN_TOKEN, a token is generated once and kept in `<data>/.admin_token`
 (mode 0600), so every process of one deployment agrees on it."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -32,17 +33,21 @@ def check_admin_token(token: str, host: str) -> None:
     """`ConfigError` unless `token` (MINISPHERE_ADMIN_TOKEN, '' when unset) may serve `host`:
     long enough, and present and longer still off loopback."""
     if token and len(token) < MIN_ADMIN_TOKEN_CHARS:
-        raise ConfigError(f"MINISPHERE_ADMIN_TOKEN must be at least {MIN_ADMIN_TOKEN_CHARS} "
-                          "characters")
+        raise ConfigError(
+            f"MINISPHERE_ADMIN_TOKEN must be at least {MIN_ADMIN_TOKEN_CHARS} characters"
+        )
     if not token and not is_loopback(host):
-        raise ConfigError(f"refusing to listen on non-loopback host {host!r} without "
-                          "MINISPHERE_ADMIN_TOKEN; set a long random admin token")
+        raise ConfigError(
+            f"refusing to listen on non-loopback host {host!r} without "
+            "MINISPHERE_ADMIN_TOKEN; set a long random admin token"
+        )
     if not is_loopback(host) and len(token) < MIN_REMOTE_ADMIN_TOKEN_CHARS:
         raise ConfigError(
             f"refusing to listen on non-loopback host {host!r} with a {len(token)}-character "
             f"MINISPHERE_ADMIN_TOKEN: off loopback it must be at least "
-            f"{MIN_REMOTE_ADMIN_TOKEN_CHARS} characters (e.g. python -c \"import secrets; "
-            "print(secrets.token_urlsafe(32))\")")
+            f'{MIN_REMOTE_ADMIN_TOKEN_CHARS} characters (e.g. python -c "import secrets; '
+            'print(secrets.token_urlsafe(32))")'
+        )
 
 
 def stored_admin_token(data_dir: Path) -> tuple[str, str]:
@@ -53,8 +58,9 @@ def stored_admin_token(data_dir: Path) -> tuple[str, str]:
     except FileExistsError:
         token = path.read_text(encoding="utf-8").strip()
         if len(token) < MIN_ADMIN_TOKEN_CHARS:
-            raise ConfigError(f"{path} holds no usable admin token; delete it to regenerate"
-                              ) from None
+            raise ConfigError(
+                f"{path} holds no usable admin token; delete it to regenerate"
+            ) from None
         return token, "file"
     token = "msa_" + secrets.token_urlsafe(32)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:

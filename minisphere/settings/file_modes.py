@@ -1,6 +1,7 @@
 """File modes: everything the service writes (workspace files and their -wal/-shm, the control
 plane, snapshots, the admin token) is private to the user it runs as. `restrict_file_modes()`
 sets that up for a whole process and `ensure_private_dir()` makes (or tightens) a data folder."""
+
 from __future__ import annotations
 
 import contextlib
@@ -9,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-PRIVATE_UMASK = 0o077                  # what a process of the service creates: owner only
+PRIVATE_UMASK = 0o077  # what a process of the service creates: owner only
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 

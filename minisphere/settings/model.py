@@ -1,4 +1,5 @@
 """The one typed, immutable settings object (`Settings`) and its parts."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from minisphere.settings.defaults import (
 @dataclass(frozen=True)
 class S3Settings:
     """One bucket/prefix on an S3-compatible server: the snapshot store and contract evidence."""
+
     bucket: str = ""
     prefix: str = DEFAULT_S3_PREFIX
     endpoint_url: str = ""
@@ -50,7 +52,7 @@ class S3Settings:
 
 @dataclass(frozen=True)
 class SnapshotSettings:
-    store: str = "local"                  # local | s3
+    store: str = "local"  # local | s3
     local_dir: str = ""
     s3: S3Settings = field(default_factory=S3Settings)
     every_writes: int = SNAPSHOT_EVERY_WRITES
@@ -63,9 +65,9 @@ class SnapshotSettings:
 
 @dataclass(frozen=True)
 class ReplicationSettings:
-    mode: str = DEFAULT_REPLICATION_MODE      # sync | async | off
+    mode: str = DEFAULT_REPLICATION_MODE  # sync | async | off
     sync_timeout_s: float = REPLICATION_SYNC_TIMEOUT_S
-    daemon_dir: str = ""                      # the node's Litestream folder (<data>/litestream)
+    daemon_dir: str = ""  # the node's Litestream folder (<data>/litestream)
 
     @property
     def enabled(self) -> bool:
@@ -75,16 +77,16 @@ class ReplicationSettings:
 @dataclass(frozen=True)
 class ResidencySettings:
     hibernate_idle_s: float = HIBERNATE_IDLE_S
-    max_resident: int = AUTO               # AUTO: control/residency_policy.derived_resident_cap
-    spare_actors: int | None = None        # None: the pool follows demand (residency_policy)
-    spare_memory_share: float = SPARE_MEMORY_SHARE       # the demand-following pool's budget
+    max_resident: int = AUTO  # AUTO: control/residency_policy.derived_resident_cap
+    spare_actors: int | None = None  # None: the pool follows demand (residency_policy)
+    spare_memory_share: float = SPARE_MEMORY_SHARE  # the demand-following pool's budget
     spare_idle_cpu_share: float = SPARE_IDLE_CPU_SHARE
-    recycle_max_binds: int = RECYCLE_MAX_BINDS            # 0: a hibernated process is killed
+    recycle_max_binds: int = RECYCLE_MAX_BINDS  # 0: a hibernated process is killed
     recycle_max_growth_mib: float = RECYCLE_MAX_GROWTH_MIB
-    wake_deadline_s: float = WAKE_DEADLINE_S              # 0: wakes are never refused
-    wake_shed_latency_ms: float = WAKE_SHED_LATENCY_MS    # 0: never refused for late calls
-    workspace_slots: str = DEFAULT_WORKSPACE_SLOTS_MODE     # auto | on | off
-    node_workspace_slots: int = AUTO       # AUTO: actors/directory/placement.node_workspace_slots
+    wake_deadline_s: float = WAKE_DEADLINE_S  # 0: wakes are never refused
+    wake_shed_latency_ms: float = WAKE_SHED_LATENCY_MS  # 0: never refused for late calls
+    workspace_slots: str = DEFAULT_WORKSPACE_SLOTS_MODE  # auto | on | off
+    node_workspace_slots: int = AUTO  # AUTO: actors/directory/placement.node_workspace_slots
 
 
 def any_port(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -92,14 +94,14 @@ def any_port(names: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def origins_of(names: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(f"{scheme}://{value}" for scheme in ("http", "https")
-                 for value in any_port(names))
+    return tuple(f"{scheme}://{value}" for scheme in ("http", "https") for value in any_port(names))
 
 
 @dataclass(frozen=True)
 class McpSettings:
     """The Host and Origin headers the MCP endpoint accepts (its DNS-rebinding protection: a
     web page must not reach a service on this machine through a name that resolves here)."""
+
     allowed_hosts: tuple[str, ...] = any_port(MCP_LOOPBACK_HOSTS)
     allowed_origins: tuple[str, ...] = origins_of(MCP_LOOPBACK_HOSTS)
 
@@ -110,7 +112,7 @@ class Settings:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     admin_token: str = ""
-    admin_token_source: str = "env"          # env | file | generated
+    admin_token_source: str = "env"  # env | file | generated
     namespace: str = DEFAULT_RAY_NAMESPACE
     ray_address: str = ""
     synchronous: str = DEFAULT_SYNCHRONOUS
@@ -134,4 +136,3 @@ class Settings:
     @property
     def control_db(self) -> Path:
         return Path(self.data_dir) / "control.db"
-

@@ -9,14 +9,23 @@ kept exactly; resumable; duplicates skipped) and raw copies of the SQLite file.
   present is skipped.
 - `export_lines` / `export_file` / `export_raw`: see `transfer/export.py`.
 """
+
 from minisphere.transfer.export import export_file, export_lines, export_raw
 from minisphere.transfer.importing import (
-                                           CHECKPOINT_PREFIX,
-                                           IMPORT_BATCH_LINES,
-                                           ImportSession,
-                                           import_file,
-                                           import_lines,
+    CHECKPOINT_PREFIX,
+    IMPORT_BATCH_LINES,
+    ImportSession,
+    import_file,
+    import_lines,
 )
 
-__all__ = ["CHECKPOINT_PREFIX", "IMPORT_BATCH_LINES", "ImportSession", "export_file",
-           "export_lines", "export_raw", "import_file", "import_lines"]
+__all__ = [
+    "CHECKPOINT_PREFIX",
+    "IMPORT_BATCH_LINES",
+    "ImportSession",
+    "export_file",
+    "export_lines",
+    "export_raw",
+    "import_file",
+    "import_lines",
+]

@@ -8,6 +8,7 @@ its SQLite file.
 
 Progress: every function takes `progress(done, total)` (lines or pages), called per batch.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,13 +22,15 @@ from minisphere.errors import TransferError
 from minisphere.transfer.format import CONTRACT, FORMAT_NAME, FORMAT_VERSION, dumps
 
 Progress = Callable[[int, int], None]
-EXPORT_PAGE_ENTRIES = 500            # entries read per query page
-RAW_BACKUP_PAGES_PER_STEP = 1024     # backup API step size (pages), for progress
+EXPORT_PAGE_ENTRIES = 500  # entries read per query page
+RAW_BACKUP_PAGES_PER_STEP = 1024  # backup API step size (pages), for progress
 
-_ENTRY_SQL = ("SELECT seq, id, content, source, created_at, updated_at, recall_count, "
-              "importance_score, claim_tag, evidence_ref, status, kind, volatility, unclassified, "
-              "stale_due_at, stale_since, stale_checked_at FROM entries WHERE seq > ? "
-              "ORDER BY seq LIMIT ?")
+_ENTRY_SQL = (
+    "SELECT seq, id, content, source, created_at, updated_at, recall_count, "
+    "importance_score, claim_tag, evidence_ref, status, kind, volatility, unclassified, "
+    "stale_due_at, stale_since, stale_checked_at FROM entries WHERE seq > ? "
+    "ORDER BY seq LIMIT ?"
+)
 
 
 def _grouped(conn, sql: str, ids: list[str]) -> dict[str, list]:
@@ -39,25 +42,66 @@ def _grouped(conn, sql: str, ids: list[str]) -> dict[str, list]:
 
 
 def _entry_record(row, tags: list, revisions: list) -> dict:
-    (_seq, id_, content, source, created, updated, recalls, importance, claim, evidence, status,
-     kind, volatility, unclassified, due, since, checked) = row
-    return {"record": "entry", "id": id_, "content": content, "source": source,
-            "createdAt": created, "updatedAt": updated, "recallCount": recalls,
-            "importance": float(importance), "claimTag": claim, "evidenceRef": evidence,
-            "status": status, "kind": kind, "volatility": volatility,
-            "unclassified": bool(unclassified), "staleDueAt": due, "staleSince": since,
-            "staleCheckedAt": checked, "tags": [t[0] for t in tags],
-            "revisions": [{"content": c, "at": at, "reason": r} for c, at, r in revisions]}
+    (
+        _seq,
+        id_,
+        content,
+        source,
+        created,
+        updated,
+        recalls,
+        importance,
+        claim,
+        evidence,
+        status,
+        kind,
+        volatility,
+        unclassified,
+        due,
+        since,
+        checked,
+    ) = row
+    return {
+        "record": "entry",
+        "id": id_,
+        "content": content,
+        "source": source,
+        "createdAt": created,
+        "updatedAt": updated,
+        "recallCount": recalls,
+        "importance": float(importance),
+        "claimTag": claim,
+        "evidenceRef": evidence,
+        "status": status,
+        "kind": kind,
+        "volatility": volatility,
+        "unclassified": bool(unclassified),
+        "staleDueAt": due,
+        "staleSince": since,
+        "staleCheckedAt": checked,
+        "tags": [t[0] for t in tags],
+        "revisions": [{"content": c, "at": at, "reason": r} for c, at, r in revisions],
+    }
 
 
 def _header_line(conn, now_ms: int) -> tuple[str, int]:
     """The header line, and how many entries and edges the lines after it hold."""
-    counts = {name: conn.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
-              for name in ("entries", "edges", "revisions", "tags")}
+    counts = {
+        name: conn.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
+        for name in ("entries", "edges", "revisions", "tags")
+    }
     schema = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
-    header = dumps({"record": "header", "format": FORMAT_NAME, "formatVersion": FORMAT_VERSION,
-                    "contract": CONTRACT, "schemaVersion": schema, "counts": counts,
-                    "exportedAt": now_ms})
+    header = dumps(
+        {
+            "record": "header",
+            "format": FORMAT_NAME,
+            "formatVersion": FORMAT_VERSION,
+            "contract": CONTRACT,
+            "schemaVersion": schema,
+            "counts": counts,
+            "exportedAt": now_ms,
+        }
+    )
     return header, counts["entries"] + counts["edges"]
 
 
@@ -70,22 +114,41 @@ def _entry_pages(conn) -> Iterator[list[str]]:
         if not rows:
             return
         ids = [r[1] for r in rows]
-        tags = _grouped(conn, "SELECT entry_id, tag FROM tags WHERE entry_id IN ({marks}) "
-                              "ORDER BY entry_id, tag", ids)
-        revisions = _grouped(conn, "SELECT entry_id, content, at, reason FROM revisions "
-                                   "WHERE entry_id IN ({marks}) ORDER BY seq", ids)
-        yield [dumps(_entry_record(row, tags.get(row[1], []), revisions.get(row[1], [])))
-               for row in rows]
+        tags = _grouped(
+            conn,
+            "SELECT entry_id, tag FROM tags WHERE entry_id IN ({marks}) ORDER BY entry_id, tag",
+            ids,
+        )
+        revisions = _grouped(
+            conn,
+            "SELECT entry_id, content, at, reason FROM revisions "
+            "WHERE entry_id IN ({marks}) ORDER BY seq",
+            ids,
+        )
+        yield [
+            dumps(_entry_record(row, tags.get(row[1], []), revisions.get(row[1], [])))
+            for row in rows
+        ]
         last = rows[-1][0]
 
 
 def _edge_lines(conn) -> Iterator[str]:
     for src, dst, type_, weight, provenance, metadata, created, updated in conn.execute(
-            f"SELECT {EDGE_COLUMNS} FROM edges ORDER BY rowid"):
-        yield dumps({"record": "edge", "src": src, "dst": dst, "type": type_,
-                     "weight": float(weight), "provenance": provenance,
-                     "metadata": json.loads(metadata) if metadata else None,
-                     "createdAt": created, "updatedAt": updated})
+        f"SELECT {EDGE_COLUMNS} FROM edges ORDER BY rowid"
+    ):
+        yield dumps(
+            {
+                "record": "edge",
+                "src": src,
+                "dst": dst,
+                "type": type_,
+                "weight": float(weight),
+                "provenance": provenance,
+                "metadata": json.loads(metadata) if metadata else None,
+                "createdAt": created,
+                "updatedAt": updated,
+            }
+        )
 
 
 def export_lines(conn, *, now_ms: int, progress: Progress | None = None) -> Iterator[str]:
@@ -109,8 +172,9 @@ def export_lines(conn, *, now_ms: int, progress: Progress | None = None) -> Iter
         conn.execute("COMMIT")
 
 
-def export_file(db_path: str | Path, out: TextIO, *, now_ms: int,
-                progress: Progress | None = None) -> int:
+def export_file(
+    db_path: str | Path, out: TextIO, *, now_ms: int, progress: Progress | None = None
+) -> int:
     """Write the JSONL export of the workspace file at `db_path` to `out`; returns lines."""
     if not Path(db_path).is_file():
         raise TransferError(f"no workspace file at {db_path}")
@@ -136,11 +200,15 @@ def export_raw(db_path: str | Path, dest: str | Path, progress: Progress | None 
     try:
         target = db.sqlite3.connect(str(partial))
         try:
-            source.backup(target, pages=RAW_BACKUP_PAGES_PER_STEP,
-                          progress=(lambda _s, left, total: progress(total - left, total))
-                          if progress else None)
+            source.backup(
+                target,
+                pages=RAW_BACKUP_PAGES_PER_STEP,
+                progress=(lambda _s, left, total: progress(total - left, total))
+                if progress
+                else None,
+            )
             verdict = target.execute("PRAGMA integrity_check").fetchone()[0]
-            target.execute("PRAGMA journal_mode = DELETE")   # one self-contained file
+            target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
         finally:
             target.close()
     finally:

@@ -15,6 +15,7 @@ then one line per edge:
 Times are epoch milliseconds, exactly as stored. Everything an entry has is in its line, so an
 import reproduces the workspace exactly (the content hash and the keyword index are derived).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,7 @@ from minisphere.wire import Entry as WireEntry
 FORMAT_NAME = "minisphere-jsonl"
 FORMAT_VERSION = 1
 CONTRACT = "MINI_SPHERE_CONTRACT@0.2"
-MAX_LINE_BYTES = 2 * 1024 * 1024          # one entry with many revisions still fits
+MAX_LINE_BYTES = 2 * 1024 * 1024  # one entry with many revisions still fits
 MAX_REVISIONS_PER_ENTRY = 100_000
 
 # Every integer of the format is at most 2^53: SQLite stores at most 2^63 - 1 (a larger one
@@ -46,8 +47,9 @@ EdgeWeight = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True,
-                              frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+    )
 
 
 class Counts(_Record):
@@ -78,6 +80,7 @@ class EntryRecord(_Record, WireEntry):
     so their plain `str` types are as strict as StrictStr here), the ones below held to the
     file's bounds and given the defaults an older or hand-made file relies on, and what only a
     copy of the workspace keeps besides."""
+
     record: Literal["entry"]
     source: Optional[StrictStr] = None
     created_at: EpochMs
@@ -134,8 +137,9 @@ def _load(line: str, number: int) -> dict:
 
 
 def _describe(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}"
-                     for e in exc.errors()[:3])
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in exc.errors()[:3]
+    )
 
 
 def parse_header(line: str) -> Header:
@@ -143,8 +147,10 @@ def parse_header(line: str) -> Header:
     if data.get("record") != "header" or data.get("format") != FORMAT_NAME:
         raise ImportFormatError(f"line 1: not a {FORMAT_NAME} export (no header line)")
     if data.get("formatVersion") != FORMAT_VERSION:
-        raise ImportVersionError(f"line 1: export format version {data.get('formatVersion')!r}; "
-                                 f"this build reads version {FORMAT_VERSION}")
+        raise ImportVersionError(
+            f"line 1: export format version {data.get('formatVersion')!r}; "
+            f"this build reads version {FORMAT_VERSION}"
+        )
     try:
         return Header.model_validate(data)
     except ValidationError as exc:
@@ -155,9 +161,11 @@ def parse_record(line: str, number: int) -> Record:
     """A validated entry or edge record; ImportFormatError names the line otherwise."""
     data = _load(line, number)
     kind = data.get("record")
-    models: dict[str, type[EntryRecord] | type[EdgeRecord]] = {"entry": EntryRecord,
-                                                               "edge": EdgeRecord}
-    model = models.get(kind) if isinstance(kind, str) else None     # a list is no key
+    models: dict[str, type[EntryRecord] | type[EdgeRecord]] = {
+        "entry": EntryRecord,
+        "edge": EdgeRecord,
+    }
+    model = models.get(kind) if isinstance(kind, str) else None  # a list is no key
     if model is None:
         raise ImportFormatError(f"line {number}: unknown record type {kind!r}")
     try:

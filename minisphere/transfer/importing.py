@@ -1,4 +1,5 @@
 """Importing a JSONL export (the whole story: `minisphere/transfer/__init__.py`)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -19,7 +20,7 @@ from minisphere.transfer.format import (
 )
 
 Progress = Callable[[int, int], None]
-IMPORT_BATCH_LINES = 500             # records committed per import transaction
+IMPORT_BATCH_LINES = 500  # records committed per import transaction
 CHECKPOINT_PREFIX = "transfer.import:"
 
 
@@ -28,10 +29,16 @@ class _Importer:
     connection of each transaction it is fed in."""
 
     def __init__(self) -> None:
-        self.alias: dict[str, str] = {}     # duplicate entry id in the file -> id kept here
-        self.seen: set[str] = set()          # entry ids of this file (never a content match)
-        self.report = {"entries": 0, "edges": 0, "duplicateIds": 0, "duplicateContent": 0,
-                       "duplicateEdges": 0, "orphanEdges": 0}
+        self.alias: dict[str, str] = {}  # duplicate entry id in the file -> id kept here
+        self.seen: set[str] = set()  # entry ids of this file (never a content match)
+        self.report = {
+            "entries": 0,
+            "edges": 0,
+            "duplicateIds": 0,
+            "duplicateContent": 0,
+            "duplicateEdges": 0,
+            "orphanEdges": 0,
+        }
 
     def remember(self, conn, record) -> None:
         """For lines a previous run already applied: rebuild the duplicate id map only."""
@@ -43,13 +50,15 @@ class _Importer:
             self.seen.add(record.id)
 
     def _has(self, conn, entry_id: str) -> bool:
-        return conn.execute("SELECT 1 FROM entries WHERE id = ?",
-                                 (entry_id,)).fetchone() is not None
+        return (
+            conn.execute("SELECT 1 FROM entries WHERE id = ?", (entry_id,)).fetchone() is not None
+        )
 
     def _content_match(self, conn, content: str) -> str | None:
         """The first entry that was here before this file with the same normalized content."""
-        for (entry_id,) in conn.execute("SELECT id FROM entries WHERE content_hash = ? "
-                                             "ORDER BY seq", (content_hash(content),)):
+        for (entry_id,) in conn.execute(
+            "SELECT id FROM entries WHERE content_hash = ? ORDER BY seq", (content_hash(content),)
+        ):
             if entry_id not in self.seen:
                 return entry_id
         return None
@@ -75,14 +84,34 @@ class _Importer:
             "importance_score, claim_tag, evidence_ref, status, kind, volatility, unclassified, "
             "content_hash, stale_due_at, stale_since, stale_checked_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (r.id, r.content, r.source, r.created_at, r.updated_at, r.recall_count, r.importance,
-             r.claim_tag, r.evidence_ref, r.status, r.kind, r.volatility, int(r.unclassified),
-             content_hash(r.content), r.stale_due_at, r.stale_since, r.stale_checked_at))
-        conn.executemany("INSERT OR IGNORE INTO tags(entry_id, tag) VALUES (?, ?)",
-                              [(r.id, t) for t in normalize_tags(r.tags, allow_system=True)])
-        conn.executemany("INSERT INTO revisions(entry_id, content, at, reason) "
-                              "VALUES (?, ?, ?, ?)",
-                              [(r.id, v.content, v.at, v.reason) for v in r.revisions])
+            (
+                r.id,
+                r.content,
+                r.source,
+                r.created_at,
+                r.updated_at,
+                r.recall_count,
+                r.importance,
+                r.claim_tag,
+                r.evidence_ref,
+                r.status,
+                r.kind,
+                r.volatility,
+                int(r.unclassified),
+                content_hash(r.content),
+                r.stale_due_at,
+                r.stale_since,
+                r.stale_checked_at,
+            ),
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO tags(entry_id, tag) VALUES (?, ?)",
+            [(r.id, t) for t in normalize_tags(r.tags, allow_system=True)],
+        )
+        conn.executemany(
+            "INSERT INTO revisions(entry_id, content, at, reason) VALUES (?, ?, ?, ?)",
+            [(r.id, v.content, v.at, v.reason) for v in r.revisions],
+        )
         self.report["entries"] += 1
 
     def _edge(self, conn, r: EdgeRecord) -> None:
@@ -94,8 +123,17 @@ class _Importer:
         cursor = conn.execute(
             "INSERT OR IGNORE INTO edges(src, dst, type, weight, provenance, metadata, "
             "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (src, dst, r.type, r.weight, r.provenance, metadata_text(r.metadata), r.created_at,
-             r.updated_at))
+            (
+                src,
+                dst,
+                r.type,
+                r.weight,
+                r.provenance,
+                metadata_text(r.metadata),
+                r.created_at,
+                r.updated_at,
+            ),
+        )
         self.report["edges" if cursor.rowcount else "duplicateEdges"] += 1
 
 
@@ -116,7 +154,7 @@ class ImportSession:
         self.header = parse_header(header_line)
         self.total = self.header.counts.entries + self.header.counts.edges
         self.key = CHECKPOINT_PREFIX + checkpoint_key
-        with workspace.transaction() as conn:     # under the workspace's writer lock
+        with workspace.transaction() as conn:  # under the workspace's writer lock
             stored = read_meta(conn, self.key)
         self.importer = _Importer()
         self.resumed = self.applied = int(stored) if stored is not None else 0
@@ -125,9 +163,11 @@ class ImportSession:
         """`records` are data lines number `first` (1-based) onwards. Refused, changing
         nothing, when they start past the line after the last one applied."""
         if first > self.applied + 1:
-            raise ImportGap(f"this chunk starts at line {first} but the import has applied "
-                            f"lines up to {self.applied} only: send from line "
-                            f"{self.applied + 1}")
+            raise ImportGap(
+                f"this chunk starts at line {first} but the import has applied "
+                f"lines up to {self.applied} only: send from line "
+                f"{self.applied + 1}"
+            )
         last = first + len(records) - 1
         position = None
         with self.workspace.transaction() as conn:
@@ -138,20 +178,31 @@ class ImportSession:
                     self.importer.apply(conn, record)
             if last > self.applied:
                 _checkpoint(conn, self.key, last)
-                position = advance(conn)   # imported lines change the memory (its position)
+                position = advance(conn)  # imported lines change the memory (its position)
         if position is not None:
-            self.workspace.position = position                 # committed
+            self.workspace.position = position  # committed
         self.applied = max(self.applied, last)
 
     def finish(self, lines: int) -> dict:
         with self.workspace.transaction() as conn:
             _checkpoint(conn, self.key, None)
-        return dict(self.importer.report, lines=lines, resumedFrom=self.resumed,
-                    expected=self.total, complete=lines == self.total)
+        return dict(
+            self.importer.report,
+            lines=lines,
+            resumedFrom=self.resumed,
+            expected=self.total,
+            complete=lines == self.total,
+        )
 
 
-def import_lines(workspace, lines: Iterable[str], *, checkpoint_key: str,
-                 batch_lines: int = IMPORT_BATCH_LINES, progress: Progress | None = None) -> dict:
+def import_lines(
+    workspace,
+    lines: Iterable[str],
+    *,
+    checkpoint_key: str,
+    batch_lines: int = IMPORT_BATCH_LINES,
+    progress: Progress | None = None,
+) -> dict:
     """Import an export's lines into an open `Workspace`; resumable under `checkpoint_key`."""
     iterator = iter(lines)
     header_line = next(iterator, None)
@@ -176,11 +227,21 @@ def import_lines(workspace, lines: Iterable[str], *, checkpoint_key: str,
     return session.finish(done)
 
 
-def import_file(workspace, path: str | Path, *, batch_lines: int = IMPORT_BATCH_LINES,
-                progress: Progress | None = None) -> dict:
+def import_file(
+    workspace,
+    path: str | Path,
+    *,
+    batch_lines: int = IMPORT_BATCH_LINES,
+    progress: Progress | None = None,
+) -> dict:
     """Import the JSONL file at `path`; the checkpoint is keyed by the file's SHA-256."""
     digest = sha256_file(path)
     with Path(path).open(encoding="utf-8", newline="\n") as handle:
-        report = import_lines(workspace, handle, checkpoint_key=digest[:32],
-                              batch_lines=batch_lines, progress=progress)
+        report = import_lines(
+            workspace,
+            handle,
+            checkpoint_key=digest[:32],
+            batch_lines=batch_lines,
+            progress=progress,
+        )
     return dict(report, file=str(path), sha256=digest)

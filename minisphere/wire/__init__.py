@@ -6,6 +6,7 @@ every layer can share it: the engine's argument models take these literals, the 
 models document them, the JSONL transfer format checks its lines with them, and the client
 reads answers with them. A value added here is accepted, documented and read everywhere at once.
 """
+
 from __future__ import annotations
 
 from typing import Literal, Optional, get_args
@@ -18,8 +19,16 @@ Kind = Literal["episodic", "semantic"]
 Volatility = Literal["durable", "state", "volatile"]
 Provenance = Literal["explicit", "inferred", "system"]
 ClaimTag = Literal["VERIFIED", "INFERRED", "UNKNOWN"]
-EdgeType = Literal["relates_to", "supersedes", "caused_by", "decided", "about_person",
-                   "part_of_project", "follows", "document_of"]
+EdgeType = Literal[
+    "relates_to",
+    "supersedes",
+    "caused_by",
+    "decided",
+    "about_person",
+    "part_of_project",
+    "follows",
+    "document_of",
+]
 EDGE_TYPES: tuple[str, ...] = get_args(EdgeType)
 RevisionReason = Literal["append", "update"]
 CaptureOutcome = Literal["stored", "blocked", "merged", "replaced"]
@@ -29,12 +38,14 @@ LOCAL_PROVIDERS: tuple[str, ...] = ("minilm", "minilm-int8")
 
 class WireModel(BaseModel):
     """camelCase on the wire, snake_case in Python; both names are accepted."""
+
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
 
 class Entry(WireModel):
     """The fields every entry carries wherever it travels: a read's answer, an export line, the
     client's model. Each of those adds its own fields and its own rules for unknown ones."""
+
     id: str
     content: str
     source: Optional[str]

@@ -9,6 +9,7 @@ reads the same classes for the published schemas (field descriptions and default
 are the wire's camelCase; unknown keys are refused, so a field the engine adds without
 describing it here fails those tests.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,8 +43,9 @@ class Entry(TypedDict):
     content: str
     source: Optional[str]
     createdAt: Annotated[int, Field(description="epoch milliseconds")]
-    updatedAt: Annotated[int, Field(
-        description="epoch milliseconds; moved only by confirming writes")]
+    updatedAt: Annotated[
+        int, Field(description="epoch milliseconds; moved only by confirming writes")
+    ]
     recallCount: int
     importance: float
     claimTag: Optional[ClaimTag]
@@ -81,11 +83,24 @@ class Edge(TypedDict):
     metadata: Optional[dict[str, Any]]
     createdAt: int
     updatedAt: int
-    metadataOmitted: NotRequired[Annotated[bool, Field(False, description=(
-        "graphView only: the metadata is larger than the answer shows (it is null here); "
-        "connections of either end has it whole"))]]
-    metadataBytes: NotRequired[Annotated[Optional[int], Field(
-        None, description="the left-out metadata's size (UTF-8 bytes of its JSON)")]]
+    metadataOmitted: NotRequired[
+        Annotated[
+            bool,
+            Field(
+                False,
+                description=(
+                    "graphView only: the metadata is larger than the answer shows (it is null here); "
+                    "connections of either end has it whole"
+                ),
+            ),
+        ]
+    ]
+    metadataBytes: NotRequired[
+        Annotated[
+            Optional[int],
+            Field(None, description="the left-out metadata's size (UTF-8 bytes of its JSON)"),
+        ]
+    ]
 
 
 # ---- writes ---------------------------------------------------------------------------------------
@@ -99,12 +114,21 @@ class NearEntry(TypedDict):
 class CaptureAnswer(TypedDict):
     outcome: CaptureOutcome
     id: NotRequired[Annotated[Optional[str], Field(None, description="the new entry (stored)")]]
-    matchId: NotRequired[Annotated[Optional[str], Field(
-        None, description="the entry it duplicates (blocked)")]]
-    confirmed: NotRequired[Annotated[Optional[bool], Field(None, description=(
-        "an exact re-capture from another named source confirmed the match"))]]
-    cosine: NotRequired[Annotated[Optional[float], Field(
-        None, description="semantic duplicate: its similarity")]]
+    matchId: NotRequired[
+        Annotated[Optional[str], Field(None, description="the entry it duplicates (blocked)")]
+    ]
+    confirmed: NotRequired[
+        Annotated[
+            Optional[bool],
+            Field(
+                None,
+                description=("an exact re-capture from another named source confirmed the match"),
+            ),
+        ]
+    ]
+    cosine: NotRequired[
+        Annotated[Optional[float], Field(None, description="semantic duplicate: its similarity")]
+    ]
     semantic: NotRequired[Annotated[Optional[bool], Field(None)]]
     duplicateCandidateOf: NotRequired[Annotated[Optional[NearEntry], Field(None)]]
     autoLinked: NotRequired[Annotated[Optional[list[NearEntry]], Field(None)]]
@@ -140,10 +164,13 @@ class StalenessPassAnswer(TypedDict):
 @with_config(ANSWER_CONFIG)
 class ListedEntry(Entry):
     """An entry in a list-style read: its content is cut at LIST_CONTENT_MAX_CHARS."""
-    truncated: NotRequired[Annotated[bool, Field(
-        False, description="the content was cut; getEntry has all of it")]]
-    contentChars: NotRequired[Annotated[Optional[int], Field(
-        None, description="the full content's length, when cut")]]
+
+    truncated: NotRequired[
+        Annotated[bool, Field(False, description="the content was cut; getEntry has all of it")]
+    ]
+    contentChars: NotRequired[
+        Annotated[Optional[int], Field(None, description="the full content's length, when cut")]
+    ]
 
 
 @with_config(ANSWER_CONFIG)
@@ -238,4 +265,5 @@ class BriefAnswer(TypedDict):
 @with_config(ANSWER_CONFIG)
 class NotedAnswer(TypedDict):
     """The engine's own follow-up write after a recall (never routed)."""
+
     noted: int

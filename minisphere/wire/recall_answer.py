@@ -1,5 +1,6 @@
 """Recall's answer, defined once (see `answers`): the ranked items, each with how every arm and
 the rerank scored it, the entries due for revalidation, and how the query was read."""
+
 from __future__ import annotations
 
 from typing import Annotated, Literal, NotRequired, Optional
@@ -14,8 +15,9 @@ from minisphere.wire.answers import ANSWER_CONFIG, Entry
 class ArmDetail(TypedDict):
     rank: int
     score: float
-    rrf: Annotated[float, Field(
-        description="this arm's share of the fused score: weight / (60 + rank)")]
+    rrf: Annotated[
+        float, Field(description="this arm's share of the fused score: weight / (60 + rank)")
+    ]
 
 
 @with_config(ANSWER_CONFIG)
@@ -38,11 +40,18 @@ class RecencyDetail(ArmDetail):
 
 @with_config(ANSWER_CONFIG)
 class TagDetail(ArmDetail):
-    tag: Annotated[str, Field(
-        description="the entry's tag holding the most of the query's keyword matches")]
-    weight: Annotated[float, Field(description=(
-        "that tag's matches, each keyword score / best, summed; score = weight / the heaviest "
-        "tag's"))]
+    tag: Annotated[
+        str, Field(description="the entry's tag holding the most of the query's keyword matches")
+    ]
+    weight: Annotated[
+        float,
+        Field(
+            description=(
+                "that tag's matches, each keyword score / best, summed; score = weight / the heaviest "
+                "tag's"
+            )
+        ),
+    ]
 
 
 @with_config(ANSWER_CONFIG)
@@ -58,13 +67,25 @@ class RerankFactors(TypedDict):
     tagOverlap: float
     rolledUp: float
     tagShare: float
-    subject: Annotated[float, Field(description=(
-        "x3 when the entry starts with a query word too common to search (the speaker a "
-        "question names), else 1"))]
-    brevity: Annotated[float, Field(description=(
-        "1 - lexical share of the fused score x (1 - min(1, characters / 200) ^ 0.5): a short "
-        "entry's word match counts for less (a greeting shares a question's words, not what "
-        "it asks); 1 from 200 characters on, and when the query has no searchable words"))]
+    subject: Annotated[
+        float,
+        Field(
+            description=(
+                "x3 when the entry starts with a query word too common to search (the speaker a "
+                "question names), else 1"
+            )
+        ),
+    ]
+    brevity: Annotated[
+        float,
+        Field(
+            description=(
+                "1 - lexical share of the fused score x (1 - min(1, characters / 200) ^ 0.5): a short "
+                "entry's word match counts for less (a greeting shares a question's words, not what "
+                "it asks); 1 from 200 characters on, and when the query has no searchable words"
+            )
+        ),
+    ]
     product: float
 
 
@@ -80,10 +101,15 @@ class Breakdown(TypedDict):
     keyword: Optional[KeywordDetail]
     graph: Optional[GraphDetail]
     recency: Optional[RecencyDetail]
-    tag: Annotated[Optional[TagDetail], Field(description=(
-        "entries under the tag holding the most of the query's keyword matches"))]
-    vector: NotRequired[Annotated[Optional[VectorDetail], Field(
-        None, description="only with a vector binding")]]
+    tag: Annotated[
+        Optional[TagDetail],
+        Field(
+            description=("entries under the tag holding the most of the query's keyword matches")
+        ),
+    ]
+    vector: NotRequired[
+        Annotated[Optional[VectorDetail], Field(None, description="only with a vector binding")]
+    ]
     fused: float
     rerank: RerankFactors
     final: float
@@ -120,19 +146,37 @@ class VectorArmState(TypedDict):
 
 @with_config(ANSWER_CONFIG)
 class FusionState(TypedDict):
-    lexicalShare: Annotated[float, Field(description=(
-        "the lexical arm's share of the fused score, 0..1 (1: lexical order kept)"))]
-    lexicalMargin: Annotated[float, Field(description=(
-        "1 - 10th lexical score / 1st: how sharply the lexical head stands out"))]
-    support: Annotated[float, Field(description=(
-        "how far the lexical arm backs the vector arm's 20 best hits, 0..1"))]
-    denseMargin: Annotated[float, Field(description=(
-        "1 - 20th cosine / best: how sharply the dense head stands out"))]
-    subjectLed: Annotated[bool, Field(description=(
-        "the query names a word too common to search (a speaker): the lexical order was kept "
-        "for it"))]
-    lexicalLed: Annotated[bool, Field(description=(
-        "the page kept the lexical order; the cosine only re-sorted it"))]
+    lexicalShare: Annotated[
+        float,
+        Field(
+            description=("the lexical arm's share of the fused score, 0..1 (1: lexical order kept)")
+        ),
+    ]
+    lexicalMargin: Annotated[
+        float,
+        Field(
+            description=("1 - 10th lexical score / 1st: how sharply the lexical head stands out")
+        ),
+    ]
+    support: Annotated[
+        float,
+        Field(description=("how far the lexical arm backs the vector arm's 20 best hits, 0..1")),
+    ]
+    denseMargin: Annotated[
+        float, Field(description=("1 - 20th cosine / best: how sharply the dense head stands out"))
+    ]
+    subjectLed: Annotated[
+        bool,
+        Field(
+            description=(
+                "the query names a word too common to search (a speaker): the lexical order was kept "
+                "for it"
+            )
+        ),
+    ]
+    lexicalLed: Annotated[
+        bool, Field(description=("the page kept the lexical order; the cosine only re-sorted it"))
+    ]
 
 
 @with_config(ANSWER_CONFIG)
@@ -141,10 +185,18 @@ class QueryUsed(TypedDict):
     text: str
     terms: list[str]
     droppedTerms: list[str]
-    standIns: NotRequired[Annotated[dict[str, list[str]], Field(
-        default_factory=dict, description=(
-            "query words no entry contains -> the terms of this workspace searched beside them "
-            "(a compound's parts, a near spelling)"))]]
+    standIns: NotRequired[
+        Annotated[
+            dict[str, list[str]],
+            Field(
+                default_factory=dict,
+                description=(
+                    "query words no entry contains -> the terms of this workspace searched beside them "
+                    "(a compound's parts, a near spelling)"
+                ),
+            ),
+        ]
+    ]
     timePhrases: list[str]
     since: Optional[int]
     until: Optional[int]
@@ -153,10 +205,12 @@ class QueryUsed(TypedDict):
     boundsRelaxed: bool
     filters: QueryFilters
     arms: Annotated[dict[str, int], Field(description="hits per arm")]
-    vector: NotRequired[Annotated[Optional[VectorArmState], Field(
-        None, description="only with a vector binding")]]
-    fusion: NotRequired[Annotated[Optional[FusionState], Field(
-        None, description="only where the vector arm ran")]]
+    vector: NotRequired[
+        Annotated[Optional[VectorArmState], Field(None, description="only with a vector binding")]
+    ]
+    fusion: NotRequired[
+        Annotated[Optional[FusionState], Field(None, description="only where the vector arm ran")]
+    ]
 
 
 @with_config(ANSWER_CONFIG)

@@ -2,6 +2,7 @@
 workspace, where it lives, its tokens, a maintenance run. The operator's routes answer these
 dicts as they are and publish these same classes (`minisphere.http.service_responses`), so a
 record and its documented shape are one definition, checked by mypy where they are built."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional, get_args
@@ -31,15 +32,22 @@ class WorkspaceRecord(TypedDict):
     createdAt: int
     updatedAt: int
     state: Annotated[str, Field(description="active | hibernated | deleting")]
-    contracts: Annotated[list[BornWith], Field(
-        description="the contract the workspace was born with")]
+    contracts: Annotated[
+        list[BornWith], Field(description="the contract the workspace was born with")
+    ]
     blueprint: dict[str, Any]
     label: Optional[str]
     nodeId: Optional[str]
     lastActiveAt: Optional[int]
-    generation: Annotated[Optional[str], Field(description=(
-        "this creation of the id: its snapshots are stored under it (null: created before "
-        "generations existed)"))]
+    generation: Annotated[
+        Optional[str],
+        Field(
+            description=(
+                "this creation of the id: its snapshots are stored under it (null: created before "
+                "generations existed)"
+            )
+        ),
+    ]
 
 
 # one workspace's location record, as the directory answers it (no docstring: pydantic would
@@ -48,14 +56,30 @@ class WorkspaceRecord(TypedDict):
 class Location(TypedDict):
     generation: Annotated[Optional[str], Field(description="this creation of the id")]
     nodeId: Annotated[Optional[str], Field(description="the node holding the live copy")]
-    epoch: Annotated[int, Field(description=(
-        "fencing token: one more on every activation; a host holding an older one can neither "
-        "open nor write the file"))]
-    position: Annotated[int, Field(description=(
-        "committed changes acknowledged so far: no copy below this is ever opened"))]
-    storedPosition: Annotated[int, Field(description=(
-        "the newest position held by the snapshot store (below `position`: only the live "
-        "copy's node has the newest writes)"))]
+    epoch: Annotated[
+        int,
+        Field(
+            description=(
+                "fencing token: one more on every activation; a host holding an older one can neither "
+                "open nor write the file"
+            )
+        ),
+    ]
+    position: Annotated[
+        int,
+        Field(
+            description=("committed changes acknowledged so far: no copy below this is ever opened")
+        ),
+    ]
+    storedPosition: Annotated[
+        int,
+        Field(
+            description=(
+                "the newest position held by the snapshot store (below `position`: only the live "
+                "copy's node has the newest writes)"
+            )
+        ),
+    ]
 
 
 # a token just issued: the only answer that holds its secret
@@ -75,8 +99,9 @@ class TokenInfo(TypedDict):
     label: Optional[str]
     createdAt: int
     expiresAt: Optional[int]
-    lastUsedAt: Annotated[Optional[int], Field(
-        description="epoch ms, to within a minute; null: never")]
+    lastUsedAt: Annotated[
+        Optional[int], Field(description="epoch ms, to within a minute; null: never")
+    ]
 
 
 # one maintenance run's audit row: what the ledger stores and lists

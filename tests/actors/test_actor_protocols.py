@@ -2,6 +2,7 @@
 protocol, both actor runtimes the directory's, and every method name the actors are called by
 (`actors/actor_methods.py`) is a method of the actor class that must answer it. Imports only:
 no Ray cluster is started."""
+
 from __future__ import annotations
 
 import ast
@@ -38,13 +39,17 @@ def test_each_actor_runtime_lacks_no_method_of_the_directorys_protocol(runtime):
 
 
 def _public_methods(actor_class) -> set[str]:
-    return {name for name, member in inspect.getmembers(actor_class.__ray_actor_class__,
-                                                        inspect.isfunction)
-            if not name.startswith("_")}
+    return {
+        name
+        for name, member in inspect.getmembers(actor_class.__ray_actor_class__, inspect.isfunction)
+        if not name.startswith("_")
+    }
 
 
-@pytest.mark.parametrize(("names", "actor_class"), [
-    (WorkspaceActorMethod, WorkspaceActor), (DirectoryMethod, DirectoryActor)])
+@pytest.mark.parametrize(
+    ("names", "actor_class"),
+    [(WorkspaceActorMethod, WorkspaceActor), (DirectoryMethod, DirectoryActor)],
+)
 def test_every_method_name_the_actors_are_called_by_is_a_method_of_the_actor(names, actor_class):
     assert {str(m) for m in names} - _public_methods(actor_class) == set()
 
@@ -52,8 +57,9 @@ def test_every_method_name_the_actors_are_called_by_is_a_method_of_the_actor(nam
 def test_every_served_method_is_answered_by_the_actor_or_its_file_operations():
     files = {name for name, _ in inspect.getmembers(AdminFiles, inspect.isfunction)}
     assert {str(m) for m in FILE_METHODS} - files == set()
-    assert {str(m) for m in ServedMethod if m not in FILE_METHODS} \
-        - _public_methods(WorkspaceActor) == set()
+    assert {str(m) for m in ServedMethod if m not in FILE_METHODS} - _public_methods(
+        WorkspaceActor
+    ) == set()
 
 
 def test_the_in_process_actor_answers_what_the_directory_calls_on_a_workspace_actor():
@@ -77,8 +83,11 @@ def _method_name_literals(tree: ast.AST):
         elif isinstance(func, ast.Attribute):
             index = NAMED_CALLS.get(func.attr)
             receiver = func.value
-            owner = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(
-                receiver, "id", None)
+            owner = (
+                receiver.attr
+                if isinstance(receiver, ast.Attribute)
+                else getattr(receiver, "id", None)
+            )
             index = RECEIVER_NAMED_CALLS.get((owner, func.attr), index)
         if index is not None and len(node.args) > index:
             arg = node.args[index]
@@ -87,19 +96,26 @@ def _method_name_literals(tree: ast.AST):
 
 
 def test_no_actor_call_names_its_method_with_a_bare_string():
-    found = [f"{path.relative_to(ACTORS.parent)}:{line}: {name!r}"
-             for path in sorted(ACTORS.rglob("*.py"))
-             for line, name in _method_name_literals(ast.parse(path.read_text()))]
+    found = [
+        f"{path.relative_to(ACTORS.parent)}:{line}: {name!r}"
+        for path in sorted(ACTORS.rglob("*.py"))
+        for line, name in _method_name_literals(ast.parse(path.read_text()))
+    ]
     assert found == [], "name the method with its member of actors/actor_methods.py"
 
 
 def test_every_method_member_the_actors_name_exists():
     # the call sites are outside mypy's list: a misspelt member would fail only when run
-    enums = {names.__name__: names for names in (DirectoryMethod, ServedMethod,
-                                                 WorkspaceActorMethod)}
-    wrong = [f"{path.relative_to(ACTORS.parent)}:{node.lineno}: {node.value.id}.{node.attr}"
-             for path in sorted(ACTORS.rglob("*.py"))
-             for node in ast.walk(ast.parse(path.read_text()))
-             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-             and node.value.id in enums and node.attr not in enums[node.value.id].__members__]
+    enums = {
+        names.__name__: names for names in (DirectoryMethod, ServedMethod, WorkspaceActorMethod)
+    }
+    wrong = [
+        f"{path.relative_to(ACTORS.parent)}:{node.lineno}: {node.value.id}.{node.attr}"
+        for path in sorted(ACTORS.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in enums
+        and node.attr not in enums[node.value.id].__members__
+    ]
     assert wrong == []

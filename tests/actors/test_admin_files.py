@@ -1,5 +1,6 @@
 """The admin's file operations of a workspace actor keep nothing of a workspace once the actor
 lets go of it: a recycled process serves another tenant next."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace

@@ -1,4 +1,5 @@
 """The workspace actor's call gate: restores hold calls, hibernation refuses them unrun."""
+
 import asyncio
 
 import pytest
@@ -21,6 +22,7 @@ def test_exclusive_waits_for_calls_in_flight_and_holds_new_ones():
             async with gate.exclusive():
                 order.append("restore")
                 await asyncio.sleep(0.02)
+
         first = asyncio.create_task(call("a", 0.05))
         await asyncio.sleep(0.01)
         swap = asyncio.create_task(restore())
@@ -28,6 +30,7 @@ def test_exclusive_waits_for_calls_in_flight_and_holds_new_ones():
         late = asyncio.create_task(call("b", 0))
         await asyncio.gather(first, swap, late)
         return order
+
     assert asyncio.run(scenario()) == ["a start", "a end", "restore", "b start", "b end"]
 
 
@@ -39,6 +42,7 @@ def test_hibernation_refuses_new_calls_after_draining():
             async with gate.admit():
                 await asyncio.sleep(0.03)
                 done.append("ran")
+
         running = asyncio.create_task(call())
         await asyncio.sleep(0.01)
         await gate.close_for_hibernation()
@@ -50,4 +54,5 @@ def test_hibernation_refuses_new_calls_after_draining():
             async with gate.exclusive():
                 pass
         await running
+
     asyncio.run(scenario())

@@ -3,6 +3,7 @@ message for an expired token, another workspace's token and an unknown one), and
 refused as `Overloaded` again as the HTTP client does. Runs without Ray: the directory is a
 stand-in answering `authenticate` with the verdict under test, the workspace's reach one that
 refuses a given number of calls."""
+
 import asyncio
 
 import pytest
@@ -25,12 +26,14 @@ class StandInDirectory:
     def remote(self, *_args):
         async def answer():
             return self.verdict, []
+
         return answer()
 
 
 def ingress_answer(verdict: str) -> tuple[int, str, str]:
     async def ask(_method, *_args):
         return verdict, []
+
     try:
         asyncio.run(TokenCache(ask, ttl_s=30).grant_of("notes", "hash", "10.0.0.1"))
     except MiniSphereError as exc:
@@ -41,10 +44,14 @@ def ingress_answer(verdict: str) -> tuple[int, str, str]:
 
 def stand_in_cluster(monkeypatch, verdict: str) -> None:
     monkeypatch.setattr(in_cluster.ray, "is_initialized", lambda: True)
-    monkeypatch.setattr(in_cluster.ray, "get_runtime_context",
-                        lambda: type("Context", (), {"namespace": "minisphere"})())
-    monkeypatch.setattr(in_cluster.ray, "get_actor",
-                        lambda *_args, **_kwargs: StandInDirectory(verdict))
+    monkeypatch.setattr(
+        in_cluster.ray,
+        "get_runtime_context",
+        lambda: type("Context", (), {"namespace": "minisphere"})(),
+    )
+    monkeypatch.setattr(
+        in_cluster.ray, "get_actor", lambda *_args, **_kwargs: StandInDirectory(verdict)
+    )
 
 
 def in_cluster_answer(monkeypatch, verdict: str) -> tuple[int, str, str]:
@@ -78,17 +85,20 @@ class RefusingReach:
         return Reply.done({"count": 7}), 1, 0.0
 
 
-def refused_in_cluster(monkeypatch, refusals: int, refusal: MiniSphereError, call,
-                       overload_retries: int = 3):
+def refused_in_cluster(
+    monkeypatch, refusals: int, refusal: MiniSphereError, call, overload_retries: int = 3
+):
     """(the answer of `call(notes)` or its ServiceError, the calls the reach saw, the waits)."""
     stand_in_cluster(monkeypatch, "ok")
-    notes = in_cluster.AsyncInClusterWorkspace("notes", "ms_some-token",
-                                               overload_retries=overload_retries)
+    notes = in_cluster.AsyncInClusterWorkspace(
+        "notes", "ms_some-token", overload_retries=overload_retries
+    )
     notes.reach = RefusingReach(refusals, refusal)
     waits = []
 
     async def record(seconds):
         waits.append(seconds)
+
     notes.overload_retry.async_sleep = record
 
     async def scenario():
@@ -96,28 +106,39 @@ def refused_in_cluster(monkeypatch, refusals: int, refusal: MiniSphereError, cal
             return await call(notes)
         except ServiceError as error:
             return error
+
     return asyncio.run(scenario()), notes.reach.calls, waits
 
 
 def test_an_overloaded_call_is_sent_again_and_then_answered(monkeypatch):
     answer, calls, waits = refused_in_cluster(
-        monkeypatch, 2, Overloaded("at capacity", retry_after_s=2.0),
-        lambda notes: notes.call("capture", content="x"))           # keyless: not run, so safe
+        monkeypatch,
+        2,
+        Overloaded("at capacity", retry_after_s=2.0),
+        lambda notes: notes.call("capture", content="x"),
+    )  # keyless: not run, so safe
     assert answer == {"count": 7} and calls == 3
     assert len(waits) == 2 and all(1.0 <= wait <= 3.0 for wait in waits)
 
 
 def test_after_the_last_resend_the_refusal_carries_retry_after(monkeypatch):
     error, calls, _ = refused_in_cluster(
-        monkeypatch, 10, Overloaded("at capacity", retry_after_s=2.0),
-        lambda notes: notes.get_count(), overload_retries=2)
+        monkeypatch,
+        10,
+        Overloaded("at capacity", retry_after_s=2.0),
+        lambda notes: notes.get_count(),
+        overload_retries=2,
+    )
     assert (error.status, error.code, error.retry_after_s) == (503, "overloaded", 2.0)
     assert calls == 3
 
 
 def test_an_unavailable_keyless_write_is_not_sent_again(monkeypatch):
     error, calls, waits = refused_in_cluster(
-        monkeypatch, 1, WorkspaceUnavailable("the outcome is unknown"),
-        lambda notes: notes.call("capture", content="x"))
+        monkeypatch,
+        1,
+        WorkspaceUnavailable("the outcome is unknown"),
+        lambda notes: notes.call("capture", content="x"),
+    )
     assert (error.status, error.code, error.retry_after_s) == (503, "unavailable", None)
     assert calls == 1 and waits == []

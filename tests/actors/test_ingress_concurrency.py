@@ -6,6 +6,7 @@ requests at once from one address: every answer is a structured 401/403/429, no 
 past authentication (the directory is never asked to wake or call a workspace, the control
 plane is unchanged), and the directory is asked no more often than the two replicas' budgets
 allow."""
+
 from __future__ import annotations
 
 import asyncio
@@ -33,7 +34,7 @@ REPLICAS = 2
 AT_ONCE = 200
 DIRECTORY_ANSWER_S = 0.005
 TOKEN_QUESTIONS = ("authenticate", "whoami")
-ANSWERED = (*TOKEN_QUESTIONS, "list")          # and the admin's own listing of workspaces
+ANSWERED = (*TOKEN_QUESTIONS, "list")  # and the admin's own listing of workspaces
 
 
 class Remote:
@@ -51,7 +52,7 @@ class InProcessDirectory:
         self.asked: Counter = Counter()
 
     def __getattr__(self, method: str) -> Remote:
-        if method == "start":                   # the replica warms the spare pool: not awaited
+        if method == "start":  # the replica warms the spare pool: not awaited
             return Remote(lambda: None)
 
         async def answer(*args):
@@ -61,6 +62,7 @@ class InProcessDirectory:
                 owner = self.plane.tokens if method in TOKEN_QUESTIONS else self.plane
                 return getattr(owner, method)(*args)
             raise RuntimeError(f"a test request reached the directory's {method}")
+
         return Remote(answer)
 
 
@@ -71,9 +73,12 @@ def service(tmp_path):
     _, other = plane.create(Blueprint(), [], "ws-b")
     revoked = plane.tokens.issue("ws-a", "write")
     plane.tokens.revoke("ws-a", revoked["tokenId"])
-    credentials = {"other": other, "revoked": revoked["token"],
-                   "expired": plane.tokens.issue("ws-a", "write", expires_at=1)["token"],
-                   "read": plane.tokens.issue("ws-a", "read")["token"]}
+    credentials = {
+        "other": other,
+        "revoked": revoked["token"],
+        "expired": plane.tokens.issue("ws-a", "write", expires_at=1)["token"],
+        "read": plane.tokens.issue("ws-a", "read")["token"],
+    }
     yield plane, credentials, tmp_path
     plane.close()
 
@@ -88,26 +93,39 @@ def replicas(plane, folder):
 def flood(apps, requests):
     """Send (method, path, authorization) requests all at once from 127.0.0.1, spread over the
     replicas in turn."""
+
     async def go():
-        clients = [httpx.AsyncClient(base_url="http://minisphere.test", transport=httpx.
-                                     ASGITransport(app=app, client=("127.0.0.1", 40000)))
-                   for app in apps]
+        clients = [
+            httpx.AsyncClient(
+                base_url="http://minisphere.test",
+                transport=httpx.ASGITransport(app=app, client=("127.0.0.1", 40000)),
+            )
+            for app in apps
+        ]
         try:
-            return await asyncio.gather(*(
-                clients[i % len(clients)].request(method, path, json=body, headers={
-                    "Authorization": authorization})
-                for i, (method, path, body, authorization) in enumerate(requests)))
+            return await asyncio.gather(
+                *(
+                    clients[i % len(clients)].request(
+                        method, path, json=body, headers={"Authorization": authorization}
+                    )
+                    for i, (method, path, body, authorization) in enumerate(requests)
+                )
+            )
         finally:
             for client in clients:
                 await client.aclose()
+
     return asyncio.run(go())
 
 
 def state(plane) -> tuple:
     workspaces = plane.list(100, "")
-    return (tuple(w["id"] for w in workspaces),
-            tuple(tuple(sorted(t["tokenId"] for t in plane.tokens.list_for(w["id"])))
-                  for w in workspaces))
+    return (
+        tuple(w["id"] for w in workspaces),
+        tuple(
+            tuple(sorted(t["tokenId"] for t in plane.tokens.list_for(w["id"]))) for w in workspaces
+        ),
+    )
 
 
 CAPTURE = ("POST", "/v1/w/ws-a/capture", {"content": "an intruder's text"})
@@ -117,12 +135,21 @@ WHOAMI = ("GET", "/v1/whoami", None)
 # more per second the flood lasts: a budget refills while a busy machine works through it).
 # Distinct guesses are held to the budget; copies of one token share one question per replica.
 CASES = {
-    "unknown tokens, each new": (CAPTURE, lambda c, i: f"Bearer msw_guess-{i}",
-                                 (FAILED_AUTH_BURST, FAILED_AUTH_PER_S)),
-    "admin guesses": (ADMIN_ROUTE, lambda c, i: f"Bearer msa_guess-{i}",
-                      (ADMIN_GUESS_BURST, ADMIN_GUESSES_PER_S)),
-    "whoami guesses": (WHOAMI, lambda c, i: f"Bearer msw_guess-{i}",
-                       (FAILED_AUTH_BURST, FAILED_AUTH_PER_S)),
+    "unknown tokens, each new": (
+        CAPTURE,
+        lambda c, i: f"Bearer msw_guess-{i}",
+        (FAILED_AUTH_BURST, FAILED_AUTH_PER_S),
+    ),
+    "admin guesses": (
+        ADMIN_ROUTE,
+        lambda c, i: f"Bearer msa_guess-{i}",
+        (ADMIN_GUESS_BURST, ADMIN_GUESSES_PER_S),
+    ),
+    "whoami guesses": (
+        WHOAMI,
+        lambda c, i: f"Bearer msw_guess-{i}",
+        (FAILED_AUTH_BURST, FAILED_AUTH_PER_S),
+    ),
     "one unknown token": (CAPTURE, lambda c, i: "Bearer msw_guess", 1),
     "another workspace's token": (CAPTURE, lambda c, i: f"Bearer {c['other']}", 1),
     "a revoked token": (CAPTURE, lambda c, i: f"Bearer {c['revoked']}", 1),
@@ -135,26 +162,26 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_credentials_sent_at_once_to_two_replicas_get_nothing_past_the_budget(service,
-                                                                                 case):
+def test_bad_credentials_sent_at_once_to_two_replicas_get_nothing_past_the_budget(service, case):
     plane, credentials, folder = service
     (method, path, body), authorization, budget = CASES[case]
     burst, refill_per_s = budget if isinstance(budget, tuple) else (budget, 0.0)
     apps, directory = replicas(plane, folder)
     before = state(plane)
     started = time.monotonic()
-    answers = flood(apps, [(method, path, body, authorization(credentials, i))
-                           for i in range(AT_ONCE)])
+    answers = flood(
+        apps, [(method, path, body, authorization(credentials, i)) for i in range(AT_ONCE)]
+    )
     asks_per_replica = burst + math.ceil(refill_per_s * (time.monotonic() - started))
     statuses = Counter(a.status_code for a in answers)
     assert set(statuses) <= {401, 403, 429}, statuses
     assert all(set(a.json()["error"]) == {"code", "message"} for a in answers)
-    assert set(directory.asked) <= set(TOKEN_QUESTIONS), directory.asked      # nothing woken
+    assert set(directory.asked) <= set(TOKEN_QUESTIONS), directory.asked  # nothing woken
     assert sum(directory.asked.values()) <= REPLICAS * asks_per_replica, directory.asked
     assert state(plane) == before
-    if burst > 1:                       # the budget, not luck, is what held the rest back
+    if burst > 1:  # the budget, not luck, is what held the rest back
         assert statuses[429] >= AT_ONCE - REPLICAS * asks_per_replica, statuses
-    else:                               # one token's copies: one answer, never a 429
+    else:  # one token's copies: one answer, never a 429
         assert statuses[429] == 0, statuses
 
 

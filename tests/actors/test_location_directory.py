@@ -2,6 +2,7 @@
 reaches every copy, a wake gets a fresh fencing epoch and the newest acknowledged position,
 and a resident with a call running is never taken for idle. The directory's own parts over
 real workspace files (the in-process runtime of tests/support)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,18 +23,18 @@ def test_a_delete_racing_a_wake_wins_and_the_recreated_id_starts_empty(tmp_path)
         old = parts.workspaces.create("raced", None, None)
         actor = await parts.activator.activate("raced")
         actor.host.workspace.capture(SECRET)
-        await parts.hibernation.hibernate("raced")            # its snapshot holds the secret
-        runtime.bind_gate = asyncio.Event()                   # the next wake waits to bind
+        await parts.hibernation.hibernate("raced")  # its snapshot holds the secret
+        runtime.bind_gate = asyncio.Event()  # the next wake waits to bind
         wake = asyncio.ensure_future(parts.activator.activate("raced"))
         await asyncio.sleep(0.05)
         deletion = asyncio.ensure_future(parts.workspaces.delete("raced"))
         await asyncio.sleep(0.05)
-        runtime.bind_gate.set()                              # the wake binds mid-delete
+        runtime.bind_gate.set()  # the wake binds mid-delete
         with pytest.raises(NotFound):
             await wake
         await deletion
         runtime.bind_gate = None
-        assert runtime.live == {}                             # no actor of it survives
+        assert runtime.live == {}  # no actor of it survives
         new = parts.workspaces.create("raced", None, None)
         assert new["workspace"]["generation"] != old["workspace"]["generation"]
         fresh = await parts.activator.activate("raced")
@@ -42,7 +43,9 @@ def test_a_delete_racing_a_wake_wins_and_the_recreated_id_starts_empty(tmp_path)
     count, _new = asyncio.run(drive())
     assert count == {"count": 0}
     assert control.get("raced")["state"] == "active"
-    leftovers = [p for p in tmp_path.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    leftovers = [
+        p for p in tmp_path.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()
+    ]
     assert leftovers == []
 
 
@@ -74,7 +77,7 @@ def test_a_resident_with_a_call_running_is_not_hibernated_as_idle(tmp_path, monk
         parts.workspaces.create("quiet", None, None)
         busy = await parts.activator.activate("busy")
         await parts.activator.activate("quiet")
-        busy.inflight = 1                                  # a long write, started long ago
+        busy.inflight = 1  # a long write, started long ago
         for ws in ("busy", "quiet"):
             parts.residents.get(ws).last_used -= 3600
         return await parts.hibernation.sweep()
@@ -91,12 +94,12 @@ def test_the_node_sweep_removes_a_deleted_workspaces_copy_left_on_a_node(tmp_pat
         actor.host.workspace.capture(SECRET)
         await parts.hibernation.hibernate("gone")
         folder = parts.workspaces.folder("gone")
-        left = folder.with_name("gone-copy-on-a-worker")    # what another node's disk keeps
+        left = folder.with_name("gone-copy-on-a-worker")  # what another node's disk keeps
         folder.rename(left)
         await parts.workspaces.delete("gone")
-        left.rename(folder)                                 # the worker's folder is there
+        left.rename(folder)  # the worker's folder is there
         swept = await parts.workspaces.sweep_nodes()
-        if parts.workspaces._sweep is not None:            # the delete's own, in the background
+        if parts.workspaces._sweep is not None:  # the delete's own, in the background
             await parts.workspaces._sweep
         return swept, folder
 
@@ -110,33 +113,36 @@ def test_a_wake_on_a_full_node_makes_room_there_instead_of_moving(tmp_path, monk
     monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
     monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
     parts, _, runtime = directory_parts(
-        tmp_path, node_resources={WORKSPACE_SLOT_RESOURCE: 2}, MINISPHERE_WORKSPACE_SLOTS="on")
+        tmp_path, node_resources={WORKSPACE_SLOT_RESOURCE: 2}, MINISPHERE_WORKSPACE_SLOTS="on"
+    )
 
     async def drive():
         for ws in ("home", "older", "newer"):
             parts.workspaces.create(ws, None, None)
         home = await parts.activator.activate("home")
         home.host.workspace.capture("written before it hibernated")
-        await parts.hibernation.hibernate("home")            # its file stays on the node
+        await parts.hibernation.hibernate("home")  # its file stays on the node
         await parts.activator.activate("older")
-        await parts.activator.activate("newer")              # the node's two slots are taken
+        await parts.activator.activate("newer")  # the node's two slots are taken
         parts.residents.get("older").last_used -= 60
         woken = await parts.activator.activate("home")
         return woken.host.workspace.get_count()
 
     assert asyncio.run(drive()) == {"count": 1}
-    assert sorted(parts.residents.ids()) == ["home", "newer"]    # the least recent made room
+    assert sorted(parts.residents.ids()) == ["home", "newer"]  # the least recent made room
     assert len(runtime.live) == 2
 
 
 def test_a_wake_that_evicted_waits_for_the_freed_slot_to_show_instead_of_placing_elsewhere(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """Ray's resource view shows a killed actor's slot free only a moment later: placing at once
     found the node still full and sent the workspace elsewhere after evicting for it."""
     monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
     monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
     parts, _, runtime = directory_parts(
-        tmp_path, node_resources={WORKSPACE_SLOT_RESOURCE: 2}, MINISPHERE_WORKSPACE_SLOTS="on")
+        tmp_path, node_resources={WORKSPACE_SLOT_RESOURCE: 2}, MINISPHERE_WORKSPACE_SLOTS="on"
+    )
     runtime.slot_release_delay_s = 0.5
 
     async def drive():
@@ -144,7 +150,7 @@ def test_a_wake_that_evicted_waits_for_the_freed_slot_to_show_instead_of_placing
             parts.workspaces.create(ws, None, None)
         await parts.activator.activate("home")
         await parts.hibernation.hibernate("home")
-        await asyncio.sleep(0.6)                              # its own slot shows free again
+        await asyncio.sleep(0.6)  # its own slot shows free again
         await parts.activator.activate("older")
         await parts.activator.activate("newer")
         parts.residents.get("older").last_used -= 60
@@ -166,8 +172,8 @@ def test_a_wake_that_moves_a_workspace_sweeps_for_the_copy_it_left(tmp_path):
         await parts.activator.activate("mover")
         await parts.hibernation.hibernate("mover")
         swept_before = parts.workspaces._sweep
-        control.touch("mover", "a-node-that-went-away")     # where it lived last
-        await parts.activator.activate("mover")             # opens on this node instead
+        control.touch("mover", "a-node-that-went-away")  # where it lived last
+        await parts.activator.activate("mover")  # opens on this node instead
         return swept_before, parts.workspaces._sweep
 
     before, after = asyncio.run(drive())
@@ -187,14 +193,14 @@ def test_a_wake_on_the_node_it_lived_on_starts_no_sweep(tmp_path):
     assert asyncio.run(drive()) is None
 
 
-def test_a_forget_sweeps_the_nodes_soon_and_forgets_in_a_row_share_one_sweep(tmp_path,
-                                                                              monkeypatch):
+def test_a_forget_sweeps_the_nodes_soon_and_forgets_in_a_row_share_one_sweep(tmp_path, monkeypatch):
     """A copy left on a node the workspace moved from holds the text a forget removes: the
     fault soak found one there when it ended (the periodic sweep ten minutes away). A forget
     now starts a sweep; the forgets that follow within the gap share the next one."""
     import time
 
     import actors.directory.workspaces as lifecycle
+
     monkeypatch.setattr(lifecycle, "FORGET_SWEEP_GAP_S", 0.3)
     parts, _, _ = directory_parts(tmp_path)
     started: list[float] = []
@@ -205,12 +211,13 @@ def test_a_forget_sweeps_the_nodes_soon_and_forgets_in_a_row_share_one_sweep(tmp
         async def counted():
             started.append(time.monotonic())
             return await sweep()
+
         parts.workspaces.sweep_nodes = counted
-        parts.workspaces.sweep_after_forget()                 # the first: at once
+        parts.workspaces.sweep_after_forget()  # the first: at once
         deadline = time.monotonic() + 30
         while not started and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        for _ in range(5):                                    # these share one sweep
+        for _ in range(5):  # these share one sweep
             parts.workspaces.sweep_after_forget()
         while len(started) < 2 and time.monotonic() < deadline:
             await asyncio.sleep(0.01)

@@ -1,5 +1,6 @@
 """The resend loop's answers when Ray itself fails a call to the directory (in process: the
 directory's methods are awaitables raising Ray's own exception classes)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -20,6 +21,7 @@ class CancellingDirectory:
     def __getattr__(self, method: str):
         async def cancelled(*args):
             raise TaskCancelledError()
+
         return type("Remote", (), {"remote": staticmethod(cancelled)})
 
 
@@ -36,6 +38,7 @@ class Answering:
     def __getattr__(self, method: str):
         async def answered(*args):
             return Reply.done({"count": 0}, timings={"actor_ms": 0.1})
+
         return type("Remote", (), {"remote": staticmethod(answered)})
 
 
@@ -46,6 +49,7 @@ class SlowDirectory:
         async def activate(*args):
             await asyncio.sleep(0.005)
             return Answering()
+
         return type("Remote", (), {"remote": staticmethod(activate)})
 
 
@@ -56,6 +60,7 @@ def test_a_call_that_waited_for_its_actor_says_how_long_and_a_cached_one_does_no
         first, _, _ = await reach.call("ws-a", "call", "getCount", {}, "hash")
         second, _, _ = await reach.call("ws-a", "call", "getCount", {}, "hash")
         return first, second
+
     first, second = asyncio.run(two_calls())
     assert first.timings["activate_ms"] >= 4.0
     assert "activate_ms" not in second.timings
@@ -68,6 +73,7 @@ class Hibernated:
         async def died(*args):
             await asyncio.sleep(0.005)
             raise ActorDiedError()
+
         return type("Remote", (), {"remote": staticmethod(died)})
 
 
@@ -77,6 +83,7 @@ def test_a_call_that_found_its_cached_actor_gone_counts_that_attempt_and_the_wak
     reach = WorkspaceReach(SlowDirectory())
     reach._handles["ws-a"] = Hibernated()
     reply, attempts, _rpc_ms = asyncio.run(
-        reach.call("ws-a", "call", "getCount", {}, "hash", idempotent_attempts=1))
+        reach.call("ws-a", "call", "getCount", {}, "hash", idempotent_attempts=1)
+    )
     assert attempts == 2 and reply.ok
-    assert reply.timings["activate_ms"] >= 9.0     # 5 ms lost + 5 ms re-activation
+    assert reply.timings["activate_ms"] >= 9.0  # 5 ms lost + 5 ms re-activation

@@ -3,6 +3,7 @@ a hibernated workspace's process goes back to the pool and serves the next wake;
 retired past its bind bound; a pool full of fresh spares keeps the recycled one; a wake that
 would evict a workspace in session is refused with `overloaded`, and so is one queued past
 the wake deadline."""
+
 from __future__ import annotations
 
 import asyncio
@@ -35,7 +36,7 @@ def test_a_hibernated_workspace_process_serves_the_next_wake(tmp_path):
         await ready_spares(parts, 1)
         first, second = created(parts, "first", "second")
         actor = await parts.activator.activate(first)
-        await ready_spares(parts, 1)                         # refilled: the pool is full
+        await ready_spares(parts, 1)  # refilled: the pool is full
         answer = await parts.hibernation.hibernate(first)
         woken = await parts.activator.activate(second)
         return actor, answer, woken, parts.residents.get(second).wake["actor"]
@@ -48,13 +49,15 @@ def test_a_hibernated_workspace_process_serves_the_next_wake(tmp_path):
 
 def woken_and_hibernated(tmp_path, max_binds: str):
     """One workspace woken and hibernated under a recycling bound: (parts, actor, answer)."""
-    parts, _, _ = directory_parts(tmp_path, MINISPHERE_SPARE_ACTORS="2",
-                                  MINISPHERE_RECYCLE_MAX_BINDS=max_binds)
+    parts, _, _ = directory_parts(
+        tmp_path, MINISPHERE_SPARE_ACTORS="2", MINISPHERE_RECYCLE_MAX_BINDS=max_binds
+    )
 
     async def drive():
         (first,) = created(parts, "first")
         actor = await parts.activator.activate(first)
         return actor, await parts.hibernation.hibernate(first)
+
     return (parts, *asyncio.run(drive()))
 
 
@@ -70,8 +73,9 @@ def test_recycling_off_ends_every_hibernated_process(tmp_path):
     assert parts.hibernation.retired == {"recycling is off": 1}
 
 
-def test_a_wake_that_would_evict_a_workspace_in_session_is_refused_not_queued(tmp_path,
-                                                                              monkeypatch):
+def test_a_wake_that_would_evict_a_workspace_in_session_is_refused_not_queued(
+    tmp_path, monkeypatch
+):
     monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
     monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
     parts, _, _runtime = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="2")
@@ -80,20 +84,20 @@ def test_a_wake_that_would_evict_a_workspace_in_session_is_refused_not_queued(tm
         busy_a, busy_b, late = created(parts, "busy-a", "busy-b", "late")
         for ws in (busy_a, busy_b):
             actor = await parts.activator.activate(ws)
-            actor.last_call_at = __import__("time").time()    # called just now: in session
+            actor.last_call_at = __import__("time").time()  # called just now: in session
         with pytest.raises(Overloaded) as refused:
             await parts.activator.activate(late)
         return refused.value, sorted(parts.residents.ids()), (busy_a, busy_b)
 
     refusal, resident, busy = asyncio.run(drive())
-    assert resident == sorted(busy)                     # nobody in session was evicted
+    assert resident == sorted(busy)  # nobody in session was evicted
     assert refusal.code == "overloaded" and 0 < refusal.retry_after_s <= 5
     assert parts.hibernation.refused_for_room == 1
 
 
 def test_a_wake_queued_behind_too_many_others_is_refused_at_once(tmp_path):
     parts, _, runtime = directory_parts(tmp_path, MINISPHERE_WAKE_DEADLINE_S="1")
-    runtime.bind_gate = asyncio.Event()                 # binds wait: wakes pile up
+    runtime.bind_gate = asyncio.Event()  # binds wait: wakes pile up
 
     async def drive():
         spaces = created(parts, *(f"ws-{n}" for n in range(12)))
@@ -114,12 +118,13 @@ def test_a_wake_queued_behind_too_many_others_is_refused_at_once(tmp_path):
 
 @pytest.mark.parametrize("deadline_s", ["2", "0"])
 def test_a_wake_that_would_start_a_second_process_at_once_is_refused_not_queued(
-        tmp_path, deadline_s):
+    tmp_path, deadline_s
+):
     """With no spare ready, one wake starts a process; another arriving meanwhile would only
     slow that start down on two CPUs: it is refused with Retry-After, unless wakes are never
     refused (deadline 0)."""
     parts, _, runtime = directory_parts(tmp_path, MINISPHERE_WAKE_DEADLINE_S=deadline_s)
-    runtime.bind_gate = asyncio.Event()                 # the first start is still binding
+    runtime.bind_gate = asyncio.Event()  # the first start is still binding
 
     async def drive():
         first, second = created(parts, "ws-first", "ws-second")
@@ -130,7 +135,7 @@ def test_a_wake_that_would_start_a_second_process_at_once_is_refused_not_queued(
             outcome = None
         except Overloaded as refused:
             outcome = refused
-        except TimeoutError:             # queued behind the start, as before the bound
+        except TimeoutError:  # queued behind the start, as before the bound
             outcome = "waited"
         runtime.bind_gate.set()
         await starting

@@ -1,5 +1,6 @@
 """Least privilege: the scheduler's gate reaches `runStalenessPass` and nothing else, checks its
 arguments before touching the directory, and its ledger accepts only maintenance operations."""
+
 import pytest
 
 pytest.importorskip("ray")
@@ -32,10 +33,15 @@ def test_the_gate_exposes_one_method_and_takes_no_new_attributes():
         gate.call = lambda *a: None
 
 
-@pytest.mark.parametrize("workspace_id, limit, error", [
-    ("../etc", 10, MalformedRequest), ("ws-aaa", 0, InvalidArgument),
-    ("ws-aaa", 100_001, InvalidArgument), ("ws-aaa", "10", InvalidArgument),
-])
+@pytest.mark.parametrize(
+    "workspace_id, limit, error",
+    [
+        ("../etc", 10, MalformedRequest),
+        ("ws-aaa", 0, InvalidArgument),
+        ("ws-aaa", 100_001, InvalidArgument),
+        ("ws-aaa", "10", InvalidArgument),
+    ],
+)
 def test_the_gate_checks_arguments_before_reaching_the_directory(workspace_id, limit, error):
     with pytest.raises(error):
         StalenessPassAccess(Untouchable()).run_staleness_pass(workspace_id, limit)
@@ -43,8 +49,13 @@ def test_the_gate_checks_arguments_before_reaching_the_directory(workspace_id, l
 
 def test_the_ledger_only_forwards_maintenance_operations():
     ledger = DirectoryLedger(Untouchable())
-    assert public(ledger) == ["due_state", "last_cron_start", "record_pass", "record_run",
-                              "schedules"]
+    assert public(ledger) == [
+        "due_state",
+        "last_cron_start",
+        "record_pass",
+        "record_run",
+        "schedules",
+    ]
     for op in ("delete", "create", "activate", "authenticate"):
         assert op not in LEDGER_OPS
         with pytest.raises(ValueError):

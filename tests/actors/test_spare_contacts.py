@@ -1,5 +1,6 @@
 """An ingress replica's advance contact with the warm spares (plain asyncio: the directory and
 the spares are stand-ins whose methods' `.remote()` behave as Ray's do for these calls)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,6 +17,7 @@ class Spare:
             @staticmethod
             def remote():
                 spare.pings += 1
+
         self.ping = Ping
 
 
@@ -29,8 +31,10 @@ class Directory:
         class SpareHandles:
             @staticmethod
             async def remote(known):
-                return list(directory.pool), {n: h for n, h in directory.pool.items()
-                                              if n not in set(known)}
+                return list(directory.pool), {
+                    n: h for n, h in directory.pool.items() if n not in set(known)
+                }
+
         self.spare_handles = SpareHandles
 
 
@@ -42,8 +46,8 @@ def test_each_spare_is_pinged_once_and_let_go_once_handed_out():
 
     async def scenario():
         first = await contacts.refresh()
-        again = await contacts.refresh()                 # nothing new: nobody pinged twice
-        directory.pool = {"b": b, "c": c}                # a handed out, c started
+        again = await contacts.refresh()  # nothing new: nobody pinged twice
+        directory.pool = {"b": b, "c": c}  # a handed out, c started
         later = await contacts.refresh()
         return first, again, later
 
@@ -54,7 +58,7 @@ def test_each_spare_is_pinged_once_and_let_go_once_handed_out():
 
 def test_a_directory_that_cannot_answer_leaves_the_contacts_running(monkeypatch):
     class Failing:
-        class spare_handles:                            # as Ray's attribute
+        class spare_handles:  # as Ray's attribute
             calls = 0
 
             @staticmethod

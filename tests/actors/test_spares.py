@@ -1,5 +1,6 @@
 """The spare pool's refilling, in plain asyncio (the Ray part, starting an actor, is the
 `start_spare` callable the directory hands it; here it is a coroutine that reports no room)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -34,19 +35,22 @@ def test_no_room_for_a_spare_is_waited_out_not_counted_as_a_failed_start(monkeyp
 
 
 def test_a_pool_following_demand_meets_a_repeated_burst_from_spares_then_shrinks(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     # the directory's own parts over real workspace files, the pool wired as the directory
     # wires it when MINISPHERE_SPARE_ACTORS is unset; the pool's clock is the test's
     from actors.directory.spares import Demand
     from minisphere.control.residency_policy import SPARE_DEMAND_WINDOW_S, spare_budget
     from tests.actors.test_directory_state import directory_parts
+
     monkeypatch.setattr(spares, "REFILL_DELAY_S", 0.0)
     monkeypatch.setattr(spares, "DEMAND_REVIEW_S", 0.02)
-    parts, _, runtime = directory_parts(tmp_path, MINISPHERE_SPARE_ACTORS="",
-                                        MINISPHERE_MAX_RESIDENT="100")
+    parts, _, runtime = directory_parts(
+        tmp_path, MINISPHERE_SPARE_ACTORS="", MINISPHERE_MAX_RESIDENT="100"
+    )
     pool, now = parts.pool, [1_000.0]
     pool.clock = lambda: now[0]
-    assert pool.demand == Demand(floor=4, ceiling=spare_budget(2 ** 34, 2))
+    assert pool.demand == Demand(floor=4, ceiling=spare_budget(2**34, 2))
     burst = 12
 
     async def until(condition) -> None:
@@ -57,34 +61,36 @@ def test_a_pool_following_demand_meets_a_repeated_burst_from_spares_then_shrinks
         raise AssertionError(f"never: {pool.status()}")
 
     async def scenario():
-        ids = [parts.workspaces.create(f"ws-{i}", None, None)["workspace"]["id"]
-               for i in range(burst)]
+        ids = [
+            parts.workspaces.create(f"ws-{i}", None, None)["workspace"]["id"] for i in range(burst)
+        ]
         pool.refill()
         await until(lambda: pool.status()["ready"] == 4)
-        await asyncio.gather(*(parts.activator.activate(ws) for ws in ids))   # the first burst
+        await asyncio.gather(*(parts.activator.activate(ws) for ws in ids))  # the first burst
         await until(lambda: pool.status()["ready"] == burst)
         grown = pool.status()
         for ws in ids:
             await parts.hibernation.hibernate(ws)
         handed_out = pool.handed_out
-        for ws in ids:                                    # the same burst again, back to back
+        for ws in ids:  # the same burst again, back to back
             await parts.activator.activate(ws)
         from_spares = pool.handed_out - handed_out
-        now[0] += SPARE_DEMAND_WINDOW_S                   # both bursts leave the window
+        now[0] += SPARE_DEMAND_WINDOW_S  # both bursts leave the window
         await until(lambda: pool.status()["size"] == 4 and pool.status()["ready"] == 4)
         return grown, from_spares, pool.status()
 
     grown, from_spares, shrunk = asyncio.run(scenario())
     assert grown["size"] == burst and grown["peakWakesPerMinute"] == burst
-    assert from_spares == burst                     # every wake of the second burst
+    assert from_spares == burst  # every wake of the second burst
     assert shrunk["shrunk"] >= burst - 4 and shrunk["peakWakesPerMinute"] == 0
-    assert len([a for a in runtime.live.values() if a.host is None]) == 4   # no spare left over
+    assert len([a for a in runtime.live.values() if a.host is None]) == 4  # no spare left over
 
 
 def test_a_demand_following_pool_never_starts_more_spares_at_once_than_it_may(monkeypatch):
     # a grown pool that started every replacement at once took the cores from the very wakes
     # it serves; it starts `starts_at_once` at a time however many are missing
     from actors.directory.spares import Demand
+
     monkeypatch.setattr(spares, "REFILL_DELAY_S", 0.0)
     running, most, names = [0], [0], iter(range(1_000))
 
@@ -96,8 +102,9 @@ def test_a_demand_following_pool_never_starts_more_spares_at_once_than_it_may(mo
         return Spare(handle=None, name=f"workspace-actor:{next(names)}", node_id="node-a")
 
     async def scenario():
-        pool = SparePool(6, start_spare, lambda handle: None,
-                         demand=Demand(floor=6, ceiling=6, starts_at_once=2))
+        pool = SparePool(
+            6, start_spare, lambda handle: None, demand=Demand(floor=6, ceiling=6, starts_at_once=2)
+        )
         pool.refill()
         for _ in range(300):
             if pool.status()["ready"] == 6:

@@ -1,5 +1,6 @@
 """A workspace actor's token checks: the record of token use reaches the directory after the
 call, never inside it (in plain asyncio: the report is the callable the actor hands in)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -54,7 +55,7 @@ def test_uses_within_a_report_interval_go_out_in_one_report(monkeypatch):
         for _ in range(5):
             checks.authorize(find_method("getCount"), candidate)
         await _until(lambda: reports)
-        checks.authorize(find_method("getCount"), candidate)     # the next interval's
+        checks.authorize(find_method("getCount"), candidate)  # the next interval's
         await asyncio.sleep(0.2)
 
     asyncio.run(scenario())
@@ -68,5 +69,6 @@ def test_a_refused_token_records_no_use():
     async def scenario():
         with pytest.raises(Unauthenticated):
             checks.authorize(find_method("getCount"), token_hash("not-a-token"))
+
     asyncio.run(scenario())
     assert reports == [] and not checks._report_pending

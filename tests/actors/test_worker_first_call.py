@@ -3,6 +3,7 @@ here, pydantic's search of every installed distribution for plugins (~9 ms), whi
 otherwise run inside the first call (the argument models build on first use). The launcher
 turns it off in the environment Ray's processes are born with (serve_app.WORKER_ENV); importing
 the actors changes no environment."""
+
 from __future__ import annotations
 
 import os
@@ -41,8 +42,9 @@ print(changed)
 
 
 def _run(code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, text=True,
-                          capture_output=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, text=True, capture_output=True, timeout=300
+    )
 
 
 def _without_the_setting() -> dict[str, str]:

@@ -2,6 +2,7 @@
 returns exit code, stdout and stderr; `service` is the real FastAPI app over real engine
 workspaces (tests/support/engine_gateway.py) served by uvicorn on 127.0.0.1 in a thread, with
 MINISPHERE_URL and MINISPHERE_ADMIN_TOKEN pointing at it -- no Ray."""
+
 from __future__ import annotations
 
 import json
@@ -29,10 +30,11 @@ def cli(capsys):
         capsys.readouterr()
         try:
             code = main(list(argv))
-        except SystemExit as exc:                 # argparse: usage errors, --help
+        except SystemExit as exc:  # argparse: usage errors, --help
             code = exc.code
         out, err = capsys.readouterr()
         return Ran(code, out, err)
+
     return run
 
 

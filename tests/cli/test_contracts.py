@@ -1,4 +1,5 @@
 """`minisphere contracts pin|verify`: the amendment path, run in-process on a copy of contracts/."""
+
 import json
 import re
 
@@ -18,7 +19,11 @@ def run(capsys, *argv):
 def test_verify_passes_on_the_repository(capsys):
     code, out, _ = run(capsys, "verify")
     assert code == 0
-    assert TEXT in out and SURFACE in out and f"agree with MINI_SPHERE_CONTRACT@{ACTIVE_VERSION}" in out
+    assert (
+        TEXT in out
+        and SURFACE in out
+        and f"agree with MINI_SPHERE_CONTRACT@{ACTIVE_VERSION}" in out
+    )
 
 
 def test_verify_json_lists_records(capsys):
@@ -28,7 +33,9 @@ def test_verify_json_lists_records(capsys):
 
 
 def test_verify_fails_on_a_changed_byte(contracts_copy, capsys):
-    (contracts_copy / TEXT).write_bytes((contracts_copy / TEXT).read_bytes().replace(b"0.1", b"0.2", 1))
+    (contracts_copy / TEXT).write_bytes(
+        (contracts_copy / TEXT).read_bytes().replace(b"0.1", b"0.2", 1)
+    )
     code, _, err = run(capsys, "verify")
     assert code == 1 and TEXT in err and "does not match its pin" in err
 
@@ -62,13 +69,18 @@ def bump(directory, version):
     """What an operator does: copy the active version, update the version inside both files."""
     text = (directory / TEXT).read_text(encoding="utf-8")
     (directory / f"{CONTRACT_NAME}@{version}.md").write_text(
-        re.sub(rf"MINI_SPHERE_CONTRACT @ {re.escape(ACTIVE_VERSION)}",
-               f"MINI_SPHERE_CONTRACT @ {version}", text),
-        encoding="utf-8")
+        re.sub(
+            rf"MINI_SPHERE_CONTRACT @ {re.escape(ACTIVE_VERSION)}",
+            f"MINI_SPHERE_CONTRACT @ {version}",
+            text,
+        ),
+        encoding="utf-8",
+    )
     doc = json.loads((directory / SURFACE).read_text(encoding="utf-8"))
     doc.update(version=version, text=f"{CONTRACT_NAME}@{version}.md")
     (directory / f"{CONTRACT_NAME}@{version}.surface.json").write_text(
-        json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
 
 
 def test_amendment_round_trip_new_version(contracts_copy, capsys):
@@ -78,7 +90,9 @@ def test_amendment_round_trip_new_version(contracts_copy, capsys):
 
     code, out, _ = run(capsys, "pin")
     assert code == 0
-    assert re.search(rf"new\s+[0-9a-f]{{64}}  {re.escape(CONTRACT_NAME)}@{re.escape(NEXT_VERSION)}\.md", out)
+    assert re.search(
+        rf"new\s+[0-9a-f]{{64}}  {re.escape(CONTRACT_NAME)}@{re.escape(NEXT_VERSION)}\.md", out
+    )
     assert "unchanged" in out  # the active version stays as it was
     assert (contracts_copy / f"{CONTRACT_NAME}@{NEXT_VERSION}.md.sha256").is_file()
 
@@ -89,7 +103,9 @@ def test_amendment_round_trip_new_version(contracts_copy, capsys):
 
 
 def test_pin_refuses_a_copied_version_whose_text_was_not_updated(contracts_copy, capsys):
-    (contracts_copy / f"{CONTRACT_NAME}@{NEXT_VERSION}.md").write_bytes((contracts_copy / TEXT).read_bytes())
+    (contracts_copy / f"{CONTRACT_NAME}@{NEXT_VERSION}.md").write_bytes(
+        (contracts_copy / TEXT).read_bytes()
+    )
     code, _, err = run(capsys, "pin")
     assert code == 1 and f"never names {CONTRACT_NAME}@{NEXT_VERSION}" in err
     assert not (contracts_copy / f"{CONTRACT_NAME}@{NEXT_VERSION}.md.sha256").exists()
@@ -97,7 +113,8 @@ def test_pin_refuses_a_copied_version_whose_text_was_not_updated(contracts_copy,
 
 def test_pin_refuses_a_surface_declaring_the_wrong_version(contracts_copy, capsys):
     (contracts_copy / f"{CONTRACT_NAME}@{NEXT_VERSION}.surface.json").write_bytes(
-        (contracts_copy / SURFACE).read_bytes())
+        (contracts_copy / SURFACE).read_bytes()
+    )
     code, _, err = run(capsys, "pin")
     assert code == 1 and f"declares MINI_SPHERE_CONTRACT@{ACTIVE_VERSION}" in err
 

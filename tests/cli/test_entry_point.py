@@ -1,5 +1,6 @@
 """`python -m minisphere.cli` as a separate process: the entry point's exit codes and streams,
 and one call to the running service over real HTTP from outside this process."""
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,14 @@ PROCESS_TIMEOUT_S = 120
 
 
 def minisphere(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "minisphere.cli", *argv], cwd=ROOT,
-                          capture_output=True, text=True, timeout=PROCESS_TIMEOUT_S,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "minisphere.cli", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_contracts_verify_exits_0_and_names_the_contract():
@@ -41,8 +47,12 @@ def test_unknown_command_is_a_usage_error_exit_2():
 def test_a_workspace_command_reaches_the_running_service(service, cli):
     token = cli("ws", "create", "outside").json()["token"]
     assert cli("capture", "written in process", "-w", "outside").code == 0
-    env = {"MINISPHERE_URL": service.url, "MINISPHERE_WORKSPACE": "outside",
-           "MINISPHERE_TOKEN": token, "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN}
+    env = {
+        "MINISPHERE_URL": service.url,
+        "MINISPHERE_WORKSPACE": "outside",
+        "MINISPHERE_TOKEN": token,
+        "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
+    }
     counted = minisphere("count", env=env)
     assert counted.returncode == 0, counted.stderr
     assert json.loads(counted.stdout) == {"count": 1}

@@ -2,6 +2,7 @@
 by the SDK's own stdio client, calling the real app over real engine files (the `service`
 fixture) with the token from MINISPHERE_TOKEN. The same tools as the HTTP endpoint; a read
 token sees the reads; a bad token stops the command at start, on stderr."""
+
 from __future__ import annotations
 
 import asyncio
@@ -23,13 +24,17 @@ def stdio_server(url: str, workspace: str, token: str) -> StdioServerParameters:
     # this checkout first, so the subprocess runs the code under test
     path = os.pathsep.join([CHECKOUT, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "minisphere.cli", "mcp", "--workspace", workspace],
-        env={"MINISPHERE_URL": url, "MINISPHERE_TOKEN": token, "PYTHONPATH": path})
+        command=sys.executable,
+        args=["-m", "minisphere.cli", "mcp", "--workspace", workspace],
+        env={"MINISPHERE_URL": url, "MINISPHERE_TOKEN": token, "PYTHONPATH": path},
+    )
 
 
 async def over_stdio(parameters: StdioServerParameters, use):
-    async with stdio_client(parameters) as streams, \
-            ClientSession(streams[0], streams[1]) as session:
+    async with (
+        stdio_client(parameters) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
         await session.initialize()
         return await use(session)
 
@@ -40,8 +45,10 @@ def test_every_tool_over_stdio_with_a_write_token(service):
     async def use(session):
         listed = [tool.name for tool in (await session.list_tools()).tools]
         return listed, await exercise_every_tool(session), await call_ok(session, "getCount")
-    listed, answers, count = asyncio.run(over_stdio(
-        stdio_server(service.url, created["workspace"]["id"], created["token"]), use))
+
+    listed, answers, count = asyncio.run(
+        over_stdio(stdio_server(service.url, created["workspace"]["id"], created["token"]), use)
+    )
     assert listed == list(TOOL_ARGUMENTS) and set(answers) == set(TOOL_ARGUMENTS)
     assert count == {"count": 1}
 
@@ -53,6 +60,7 @@ def test_a_read_token_over_stdio_sees_the_reads_and_is_refused_a_write(service):
     async def use(session):
         listed = [tool.name for tool in (await session.list_tools()).tools]
         return listed, await session.call_tool("capture", {"content": "no"})
+
     listed, refused = asyncio.run(over_stdio(stdio_server(service.url, workspace, read), use))
     assert listed == [name for name in TOOL_ARGUMENTS if METHODS[name].access == "read"]
     assert refusal_of(refused)["code"] == "insufficient_scope"

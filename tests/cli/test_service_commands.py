@@ -1,6 +1,7 @@
 """The `minisphere` commands that talk to a running service (ws, token, runs and the workspace
 commands), against the real app served by uvicorn over real engine files: what they print,
 their exit codes, and a clear one-line error for bad input."""
+
 from __future__ import annotations
 
 import json
@@ -51,35 +52,59 @@ def test_ws_snapshot_snapshots_and_restore_by_version_or_moment(service, cli):
     assert ok(cli("ws", "restore", "undo", "--version", version))["version"] == version
     assert ok(cli("count", "-w", "undo"))["count"] == 1
     moment = cli("ws", "restore", "undo", "--at", "2026-12-02T06:00:00Z")
-    assert moment.code == 1 and "422 invalid_argument" in moment.err   # no replica here
+    assert moment.code == 1 and "422 invalid_argument" in moment.err  # no replica here
     neither = cli("ws", "restore", "undo")
     assert neither.code == 2 and "one of the arguments --version --at is required" in neither.err
 
 
 def test_ws_create_reads_a_blueprint_file(service, cli, tmp_path):
     path = tmp_path / "blueprint.json"
-    path.write_text(json.dumps({"name": "nightly", "version": 1, "bindings": {
-        "scheduledTasks": {"cron": "*/15 * * * *", "limit": 50}, "vector": None}}))
+    path.write_text(
+        json.dumps(
+            {
+                "name": "nightly",
+                "version": 1,
+                "bindings": {
+                    "scheduledTasks": {"cron": "*/15 * * * *", "limit": 50},
+                    "vector": None,
+                },
+            }
+        )
+    )
     created = create(cli, "scheduled", "--blueprint", str(path))
-    assert created["workspace"]["blueprint"]["bindings"]["scheduledTasks"] == \
-        {"cron": "*/15 * * * *", "limit": 50}
+    assert created["workspace"]["blueprint"]["bindings"]["scheduledTasks"] == {
+        "cron": "*/15 * * * *",
+        "limit": 50,
+    }
 
 
 def test_token_commands_issue_list_and_revoke(service, cli):
     write_token = create(cli, "tokens")["token"]
-    issued = ok(cli("token", "create", "tokens", "--scope", "read", "--label", "dashboard",
-                    "--expires-in-s", "600"))
+    issued = ok(
+        cli(
+            "token",
+            "create",
+            "tokens",
+            "--scope",
+            "read",
+            "--label",
+            "dashboard",
+            "--expires-in-s",
+            "600",
+        )
+    )
     assert (issued["scope"], issued["label"]) == ("read", "dashboard") and issued["expiresAt"]
     listed = cli("token", "list", "tokens")
-    assert [(t["scope"], t["label"]) for t in ok(listed)] == [("write", None),
-                                                              ("read", "dashboard")]
+    assert [(t["scope"], t["label"]) for t in ok(listed)] == [
+        ("write", None),
+        ("read", "dashboard"),
+    ]
     assert issued["token"] not in listed.out and write_token not in listed.out
     read = ("-w", "tokens", "--token", issued["token"])
     assert ok(cli("count", *read)) == {"count": 0}
     refused = cli("capture", "a write with a read token", *read)
     assert refused.code == 1 and "403 insufficient_scope" in refused.err
-    assert ok(cli("token", "revoke", "tokens", issued["tokenId"])) == \
-        {"revoked": issued["tokenId"]}
+    assert ok(cli("token", "revoke", "tokens", issued["tokenId"])) == {"revoked": issued["tokenId"]}
     after = cli("count", *read)
     assert after.code == 1 and "401 unauthenticated" in after.err
 
@@ -87,17 +112,39 @@ def test_token_commands_issue_list_and_revoke(service, cli):
 def test_workspace_commands_round_trip(service, cli, monkeypatch):
     monkeypatch.setenv("MINISPHERE_WORKSPACE", "calls")
     monkeypatch.setenv("MINISPHERE_TOKEN", create(cli, "calls")["token"])
-    first = ok(cli("capture", "We chose SQLite per workspace", "--tag", "design", "--tag", "db",
-                   "--kind", "semantic", "--claim-tag", "VERIFIED", "--importance", "0.9"))
+    first = ok(
+        cli(
+            "capture",
+            "We chose SQLite per workspace",
+            "--tag",
+            "design",
+            "--tag",
+            "db",
+            "--kind",
+            "semantic",
+            "--claim-tag",
+            "VERIFIED",
+            "--importance",
+            "0.9",
+        )
+    )
     second = ok(cli("capture", "The design review on Tuesday", "--kind", "episodic"))
     a, b = first["id"], second["id"]
     entry = ok(cli("get", a))
-    assert (entry["tags"], entry["kind"], entry["claimTag"], entry["importance"]) == \
-        (["db", "design"], "semantic", "VERIFIED", 0.9)
-    assert ok(cli("append", a, "for isolation"))["content"] == \
-        "We chose SQLite per workspace\nfor isolation"
-    assert ok(cli("update", a, "We chose one SQLite file per workspace"))["content"] == \
-        "We chose one SQLite file per workspace"
+    assert (entry["tags"], entry["kind"], entry["claimTag"], entry["importance"]) == (
+        ["db", "design"],
+        "semantic",
+        "VERIFIED",
+        0.9,
+    )
+    assert (
+        ok(cli("append", a, "for isolation"))["content"]
+        == "We chose SQLite per workspace\nfor isolation"
+    )
+    assert (
+        ok(cli("update", a, "We chose one SQLite file per workspace"))["content"]
+        == "We chose one SQLite file per workspace"
+    )
     assert ok(cli("status", a, "draft"))["status"] == "draft"
     assert ok(cli("link", b, a, "caused_by", "--weight", "0.5"))["edge"]["weight"] == 0.5
     assert [i["entry"]["id"] for i in ok(cli("connections", a))["items"]] == [b]
@@ -134,8 +181,9 @@ def test_runs_lists_the_passes_the_admin_ran(service, cli):
     passed = ok(cli("call", "runStalenessPass", '{"limit": 5}', "-w", "maintained"))
     assert passed["remaining"] == 0
     runs = ok(cli("runs", "-w", "maintained"))
-    assert [(r["workspaceId"], r["trigger"], r["outcome"]) for r in runs] == \
-        [("maintained", "manual", "ok")]
+    assert [(r["workspaceId"], r["trigger"], r["outcome"]) for r in runs] == [
+        ("maintained", "manual", "ok")
+    ]
     assert ok(cli("runs", "-w", "untouched")) == []
 
 
@@ -148,71 +196,137 @@ def blueprint_file(tmp_path, text: str) -> str:
 # (case, argv builder taking tmp_path, exit code, what stderr says)
 BAD_INPUT = [
     ("no-workspace", lambda t: ["capture", "x"], 1, "error: give --workspace"),
-    ("call-body-not-json", lambda t: ["call", "getStats", "{bad", "-w", "seeded"], 1,
-     "error: the body is not valid JSON"),
-    ("blueprint-file-missing", lambda t: ["ws", "create", "new-one", "--blueprint",
-                                          str(t / "missing.json")], 1,
-     "error: cannot read the blueprint file"),
-    ("blueprint-file-not-json", lambda t: ["ws", "create", "new-one", "--blueprint",
-                                           blueprint_file(t, "{nope")], 1,
-     "is not valid JSON"),
-    ("blueprint-bad-cron", lambda t: ["ws", "create", "new-one", "--blueprint", blueprint_file(
-        t, '{"bindings": {"scheduledTasks": {"cron": "99 * * * *", "limit": 1}}}')], 1,
-     "error: 422 invalid_argument"),
-    ("workspace-id-malformed", lambda t: ["ws", "create", "Bad_Id"], 1,
-     "error: 400 malformed_request"),
+    (
+        "call-body-not-json",
+        lambda t: ["call", "getStats", "{bad", "-w", "seeded"],
+        1,
+        "error: the body is not valid JSON",
+    ),
+    (
+        "blueprint-file-missing",
+        lambda t: ["ws", "create", "new-one", "--blueprint", str(t / "missing.json")],
+        1,
+        "error: cannot read the blueprint file",
+    ),
+    (
+        "blueprint-file-not-json",
+        lambda t: ["ws", "create", "new-one", "--blueprint", blueprint_file(t, "{nope")],
+        1,
+        "is not valid JSON",
+    ),
+    (
+        "blueprint-bad-cron",
+        lambda t: [
+            "ws",
+            "create",
+            "new-one",
+            "--blueprint",
+            blueprint_file(
+                t, '{"bindings": {"scheduledTasks": {"cron": "99 * * * *", "limit": 1}}}'
+            ),
+        ],
+        1,
+        "error: 422 invalid_argument",
+    ),
+    (
+        "workspace-id-malformed",
+        lambda t: ["ws", "create", "Bad_Id"],
+        1,
+        "error: 400 malformed_request",
+    ),
     ("workspace-exists", lambda t: ["ws", "create", "seeded"], 1, "error: 409 workspace_exists"),
-    ("entry-id-malformed", lambda t: ["get", "123", "-w", "seeded"], 1,
-     "error: 422 invalid_argument"),
-    ("status-unknown", lambda t: ["status", "123e4567-e89b-42d3-a456-426614174000", "archived",
-                                  "-w", "seeded"], 1, "error: 422 invalid_argument"),
-    ("entry-missing", lambda t: ["forget", "123e4567-e89b-42d3-a456-426614174000",
-                                 "-w", "seeded"], 1, "error: 404 not_found"),
-    ("idempotency-key-malformed", lambda t: ["capture", "x", "-w", "seeded",
-                                             "--idempotency-key", "two words"], 1,
-     "error: 400 malformed_request"),
-    ("bad-workspace-token", lambda t: ["count", "-w", "seeded", "--token", "msw_nobody"], 1,
-     "error: 401 unauthenticated"),
-    ("bad-admin-token", lambda t: ["ws", "list", "--admin-token", "msa_nobody"], 1,
-     "error: 401 unauthenticated"),
-    ("runs-limit-out-of-range", lambda t: ["runs", "--limit", "0"], 1,
-     "error: 400 malformed_request"),
-    ("service-unreachable", lambda t: ["count", "-w", "seeded", "--url",
-                                       f"http://127.0.0.1:{free_port()}"], 1,
-     "error: cannot reach http://127.0.0.1:"),
-    ("importance-not-a-number", lambda t: ["capture", "x", "-w", "seeded", "--importance",
-                                           "high"], 2, "invalid float value: 'high'"),
-    ("scope-not-a-choice", lambda t: ["token", "create", "seeded", "--scope", "admin"], 2,
-     "invalid choice: 'admin'"),
+    (
+        "entry-id-malformed",
+        lambda t: ["get", "123", "-w", "seeded"],
+        1,
+        "error: 422 invalid_argument",
+    ),
+    (
+        "status-unknown",
+        lambda t: ["status", "123e4567-e89b-42d3-a456-426614174000", "archived", "-w", "seeded"],
+        1,
+        "error: 422 invalid_argument",
+    ),
+    (
+        "entry-missing",
+        lambda t: ["forget", "123e4567-e89b-42d3-a456-426614174000", "-w", "seeded"],
+        1,
+        "error: 404 not_found",
+    ),
+    (
+        "idempotency-key-malformed",
+        lambda t: ["capture", "x", "-w", "seeded", "--idempotency-key", "two words"],
+        1,
+        "error: 400 malformed_request",
+    ),
+    (
+        "bad-workspace-token",
+        lambda t: ["count", "-w", "seeded", "--token", "msw_nobody"],
+        1,
+        "error: 401 unauthenticated",
+    ),
+    (
+        "bad-admin-token",
+        lambda t: ["ws", "list", "--admin-token", "msa_nobody"],
+        1,
+        "error: 401 unauthenticated",
+    ),
+    (
+        "runs-limit-out-of-range",
+        lambda t: ["runs", "--limit", "0"],
+        1,
+        "error: 400 malformed_request",
+    ),
+    (
+        "service-unreachable",
+        lambda t: ["count", "-w", "seeded", "--url", f"http://127.0.0.1:{free_port()}"],
+        1,
+        "error: cannot reach http://127.0.0.1:",
+    ),
+    (
+        "importance-not-a-number",
+        lambda t: ["capture", "x", "-w", "seeded", "--importance", "high"],
+        2,
+        "invalid float value: 'high'",
+    ),
+    (
+        "scope-not-a-choice",
+        lambda t: ["token", "create", "seeded", "--scope", "admin"],
+        2,
+        "invalid choice: 'admin'",
+    ),
     ("ws-without-subcommand", lambda t: ["ws"], 2, "usage: minisphere ws"),
 ]
 
 
-@pytest.mark.parametrize("argv, code, message", [c[1:] for c in BAD_INPUT],
-                         ids=[c[0] for c in BAD_INPUT])
+@pytest.mark.parametrize(
+    "argv, code, message", [c[1:] for c in BAD_INPUT], ids=[c[0] for c in BAD_INPUT]
+)
 def test_bad_input_exits_non_zero_with_a_clear_message_and_changes_nothing(
-        service, cli, tmp_path, argv, code, message):
+    service, cli, tmp_path, argv, code, message
+):
     create(cli, "seeded")
     before = ok(cli("ws", "list")), ok(cli("call", "listRecent", "-w", "seeded"))
     ran = cli(*argv(tmp_path))
     assert ran.code == code and ran.out == ""
     assert message in ran.err and "Traceback" not in ran.err
     if code == 1:
-        assert ran.err.startswith("error: ") and ran.err.count("\n") == 1    # one line
+        assert ran.err.startswith("error: ") and ran.err.count("\n") == 1  # one line
     assert (ok(cli("ws", "list")), ok(cli("call", "listRecent", "-w", "seeded"))) == before
 
 
 def test_without_flag_or_variable_the_admin_token_comes_from_the_data_folder(
-        service, cli, monkeypatch, tmp_path):
+    service, cli, monkeypatch, tmp_path
+):
     monkeypatch.delenv("MINISPHERE_ADMIN_TOKEN")
     data = tmp_path / "embedded-data"
     data.mkdir()
     monkeypatch.setenv("MINISPHERE_DATA_DIR", str(data))
-    refused = cli("ws", "list")                          # no token file yet: no token at all
+    refused = cli("ws", "list")  # no token file yet: no token at all
     assert refused.code == 1 and refused.err.startswith("error: no token to send")
     refused = cli("export", "anything", "-o", str(tmp_path / "never.jsonl"))
     assert refused.code == 1 and refused.err.startswith("error: no token to send")
     (data / ADMIN_TOKEN_FILE).write_text(ADMIN_TOKEN + "\n", encoding="utf-8")
     assert ok(cli("ws", "list")) == []
-    wrong = cli("ws", "list", "--admin-token", "msa_nobody")      # the flag wins over the file
+    wrong = cli("ws", "list", "--admin-token", "msa_nobody")  # the flag wins over the file
     assert wrong.code == 1 and "401 unauthenticated" in wrong.err

@@ -1,4 +1,5 @@
 """`minisphere export` / `minisphere import` offline (on workspace files), progress on stderr."""
+
 from __future__ import annotations
 
 import json
@@ -14,12 +15,11 @@ def test_transfer_cli_offline_round_trip_and_raw_copy(ws, tmp_path, capsys):
     ws.link(second, first, "caused_by")
     ws.append(first, "with a revision")
     out, raw = tmp_path / "out.jsonl", tmp_path / "raw.db"
-    assert main(["export", "notes", "--path", str(ws.path), "-o", str(out),
-                 "--raw", str(raw)]) == 0
+    assert main(["export", "notes", "--path", str(ws.path), "-o", str(out), "--raw", str(raw)]) == 0
     err = capsys.readouterr().err
     assert "export notes" in err and "copy notes" in err and "4 lines" in err
     data_dir = tmp_path / "data"
-    assert main(["import", "copy", str(out), "--data-dir", str(data_dir)]) == 1   # no file yet
+    assert main(["import", "copy", str(out), "--data-dir", str(data_dir)]) == 1  # no file yet
     assert "--create" in capsys.readouterr().err
     assert main(["import", "copy", str(out), "--data-dir", str(data_dir), "--create"]) == 0
     report = json.loads(capsys.readouterr().err.strip().splitlines()[-1].split(": ", 1)[1])
@@ -48,6 +48,7 @@ def test_transfer_progress_line_renders_bar_and_plain_lines():
     import io
 
     from minisphere.cli.progress import ProgressLine
+
     stream = io.StringIO()
     bar = ProgressLine("import ws", stream=stream, interactive=False)
     assert "[###############...............] 50/100 records" not in bar.render(50, 100)

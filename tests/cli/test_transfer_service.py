@@ -1,6 +1,7 @@
 """`minisphere export` / `minisphere import` through the running service (admin routes
 `GET .../export` and `POST .../import`), against the real app served by uvicorn over real
 engine files: a round trip into another workspace, resuming, duplicates, and bad input."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,9 @@ def report_of(err: str) -> dict:
 def seed(cli) -> list[str]:
     token = json.loads(cli("ws", "create", "source").out)["token"]
     ws = ("-w", "source", "--token", token)
-    first = json.loads(cli("capture", "exported through the service 東京", "--tag", "x",
-                           *ws).out)["id"]
+    first = json.loads(cli("capture", "exported through the service 東京", "--tag", "x", *ws).out)[
+        "id"
+    ]
     second = json.loads(cli("capture", "and an episode", "--kind", "episodic", *ws).out)["id"]
     assert cli("link", second, first, "caused_by", *ws).code == 0
     assert cli("append", first, "with a revision", *ws).code == 0
@@ -34,7 +36,7 @@ def test_export_and_import_through_the_service_round_trip(service, cli, tmp_path
     assert {json.loads(line).get("id") for line in lines[1:3]} == set(ids)
 
     assert cli("ws", "create", "copy").code == 0
-    imported = cli("import", "copy", str(out), "--batch", "1")    # one request per line
+    imported = cli("import", "copy", str(out), "--batch", "1")  # one request per line
     assert imported.code == 0
     report = report_of(imported.err)
     assert (report["entries"], report["edges"], report["complete"]) == (2, 1, True)
@@ -42,7 +44,7 @@ def test_export_and_import_through_the_service_round_trip(service, cli, tmp_path
     assert cli("export", "copy", "-o", str(copied)).code == 0
     assert copied.read_text(encoding="utf-8").splitlines()[1:] == lines[1:]
 
-    again = cli("import", "copy", str(out))                       # nothing new: duplicates
+    again = cli("import", "copy", str(out))  # nothing new: duplicates
     assert again.code == 0 and report_of(again.err)["duplicateIds"] == 2
     assert json.loads(cli("count", "-w", "copy").out) == {"count": 2}
 
@@ -66,11 +68,12 @@ def test_transfer_through_the_service_reports_bad_input_clearly(service, cli, tm
 
     assert cli("ws", "create", "target").code == 0
     truncated = tmp_path / "truncated.jsonl"
-    truncated.write_text("\n".join(out.read_text(encoding="utf-8").splitlines()[:2]) + "\n",
-                         encoding="utf-8")
+    truncated.write_text(
+        "\n".join(out.read_text(encoding="utf-8").splitlines()[:2]) + "\n", encoding="utf-8"
+    )
     cut = cli("import", "target", str(truncated))
     assert cut.code == 1 and "looks truncated" in cut.err
-    assert json.loads(cli("count", "-w", "target").out) == {"count": 1}    # what it held
+    assert json.loads(cli("count", "-w", "target").out) == {"count": 1}  # what it held
 
     garbage = tmp_path / "garbage.jsonl"
     garbage.write_text('{"record": "header"}\nnot json at all\n', encoding="utf-8")
@@ -85,6 +88,7 @@ def test_an_import_chunk_past_a_gap_is_a_409_not_a_complete_import(service, cli,
     import httpx
 
     from tests.support.engine_gateway import ADMIN_TOKEN
+
     token = json.loads(cli("ws", "create", "source").out)["token"]
     for n in range(30):
         cli("capture", f"fact {n} of thirty", "-w", "source", "--token", token)
@@ -95,9 +99,13 @@ def test_an_import_chunk_past_a_gap_is_a_409_not_a_complete_import(service, cli,
     admin = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": "application/x-ndjson"}
 
     def send(first: int, last: int, final: bool) -> httpx.Response:
-        return httpx.post(f"{service.url}/v1/workspaces/copy/import", headers=admin,
-                          params={"key": "k30", "first": first, "final": str(final).lower()},
-                          content="\n".join([lines[0], *lines[first:last + 1]]).encode())
+        return httpx.post(
+            f"{service.url}/v1/workspaces/copy/import",
+            headers=admin,
+            params={"key": "k30", "first": first, "final": str(final).lower()},
+            content="\n".join([lines[0], *lines[first : last + 1]]).encode(),
+        )
+
     assert send(1, 10, False).status_code == 200
     gap = send(21, 30, True)
     assert gap.status_code == 409 and gap.json()["error"]["code"] == "import_gap"

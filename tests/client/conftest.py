@@ -5,6 +5,7 @@
 the sync `Client` (through a sync ASGI transport) and with the `AsyncClient` (through
 `httpx.ASGITransport`). A scenario awaits every client call through `helpers.got(...)`, so one
 scenario tests both doors."""
+
 from __future__ import annotations
 
 import asyncio
@@ -44,13 +45,14 @@ def admin(api):
 @pytest.fixture(params=["sync", "async"])
 def run(request, api):
     async def with_sync(scenario):
-        with Client(BASE_URL, admin_token=ADMIN_TOKEN,
-                    transport=SyncASGITransport(api)) as client:
+        with Client(BASE_URL, admin_token=ADMIN_TOKEN, transport=SyncASGITransport(api)) as client:
             return await scenario(client)
 
     async def with_async(scenario):
-        async with AsyncClient(BASE_URL, admin_token=ADMIN_TOKEN,
-                               transport=httpx.ASGITransport(app=api)) as client:
+        async with AsyncClient(
+            BASE_URL, admin_token=ADMIN_TOKEN, transport=httpx.ASGITransport(app=api)
+        ) as client:
             return await scenario(client)
+
     door = with_sync if request.param == "sync" else with_async
     return lambda scenario: asyncio.run(door(scenario))

@@ -1,4 +1,5 @@
 """Helpers of the client tests (a plain module, so test files import it by name)."""
+
 from __future__ import annotations
 
 import inspect

@@ -2,6 +2,7 @@
 list, revoke, whoami), hibernation, snapshots and the maintenance runs. Both doors where both
 offer the call; `get_workspace`, `whoami`, `contracts`, `prune_snapshots` and
 `maintenance_runs` exist on the sync client only."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,9 +13,11 @@ from minisphere.engine import constants as C
 from minisphere.engine.methods import METHODS
 from tests.client.helpers import got, new_workspace
 
-BLUEPRINT = {"name": "nightly", "version": 2,
-             "bindings": {"scheduledTasks": {"cron": "*/15 * * * *", "limit": 50},
-                          "vector": None}}
+BLUEPRINT = {
+    "name": "nightly",
+    "version": 2,
+    "bindings": {"scheduledTasks": {"cron": "*/15 * * * *", "limit": 50}, "vector": None},
+}
 
 
 async def refused_with(call) -> tuple[int, str]:
@@ -26,13 +29,16 @@ async def refused_with(call) -> tuple[int, str]:
 def test_workspaces_are_created_listed_and_deleted_with_all_their_data(run):
     async def scenario(admin):
         assert (await got(admin.health())) == {"status": "ok"}
-        created = await got(admin.create_workspace("notes", label="team notes",
-                                                   blueprint=BLUEPRINT))
+        created = await got(
+            admin.create_workspace("notes", label="team notes", blueprint=BLUEPRINT)
+        )
         assert isinstance(created, CreatedWorkspace) and created.token.startswith("msw_")
-        assert (created.workspace.id, created.workspace.label, created.workspace.state) == \
-            ("notes", "team notes", "active")
-        assert created.workspace.blueprint["bindings"]["scheduledTasks"]["cron"] == \
-            "*/15 * * * *"
+        assert (created.workspace.id, created.workspace.label, created.workspace.state) == (
+            "notes",
+            "team notes",
+            "active",
+        )
+        assert created.workspace.blueprint["bindings"]["scheduledTasks"]["cron"] == "*/15 * * * *"
         generated = await got(admin.create_workspace())
         listed = await got(admin.list_workspaces())
         assert all(isinstance(w, WorkspaceInfo) for w in listed)
@@ -44,9 +50,10 @@ def test_workspaces_are_created_listed_and_deleted_with_all_their_data(run):
         assert (await got(admin.delete_workspace("notes")))["deleted"] == "notes"
         assert [w.id for w in await got(admin.list_workspaces())] == [generated.workspace.id]
         assert await refused_with(lambda: old.get_count()) == (401, "unauthenticated")
-        again = await got(admin.create_workspace("notes"))          # the same id, anew
+        again = await got(admin.create_workspace("notes"))  # the same id, anew
         assert await got(admin.workspace("notes", again.token).get_count()) == 0
         assert await refused_with(lambda: old.get_count()) == (401, "unauthenticated")
+
     run(scenario)
 
 
@@ -54,8 +61,9 @@ def test_tokens_are_issued_scoped_listed_and_revoked_at_once(run):
     async def scenario(admin):
         writer, write_token = await new_workspace(admin, "scoped")
         entry = (await got(writer.capture("the read token may see this"))).id
-        issued = await got(admin.create_token("scoped", "read", label="dashboard",
-                                              expires_in_s=3600))
+        issued = await got(
+            admin.create_token("scoped", "read", label="dashboard", expires_in_s=3600)
+        )
         assert (issued["scope"], issued["label"]) == ("read", "dashboard")
         assert issued["expiresAt"] is not None and issued["token"].startswith("msw_")
         reader = admin.workspace("scoped", issued["token"])
@@ -63,32 +71,44 @@ def test_tokens_are_issued_scoped_listed_and_revoked_at_once(run):
         assert await refused_with(lambda: reader.capture("no")) == (403, "insufficient_scope")
 
         listed = await got(admin.list_tokens("scoped"))
-        assert [(t["scope"], t["label"]) for t in listed] == [("write", None),
-                                                               ("read", "dashboard")]
+        assert [(t["scope"], t["label"]) for t in listed] == [
+            ("write", None),
+            ("read", "dashboard"),
+        ]
         assert issued["tokenId"] in {t["tokenId"] for t in listed}
         shown = repr(listed)
-        assert write_token not in shown and issued["token"] not in shown     # never a secret
+        assert write_token not in shown and issued["token"] not in shown  # never a secret
 
-        assert await got(admin.revoke_token("scoped", issued["tokenId"])) == \
-            {"revoked": issued["tokenId"]}
+        assert await got(admin.revoke_token("scoped", issued["tokenId"])) == {
+            "revoked": issued["tokenId"]
+        }
         assert await refused_with(lambda: reader.get_count()) == (401, "unauthenticated")
-        assert await got(writer.get_count()) == 1                  # the other token still works
-        assert await refused_with(lambda: admin.revoke_token("scoped", issued["tokenId"])) == \
-            (404, "not_found")
-        assert await refused_with(lambda: admin.create_token("nowhere", "read")) == \
-            (404, "not_found")
+        assert await got(writer.get_count()) == 1  # the other token still works
+        assert await refused_with(lambda: admin.revoke_token("scoped", issued["tokenId"])) == (
+            404,
+            "not_found",
+        )
+        assert await refused_with(lambda: admin.create_token("nowhere", "read")) == (
+            404,
+            "not_found",
+        )
+
     run(scenario)
 
 
 def test_admin_calls_refuse_a_workspace_token(run):
     async def scenario(admin):
         _, token = await new_workspace(admin, "tenant")
-        admin.admin_token = token                     # a tenant pretending to be the admin
-        for call in (lambda: admin.list_workspaces(), lambda: admin.create_workspace("x-y-z"),
-                     lambda: admin.delete_workspace("tenant"),
-                     lambda: admin.list_tokens("tenant"),
-                     lambda: admin.hibernate_workspace("tenant")):
+        admin.admin_token = token  # a tenant pretending to be the admin
+        for call in (
+            lambda: admin.list_workspaces(),
+            lambda: admin.create_workspace("x-y-z"),
+            lambda: admin.delete_workspace("tenant"),
+            lambda: admin.list_tokens("tenant"),
+            lambda: admin.hibernate_workspace("tenant"),
+        ):
             assert await refused_with(call) == (401, "unauthenticated")
+
     run(scenario)
 
 
@@ -97,8 +117,13 @@ def test_whoami_tells_each_token_what_it_is(admin):
     read = admin.create_token("whoami", "read", label="ro")
     assert admin.whoami() == {"kind": "admin"}
     assert admin.whoami(created.token) == {
-        "kind": "workspace", "workspace": "whoami", "tokenId": created.token_id,
-        "scope": "write", "label": None, "expiresAt": None}
+        "kind": "workspace",
+        "workspace": "whoami",
+        "tokenId": created.token_id,
+        "scope": "write",
+        "label": None,
+        "expiresAt": None,
+    }
     assert admin.whoami(read["token"])["scope"] == "read"
     admin.revoke_token("whoami", read["tokenId"])
     with pytest.raises(ServiceError) as caught:
@@ -108,14 +133,14 @@ def test_whoami_tells_each_token_what_it_is(admin):
 
 def test_get_workspace_shows_whether_it_is_resident_and_hibernation_releases_it(admin):
     ws = admin.workspace("sleepy", admin.create_workspace("sleepy").token)
-    assert admin.get_workspace("sleepy").resident is False      # created, never called
+    assert admin.get_workspace("sleepy").resident is False  # created, never called
     entry = ws.capture("kept across hibernation").id
     assert admin.get_workspace("sleepy").resident is True
     slept = admin.hibernate_workspace("sleepy")
     assert slept["hibernated"] is True and slept["snapshot"]
     assert admin.get_workspace("sleepy").resident is False
-    assert admin.hibernate_workspace("sleepy")["hibernated"] is False     # nothing to release
-    assert ws.get_entry(entry).content == "kept across hibernation"        # woken by the call
+    assert admin.hibernate_workspace("sleepy")["hibernated"] is False  # nothing to release
+    assert ws.get_entry(entry).content == "kept across hibernation"  # woken by the call
     with pytest.raises(ServiceError) as caught:
         admin.get_workspace("nowhere")
     assert (caught.value.status, caught.value.code) == (404, "not_found")
@@ -141,16 +166,18 @@ def test_maintenance_runs_list_the_audited_passes(admin, clock):
     assert ws.run_staleness_pass(limit=5)["marked"] == 1
     admin.workspace("quiet").run_staleness_pass()
     runs = admin.maintenance_runs("audited")
-    assert [(r["workspaceId"], r["trigger"], r["outcome"], r["marked"]) for r in runs] == \
-        [("audited", "manual", "ok", 1)]
+    assert [(r["workspaceId"], r["trigger"], r["outcome"], r["marked"]) for r in runs] == [
+        ("audited", "manual", "ok", 1)
+    ]
     assert {r["workspaceId"] for r in admin.maintenance_runs()} == {"audited", "quiet"}
     assert len(admin.maintenance_runs(limit=1)) == 1
 
 
 def test_contracts_lists_every_routed_method(admin):
     listed = admin.contracts()
-    assert {m["name"]: m["access"] for m in listed["methods"]} == \
-        {name: method.access for name, method in METHODS.items()}
+    assert {m["name"]: m["access"] for m in listed["methods"]} == {
+        name: method.access for name, method in METHODS.items()
+    }
 
 
 def test_the_client_restores_a_snapshot_version_and_a_moment_needs_replication(admin):

@@ -1,6 +1,7 @@
 """`idempotency_key=` through the client (sync and async): a write sent again with the same key
 is answered what the first was answered and writes nothing; the same key on another write is
 refused; a write without a key is applied every time it is sent."""
+
 from __future__ import annotations
 
 import asyncio
@@ -15,15 +16,18 @@ from minisphere.client import AsyncClient, Client, ServiceError
 from tests.client.helpers import got, new_workspace
 from tests.support.engine_gateway import ADMIN_TOKEN, BASE_URL, SyncASGITransport
 
-VALID_KEY_CHARS = st.characters(min_codepoint=0x21, max_codepoint=0x7E)    # printable, no space
+VALID_KEY_CHARS = st.characters(min_codepoint=0x21, max_codepoint=0x7E)  # printable, no space
 VALID_KEYS = st.text(alphabet=VALID_KEY_CHARS, min_size=1, max_size=200)
 
 
 async def facts(ws, entry_id):
     """Everything a repeated write could change: the count, every entry as listed, and the
     edges of `entry_id`."""
-    return (await got(ws.get_count()), [e.model_dump() for e in await got(ws.list_recent(n=50))],
-            (await got(ws.connections(entry_id)))["items"])
+    return (
+        await got(ws.get_count()),
+        [e.model_dump() for e in await got(ws.list_recent(n=50))],
+        (await got(ws.connections(entry_id)))["items"],
+    )
 
 
 # (write, call made with (workspace client, two entry ids, key)) -- each applied twice would
@@ -53,9 +57,10 @@ def test_a_repeat_with_the_same_key_is_answered_the_same_and_writes_nothing(run,
         before = await facts(ws, b)
         first = dumped(await got(write(ws, a, b, "key-1")))
         once = await facts(ws, b)
-        assert once != before                             # the first one did write
+        assert once != before  # the first one did write
         assert dumped(await got(write(ws, a, b, "key-1"))) == first
         assert await facts(ws, b) == once
+
     run(scenario)
 
 
@@ -63,13 +68,16 @@ def test_the_same_key_on_another_write_is_refused_and_writes_nothing(run):
     async def scenario(admin):
         ws, _ = await new_workspace(admin, "reused")
         entry = (await got(ws.capture("keyed once", idempotency_key="shared"))).id
-        for other in (lambda: ws.capture("a different body", idempotency_key="shared"),
-                      lambda: ws.append(entry, "a different method", idempotency_key="shared")):
+        for other in (
+            lambda: ws.capture("a different body", idempotency_key="shared"),
+            lambda: ws.append(entry, "a different method", idempotency_key="shared"),
+        ):
             with pytest.raises(ServiceError) as caught:
                 await got(other())
             assert (caught.value.status, caught.value.code) == (409, "idempotency_key_reused")
         assert await got(ws.get_count()) == 1
         assert (await got(ws.get_entry(entry))).content == "keyed once"
+
     run(scenario)
 
 
@@ -80,35 +88,42 @@ def test_without_a_key_a_repeated_append_is_applied_twice(run):
         await got(ws.append(entry, "again"))
         await got(ws.append(entry, "again"))
         assert (await got(ws.get_entry(entry))).content == "base\nagain\nagain"
+
     run(scenario)
 
 
 def test_concurrent_repeats_of_one_keyed_write_apply_it_once(api):
     async def scenario():
-        async with AsyncClient(BASE_URL, admin_token=ADMIN_TOKEN,
-                               transport=httpx.ASGITransport(app=api)) as admin:
+        async with AsyncClient(
+            BASE_URL, admin_token=ADMIN_TOKEN, transport=httpx.ASGITransport(app=api)
+        ) as admin:
             ws, _ = await new_workspace(admin, "racing")
             entry = (await ws.capture("base")).id
-            answers = await asyncio.gather(*[ws.append(entry, "once", idempotency_key="race")
-                                             for _ in range(20)])
+            answers = await asyncio.gather(
+                *[ws.append(entry, "once", idempotency_key="race") for _ in range(20)]
+            )
             assert len({a.content for a in answers}) == 1
             return (await ws.get_entry(entry)).content
+
     assert asyncio.run(scenario()) == "base\nonce"
 
 
 WORKSPACE_IDS = (f"prop-{n}" for n in itertools.count())
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(key=VALID_KEYS, content=st.text(st.characters(blacklist_categories=("Cs",)), min_size=1,
-                                        max_size=80))
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    key=VALID_KEYS,
+    content=st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=80),
+)
 def test_any_valid_key_replays_the_first_answer(api, key, content):
     with Client(BASE_URL, admin_token=ADMIN_TOKEN, transport=SyncASGITransport(api)) as admin:
         ws = admin.workspace(admin.create_workspace(next(WORKSPACE_IDS)).workspace.id)
         try:
             first = ws.capture(content, idempotency_key=key)
-        except ServiceError as exc:           # content the engine refuses: refused alike
+        except ServiceError as exc:  # content the engine refuses: refused alike
             with pytest.raises(ServiceError) as again:
                 ws.capture(content, idempotency_key=key)
             assert (again.value.status, again.value.code) == (exc.status, exc.code)
@@ -119,11 +134,18 @@ def test_any_valid_key_replays_the_first_answer(api, key, content):
         assert ws.get_count() == 1
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(key=st.one_of(st.just(""), st.text(alphabet=VALID_KEY_CHARS, min_size=201, max_size=300),
-                     st.text(alphabet=st.characters(max_codepoint=0x7F), min_size=1,
-                             max_size=20).filter(lambda k: not k.isprintable() or " " in k)))
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    key=st.one_of(
+        st.just(""),
+        st.text(alphabet=VALID_KEY_CHARS, min_size=201, max_size=300),
+        st.text(alphabet=st.characters(max_codepoint=0x7F), min_size=1, max_size=20).filter(
+            lambda k: not k.isprintable() or " " in k
+        ),
+    )
+)
 def test_any_malformed_key_is_a_400_and_writes_nothing(api, key):
     with Client(BASE_URL, admin_token=ADMIN_TOKEN, transport=SyncASGITransport(api)) as admin:
         ws = admin.workspace(admin.create_workspace(next(WORKSPACE_IDS)).workspace.id)

@@ -4,6 +4,7 @@ thread) that refuses a given number of requests and then answers 200. No Ray, no
 of conftest's fixtures is used (none is autouse). The waits are recorded instead of slept
 (`OverloadRetry.sleep` / `async_sleep`), except in the one test that sleeps for real under a
 small longest wait."""
+
 from __future__ import annotations
 
 import asyncio
@@ -42,12 +43,17 @@ class Refusing(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, refusals: int, code: str, status: int, retry_after: str | None,
-                 plain: bool = False):
+    def __init__(
+        self, refusals: int, code: str, status: int, retry_after: str | None, plain: bool = False
+    ):
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.refusals, self.code, self.status, self.retry_after = (refusals, code, status,
-                                                                   retry_after)
-        self.plain = plain          # refuse as a front end would: text, not the service's error
+        self.refusals, self.code, self.status, self.retry_after = (
+            refusals,
+            code,
+            status,
+            retry_after,
+        )
+        self.plain = plain  # refuse as a front end would: text, not the service's error
         self.requests: list[tuple[str, str, dict, bytes]] = []
         self.lock = threading.Lock()
 
@@ -65,8 +71,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.requests.append((self.command, self.path, dict(self.headers), body))
             refused = len(self.server.requests) <= self.server.refusals
         if refused:
-            status, answer = self.server.status, {"error": {
-                "code": self.server.code, "message": "refused by the test server"}}
+            status, answer = (
+                self.server.status,
+                {"error": {"code": self.server.code, "message": "refused by the test server"}},
+            )
         else:
             status, answer = 200, ANSWER
         data = json.dumps(answer).encode()
@@ -75,8 +83,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         if refused and self.server.retry_after is not None:
             self.send_header("Retry-After", self.server.retry_after)
-        self.send_header("Content-Type", "text/plain" if refused and self.server.plain else
-                         "application/json")
+        self.send_header(
+            "Content-Type", "text/plain" if refused and self.server.plain else "application/json"
+        )
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -91,8 +100,14 @@ class _Handler(BaseHTTPRequestHandler):
 def refusing():
     """`refusing(refusals, code="overloaded", status=503, retry_after="1")`: a started server."""
     with contextlib.ExitStack() as servers:
-        def start(refusals: int, code: str = "overloaded", status: int = 503,
-                  retry_after: str | None = "1", plain: bool = False) -> Refusing:
+
+        def start(
+            refusals: int,
+            code: str = "overloaded",
+            status: int = 503,
+            retry_after: str | None = "1",
+            plain: bool = False,
+        ) -> Refusing:
             server = Refusing(refusals, code, status, retry_after, plain)
             thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
             thread.start()
@@ -100,6 +115,7 @@ def refusing():
             servers.callback(server.server_close)
             servers.callback(server.shutdown)
             return server
+
         yield start
 
 
@@ -115,10 +131,14 @@ def ask(door: str, url: str, call, *, record: bool = True, **options):
 
     async def scenario(client):
         if record:
+
             async def async_sleep(seconds):
                 waits.append(seconds)
-            client.overload_retry.sleep, client.overload_retry.async_sleep = (waits.append,
-                                                                              async_sleep)
+
+            client.overload_retry.sleep, client.overload_retry.async_sleep = (
+                waits.append,
+                async_sleep,
+            )
         try:
             return await got(call(client))
         except ServiceError as error:
@@ -131,6 +151,7 @@ def ask(door: str, url: str, call, *, record: bool = True, **options):
     async def with_async():
         async with AsyncClient(url, admin_token="msa_admin-token-for-tests", **options) as client:
             return await scenario(client)
+
     return asyncio.run(with_sync() if door == "sync" else with_async()), waits
 
 
@@ -140,8 +161,9 @@ def notes(client):
 
 READ = lambda c: notes(c).get_count()
 KEYLESS_WRITE = lambda c: notes(c).call("capture", content="Postgres is the system of record")
-KEYED_WRITE = lambda c: notes(c).call("capture", content="Postgres is the system of record",
-                                      idempotency_key="capture-1")
+KEYED_WRITE = lambda c: notes(c).call(
+    "capture", content="Postgres is the system of record", idempotency_key="capture-1"
+)
 ADMIN_READ = lambda c: c.health()
 ADMIN_WRITE = lambda c: c.hibernate_workspace("notes")
 
@@ -152,8 +174,11 @@ def jitter_bounds(retry_after_s: float) -> tuple[float, float]:
 
 
 def test_the_defaults():
-    assert (OVERLOAD_RETRIES, OVERLOAD_RETRY_MAX_WAIT_S, OVERLOAD_RETRY_JITTER) == (3, 30.0,
-                                                                                  (0.5, 1.5))
+    assert (OVERLOAD_RETRIES, OVERLOAD_RETRY_MAX_WAIT_S, OVERLOAD_RETRY_JITTER) == (
+        3,
+        30.0,
+        (0.5, 1.5),
+    )
     assert Client("http://127.0.0.1:1").overload_retry == OverloadRetry(3, 30.0)
 
 
@@ -197,13 +222,14 @@ CASES = [
 
 @pytest.mark.parametrize("code, call, resent", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_only_a_call_that_was_not_run_or_is_safe_to_repeat_is_sent_again(
-        refusing, door, code, call, resent):
+    refusing, door, code, call, resent
+):
     server = refusing(refusals=1, code=code)
     answer, _ = ask(door, server.url, call)
     if resent:
         assert not isinstance(answer, ServiceError) and len(server.requests) == 2
         first, again = server.requests
-        assert first == again               # the same call: method, path, headers and body
+        assert first == again  # the same call: method, path, headers and body
     else:
         assert (answer.status, answer.code, answer.retry_after_s) == (503, code, 1.0)
         assert len(server.requests) == 1
@@ -213,14 +239,18 @@ def test_a_resent_keyed_write_carries_its_idempotency_key(refusing, door):
     server = refusing(refusals=2, code="unavailable")
     ask(door, server.url, KEYED_WRITE)
     assert [headers[IDEMPOTENCY_HEADER] for _, _, headers, _ in server.requests] == [
-        "capture-1"] * 3
+        "capture-1"
+    ] * 3
 
 
-@pytest.mark.parametrize("status, retry_after", [(503, None), (503, "Wed, 21 Oct 2026 07:28:00 GMT"),
-                                                 (429, "1"), (500, "1")],
-                         ids=["503-without-retry-after", "503-with-a-date", "429", "500"])
+@pytest.mark.parametrize(
+    "status, retry_after",
+    [(503, None), (503, "Wed, 21 Oct 2026 07:28:00 GMT"), (429, "1"), (500, "1")],
+    ids=["503-without-retry-after", "503-with-a-date", "429", "500"],
+)
 def test_without_a_503_and_seconds_of_retry_after_nothing_is_sent_again(
-        refusing, door, status, retry_after):
+    refusing, door, status, retry_after
+):
     server = refusing(refusals=1, status=status, retry_after=retry_after)
     error, waits = ask(door, server.url, READ)
     assert (error.status, error.code) == (status, "overloaded")
@@ -251,11 +281,15 @@ def test_the_jitter_spreads_the_waits():
     assert min(waits) < 1.25 and max(waits) > 2.75 and len(set(waits)) == 200
 
 
-@given(resent=st.integers(0, 5), retries=st.integers(0, 5),
-       code=st.sampled_from(["overloaded", "no_workspace_slots", "unavailable"]),
-       safe=st.booleans())
+@given(
+    resent=st.integers(0, 5),
+    retries=st.integers(0, 5),
+    code=st.sampled_from(["overloaded", "no_workspace_slots", "unavailable"]),
+    safe=st.booleans(),
+)
 def test_the_policy_sends_again_only_within_the_bound_and_when_not_run_or_safe(
-        resent, retries, code, safe):
+    resent, retries, code, safe
+):
     error = ServiceError(503, code, "refused", retry_after_s=4.0)
     policy = OverloadRetry(retries, max_wait_s=5.0)
     if resent < retries and (safe or code != "unavailable"):
@@ -275,11 +309,14 @@ def test_the_read_methods_are_the_engines():
     assert {name for name, m in METHODS.items() if m.access == "read"} == READ_METHODS
 
 
-@pytest.mark.parametrize("call, resent", [(READ, True), (KEYED_WRITE, True),
-                                          (KEYLESS_WRITE, False)],
-                         ids=["read", "keyed-write", "keyless-write"])
+@pytest.mark.parametrize(
+    "call, resent",
+    [(READ, True), (KEYED_WRITE, True), (KEYLESS_WRITE, False)],
+    ids=["read", "keyed-write", "keyless-write"],
+)
 def test_a_500_the_service_did_not_write_is_sent_again_only_when_harmless(
-        refusing, door, call, resent):
+    refusing, door, call, resent
+):
     """Serve's proxy answers a bare 500 when the ingress replica dies with its node mid-call:
     the call may have run, so only a read or a keyed write goes again."""
     server = refusing(refusals=1, status=500, retry_after=None, plain=True)

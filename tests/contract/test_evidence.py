@@ -1,4 +1,5 @@
 """Evidence snapshots against a real S3-protocol server on loopback (moto server mode)."""
+
 import hashlib
 import socket
 import time
@@ -44,7 +45,10 @@ def test_push_uploads_files_and_pins_then_second_push_is_unchanged(s3, target, c
     for name in FILES:
         assert stored(s3, target, name) == (contracts_copy / name).read_bytes()
     head = s3.head_object(Bucket=target.bucket, Key=target.key(TEXT))
-    assert head["Metadata"]["sha256"] == hashlib.sha256((contracts_copy / TEXT).read_bytes()).hexdigest()
+    assert (
+        head["Metadata"]["sha256"]
+        == hashlib.sha256((contracts_copy / TEXT).read_bytes()).hexdigest()
+    )
 
     second = push_evidence(target)
     assert {r["status"] for r in second} == {"unchanged"}
@@ -67,10 +71,16 @@ def test_refuses_to_overwrite_a_different_body_and_uploads_nothing(s3, target, c
 
 
 def test_partial_earlier_push_is_completed(s3, target, contracts_copy):
-    s3.put_object(Bucket=target.bucket, Key=target.key(TEXT), Body=(contracts_copy / TEXT).read_bytes())
+    s3.put_object(
+        Bucket=target.bucket, Key=target.key(TEXT), Body=(contracts_copy / TEXT).read_bytes()
+    )
     statuses = {r["file"]: r["status"] for r in push_evidence(target)}
-    assert statuses == {TEXT: "unchanged", f"{TEXT}.sha256": "uploaded",
-                        SURFACE: "uploaded", f"{SURFACE}.sha256": "uploaded"}
+    assert statuses == {
+        TEXT: "unchanged",
+        f"{TEXT}.sha256": "uploaded",
+        SURFACE: "uploaded",
+        f"{SURFACE}.sha256": "uploaded",
+    }
 
 
 def test_verify_evidence_detects_a_tampered_object(s3, target, contracts_copy):
@@ -125,16 +135,20 @@ def test_settings_come_from_environment(monkeypatch):
     monkeypatch.setenv("MINISPHERE_S3_PREFIX", "/p/q/")
     monkeypatch.setenv("MINISPHERE_S3_ENDPOINT_URL", "http://127.0.0.1:9")
     target = EvidenceTarget.from_settings()
-    assert (target.bucket, target.prefix, target.endpoint_url) == ("env-bucket", "p/q",
-                                                                   "http://127.0.0.1:9")
+    assert (target.bucket, target.prefix, target.endpoint_url) == (
+        "env-bucket",
+        "p/q",
+        "http://127.0.0.1:9",
+    )
     assert EvidenceTarget.from_settings(bucket="flag").bucket == "flag"
     monkeypatch.delenv("MINISPHERE_S3_BUCKET")
     with pytest.raises(EvidenceError, match="MINISPHERE_S3_BUCKET"):
         EvidenceTarget.from_settings()
 
 
-def test_cli_push_and_verify_evidence(s3_endpoint, fresh_bucket, contracts_copy, capsys,
-                                      monkeypatch):
+def test_cli_push_and_verify_evidence(
+    s3_endpoint, fresh_bucket, contracts_copy, capsys, monkeypatch
+):
     monkeypatch.setenv("MINISPHERE_S3_ENDPOINT_URL", s3_endpoint)
     monkeypatch.setenv("MINISPHERE_S3_BUCKET", fresh_bucket)
     assert main(["contracts", "push-evidence", "--prefix", "ev"]) == 0
@@ -148,11 +162,22 @@ def test_cli_push_and_verify_evidence(s3_endpoint, fresh_bucket, contracts_copy,
     assert "2 contract file(s) and their pins match" in capsys.readouterr().out
 
 
-def test_cli_push_refusal_and_unreachable_exit_1(s3_endpoint, s3, fresh_bucket, contracts_copy,
-                                                 capsys):
+def test_cli_push_refusal_and_unreachable_exit_1(
+    s3_endpoint, s3, fresh_bucket, contracts_copy, capsys
+):
     s3.put_object(Bucket=fresh_bucket, Key=f"contracts/{SURFACE}.sha256", Body=b"x")
-    code = main(["contracts", "push-evidence", "--bucket", fresh_bucket, "--prefix", "",
-                 "--endpoint-url", s3_endpoint])
+    code = main(
+        [
+            "contracts",
+            "push-evidence",
+            "--bucket",
+            fresh_bucket,
+            "--prefix",
+            "",
+            "--endpoint-url",
+            s3_endpoint,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1 and "refusing to overwrite" in err and f"contracts/{SURFACE}.sha256" in err
 
@@ -170,6 +195,7 @@ class RacingClient:
     def get_object(self, **kwargs):
         if kwargs["Key"] == self.key and not self.raced:
             from botocore.exceptions import ClientError
+
             self.raced = True
             self.real.put_object(Bucket=kwargs["Bucket"], Key=self.key, Body=self.body)
             raise ClientError({"Error": {"Code": "NoSuchKey", "Message": ""}}, "GetObject")

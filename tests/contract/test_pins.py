@@ -1,4 +1,5 @@
 """Pins: every contract file's exact bytes are checked against its .sha256 sidecar."""
+
 import hashlib
 import re
 
@@ -41,7 +42,11 @@ def test_pinned_contracts_lists_name_version_sha_file():
     assert set(by_file) >= {TEXT, SURFACE}
     text = by_file[TEXT]
     assert (text["name"], text["version"], text["role"], text["active"]) == (
-        CONTRACT_NAME, ACTIVE_VERSION, "text", True)
+        CONTRACT_NAME,
+        ACTIVE_VERSION,
+        "text",
+        True,
+    )
     assert HEX.fullmatch(text["sha256"])
     assert active_contract(records) == text
     assert contract_reference(text) == f"{CONTRACT_NAME}@{ACTIVE_VERSION}+sha256:{text['sha256']}"
@@ -108,8 +113,10 @@ def test_missing_contracts_dir_names_the_setting(tmp_path, monkeypatch):
         pinned_contracts()
 
 
-@pytest.mark.parametrize("pin_text", ["", "not a hash\n", "ab" * 32 + "  OTHER@0.1.md\n",
-                                      "ab" * 32 + "  x\n" + "cd" * 32 + "  y\n"])
+@pytest.mark.parametrize(
+    "pin_text",
+    ["", "not a hash\n", "ab" * 32 + "  OTHER@0.1.md\n", "ab" * 32 + "  x\n" + "cd" * 32 + "  y\n"],
+)
 def test_malformed_pin_refuses(contracts_copy, pin_text):
     (contracts_copy / f"{TEXT}.sha256").write_text(pin_text)
     with pytest.raises(ContractPinError, match=re.escape(TEXT)):

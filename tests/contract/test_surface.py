@@ -1,4 +1,5 @@
 """The machine-readable surface: routes and engine models must agree with it, both directions."""
+
 import copy
 import json
 import re
@@ -23,8 +24,17 @@ from minisphere.engine.methods import METHODS
 from minisphere.engine.writes import KIND_GATES
 from tests.support.contracts import ACTIVE_VERSION, CONTRACT_FILES, SURFACE
 
-READS = {"recall", "listRecent", "getEntry", "connections", "graphView", "getTags", "getCount",
-         "getStats", "getBrief"}
+READS = {
+    "recall",
+    "listRecent",
+    "getEntry",
+    "connections",
+    "graphView",
+    "getTags",
+    "getCount",
+    "getStats",
+    "getBrief",
+}
 WRITES = {"capture", "append", "update", "setStatus", "forget", "link", "unlink"}
 MAINTENANCE = {"runStalenessPass"}
 
@@ -36,12 +46,15 @@ def surface():
 
 def repin(directory, name):
     from minisphere.contract.pins import format_pin, sha256_file
+
     (directory / f"{name}.sha256").write_text(format_pin(sha256_file(directory / name), name))
 
 
 def test_surface_lists_exactly_the_contract_methods_by_group(surface):
-    groups = {g: {m for m, spec in surface["methods"].items() if spec["group"] == g}
-              for g in ("read", "write", "maintenance")}
+    groups = {
+        g: {m for m, spec in surface["methods"].items() if spec["group"] == g}
+        for g in ("read", "write", "maintenance")
+    }
     assert groups == {"read": READS, "write": WRITES, "maintenance": MAINTENANCE}
 
 
@@ -89,18 +102,29 @@ def test_engine_models_match_surface_arguments_directly(surface):
 
 def test_enums_match_engine_literals(surface):
     assert surface["enums"] == {
-        "status": list(get_args(inputs.Status)), "kind": list(get_args(inputs.Kind)),
+        "status": list(get_args(inputs.Status)),
+        "kind": list(get_args(inputs.Kind)),
         "volatility": list(get_args(inputs.Volatility)),
         "provenance": list(get_args(inputs.Provenance)),
-        "claimTag": list(get_args(inputs.ClaimTag)), "edgeType": list(inputs.EDGE_TYPES)}
+        "claimTag": list(get_args(inputs.ClaimTag)),
+        "edgeType": list(inputs.EDGE_TYPES),
+    }
     assert surface["enums"]["status"] == ["canonical", "draft", "deprecated"]
     assert surface["enums"]["claimTag"] == ["VERIFIED", "INFERRED", "UNKNOWN"]
 
 
 def test_eight_edge_types_with_kind_gates(surface):
     edges = {e["name"]: e for e in surface["edgeTypes"]}
-    assert list(edges) == ["relates_to", "supersedes", "caused_by", "decided", "about_person",
-                           "part_of_project", "follows", "document_of"]
+    assert list(edges) == [
+        "relates_to",
+        "supersedes",
+        "caused_by",
+        "decided",
+        "about_person",
+        "part_of_project",
+        "follows",
+        "document_of",
+    ]
     assert edges["decided"]["kindGate"] == {"src": "episodic", "dst": None}
     assert edges["follows"]["kindGate"] == {"src": "episodic", "dst": "episodic"}
     assert [n for n, e in edges.items() if e["symmetric"]] == ["relates_to"]
@@ -115,8 +139,12 @@ def test_limits_match_constants(surface):
 
 def test_error_codes_exist_in_the_engine(surface):
     from minisphere import errors
-    codes = {cls.code for cls in vars(errors).values()
-             if isinstance(cls, type) and issubclass(cls, errors.MiniSphereError)}
+
+    codes = {
+        cls.code
+        for cls in vars(errors).values()
+        if isinstance(cls, type) and issubclass(cls, errors.MiniSphereError)
+    }
     assert set(surface["errors"]) <= codes
 
 
@@ -128,18 +156,23 @@ def test_contract_text_names_every_surface_method_and_edge_type(surface):
         assert f"`{edge['name']}`" in text, edge["name"]
 
 
-@pytest.mark.parametrize("mutate, expect", [
-    (lambda d: d["methods"]["recall"]["args"][1].update(default=5), "recall.topK: default"),
-    (lambda d: d["methods"]["capture"]["args"].pop(), "evidenceRef"),
-    (lambda d: d["methods"]["link"]["args"][0].update(required=False), "link.src: required"),
-    (lambda d: d["enums"]["kind"].append("procedural"), "enum kind"),
-    (lambda d: d["edgeTypes"][3]["kindGate"].update(src=None), "edge type decided"),
-    (lambda d: d["methods"].pop("unlink"), "'unlink' is implemented by the engine"),
-    (lambda d: d["methods"].__setitem__("crawl", {"group": "write", "args": []}),
-     "'crawl' is in the contract"),
-    (lambda d: d["limits"].update(maxContentBytes=1), "limit maxContentBytes"),
-    (lambda d: d["methods"]["getEntry"].update(positional=[]), "getEntry: positional"),
-])
+@pytest.mark.parametrize(
+    "mutate, expect",
+    [
+        (lambda d: d["methods"]["recall"]["args"][1].update(default=5), "recall.topK: default"),
+        (lambda d: d["methods"]["capture"]["args"].pop(), "evidenceRef"),
+        (lambda d: d["methods"]["link"]["args"][0].update(required=False), "link.src: required"),
+        (lambda d: d["enums"]["kind"].append("procedural"), "enum kind"),
+        (lambda d: d["edgeTypes"][3]["kindGate"].update(src=None), "edge type decided"),
+        (lambda d: d["methods"].pop("unlink"), "'unlink' is implemented by the engine"),
+        (
+            lambda d: d["methods"].__setitem__("crawl", {"group": "write", "args": []}),
+            "'crawl' is in the contract",
+        ),
+        (lambda d: d["limits"].update(maxContentBytes=1), "limit maxContentBytes"),
+        (lambda d: d["methods"]["getEntry"].update(positional=[]), "getEntry: positional"),
+    ],
+)
 def test_differences_detects_drift(surface, mutate, expect):
     doc = copy.deepcopy(surface)
     mutate(doc)
@@ -182,7 +215,7 @@ def test_highest_version_is_active(contracts_copy):
     records = verify_startup(set(METHODS))
     active = {r["file"] for r in records if r["active"]}
     assert active == {f"{CONTRACT_NAME}@0.10.md", f"{CONTRACT_NAME}@0.10.surface.json"}
-    assert len(records) == len(CONTRACT_FILES) + 2   # the older versions stay pinned, verified
+    assert len(records) == len(CONTRACT_FILES) + 2  # the older versions stay pinned, verified
 
 
 # The surface's `retrieval` numbers (group, key) -> their constant in retrieval/tuning.py. Not
@@ -204,8 +237,11 @@ RETRIEVAL_CONSTANTS = {
 
 def test_recall_pipeline_numbers_match_the_contract(surface):
     from minisphere.engine.retrieval import tuning
+
     section = surface["retrieval"]
     contract = {f"{group}.{key}": section[group][key] for group, key in RETRIEVAL_CONSTANTS}
-    engine = {f"{group}.{key}": getattr(tuning, const)
-              for (group, key), const in RETRIEVAL_CONSTANTS.items()}
+    engine = {
+        f"{group}.{key}": getattr(tuning, const)
+        for (group, key), const in RETRIEVAL_CONSTANTS.items()
+    }
     assert contract == engine

@@ -1,5 +1,6 @@
 """The ingress's wake gate: wakes are refused while the calls already admitted are late, and
 let in again once they are not."""
+
 from __future__ import annotations
 
 from hypothesis import given
@@ -46,7 +47,7 @@ def test_calls_stalled_without_any_answer_still_refuse_wakes():
 def test_a_quiet_window_says_nothing_and_admits():
     pressure = CallPressure(TARGET_S)
     pressure.admits_wake(0.0)
-    answered(pressure, 0.5, 5.0)          # one slow call is not a pace
+    answered(pressure, 0.5, 5.0)  # one slow call is not a pace
     assert pressure.admits_wake(1.0)
 
 

@@ -1,5 +1,6 @@
 """The residency policy: LRU above the cap, idle detection, placement by node, and the size
 of a spare pool that follows demand."""
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -38,19 +39,20 @@ def test_placement_prefers_the_live_node_holding_the_file():
     assert placement(None, ["n1"])[0] is None
 
 
-nodes_free = st.dictionaries(st.sampled_from(["n1", "n2", "n3", "n4"]),
-                             st.integers(min_value=-2, max_value=4).map(float))
+nodes_free = st.dictionaries(
+    st.sampled_from(["n1", "n2", "n3", "n4"]), st.integers(min_value=-2, max_value=4).map(float)
+)
 
 
 @given(free=nodes_free, preferred=st.sampled_from([None, "n1", "n2", "gone"]))
 def test_a_new_actor_is_never_aimed_at_a_node_without_a_free_slot(free, preferred):
     chosen = node_with_room(preferred, free, 1)
-    if chosen is None:                      # only when no node has room: then it is demand
+    if chosen is None:  # only when no node has room: then it is demand
         assert all(value < 1 for value in free.values())
     else:
         assert free[chosen] >= 1
         if preferred in free and free[preferred] >= 1:
-            assert chosen == preferred      # the file's node whenever it has room
+            assert chosen == preferred  # the file's node whenever it has room
         else:
             assert free[chosen] == max(free.values())
 
@@ -59,10 +61,10 @@ def test_a_new_actor_is_never_aimed_at_a_node_without_a_free_slot(free, preferre
 wake_times = st.lists(st.floats(min_value=0, max_value=2_000, allow_nan=False), max_size=200)
 
 
-@given(wake_times, st.floats(min_value=0, max_value=2_000), st.integers(0, 40),
-       st.integers(0, 40))
+@given(wake_times, st.floats(min_value=0, max_value=2_000), st.integers(0, 40), st.integers(0, 40))
 def test_the_demand_target_never_leaves_the_budget_nor_drops_below_the_floor_within_it(
-        wakes, now, floor, ceiling):
+    wakes, now, floor, ceiling
+):
     target = demand_spare_target(wakes, now, floor, ceiling)
     assert 0 <= target <= ceiling
     assert target >= min(floor, ceiling)
@@ -79,9 +81,8 @@ def test_the_busiest_minute_counts_no_wake_twice_and_none_outside_the_window(wak
 
 
 @given(st.integers(1, 100), st.floats(min_value=0, max_value=SPARE_DEMAND_WINDOW_S - 60))
-def test_a_burst_keeps_the_pool_its_size_until_it_leaves_the_window_then_it_shrinks(
-        burst, since):
-    wakes = [0.0] * burst                 # all in one minute, `since` seconds ago
+def test_a_burst_keeps_the_pool_its_size_until_it_leaves_the_window_then_it_shrinks(burst, since):
+    wakes = [0.0] * burst  # all in one minute, `since` seconds ago
     assert demand_spare_target(wakes, since, floor=2, ceiling=1_000) == max(2, burst)
     assert demand_spare_target(wakes, SPARE_DEMAND_WINDOW_S, floor=2, ceiling=1_000) == 2
 
@@ -92,10 +93,13 @@ def test_a_steady_trickle_asks_for_no_more_than_its_busiest_minute():
     assert demand_spare_target(one_per_second, 600.0, floor=4, ceiling=23) == 23
 
 
-@given(st.floats(min_value=0, max_value=2 ** 40), st.floats(min_value=0, max_value=256),
-       st.floats(min_value=0, max_value=1), st.floats(min_value=0, max_value=1))
-def test_the_spare_budget_keeps_idle_spares_within_both_shares(memory, cpus, mem_share,
-                                                                cpu_share):
+@given(
+    st.floats(min_value=0, max_value=2**40),
+    st.floats(min_value=0, max_value=256),
+    st.floats(min_value=0, max_value=1),
+    st.floats(min_value=0, max_value=1),
+)
+def test_the_spare_budget_keeps_idle_spares_within_both_shares(memory, cpus, mem_share, cpu_share):
     budget = spare_budget(memory, cpus, mem_share, cpu_share)
     assert budget * SPARE_ACTOR_PSS_BYTES <= memory * mem_share + 1e-6
     assert budget * SPARE_ACTOR_IDLE_CPUS <= cpus * cpu_share + 1e-9
@@ -104,4 +108,4 @@ def test_the_spare_budget_keeps_idle_spares_within_both_shares(memory, cpus, mem
 
 def test_the_spare_budget_of_this_machine():
     # 2 cores, 24 GiB: idle CPU binds first (0.2 of a core / 0.85% each)
-    assert spare_budget(24 * 2 ** 30, 2) == 23
+    assert spare_budget(24 * 2**30, 2) == 23

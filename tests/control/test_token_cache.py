@@ -2,6 +2,7 @@
 good cached grants, a refused token is refused again without asking, and failed
 authentications are budgeted per client address (429 with the seconds to wait). The admin
 routes' check budgets wrong admin tokens per address in a bucket of their own."""
+
 import asyncio
 import time
 
@@ -49,7 +50,8 @@ def directory_of(plane, answer_s: float = 0.0):
         asked.append(method)
         if answer_s:
             await asyncio.sleep(answer_s)
-        return getattr(plane.tokens, method)(*args)     # authenticate, whoami
+        return getattr(plane.tokens, method)(*args)  # authenticate, whoami
+
     return ask, asked
 
 
@@ -66,7 +68,7 @@ def test_bad_token_does_not_evict_the_good_cached_entry(plane):
         run(cache.grant_of("ws-a", token_hash("wrong"), "10.0.0.2"))
     asked.clear()
     assert run(cache.grant_of("ws-a", token_hash(good), "10.0.0.1")).scope == "write"
-    assert asked == []                        # still cached: no round trip
+    assert asked == []  # still cached: no round trip
 
 
 def test_refused_token_is_refused_again_without_asking(plane):
@@ -85,25 +87,25 @@ def test_failed_authentications_are_budgeted_per_client_address(plane):
     ask, asked = directory_of(plane)
     clock = Clock()
     cache = TokenCache(ask, ttl_s=30, budget=FailedAuthBudget(clock=clock), clock=clock)
-    run(cache.grant_of("ws-a", token_hash(good), "10.0.0.9"))     # cached before the flood
+    run(cache.grant_of("ws-a", token_hash(good), "10.0.0.9"))  # cached before the flood
     for i in range(FAILED_AUTH_BURST):
         with pytest.raises(E.Unauthenticated):
             run(cache.grant_of("ws-a", token_hash(f"bad-{i}"), "10.0.0.9"))
     with pytest.raises(E.RateLimited) as limited:
         run(cache.grant_of("ws-a", token_hash("bad-more"), "10.0.0.9"))
     assert 0 < limited.value.retry_after_s <= 1.0
-    assert asked.count("authenticate") == FAILED_AUTH_BURST + 1      # the last one never asked
+    assert asked.count("authenticate") == FAILED_AUTH_BURST + 1  # the last one never asked
     assert run(cache.grant_of("ws-a", token_hash(good), "10.0.0.9")).scope == "write"
-    with pytest.raises(E.Unauthenticated):                            # another address is fine
+    with pytest.raises(E.Unauthenticated):  # another address is fine
         run(cache.grant_of("ws-a", token_hash("bad-x"), "10.0.0.10"))
-    clock.now += 1.0                                                  # refilled: may try again
+    clock.now += 1.0  # refilled: may try again
     with pytest.raises(E.Unauthenticated):
         run(cache.grant_of("ws-a", token_hash("bad-later"), "10.0.0.9"))
 
 
 def test_cached_grant_that_expires_is_refused_from_the_cache(plane):
     plane.create(Blueprint(), [], "ws-a")
-    issued = plane.tokens.issue("ws-a", "read", expires_at=1)          # expired long ago
+    issued = plane.tokens.issue("ws-a", "read", expires_at=1)  # expired long ago
     ask, _ = directory_of(plane)
     cache = TokenCache(ask, ttl_s=30)
     with pytest.raises(E.Unauthenticated, match="expired"):
@@ -121,7 +123,8 @@ def test_concurrent_bad_tokens_cannot_multiply_the_failed_auth_budget(plane):
     async def flood():
         return await asyncio.gather(
             *(cache.grant_of("ws-a", token_hash(f"bad-{i}"), "10.0.0.66") for i in range(1000)),
-            return_exceptions=True)
+            return_exceptions=True,
+        )
 
     started = time.monotonic()
     outcomes = run(flood())
@@ -130,7 +133,7 @@ def test_concurrent_bad_tokens_cannot_multiply_the_failed_auth_budget(plane):
     # the same span, the requests would have had no more
     allowed = FAILED_AUTH_BURST + int(FAILED_AUTH_PER_S * (time.monotonic() - started))
     assert len(asked) <= allowed
-    assert len(asked) < 1000 // 10                 # nowhere near one round trip per request
+    assert len(asked) < 1000 // 10  # nowhere near one round trip per request
     assert sum(isinstance(o, E.RateLimited) for o in outcomes) >= 1000 - allowed
     assert all(isinstance(o, (E.RateLimited, E.Unauthenticated)) for o in outcomes)
 
@@ -138,7 +141,7 @@ def test_concurrent_bad_tokens_cannot_multiply_the_failed_auth_budget(plane):
 def test_a_good_token_asked_about_gives_its_reserved_attempt_back(plane):
     _, good = plane.create(Blueprint(), [], "ws-a")
     ask, asked = directory_of(plane)
-    cache = TokenCache(ask, ttl_s=0)        # never cached: every call asks the directory
+    cache = TokenCache(ask, ttl_s=0)  # never cached: every call asks the directory
     for _ in range(FAILED_AUTH_BURST * 3):
         assert run(cache.grant_of("ws-a", token_hash(good), "10.0.0.7")).scope == "write"
     assert len(asked) == FAILED_AUTH_BURST * 3
@@ -153,8 +156,8 @@ def test_an_authoritative_lookup_refuses_a_token_revoked_since_it_was_cached(pla
     cache = TokenCache(ask, ttl_s=300)
     candidate = token_hash(issued["token"])
     assert run(cache.grant_of("ws-a", candidate, "10.0.0.5")).scope == "read"
-    plane.tokens.revoke("ws-a", issued["tokenId"])          # elsewhere: this cache never hears
-    assert run(cache.grant_of("ws-a", candidate, "10.0.0.5")).scope == "read"   # cached
+    plane.tokens.revoke("ws-a", issued["tokenId"])  # elsewhere: this cache never hears
+    assert run(cache.grant_of("ws-a", candidate, "10.0.0.5")).scope == "read"  # cached
     with pytest.raises(E.Unauthenticated):
         run(cache.grant_of("ws-a", candidate, "10.0.0.5", authoritative=True))
 
@@ -167,9 +170,14 @@ def admin_check_of(plane, clock=None):
         asked.append(candidate)
         await asyncio.sleep(0.001)
         return plane.tokens.whoami(candidate)
+
     clock = clock or Clock()
-    check = AdminCheck(token_hash(ADMIN), whoami,
-                       budget=FailedAuthBudget(ADMIN_GUESS_BURST, 1.0, clock=clock), clock=clock)
+    check = AdminCheck(
+        token_hash(ADMIN),
+        whoami,
+        budget=FailedAuthBudget(ADMIN_GUESS_BURST, 1.0, clock=clock),
+        clock=clock,
+    )
     return check, asked
 
 
@@ -182,12 +190,12 @@ def test_wrong_admin_tokens_are_budgeted_per_address_and_never_lock_out_the_admi
     with pytest.raises(E.RateLimited) as limited:
         run(check.require("msa_guess-more", "10.0.0.20"))
     assert 0 < limited.value.retry_after_s <= 1.0
-    assert len(asked) == ADMIN_GUESS_BURST                   # the refused guess asked nobody
-    run(check.require(ADMIN, "10.0.0.20"))                  # the admin, same address: let in
-    with pytest.raises(E.Unauthenticated):                  # another address still may guess
+    assert len(asked) == ADMIN_GUESS_BURST  # the refused guess asked nobody
+    run(check.require(ADMIN, "10.0.0.20"))  # the admin, same address: let in
+    with pytest.raises(E.Unauthenticated):  # another address still may guess
         run(check.require("msa_guess-elsewhere", "10.0.0.21"))
     clock.now += 1.0
-    with pytest.raises(E.Unauthenticated):                  # refilled
+    with pytest.raises(E.Unauthenticated):  # refilled
         run(check.require("msa_guess-later", "10.0.0.20"))
 
 
@@ -199,7 +207,7 @@ def test_admin_guesses_and_failed_workspace_authentications_do_not_drain_each_ot
     for i in range(FAILED_AUTH_BURST):
         with pytest.raises(E.Unauthenticated):
             run(cache.grant_of("ws-a", token_hash(f"bad-{i}"), "10.0.0.22"))
-    with pytest.raises(E.Unauthenticated):                  # not a 429: its own bucket
+    with pytest.raises(E.Unauthenticated):  # not a 429: its own bucket
         run(check.require("msa_guess", "10.0.0.22"))
 
 
@@ -224,8 +232,11 @@ def test_concurrent_admin_guesses_cannot_multiply_the_guess_budget(plane):
     check, asked = admin_check_of(plane)
 
     async def flood():
-        return await asyncio.gather(*(check.require(f"msa_guess-{i}", "10.0.0.24")
-                                      for i in range(500)), return_exceptions=True)
+        return await asyncio.gather(
+            *(check.require(f"msa_guess-{i}", "10.0.0.24") for i in range(500)),
+            return_exceptions=True,
+        )
+
     outcomes = run(flood())
     assert len(asked) <= ADMIN_GUESS_BURST
     assert sum(isinstance(o, E.RateLimited) for o in outcomes) >= 500 - ADMIN_GUESS_BURST
@@ -235,9 +246,11 @@ def test_concurrent_admin_guesses_cannot_multiply_the_guess_budget(plane):
 def test_admin_guesses_stay_budgeted_while_the_directory_cannot_answer():
     """The admin token is compared here, not by the directory: an outage of the directory
     must not make guessing it free."""
+
     async def gone(_candidate):
         raise ConnectionError("directory unreachable")
-    clock = Clock()                     # no refill between guesses however slow the machine
+
+    clock = Clock()  # no refill between guesses however slow the machine
     check = AdminCheck(token_hash(ADMIN), gone, clock=clock)
     for i in range(ADMIN_GUESS_BURST):
         with pytest.raises(E.Unauthenticated):
@@ -255,9 +268,14 @@ def test_copies_of_one_good_token_sent_at_once_are_one_ask_and_never_rate_limite
     cache = TokenCache(slow_directory, ttl_s=30)
 
     async def burst():
-        return await asyncio.gather(*(cache.grant_of("ws-a", token_hash(good), "10.0.0.26")
-                                      for _ in range(FAILED_AUTH_BURST * 10)),
-                                    return_exceptions=True)
+        return await asyncio.gather(
+            *(
+                cache.grant_of("ws-a", token_hash(good), "10.0.0.26")
+                for _ in range(FAILED_AUTH_BURST * 10)
+            ),
+            return_exceptions=True,
+        )
+
     assert {grant.scope for grant in run(burst())} == {"write"}
     assert asked == ["authenticate"]
 
@@ -276,12 +294,13 @@ def test_a_burst_of_new_valid_tokens_from_one_address_is_served_not_rate_limited
     async def burst():
         return await asyncio.gather(
             *(cache.grant_of(ws, token_hash(token), "10.0.0.8") for ws, token in tokens.items()),
-            return_exceptions=True)
+            return_exceptions=True,
+        )
 
     outcomes = run(burst())
     assert [o for o in outcomes if isinstance(o, Exception)] == []
     assert len(asked) == 100
-    assert cache.budget._level("10.0.0.8") == FAILED_AUTH_BURST     # nothing spent
+    assert cache.budget._level("10.0.0.8") == FAILED_AUTH_BURST  # nothing spent
 
 
 def test_no_waiter_misses_the_answer_it_waits_for_in_repeated_bursts(monkeypatch):
@@ -297,8 +316,12 @@ def test_no_waiter_misses_the_answer_it_waits_for_in_repeated_bursts(monkeypatch
 
     async def burst(budget):
         return await asyncio.gather(
-            *(budget.attempt("10.0.0.30", good_after_a_moment, lambda answer: True)
-              for _ in range(FAILED_AUTH_BURST * 5)), return_exceptions=True)
+            *(
+                budget.attempt("10.0.0.30", good_after_a_moment, lambda answer: True)
+                for _ in range(FAILED_AUTH_BURST * 5)
+            ),
+            return_exceptions=True,
+        )
 
     for _ in range(60):
         budget = FailedAuthBudget()
@@ -308,7 +331,8 @@ def test_no_waiter_misses_the_answer_it_waits_for_in_repeated_bursts(monkeypatch
 
 
 def test_a_call_after_a_pause_is_let_through_on_its_cached_grant_and_the_grant_refreshed_behind_it(
-        plane):
+    plane,
+):
     # every wake comes after a pause longer than the TTL: asking the directory first put a
     # round trip in front of each of them
     _, good = plane.create(Blueprint(), [], "ws-a")
@@ -318,18 +342,18 @@ def test_a_call_after_a_pause_is_let_through_on_its_cached_grant_and_the_grant_r
     candidate = token_hash(good)
 
     async def scenario():
-        await cache.grant_of("ws-a", candidate, "10.0.0.9")            # asks: nothing cached
-        clock.now += 31                                                # past the TTL
+        await cache.grant_of("ws-a", candidate, "10.0.0.9")  # asks: nothing cached
+        clock.now += 31  # past the TTL
         began = time.monotonic()
         grant = await cache.grant_of("ws-a", candidate, "10.0.0.9")
         waited_s = time.monotonic() - began
-        await cache._refreshing["ws-a"]                                # the refresh behind it
-        await cache.grant_of("ws-a", candidate, "10.0.0.9")            # fresh again
+        await cache._refreshing["ws-a"]  # the refresh behind it
+        await cache.grant_of("ws-a", candidate, "10.0.0.9")  # fresh again
         return grant, waited_s
 
     grant, waited_s = run(scenario())
     assert grant.scope == "write" and waited_s < 0.2
-    assert len(asked) == 2                                  # the first call and one refresh
+    assert len(asked) == 2  # the first call and one refresh
 
 
 def test_a_token_revoked_elsewhere_passes_its_stale_grant_once_then_is_refused(plane):
@@ -342,9 +366,9 @@ def test_a_token_revoked_elsewhere_passes_its_stale_grant_once_then_is_refused(p
 
     async def scenario():
         await cache.grant_of("ws-a", candidate, "10.0.0.9")
-        plane.tokens.revoke("ws-a", issued["tokenId"])            # on another replica
+        plane.tokens.revoke("ws-a", issued["tokenId"])  # on another replica
         clock.now += 31
-        await cache.grant_of("ws-a", candidate, "10.0.0.9")      # the actor refuses this one
+        await cache.grant_of("ws-a", candidate, "10.0.0.9")  # the actor refuses this one
         await cache._refreshing["ws-a"]
         with pytest.raises(E.Unauthenticated):
             await cache.grant_of("ws-a", candidate, "10.0.0.9")
@@ -358,7 +382,8 @@ def test_grants_long_past_their_ttl_are_not_used_stale(plane):
     clock = Clock()
     cache = TokenCache(ask, ttl_s=30, clock=clock)
     from minisphere.control.token_cache import STALE_GRANTS_USABLE_S
+
     run(cache.grant_of("ws-a", token_hash(good), "10.0.0.9"))
     clock.now += 30 + STALE_GRANTS_USABLE_S
     run(cache.grant_of("ws-a", token_hash(good), "10.0.0.9"))
-    assert len(asked) == 2 and not cache._refreshing      # asked first, nothing behind
+    assert len(asked) == 2 and not cache._refreshing  # asked first, nothing behind

@@ -1,4 +1,5 @@
 """The built site, once per session: `mkdocs build --strict` into a temporary folder."""
+
 from __future__ import annotations
 
 import os
@@ -17,9 +18,15 @@ def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
     built = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1",
-             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                         os.environ.get("PYTHONPATH")]))})
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={
+            **os.environ,
+            "NO_MKDOCS_2_WARNING": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        },
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     return out

@@ -2,6 +2,7 @@
 makes now, and every setting, route, command, metric, error code and benchmark result is in
 its page (found here by means other than the generator's own, so a generator that skipped
 something would fail too)."""
+
 from __future__ import annotations
 
 import re
@@ -31,18 +32,23 @@ def test_every_setting_is_on_the_settings_page():
 
 def test_every_served_route_is_in_the_http_reference():
     text = page("reference/http-api.md")
-    routes = [f"`{method.upper()} {path}`" for path, methods in served_document()["paths"].items()
-              for method in methods]
+    routes = [
+        f"`{method.upper()} {path}`"
+        for path, methods in served_document()["paths"].items()
+        for method in methods
+    ]
     assert len(routes) > 30
     assert [route for route in routes if route not in text] == []
 
 
 def test_every_command_and_sub_command_is_in_the_cli_reference():
     from minisphere.cli.main import build_parser
+
     text = page("reference/cli.md")
     progs = [prog for prog, _ in commands(build_parser())]
-    assert {"minisphere ws create", "minisphere token revoke", "minisphere contracts pin"} <= \
-        set(progs)
+    assert {"minisphere ws create", "minisphere token revoke", "minisphere contracts pin"} <= set(
+        progs
+    )
     assert [prog for prog in progs if f"## `{prog}`" not in text] == []
 
 
@@ -65,12 +71,14 @@ def test_every_error_code_is_on_the_error_codes_page():
 def test_every_benchmark_result_has_its_page():
     results = sorted(path.name for path in (ROOT / "bench" / "results").glob("*.md"))
     assert results
-    assert [name for name in results
-            if not (DOCS / "benchmarks" / "results" / name).is_file()] == []
+    assert [
+        name for name in results if not (DOCS / "benchmarks" / "results" / name).is_file()
+    ] == []
 
 
 def test_a_page_edited_by_hand_is_reported_stale(monkeypatch):
     from docs import generate
+
     made = pages()
     path = "reference/errors.md"
     monkeypatch.setattr(generate, "pages", lambda: {**made, path: made[path] + "edited\n"})

@@ -1,6 +1,7 @@
 """The site builds with `mkdocs build --strict` (a warning fails it: a broken link, a page
 left out of the navigation, a missing snippet), loads nothing from outside its own files, and
 every internal link and anchor of the built HTML resolves (a crawler over the files)."""
+
 from __future__ import annotations
 
 from html.parser import HTMLParser
@@ -8,8 +9,15 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 EXTERNAL = ("http:", "https:", "mailto:", "data:", "javascript:")
-PAGES_WE_WROTE = ("index.html", "get-started/", "concepts/", "reference/", "operate/",
-                  "benchmarks/", "architecture/")
+PAGES_WE_WROTE = (
+    "index.html",
+    "get-started/",
+    "concepts/",
+    "reference/",
+    "operate/",
+    "benchmarks/",
+    "architecture/",
+)
 
 
 class Links(HTMLParser):
@@ -17,7 +25,7 @@ class Links(HTMLParser):
         super().__init__()
         self.links: list[str] = []
         self.ids: set[str] = set()
-        self.loaded: list[str] = []       # what the browser fetches on its own: scripts, styles
+        self.loaded: list[str] = []  # what the browser fetches on its own: scripts, styles
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -42,7 +50,7 @@ def target_of(page: Path, link: str, site: Path) -> tuple[Path, str]:
     parts = urlsplit(link)
     if not parts.path:
         path = page
-    elif parts.path.startswith("/"):          # the 404 page links from the site's root
+    elif parts.path.startswith("/"):  # the 404 page links from the site's root
         path = (site / unquote(parts.path).lstrip("/")).resolve()
     else:
         path = (page.parent / unquote(parts.path)).resolve()
@@ -69,8 +77,12 @@ def test_every_internal_link_and_anchor_of_the_built_site_resolves(site):
 
 
 def test_the_pages_load_nothing_from_outside_the_site(site):
-    outside = [f"{page.relative_to(site)}: {src}" for page in site.rglob("*.html")
-               for src in parsed(page).loaded if src.startswith(EXTERNAL[:2]) or src.startswith("//")]
+    outside = [
+        f"{page.relative_to(site)}: {src}"
+        for page in site.rglob("*.html")
+        for src in parsed(page).loaded
+        if src.startswith(EXTERNAL[:2]) or src.startswith("//")
+    ]
     assert outside == []
 
 
@@ -78,5 +90,6 @@ def test_every_page_of_the_navigation_is_built(site):
     for folder in PAGES_WE_WROTE:
         assert (site / folder).exists(), folder
     assert (site / "benchmarks" / "results" / "engine" / "index.html").is_file()
-    assert "We chose SQLite per workspace" in \
-        (site / "get-started" / "first-workspace" / "index.html").read_text(encoding="utf-8")
+    assert "We chose SQLite per workspace" in (
+        site / "get-started" / "first-workspace" / "index.html"
+    ).read_text(encoding="utf-8")

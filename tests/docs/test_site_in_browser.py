@@ -2,6 +2,7 @@
 the home page, a guide and the HTTP API reference render with their navigation and without a
 browser error, served over HTTP from the built files. A screenshot of each is saved
 (`MINISPHERE_SITE_SCREENSHOTS` chooses the folder; docs/screenshots/site-*.png were made so)."""
+
 from __future__ import annotations
 
 import functools
@@ -14,15 +15,20 @@ import pytest
 
 from tests.e2e.console_helpers import browser_available, chrome
 
-pytestmark = pytest.mark.skipif(browser_available() is not None,
-                                reason=str(browser_available()))
+pytestmark = pytest.mark.skipif(browser_available() is not None, reason=str(browser_available()))
 
 PAGES = {  # screenshot name: (path in the site, its heading, a text the page must show)
     "site-home": ("", "Mini-Sphere", "Where to go"),
-    "site-guide": ("get-started/first-workspace/", "Your first workspace",
-                   "admin.create_workspace"),
-    "site-api-reference": ("reference/http-api/", "HTTP API reference",
-                           "POST /v1/w/{workspace}/recall"),
+    "site-guide": (
+        "get-started/first-workspace/",
+        "Your first workspace",
+        "admin.create_workspace",
+    ),
+    "site-api-reference": (
+        "reference/http-api/",
+        "HTTP API reference",
+        "POST /v1/w/{workspace}/recall",
+    ),
 }
 
 
@@ -33,8 +39,9 @@ class QuietHandler(SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site_url(site):
-    server = ThreadingHTTPServer(("127.0.0.1", 0),
-                                 functools.partial(QuietHandler, directory=str(site)))
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(site))
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -70,6 +77,5 @@ def test_a_page_renders_with_its_navigation_and_no_browser_error(name, site_url,
     assert text in driver.find_element(By.TAG_NAME, "article").text
     assert driver.find_elements(By.CSS_SELECTOR, "nav.md-nav--primary a.md-nav__link")
     driver.save_screenshot(str(shots / f"{name}.png"))
-    errors = [entry["message"] for entry in driver.get_log("browser")
-              if entry["level"] == "SEVERE"]
+    errors = [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
     assert errors == []

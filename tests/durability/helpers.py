@@ -1,4 +1,5 @@
 """Helpers of the durability tests: filling a workspace, hashing files."""
+
 from __future__ import annotations
 
 import hashlib

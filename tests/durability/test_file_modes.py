@@ -1,6 +1,7 @@
 """Files the service creates are private to its user: the local snapshot store writes 0600
 files in 0700 folders whatever the umask; under `restrict_file_modes()` a workspace file, its
 WAL and SHM, the control plane and a restored file are 0600 and the folders 0700."""
+
 from __future__ import annotations
 
 import os
@@ -17,7 +18,7 @@ from minisphere.engine.workspace import Workspace
 from minisphere.settings import ensure_private_dir, restrict_file_modes
 from tests.durability.helpers import fill
 
-PERMISSIVE_UMASK = 0o022           # the usual default, which makes files 0644
+PERMISSIVE_UMASK = 0o022  # the usual default, which makes files 0644
 
 
 def mode(path) -> int:
@@ -52,7 +53,7 @@ def test_local_store_files_are_private_even_under_a_permissive_umask(tmp_path, p
     files, folders = store_paths(tmp_path / "data" / "snapshots")
     assert len(files) == 2 and {mode(f) for f in files} == {0o600}
     assert {mode(f) for f in folders} == {0o700}
-    assert mode(tmp_path / "data") == 0o700                 # a parent the store created itself
+    assert mode(tmp_path / "data") == 0o700  # a parent the store created itself
     restored = tmp_path / "elsewhere" / "workspace.db"
     restore_snapshot(store, "ws-modes", restored, version)
     assert mode(restored) == 0o600
@@ -84,7 +85,8 @@ def test_everything_created_under_restrict_file_modes_is_private(tmp_path, priva
 
 
 def test_ensure_private_dir_tightens_existing_folders_and_creates_private_parents(
-        tmp_path, permissive_umask):
+    tmp_path, permissive_umask
+):
     existing = tmp_path / "old-data"
     existing.mkdir(mode=0o755)
     existing.chmod(0o755)
@@ -94,7 +96,7 @@ def test_ensure_private_dir_tightens_existing_folders_and_creates_private_parent
     fresh = tmp_path / "a" / "b" / "c"
     ensure_private_dir(fresh)
     assert [mode(p) for p in (tmp_path / "a", tmp_path / "a" / "b", fresh)] == [0o700] * 3
-    assert mode(tmp_path) == 0o755                 # a parent that already existed is left alone
+    assert mode(tmp_path) == 0o755  # a parent that already existed is left alone
     with pytest.raises(FileExistsError):
         ensure_private_dir(existing / "workspace.db")
 

@@ -2,6 +2,7 @@
 the forgotten text (snapshots carry no free pages); those taken before it are deleted by the
 snapshotter's next round or at hibernation, once a version of the state after the forget is
 stored; and pruning leaves the store, the data folder and a restored file without it."""
+
 import contextlib
 import gzip
 from concurrent.futures import Future
@@ -34,41 +35,44 @@ def holding_secret(folder: Path) -> list[str]:
 
 
 def test_forget_then_snapshot_then_restore_leaves_the_text_in_no_file(tmp_path, local_store):
-    host = WorkspaceHost("ws-f", tmp_path / "workspaces" / "ws-f" / "workspace.db",
-                         store=local_store, tuning=BY_HAND)
+    host = WorkspaceHost(
+        "ws-f", tmp_path / "workspaces" / "ws-f" / "workspace.db", store=local_store, tuning=BY_HAND
+    )
     for i in range(30):
         call(host, "capture", {"content": f"an unrelated note {i}"})
     secret = call(host, "capture", {"content": f"the door code is {SECRET.decode()}"})["id"]
     call(host, "update", {"id": secret, "content": f"door code {SECRET.decode()}, rotated"})
-    before = host.states.snapshot_now()["version"]            # taken before the forget: holds it
+    before = host.states.snapshot_now()["version"]  # taken before the forget: holds it
     call(host, "forget", {"id": secret})
     after = host.states.snapshot_now()["version"]
     assert holding_secret(tmp_path / "snapshots") == [f"ws-f/{before}.db.gz"]
     pruned = host.states.prune_snapshots(keep=1)
     assert pruned["deleted"] == [before] and pruned["kept"] == [after]
     host.states.restore(after)
-    assert holding_secret(tmp_path) == []              # live file, WAL, aside copy, store
+    assert holding_secret(tmp_path) == []  # live file, WAL, aside copy, store
     assert host.calls.submit_read("getCount", {}).result(30)[0]["count"] == 30
     host.close()
     assert holding_secret(tmp_path) == []
 
 
 def test_prune_takes_a_snapshot_first_when_the_file_changed(tmp_path, local_store):
-    host = WorkspaceHost("ws-p", tmp_path / "ws-p.db", store=local_store,
-                         tuning=BY_HAND)
+    host = WorkspaceHost("ws-p", tmp_path / "ws-p.db", store=local_store, tuning=BY_HAND)
     call(host, "capture", {"content": "one"})
     host.states.snapshot_now()
     call(host, "capture", {"content": "two"})
     pruned = host.states.prune_snapshots(keep=1)
-    assert pruned["snapshot"]["entryCount"] == 2 and pruned["kept"] == [pruned["snapshot"]["version"]]
-    again = host.states.prune_snapshots(keep=1)               # nothing changed: nothing taken
+    assert pruned["snapshot"]["entryCount"] == 2 and pruned["kept"] == [
+        pruned["snapshot"]["version"]
+    ]
+    again = host.states.prune_snapshots(keep=1)  # nothing changed: nothing taken
     assert again["snapshot"] is None and again["deleted"] == []
     host.close()
 
 
 def secret_then_snapshot(tmp_path, local_store, name: str):
-    host = WorkspaceHost(name, tmp_path / "workspaces" / name / "workspace.db",
-                         store=local_store, tuning=BY_HAND)
+    host = WorkspaceHost(
+        name, tmp_path / "workspaces" / name / "workspace.db", store=local_store, tuning=BY_HAND
+    )
     call(host, "capture", {"content": "a note that stays"})
     secret = call(host, "capture", {"content": f"the door code is {SECRET.decode()}"})["id"]
     before = host.states.snapshot_now()["version"]
@@ -107,7 +111,6 @@ def test_a_hibernation_right_after_a_forget_pays_the_owed_deletion(tmp_path, loc
     assert holding_secret(tmp_path / "snapshots") == []
 
 
-
 def copies_of(texts: list[str], *files: Path) -> dict[str, int]:
     blob = b"".join(path.read_bytes() for path in files if path.exists())
     return {text: blob.count(text.encode()) for text in texts}
@@ -116,6 +119,7 @@ def copies_of(texts: list[str], *files: Path) -> dict[str, int]:
 def filled_workspace(path: Path, count: int = 80) -> list[str]:
     """A closed workspace file whose entries table spans many pages; the entries' texts."""
     from minisphere.engine.workspace import Workspace
+
     workspace = Workspace(path)
     texts = [f"note {n} about the harbor ledger, nonce nz{n:04d}q{'x' * 60}" for n in range(count)]
     for text in texts:
@@ -128,6 +132,7 @@ def test_a_snapshot_holds_no_second_copy_of_any_row(tmp_path):
     """Built by VACUUM INTO, a copy grows its b-trees page by page: without secure_delete on the
     connection that builds it, rows moved off a page leave old bytes in that page's gap."""
     from minisphere.durability.snapshots.packing import compacted_copy
+
     live = tmp_path / "live.db"
     texts = filled_workspace(live)
     compacted_copy(live, tmp_path / "copy.db")
@@ -141,10 +146,11 @@ def test_a_forget_in_a_file_restored_from_an_older_snapshot_leaves_no_copy(tmp_p
 
     from minisphere.engine.scrub import CLEAN_KEY
     from minisphere.engine.workspace import Workspace
+
     live = tmp_path / "live.db"
     texts = filled_workspace(live)
     old_style = tmp_path / "restored.db"
-    with contextlib.closing(sqlite3.connect(live)) as conn:      # secure_delete off
+    with contextlib.closing(sqlite3.connect(live)) as conn:  # secure_delete off
         conn.execute("VACUUM INTO ?", (str(old_style),))
     with contextlib.closing(sqlite3.connect(old_style)) as conn:  # as files were before the mark
         conn.execute("DELETE FROM workspace_meta WHERE key = ?", (CLEAN_KEY,))
@@ -153,8 +159,10 @@ def test_a_forget_in_a_file_restored_from_an_older_snapshot_leaves_no_copy(tmp_p
     doubled = [text for text in texts if before[text] > clean[text]]
     assert doubled, "the old-style copy holds no second copy: this test would prove nothing"
     workspace = Workspace(old_style)
-    ids = {item["content"]: item["id"] for item in
-           workspace.call("listRecent", {"n": len(texts)})["items"]}
+    ids = {
+        item["content"]: item["id"]
+        for item in workspace.call("listRecent", {"n": len(texts)})["items"]
+    }
     for text in doubled:
         workspace.call("forget", {"id": ids[text]})
     workspace.close()
@@ -163,24 +171,23 @@ def test_a_forget_in_a_file_restored_from_an_older_snapshot_leaves_no_copy(tmp_p
 
 
 def test_a_forget_whose_process_died_before_the_purge_has_it_paid_at_the_next_open(
-        tmp_path, local_store):
+    tmp_path, local_store
+):
     """The deletion of the versions taken before a forget was owed only in the process's
     memory: one killed before it ran left the forgotten text in those versions for good, and
     a restore of one brought it back. The forget's transaction records it owed in the file."""
     path = tmp_path / "workspaces" / "ws-k" / "workspace.db"
-    host = WorkspaceHost("ws-k", path, store=local_store,
-                         tuning=BY_HAND)
+    host = WorkspaceHost("ws-k", path, store=local_store, tuning=BY_HAND)
     call(host, "capture", {"content": "a note that stays"})
     secret = call(host, "capture", {"content": f"the vault code is {SECRET.decode()}"})["id"]
-    host.states.snapshot_now()                                 # taken before the forget: holds it
+    host.states.snapshot_now()  # taken before the forget: holds it
     call(host, "forget", {"id": secret})
-    host._close_io()                                    # killed before its snapshotter ran
+    host._close_io()  # killed before its snapshotter ran
     host._lock.release()
     assert holding_secret(tmp_path / "snapshots")
 
-    again = WorkspaceHost("ws-k", path, store=local_store,
-                          tuning=BY_HAND)
+    again = WorkspaceHost("ws-k", path, store=local_store, tuning=BY_HAND)
     again.hibernate()
     assert holding_secret(tmp_path) == []
     versions = list_versions(local_store, "ws-k")
-    assert len(versions) == 1                           # the state after the forget, stored
+    assert len(versions) == 1  # the state after the forget, stored

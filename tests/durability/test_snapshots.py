@@ -1,5 +1,6 @@
 """Snapshots round-trip through both stores; versions are listed and restored; bad snapshots
 are refused without touching the live file."""
+
 import gzip
 import hashlib
 import json
@@ -27,7 +28,7 @@ def test_round_trip(store, tmp_path):
     assert manifest["schemaVersion"] >= 1 and manifest["rawBytes"] > manifest["compressedBytes"]
     assert [m["version"] for m in list_snapshots(store, "ws-one")] == [manifest["version"]]
 
-    elsewhere = tmp_path / "other-node" / "workspace.db"     # a node without the file
+    elsewhere = tmp_path / "other-node" / "workspace.db"  # a node without the file
     result = restore_snapshot(store, "ws-one", elsewhere)
     assert result["version"] == manifest["version"] and result["aside"] is None
     with Workspace(elsewhere, synchronous="NORMAL") as ws:
@@ -52,7 +53,7 @@ def test_restore_earlier_version_drops_later_writes(store, tmp_path):
         for gone in late:
             with pytest.raises(NotFound):
                 ws.get_entry(gone)
-    assert count(result["aside"]) == 5               # the previous file was kept aside, whole
+    assert count(result["aside"]) == 5  # the previous file was kept aside, whole
 
     restore_snapshot(store, "ws-pitr", live, second["version"])
     assert count(live) == 4
@@ -64,10 +65,13 @@ def _corrupt_blob(store, workspace_id, version, mutate):
     store.put_bytes(key, mutate(data))
 
 
-@pytest.mark.parametrize("damage, words", [
-    (lambda b: b[: len(b) // 2], "truncated"),
-    (lambda b: b[:100] + bytes([b[100] ^ 0xFF]) + b[101:], "checksum mismatch"),
-])
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (lambda b: b[: len(b) // 2], "truncated"),
+        (lambda b: b[:100] + bytes([b[100] ^ 0xFF]) + b[101:], "checksum mismatch"),
+    ],
+)
 def test_damaged_snapshot_is_refused_and_live_file_untouched(store, tmp_path, damage, words):
     live = tmp_path / "workspace.db"
     fill(live, [f"fact {i} worth keeping" for i in range(20)])
@@ -90,12 +94,15 @@ def test_consistent_checksums_but_broken_database_fails_integrity_check(local_st
     manifest = take_snapshot(live, local_store, "ws-rot")
     version = manifest["version"]
     raw = bytearray(gzip.decompress(local_store.get_bytes(blob_key("ws-rot", version))))
-    for offset in range(4096 * 3 + 16, 4096 * 3 + 400):     # scribble over an inner page
+    for offset in range(4096 * 3 + 16, 4096 * 3 + 400):  # scribble over an inner page
         raw[offset] = 0x5A
     packed = gzip.compress(bytes(raw))
-    manifest.update(rawBytes=len(raw), rawSha256=hashlib.sha256(raw).hexdigest(),
-                    compressedBytes=len(packed),
-                    compressedSha256=hashlib.sha256(packed).hexdigest())
+    manifest.update(
+        rawBytes=len(raw),
+        rawSha256=hashlib.sha256(raw).hexdigest(),
+        compressedBytes=len(packed),
+        compressedSha256=hashlib.sha256(packed).hexdigest(),
+    )
     manifest.pop("tookMs")
     local_store.put_bytes(blob_key("ws-rot", version), packed)
     local_store.put_bytes(manifest_key("ws-rot", version), json.dumps(manifest).encode())
@@ -151,6 +158,7 @@ def test_snapshot_under_concurrent_writes_is_consistent(local_store, tmp_path):
         while not stop.is_set():
             ws.run_batch([("capture", {"content": f"busy fact {i}-{j}"}) for j in range(5)])
             i += 1
+
     thread = threading.Thread(target=writer)
     thread.start()
     try:
@@ -160,7 +168,7 @@ def test_snapshot_under_concurrent_writes_is_consistent(local_store, tmp_path):
         thread.join()
         ws.close()
     for manifest in manifests:
-        assert manifest["entryCount"] % 5 == 0           # whole batches only
+        assert manifest["entryCount"] % 5 == 0  # whole batches only
         target = tmp_path / f"r-{manifest['seq']}" / "workspace.db"
         restore_snapshot(local_store, "ws-busy", target, manifest["version"])
         assert count(target) == manifest["entryCount"]
@@ -171,7 +179,7 @@ def test_old_versions_are_pruned(local_store, tmp_path):
     fill(live, ["keep me"])
     made = [take_snapshot(live, local_store, "ws-prune", keep=2)["version"] for _ in range(4)]
     assert list_versions(local_store, "ws-prune") == made[-2:]
-    assert len(local_store.list_keys("ws-prune/")) == 4     # two blobs + two manifests
+    assert len(local_store.list_keys("ws-prune/")) == 4  # two blobs + two manifests
 
 
 def test_local_store_refuses_keys_that_climb_out(tmp_path):
@@ -188,6 +196,7 @@ def test_snapshot_of_a_missing_file_is_a_named_error(local_store, tmp_path):
 
 def test_delete_visible_snapshots(store, tmp_path):
     from minisphere.durability.snapshots.pruning import delete_visible_snapshots
+
     live = tmp_path / "workspace.db"
     fill(live, ["doomed"])
     take_snapshot(live, store, "ws-del")

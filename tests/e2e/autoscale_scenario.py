@@ -19,6 +19,7 @@ the fake provider's helpers run, sees only this cluster's processes). Steps:
 
 The last line of stdout is the findings as JSON with --json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,18 +38,18 @@ sys.path.insert(0, str(ROOT))
 
 NETNS = "msas-auto"
 WORKER_TYPE = "workspace-worker"
-WORKER_SLOTS = 3                   # minisphere_workspace_slots of one worker
-WORKSPACES = 5                     # more than one worker's slots, fewer than two workers'
-SPARE_ACTORS = 2                   # warm spares (each holds a slot while it waits)
+WORKER_SLOTS = 3  # minisphere_workspace_slots of one worker
+WORKSPACES = 5  # more than one worker's slots, fewer than two workers'
+SPARE_ACTORS = 2  # warm spares (each holds a slot while it waits)
 WRITES_PER_WORKSPACE = 3
 WORKER_CPUS = 1
-IDLE_TIMEOUT_MIN = 0.1             # the autoscaler removes a worker idle this long (6 s)
-HIBERNATE_IDLE_S = 2.0             # workspaces hibernate after this long without a call
+IDLE_TIMEOUT_MIN = 0.1  # the autoscaler removes a worker idle this long (6 s)
+HIBERNATE_IDLE_S = 2.0  # workspaces hibernate after this long without a call
 UP_TIMEOUT_S = 120.0
 DOWN_TIMEOUT_S = 120.0
 CALL_TIMEOUT_S = 150.0
 POLL_S = 0.5
-STALL_REPORT_S = 30.0              # a wake slower than this is reported (actors, nodes, demand)
+STALL_REPORT_S = 30.0  # a wake slower than this is reported (actors, nodes, demand)
 ADMIN_TOKEN = "autoscale-scenario-admin-token-0123456789"
 OBJECT_STORE_BYTES = 100 * 1024 * 1024
 
@@ -62,38 +63,68 @@ def autoscaling_config() -> dict:
     return {
         "cluster_name": "minisphere-autoscale",
         "max_workers": 2,
-        "provider": {"type": "fake_multinode", "use_node_id_as_ip": True,
-                     "disable_node_updaters": True, "disable_launch_config_check": True,
-                     "gcs_address": "127.0.0.1:6379"},
+        "provider": {
+            "type": "fake_multinode",
+            "use_node_id_as_ip": True,
+            "disable_node_updaters": True,
+            "disable_launch_config_check": True,
+            "gcs_address": "127.0.0.1:6379",
+        },
         "available_node_types": {
             "ray.head.default": {"resources": {"CPU": 0}, "node_config": {}, "max_workers": 0},
-            WORKER_TYPE: {"resources": {"CPU": WORKER_CPUS,
-                                        "minisphere_workspace_slots": WORKER_SLOTS,
-                                        "object_store_memory": OBJECT_STORE_BYTES},
-                          "node_config": {}, "min_workers": 1, "max_workers": 2}},
-        "head_node_type": "ray.head.default", "auth": {}, "upscaling_speed": 1.0,
-        "idle_timeout_minutes": IDLE_TIMEOUT_MIN, "docker": {},
-        "initialization_commands": [], "setup_commands": [], "head_setup_commands": [],
-        "worker_setup_commands": [], "head_start_ray_commands": [],
-        "worker_start_ray_commands": [], "file_mounts": {}, "cluster_synced_files": [],
-        "file_mounts_sync_continuously": False, "rsync_exclude": [], "rsync_filter": []}
+            WORKER_TYPE: {
+                "resources": {
+                    "CPU": WORKER_CPUS,
+                    "minisphere_workspace_slots": WORKER_SLOTS,
+                    "object_store_memory": OBJECT_STORE_BYTES,
+                },
+                "node_config": {},
+                "min_workers": 1,
+                "max_workers": 2,
+            },
+        },
+        "head_node_type": "ray.head.default",
+        "auth": {},
+        "upscaling_speed": 1.0,
+        "idle_timeout_minutes": IDLE_TIMEOUT_MIN,
+        "docker": {},
+        "initialization_commands": [],
+        "setup_commands": [],
+        "head_setup_commands": [],
+        "worker_setup_commands": [],
+        "head_start_ray_commands": [],
+        "worker_start_ray_commands": [],
+        "file_mounts": {},
+        "cluster_synced_files": [],
+        "file_mounts_sync_continuously": False,
+        "rsync_exclude": [],
+        "rsync_filter": [],
+    }
 
 
 def workers(ray) -> list[dict]:
-    return [n for n in ray.nodes() if n.get("Alive") and
-            "minisphere_workspace_slots" in (n.get("Resources") or {})]
+    return [
+        n
+        for n in ray.nodes()
+        if n.get("Alive") and "minisphere_workspace_slots" in (n.get("Resources") or {})
+    ]
 
 
 def slot_demand() -> int:
     """Workspace slots asked for and not granted, as the GCS reports them to the autoscaler."""
     from ray.autoscaler.v2.sdk import get_cluster_status
+
     try:
         status = get_cluster_status("127.0.0.1:6379")
     except Exception:  # noqa: BLE001 - not ready yet
         return 0
-    return int(sum(shape.count * shape.bundle.get("minisphere_workspace_slots", 0)
-                   for demand in status.resource_demands.ray_task_actor_demand
-                   for shape in demand.bundles_by_count))
+    return int(
+        sum(
+            shape.count * shape.bundle.get("minisphere_workspace_slots", 0)
+            for demand in status.resource_demands.ray_task_actor_demand
+            for shape in demand.bundles_by_count
+        )
+    )
 
 
 def activate_all(ray, directory, ids: list[str], findings: dict) -> list:
@@ -101,6 +132,7 @@ def activate_all(ray, directory, ids: list[str], findings: dict) -> list:
     again after its Retry-After, as the clients do: a refusal is an answer, and a wake that
     waits for a node the autoscaler adds must never be one. A stall is reported."""
     from minisphere.errors import Overloaded
+
     handles: dict = {}
     waiting = list(ids)
     deadline = time.monotonic() + CALL_TIMEOUT_S
@@ -128,10 +160,12 @@ def served_call(ray, directory, workspace_id: str, findings: dict, method: str, 
     since have made room for another wake on its node and now serve another workspace (its
     process recycled), which the gate refuses as `hibernating`; the workspace is woken again."""
     from minisphere.errors import WorkspaceHibernating
+
     for _ in range(10):
         handle = activate_all(ray, directory, [workspace_id], findings)[0]
-        reply = ray.get(handle.serve.remote(workspace_id, "call", method, *args),
-                        timeout=CALL_TIMEOUT_S)
+        reply = ray.get(
+            handle.serve.remote(workspace_id, "call", method, *args), timeout=CALL_TIMEOUT_S
+        )
         if reply.ok or not isinstance(reply.error, WorkspaceHibernating):
             return reply
     return reply
@@ -139,12 +173,17 @@ def served_call(ray, directory, workspace_id: str, findings: dict, method: str, 
 
 def actor_report(ray) -> dict:
     """Where the workspace actors are and in what state, and the nodes (for a failure report)."""
-    actors = [{"name": a.get("Name"), "state": a.get("State"),
-               "node": (a.get("Address") or {}).get("NodeID", "")[-8:],
-               "restarts": a.get("NumRestarts"), "death": str(a.get("DeathCause", ""))[:200]}
-              for a in ray._private.state.actors().values()
-              if (a.get("ActorClassName") or "").endswith("WorkspaceActor")
-              and a.get("State") != "DEAD"]
+    actors = [
+        {
+            "name": a.get("Name"),
+            "state": a.get("State"),
+            "node": (a.get("Address") or {}).get("NodeID", "")[-8:],
+            "restarts": a.get("NumRestarts"),
+            "death": str(a.get("DeathCause", ""))[:200],
+        }
+        for a in ray._private.state.actors().values()
+        if (a.get("ActorClassName") or "").endswith("WorkspaceActor") and a.get("State") != "DEAD"
+    ]
     nodes = [(n["NodeID"][-8:], n["Alive"], n.get("Resources")) for n in ray.nodes()]
     return {"actors": actors, "nodes": nodes, "slotDemand": slot_demand()}
 
@@ -169,33 +208,67 @@ def inside(work: Path) -> dict:
 
     config_file = work / "autoscaling.json"
     config_file.write_text(json.dumps(autoscaling_config()))
-    env = {**os.environ, "RAY_FAKE_CLUSTER": "1", "AUTOSCALER_UPDATE_INTERVAL_S": "1",
-           "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
-    findings: dict = {"checks": {}, "timings": {}, "workerSlots": WORKER_SLOTS,
-                      "workspaces": WORKSPACES}
+    env = {
+        **os.environ,
+        "RAY_FAKE_CLUSTER": "1",
+        "AUTOSCALER_UPDATE_INTERVAL_S": "1",
+        "RAY_AUTH_MODE": "disabled",
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    findings: dict = {
+        "checks": {},
+        "timings": {},
+        "workerSlots": WORKER_SLOTS,
+        "workspaces": WORKSPACES,
+    }
     t0 = time.monotonic()
     since = lambda: round(time.monotonic() - t0, 1)
-    subprocess.run(["ray", "start", "--head", "--node-ip-address=127.0.0.1", "--port=6379",
-                    "--num-cpus=0", f"--object-store-memory={OBJECT_STORE_BYTES}",
-                    f"--autoscaling-config={config_file}", "--include-dashboard=false",
-                    "--disable-usage-stats"], env=env, check=True, capture_output=True,
-                   timeout=120)
+    subprocess.run(
+        [
+            "ray",
+            "start",
+            "--head",
+            "--node-ip-address=127.0.0.1",
+            "--port=6379",
+            "--num-cpus=0",
+            f"--object-store-memory={OBJECT_STORE_BYTES}",
+            f"--autoscaling-config={config_file}",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     os.environ.update({"RAY_AUTH_MODE": "disabled"})
     try:
-        ray.init(address="127.0.0.1:6379", namespace="minisphere-autoscale",
-                 logging_level="WARNING", log_to_driver=False)
+        ray.init(
+            address="127.0.0.1:6379",
+            namespace="minisphere-autoscale",
+            logging_level="WARNING",
+            log_to_driver=False,
+        )
         first = wait_for("the first worker", lambda: workers(ray), UP_TIMEOUT_S)
         findings["timings"]["first worker up"] = since()
         first_id = first[0]["NodeID"]
-        settings = load_settings({
-            "MINISPHERE_DATA_DIR": str(work / "data"), "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
-            "MINISPHERE_RAY_NAMESPACE": "minisphere-autoscale",
-            "MINISPHERE_SYNCHRONOUS": "NORMAL", "MINISPHERE_SNAPSHOT_STORE": "local",
-            "MINISPHERE_SNAPSHOT_EVERY_WRITES": "0", "MINISPHERE_SNAPSHOT_EVERY_S": "0",
-            "MINISPHERE_HIBERNATE_IDLE_S": "0", "MINISPHERE_MAX_RESIDENT": "64",
-            # warm spares hold slots too: they must neither take the slots that waiting wakes
-            # need nor keep an otherwise idle worker from being removed
-            "MINISPHERE_SPARE_ACTORS": str(SPARE_ACTORS), "MINISPHERE_WORKSPACE_SLOTS": "on"})
+        settings = load_settings(
+            {
+                "MINISPHERE_DATA_DIR": str(work / "data"),
+                "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
+                "MINISPHERE_RAY_NAMESPACE": "minisphere-autoscale",
+                "MINISPHERE_SYNCHRONOUS": "NORMAL",
+                "MINISPHERE_SNAPSHOT_STORE": "local",
+                "MINISPHERE_SNAPSHOT_EVERY_WRITES": "0",
+                "MINISPHERE_SNAPSHOT_EVERY_S": "0",
+                "MINISPHERE_HIBERNATE_IDLE_S": "0",
+                "MINISPHERE_MAX_RESIDENT": "64",
+                # warm spares hold slots too: they must neither take the slots that waiting wakes
+                # need nor keep an otherwise idle worker from being removed
+                "MINISPHERE_SPARE_ACTORS": str(SPARE_ACTORS),
+                "MINISPHERE_WORKSPACE_SLOTS": "on",
+            }
+        )
         admin = token_hash(ADMIN_TOKEN)
         directory = get_directory(settings)
         ids = [f"as-{i}" for i in range(WORKSPACES)]
@@ -223,32 +296,46 @@ def inside(work: Path) -> dict:
         findings["timings"]["wake burst started"] = wake_started
         findings["timings"]["slot demand seen"] = demand.get("seen")
         findings["timings"]["second worker alive"] = demand["launched"]
-        placed = {w: ray.get(h.ping.remote(), timeout=CALL_TIMEOUT_S)["nodeId"]
-                  for w, h in zip(ids, handles, strict=True)}
+        placed = {
+            w: ray.get(h.ping.remote(), timeout=CALL_TIMEOUT_S)["nodeId"]
+            for w, h in zip(ids, handles, strict=True)
+        }
         per_node: dict[str, int] = {}
         for node in placed.values():
             per_node[node] = per_node.get(node, 0) + 1
         findings["placed"] = {w: ("first" if n == first_id else n[:12]) for w, n in placed.items()}
         check = findings["checks"]
         check["a second worker was launched for the wakes"] = demand["launched"] is not None
-        check["no worker holds more workspaces than its slots"] = \
+        check["no worker holds more workspaces than its slots"] = (
             max(per_node.values()) <= WORKER_SLOTS
-        check["the workspaces beyond the first worker's slots went to the new one"] = \
+        )
+        check["the workspaces beyond the first worker's slots went to the new one"] = (
             sum(1 for n in placed.values() if n != first_id) >= WORKSPACES - WORKER_SLOTS
+        )
 
         written: dict[str, list[str]] = {}
         for workspace_id in ids:
             for n in range(WRITES_PER_WORKSPACE):
-                reply = served_call(ray, directory, workspace_id, findings, "capture", {
-                    "content": f"{workspace_id} fact {n} {time.time_ns()}"}, admin)
+                reply = served_call(
+                    ray,
+                    directory,
+                    workspace_id,
+                    findings,
+                    "capture",
+                    {"content": f"{workspace_id} fact {n} {time.time_ns()}"},
+                    admin,
+                )
                 assert reply.ok, reply
                 written.setdefault(workspace_id, []).append(reply.value["id"])
 
         # idle: they hibernate, the second worker holds nothing and is removed
         hibernate_started = since()
         ray.get(directory.set_residency.remote(idle_s=HIBERNATE_IDLE_S), timeout=CALL_TIMEOUT_S)
-        wait_for("hibernation", lambda: not ray.get(directory.resident.remote(),
-                                                    timeout=CALL_TIMEOUT_S), DOWN_TIMEOUT_S)
+        wait_for(
+            "hibernation",
+            lambda: not ray.get(directory.resident.remote(), timeout=CALL_TIMEOUT_S),
+            DOWN_TIMEOUT_S,
+        )
         findings["timings"]["all hibernated"] = since()
         ray.get(directory.set_residency.remote(idle_s=0), timeout=CALL_TIMEOUT_S)
         wait_for("the idle worker removed", lambda: len(workers(ray)) == 1, DOWN_TIMEOUT_S)
@@ -264,8 +351,9 @@ def inside(work: Path) -> dict:
         kept = 0
         for workspace_id in ids:
             for entry_id in written[workspace_id]:
-                reply = served_call(ray, directory, workspace_id, findings, "getEntry",
-                                    {"id": entry_id}, admin)
+                reply = served_call(
+                    ray, directory, workspace_id, findings, "getEntry", {"id": entry_id}, admin
+                )
                 kept += bool(reply.ok and reply.value.get("id") == entry_id)
         findings["writes"] = {"acknowledged": sum(map(len, written.values())), "kept": kept}
         findings["timings"]["woken again"] = since()
@@ -277,7 +365,7 @@ def inside(work: Path) -> dict:
         findings["error"] = f"{exc.__class__.__name__}: {exc}"[-1500:]
         with contextlib.suppress(Exception):
             findings["actors"] = actor_report(ray)
-        with contextlib.suppress(OSError):      # what the autoscaler decided, for the report
+        with contextlib.suppress(OSError):  # what the autoscaler decided, for the report
             monitor = Path("/tmp/ray/session_latest/logs/monitor.log").read_text()
             findings["autoscalerLog"] = monitor[-4000:]
     finally:
@@ -296,14 +384,32 @@ def outside(args) -> int:
     subprocess.run(["ip", "netns", "add", NETNS], check=True)
     findings = {"ok": False, "error": "the scenario printed no findings"}
     try:
-        subprocess.run(["ip", "netns", "exec", NETNS, "ip", "link", "set", "lo", "up"],
-                       check=True)
-        script = (f"set -e; mkdir -p /tmp/ray; mount --bind {work / 'ray'} /tmp/ray; cd {ROOT}; "
-                  f"exec {sys.executable} {Path(__file__).resolve()} --inside {work}")
+        subprocess.run(["ip", "netns", "exec", NETNS, "ip", "link", "set", "lo", "up"], check=True)
+        script = (
+            f"set -e; mkdir -p /tmp/ray; mount --bind {work / 'ray'} /tmp/ray; cd {ROOT}; "
+            f"exec {sys.executable} {Path(__file__).resolve()} --inside {work}"
+        )
         done = subprocess.run(
-            ["ip", "netns", "exec", NETNS, "unshare", "--mount", "--pid", "--fork",
-             "--mount-proc", "--propagation", "private", "sh", "-c", script],
-            capture_output=True, text=True, timeout=args.timeout)
+            [
+                "ip",
+                "netns",
+                "exec",
+                NETNS,
+                "unshare",
+                "--mount",
+                "--pid",
+                "--fork",
+                "--mount-proc",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                script,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=args.timeout,
+        )
         sys.stderr.write(done.stderr[-4000:])
         lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
         if lines:
@@ -311,8 +417,9 @@ def outside(args) -> int:
     except subprocess.TimeoutExpired:
         findings = {"ok": False, "error": f"timed out after {args.timeout} s"}
     finally:
-        left = subprocess.run(["ip", "netns", "pids", NETNS], capture_output=True,
-                              text=True).stdout.split()
+        left = subprocess.run(
+            ["ip", "netns", "pids", NETNS], capture_output=True, text=True
+        ).stdout.split()
         for pid in left:
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid), 9)
@@ -326,14 +433,18 @@ def outside(args) -> int:
 
 
 def summary(findings: dict) -> str:
-    lines = [f"autoscale scenario: {'PASSED' if findings.get('ok') else 'FAILED'}",
-             f"  {findings.get('workspaces')} workspaces, {findings.get('workerSlots')} slots "
-             f"per worker; placed: {findings.get('placed')}",
-             f"  worker removed after hibernation: {findings.get('removed')}",
-             f"  writes: {findings.get('writes')}", f"  spares: {findings.get('spares')}",
-             f"  timings (s): {findings.get('timings')}"]
-    lines += [f"  {'ok  ' if ok else 'FAIL'} {name}"
-              for name, ok in findings.get("checks", {}).items()]
+    lines = [
+        f"autoscale scenario: {'PASSED' if findings.get('ok') else 'FAILED'}",
+        f"  {findings.get('workspaces')} workspaces, {findings.get('workerSlots')} slots "
+        f"per worker; placed: {findings.get('placed')}",
+        f"  worker removed after hibernation: {findings.get('removed')}",
+        f"  writes: {findings.get('writes')}",
+        f"  spares: {findings.get('spares')}",
+        f"  timings (s): {findings.get('timings')}",
+    ]
+    lines += [
+        f"  {'ok  ' if ok else 'FAIL'} {name}" for name, ok in findings.get("checks", {}).items()
+    ]
     if findings.get("error"):
         lines.append(f"  error: {findings['error']}")
     return "\n".join(lines)

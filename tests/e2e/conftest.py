@@ -3,6 +3,7 @@
 The service runs with its data in a temporary folder, on a free loopback port, with a known
 admin token. Tests talk to it over real HTTP with httpx.
 """
+
 from __future__ import annotations
 
 import socket
@@ -37,30 +38,53 @@ def service(tmp_path_factory, s3_endpoint):
     port = _free_port()
     # snapshots go to moto through a relay the durability tests can take down and bring back
     import boto3
+
     boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1").create_bucket(
-        Bucket=SNAPSHOT_BUCKET)
+        Bucket=SNAPSHOT_BUCKET
+    )
     moto = urlparse(s3_endpoint)
     relay = TcpRelay(moto.hostname, moto.port).start()
-    env = {"MINISPHERE_DATA_DIR": str(data_dir), "MINISPHERE_HOST": "127.0.0.1",
-           "MINISPHERE_PORT": str(port), "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
-           "MINISPHERE_RAY_NAMESPACE": "minisphere-test", "MINISPHERE_SYNCHRONOUS": "NORMAL",
-           "MINISPHERE_MAX_REPLICAS": "1",
-           "MINISPHERE_SNAPSHOT_STORE": "s3", "MINISPHERE_S3_BUCKET": SNAPSHOT_BUCKET,
-           "MINISPHERE_S3_PREFIX": SNAPSHOT_PREFIX, "MINISPHERE_S3_ENDPOINT_URL": relay.url,
-           "MINISPHERE_S3_REGION": "us-east-1", "MINISPHERE_S3_ACCESS_KEY_ID": "testing",
-           "MINISPHERE_S3_SECRET_ACCESS_KEY": "testing"}
+    env = {
+        "MINISPHERE_DATA_DIR": str(data_dir),
+        "MINISPHERE_HOST": "127.0.0.1",
+        "MINISPHERE_PORT": str(port),
+        "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
+        "MINISPHERE_RAY_NAMESPACE": "minisphere-test",
+        "MINISPHERE_SYNCHRONOUS": "NORMAL",
+        "MINISPHERE_MAX_REPLICAS": "1",
+        "MINISPHERE_SNAPSHOT_STORE": "s3",
+        "MINISPHERE_S3_BUCKET": SNAPSHOT_BUCKET,
+        "MINISPHERE_S3_PREFIX": SNAPSHOT_PREFIX,
+        "MINISPHERE_S3_ENDPOINT_URL": relay.url,
+        "MINISPHERE_S3_REGION": "us-east-1",
+        "MINISPHERE_S3_ACCESS_KEY_ID": "testing",
+        "MINISPHERE_S3_SECRET_ACCESS_KEY": "testing",
+    }
     config = load_settings(env)
-    owns_ray = not ray.is_initialized()     # another session fixture may have started it
-    if owns_ray:       # the environment the launcher gives Ray, before it starts (see serve_app)
+    owns_ray = not ray.is_initialized()  # another session fixture may have started it
+    if owns_ray:  # the environment the launcher gives Ray, before it starts (see serve_app)
         serve_app.prepare_ray_env()
-        ray.init(num_cpus=2, include_dashboard=False, namespace=config.namespace,
-                 logging_level="WARNING", log_to_driver=False)
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            namespace=config.namespace,
+            logging_level="WARNING",
+            log_to_driver=False,
+        )
     try:
         serve_app.start(config)
-        yield {"url": f"http://127.0.0.1:{port}", "admin": ADMIN_TOKEN, "config": config,
-               "data_dir": data_dir, "s3_relay": relay,
-               "snapshots": {"endpoint": s3_endpoint, "bucket": SNAPSHOT_BUCKET,
-                             "prefix": SNAPSHOT_PREFIX}}
+        yield {
+            "url": f"http://127.0.0.1:{port}",
+            "admin": ADMIN_TOKEN,
+            "config": config,
+            "data_dir": data_dir,
+            "s3_relay": relay,
+            "snapshots": {
+                "endpoint": s3_endpoint,
+                "bucket": SNAPSHOT_BUCKET,
+                "prefix": SNAPSHOT_PREFIX,
+            },
+        }
     finally:
         try:
             serve.shutdown()
@@ -70,6 +94,7 @@ def service(tmp_path_factory, s3_endpoint):
             relay.stop()
             # the replication daemon the session's workspaces started outlives their actors
             from minisphere.durability.replication.daemon import LitestreamDaemon
+
             LitestreamDaemon(config.replication.daemon_dir).stop()
 
 
@@ -96,7 +121,7 @@ def new_workspace(http, admin_headers):
         created = response.json()
         made.append(created["workspace"]["id"])
         return created["workspace"]["id"], {"Authorization": f"Bearer {created['token']}"}
+
     yield make
     for workspace_id in made:
         http.delete(f"/v1/workspaces/{workspace_id}", headers=admin_headers)
-

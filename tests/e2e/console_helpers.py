@@ -11,6 +11,7 @@ import route (the same path `minisphere import` takes).
 `chrome()` starts Debian's chromium through Debian's chromedriver (`/usr/bin/chromedriver`),
 headless; selenium-manager is never asked for anything (no driver or browser download).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,51 +31,98 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 DAY_MS = 86_400_000
 SEED_SPAN_DAYS = 120
-XSS_PROBE = ('<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
-             ' "quoted" & <b>bold</b> — the console must show this as text')
+XSS_PROBE = (
+    '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
+    ' "quoted" & <b>bold</b> — the console must show this as text'
+)
 
-PROJECTS = ["atlas", "borealis", "cinder", "delta", "ember", "fjord", "granite", "harbor",
-            "ionic", "juniper"]
-PEOPLE = ["Dana Ruiz", "Kenji Watanabe", "Amara Okafor", "Lukas Berg", "Priya Natarajan",
-          "Tomás Silva"]
-SUBJECTS = ["the SQLite file", "the deploy pipeline", "the read replica", "the cache layer",
-            "the billing export", "the auth service", "the message queue", "the nightly backup",
-            "the snapshot store", "the search index", "the rate limiter", "the audit log",
-            "the schema migration", "the ingress proxy", "the token rotation job"]
-FACTS = ["runs on two cores and stays under 40 percent CPU",
-         "keeps seven days of history before compaction",
-         "retries three times with exponential backoff",
-         "is owned by the platform team",
-         "needs a warm cache to answer within 20 ms",
-         "writes with synchronous FULL so acknowledged writes survive a crash",
-         "is deployed every Friday at noon",
-         "pages the on-call engineer after five failures",
-         "stores its data in the eu-west region",
-         "was rewritten in Rust last quarter"]
-EVENTS = ["rolled out a new version of", "saw a latency spike in", "ran a failover drill on",
-          "found a bug in", "doubled the capacity of", "paused the rollout of",
-          "reviewed the design of", "migrated"]
-DECISIONS = ["to keep one SQLite file per workspace", "to move the queue to a managed service",
-             "to snapshot every thousand writes", "to drop the legacy export format",
-             "to cap graph views at fifty nodes", "to rotate tokens every ninety days"]
+PROJECTS = [
+    "atlas",
+    "borealis",
+    "cinder",
+    "delta",
+    "ember",
+    "fjord",
+    "granite",
+    "harbor",
+    "ionic",
+    "juniper",
+]
+PEOPLE = [
+    "Dana Ruiz",
+    "Kenji Watanabe",
+    "Amara Okafor",
+    "Lukas Berg",
+    "Priya Natarajan",
+    "Tomás Silva",
+]
+SUBJECTS = [
+    "the SQLite file",
+    "the deploy pipeline",
+    "the read replica",
+    "the cache layer",
+    "the billing export",
+    "the auth service",
+    "the message queue",
+    "the nightly backup",
+    "the snapshot store",
+    "the search index",
+    "the rate limiter",
+    "the audit log",
+    "the schema migration",
+    "the ingress proxy",
+    "the token rotation job",
+]
+FACTS = [
+    "runs on two cores and stays under 40 percent CPU",
+    "keeps seven days of history before compaction",
+    "retries three times with exponential backoff",
+    "is owned by the platform team",
+    "needs a warm cache to answer within 20 ms",
+    "writes with synchronous FULL so acknowledged writes survive a crash",
+    "is deployed every Friday at noon",
+    "pages the on-call engineer after five failures",
+    "stores its data in the eu-west region",
+    "was rewritten in Rust last quarter",
+]
+EVENTS = [
+    "rolled out a new version of",
+    "saw a latency spike in",
+    "ran a failover drill on",
+    "found a bug in",
+    "doubled the capacity of",
+    "paused the rollout of",
+    "reviewed the design of",
+    "migrated",
+]
+DECISIONS = [
+    "to keep one SQLite file per workspace",
+    "to move the queue to a managed service",
+    "to snapshot every thousand writes",
+    "to drop the legacy export format",
+    "to cap graph views at fifty nodes",
+    "to rotate tokens every ninety days",
+]
 
 
 @dataclass
 class Seeded:
     """What the seed holds, for the tests to point at."""
+
     entries: int = 0
     edges: int = 0
-    hubs: dict[str, str] = field(default_factory=dict)        # project -> hub entry id
+    hubs: dict[str, str] = field(default_factory=dict)  # project -> hub entry id
     people: dict[str, str] = field(default_factory=dict)
-    revised: str = ""              # an entry with several revisions (append + update)
-    neighbour: str = ""            # an entry linked to `revised`
+    revised: str = ""  # an entry with several revisions (append + update)
+    neighbour: str = ""  # an entry linked to `revised`
     stale: list[str] = field(default_factory=list)
     xss: str = ""
     lines: int = 0
 
 
-def build_seed_file(path: Path, entries: int = 1000, *, now_ms: int | None = None,
-                    rng_seed: int = 17) -> Seeded:
+def build_seed_file(
+    path: Path, entries: int = 1000, *, now_ms: int | None = None, rng_seed: int = 17
+) -> Seeded:
     """Write a workspace with about `entries` entries to the SQLite file at `path`."""
     rng = random.Random(rng_seed)
     end = int(time.time() * 1000) if now_ms is None else now_ms
@@ -83,6 +131,7 @@ def build_seed_file(path: Path, entries: int = 1000, *, now_ms: int | None = Non
     # captures, the appends of one entry in ten and the showcase's 6 days all fit before `end`
     step_ms = ((SEED_SPAN_DAYS - 8) * DAY_MS) // int(entries * 1.04 + 40)
     with Workspace(path, clock=clock, synchronous="OFF") as ws:
+
         def capture(content: str, **options) -> str:
             clock.advance(ms=step_ms)
             answer = ws.capture(content, **options)
@@ -95,25 +144,42 @@ def build_seed_file(path: Path, entries: int = 1000, *, now_ms: int | None = Non
             seeded.edges += 1
 
         for name in PEOPLE:
-            seeded.people[name] = capture(f"{name} is an engineer on the platform team; ask "
-                                          f"{name.split()[0]} about on-call and capacity.",
-                                          tags=["person"], kind="semantic", volatility="durable")
+            seeded.people[name] = capture(
+                f"{name} is an engineer on the platform team; ask "
+                f"{name.split()[0]} about on-call and capacity.",
+                tags=["person"],
+                kind="semantic",
+                volatility="durable",
+            )
         for project in PROJECTS:
             seeded.hubs[project] = capture(
                 f"Project {project.title()}: the {rng.choice(SUBJECTS)[4:]} work stream, "
-                f"led by {rng.choice(PEOPLE)}.", tags=[f"project:{project}", "hub"],
-                kind="semantic", volatility="durable", importance=0.8)
-        seeded.revised = capture("We chose SQLite per workspace because each agent's memory is "
-                                 "small and private.", tags=["design", "project:atlas"],
-                                 kind="semantic", volatility="durable", claimTag="VERIFIED",
-                                 evidenceRef="design-review-2026-07", importance=0.9)
-        seeded.neighbour = capture("WAL lets readers run beside one writer, so recall never "
-                                   "waits for a capture.", tags=["design", "sqlite"],
-                                   kind="semantic", volatility="durable")
+                f"led by {rng.choice(PEOPLE)}.",
+                tags=[f"project:{project}", "hub"],
+                kind="semantic",
+                volatility="durable",
+                importance=0.8,
+            )
+        seeded.revised = capture(
+            "We chose SQLite per workspace because each agent's memory is small and private.",
+            tags=["design", "project:atlas"],
+            kind="semantic",
+            volatility="durable",
+            claimTag="VERIFIED",
+            evidenceRef="design-review-2026-07",
+            importance=0.9,
+        )
+        seeded.neighbour = capture(
+            "WAL lets readers run beside one writer, so recall never waits for a capture.",
+            tags=["design", "sqlite"],
+            kind="semantic",
+            volatility="durable",
+        )
         link(seeded.revised, seeded.neighbour, "relates_to")
         link(seeded.revised, seeded.hubs["atlas"], "part_of_project")
-        seeded.xss = capture(XSS_PROBE, tags=["security-probe"], kind="semantic",
-                             volatility="durable")
+        seeded.xss = capture(
+            XSS_PROBE, tags=["security-probe"], kind="semantic", volatility="durable"
+        )
 
         last_event: dict[str, str] = {}
         decisions: list[str] = []
@@ -126,8 +192,10 @@ def build_seed_file(path: Path, entries: int = 1000, *, now_ms: int | None = Non
             volatility = "durable" if roll < 0.85 else "state" if roll < 0.95 else "volatile"
             tags = [f"project:{project}", subject.split()[-1]]
             if index % 3 == 0:
-                text = (f"The team {rng.choice(EVENTS)} {subject} for {project.title()} "
-                        f"(change {index}).")
+                text = (
+                    f"The team {rng.choice(EVENTS)} {subject} for {project.title()} "
+                    f"(change {index})."
+                )
                 kind = "episodic"
             elif index % 11 == 0:
                 text = f"We decided {rng.choice(DECISIONS)} in {project.title()} (note {index})."
@@ -135,17 +203,25 @@ def build_seed_file(path: Path, entries: int = 1000, *, now_ms: int | None = Non
             else:
                 text = f"In {project.title()}, {subject} {rng.choice(FACTS)} (fact {index})."
                 kind = "semantic"
-            options = {"tags": tags, "kind": kind, "volatility": volatility,
-                       "importance": round(rng.random() * 0.6, 2)}
+            options = {
+                "tags": tags,
+                "kind": kind,
+                "volatility": volatility,
+                "importance": round(rng.random() * 0.6, 2),
+            }
             if index % 7 == 0:
                 options["claimTag"] = rng.choice(["VERIFIED", "INFERRED", "UNKNOWN"])
                 options["evidenceRef"] = f"ticket-{1000 + index}"
             entry = capture(text, **options)
             if volatility != "durable" and index < remaining * 0.6:
                 seeded.stale.append(entry)
-            if index < 600:                  # 60 per hub: its 1-hop view is 50 nodes + the hub
-                link(entry, seeded.hubs[project], "part_of_project",
-                     weight=round(0.5 + rng.random() / 2, 2))
+            if index < 600:  # 60 per hub: its 1-hop view is 50 nodes + the hub
+                link(
+                    entry,
+                    seeded.hubs[project],
+                    "part_of_project",
+                    weight=round(0.5 + rng.random() / 2, 2),
+                )
             if kind == "episodic":
                 if project in last_event:
                     link(last_event[project], entry, "follows")
@@ -166,7 +242,7 @@ def build_seed_file(path: Path, entries: int = 1000, *, now_ms: int | None = Non
                 link(entry, seeded.people[rng.choice(PEOPLE)], "about_person")
             if index % 29 == 0:
                 link(entry, seeded.hubs[project], "document_of")
-            if index % 10 == 0:                         # revisions on one entry in ten
+            if index % 10 == 0:  # revisions on one entry in ten
                 clock.advance(ms=step_ms // 3)
                 ws.append(entry, f"Follow-up {index}: confirmed by {rng.choice(PEOPLE)}.")
         # the showcase entry: an append, an update and another append, days apart
@@ -175,8 +251,11 @@ def build_seed_file(path: Path, entries: int = 1000, *, now_ms: int | None = Non
             if change == "append":
                 ws.append(seeded.revised, "WAL mode lets recall read while one writer commits.")
             else:
-                ws.update(seeded.revised, "We chose one SQLite file per workspace: each agent's "
-                                          "memory is small, private and easy to snapshot.")
+                ws.update(
+                    seeded.revised,
+                    "We chose one SQLite file per workspace: each agent's "
+                    "memory is small, private and easy to snapshot.",
+                )
         link(seeded.neighbour, seeded.people["Dana Ruiz"], "about_person")
         assert clock.now_ms() <= end, "the seed ran past now"
     return seeded
@@ -192,9 +271,18 @@ def seed_service(service, workspace_id: str, tmp_dir: Path, entries: int = 1000)
     export = tmp_dir / "seed.jsonl"
     with export.open("w", encoding="utf-8", newline="\n") as out:
         seeded.lines = export_file(db_path, out, now_ms=int(time.time() * 1000))
-    with contextlib.redirect_stderr(io.StringIO()):          # the progress line
-        code = main(["import", workspace_id, str(export), "--url", service["url"],
-                     "--admin-token", service["admin"]])
+    with contextlib.redirect_stderr(io.StringIO()):  # the progress line
+        code = main(
+            [
+                "import",
+                workspace_id,
+                str(export),
+                "--url",
+                service["url"],
+                "--admin-token",
+                service["admin"],
+            ]
+        )
     assert code == 0, "import of the seed failed"
     return seeded
 
@@ -223,12 +311,23 @@ def chrome(width: int = 1440, height: int = 960, download_dir: Path | None = Non
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--disable-gpu", f"--window-size={width},{height}",
-                     "--disable-extensions", "--no-first-run", "--no-default-browser-check",
-                     "--disable-background-networking", "--disable-component-update",
-                     "--disable-sync", "--metrics-recording-only", "--hide-scrollbars",
-                     "--force-device-scale-factor=1", "--lang=en-US"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        f"--window-size={width},{height}",
+        "--disable-extensions",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--metrics-recording-only",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+        "--lang=en-US",
+    ):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     if download_dir is not None:

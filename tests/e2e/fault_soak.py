@@ -23,6 +23,7 @@ The random choices are seeded (`--seed`): the same seed sends the same operation
 same faults in the same order (their timing against each other still varies with the machine).
 Prints a summary; with `--json` the last line of stdout is the findings.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,15 +48,15 @@ from soak_workload import OPERATIONS, resolve
 
 WORKSPACES = 6
 WORKLOAD_THREADS = 3
-RETRY_DEADLINE_S = 150.0        # a call re-sent (keyed: with its key) this long: a node restart
+RETRY_DEADLINE_S = 150.0  # a call re-sent (keyed: with its key) this long: a node restart
 #                                 and a restore from the replica fit in it
 RETRY_PAUSE_S = 0.5
-FAULT_GAP_S = (3.0, 9.0)        # between the end of one fault and the start of the next
-SWEEP_TIMEOUT_S = 90.0          # for every copy of a forgotten or deleted text to be gone
+FAULT_GAP_S = (3.0, 9.0)  # between the end of one fault and the start of the next
+SWEEP_TIMEOUT_S = 90.0  # for every copy of a forgotten or deleted text to be gone
 RESULTS = ROOT / "bench" / "results" / "fault-soak.md"
-ORPHAN_SETTLE_S = 30.0          # for kills and hibernations under way to be counted
-EVIDENCE_CALLS = 8              # a workspace's last answers kept with a violation about it
-EVIDENCE_LOG_LINES = 20         # and the nodes' last log lines that name it
+ORPHAN_SETTLE_S = 30.0  # for kills and hibernations under way to be counted
+EVIDENCE_CALLS = 8  # a workspace's last answers kept with a violation about it
+EVIDENCE_LOG_LINES = 20  # and the nodes' last log lines that name it
 # A Ray driver run on the head: what the directory holds (residents, hibernations, its pool).
 RESIDENCY_DRIVER = """
 import json, sys, ray
@@ -68,15 +69,16 @@ print(json.dumps(ray.get(directory.residency_status.remote(), timeout=60)))
 @dataclass
 class Tenant:
     """One workspace as the soak believes it is: what was acknowledged, nothing else."""
+
     id: str
     token: str
     generation: int = 0
-    entries: dict[str, list[str]] = field(default_factory=dict)   # id -> its texts, newest last
+    entries: dict[str, list[str]] = field(default_factory=dict)  # id -> its texts, newest last
     edges: set[tuple[str, str, str]] = field(default_factory=set)
-    maybe: dict[str, str] = field(default_factory=dict)   # nonce -> text: unanswered, unkeyed
-    written: set[str] = field(default_factory=set)        # every nonce sent in this generation
+    maybe: dict[str, str] = field(default_factory=dict)  # nonce -> text: unanswered, unkeyed
+    written: set[str] = field(default_factory=set)  # every nonce sent in this generation
     pending: list[tuple[str, dict, str]] = field(default_factory=list)  # keyed, unanswered
-    suspended: bool = False        # a keyed write went unanswered: no more calls until the end
+    suspended: bool = False  # a keyed write went unanswered: no more calls until the end
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -97,7 +99,7 @@ class Soak(Scenario):
         super().__init__("s3", keep)
         self.seed, self.duration_s = seed, duration_s
         self.tenants: list[Tenant] = []
-        self.gone: dict[str, str] = {}          # nonce -> why it must be nowhere
+        self.gone: dict[str, str] = {}  # nonce -> why it must be nowhere
         self.violations: list[dict] = []
         self.operations: Counter = Counter()
         self.faults: Counter = Counter()
@@ -106,7 +108,7 @@ class Soak(Scenario):
         self.stop = threading.Event()
         self.guard = threading.Lock()
         self.fault_http = None
-        self.node_fault_until = 0.0      # a node-level fault runs (and its aftermath) until then
+        self.node_fault_until = 0.0  # a node-level fault runs (and its aftermath) until then
         self.proxy_errors = 0
         # every call and its answer, in order: with --keep written next to the nodes' logs, so
         # a violation can be read against what the workspace was asked and answered
@@ -128,10 +130,16 @@ class Soak(Scenario):
             for path in sorted(node.folder.rglob("*")):
                 if path.is_file() and path.suffix in (".log", ".err", ".out"):
                     with path.open(errors="replace") as lines:
-                        named += [f"{node.name}/{path.name}: {line.strip()[:200]}"
-                                  for line in lines if workspace_id in line]
-        return {"lastAnswers": calls[-EVIDENCE_CALLS:], "record": record,
-                "logLines": named[-EVIDENCE_LOG_LINES:]}
+                        named += [
+                            f"{node.name}/{path.name}: {line.strip()[:200]}"
+                            for line in lines
+                            if workspace_id in line
+                        ]
+        return {
+            "lastAnswers": calls[-EVIDENCE_CALLS:],
+            "record": record,
+            "logLines": named[-EVIDENCE_LOG_LINES:],
+        }
 
     def violation(self, kind: str, **detail) -> None:
         with self.guard:
@@ -150,8 +158,9 @@ class Soak(Scenario):
                 with self.guard:
                     self.proxy_errors += 1
                 return False
-            self.violation("a 5xx other than 503", call=what, status=answer.status_code,
-                           body=answer.text[:300])
+            self.violation(
+                "a 5xx other than 503", call=what, status=answer.status_code, body=answer.text[:300]
+            )
         if answer.status_code == 503 and not answer.headers.get("Retry-After"):
             self.violation("a 503 without Retry-After", call=what, body=answer.text[:300])
         return True
@@ -160,6 +169,7 @@ class Soak(Scenario):
         """The answer to a call (200 or a refusal other than 503/429), or None when none came:
         with `retry` it is sent again (same headers, so the same key) until the deadline."""
         import httpx
+
         deadline = time.monotonic() + RETRY_DEADLINE_S
         while True:
             sent = time.time()
@@ -169,8 +179,7 @@ class Soak(Scenario):
                 answer = None
                 self.note_call(sent, verb, path, headers, kw, None, repr(exc)[:120])
             else:
-                self.note_call(sent, verb, path, headers, kw, answer.status_code,
-                               answer.text[:160])
+                self.note_call(sent, verb, path, headers, kw, answer.status_code, answer.text[:160])
                 if not self.judge(answer, f"{verb} {path}"):
                     answer = None
                 elif answer.status_code not in (429, 503):
@@ -179,40 +188,73 @@ class Soak(Scenario):
                 return None
             time.sleep(RETRY_PAUSE_S)
 
-    def note_call(self, sent: float, verb: str, path: str, headers: dict, kw: dict,
-                  status: int | None, answer: str) -> None:
+    def note_call(
+        self,
+        sent: float,
+        verb: str,
+        path: str,
+        headers: dict,
+        kw: dict,
+        status: int | None,
+        answer: str,
+    ) -> None:
         body = kw.get("json")
         with self.guard:
-            self.journal.append({
-                "sent": round(sent, 3), "took": round(time.time() - sent, 3), "call": verb,
-                "path": path, "key": headers.get("Idempotency-Key"),
-                "body": json.dumps(body)[:200] if body is not None else None,
-                "status": status, "answer": answer})
+            self.journal.append(
+                {
+                    "sent": round(sent, 3),
+                    "took": round(time.time() - sent, 3),
+                    "call": verb,
+                    "path": path,
+                    "key": headers.get("Idempotency-Key"),
+                    "body": json.dumps(body)[:200] if body is not None else None,
+                    "status": status,
+                    "answer": answer,
+                }
+            )
 
-    def call(self, http, tenant: Tenant, method: str, body: dict, key: str | None = None,
-             retry: bool = True):
+    def call(
+        self,
+        http,
+        tenant: Tenant,
+        method: str,
+        body: dict,
+        key: str | None = None,
+        retry: bool = True,
+    ):
         """A workspace call's JSON (200), or None when no answer came. Any other answer to the
         soak's calls (all valid) is a violation."""
-        headers = {"Authorization": f"Bearer {tenant.token}",
-                   **({"Idempotency-Key": key} if key else {})}
-        answer = self.request(http, "POST", f"/v1/w/{tenant.id}/{method}", headers, retry,
-                              json=body)
+        headers = {
+            "Authorization": f"Bearer {tenant.token}",
+            **({"Idempotency-Key": key} if key else {}),
+        }
+        answer = self.request(
+            http, "POST", f"/v1/w/{tenant.id}/{method}", headers, retry, json=body
+        )
         if answer is None:
             return None
         if answer.status_code != 200:
-            self.violation("a valid call refused", tenant=tenant.id, method=method,
-                           status=answer.status_code, body=answer.text[:300])
+            self.violation(
+                "a valid call refused",
+                tenant=tenant.id,
+                method=method,
+                status=answer.status_code,
+                body=answer.text[:300],
+            )
             return None
         return answer.json()
 
     def admin_call(self, http, verb: str, path: str, ok=(200,), extra_headers=None, **kw):
-        answer = self.request(http, verb, path, {**self.admin, **(extra_headers or {})}, True,
-                              **kw)
+        answer = self.request(http, verb, path, {**self.admin, **(extra_headers or {})}, True, **kw)
         if answer is None:
             return None
         if answer.status_code not in ok:
-            self.violation("an admin call refused", call=f"{verb} {path}",
-                           status=answer.status_code, body=answer.text[:300])
+            self.violation(
+                "an admin call refused",
+                call=f"{verb} {path}",
+                status=answer.status_code,
+                body=answer.text[:300],
+            )
             return None
         return answer
 
@@ -230,16 +272,28 @@ class Soak(Scenario):
             tenant.entries[item["id"]] = [tenant.maybe.pop(nonce)]
             return
         why = self.gone.get(nonce, "another workspace's or never written")
-        self.violation("an answer held an entry the model does not", tenant=tenant.id,
-                       where=where, entry=item.get("id"), content=content[:120], why=why)
+        self.violation(
+            "an answer held an entry the model does not",
+            tenant=tenant.id,
+            where=where,
+            entry=item.get("id"),
+            content=content[:120],
+            why=why,
+        )
 
     # ---- workspaces -----------------------------------------------------------------------------
     def create(self, http, tenant: Tenant) -> None:
-        made = self.admin_call(http, "POST", "/v1/workspaces", ok=(201, 409),
-                               json={"id": tenant.id})
-        if made is not None and made.status_code == 409:      # made, but its answer was lost
-            made = self.admin_call(http, "POST", f"/v1/workspaces/{tenant.id}/tokens",
-                                   ok=(201,), json={"scope": "write"})
+        made = self.admin_call(
+            http, "POST", "/v1/workspaces", ok=(201, 409), json={"id": tenant.id}
+        )
+        if made is not None and made.status_code == 409:  # made, but its answer was lost
+            made = self.admin_call(
+                http,
+                "POST",
+                f"/v1/workspaces/{tenant.id}/tokens",
+                ok=(201,),
+                json={"scope": "write"},
+            )
         if made is None:
             raise RuntimeError(f"{tenant.id} could not be created")
         tenant.token = made.json()["token"]
@@ -256,27 +310,39 @@ class Soak(Scenario):
             self.adopt(tenant, entries[entry_id], "export")
         missing = sorted(set(tenant.entries) - set(entries))
         if missing:
-            self.violation("an acknowledged entry missing", tenant=tenant.id, entries=missing,
-                           texts=[tenant.entries[e][-1][:100] for e in missing[:3]],
-                           **self.evidence(http, tenant.id))
+            self.violation(
+                "an acknowledged entry missing",
+                tenant=tenant.id,
+                entries=missing,
+                texts=[tenant.entries[e][-1][:100] for e in missing[:3]],
+                **self.evidence(http, tenant.id),
+            )
         for entry_id in set(entries) & set(tenant.entries):
             expected = tenant.entries[entry_id]
             got = [r["content"] for r in entries[entry_id].get("revisions", [])]
             if entries[entry_id]["content"] != expected[-1] or got != expected[:-1]:
-                self.violation("an entry or its revisions other than acknowledged",
-                               tenant=tenant.id, entry=entry_id,
-                               content=entries[entry_id]["content"][:100],
-                               revisions=len(got), expected=len(expected) - 1)
+                self.violation(
+                    "an entry or its revisions other than acknowledged",
+                    tenant=tenant.id,
+                    entry=entry_id,
+                    content=entries[entry_id]["content"][:100],
+                    revisions=len(got),
+                    expected=len(expected) - 1,
+                )
         edges = {(r["src"], r["dst"], r["type"]) for r in records if r["record"] == "edge"}
         if edges != tenant.edges:
-            self.violation("edges other than acknowledged", tenant=tenant.id,
-                           missing=sorted(tenant.edges - edges)[:5],
-                           extra=sorted(edges - tenant.edges)[:5])
+            self.violation(
+                "edges other than acknowledged",
+                tenant=tenant.id,
+                missing=sorted(tenant.edges - edges)[:5],
+                extra=sorted(edges - tenant.edges)[:5],
+            )
         return lines
 
     # ---- the run --------------------------------------------------------------------------------
     def workload(self, index: int) -> None:
         import httpx
+
         rng = random.Random(f"{self.seed}/workload/{index}")
         mine = self.tenants[index::WORKLOAD_THREADS]
         names = list(OPERATIONS)
@@ -292,14 +358,16 @@ class Soak(Scenario):
                     try:
                         OPERATIONS[name][0](self, http, rng, tenant)
                     except Exception as exc:  # noqa: BLE001 - a broken soak must not pass
-                        self.violation("the workload itself failed", operation=name,
-                                       error=repr(exc))
+                        self.violation(
+                            "the workload itself failed", operation=name, error=repr(exc)
+                        )
                         tenant.suspended = True
                 with self.guard:
                     self.operations[name] += 1
 
     def inject(self) -> None:
         import httpx
+
         rng = random.Random(f"{self.seed}/faults")
         names = list(FAULTS)
         weights = [FAULTS[name][1] for name in names]
@@ -321,8 +389,10 @@ class Soak(Scenario):
             tenant = Tenant(f"soak-{index}-{uuid.uuid4().hex[:6]}", "")
             self.create(http, tenant)
             self.tenants.append(tenant)
-        threads = [threading.Thread(target=self.workload, args=(i,), daemon=True)
-                   for i in range(WORKLOAD_THREADS)]
+        threads = [
+            threading.Thread(target=self.workload, args=(i,), daemon=True)
+            for i in range(WORKLOAD_THREADS)
+        ]
         threads.append(threading.Thread(target=self.inject, daemon=True))
         for thread in threads:
             thread.start()
@@ -339,34 +409,50 @@ class Soak(Scenario):
         for tenant in self.tenants:
             resolve(self, http, tenant)
             if self.call(http, tenant, "getCount", {}) is None:
-                self.violation("a workspace not servable at the end", tenant=tenant.id,
-                               **self.evidence(http, tenant.id))
+                self.violation(
+                    "a workspace not servable at the end",
+                    tenant=tenant.id,
+                    **self.evidence(http, tenant.id),
+                )
                 continue
             lines = self.export_of(http, tenant) or []
             count = self.call(http, tenant, "getCount", {})
             if count is not None and count["count"] != len(tenant.entries):
-                self.violation("getCount other than the acknowledged entries", tenant=tenant.id,
-                               count=count["count"], model=len(tenant.entries))
-            foreign = [line[:120] for line in lines[1:] if '"record":"entry"' in line
-                       and f'"content":"{tenant.marker} ' not in line]
+                self.violation(
+                    "getCount other than the acknowledged entries",
+                    tenant=tenant.id,
+                    count=count["count"],
+                    model=len(tenant.entries),
+                )
+            foreign = [
+                line[:120]
+                for line in lines[1:]
+                if '"record":"entry"' in line and f'"content":"{tenant.marker} ' not in line
+            ]
             if foreign:
-                self.violation("another workspace's entry in an export", tenant=tenant.id,
-                               lines=foreign[:3])
+                self.violation(
+                    "another workspace's entry in an export", tenant=tenant.id, lines=foreign[:3]
+                )
         self.orphan_check()
         # the scan must see a text that is still there, or finding nothing proves nothing
         live = {t.entries[e][-1].rsplit(" ", 1)[-1] for t in self.tenants for e in t.entries}
         seen = self.held(set(list(live)[:20]))
         self.findings["liveTextsSeenByTheScan"] = len(seen)
         self.findings["liveTextsSeenInTheStore"] = sum(
-            any(place.startswith("store:") for place in places) for places in seen.values())
+            any(place.startswith("store:") for place in places) for places in seen.values()
+        )
         if live and not seen:
             self.violation("the scan for leftover texts cannot see live ones")
         deadline = time.monotonic() + SWEEP_TIMEOUT_S
         while (held := self.held(set(self.gone))) and time.monotonic() < deadline:
             time.sleep(2.0)
         for nonce, places in sorted(held.items()):
-            self.violation("a forgotten or deleted text still held", nonce=nonce,
-                           why=self.gone[nonce], places=places[:5])
+            self.violation(
+                "a forgotten or deleted text still held",
+                nonce=nonce,
+                why=self.gone[nonce],
+                places=places[:5],
+            )
 
     @property
     def namespace(self) -> str:
@@ -378,21 +464,33 @@ class Soak(Scenario):
         leave processes that nothing frees."""
         deadline = time.monotonic() + ORPHAN_SETTLE_S
         while True:
-            alive = len([a for a in self.state("actors", class_name="WorkspaceActor")
-                         if a["state"] in ("ALIVE", "PENDING_CREATION", "RESTARTING")])
-            done = self.run_on_head(sys.executable, "-c", RESIDENCY_DRIVER, self.namespace,
-                                    timeout=120)
+            alive = len(
+                [
+                    a
+                    for a in self.state("actors", class_name="WorkspaceActor")
+                    if a["state"] in ("ALIVE", "PENDING_CREATION", "RESTARTING")
+                ]
+            )
+            done = self.run_on_head(
+                sys.executable, "-c", RESIDENCY_DRIVER, self.namespace, timeout=120
+            )
             status = json.loads(done.stdout.strip().splitlines()[-1])
             spares = status["spares"]
-            held = (status["resident"] + status["hibernating"] + spares["ready"]
-                    + spares["starting"] + spares["returning"])
+            held = (
+                status["resident"]
+                + status["hibernating"]
+                + spares["ready"]
+                + spares["starting"]
+                + spares["returning"]
+            )
             if alive <= held or time.monotonic() >= deadline:
                 break
             time.sleep(2.0)
         self.findings["workspaceProcesses"] = {"alive": alive, "heldByTheDirectory": held}
         if alive > held:
-            self.violation("workspace processes no one holds", alive=alive, held=held,
-                           status=status)
+            self.violation(
+                "workspace processes no one holds", alive=alive, held=held, status=status
+            )
 
     def held(self, needles: set[str]) -> dict[str, list[str]]:
         """Which of `needles` any node's file or any stored object holds, and where: each file
@@ -409,10 +507,10 @@ class Soak(Scenario):
             for path in files_under(node.folder / "data"):
                 try:
                     yield f"{node.name}:{path.relative_to(node.folder)}", path.read_bytes()
-                except OSError:             # gone since it was listed
+                except OSError:  # gone since it was listed
                     continue
         for key, blob in self.stored_objects():
-            if key.endswith(".gz"):         # snapshots: searched decompressed
+            if key.endswith(".gz"):  # snapshots: searched decompressed
                 with contextlib.suppress(OSError, EOFError, zlib.error):
                     blob = gzip.decompress(blob)
             yield f"store:{key}", blob
@@ -424,18 +522,26 @@ class Soak(Scenario):
         finally:
             if self.keep:
                 journal = self.work / "journal.jsonl"
-                journal.write_text("".join(json.dumps(line) + "\n" for line in self.journal),
-                                   encoding="utf-8")
+                journal.write_text(
+                    "".join(json.dumps(line) + "\n" for line in self.journal), encoding="utf-8"
+                )
                 self.findings["journal"] = str(journal)
             self.findings.update(
-                seed=self.seed, durationS=self.duration_s, operations=dict(self.operations),
-                faults=dict(self.faults), faultLog=self.fault_log, statuses=dict(self.statuses),
-                violations=self.violations, goneTextsChecked=len(self.gone),
+                seed=self.seed,
+                durationS=self.duration_s,
+                operations=dict(self.operations),
+                faults=dict(self.faults),
+                faultLog=self.fault_log,
+                statuses=dict(self.statuses),
+                violations=self.violations,
+                goneTextsChecked=len(self.gone),
                 proxyErrorsWhenAReplicaDied=self.proxy_errors,
-                entriesChecked=sum(len(t.entries) for t in self.tenants))
+                entriesChecked=sum(len(t.entries) for t in self.tenants),
+            )
 
     def procedure(self) -> None:
         import httpx
+
         self.network_up()
         self.s3_endpoint = self.start_s3()
         self.write_env_file(self.s3_endpoint)
@@ -452,14 +558,16 @@ class Soak(Scenario):
 
 
 def summary(findings: dict) -> str:
-    lines = [f"fault soak, seed {findings.get('seed')}, {findings.get('durationS')} s: "
-             f"{'PASSED' if findings.get('ok') else 'FAILED'}",
-             f"  operations: {findings.get('operations')}",
-             f"  faults: {findings.get('faults')}",
-             f"  answers by status: {findings.get('statuses')}",
-             f"  entries checked at the end: {findings.get('entriesChecked')}; forgotten or "
-             f"deleted texts looked for: {findings.get('goneTextsChecked')}",
-             f"  violations: {len(findings.get('violations', []))}"]
+    lines = [
+        f"fault soak, seed {findings.get('seed')}, {findings.get('durationS')} s: "
+        f"{'PASSED' if findings.get('ok') else 'FAILED'}",
+        f"  operations: {findings.get('operations')}",
+        f"  faults: {findings.get('faults')}",
+        f"  answers by status: {findings.get('statuses')}",
+        f"  entries checked at the end: {findings.get('entriesChecked')}; forgotten or "
+        f"deleted texts looked for: {findings.get('goneTextsChecked')}",
+        f"  violations: {len(findings.get('violations', []))}",
+    ]
     lines += [f"    {json.dumps(v, default=str)[:300]}" for v in findings.get("violations", [])]
     lines.append(f"  timings (s): {findings.get('timings')}")
     if findings.get("error"):
@@ -473,29 +581,44 @@ def results_page(findings: dict, argv: list[str]) -> str:
     every violation (the long form's figures, as the issue asks them)."""
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     rows = [f"| {name} | {count} |" for name, count in sorted(findings.get("faults", {}).items())]
-    ops = [f"| {name} | {count} |" for name, count in sorted(findings.get("operations", {}).items())]
+    ops = [
+        f"| {name} | {count} |" for name, count in sorted(findings.get("operations", {}).items())
+    ]
     violations = findings.get("violations", [])
-    return "\n".join([
-        "# fault-soak benchmark", "",
-        f"Command: `sudo python tests/e2e/fault_soak.py {' '.join(argv)}`  ",
-        f"Run: {stamp} on {platform.node()} ({platform.machine()}, Python "
-        f"{platform.python_version()})", "",
-        f"Verdict: {'PASSED' if findings.get('ok') else 'FAILED'}, "
-        f"{len(violations)} invariant violations (target 0); seed {findings.get('seed')}, "
-        f"{findings.get('durationS')} s of workload and faults.", "",
-        "| fault injected | times |", "|---|---|", *rows, "",
-        "| operation | times |", "|---|---|", *ops, "",
-        f"- answers by HTTP status: {findings.get('statuses')}; of the 500s, "
-        f"{findings.get('proxyErrorsWhenAReplicaDied')} were Serve's proxy answering for an "
-        "ingress replica that died with its node (not a Mini-Sphere answer; the call was sent "
-        "again as unanswered)",
-        f"- at the end: {findings.get('entriesChecked')} acknowledged entries checked entry by "
-        f"entry against each workspace's export; {findings.get('goneTextsChecked')} forgotten "
-        "or deleted texts looked for in every node's files and every stored object "
-        f"({findings.get('liveTextsSeenByTheScan')} live texts seen by the same scan, "
-        f"{findings.get('liveTextsSeenInTheStore')} of them in the store)",
-        f"- timings (s): {findings.get('timings')}",
-        *[f"- violation: {json.dumps(v, default=str)[:400]}" for v in violations], ""])
+    return "\n".join(
+        [
+            "# fault-soak benchmark",
+            "",
+            f"Command: `sudo python tests/e2e/fault_soak.py {' '.join(argv)}`  ",
+            f"Run: {stamp} on {platform.node()} ({platform.machine()}, Python "
+            f"{platform.python_version()})",
+            "",
+            f"Verdict: {'PASSED' if findings.get('ok') else 'FAILED'}, "
+            f"{len(violations)} invariant violations (target 0); seed {findings.get('seed')}, "
+            f"{findings.get('durationS')} s of workload and faults.",
+            "",
+            "| fault injected | times |",
+            "|---|---|",
+            *rows,
+            "",
+            "| operation | times |",
+            "|---|---|",
+            *ops,
+            "",
+            f"- answers by HTTP status: {findings.get('statuses')}; of the 500s, "
+            f"{findings.get('proxyErrorsWhenAReplicaDied')} were Serve's proxy answering for an "
+            "ingress replica that died with its node (not a Mini-Sphere answer; the call was sent "
+            "again as unanswered)",
+            f"- at the end: {findings.get('entriesChecked')} acknowledged entries checked entry by "
+            f"entry against each workspace's export; {findings.get('goneTextsChecked')} forgotten "
+            "or deleted texts looked for in every node's files and every stored object "
+            f"({findings.get('liveTextsSeenByTheScan')} live texts seen by the same scan, "
+            f"{findings.get('liveTextsSeenInTheStore')} of them in the store)",
+            f"- timings (s): {findings.get('timings')}",
+            *[f"- violation: {json.dumps(v, default=str)[:400]}" for v in violations],
+            "",
+        ]
+    )
 
 
 def interrupted(*_) -> None:
@@ -505,12 +628,14 @@ def interrupted(*_) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--duration-s", type=float, default=600.0,
-                        help="how long the workload and the faults run")
+    parser.add_argument(
+        "--duration-s", type=float, default=600.0, help="how long the workload and the faults run"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the nodes' folders and logs")
     parser.add_argument("--json", action="store_true", help="findings as JSON on the last line")
-    parser.add_argument("--results", action="store_true",
-                        help=f"write the figures to {RESULTS.relative_to(ROOT)}")
+    parser.add_argument(
+        "--results", action="store_true", help=f"write the figures to {RESULTS.relative_to(ROOT)}"
+    )
     args = parser.parse_args(argv)
     soak = Soak(args.seed, args.duration_s, args.keep)
     signal.signal(signal.SIGTERM, interrupted)
@@ -520,8 +645,9 @@ def main(argv: list[str] | None = None) -> int:
         findings = soak.findings
     print(summary(findings), file=sys.stderr, flush=True)
     if args.results:
-        RESULTS.write_text(results_page(findings, sys.argv[1:] if argv is None else argv),
-                           encoding="utf-8")
+        RESULTS.write_text(
+            results_page(findings, sys.argv[1:] if argv is None else argv), encoding="utf-8"
+        )
     if args.json:
         print(json.dumps(findings, default=str), flush=True)
     return 0 if findings.get("ok") else 1

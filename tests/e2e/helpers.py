@@ -1,5 +1,6 @@
 """Helpers of the end-to-end tests: finding the actor that holds a workspace right now, and the
 few HTTP calls the durability drills repeat (capture, count, snapshot)."""
+
 from __future__ import annotations
 
 import asyncio

@@ -13,6 +13,7 @@ cluster: a head and two worker nodes on this machine, `ray.cluster_utils.Cluster
 
 Prints one JSON line (the findings) on stdout; exit status 0 when every check held.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,14 +37,20 @@ NODE_CPUS = 1
 
 
 def service_env(data_dir: Path) -> dict:
-    return {"MINISPHERE_DATA_DIR": str(data_dir), "MINISPHERE_HOST": "127.0.0.1",
-            "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
-            "MINISPHERE_RAY_NAMESPACE": "minisphere-multinode",
-            "MINISPHERE_SYNCHRONOUS": "NORMAL", "MINISPHERE_SNAPSHOT_STORE": "local",
-            "MINISPHERE_SNAPSHOT_EVERY_WRITES": "0", "MINISPHERE_SNAPSHOT_EVERY_S": "0",
-            "MINISPHERE_HIBERNATE_IDLE_S": "0", "MINISPHERE_MAX_RESIDENT": "64",
-            # without replication: the location record alone must refuse to open older state
-            "MINISPHERE_REPLICATION": "off"}
+    return {
+        "MINISPHERE_DATA_DIR": str(data_dir),
+        "MINISPHERE_HOST": "127.0.0.1",
+        "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
+        "MINISPHERE_RAY_NAMESPACE": "minisphere-multinode",
+        "MINISPHERE_SYNCHRONOUS": "NORMAL",
+        "MINISPHERE_SNAPSHOT_STORE": "local",
+        "MINISPHERE_SNAPSHOT_EVERY_WRITES": "0",
+        "MINISPHERE_SNAPSHOT_EVERY_S": "0",
+        "MINISPHERE_HIBERNATE_IDLE_S": "0",
+        "MINISPHERE_MAX_RESIDENT": "64",
+        # without replication: the location record alone must refuse to open older state
+        "MINISPHERE_REPLICATION": "off",
+    }
 
 
 ADMIN_TOKEN = "multinode-admin-token-0123456789"
@@ -55,12 +62,14 @@ def call(ray, directory, workspace_id: str, method: str, body: dict, deadline: f
     from ray.exceptions import GetTimeoutError, RayActorError
 
     from minisphere.control.auth import token_hash
+
     stale, last = False, None
     while time.monotonic() < deadline:
         try:
             handle = ray.get(directory.activate.remote(workspace_id, stale), timeout=CALL_TIMEOUT_S)
-            reply = ray.get(handle.call.remote(method, body, token_hash(ADMIN_TOKEN)),
-                            timeout=CALL_TIMEOUT_S)
+            reply = ray.get(
+                handle.call.remote(method, body, token_hash(ADMIN_TOKEN)), timeout=CALL_TIMEOUT_S
+            )
         except (RayActorError, GetTimeoutError) as exc:
             stale, last = True, exc
             time.sleep(0.5)
@@ -98,6 +107,7 @@ def process_state(pid: int) -> str:
 def retrying(ray, make_call, deadline: float):
     """ray.get of a call to a detached actor that may be restarting after its node died."""
     from ray.exceptions import GetTimeoutError, RayActorError
+
     while True:
         try:
             return ray.get(make_call(), timeout=CALL_TIMEOUT_S)
@@ -117,22 +127,35 @@ def main() -> int:
 
     data_dir = Path(sys.argv[1])
     config = load_settings(service_env(data_dir))
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": NODE_CPUS, "resources": {"head": 1}, "include_dashboard": False})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": NODE_CPUS,
+            "resources": {"head": 1},
+            "include_dashboard": False,
+        },
+    )
     node_a = cluster.add_node(num_cpus=NODE_CPUS, resources={"node_a": 1})
     node_b = cluster.add_node(num_cpus=NODE_CPUS, resources={"node_b": 1})
     findings: dict = {"checks": {}}
     try:
-        ray.init(address=cluster.address, namespace=config.namespace, logging_level="WARNING",
-                 log_to_driver=False)
+        ray.init(
+            address=cluster.address,
+            namespace=config.namespace,
+            logging_level="WARNING",
+            log_to_driver=False,
+        )
         ids = {node_a.node_id: "A", node_b.node_id: "B"}
         directory = get_directory(config)
         scheduler = get_scheduled_tasks(config)
-        where = lambda actor: ray.get(actor.__ray_call__.remote(
-            lambda _self: ray.get_runtime_context().get_node_id()), timeout=CALL_TIMEOUT_S)
+        where = lambda actor: ray.get(
+            actor.__ray_call__.remote(lambda _self: ray.get_runtime_context().get_node_id()),
+            timeout=CALL_TIMEOUT_S,
+        )
         findings["directoryNode"] = ids.get(where(directory), "head")
         findings["schedulerNode"] = ids.get(where(scheduler), "head")
         from minisphere.control.auth import token_hash
+
         deadline = time.monotonic() + RECOVERY_TIMEOUT_S
         placed, kept, pids = {}, {}, {}
         for label, node in (("A", node_a), ("B", node_b)):
@@ -142,33 +165,52 @@ def main() -> int:
                 ray.get(directory.set_placement.remote(workspace_id, node.node_id))
                 entries = []
                 for n in range(ENTRIES_SNAPSHOTTED):
-                    result, handle = call(ray, directory, workspace_id, "capture", {
-                        "content": f"{workspace_id} fact {n}: 東京 ünïcødé", "tags": ["mn"]},
-                        deadline)
+                    result, handle = call(
+                        ray,
+                        directory,
+                        workspace_id,
+                        "capture",
+                        {"content": f"{workspace_id} fact {n}: 東京 ünïcødé", "tags": ["mn"]},
+                        deadline,
+                    )
                     entries.append(result["id"])
                 ping = ray.get(handle.ping.remote())
-                placed[workspace_id], pids[workspace_id] = ids.get(ping["nodeId"], "head"), ping["pid"]
-                snap = ray.get(handle.serve.remote(workspace_id, "snapshot", "manual",
-                                                   token_hash(ADMIN_TOKEN)),
-                               timeout=CALL_TIMEOUT_S)
+                placed[workspace_id], pids[workspace_id] = (
+                    ids.get(ping["nodeId"], "head"),
+                    ping["pid"],
+                )
+                snap = ray.get(
+                    handle.serve.remote(
+                        workspace_id, "snapshot", "manual", token_hash(ADMIN_TOKEN)
+                    ),
+                    timeout=CALL_TIMEOUT_S,
+                )
                 assert snap.ok, snap
                 for n in range(ENTRIES_AFTER_SNAPSHOT):
-                    call(ray, directory, workspace_id, "capture",
-                         {"content": f"{workspace_id} late fact {n}"}, deadline)
+                    call(
+                        ray,
+                        directory,
+                        workspace_id,
+                        "capture",
+                        {"content": f"{workspace_id} late fact {n}"},
+                        deadline,
+                    )
                 kept[workspace_id] = entries
         findings["placedOn"] = placed
-        findings["checks"]["spread over both workers"] = \
-            {placed[f"mn-a-{i}"] for i in range(WORKSPACES_PER_NODE)} == {"A"} and \
-            {placed[f"mn-b-{i}"] for i in range(WORKSPACES_PER_NODE)} == {"B"}
+        findings["checks"]["spread over both workers"] = {
+            placed[f"mn-a-{i}"] for i in range(WORKSPACES_PER_NODE)
+        } == {"A"} and {placed[f"mn-b-{i}"] for i in range(WORKSPACES_PER_NODE)} == {"B"}
         if not findings["checks"]["spread over both workers"]:
-            raise AssertionError("the directory did not start workspaces on their recorded "
-                                 "nodes (placement / node affinity not honored)")
+            raise AssertionError(
+                "the directory did not start workspaces on their recorded "
+                "nodes (placement / node affinity not honored)"
+            )
 
         # the directory has heard every acknowledged write (the actors report positions)
         expected = ENTRIES_SNAPSHOTTED + ENTRIES_AFTER_SNAPSHOT
         while time.monotonic() < deadline and not all(
-                ray.get(directory.get.remote(w))["location"]["position"] >= expected
-                for w in kept):
+            ray.get(directory.get.remote(w))["location"]["position"] >= expected for w in kept
+        ):
             time.sleep(0.2)
         # worker B goes away with its disk: its workspace files are gone too
         for workspace_id in kept:
@@ -189,32 +231,46 @@ def main() -> int:
             ray.get(directory.accept_stored_state.remote(workspace_id))
         findings["refusedBeforeAcceptingTheLoss"] = refused
         findings["checks"]["B's workspaces refused by name, not opened older"] = all(
-            code == "workspace_data_missing" for code in refused.values())
+            code == "workspace_data_missing" for code in refused.values()
+        )
         recovered = {}
         for workspace_id, entries in kept.items():
             count, handle = call(ray, directory, workspace_id, "getCount", {}, deadline)
-            missing = [e for e in entries if not call(ray, directory, workspace_id, "getEntry",
-                                                      {"id": e}, deadline)[0].get("id")]
+            missing = [
+                e
+                for e in entries
+                if not call(ray, directory, workspace_id, "getEntry", {"id": e}, deadline)[0].get(
+                    "id"
+                )
+            ]
             info = ray.get(handle.durability.remote(), timeout=CALL_TIMEOUT_S).value
             recovered[workspace_id] = {
-                "node": ids.get(info["nodeId"], "head"), "count": count["count"],
-                "missing": len(missing), "source": (info.get("activation") or {}).get("source")}
+                "node": ids.get(info["nodeId"], "head"),
+                "count": count["count"],
+                "missing": len(missing),
+                "source": (info.get("activation") or {}).get("source"),
+            }
         findings["recovered"] = recovered
         checks = findings["checks"]
         checks["nothing snapshotted lost"] = all(r["missing"] == 0 for r in recovered.values())
-        checks["B's workspaces left B"] = all(recovered[w]["node"] != "B" for w in kept
-                                              if w.startswith("mn-b-"))
+        checks["B's workspaces left B"] = all(
+            recovered[w]["node"] != "B" for w in kept if w.startswith("mn-b-")
+        )
         checks["B's workspaces restored from snapshots"] = all(
-            recovered[w]["source"] == "snapshot" for w in kept if w.startswith("mn-b-"))
+            recovered[w]["source"] == "snapshot" for w in kept if w.startswith("mn-b-")
+        )
         checks["A's workspaces kept everything"] = all(
             recovered[w]["count"] == ENTRIES_SNAPSHOTTED + ENTRIES_AFTER_SNAPSHOT
-            for w in kept if w.startswith("mn-a-"))
+            for w in kept
+            if w.startswith("mn-a-")
+        )
         # the scheduler lived on B too: it is restarting elsewhere, so wait for it
         status = retrying(ray, lambda: scheduler.status.remote(), deadline)
         run = retrying(ray, lambda: scheduler.run_scheduled.remote("mn-b-0"), deadline)
-        findings["scheduler"] = {"status": status, "run": {k: run.get(k) for k in
-                                                           ("status", "outcome", "trigger")
-                                                           if k in run}}
+        findings["scheduler"] = {
+            "status": status,
+            "run": {k: run.get(k) for k in ("status", "outcome", "trigger") if k in run},
+        }
         checks["scheduler keeps running"] = bool(status.get("running"))
         findings["ok"] = all(checks.values())
     except Exception as exc:  # noqa: BLE001 - reported, then a failing exit status

@@ -6,6 +6,7 @@ the env file every node sources before `ray start` (what the RayService's Secret
 give a pod); the S3-protocol server on the bridge's host end; `serve deploy` and the dashboard's
 REST API; and the cleanup (namespaces, bridge, every process started).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,19 +30,19 @@ SERVE_CONFIG = ROOT / "infra" / "serve_config.yaml"
 # ---- the private network: one bridge, the host end and three namespaces on 10.231.0.0/24 --------
 SUBNET_PREFIX = "10.231.0"
 SUBNET_BITS = 24
-HOST_END_IP = f"{SUBNET_PREFIX}.1"        # the bridge: where the driver (and the S3 server) sit
+HOST_END_IP = f"{SUBNET_PREFIX}.1"  # the bridge: where the driver (and the S3 server) sit
 BRIDGE = "msop-br0"
-NAME_PREFIX = "msop-"                     # every namespace, link and folder of this scenario
-DATA_MOUNT = "/data/minisphere"           # MINISPHERE_DATA_DIR in infra/serve_config.yaml
+NAME_PREFIX = "msop-"  # every namespace, link and folder of this scenario
+DATA_MOUNT = "/data/minisphere"  # MINISPHERE_DATA_DIR in infra/serve_config.yaml
 RAY_TMP_MOUNT = "/tmp/ray"
 
 GCS_PORT = 6379
 DASHBOARD_PORT = 8265
 SERVE_PORT = 8000
 METRICS_PORT = 8080
-WORKER_CPUS = 1                           # two workers on a 2-core machine
-WORKER_SLOTS = 32                         # minisphere_workspace_slots each worker advertises
-OBJECT_STORE_BYTES = 200 * 1024 * 1024    # per node: three nodes share this machine's /dev/shm
+WORKER_CPUS = 1  # two workers on a 2-core machine
+WORKER_SLOTS = 32  # minisphere_workspace_slots each worker advertises
+OBJECT_STORE_BYTES = 200 * 1024 * 1024  # per node: three nodes share this machine's /dev/shm
 
 ADMIN_TOKEN = "operator-scenario-admin-" + uuid.uuid4().hex
 # Ray's own cluster token (Ray 2.60 turns token authentication on whenever a token exists): the
@@ -60,22 +61,23 @@ def log(message: str) -> None:
 def run(*argv: str, timeout: float = 60.0, check: bool = True, **kw) -> subprocess.CompletedProcess:
     done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, **kw)
     if check and done.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): "
-                           f"{(done.stderr or done.stdout)[-1500:]}")
+        raise RuntimeError(
+            f"{' '.join(argv)} failed ({done.returncode}): {(done.stderr or done.stdout)[-1500:]}"
+        )
     return done
 
 
 # ---- nodes ------------------------------------------------------------------------------------
 @dataclass
 class Node:
-    name: str                      # head | w1 | w2
+    name: str  # head | w1 | w2
     ip: str
-    folder: Path                   # this node's own disk: data/, ray/ (its /tmp/ray), node.log
+    folder: Path  # this node's own disk: data/, ray/ (its /tmp/ray), node.log
     process: subprocess.Popen | None = None
-    init_pid: int | None = None    # PID 1 of the node's PID namespace, as the host sees it
+    init_pid: int | None = None  # PID 1 of the node's PID namespace, as the host sees it
     node_id: str | None = None
     stopped: bool = False
-    ray_args: list[str] = field(default_factory=list)   # what `ray start` was given (a restart)
+    ray_args: list[str] = field(default_factory=list)  # what `ray start` was given (a restart)
     extra_mounts: list[tuple[Path, str]] = field(default_factory=list)
 
     @property
@@ -104,9 +106,11 @@ class Cluster:
         self.store = store
         self.keep = keep
         self.work = Path(tempfile.mkdtemp(prefix=NAME_PREFIX))
-        self.nodes = [Node("head", f"{SUBNET_PREFIX}.10", self.work / "head"),
-                      Node("w1", f"{SUBNET_PREFIX}.11", self.work / "w1"),
-                      Node("w2", f"{SUBNET_PREFIX}.12", self.work / "w2")]
+        self.nodes = [
+            Node("head", f"{SUBNET_PREFIX}.10", self.work / "head"),
+            Node("w1", f"{SUBNET_PREFIX}.11", self.work / "w1"),
+            Node("w2", f"{SUBNET_PREFIX}.12", self.work / "w2"),
+        ]
         self.head = self.nodes[0]
         self.shared_snapshots = self.work / "shared-snapshots"
         self.env_file = self.work / "minisphere.env"
@@ -158,14 +162,23 @@ class Cluster:
 
     # ---- the nodes' environment (the RayService's Secret + ConfigMap) ----------------------------
     def write_env_file(self, s3_endpoint: str | None) -> None:
-        env = {"PYTHONPATH": str(ROOT), "RAY_SERVE_THROUGHPUT_OPTIMIZED": "1",
-               "PYDANTIC_DISABLE_PLUGINS": "__all__", "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
-               "RAY_USAGE_STATS_ENABLED": "0", **ray_auth_env()}
+        env = {
+            "PYTHONPATH": str(ROOT),
+            "RAY_SERVE_THROUGHPUT_OPTIMIZED": "1",
+            "PYDANTIC_DISABLE_PLUGINS": "__all__",
+            "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
+            "RAY_USAGE_STATS_ENABLED": "0",
+            **ray_auth_env(),
+        }
         if s3_endpoint:
-            env.update({"MINISPHERE_S3_ENDPOINT_URL": s3_endpoint,
-                        "MINISPHERE_S3_ACCESS_KEY_ID": "testing",
-                        "MINISPHERE_S3_SECRET_ACCESS_KEY": "testing",
-                        "AWS_EC2_METADATA_DISABLED": "true"})
+            env.update(
+                {
+                    "MINISPHERE_S3_ENDPOINT_URL": s3_endpoint,
+                    "MINISPHERE_S3_ACCESS_KEY_ID": "testing",
+                    "MINISPHERE_S3_SECRET_ACCESS_KEY": "testing",
+                    "AWS_EC2_METADATA_DISABLED": "true",
+                }
+            )
         fd = os.open(self.env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.writelines(f"{name}={json.dumps(value)}\n" for name, value in env.items())
@@ -174,21 +187,25 @@ class Cluster:
         """An S3-protocol server (moto) on the bridge's host end: reachable from every node."""
         import boto3
         from moto.server import ThreadedMotoServer
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)   # no line per S3 request
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per S3 request
         self.moto = ThreadedMotoServer(ip_address=HOST_END_IP, port=0, verbose=False)
         self.moto.start()
         host, port = self.moto.get_host_and_port()
         endpoint = f"http://{host}:{port}"
         bucket = self.config_env(load_config())["MINISPHERE_S3_BUCKET"]
-        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                     aws_access_key_id="testing", aws_secret_access_key="testing"
-                     ).create_bucket(Bucket=bucket)
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        ).create_bucket(Bucket=bucket)
         return endpoint
 
     def run_on_head(self, *argv: str, timeout: float) -> subprocess.CompletedProcess:
         """A command inside the head node's namespaces, as a Ray driver of the cluster."""
-        return run(*self.head.inside(*argv), timeout=timeout,
-                   env={**os.environ, **ray_auth_env()})
+        return run(*self.head.inside(*argv), timeout=timeout, env={**os.environ, **ray_auth_env()})
 
     @staticmethod
     def pids_of(node: Node) -> list[str]:
@@ -201,6 +218,7 @@ class Cluster:
     def start_s3_again(self) -> None:
         """The S3-protocol server back on the same address, with the same objects."""
         from moto.server import ThreadedMotoServer
+
         host, port = self.s3_endpoint.rsplit("/", 1)[-1].split(":")
         self.moto = ThreadedMotoServer(ip_address=host, port=int(port), verbose=False)
         self.moto.start()
@@ -226,17 +244,42 @@ class Cluster:
         (node.folder / "data").mkdir(parents=True, exist_ok=True)
         (node.folder / "ray").mkdir(parents=True, exist_ok=True)
         mounts = [(node.folder / "data", DATA_MOUNT), (node.folder / "ray", RAY_TMP_MOUNT)]
-        if self.store == "local":   # the one folder all nodes reach, as S3 would be
+        if self.store == "local":  # the one folder all nodes reach, as S3 would be
             (node.folder / "data" / "snapshots").mkdir(exist_ok=True)
             mounts.append((self.shared_snapshots, f"{DATA_MOUNT}/snapshots"))
-        script = ["set -e"] + [f"mount --bind {q(src)} {q(dst)}" for src, dst in mounts] + [
-            f"cd {q(ROOT)}", "set -a", f". {q(self.env_file)}", "set +a",
-            "exec ray start --block " + " ".join(q(a) for a in ray_args)]
-        out = (node.folder / "node.log").open("w")   # closed with the process
+        script = (
+            ["set -e"]
+            + [f"mount --bind {q(src)} {q(dst)}" for src, dst in mounts]
+            + [
+                f"cd {q(ROOT)}",
+                "set -a",
+                f". {q(self.env_file)}",
+                "set +a",
+                "exec ray start --block " + " ".join(q(a) for a in ray_args),
+            ]
+        )
+        out = (node.folder / "node.log").open("w")  # closed with the process
         node.process = subprocess.Popen(
-            ["ip", "netns", "exec", node.netns, "unshare", "--mount", "--pid", "--fork",
-             "--mount-proc", "--propagation", "private", "sh", "-c", "\n".join(script)],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                "ip",
+                "netns",
+                "exec",
+                node.netns,
+                "unshare",
+                "--mount",
+                "--pid",
+                "--fork",
+                "--mount-proc",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                "\n".join(script),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 10
         while node.init_pid is None and time.monotonic() < deadline:
             children = Path(f"/proc/{node.process.pid}/task/{node.process.pid}/children")
@@ -255,39 +298,72 @@ class Cluster:
 
     def cluster_up(self) -> None:
         self.mount_point(DATA_MOUNT)
-        self.mount_point(RAY_TMP_MOUNT)   # absent on a machine that never ran Ray before
+        self.mount_point(RAY_TMP_MOUNT)  # absent on a machine that never ran Ray before
         if self.store == "local":
             self.shared_snapshots.mkdir(mode=0o700)
+
         def common(cpus: int) -> list[str]:
-            return [f"--num-cpus={cpus}", f"--metrics-export-port={METRICS_PORT}",
-                    f"--object-store-memory={OBJECT_STORE_BYTES}", "--disable-usage-stats"]
+            return [
+                f"--num-cpus={cpus}",
+                f"--metrics-export-port={METRICS_PORT}",
+                f"--object-store-memory={OBJECT_STORE_BYTES}",
+                "--disable-usage-stats",
+            ]
+
         # the head takes no workloads (as in the RayService): no CPUs, no workspace slots
-        self.start_node(self.head, [
-            "--head", f"--node-ip-address={self.head.ip}", f"--port={GCS_PORT}",
-            "--dashboard-host=0.0.0.0", f"--dashboard-port={DASHBOARD_PORT}", *common(0)])
+        self.start_node(
+            self.head,
+            [
+                "--head",
+                f"--node-ip-address={self.head.ip}",
+                f"--port={GCS_PORT}",
+                "--dashboard-host=0.0.0.0",
+                f"--dashboard-port={DASHBOARD_PORT}",
+                *common(0),
+            ],
+        )
         self.wait_nodes(1)
         slots = json.dumps({"minisphere_workspace_slots": WORKER_SLOTS})
         for node in self.nodes[1:]:
-            self.start_node(node, [f"--address={self.head.ip}:{GCS_PORT}",
-                                   f"--node-ip-address={node.ip}", f"--resources={slots}",
-                                   *common(WORKER_CPUS)])
+            self.start_node(
+                node,
+                [
+                    f"--address={self.head.ip}:{GCS_PORT}",
+                    f"--node-ip-address={node.ip}",
+                    f"--resources={slots}",
+                    *common(WORKER_CPUS),
+                ],
+            )
         alive = self.wait_nodes(len(self.nodes))
         by_ip = {n["node_ip"]: n for n in alive}
         for node in self.nodes:
             node.node_id = by_ip[node.ip]["node_id"]
         self.findings["nodes"] = [
-            {"name": n.name, "ip": n.ip, "nodeId": n.node_id[:12],
-             "slots": by_ip[n.ip].get("resources_total", {}).get("minisphere_workspace_slots", 0),
-             "cpus": by_ip[n.ip].get("resources_total", {}).get("CPU", 0)} for n in self.nodes]
+            {
+                "name": n.name,
+                "ip": n.ip,
+                "nodeId": n.node_id[:12],
+                "slots": by_ip[n.ip]
+                .get("resources_total", {})
+                .get("minisphere_workspace_slots", 0),
+                "cpus": by_ip[n.ip].get("resources_total", {}).get("CPU", 0),
+            }
+            for n in self.nodes
+        ]
 
     # ---- the head's REST APIs (dashboard: state and Serve) --------------------------------------
     def state(self, kind: str, **filters) -> list[dict]:
         import httpx
+
         params = [("limit", "10000"), ("detail", "true")]
         for key, value in filters.items():
             params += [("filter_keys", key), ("filter_predicates", "="), ("filter_values", value)]
-        answer = httpx.get(f"{self.dashboard}/api/v0/{kind}", params=params,
-                           headers=DASHBOARD_HEADERS, timeout=HTTP_TIMEOUT_S).json()
+        answer = httpx.get(
+            f"{self.dashboard}/api/v0/{kind}",
+            params=params,
+            headers=DASHBOARD_HEADERS,
+            timeout=HTTP_TIMEOUT_S,
+        ).json()
         return answer["data"]["result"]["result"]
 
     def wait_nodes(self, count: int) -> list[dict]:
@@ -302,36 +378,51 @@ class Cluster:
             except Exception as exc:  # noqa: BLE001 - the dashboard is still starting
                 last = repr(exc)
             for node in self.nodes:
-                if node.process is not None and node.process.poll() is not None and \
-                        not node.stopped:
+                if (
+                    node.process is not None
+                    and node.process.poll() is not None
+                    and not node.stopped
+                ):
                     raise RuntimeError(f"node {node.name} exited: {self.node_log(node)}")
             time.sleep(POLL_S)
         raise TimeoutError(f"cluster: {count} nodes not alive in time ({last})")
 
     def serve_deploy(self, config_path: Path) -> None:
-        run("serve", "deploy", str(config_path), "-a", self.dashboard, timeout=120, cwd=ROOT,
-            env={**os.environ, **ray_auth_env()})
+        run(
+            "serve",
+            "deploy",
+            str(config_path),
+            "-a",
+            self.dashboard,
+            timeout=120,
+            cwd=ROOT,
+            env={**os.environ, **ray_auth_env()},
+        )
 
     def wait_running(self, timeout: float, replicas: int | None = None) -> dict:
         import httpx
+
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
             try:
-                apps = httpx.get(f"{self.dashboard}/api/serve/applications/",
-                                 headers=DASHBOARD_HEADERS,
-                                 timeout=HTTP_TIMEOUT_S).json()["applications"]
+                apps = httpx.get(
+                    f"{self.dashboard}/api/serve/applications/",
+                    headers=DASHBOARD_HEADERS,
+                    timeout=HTTP_TIMEOUT_S,
+                ).json()["applications"]
                 app = apps.get("minisphere") or {}
                 last = app.get("status")
                 deployment = (app.get("deployments") or {}).get("MiniSphereIngress") or {}
-                running = [r for r in deployment.get("replicas", [])
-                           if r.get("state") == "RUNNING"]
+                running = [r for r in deployment.get("replicas", []) if r.get("state") == "RUNNING"]
                 if last == "RUNNING" and (replicas is None or len(running) >= replicas):
                     health = httpx.get(f"{self.url}/healthz", timeout=HTTP_TIMEOUT_S)
                     if health.status_code == 200:
-                        return {"status": last, "replicas": len(running),
-                                "replicaNodes": sorted(self.name_of(r.get("node_id"))
-                                                       for r in running)}
+                        return {
+                            "status": last,
+                            "replicas": len(running),
+                            "replicaNodes": sorted(self.name_of(r.get("node_id")) for r in running),
+                        }
                 if last == "DEPLOY_FAILED":
                     raise RuntimeError(f"serve deploy failed: {app.get('message', '')[-2000:]}")
             except (httpx.HTTPError, KeyError, ValueError) as exc:
@@ -355,11 +446,17 @@ class Cluster:
         killed, which takes every process left in it), namespaces and links removed."""
         left = {}
         for node in reversed(self.nodes):
-            if node.init_pid is not None and node.process is not None and \
-                    node.process.poll() is None:
+            if (
+                node.init_pid is not None
+                and node.process is not None
+                and node.process.poll() is None
+            ):
                 with contextlib.suppress(Exception):
-                    run(*node.inside("ray", "stop", "--force"), timeout=CLEANUP_STEP_TIMEOUT_S,
-                        check=False)
+                    run(
+                        *node.inside("ray", "stop", "--force"),
+                        timeout=CLEANUP_STEP_TIMEOUT_S,
+                        check=False,
+                    )
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(node.init_pid, signal.SIGKILL)
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -376,11 +473,16 @@ class Cluster:
                 folder.rmdir()
         if not self.keep:
             shutil.rmtree(self.work, ignore_errors=True)
-        stale = [line for line in run("ip", "netns", "list", check=False).stdout.splitlines()
-                 if line.startswith(NAME_PREFIX)]
-        return {"leftoverProcessesKilled": left, "namespacesLeft": stale,
-                "kept": str(self.work) if self.keep else None}
-
+        stale = [
+            line
+            for line in run("ip", "netns", "list", check=False).stdout.splitlines()
+            if line.startswith(NAME_PREFIX)
+        ]
+        return {
+            "leftoverProcessesKilled": left,
+            "namespacesLeft": stale,
+            "kept": str(self.work) if self.keep else None,
+        }
 
 
 DASHBOARD_HEADERS = {"Authorization": f"Bearer {RAY_AUTH_TOKEN}"}
@@ -405,15 +507,17 @@ def kill_netns_processes(netns: str) -> int:
 
 def q(value) -> str:
     import shlex
+
     return shlex.quote(str(value))
 
 
 def load_config() -> dict:
     import yaml
+
     return yaml.safe_load(SERVE_CONFIG.read_text(encoding="utf-8"))
 
 
 def dump_config(config: dict, path: Path) -> None:
     import yaml
-    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
 
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")

@@ -6,6 +6,7 @@ the head's proxy; it records its figures under `findings` and its verdicts throu
 `scenario.check`. They need nothing but the cluster, the service's HTTP API and, for the slot
 drill, a short Ray driver run inside the head's namespaces.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -19,18 +20,18 @@ import time
 import uuid
 from pathlib import Path
 
-SWEEP_TIMEOUT_S = 60.0          # for every node to delete a deleted workspace's copy
-FREEZE_LIMIT_S = 8.0            # a node stopped (SIGSTOP) at most this long: under Ray's health
+SWEEP_TIMEOUT_S = 60.0  # for every node to delete a deleted workspace's copy
+FREEZE_LIMIT_S = 8.0  # a node stopped (SIGSTOP) at most this long: under Ray's health
 #                                 check's failure bound (5 missed checks 3 s apart), so the
 #                                 cluster does not count it dead
-RACE_ATTEMPTS = 3               # a wake that did not wait on the stopped node is no race: again
+RACE_ATTEMPTS = 3  # a wake that did not wait on the stopped node is no race: again
 RACE_POLL_S = 0.05
 S3_OUTAGE_WRITES = 5
-DRILL_HTTP_TIMEOUT_S = 60.0     # a held-up wake or delete, an unconfirmable write: well within
+DRILL_HTTP_TIMEOUT_S = 60.0  # a held-up wake or delete, an unconfirmable write: well within
 S3_RETURN_TIMEOUT_S = 90.0
 SLOT_RESOURCE = "minisphere_workspace_slots"
 HOLDER_TIMEOUT_S = 90.0
-HOLDER_SETTLE_S = 3.0           # slots freed by hibernations show in Ray's view within this
+HOLDER_SETTLE_S = 3.0  # slots freed by hibernations show in Ray's view within this
 HOLDER_SETTLE_LIMIT_S = 20.0
 MOMENT_MARGIN_S = 2.2
 
@@ -88,8 +89,11 @@ def standing(sc, http, workspace_id: str, headers: dict) -> dict:
     """Where the workspace runs, where its copy came from, and how many entries it holds."""
     found = record(sc, http, workspace_id)
     activation = (found.get("durability") or {}).get("activation") or {}
-    return {"node": sc.name_of(found.get("nodeId")), "source": activation.get("source"),
-            "count": count_of(sc, http, workspace_id, headers)}
+    return {
+        "node": sc.name_of(found.get("nodeId")),
+        "source": activation.get("source"),
+        "count": count_of(sc, http, workspace_id, headers),
+    }
 
 
 def hibernate(sc, http, workspace_id: str) -> None:
@@ -105,11 +109,19 @@ def hibernate_all_on(sc, http, node_name: str) -> list[str]:
     return there
 
 
-def keyed_capture(sc, http, workspace_id: str, headers: dict, text: str,
-                  deadline_s: float = 120.0) -> str:
+def keyed_capture(
+    sc, http, workspace_id: str, headers: dict, text: str, deadline_s: float = 120.0
+) -> str:
     token = headers["Authorization"].split(" ", 1)[1]
-    answer = sc.call(http, workspace_id, token, "capture", {"content": text},
-                     key=uuid.uuid4().hex, deadline=time.monotonic() + deadline_s)
+    answer = sc.call(
+        http,
+        workspace_id,
+        token,
+        "capture",
+        {"content": text},
+        key=uuid.uuid4().hex,
+        deadline=time.monotonic() + deadline_s,
+    )
     if answer.status_code != 200:
         raise RuntimeError(f"capture on {workspace_id}: {answer.status_code} {answer.text[:300]}")
     return answer.json()["id"]
@@ -117,14 +129,14 @@ def keyed_capture(sc, http, workspace_id: str, headers: dict, text: str,
 
 def count_of(sc, http, workspace_id: str, headers: dict) -> int:
     token = headers["Authorization"].split(" ", 1)[1]
-    answer = sc.call(http, workspace_id, token, "getCount", {},
-                     deadline=time.monotonic() + 120.0)
+    answer = sc.call(http, workspace_id, token, "getCount", {}, deadline=time.monotonic() + 120.0)
     return answer.json()["count"]
 
 
 def slot_holders(sc, verb: str, *args: str) -> dict:
-    done = sc.run_on_head(sys.executable, "-c", SLOT_HOLDER_DRIVER, verb, *args,
-                          timeout=HOLDER_TIMEOUT_S + 30)
+    done = sc.run_on_head(
+        sys.executable, "-c", SLOT_HOLDER_DRIVER, verb, *args, timeout=HOLDER_TIMEOUT_S + 30
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -187,8 +199,14 @@ def forget_drill(sc, http) -> None:
     secret = f"forget-drill passphrase {uuid.uuid4().hex}"
     workspace_id, headers = sc.new_drill_workspace(http, "forget")
     entry = sc.drill(http, workspace_id, headers, "capture", {"content": "a harmless note"})["id"]
-    sc.drill(http, workspace_id, headers, "update", {"id": entry, "content": secret},
-             key=uuid.uuid4().hex)
+    sc.drill(
+        http,
+        workspace_id,
+        headers,
+        "update",
+        {"id": entry, "content": secret},
+        key=uuid.uuid4().hex,
+    )
     base = f"/v1/workspaces/{workspace_id}"
     version = sc.admin_step(http, "POST", f"{base}/snapshot").json()["version"]
     sc.admin_step(http, "POST", f"{base}/restore", json={"version": version})
@@ -198,8 +216,11 @@ def forget_drill(sc, http) -> None:
     sc.admin_step(http, "POST", f"{base}/snapshots/prune", json={"keep": 1})
     after = sc.holding(secret)
     sc.findings["forgetDrill"] = {"heldBefore": len(before), "heldAfter": after}
-    sc.check("a forgotten secret is in no node's file and no stored object",
-             bool(before) and not after, after)
+    sc.check(
+        "a forgotten secret is in no node's file and no stored object",
+        bool(before) and not after,
+        after,
+    )
 
 
 def delete_drill(sc, http) -> None:
@@ -208,7 +229,7 @@ def delete_drill(sc, http) -> None:
     secret = f"delete-drill launch code {uuid.uuid4().hex}"
     workspace_id, headers = sc.new_drill_workspace(http, "delete")
     sc.drill(http, workspace_id, headers, "capture", {"content": secret})
-    hibernate(sc, http, workspace_id)                        # its file stays on the worker
+    hibernate(sc, http, workspace_id)  # its file stays on the worker
     node = node_of(sc, http, workspace_id)
     before = sc.holding(secret)
     sc.admin_step(http, "DELETE", f"/v1/workspaces/{workspace_id}")
@@ -216,10 +237,17 @@ def delete_drill(sc, http) -> None:
     again = recreate(sc, http, workspace_id)
     count = sc.drill(http, workspace_id, again, "getCount", {})["count"]
     recalled = sc.drill(http, workspace_id, again, "recall", {"query": "launch code"})
-    sc.findings["deleteDrill"] = {"node": node, "heldBefore": before, "heldAfter": after,
-                                  "recreatedCount": count}
-    sc.check("a deleted workspace leaves no byte on any node or in the store",
-             any(h.startswith(node) for h in before) and not after, after)
+    sc.findings["deleteDrill"] = {
+        "node": node,
+        "heldBefore": before,
+        "heldAfter": after,
+        "recreatedCount": count,
+    }
+    sc.check(
+        "a deleted workspace leaves no byte on any node or in the store",
+        any(h.startswith(node) for h in before) and not after,
+        after,
+    )
     sc.check("the id created again starts empty", count == 0 and not recalled["items"], count)
 
 
@@ -247,8 +275,11 @@ def delete_racing_wake_drill(sc, http) -> None:
             break
     last = attempts[-1]
     sc.findings["raceDrill"] = {"attempts": attempts}
-    sc.check("a delete racing a wake wins: deleted, the wake refused",
-             last["raced"] and last.get("delete") == 200 and last.get("wake") == 404, attempts)
+    sc.check(
+        "a delete racing a wake wins: deleted, the wake refused",
+        last["raced"] and last.get("delete") == 200 and last.get("wake") == 404,
+        attempts,
+    )
     held = [a["heldAfter"] for a in attempts]
     sc.check("after a delete raced a wake no byte of it is left anywhere", not any(held), held)
     counts = [a["recreatedCount"] for a in attempts]
@@ -259,6 +290,7 @@ def race_once(sc, http) -> dict:
     """One wake and one delete of a new hibernated workspace, interleaved as the drill says;
     what each answered, whether they really raced, and what was left afterwards."""
     import httpx
+
     secret = f"race-drill vault combination {uuid.uuid4().hex}"
     workspace_id, headers = sc.new_drill_workspace(http, "race")
     sc.drill(http, workspace_id, headers, "capture", {"content": secret})
@@ -272,6 +304,7 @@ def race_once(sc, http) -> dict:
         def run() -> None:
             with httpx.Client(base_url=sc.url, timeout=DRILL_HTTP_TIMEOUT_S) as client:
                 answers[name] = client.request(verb, path, **kw).status_code
+
         thread = threading.Thread(target=run)
         thread.start()
         return thread
@@ -283,23 +316,37 @@ def race_once(sc, http) -> dict:
     held_up = workspace_hosting_pids(sc, node)
     with frozen(held_up):
         deadline = time.monotonic() + FREEZE_LIMIT_S
-        waker = send("wake", "POST", f"/v1/w/{workspace_id}/capture",
-                     headers={**headers, "Idempotency-Key": uuid.uuid4().hex},
-                     json={"content": "written by the wake that raced the delete"})
-        binding = until(lambda: "wake" in answers or
-                        (observed(lambda r: r["location"]["epoch"]) or 0) > epoch, deadline)
+        waker = send(
+            "wake",
+            "POST",
+            f"/v1/w/{workspace_id}/capture",
+            headers={**headers, "Idempotency-Key": uuid.uuid4().hex},
+            json={"content": "written by the wake that raced the delete"},
+        )
+        binding = until(
+            lambda: "wake" in answers or (observed(lambda r: r["location"]["epoch"]) or 0) > epoch,
+            deadline,
+        )
         binding = binding and "wake" not in answers
         deleter = send("delete", "DELETE", f"/v1/workspaces/{workspace_id}", headers=sc.admin)
         deleting = binding and until(
-            lambda: "wake" in answers or observed(lambda r: r["state"]) == "deleting", deadline)
+            lambda: "wake" in answers or observed(lambda r: r["state"]) == "deleting", deadline
+        )
         raced = deleting and "wake" not in answers
     waker.join(DRILL_HTTP_TIMEOUT_S)
     deleter.join(DRILL_HTTP_TIMEOUT_S)
     after = gone_everywhere(sc, secret)
     again = recreate(sc, http, workspace_id)
     count = sc.drill(http, workspace_id, again, "getCount", {})["count"]
-    return {"node": node_name, "frozen": len(held_up), "raced": raced,
-            "bindSeenHeldUp": binding, **answers, "heldAfter": after, "recreatedCount": count}
+    return {
+        "node": node_name,
+        "frozen": len(held_up),
+        "raced": raced,
+        "bindSeenHeldUp": binding,
+        **answers,
+        "heldAfter": after,
+        "recreatedCount": count,
+    }
 
 
 # ---- a full node --------------------------------------------------------------------------------
@@ -310,8 +357,9 @@ def full_node_drill(sc, http) -> None:
     write. Then the other worker full too and it goes back: the copy left on its first node is
     older than the newest state and must not be opened."""
     workspace_id, headers = sc.new_drill_workspace(http, "full")
-    written = [keyed_capture(sc, http, workspace_id, headers, f"full-node write {n}")
-               for n in range(3)]
+    written = [
+        keyed_capture(sc, http, workspace_id, headers, f"full-node write {n}") for n in range(3)
+    ]
     home = node_of(sc, http, workspace_id)
     other = next(n.name for n in sc.nodes[1:] if n.name != home)
     holders: list[str] = []
@@ -321,18 +369,22 @@ def full_node_drill(sc, http) -> None:
         report["heldAtHome"] = hold_slots(sc, home, holders)
         written.append(keyed_capture(sc, http, workspace_id, headers, "woken on a full node"))
         report["evicted"] = standing(sc, http, workspace_id, headers)
-        sc.check("a wake on a full node makes room there: same node, every write kept",
-                 report["evicted"]["node"] == home and
-                 report["evicted"]["count"] == len(written), report["evicted"])
+        sc.check(
+            "a wake on a full node makes room there: same node, every write kept",
+            report["evicted"]["node"] == home and report["evicted"]["count"] == len(written),
+            report["evicted"],
+        )
 
         hibernate_all_on(sc, http, home)
         hold_slots(sc, home, holders)
         written.append(keyed_capture(sc, http, workspace_id, headers, "moved off a full node"))
         written.append(keyed_capture(sc, http, workspace_id, headers, "written after the move"))
         report["moved"] = standing(sc, http, workspace_id, headers)
-        sc.check("nothing to evict on the full node: moved, every acknowledged write kept",
-                 report["moved"]["node"] == other and
-                 report["moved"]["count"] == len(written), report["moved"])
+        sc.check(
+            "nothing to evict on the full node: moved, every acknowledged write kept",
+            report["moved"]["node"] == other and report["moved"]["count"] == len(written),
+            report["moved"],
+        )
 
         slot_holders(sc, "release", *holders)
         holders.clear()
@@ -340,9 +392,13 @@ def full_node_drill(sc, http) -> None:
         hold_slots(sc, other, holders)
         written.append(keyed_capture(sc, http, workspace_id, headers, "moved back home"))
         report["back"] = standing(sc, http, workspace_id, headers)
-        sc.check("moved back: the newest state, not the older copy left on the node",
-                 report["back"]["node"] == home and report["back"]["source"] != "local" and
-                 report["back"]["count"] == len(written), report["back"])
+        sc.check(
+            "moved back: the newest state, not the older copy left on the node",
+            report["back"]["node"] == home
+            and report["back"]["source"] != "local"
+            and report["back"]["count"] == len(written),
+            report["back"],
+        )
     finally:
         if holders:
             slot_holders(sc, "release", *holders)
@@ -362,18 +418,23 @@ def restore_to_moment_drill(sc, http) -> None:
     time.sleep(MOMENT_MARGIN_S)
     keyed_capture(sc, http, workspace_id, headers, "written after the moment")
     deadline = time.monotonic() + 60
-    while True:      # in async mode the replica may not hold the later write for a second
-        restored = http.post(f"/v1/workspaces/{workspace_id}/restore-to-moment",
-                             json={"timestamp": moment.strftime("%Y-%m-%dT%H:%M:%SZ")},
-                             headers=sc.admin)
+    while True:  # in async mode the replica may not hold the later write for a second
+        restored = http.post(
+            f"/v1/workspaces/{workspace_id}/restore-to-moment",
+            json={"timestamp": moment.strftime("%Y-%m-%dT%H:%M:%SZ")},
+            headers=sc.admin,
+        )
         if restored.status_code != 503 or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     listed = sc.drill(http, workspace_id, headers, "listRecent", {"n": 10})["items"]
     ids = [item["id"] for item in listed]
     sc.findings["momentDrill"] = {"status": restored.status_code, "ids": ids}
-    sc.check("a restore to a moment between two writes brings back exactly the first",
-             restored.status_code == 200 and ids == [first], (restored.status_code, ids))
+    sc.check(
+        "a restore to a moment between two writes brings back exactly the first",
+        restored.status_code == 200 and ids == [first],
+        (restored.status_code, ids),
+    )
 
 
 def s3_outage_drill(sc, http, workspaces: dict, target: str) -> None:
@@ -382,18 +443,24 @@ def s3_outage_drill(sc, http, workspaces: dict, target: str) -> None:
     sent again (same keys) are acknowledged once each, and they join the writes the worker-kill
     drill checks after restoring from the replica."""
     import httpx
+
     ws = workspaces[target]
     keys = [uuid.uuid4().hex for _ in range(S3_OUTAGE_WRITES)]
-    bodies = [{"content": f"written while S3 was down {n} {uuid.uuid4().hex}"}
-              for n in range(S3_OUTAGE_WRITES)]
+    bodies = [
+        {"content": f"written while S3 was down {n} {uuid.uuid4().hex}"}
+        for n in range(S3_OUTAGE_WRITES)
+    ]
     statuses: list[int | str] = [0] * S3_OUTAGE_WRITES
     codes: list[str] = [""] * S3_OUTAGE_WRITES
 
     def send(n: int) -> None:
         with httpx.Client(base_url=sc.url, timeout=DRILL_HTTP_TIMEOUT_S) as client:
             try:
-                answer = client.post(f"/v1/w/{target}/capture", json=bodies[n], headers={
-                    "Authorization": f"Bearer {ws['token']}", "Idempotency-Key": keys[n]})
+                answer = client.post(
+                    f"/v1/w/{target}/capture",
+                    json=bodies[n],
+                    headers={"Authorization": f"Bearer {ws['token']}", "Idempotency-Key": keys[n]},
+                )
             except httpx.HTTPError as exc:
                 statuses[n] = exc.__class__.__name__
                 return
@@ -419,10 +486,20 @@ def s3_outage_drill(sc, http, workspaces: dict, target: str) -> None:
         if answer.status_code == 200:
             acknowledged.append(answer.json()["id"])
     ws["late"].extend(acknowledged)
-    sc.findings["s3OutageDrill"] = {"workspace": target, "during": statuses, "codes": codes,
-                                    "outageS": round(outage_s, 1),
-                                    "acknowledgedAfter": len(acknowledged)}
-    sc.check("S3 stopped: sync writes answer 503, none acknowledged",
-             all(status == 503 for status in statuses), list(zip(statuses, codes)))
-    sc.check("S3 back: the same keyed writes acknowledged once each",
-             len(set(acknowledged)) == S3_OUTAGE_WRITES, acknowledged)
+    sc.findings["s3OutageDrill"] = {
+        "workspace": target,
+        "during": statuses,
+        "codes": codes,
+        "outageS": round(outage_s, 1),
+        "acknowledgedAfter": len(acknowledged),
+    }
+    sc.check(
+        "S3 stopped: sync writes answer 503, none acknowledged",
+        all(status == 503 for status in statuses),
+        list(zip(statuses, codes)),
+    )
+    sc.check(
+        "S3 back: the same keyed writes acknowledged once each",
+        len(set(acknowledged)) == S3_OUTAGE_WRITES,
+        acknowledged,
+    )

@@ -32,6 +32,7 @@ Always cleans up (namespaces, bridge, every process it started) and prints a sum
 `--json` the last line of stdout is the findings as JSON (what the CI test reads). Needs root, `ip`,
 `unshare`, `nsenter`. Hold /tmp/minisphere-ray.lock around it on a shared machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,9 +65,9 @@ from operator_cluster import (
 )
 
 WORKSPACES = 6
-WRITES_PER_WORKSPACE = 8                  # acknowledged and snapshotted before the worker stops
-WRITES_AFTER_SNAPSHOT = 2                 # acknowledged after the snapshot (on the replica only)
-CONCURRENT_WRITES = 500                   # keyed writes at once on the worker about to be killed
+WRITES_PER_WORKSPACE = 8  # acknowledged and snapshotted before the worker stops
+WRITES_AFTER_SNAPSHOT = 2  # acknowledged after the snapshot (on the replica only)
+CONCURRENT_WRITES = 500  # keyed writes at once on the worker about to be killed
 CONCURRENT_WRITERS = 32
 # async replication's loss window: Litestream ships a file's new transactions every second; the
 # rest is margin for a busy shared machine (a write answered just before a sync began)
@@ -76,9 +77,7 @@ DEPLOY_TIMEOUT_S = 150.0
 RECOVERY_TIMEOUT_S = 120.0
 REDEPLOY_TIMEOUT_S = 150.0
 NODE_STOP_TIMEOUT_S = 60.0
-REDEPLOY_WRITE_PAUSE_S = 0.05             # between the writes kept going during the redeploy
-
-
+REDEPLOY_WRITE_PAUSE_S = 0.05  # between the writes kept going during the redeploy
 
 
 class Scenario(Cluster):
@@ -87,13 +86,13 @@ class Scenario(Cluster):
         # the local-store run uses async replication (the S3 run the checked-in sync), and no
         # spares, so the full-node drill's moves are not served by a spare on the full node
         self.replication = "async" if store == "local" else "sync"
-        self.acknowledged_at: dict[str, float] = {}   # entry id -> when its write was answered
+        self.acknowledged_at: dict[str, float] = {}  # entry id -> when its write was answered
         self.killed_at: float | None = None
 
     # ---- checks and timings ---------------------------------------------------------------------
     def check(self, name: str, ok: bool, detail=None) -> bool:
         self.findings["checks"][name] = bool(ok)
-        if not ok:      # what a failed CI run shows first (the log's tail may be cut)
+        if not ok:  # what a failed CI run shows first (the log's tail may be cut)
             self.findings.setdefault("details", {})[name] = repr(detail)[:1000]
         log(f"{'ok  ' if ok else 'FAIL'} {name}" + (f": {detail}" if detail is not None else ""))
         return ok
@@ -107,11 +106,20 @@ class Scenario(Cluster):
             self.findings["timings"][phase] = round(time.monotonic() - started, 1)
 
     # ---- HTTP, as the service's users see it ----------------------------------------------------
-    def call(self, http, workspace: str, token: str, method: str, body: dict,
-             key: str | None = None, deadline: float | None = None):
+    def call(
+        self,
+        http,
+        workspace: str,
+        token: str,
+        method: str,
+        body: dict,
+        key: str | None = None,
+        deadline: float | None = None,
+    ):
         """One workspace call; until `deadline`, a 503 / connection error is sent again (with
         the same Idempotency-Key, so a write cannot apply twice)."""
         import httpx
+
         headers = {"Authorization": f"Bearer {token}"}
         if key:
             headers["Idempotency-Key"] = key
@@ -127,22 +135,24 @@ class Scenario(Cluster):
                     raise
                 last = repr(exc)
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"{workspace}.{method}: no answer before the deadline; "
-                                   f"the last: {last}")
+                raise TimeoutError(
+                    f"{workspace}.{method}: no answer before the deadline; the last: {last}"
+                )
             time.sleep(POLL_S)
 
     def route_checks(self, http) -> dict:
         import httpx
+
         # RAY_SERVE_THROUGHPUT_OPTIMIZED=1 (the env file, as infra/README.md asks) turns on
         # Serve's direct ingress in Ray 2.60: one HTTP proxy, on the head, whatever
         # proxy_location says; the workers' replicas take requests from it
-        self.check("the head's proxy answers /healthz",
-                   http.get("/healthz").status_code == 200)
+        self.check("the head's proxy answers /healthz", http.get("/healthz").status_code == 200)
         self.findings["proxies"] = {}
         for node in self.nodes[1:]:
             try:
                 self.findings["proxies"][node.name] = httpx.get(
-                    f"http://{node.ip}:{SERVE_PORT}/healthz", timeout=HTTP_TIMEOUT_S).status_code
+                    f"http://{node.ip}:{SERVE_PORT}/healthz", timeout=HTTP_TIMEOUT_S
+                ).status_code
             except httpx.HTTPError as exc:
                 self.findings["proxies"][node.name] = exc.__class__.__name__
         self.check("contracts listed", http.get("/v1/contracts").status_code == 200)
@@ -157,31 +167,49 @@ class Scenario(Cluster):
         deadline = time.monotonic() + DEPLOY_TIMEOUT_S
         for workspace_id, ws in workspaces.items():
             for n in range(WRITES_PER_WORKSPACE):
-                answer = self.call(http, workspace_id, ws["token"], "capture", {
-                    "content": f"{workspace_id} decision {n} {uuid.uuid4().hex}: 東京 ünïcødé",
-                    "tags": ["operator"]}, key=uuid.uuid4().hex, deadline=deadline)
+                answer = self.call(
+                    http,
+                    workspace_id,
+                    ws["token"],
+                    "capture",
+                    {
+                        "content": f"{workspace_id} decision {n} {uuid.uuid4().hex}: 東京 ünïcødé",
+                        "tags": ["operator"],
+                    },
+                    key=uuid.uuid4().hex,
+                    deadline=deadline,
+                )
                 if answer.status_code != 200 or answer.json().get("outcome") != "stored":
-                    raise RuntimeError(f"capture on {workspace_id}: {answer.status_code} "
-                                       f"{answer.text[:300]}")
+                    raise RuntimeError(
+                        f"capture on {workspace_id}: {answer.status_code} {answer.text[:300]}"
+                    )
                 ws["ids"].append(answer.json()["id"])
         first = next(iter(workspaces.values()))
         first_id = next(iter(workspaces))
         count = self.call(http, first_id, first["token"], "getCount", {}).json()["count"]
         self.check("getCount after writes", count == WRITES_PER_WORKSPACE, count)
-        recalled = self.call(http, first_id, first["token"], "recall",
-                             {"query": "decision", "topK": 3}).json()
+        recalled = self.call(
+            http, first_id, first["token"], "recall", {"query": "decision", "topK": 3}
+        ).json()
         self.check("recall finds the writes", len(recalled.get("items", [])) > 0)
         other_id = list(workspaces)[1]
         foreign = self.call(http, other_id, first["token"], "getCount", {})
-        self.check("a workspace token is refused on another workspace",
-                   foreign.status_code in (401, 403), foreign.status_code)
+        self.check(
+            "a workspace token is refused on another workspace",
+            foreign.status_code in (401, 403),
+            foreign.status_code,
+        )
         # Ray starts a worker whose runtime env is not empty through its setup_worker.py shim
         # (a second interpreter); the raylet decides from exactly this field of the actor
-        actors = [a for a in self.state("actors", class_name="WorkspaceActor")
-                  if a["state"] == "ALIVE"]
+        actors = [
+            a for a in self.state("actors", class_name="WorkspaceActor") if a["state"] == "ALIVE"
+        ]
         shimmed = [a["name"] for a in actors if a.get("serialized_runtime_env") not in ("", "{}")]
-        self.check("workspace actors start without Ray's runtime-env shim",
-                   bool(actors) and not shimmed, {"alive": len(actors), "shimmed": shimmed[:5]})
+        self.check(
+            "workspace actors start without Ray's runtime-env shim",
+            bool(actors) and not shimmed,
+            {"alive": len(actors), "shimmed": shimmed[:5]},
+        )
         return workspaces
 
     def placement(self, http, workspaces: dict) -> dict[str, str]:
@@ -198,21 +226,27 @@ class Scenario(Cluster):
                 raise RuntimeError(f"snapshot {workspace_id}: {answer.status_code} {answer.text}")
         for workspace_id, ws in workspaces.items():
             for n in range(WRITES_AFTER_SNAPSHOT):
-                answer = self.call(http, workspace_id, ws["token"], "capture", {
-                    "content": f"{workspace_id} late note {n} {uuid.uuid4().hex}"})
+                answer = self.call(
+                    http,
+                    workspace_id,
+                    ws["token"],
+                    "capture",
+                    {"content": f"{workspace_id} late note {n} {uuid.uuid4().hex}"},
+                )
                 ws["late"].append(answer.json()["id"])
 
-    def present(self, http, workspace_id: str, token: str, ids: list[str],
-                deadline: float) -> int:
+    def present(self, http, workspace_id: str, token: str, ids: list[str], deadline: float) -> int:
         found = 0
         for entry_id in ids:
-            answer = self.call(http, workspace_id, token, "getEntry", {"id": entry_id},
-                               deadline=deadline)
+            answer = self.call(
+                http, workspace_id, token, "getEntry", {"id": entry_id}, deadline=deadline
+            )
             here = answer.status_code == 200 and answer.json().get("id") == entry_id
             found += here
-            if not here:            # what a missing write answered: for the findings
+            if not here:  # what a missing write answered: for the findings
                 self.findings.setdefault("missing", []).append(
-                    [workspace_id, entry_id, answer.status_code, answer.text[:160]])
+                    [workspace_id, entry_id, answer.status_code, answer.text[:160]]
+                )
         return found
 
     # ---- nothing deleted or forgotten survives on any node -------------------------------------
@@ -252,14 +286,19 @@ class Scenario(Cluster):
         listed is skipped)."""
         import boto3
         from botocore.exceptions import ClientError
-        s3 = boto3.client("s3", endpoint_url=self.s3_endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
+
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=self.s3_endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
         bucket = self.config_env(load_config())["MINISPHERE_S3_BUCKET"]
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
             for item in page.get("Contents", []):
                 try:
-                    yield item["Key"], s3.get_object(Bucket=bucket,
-                                                     Key=item["Key"])["Body"].read()
+                    yield item["Key"], s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
                 except ClientError:
                     continue
 
@@ -270,13 +309,24 @@ class Scenario(Cluster):
             raise RuntimeError(f"create {workspace_id}: {made.status_code} {made.text}")
         return workspace_id, {"Authorization": f"Bearer {made.json()['token']}"}
 
-    def drill(self, http, workspace_id: str, headers: dict, method: str, body: dict,
-              key: str | None = None) -> dict:
-        answer = http.post(f"/v1/w/{workspace_id}/{method}", json=body,
-                           headers={**headers, **({"Idempotency-Key": key} if key else {})})
+    def drill(
+        self,
+        http,
+        workspace_id: str,
+        headers: dict,
+        method: str,
+        body: dict,
+        key: str | None = None,
+    ) -> dict:
+        answer = http.post(
+            f"/v1/w/{workspace_id}/{method}",
+            json=body,
+            headers={**headers, **({"Idempotency-Key": key} if key else {})},
+        )
         if answer.status_code != 200:
-            raise RuntimeError(f"{method} on {workspace_id}: {answer.status_code} "
-                               f"{answer.text[:300]}")
+            raise RuntimeError(
+                f"{method} on {workspace_id}: {answer.status_code} {answer.text[:300]}"
+            )
         return answer.json()
 
     def admin_step(self, http, verb: str, path: str, **kw):
@@ -287,15 +337,19 @@ class Scenario(Cluster):
 
     def drills(self, http, workspaces: dict) -> None:
         import operator_drills as drills  # this file's folder (run as a script)
-        for name, drill in (("forget", drills.forget_drill), ("delete", drills.delete_drill),
-                            ("delete racing a wake", drills.delete_racing_wake_drill),
-                            ("restore to a moment", drills.restore_to_moment_drill)):
+
+        for name, drill in (
+            ("forget", drills.forget_drill),
+            ("delete", drills.delete_drill),
+            ("delete racing a wake", drills.delete_racing_wake_drill),
+            ("restore to a moment", drills.restore_to_moment_drill),
+        ):
             with self.timed(f"drill: {name}"):
                 drill(self, http)
-        if self.store == "local":       # no spares here: a full node's wakes really move
+        if self.store == "local":  # no spares here: a full node's wakes really move
             with self.timed("drill: full node"):
                 drills.full_node_drill(self, http)
-        else:                           # sync replication to the S3 server on the bridge
+        else:  # sync replication to the S3 server on the bridge
             with self.timed("drill: S3 down"):
                 drills.s3_outage_drill(self, http, workspaces, next(iter(workspaces)))
 
@@ -304,21 +358,27 @@ class Scenario(Cluster):
         """CONCURRENT_WRITES keyed captures at once over `targets`; the acknowledged ids of each
         (a 503 is sent again with its key, so each write is applied at most once)."""
         import httpx
+
         acknowledged: dict[str, list[str]] = {w: [] for w in targets}
         lock = threading.Lock()
 
         def one(n: int) -> None:
             workspace_id = targets[n % len(targets)]
             with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S) as client:
-                answer = self.call(client, workspace_id, workspaces[workspace_id]["token"],
-                                   "capture", {"content": f"concurrent write {n} "
-                                                          f"{uuid.uuid4().hex}"},
-                                   key=uuid.uuid4().hex,
-                                   deadline=time.monotonic() + RECOVERY_TIMEOUT_S)
+                answer = self.call(
+                    client,
+                    workspace_id,
+                    workspaces[workspace_id]["token"],
+                    "capture",
+                    {"content": f"concurrent write {n} {uuid.uuid4().hex}"},
+                    key=uuid.uuid4().hex,
+                    deadline=time.monotonic() + RECOVERY_TIMEOUT_S,
+                )
             if answer.status_code == 200:
                 with lock:
                     acknowledged[workspace_id].append(answer.json()["id"])
                     self.acknowledged_at[answer.json()["id"]] = time.monotonic()
+
         with ThreadPoolExecutor(CONCURRENT_WRITERS) as pool:
             list(pool.map(one, range(CONCURRENT_WRITES)))
         return acknowledged
@@ -328,8 +388,9 @@ class Scenario(Cluster):
         every process in its namespace (raylet, Litestream, actors: no `ray stop`, nothing
         flushed on the way out): with `MINISPHERE_REPLICATION=sync` every acknowledged write
         is served from the other worker, restored from the replica, none doubled."""
-        per_worker = {n.name: [w for w, where in placed.items() if where == n.name]
-                      for n in self.nodes[1:]}
+        per_worker = {
+            n.name: [w for w, where in placed.items() if where == n.name] for n in self.nodes[1:]
+        }
         victim_name = max(per_worker, key=lambda name: len(per_worker[name]))
         victim = next(n for n in self.nodes if n.name == victim_name)
         moved = per_worker[victim_name]
@@ -341,8 +402,11 @@ class Scenario(Cluster):
         for workspace_id, ids in late.items():
             workspaces[workspace_id]["late"].extend(ids)
         acknowledged = sum(len(ids) for ids in late.values())
-        self.check("the concurrent writes were acknowledged",
-                   acknowledged == CONCURRENT_WRITES, acknowledged)
+        self.check(
+            "the concurrent writes were acknowledged",
+            acknowledged == CONCURRENT_WRITES,
+            acknowledged,
+        )
         with self.timed("kill -9"):
             killed = kill_netns_processes(victim.netns)
             self.killed_at = time.monotonic()
@@ -350,46 +414,60 @@ class Scenario(Cluster):
         self.findings["killed"] = {"worker": victim_name, "processes": killed}
         self.served_again(http, workspaces, placed, moved, victim_name)
 
-    def served_again(self, http, workspaces: dict, placed: dict, moved: list[str],
-                     victim_name: str) -> None:
+    def served_again(
+        self, http, workspaces: dict, placed: dict, moved: list[str], victim_name: str
+    ) -> None:
         """Every workspace answers again; the moved ones from the replica, every acknowledged
         write present once; and they take writes again."""
         deadline = time.monotonic() + RECOVERY_TIMEOUT_S
         started = time.monotonic()
         report = {}
         for workspace_id, ws in workspaces.items():
-            answer = self.call(http, workspace_id, ws["token"], "getCount", {},
-                               deadline=deadline)
+            answer = self.call(http, workspace_id, ws["token"], "getCount", {}, deadline=deadline)
             if answer.status_code != 200:
-                raise RuntimeError(f"{workspace_id} after the kill: {answer.status_code} "
-                                   f"{answer.text[:300]}")
+                raise RuntimeError(
+                    f"{workspace_id} after the kill: {answer.status_code} {answer.text[:300]}"
+                )
             report[workspace_id] = {"count": answer.json()["count"]}
         self.findings["timings"]["served again after the kill"] = round(
-            time.monotonic() - started, 1)
+            time.monotonic() - started, 1
+        )
         after = self.placement(http, workspaces)
         for workspace_id, ws in workspaces.items():
             record = http.get(f"/v1/workspaces/{workspace_id}", headers=self.admin).json()
             activation = (record.get("durability") or {}).get("activation") or {}
             report[workspace_id].update(
-                before=placed[workspace_id], after=after[workspace_id],
+                before=placed[workspace_id],
+                after=after[workspace_id],
                 source=activation.get("source"),
                 snapshotted=self.present(http, workspace_id, ws["token"], ws["ids"], deadline),
                 late=self.present(http, workspace_id, ws["token"], ws["late"], deadline),
-                acknowledged=len(ws["ids"]) + len(ws["late"]))
+                acknowledged=len(ws["ids"]) + len(ws["late"]),
+            )
         self.findings["moved"] = {w: report[w] for w in moved}
         self.findings["writesChecked"] = sum(r["acknowledged"] for r in report.values())
-        self.check("moved workspaces now on the other worker",
-                   all(report[w]["after"] not in (victim_name, "?") for w in moved),
-                   {w: report[w]["after"] for w in moved})
-        self.check("moved workspaces restored from their replicas",
-                   all(report[w]["source"] == "replica" for w in moved),
-                   {w: report[w]["source"] for w in moved})
+        self.check(
+            "moved workspaces now on the other worker",
+            all(report[w]["after"] not in (victim_name, "?") for w in moved),
+            {w: report[w]["after"] for w in moved},
+        )
+        self.check(
+            "moved workspaces restored from their replicas",
+            all(report[w]["source"] == "replica" for w in moved),
+            {w: report[w]["source"] for w in moved},
+        )
         self.loss_checks(report)
-        for workspace_id in moved:        # and they take writes again
+        for workspace_id in moved:  # and they take writes again
             ws = workspaces[workspace_id]
-            answer = self.call(http, workspace_id, ws["token"], "capture",
-                               {"content": f"{workspace_id} after the move {uuid.uuid4().hex}"},
-                               key=uuid.uuid4().hex, deadline=deadline)
+            answer = self.call(
+                http,
+                workspace_id,
+                ws["token"],
+                "capture",
+                {"content": f"{workspace_id} after the move {uuid.uuid4().hex}"},
+                key=uuid.uuid4().hex,
+                deadline=deadline,
+            )
             ws["ids"].append(answer.json()["id"])
         self.check("moved workspaces take writes again", True)
 
@@ -398,39 +476,56 @@ class Scenario(Cluster):
         documented window before the kill may be missing. Either way none is there twice."""
         present = {w: r["snapshotted"] + r["late"] for w, r in report.items()}
         missing = [entry for _, entry, *_ in self.findings.get("missing", [])]
-        ages = [round(self.killed_at - self.acknowledged_at[entry], 2) if
-                entry in self.acknowledged_at and self.killed_at else None for entry in missing]
-        self.findings["loss"] = {"mode": self.replication, "lost": len(missing),
-                                 "acknowledgedSecondsBeforeKill": sorted(ages, key=str)[:20]}
+        ages = [
+            round(self.killed_at - self.acknowledged_at[entry], 2)
+            if entry in self.acknowledged_at and self.killed_at
+            else None
+            for entry in missing
+        ]
+        self.findings["loss"] = {
+            "mode": self.replication,
+            "lost": len(missing),
+            "acknowledgedSecondsBeforeKill": sorted(ages, key=str)[:20],
+        }
         if self.replication == "sync":
-            self.check("no acknowledged write lost",
-                       all(present[w] == r["acknowledged"] for w, r in report.items()),
-                       {w: (present[w], r["acknowledged"]) for w, r in report.items()})
+            self.check(
+                "no acknowledged write lost",
+                all(present[w] == r["acknowledged"] for w, r in report.items()),
+                {w: (present[w], r["acknowledged"]) for w, r in report.items()},
+            )
         else:
-            self.check(f"async: only writes answered in the last {ASYNC_LOSS_WINDOW_S} s "
-                       "before the kill lost",
-                       all(age is not None and age <= ASYNC_LOSS_WINDOW_S for age in ages), ages)
-        self.check("no acknowledged write applied twice",
-                   all(r["count"] == present[w] for w, r in report.items()),
-                   {w: (r["count"], present[w]) for w, r in report.items()})
+            self.check(
+                f"async: only writes answered in the last {ASYNC_LOSS_WINDOW_S} s "
+                "before the kill lost",
+                all(age is not None and age <= ASYNC_LOSS_WINDOW_S for age in ages),
+                ages,
+            )
+        self.check(
+            "no acknowledged write applied twice",
+            all(r["count"] == present[w] for w, r in report.items()),
+            {w: (r["count"], present[w]) for w, r in report.items()},
+        )
 
     # ---- redeploy -----------------------------------------------------------------------------
     def redeploy(self, http, workspaces: dict, base_config: dict) -> None:
         changed = copy.deepcopy(base_config)
         deployment = changed["applications"][0]["deployments"][0]
         deployment["autoscaling_config"]["min_replicas"] = 2
-        self.config_env(changed)["MINISPHERE_MIN_REPLICAS"] = "2"   # new env: new replicas
+        self.config_env(changed)["MINISPHERE_MIN_REPLICAS"] = "2"  # new env: new replicas
         path = self.work / "serve_config.changed.yaml"
         dump_config(changed, path)
         before = self.singletons()
         acknowledged: dict[str, list[str]] = {w: [] for w in list(workspaces)[:2]}
-        counts = {w: self.call(http, w, workspaces[w]["token"], "getCount", {}).json()["count"]
-                  for w in acknowledged}
+        counts = {
+            w: self.call(http, w, workspaces[w]["token"], "getCount", {}).json()["count"]
+            for w in acknowledged
+        }
         stop = threading.Event()
         errors: list[str] = []
 
         def keep_writing():
             import httpx
+
             with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S) as client:
                 n = 0
                 while not stop.is_set():
@@ -438,10 +533,14 @@ class Scenario(Cluster):
                         n += 1
                         try:
                             answer = self.call(
-                                client, workspace_id, workspaces[workspace_id]["token"],
-                                "capture", {"content": f"redeploy write {n} {uuid.uuid4().hex}"},
+                                client,
+                                workspace_id,
+                                workspaces[workspace_id]["token"],
+                                "capture",
+                                {"content": f"redeploy write {n} {uuid.uuid4().hex}"},
                                 key=uuid.uuid4().hex,
-                                deadline=time.monotonic() + REDEPLOY_TIMEOUT_S)
+                                deadline=time.monotonic() + REDEPLOY_TIMEOUT_S,
+                            )
                         except TimeoutError as exc:
                             errors.append(str(exc))
                             continue
@@ -456,32 +555,50 @@ class Scenario(Cluster):
         with self.timed("redeploy"):
             self.serve_deploy(path)
             status = self.wait_running(REDEPLOY_TIMEOUT_S, replicas=2)
-        time.sleep(2)                    # writes keep going on the new replicas
+        time.sleep(2)  # writes keep going on the new replicas
         stop.set()
         writer.join(REDEPLOY_TIMEOUT_S)
         after = self.singletons()
         deadline = time.monotonic() + RECOVERY_TIMEOUT_S
-        kept = {w: self.present(http, w, workspaces[w]["token"], ids, deadline)
-                for w, ids in acknowledged.items()}
-        final = {w: self.call(http, w, workspaces[w]["token"], "getCount", {}).json()["count"]
-                 for w in acknowledged}
+        kept = {
+            w: self.present(http, w, workspaces[w]["token"], ids, deadline)
+            for w, ids in acknowledged.items()
+        }
+        final = {
+            w: self.call(http, w, workspaces[w]["token"], "getCount", {}).json()["count"]
+            for w in acknowledged
+        }
         written = sum(len(ids) for ids in acknowledged.values())
         self.findings["redeploy"] = {
-            "change": "min_replicas 1 -> 2 (and MINISPHERE_MIN_REPLICAS)", **status,
-            "writesDuring": written, "writesKept": sum(kept.values()), "errors": errors[:5],
+            "change": "min_replicas 1 -> 2 (and MINISPHERE_MIN_REPLICAS)",
+            **status,
+            "writesDuring": written,
+            "writesKept": sum(kept.values()),
+            "errors": errors[:5],
             "directory": len(after["DirectoryActor"]),
-            "scheduler": len(after["ScheduledTasksActor"])}
+            "scheduler": len(after["ScheduledTasksActor"]),
+        }
         self.findings["writesChecked"] = self.findings.get("writesChecked", 0) + written
-        self.check("writes kept going during the redeploy", written > 0 and not errors,
-                   f"{written} acknowledged, {len(errors)} failed")
-        self.check("no acknowledged write lost in the redeploy",
-                   all(kept[w] == len(acknowledged[w]) for w in acknowledged), kept)
-        self.check("no write applied twice",
-                   all(final[w] == counts[w] + len(acknowledged[w]) for w in acknowledged),
-                   {w: (counts[w], len(acknowledged[w]), final[w]) for w in acknowledged})
-        self.check("one directory and one scheduler, the same ones",
-                   before == after and all(len(v) == 1 for v in after.values()),
-                   {k: len(v) for k, v in after.items()})
+        self.check(
+            "writes kept going during the redeploy",
+            written > 0 and not errors,
+            f"{written} acknowledged, {len(errors)} failed",
+        )
+        self.check(
+            "no acknowledged write lost in the redeploy",
+            all(kept[w] == len(acknowledged[w]) for w in acknowledged),
+            kept,
+        )
+        self.check(
+            "no write applied twice",
+            all(final[w] == counts[w] + len(acknowledged[w]) for w in acknowledged),
+            {w: (counts[w], len(acknowledged[w]), final[w]) for w in acknowledged},
+        )
+        self.check(
+            "one directory and one scheduler, the same ones",
+            before == after and all(len(v) == 1 for v in after.values()),
+            {k: len(v) for k, v in after.items()},
+        )
         self.check("the changed config is live", status["replicas"] >= 2, status)
 
     # ---- the whole run --------------------------------------------------------------------------
@@ -511,6 +628,7 @@ class Scenario(Cluster):
 
     def procedure(self) -> None:
         import httpx
+
         with self.timed("network"):
             self.network_up()
         endpoint = self.s3_endpoint = self.start_s3() if self.store == "s3" else None
@@ -519,57 +637,70 @@ class Scenario(Cluster):
         config_path = SERVE_CONFIG
         if self.store == "local":
             base = copy.deepcopy(base)
-            self.config_env(base).update(MINISPHERE_SNAPSHOT_STORE="local",
-                                         MINISPHERE_REPLICATION=self.replication,
-                                         MINISPHERE_SPARE_ACTORS="0")
+            self.config_env(base).update(
+                MINISPHERE_SNAPSHOT_STORE="local",
+                MINISPHERE_REPLICATION=self.replication,
+                MINISPHERE_SPARE_ACTORS="0",
+            )
             config_path = self.work / "serve_config.local.yaml"
             dump_config(base, config_path)
-        self.findings["config"] = str(config_path.relative_to(ROOT)
-                                      if config_path == SERVE_CONFIG else
-                                      "infra/serve_config.yaml with "
-                                      "MINISPHERE_SNAPSHOT_STORE=local, "
-                                      "MINISPHERE_REPLICATION=async, "
-                                      "MINISPHERE_SPARE_ACTORS=0")
+        self.findings["config"] = str(
+            config_path.relative_to(ROOT)
+            if config_path == SERVE_CONFIG
+            else "infra/serve_config.yaml with "
+            "MINISPHERE_SNAPSHOT_STORE=local, "
+            "MINISPHERE_REPLICATION=async, "
+            "MINISPHERE_SPARE_ACTORS=0"
+        )
         with self.timed("cluster up"):
             self.cluster_up()
         log(f"nodes: {self.findings['nodes']}")
         with self.timed("serve deploy"):
             self.serve_deploy(config_path)
             self.findings["deployed"] = self.wait_running(DEPLOY_TIMEOUT_S)
-        with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S,
-                          headers={}) as http:
+        with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S, headers={}) as http:
             with self.timed("route checks"):
                 workspaces = self.route_checks(http)
                 placed = self.placement(http, workspaces)
                 self.snapshot_all(http, workspaces)
             self.findings["placedOn"] = placed
             log(f"placed: {placed}")
-            self.check("one directory and one scheduler after the deploy",
-                       all(len(v) == 1 for v in self.singletons().values()))
+            self.check(
+                "one directory and one scheduler after the deploy",
+                all(len(v) == 1 for v in self.singletons().values()),
+            )
             self.drills(http, workspaces)
-            placed = self.placement(http, workspaces)    # the drills may have moved some
+            placed = self.placement(http, workspaces)  # the drills may have moved some
             self.kill_worker(http, workspaces, placed)
             self.redeploy(http, workspaces, base)
         self.findings["ok"] = all(self.findings["checks"].values())
 
 
-
 def summary(findings: dict) -> str:
-    lines = [f"operator scenario ({findings['store']} snapshots): "
-             f"{'PASSED' if findings.get('ok') else 'FAILED'}"]
+    lines = [
+        f"operator scenario ({findings['store']} snapshots): "
+        f"{'PASSED' if findings.get('ok') else 'FAILED'}"
+    ]
     for node in findings.get("nodes", []):
-        lines.append(f"  node {node['name']:<4} {node['ip']:<12} {node['nodeId']}  "
-                     f"CPU {node['cpus']:g}  workspace slots {node['slots']:g}")
+        lines.append(
+            f"  node {node['name']:<4} {node['ip']:<12} {node['nodeId']}  "
+            f"CPU {node['cpus']:g}  workspace slots {node['slots']:g}"
+        )
     if "proxies" in findings:
         lines.append(f"  workers' own port {SERVE_PORT} (no proxy expected): {findings['proxies']}")
     if "placedOn" in findings:
         lines.append(f"  placed: {findings['placedOn']}")
     if "stopped" in findings:
         moved = findings.get("moved", {})
-        lines.append(f"  kill -9 on {findings['stopped']}: {len(moved)} workspaces moved -> "
-                     + ", ".join(f"{w} {r['before']}->{r['after']} ({r['source']}, "
-                                 f"{r['snapshotted'] + r['late']} of {r['acknowledged']} "
-                                 "acknowledged writes present)" for w, r in moved.items()))
+        lines.append(
+            f"  kill -9 on {findings['stopped']}: {len(moved)} workspaces moved -> "
+            + ", ".join(
+                f"{w} {r['before']}->{r['after']} ({r['source']}, "
+                f"{r['snapshotted'] + r['late']} of {r['acknowledged']} "
+                "acknowledged writes present)"
+                for w, r in moved.items()
+            )
+        )
     lines.append(f"  writes checked: {findings.get('writesChecked', 0)}")
     if "redeploy" in findings:
         lines.append(f"  redeploy: {findings['redeploy']}")
@@ -590,9 +721,13 @@ def interrupted(*_) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", choices=("s3", "local"), default="s3",
-                        help="snapshot store: s3 (moto on the bridge; the config unchanged) or "
-                             "local (one folder every node mounts)")
+    parser.add_argument(
+        "--store",
+        choices=("s3", "local"),
+        default="s3",
+        help="snapshot store: s3 (moto on the bridge; the config unchanged) or "
+        "local (one folder every node mounts)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the nodes' folders and logs")
     parser.add_argument("--json", action="store_true", help="findings as JSON on the last line")
     args = parser.parse_args(argv)

@@ -5,6 +5,7 @@ what it did (kept in the findings) or None when it found no target (nothing is c
 Every process is found by its command line among the processes of a node's network namespace,
 so a fault never reaches anything outside the cluster it was given.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,12 +23,13 @@ def files_under(root: Path):
         for name in names:
             yield Path(folder) / name
 
-FREEZE_S = (2.0, 6.0)          # a stopped daemon or raylet: under Ray's health-check bound
+
+FREEZE_S = (2.0, 6.0)  # a stopped daemon or raylet: under Ray's health-check bound
 S3_DOWN_S = (2.0, 6.0)
-NODE_DOWN_S = (3.0, 8.0)       # between a node's kill -9 and its `ray start` again
+NODE_DOWN_S = (3.0, 8.0)  # between a node's kill -9 and its `ray start` again
 CORRUPT_BYTES = 4096
-LOCK_WAIT_S = 5.0              # for the workload's call on a workspace to end
-DAEMON_END_TIMEOUT_S = 30.0    # the tether notices its owner gone, then stops the daemon
+LOCK_WAIT_S = 5.0  # for the workload's call on a workspace to end
+DAEMON_END_TIMEOUT_S = 30.0  # the tether notices its owner gone, then stops the daemon
 NODE_FAULT_AFTERMATH_S = 60.0  # a node's requests in flight end within Serve's request timeout
 
 
@@ -48,8 +50,11 @@ def live_workers(soak) -> list:
 
 def pick(soak, rng, marker: str, nodes=None) -> tuple | None:
     """A random (node, pid) of the processes holding `marker` on `nodes` (the live workers)."""
-    candidates = [(node, pid) for node in (nodes or live_workers(soak))
-                  for pid in processes(soak, node, marker)]
+    candidates = [
+        (node, pid)
+        for node in (nodes or live_workers(soak))
+        for pid in processes(soak, node, marker)
+    ]
     return rng.choice(candidates) if candidates else None
 
 
@@ -68,8 +73,9 @@ def kill_workspace_actor(soak, rng) -> str | None:
 
 
 def kill_directory(soak, rng) -> str | None:
-    return kill_one(soak, rng, "ray::DirectoryActor", nodes=[n for n in soak.nodes
-                                                             if not n.stopped])
+    return kill_one(
+        soak, rng, "ray::DirectoryActor", nodes=[n for n in soak.nodes if not n.stopped]
+    )
 
 
 def kill_daemon(soak, rng) -> str | None:
@@ -117,7 +123,7 @@ def corrupt_copy(soak, rng) -> str | None:
     if not tenants:
         return None
     tenant = rng.choice(tenants)
-    if not tenant.lock.acquire(timeout=LOCK_WAIT_S):     # in a long call: another time
+    if not tenant.lock.acquire(timeout=LOCK_WAIT_S):  # in a long call: another time
         return None
     try:
         return corrupt_hibernated(soak, rng, tenant)
@@ -128,8 +134,12 @@ def corrupt_copy(soak, rng) -> str | None:
 def corrupt_hibernated(soak, rng, tenant) -> str | None:
     if not soak.admin_call(soak.fault_http, "POST", f"/v1/workspaces/{tenant.id}/hibernate"):
         return None
-    files = [path for node in soak.nodes for path in files_under(node.folder / "data")
-             if path.name == "workspace.db" and tenant.id in path.parts]
+    files = [
+        path
+        for node in soak.nodes
+        for path in files_under(node.folder / "data")
+        if path.name == "workspace.db" and tenant.id in path.parts
+    ]
     if not files:
         return None
     path = rng.choice(files)
@@ -168,9 +178,8 @@ def kill_raylet(soak, rng) -> str | None:
     while (left := processes(soak, node, "litestream")) and time.monotonic() < deadline:
         time.sleep(0.5)
     if left:
-        soak.violation("a replication daemon outlived its node's raylet", node=node.name,
-                       pids=left)
-    kill_netns_processes(node.netns)       # the workers Ray would reap on a real host
+        soak.violation("a replication daemon outlived its node's raylet", node=node.name, pids=left)
+    kill_netns_processes(node.netns)  # the workers Ray would reap on a real host
     return f"{node.name}: daemon {'left' if left else 'ended'}, {restart(soak, rng, node)}"
 
 
@@ -193,7 +202,7 @@ def restart(soak, rng, node) -> str:
     soak.start_node(node, node.ray_args)
     alive = soak.wait_nodes(len(soak.nodes))
     node.node_id = next(n["node_id"] for n in alive if n["node_ip"] == node.ip)
-    node_fault(soak)                       # the aftermath counts from its return
+    node_fault(soak)  # the aftermath counts from its return
     return f"back after {seconds:.1f} s"
 
 

@@ -5,6 +5,7 @@ is exact); it updates the model only from acknowledged answers. A keyed write le
 past the retry deadline suspends the tenant: the same write is sent again with the same key
 once the faults stop, which tells whether it was applied.
 """
+
 from __future__ import annotations
 
 import copy
@@ -12,11 +13,30 @@ import datetime as dt
 import hashlib
 import time
 
-MOMENT_MARGIN_S = 2.2          # each side of a moment restored to: whole seconds apart
+MOMENT_MARGIN_S = 2.2  # each side of a moment restored to: whole seconds apart
 EDGE_TYPES = ("relates_to", "supersedes", "caused_by", "about_person", "part_of_project")
-WORDS = ["harbor", "ledger", "orbit", "maple", "cobalt", "quartz", "lantern", "meadow", "falcon",
-         "prism", "tundra", "velvet", "ember", "glacier", "canyon", "willow", "beacon", "summit",
-         "delta", "copper"]
+WORDS = [
+    "harbor",
+    "ledger",
+    "orbit",
+    "maple",
+    "cobalt",
+    "quartz",
+    "lantern",
+    "meadow",
+    "falcon",
+    "prism",
+    "tundra",
+    "velvet",
+    "ember",
+    "glacier",
+    "canyon",
+    "willow",
+    "beacon",
+    "summit",
+    "delta",
+    "copper",
+]
 
 
 def new_text(rng, tenant, kind: str) -> tuple[str, str]:
@@ -81,15 +101,16 @@ def link(soak, http, rng, tenant) -> None:
     src, dst = rng.sample(sorted(tenant.entries), 2)
     kind = rng.choice(EDGE_TYPES)
     if keyed(soak, http, rng, tenant, "link", {"src": src, "dst": dst, "type": kind}) is not None:
-        if kind == "relates_to":          # symmetric: stored once, the smaller id first
+        if kind == "relates_to":  # symmetric: stored once, the smaller id first
             src, dst = sorted((src, dst))
         tenant.edges.add((src, dst, kind))
     return None
 
 
 def recall(soak, http, rng, tenant) -> None:
-    answer = soak.call(http, tenant, "recall", {"query": " ".join(rng.sample(WORDS, 2)),
-                                                "topK": 10})
+    answer = soak.call(
+        http, tenant, "recall", {"query": " ".join(rng.sample(WORDS, 2)), "topK": 10}
+    )
     for item in (answer or {}).get("items", []):
         if item["id"] not in tenant.entries:
             soak.adopt(tenant, item, "recall")
@@ -101,9 +122,13 @@ def get_entry(soak, http, rng, tenant) -> None:
     entry = rng.choice(sorted(tenant.entries))
     answer = soak.call(http, tenant, "getEntry", {"id": entry})
     if answer is not None and answer.get("content") != tenant.entries[entry][-1]:
-        soak.violation("an entry read back other than acknowledged", tenant=tenant.id,
-                       entry=entry, read=(answer.get("content") or "")[:120],
-                       expected=tenant.entries[entry][-1][:120])
+        soak.violation(
+            "an entry read back other than acknowledged",
+            tenant=tenant.id,
+            entry=entry,
+            read=(answer.get("content") or "")[:120],
+            expected=tenant.entries[entry][-1][:120],
+        )
 
 
 def export_and_import(soak, http, rng, tenant) -> None:
@@ -114,19 +139,25 @@ def export_and_import(soak, http, rng, tenant) -> None:
         return
     scratch = f"{tenant.id}-imp-{rng.getrandbits(32):08x}"
     # 409: made by a try whose answer was lost, then sent again
-    if soak.admin_call(http, "POST", "/v1/workspaces", ok=(201, 409),
-                       json={"id": scratch}) is None:
+    if soak.admin_call(http, "POST", "/v1/workspaces", ok=(201, 409), json={"id": scratch}) is None:
         return
     try:
         body = "".join(line + "\n" for line in exported)
         key = hashlib.sha256(body.encode()).hexdigest()[:64]
-        report = soak.admin_call(http, "POST", f"/v1/workspaces/{scratch}/import",
-                                 params={"key": key, "first": "1", "final": "true"},
-                                 content=body.encode(),
-                                 extra_headers={"Content-Type": "application/x-ndjson"})
+        report = soak.admin_call(
+            http,
+            "POST",
+            f"/v1/workspaces/{scratch}/import",
+            params={"key": key, "first": "1", "final": "true"},
+            content=body.encode(),
+            extra_headers={"Content-Type": "application/x-ndjson"},
+        )
         if report is not None and report.json().get("complete") is not True:
-            soak.violation("an import of a whole export not complete", tenant=tenant.id,
-                           report=report.text[:300])
+            soak.violation(
+                "an import of a whole export not complete",
+                tenant=tenant.id,
+                report=report.text[:300],
+            )
     finally:
         soak.admin_call(http, "DELETE", f"/v1/workspaces/{scratch}", ok=(200, 404))
 
@@ -167,8 +198,9 @@ def restore_to_moment(soak, http, rng, tenant) -> None:
     capture(soak, http, rng, tenant)
     if tenant.suspended:
         return
-    restored = soak.admin_call(http, "POST", f"/v1/workspaces/{tenant.id}/restore-to-moment",
-                               json={"timestamp": moment})
+    restored = soak.admin_call(
+        http, "POST", f"/v1/workspaces/{tenant.id}/restore-to-moment", json={"timestamp": moment}
+    )
     if restored is None:
         tenant.pending.append(("restore-to-moment", {"timestamp": moment, "model": before}, ""))
         tenant.suspended = True
@@ -190,14 +222,20 @@ def delete_and_create(soak, http, rng, tenant) -> None:
     soak.create(http, tenant)
     count = soak.call(http, tenant, "getCount", {})
     if count is not None and count["count"] != 0:
-        soak.violation("an id created again does not start empty", tenant=tenant.id,
-                       count=count["count"])
+        soak.violation(
+            "an id created again does not start empty", tenant=tenant.id, count=count["count"]
+        )
     return
 
 
 OPERATIONS = {
-    "capture": (capture, 30), "capture unkeyed": (capture_unkeyed, 8), "update": (update, 10),
-    "forget": (forget, 8), "link": (link, 8), "recall": (recall, 14), "getEntry": (get_entry, 8),
+    "capture": (capture, 30),
+    "capture unkeyed": (capture_unkeyed, 8),
+    "update": (update, 10),
+    "forget": (forget, 8),
+    "link": (link, 8),
+    "recall": (recall, 14),
+    "getEntry": (get_entry, 8),
     "export and import": (export_and_import, 3),
     "snapshot and restore": (snapshot_and_restore, 3),
     "restore to a moment": (restore_to_moment, 2),
@@ -211,8 +249,10 @@ def resolve(soak, http, tenant) -> None:
     for method, body, key in tenant.pending:
         if method in ("restore", "restore-to-moment"):
             asked = {k: v for k, v in body.items() if k != "model"}
-            if soak.admin_call(http, "POST", f"/v1/workspaces/{tenant.id}/{method}",
-                               json=asked) is None:
+            if (
+                soak.admin_call(http, "POST", f"/v1/workspaces/{tenant.id}/{method}", json=asked)
+                is None
+            ):
                 soak.violation("a restore never answered", tenant=tenant.id)
             revert(tenant, body["model"])
             continue

@@ -1,5 +1,6 @@
 """Auth: missing, malformed, wrong and foreign tokens; admin-only routes; no actor wakes up
 for a request that is not authenticated."""
+
 import time
 
 import pytest
@@ -17,10 +18,17 @@ def assert_error(response, status, code):
     assert response.json()["error"]["code"] == code
 
 
-@pytest.mark.parametrize("headers", [
-    {}, {"Authorization": ""}, {"Authorization": "Bearer"}, {"Authorization": "Basic abc"},
-    {"Authorization": "Bearer wrong-token"}, {"Authorization": "Bearer " + "x" * 600},
-])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": ""},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Basic abc"},
+        {"Authorization": "Bearer wrong-token"},
+        {"Authorization": "Bearer " + "x" * 600},
+    ],
+)
 def test_workspace_routes_refuse_bad_tokens(http, new_workspace, headers):
     ws, good = new_workspace()
     for method in ("getCount", "capture", "recall", "runStalenessPass"):
@@ -47,11 +55,13 @@ def test_staleness_pass_needs_the_admin_token(http, new_workspace, admin_headers
 
 def test_admin_routes_refuse_workspace_tokens(http, new_workspace):
     ws, h = new_workspace()
-    for response in (http.get("/v1/workspaces", headers=h),
-                     http.post("/v1/workspaces", headers=h, json={}),
-                     http.get(f"/v1/workspaces/{ws}", headers=h),
-                     http.delete(f"/v1/workspaces/{ws}", headers=h),
-                     http.get("/v1/workspaces")):
+    for response in (
+        http.get("/v1/workspaces", headers=h),
+        http.post("/v1/workspaces", headers=h, json={}),
+        http.get(f"/v1/workspaces/{ws}", headers=h),
+        http.delete(f"/v1/workspaces/{ws}", headers=h),
+        http.get("/v1/workspaces"),
+    ):
         assert_error(response, 401, "unauthenticated")
     assert call(http, ws, h, "getCount").status_code == 200
 

@@ -1,18 +1,30 @@
 """Bad input on every route: the right 4xx, a JSON error body, and nothing changed."""
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minisphere.engine.methods import METHODS
 
-GOOD = {"capture": {"content": "fine"}, "recall": {"query": "x"}, "getEntry": {"id": None},
-        "connections": {"id": None}, "forget": {"id": None},
-        "append": {"id": None, "addition": "more"}, "update": {"id": None, "content": "new"},
-        "setStatus": {"id": None, "status": "draft"},
-        "link": {"src": None, "dst": None, "type": "relates_to"},
-        "unlink": {"src": None, "dst": None, "type": "relates_to"},
-        "listRecent": {"n": 3}, "graphView": {"seedIds": [None]}, "getTags": {},
-        "getCount": {}, "getStats": {}, "getBrief": {}, "runStalenessPass": {"limit": 3}}
+GOOD = {
+    "capture": {"content": "fine"},
+    "recall": {"query": "x"},
+    "getEntry": {"id": None},
+    "connections": {"id": None},
+    "forget": {"id": None},
+    "append": {"id": None, "addition": "more"},
+    "update": {"id": None, "content": "new"},
+    "setStatus": {"id": None, "status": "draft"},
+    "link": {"src": None, "dst": None, "type": "relates_to"},
+    "unlink": {"src": None, "dst": None, "type": "relates_to"},
+    "listRecent": {"n": 3},
+    "graphView": {"seedIds": [None]},
+    "getTags": {},
+    "getCount": {},
+    "getStats": {},
+    "getBrief": {},
+    "runStalenessPass": {"limit": 3},
+}
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +37,10 @@ def seeded(http, admin_headers):
 
 
 def snapshot(http, ws, h, entry_id):
-    return (http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json(),
-            http.post(f"/v1/w/{ws}/getEntry", headers=h, json={"id": entry_id}).json())
+    return (
+        http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json(),
+        http.post(f"/v1/w/{ws}/getEntry", headers=h, json={"id": entry_id}).json(),
+    )
 
 
 def assert_error(response, statuses):
@@ -42,11 +56,21 @@ def test_bad_bodies_on_every_method(http, seeded, admin_headers, method):
     before = snapshot(http, ws, h, entry_id)
     url = f"/v1/w/{ws}/{method}"
     json_headers = {**headers, "Content-Type": "application/json"}
-    for raw in (b"{", b"not json", b"[1, 2]", b'"text"', b"42", b"null", b'{"a": NaN}',
-                b"\xff\xfe"):
+    for raw in (
+        b"{",
+        b"not json",
+        b"[1, 2]",
+        b'"text"',
+        b"42",
+        b"null",
+        b'{"a": NaN}',
+        b"\xff\xfe",
+    ):
         assert_error(http.post(url, headers=json_headers, content=raw), (400,))
-    good = {k: (entry_id if v is None else [entry_id] if v == [None] else v)
-            for k, v in GOOD[method].items()}
+    good = {
+        k: (entry_id if v is None else [entry_id] if v == [None] else v)
+        for k, v in GOOD[method].items()
+    }
     assert_error(http.post(url, headers=headers, json={**good, "bogusField": 1}), (422,))
     for key in good:
         for wrong in (None, 12345, "", [], {"x": 1}, True):
@@ -54,11 +78,12 @@ def test_bad_bodies_on_every_method(http, seeded, admin_headers, method):
                 continue
             response = http.post(url, headers=headers, json={**good, key: wrong})
             if response.status_code == 200:
-                continue   # e.g. a limit of 12345 is a valid request
+                continue  # e.g. a limit of 12345 is a valid request
             # the same as in process (tests/http/test_bad_input.py): 422, never a 5xx
             assert_error(response, (422,))
-    assert_error(http.post(url, headers=headers, content=b"{" + b" " * (1024 * 1024 + 1) + b"}"),
-                 (413,))
+    assert_error(
+        http.post(url, headers=headers, content=b"{" + b" " * (1024 * 1024 + 1) + b"}"), (413,)
+    )
     assert http.get(url, headers=headers).status_code == 405
     after = snapshot(http, ws, h, entry_id)
     assert after == before
@@ -68,15 +93,18 @@ def test_specific_errors(http, seeded):
     ws, h, entry_id = seeded
     big = http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": "x" * (64 * 1024 + 1)})
     assert big.status_code == 413 and big.json()["error"]["code"] == "content_too_large"
-    missing = http.post(f"/v1/w/{ws}/getEntry", headers=h,
-                        json={"id": "00000000-0000-4000-8000-000000000000"})
+    missing = http.post(
+        f"/v1/w/{ws}/getEntry", headers=h, json={"id": "00000000-0000-4000-8000-000000000000"}
+    )
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
-    self_link = http.post(f"/v1/w/{ws}/link", headers=h,
-                          json={"src": entry_id, "dst": entry_id, "type": "relates_to"})
+    self_link = http.post(
+        f"/v1/w/{ws}/link", headers=h, json={"src": entry_id, "dst": entry_id, "type": "relates_to"}
+    )
     assert self_link.status_code == 422 and self_link.json()["error"]["code"] == "self_link"
     other = http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": "semantic one"}).json()
-    gate = http.post(f"/v1/w/{ws}/link", headers=h,
-                     json={"src": entry_id, "dst": other["id"], "type": "follows"})
+    gate = http.post(
+        f"/v1/w/{ws}/link", headers=h, json={"src": entry_id, "dst": other["id"], "type": "follows"}
+    )
     assert gate.status_code == 409 and gate.json()["error"]["code"] == "kind_gate_violation"
     unknown = http.post(f"/v1/w/{ws}/dropTables", headers=h, json={})
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
@@ -84,9 +112,13 @@ def test_specific_errors(http, seeded):
 
 
 def test_bad_admin_bodies(http, admin_headers):
-    for body in ({"id": 5}, {"blueprint": {"bindings": {"scheduledTasks": {"cron": "bad"}}}},
-                 {"blueprint": {"bindings": {"vector": {"model": "m", "dimensions": 0}}}},
-                 {"surprise": True}, {"blueprint": "nope"}):
+    for body in (
+        {"id": 5},
+        {"blueprint": {"bindings": {"scheduledTasks": {"cron": "bad"}}}},
+        {"blueprint": {"bindings": {"vector": {"model": "m", "dimensions": 0}}}},
+        {"surprise": True},
+        {"blueprint": "nope"},
+    ):
         response = http.post("/v1/workspaces", headers=admin_headers, json=body)
         assert response.status_code in (400, 422), (body, response.text)
     assert http.post("/v1/workspaces", headers=admin_headers, content=b"{").status_code == 400
@@ -96,21 +128,50 @@ def test_bad_admin_bodies(http, admin_headers):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=30),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner,
-                                                                max_size=3), max_leaves=8)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(method=st.sampled_from(sorted(METHODS)),
-       body=st.dictionaries(st.sampled_from(["id", "content", "query", "tags", "n", "src", "dst",
-                                             "type", "seedIds", "hops", "topK", "status",
-                                             "limit", "weight", "addition", "x"]),
-                            json_values, max_size=4))
+@given(
+    method=st.sampled_from(sorted(METHODS)),
+    body=st.dictionaries(
+        st.sampled_from(
+            [
+                "id",
+                "content",
+                "query",
+                "tags",
+                "n",
+                "src",
+                "dst",
+                "type",
+                "seedIds",
+                "hops",
+                "topK",
+                "status",
+                "limit",
+                "weight",
+                "addition",
+                "x",
+            ]
+        ),
+        json_values,
+        max_size=4,
+    ),
+)
 def test_no_input_produces_a_500(http, seeded, admin_headers, method, body):
     ws, h, _ = seeded
     headers = admin_headers if method == "runStalenessPass" else h
     response = http.post(f"/v1/w/{ws}/{method}", headers=headers, json=body)
-    assert response.status_code in (200, 422), response.text   # no id here names an entry
+    assert response.status_code in (200, 422), response.text  # no id here names an entry
     if response.status_code != 200:
         assert set(response.json()["error"]) == {"code", "message"}

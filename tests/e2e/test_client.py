@@ -1,5 +1,6 @@
 """The typed clients against the running service: over HTTP (sync and async), in the cluster
 (the same methods, auth and errors without the HTTP proxy), and the CLI."""
+
 import asyncio
 import json
 
@@ -30,8 +31,10 @@ def exercise_workspace(ws) -> None:
     assert {"tag": "dx", "count": 1} in ws.get_tags()["tags"]
     assert ws.get_stats()["count"] == 2 and ws.get_brief()["count"] == 2
     assert ws.unlink(stored.id, other, "relates_to") == {"removed": True}
-    once = [ws.append(stored.id, "keyed once", idempotency_key=f"{type(ws).__name__}-a1")
-            for _ in range(2)]                     # sent twice, applied once
+    once = [
+        ws.append(stored.id, "keyed once", idempotency_key=f"{type(ws).__name__}-a1")
+        for _ in range(2)
+    ]  # sent twice, applied once
     assert once[0] == once[1] and ws.get_entry(stored.id).content.count("keyed once") == 1
     with pytest.raises(ServiceError) as info:
         ws.append(stored.id, "another text", idempotency_key=f"{type(ws).__name__}-a1")
@@ -64,13 +67,15 @@ def test_in_cluster_client_answers_like_the_http_client(service):
     with Client(service["url"], admin_token=service["admin"]) as admin:
         created = admin.create_workspace("client-in-cluster")
         try:
-            ws = connect_in_cluster("client-in-cluster", created.token,
-                                    namespace=service["config"].namespace)
+            ws = connect_in_cluster(
+                "client-in-cluster", created.token, namespace=service["config"].namespace
+            )
             exercise_workspace(ws)
             ws.close()
             for token, status in (("wrong-token-value-1234", 401), (created.token, None)):
-                probe = connect_in_cluster("client-in-cluster", token,
-                                           namespace=service["config"].namespace)
+                probe = connect_in_cluster(
+                    "client-in-cluster", token, namespace=service["config"].namespace
+                )
                 if status is None:
                     assert probe.get_count() == 1
                 else:
@@ -90,9 +95,11 @@ def test_in_cluster_client_works_inside_a_ray_task(service):
         @ray.remote(num_cpus=0)
         def agent(token):
             from actors.in_cluster import connect_in_cluster as connect
+
             notes = connect("client-in-task", token, namespace=namespace)
             notes.capture("captured by an agent running on the cluster")
             return notes.get_count()
+
         try:
             assert ray.get(agent.remote(created.token), timeout=120) == 1
             assert admin.workspace("client-in-task", created.token).get_count() == 1
@@ -104,14 +111,19 @@ def test_async_clients(service):
     async def scenario():
         async with AsyncClient(service["url"], admin_token=service["admin"]) as admin:
             created = await admin.create_workspace()
-            for ws in (admin.workspace(created.workspace.id, created.token),
-                       AsyncInClusterWorkspace(created.workspace.id, created.token,
-                                               service["config"].namespace)):
-                results = await asyncio.gather(*[ws.capture(f"{type(ws).__name__} fact {i}")
-                                                 for i in range(20)])
+            for ws in (
+                admin.workspace(created.workspace.id, created.token),
+                AsyncInClusterWorkspace(
+                    created.workspace.id, created.token, service["config"].namespace
+                ),
+            ):
+                results = await asyncio.gather(
+                    *[ws.capture(f"{type(ws).__name__} fact {i}") for i in range(20)]
+                )
                 assert all(r.outcome == "stored" for r in results)
             assert await admin.workspace(created.workspace.id, created.token).get_count() == 40
             await admin.delete_workspace(created.workspace.id)
+
     asyncio.run(scenario())
 
 

@@ -5,6 +5,7 @@ chromedriver, against the session's Serve cluster over real HTTP, with a seeded 
 Every test saves a PNG screenshot; the folder is printed at the end of the module
 (`MINISPHERE_CONSOLE_SCREENSHOTS` chooses it, else a pytest temporary folder).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,8 +18,7 @@ import pytest
 
 from tests.e2e.console_helpers import XSS_PROBE, browser_available, chrome, seed_service
 
-pytestmark = pytest.mark.skipif(browser_available() is not None,
-                                reason=str(browser_available()))
+pytestmark = pytest.mark.skipif(browser_available() is not None, reason=str(browser_available()))
 
 WAIT_S = 20
 SEARCH_QUERY = "SQLite file per workspace"
@@ -41,22 +41,33 @@ def shots(request, tmp_path_factory):
 def console(service, http, admin_headers, tmp_path_factory):
     """The seeded workspace and its tokens: write (from creation), read (issued by the admin)."""
     workspace = f"console-{uuid.uuid4().hex[:8]}"
-    created = http.post("/v1/workspaces", json={"id": workspace, "label": "console demo"},
-                        headers=admin_headers)
+    created = http.post(
+        "/v1/workspaces", json={"id": workspace, "label": "console demo"}, headers=admin_headers
+    )
     assert created.status_code == 201, created.text
     seeded = seed_service(service, workspace, tmp_path_factory.mktemp("console-seed"))
-    read = http.post(f"/v1/workspaces/{workspace}/tokens", headers=admin_headers,
-                     json={"scope": "read", "label": "dashboard"})
+    read = http.post(
+        f"/v1/workspaces/{workspace}/tokens",
+        headers=admin_headers,
+        json={"scope": "read", "label": "dashboard"},
+    )
     assert read.status_code == 201, read.text
     # a maintenance run and a snapshot, so the admin view has something in each table
-    passed = http.post(f"/v1/w/{workspace}/runStalenessPass", json={"limit": 5000},
-                       headers=admin_headers)
+    passed = http.post(
+        f"/v1/w/{workspace}/runStalenessPass", json={"limit": 5000}, headers=admin_headers
+    )
     assert passed.status_code == 200, passed.text
     snap = http.post(f"/v1/workspaces/{workspace}/snapshot", headers=admin_headers)
     assert snap.status_code in (200, 201), snap.text
-    yield {"workspace": workspace, "seeded": seeded, "url": service["url"],
-           "admin": service["admin"], "write": created.json()["token"],
-           "read": read.json()["token"], "read_id": read.json()["tokenId"]}
+    yield {
+        "workspace": workspace,
+        "seeded": seeded,
+        "url": service["url"],
+        "admin": service["admin"],
+        "write": created.json()["token"],
+        "read": read.json()["token"],
+        "read_id": read.json()["tokenId"],
+    }
     http.delete(f"/v1/workspaces/{workspace}", headers=admin_headers)
 
 
@@ -77,18 +88,23 @@ def page(driver, console, shots, request):
     wait_for(driver, "#signin-token")
     yield driver
     driver.save_screenshot(str(shots / f"{request.node.name}.png"))
-    errors = [entry["message"] for entry in driver.get_log("browser")
-              if entry["level"] == "SEVERE" and "status of 40" not in entry["message"]]
+    errors = [
+        entry["message"]
+        for entry in driver.get_log("browser")
+        if entry["level"] == "SEVERE" and "status of 40" not in entry["message"]
+    ]
     assert not errors, f"the page logged errors: {errors}"
 
 
 @pytest.fixture
 def screenshot(driver, shots, request):
     """Save the page as it is now, named after the test and `name`."""
+
     def save(name: str) -> Path:
         path = shots / f"{request.node.name}-{name}.png"
         driver.save_screenshot(str(path))
         return path
+
     return save
 
 
@@ -96,14 +112,16 @@ def screenshot(driver, shots, request):
 def wait_for(driver, css, *, count=1, timeout=WAIT_S):
     """The elements matching `css` once at least `count` of them are there."""
     from selenium.webdriver.common.by import By
+
     deadline = time.monotonic() + timeout
     while True:
         found = driver.find_elements(By.CSS_SELECTOR, css)
         if len(found) >= count:
             return found
         if time.monotonic() > deadline:
-            raise AssertionError(f"{css!r} did not appear within {timeout} s "
-                                 f"(page: {driver.current_url})")
+            raise AssertionError(
+                f"{css!r} did not appear within {timeout} s (page: {driver.current_url})"
+            )
         time.sleep(0.05)
 
 
@@ -111,8 +129,9 @@ def wait_until(driver, predicate, what, timeout=WAIT_S):
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s "
-                                 f"(page: {driver.current_url})")
+            raise AssertionError(
+                f"{what} did not happen within {timeout} s (page: {driver.current_url})"
+            )
         time.sleep(0.05)
 
 
@@ -123,6 +142,7 @@ def view_ready(driver):
 
 def sign_in(driver, token, expect="#who"):
     from selenium.webdriver.common.keys import Keys
+
     box = wait_for(driver, "#signin-token")[0]
     box.send_keys(token, Keys.ENTER)
     wait_for(driver, expect)
@@ -131,8 +151,9 @@ def sign_in(driver, token, expect="#who"):
 def leave(driver):
     """Mark the view on screen as left, so `next_view` waits for the one a click or a hash
     change brings (a hash change is no page load: the old view lingers for a moment)."""
-    driver.execute_script("document.querySelectorAll('.view').forEach("
-                          "(v) => v.setAttribute('data-left', '1'))")
+    driver.execute_script(
+        "document.querySelectorAll('.view').forEach((v) => v.setAttribute('data-left', '1'))"
+    )
 
 
 def next_view(driver):
@@ -164,13 +185,17 @@ def text_of(driver, css):
 
 def browser_fetch(driver, path, body):
     """POST from inside the page with the signed-in token, as the console itself would."""
-    return driver.execute_async_script("""
+    return driver.execute_async_script(
+        """
         const [path, body, done] = arguments;
         const token = sessionStorage.getItem("minisphere.console.token");
         fetch(path, {method: "POST", body: JSON.stringify(body), headers: {
             "Authorization": "Bearer " + token, "Content-Type": "application/json"}})
           .then(async (r) => done({status: r.status, body: await r.json()}))
-          .catch((e) => done({status: 0, body: String(e)}));""", path, body)
+          .catch((e) => done({status: 0, body: String(e)}));""",
+        path,
+        body,
+    )
 
 
 # ---- tests --------------------------------------------------------------------------------
@@ -178,11 +203,20 @@ def test_admin_sees_every_workspace_with_residency_snapshots_and_runs(page, cons
     sign_in(page, console["admin"], expect="#workspace-table")
     assert text_of(page, "#who") == "admin"
     row = wait_for(page, f'.workspace-row[data-id="{console["workspace"]}"]')[0]
-    wait_until(page, lambda: row.find_element("css selector", ".resident").text != "…",
-               "the residency column")
+    wait_until(
+        page,
+        lambda: row.find_element("css selector", ".resident").text != "…",
+        "the residency column",
+    )
     assert row.find_element("css selector", ".resident").text in ("resident", "hibernated")
-    wait_until(page, lambda: row.find_element("css selector", ".entries").text.strip("≈")
-               == str(console["seeded"].entries), "the entry count")
+    wait_until(
+        page,
+        lambda: (
+            row.find_element("css selector", ".entries").text.strip("≈")
+            == str(console["seeded"].entries)
+        ),
+        "the entry count",
+    )
     assert "console demo" in row.text and "MINI_SPHERE" in row.text.upper()
     assert "never ran" not in row.find_element("css selector", ".maintenance").text
     runs = wait_for(page, "#runs-table tr.run")
@@ -195,8 +229,11 @@ def test_admin_sees_every_workspace_with_residency_snapshots_and_runs(page, cons
     dialog = wait_for(page, "dialog#confirm-dialog[open]")[0]
     assert "Restore" in dialog.text and console["workspace"] in dialog.text
     page.find_element("css selector", "#confirm-cancel").click()
-    wait_until(page, lambda: not page.find_elements("css selector", "dialog#confirm-dialog"),
-               "the dialog closing")
+    wait_until(
+        page,
+        lambda: not page.find_elements("css selector", "dialog#confirm-dialog"),
+        "the dialog closing",
+    )
     # the admin token also opens the workspace itself
     leave(page)
     row.find_element("css selector", "a.ws-link").click()
@@ -205,10 +242,13 @@ def test_admin_sees_every_workspace_with_residency_snapshots_and_runs(page, cons
 
 
 def test_admin_restores_a_snapshot_from_the_console_and_later_writes_are_gone(
-        page, console, http, admin_headers, new_workspace):
+    page, console, http, admin_headers, new_workspace
+):
     ws, h = new_workspace()
-    kept = [http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": f"kept {n}"}).json()["id"]
-            for n in range(2)]
+    kept = [
+        http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": f"kept {n}"}).json()["id"]
+        for n in range(2)
+    ]
     snap = http.post(f"/v1/workspaces/{ws}/snapshot", headers=admin_headers)
     assert snap.status_code in (200, 201), snap.text
     later = http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": "after the snapshot"})
@@ -219,18 +259,25 @@ def test_admin_restores_a_snapshot_from_the_console_and_later_writes_are_gone(
     wait_for(page, "#snapshot-table button.restore")[0].click()
     wait_for(page, "dialog#confirm-dialog[open]")
     page.find_element("css selector", "#confirm-ok").click()
-    wait_until(page, lambda: "Restored" in page.find_element("css selector", "#toast").text,
-               "the restore notice")
+    wait_until(
+        page,
+        lambda: "Restored" in page.find_element("css selector", "#toast").text,
+        "the restore notice",
+    )
     assert http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json()["count"] == 2
     gone = http.post(f"/v1/w/{ws}/getEntry", headers=h, json={"id": later.json()["id"]})
     assert gone.status_code == 404, gone.text
     for entry_id in kept:
-        assert http.post(f"/v1/w/{ws}/getEntry", headers=h, json={"id": entry_id}).status_code == 200
+        assert (
+            http.post(f"/v1/w/{ws}/getEntry", headers=h, json={"id": entry_id}).status_code == 200
+        )
 
 
 def test_admin_restores_a_moment_from_the_console_and_writes_after_it_are_gone(
-        page, console, http, admin_headers, new_workspace, screenshot):
+    page, console, http, admin_headers, new_workspace, screenshot
+):
     from tests.e2e.test_replication import MOMENT_GAP_S, contents, moment_now, shipped
+
     ws, h = new_workspace()
     http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": "kept: before the moment"})
     shipped(http, admin_headers, ws)
@@ -242,26 +289,32 @@ def test_admin_restores_a_moment_from_the_console_and_writes_after_it_are_gone(
     row = wait_for(page, f'.workspace-row[data-id="{ws}"]')[0]
     row.find_element("xpath", ".//button[text()='Snapshots']").click()
     box = wait_for(page, "#moment-input")[0]
-    wait_until(page, lambda: "async" in text_of(page, "#replication-status"),
-               "the replication line")
+    wait_until(
+        page, lambda: "async" in text_of(page, "#replication-status"), "the replication line"
+    )
     # a datetime-local input takes the moment without its zone (the form says UTC)
     page.execute_script("arguments[0].value = arguments[1]", box, moment.rstrip("Z"))
     page.find_element("css selector", "#moment-restore").click()
     assert moment in text_of(page, "dialog#confirm-dialog[open]")
     page.find_element("css selector", "#confirm-ok").click()
-    wait_until(page, lambda: "Restored" in page.find_element("css selector", "#toast").text,
-               "the restore notice")
+    wait_until(
+        page,
+        lambda: "Restored" in page.find_element("css selector", "#toast").text,
+        "the restore notice",
+    )
     screenshot("restored-to-a-moment")
     assert contents(http, ws, h) == ["kept: before the moment"]
 
 
 def test_search_explains_each_score_with_bars_and_the_query_used(page, console, screenshot):
     from selenium.webdriver.common.keys import Keys
+
     sign_in(page, console["write"])
     assert "write" in text_of(page, "#who")
     view_ready(page)
     # keyboard only: "/" jumps to the search box, Enter recalls
     from selenium.webdriver.common.action_chains import ActionChains
+
     ActionChains(page).send_keys("/").perform()
     box = wait_for(page, "#search-query")[0]
     wait_until(page, lambda: page.switch_to.active_element == box, "the focus on the query")
@@ -269,17 +322,20 @@ def test_search_explains_each_score_with_bars_and_the_query_used(page, console, 
     results = wait_for(page, "#results .result", count=3)
     first = results[0]
     bars = first.find_elements("css selector", ".breakdown .bar")
-    widths = {bar.find_element("xpath", "../..").get_attribute("data-factor"):
-              bar.size["width"] for bar in bars}
+    widths = {
+        bar.find_element("xpath", "../..").get_attribute("data-factor"): bar.size["width"]
+        for bar in bars
+    }
     # every factor of the answer's rerank breakdown is drawn, the newest ones too
-    assert widths["fused"] > 0 and {"decay", "importance", "subject", "brevity",
-                                    "rerank"} <= set(widths)
+    assert widths["fused"] > 0 and {"decay", "importance", "subject", "brevity", "rerank"} <= set(
+        widths
+    )
     assert any(widths.get(arm, 0) > 0 for arm in ("keyword", "graph", "vector"))
     screenshot("search")
     used = text_of(page, "#query-used")
-    assert "last week" in used and SEARCH_QUERY in used          # the time phrase came out
+    assert "last week" in used and SEARCH_QUERY in used  # the time phrase came out
     assert "time bounds" in used and "→" in used
-    assert "arm weighting" not in used        # no vector arm ran: nothing was weighed
+    assert "arm weighting" not in used  # no vector arm ran: nothing was weighed
     # arrow keys walk the results and Enter opens one (the box is a new one: the search
     # is a route of its own, drawn afresh)
     wait_for(page, "#search-query")[0].send_keys(Keys.ARROW_DOWN)
@@ -302,10 +358,12 @@ def test_entry_page_shows_its_revisions_as_a_diff_and_its_edges(page, console):
     reasons = [r.get_attribute("data-reason") for r in revisions]
     assert reasons.count("append") == 2 and "update" in reasons, reasons
     assert page.find_elements("css selector", "#revisions ins")
-    assert page.find_elements("css selector", "#revisions del")        # the update removed text
-    assert "design-review-2026-07" in text_of(page, "#entry")        # evidence of the claim
-    edges = {(row.get_attribute("data-type"), row.get_attribute("data-direction")):
-             row for row in wait_for(page, "#edges tr.edge-row", count=2)}
+    assert page.find_elements("css selector", "#revisions del")  # the update removed text
+    assert "design-review-2026-07" in text_of(page, "#entry")  # evidence of the claim
+    edges = {
+        (row.get_attribute("data-type"), row.get_attribute("data-direction")): row
+        for row in wait_for(page, "#edges tr.edge-row", count=2)
+    }
     assert ("relates_to", "both") in edges and ("part_of_project", "out") in edges
     leave(page)
     edges[("relates_to", "both")].find_element("css selector", "a.entry-link").click()
@@ -336,9 +394,14 @@ def test_graph_is_coloured_by_type_and_a_click_opens_the_neighbour(page, console
     one_hop = wait_for(page, "#graph-svg g.node", count=3)
     assert two_hops > len(one_hop)
     hops = page.find_element("css selector", "#graph-hops")
-    assert [o.get_attribute("value") for o in hops.find_elements("tag name", "option")] == \
-        ["1", "2", "3"]
-    neighbour = page.find_element("css selector", f'#graph-svg g.node[data-id="{seeded.neighbour}"]')
+    assert [o.get_attribute("value") for o in hops.find_elements("tag name", "option")] == [
+        "1",
+        "2",
+        "3",
+    ]
+    neighbour = page.find_element(
+        "css selector", f'#graph-svg g.node[data-id="{seeded.neighbour}"]'
+    )
     leave(page)
     neighbour.find_element("css selector", "circle").click()
     next_view(page)
@@ -362,12 +425,13 @@ def test_overview_and_revalidation_list_show_the_seeded_workspace(page, console)
 def test_write_token_captures_appends_sets_status_links_and_forgets(page, console):
     seeded = console["seeded"]
     sign_in(page, console["write"])
-    view_ready(page)                 # the overview has loaded: the click below replaces it
+    view_ready(page)  # the overview has loaded: the click below replaces it
     with reloaded(page):
         page.find_element("css selector", 'a[data-tab="capture"]').click()
     marker = f"console capture {uuid.uuid4().hex[:6]}"
     page.find_element("css selector", "#capture-content").send_keys(
-        f"The {marker} went through the browser.")
+        f"The {marker} went through the browser."
+    )
     page.find_element("css selector", "#capture-tags").send_keys("console, probe")
     page.find_element("css selector", "#capture-form button[type=submit]").click()
     link = wait_for(page, "#capture-outcome a.entry-link")[0]
@@ -383,6 +447,7 @@ def test_write_token_captures_appends_sets_status_links_and_forgets(page, consol
     assert "Added from the console." in text_of(page, "#entry-content")
     assert wait_for(page, "#revisions li.revision")
     from selenium.webdriver.support.select import Select
+
     with reloaded(page):
         Select(page.find_element("css selector", "#status")).select_by_value("draft")
         page.find_element("css selector", "#status-form button[type=submit]").click()
@@ -418,22 +483,32 @@ def test_read_token_shows_no_write_controls_and_the_api_refuses_its_writes(page,
     # an absent control leaves nothing behind (not even a stray "null" text node)
     assert "null" not in page.find_element("id", "main").text.split()
     page.get(f"{console['url']}/ui/#{ws_route(console, 'capture')}")
-    wait_until(page, lambda: "No such page." in page.find_element("id", "main").text,
-               "the capture page being refused")
-    refused = browser_fetch(page, f"/v1/w/{console['workspace']}/append",
-                            {"id": seeded.revised, "addition": "from a read token"})
+    wait_until(
+        page,
+        lambda: "No such page." in page.find_element("id", "main").text,
+        "the capture page being refused",
+    )
+    refused = browser_fetch(
+        page,
+        f"/v1/w/{console['workspace']}/append",
+        {"id": seeded.revised, "addition": "from a read token"},
+    )
     assert refused["status"] == 403, refused
     assert refused["body"]["error"]["code"] == "insufficient_scope"
 
 
 def test_revoked_token_is_sent_back_to_sign_in(page, console, http, admin_headers):
-    issued = http.post(f"/v1/workspaces/{console['workspace']}/tokens", headers=admin_headers,
-                       json={"scope": "read", "label": "soon revoked"}).json()
+    issued = http.post(
+        f"/v1/workspaces/{console['workspace']}/tokens",
+        headers=admin_headers,
+        json={"scope": "read", "label": "soon revoked"},
+    ).json()
     sign_in(page, issued["token"])
     view_ready(page)
     assert "soon revoked" in text_of(page, "#who")
-    revoked = http.delete(f"/v1/workspaces/{console['workspace']}/tokens/{issued['tokenId']}",
-                          headers=admin_headers)
+    revoked = http.delete(
+        f"/v1/workspaces/{console['workspace']}/tokens/{issued['tokenId']}", headers=admin_headers
+    )
     assert revoked.status_code == 200, revoked.text
     page.find_element("css selector", 'a[data-tab="search"]').click()
     message = wait_for(page, "#signin-message.error")[0]
@@ -463,21 +538,34 @@ def test_a_bound_recall_shows_how_it_weighed_its_arms(page, console, http, admin
     got, how sharply each arm's head stood out, the arms' agreement and whether the page kept
     the lexical order (an unbound recall has no such line)."""
     workspace = f"console-bound-{uuid.uuid4().hex[:8]}"
-    created = http.post("/v1/workspaces", headers=admin_headers, json={
-        "id": workspace,
-        "blueprint": {"bindings": {"vector": {"provider": "hash", "dimensions": 64}}}})
+    created = http.post(
+        "/v1/workspaces",
+        headers=admin_headers,
+        json={
+            "id": workspace,
+            "blueprint": {"bindings": {"vector": {"provider": "hash", "dimensions": 64}}},
+        },
+    )
     assert created.status_code == 201, created.text
     token = created.json()["token"]
     try:
-        for text in ("The heron nests by the north pond every spring",
-                     "Ferry timetable changes on the north route",
-                     "Spring planting list: beans, kale, heron-proof netting"):
-            wrote = http.post(f"/v1/w/{workspace}/capture", json={"content": text},
-                              headers={"Authorization": f"Bearer {token}"})
+        for text in (
+            "The heron nests by the north pond every spring",
+            "Ferry timetable changes on the north route",
+            "Spring planting list: beans, kale, heron-proof netting",
+        ):
+            wrote = http.post(
+                f"/v1/w/{workspace}/capture",
+                json={"content": text},
+                headers={"Authorization": f"Bearer {token}"},
+            )
             assert wrote.status_code == 200, wrote.text
         sign_in(page, token)
-        go(page, {**console, "workspace": workspace},
-           f"/w/{workspace}/search?q=where%20does%20the%20heron%20nest")
+        go(
+            page,
+            {**console, "workspace": workspace},
+            f"/w/{workspace}/search?q=where%20does%20the%20heron%20nest",
+        )
         wait_for(page, "#results .result")
         used = text_of(page, "#query-used")
         assert "arm weighting" in used and "lexical share" in used and "dense margin" in used

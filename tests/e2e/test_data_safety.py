@@ -2,6 +2,7 @@
 of the file, a forgotten text is in no file of the data folder (nor in the store once pruned),
 a re-created id sees none of the deleted workspace's snapshots, and imports go through the
 workspace's admission like any write."""
+
 import gzip
 import json
 import time
@@ -12,8 +13,6 @@ import ray
 from tests.e2e.helpers import capture, count, directory_of, snapshot, workspace_actor
 
 SECRET = "ocelot-lantern-77310"
-
-
 
 
 def hibernate(http, ws, admin):
@@ -34,13 +33,13 @@ def stored_objects(service, ws):
     found = []
     for item in listed.get("Contents", []):
         body = client.get_object(Bucket=s3["bucket"], Key=item["Key"])["Body"].read()
-        found.append((item["Key"], gzip.decompress(body) if item["Key"].endswith(".gz")
-                      else body))
+        found.append((item["Key"], gzip.decompress(body) if item["Key"].endswith(".gz") else body))
     return found
 
 
-def test_restore_then_hibernate_then_lost_file_comes_back_restored(http, admin_headers,
-                                                                  new_workspace, service):
+def test_restore_then_hibernate_then_lost_file_comes_back_restored(
+    http, admin_headers, new_workspace, service
+):
     ws, h = new_workspace()
     capture(http, ws, h, "the good state")
     v1 = snapshot(http, ws, admin_headers)["version"]
@@ -50,8 +49,8 @@ def test_restore_then_hibernate_then_lost_file_comes_back_restored(http, admin_h
     assert r.status_code == 200, r.text
     assert r.json()["newestVersion"] != v1
     hibernated = hibernate(http, ws, admin_headers)
-    assert hibernated["snapshot"] is None                 # nothing changed since the restore
-    for path in workspace_files(service, ws):             # the node's disk is gone
+    assert hibernated["snapshot"] is None  # nothing changed since the restore
+    for path in workspace_files(service, ws):  # the node's disk is gone
         path.unlink()
     assert count(http, ws, h) == 1
     versions = http.get(f"/v1/workspaces/{ws}/snapshots", headers=admin_headers).json()["items"]
@@ -59,25 +58,27 @@ def test_restore_then_hibernate_then_lost_file_comes_back_restored(http, admin_h
 
 
 def test_forget_snapshot_restore_leaves_the_text_in_no_file_of_the_data_folder(
-        http, admin_headers, new_workspace, service):
+    http, admin_headers, new_workspace, service
+):
     ws, h = new_workspace()
     for i in range(20):
         capture(http, ws, h, f"a harmless note {i}")
     secret = capture(http, ws, h, f"the alarm code is {SECRET}")
-    early = snapshot(http, ws, admin_headers)["version"]   # before the forget: holds the text
+    early = snapshot(http, ws, admin_headers)["version"]  # before the forget: holds the text
     assert http.post(f"/v1/w/{ws}/forget", headers=h, json={"id": secret}).status_code == 200
     later = snapshot(http, ws, admin_headers)["version"]
     r = http.post(f"/v1/workspaces/{ws}/restore", headers=admin_headers, json={"version": later})
     assert r.status_code == 200, r.text
     assert count(http, ws, h) == 20
-    hibernate(http, ws, admin_headers)                    # every connection closed, WAL folded
+    hibernate(http, ws, admin_headers)  # every connection closed, WAL folded
     for path in service["data_dir"].rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
     holding = [key for key, data in stored_objects(service, ws) if SECRET.encode() in data]
-    assert holding == []            # the version from before the forget went with it
-    pruned = http.post(f"/v1/workspaces/{ws}/snapshots/prune", headers=admin_headers,
-                       json={"keep": 1})
+    assert holding == []  # the version from before the forget went with it
+    pruned = http.post(
+        f"/v1/workspaces/{ws}/snapshots/prune", headers=admin_headers, json={"keep": 1}
+    )
     assert pruned.status_code == 200, pruned.text
     listed = http.get(f"/v1/workspaces/{ws}/snapshots", headers=admin_headers)
     assert listed.status_code == 200 and early not in listed.text
@@ -119,32 +120,40 @@ def test_recreated_id_never_sees_snapshots_a_failed_delete_left(http, admin_head
         assert count(http, ws, h2) == 0
         left = ray.get(directory_of(service).settle_snapshot_debts.remote(), timeout=60)
         assert left == 0
-        old = [key for key, _ in stored_objects(service, ws)
-               if again.json()["workspace"]["generation"] not in key]
+        old = [
+            key
+            for key, _ in stored_objects(service, ws)
+            if again.json()["workspace"]["generation"] not in key
+        ]
         assert old == []
     finally:
         http.delete(f"/v1/workspaces/{ws}", headers=admin_headers)
 
 
 def test_import_runs_through_the_workspaces_admission_and_notes_the_scheduler(
-        http, admin_headers, new_workspace, service):
+    http, admin_headers, new_workspace, service
+):
     source, source_headers = new_workspace()
     capture(http, source, source_headers, "imported through the gate", volatility="volatile")
     export = http.get(f"/v1/workspaces/{source}/export", headers=admin_headers).text
     target, _target_headers = new_workspace()
     passed = http.post(f"/v1/w/{target}/runStalenessPass", headers=admin_headers, json={})
-    assert passed.status_code == 200, passed.text          # a recorded, clean due state
+    assert passed.status_code == 200, passed.text  # a recorded, clean due state
     directory = directory_of(service)
-    assert ray.get(directory.maintenance.remote("due_state", target),
-                   timeout=30)["dirtySince"] is None
+    assert (
+        ray.get(directory.maintenance.remote("due_state", target), timeout=30)["dirtySince"] is None
+    )
     lines = export.splitlines()
-    r = http.post(f"/v1/workspaces/{target}/import",
-                  params={"key": "a" * 64, "first": 1, "final": "true"},
-                  content=("\n".join(lines) + "\n").encode(), headers=admin_headers)
+    r = http.post(
+        f"/v1/workspaces/{target}/import",
+        params={"key": "a" * 64, "first": 1, "final": "true"},
+        content=("\n".join(lines) + "\n").encode(),
+        headers=admin_headers,
+    )
     assert r.status_code == 200, r.text
     assert json.loads(r.text)["entries"] == 1
     deadline = time.time() + 10
-    while True:                                           # the note is fire-and-forget
+    while True:  # the note is fire-and-forget
         state = ray.get(directory.maintenance.remote("due_state", target), timeout=30)
         if state["dirtySince"] is not None or time.time() > deadline:
             break

@@ -1,5 +1,6 @@
 """kill -9 of a workspace actor's process during ~500 concurrent captures: every acknowledged
 write is there afterwards and `PRAGMA integrity_check` passes."""
+
 import asyncio
 import os
 import signal
@@ -19,15 +20,18 @@ async def burst_with_kill(url, ws, headers, kill):
     acked, unknown, others = {}, [], []
     limits = httpx.Limits(max_connections=WRITES, max_keepalive_connections=WRITES)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+
         async def one(i):
-            r = await client.post(f"/v1/w/{ws}/capture", headers=headers,
-                                  json={"content": f"burst fact number {i}"})
+            r = await client.post(
+                f"/v1/w/{ws}/capture", headers=headers, json={"content": f"burst fact number {i}"}
+            )
             if r.status_code == 200:
                 acked[i] = r.json()["id"]
             elif r.status_code == 503:
                 unknown.append(i)
             else:
                 others.append((i, r.status_code, r.text))
+
         tasks = [asyncio.create_task(one(i)) for i in range(WRITES)]
         while len(acked) < WRITES // 5 and not all(t.done() for t in tasks):
             await asyncio.sleep(0.005)
@@ -42,7 +46,8 @@ def test_kill_9_during_500_concurrent_captures(http, new_workspace, service):
 
     def kill():
         os.kill(ray.get(workspace_actor(service, ws).stats.remote())["pid"], signal.SIGKILL)
-    http.post(f"/v1/w/{ws}/getCount", headers=h, json={})          # resident before the burst
+
+    http.post(f"/v1/w/{ws}/getCount", headers=h, json={})  # resident before the burst
     acked, unknown, others = asyncio.run(burst_with_kill(service["url"], ws, h, kill))
     print(f"\nacked={len(acked)} unknown={len(unknown)}")
     assert others == [] and len(acked) >= WRITES // 5

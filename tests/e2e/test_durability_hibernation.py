@@ -1,6 +1,7 @@
 """Hibernation: an idle or least-recently-used workspace actor snapshots, closes and exits; the
 next call re-activates it transparently (from its local file, or from the snapshot store when
 the file is missing or its node is gone); the resident cap holds."""
+
 import asyncio
 import time
 from pathlib import Path
@@ -28,8 +29,9 @@ def capture(http, ws, h, text):
     return r.json()["id"]
 
 
-def test_hibernate_and_reactivate_round_trip(http, admin_headers, new_workspace, service,
-                                             directory):
+def test_hibernate_and_reactivate_round_trip(
+    http, admin_headers, new_workspace, service, directory
+):
     ws, h = new_workspace()
     ids = [capture(http, ws, h, f"remember {i}") for i in range(3)]
     out = ray.get(directory.hibernate.remote(ws))
@@ -51,8 +53,9 @@ def test_hibernate_and_reactivate_round_trip(http, admin_headers, new_workspace,
     assert record["durability"]["activation"]["source"] == "local"
 
 
-def test_missing_file_is_restored_from_its_replica_first(http, admin_headers, new_workspace,
-                                                        service, directory):
+def test_missing_file_is_restored_from_its_replica_first(
+    http, admin_headers, new_workspace, service, directory
+):
     """The session replicates (the embedded default, async): a workspace whose node lost its
     disk comes back from its replica, the newest state the store holds (the snapshot path
     without replication: tests/hosting and the multinode scenario)."""
@@ -62,7 +65,7 @@ def test_missing_file_is_restored_from_its_replica_first(http, admin_headers, ne
     path = Path(ray.get(directory.workspace_path.remote(ws)))
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
-    ray.get(directory.set_placement.remote(ws, "f" * 56))     # "its node is gone"
+    ray.get(directory.set_placement.remote(ws, "f" * 56))  # "its node is gone"
     r = http.post(f"/v1/w/{ws}/getCount", headers=h, json={})
     assert r.status_code == 200 and r.json()["count"] == 1
     shown = http.get(f"/v1/workspaces/{ws}", headers=admin_headers).json()["durability"]
@@ -70,8 +73,9 @@ def test_missing_file_is_restored_from_its_replica_first(http, admin_headers, ne
     assert "gone" in shown["placement"]
 
 
-def test_idle_workspace_hibernates_on_its_own(http, admin_headers, new_workspace, service,
-                                              directory):
+def test_idle_workspace_hibernates_on_its_own(
+    http, admin_headers, new_workspace, service, directory
+):
     ws, h = new_workspace()
     capture(http, ws, h, "idle soon")
     previous = ray.get(directory.set_residency.remote(idle_s=1.0))
@@ -92,17 +96,23 @@ async def touch_many(url, admin, n, concurrency, sample):
     sem = asyncio.Semaphore(concurrency)
     made, peaks = {}, []
     async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+
         async def one(i):
             async with sem:
                 r = await client.post("/v1/workspaces", headers=admin, json={"id": f"cap-{i:04d}"})
                 assert r.status_code == 201, r.text
                 token = {"Authorization": f"Bearer {r.json()['token']}"}
-                r = await post_answered(client, f"/v1/w/cap-{i:04d}/capture", headers=token,
-                                        json={"content": f"workspace {i} knows one thing"})
+                r = await post_answered(
+                    client,
+                    f"/v1/w/cap-{i:04d}/capture",
+                    headers=token,
+                    json={"content": f"workspace {i} knows one thing"},
+                )
                 assert r.status_code == 200, r.text
                 made[f"cap-{i:04d}"] = token
                 if i % 10 == 0:
                     peaks.append(await asyncio.to_thread(sample))
+
         await asyncio.gather(*(one(i) for i in range(n)))
     return made, peaks
 
@@ -113,19 +123,23 @@ def test_resident_cap_holds_with_200_workspaces(http, admin_headers, service, di
     previous = ray.get(directory.set_residency.remote(max_resident=CAP, in_session_s=0))
     made = {}
     try:
+
         def sample():
             return len(ray.get(directory.resident.remote()))
-        made, peaks = asyncio.run(touch_many(service["url"], admin_headers, WORKSPACES, 4,
-                                             sample))
+
+        made, peaks = asyncio.run(touch_many(service["url"], admin_headers, WORKSPACES, 4, sample))
         resident = ray.get(directory.resident.remote())
         print(f"\nresident samples: max {max(peaks)}; at the end {len(resident)}")
         assert max(peaks) <= CAP and len(resident) <= CAP
-        for ws in ("cap-0000", "cap-0057", "cap-0199"):    # early ones were hibernated
+        for ws in ("cap-0000", "cap-0057", "cap-0199"):  # early ones were hibernated
             r = http.post(f"/v1/w/{ws}/getCount", headers=made[ws], json={})
             assert r.status_code == 200 and r.json()["count"] == 1
         assert len(ray.get(directory.resident.remote())) <= CAP
     finally:
-        ray.get(directory.set_residency.remote(max_resident=previous["max_resident"],
-                                               in_session_s=previous["in_session_s"]))
+        ray.get(
+            directory.set_residency.remote(
+                max_resident=previous["max_resident"], in_session_s=previous["in_session_s"]
+            )
+        )
         for ws in made:
             http.delete(f"/v1/workspaces/{ws}", headers=admin_headers)

@@ -5,6 +5,7 @@ checker's verdict against the model of every acknowledged answer.
 The long form is the same command with a longer `--duration-s`; its last figures are in
 bench/results/fault-soak.md. Needs root and network namespaces, so elsewhere it is skipped.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,9 @@ SOAK_TIMEOUT_S = 900
 @needs_namespaces
 @pytest.mark.timeout(SOAK_TIMEOUT_S + 60)
 def test_faults_at_random_lose_no_acknowledged_write_and_leak_no_forgotten_text():
-    findings = findings_of(SOAK, "--seed", str(SOAK_SEED), "--duration-s", str(SHORT_SOAK_S),
-                           timeout_s=SOAK_TIMEOUT_S)
+    findings = findings_of(
+        SOAK, "--seed", str(SOAK_SEED), "--duration-s", str(SHORT_SOAK_S), timeout_s=SOAK_TIMEOUT_S
+    )
     assert findings.get("violations") == [], json.dumps(findings["violations"])[:12000]
     assert findings.get("ok"), (findings.get("error"), findings.get("errorAt"))
     assert sum(findings["faults"].values()) >= 5, findings["faults"]

@@ -2,6 +2,7 @@
 `Idempotent-Replay: true`) and writes nothing, and the drill — kill -9 the workspace actor under
 500 concurrent keyed writes whose clients retry every 503 with the same key — ends with every
 write present exactly once."""
+
 import asyncio
 import os
 import signal
@@ -35,8 +36,10 @@ def test_repeated_keyed_append_is_replayed_not_applied_again(http, new_workspace
 def test_same_key_with_another_body_is_409_and_changes_nothing(http, new_workspace):
     ws, h = new_workspace()
     keyed = {**h, "Idempotency-Key": "capture-1"}
-    assert http.post(f"/v1/w/{ws}/capture", headers=keyed,
-                     json={"content": "first text"}).status_code == 200
+    assert (
+        http.post(f"/v1/w/{ws}/capture", headers=keyed, json={"content": "first text"}).status_code
+        == 200
+    )
     reused = http.post(f"/v1/w/{ws}/capture", headers=keyed, json={"content": "other text"})
     assert reused.status_code == 409
     assert reused.json()["error"]["code"] == "idempotency_key_reused"
@@ -46,8 +49,11 @@ def test_same_key_with_another_body_is_409_and_changes_nothing(http, new_workspa
 def test_malformed_idempotency_key_is_400_before_anything_runs(http, new_workspace):
     ws, h = new_workspace()
     for bad in ("", "x" * 201, "with space"):
-        r = http.post(f"/v1/w/{ws}/capture", headers={**h, "Idempotency-Key": bad},
-                      json={"content": "never stored"})
+        r = http.post(
+            f"/v1/w/{ws}/capture",
+            headers={**h, "Idempotency-Key": bad},
+            json={"content": "never stored"},
+        )
         assert r.status_code == 400, (bad, r.text)
         assert r.json()["error"]["code"] == "malformed_request"
     assert http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json()["count"] == 0
@@ -58,10 +64,13 @@ async def _keyed_writes_with_a_kill(url, ws, headers, entries, kill):
     key until it is answered. Returns {write number: status of its final answer}."""
     final, sem = {}, asyncio.Semaphore(DRILL_CONCURRENCY)
     async with httpx.AsyncClient(base_url=url, timeout=180) as client:
+
         async def one(i):
             if i % 2:
-                method, body = "append", {"id": entries[(i // 2) % DRILL_ENTRIES],
-                                          "addition": f"appended-{i}-end"}
+                method, body = (
+                    "append",
+                    {"id": entries[(i // 2) % DRILL_ENTRIES], "addition": f"appended-{i}-end"},
+                )
             else:
                 method, body = "capture", {"content": f"captured fact {i} of the drill"}
             keyed = {**headers, "Idempotency-Key": f"drill-{i}"}
@@ -83,13 +92,17 @@ async def _keyed_writes_with_a_kill(url, ws, headers, entries, kill):
 
 def test_kill_during_keyed_writes_applies_each_exactly_once(http, new_workspace, service):
     ws, h = new_workspace()
-    entries = [http.post(f"/v1/w/{ws}/capture", headers=h,
-                         json={"content": f"drill entry {n}"}).json()["id"]
-               for n in range(DRILL_ENTRIES)]
+    entries = [
+        http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": f"drill entry {n}"}).json()[
+            "id"
+        ]
+        for n in range(DRILL_ENTRIES)
+    ]
 
     def kill():
         pid = ray.get(workspace_actor(service, ws).stats.remote())["pid"]
         os.kill(pid, signal.SIGKILL)
+
     final = asyncio.run(_keyed_writes_with_a_kill(service["url"], ws, h, entries, kill))
     assert sorted(final) == list(range(DRILL_WRITES))
     assert set(final.values()) == {200}
@@ -99,16 +112,24 @@ def test_kill_during_keyed_writes_applies_each_exactly_once(http, new_workspace,
     assert ray.get(workspace_actor(service, ws).stats.remote())["restarted"] is True
     conn = db.connect(service["data_dir"] / "workspaces" / ws / "workspace.db", readonly=True)
     try:
-        captured = [c for (c,) in conn.execute(
-            "SELECT content FROM entries WHERE content LIKE 'captured fact %'")]
-        assert sorted(captured) == sorted(f"captured fact {i} of the drill"
-                                          for i in range(0, DRILL_WRITES, 2))
+        captured = [
+            c
+            for (c,) in conn.execute(
+                "SELECT content FROM entries WHERE content LIKE 'captured fact %'"
+            )
+        ]
+        assert sorted(captured) == sorted(
+            f"captured fact {i} of the drill" for i in range(0, DRILL_WRITES, 2)
+        )
         for n, entry in enumerate(entries):
-            content, = conn.execute("SELECT content FROM entries WHERE id = ?", (entry,)).fetchone()
+            (content,) = conn.execute(
+                "SELECT content FROM entries WHERE id = ?", (entry,)
+            ).fetchone()
             mine = [i for i in range(1, DRILL_WRITES, 2) if (i // 2) % DRILL_ENTRIES == n]
             assert [content.count(f"appended-{i}-end") for i in mine] == [1] * len(mine)
-            revisions, = conn.execute("SELECT COUNT(*) FROM revisions WHERE entry_id = ?",
-                                      (entry,)).fetchone()
+            (revisions,) = conn.execute(
+                "SELECT COUNT(*) FROM revisions WHERE entry_id = ?", (entry,)
+            ).fetchone()
             assert revisions == len(mine)
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     finally:

@@ -1,5 +1,6 @@
 """The launcher (`python serve_app.py`, `minisphere serve`): what it refuses before it starts
 anything, and how it stops."""
+
 from __future__ import annotations
 
 import contextlib
@@ -19,6 +20,7 @@ import pytest
 
 def test_serve_refuses_non_loopback_without_admin_token(tmp_path, monkeypatch, capsys):
     import serve_app
+
     monkeypatch.setenv("MINISPHERE_HOST", "0.0.0.0")
     monkeypatch.setenv("MINISPHERE_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("MINISPHERE_ADMIN_TOKEN", raising=False)
@@ -27,8 +29,10 @@ def test_serve_refuses_non_loopback_without_admin_token(tmp_path, monkeypatch, c
 
 
 def test_the_launcher_refuses_a_short_admin_token_off_loopback_before_starting_ray(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     import serve_app
+
     monkeypatch.setenv("MINISPHERE_HOST", "0.0.0.0")
     monkeypatch.setenv("MINISPHERE_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("MINISPHERE_ADMIN_TOKEN", "a-24-character-admin-tok")
@@ -38,10 +42,12 @@ def test_the_launcher_refuses_a_short_admin_token_off_loopback_before_starting_r
 
 
 def test_a_changed_contract_byte_stops_the_launcher_naming_the_file_and_both_hashes(
-        tmp_path, monkeypatch, capsys, contracts_copy):
+    tmp_path, monkeypatch, capsys, contracts_copy
+):
     """Checked before Ray starts: a replica that refuses the pins would say so only in Ray's
     controller log, behind Serve's generic "deploying ... failed"."""
     import serve_app
+
     contract = contracts_copy / "MINI_SPHERE_CONTRACT@0.1.md"
     pinned = (contracts_copy / "MINI_SPHERE_CONTRACT@0.1.md.sha256").read_text().split()[0]
     with contract.open("ab") as text:
@@ -53,7 +59,7 @@ def test_a_changed_contract_byte_stops_the_launcher_naming_the_file_and_both_has
     assert "starting Ray" not in out
 
 
-STOP_WITHIN_S = 15          # "a few seconds"; Serve's own shutdown waited 30 s for its controller
+STOP_WITHIN_S = 15  # "a few seconds"; Serve's own shutdown waited 30 s for its controller
 START_TIMEOUT_S = 240
 
 
@@ -87,16 +93,27 @@ def test_ctrl_c_on_minisphere_serve_stops_in_seconds_and_leaves_no_ray_process(t
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     token = "launcher-test-" + uuid.uuid4().hex
-    env = {**os.environ, "MINISPHERE_DATA_DIR": str(tmp_path / "data"),
-           "MINISPHERE_HOST": "127.0.0.1", "MINISPHERE_PORT": str(port),
-           "MINISPHERE_ADMIN_TOKEN": token, "MINISPHERE_MAX_REPLICAS": "1",
-           # a new local Ray in its own folder, never a cluster already running here
-           "RAY_ADDRESS": "local", "RAY_TMPDIR": ray_folder}
+    env = {
+        **os.environ,
+        "MINISPHERE_DATA_DIR": str(tmp_path / "data"),
+        "MINISPHERE_HOST": "127.0.0.1",
+        "MINISPHERE_PORT": str(port),
+        "MINISPHERE_ADMIN_TOKEN": token,
+        "MINISPHERE_MAX_REPLICAS": "1",
+        # a new local Ray in its own folder, never a cluster already running here
+        "RAY_ADDRESS": "local",
+        "RAY_TMPDIR": ray_folder,
+    }
     env.pop("MINISPHERE_RAY_ADDRESS", None)
     output = tmp_path / "serve.log"
     with output.open("wb") as log:
-        process = subprocess.Popen([launcher, "serve"], cwd=Path(__file__).parents[2], env=env,
-                                   stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [launcher, "serve"],
+            cwd=Path(__file__).parents[2],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while "Mini-Sphere is listening" not in output.read_text(errors="replace"):
@@ -107,8 +124,11 @@ def test_ctrl_c_on_minisphere_serve_stops_in_seconds_and_leaves_no_ray_process(t
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
             created = http.post("/v1/workspaces", headers=admin, json={"id": "before-stop"})
             assert created.status_code == 201, created.text
-            written = http.post("/v1/w/before-stop/capture", headers=admin,
-                                json={"content": "written just before Ctrl-C"})
+            written = http.post(
+                "/v1/w/before-stop/capture",
+                headers=admin,
+                json={"content": "written just before Ctrl-C"},
+            )
             assert written.status_code == 200, written.text
 
         process.send_signal(signal.SIGINT)
@@ -128,7 +148,7 @@ def test_ctrl_c_on_minisphere_serve_stops_in_seconds_and_leaves_no_ray_process(t
         if process.poll() is None:
             process.kill()
             process.wait()
-        for pid in ray_processes_under(ray_folder):   # only this test's own Ray's processes
+        for pid in ray_processes_under(ray_folder):  # only this test's own Ray's processes
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(ray_folder, ignore_errors=True)

@@ -1,6 +1,7 @@
 """Maintenance through the real service (session Ray + Serve): the scheduled-tasks singleton,
 its jobs surviving a restart without duplicates, audited runs (ok / skipped without waking a
 hibernated workspace / error), the manual pass for the admin token only, and the runs listing."""
+
 import time
 
 import pytest
@@ -50,10 +51,16 @@ def test_manual_pass_is_admin_only_and_audited(http, new_workspace, admin_header
     assert rows[0]["nextDueAt"] == passed.json()["nextDueAt"]
     # the listing itself is admin-only and validates its arguments
     assert http.get("/v1/maintenance/runs", headers=h).status_code == 401
-    assert http.get("/v1/maintenance/runs", params={"limit": "0"},
-                    headers=admin_headers).status_code == 400
-    assert http.get("/v1/maintenance/runs", params={"workspace": "../x"},
-                    headers=admin_headers).status_code == 400
+    assert (
+        http.get("/v1/maintenance/runs", params={"limit": "0"}, headers=admin_headers).status_code
+        == 400
+    )
+    assert (
+        http.get(
+            "/v1/maintenance/runs", params={"workspace": "../x"}, headers=admin_headers
+        ).status_code
+        == 400
+    )
 
 
 def test_runs_listing_filters_by_workspace_newest_first(http, new_workspace, admin_headers):
@@ -68,16 +75,17 @@ def test_runs_listing_filters_by_workspace_newest_first(http, new_workspace, adm
 
 
 def test_scheduler_is_a_singleton_and_restarts_without_duplicate_jobs(
-        service, scheduler, new_workspace):
+    service, scheduler, new_workspace
+):
     ws, _ = new_workspace()
     again = get_scheduled_tasks(service["config"])
     assert again._actor_id == scheduler._actor_id
     ray.get(scheduler.refresh.remote(), timeout=60)
     before = sorted(j["id"] for j in ray.get(scheduler.jobs.remote(), timeout=60))
     assert ws in before and len(before) == len(set(before))
-    ray.kill(scheduler, no_restart=False)                  # crash: Ray restarts it
+    ray.kill(scheduler, no_restart=False)  # crash: Ray restarts it
     deadline = time.time() + 60
-    while True:                       # the kill is asynchronous: wait for the restarted one
+    while True:  # the kill is asynchronous: wait for the restarted one
         try:
             if ray.get(scheduler.status.remote(), timeout=30)["restarted"]:
                 break
@@ -90,7 +98,8 @@ def test_scheduler_is_a_singleton_and_restarts_without_duplicate_jobs(
 
 
 def test_scheduled_runs_ok_then_skipped_without_waking_the_workspace(
-        service, scheduler, http, new_workspace, admin_headers):
+    service, scheduler, http, new_workspace, admin_headers
+):
     ws, h = new_workspace()
     assert call(http, ws, h, "capture", {"content": "we store times in UTC"}).status_code == 200
     first = ray.get(scheduler.run_scheduled.remote(ws), timeout=60)
@@ -116,18 +125,20 @@ def test_scheduled_runs_ok_then_skipped_without_waking_the_workspace(
     assert outcomes == ["skipped", "ok"]
 
 
-def test_a_failing_workspace_is_audited_as_error(service, scheduler, http, new_workspace,
-                                                 admin_headers):
+def test_a_failing_workspace_is_audited_as_error(
+    service, scheduler, http, new_workspace, admin_headers
+):
     ws, _ = new_workspace()
     ray.get(scheduler.refresh.remote(), timeout=60)
     assert http.delete(f"/v1/workspaces/{ws}", headers=admin_headers).status_code == 200
-    row = ray.get(scheduler.run_scheduled.remote(ws), timeout=60)   # its job not yet refreshed
+    row = ray.get(scheduler.run_scheduled.remote(ws), timeout=60)  # its job not yet refreshed
     assert row["outcome"] == "error" and row["error"].startswith("not_found")
     assert runs(http, admin_headers, workspace=ws)[0]["runId"] == row["runId"]
 
 
 def test_client_lists_runs(service, http, new_workspace, admin_headers):
     from minisphere.client.client import Client
+
     ws, _ = new_workspace()
     assert call(http, ws, admin_headers, "runStalenessPass", {"limit": 3}).status_code == 200
     with Client(service["url"], admin_token=service["admin"]) as client:
@@ -143,10 +154,13 @@ def test_a_restore_resets_the_recorded_due_state(service, http, new_workspace, a
     assert call(http, ws, admin_headers, "runStalenessPass").status_code == 200
     directory = get_directory(service["config"])
     assert ray.get(directory.maintenance.remote("due_state", ws), timeout=30) is not None
-    restored = http.post(f"/v1/workspaces/{ws}/restore", json={"version": snap.json()["version"]},
-                         headers=admin_headers)
+    restored = http.post(
+        f"/v1/workspaces/{ws}/restore",
+        json={"version": snap.json()["version"]},
+        headers=admin_headers,
+    )
     assert restored.status_code == 200, restored.text
-    deadline = time.time() + 20          # the reset is fire-and-forget from the actor
+    deadline = time.time() + 20  # the reset is fire-and-forget from the actor
     while ray.get(directory.maintenance.remote("due_state", ws), timeout=30) is not None:
         assert time.time() < deadline
         time.sleep(0.1)

@@ -1,6 +1,7 @@
 """The ingress's gauge poll against the running service: the snapshot-age and replication-lag
 gauges are set from the resident workspaces' own status (its directory and actors are the real
 ones; only the Prometheus gauges are recorders)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,7 +20,8 @@ class Gauge:
 
 
 def test_the_metrics_poll_sets_the_snapshot_age_and_replication_lag_gauges(
-        service, http, admin_headers, new_workspace):
+    service, http, admin_headers, new_workspace
+):
     ws, h = new_workspace()
     capture(http, ws, h, "in the snapshot")
     snapshot(http, ws, admin_headers)

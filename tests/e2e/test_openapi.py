@@ -1,5 +1,6 @@
 """`/openapi.json` describes answers, not only requests: real answers of every route, errors
 included, validate against the schema the service publishes for them."""
+
 from __future__ import annotations
 
 import json
@@ -21,24 +22,27 @@ class OpenApi:
         self.statuses: set[int] = set()
 
     def operations(self) -> set[tuple[str, str]]:
-        return {(verb.upper(), path) for path, item in self.document["paths"].items()
-                for verb in item}
+        return {
+            (verb.upper(), path) for path, item in self.document["paths"].items() for verb in item
+        }
 
     def check(self, verb: str, path: str, response) -> dict | list | str:
         operation = self.document["paths"][path][verb.lower()]
         documented = operation["responses"].get(str(response.status_code))
         assert documented is not None, (
             f"{verb} {path} answered {response.status_code}, which its OpenAPI entry does not "
-            f"list ({sorted(operation['responses'])}): {response.text[:300]}")
+            f"list ({sorted(operation['responses'])}): {response.text[:300]}"
+        )
         media = response.headers["content-type"].split(";")[0]
         schema = documented["content"][media]["schema"]
         body = response.text if media == NDJSON else response.json()
         validator = jsonschema.Draft202012Validator(
-            {**schema, "components": self.document["components"]})
+            {**schema, "components": self.document["components"]}
+        )
         problems = sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
-        assert not problems, (f"{verb} {path} {response.status_code}: "
-                              + "; ".join(f"{list(p.absolute_path)}: {p.message}"
-                                          for p in problems[:5]))
+        assert not problems, f"{verb} {path} {response.status_code}: " + "; ".join(
+            f"{list(p.absolute_path)}: {p.message}" for p in problems[:5]
+        )
         self.checked.add((verb.upper(), path))
         self.statuses.add(response.status_code)
         return body
@@ -55,8 +59,7 @@ def workspace_call(http, openapi, ws, headers, method, body=None, status=200):
     return openapi.check("POST", f"/v1/w/{{workspace}}/{method}", response)
 
 
-def test_every_published_route_answers_what_its_schema_says(http, admin_headers, openapi,
-                                                           service):
+def test_every_published_route_answers_what_its_schema_says(http, admin_headers, openapi, service):
     def admin(verb, url, path, status=200, headers=None, **kw):
         response = http.request(verb, url, headers={**admin_headers, **(headers or {})}, **kw)
         assert response.status_code == status, response.text
@@ -65,17 +68,28 @@ def test_every_published_route_answers_what_its_schema_says(http, admin_headers,
     openapi.check("GET", "/healthz", http.get("/healthz"))
     openapi.check("GET", "/v1/contracts", http.get("/v1/contracts"))
     ws = "openapi-answers"
-    created = admin("POST", "/v1/workspaces", "/v1/workspaces", 201,
-                    json={"id": ws, "label": "schema check"})
+    created = admin(
+        "POST", "/v1/workspaces", "/v1/workspaces", 201, json={"id": ws, "label": "schema check"}
+    )
     headers = {"Authorization": f"Bearer {created['token']}"}
     try:
         call = lambda method, body=None, status=200: workspace_call(
-            http, openapi, ws, headers, method, body, status)
-        a = call("capture", {"content": "The deploy pipeline runs on Fridays",
-                             "tags": ["ops"], "kind": "episodic", "claimTag": "VERIFIED"})["id"]
+            http, openapi, ws, headers, method, body, status
+        )
+        a = call(
+            "capture",
+            {
+                "content": "The deploy pipeline runs on Fridays",
+                "tags": ["ops"],
+                "kind": "episodic",
+                "claimTag": "VERIFIED",
+            },
+        )["id"]
         b = call("capture", {"content": "Rollbacks take ten minutes", "kind": "episodic"})["id"]
-        assert call("capture", {"content": "the deploy pipeline runs on fridays"}
-                    )["outcome"] == "blocked"
+        assert (
+            call("capture", {"content": "the deploy pipeline runs on fridays"})["outcome"]
+            == "blocked"
+        )
         call("append", {"id": b, "addition": "on a good day"})
         call("update", {"id": a, "content": "The deploy pipeline runs on Fridays at noon"})
         call("setStatus", {"id": b, "status": "draft"})
@@ -97,8 +111,9 @@ def test_every_published_route_answers_what_its_schema_says(http, admin_headers,
         call("capture", {"content": ""}, status=422)
         workspace_call(http, openapi, ws, admin_headers, "runStalenessPass", {"limit": 10})
         call("forget", {"id": b})
-        unauthorized = http.post(f"/v1/w/{ws}/getCount", json={},
-                                 headers={"Authorization": "Bearer wrong-token-value"})
+        unauthorized = http.post(
+            f"/v1/w/{ws}/getCount", json={}, headers={"Authorization": "Bearer wrong-token-value"}
+        )
         assert unauthorized.status_code == 401
         openapi.check("POST", "/v1/w/{workspace}/getCount", unauthorized)
 
@@ -108,40 +123,86 @@ def test_every_published_route_answers_what_its_schema_says(http, admin_headers,
         admin("GET", "/v1/workspaces/no-such-one", "/v1/workspaces/{workspace_id}", 404)
         manifest = admin("POST", f"{item}/snapshot", "/v1/workspaces/{workspace_id}/snapshot")
         admin("GET", f"{item}/snapshots", "/v1/workspaces/{workspace_id}/snapshots")
-        admin("POST", f"{item}/restore", "/v1/workspaces/{workspace_id}/restore",
-              json={"version": manifest["version"]})
-        admin("POST", f"{item}/restore", "/v1/workspaces/{workspace_id}/restore", 400,
-              json={"version": "not-a-version"})
+        admin(
+            "POST",
+            f"{item}/restore",
+            "/v1/workspaces/{workspace_id}/restore",
+            json={"version": manifest["version"]},
+        )
+        admin(
+            "POST",
+            f"{item}/restore",
+            "/v1/workspaces/{workspace_id}/restore",
+            400,
+            json={"version": "not-a-version"},
+        )
         moments = "/v1/workspaces/{workspace_id}/restore-to-moment"
-        admin("POST", f"{item}/restore-to-moment", moments, 404,
-              json={"timestamp": "2001-01-01T00:00:00Z"})     # before the replica's history
-        admin("POST", f"{item}/restore-to-moment", moments, 400,
-              json={"timestamp": "2001-02-30T00:00:00Z"})     # not a day that exists
-        admin("POST", f"{item}/snapshots/prune", "/v1/workspaces/{workspace_id}/snapshots/prune",
-              json={"keep": 2})
+        admin(
+            "POST",
+            f"{item}/restore-to-moment",
+            moments,
+            404,
+            json={"timestamp": "2001-01-01T00:00:00Z"},
+        )  # before the replica's history
+        admin(
+            "POST",
+            f"{item}/restore-to-moment",
+            moments,
+            400,
+            json={"timestamp": "2001-02-30T00:00:00Z"},
+        )  # not a day that exists
+        admin(
+            "POST",
+            f"{item}/snapshots/prune",
+            "/v1/workspaces/{workspace_id}/snapshots/prune",
+            json={"keep": 2},
+        )
         admin("GET", f"/v1/maintenance/runs?workspace={ws}", "/v1/maintenance/runs")
         binding = "/v1/workspaces/{workspace_id}/vector-binding"
-        admin("POST", f"{item}/vector-binding", binding, 202,
-              json={"provider": "hash", "dimensions": 32})
+        admin(
+            "POST",
+            f"{item}/vector-binding",
+            binding,
+            202,
+            json={"provider": "hash", "dimensions": 32},
+        )
         admin("GET", f"{item}/vector-binding", binding)
         admin("POST", f"{item}/vector-binding", binding, 400, json={"provider": "word2vec"})
-        issued = admin("POST", f"{item}/tokens", "/v1/workspaces/{workspace_id}/tokens", 201,
-                       json={"scope": "read", "label": "schema check", "expiresInS": 600})
-        openapi.check("GET", "/v1/whoami", http.get(
-            "/v1/whoami", headers={"Authorization": f"Bearer {issued['token']}"}))
+        issued = admin(
+            "POST",
+            f"{item}/tokens",
+            "/v1/workspaces/{workspace_id}/tokens",
+            201,
+            json={"scope": "read", "label": "schema check", "expiresInS": 600},
+        )
+        openapi.check(
+            "GET",
+            "/v1/whoami",
+            http.get("/v1/whoami", headers={"Authorization": f"Bearer {issued['token']}"}),
+        )
         admin("GET", f"{item}/tokens", "/v1/workspaces/{workspace_id}/tokens")
-        admin("DELETE", f"{item}/tokens/{issued['tokenId']}",
-              "/v1/workspaces/{workspace_id}/tokens/{token_id}")
-        assert admin("POST", f"{item}/hibernate", "/v1/workspaces/{workspace_id}/hibernate"
-                     )["hibernated"] is True
+        admin(
+            "DELETE",
+            f"{item}/tokens/{issued['tokenId']}",
+            "/v1/workspaces/{workspace_id}/tokens/{token_id}",
+        )
+        assert (
+            admin("POST", f"{item}/hibernate", "/v1/workspaces/{workspace_id}/hibernate")[
+                "hibernated"
+            ]
+            is True
+        )
         assert admin("GET", item, "/v1/workspaces/{workspace_id}")["resident"] is False
         exported = admin("GET", f"{item}/export", "/v1/workspaces/{workspace_id}/export")
         lines = exported.splitlines()
         assert all(isinstance(json.loads(line), dict) for line in lines)
-        report = admin("POST", f"{item}/import?key=openapi1&final=true",
-                       "/v1/workspaces/{workspace_id}/import",
-                       content="\n".join(lines).encode(),
-                       headers={"Content-Type": NDJSON})
+        report = admin(
+            "POST",
+            f"{item}/import?key=openapi1&final=true",
+            "/v1/workspaces/{workspace_id}/import",
+            content="\n".join(lines).encode(),
+            headers={"Content-Type": NDJSON},
+        )
         assert report["complete"] is True
     finally:
         admin("DELETE", f"/v1/workspaces/{ws}", "/v1/workspaces/{workspace_id}")
@@ -152,14 +213,21 @@ def test_every_published_route_answers_what_its_schema_says(http, admin_headers,
 def test_vector_bound_answers_match_the_schema(http, admin_headers, openapi):
     """A bound workspace adds fields (semantic dedup, auto-links, the vector arm); they are
     published too."""
-    created = http.post("/v1/workspaces", headers=admin_headers, json={
-        "id": "openapi-vectors",
-        "blueprint": {"bindings": {"vector": {"provider": "hash", "dimensions": 64}}}})
+    created = http.post(
+        "/v1/workspaces",
+        headers=admin_headers,
+        json={
+            "id": "openapi-vectors",
+            "blueprint": {"bindings": {"vector": {"provider": "hash", "dimensions": 64}}},
+        },
+    )
     assert created.status_code == 201, created.text
     headers = {"Authorization": f"Bearer {created.json()['token']}"}
     try:
+
         def call(method, body):
             return workspace_call(http, openapi, "openapi-vectors", headers, method, body)
+
         call("capture", {"content": "The nightly export job writes parquet files to S3"})
         second = call("capture", {"content": "The nightly export job writes parquet files to GCS"})
         assert second["outcome"] in ("stored", "blocked")

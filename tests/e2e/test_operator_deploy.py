@@ -7,6 +7,7 @@ config.
 The scenario (operator_scenario.py) runs as its own process and cleans up after itself; it needs
 root and network namespaces, so elsewhere these tests are skipped.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,18 +24,27 @@ SCENARIO_TIMEOUT_S = 600
 
 needs_namespaces = pytest.mark.skipif(
     os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "unshare", "nsenter", "serve")),
-    reason="needs root, ip, unshare, nsenter and Ray Serve's CLI")
+    reason="needs root, ip, unshare, nsenter and Ray Serve's CLI",
+)
 
 
 def findings_of(script: Path, *args: str, timeout_s: float) -> dict:
     """Run a namespace scenario as its own process (from the project folder: Ray's workers
     import `actors` from there) with no Ray, Mini-Sphere or AWS setting of ours leaking in;
     its findings (the JSON of its last line). Its log is printed, shown on failure."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RAY_ADDRESS", "MINISPHERE_", "AWS_"))}
-    done = subprocess.run([sys.executable, str(script), *args, "--json"], env=env,
-                          cwd=script.parents[2], capture_output=True, text=True,
-                          timeout=timeout_s)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RAY_ADDRESS", "MINISPHERE_", "AWS_"))
+    }
+    done = subprocess.run(
+        [sys.executable, str(script), *args, "--json"],
+        env=env,
+        cwd=script.parents[2],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
     print(done.stderr[-8000:])
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert lines, f"no findings; stderr tail:\n{done.stderr[-3000:]}"
@@ -47,8 +57,10 @@ def findings_of(script: Path, *args: str, timeout_s: float) -> dict:
 def run_scenario(store: str) -> dict:
     findings = findings_of(SCENARIO, "--store", store, timeout_s=SCENARIO_TIMEOUT_S)
     failed = [name for name, ok in findings.get("checks", {}).items() if not ok]
-    assert findings.get("ok"), (f"failed checks: {failed}; error: {findings.get('error')}; "
-                                f"details: {json.dumps(findings.get('details', {}))[:3000]}")
+    assert findings.get("ok"), (
+        f"failed checks: {failed}; error: {findings.get('error')}; "
+        f"details: {json.dumps(findings.get('details', {}))[:3000]}"
+    )
     assert findings["returncode"] == 0
     return findings
 

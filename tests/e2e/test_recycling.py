@@ -6,6 +6,7 @@ The check runs inside the process (the actor's `audit_retained`): after workspac
 canary in its text, hibernated and B was bound in the same process, no live object holds A's
 canary, id or path, the engine's text caches are empty, no open file is A's, the node's
 replication daemon has no registration of A's file, and B's answers are B's."""
+
 from __future__ import annotations
 
 import ray
@@ -36,8 +37,9 @@ def start_transfers(http, admin_headers, handle, ws, admin, donor) -> None:
     page = serve(handle, ws, "export_page", "recycling-export", 0, 1, admin)
     assert page.ok and not page.value["done"], page
     lines = http.get(f"/v1/workspaces/{donor}/export", headers=admin_headers).text.splitlines()
-    chunk = serve(handle, ws, "import_chunk", "recycling-import", lines[0], lines[1:2], 0,
-                  False, admin)
+    chunk = serve(
+        handle, ws, "import_chunk", "recycling-import", lines[0], lines[1:2], 0, False, admin
+    )
     assert chunk.ok, chunk
 
 
@@ -49,8 +51,13 @@ def a_then_b_in_one_process(http, admin_headers, new_workspace, service, bluepri
     donor, hd = new_workspace()
     canary = f"canary-{a}-quokka-zephyr"
     call(http, donor, hd, "capture", {"content": f"donor text {canary}-donated"})
-    entry = call(http, a, ha, "capture", {"content": f"the launch code is {canary}",
-                                          "tags": [f"tag-{canary}"]})
+    entry = call(
+        http,
+        a,
+        ha,
+        "capture",
+        {"content": f"the launch code is {canary}", "tags": [f"tag-{canary}"]},
+    )
     assert call(http, a, ha, "recall", {"query": canary})["items"][0]["id"] == entry["id"]
     handle = workspace_actor(service, a)
     start_transfers(http, admin_headers, handle, a, admin, donor)
@@ -60,8 +67,10 @@ def a_then_b_in_one_process(http, admin_headers, new_workspace, service, bluepri
     assert audit(service, handle, a, canary) == {"objects": {}, "files": [], "cacheEntries": 0}
     b, hb = new_workspace()
     call(http, b, hb, "capture", {"content": "bravo's own note"})
-    assert ray.get(directory_of(service).actor_name_of.remote(b), timeout=TIMEOUT_S) == \
-        ray.get(handle.ready.remote(), timeout=TIMEOUT_S)["name"], "B was not bound in A's process"
+    assert (
+        ray.get(directory_of(service).actor_name_of.remote(b), timeout=TIMEOUT_S)
+        == ray.get(handle.ready.remote(), timeout=TIMEOUT_S)["name"]
+    ), "B was not bound in A's process"
     return a, canary, b, hb, handle
 
 
@@ -77,8 +86,9 @@ def new_workspace_with(http, admin_headers, new_workspace, blueprint):
 def audit(service, handle, a, canary) -> dict:
     path = ray.get(directory_of(service).workspace_path.remote(a), timeout=TIMEOUT_S)
     needles = [canary, a, path]
-    return ray.get(handle.audit_retained.remote([n.encode().hex() for n in needles]),
-                   timeout=TIMEOUT_S)
+    return ray.get(
+        handle.audit_retained.remote([n.encode().hex() for n in needles]), timeout=TIMEOUT_S
+    )
 
 
 def assert_nothing_of(service, handle, a, canary) -> None:
@@ -96,39 +106,43 @@ def assert_nothing_of(service, handle, a, canary) -> None:
 
 
 def test_a_recycled_process_holds_nothing_of_the_workspace_it_served(
-        http, admin_headers, new_workspace, service):
-    a, canary, b, hb, handle = a_then_b_in_one_process(http, admin_headers, new_workspace,
-                                                       service)
+    http, admin_headers, new_workspace, service
+):
+    a, canary, b, hb, handle = a_then_b_in_one_process(http, admin_headers, new_workspace, service)
     assert_nothing_of(service, handle, a, canary)
     assert call(http, b, hb, "getCount") == {"count": 1}
     assert call(http, b, hb, "recall", {"query": canary})["items"] == []
 
 
 def test_a_recycled_vector_bound_process_holds_nothing_of_its_workspace(
-        http, admin_headers, new_workspace, service):
+    http, admin_headers, new_workspace, service
+):
     blueprint = {"bindings": {"vector": {"provider": "hash", "dimensions": 64}}}
-    a, canary, b, hb, handle = a_then_b_in_one_process(http, admin_headers, new_workspace,
-                                                       service, blueprint)
+    a, canary, b, hb, handle = a_then_b_in_one_process(
+        http, admin_headers, new_workspace, service, blueprint
+    )
     assert_nothing_of(service, handle, a, canary)
     assert call(http, b, hb, "recall", {"query": canary})["items"] == []
 
 
 def test_a_stale_handle_of_a_hibernated_workspace_is_refused_by_its_recycled_process(
-        http, admin_headers, new_workspace, service):
-    a, _canary, b, _hb, handle = a_then_b_in_one_process(http, admin_headers, new_workspace,
-                                                       service)
+    http, admin_headers, new_workspace, service
+):
+    a, _canary, b, _hb, handle = a_then_b_in_one_process(
+        http, admin_headers, new_workspace, service
+    )
     admin = token_hash(service["admin"])
     # the gate names the workspace meant: a call for A reaching B's process ran nowhere
     stale = serve(handle, a, "call", "getCount", {}, admin)
     assert stale.ok is False and stale.error.code == "hibernating"
     # and A, called again, wakes into a process of its own with all of its memory
     assert call(http, a, ha_token(http, admin_headers, a), "getCount") == {"count": 1}
-    assert ray.get(directory_of(service).actor_name_of.remote(a), timeout=TIMEOUT_S) != \
-        ray.get(directory_of(service).actor_name_of.remote(b), timeout=TIMEOUT_S)
+    assert ray.get(directory_of(service).actor_name_of.remote(a), timeout=TIMEOUT_S) != ray.get(
+        directory_of(service).actor_name_of.remote(b), timeout=TIMEOUT_S
+    )
 
 
 def ha_token(http, admin_headers, ws) -> dict:
-    made = http.post(f"/v1/workspaces/{ws}/tokens", json={"scope": "read"},
-                     headers=admin_headers)
+    made = http.post(f"/v1/workspaces/{ws}/tokens", json={"scope": "read"}, headers=admin_headers)
     assert made.status_code in (200, 201), made.text
     return {"Authorization": f"Bearer {made.json()['token']}"}

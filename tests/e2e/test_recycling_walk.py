@@ -3,6 +3,7 @@ read, hibernated and woken again in random order over the real service, so that 
 is handed from workspace to workspace through the spare pool. Every answer is checked against a
 per-workspace model of what was acknowledged: a count, the texts listed and the texts recalled
 must be the workspace's own, whichever process served it."""
+
 from __future__ import annotations
 
 import ray
@@ -18,8 +19,7 @@ WALKS = 6
 
 
 def recycled_wakes(service) -> int:
-    return ray.get(directory_of(service).residency_status.remote(), timeout=60)["wakes"][
-        "recycled"]
+    return ray.get(directory_of(service).residency_status.remote(), timeout=60)["wakes"]["recycled"]
 
 
 def make_walk(http, admin_headers, new_workspace):
@@ -57,9 +57,9 @@ def make_walk(http, admin_headers, new_workspace):
         def recall_every_canary(self, which):
             """A query naming every workspace's canary word finds only this one's texts."""
             ws, headers = self.spaces[which]
-            answer = http.post(f"/v1/w/{ws}/recall", json={"query": "canary note",
-                                                                   "topK": 50},
-                               headers=headers)
+            answer = http.post(
+                f"/v1/w/{ws}/recall", json={"query": "canary note", "topK": 50}, headers=headers
+            )
             assert answer.status_code == 200, answer.text
             found = {hit["content"] for hit in answer.json()["items"]}
             assert found <= set(self.model[ws]), found - set(self.model[ws])
@@ -70,16 +70,22 @@ def make_walk(http, admin_headers, new_workspace):
                 answer = http.post(f"/v1/w/{ws}/getCount", json={}, headers=headers)
                 assert answer.status_code == 200, answer.text
                 assert answer.json() == {"count": len(self.model[ws])}
+
     return RecyclingWalk
 
 
 def test_workspaces_woken_again_over_recycled_processes_answer_only_their_own(
-        http, admin_headers, new_workspace, service):
+    http, admin_headers, new_workspace, service
+):
     recycled_before = recycled_wakes(service)
     walk = make_walk(http, admin_headers, new_workspace)
     walk.TestCase.settings = settings(
-        max_examples=WALKS, stateful_step_count=STEPS, deadline=None, derandomize=True,
-        suppress_health_check=list(HealthCheck))
+        max_examples=WALKS,
+        stateful_step_count=STEPS,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     walk.TestCase().runTest()
     # the walk is only worth its name if processes were in fact handed between workspaces
     assert recycled_wakes(service) > recycled_before

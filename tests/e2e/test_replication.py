@@ -2,6 +2,7 @@
 S3-protocol store with the embedded default, `async`): a restore to a moment over HTTP and
 through the client, the replication status in a workspace's record, and the refusal of a
 moment before anything was written."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -12,7 +13,7 @@ import pytest
 from minisphere.client import Client, ServiceError
 from tests.e2e.helpers import capture
 
-MOMENT_GAP_S = 1.2       # the replica's moments are to the second: stand well clear of one
+MOMENT_GAP_S = 1.2  # the replica's moments are to the second: stand well clear of one
 SHIPPED_WITHIN_S = 30.0
 
 
@@ -40,7 +41,8 @@ def contents(http, ws, h) -> list[str]:
 
 
 def test_a_restore_to_a_moment_over_http_brings_back_exactly_the_writes_before_it(
-        http, admin_headers, new_workspace):
+    http, admin_headers, new_workspace
+):
     ws, h = new_workspace()
     capture(http, ws, h, "kept: written before the moment")
     shipped(http, admin_headers, ws)
@@ -48,22 +50,23 @@ def test_a_restore_to_a_moment_over_http_brings_back_exactly_the_writes_before_i
     moment = moment_now()
     time.sleep(MOMENT_GAP_S)
     capture(http, ws, h, "undone: written after the moment")
-    restored = http.post(f"/v1/workspaces/{ws}/restore-to-moment", headers=admin_headers,
-                         json={"timestamp": moment})
+    restored = http.post(
+        f"/v1/workspaces/{ws}/restore-to-moment", headers=admin_headers, json={"timestamp": moment}
+    )
     assert restored.status_code == 200, restored.text
     assert restored.json()["moment"] == moment
     assert contents(http, ws, h) == ["kept: written before the moment"]
-    capture(http, ws, h, "written after the restore")              # writable again
+    capture(http, ws, h, "written after the restore")  # writable again
     record = http.get(f"/v1/workspaces/{ws}", headers=admin_headers).json()
     assert record["location"]["position"] >= restored.json()["position"]
 
 
 def test_the_client_restores_a_moment_and_refuses_one_before_any_write(
-        http, admin_headers, new_workspace, service):
+    http, admin_headers, new_workspace, service
+):
     ws, h = new_workspace()
     with Client(service["url"], admin_token=service["admin"]) as admin:
-        too_early = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=2)).strftime(
-            "%Y-%m-%dT%H:%M:%SZ")
+        too_early = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
         capture(http, ws, h, "the only write")
         shipped(http, admin_headers, ws)
         time.sleep(MOMENT_GAP_S)
@@ -77,21 +80,31 @@ def test_the_client_restores_a_moment_and_refuses_one_before_any_write(
 
 
 def test_a_moment_that_is_not_a_past_utc_second_is_a_400_that_changes_nothing(
-        http, admin_headers, new_workspace):
+    http, admin_headers, new_workspace
+):
     ws, h = new_workspace()
     capture(http, ws, h, "untouched")
     future = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    for bad in ("yesterday", "2026-12-02 06:00:00", "2026-12-02T06:00:00+01:00", 17,
-                "0000-00-00T00:00:00Z", "2026-13-45T25:61:61Z", future):
-        answer = http.post(f"/v1/workspaces/{ws}/restore-to-moment", headers=admin_headers,
-                           json={"timestamp": bad})
+    for bad in (
+        "yesterday",
+        "2026-12-02 06:00:00",
+        "2026-12-02T06:00:00+01:00",
+        17,
+        "0000-00-00T00:00:00Z",
+        "2026-13-45T25:61:61Z",
+        future,
+    ):
+        answer = http.post(
+            f"/v1/workspaces/{ws}/restore-to-moment", headers=admin_headers, json={"timestamp": bad}
+        )
         assert answer.status_code == 400, (bad, answer.text)
         assert set(answer.json()["error"]) == {"code", "message"}
     assert contents(http, ws, h) == ["untouched"]
 
 
 def test_a_workspace_record_shows_its_replication_and_when_it_last_shipped(
-        http, admin_headers, new_workspace):
+    http, admin_headers, new_workspace
+):
     ws, h = new_workspace()
     capture(http, ws, h, "shipped within a second")
     deadline = time.monotonic() + 15

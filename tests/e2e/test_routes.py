@@ -1,10 +1,10 @@
 """Every route, end to end over HTTP through Ray Serve."""
+
 from minisphere.engine.methods import METHODS
 
 
 def call(http, ws, headers, method, body=None):
-    return http.post(f"/v1/w/{ws}/{method}", json=body if body is not None else {},
-                     headers=headers)
+    return http.post(f"/v1/w/{ws}/{method}", json=body if body is not None else {}, headers=headers)
 
 
 def test_health_contracts_docs(http):
@@ -20,10 +20,18 @@ def test_health_contracts_docs(http):
 
 
 def test_admin_workspace_lifecycle(http, admin_headers, service):
-    created = http.post("/v1/workspaces", headers=admin_headers, json={
-        "id": "life-cycle-1", "label": "demo",
-        "blueprint": {"name": "nightly", "bindings": {"scheduledTasks":
-                                                      {"cron": "0 4 * * *", "limit": 50}}}})
+    created = http.post(
+        "/v1/workspaces",
+        headers=admin_headers,
+        json={
+            "id": "life-cycle-1",
+            "label": "demo",
+            "blueprint": {
+                "name": "nightly",
+                "bindings": {"scheduledTasks": {"cron": "0 4 * * *", "limit": 50}},
+            },
+        },
+    )
     assert created.status_code == 201, created.text
     body = created.json()
     assert body["token"].startswith("msw_")
@@ -32,11 +40,12 @@ def test_admin_workspace_lifecycle(http, admin_headers, service):
     assert record["blueprint"]["bindings"]["scheduledTasks"] == {"cron": "0 4 * * *", "limit": 50}
     assert record["blueprint"]["bindings"]["vector"] is None
     pinned = http.get("/v1/contracts").json()["contracts"]
-    if pinned:   # born with the active contract text: name@version+sha256
+    if pinned:  # born with the active contract text: name@version+sha256
         active = [c for c in pinned if c.get("role", "text") == "text" and c.get("active", True)]
         assert record["contracts"][0]["sha256"] == active[0]["sha256"]
         assert record["contracts"][0]["reference"] == (
-            f"{active[0]['name']}@{active[0]['version']}+sha256:{active[0]['sha256']}")
+            f"{active[0]['name']}@{active[0]['version']}+sha256:{active[0]['sha256']}"
+        )
     assert (service["data_dir"] / "workspaces" / "life-cycle-1").is_dir()
     # the token is never shown again
     shown = http.get("/v1/workspaces/life-cycle-1", headers=admin_headers)
@@ -47,7 +56,9 @@ def test_admin_workspace_lifecycle(http, admin_headers, service):
     again = http.post("/v1/workspaces", headers=admin_headers, json={"id": "life-cycle-1"})
     assert again.status_code == 409 and again.json()["error"]["code"] == "workspace_exists"
     token_headers = {"Authorization": f"Bearer {body['token']}"}
-    assert call(http, "life-cycle-1", token_headers, "capture", {"content": "x1"}).status_code == 200
+    assert (
+        call(http, "life-cycle-1", token_headers, "capture", {"content": "x1"}).status_code == 200
+    )
     deleted = http.delete("/v1/workspaces/life-cycle-1", headers=admin_headers)
     assert deleted.status_code == 200
     assert deleted.json() == {"deleted": "life-cycle-1", "snapshotsDeleted": True}
@@ -75,19 +86,44 @@ def test_generated_ids_and_default_blueprint(http, admin_headers):
 
 def test_every_contract_method(http, new_workspace, admin_headers):
     ws, h = new_workspace()
-    first = call(http, ws, h, "capture", {"content": "Alice decided to use SQLite",
-                                          "tags": ["db"], "kind": "episodic",
-                                          "importance": 0.5, "claimTag": "VERIFIED"})
+    first = call(
+        http,
+        ws,
+        h,
+        "capture",
+        {
+            "content": "Alice decided to use SQLite",
+            "tags": ["db"],
+            "kind": "episodic",
+            "importance": 0.5,
+            "claimTag": "VERIFIED",
+        },
+    )
     assert first.status_code == 200, first.text
     assert first.json()["outcome"] == "stored"
     a = first.json()["id"]
     dup = call(http, ws, h, "capture", {"content": "alice decided to use sqlite"})
     assert dup.json() == {"outcome": "blocked", "matchId": a}
-    b = call(http, ws, h, "capture", {"content": "SQLite has FTS5", "kind": "episodic"}).json()["id"]
+    b = call(http, ws, h, "capture", {"content": "SQLite has FTS5", "kind": "episodic"}).json()[
+        "id"
+    ]
 
     entry = call(http, ws, h, "getEntry", {"id": a}).json()
-    for field in ("id", "content", "source", "createdAt", "updatedAt", "recallCount",
-                  "importance", "claimTag", "evidenceRef", "status", "kind", "volatility", "tags"):
+    for field in (
+        "id",
+        "content",
+        "source",
+        "createdAt",
+        "updatedAt",
+        "recallCount",
+        "importance",
+        "claimTag",
+        "evidenceRef",
+        "status",
+        "kind",
+        "volatility",
+        "tags",
+    ):
         assert field in entry
     assert entry["tags"] == ["db"] and entry["claimTag"] == "VERIFIED"
 
@@ -148,7 +184,8 @@ def test_timings_are_exposed(http, new_workspace):
 
 
 def test_a_woken_call_shows_its_wait_for_the_actor_and_a_warm_one_does_not(
-        http, admin_headers, new_workspace):
+    http, admin_headers, new_workspace
+):
     ws, h = new_workspace()
     assert call(http, ws, h, "getCount").status_code == 200
     assert http.post(f"/v1/workspaces/{ws}/hibernate", headers=admin_headers).status_code == 200
@@ -159,9 +196,10 @@ def test_a_woken_call_shows_its_wait_for_the_actor_and_a_warm_one_does_not(
 
 
 def test_a_call_whose_token_check_asked_the_directory_shows_it_and_a_cached_one_does_not(
-        http, new_workspace):
+    http, new_workspace
+):
     ws, h = new_workspace()
     first = call(http, ws, h, "getCount")
     assert first.status_code == 200 and "auth;dur=" in first.headers["Server-Timing"]
     later = [call(http, ws, h, "getCount").headers["Server-Timing"] for _ in range(5)]
-    assert any("auth;dur=" not in timing for timing in later)    # from this replica's cache
+    assert any("auth;dur=" not in timing for timing in later)  # from this replica's cache

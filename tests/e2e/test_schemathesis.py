@@ -7,6 +7,7 @@ One test draws and sends every case and gives the verdict, so it is right whiche
 before it or were deselected. Cases come from schemathesis's own strategies (`as_strategy`)
 driven by hypothesis directly, not through schemathesis's pytest plugin, whose hooks follow
 pytest's internals and broke on a pytest release."""
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ from schemathesis import GenerationMode
 from minisphere.engine.methods import METHODS
 
 PINNED = "fuzz-target"
-GONE = "fuzz-never-created"            # destructive routes aim here: they reach the handler
+GONE = "fuzz-never-created"  # destructive routes aim here: they reach the handler
 EXAMPLES_PER_OPERATION = {GenerationMode.POSITIVE: 25, GenerationMode.NEGATIVE: 10}
 REQUEST_TIMEOUT_S = 60
 
@@ -40,11 +41,14 @@ def fuzz_target(http, admin_headers):
     assert created.status_code == 201, created.text
     token = created.json()["token"]
     headers = {"Authorization": f"Bearer {token}"}
-    first = http.post(f"/v1/w/{PINNED}/capture", headers=headers,
-                      json={"content": "fuzzing starts from a real entry"}).json()["id"]
+    first = http.post(
+        f"/v1/w/{PINNED}/capture",
+        headers=headers,
+        json={"content": "fuzzing starts from a real entry"},
+    ).json()["id"]
     yield {"token": token, "entry": first}
     listed = http.get("/v1/workspaces", headers=admin_headers).json()["items"]
-    for workspace in listed:                 # what the fuzzer itself created, and the target
+    for workspace in listed:  # what the fuzzer itself created, and the target
         if workspace["id"] not in existing:
             http.delete(f"/v1/workspaces/{workspace['id']}", headers=admin_headers)
 
@@ -93,12 +97,17 @@ class Tally:
 
 
 def fuzz_operation(operation, mode, url: str, callers: dict, tally: Tally) -> None:
-    strategy = operation.as_strategy(generation_mode=mode,
-                                     path_parameters=pinned_parameters(operation))
+    strategy = operation.as_strategy(
+        generation_mode=mode, path_parameters=pinned_parameters(operation)
+    )
 
     @given(case=strategy)
-    @settings(max_examples=EXAMPLES_PER_OPERATION[mode], deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES_PER_OPERATION[mode],
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     def send(case):
         for who, headers in callers.items():
             response = case.call(base_url=url, headers=headers, timeout=REQUEST_TIMEOUT_S)
@@ -114,20 +123,23 @@ def fuzz_operation(operation, mode, url: str, callers: dict, tally: Tally) -> No
         tally.without_negative_cases.add(operation.label)
 
 
-def test_no_operation_answers_5xx_or_an_unstructured_4xx(service, http, admin_headers,
-                                                         fuzz_target):
+def test_no_operation_answers_5xx_or_an_unstructured_4xx(service, http, admin_headers, fuzz_target):
     schema = schemathesis.openapi.from_url(f"{service['url']}/openapi.json")
-    callers = {"admin": admin_headers,
-               "workspace": {"Authorization": f"Bearer {fuzz_target['token']}"}}
+    callers = {
+        "admin": admin_headers,
+        "workspace": {"Authorization": f"Bearer {fuzz_target['token']}"},
+    }
     tally = Tally()
     for result in schema.get_all_operations():
         operation = result.ok()
         for mode in EXAMPLES_PER_OPERATION:
             fuzz_operation(operation, mode, service["url"], callers, tally)
-    print(f"\nschemathesis: {tally.requests} requests over {len(tally.operations)} "
-          f"operations; 5xx: {len(tally.server_errors)}; "
-          f"unstructured 4xx: {len(tally.unstructured)}; operations with no negative case: "
-          f"{sorted(tally.without_negative_cases)}")
+    print(
+        f"\nschemathesis: {tally.requests} requests over {len(tally.operations)} "
+        f"operations; 5xx: {len(tally.server_errors)}; "
+        f"unstructured 4xx: {len(tally.unstructured)}; operations with no negative case: "
+        f"{sorted(tally.without_negative_cases)}"
+    )
     assert tally.server_errors == []
     assert tally.unstructured == []
     routed = {f"/v1/w/{{workspace}}/{name}" for name in METHODS}

@@ -4,6 +4,7 @@ step's parameters taken from earlier answers through the links the service publi
 answer is a 5xx, every answer is what the published document lists, a revoked token (or a
 deleted workspace's) is refused from the very next call and a live one never is
 (tests/support/stateful_lifecycle.py). The walk is derandomized, so a failure replays."""
+
 from __future__ import annotations
 
 from tests.support.stateful_lifecycle import assert_lifecycle_walked, walk_lifecycles
@@ -11,12 +12,15 @@ from tests.support.stateful_lifecycle import assert_lifecycle_walked, walk_lifec
 SCENARIOS = 40
 
 
-def test_linked_lifecycles_on_the_service_answer_no_5xx_and_revocation_holds(service, http,
-                                                                            admin_headers):
+def test_linked_lifecycles_on_the_service_answer_no_5xx_and_revocation_holds(
+    service, http, admin_headers
+):
     before = {w["id"] for w in http.get("/v1/workspaces", headers=admin_headers).json()["items"]}
     exercised = walk_lifecycles(service["url"], service["admin"], SCENARIOS)
-    print(f"\nstateful schemathesis: {sum(exercised.values())} checks: "
-          f"{dict(sorted(exercised.items()))}")
+    print(
+        f"\nstateful schemathesis: {sum(exercised.values())} checks: "
+        f"{dict(sorted(exercised.items()))}"
+    )
     assert_lifecycle_walked(exercised)
     after = {w["id"] for w in http.get("/v1/workspaces", headers=admin_headers).json()["items"]}
     assert after <= before, "a scenario left a workspace behind"

@@ -1,6 +1,7 @@
 """Workspace tokens over real HTTP: scopes, listing without secrets, revocation and expiry that
 take effect on the very next request, a re-created id that inherits no token, whoami, and the
 budget of failed authentications per client address."""
+
 import contextlib
 import os
 import signal
@@ -39,8 +40,11 @@ def test_read_token_reads_and_cannot_write(http, admin_headers, new_workspace):
     r = bearer(reader["token"])
     assert call(http, ws, r, "getEntry", {"id": entry}).status_code == 200
     assert call(http, ws, r, "recall", {"query": "readers"}).json()["items"]
-    for method, body in (("capture", {"content": "no"}), ("forget", {"id": entry}),
-                         ("append", {"id": entry, "addition": "no"})):
+    for method, body in (
+        ("capture", {"content": "no"}),
+        ("forget", {"id": entry}),
+        ("append", {"id": entry, "addition": "no"}),
+    ):
         refused = call(http, ws, r, method, body)
         assert refused.status_code == 403, (method, refused.text)
         assert refused.json()["error"]["code"] == "insufficient_scope"
@@ -60,19 +64,20 @@ def test_token_listing_shows_no_secret_or_hash(http, admin_headers, new_workspac
     assert http.get(f"/v1/workspaces/{ws}/tokens", headers=h).status_code == 401
 
 
-def test_revoked_token_is_refused_by_the_very_next_request(http, admin_headers, new_workspace,
-                                                          service):
+def test_revoked_token_is_refused_by_the_very_next_request(
+    http, admin_headers, new_workspace, service
+):
     ws, h = new_workspace()
     spare = issue(http, admin_headers, ws, scope="write")
     s = bearer(spare["token"])
-    assert call(http, ws, s, "getCount").status_code == 200      # the ingress caches it now
+    assert call(http, ws, s, "getCount").status_code == 200  # the ingress caches it now
     # revoked through the directory itself, as another ingress replica would: this replica's
     # cache still holds the token, and only the workspace actor can refuse it
     ray.get(directory_of(service).revoke_token.remote(ws, spare["tokenId"]), timeout=60)
     refused = call(http, ws, s, "getCount")
     assert refused.status_code == 401, refused.text
     assert call(http, ws, s, "capture", {"content": "never"}).status_code == 401
-    assert call(http, ws, h, "getCount").json()["count"] == 0     # the other token still works
+    assert call(http, ws, h, "getCount").json()["count"] == 0  # the other token still works
     gone = http.delete(f"/v1/workspaces/{ws}/tokens/{spare['tokenId']}", headers=admin_headers)
     assert gone.status_code == 404
 
@@ -83,8 +88,9 @@ def test_revoked_token_is_refused_in_the_cluster_too(http, admin_headers, new_wo
     agent = connect_in_cluster(ws, spare["token"], namespace=service["config"].namespace)
     try:
         assert agent.get_count() == 0
-        revoked = http.delete(f"/v1/workspaces/{ws}/tokens/{spare['tokenId']}",
-                              headers=admin_headers)
+        revoked = http.delete(
+            f"/v1/workspaces/{ws}/tokens/{spare['tokenId']}", headers=admin_headers
+        )
         assert revoked.status_code == 200 and revoked.json() == {"revoked": spare["tokenId"]}
         try:
             agent.get_count()
@@ -110,16 +116,19 @@ def process_ends(pid: int, within_s: float) -> bool:
 
 
 def test_an_actor_that_cannot_take_a_revocation_is_retired_not_left_serving(
-        http, admin_headers, new_workspace, service):
+    http, admin_headers, new_workspace, service
+):
     ws, h = new_workspace()
     spare = issue(http, admin_headers, ws, scope="write")
     s = bearer(spare["token"])
-    assert call(http, ws, s, "capture", {"content": "written before the revocation"}
-                ).status_code == 200
+    assert (
+        call(http, ws, s, "capture", {"content": "written before the revocation"}).status_code
+        == 200
+    )
     directory = directory_of(service)
     handle = ray.get(directory.activate.remote(ws), timeout=60)
     pid = ray.get(handle.ping.remote(), timeout=60)["pid"]
-    os.kill(pid, signal.SIGSTOP)          # the actor hangs: it cannot be handed the new set
+    os.kill(pid, signal.SIGSTOP)  # the actor hangs: it cannot be handed the new set
     try:
         ray.get(directory.revoke_token.remote(ws, spare["tokenId"]), timeout=120)
         # still hung: the call must not wait for it (nor ever be served by it)
@@ -129,7 +138,7 @@ def test_an_actor_that_cannot_take_a_revocation_is_retired_not_left_serving(
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGCONT)
     assert process_ends(pid, within_s=30), "the actor that missed the revocation still runs"
-    assert call(http, ws, h, "getCount").json()["count"] == 1     # the write is still there
+    assert call(http, ws, h, "getCount").json()["count"] == 1  # the write is still there
     fresh = ray.get(ray.get(directory.activate.remote(ws), timeout=60).ping.remote(), timeout=60)
     assert fresh["pid"] != pid
 
@@ -166,8 +175,14 @@ def test_whoami_tells_each_kind_of_token(http, admin_headers, new_workspace):
     mine = http.get("/v1/whoami", headers=h).json()
     assert mine["kind"] == "workspace" and mine["workspace"] == ws and mine["scope"] == "write"
     theirs = http.get("/v1/whoami", headers=bearer(reader["token"])).json()
-    assert theirs == {"kind": "workspace", "workspace": ws, "tokenId": reader["tokenId"],
-                      "scope": "read", "label": "look", "expiresAt": None}
+    assert theirs == {
+        "kind": "workspace",
+        "workspace": ws,
+        "tokenId": reader["tokenId"],
+        "scope": "read",
+        "label": "look",
+        "expiresAt": None,
+    }
     assert http.get("/v1/whoami", headers=bearer("msw_nope")).status_code == 401
     assert http.get("/v1/whoami").status_code == 401
 
@@ -175,22 +190,35 @@ def test_whoami_tells_each_kind_of_token(http, admin_headers, new_workspace):
 def test_token_routes_refuse_bad_input(http, admin_headers, new_workspace):
     ws, _ = new_workspace()
     url = f"/v1/workspaces/{ws}/tokens"
-    for bad in ({}, {"scope": "admin"}, {"scope": "read", "expiresInS": 0},
-                {"scope": "read", "label": "x" * 201}, {"scope": "read", "extra": 1}):
+    for bad in (
+        {},
+        {"scope": "admin"},
+        {"scope": "read", "expiresInS": 0},
+        {"scope": "read", "label": "x" * 201},
+        {"scope": "read", "extra": 1},
+    ):
         r = http.post(url, headers=admin_headers, json=bad)
         assert r.status_code == 400, (bad, r.text)
-    assert http.post("/v1/workspaces/no-such-ws/tokens", headers=admin_headers,
-                     json={"scope": "read"}).status_code == 404
+    assert (
+        http.post(
+            "/v1/workspaces/no-such-ws/tokens", headers=admin_headers, json={"scope": "read"}
+        ).status_code
+        == 404
+    )
     assert http.delete(f"{url}/tok-unknown", headers=admin_headers).status_code == 404
 
 
 def test_a_client_spending_its_failed_auth_budget_gets_429_while_others_do_not(
-        service, new_workspace):
+    service, new_workspace
+):
     ws, h = new_workspace()
-    flooder = httpx.Client(base_url=service["url"], timeout=30,
-                           transport=httpx.HTTPTransport(local_address="127.0.0.77"))
+    flooder = httpx.Client(
+        base_url=service["url"],
+        timeout=30,
+        transport=httpx.HTTPTransport(local_address="127.0.0.77"),
+    )
     try:
-        assert call(flooder, ws, h, "getCount").status_code == 200     # known to the ingress
+        assert call(flooder, ws, h, "getCount").status_code == 200  # known to the ingress
         answers = [call(flooder, ws, bearer(f"msw_bad_{i}"), "getCount") for i in range(40)]
         statuses = [answer.status_code for answer in answers]
         assert statuses[0] == 401 and 429 in statuses
@@ -199,23 +227,30 @@ def test_a_client_spending_its_failed_auth_budget_gets_429_while_others_do_not(
         limited = [answer for answer in answers if answer.status_code == 429][-1]
         assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
         assert limited.json()["error"]["code"] == "rate_limited"
-        assert call(flooder, ws, h, "getCount").status_code == 200   # a good token still passes
+        assert call(flooder, ws, h, "getCount").status_code == 200  # a good token still passes
     finally:
         flooder.close()
     with httpx.Client(base_url=service["url"], timeout=30) as other:
         assert call(other, ws, bearer("msw_bad_elsewhere"), "getCount").status_code == 401
 
 
-@pytest.mark.parametrize("method, args", [
-    ("snapshot", ("manual",)), ("restore", (None,)), ("restore_to_moment", ("2026-12-01T00:00:00Z",)),
-    ("prune_snapshots", (1,)), ("export_page", ("an-export", 1, 10))])
+@pytest.mark.parametrize(
+    "method, args",
+    [
+        ("snapshot", ("manual",)),
+        ("restore", (None,)),
+        ("restore_to_moment", ("2026-12-01T00:00:00Z",)),
+        ("prune_snapshots", (1,)),
+        ("export_page", ("an-export", 1, 10)),
+    ],
+)
 def test_a_handle_to_a_workspace_actor_is_no_admin_credential(
-        http, admin_headers, new_workspace, service, method, args):
+    http, admin_headers, new_workspace, service, method, args
+):
     """Code in the cluster holding the actor's handle, with the workspace's own token: the
     admin's file operations are refused, and the file is untouched."""
     ws, h = new_workspace()
-    assert call(http, ws, h, "capture", {"content": "kept through the refusals"}
-                ).status_code == 200
+    assert call(http, ws, h, "capture", {"content": "kept through the refusals"}).status_code == 200
     handle = ray.get(directory_of(service).activate.remote(ws), timeout=60)
     tenant_hash = token_hash(h["Authorization"].split(" ", 1)[1])
     reply = ray.get(handle.serve.remote(ws, method, *args, tenant_hash), timeout=60)

@@ -1,4 +1,5 @@
 """A workspace whose blueprint binds vectors embeds through the shared embedder actor."""
+
 import ray
 
 from actors.embedder.actor import embedder_name
@@ -12,34 +13,57 @@ def call(http, ws, headers, method, body):
 
 
 def test_vector_binding_from_the_blueprint(http, admin_headers, service):
-    created = http.post("/v1/workspaces", headers=admin_headers, json={
-        "id": "vector-bound-1",
-        "blueprint": {"bindings": {"vector": {"provider": "hash", "dimensions": 384}}}})
+    created = http.post(
+        "/v1/workspaces",
+        headers=admin_headers,
+        json={
+            "id": "vector-bound-1",
+            "blueprint": {"bindings": {"vector": {"provider": "hash", "dimensions": 384}}},
+        },
+    )
     assert created.status_code == 201, created.text
     assert created.json()["workspace"]["blueprint"]["bindings"]["vector"]["provider"] == "hash"
     headers = {"Authorization": f"Bearer {created.json()['token']}"}
     try:
-        first = call(http, "vector-bound-1", headers, "capture",
-                     {"content": "The nightly export job writes parquet files to the archive bucket"})
+        first = call(
+            http,
+            "vector-bound-1",
+            headers,
+            "capture",
+            {"content": "The nightly export job writes parquet files to the archive bucket"},
+        )
         assert first["outcome"] == "stored"
-        call(http, "vector-bound-1", headers, "capture",
-             {"content": "Lunch on Fridays is pizza in the small meeting room"})
+        call(
+            http,
+            "vector-bound-1",
+            headers,
+            "capture",
+            {"content": "Lunch on Fridays is pizza in the small meeting room"},
+        )
         spec = {"provider": "hash", "model": "all-MiniLM-L6-v2", "dim": 384}
         embedder = ray.get_actor(embedder_name(spec), namespace=service["config"].namespace)
         before = ray.get(embedder.info.remote())["texts"]
-        found = call(http, "vector-bound-1", headers, "recall",
-                     {"query": "where does the nightly export write its files", "topK": 2})
+        found = call(
+            http,
+            "vector-bound-1",
+            headers,
+            "recall",
+            {"query": "where does the nightly export write its files", "topK": 2},
+        )
         assert found["items"][0]["id"] == first["id"]
-        assert found["items"][0]["breakdown"]["vector"]["rank"] >= 1   # the vector arm ran
+        assert found["items"][0]["breakdown"]["vector"]["rank"] >= 1  # the vector arm ran
         # started as the call reached the actor, and that embedding is the one the read used
         assert ray.get(embedder.info.remote())["texts"] == before + 1
-        assert before >= 2                                              # shared, not per actor
+        assert before >= 2  # shared, not per actor
         # once the ingress knows the workspace's embedder (from that answer; it looks the
         # embedder up off its event loop) it sends each query there itself, ahead of the call:
         # still one embedding per recall, never one from each side
         for n in range(1, 200):
-            response = http.post("/v1/w/vector-bound-1/recall", headers=headers,
-                                 json={"query": f"parquet export question {n}", "topK": 2})
+            response = http.post(
+                "/v1/w/vector-bound-1/recall",
+                headers=headers,
+                json={"query": f"parquet export question {n}", "topK": 2},
+            )
             assert response.status_code == 200, response.text
             assert response.json()["items"][0]["breakdown"]["vector"]["rank"] >= 1
             assert ray.get(embedder.info.remote())["texts"] == before + 1 + n
@@ -59,11 +83,13 @@ def test_unbound_workspace_has_no_vector_arm(http, new_workspace):
 
 
 def test_a_rebind_moves_a_serving_workspace_to_another_provider_and_survives_hibernation(
-        http, admin_headers, new_workspace):
+    http, admin_headers, new_workspace
+):
     """Through the real service: the admin's rebind answers at once, the entries are
     re-embedded while the workspace serves, the progress is read back, and the next residency
     opens with the new provider (the blueprint names it, and the file holds it)."""
     import time
+
     ws, headers = new_workspace()
     for n in range(20):
         call(http, ws, headers, "capture", {"content": f"note {n}: the ferry leaves at dawn"})

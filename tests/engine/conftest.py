@@ -1,4 +1,5 @@
 """Fixtures of the engine tests (helpers live in helpers.py)."""
+
 import pytest
 
 from tests.engine.helpers import Api
@@ -19,4 +20,5 @@ def make_entry(api):
         result = api.capture(text, **opts)
         assert result["outcome"] == "stored", result
         return result["id"]
+
     return make

@@ -1,6 +1,7 @@
 """Helpers of the engine tests: a full-database snapshot, FTS probes, and one API that reaches
 every method either through `Workspace.call(name, camelCaseBody)` or through the snake_case
 Python wrappers. (A plain module, not conftest, so test files can import it by name.)"""
+
 from __future__ import annotations
 
 from pydantic.alias_generators import to_camel
@@ -13,11 +14,16 @@ def snapshot(ws) -> dict:
     shadow tables `entries_fts_*` hold the index itself and are compared row by row.
     """
     conn = ws.conn
-    schema = sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall(),
-                    key=repr)
-    tables = [name for (name,) in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' "
-        "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    schema = sorted(
+        conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall(), key=repr
+    )
+    tables = [
+        name
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        )
+    ]
     rows = {t: sorted(conn.execute(f'SELECT * FROM "{t}"').fetchall(), key=repr) for t in tables}
     return {"schema": schema, "rows": rows}
 
@@ -25,16 +31,22 @@ def snapshot(ws) -> dict:
 def fts_ids(ws, term: str) -> list[str]:
     """Ids of entries whose FTS row matches `term` (a plain phrase)."""
     phrase = '"' + term.replace('"', '""') + '"'
-    return [r[0] for r in ws.conn.execute(
-        "SELECT e.id FROM entries_fts f JOIN entries e ON e.seq = f.rowid "
-        "WHERE entries_fts MATCH ? ORDER BY e.seq", (phrase,))]
+    return [
+        r[0]
+        for r in ws.conn.execute(
+            "SELECT e.id FROM entries_fts f JOIN entries e ON e.seq = f.rowid "
+            "WHERE entries_fts MATCH ? ORDER BY e.seq",
+            (phrase,),
+        )
+    ]
 
 
 def fts_rowcount(ws, term: str) -> int:
     """Rows of the FTS index itself matching `term` (no join: catches orphaned index rows)."""
     phrase = '"' + term.replace('"', '""') + '"'
-    return ws.conn.execute("SELECT COUNT(*) FROM entries_fts WHERE entries_fts MATCH ?",
-                           (phrase,)).fetchone()[0]
+    return ws.conn.execute(
+        "SELECT COUNT(*) FROM entries_fts WHERE entries_fts MATCH ?", (phrase,)
+    ).fetchone()[0]
 
 
 class Api:

@@ -5,6 +5,7 @@ The answers are real ones from a real workspace file, steered into each optional
 shape (a cut content, left-out edge metadata, a stale entry, a blocked and a confirmed capture),
 and validated with unknown keys refused: a key the engine adds, drops or renames without the
 TypedDict saying so fails here, before any HTTP test runs."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,30 +32,44 @@ def steered(ws, clock):
         answers.append((name, answer))
         return answer
 
-    long = call("capture", {"content": "the quarterly launch plan " + "x" * (
-        C.LIST_CONTENT_MAX_CHARS + 50), "kind": "episodic", "volatility": "volatile",
-        "source": "notes", "tags": ["launch"]})
-    other = call("capture", {"content": "Dana owns the launch review", "kind": "episodic",
-                             "source": "a"})
-    call("capture", {"content": "Dana owns the launch review", "source": "a"})     # blocked
-    call("capture", {"content": "Dana owns the launch review", "source": "b"})     # confirmed
+    long = call(
+        "capture",
+        {
+            "content": "the quarterly launch plan " + "x" * (C.LIST_CONTENT_MAX_CHARS + 50),
+            "kind": "episodic",
+            "volatility": "volatile",
+            "source": "notes",
+            "tags": ["launch"],
+        },
+    )
+    other = call(
+        "capture", {"content": "Dana owns the launch review", "kind": "episodic", "source": "a"}
+    )
+    call("capture", {"content": "Dana owns the launch review", "source": "a"})  # blocked
+    call("capture", {"content": "Dana owns the launch review", "source": "b"})  # confirmed
     big_metadata = {"note": "m" * (C.GRAPH_VIEW_EDGE_METADATA_MAX_BYTES + 10)}
-    call("link", {"src": long["id"], "dst": other["id"], "type": "follows",
-                  "metadata": big_metadata})
+    call(
+        "link", {"src": long["id"], "dst": other["id"], "type": "follows", "metadata": big_metadata}
+    )
     call("append", {"id": other["id"], "addition": "and the budget"})
     call("setStatus", {"id": other["id"], "status": "canonical"})
-    clock.advance(days=400)                # the volatile entry turns stale
-    for name, body in [("recall", {"query": "launch plan review"}),
-                       ("recall", {"query": "launch", "full": True}),
-                       ("listRecent", {}), ("getEntry", {"id": long["id"]}),
-                       ("connections", {"id": long["id"]}),
-                       ("graphView", {"seedIds": [long["id"], "0" * 8 + "-0000-4000-8000-" +
-                                                  "0" * 12]}),
-                       ("getTags", {}), ("getCount", {}), ("getStats", {}), ("getBrief", {}),
-                       ("runStalenessPass", {}), ("update", {"id": long["id"],
-                                                             "content": "the plan, shorter"}),
-                       ("unlink", {"src": long["id"], "dst": other["id"], "type": "follows"}),
-                       ("forget", {"id": other["id"]})]:
+    clock.advance(days=400)  # the volatile entry turns stale
+    for name, body in [
+        ("recall", {"query": "launch plan review"}),
+        ("recall", {"query": "launch", "full": True}),
+        ("listRecent", {}),
+        ("getEntry", {"id": long["id"]}),
+        ("connections", {"id": long["id"]}),
+        ("graphView", {"seedIds": [long["id"], "0" * 8 + "-0000-4000-8000-" + "0" * 12]}),
+        ("getTags", {}),
+        ("getCount", {}),
+        ("getStats", {}),
+        ("getBrief", {}),
+        ("runStalenessPass", {}),
+        ("update", {"id": long["id"], "content": "the plan, shorter"}),
+        ("unlink", {"src": long["id"], "dst": other["id"], "type": "follows"}),
+        ("forget", {"id": other["id"]}),
+    ]:
         call(name, body)
     return answers
 

@@ -1,5 +1,6 @@
 """A failure in the middle of a multi-statement write leaves nothing half-done, and group commit
 (`run_batch`) isolates each call under its own savepoint."""
+
 import pytest
 
 from minisphere.engine import db
@@ -10,8 +11,10 @@ from tests.engine.helpers import fts_ids, fts_rowcount, snapshot
 
 
 def add_failing_trigger(ws, name, when_sql, table, condition="1"):
-    ws.conn.execute(f"CREATE TRIGGER {name} {when_sql} ON {table} WHEN {condition} "
-                    f"BEGIN SELECT RAISE(ABORT, 'injected failure in {table}'); END")
+    ws.conn.execute(
+        f"CREATE TRIGGER {name} {when_sql} ON {table} WHEN {condition} "
+        f"BEGIN SELECT RAISE(ABORT, 'injected failure in {table}'); END"
+    )
 
 
 def test_capture_failing_on_tags_insert_leaves_no_entry(ws):
@@ -21,8 +24,10 @@ def test_capture_failing_on_tags_insert_leaves_no_entry(ws):
     with pytest.raises(db.IntegrityError, match="injected failure in tags"):
         ws.capture("the quokkas entry that must vanish", tags=["new"])
     assert snapshot(ws) == before
-    assert ws.conn.execute("SELECT COUNT(*) FROM entries WHERE content LIKE '%quokkas%'"
-                           ).fetchone()[0] == 0
+    assert (
+        ws.conn.execute("SELECT COUNT(*) FROM entries WHERE content LIKE '%quokkas%'").fetchone()[0]
+        == 0
+    )
     assert fts_rowcount(ws, "quokkas") == 0
     # the workspace stays usable: no transaction was left open
     assert not ws.conn.in_transaction
@@ -31,8 +36,9 @@ def test_capture_failing_on_tags_insert_leaves_no_entry(ws):
 
 def test_capture_failing_after_the_fts_trigger_rolls_back_the_index(ws):
     # fails after the entries row and its FTS row were written (AFTER INSERT, fires last)
-    add_failing_trigger(ws, "fail_entries", "AFTER INSERT", "entries",
-                        "new.content LIKE '%wombat%'")
+    add_failing_trigger(
+        ws, "fail_entries", "AFTER INSERT", "entries", "new.content LIKE '%wombat%'"
+    )
     before = snapshot(ws)
     with pytest.raises(db.IntegrityError):
         ws.capture("wombat notes")
@@ -103,24 +109,27 @@ def test_link_failing_keeps_existing_edge(ws):
 
 # ---- group commit ----------------------------------------------------------------------------
 
+
 def test_run_batch_isolates_failures_and_commits_the_rest(tmp_path):
     path = tmp_path / "batch.db"
     clock = ManualClock()
     ws = Workspace(path, clock=clock, synchronous="NORMAL")
     keep = ws.capture("an entry from before the batch")["id"]
     add_failing_trigger(ws, "poison", "AFTER INSERT", "entries", "new.content = 'poison pill'")
-    outcomes = ws.run_batch([
-        ("capture", {"content": "batch entry one", "tags": ["batch"]}),
-        ("capture", {"content": "   "}),                              # invalid argument
-        ("capture", {"content": "poison pill", "tags": ["bad"]}),     # database-level failure
-        ("capture", {"content": "batch entry two", "tags": ["batch"]}),
-        ("link", {"src": keep, "dst": keep, "type": "relates_to"}),    # self link
-        ("forget", {"id": "123e4567-e89b-42d3-a456-426614174000"}),    # not found
-        ("noSuchMethod", {}),                                         # unknown method
-        ("capture", {"content": "BATCH   entry one"}),                # dedup within the batch
-        ("append", {"id": keep, "addition": "appended in the batch"}),
-        ("getCount", {}),                                             # reads work in a batch
-    ])
+    outcomes = ws.run_batch(
+        [
+            ("capture", {"content": "batch entry one", "tags": ["batch"]}),
+            ("capture", {"content": "   "}),  # invalid argument
+            ("capture", {"content": "poison pill", "tags": ["bad"]}),  # database-level failure
+            ("capture", {"content": "batch entry two", "tags": ["batch"]}),
+            ("link", {"src": keep, "dst": keep, "type": "relates_to"}),  # self link
+            ("forget", {"id": "123e4567-e89b-42d3-a456-426614174000"}),  # not found
+            ("noSuchMethod", {}),  # unknown method
+            ("capture", {"content": "BATCH   entry one"}),  # dedup within the batch
+            ("append", {"id": keep, "addition": "appended in the batch"}),
+            ("getCount", {}),  # reads work in a batch
+        ]
+    )
     oks = [ok for ok, _ in outcomes]
     assert oks == [True, False, False, True, False, False, False, True, True, True]
     errors = [type(r) for ok, r in outcomes if not ok]
@@ -135,8 +144,11 @@ def test_run_batch_isolates_failures_and_commits_the_rest(tmp_path):
     reopened = Workspace(path, clock=clock, synchronous="NORMAL")
     try:
         contents = {r[0] for r in reopened.conn.execute("SELECT content FROM entries")}
-        assert contents == {"an entry from before the batch\nappended in the batch",
-                            "batch entry one", "batch entry two"}
+        assert contents == {
+            "an entry from before the batch\nappended in the batch",
+            "batch entry one",
+            "batch entry two",
+        }
         assert reopened.list_recent(tag="batch")["items"][0]["content"] == "batch entry two"
         assert reopened.list_recent(tag="bad")["items"] == []
         assert fts_rowcount(reopened, "poison") == 0
@@ -161,8 +173,9 @@ def test_run_batch_failure_undoes_its_own_partial_writes(ws):
     entry_id = ws.capture("lemur base", tags=["one"])["id"]
     add_failing_trigger(ws, "fail_tags", "BEFORE INSERT", "tags", "new.tag = 'explode'")
     before = snapshot(ws)
-    outcomes = ws.run_batch([("append", {"id": entry_id, "addition": "lemur tail",
-                                         "tags": ["explode"]})])
+    outcomes = ws.run_batch(
+        [("append", {"id": entry_id, "addition": "lemur tail", "tags": ["explode"]})]
+    )
     assert outcomes[0].ok is False
     assert snapshot(ws) == before
 
@@ -187,9 +200,14 @@ os._exit(9)  # no close, no rollback, no checkpoint
 def test_process_crash_keeps_acknowledged_writes_only(tmp_path):
     import subprocess
     import sys
+
     path = tmp_path / "crash.db"
-    done = subprocess.run([sys.executable, "-c", CRASHING_WRITER, str(path)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", CRASHING_WRITER, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 9, done.stderr
     acked = done.stdout.strip()
     ws = Workspace(path, clock=ManualClock(), synchronous="NORMAL")
@@ -207,15 +225,22 @@ def test_commit_that_fails_leaves_no_transaction_open(ws):
     """COMMIT itself can fail (here: a deferred foreign key checked only at commit; in the
     field: disk full, I/O error). The transaction must be closed, so its writes are not
     committed by accident with the next call's COMMIT."""
-    ws.conn.execute("CREATE TABLE probe(entry_id TEXT REFERENCES entries(id) "
-                    "DEFERRABLE INITIALLY DEFERRED)")
-    ws.conn.execute("CREATE TRIGGER probe_on_tags AFTER INSERT ON tags WHEN new.tag = 'doomed' "
-                    "BEGIN INSERT INTO probe VALUES ('no-such-entry'); END")
+    ws.conn.execute(
+        "CREATE TABLE probe(entry_id TEXT REFERENCES entries(id) DEFERRABLE INITIALLY DEFERRED)"
+    )
+    ws.conn.execute(
+        "CREATE TRIGGER probe_on_tags AFTER INSERT ON tags WHEN new.tag = 'doomed' "
+        "BEGIN INSERT INTO probe VALUES ('no-such-entry'); END"
+    )
     before = snapshot(ws)
     with pytest.raises(db.IntegrityError, match="FOREIGN KEY"):
         ws.capture("the pangolin entry that must not survive", tags=["doomed"])
     assert not ws.conn.in_transaction
     assert ws.capture("a later, sound capture")["outcome"] == "stored"
-    assert ws.conn.execute("SELECT COUNT(*) FROM entries WHERE content LIKE '%pangolin%'"
-                           ).fetchone()[0] == 0
+    assert (
+        ws.conn.execute("SELECT COUNT(*) FROM entries WHERE content LIKE '%pangolin%'").fetchone()[
+            0
+        ]
+        == 0
+    )
     assert snapshot(ws)["rows"]["probe"] == before["rows"]["probe"] == []

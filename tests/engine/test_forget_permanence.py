@@ -1,6 +1,7 @@
 """`forget` is physically permanent: the forgotten text leaves the live file, its WAL and the
 FTS5 index, not just the rows (secure_delete on the write connection, FTS5 secure-delete,
 a WAL truncated after the forget)."""
+
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -21,11 +22,11 @@ def traces(path: Path, secret: bytes) -> list[str]:
 def test_forgotten_text_is_in_neither_the_file_nor_its_wal(tmp_path):
     path = tmp_path / "w.db"
     ws = Workspace(path, synchronous="NORMAL")
-    for i in range(50):                       # neighbours on the same pages
+    for i in range(50):  # neighbours on the same pages
         ws.capture(f"an ordinary note number {i} about the build")
     secret_id = ws.capture("the vault passphrase is zebra-quasar-4417")["id"]
     ws.update(secret_id, "the vault passphrase is zebra-quasar-4417 (rotated: okapi-nebula-9902)")
-    ws.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")      # old pages reach the main file too
+    ws.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")  # old pages reach the main file too
     ws.forget(secret_id)
     for secret in (b"zebra-quasar-4417", b"okapi-nebula-9902", b"zebra", b"okapi"):
         assert traces(path, secret) == [], secret
@@ -35,10 +36,12 @@ def test_forgotten_text_is_in_neither_the_file_nor_its_wal(tmp_path):
         assert traces(path, secret) == []
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(word=st.from_regex(r"[a-z]{9,14}", fullmatch=True), others=st.integers(0, 40))
 def test_any_forgotten_word_leaves_no_bytes_behind(tmp_path_factory, word, others):
-    secret = f"q{word}x"                       # never a word of the other notes
+    secret = f"q{word}x"  # never a word of the other notes
     path = tmp_path_factory.mktemp("forget") / "w.db"
     ws = Workspace(path, synchronous="NORMAL")
     for i in range(others):
@@ -60,8 +63,8 @@ def test_a_file_whose_checkpoints_are_left_elsewhere_is_never_checkpointed_by_a_
     entry = ws.capture("the vault passphrase is zebra-quasar-4417")["id"]
     ws.forget(entry)
     ws.capture("a later write: an owed checkpoint would run at its commit")
-    assert Path(f"{path}-wal").stat().st_size > 0           # nothing folded the WAL
+    assert Path(f"{path}-wal").stat().st_size > 0  # nothing folded the WAL
     assert ws.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
-    assert ws.checkpoints.truncate()                         # the replicator's own fold
+    assert ws.checkpoints.truncate()  # the replicator's own fold
     assert traces(path, b"zebra-quasar-4417") == []
     ws.close()

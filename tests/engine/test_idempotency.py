@@ -1,6 +1,7 @@
 """Idempotency keys in the engine: a keyed write sent again answers what it answered and writes
 nothing; the key is stored in the same transaction as the write, so it exists exactly when the
 write committed."""
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,10 +31,13 @@ def test_retried_capture_with_its_key_answers_stored_not_blocked(ws):
     assert ws.get_count() == {"count": 1}
 
 
-@pytest.mark.parametrize("method, body", [
-    ("append", {"addition": "something else"}),        # same method, other body
-    ("update", {"content": "a replacement"}),          # other method
-])
+@pytest.mark.parametrize(
+    "method, body",
+    [
+        ("append", {"addition": "something else"}),  # same method, other body
+        ("update", {"content": "a replacement"}),  # other method
+    ],
+)
 def test_same_key_for_another_call_is_refused_and_changes_nothing(ws, method, body):
     entry = ws.capture("the cache holds a day")["id"]
     ws.call("append", {"id": entry, "addition": "of data"}, idempotency_key="k-2")
@@ -72,7 +76,7 @@ def test_keys_answer_for_a_day_then_expire(ws, clock):
     entry = ws.capture("expiry")["id"]
     ws.call("append", {"id": entry, "addition": "once"}, idempotency_key="old")
     clock.advance(ms=IDEMPOTENCY_KEEP_MS - 1000)
-    ws.call("append", {"id": entry, "addition": "once"}, idempotency_key="old")   # replayed
+    ws.call("append", {"id": entry, "addition": "once"}, idempotency_key="old")  # replayed
     assert ws.get_entry(entry)["content"].count("once") == 1
     clock.advance(ms=2000)
     ws.call("capture", {"content": "any keyed write prunes"}, idempotency_key="new")
@@ -86,13 +90,14 @@ def test_replayed_answer_survives_reopening_the_file(tmp_path, clock):
     first = ws.call("capture", {"content": "before the crash"}, idempotency_key="k-6")
     ws.close()
     reopened = Workspace(path, clock=clock, synchronous="NORMAL")
-    assert reopened.call("capture", {"content": "before the crash"},
-                         idempotency_key="k-6") == first
+    assert reopened.call("capture", {"content": "before the crash"}, idempotency_key="k-6") == first
     assert reopened.get_count() == {"count": 1}
     reopened.close()
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(repeats=st.lists(st.integers(min_value=0, max_value=4), min_size=1, max_size=12))
 def test_any_interleaving_of_repeats_equals_each_write_once(tmp_path_factory, repeats):
     """Writes 0..4 (appends with their own keys), each sent any number of times in any order:
@@ -105,7 +110,8 @@ def test_any_interleaving_of_repeats_equals_each_write_once(tmp_path_factory, re
     content = ws.get_entry(entry)["content"]
     for n in set(repeats):
         assert content.count(f"write-{n}") == 1
-    revisions = ws.conn.execute("SELECT COUNT(*) FROM revisions WHERE entry_id = ?",
-                                (entry,)).fetchone()[0]
+    revisions = ws.conn.execute(
+        "SELECT COUNT(*) FROM revisions WHERE entry_id = ?", (entry,)
+    ).fetchone()[0]
     assert revisions == len(set(repeats))
     ws.close()

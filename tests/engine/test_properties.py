@@ -1,5 +1,6 @@
 """Property-based tests (hypothesis): dedup normalization, relates_to canonicalization, and
 capture/getEntry round trips of arbitrary Unicode content and tags."""
+
 from __future__ import annotations
 
 import re
@@ -19,9 +20,11 @@ from minisphere.engine.workspace import Workspace
 from minisphere.errors import InvalidArgument
 from tests.engine.helpers import snapshot
 
-SETTINGS = settings(max_examples=80, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                           HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 WHITESPACE = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
 SPACING = [" ", "  ", "\t", "\n", "\r\n", "\u3000", "\u00a0", "\u2003", " \t "]
@@ -45,8 +48,9 @@ def forget_all(ws) -> None:
 
 # ---- dedup normalization ---------------------------------------------------------------------
 
-WORD = st.text(alphabet=st.characters(categories=("L", "M", "N", "P", "S")), min_size=1,
-               max_size=10)
+WORD = st.text(
+    alphabet=st.characters(categories=("L", "M", "N", "P", "S")), min_size=1, max_size=10
+)
 
 
 def case_stable(ch: str) -> bool:
@@ -133,9 +137,16 @@ def test_normalization_is_idempotent(text):
 
 # ---- relates_to canonicalization --------------------------------------------------------------
 
-OPS = st.lists(st.tuples(st.sampled_from(["link", "unlink"]), st.integers(0, 3),
-                         st.integers(0, 3), st.sampled_from([0.1, 0.5, 1.0])),
-               min_size=1, max_size=25)
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["link", "unlink"]),
+        st.integers(0, 3),
+        st.integers(0, 3),
+        st.sampled_from([0.1, 0.5, 1.0]),
+    ),
+    min_size=1,
+    max_size=25,
+)
 
 
 @pytest.fixture(scope="module")
@@ -164,8 +175,9 @@ def test_relates_to_is_symmetric_and_canonical(graph_ws, ops):
         else:
             assert ws.unlink(nodes[i], nodes[j], "relates_to") == {"removed": pair in model}
             model.pop(pair, None)
-        rows = ws.conn.execute("SELECT src, dst, weight FROM edges WHERE type = 'relates_to'"
-                               ).fetchall()
+        rows = ws.conn.execute(
+            "SELECT src, dst, weight FROM edges WHERE type = 'relates_to'"
+        ).fetchall()
         assert all(src < dst for src, dst, _ in rows)
         assert {(frozenset((s, d)), w) for s, d, w in rows} == set(model.items())
     for node in nodes:
@@ -192,8 +204,9 @@ def test_link_either_order_is_one_edge(graph_ws, i, j, unlink_reversed):
 # ---- capture / getEntry round trips ----------------------------------------------------------
 
 # every encodable code point but NUL (lone surrogates are not text: refused, tested below)
-CONTENT = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1,
-                  max_size=400)
+CONTENT = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=400
+)
 
 
 @SETTINGS
@@ -206,10 +219,15 @@ def test_unicode_content_round_trip(shared_ws, text):
         entry = shared_ws.get_entry(result["id"])
         assert entry["content"] == text
         assert shared_ws.list_recent(n=1)["items"][0]["content"] == text
-        seq = shared_ws.conn.execute("SELECT seq FROM entries WHERE id = ?",
-                                     (result["id"],)).fetchone()[0]
-        assert shared_ws.conn.execute("SELECT COUNT(*) FROM entries_fts_docsize WHERE id = ?",
-                                      (seq,)).fetchone()[0] == 1
+        seq = shared_ws.conn.execute(
+            "SELECT seq FROM entries WHERE id = ?", (result["id"],)
+        ).fetchone()[0]
+        assert (
+            shared_ws.conn.execute(
+                "SELECT COUNT(*) FROM entries_fts_docsize WHERE id = ?", (seq,)
+            ).fetchone()[0]
+            == 1
+        )
         updated = shared_ws.update(result["id"], text + " (edited)")
         assert updated["revisions"][0]["content"] == text
     finally:
@@ -235,8 +253,11 @@ def test_content_with_nul_is_refused(shared_ws, head, tail):
 
 
 @SETTINGS
-@given(head=st.text(max_size=30), tail=st.text(max_size=30),
-       surrogate=st.characters(categories=("Cs",)))
+@given(
+    head=st.text(max_size=30),
+    tail=st.text(max_size=30),
+    surrogate=st.characters(categories=("Cs",)),
+)
 def test_content_with_lone_surrogate_is_refused(shared_ws, head, tail, surrogate):
     before = snapshot(shared_ws)
     with pytest.raises(InvalidArgument):
@@ -246,6 +267,7 @@ def test_content_with_lone_surrogate_is_refused(shared_ws, head, tail, surrogate
 
 # ---- tags round trip -------------------------------------------------------------------------
 
+
 def expected_tags(raw_tags: list[str]) -> list[str] | None:
     """The documented tag rules, written out independently; None means 'must be refused'."""
     if len(raw_tags) > C.MAX_TAGS_PER_ENTRY:
@@ -253,8 +275,12 @@ def expected_tags(raw_tags: list[str]) -> list[str] | None:
     out: list[str] = []
     for raw in raw_tags:
         tag = re.sub(r"\s+", "-", unicodedata.normalize("NFKC", raw).strip().lower())
-        if (not tag or len(tag) > C.MAX_TAG_CHARS or tag.startswith("stale:")
-                or any(unicodedata.category(ch)[0] == "C" for ch in tag)):
+        if (
+            not tag
+            or len(tag) > C.MAX_TAG_CHARS
+            or tag.startswith("stale:")
+            or any(unicodedata.category(ch)[0] == "C" for ch in tag)
+        ):
             return None
         if tag not in out:
             out.append(tag)
@@ -263,11 +289,25 @@ def expected_tags(raw_tags: list[str]) -> list[str] | None:
 
 TAG = st.one_of(
     st.text(max_size=70),
-    st.text(alphabet=st.characters(categories=("Lu", "Ll", "Lo", "Nd", "Zs", "Pd")), min_size=1,
-            max_size=20),
+    st.text(
+        alphabet=st.characters(categories=("Lu", "Ll", "Lo", "Nd", "Zs", "Pd")),
+        min_size=1,
+        max_size=20,
+    ),
     # full-width letters on purpose: NFKC folds them to ASCII
-    st.sampled_from(["Project X", "project-x", "PROJECT\tX", "ＡＢＣ", "stale:as-of", "rolled-up",  # noqa: RUF001
-                     "İstanbul", "straße", "ΣΟΦΙΑ"]),
+    st.sampled_from(
+        [
+            "Project X",
+            "project-x",
+            "PROJECT\tX",
+            "ＡＢＣ",  # noqa: RUF001 - full-width on purpose
+            "stale:as-of",
+            "rolled-up",
+            "İstanbul",
+            "straße",
+            "ΣΟΦΙΑ",
+        ]
+    ),
 )
 
 
@@ -290,8 +330,9 @@ def test_tags_round_trip(shared_ws, raw_tags):
             assert [e["id"] for e in shared_ws.list_recent(tag=tag)["items"]] == [entry_id]
         for raw in raw_tags:  # the caller's own spelling finds the entry too
             assert [e["id"] for e in shared_ws.list_recent(tag=raw)["items"]] == [entry_id]
-        assert {t["tag"]: t["count"] for t in shared_ws.get_tags()["tags"]} == \
-            {t: 1 for t in expected}
+        assert {t["tag"]: t["count"] for t in shared_ws.get_tags()["tags"]} == {
+            t: 1 for t in expected
+        }
     finally:
         forget_all(shared_ws)
     assert shared_ws.get_tags() == {"tags": [], "truncated": False}

@@ -1,5 +1,6 @@
 """Read methods: getEntry, listRecent, connections, graphView, getTags, getCount, getStats,
 getBrief — each through `ws.call` and through the Python wrappers (the `api` fixture)."""
+
 import pytest
 
 from minisphere.engine import constants as C
@@ -7,9 +8,11 @@ from minisphere.errors import NotFound
 
 # ---- getEntry --------------------------------------------------------------------------------
 
+
 def test_get_entry_shape_and_counts(api, make_entry):
-    entry_id = api.capture("Incident review notes", tags=["zeta", "Alpha"], kind="episodic",
-                           volatility="durable")["id"]
+    entry_id = api.capture(
+        "Incident review notes", tags=["zeta", "Alpha"], kind="episodic", volatility="durable"
+    )["id"]
     a, b = make_entry(), make_entry()
     api.link(entry_id, a, "caused_by")
     api.link(b, entry_id, "supersedes")
@@ -17,10 +20,27 @@ def test_get_entry_shape_and_counts(api, make_entry):
     for i in range(7):
         api.append(entry_id, f"addendum {i}")
     entry = api.get_entry(entry_id)
-    assert set(entry) == {"id", "content", "source", "createdAt", "updatedAt", "recallCount",
-                          "importance", "claimTag", "evidenceRef", "status", "kind",
-                          "volatility", "tags", "revisionCount", "edgeCount", "revisions",
-                          "stale", "staleSince", "staleDueAt"}
+    assert set(entry) == {
+        "id",
+        "content",
+        "source",
+        "createdAt",
+        "updatedAt",
+        "recallCount",
+        "importance",
+        "claimTag",
+        "evidenceRef",
+        "status",
+        "kind",
+        "volatility",
+        "tags",
+        "revisionCount",
+        "edgeCount",
+        "revisions",
+        "stale",
+        "staleSince",
+        "staleDueAt",
+    }
     assert entry["tags"] == ["alpha", "zeta"]  # sorted
     assert entry["revisionCount"] == 7
     assert entry["edgeCount"] == 3
@@ -38,6 +58,7 @@ def test_get_entry_missing_is_not_found(api):
 
 def test_get_entry_is_a_pure_read(api, ws, make_entry):
     from tests.engine.helpers import snapshot
+
     entry_id = make_entry()
     before = snapshot(ws)
     api.get_entry(entry_id)
@@ -50,6 +71,7 @@ def test_get_entry_is_a_pure_read(api, ws, make_entry):
 
 # ---- listRecent ------------------------------------------------------------------------------
 
+
 def test_list_recent_default_n_and_newest_first(api, clock):
     ids = []
     for i in range(C.LIST_RECENT_DEFAULT_N + 5):
@@ -57,7 +79,7 @@ def test_list_recent_default_n_and_newest_first(api, clock):
         clock.advance(seconds=1)
     items = api.list_recent()["items"]
     assert len(items) == C.LIST_RECENT_DEFAULT_N
-    assert [e["id"] for e in items] == ids[::-1][:C.LIST_RECENT_DEFAULT_N]
+    assert [e["id"] for e in items] == ids[::-1][: C.LIST_RECENT_DEFAULT_N]
     assert [e["createdAt"] for e in items] == sorted((e["createdAt"] for e in items), reverse=True)
 
 
@@ -98,12 +120,26 @@ def test_list_recent_items_carry_full_entries(api):
     entry_id = api.capture("full entry in list", tags=["t"], source="src", importance=0.3)["id"]
     item = api.list_recent()["items"][0]
     entry = api.get_entry(entry_id)
-    for key in ("id", "content", "source", "createdAt", "updatedAt", "importance", "tags",
-                "status", "kind", "volatility", "claimTag", "evidenceRef", "recallCount"):
+    for key in (
+        "id",
+        "content",
+        "source",
+        "createdAt",
+        "updatedAt",
+        "importance",
+        "tags",
+        "status",
+        "kind",
+        "volatility",
+        "claimTag",
+        "evidenceRef",
+        "recallCount",
+    ):
         assert item[key] == entry[key]
 
 
 # ---- connections -----------------------------------------------------------------------------
+
 
 def test_connections_both_directions_with_neighbours(api, make_entry):
     hub = make_entry("the hub entry")
@@ -140,6 +176,7 @@ def test_connections_missing_entry(api):
 
 # ---- graphView -------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def chain(api, make_entry):
     """a - b - c - d - e (mixed edge types and directions)."""
@@ -165,7 +202,9 @@ def test_graph_view_default_hops_is_one(api, chain):
     view = api.graph_view([chain[2]])
     assert {n["id"]: n["hop"] for n in view["nodes"]} == {chain[2]: 0, chain[1]: 1, chain[3]: 1}
     assert {(e["src"], e["dst"], e["type"]) for e in view["edges"]} == {
-        (chain[2], chain[1], "caused_by"), (chain[2], chain[3], "supersedes")}
+        (chain[2], chain[1], "caused_by"),
+        (chain[2], chain[3], "supersedes"),
+    }
 
 
 def test_graph_view_nodes_are_full_entries(api, chain):
@@ -180,26 +219,36 @@ def test_graph_view_missing_and_duplicate_seeds(api, chain):
     assert view["missingSeedIds"] == [missing]
     assert {n["id"]: n["hop"] for n in view["nodes"]} == {chain[4]: 0, chain[3]: 1}
     only_missing = api.graph_view([missing])
-    assert only_missing == {"nodes": [], "edges": [], "truncated": False,
-                            "missingSeedIds": [missing]}
+    assert only_missing == {
+        "nodes": [],
+        "edges": [],
+        "truncated": False,
+        "missingSeedIds": [missing],
+    }
 
 
 def test_graph_view_several_seeds(api, chain):
     view = api.graph_view([chain[0], chain[4]], hops=1)
     assert {n["id"]: n["hop"] for n in view["nodes"]} == {
-        chain[0]: 0, chain[4]: 0, chain[1]: 1, chain[3]: 1}
+        chain[0]: 0,
+        chain[4]: 0,
+        chain[1]: 1,
+        chain[3]: 1,
+    }
 
 
 def test_graph_view_size_is_bounded(api, ws):
     # seed -> 10 hubs -> 30 leaves each: 311 reachable nodes within two hops
     def capture(text):
         return ("capture", {"content": text})
+
     seed = ws.capture("graph seed")["id"]
     hubs = [r["id"] for ok, r in ws.run_batch([capture(f"hub {i}") for i in range(10)])]
     links = [("link", {"src": seed, "dst": h, "type": "relates_to"}) for h in hubs]
     for h_i, hub in enumerate(hubs):
-        leaves = [r["id"] for ok, r in ws.run_batch(
-            [capture(f"leaf {h_i}-{j}") for j in range(30)])]
+        leaves = [
+            r["id"] for ok, r in ws.run_batch([capture(f"leaf {h_i}-{j}") for j in range(30)])
+        ]
         links += [("link", {"src": hub, "dst": leaf, "type": "part_of_project"}) for leaf in leaves]
     assert all(ok for ok, _ in ws.run_batch(links))
     view = api.graph_view([seed], hops=2)
@@ -213,24 +262,38 @@ def test_graph_view_size_is_bounded(api, ws):
 
 def test_graph_view_fanout_keeps_strongest_edges(api, ws):
     seed = ws.capture("fan-out seed")["id"]
-    spokes = [r["id"] for ok, r in ws.run_batch(
-        [("capture", {"content": f"spoke {i}"}) for i in range(C.GRAPH_VIEW_FANOUT_PER_NODE + 10)])]
-    ws.run_batch([("link", {"src": seed, "dst": s, "type": "supersedes",
-                            "weight": (i + 1) / 100}) for i, s in enumerate(spokes)])
+    spokes = [
+        r["id"]
+        for ok, r in ws.run_batch(
+            [
+                ("capture", {"content": f"spoke {i}"})
+                for i in range(C.GRAPH_VIEW_FANOUT_PER_NODE + 10)
+            ]
+        )
+    ]
+    ws.run_batch(
+        [
+            ("link", {"src": seed, "dst": s, "type": "supersedes", "weight": (i + 1) / 100})
+            for i, s in enumerate(spokes)
+        ]
+    )
     view = api.graph_view([seed], hops=1)
     kept = {n["id"] for n in view["nodes"]} - {seed}
-    assert kept == set(spokes[-C.GRAPH_VIEW_FANOUT_PER_NODE:])
+    assert kept == set(spokes[-C.GRAPH_VIEW_FANOUT_PER_NODE :])
 
 
 # ---- getTags / getCount / getStats -----------------------------------------------------------
+
 
 def test_get_tags_vocabulary_with_counts(api):
     assert api.get_tags() == {"tags": [], "truncated": False}
     api.capture("one", tags=["b", "a"])
     api.capture("two", tags=["B"])
     api.capture("three", tags=["c", "b"])
-    assert api.get_tags() == {"tags": [{"tag": "b", "count": 3}, {"tag": "a", "count": 1},
-                                       {"tag": "c", "count": 1}], "truncated": False}
+    assert api.get_tags() == {
+        "tags": [{"tag": "b", "count": 3}, {"tag": "a", "count": 1}, {"tag": "c", "count": 1}],
+        "truncated": False,
+    }
 
 
 def test_get_tags_answers_at_most_limit_tags_the_most_used_first(api):
@@ -244,9 +307,14 @@ def test_get_tags_answers_at_most_limit_tags_the_most_used_first(api):
     assert [t["tag"] for t in answer["tags"][1:4]] == ["t00000", "t00001", "t00002"]
     most = api.get_tags(limit=C.GET_TAGS_MAX_LIMIT)
     assert len(most["tags"]) == C.GET_TAGS_MAX_LIMIT and most["truncated"]
-    assert api.get_tags(limit=3) == {"tags": [{"tag": "common", "count": (C.GET_TAGS_MAX_LIMIT + 5) // 2},
-                                              {"tag": "t00000", "count": 1},
-                                              {"tag": "t00001", "count": 1}], "truncated": True}
+    assert api.get_tags(limit=3) == {
+        "tags": [
+            {"tag": "common", "count": (C.GET_TAGS_MAX_LIMIT + 5) // 2},
+            {"tag": "t00000", "count": 1},
+            {"tag": "t00001", "count": 1},
+        ],
+        "truncated": True,
+    }
 
 
 def test_get_count(api, make_entry):
@@ -261,10 +329,17 @@ def test_get_stats(api, make_entry):
     empty = api.get_stats()
     assert empty["count"] == 0 and empty["avgImportance"] == 0 and empty["unclassified"] == 0
     assert empty["topTopics"] == [] and empty["edgeCount"] == 0
-    a = api.capture("stats one", tags=["db", "ops"], importance=0.2, kind="episodic",
-                    volatility="state")["id"]
-    b = api.capture("stats two", tags=["db", "rolled-up"], importance=0.6, kind="semantic",
-                    volatility="durable", status="draft")["id"]
+    a = api.capture(
+        "stats one", tags=["db", "ops"], importance=0.2, kind="episodic", volatility="state"
+    )["id"]
+    b = api.capture(
+        "stats two",
+        tags=["db", "rolled-up"],
+        importance=0.6,
+        kind="semantic",
+        volatility="durable",
+        status="draft",
+    )["id"]
     api.capture("stats three", tags=["db"], importance=1.0)
     api.link(a, b, "relates_to")
     stats = api.get_stats()
@@ -285,6 +360,7 @@ def test_top_topics_limited(api):
 
 
 # ---- getBrief --------------------------------------------------------------------------------
+
 
 def test_get_brief_recent_topics_and_resurface(api, clock):
     t0 = clock.now_ms()
@@ -329,8 +405,16 @@ def test_get_brief_preview_is_cut(api):
     api.capture(long_text)
     preview = api.get_brief()["recentActivity"]["entries"][0]
     assert preview["preview"] == "x" * C.BRIEF_PREVIEW_CHARS + "…"
-    assert set(preview) == {"id", "preview", "createdAt", "updatedAt", "kind", "tags",
-                            "importance", "recallCount"}
+    assert set(preview) == {
+        "id",
+        "preview",
+        "createdAt",
+        "updatedAt",
+        "kind",
+        "tags",
+        "importance",
+        "recallCount",
+    }
 
 
 def test_get_brief_empty_workspace(api, clock):
@@ -341,6 +425,7 @@ def test_get_brief_empty_workspace(api, clock):
 
 
 # ---- the injectable clock --------------------------------------------------------------------
+
 
 def test_timestamps_come_from_the_clock(api, clock):
     clock.set(1_700_000_000_123)
@@ -360,15 +445,18 @@ def test_timestamps_come_from_the_clock(api, clock):
 
 def test_schema_migration_time_comes_from_the_clock(ws, clock):
     from minisphere.engine.db import available_migrations
-    assert ws.conn.execute("SELECT applied_at FROM schema_migrations").fetchall() == \
-        [(clock.now_ms(),)] * len(available_migrations())
+
+    assert ws.conn.execute("SELECT applied_at FROM schema_migrations").fetchall() == [
+        (clock.now_ms(),)
+    ] * len(available_migrations())
 
 
 def test_list_style_reads_bound_each_entrys_content(ws):
     """listRecent, connections and graphView cut long content (saying so and how long it is);
     getEntry still has all of it. 200 entries of 64 KiB would otherwise be a 13 MB answer."""
     from minisphere.engine.constants import LIST_CONTENT_MAX_CHARS, MAX_CONTENT_BYTES
-    long_text = ("word " * (MAX_CONTENT_BYTES // 5))[:MAX_CONTENT_BYTES - 1]
+
+    long_text = ("word " * (MAX_CONTENT_BYTES // 5))[: MAX_CONTENT_BYTES - 1]
     big = ws.capture(long_text)["id"]
     small = ws.capture("a short neighbour")["id"]
     ws.link(big, small, "relates_to")
@@ -391,29 +479,44 @@ def test_graph_view_over_dense_edges_with_large_metadata_is_not_an_unbounded_ans
     import json
 
     from minisphere.engine.constants import GRAPH_VIEW_EDGE_METADATA_MAX_BYTES as METADATA_MAX
+
     nodes = [ws.capture(f"node {i} " + "x" * 900)["id"] for i in range(C.GRAPH_VIEW_MAX_NODES)]
     large = {"note": "m" * (C.MAX_METADATA_BYTES - 20)}
     small = {"why": "same incident"}
-    calls = [("link", {"src": nodes[i], "dst": nodes[(i + k) % len(nodes)], "type": "caused_by",
-                       "metadata": small if k == 1 else large}, None)
-             for i in range(len(nodes)) for k in range(1, 33)]
+    calls = [
+        (
+            "link",
+            {
+                "src": nodes[i],
+                "dst": nodes[(i + k) % len(nodes)],
+                "type": "caused_by",
+                "metadata": small if k == 1 else large,
+            },
+            None,
+        )
+        for i in range(len(nodes))
+        for k in range(1, 33)
+    ]
     for start in range(0, len(calls), 500):
-        assert all(outcome.ok for outcome in ws.run_batch(calls[start:start + 500]))
+        assert all(outcome.ok for outcome in ws.run_batch(calls[start : start + 500]))
     answer = ws.graph_view([nodes[0]], hops=3)
     edges = answer["edges"]
     assert len(edges) > 3000
     size = len(json.dumps(answer).encode("utf-8"))
-    per_edge_max = METADATA_MAX + 400               # the edge's own fields, with room to spare
+    per_edge_max = METADATA_MAX + 400  # the edge's own fields, with room to spare
     per_node_max = 4 * C.LIST_CONTENT_MAX_CHARS + 400
     assert size <= len(edges) * per_edge_max + len(answer["nodes"]) * per_node_max
     assert size < 2_000_000, size
     omitted = [e for e in edges if e.get("metadataOmitted")]
     shown = [e for e in edges if not e.get("metadataOmitted")]
-    assert omitted and all(e["metadata"] is None and e["metadataBytes"] > METADATA_MAX
-                           for e in omitted)
+    assert omitted and all(
+        e["metadata"] is None and e["metadataBytes"] > METADATA_MAX for e in omitted
+    )
     assert shown and all(e["metadata"] == small and "metadataBytes" not in e for e in shown)
-    whole = {(c["edge"]["src"], c["edge"]["dst"]): c["edge"]
-             for c in ws.connections(omitted[0]["src"])["items"]}
+    whole = {
+        (c["edge"]["src"], c["edge"]["dst"]): c["edge"]
+        for c in ws.connections(omitted[0]["src"])["items"]
+    }
     edge = whole[(omitted[0]["src"], omitted[0]["dst"])]
     assert edge["metadata"] == large
     assert METADATA_MAX < omitted[0]["metadataBytes"] <= C.MAX_METADATA_BYTES

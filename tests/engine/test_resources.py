@@ -1,4 +1,5 @@
 """Opening, writing and closing many workspaces gives every file descriptor back."""
+
 import gc
 from pathlib import Path
 

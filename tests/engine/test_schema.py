@@ -1,4 +1,5 @@
 """Schema: migrations table, idempotent reopen, refusing a newer schema, WAL, pragmas, FTS."""
+
 import hashlib
 from pathlib import Path
 
@@ -23,16 +24,27 @@ def test_migrations_table_filled(ws, clock):
     migrations = db.available_migrations()
     assert migrations and migrations[0][:2] == (1, "0001_initial.sql")
     rows = ws.conn.execute(
-        "SELECT version, name, applied_at FROM schema_migrations ORDER BY version").fetchall()
+        "SELECT version, name, applied_at FROM schema_migrations ORDER BY version"
+    ).fetchall()
     assert rows == [(v, name, clock.now_ms()) for v, name, _ in migrations]
     assert ws.schema_version == migrations[-1][0]
 
 
 def test_contract_tables_exist(ws):
     names = {r[0] for r in ws.conn.execute("SELECT name FROM sqlite_master")}
-    assert {"entries", "tags", "edges", "revisions", "entries_fts", "schema_migrations",
-            "edges_src", "edges_dst", "entries_status", "entries_kind",
-            "entries_volatility"} <= names
+    assert {
+        "entries",
+        "tags",
+        "edges",
+        "revisions",
+        "entries_fts",
+        "schema_migrations",
+        "edges_src",
+        "edges_dst",
+        "entries_status",
+        "entries_kind",
+        "entries_volatility",
+    } <= names
 
 
 def test_reopen_is_idempotent(tmp_path):
@@ -62,8 +74,10 @@ def make_future_file(path) -> None:
     ws = open_ws(path)
     ws.capture("written by a newer build")
     newest = db.available_migrations()[-1][0]
-    ws.conn.execute("INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
-                    (newest + 7, f"{newest + 7:04d}_from_the_future.sql", 0))
+    ws.conn.execute(
+        "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+        (newest + 7, f"{newest + 7:04d}_from_the_future.sql", 0),
+    )
     ws.close()
 
 
@@ -97,20 +111,31 @@ def test_failed_migration_rolls_back_alone(tmp_path, monkeypatch):
     real = db.available_migrations()
     path = tmp_path / "broken.db"
     open_ws(path).close()  # the real migrations are applied and committed
-    broken = [*real, (len(real) + 1, f"{len(real) + 1:04d}_broken.sql",
-                      "CREATE TABLE half_done (x INTEGER);\n"
-                      "INSERT INTO half_done VALUES (1);\n"
-                      "INSERT INTO no_such_table VALUES (1);\n")]
+    broken = [
+        *real,
+        (
+            len(real) + 1,
+            f"{len(real) + 1:04d}_broken.sql",
+            "CREATE TABLE half_done (x INTEGER);\n"
+            "INSERT INTO half_done VALUES (1);\n"
+            "INSERT INTO no_such_table VALUES (1);\n",
+        ),
+    ]
     monkeypatch.setattr(db, "available_migrations", lambda: broken)
     with pytest.raises(db.OperationalError):
         open_ws(path)
     monkeypatch.undo()
     ws = open_ws(path)
     try:
-        assert ws.conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == \
-            len(real)
-        assert ws.conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'half_done'"
-                               ).fetchone()[0] == 0
+        assert ws.conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == len(
+            real
+        )
+        assert (
+            ws.conn.execute(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'half_done'"
+            ).fetchone()[0]
+            == 0
+        )
     finally:
         ws.close()
 
@@ -168,5 +193,8 @@ def test_edges_table_enforces_canonical_relates_to(ws):
     b = ws.capture("second")["id"]
     lo, hi = sorted([a, b])
     with pytest.raises(db.IntegrityError):
-        ws.conn.execute("INSERT INTO edges(src, dst, type, weight, provenance, created_at, "
-                        "updated_at) VALUES (?, ?, 'relates_to', 1, 'explicit', 0, 0)", (hi, lo))
+        ws.conn.execute(
+            "INSERT INTO edges(src, dst, type, weight, provenance, created_at, "
+            "updated_at) VALUES (?, ?, 'relates_to', 1, 'explicit', 0, 0)",
+            (hi, lo),
+        )

@@ -2,6 +2,7 @@
 volatility, pinned row by row: each signal of the module's docstring, the precedence
 (volatile > state > durable), whole-word and case-insensitive matching, and capture applying
 it (and the due date it implies) only when the caller gave no volatility."""
+
 import pytest
 
 from minisphere.engine import constants as C
@@ -73,8 +74,9 @@ def test_documented_table(text, expected):
 
 def test_capture_applies_the_heuristic_to_every_row(ws):
     ids = {text: ws.capture(text)["id"] for text, _ in TABLE}
-    assert {text: ws.get_entry(entry_id)["volatility"] for text, entry_id in ids.items()} == \
-        dict(TABLE)
+    assert {text: ws.get_entry(entry_id)["volatility"] for text, entry_id in ids.items()} == dict(
+        TABLE
+    )
 
 
 def test_volatile_wins_over_state():
@@ -93,7 +95,7 @@ def test_capture_infers_only_when_volatility_is_missing(ws):
     given = ws.capture("The nightly job is currently running late", volatility="durable")["id"]
     assert ws.get_entry(inferred)["volatility"] == "volatile"
     assert ws.get_entry(given)["volatility"] == "durable"
-    assert ws.get_stats()["unclassified"] == 2       # kind was not given either
+    assert ws.get_stats()["unclassified"] == 2  # kind was not given either
 
 
 def test_inferred_class_sets_the_due_date(ws, clock):

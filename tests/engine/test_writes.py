@@ -3,6 +3,7 @@
 Every test runs twice through the `api` fixture: once via `ws.call(name, camelCaseBody)` and
 once via the snake_case Python wrappers.
 """
+
 import pytest
 
 from minisphere.engine.arguments import EDGE_TYPES
@@ -17,11 +18,19 @@ def db_row(ws, entry_id, columns="*"):
 
 # ---- capture ---------------------------------------------------------------------------------
 
+
 def test_capture_with_every_option(api, ws, clock):
-    result = api.capture("Deploy keys live in the vault under ops/deploy", tags=["Ops", "Secrets"],
-                         source="agent:planner", volatility="state", kind="episodic",
-                         status="draft", importance=0.75, claim_tag="VERIFIED",
-                         evidence_ref="https://example.test/runbook#keys")
+    result = api.capture(
+        "Deploy keys live in the vault under ops/deploy",
+        tags=["Ops", "Secrets"],
+        source="agent:planner",
+        volatility="state",
+        kind="episodic",
+        status="draft",
+        importance=0.75,
+        claim_tag="VERIFIED",
+        evidence_ref="https://example.test/runbook#keys",
+    )
     assert result["outcome"] == "stored"
     assert set(result) == {"outcome", "id"}
     entry = api.get_entry(result["id"])
@@ -72,10 +81,13 @@ def test_capture_importance_bounds_accepted(api, importance):
     assert api.get_entry(entry_id)["importance"] == float(importance)
 
 
-@pytest.mark.parametrize("given, inferred", [
-    ({}, "durable"),
-    ({"kind": "semantic"}, "durable"),
-])
+@pytest.mark.parametrize(
+    "given, inferred",
+    [
+        ({}, "durable"),
+        ({"kind": "semantic"}, "durable"),
+    ],
+)
 def test_volatility_inferred_when_not_given(api, given, inferred):
     entry_id = api.capture("PostgreSQL is the system of record", **given)["id"]
     assert api.get_entry(entry_id)["volatility"] == inferred
@@ -111,24 +123,30 @@ def test_capture_exact_duplicate_is_blocked(api, ws):
     assert api.get_count()["count"] == 1
 
 
-@pytest.mark.parametrize("variant", [
-    "rotate the api token every ninety days",
-    "ROTATE THE API TOKEN EVERY NINETY DAYS",
-    "  Rotate   the API\ttoken\nevery ninety days  ",
-    "Ｒｏｔａｔｅ the ＡＰＩ token every ninety days",    # noqa: RUF001 - full-width forms (NFKC)
-    "Rotate\u3000the\u00a0API token every ninety days",  # ideographic / no-break spaces
-])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "rotate the api token every ninety days",
+        "ROTATE THE API TOKEN EVERY NINETY DAYS",
+        "  Rotate   the API\ttoken\nevery ninety days  ",
+        "Ｒｏｔａｔｅ the ＡＰＩ token every ninety days",  # noqa: RUF001 - full-width forms (NFKC)
+        "Rotate\u3000the\u00a0API token every ninety days",  # ideographic / no-break spaces
+    ],
+)
 def test_capture_normalized_duplicate_is_blocked(api, variant):
     first = api.capture("Rotate the API token every ninety days")
     assert api.capture(variant) == {"outcome": "blocked", "matchId": first["id"]}
 
 
-@pytest.mark.parametrize("different", [
-    "Rotate the API token every ninety days.",   # punctuation differs
-    "Rotate the API token every 90 days",        # digits differ
-    "Rotate the token API every ninety days",    # word order differs
-    "Rotate the API token every ninety-days",
-])
+@pytest.mark.parametrize(
+    "different",
+    [
+        "Rotate the API token every ninety days.",  # punctuation differs
+        "Rotate the API token every 90 days",  # digits differ
+        "Rotate the token API every ninety days",  # word order differs
+        "Rotate the API token every ninety-days",
+    ],
+)
 def test_capture_different_text_is_stored(api, different):
     api.capture("Rotate the API token every ninety days")
     assert api.capture(different)["outcome"] == "stored"
@@ -150,6 +168,7 @@ def test_dedup_gone_after_forget(api):
 
 def test_capture_content_at_exact_byte_limit(api):
     from minisphere.engine.constants import MAX_CONTENT_BYTES
+
     text = "é" * (MAX_CONTENT_BYTES // 2)  # 2 bytes each: exactly the limit
     assert len(text.encode()) == MAX_CONTENT_BYTES
     entry_id = api.capture(text)["id"]
@@ -157,8 +176,10 @@ def test_capture_content_at_exact_byte_limit(api):
 
 
 def test_capture_tags_normalized_and_deduplicated(api):
-    entry_id = api.capture("tag normalization", tags=[
-        "Project X", "project   x", "  ＡＢＣ ", "abc", "rolled-up"])["id"]  # noqa: RUF001 - full-width
+    entry_id = api.capture(
+        "tag normalization",
+        tags=["Project X", "project   x", "  ＡＢＣ ", "abc", "rolled-up"],  # noqa: RUF001 - full-width
+    )["id"]
     assert api.get_entry(entry_id)["tags"] == ["abc", "project-x", "rolled-up"]
 
 
@@ -175,6 +196,7 @@ def test_capture_indexes_content_in_fts(api, ws):
 
 # ---- append ----------------------------------------------------------------------------------
 
+
 def test_append_keeps_revision_and_returns_new_state(api, ws, clock):
     entry_id = api.capture("Release train leaves on Tuesdays  ", tags=["release"])["id"]
     created = clock.now_ms()
@@ -184,12 +206,14 @@ def test_append_keeps_revision_and_returns_new_state(api, ws, clock):
     assert state["content"] == "Release train leaves on Tuesdays\nHotfixes may board on Thursdays"
     assert state["tags"] == ["hotfix", "release"]
     assert state["revisionCount"] == 1
-    assert state["revisions"] == [{"content": "Release train leaves on Tuesdays  ",
-                                   "at": clock.now_ms(), "reason": "append"}]
+    assert state["revisions"] == [
+        {"content": "Release train leaves on Tuesdays  ", "at": clock.now_ms(), "reason": "append"}
+    ]
     assert state["createdAt"] == created
     assert state["updatedAt"] == clock.now_ms()
-    rows = ws.conn.execute("SELECT content, at, reason FROM revisions WHERE entry_id = ?",
-                           (entry_id,)).fetchall()
+    rows = ws.conn.execute(
+        "SELECT content, at, reason FROM revisions WHERE entry_id = ?", (entry_id,)
+    ).fetchall()
     assert rows == [("Release train leaves on Tuesdays  ", clock.now_ms(), "append")]
     assert fts_ids(ws, "thursdays") == [entry_id]
     assert fts_ids(ws, "tuesdays") == [entry_id]
@@ -198,18 +222,32 @@ def test_append_keeps_revision_and_returns_new_state(api, ws, clock):
 
 
 def test_append_options_change_only_what_is_given(api):
-    entry_id = api.capture("A base fact", source="s1", importance=0.2, claim_tag="INFERRED",
-                           evidence_ref="ref-1")["id"]
+    entry_id = api.capture(
+        "A base fact", source="s1", importance=0.2, claim_tag="INFERRED", evidence_ref="ref-1"
+    )["id"]
     state = api.append(entry_id, "more detail")
-    assert (state["source"], state["importance"], state["claimTag"], state["evidenceRef"]) == \
-        ("s1", 0.2, "INFERRED", "ref-1")
-    state = api.append(entry_id, "even more", importance=0.9, claim_tag="VERIFIED",
-                       evidence_ref="ref-2", source="s2")
-    assert (state["source"], state["importance"], state["claimTag"], state["evidenceRef"]) == \
-        ("s2", 0.9, "VERIFIED", "ref-2")
+    assert (state["source"], state["importance"], state["claimTag"], state["evidenceRef"]) == (
+        "s1",
+        0.2,
+        "INFERRED",
+        "ref-1",
+    )
+    state = api.append(
+        entry_id,
+        "even more",
+        importance=0.9,
+        claim_tag="VERIFIED",
+        evidence_ref="ref-2",
+        source="s2",
+    )
+    assert (state["source"], state["importance"], state["claimTag"], state["evidenceRef"]) == (
+        "s2",
+        0.9,
+        "VERIFIED",
+        "ref-2",
+    )
     assert state["revisionCount"] == 2
-    assert [r["content"] for r in state["revisions"]] == ["A base fact\nmore detail",
-                                                          "A base fact"]
+    assert [r["content"] for r in state["revisions"]] == ["A base fact\nmore detail", "A base fact"]
 
 
 def test_append_importance_zero_is_applied(api):
@@ -219,14 +257,18 @@ def test_append_importance_zero_is_applied(api):
 
 # ---- update ----------------------------------------------------------------------------------
 
+
 def test_update_keeps_prior_content_as_revision(api, ws, clock):
     entry_id = api.capture("The staging database is called blueberry")["id"]
     clock.advance(seconds=5)
     state = api.update(entry_id, "The staging database is called raspberry")
     assert state["content"] == "The staging database is called raspberry"
     assert state["revisionCount"] == 1
-    assert state["revisions"][0] == {"content": "The staging database is called blueberry",
-                                     "at": clock.now_ms(), "reason": "update"}
+    assert state["revisions"][0] == {
+        "content": "The staging database is called blueberry",
+        "at": clock.now_ms(),
+        "reason": "update",
+    }
     assert state["updatedAt"] == clock.now_ms()
     assert fts_ids(ws, "raspberry") == [entry_id]
     assert fts_ids(ws, "blueberry") == []
@@ -252,6 +294,7 @@ def test_update_case_only_change_is_a_revision(api):
 
 # ---- setStatus -------------------------------------------------------------------------------
 
+
 def test_set_status_each_value(api, make_entry):
     entry_id = make_entry()
     for status in ["draft", "deprecated", "canonical", "deprecated"]:
@@ -262,9 +305,11 @@ def test_set_status_each_value(api, make_entry):
 
 # ---- forget ----------------------------------------------------------------------------------
 
+
 def test_forget_removes_everything(api, ws, make_entry):
-    target = api.capture("The zanzibarian widget registry is forgotten soon", tags=["doomed", "x"],
-                         kind="episodic")["id"]
+    target = api.capture(
+        "The zanzibarian widget registry is forgotten soon", tags=["doomed", "x"], kind="episodic"
+    )["id"]
     api.append(target, "second paragraph about zanzibarian widgets")
     api.update(target, "rewritten zanzibarian widget registry note")
     out_peer, in_peer, sym_peer = make_entry(), make_entry(), make_entry()
@@ -279,17 +324,25 @@ def test_forget_removes_everything(api, ws, make_entry):
 
     conn = ws.conn
     assert conn.execute("SELECT COUNT(*) FROM entries WHERE id = ?", (target,)).fetchone()[0] == 0
-    assert conn.execute("SELECT COUNT(*) FROM tags WHERE entry_id = ?", (target,)).fetchone()[0] == 0
-    assert conn.execute("SELECT COUNT(*) FROM edges WHERE src = ? OR dst = ?",
-                        (target, target)).fetchone()[0] == 0
-    assert conn.execute("SELECT COUNT(*) FROM revisions WHERE entry_id = ?",
-                        (target,)).fetchone()[0] == 0
+    assert (
+        conn.execute("SELECT COUNT(*) FROM tags WHERE entry_id = ?", (target,)).fetchone()[0] == 0
+    )
+    assert (
+        conn.execute(
+            "SELECT COUNT(*) FROM edges WHERE src = ? OR dst = ?", (target, target)
+        ).fetchone()[0]
+        == 0
+    )
+    assert (
+        conn.execute("SELECT COUNT(*) FROM revisions WHERE entry_id = ?", (target,)).fetchone()[0]
+        == 0
+    )
     assert fts_rowcount(ws, "zanzibarian") == 0
     assert fts_rowcount(ws, "widget") == 0
     conn.execute("INSERT INTO entries_fts(entries_fts, rank) VALUES ('integrity-check', 1)")
     with pytest.raises(NotFound):
         api.get_entry(target)
-    assert api.get_entry(out_peer)["edgeCount"] == 1      # only the unrelated edge is left
+    assert api.get_entry(out_peer)["edgeCount"] == 1  # only the unrelated edge is left
     assert api.get_entry(other_tagged)["tags"] == ["x"]
     assert {t["tag"]: t["count"] for t in api.get_tags()["tags"]} == {"x": 1}
     assert api.get_count()["count"] == 4
@@ -303,6 +356,7 @@ def test_forget_twice_is_not_found(api, make_entry):
 
 
 # ---- link / unlink ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("edge_type", EDGE_TYPES)
 def test_link_each_type(api, make_entry, clock, edge_type):
@@ -329,14 +383,21 @@ def test_link_each_provenance(api, make_entry, provenance):
 
 @pytest.mark.parametrize("weight", [1, 1.0, 0.5, 1e-9])
 def test_link_weight_in_range(api, make_entry, weight):
-    assert api.link(make_entry(), make_entry(), "part_of_project",
-                    weight=weight)["edge"]["weight"] == float(weight)
+    assert api.link(make_entry(), make_entry(), "part_of_project", weight=weight)["edge"][
+        "weight"
+    ] == float(weight)
 
 
 def test_relink_updates_weight_and_provenance(api, ws, make_entry, clock):
     a, b = make_entry(), make_entry()
-    first = api.link(a, b, "document_of", weight=0.3, provenance="inferred",
-                     metadata={"why": "same ticket", "n": 2})
+    first = api.link(
+        a,
+        b,
+        "document_of",
+        weight=0.3,
+        provenance="inferred",
+        metadata={"why": "same ticket", "n": 2},
+    )
     created_at = first["edge"]["createdAt"]
     clock.advance(seconds=9)
     again = api.link(a, b, "document_of", weight=0.8, provenance="explicit")
@@ -383,7 +444,7 @@ def test_same_pair_different_types_are_separate_edges(api, ws, make_entry):
 
 def test_kind_gate_decided_needs_episodic_source(api, make_entry):
     event, fact = make_entry(kind="episodic"), make_entry(kind="semantic")
-    assert api.link(event, fact, "decided")["created"] is True       # dst may be anything
+    assert api.link(event, fact, "decided")["created"] is True  # dst may be anything
     assert api.link(event, make_entry(kind="episodic"), "decided")["created"] is True
     with pytest.raises(KindGateViolation, match="episodic src"):
         api.link(fact, event, "decided")

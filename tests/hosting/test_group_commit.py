@@ -1,4 +1,5 @@
 """The hosting layer without Ray: the group-commit writer and the read pool."""
+
 import threading
 
 import pytest
@@ -21,7 +22,9 @@ def submit_and_wait(writer, calls):
                 remaining[0] -= 1
                 if remaining[0] == 0:
                     done.set()
+
         return callback
+
     for i, (method, body) in enumerate(calls):
         writer.submit(method, body, callback_for(i))
     assert done.wait(30)
@@ -32,8 +35,8 @@ def test_group_commit_batches_and_isolates_failures(tmp_path):
     ws = Workspace(tmp_path / "w.db", synchronous="NORMAL")
     writer = GroupCommitWriter(ws, max_batch=64)
     calls = [("capture", {"content": f"entry {i}"}) for i in range(200)]
-    calls[50] = ("capture", {"content": ""})                 # invalid: fails alone
-    calls[51] = ("recall", {"query": 5})                      # invalid arguments
+    calls[50] = ("capture", {"content": ""})  # invalid: fails alone
+    calls[51] = ("recall", {"query": 5})  # invalid arguments
     results = submit_and_wait(writer, calls)
     assert not results[50][0] and isinstance(results[50][1], E.InvalidArgument)
     assert not results[51][0]
@@ -55,6 +58,7 @@ def test_group_commit_survives_an_unexpected_error(tmp_path, monkeypatch):
         if any(call[1].get("content") == "boom" for call in calls):
             raise RuntimeError("unexpected")
         return real(calls, prepared)
+
     monkeypatch.setattr(ws, "run_batch", flaky)
     writer = GroupCommitWriter(ws, max_batch=64)
     results = submit_and_wait(writer, [("capture", {"content": c}) for c in ("a", "boom", "b")])
@@ -76,7 +80,6 @@ def test_read_pool_sees_acknowledged_writes(tmp_path):
     ws.close()
 
 
-
 def test_read_follow_ups_go_to_the_writer(tmp_path):
     ws = Workspace(tmp_path / "w.db", synchronous="NORMAL")
     writer = GroupCommitWriter(ws)
@@ -85,11 +88,12 @@ def test_read_follow_ups_go_to_the_writer(tmp_path):
     def follow_up(method, body):
         handed.append(method)
         writer.submit(method, body, lambda *_: None)
+
     pool = ReadPool(tmp_path / "w.db", on_follow_up=follow_up)
     entry_id = ws.capture("sqlite is an embedded database")["id"]
     result, _ = pool.read("recall", {"query": "embedded database"})
     assert [item["id"] for item in result["items"]] == [entry_id]
-    writer.close()        # drains the queued follow-up
+    writer.close()  # drains the queued follow-up
     assert handed == ["noteRecalled"]
     assert ws.get_entry(entry_id)["recallCount"] == 1
     pool.close()
@@ -106,16 +110,19 @@ def test_failure_after_commit_is_not_applied_twice(tmp_path):
 
     def broken_after_commit():
         raise RuntimeError("index refresh failed after the commit")
+
     ws.vectors.after_commit = broken_after_commit
     writer = GroupCommitWriter(ws, max_batch=64)
-    results = submit_and_wait(writer, [("append", {"id": entry, "addition": f"line {i}"})
-                                       for i in range(3)])
+    results = submit_and_wait(
+        writer, [("append", {"id": entry, "addition": f"line {i}"}) for i in range(3)]
+    )
     writer.close()
     assert all(ok for ok, _, _ in results)
     content = ws.get_entry(entry)["content"]
     assert [content.count(f"line {i}") for i in range(3)] == [1, 1, 1]
-    revisions = ws.conn.execute("SELECT COUNT(*) FROM revisions WHERE entry_id = ?",
-                                (entry,)).fetchone()[0]
+    revisions = ws.conn.execute(
+        "SELECT COUNT(*) FROM revisions WHERE entry_id = ?", (entry,)
+    ).fetchone()[0]
     assert revisions == 3
     ws.close()
 
@@ -130,7 +137,8 @@ def test_keyed_write_queued_twice_is_applied_once_and_flagged_replayed(tmp_path)
         results.append((*reply, reply.timings))
         if len(results) == 2:
             done.set()
-    for _ in range(2):       # a caller that timed out sends it again while the first is queued
+
+    for _ in range(2):  # a caller that timed out sends it again while the first is queued
         writer.submit("append", {"id": entry, "addition": "once"}, callback, key="retry-1")
     assert done.wait(30)
     writer.close()

@@ -2,6 +2,7 @@
 one at once, every entry re-embedded in the background with its progress told, writes meanwhile
 embedded with the new provider; and a file left on another provider than the one its host is
 given (a rebind cut short) re-embedded when it opens, never served with the other's vectors."""
+
 from __future__ import annotations
 
 import threading
@@ -21,8 +22,9 @@ def hash_provider(dim: int):
 
 
 def host_with(tmp_path, provider) -> WorkspaceHost:
-    return WorkspaceHost("ws-rebind", tmp_path / "ws-rebind" / "workspace.db",
-                         embedder=provider, tuning=BY_HAND)
+    return WorkspaceHost(
+        "ws-rebind", tmp_path / "ws-rebind" / "workspace.db", embedder=provider, tuning=BY_HAND
+    )
 
 
 def capture(host, text: str) -> dict:
@@ -30,6 +32,7 @@ def capture(host, text: str) -> dict:
 
     def queue(prepared: Future):
         host.calls.submit_write("capture", {"content": text}, answer.set_result, prepared.result())
+
     host.calls.prepare_write("capture", {"content": text}).add_done_callback(queue)
     return answer.result(timeout=60).unwrap()
 
@@ -46,11 +49,13 @@ def test_a_rebind_re_embeds_every_entry_while_writes_go_on(tmp_path):
         for i in range(ENTRIES):
             capture(host, f"entry {i} about {uuid.uuid4().hex[:8]} gardens")
         seen: list[tuple[int, int]] = []
-        rebinding = threading.Thread(target=lambda: host.rebind_vectors(
-            new, lambda done, total: seen.append((done, total))))
+        rebinding = threading.Thread(
+            target=lambda: host.rebind_vectors(new, lambda done, total: seen.append((done, total)))
+        )
         rebinding.start()
-        during = [capture(host, f"written during the rebind {i}")["id"]
-                  for i in range(WRITES_DURING)]
+        during = [
+            capture(host, f"written during the rebind {i}")["id"] for i in range(WRITES_DURING)
+        ]
         rebinding.join(60)
         assert not rebinding.is_alive()
         state = host.workspace.vectors.state()
@@ -76,8 +81,7 @@ def test_a_file_left_on_another_provider_is_re_embedded_when_it_opens(tmp_path):
     host.close()
     again = host_with(tmp_path, new)
     try:
-        assert again.workspace.vectors.state() == {"provider": new.name, "dim": 32,
-                                                   "missing": 0}
+        assert again.workspace.vectors.state() == {"provider": new.name, "dim": 32, "missing": 0}
         assert recall(again, "entry 7 kept")["queryUsed"]["vector"]["provider"] == new.name
     finally:
         again.close()
@@ -91,7 +95,9 @@ def test_a_zero_binding_workspace_rebound_serves_vectors_without_reopening(tmp_p
             capture(host, f"plain entry {i} on harbours")
         host.rebind_vectors(hash_provider(32))
         assert host.workspace.vectors.state()["missing"] == 0
-        assert recall(host, "plain entry 4")["queryUsed"]["vector"]["provider"] == \
-            hash_provider(32).name
+        assert (
+            recall(host, "plain entry 4")["queryUsed"]["vector"]["provider"]
+            == hash_provider(32).name
+        )
     finally:
         host.close()

@@ -7,6 +7,7 @@ prints the console's address and three tokens (admin, write, read) and serves un
 It is for looking at the console and poking its JavaScript; the tests use the same gateway
 (tests/client, tests/cli) or the real service (tests/e2e/test_console.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,10 +36,15 @@ def main(argv=None) -> int:
     parser.add_argument("--entries", type=int, default=1000)
     args = parser.parse_args(argv)
     import uvicorn
-    gateway, write, read = seeded_gateway(Path(tempfile.mkdtemp(prefix="console-harness-")),
-                                          args.entries)
-    print(f"console: http://127.0.0.1:{args.port}/ui/\nadmin token: {ADMIN_TOKEN}\n"
-          f"write token: {write}\nread token:  {read}\nworkspace: {WORKSPACE}", flush=True)
+
+    gateway, write, read = seeded_gateway(
+        Path(tempfile.mkdtemp(prefix="console-harness-")), args.entries
+    )
+    print(
+        f"console: http://127.0.0.1:{args.port}/ui/\nadmin token: {ADMIN_TOKEN}\n"
+        f"write token: {write}\nread token:  {read}\nworkspace: {WORKSPACE}",
+        flush=True,
+    )
     uvicorn.run(engine_api(gateway), host="127.0.0.1", port=args.port, log_level="warning")
     return 0
 

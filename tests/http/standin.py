@@ -4,6 +4,7 @@ over real HTTP semantics (httpx through the ASGI interface, no server process).
 The stand-in answers like an empty service and records every call that got past the HTTP
 layer, so a test can tell that bad input never reached the gateway. `list_snapshots` reads a
 real snapshot store when one is given."""
+
 from __future__ import annotations
 
 import asyncio
@@ -26,7 +27,7 @@ class StandInGateway:
     def __init__(self, snapshot_store=None, failure: Exception | None = None):
         self.calls: list[tuple] = []
         self.snapshot_store = snapshot_store
-        self.failure = failure            # raised by every call that reaches a workspace
+        self.failure = failure  # raised by every call that reaches a workspace
 
     def is_admin(self, token: str) -> bool:
         return token == ADMIN_TOKEN
@@ -87,8 +88,16 @@ class StandInTransfer:
 
     async def import_chunk(self, workspace_id, key, header, lines, first, final):
         self.chunks.append((workspace_id, key, header, lines, first, final))
-        return {"entries": 0, "edges": 0, "duplicateIds": 0, "duplicateContent": 0,
-                "duplicateEdges": 0, "orphanEdges": 0, "applied": len(lines), "expected": 0}
+        return {
+            "entries": 0,
+            "edges": 0,
+            "duplicateIds": 0,
+            "duplicateContent": 0,
+            "duplicateEdges": 0,
+            "orphanEdges": 0,
+            "applied": len(lines),
+            "expected": 0,
+        }
 
 
 def make_api(gateway=None, transfer=None, observe=None):
@@ -97,10 +106,12 @@ def make_api(gateway=None, transfer=None, observe=None):
 
 def send(api, requests: list[tuple[str, str, dict]]) -> list[httpx.Response]:
     """Send (method, url, httpx keyword arguments) requests to the app, in order."""
+
     async def go():
         transport = httpx.ASGITransport(app=api)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
             return [await client.request(method, url, **kw) for method, url, kw in requests]
+
     return asyncio.run(go())
 
 

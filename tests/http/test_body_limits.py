@@ -1,5 +1,6 @@
 """Body limits hold for uploads that declare no length (chunked): the stream is read only up to
 the limit, then refused with 413 `request_too_large`, on the JSON routes and the import route."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,16 +32,21 @@ class CountingUpload:
             yield chunk
 
 
-UNDER_LIMIT_BODIES = {"/v1/w/notes/capture": b'{"content": "x"}',
-                      "/v1/workspaces": b'{"id": "ws-chunked"}',
-                      "/v1/workspaces/notes/import": b'{"record":"header"}\n'}
+UNDER_LIMIT_BODIES = {
+    "/v1/w/notes/capture": b'{"content": "x"}',
+    "/v1/workspaces": b'{"id": "ws-chunked"}',
+    "/v1/workspaces/notes/import": b'{"record":"header"}\n',
+}
 
 
-@pytest.mark.parametrize("url, headers, limit", [
-    ("/v1/w/notes/capture", TENANT, MAX_BODY_BYTES),
-    ("/v1/workspaces", ADMIN, MAX_BODY_BYTES),
-    ("/v1/workspaces/notes/import?key=abc&first=1", ADMIN, IMPORT_MAX_BODY_BYTES),
-])
+@pytest.mark.parametrize(
+    "url, headers, limit",
+    [
+        ("/v1/w/notes/capture", TENANT, MAX_BODY_BYTES),
+        ("/v1/workspaces", ADMIN, MAX_BODY_BYTES),
+        ("/v1/workspaces/notes/import?key=abc&first=1", ADMIN, IMPORT_MAX_BODY_BYTES),
+    ],
+)
 def test_chunked_body_over_the_limit_is_refused_without_reading_it_whole(url, headers, limit):
     gateway, transfer = StandInGateway(), StandInTransfer()
     api = make_api(gateway, transfer)
@@ -58,7 +64,8 @@ def test_chunked_body_over_the_limit_is_refused_without_reading_it_whole(url, he
 
     async def chunks():
         for start in range(0, len(under), CHUNK_BYTES):
-            yield under[start:start + CHUNK_BYTES]
+            yield under[start : start + CHUNK_BYTES]
+
     response = one(api, "POST", url, content=chunks(), headers=headers)
     assert response.status_code in (200, 201), response.text
     assert len(gateway.calls) + len(transfer.chunks) == 1

@@ -1,6 +1,7 @@
 """The gateway protocol of the HTTP layer: complete (every gateway method the layer calls is in
 it), and implemented by the tests' in-process gateway; the check itself names what a class
 lacks. (The service's gateway, over Ray: tests/actors/test_actor_protocols.py.)"""
+
 from __future__ import annotations
 
 import re
@@ -21,18 +22,21 @@ def test_the_in_process_gateway_lacks_no_method_of_the_protocol():
 
 
 def test_every_gateway_method_the_http_layer_calls_is_in_the_protocol():
-    called = {name for source in HTTP_LAYER.rglob("*.py")
-              for name in GATEWAY_CALL.findall(source.read_text())}
+    called = {
+        name
+        for source in HTTP_LAYER.rglob("*.py")
+        for name in GATEWAY_CALL.findall(source.read_text())
+    }
     assert called, "the pattern no longer finds the HTTP layer's gateway calls"
     assert called - set(protocol_methods(WorkspaceGateway)) == set()
 
 
 def test_the_check_names_each_missing_method_and_each_call_a_method_cannot_take():
     class Partial:
-        async def is_admin(self, token):             # async where the protocol's is not
+        async def is_admin(self, token):  # async where the protocol's is not
             return False
 
-        async def restore(self, workspace_id):       # the version argument is missing
+        async def restore(self, workspace_id):  # the version argument is missing
             return {}
 
     gaps = "\n".join(protocol_gaps(WorkspaceGateway, Partial))

@@ -1,5 +1,6 @@
 """The ingress replica's bound on requests held at once: past it a request is answered at once
 with 503 `overloaded` and Retry-After, before the app runs; under it nothing changes."""
+
 from __future__ import annotations
 
 import asyncio
@@ -15,6 +16,7 @@ def held_app(gate: asyncio.Event, entered: list):
         await gate.wait()
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
+
     return app
 
 
@@ -30,6 +32,7 @@ def test_a_request_past_the_bound_is_refused_at_once_and_never_reaches_the_app()
             refused = await client.get("/second")
             gate.set()
             return (await first), refused, entered, limit
+
     first, refused, entered, limit = asyncio.run(scenario())
     assert first.status_code == 200 and entered == ["/first"]
     assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
@@ -45,4 +48,5 @@ def test_no_bound_passes_every_request_through():
         transport = httpx.ASGITransport(app=limit)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
             return await asyncio.gather(*(client.get(f"/{n}") for n in range(20)))
+
     assert [r.status_code for r in asyncio.run(scenario())] == [200] * 20

@@ -3,6 +3,7 @@ HTTP (uvicorn), in front of real engine workspaces (tests/support/engine_gateway
 the contract catalogue makes, with their schemas and annotations; every tool called; refusals
 as tool results carrying the same error the RPC route answers; read tokens; bad tokens;
 DNS-rebinding protection; resources and the prompt."""
+
 from __future__ import annotations
 
 import asyncio
@@ -60,12 +61,14 @@ def test_the_tools_are_the_catalogue_with_schemas_and_annotations(workspace):
     async def listed():
         async with mcp_session(endpoint, token) as session:
             return (await session.list_tools()).tools
+
     tools = {tool.name: tool for tool in run(listed())}
     assert list(tools) == list(TOOL_ARGUMENTS)
     for name, tool in tools.items():
         expected = tool_schema(name)
-        assert {k: v for k, v in tool.input_schema["properties"].items()
-                if k != IDEMPOTENCY_ARGUMENT} == expected["properties"]
+        assert {
+            k: v for k, v in tool.input_schema["properties"].items() if k != IDEMPOTENCY_ARGUMENT
+        } == expected["properties"]
         assert (IDEMPOTENCY_ARGUMENT in tool.input_schema["properties"]) == (name in WRITES)
         assert tool.output_schema["type"] == "object" and tool.description
         hints = tool.annotations
@@ -81,6 +84,7 @@ def test_every_tool_answers_what_its_output_schema_says(workspace):
     async def exercise():
         async with mcp_session(endpoint, token) as session:
             return await exercise_every_tool(session), await call_ok(session, "getCount")
+
     answers, count = run(exercise())
     assert set(answers) == set(TOOL_ARGUMENTS)
     assert answers["forget"]["forgotten"] is True and count == {"count": 1}
@@ -98,6 +102,7 @@ def test_two_replicas_answer_one_session_alternately(service, workspace):
         async def exercise():
             async with mcp_session(endpoint, token, transport) as session:
                 return await exercise_every_tool(session)
+
         answers = run(exercise())
     assert set(answers) == set(TOOL_ARGUMENTS)
     posts = transport.sent
@@ -112,9 +117,13 @@ def test_bad_arguments_are_a_tool_error_with_the_rpc_routes_code_and_message(wor
     async def call():
         async with mcp_session(endpoint, token) as session:
             return await session.call_tool(name, arguments)
+
     refused = refusal_of(run(call()))
-    rpc = httpx.post(endpoint.removesuffix("/mcp") + f"/{name}", json=arguments,
-                     headers={"Authorization": f"Bearer {token}"})
+    rpc = httpx.post(
+        endpoint.removesuffix("/mcp") + f"/{name}",
+        json=arguments,
+        headers={"Authorization": f"Bearer {token}"},
+    )
     assert rpc.status_code == 422
     assert refused == rpc.json()["error"]
 
@@ -124,9 +133,15 @@ def test_a_missing_entry_is_a_tool_error_never_a_protocol_error(workspace):
 
     async def call():
         async with mcp_session(endpoint, token) as session:
-            return [await session.call_tool(name, args) for name, args in (
-                ("getEntry", {"id": MISSING_ID}), ("forget", {"id": MISSING_ID}),
-                ("link", {"src": "x", "dst": "y", "type": "no_such_type"}))]
+            return [
+                await session.call_tool(name, args)
+                for name, args in (
+                    ("getEntry", {"id": MISSING_ID}),
+                    ("forget", {"id": MISSING_ID}),
+                    ("link", {"src": "x", "dst": "y", "type": "no_such_type"}),
+                )
+            ]
+
     codes = [refusal_of(result)["code"] for result in run(call())]
     assert codes[:2] == ["not_found", "not_found"] and codes[2] == "invalid_argument"
 
@@ -139,6 +154,7 @@ def test_a_name_that_is_no_tool_is_the_protocols_invalid_params(workspace):
             with pytest.raises(MCPError, match="no tool") as refused:
                 await session.call_tool("runStalenessPass", {})
             return refused.value
+
     assert run(call()).code == INVALID_PARAMS
 
 
@@ -151,6 +167,7 @@ def test_a_read_token_lists_and_calls_only_the_reads(workspace):
             count = await call_ok(session, "getCount")
             refused = await session.call_tool("capture", {"content": "not allowed"})
             return listed, count, refused
+
     listed, count, refused = run(as_reader())
     assert listed == READS and count == {"count": 0}
     assert refusal_of(refused)["code"] == "insufficient_scope"
@@ -164,20 +181,30 @@ def test_a_repeated_write_with_its_idempotency_key_writes_once(workspace):
         async with mcp_session(endpoint, token) as session:
             first = await call_ok(session, "capture", arguments)
             again = await call_ok(session, "capture", arguments)
-            bad_key = await session.call_tool("capture", {"content": "x",
-                                                          IDEMPOTENCY_ARGUMENT: "has space"})
+            bad_key = await session.call_tool(
+                "capture", {"content": "x", IDEMPOTENCY_ARGUMENT: "has space"}
+            )
             return first, again, await call_ok(session, "getCount"), bad_key
+
     first, again, count, bad_key = run(twice())
     assert first == again and count == {"count": 1}
     assert refusal_of(bad_key)["code"] == "malformed_request"
 
 
 def _initialize(endpoint: str, headers: dict) -> httpx.Response:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"}}}
-    return httpx.post(endpoint, json=body, headers={
-        "Accept": "application/json, text/event-stream", **headers})
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    return httpx.post(
+        endpoint, json=body, headers={"Accept": "application/json, text/event-stream", **headers}
+    )
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer msw_wrong-token", "Basic abc"])
@@ -197,15 +224,19 @@ def test_another_workspaces_token_is_refused_before_the_sdk(service, workspace):
     assert answer.status_code == 403 and answer.json()["error"]["code"] == "forbidden"
 
 
-@pytest.mark.parametrize(("header", "value", "status"), [
-    ("Host", "evil.example", 421), ("Origin", "http://evil.example", 403)])
-def test_dns_rebinding_protection_refuses_foreign_hosts_and_origins(workspace, header, value,
-                                                                    status):
+@pytest.mark.parametrize(
+    ("header", "value", "status"),
+    [("Host", "evil.example", 421), ("Origin", "http://evil.example", 403)],
+)
+def test_dns_rebinding_protection_refuses_foreign_hosts_and_origins(
+    workspace, header, value, status
+):
     endpoint, token, _, _ = workspace
     answer = _initialize(endpoint, {"Authorization": f"Bearer {token}", header: value})
     assert answer.status_code == status
-    allowed = _initialize(endpoint, {"Authorization": f"Bearer {token}",
-                                     "Origin": "http://localhost:3000"})
+    allowed = _initialize(
+        endpoint, {"Authorization": f"Bearer {token}", "Origin": "http://localhost:3000"}
+    )
     assert allowed.status_code == 200
 
 
@@ -228,6 +259,7 @@ def test_resources_show_an_entry_with_its_edges_and_the_brief(workspace):
             except MCPError as exc:
                 missing = exc
             return a, b, listed, templates, entry, brief, missing
+
     a, b, listed, templates, entry, brief, missing = run(read())
     assert [str(r.uri) for r in listed] == [f"minisphere://{workspace_id}/brief"]
     assert templates[0].uri_template == f"minisphere://{workspace_id}/entries/{{id}}"
@@ -245,6 +277,7 @@ def test_the_prompt_tells_how_to_use_the_workspace(workspace):
         async with mcp_session(endpoint, token) as session:
             listed = (await session.list_prompts()).prompts
             return listed, await session.get_prompt(listed[0].name)
+
     listed, got = run(prompt())
     assert [p.name for p in listed] == ["use_workspace"]
     text = got.messages[0].content.text
@@ -264,14 +297,22 @@ def test_the_published_document_mentions_the_endpoint_and_leaves_it_to_mcp_clien
 def test_the_hosts_and_origins_the_settings_allow_are_let_in(service, workspace, tmp_path):
     gateway, _ = service
     endpoint, token, _, _ = workspace
-    settings = load_settings({"MINISPHERE_DATA_DIR": str(tmp_path),
-                              "MINISPHERE_MCP_ALLOWED_HOSTS": "memory.example.com",
-                              "MINISPHERE_MCP_ALLOWED_ORIGINS": "https://app.example.com"})
+    settings = load_settings(
+        {
+            "MINISPHERE_DATA_DIR": str(tmp_path),
+            "MINISPHERE_MCP_ALLOWED_HOSTS": "memory.example.com",
+            "MINISPHERE_MCP_ALLOWED_ORIGINS": "https://app.example.com",
+        }
+    )
     path = "/" + endpoint.split("/", 3)[3]
     with serve(build_api(gateway, [], mcp=settings.mcp)) as url:
-        named = {"Authorization": f"Bearer {token}", "Host": "memory.example.com",
-                 "Origin": "https://app.example.com"}
+        named = {
+            "Authorization": f"Bearer {token}",
+            "Host": "memory.example.com",
+            "Origin": "https://app.example.com",
+        }
         assert _initialize(url + path, named).status_code == 200
         assert _initialize(url + path, {**named, "Host": "other.example.com"}).status_code == 421
-        assert _initialize(url + path, {**named, "Origin": "https://evil.example"}
-                           ).status_code == 403
+        assert (
+            _initialize(url + path, {**named, "Origin": "https://evil.example"}).status_code == 403
+        )

@@ -3,6 +3,7 @@
 with `npm ci`) lists the tools (its strict check of their schemas' portability included) and
 calls one, against the real app over real engine files. Skipped, saying why, where Node or the
 installed inspector is missing."""
+
 from __future__ import annotations
 
 import json
@@ -16,15 +17,23 @@ import pytest
 from minisphere.contract.tools import TOOL_ARGUMENTS
 from tests.support.engine_gateway import EngineGateway, engine_api, serve
 
-INSPECTOR = Path(__file__).resolve().parents[1] / "mcp_inspector" / "node_modules" / ".bin" \
+INSPECTOR = (
+    Path(__file__).resolve().parents[1]
+    / "mcp_inspector"
+    / "node_modules"
+    / ".bin"
     / "mcp-inspector"
+)
 NODE = shutil.which("node")
 INSPECTOR_TIMEOUT_S = 120
 
 pytestmark = [
     pytest.mark.skipif(NODE is None, reason="Node.js is not installed (Debian's nodejs)"),
-    pytest.mark.skipif(not INSPECTOR.exists(), reason="the MCP Inspector is not installed: "
-                       "npm ci --prefix tests/mcp_inspector (as .ci/run does)"),
+    pytest.mark.skipif(
+        not INSPECTOR.exists(),
+        reason="the MCP Inspector is not installed: "
+        "npm ci --prefix tests/mcp_inspector (as .ci/run does)",
+    ),
 ]
 
 
@@ -40,10 +49,22 @@ def endpoint(tmp_path_factory):
 def inspect(endpoint, tmp_path, *arguments: str) -> dict:
     url, token = endpoint
     ran = subprocess.run(
-        [NODE, str(INSPECTOR), "--cli", url, "--transport", "http",
-         "--header", f"Authorization: Bearer {token}", *arguments],
-        capture_output=True, text=True, timeout=INSPECTOR_TIMEOUT_S,
-        env={**os.environ, "MCP_CATALOG_PATH": str(tmp_path / "catalog.json")})
+        [
+            NODE,
+            str(INSPECTOR),
+            "--cli",
+            url,
+            "--transport",
+            "http",
+            "--header",
+            f"Authorization: Bearer {token}",
+            *arguments,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=INSPECTOR_TIMEOUT_S,
+        env={**os.environ, "MCP_CATALOG_PATH": str(tmp_path / "catalog.json")},
+    )
     assert ran.returncode == 0, ran.stderr
     return json.loads(ran.stdout)
 
@@ -56,7 +77,15 @@ def test_the_inspector_lists_every_tool_and_finds_their_schemas_portable(endpoin
 
 
 def test_the_inspector_calls_a_tool(endpoint, tmp_path):
-    called = inspect(endpoint, tmp_path, "--method", "tools/call", "--tool-name", "capture",
-                     "--tool-arg", "content=captured by the MCP Inspector")
+    called = inspect(
+        endpoint,
+        tmp_path,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "capture",
+        "--tool-arg",
+        "content=captured by the MCP Inspector",
+    )
     assert called["isError"] is False
     assert called["structuredContent"]["outcome"] == "stored"

@@ -11,6 +11,7 @@ tells clients nothing of the rules they broke.
 
 The other direction is checked too: bodies the engine accepts validate against the schema, so
 the patterns are never stricter than the engine where it matters."""
+
 from __future__ import annotations
 
 import collections
@@ -74,18 +75,24 @@ def request_schema(document: dict, method: str) -> dict:
 
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_bodies_generated_from_the_published_schema_pass_the_engines_validation(
-        app, published, method):
+    app, published, method
+):
     _, client = app
-    operation = schemathesis.openapi.from_dict(published)[
-        f"/v1/w/{{workspace}}/{method}"]["POST"]
-    strategy = operation.as_strategy(generation_mode=GenerationMode.POSITIVE,
-                                     path_parameters={"workspace": WORKSPACE})
+    operation = schemathesis.openapi.from_dict(published)[f"/v1/w/{{workspace}}/{method}"]["POST"]
+    strategy = operation.as_strategy(
+        generation_mode=GenerationMode.POSITIVE, path_parameters={"workspace": WORKSPACE}
+    )
     answers: collections.Counter = collections.Counter()
     refused: list[str] = []
 
     @given(case=strategy)
-    @settings(max_examples=BODIES_PER_METHOD, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=BODIES_PER_METHOD,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     def send(case):
         body = {} if case.body is NOT_SET else {"json": case.body}
         response = client.post(f"/v1/w/{WORKSPACE}/{method}", headers=ADMIN, **body)
@@ -95,26 +102,36 @@ def test_bodies_generated_from_the_published_schema_pass_the_engines_validation(
         if code in VALIDATION_CODES:
             refused.append(f"{str(case.body)[:120]} -> {response.json()['error']['message']}")
 
-    with without_local_constants():     # the same bodies alone and in the suite
+    with without_local_constants():  # the same bodies alone and in the suite
         send()
     total = sum(answers.values())
     assert len(refused) <= MOST_REFUSED * total, (
         f"{method}: the engine refused {len(refused)} of {total} bodies its published schema "
-        f"admits ({dict(answers)}), e.g. " + "; ".join(refused[:3]))
+        f"admits ({dict(answers)}), e.g. " + "; ".join(refused[:3])
+    )
 
 
-ACCEPTED = {   # bodies the engine accepts, including the edges of each rule
-    "capture": {"content": "  Deploys run on Fridays \n", "tags": ["Deploy Notes", " ops ",
-                "größe", "日本語", "a" * 64], "claimTag": "VERIFIED"},
-    "append": {"id": "123e4567-e89b-42d3-a456-426614174000", "addition": "x",
-               "tags": ["state:as-of"]},
+ACCEPTED = {  # bodies the engine accepts, including the edges of each rule
+    "capture": {
+        "content": "  Deploys run on Fridays \n",
+        "tags": ["Deploy Notes", " ops ", "größe", "日本語", "a" * 64],
+        "claimTag": "VERIFIED",
+    },
+    "append": {
+        "id": "123e4567-e89b-42d3-a456-426614174000",
+        "addition": "x",
+        "tags": ["state:as-of"],
+    },
     "update": {"id": "123e4567-e89b-42d3-a456-426614174000", "content": "é\nfin"},
     "recall": {"query": "what runs on fridays?", "topK": 5.0, "tag": "Deploy Notes"},
     "listRecent": {"n": 200, "tag": "ops"},
     "graphView": {"seedIds": ["123e4567-e89b-42d3-a456-426614174000"], "hops": 3},
-    "link": {"src": "123e4567-e89b-42d3-a456-426614174000",
-             "dst": "00000000-0000-4000-8000-000000000000", "type": "follows",
-             "metadata": {"why": "order"}},
+    "link": {
+        "src": "123e4567-e89b-42d3-a456-426614174000",
+        "dst": "00000000-0000-4000-8000-000000000000",
+        "type": "follows",
+        "metadata": {"why": "order"},
+    },
     "runStalenessPass": {"limit": 100_000},
 }
 
@@ -124,8 +141,9 @@ def test_the_published_schema_admits_what_the_engine_accepts(app, published, met
     _, client = app
     body = ACCEPTED[method]
     response = client.post(f"/v1/w/{WORKSPACE}/{method}", headers=ADMIN, json=body)
-    assert response.status_code == 200 or response.json()["error"]["code"] not in \
-        VALIDATION_CODES, response.text
+    assert (
+        response.status_code == 200 or response.json()["error"]["code"] not in VALIDATION_CODES
+    ), response.text
     schema = {**request_schema(published, method), "components": published["components"]}
     problems = [p.message for p in jsonschema.Draft202012Validator(schema).iter_errors(body)]
     assert problems == []

@@ -3,6 +3,7 @@ lifecycle, against the real app over real HTTP (uvicorn) in front of real engine
 real control plane (tests/support/engine_gateway.py): no 5xx, every answer as published, a
 revoked token refused from the very next call, a live one never. The same walk runs against
 the service on Ray in tests/e2e/test_schemathesis_stateful.py."""
+
 from __future__ import annotations
 
 from tests.support.engine_gateway import ADMIN_TOKEN, EngineGateway, engine_api, serve

@@ -2,6 +2,7 @@
 engine gateway): 202 with the binding the blueprint now names, the file's state and the rebind's
 progress; a bad binding is a 4xx JSON error that changes neither the blueprint nor the file; a
 workspace's own token may not rebind it."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,8 +36,15 @@ def test_a_rebind_answers_202_and_leaves_every_entry_embedded_by_the_new_provide
     assert gateway.control.get("notes")["blueprint"]["bindings"]["vector"]["dimensions"] == 32
 
 
-@pytest.mark.parametrize("body", [{"provider": "word2vec"}, {"provider": "hash", "dimensions": 0},
-                                  {"provider": "hash", "colour": "blue"}, ["hash"]])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"provider": "word2vec"},
+        {"provider": "hash", "dimensions": 0},
+        {"provider": "hash", "colour": "blue"},
+        ["hash"],
+    ],
+)
 def test_a_bad_binding_is_refused_and_changes_nothing(app, body):
     api, gateway, _tenant = app
     before = gateway.control.get("notes")["blueprint"]

@@ -1,4 +1,5 @@
 """Loading the deployment files of infra/ for the infra tests."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,6 +1,7 @@
 """infra/kuberay/rayservice.yaml: a KubeRay RayService with the required fields, serving the
 same application with the same settings as infra/serve_config.yaml, volumes for the data,
 S3 credentials from a Secret, and no secret values in the file."""
+
 from __future__ import annotations
 
 from ray.serve.schema import ServeDeploySchema
@@ -12,8 +13,9 @@ DATA_MOUNT = "/data/minisphere"
 
 def pod_specs(spec: dict) -> list[dict]:
     cluster = spec["rayClusterConfig"]
-    return [cluster["headGroupSpec"]["template"]["spec"]] + \
-        [group["template"]["spec"] for group in cluster["workerGroupSpecs"]]
+    return [cluster["headGroupSpec"]["template"]["spec"]] + [
+        group["template"]["spec"] for group in cluster["workerGroupSpecs"]
+    ]
 
 
 def test_infra_kuberay_required_fields():
@@ -26,21 +28,23 @@ def test_infra_kuberay_required_fields():
     assert cluster["headGroupSpec"]["rayStartParams"] is not None
     workers = cluster["workerGroupSpecs"]
     assert workers and all(w["minReplicas"] <= w["replicas"] <= w["maxReplicas"] for w in workers)
-    assert any(w["maxReplicas"] > w["minReplicas"] for w in workers)     # room to autoscale
+    assert any(w["maxReplicas"] > w["minReplicas"] for w in workers)  # room to autoscale
     for pod in pod_specs(service["spec"]):
         assert pod["containers"][0]["image"]
 
 
 def test_infra_kuberay_serve_config_is_the_same_app_and_settings():
     embedded = ServeDeploySchema.model_validate(
-        __import__("yaml").safe_load(rayservice()["spec"]["serveConfigV2"]))
+        __import__("yaml").safe_load(rayservice()["spec"]["serveConfigV2"])
+    )
     standalone = ServeDeploySchema.model_validate(serve_config())
-    assert embedded.model_dump(exclude_unset=True) == \
-        standalone.model_dump(exclude_unset=True)
+    assert embedded.model_dump(exclude_unset=True) == standalone.model_dump(exclude_unset=True)
     app = embedded.applications[0]
     assert app.import_path == "serve_app:configured_app"
-    assert app.deployments[0].autoscaling_config == \
-        standalone.applications[0].deployments[0].autoscaling_config
+    assert (
+        app.deployments[0].autoscaling_config
+        == standalone.applications[0].deployments[0].autoscaling_config
+    )
 
 
 def test_infra_kuberay_volumes_mounted_on_every_pod():
@@ -59,12 +63,16 @@ def test_infra_kuberay_volumes_mounted_on_every_pod():
 def test_infra_kuberay_credentials_come_from_a_secret():
     for pod in pod_specs(rayservice()["spec"]):
         env = {e["name"]: e for e in pod["containers"][0]["env"]}
-        for name in ("MINISPHERE_ADMIN_TOKEN", "MINISPHERE_S3_ACCESS_KEY_ID",
-                     "MINISPHERE_S3_SECRET_ACCESS_KEY"):
+        for name in (
+            "MINISPHERE_ADMIN_TOKEN",
+            "MINISPHERE_S3_ACCESS_KEY_ID",
+            "MINISPHERE_S3_SECRET_ACCESS_KEY",
+        ):
             ref = env[name]["valueFrom"]["secretKeyRef"]
             assert ref["name"] and ref["key"] and "value" not in env[name]
-    assert not [d for d in manifests() if d["kind"] == "Secret"], \
+    assert not [d for d in manifests() if d["kind"] == "Secret"], (
         "a Secret in the manifest would overwrite the real one on every apply"
+    )
     text = RAYSERVICE.read_text()
     assert "aws_secret_access_key" not in text.lower()
 
@@ -72,6 +80,8 @@ def test_infra_kuberay_credentials_come_from_a_secret():
 def test_infra_kuberay_metrics_port_and_scheduler_documented():
     text = RAYSERVICE.read_text()
     assert "get_if_exists" in text and "exactly once" in text
-    for group in [rayservice()["spec"]["rayClusterConfig"]["headGroupSpec"],
-                  *rayservice()["spec"]["rayClusterConfig"]["workerGroupSpecs"]]:
+    for group in [
+        rayservice()["spec"]["rayClusterConfig"]["headGroupSpec"],
+        *rayservice()["spec"]["rayClusterConfig"]["workerGroupSpecs"],
+    ]:
         assert group["rayStartParams"]["metrics-export-port"] == "8080"

@@ -11,6 +11,7 @@ The worker group's numbers are the ones the service computes: the workspace slot
 `rayStartParams.resources` follow from the pod's memory limit, and the resident cap in the Serve
 config fits the slots of the largest cluster the autoscaler may build.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,9 @@ def strict_model(data, type_name: str, where: str = "$"):
             raise ManifestError(f"{where}: expected a mapping, got {type(data).__name__}")
         return {k: strict_model(v, mapped.group(1), f"{where}.{k}") for k, v in data.items()}
     if type_name in PRIMITIVES:
-        if not isinstance(data, PRIMITIVES[type_name]) or (type_name != "bool" and
-                                                            isinstance(data, bool)):
+        if not isinstance(data, PRIMITIVES[type_name]) or (
+            type_name != "bool" and isinstance(data, bool)
+        ):
             raise ManifestError(f"{where}: expected {type_name}, got {data!r}")
         return data
     if type_name == "object":
@@ -63,18 +65,21 @@ def strict_model(data, type_name: str, where: str = "$"):
     unknown = sorted(set(data) - set(by_key))
     if unknown:
         raise ManifestError(f"{where}: {type_name} has no field {unknown}")
-    kwargs = {by_key[key]: strict_model(value, model.openapi_types[by_key[key]], f"{where}.{key}")
-              for key, value in data.items()}
+    kwargs = {
+        by_key[key]: strict_model(value, model.openapi_types[by_key[key]], f"{where}.{key}")
+        for key, value in data.items()
+    }
     try:
         return model(**kwargs)
-    except ValueError as exc:          # the model's own required-field checks
+    except ValueError as exc:  # the model's own required-field checks
         raise ManifestError(f"{where}: {exc}") from None
 
 
 def groups() -> list[tuple[str, dict]]:
     cluster = rayservice()["spec"]["rayClusterConfig"]
     return [("head", cluster["headGroupSpec"])] + [
-        (group["groupName"], group) for group in cluster["workerGroupSpecs"]]
+        (group["groupName"], group) for group in cluster["workerGroupSpecs"]
+    ]
 
 
 def start_resources(group: dict) -> dict:
@@ -97,13 +102,15 @@ def test_a_typo_in_a_pod_template_of_the_rayservice_fails(name):
         mounted = {m.name for m in container.volume_mounts or []}
         assert mounted <= volumes, f"{name}: mounts of undeclared volumes {mounted - volumes}"
         for var in container.env or []:
-            assert (var.value is None) != (var.value_from is None), \
+            assert (var.value is None) != (var.value_from is None), (
                 f"{name}: env {var.name} needs exactly one of value / valueFrom"
+            )
         for bound in ("requests", "limits"):
             for amount in (getattr(container.resources, bound) or {}).values():
-                quantity(amount)           # ValueError on a quantity Kubernetes would refuse
-    assert all(isinstance(v, str) for v in group["rayStartParams"].values()), \
+                quantity(amount)  # ValueError on a quantity Kubernetes would refuse
+    assert all(isinstance(v, str) for v in group["rayStartParams"].values()), (
         f"{name}: rayStartParams is a map of strings in the CRD"
+    )
 
 
 def test_a_typo_in_the_core_objects_of_the_manifest_fails():
@@ -116,14 +123,24 @@ def test_a_typo_in_the_core_objects_of_the_manifest_fails():
 
 def test_the_strict_reader_refuses_what_a_typo_makes():
     """The reader itself: a misspelt key, a wrong type and a missing required field."""
-    good = {"spec": {"containers": [{"name": "ray-worker", "image": "x",
-                                     "volumeMounts": [{"name": "d", "mountPath": "/d"}]}]}}
+    good = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "ray-worker",
+                    "image": "x",
+                    "volumeMounts": [{"name": "d", "mountPath": "/d"}],
+                }
+            ]
+        }
+    }
     strict_model(good, "V1PodTemplateSpec")
     misspelt = yaml.safe_load(yaml.safe_dump(good).replace("volumeMounts", "volumeMount"))
     with pytest.raises(ManifestError, match="no field"):
         strict_model(misspelt, "V1PodTemplateSpec")
-    wrong_type = {"spec": {"containers": [{"name": "c", "image": "x",
-                                           "ports": [{"containerPort": "8080"}]}]}}
+    wrong_type = {
+        "spec": {"containers": [{"name": "c", "image": "x", "ports": [{"containerPort": "8080"}]}]}
+    }
     with pytest.raises(ManifestError, match="expected int"):
         strict_model(wrong_type, "V1PodTemplateSpec")
     nameless = {"spec": {"containers": [{"image": "x"}]}}
@@ -139,8 +156,9 @@ def test_worker_slots_do_not_follow_the_pod_memory():
             continue
         [container] = group["template"]["spec"]["containers"]
         memory = float(quantity(container["resources"]["limits"]["memory"]))
-        assert advertised == node_workspace_slots(memory), \
+        assert advertised == node_workspace_slots(memory), (
             f"{name}: advertise node_workspace_slots({container['resources']['limits']['memory']})"
+        )
 
 
 def test_the_resident_cap_does_not_fit_the_largest_cluster():
@@ -149,9 +167,13 @@ def test_the_resident_cap_does_not_fit_the_largest_cluster():
     config = yaml.safe_load(rayservice()["spec"]["serveConfigV2"])
     env = config["applications"][0]["args"]
     assert env["MINISPHERE_WORKSPACE_SLOTS"] == "on"
-    most_slots = sum(start_resources(group).get(WORKSPACE_SLOT_RESOURCE, 0) * group["maxReplicas"]
-                     for _, group in groups()[1:])
-    fewest_slots = sum(start_resources(group).get(WORKSPACE_SLOT_RESOURCE, 0) *
-                       max(1, group["minReplicas"]) for _, group in groups()[1:])
+    most_slots = sum(
+        start_resources(group).get(WORKSPACE_SLOT_RESOURCE, 0) * group["maxReplicas"]
+        for _, group in groups()[1:]
+    )
+    fewest_slots = sum(
+        start_resources(group).get(WORKSPACE_SLOT_RESOURCE, 0) * max(1, group["minReplicas"])
+        for _, group in groups()[1:]
+    )
     cap = int(env["MINISPHERE_MAX_RESIDENT"])
     assert fewest_slots < cap <= most_slots - MAX_SPARES, (fewest_slots, cap, most_slots)

@@ -5,6 +5,7 @@ files (`tests/support/engine_gateway.py`), reached by the HTTP client in process
 given: it serves their sync and async paths) and whose `async_handle()` makes an
 `AsyncClient` handle on the calling event loop (what the tests of each adapter's async path use).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,17 +26,23 @@ from tests.support.engine_gateway import (
 
 WORKSPACE_ID = "agent-memory"
 # the LangChain standard suites ask for 1 and 3 results: five entries answer the query
-SEEDED = (("SQLite keeps each workspace in one file", ["design", "db"]),
-          ("SQLite runs in WAL mode so readers never wait for the writer", ["db"]),
-          ("Backups of the SQLite file are snapshots taken by the durability layer", ["ops"]),
-          ("The SQLite FTS5 index ranks keyword matches with BM25", ["search"]),
-          ("Every SQLite write is acknowledged after its group commit", ["db"]))
+SEEDED = (
+    ("SQLite keeps each workspace in one file", ["design", "db"]),
+    ("SQLite runs in WAL mode so readers never wait for the writer", ["db"]),
+    ("Backups of the SQLite file are snapshots taken by the durability layer", ["ops"]),
+    ("The SQLite FTS5 index ranks keyword matches with BM25", ["search"]),
+    ("Every SQLite write is acknowledged after its group commit", ["db"]),
+)
 QUERY = "sqlite"
 # The LangChain standard suites leave their `async def` tests unmarked (LangChain runs
 # pytest-asyncio in auto mode): a module holding them sets `pytestmark = ASYNC_SUITE`, which
 # marks every test and silences pytest-asyncio's note on the sync ones.
-ASYNC_SUITE = [pytest.mark.asyncio, pytest.mark.filterwarnings(
-    "ignore:.*is marked with '@pytest.mark.asyncio' but it is not an async function")]
+ASYNC_SUITE = [
+    pytest.mark.asyncio,
+    pytest.mark.filterwarnings(
+        "ignore:.*is marked with '@pytest.mark.asyncio' but it is not an async function"
+    ),
+]
 
 
 @dataclass
@@ -45,12 +52,13 @@ class Live:
     token: str
     ws: object
     ids: list[str] = field(default_factory=list)
-    scratched: int = 0                 # scratch entries made so far (their texts differ)
+    scratched: int = 0  # scratch entries made so far (their texts differ)
 
     @contextlib.asynccontextmanager
     async def async_handle(self):
-        async with AsyncClient(BASE_URL, admin_token=ADMIN_TOKEN,
-                               transport=httpx.ASGITransport(app=self.api)) as client:
+        async with AsyncClient(
+            BASE_URL, admin_token=ADMIN_TOKEN, transport=httpx.ASGITransport(app=self.api)
+        ) as client:
             yield client.workspace(WORKSPACE_ID, self.token)
 
 
@@ -66,8 +74,7 @@ def live_workspace(folder, *, seed: bool = True):
     gateway = EngineGateway(folder, clock=ManualClock())
     api = engine_api(gateway)
     try:
-        with Client(BASE_URL, admin_token=ADMIN_TOKEN,
-                    transport=SyncASGITransport(api)) as admin:
+        with Client(BASE_URL, admin_token=ADMIN_TOKEN, transport=SyncASGITransport(api)) as admin:
             token = admin.create_workspace(WORKSPACE_ID).token
             live = Live(api, admin, token, admin.workspace(WORKSPACE_ID, token))
             if seed:

@@ -3,6 +3,7 @@ plain in-memory file tree: random sequences of the tool's commands, run on both,
 same texts and the same errors, and leave the same files. The workspace is real (engine files
 behind the real app, reached by the HTTP client); the tree below is written from the tool's
 documented behaviour, independently of the backend. Paths that leave /memories are refused."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,9 +13,11 @@ from hypothesis import strategies as st
 from minisphere.integrations.anthropic_memory import FILE_TAG, WorkspaceMemory
 from tests.integrations.conftest import live_workspace
 
-EXAMPLES = settings(max_examples=100, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow,
-                                           HealthCheck.function_scoped_fixture])
+EXAMPLES = settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 class FileTree:
@@ -29,9 +32,15 @@ class FileTree:
         if not (path == "/memories" or path.startswith("/memories/")):
             raise ValueError(f"Path must start with /memories, got: {path}")
         decoded = path.lower()
-        if "\\" in path or ("%" in decoded and any(
-                code in decoded for code in ("%2e", "%2f", "%5c", "%25", "%00"))) \
-                or any(ord(c) < 32 for c in path) or len(path) > 200:
+        if (
+            "\\" in path
+            or (
+                "%" in decoded
+                and any(code in decoded for code in ("%2e", "%2f", "%5c", "%25", "%00"))
+            )
+            or any(ord(c) < 32 for c in path)
+            or len(path) > 200
+        ):
             raise ValueError(f"Path {path} would escape /memories directory")
         parts = [p for p in path.split("/")[2:] if p not in ("", ".")]
         if ".." in parts:
@@ -43,13 +52,20 @@ class FileTree:
 
     def parent_file(self, key):
         parts = key.split("/")
-        return next(("/".join(parts[:i]) for i in range(3, len(parts))
-                     if "/".join(parts[:i]) in self.files), None)
+        return next(
+            (
+                "/".join(parts[:i])
+                for i in range(3, len(parts))
+                if "/".join(parts[:i]) in self.files
+            ),
+            None,
+        )
 
     def run(self, command):
         try:
             return getattr(self, command["command"])(
-                **{k: v for k, v in command.items() if k != "command"}), False
+                **{k: v for k, v in command.items() if k != "command"}
+            ), False
         except ValueError as exc:
             return str(exc), True
 
@@ -59,8 +75,10 @@ class FileTree:
             lines = self.files[key].split("\n")
             start, end = 0, len(lines)
             if view_range:
-                start, end = max(1, view_range[0]) - 1, (
-                    len(lines) if view_range[1] == -1 else view_range[1])
+                start, end = (
+                    max(1, view_range[0]) - 1,
+                    (len(lines) if view_range[1] == -1 else view_range[1]),
+                )
             body = [f"{n:>6}\t{line}" for n, line in enumerate(lines[start:end], start + 1)]
             return f"Here's the content of {path} with line numbers:\n" + "\n".join(body)
         if not self.is_dir(key):
@@ -68,7 +86,7 @@ class FileTree:
         sizes, files = {}, set()
         for k, text in self.files.items():
             if k.startswith(key + "/"):
-                rel = tuple(k[len(key) + 1:].split("/"))
+                rel = tuple(k[len(key) + 1 :].split("/"))
                 if any(p.startswith(".") for p in rel[:2]):
                     continue
                 files.add(rel)
@@ -78,9 +96,15 @@ class FileTree:
         total = sum(len(t.encode()) for k, t in self.files.items() if k.startswith(key + "/"))
         rows = [f"{size(total)}\t{path}"] + [
             f"{size(sizes[rel])}\t{path}/{'/'.join(rel)}{'' if rel in files else '/'}"
-            for rel in sorted(sizes)]
-        return "\n".join([f"Here're the files and directories up to 2 levels deep in {path}, "
-                          "excluding hidden items:", *rows])
+            for rel in sorted(sizes)
+        ]
+        return "\n".join(
+            [
+                f"Here're the files and directories up to 2 levels deep in {path}, "
+                "excluding hidden items:",
+                *rows,
+            ]
+        )
 
     def create(self, path, file_text):
         key = self.key(path)
@@ -103,19 +127,30 @@ class FileTree:
         key, text = self.text_of(path)
         starts = [i for i in range(len(text) + 1) if text.startswith(old_str, i)]
         if not starts:
-            raise ValueError(f"No replacement was performed, old_str `{old_str}` did not "
-                             f"appear verbatim in {path}.")
+            raise ValueError(
+                f"No replacement was performed, old_str `{old_str}` did not "
+                f"appear verbatim in {path}."
+            )
         if len(starts) > 1:
             lines = ", ".join(str(text[:i].count("\n") + 1) for i in starts)
-            raise ValueError(f"No replacement was performed. Multiple occurrences of old_str "
-                             f"`{old_str}` in lines: {lines}. Please ensure it is unique")
+            raise ValueError(
+                f"No replacement was performed. Multiple occurrences of old_str "
+                f"`{old_str}` in lines: {lines}. Please ensure it is unique"
+            )
         self.files[key] = new = text.replace(old_str, new_str)
-        row = text[:starts[0]].count("\n")
+        row = text[: starts[0]].count("\n")
         lines = new.split("\n")
-        shown = [f"{n:>6}\t{lines[n - 1]}"
-                 for n in range(max(0, row - 2) + 1, min(len(lines), row + 3) + 1)]
-        return "\n".join(["The memory file has been edited. Here is the snippet showing the "
-                          "change (with line numbers):", *shown])
+        shown = [
+            f"{n:>6}\t{lines[n - 1]}"
+            for n in range(max(0, row - 2) + 1, min(len(lines), row + 3) + 1)
+        ]
+        return "\n".join(
+            [
+                "The memory file has been edited. Here is the snippet showing the "
+                "change (with line numbers):",
+                *shown,
+            ]
+        )
 
     def insert(self, path, insert_line, insert_text):
         key, text = self.text_of(path)
@@ -123,8 +158,10 @@ class FileTree:
         if lines[-1] == "":
             lines = lines[:-1]
         if not 0 <= insert_line <= len(lines):
-            raise ValueError(f"Invalid `insert_line` parameter: {insert_line}. It should be "
-                             f"within the range [0, {len(lines)}].")
+            raise ValueError(
+                f"Invalid `insert_line` parameter: {insert_line}. It should be "
+                f"within the range [0, {len(lines)}]."
+            )
         lines[insert_line:insert_line] = [insert_text.rstrip("\n")]
         joined = "\n".join(lines)
         self.files[key] = joined if joined.endswith("\n") else joined + "\n"
@@ -155,7 +192,7 @@ class FileTree:
         if self.parent_file(new):
             raise ValueError(f"Cannot create {new}: {self.parent_file(new)} is a file")
         for k in moving:
-            self.files[new + k[len(old):]] = self.files.pop(k)
+            self.files[new + k[len(old) :]] = self.files.pop(k)
         return f"Successfully renamed {old_path} to {new_path}"
 
 
@@ -163,15 +200,40 @@ def size(n):
     return f"{n}B" if n < 1024 else f"{n / 1024:.1f}K"
 
 
-PATHS = ["/memories", "/memories/", "/memories/notes.md", "/memories/Notes.md",
-         "/memories//notes.md", "/memories/d", "/memories/d/", "/memories/d/x.txt",
-         "/memories/d/e/y", "/memories/d/e/f/z", "/memories/.hidden", "/memories/d/./x.txt",
-         "/memories/notes.md/inner", "/memories/a b", "/memories/a  b"]
-TRAVERSALS = ["/memories/../etc/passwd", "/memories/d/../../x", "/etc/passwd", "memories/x",
-              "/memoriesx/y", "/memories/%2e%2e/x", "/memories/%2E%2E%2Fx", "/memories/..%2fx",
-              "/memories/d\\..\\..\\x", "/memories/x\x00y", "/MEMORIES/x", ""]
-TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.just("\n"),
-               max_size=30)
+PATHS = [
+    "/memories",
+    "/memories/",
+    "/memories/notes.md",
+    "/memories/Notes.md",
+    "/memories//notes.md",
+    "/memories/d",
+    "/memories/d/",
+    "/memories/d/x.txt",
+    "/memories/d/e/y",
+    "/memories/d/e/f/z",
+    "/memories/.hidden",
+    "/memories/d/./x.txt",
+    "/memories/notes.md/inner",
+    "/memories/a b",
+    "/memories/a  b",
+]
+TRAVERSALS = [
+    "/memories/../etc/passwd",
+    "/memories/d/../../x",
+    "/etc/passwd",
+    "memories/x",
+    "/memoriesx/y",
+    "/memories/%2e%2e/x",
+    "/memories/%2E%2E%2Fx",
+    "/memories/..%2fx",
+    "/memories/d\\..\\..\\x",
+    "/memories/x\x00y",
+    "/MEMORIES/x",
+    "",
+]
+TEXT = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.just("\n"), max_size=30
+)
 FRAGMENT = st.sampled_from(["a", "line", "\n", "x\ny", ""]) | TEXT
 
 
@@ -179,14 +241,26 @@ def commands():
     path = st.sampled_from(PATHS)
     return st.one_of(
         st.builds(lambda p, t: {"command": "create", "path": p, "file_text": t}, path, TEXT),
-        st.builds(lambda p, r: {"command": "view", "path": p, **({"view_range": r} if r else {})},
-                  path, st.none() | st.tuples(st.integers(-1, 4), st.integers(-1, 6)).map(list)),
-        st.builds(lambda p, o, n: {"command": "str_replace", "path": p, "old_str": o,
-                                   "new_str": n}, path, FRAGMENT, FRAGMENT),
-        st.builds(lambda p, i, t: {"command": "insert", "path": p, "insert_line": i,
-                                   "insert_text": t}, path, st.integers(-1, 5), TEXT),
+        st.builds(
+            lambda p, r: {"command": "view", "path": p, **({"view_range": r} if r else {})},
+            path,
+            st.none() | st.tuples(st.integers(-1, 4), st.integers(-1, 6)).map(list),
+        ),
+        st.builds(
+            lambda p, o, n: {"command": "str_replace", "path": p, "old_str": o, "new_str": n},
+            path,
+            FRAGMENT,
+            FRAGMENT,
+        ),
+        st.builds(
+            lambda p, i, t: {"command": "insert", "path": p, "insert_line": i, "insert_text": t},
+            path,
+            st.integers(-1, 5),
+            TEXT,
+        ),
         st.builds(lambda p: {"command": "delete", "path": p}, path),
-        st.builds(lambda o, n: {"command": "rename", "old_path": o, "new_path": n}, path, path))
+        st.builds(lambda o, n: {"command": "rename", "old_path": o, "new_path": n}, path, path),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -212,15 +286,18 @@ def test_the_workspace_answers_every_command_as_a_file_tree_does(service, script
     assert memory.run(listing) == tree.run(listing)
     for key in tree.files:
         assert memory.run({"command": "view", "path": key}) == tree.run(
-            {"command": "view", "path": key})
+            {"command": "view", "path": key}
+        )
 
 
 @pytest.mark.parametrize("path", TRAVERSALS)
 def test_paths_that_leave_memories_are_refused_and_send_nothing(service, path):
     memory, ws = fresh_memory(service)
-    for command in ({"command": "create", "path": path, "file_text": "x"},
-                    {"command": "view", "path": path},
-                    {"command": "rename", "old_path": "/memories/a", "new_path": path}):
+    for command in (
+        {"command": "create", "path": path, "file_text": "x"},
+        {"command": "view", "path": path},
+        {"command": "rename", "old_path": "/memories/a", "new_path": path},
+    ):
         text, is_error = memory.run(command)
         assert is_error and ("escape /memories" in text or "must start with" in text), text
     assert ws.get_count() == 0
@@ -229,14 +306,17 @@ def test_paths_that_leave_memories_are_refused_and_send_nothing(service, path):
 def test_each_change_is_a_revision_and_delete_forgets_for_good(service):
     memory, ws = fresh_memory(service)
     memory.execute({"command": "create", "path": "/memories/plan.md", "file_text": "one\n"})
-    memory.execute({"command": "str_replace", "path": "/memories/plan.md", "old_str": "one",
-                    "new_str": "two"})
-    memory.execute({"command": "rename", "old_path": "/memories/plan.md",
-                    "new_path": "/memories/done/plan.md"})
+    memory.execute(
+        {"command": "str_replace", "path": "/memories/plan.md", "old_str": "one", "new_str": "two"}
+    )
+    memory.execute(
+        {"command": "rename", "old_path": "/memories/plan.md", "new_path": "/memories/done/plan.md"}
+    )
     [entry] = ws.list_recent(tag=FILE_TAG)
     detail = ws.get_entry(entry.id)
     assert detail.content.startswith("/memories/done/plan.md\t") and detail.content.endswith(
-        "\ntwo\n")
+        "\ntwo\n"
+    )
     assert detail.model_extra["revisionCount"] == 2
     memory.execute({"command": "delete", "path": "/memories/done"})
     assert ws.get_count() == 0

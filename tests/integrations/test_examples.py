@@ -1,6 +1,7 @@
 """The examples in docs/examples/ run as written (each module's `main`, given a live workspace
 or an admin client of the real app in process), so they cannot rot unnoticed; an example file
 without a test here fails too."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -32,8 +33,9 @@ def fresh_admin(tmp_path):
     """An admin client of the real app over empty engine files, in process."""
     gateway = EngineGateway(tmp_path)
     try:
-        with Client(BASE_URL, admin_token=ADMIN_TOKEN,
-                    transport=SyncASGITransport(engine_api(gateway))) as admin:
+        with Client(
+            BASE_URL, admin_token=ADMIN_TOKEN, transport=SyncASGITransport(engine_api(gateway))
+        ) as admin:
             yield admin
     finally:
         gateway.close()

@@ -4,6 +4,7 @@
 overriding their tests; only the constructor, its parameters and an example call are ours.
 The module shares one seeded workspace; an example call of a tool that removes something
 (forget, unlink) first makes what it removes, so every call of it is valid."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,7 +30,8 @@ pytestmark = ASYNC_SUITE
 class RetrieverSuite(RetrieversIntegrationTests):
     """The retriever suite over `self.handle`, a workspace holding SEEDED: a subclass's autouse
     fixture sets it (here the in-process app's; tests/e2e, the live service's handles)."""
-    pytestmark = ASYNC_SUITE          # its async test, in whichever module subclasses it
+
+    pytestmark = ASYNC_SUITE  # its async test, in whichever module subclasses it
     handle: object
 
     @property
@@ -65,8 +67,13 @@ def example_arguments(name: str, live) -> dict:
         live.ws.link(src, dst, "relates_to")
         return {"src": src, "dst": dst, "type": "relates_to"}
     return {
-        "capture": {"content": "The ingress caches token hashes", "tags": ["auth"],
-                    "kind": "semantic", "claimTag": "VERIFIED", "evidenceRef": "adr-7"},
+        "capture": {
+            "content": "The ingress caches token hashes",
+            "tags": ["auth"],
+            "kind": "semantic",
+            "claimTag": "VERIFIED",
+            "evidenceRef": "adr-7",
+        },
         "append": {"id": first, "addition": "It is opened with WAL.", "tags": ["wal"]},
         "update": {"id": first, "content": "SQLite keeps every workspace in its own file"},
         "setStatus": {"id": second, "status": "draft"},
@@ -87,6 +94,7 @@ def scratch(live) -> str:
 
 class LiveTool:
     """What the generated classes share: the tool over the live workspace, an example call."""
+
     tool_name: str
 
     @pytest.fixture(autouse=True)

@@ -3,6 +3,7 @@ sends the same random puts, deletes, gets, listings, searches and namespace list
 over a live workspace, and every answer must agree. Where the store answers by rank (a search
 with a query) the item whose words were searched must be among the results, and every result
 must be an item the reference holds with the same value."""
+
 from __future__ import annotations
 
 import asyncio
@@ -30,20 +31,24 @@ from minisphere.integrations.langgraph import MinisphereStore
 from tests.integrations.conftest import live_workspace
 
 # labels and keys that differ only in case or spacing: tags fold case, capture folds both
-NAMESPACES = [("users",), ("users", "alice"), ("users", "Alice"), ("docs", "a", "b"),
-              ("docs", "a")]
+NAMESPACES = [("users",), ("users", "alice"), ("users", "Alice"), ("docs", "a", "b"), ("docs", "a")]
 KEYS = ["k1", "K1", "note", "a  b", "a b"]
 WORDS = ["apple", "banana", "cherry"]
-EVERYTHING = 1000                     # a limit no listing of these runs reaches
+EVERYTHING = 1000  # a limit no listing of these runs reaches
 
-values = st.fixed_dictionaries({
-    "text": st.sampled_from(WORDS),
-    "code": st.integers(0, 999).map(lambda i: f"code{i}"),   # a word to search an item by
-    "n": st.integers(-5, 5)})
+values = st.fixed_dictionaries(
+    {
+        "text": st.sampled_from(WORDS),
+        "code": st.integers(0, 999).map(lambda i: f"code{i}"),  # a word to search an item by
+        "n": st.integers(-5, 5),
+    }
+)
 prefixes = st.sampled_from(sorted({ns[:d] for ns in NAMESPACES for d in range(len(ns) + 1)}))
-filters = st.one_of(st.none(), st.fixed_dictionaries({"text": st.sampled_from(WORDS)}),
-                    st.fixed_dictionaries({"n": st.sampled_from([{"$gte": 0}, {"$lt": 2},
-                                                                 {"$ne": 1}])}))
+filters = st.one_of(
+    st.none(),
+    st.fixed_dictionaries({"text": st.sampled_from(WORDS)}),
+    st.fixed_dictionaries({"n": st.sampled_from([{"$gte": 0}, {"$lt": 2}, {"$ne": 1}])}),
+)
 
 
 def triples(items) -> set:
@@ -62,8 +67,7 @@ def namespaces_with_items(reference: InMemoryStore) -> InMemoryStore:
 @contextlib.contextmanager
 def in_process_workspace():
     """A handle of an empty workspace of the in-process app, closed with its folder."""
-    with tempfile.TemporaryDirectory() as folder, \
-            live_workspace(Path(folder), seed=False) as live:
+    with tempfile.TemporaryDirectory() as folder, live_workspace(Path(folder), seed=False) as live:
         yield live.ws
 
 
@@ -99,8 +103,11 @@ class StoreAgreement(RuleBasedStateMachine):
         ours, reference = self.ours.get(namespace, key), self.reference.get(namespace, key)
         assert (ours is None) == (reference is None)
         if ours is not None:
-            assert (ours.namespace, ours.key, ours.value) == \
-                (reference.namespace, reference.key, reference.value)
+            assert (ours.namespace, ours.key, ours.value) == (
+                reference.namespace,
+                reference.key,
+                reference.value,
+            )
 
     @rule(prefix=prefixes, conditions=filters)
     def listing_agrees(self, prefix, conditions):
@@ -117,17 +124,22 @@ class StoreAgreement(RuleBasedStateMachine):
         found = self.ours.search(prefix, query=wanted.value["code"], limit=10)
         assert (tuple(wanted.namespace), wanted.key) in {(i.namespace, i.key) for i in found}
         assert triples(found) <= triples(held)
-        assert all(i.namespace[:len(prefix)] == prefix and i.score is not None for i in found)
+        assert all(i.namespace[: len(prefix)] == prefix and i.score is not None for i in found)
 
-    @rule(prefix=st.sampled_from([None, ("users",), ("docs", "*")]),
-          suffix=st.sampled_from([None, ("a",), ("*",)]),
-          max_depth=st.sampled_from([None, 1, 2]), offset=st.integers(0, 2),
-          limit=st.integers(1, 5))
+    @rule(
+        prefix=st.sampled_from([None, ("users",), ("docs", "*")]),
+        suffix=st.sampled_from([None, ("a",), ("*",)]),
+        max_depth=st.sampled_from([None, 1, 2]),
+        offset=st.integers(0, 2),
+        limit=st.integers(1, 5),
+    )
     def namespaces_agree(self, prefix, suffix, max_depth, offset, limit):
-        options = dict(prefix=prefix, suffix=suffix, max_depth=max_depth, limit=limit,
-                       offset=offset)
-        assert self.ours.list_namespaces(**options) == \
-            namespaces_with_items(self.reference).list_namespaces(**options)
+        options = dict(
+            prefix=prefix, suffix=suffix, max_depth=max_depth, limit=limit, offset=offset
+        )
+        assert self.ours.list_namespaces(**options) == namespaces_with_items(
+            self.reference
+        ).list_namespaces(**options)
 
     @invariant()
     def every_item_is_kept_once(self):
@@ -137,19 +149,24 @@ class StoreAgreement(RuleBasedStateMachine):
 
 
 StoreAgreement.TestCase.settings = settings(
-    max_examples=15, stateful_step_count=12, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    max_examples=15,
+    stateful_step_count=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 test_the_store_agrees_with_langgraphs_in_memory_store = StoreAgreement.TestCase
 
 
 # put, put, update, get, query search, delete, list namespaces: one batch on an empty workspace
-ROUND_TRIP = [PutOp(("users", "alice"), "prefs", {"food": "sushi"}),
-              PutOp(("users", "bob"), "prefs", {"food": "ramen"}),
-              PutOp(("users", "alice"), "prefs", {"food": "sushi and tea"}),
-              GetOp(("users", "alice"), "prefs"),
-              SearchOp(("users",), query="tea"),
-              PutOp(("users", "bob"), "prefs", None),
-              ListNamespacesOp()]
+ROUND_TRIP = [
+    PutOp(("users", "alice"), "prefs", {"food": "sushi"}),
+    PutOp(("users", "bob"), "prefs", {"food": "ramen"}),
+    PutOp(("users", "alice"), "prefs", {"food": "sushi and tea"}),
+    GetOp(("users", "alice"), "prefs"),
+    SearchOp(("users",), query="tea"),
+    PutOp(("users", "bob"), "prefs", None),
+    ListNamespacesOp(),
+]
 
 
 def check_round_trip(got: list) -> None:
@@ -159,13 +176,14 @@ def check_round_trip(got: list) -> None:
     assert got[3].value == expected[3].value == {"food": "sushi and tea"}
     assert [(i.namespace, i.key) for i in got[4]] == [(("users", "alice"), "prefs")]
     assert got[6] == [("users", "alice")]
-    assert expected[6] == [("users", "alice"), ("users", "bob")]   # the reference keeps bob's
+    assert expected[6] == [("users", "alice"), ("users", "bob")]  # the reference keeps bob's
 
 
 def test_abatch_over_an_async_handle_agrees_with_the_reference(empty_live):
     async def scenario():
         async with empty_live.async_handle() as handle:
             return await MinisphereStore(handle).abatch(ROUND_TRIP)
+
     check_round_trip(asyncio.run(scenario()))
 
 
@@ -174,6 +192,7 @@ def test_a_sync_call_on_an_async_handle_is_refused_not_left_unawaited(empty_live
         async with empty_live.async_handle() as handle:
             with pytest.raises(ValueError, match="asynchronous"):
                 MinisphereStore(handle).get(("users",), "k")
+
     asyncio.run(scenario())
 
 

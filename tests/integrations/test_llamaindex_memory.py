@@ -1,6 +1,7 @@
 """MinisphereMemoryBlock inside LlamaIndex's own `Memory`: the messages Memory flushes out of
 its short-term history are captured in the workspace, and a later question brings the
 matching one back in the system message; over the sync handle and the async one."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,22 +17,32 @@ from minisphere.integrations.llamaindex import MinisphereMemoryBlock
 
 # a short-term budget of 20 words (half of 40) makes Memory flush the oldest turns
 TOKEN_LIMIT = 40
-CONVERSATION = ["My cat is called Pixel and she likes tuna", "Pixel sounds lovely",
-                "I also own a bicycle named Rocket", "Rocket is a fine name",
-                "Remind me what my cat likes to eat"]
-RECALLED = "Pixel and she likes tuna"     # what the last question brings back of the first turn
+CONVERSATION = [
+    "My cat is called Pixel and she likes tuna",
+    "Pixel sounds lovely",
+    "I also own a bicycle named Rocket",
+    "Rocket is a fine name",
+    "Remind me what my cat likes to eat",
+]
+RECALLED = "Pixel and she likes tuna"  # what the last question brings back of the first turn
 
 
 def memory_over(handle, session: str) -> Memory:
-    return Memory.from_defaults(session_id=session, token_limit=TOKEN_LIMIT,
-                                chat_history_token_ratio=0.5, token_flush_size=10,
-                                tokenizer_fn=str.split,
-                                memory_blocks=[MinisphereMemoryBlock(workspace=handle)])
+    return Memory.from_defaults(
+        session_id=session,
+        token_limit=TOKEN_LIMIT,
+        chat_history_token_ratio=0.5,
+        token_flush_size=10,
+        tokenizer_fn=str.split,
+        memory_blocks=[MinisphereMemoryBlock(workspace=handle)],
+    )
 
 
 def turns():
-    return [ChatMessage(role="user" if i % 2 == 0 else "assistant", content=text)
-            for i, text in enumerate(CONVERSATION)]
+    return [
+        ChatMessage(role="user" if i % 2 == 0 else "assistant", content=text)
+        for i, text in enumerate(CONVERSATION)
+    ]
 
 
 def recalled_block(messages) -> str:
@@ -66,6 +77,7 @@ def test_the_async_path_over_an_async_handle_captures_and_recalls(empty_live):
     async def scenario():
         async with empty_live.async_handle() as handle:
             return await aconverse(handle, "async")
+
     assert RECALLED in asyncio.run(scenario())
     assert len(empty_live.ws.list_recent(tag="chat")) >= 1
 

@@ -2,6 +2,7 @@
 (`call_tool`): the tools are the engine's workspace methods, each definition's schema accepts
 an example call that the live service then answers, and what the schema refuses the service
 refuses too."""
+
 from __future__ import annotations
 
 import asyncio
@@ -21,23 +22,35 @@ from tests.cli.conftest import cli  # noqa: F401  (the in-process `minisphere` r
 def example_calls(ids: list[str]) -> dict[str, dict]:
     """One valid call of every tool on the seeded workspace, in the wire's names."""
     first, second, third, fourth, fifth = ids[:5]
-    return {"recall": {"query": "sqlite", "topK": 2, "kind": "semantic", "hops": 2},
-            "listRecent": {"n": 3, "tag": "db"}, "getEntry": {"id": first},
-            "connections": {"id": first}, "graphView": {"seedIds": [first], "hops": 2},
-            "getTags": {}, "getCount": {}, "getStats": {}, "getBrief": {},
-            "capture": {"content": "Tool calls are validated like RPCs", "tags": ["tools"],
-                        "claimTag": "INFERRED", "importance": 0.5},
-            "append": {"id": second, "addition": "Checked on every call."},
-            "update": {"id": third, "content": "Snapshots are taken by the durability layer"},
-            "setStatus": {"id": second, "status": "draft"},
-            "link": {"src": third, "dst": fifth, "type": "relates_to"},
-            "unlink": {"src": first, "dst": second, "type": "relates_to"},
-            "forget": {"id": fourth}}
+    return {
+        "recall": {"query": "sqlite", "topK": 2, "kind": "semantic", "hops": 2},
+        "listRecent": {"n": 3, "tag": "db"},
+        "getEntry": {"id": first},
+        "connections": {"id": first},
+        "graphView": {"seedIds": [first], "hops": 2},
+        "getTags": {},
+        "getCount": {},
+        "getStats": {},
+        "getBrief": {},
+        "capture": {
+            "content": "Tool calls are validated like RPCs",
+            "tags": ["tools"],
+            "claimTag": "INFERRED",
+            "importance": 0.5,
+        },
+        "append": {"id": second, "addition": "Checked on every call."},
+        "update": {"id": third, "content": "Snapshots are taken by the durability layer"},
+        "setStatus": {"id": second, "status": "draft"},
+        "link": {"src": third, "dst": fifth, "type": "relates_to"},
+        "unlink": {"src": first, "dst": second, "type": "relates_to"},
+        "forget": {"id": fourth},
+    }
 
 
 def test_the_tools_are_exactly_the_engines_workspace_methods():
-    workspace_methods = {name: m.args for name, m in METHODS.items()
-                         if m.access in ("read", "write")}
+    workspace_methods = {
+        name: m.args for name, m in METHODS.items() if m.access in ("read", "write")
+    }
     assert workspace_methods == TOOL_ARGUMENTS
     assert set(workspace_methods) == TOOL_METHODS
 
@@ -50,17 +63,23 @@ def test_every_tool_round_trips_from_its_definition_through_call_tool(live):
         # OpenAI hands arguments over as JSON text; the dispatcher takes that as it comes
         answer = live.ws.call_tool(name, json.dumps(calls[name]))
         assert isinstance(answer, dict), name
-    assert live.ws.get_entry(live.ids[1]).status == "draft"           # the writes took effect
+    assert live.ws.get_entry(live.ids[1]).status == "draft"  # the writes took effect
     assert live.ws.list_recent(tag="tools")[0].claim_tag == "INFERRED"
     with pytest.raises(ServiceError) as gone:
         live.ws.get_entry(live.ids[3])
     assert gone.value.status == 404
 
 
-@pytest.mark.parametrize("name,arguments", [
-    ("recall", {"query": "x", "topK": 51}), ("recall", {"query": "x", "top": 3}),
-    ("capture", {"content": "x", "importance": "high"}), ("link", {"src": "a", "dst": "b"}),
-    ("setStatus", {"id": "x", "status": "archived"})])
+@pytest.mark.parametrize(
+    "name,arguments",
+    [
+        ("recall", {"query": "x", "topK": 51}),
+        ("recall", {"query": "x", "top": 3}),
+        ("capture", {"content": "x", "importance": "high"}),
+        ("link", {"src": "a", "dst": "b"}),
+        ("setStatus", {"id": "x", "status": "archived"}),
+    ],
+)
 def test_what_a_schema_refuses_the_service_refuses(live, name, arguments):
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(arguments, tool_schema(name))
@@ -73,6 +92,7 @@ def test_the_async_client_dispatches_tool_calls(live):
     async def scenario():
         async with live.async_handle() as handle:
             return await handle.call_tool("recall", {"query": "sqlite", "topK": 1})
+
     assert len(asyncio.run(scenario())["items"]) == 1
 
 
@@ -87,11 +107,19 @@ def test_call_tool_refuses_a_method_that_is_no_tool(live):
         live.ws.call_tool("runStalenessPass", {})
 
 
-@pytest.mark.parametrize("fmt,schema_at", [
-    ("openai", lambda d: d["function"]["parameters"]), ("anthropic", lambda d: d["input_schema"]),
-    ("json-schema", lambda d: {k: v for k, v in d.items() if k != "$schema"})])
-def test_the_command_prints_every_tool_with_the_contracts_descriptions(cli, fmt,  # noqa: F811
-                                                                      schema_at):
+@pytest.mark.parametrize(
+    "fmt,schema_at",
+    [
+        ("openai", lambda d: d["function"]["parameters"]),
+        ("anthropic", lambda d: d["input_schema"]),
+        ("json-schema", lambda d: {k: v for k, v in d.items() if k != "$schema"}),
+    ],
+)
+def test_the_command_prints_every_tool_with_the_contracts_descriptions(
+    cli,  # noqa: F811 - the fixture, imported for this module
+    fmt,
+    schema_at,
+):
     ran = cli("tools", "--format", fmt)
     assert ran.code == 0, ran.err
     printed = ran.json()

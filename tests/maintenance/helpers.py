@@ -1,5 +1,6 @@
 """Helpers of the maintenance tests: a control plane with workspaces, an in-process gate over
 real engine workspaces, and gates that fail or block."""
+
 from __future__ import annotations
 
 import threading
@@ -12,8 +13,9 @@ from minisphere.maintenance.ledger import LocalLedger
 
 def blueprint(cron="17 3 * * *", limit=1000, scheduled=True):
     tasks = {"cron": cron, "limit": limit} if scheduled else None
-    return parse_blueprint({"name": "t", "version": 1,
-                            "bindings": {"scheduledTasks": tasks, "vector": None}})
+    return parse_blueprint(
+        {"name": "t", "version": 1, "bindings": {"scheduledTasks": tasks, "vector": None}}
+    )
 
 
 def control_plane(tmp_path, workspaces=("ws-aaa",), **bp):
@@ -34,7 +36,8 @@ class EngineGate:
     def workspace(self, workspace_id: str) -> Workspace:
         if workspace_id not in self.workspaces:
             self.workspaces[workspace_id] = Workspace(
-                self.tmp_path / f"{workspace_id}.db", clock=self.clock, synchronous="NORMAL")
+                self.tmp_path / f"{workspace_id}.db", clock=self.clock, synchronous="NORMAL"
+            )
         return self.workspaces[workspace_id]
 
     def run_staleness_pass(self, workspace_id: str, limit: int) -> dict:

@@ -1,6 +1,7 @@
 """The APScheduler wiring without Ray: jobs rebuilt from the directory (a restart never
 duplicates one), misfires coalesced within the documented grace and audited beyond it,
 catch-up on start, and no overlapping runs for one workspace."""
+
 import json
 import threading
 import time
@@ -33,6 +34,7 @@ def made(tmp_path):
         ms = MaintenanceScheduler(gate or CountingGate(), ledger)
         schedulers.append(ms)
         return ms, store, ledger
+
     yield make
     for ms in schedulers:
         ms.shutdown()
@@ -58,7 +60,7 @@ def test_a_tick_missed_longer_ago_than_the_grace_is_not_caught_up_on_start(made)
     assert latest_fire_within_grace(M.JobSpec("ws-aaa", cron, 1), now) is None
     ms.start()
     [job] = ms.jobs()
-    assert datetime.fromisoformat(job["nextRunTime"]) > now + timedelta(hours=23)   # tomorrow
+    assert datetime.fromisoformat(job["nextRunTime"]) > now + timedelta(hours=23)  # tomorrow
     assert ms._gate.calls == [] and ledger.runs("ws-aaa") == []
 
 
@@ -67,7 +69,7 @@ def test_one_job_per_scheduled_workspace_and_restart_never_duplicates(made, tmp_
     store.create(blueprint(scheduled=False), [], "ws-off")
     ms.start(paused=True)
     assert sorted(j["id"] for j in ms.jobs()) == ["ws-aaa", "ws-bbb"]
-    assert ms.sync() == {"jobs": 2, "added": [], "removed": [], "unusable": []}   # idempotent
+    assert ms.sync() == {"jobs": 2, "added": [], "removed": [], "unusable": []}  # idempotent
     assert len(ms.jobs()) == 2
     ms.shutdown()
     # restart: a new scheduler rebuilt from the same directory holds the same jobs, once
@@ -80,7 +82,7 @@ def test_one_job_per_scheduled_workspace_and_restart_never_duplicates(made, tmp_
 def test_a_job_already_in_the_store_is_replaced_not_duplicated(made):
     ms, _, _ = made()
     ms.scheduler.start(paused=True)
-    ms.scheduler.add_job(print, "interval", seconds=5, id="ws-aaa")      # left over
+    ms.scheduler.add_job(print, "interval", seconds=5, id="ws-aaa")  # left over
     ms.start(paused=True)
     jobs = ms.scheduler.get_jobs()
     assert [j.id for j in jobs if j.id == "ws-aaa"] == ["ws-aaa"]
@@ -101,7 +103,7 @@ def test_sync_follows_the_directory(made):
 def test_missed_ticks_are_coalesced_into_one_run(made):
     ms, _, ledger = made(cron="* * * * *")
     ms.start(paused=True, catch_up=False)
-    ms.scheduler.modify_job("ws-aaa", next_run_time=ago(minutes=4, seconds=30))   # 5 ticks missed
+    ms.scheduler.modify_job("ws-aaa", next_run_time=ago(minutes=4, seconds=30))  # 5 ticks missed
     ms.scheduler.resume()
     assert wait_for(lambda: ledger.runs("ws-aaa"))
     # the five missed ticks were consumed by that one run: the job's next run is a tick still
@@ -117,7 +119,7 @@ def test_missed_ticks_are_coalesced_into_one_run(made):
 def test_a_late_run_within_the_grace_still_runs(made):
     ms, _, ledger = made(cron=far_cron())
     ms.start(paused=True, catch_up=False)
-    ms.scheduler.modify_job("ws-aaa", next_run_time=ago(minutes=4))     # 240 s late < 300 s
+    ms.scheduler.modify_job("ws-aaa", next_run_time=ago(minutes=4))  # 240 s late < 300 s
     ms.scheduler.resume()
     assert wait_for(lambda: ledger.runs("ws-aaa"))
     assert ms._gate.calls == ["ws-aaa"] and ledger.runs("ws-aaa")[0]["outcome"] == "ok"
@@ -130,7 +132,7 @@ def test_apschedulers_default_grace_would_have_dropped_it(made):
     ms.scheduler.modify_job("ws-aaa", misfire_grace_time=1, next_run_time=ago(minutes=4))
     ms.scheduler.resume()
     assert wait_for(lambda: ledger.runs("ws-aaa"))
-    assert ms._gate.calls == []                       # dropped ... but at least audited here
+    assert ms._gate.calls == []  # dropped ... but at least audited here
     assert ledger.runs("ws-aaa")[0]["outcome"] == "skipped"
 
 
@@ -151,8 +153,9 @@ def test_catch_up_on_start_runs_a_tick_missed_while_down(made):
     tick = now - timedelta(minutes=2)
     cron = f"{tick.minute} {tick.hour} * * *"
     ms, _, ledger = made(cron=cron)
-    assert latest_fire_within_grace(M.JobSpec("ws-aaa", cron, 1), now) == \
-        tick.replace(second=0, microsecond=0)
+    assert latest_fire_within_grace(M.JobSpec("ws-aaa", cron, 1), now) == tick.replace(
+        second=0, microsecond=0
+    )
     ms.start()
     assert wait_for(lambda: ledger.runs("ws-aaa"))
     assert ms._gate.calls == ["ws-aaa"]
@@ -186,24 +189,30 @@ def store_raw_schedule(store, workspace_id: str, tasks) -> None:
     """Write a schedule into the control plane as an older build (one that checked less)
     could have stored it: straight into the record, past today's blueprint checks."""
     record = store.get(workspace_id)
-    bp = dict(record["blueprint"], bindings=dict(record["blueprint"]["bindings"],
-                                                 scheduledTasks=tasks))
-    store.conn.execute("UPDATE workspaces SET blueprint_json = ? WHERE id = ?",
-                       (json.dumps(bp), workspace_id))
+    bp = dict(
+        record["blueprint"], bindings=dict(record["blueprint"]["bindings"], scheduledTasks=tasks)
+    )
+    store.conn.execute(
+        "UPDATE workspaces SET blueprint_json = ? WHERE id = ?", (json.dumps(bp), workspace_id)
+    )
 
 
-@pytest.mark.parametrize("tasks, words", [
-    ({"cron": "99 * * * *", "limit": 10}, "99"),
-    ({"cron": "*/0 * * * *", "limit": 10}, "Increment"),
-    ({"cron": "17 3 * * *", "limit": "lots"}, "limit"),
-    ({"limit": 10}, "cron"),
-    ("every night", "not an object"),
-])
+@pytest.mark.parametrize(
+    "tasks, words",
+    [
+        ({"cron": "99 * * * *", "limit": 10}, "99"),
+        ({"cron": "*/0 * * * *", "limit": 10}, "Increment"),
+        ({"cron": "17 3 * * *", "limit": "lots"}, "limit"),
+        ({"limit": 10}, "cron"),
+        ("every night", "not an object"),
+    ],
+)
 def test_an_unusable_stored_schedule_is_skipped_and_audited_and_others_still_run(
-        made, tasks, words):
+    made, tasks, words
+):
     ms, store, ledger = made(("ws-aaa", "ws-bad", "ws-ccc"), cron="* * * * *")
     store_raw_schedule(store, "ws-bad", tasks)
-    summary = ms.start(paused=True, catch_up=False)           # used to raise: actor never started
+    summary = ms.start(paused=True, catch_up=False)  # used to raise: actor never started
     assert sorted(j["id"] for j in ms.jobs()) == ["ws-aaa", "ws-ccc"]
     assert summary["unusable"] == ["ws-bad"] and summary["jobs"] == 2
     (row,) = ledger.runs("ws-bad")

@@ -1,6 +1,7 @@
 """Staleness in the engine (contract §7) with a ManualClock: marking and clearing per volatility
 class, confirmation by update / append / independent re-capture, recall never refreshing, and
 the `stale` / `staleSince` / `revalidate` fields recall answers with."""
+
 import time
 
 import pytest
@@ -27,8 +28,11 @@ def stale_tags(entry):
 
 def test_thresholds_are_named_and_ordered():
     assert C.STALE_AFTER_MS["volatile"] < C.STALE_AFTER_MS["state"] < C.STALE_AFTER_MS["durable"]
-    assert C.STALE_AFTER_MS == {"durable": 365 * C.DAY_MS, "state": 30 * C.DAY_MS,
-                                "volatile": 2 * C.DAY_MS}
+    assert C.STALE_AFTER_MS == {
+        "durable": 365 * C.DAY_MS,
+        "state": 30 * C.DAY_MS,
+        "volatile": 2 * C.DAY_MS,
+    }
 
 
 @pytest.mark.parametrize("volatility", CLASSES)
@@ -37,15 +41,20 @@ def test_pass_marks_exactly_at_the_threshold_of_each_class(ws, clock, volatility
     entry_id = capture(ws, f"a {volatility} fact about deployments", volatility=volatility)
     threshold = C.STALE_AFTER_MS[volatility]
 
-    clock.advance(ms=threshold - 1)                      # one millisecond before: still fresh
+    clock.advance(ms=threshold - 1)  # one millisecond before: still fresh
     assert ws.run_staleness_pass()["marked"] == 0
     entry = ws.get_entry(entry_id)
     assert entry["stale"] is False and entry["staleSince"] is None and stale_tags(entry) == []
     assert entry["staleDueAt"] == created + threshold
 
-    clock.advance(ms=1)                                   # due: marked, with the dated tag
+    clock.advance(ms=1)  # due: marked, with the dated tag
     result = ws.run_staleness_pass()
-    assert (result["scanned"], result["marked"], result["cleared"], result["remaining"]) == (1, 1, 0, 0)
+    assert (result["scanned"], result["marked"], result["cleared"], result["remaining"]) == (
+        1,
+        1,
+        0,
+        0,
+    )
     entry = ws.get_entry(entry_id)
     assert entry["stale"] is True
     assert entry["staleSince"] == created + threshold
@@ -70,7 +79,7 @@ def test_age_is_measured_from_updated_at_not_created_at(ws, clock):
     entry_id = capture(ws, "the build uses a cache", volatility="volatile")
     clock.advance(days=1.5)
     ws.update(entry_id, "the build uses a remote cache")
-    clock.advance(days=1)                                # 2.5 days after creation, 1 after update
+    clock.advance(days=1)  # 2.5 days after creation, 1 after update
     assert ws.run_staleness_pass()["marked"] == 0
     assert ws.get_entry(entry_id)["stale"] is False
     clock.advance(days=1)
@@ -92,7 +101,12 @@ def _assert_confirmed(ws, clock, entry_id):
     assert entry["staleDueAt"] == due_at(clock.now_ms(), "volatile")
     # the pass agrees: nothing to mark, nothing to clear
     assert ws.run_staleness_pass() | {"nextDueAt": None} == {
-        "scanned": 0, "marked": 0, "cleared": 0, "remaining": 0, "nextDueAt": None}
+        "scanned": 0,
+        "marked": 0,
+        "cleared": 0,
+        "remaining": 0,
+        "nextDueAt": None,
+    }
 
 
 def test_update_confirms_and_clears(ws, clock):
@@ -167,15 +181,17 @@ def test_recall_never_refreshes_a_fresh_entry_either(ws, clock):
     ws.recall("cache ttl")
     clock.advance(days=1)
     entry = ws.get_entry(entry_id)
-    assert entry["updatedAt"] == created and entry["stale"] is True   # lazily, not passed yet
+    assert entry["updatedAt"] == created and entry["stale"] is True  # lazily, not passed yet
 
 
 def test_recall_items_carry_stale_fields_and_revalidate_prompts(ws, clock):
-    old = capture(ws, "the release manager for payments is Dana", volatility="state",
-                  source="agent-a")
+    old = capture(
+        ws, "the release manager for payments is Dana", volatility="state", source="agent-a"
+    )
     clock.advance(days=31)
-    fresh = capture(ws, "the release checklist for payments lives in the wiki",
-                    volatility="durable")
+    fresh = capture(
+        ws, "the release checklist for payments lives in the wiki", volatility="durable"
+    )
     found = ws.recall("payments release")
     items = {i["id"]: i for i in found["items"]}
     assert set(items) == {old, fresh}

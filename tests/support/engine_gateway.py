@@ -23,6 +23,7 @@ on worker threads: the gateway is for correctness, not for measuring anything.
     AsyncClient(BASE_URL, admin_token=ADMIN_TOKEN, transport=httpx.ASGITransport(app=api))
     with serve(api) as url: ...                                # uvicorn on 127.0.0.1, a thread
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -67,9 +68,11 @@ ADMIN_TOKEN = "msa_engine-gateway-admin-token-0123456789"
 BASE_URL = "http://minisphere.test"
 EXPORT_PAGE_LINES = 500
 SERVER_START_TIMEOUT_S = 30.0
-_REFUSALS = {"other": (Forbidden, "this token belongs to another workspace"),
-             "expired": (Unauthenticated, "the token has expired"),
-             "invalid": (Unauthenticated, "invalid token")}
+_REFUSALS = {
+    "other": (Forbidden, "this token belongs to another workspace"),
+    "expired": (Unauthenticated, "the token has expired"),
+    "invalid": (Unauthenticated, "invalid token"),
+}
 
 
 class EngineGateway:
@@ -79,16 +82,20 @@ class EngineGateway:
         self.control = ControlPlane(self.folder / "control.db", synchronous=synchronous)
         self.ledger = LocalLedger(self.control)
         self.store = LocalDirSnapshotStore(self.folder / "snapshots")
-        self.open: dict[str, Workspace] = {}        # resident workspaces (opened on first use)
+        self.open: dict[str, Workspace] = {}  # resident workspaces (opened on first use)
         self._lock = threading.Lock()
-        self.admin = AdminCheck(token_hash(ADMIN_TOKEN),
-                                lambda candidate: self._run(self.control.tokens.whoami, candidate))
+        self.admin = AdminCheck(
+            token_hash(ADMIN_TOKEN),
+            lambda candidate: self._run(self.control.tokens.whoami, candidate),
+        )
 
     async def _run(self, fn, *args):
         """`fn(*args)` on a worker thread, one at a time (SQLite connections are shared)."""
+
         def locked():
             with self._lock:
                 return fn(*args)
+
         return await asyncio.to_thread(locked)
 
     def path(self, workspace_id: str) -> Path:
@@ -99,8 +106,9 @@ class EngineGateway:
         if workspace_id not in self.open:
             if not self.control.exists(workspace_id):
                 raise NotFound(f"no workspace {workspace_id}")
-            self.open[workspace_id] = Workspace(self.path(workspace_id), clock=self.clock,
-                                                synchronous=self.synchronous)
+            self.open[workspace_id] = Workspace(
+                self.path(workspace_id), clock=self.clock, synchronous=self.synchronous
+            )
         return self.open[workspace_id]
 
     def _close(self, workspace_id: str) -> bool:
@@ -119,7 +127,7 @@ class EngineGateway:
         return self.admin.is_admin(token)
 
     async def require_admin(self, token: str, client: str = "") -> None:
-        await self.admin.require(token, client)      # the service's own check and budget
+        await self.admin.require(token, client)  # the service's own check and budget
 
     def _authorize(self, workspace_id: str, token: str, method_name: str) -> str:
         check_workspace_id(workspace_id)
@@ -158,8 +166,7 @@ class EngineGateway:
         else:
             [reply] = workspace.run_batch([(method_name, args, key)])
             result, replayed = reply.unwrap(), reply.replayed
-        return result, {"engine_ms": (time.perf_counter() - started) * 1e3,
-                        "replayed": replayed}
+        return result, {"engine_ms": (time.perf_counter() - started) * 1e3, "replayed": replayed}
 
     async def call(self, workspace_id, method_name, args, caller, idempotency_key=None):
         return await self._run(self._call, workspace_id, method_name, args, idempotency_key)
@@ -173,8 +180,9 @@ class EngineGateway:
             self.ledger.record_run(record.finish("error", epoch_ms(), M.describe_error(exc)))
             raise
         record.add(result)
-        self.ledger.record_pass(workspace_id, result.get("nextDueAt"), result["remaining"],
-                                record.startedAt)
+        self.ledger.record_pass(
+            workspace_id, result.get("nextDueAt"), result["remaining"], record.startedAt
+        )
         self.ledger.record_run(record.finish("ok", epoch_ms()))
         return result, timings
 
@@ -187,8 +195,9 @@ class EngineGateway:
     # ---- workspaces (admin) -------------------------------------------------------------------------
     def create_now(self, workspace_id=None, blueprint=None, label=None) -> dict:
         """Create a workspace (what `POST /v1/workspaces` does), from this thread."""
-        chosen = parse_blueprint(blueprint) if blueprint is not None \
-            else load_default_blueprint(None)
+        chosen = (
+            parse_blueprint(blueprint) if blueprint is not None else load_default_blueprint(None)
+        )
         record, token = self.control.create(chosen, [], workspace_id, label)
         path = self.path(record["id"])
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -204,15 +213,18 @@ class EngineGateway:
 
     def _get(self, workspace_id: str) -> dict:
         resident = workspace_id in self.open
-        return {**self.control.get(workspace_id), "resident": resident,
-                "durability": {**self.control.durability(workspace_id), "resident": resident},
-                "location": self.control.locations.location(workspace_id)}
+        return {
+            **self.control.get(workspace_id),
+            "resident": resident,
+            "durability": {**self.control.durability(workspace_id), "resident": resident},
+            "location": self.control.locations.location(workspace_id),
+        }
 
     async def get(self, workspace_id):
         return await self._run(self._get, workspace_id)
 
     def _delete(self, workspace_id: str) -> dict:
-        self.control.get(workspace_id)                         # NotFound when absent
+        self.control.get(workspace_id)  # NotFound when absent
         self._close(workspace_id)
         shutil.rmtree(self.path(workspace_id).parent, ignore_errors=True)
         deleted = delete_visible_snapshots(self.store, workspace_id)
@@ -256,10 +268,13 @@ class EngineGateway:
         return await self._run(self._list_snapshots, workspace_id)
 
     def _prune_snapshots(self, workspace_id: str, keep: int) -> dict:
-        taken = self._snapshot(workspace_id, "prune")         # the newest is the file as it is
-        return {"workspace": workspace_id, "snapshot": taken,
-                "deleted": prune(self.store, workspace_id, keep),
-                "kept": list_versions(self.store, workspace_id)}
+        taken = self._snapshot(workspace_id, "prune")  # the newest is the file as it is
+        return {
+            "workspace": workspace_id,
+            "snapshot": taken,
+            "deleted": prune(self.store, workspace_id, keep),
+            "kept": list_versions(self.store, workspace_id),
+        }
 
     async def prune_snapshots(self, workspace_id, keep):
         return await self._run(self._prune_snapshots, workspace_id, keep)
@@ -267,36 +282,53 @@ class EngineGateway:
     def _restore(self, workspace_id: str, version: str) -> dict:
         self.control.get(workspace_id)
         self._close(workspace_id)
-        result = restore_snapshot(self.store, workspace_id, self.path(workspace_id), version,
-                                  publish=True)
-        return {"workspace": workspace_id, "version": result["version"],
-                "entryCount": result["manifest"].get("entryCount"),
-                "previousFileKeptAt": result["aside"], "tookMs": result["tookMs"],
-                "newestVersion": result["published"]["version"]}
+        result = restore_snapshot(
+            self.store, workspace_id, self.path(workspace_id), version, publish=True
+        )
+        return {
+            "workspace": workspace_id,
+            "version": result["version"],
+            "entryCount": result["manifest"].get("entryCount"),
+            "previousFileKeptAt": result["aside"],
+            "tookMs": result["tookMs"],
+            "newestVersion": result["published"]["version"],
+        }
 
     async def restore(self, workspace_id, version):
         return await self._run(self._restore, workspace_id, version)
 
     async def restore_to_moment(self, workspace_id, moment):
         self.control.get(workspace_id)
-        raise InvalidArgument("restoring to a moment needs continuous replication "
-                              "(MINISPHERE_REPLICATION=sync or async); restore a snapshot "
-                              "version instead")
+        raise InvalidArgument(
+            "restoring to a moment needs continuous replication "
+            "(MINISPHERE_REPLICATION=sync or async); restore a snapshot "
+            "version instead"
+        )
 
     def _rebind_vectors(self, workspace_id: str, vector: dict) -> dict:
         """As the service does it, but at once: the blueprint first, then every entry."""
         spec = parse_blueprint({"bindings": {"vector": vector}}).bindings.vector
         if spec is None:
             raise InvalidArgument("a vector binding is required (its provider at least)")
-        wanted = self.control.set_vector_binding(workspace_id, spec.model_dump())[
-            "blueprint"]["bindings"]["vector"]
+        wanted = self.control.set_vector_binding(workspace_id, spec.model_dump())["blueprint"][
+            "bindings"
+        ]["vector"]
         report = self.workspace(workspace_id).enable_vectors(
-            make_provider(spec.embedder_spec()), replace=True)
-        return {**self._vector_binding(workspace_id),
-                "rebind": {"provider": spec.provider, "state": "done",
-                           "embedded": report["embedded"], "total": report["total"],
-                           "error": None, "startedAt": time.time(), "finishedAt": time.time()},
-                "blueprint": wanted}
+            make_provider(spec.embedder_spec()), replace=True
+        )
+        return {
+            **self._vector_binding(workspace_id),
+            "rebind": {
+                "provider": spec.provider,
+                "state": "done",
+                "embedded": report["embedded"],
+                "total": report["total"],
+                "error": None,
+                "startedAt": time.time(),
+                "finishedAt": time.time(),
+            },
+            "blueprint": wanted,
+        }
 
     async def rebind_vectors(self, workspace_id, vector):
         return await self._run(self._rebind_vectors, workspace_id, vector)
@@ -304,10 +336,14 @@ class EngineGateway:
     def _vector_binding(self, workspace_id: str) -> dict:
         vectors = self.workspace(workspace_id).vectors
         blueprint = self.control.get(workspace_id)["blueprint"]
-        return {"workspace": workspace_id,
-                "blueprint": (blueprint.get("bindings") or {}).get("vector"),
-                "file": vectors.state() if vectors is not None
-                else {"provider": None, "dim": None, "missing": None}, "rebind": None}
+        return {
+            "workspace": workspace_id,
+            "blueprint": (blueprint.get("bindings") or {}).get("vector"),
+            "file": vectors.state()
+            if vectors is not None
+            else {"provider": None, "dim": None, "missing": None},
+            "rebind": None,
+        }
 
     async def vector_binding(self, workspace_id):
         return await self._run(self._vector_binding, workspace_id)
@@ -315,12 +351,22 @@ class EngineGateway:
     def _hibernate(self, workspace_id: str) -> dict:
         self.control.get(workspace_id)
         if workspace_id not in self.open:
-            return {"workspace": workspace_id, "hibernated": False, "why": "not resident",
-                    "snapshot": None, "pendingSnapshot": False}
+            return {
+                "workspace": workspace_id,
+                "hibernated": False,
+                "why": "not resident",
+                "snapshot": None,
+                "pendingSnapshot": False,
+            }
         self._close(workspace_id)
         taken = self._snapshot(workspace_id, "hibernate")
-        return {"workspace": workspace_id, "hibernated": True, "why": None,
-                "snapshot": taken["version"], "pendingSnapshot": False}
+        return {
+            "workspace": workspace_id,
+            "hibernated": True,
+            "why": None,
+            "snapshot": taken["version"],
+            "pendingSnapshot": False,
+        }
 
     async def hibernate(self, workspace_id):
         return await self._run(self._hibernate, workspace_id)
@@ -339,7 +385,7 @@ class EngineTransfer:
     async def export_pages(self, workspace_id: str):
         lines = await self.gateway._run(self._export, workspace_id)
         for start in range(0, len(lines), EXPORT_PAGE_LINES):
-            yield lines[start:start + EXPORT_PAGE_LINES]
+            yield lines[start : start + EXPORT_PAGE_LINES]
 
     def _import(self, workspace_id, key, header, lines, first, final) -> dict:
         if not key.isalnum():
@@ -355,8 +401,7 @@ class EngineTransfer:
         return {"applied": session.applied, "expected": session.total, **session.importer.report}
 
     async def import_chunk(self, workspace_id, key, header, lines, first, final):
-        return await self.gateway._run(self._import, workspace_id, key, header, lines, first,
-                                       final)
+        return await self.gateway._run(self._import, workspace_id, key, header, lines, first, final)
 
 
 def engine_api(gateway: EngineGateway):
@@ -371,17 +416,20 @@ class SyncASGITransport(httpx.BaseTransport):
     def __init__(self, app):
         self._asgi = httpx.ASGITransport(app=app)
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
-                                        name="sync-asgi-transport")
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, daemon=True, name="sync-asgi-transport"
+        )
         self._thread.start()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         content = request.read()
 
         async def send():
-            answer = await self._asgi.handle_async_request(httpx.Request(
-                request.method, request.url, headers=request.headers, content=content))
+            answer = await self._asgi.handle_async_request(
+                httpx.Request(request.method, request.url, headers=request.headers, content=content)
+            )
             return answer.status_code, answer.headers, await answer.aread()
+
         status, headers, body = asyncio.run_coroutine_threadsafe(send(), self._loop).result()
         return httpx.Response(status, headers=headers, content=body, request=request)
 
@@ -399,8 +447,9 @@ def serve(app):
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
-                              name="engine-gateway-uvicorn")
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="engine-gateway-uvicorn"
+    )
     thread.start()
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while not server.started:

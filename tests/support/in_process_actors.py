@@ -5,6 +5,7 @@ through thousands of wakes in seconds, with no process start per wake. It implem
 `actors.directory.actor_runtime.ActorRuntime`, as `RayActors` does; one node, which advertises
 `node_resources`. An actor asking for a resource no node has never starts, as in Ray: its calls
 wait until it is killed."""
+
 from __future__ import annotations
 
 import asyncio
@@ -27,21 +28,21 @@ class InProcessWorkspaceActor:
 
     def __init__(self, name: str, startable: bool = True, bind_gate: asyncio.Event | None = None):
         self.name = name
-        self.bind_gate = bind_gate          # a test holds binds here to race them
-        self.hibernate_gate: asyncio.Event | None = None   # ... and a hibernation here
-        self.hibernate_failure: BaseException | None = None    # its hibernate call raises it
+        self.bind_gate = bind_gate  # a test holds binds here to race them
+        self.hibernate_gate: asyncio.Event | None = None  # ... and a hibernation here
+        self.hibernate_failure: BaseException | None = None  # its hibernate call raises it
         self.started = asyncio.Event()
         if startable:
             self.started.set()
         self.actor_id = f"actor-{next(self._ids)}"
         self.host: WorkspaceHost | None = None
         self.grants: tuple = ()
-        self.binds = 0                      # workspaces it served and let go of
+        self.binds = 0  # workspaces it served and let go of
         self.killed = False
-        self.inflight = 0                   # calls a test says are running in it
-        self.last_call_at = 0.0             # what it says of its last call
-        self.activity_delay_s = 0.0         # a test makes it slow to say so (a busy node)
-        self.staged_bytes = 0               # what a test says its restore has staged so far
+        self.inflight = 0  # calls a test says are running in it
+        self.last_call_at = 0.0  # what it says of its last call
+        self.activity_delay_s = 0.0  # a test makes it slow to say so (a busy node)
+        self.staged_bytes = 0  # what a test says its restore has staged so far
 
     async def ready(self) -> dict:
         return {"name": self.name, "nodeId": NODE, "bound": None}
@@ -52,14 +53,23 @@ class InProcessWorkspaceActor:
         if self.bind_gate is not None:
             await self.bind_gate.wait()
         snapshots = launch.snapshots or SnapshotSettings()
-        known = KnownState(generation=launch.generation, epoch=launch.epoch,
-                           position=launch.position, pending_writes=launch.pending_writes,
-                           expect_snapshot=launch.expect_snapshot)
+        known = KnownState(
+            generation=launch.generation,
+            epoch=launch.epoch,
+            position=launch.position,
+            pending_writes=launch.pending_writes,
+            expect_snapshot=launch.expect_snapshot,
+        )
         self.host = await asyncio.to_thread(
-            WorkspaceHost, launch.workspace_id, launch.path,
-            store=open_snapshot_store(snapshots), known=known,
-            tuning=HostTuning(synchronous=launch.synchronous, snapshots=snapshots,
-                              background=False))
+            WorkspaceHost,
+            launch.workspace_id,
+            launch.path,
+            store=open_snapshot_store(snapshots),
+            known=known,
+            tuning=HostTuning(
+                synchronous=launch.synchronous, snapshots=snapshots, background=False
+            ),
+        )
         self.grants = tuple(grants)
         return Reply.done({"activation": self.host.activation, "nodeId": NODE})
 
@@ -71,8 +81,11 @@ class InProcessWorkspaceActor:
 
     async def activity(self) -> dict:
         await asyncio.sleep(self.activity_delay_s)
-        return {"lastCallAt": self.last_call_at, "snapshotFailing": False,
-                "inflight": self.inflight}
+        return {
+            "lastCallAt": self.last_call_at,
+            "snapshotFailing": False,
+            "inflight": self.inflight,
+        }
 
     async def hibernate(self) -> dict:
         if self.hibernate_gate is not None:
@@ -80,7 +93,7 @@ class InProcessWorkspaceActor:
         if self.hibernate_failure is not None:
             raise self.hibernate_failure
         result = await asyncio.to_thread(self.host.hibernate)
-        self.host, self.grants = None, ()      # a spare again, as the Ray actor lets go
+        self.host, self.grants = None, ()  # a spare again, as the Ray actor lets go
         self.binds += 1
         return {**result, "process": {"binds": self.binds, "nodeId": NODE}}
 
@@ -88,7 +101,7 @@ class InProcessWorkspaceActor:
 class InProcessActors:
     def __init__(self, node_resources: dict | None = None):
         self.node_resources = dict(node_resources or {})
-        self.bind_gate: asyncio.Event | None = None    # set by a test: binds wait for it
+        self.bind_gate: asyncio.Event | None = None  # set by a test: binds wait for it
         # set by a test: the next bind call fails with it, as a Ray call can for reasons of
         # Ray's own (a system error, an unreachable raylet) that are not the actor dying
         self.bind_failure: BaseException | None = None
@@ -102,7 +115,7 @@ class InProcessActors:
         self.held_starts = 0
         # as in Ray, a killed actor's slot shows free in the resource view only a little later
         self.slot_release_delay_s = 0.0
-        self._releasing: dict[str, float] = {}      # killed actor -> when its slot shows free
+        self._releasing: dict[str, float] = {}  # killed actor -> when its slot shows free
 
     def start(self, name: str, options: dict) -> InProcessWorkspaceActor:
         self.started += 1
@@ -114,8 +127,9 @@ class InProcessActors:
         actor = self.live[name] = InProcessWorkspaceActor(name, startable, self.bind_gate)
         return actor
 
-    async def call(self, actor, method: WorkspaceActorMethod, *args,
-                   timeout_s: float | None = None):
+    async def call(
+        self, actor, method: WorkspaceActorMethod, *args, timeout_s: float | None = None
+    ):
         failure = None
         if method == WorkspaceActorMethod.BIND:
             failure, self.bind_failure = self.bind_failure, None
@@ -127,13 +141,14 @@ class InProcessActors:
             if failure is not None:
                 raise failure
             return await getattr(actor, method)(*args)
+
         if actor.killed:
             raise ActorGone("killed")
         return await asyncio.wait_for(run(), timeout_s)
 
     def kill(self, actor) -> None:
         actor.killed = True
-        actor.started.set()          # a call waiting for it to start now fails
+        actor.started.set()  # a call waiting for it to start now fails
         if actor.host is not None and actor.host.writer is not None:
             actor.host.close()
         self.live.pop(actor.name, None)

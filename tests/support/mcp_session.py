@@ -6,6 +6,7 @@
 `session.call_tool` validates every answer that is not an error against the tool's published
 output schema (the SDK does it), so a call that passes here answered what its schema says.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,11 +26,16 @@ async def mcp_session(url: str, token: str, transport: httpx2.AsyncBaseTransport
     """An initialized session; `transport`: how its HTTP requests travel (default: the SDK's
     client, straight to `url`)."""
     headers = {"Authorization": f"Bearer {token}"}
-    http = create_mcp_http_client(headers=headers) if transport is None else \
-        httpx2.AsyncClient(headers=headers, transport=transport, timeout=60)
-    async with http, \
-            streamable_http_client(url, http_client=http, terminate_on_close=False) as streams, \
-            ClientSession(streams[0], streams[1]) as session:
+    http = (
+        create_mcp_http_client(headers=headers)
+        if transport is None
+        else httpx2.AsyncClient(headers=headers, transport=transport, timeout=60)
+    )
+    async with (
+        http,
+        streamable_http_client(url, http_client=http, terminate_on_close=False) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
         await session.initialize()
         yield session
 
@@ -71,20 +77,34 @@ async def exercise_every_tool(session) -> dict[str, dict]:
     """Call each tool once with valid arguments, in an order where each finds what it needs;
     returns each tool's answer."""
     answers = {}
-    answers["capture"] = first = await call_ok(session, "capture", {
-        "content": "Postgres is the system of record", "tags": ["db"], "kind": "semantic"})
-    second = await call_ok(session, "capture", {
-        "content": "We chose Postgres over MySQL on Monday", "tags": ["db"], "kind": "episodic"})
+    answers["capture"] = first = await call_ok(
+        session,
+        "capture",
+        {"content": "Postgres is the system of record", "tags": ["db"], "kind": "semantic"},
+    )
+    second = await call_ok(
+        session,
+        "capture",
+        {"content": "We chose Postgres over MySQL on Monday", "tags": ["db"], "kind": "episodic"},
+    )
     a, b = first["id"], second["id"]
-    calls = [("link", {"src": b, "dst": a, "type": "relates_to"}),
-             ("append", {"id": a, "addition": " since 2024"}),
-             ("update", {"id": b, "content": "We chose Postgres over MySQL on Tuesday"}),
-             ("setStatus", {"id": b, "status": "draft"}),
-             ("recall", {"query": "system of record"}),
-             ("listRecent", {}), ("getEntry", {"id": a}), ("connections", {"id": a}),
-             ("graphView", {"seedIds": [a]}), ("getTags", {}), ("getCount", {}),
-             ("getStats", {}), ("getBrief", {}),
-             ("unlink", {"src": b, "dst": a, "type": "relates_to"}), ("forget", {"id": b})]
+    calls = [
+        ("link", {"src": b, "dst": a, "type": "relates_to"}),
+        ("append", {"id": a, "addition": " since 2024"}),
+        ("update", {"id": b, "content": "We chose Postgres over MySQL on Tuesday"}),
+        ("setStatus", {"id": b, "status": "draft"}),
+        ("recall", {"query": "system of record"}),
+        ("listRecent", {}),
+        ("getEntry", {"id": a}),
+        ("connections", {"id": a}),
+        ("graphView", {"seedIds": [a]}),
+        ("getTags", {}),
+        ("getCount", {}),
+        ("getStats", {}),
+        ("getBrief", {}),
+        ("unlink", {"src": b, "dst": a, "type": "relates_to"}),
+        ("forget", {"id": b}),
+    ]
     for name, arguments in calls:
         answers[name] = await call_ok(session, name, arguments)
     return answers

@@ -1,6 +1,7 @@
 """The type checker's half of the protocol checks: each implementation assigned to its protocol
 (mypy reports a missing method or an incompatible signature here). Never called; the run-time
 half is `tests/support/protocols.py`."""
+
 from __future__ import annotations
 
 from actors.directory.actor_runtime import ActorRuntime

@@ -8,18 +8,22 @@ that cannot take a call the protocol allows: each count of positional arguments 
 required ones to all of them (more, when the protocol takes `*args`), and each keyword-only
 argument by name.
 """
+
 from __future__ import annotations
 
 import inspect
 from typing import Any
 
-EXTRA_ARGS_TRIED = 3          # what a protocol's `*args` is tried with, besides none
+EXTRA_ARGS_TRIED = 3  # what a protocol's `*args` is tried with, besides none
 
 
 def protocol_methods(protocol: type) -> dict[str, Any]:
     """The protocol's own methods (not `object`'s or `Protocol`'s), by name."""
-    return {name: member for name, member in vars(protocol).items()
-            if callable(member) and not (name.startswith("__") and name.endswith("__"))}
+    return {
+        name: member
+        for name, member in vars(protocol).items()
+        if callable(member) and not (name.startswith("__") and name.endswith("__"))
+    }
 
 
 def _signature(cls: type, name: str) -> inspect.Signature:
@@ -67,8 +71,10 @@ def protocol_gaps(protocol: type, implementation: type) -> list[str]:
             try:
                 actual.bind(*range(count), **dict.fromkeys(keywords))
             except TypeError as exc:
-                gaps.append(f"{where}{actual} cannot be called with {count} positional "
-                            f"argument(s){' and ' + ', '.join(keywords) if keywords else ''}, "
-                            f"as {protocol.__qualname__}.{name}{wanted_sig} may be ({exc})")
+                gaps.append(
+                    f"{where}{actual} cannot be called with {count} positional "
+                    f"argument(s){' and ' + ', '.join(keywords) if keywords else ''}, "
+                    f"as {protocol.__qualname__}.{name}{wanted_sig} may be ({exc})"
+                )
                 break
     return gaps

@@ -8,6 +8,7 @@ of the session: use a fresh bucket name per test (see `fresh_bucket`).
 
 Registered for every test by `pytest_plugins = ["tests.support.s3"]` in tests/conftest.py.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,9 +24,16 @@ FAKE_ENV = {
     "AWS_EC2_METADATA_DISABLED": "true",
 }
 # Anything that could lead boto3 to real credentials or a real account.
-CLEARED_ENV = ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
-               "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-               "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+CLEARED_ENV = (
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+)
 
 _lock = threading.Lock()
 _state = {"server": None, "url": None, "users": 0}
@@ -35,6 +43,7 @@ def _acquire() -> str:
     with _lock:
         if _state["server"] is None:
             from moto.server import ThreadedMotoServer
+
             # a line per request drowned a failing test's own output (replication daemons
             # list their replicas every second)
             logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -77,6 +86,7 @@ def s3_endpoint(tmp_path_factory):
 def fresh_bucket(s3_endpoint):
     """A new, empty bucket on the loopback server; yields its name."""
     import boto3
+
     name = f"test-{uuid.uuid4().hex[:20]}"
     boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1").create_bucket(Bucket=name)
     yield name

@@ -6,6 +6,7 @@ imported before it: a lifecycle walk that revoked tokens alone revoked none afte
 modules had run. Runs whose verdict counts what the draws reached wrap themselves in
 `without_local_constants()`.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -17,6 +17,7 @@ admin token, and checks every answer:
 `walk_lifecycles(url, admin_token, scenarios)` runs it against a service and returns what the
 checks saw; `assert_lifecycle_walked` says the walk went through the lifecycle. Every workspace
 a scenario created is deleted when the scenario ends."""
+
 from __future__ import annotations
 
 import collections
@@ -66,10 +67,10 @@ class Token:
 
 @dataclass
 class Scenario:
-    tokens: dict[str, dict[str, Token]] = field(default_factory=dict)   # workspace -> id -> token
-    named: dict[str, Token] = field(default_factory=dict)   # workspace -> the last token named
+    tokens: dict[str, dict[str, Token]] = field(default_factory=dict)  # workspace -> id -> token
+    named: dict[str, Token] = field(default_factory=dict)  # workspace -> the last token named
     created: list[str] = field(default_factory=list)
-    used: dict[str, Token | None] = field(default_factory=dict)   # case id -> credential sent
+    used: dict[str, Token | None] = field(default_factory=dict)  # case id -> credential sent
 
     def issued(self, workspace: str, answer: dict, scope: str) -> None:
         token = Token(answer["tokenId"], answer["token"], scope, answer.get("expiresAt"))
@@ -80,11 +81,11 @@ class Scenario:
         token = self.tokens.get(workspace, {}).get(token_id)
         if token is not None:
             token.revoked = True
-            self.named[workspace] = token     # the next call tries the token just revoked
+            self.named[workspace] = token  # the next call tries the token just revoked
 
     def deleted(self, workspace: str) -> None:
         for token in self.tokens.get(workspace, {}).values():
-            token.revoked = True              # a deleted workspace's tokens are gone with it
+            token.revoked = True  # a deleted workspace's tokens are gone with it
 
 
 def error_body_problem(response) -> str | None:
@@ -111,7 +112,7 @@ def lifecycle_machine(schema, url: str, admin_token: str):
         def credential(self, case) -> Token | None:
             workspace = case.path_parameters.get("workspace")
             if workspace is None:
-                return None               # an admin route
+                return None  # an admin route
             return self.scenario.named.get(workspace)
 
         def get_call_kwargs(self, case) -> dict:
@@ -128,7 +129,7 @@ def lifecycle_machine(schema, url: str, admin_token: str):
                 answer = response.json()
                 workspace = answer["workspace"]["id"]
                 self.scenario.created.append(workspace)
-                self.scenario.tokens.pop(workspace, None)     # a new creation, new tokens
+                self.scenario.tokens.pop(workspace, None)  # a new creation, new tokens
                 self.scenario.issued(workspace, answer, "write")
             elif path.endswith("/tokens") and verb == "POST" and status == 201:
                 answer = response.json()
@@ -154,18 +155,29 @@ def lifecycle_machine(schema, url: str, admin_token: str):
                 if state == "refused":
                     assert status in (401, 429), (
                         f"{where}: a revoked or deleted workspace's token "
-                        f"({token.token_id}) was not refused: {response.text[:300]}")
+                        f"({token.token_id}) was not refused: {response.text[:300]}"
+                    )
                 elif state == "live":
-                    assert status not in (401, 429), f"{where}: a live token was refused: " \
-                                                     f"{response.text[:300]}"
+                    assert status not in (401, 429), (
+                        f"{where}: a live token was refused: {response.text[:300]}"
+                    )
                     if status == 403:
-                        assert (token.scope == "read" and method in WRITE_METHODS
-                                and response.json()["error"]["code"] == "insufficient_scope"), (
-                            f"{where}: {token.scope} token: {response.text[:300]}")
+                        assert (
+                            token.scope == "read"
+                            and method in WRITE_METHODS
+                            and response.json()["error"]["code"] == "insufficient_scope"
+                        ), f"{where}: {token.scope} token: {response.text[:300]}"
             self.exercised[f"{case.method} {case.operation.path} {status}"] += 1
-            case.validate_response(response, checks=[
-                not_a_server_error, status_code_conformance, content_type_conformance,
-                response_schema_conformance], transport_kwargs=kwargs or None)
+            case.validate_response(
+                response,
+                checks=[
+                    not_a_server_error,
+                    status_code_conformance,
+                    content_type_conformance,
+                    response_schema_conformance,
+                ],
+                transport_kwargs=kwargs or None,
+            )
 
         def teardown(self) -> None:
             with httpx.Client(base_url=url, headers=admin, timeout=REQUEST_TIMEOUT_S) as client:
@@ -175,17 +187,23 @@ def lifecycle_machine(schema, url: str, admin_token: str):
     return Lifecycle
 
 
-def walk_lifecycles(url: str, admin_token: str, scenarios: int,
-                    steps: int = LIFECYCLE_STEPS):
+def walk_lifecycles(url: str, admin_token: str, scenarios: int, steps: int = LIFECYCLE_STEPS):
     """Run the machine over the service at `url` (its live `/openapi.json`); returns what the
     checks saw (`Lifecycle.exercised`). Derandomized, and blind to the project's own constants:
     a failure replays with the same walk, in the suite or alone."""
     schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
     machine = lifecycle_machine(schema, url, admin_token)
     with without_local_constants():
-        machine.run(settings=settings(max_examples=scenarios, stateful_step_count=steps,
-                                      deadline=None, database=None, derandomize=True,
-                                      suppress_health_check=list(HealthCheck)))
+        machine.run(
+            settings=settings(
+                max_examples=scenarios,
+                stateful_step_count=steps,
+                deadline=None,
+                database=None,
+                derandomize=True,
+                suppress_health_check=list(HealthCheck),
+            )
+        )
     return machine.exercised
 
 

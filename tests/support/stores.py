@@ -1,4 +1,5 @@
 """Snapshot-store fixtures (a local directory, and S3 on the moto server), for every layer."""
+
 import pytest
 
 from minisphere.durability.stores import LocalDirSnapshotStore, S3SnapshotStore
@@ -11,8 +12,7 @@ def local_store(tmp_path):
 
 @pytest.fixture
 def s3_store(s3_endpoint, fresh_bucket):
-    return S3SnapshotStore(fresh_bucket, "snaps/", endpoint_url=s3_endpoint,
-                           region="us-east-1")
+    return S3SnapshotStore(fresh_bucket, "snaps/", endpoint_url=s3_endpoint, region="us-east-1")
 
 
 @pytest.fixture(params=["local", "s3"])

@@ -1,5 +1,6 @@
 """A stoppable TCP relay on loopback: an endpoint (e.g. the moto S3 server) that can go down
 and come back on the same port, to test "S3 unreachable, then back"."""
+
 from __future__ import annotations
 
 import contextlib

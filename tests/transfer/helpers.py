@@ -1,4 +1,5 @@
 """Helpers of the transfer tests: build workspaces through the engine and compare exports."""
+
 from __future__ import annotations
 
 import io
@@ -35,12 +36,16 @@ def table_dump(ws) -> dict:
         "entries": conn.execute(
             "SELECT id, content, source, created_at, updated_at, recall_count, importance_score,"
             " claim_tag, evidence_ref, status, kind, volatility, unclassified, content_hash,"
-            " stale_due_at, stale_since, stale_checked_at FROM entries ORDER BY seq").fetchall(),
+            " stale_due_at, stale_since, stale_checked_at FROM entries ORDER BY seq"
+        ).fetchall(),
         "tags": conn.execute("SELECT entry_id, tag FROM tags ORDER BY entry_id, tag").fetchall(),
-        "edges": conn.execute("SELECT src, dst, type, weight, provenance, metadata, created_at,"
-                              " updated_at FROM edges ORDER BY src, dst, type").fetchall(),
-        "revisions": conn.execute("SELECT entry_id, content, at, reason FROM revisions "
-                                  "ORDER BY entry_id, seq").fetchall(),   # per-entry order
+        "edges": conn.execute(
+            "SELECT src, dst, type, weight, provenance, metadata, created_at,"
+            " updated_at FROM edges ORDER BY src, dst, type"
+        ).fetchall(),
+        "revisions": conn.execute(
+            "SELECT entry_id, content, at, reason FROM revisions ORDER BY entry_id, seq"
+        ).fetchall(),  # per-entry order
         "fts": conn.execute("SELECT COUNT(*) FROM entries_fts_docsize").fetchone()[0],
         "count": conn.execute("SELECT value FROM counters WHERE name = 'entries'").fetchone()[0],
     }

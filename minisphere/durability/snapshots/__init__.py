@@ -23,6 +23,7 @@ the schema version and the entry count.
 Restoring a version is `durability/restores.py`. The package re-exports `list_snapshots`, which
 the ingress imports from it.
 """
+
 from minisphere.durability.snapshots.manifest import list_snapshots
 
 __all__ = ["list_snapshots"]

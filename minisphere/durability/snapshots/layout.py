@@ -1,5 +1,6 @@
 """Version names (`<UTC yyyymmddThhmmssmmmZ>-<seq:06d>`) and the store keys of a workspace's
 versions: `<workspace>/<version>.db.gz` and its manifest `<workspace>/<version>.json`."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -15,8 +16,9 @@ VERSION_PATTERN = re.compile(r"^(\d{8}T\d{9}Z)-(\d{6,})$")
 def version_seq(version: str) -> int:
     match = VERSION_PATTERN.fullmatch(version)
     if not match:
-        raise SnapshotNotFound(f"{version!r} is not a snapshot version (expected e.g. "
-                               "20260101T120000000Z-000001)")
+        raise SnapshotNotFound(
+            f"{version!r} is not a snapshot version (expected e.g. 20260101T120000000Z-000001)"
+        )
     return int(match.group(2))
 
 
@@ -44,7 +46,7 @@ def own_keys(store: SnapshotStore, workspace_id: str) -> list[str]:
     """The workspace's objects: directly under `<workspace>/`, not in a generation folder
     below it (those belong to other creations of the id; see `durability/generations.py`)."""
     prefix = f"{workspace_id}/"
-    return [key for key in store.list_keys(prefix) if "/" not in key[len(prefix):]]
+    return [key for key in store.list_keys(prefix) if "/" not in key[len(prefix) :]]
 
 
 def list_versions(store: SnapshotStore, workspace_id: str) -> list[str]:
@@ -57,5 +59,3 @@ def list_versions(store: SnapshotStore, workspace_id: str) -> list[str]:
             if VERSION_PATTERN.fullmatch(version):
                 found.append(version)
     return sorted(found, key=lambda v: (version_seq(v), v))
-
-

@@ -6,6 +6,7 @@ holds the sizes and digests of both files, every count is a non-negative integer
 `true` is not one) and every digest 64 lowercase hex digits. The manifest handed on is the
 stored mapping itself, every field kept.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,11 +29,19 @@ from minisphere.errors import (
 
 log = logging.getLogger("minisphere.snapshots")
 MANIFEST_REQUIRED = ("compressedBytes", "compressedSha256", "rawBytes", "rawSha256")
-MANIFEST_COUNTS = ("format", "seq", "schemaVersion", "entryCount", "rawBytes",
-                   "compressedBytes", "createdAtMs", "position")
+MANIFEST_COUNTS = (
+    "format",
+    "seq",
+    "schemaVersion",
+    "entryCount",
+    "rawBytes",
+    "compressedBytes",
+    "createdAtMs",
+    "position",
+)
 MANIFEST_DIGESTS = ("rawSha256", "compressedSha256")
 MANIFEST_COMPRESSION = "gzip"
-_SHOWN_VALUE_CHARS = 40                 # of a bad field's value, in the refusal
+_SHOWN_VALUE_CHARS = 40  # of a bad field's value, in the refusal
 # a version's manifest as stored: a JSON object, its fields checked by `SnapshotManifest` and
 # any others kept as they are (so it stays an open mapping, not a fixed shape)
 Manifest = dict[str, Any]
@@ -44,6 +53,7 @@ Digest = Annotated[str, Field(strict=True, pattern=r"^[0-9a-f]{64}$")]
 class SnapshotManifest(BaseModel):
     """The fields a manifest is checked for; the others are kept as they are, unchecked. The
     version and workspace it must describe come in the validation context."""
+
     # built on the first manifest read, not when a workspace actor imports this module (as the
     # engine's argument models are)
     model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
@@ -103,33 +113,40 @@ def check_manifest(manifest: Any, workspace_id: str, version: str) -> Manifest:
     """The manifest, or ValueError naming the first field that is missing or of the wrong
     type (counts are non-negative integers, digests 64 hex digits)."""
     try:
-        SnapshotManifest.model_validate(manifest, context={"version": version,
-                                                           "workspace": workspace_id})
+        SnapshotManifest.model_validate(
+            manifest, context={"version": version, "workspace": workspace_id}
+        )
     except ValidationError as exc:
         raise ValueError(_first_refusal(exc)) from None
-    return cast(Manifest, manifest)     # the model took it: a JSON object
+    return cast(Manifest, manifest)  # the model took it: a JSON object
 
 
 def read_manifest(store: SnapshotStore, workspace_id: str, version: str) -> Manifest:
     version_seq(version)
     try:
         raw = store.get_bytes(manifest_key(workspace_id, version), SNAPSHOT_MAX_MANIFEST_BYTES)
-    except SnapshotCorrupt as exc:                        # larger than a manifest can be
-        raise SnapshotCorrupt(f"snapshot {workspace_id}@{version}: unreadable manifest "
-                              f"({exc.message})") from None
+    except SnapshotCorrupt as exc:  # larger than a manifest can be
+        raise SnapshotCorrupt(
+            f"snapshot {workspace_id}@{version}: unreadable manifest ({exc.message})"
+        ) from None
     try:
         manifest = check_manifest(json.loads(raw), workspace_id, version)
-    except (ValueError, RecursionError) as exc:     # RecursionError: absurdly nested JSON
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
         why = exc if isinstance(exc, ValueError) else "nested too deeply"
-        raise SnapshotCorrupt(f"snapshot {workspace_id}@{version}: unreadable manifest ({why})") \
-            from None
+        raise SnapshotCorrupt(
+            f"snapshot {workspace_id}@{version}: unreadable manifest ({why})"
+        ) from None
     if manifest.get("format", 0) > SNAPSHOT_FORMAT_VERSION:
-        newer = (f"snapshot {workspace_id}@{version} has format {manifest['format']}; this "
-                 f"build reads up to {SNAPSHOT_FORMAT_VERSION}")
-        raise SnapshotError(newer, public_message=newer)       # names nothing of the deployment
+        newer = (
+            f"snapshot {workspace_id}@{version} has format {manifest['format']}; this "
+            f"build reads up to {SNAPSHOT_FORMAT_VERSION}"
+        )
+        raise SnapshotError(newer, public_message=newer)  # names nothing of the deployment
     if manifest.get("compression", MANIFEST_COMPRESSION) != MANIFEST_COMPRESSION:
-        raise SnapshotCorrupt(f"snapshot {workspace_id}@{version}: unreadable manifest "
-                              f"(compression {_shown(manifest['compression'])} is not gzip)")
+        raise SnapshotCorrupt(
+            f"snapshot {workspace_id}@{version}: unreadable manifest "
+            f"(compression {_shown(manifest['compression'])} is not gzip)"
+        )
     return manifest
 
 
@@ -146,6 +163,7 @@ def list_snapshots(store: SnapshotStore, workspace_id: str) -> list[Manifest]:
         except (SnapshotError, SnapshotNotFound) as exc:
             if exc.withholds_details:
                 log.warning("snapshot %s@%s not listed: %s", workspace_id, version, exc.message)
-            listed.append({"version": version, "workspace": workspace_id,
-                           "error": exc.message_for(TENANT)})
+            listed.append(
+                {"version": version, "workspace": workspace_id, "error": exc.message_for(TENANT)}
+            )
     return listed

@@ -1,6 +1,7 @@
 """The copy a snapshot stores: the live file copied with `VACUUM INTO` (one consistent read,
 no free pages, no old bytes in any page, idempotency answers past their keep time left out),
 then gzip-compressed."""
+
 from __future__ import annotations
 
 import contextlib
@@ -30,10 +31,11 @@ def compacted_copy(source_path: Path, target: Path) -> tuple[int, int, int]:
         try:
             dest.execute("PRAGMA journal_mode = DELETE")
             dest.execute("PRAGMA secure_delete = ON")
-            schema = dest.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
-                                  ).fetchone()[0]
+            schema = dest.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
+            ).fetchone()[0]
             _drop_expired_keys(dest)
-            with contextlib.suppress(db.OperationalError):   # a file before workspace_meta
+            with contextlib.suppress(db.OperationalError):  # a file before workspace_meta
                 mark_built_clean(dest)
             try:
                 entries = dest.execute("SELECT count(*) FROM entries").fetchone()[0]
@@ -49,14 +51,16 @@ def compacted_copy(source_path: Path, target: Path) -> tuple[int, int, int]:
 
 def _drop_expired_keys(copy: db.sqlite3.Connection) -> None:
     """Expired idempotency answers stay out of the stored copy (zeroed, not just unlinked)."""
-    with contextlib.suppress(db.OperationalError):   # a file from before idempotency keys
-        copy.execute("DELETE FROM idempotency_keys WHERE at < ?",
-                     (epoch_ms() - IDEMPOTENCY_KEEP_MS,))
+    with contextlib.suppress(db.OperationalError):  # a file from before idempotency keys
+        copy.execute(
+            "DELETE FROM idempotency_keys WHERE at < ?", (epoch_ms() - IDEMPOTENCY_KEEP_MS,)
+        )
 
 
 def compress(raw: Path, packed: Path) -> None:
-    with (raw.open("rb") as src, packed.open("wb") as out,
-          gzip.GzipFile(fileobj=out, mode="wb", compresslevel=SNAPSHOT_GZIP_LEVEL, mtime=0) as gz):
+    with (
+        raw.open("rb") as src,
+        packed.open("wb") as out,
+        gzip.GzipFile(fileobj=out, mode="wb", compresslevel=SNAPSHOT_GZIP_LEVEL, mtime=0) as gz,
+    ):
         shutil.copyfileobj(src, gz, SNAPSHOT_COPY_CHUNK_BYTES)
-
-

@@ -1,6 +1,7 @@
 """Deleting versions: all but the newest few after a snapshot, one version, or every version a
 store shows of a workspace. A manifest goes before its blob, so no listed version ever points
 at a missing blob."""
+
 from __future__ import annotations
 
 import logging
@@ -18,8 +19,9 @@ from minisphere.errors import SnapshotError
 log = logging.getLogger("minisphere.snapshots")
 
 
-def prune(store: SnapshotStore, workspace_id: str, keep: int,
-          versions: list[str] | None = None) -> list[str]:
+def prune(
+    store: SnapshotStore, workspace_id: str, keep: int, versions: list[str] | None = None
+) -> list[str]:
     """Delete all but the newest `keep` versions (manifest first). Failures are only logged."""
     versions = list_versions(store, workspace_id) if versions is None else versions
     doomed = versions[:-keep] if keep > 0 else []
@@ -42,7 +44,5 @@ def delete_visible_snapshots(store: SnapshotStore, workspace_id: str) -> int:
     that generation's; the store itself: the older layout's own); returns how many."""
     keys = own_keys(store, workspace_id)
     for key in sorted(keys, key=lambda k: not k.endswith(SNAPSHOT_MANIFEST_SUFFIX)):
-        store.delete(key)                 # manifests first: no version points at a lost blob
+        store.delete(key)  # manifests first: no version points at a lost blob
     return len(keys)
-
-

@@ -1,5 +1,6 @@
 """Taking a snapshot of a workspace file, and storing a self-contained database file as the
 workspace's next version (compressed blob first, its manifest last)."""
+
 from __future__ import annotations
 
 import json
@@ -30,9 +31,15 @@ from minisphere.settings import SNAPSHOT_KEEP_VERSIONS
 log = logging.getLogger("minisphere.snapshots")
 
 
-def take_snapshot(db_path: str | Path, store: SnapshotStore, workspace_id: str, *,
-                  reason: str = "manual", keep: int = SNAPSHOT_KEEP_VERSIONS,
-                  now_ms: int | None = None) -> Manifest:
+def take_snapshot(
+    db_path: str | Path,
+    store: SnapshotStore,
+    workspace_id: str,
+    *,
+    reason: str = "manual",
+    keep: int = SNAPSHOT_KEEP_VERSIONS,
+    now_ms: int | None = None,
+) -> Manifest:
     """Snapshot the live file at `db_path` into `store`; returns the manifest.
 
     Store failures raise `SnapshotStoreUnavailable`; nothing partial becomes a version (the
@@ -42,25 +49,42 @@ def take_snapshot(db_path: str | Path, store: SnapshotStore, workspace_id: str, 
     if not db_path.exists():
         raise SnapshotError(f"workspace {workspace_id} has no file at {db_path} to snapshot")
     started = time.perf_counter()
-    existing = list_versions(store, workspace_id)       # reaches the store first: fail fast
+    existing = list_versions(store, workspace_id)  # reaches the store first: fail fast
     with tempfile.TemporaryDirectory(prefix=".snapshot-", dir=db_path.parent) as folder:
         raw = Path(folder) / "copy.db"
         try:
             schema, entries, position = compacted_copy(db_path, raw)
         except db.DatabaseError as exc:
             raise SnapshotError(f"cannot copy workspace {workspace_id}: {exc}") from None
-        manifest = publish_file(raw, store, workspace_id, existing, reason=reason,
-                                schema=schema, entries=entries, now_ms=now_ms,
-                                position=position)
+        manifest = publish_file(
+            raw,
+            store,
+            workspace_id,
+            existing,
+            reason=reason,
+            schema=schema,
+            entries=entries,
+            now_ms=now_ms,
+            position=position,
+        )
     manifest["tookMs"] = round((time.perf_counter() - started) * 1e3, 3)
     if keep > 0:
         prune(store, workspace_id, keep, [*existing, manifest["version"]])
     return manifest
 
 
-def publish_file(raw: Path, store: SnapshotStore, workspace_id: str, existing: list[str], *,
-                 reason: str, schema: int, entries: int, now_ms: int | None = None,
-                 **extra: Any) -> Manifest:
+def publish_file(
+    raw: Path,
+    store: SnapshotStore,
+    workspace_id: str,
+    existing: list[str],
+    *,
+    reason: str,
+    schema: int,
+    entries: int,
+    now_ms: int | None = None,
+    **extra: Any,
+) -> Manifest:
     """Compress the self-contained database file `raw` and store it as the workspace's next
     version (after `existing`, its current versions); returns the manifest. `extra` fields
     go into the manifest as they are."""
@@ -73,19 +97,36 @@ def publish_file(raw: Path, store: SnapshotStore, workspace_id: str, existing: l
     try:
         packed_bytes, packed_sha = sized_sha256(packed)
         manifest: Manifest = {
-            "format": SNAPSHOT_FORMAT_VERSION, "workspace": workspace_id, "version": version,
-            "seq": seq, "createdAt": iso_utc(now_ms, milliseconds=True), "createdAtMs": now_ms,
-            "reason": reason, "schemaVersion": schema, "entryCount": entries,
-            "compression": "gzip", "rawBytes": raw_bytes, "rawSha256": raw_sha,
-            "compressedBytes": packed_bytes, "compressedSha256": packed_sha,
-            "blobKey": store.stored_key(blob_key(workspace_id, version)), **extra}
+            "format": SNAPSHOT_FORMAT_VERSION,
+            "workspace": workspace_id,
+            "version": version,
+            "seq": seq,
+            "createdAt": iso_utc(now_ms, milliseconds=True),
+            "createdAtMs": now_ms,
+            "reason": reason,
+            "schemaVersion": schema,
+            "entryCount": entries,
+            "compression": "gzip",
+            "rawBytes": raw_bytes,
+            "rawSha256": raw_sha,
+            "compressedBytes": packed_bytes,
+            "compressedSha256": packed_sha,
+            "blobKey": store.stored_key(blob_key(workspace_id, version)),
+            **extra,
+        }
         store.put_file(blob_key(workspace_id, version), packed)
-        store.put_bytes(manifest_key(workspace_id, version),
-                        json.dumps(manifest, sort_keys=True).encode())
+        store.put_bytes(
+            manifest_key(workspace_id, version), json.dumps(manifest, sort_keys=True).encode()
+        )
     finally:
         packed.unlink(missing_ok=True)
-    log.info("snapshot %s@%s (%s): %d entries, %d -> %d bytes", workspace_id, version, reason,
-             entries, raw_bytes, packed_bytes)
+    log.info(
+        "snapshot %s@%s (%s): %d entries, %d -> %d bytes",
+        workspace_id,
+        version,
+        reason,
+        entries,
+        raw_bytes,
+        packed_bytes,
+    )
     return manifest
-
-

@@ -5,6 +5,7 @@ spaces (weight 0.5), each hashed (blake2b, 8 bytes) to a bucket in [0, dim) with
 the sum is L2-normalized. Same text -> same vector on every machine and Python version; texts
 sharing many words or word pieces have a high cosine.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,7 +22,9 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def _bucket(feature: str, dim: int) -> tuple[int, float]:
-    digest = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+    digest = int.from_bytes(
+        hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little"
+    )
     return digest % dim, (1.0 if (digest >> 63) & 1 else -1.0)
 
 
@@ -35,7 +38,7 @@ class HashProvider:
         for word in _WORD.findall(text.lower()):
             feats.append(("w:" + word, WORD_WEIGHT))
             padded = f" {word} "
-            feats += [("c:" + padded[i:i + 3], TRIGRAM_WEIGHT) for i in range(len(padded) - 2)]
+            feats += [("c:" + padded[i : i + 3], TRIGRAM_WEIGHT) for i in range(len(padded) - 2)]
         return feats
 
     def embed(self, texts: list[str]) -> np.ndarray:

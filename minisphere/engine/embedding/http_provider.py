@@ -5,6 +5,7 @@ response `{"data": [{"index": i, "embedding": [...]}, ...]}`. Texts go in batche
 `batch_size`; each request has `timeout_s`. Rows are re-normalized locally (some servers do
 not normalize). Nothing is retried silently: a failure raises EmbeddingError.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,13 +16,20 @@ import numpy as np
 
 from minisphere.engine.embedding.base import EmbeddingError, check_output, l2_normalize
 
-HTTP_BATCH_SIZE = 64            # texts per request
-HTTP_TIMEOUT_S = 30.0           # per request (connect + read)
+HTTP_BATCH_SIZE = 64  # texts per request
+HTTP_TIMEOUT_S = 30.0  # per request (connect + read)
 
 
 class HttpProvider:
-    def __init__(self, url: str, model: str, dim: int, api_key: str | None = None,
-                 batch_size: int = HTTP_BATCH_SIZE, timeout_s: float = HTTP_TIMEOUT_S):
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        dim: int,
+        api_key: str | None = None,
+        batch_size: int = HTTP_BATCH_SIZE,
+        timeout_s: float = HTTP_TIMEOUT_S,
+    ):
         self.url = url.rstrip("/")
         self.endpoint = self.url if self.url.endswith("/embeddings") else self.url + "/embeddings"
         self.model = model
@@ -36,15 +44,18 @@ class HttpProvider:
     def _request(self, texts: list[str]) -> np.ndarray:
         # stdlib HTTP: the engine carries no HTTP client library of its own
         request = urllib.request.Request(
-            self.endpoint, method="POST", headers=self._headers,
-            data=json.dumps({"model": self.model, "input": texts}).encode("utf-8"))
+            self.endpoint,
+            method="POST",
+            headers=self._headers,
+            data=json.dumps({"model": self.model, "input": texts}).encode("utf-8"),
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 payload = response.read()
         except urllib.error.HTTPError as exc:
             body = exc.read()[:200].decode("utf-8", "replace")
             raise EmbeddingError(f"{self.name}: HTTP {exc.code}: {body}") from exc
-        except (urllib.error.URLError, OSError) as exc:   # refused, timed out, reset
+        except (urllib.error.URLError, OSError) as exc:  # refused, timed out, reset
             raise EmbeddingError(f"{self.name}: request to {self.endpoint} failed: {exc}") from exc
         try:
             data = sorted(json.loads(payload)["data"], key=lambda item: item["index"])
@@ -56,6 +67,8 @@ class HttpProvider:
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        parts = [self._request(texts[i:i + self.batch_size])
-                 for i in range(0, len(texts), self.batch_size)]
+        parts = [
+            self._request(texts[i : i + self.batch_size])
+            for i in range(0, len(texts), self.batch_size)
+        ]
         return l2_normalize(np.concatenate(parts))

@@ -6,6 +6,7 @@ faster and the vectors stay close to the float ones, but they are not the same v
 provider has its own name, so a workspace bound to `minilm` is never searched with these, and
 moves to this provider only by re-embedding every entry.
 """
+
 from __future__ import annotations
 
 import logging
@@ -35,7 +36,9 @@ def quantize_int8(model: bytes) -> bytes:
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
-        raise EmbeddingError(f"the minilm-int8 provider needs the optional vector extra: {EXTRA_INSTALL}") from exc
+        raise EmbeddingError(
+            f"the minilm-int8 provider needs the optional vector extra: {EXTRA_INSTALL}"
+        ) from exc
     root_logger = logging.getLogger()
     root_logger.addFilter(_without_preprocess_hint)
     # quantized at load, through a temporary file (the quantizer only writes files): about two
@@ -43,8 +46,12 @@ def quantize_int8(model: bytes) -> bytes:
     try:
         with tempfile.TemporaryDirectory(prefix="minilm-int8-") as tmp:
             out = Path(tmp) / "model-int8.onnx"
-            quantize_dynamic(onnx.load_from_string(model), out, per_channel=PER_CHANNEL,
-                             weight_type=QuantType.QInt8)
+            quantize_dynamic(
+                onnx.load_from_string(model),
+                out,
+                per_channel=PER_CHANNEL,
+                weight_type=QuantType.QInt8,
+            )
             return out.read_bytes()
     finally:
         root_logger.removeFilter(_without_preprocess_hint)

@@ -1,4 +1,5 @@
 """Retrieval arms. Each returns a ranked list of `Hit`s, best first."""
+
 from __future__ import annotations
 
 import contextlib
@@ -24,19 +25,21 @@ from minisphere.engine.rows import id_chunks
 @dataclass
 class Hit:
     id: str
-    score: float                       # arm-specific, higher is better
+    score: float  # arm-specific, higher is better
     detail: dict[str, Any] = field(default_factory=dict)
     # RERANK_COLUMNS' values, when the arm read the entry's row anyway (see rerank_row)
     row: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)
 
 
-TAG_SEPARATOR = "\x1f"   # tags are normalized text: they never hold a control character
+TAG_SEPARATOR = "\x1f"  # tags are normalized text: they never hold a control character
 # The entry columns the rerank factors read, tags folded into one value, over the alias `e`;
 # the content only as the short prefix the subject and brevity factors read
-RERANK_COLUMNS = ("e.updated_at, e.recall_count, e.importance_score, e.volatility, "
-                  f"(SELECT group_concat(t.tag, '{TAG_SEPARATOR}') FROM tags t WHERE t.entry_id = e.id), "
-                  f"substr(e.content, 1, {T.RERANK_PREFIX_CHARS})")
-RERANK_TAGS_AT = 4       # where the folded tags sit among RERANK_COLUMNS
+RERANK_COLUMNS = (
+    "e.updated_at, e.recall_count, e.importance_score, e.volatility, "
+    f"(SELECT group_concat(t.tag, '{TAG_SEPARATOR}') FROM tags t WHERE t.entry_id = e.id), "
+    f"substr(e.content, 1, {T.RERANK_PREFIX_CHARS})"
+)
+RERANK_TAGS_AT = 4  # where the folded tags sit among RERANK_COLUMNS
 
 
 class RerankRow(TypedDict):
@@ -51,13 +54,19 @@ class RerankRow(TypedDict):
 def rerank_row(values: Sequence[Any]) -> RerankRow:
     """RERANK_COLUMNS' values as the dict rerank_factors reads."""
     updated_at, recall_count, importance, volatility, tags, prefix = values
-    return {"updatedAt": updated_at, "recallCount": recall_count, "importance": importance,
-            "volatility": volatility, "tags": tags.split(TAG_SEPARATOR) if tags else [],
-            "prefix": prefix or ""}   # first word: the subject; length: brevity
+    return {
+        "updatedAt": updated_at,
+        "recallCount": recall_count,
+        "importance": importance,
+        "volatility": volatility,
+        "tags": tags.split(TAG_SEPARATOR) if tags else [],
+        "prefix": prefix or "",
+    }  # first word: the subject; length: brevity
 
 
-def _bm25(conn: Connection, expression: str, prefilter: Prefilter, limit: int
-          ) -> dict[str, tuple[float, int, tuple[Any, ...]]]:
+def _bm25(
+    conn: Connection, expression: str, prefilter: Prefilter, limit: int
+) -> dict[str, tuple[float, int, tuple[Any, ...]]]:
     """entry id -> (-bm25 (higher is better), seq, RERANK_COLUMNS values) for one FTS5
     expression, the prefilter applied. The rerank values come with the same read, so recall need
     not look these entries up again (rerank_row turns them into what rerank_factors reads)."""
@@ -66,13 +75,19 @@ def _bm25(conn: Connection, expression: str, prefilter: Prefilter, limit: int
         # read the head's rows (a little more than needed) and drop excluded ones here; fall back
         # to the joined query if too many of the head were dropped.
         depth = limit + T.KEYWORD_HEAD_MARGIN
-        head = conn.execute("SELECT rowid, bm25(entries_fts) AS s FROM entries_fts "
-                            "WHERE entries_fts MATCH ? ORDER BY s LIMIT ?",
-                            (expression, depth)).fetchall()
+        head = conn.execute(
+            "SELECT rowid, bm25(entries_fts) AS s FROM entries_fts "
+            "WHERE entries_fts MATCH ? ORDER BY s LIMIT ?",
+            (expression, depth),
+        ).fetchall()
         marks = ",".join("?" * len(head))
-        by_seq = {r[0]: r for r in conn.execute(
-            f"SELECT e.seq, e.id, e.status, {RERANK_COLUMNS} FROM entries e WHERE e.seq IN ({marks})",
-            [seq for seq, _ in head]).fetchall()}
+        by_seq = {
+            r[0]: r
+            for r in conn.execute(
+                f"SELECT e.seq, e.id, e.status, {RERANK_COLUMNS} FROM entries e WHERE e.seq IN ({marks})",
+                [seq for seq, _ in head],
+            ).fetchall()
+        }
         kept = []
         for seq, bm25 in head:
             r = by_seq.get(seq)
@@ -89,7 +104,8 @@ def _bm25(conn: Connection, expression: str, prefilter: Prefilter, limit: int
         f"SELECT e.id, bm25(entries_fts) AS s, e.seq, {RERANK_COLUMNS} FROM entries_fts "
         "JOIN entries e ON e.seq = entries_fts.rowid "
         f"WHERE entries_fts MATCH ? AND {where} ORDER BY s LIMIT ?",
-        [expression, *params, limit]).fetchall()
+        [expression, *params, limit],
+    ).fetchall()
     return {r[0]: (-r[1], r[2], r[3:]) for r in rows}
 
 
@@ -104,9 +120,15 @@ def _bm25_among(conn: Connection, expression: str, seqs: list[int]) -> dict[int,
     if not seqs:
         return {}
     wanted = set(seqs)
-    return {seq: -bm25 for seq, bm25 in conn.execute(
-        "SELECT rowid, bm25(entries_fts) AS s FROM entries_fts WHERE entries_fts MATCH ? "
-        "ORDER BY s LIMIT ?", (expression, T.PROXIMITY_SCAN_ROWS)) if seq in wanted}
+    return {
+        seq: -bm25
+        for seq, bm25 in conn.execute(
+            "SELECT rowid, bm25(entries_fts) AS s FROM entries_fts WHERE entries_fts MATCH ? "
+            "ORDER BY s LIMIT ?",
+            (expression, T.PROXIMITY_SCAN_ROWS),
+        )
+        if seq in wanted
+    }
 
 
 def bounded_document_frequency(conn: Connection, term: str, cap: int) -> int:
@@ -120,13 +142,19 @@ def bounded_document_frequencies(conn: Connection, terms: list[str], cap: int) -
         return {}
     sql = " UNION ALL ".join(
         f"SELECT {i}, (SELECT COUNT(*) FROM (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? "
-        "LIMIT ?))" for i in range(len(terms)))
+        "LIMIT ?))"
+        for i in range(len(terms))
+    )
     params = [value for term in terms for value in (quote(term), cap)]
     return {terms[i]: count for i, count in conn.execute(sql, params).fetchall()}
 
 
-def feedback_terms(conn: Connection, query_tokens: list[str], scores: dict[str, float],
-                   seqs: dict[str, int] | None = None) -> list[str]:
+def feedback_terms(
+    conn: Connection,
+    query_tokens: list[str],
+    scores: dict[str, float],
+    seqs: dict[str, int] | None = None,
+) -> list[str]:
     """Expansion terms from the best hits (pseudo-relevance feedback, RM3-like).
 
     weight(t) = sum over the FEEDBACK_DOCS best hits d of tf(t, d) / |d| × score(d) / best score;
@@ -140,13 +168,21 @@ def feedback_terms(conn: Connection, query_tokens: list[str], scores: dict[str, 
     if len(best) < T.FEEDBACK_MIN_HITS:
         return []
     marks = ",".join("?" * len(best))
-    if seqs is not None:   # by rowid, and only a prefix: the cost does not grow with entry size
-        by_seq = dict(conn.execute(f"SELECT seq, substr(content, 1, ?) FROM entries WHERE seq IN ({marks})",
-                                   [T.FEEDBACK_TEXT_CHARS, *(seqs[i] for i, _ in best)]).fetchall())
+    if seqs is not None:  # by rowid, and only a prefix: the cost does not grow with entry size
+        by_seq = dict(
+            conn.execute(
+                f"SELECT seq, substr(content, 1, ?) FROM entries WHERE seq IN ({marks})",
+                [T.FEEDBACK_TEXT_CHARS, *(seqs[i] for i, _ in best)],
+            ).fetchall()
+        )
         texts = {i: by_seq.get(seqs[i], "") for i, _ in best}
     else:
-        texts = dict(conn.execute(f"SELECT id, substr(content, 1, ?) FROM entries WHERE id IN ({marks})",
-                                  [T.FEEDBACK_TEXT_CHARS, *(i for i, _ in best)]).fetchall())
+        texts = dict(
+            conn.execute(
+                f"SELECT id, substr(content, 1, ?) FROM entries WHERE id IN ({marks})",
+                [T.FEEDBACK_TEXT_CHARS, *(i for i, _ in best)],
+            ).fetchall()
+        )
     query_stems = {stem(t) for t in query_tokens}
     top_score = best[0][1] or 1.0
     weights: dict[str, float] = {}
@@ -159,11 +195,13 @@ def feedback_terms(conn: Connection, query_tokens: list[str], scores: dict[str, 
             weights[term] = weights.get(term, 0.0) + score / top_score / len(terms)
         for term in set(terms):
             seen_in[term] = seen_in.get(term, 0) + 1
-    shortlist = sorted((t for t in weights if seen_in[t] >= 2),
-                       key=lambda t: -weights[t])[: T.FEEDBACK_SHORTLIST]
+    shortlist = sorted((t for t in weights if seen_in[t] >= 2), key=lambda t: -weights[t])[
+        : T.FEEDBACK_SHORTLIST
+    ]
     total = entry_count(conn) or 1
-    cap = min(T.FEEDBACK_MAX_DOC_CAP,
-              max(T.FEEDBACK_MIN_DOC_CAP, int(T.FEEDBACK_MAX_DOC_RATIO * total)))
+    cap = min(
+        T.FEEDBACK_MAX_DOC_CAP, max(T.FEEDBACK_MIN_DOC_CAP, int(T.FEEDBACK_MAX_DOC_RATIO * total))
+    )
     idf = {}
     for term, frequency in bounded_document_frequencies(conn, shortlist, cap).items():
         if 0 < frequency < cap:
@@ -172,7 +210,9 @@ def feedback_terms(conn: Connection, query_tokens: list[str], scores: dict[str, 
     return ranked[: T.FEEDBACK_TERMS]
 
 
-def _specific_query(conn: Connection, tokens: list[str], frequencies: dict[str, int] | None) -> bool:
+def _specific_query(
+    conn: Connection, tokens: list[str], frequencies: dict[str, int] | None
+) -> bool:
     """Every word of the query is rare: the hits are pinned down already, feedback is skipped."""
     if not frequencies or any(t not in frequencies for t in tokens):
         return False
@@ -180,10 +220,13 @@ def _specific_query(conn: Connection, tokens: list[str], frequencies: dict[str, 
     return all(frequencies[t] <= limit for t in tokens)
 
 
-def keyword_arm(conn: Connection, tokens: list[str], prefilter: Prefilter,
-                frequencies: dict[str, int] | None = None,
-                stopwatch: Callable[[], contextlib.AbstractContextManager[None]] | None = None
-                ) -> list[Hit]:
+def keyword_arm(
+    conn: Connection,
+    tokens: list[str],
+    prefilter: Prefilter,
+    frequencies: dict[str, int] | None = None,
+    stopwatch: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
+) -> list[Hit]:
     """FTS5 BM25 over the OR of the tokens (the words), plus two bounded additions:
 
     score = -bm25(words) - PROXIMITY_BOOST_WEIGHT × bm25(consecutive query terms near each other)
@@ -208,18 +251,30 @@ def keyword_arm(conn: Connection, tokens: list[str], prefilter: Prefilter,
     # the words' order, then the feedback's: a set union's order follows string hashing,
     # which differs per process, and equal scores then ranked differently from run to run
     for entry_id in [*words, *(i for i in feedback if i not in words)]:
-        detail = {"bm25": words.get(entry_id, 0.0), "proximity": proximity.get(entry_id, 0.0),
-                  "feedback": feedback.get(entry_id, 0.0)}
-        score = (words.get(entry_id, 0.0) + T.PROXIMITY_BOOST_WEIGHT * detail["proximity"]
-                 + T.FEEDBACK_WEIGHT * detail["feedback"])
+        detail = {
+            "bm25": words.get(entry_id, 0.0),
+            "proximity": proximity.get(entry_id, 0.0),
+            "feedback": feedback.get(entry_id, 0.0),
+        }
+        score = (
+            words.get(entry_id, 0.0)
+            + T.PROXIMITY_BOOST_WEIGHT * detail["proximity"]
+            + T.FEEDBACK_WEIGHT * detail["feedback"]
+        )
         hits.append(Hit(entry_id, score, detail, row_of.get(entry_id)))
     hits.sort(key=lambda h: -h.score)
     return hits[: T.KEYWORD_ROW_CAP]
 
 
-def _feedback_scores(conn: Connection, tokens: list[str], words: dict[str, float], seq_of: dict[str, int],
-                     row_of: dict[str, tuple[Any, ...]], prefilter: Prefilter,
-                     frequencies: dict[str, int] | None) -> dict[str, float]:
+def _feedback_scores(
+    conn: Connection,
+    tokens: list[str],
+    words: dict[str, float],
+    seq_of: dict[str, int],
+    row_of: dict[str, tuple[Any, ...]],
+    prefilter: Prefilter,
+    frequencies: dict[str, int] | None,
+) -> dict[str, float]:
     """-bm25 of the expansion terms per entry (pseudo-relevance feedback); rows it reads are
     added to `row_of`. Empty when feedback is off or every query word is rare."""
     if not (T.FEEDBACK_WEIGHT and words) or _specific_query(conn, tokens, frequencies):
@@ -227,8 +282,9 @@ def _feedback_scores(conn: Connection, tokens: list[str], words: dict[str, float
     expansion = feedback_terms(conn, tokens, words, seq_of)
     feedback: dict[str, float] = {}
     if expansion:
-        for entry_id, (score, _, row) in _bm25(conn, match_any(expansion), prefilter,
-                                               T.KEYWORD_ROW_CAP).items():
+        for entry_id, (score, _, row) in _bm25(
+            conn, match_any(expansion), prefilter, T.KEYWORD_ROW_CAP
+        ).items():
             feedback[entry_id] = score
             row_of.setdefault(entry_id, row)
     return feedback
@@ -237,10 +293,14 @@ def _feedback_scores(conn: Connection, tokens: list[str], words: dict[str, float
 def recency_arm(conn: Connection, prefilter: Prefilter) -> list[Hit]:
     """Newest first inside the prefilter: answers "what happened yesterday?" with no keywords."""
     where, params = prefilter.sql()
-    rows = conn.execute(f"SELECT e.id, e.created_at FROM entries e WHERE {where} "
-                        "ORDER BY e.created_at DESC, e.seq DESC LIMIT ?",
-                        [*params, T.KEYWORD_ROW_CAP]).fetchall()
-    return [Hit(entry_id, float(created_at), {"createdAt": created_at}) for entry_id, created_at in rows]
+    rows = conn.execute(
+        f"SELECT e.id, e.created_at FROM entries e WHERE {where} "
+        "ORDER BY e.created_at DESC, e.seq DESC LIMIT ?",
+        [*params, T.KEYWORD_ROW_CAP],
+    ).fetchall()
+    return [
+        Hit(entry_id, float(created_at), {"createdAt": created_at}) for entry_id, created_at in rows
+    ]
 
 
 # What the vector binding writes into an auto-link's metadata (engine/vectors/semantic.py,
@@ -249,15 +309,18 @@ AUTO_LINK_MARK = '"by": "auto-link"'
 _NOT_AUTO_LINK = "NOT (provenance = 'inferred' AND instr(coalesce(metadata, ''), ?) > 0)"
 
 
-def _level_edges(conn: Connection, frontier: list[str], limit: int) -> dict[str, list[tuple[str, float]]]:
+def _level_edges(
+    conn: Connection, frontier: list[str], limit: int
+) -> dict[str, list[tuple[str, float]]]:
     """(neighbour, edge weight) of each frontier node, both directions, its `limit` strongest
     edges first (newest first among equals), as `reads.neighbours_of` gives them -- for the
     whole level in one query (a query per node would dominate the graph arm's time). Without
     the binding's auto-links unless GRAPH_FOLLOWS_AUTO_LINKS."""
     if not frontier:
         return {}
-    skip, skip_params = ("", []) if T.GRAPH_FOLLOWS_AUTO_LINKS else (
-        f"AND {_NOT_AUTO_LINK}", [AUTO_LINK_MARK])
+    skip, skip_params = (
+        ("", []) if T.GRAPH_FOLLOWS_AUTO_LINKS else (f"AND {_NOT_AUTO_LINK}", [AUTO_LINK_MARK])
+    )
     rows = []
     for chunk, _ in id_chunks(frontier):
         rows += conn.execute(
@@ -269,31 +332,49 @@ def _level_edges(conn: Connection, frontier: list[str], limit: int) -> dict[str,
             "SELECT node, other, weight FROM (SELECT node, other, weight, ROW_NUMBER() OVER "
             "(PARTITION BY node ORDER BY weight DESC, updated_at DESC) AS n FROM s) "
             "WHERE n <= ? ORDER BY node, n",
-            [*chunk, *skip_params, *skip_params, limit]).fetchall()
+            [*chunk, *skip_params, *skip_params, limit],
+        ).fetchall()
     edges: dict[str, list[tuple[str, float]]] = {node: [] for node in frontier}
     for node, other, weight in rows:
         edges[node].append((other, weight))
     return edges
 
 
-def _followable(conn: Connection, frontier: list[str], level: dict[str, int], hop: int, where: str,
-                params: list[Any]) -> dict[str, list[tuple[str, float]]]:
+def _followable(
+    conn: Connection,
+    frontier: list[str],
+    level: dict[str, int],
+    hop: int,
+    where: str,
+    params: list[Any],
+) -> dict[str, list[tuple[str, float]]]:
     """Per node of the frontier, (neighbour, edge weight) that hop `hop` may follow: not
     reached on an earlier level than the parent's, and passing the prefilter -- checked for
     the whole level in one query (not one per node: the arm's cost follows its levels). Nodes
     this hop reaches get level `hop`, which passes, so deciding up front is the same as
     deciding node by node."""
     edges = _level_edges(conn, frontier, T.GRAPH_FANOUT_PER_NODE)
-    candidates = {node: [(other, weight) for other, weight in edges[node]
-                         if level.get(other, hop) >= hop - 1 and other != node]
-                  for node in frontier}
+    candidates = {
+        node: [
+            (other, weight)
+            for other, weight in edges[node]
+            if level.get(other, hop) >= hop - 1 and other != node
+        ]
+        for node in frontier
+    }
     wanted = list({other for pairs in candidates.values() for other, _ in pairs})
     allowed: set[str] = set()
     for chunk, marks in id_chunks(wanted):
-        allowed.update(r[0] for r in conn.execute(
-            f"SELECT e.id FROM entries e WHERE e.id IN ({marks}) AND {where}", chunk + params))
-    return {node: [(other, weight) for other, weight in pairs if other in allowed]
-            for node, pairs in candidates.items()}
+        allowed.update(
+            r[0]
+            for r in conn.execute(
+                f"SELECT e.id FROM entries e WHERE e.id IN ({marks}) AND {where}", chunk + params
+            )
+        )
+    return {
+        node: [(other, weight) for other, weight in pairs if other in allowed]
+        for node, pairs in candidates.items()
+    }
 
 
 def graph_arm(conn: Connection, seeds: list[Hit], hops: int, prefilter: Prefilter) -> list[Hit]:
@@ -319,7 +400,7 @@ def graph_arm(conn: Connection, seeds: list[Hit], hops: int, prefilter: Prefilte
         return []
     top = max(h.score for h in seeds) or 1.0
     base = {h.id: h.score / top for h in seeds}
-    level = dict.fromkeys(base, 0)          # BFS distance of every node taken so far
+    level = dict.fromkeys(base, 0)  # BFS distance of every node taken so far
     support: dict[str, float] = {}
     via: dict[str, tuple[str, float]] = {}  # strongest single contributor
     frontier = [h.id for h in seeds]
@@ -336,7 +417,7 @@ def graph_arm(conn: Connection, seeds: list[Hit], hops: int, prefilter: Prefilte
                     level[other] = hop
                     reached.append(other)
                 elif level[other] == hop - 1 and hop > 1:
-                    continue        # a sibling on the parent's own level: not a new path
+                    continue  # a sibling on the parent's own level: not a new path
                 gift = T.GRAPH_HOP_DECAY * weight * giving
                 support[other] = support.get(other, 0.0) + gift
                 if gift > via.get(other, (None, 0.0))[1]:
@@ -346,7 +427,9 @@ def graph_arm(conn: Connection, seeds: list[Hit], hops: int, prefilter: Prefilte
         frontier = reached
         if not frontier:
             break
-    hits = [Hit(node, min(score, T.GRAPH_SUPPORT_MAX), {"hop": level[node], "via": via[node][0]})
-            for node, score in support.items()]
+    hits = [
+        Hit(node, min(score, T.GRAPH_SUPPORT_MAX), {"hop": level[node], "via": via[node][0]})
+        for node, score in support.items()
+    ]
     hits.sort(key=lambda h: -h.score)
     return hits

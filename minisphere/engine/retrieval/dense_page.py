@@ -13,6 +13,7 @@ the item's `score` and `breakdown.final` show.
 Off at weight 0; it never runs where fusion gave the dense arm a say (passages, mostly).
 Cosines are exact (the pool's stored vectors), not the KNN's.
 """
+
 from __future__ import annotations
 
 from minisphere.engine.retrieval import tuning as T
@@ -26,4 +27,3 @@ def cosine_keys(final_of: dict[str, float], cosine_of: dict[str, float]) -> dict
     floor = min(cosine_of.values(), default=0.0)
     weight = T.HYBRID_PAGE_COSINE_WEIGHT
     return {i: final / scale + weight * cosine_of.get(i, floor) for i, final in final_of.items()}
-

@@ -59,6 +59,7 @@ Guarantees (tests/engine/retrieval/test_fusion_rerank.py): an empty or flat lexi
 the dense order untouched; an empty vector arm, one giving every candidate the same cosine, or
 one whose head the lexical arm does not back, leaves the lexical order untouched.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -68,8 +69,8 @@ from typing import Any
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.arms import Hit
 
-FLAT_COSINE_SPREAD = 1e-9   # cosines of the vector arm's hits closer than this are all equal
-Slot = dict[str, Any]   # {"fused": float, "arms": {arm: {"rank", "score", **detail, "rrf": share}}}
+FLAT_COSINE_SPREAD = 1e-9  # cosines of the vector arm's hits closer than this are all equal
+Slot = dict[str, Any]  # {"fused": float, "arms": {arm: {"rank", "score", **detail, "rrf": share}}}
 
 
 def _slots(arms: dict[str, list[Hit]]) -> dict[str, Slot]:
@@ -81,8 +82,9 @@ def _slots(arms: dict[str, list[Hit]]) -> dict[str, Slot]:
     return slots
 
 
-def lexical_scores(keyword: list[Hit], graph: list[Hit], tag: list[Hit] | None = None
-                   ) -> dict[str, dict[str, float]]:
+def lexical_scores(
+    keyword: list[Hit], graph: list[Hit], tag: list[Hit] | None = None
+) -> dict[str, dict[str, float]]:
     """id -> {"keyword": share, "graph": share, "tag": share}: the terms of lexical(d)."""
     best = keyword[0].score if keyword and keyword[0].score > 0 else 1.0
     shares: dict[str, dict[str, float]] = {}
@@ -149,8 +151,9 @@ def agreement_floor(support: float, head_margin: float) -> float:
 def fuse(arms: dict[str, list[Hit]]) -> dict[str, Slot]:
     """Zero-binding fusion: the lexical score, or the recency list's reciprocal rank."""
     slots = _slots(arms)
-    for entry_id, shares in lexical_scores(arms.get("keyword", []), arms.get("graph", []),
-                                           arms.get("tag")).items():
+    for entry_id, shares in lexical_scores(
+        arms.get("keyword", []), arms.get("graph", []), arms.get("tag")
+    ).items():
         slot = slots[entry_id]
         for arm, share in shares.items():
             slot["arms"][arm]["rrf"] = share
@@ -165,8 +168,12 @@ def fuse(arms: dict[str, list[Hit]]) -> dict[str, Slot]:
 Refine = Callable[[list[str]], list[Hit]]
 
 
-def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any] | None = None,
-                names_subject: bool = False) -> dict[str, Slot]:
+def fuse_hybrid(
+    arms: dict[str, list[Hit]],
+    refine: Refine,
+    info: dict[str, Any] | None = None,
+    names_subject: bool = False,
+) -> dict[str, Slot]:
     """Hybrid fusion over the keyword, graph and vector arms (cosine hits, best first).
 
     `refine(head ids)` runs the vector arm again with the query moved towards the head's
@@ -179,7 +186,7 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any]
     query names a word too common in this workspace to search (query_text.subject_terms); with
     HYBRID_SUBJECT_LEXICAL_LED the lexical order is then kept.
     """
-    if not arms.get("vector"):    # no vector evidence at all: the lexical ranking as it is
+    if not arms.get("vector"):  # no vector evidence at all: the lexical ranking as it is
         return fuse({k: v for k, v in arms.items() if k != "vector"})
     shares = lexical_scores(arms.get("keyword", []), arms.get("graph", []), arms.get("tag"))
     lexical = {entry_id: sum(s.values()) for entry_id, s in shares.items()}
@@ -187,15 +194,21 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any]
     margin = lexical_margin(list(lexical.values())) if best > 0 else 0.0
     subject_led = names_subject and T.HYBRID_SUBJECT_LEXICAL_LED
     plain = {h.id: h.score for h in arms["vector"]}
-    a, support, head_margin = _judged_share(lexical_share(margin), best, margin, lexical, plain,
-                                            subject_led)
+    a, support, head_margin = _judged_share(
+        lexical_share(margin), best, margin, lexical, plain, subject_led
+    )
     if info is not None:
-        info.update(lexicalShare=a, lexicalMargin=margin, support=support, denseMargin=head_margin,
-                    subjectLed=subject_led and a >= 1.0)
+        info.update(
+            lexicalShare=a,
+            lexicalMargin=margin,
+            support=support,
+            denseMargin=head_margin,
+            subjectLed=subject_led and a >= 1.0,
+        )
     blend = _Blend(lexical, best, a, set(plain))
     candidates = list(dict.fromkeys([*lexical, *plain]))
     first_cos = _cosines_used(plain, candidates)
-    final_cos = first_cos       # without a feedback round, the first round's cosines stand
+    final_cos = first_cos  # without a feedback round, the first round's cosines stand
     # with no say for the dense arm its feedback round could not change the order: skip the KNN
     # (and the first round's order it would start from)
     if a < 1.0:
@@ -209,9 +222,13 @@ def fuse_hybrid(arms: dict[str, list[Hit]], refine: Refine, info: dict[str, Any]
     return _hybrid_slots(arms, shares, blend, first_cos, final_cos)
 
 
-def _hybrid_slots(arms: dict[str, list[Hit]], shares: dict[str, dict[str, float]],
-                  blend: _Blend, first_cos: dict[str, float], final_cos: dict[str, float]
-                  ) -> dict[str, Slot]:
+def _hybrid_slots(
+    arms: dict[str, list[Hit]],
+    shares: dict[str, dict[str, float]],
+    blend: _Blend,
+    first_cos: dict[str, float],
+    final_cos: dict[str, float],
+) -> dict[str, Slot]:
     """The fused slots, best first: every arm's `rrf` its share of `fused`; the vector arm's
     `cosine` the first round's (its lowest for an entry it did not return), `score` and `rank`
     the final round's."""
@@ -226,9 +243,12 @@ def _hybrid_slots(arms: dict[str, list[Hit]], shares: dict[str, dict[str, float]
         slot["fused"] = fused[entry_id]
         for arm, share in shares.get(entry_id, {}).items():
             slot["arms"][arm]["rrf"] = a * share / best
-        slot["arms"]["vector"] = {"rank": rank_of[entry_id], "score": final_cos[entry_id],
-                                  "cosine": first_cos.get(entry_id, first_floor),
-                                  "rrf": (1 - a) * final_cos[entry_id]}
+        slot["arms"]["vector"] = {
+            "rank": rank_of[entry_id],
+            "score": final_cos[entry_id],
+            "cosine": first_cos.get(entry_id, first_floor),
+            "rrf": (1 - a) * final_cos[entry_id],
+        }
         out[entry_id] = slot
     return out
 
@@ -243,6 +263,7 @@ def _cosines_used(cos: dict[str, float], candidates: list[str]) -> dict[str, flo
 class _Blend:
     """The lexical arms' scores blended with cosines at lexical share `a`; `returned`: what
     the vector arm returned in the current round (an imputed cosine ranks after it)."""
+
     lexical: dict[str, float]
     best: float
     a: float
@@ -250,29 +271,37 @@ class _Blend:
 
     def combine(self, cos: dict[str, float]) -> dict[str, float]:
         a, best, lexical = self.a, self.best, self.lexical
-        return {i: (a * lexical.get(i, 0.0) / best if best > 0 else 0.0) + (1 - a) * c
-                for i, c in cos.items()}
+        return {
+            i: (a * lexical.get(i, 0.0) / best if best > 0 else 0.0) + (1 - a) * c
+            for i, c in cos.items()
+        }
 
     def ranked(self, scores: dict[str, float]) -> list[str]:
         # ties (an imputed cosine ties the lowest returned one): the arm that has a say first
         lexical, returned = self.lexical, self.returned
         if self.a > 0:
-            return sorted(scores, key=lambda i: (-scores[i], -lexical.get(i, 0.0),
-                                                 i not in returned))
-        return sorted(scores, key=lambda i: (-scores[i], i not in returned,
-                                             -lexical.get(i, 0.0)))
+            return sorted(
+                scores, key=lambda i: (-scores[i], -lexical.get(i, 0.0), i not in returned)
+            )
+        return sorted(scores, key=lambda i: (-scores[i], i not in returned, -lexical.get(i, 0.0)))
 
 
-def _judged_share(a: float, best: float, margin: float, lexical: dict[str, float],
-                  plain: dict[str, float], subject_led: bool) -> tuple[float, float, float]:
+def _judged_share(
+    a: float,
+    best: float,
+    margin: float,
+    lexical: dict[str, float],
+    plain: dict[str, float],
+    subject_led: bool,
+) -> tuple[float, float, float]:
     """The lexical share `a` once the vector arm's head is judged; with what it was judged by
     (the lexical arm's support of that head, and the head's own margin)."""
     support, head_margin = dense_head_support(lexical, plain), dense_margin(plain)
     if best > 0 and max(plain.values()) - min(plain.values()) <= FLAT_COSINE_SPREAD:
-        a = 1.0   # every entry equally close to the query: the vector arm tells nothing apart
+        a = 1.0  # every entry equally close to the query: the vector arm tells nothing apart
     elif margin > 0 and subject_led:
-        a = 1.0   # the subject factor ranks the named subject's entries; the cosine cannot
-    elif margin > 0:   # a dense head the lexical arm does not back is off the query's topic
+        a = 1.0  # the subject factor ranks the named subject's entries; the cosine cannot
+    elif margin > 0:  # a dense head the lexical arm does not back is off the query's topic
         # (a lexical head with no spread at all tells nothing apart: there the dense order stands)
         a = max(a, agreement_floor(support, head_margin))
     return a, support, head_margin

@@ -8,6 +8,7 @@ vanish as separators.
 Rare-term distillation drops English stop words and terms that occur in so many entries of this
 workspace that they cannot discriminate — unless that would leave nothing to search.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -25,7 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover - types only
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
-STOP_WORDS = frozenset("""
+STOP_WORDS = frozenset(
+    """
 a about above after again against all am an and any are as at be because been before being below
 between both but by can could did do does doing down during each few for from further had has have
 having he her here hers herself him himself his how i if in into is it its itself just me more most
@@ -36,7 +38,8 @@ would you your yours yourself yourselves also may might must shall us let get go
 tell know think please anything something thing things one ones
 s t d ll re ve m
 happen happened happens happening
-""".split())
+""".split()
+)
 
 _stemmer = snowballstemmer.stemmer("porter")
 
@@ -56,7 +59,7 @@ def tokenize(text: str) -> list[str]:
 
 @lru_cache(maxsize=65536)
 def _porter(token: str) -> str:
-    stemmed: str = _stemmer.stemWord(token)      # snowballstemmer has no type information
+    stemmed: str = _stemmer.stemWord(token)  # snowballstemmer has no type information
     return stemmed
 
 
@@ -79,8 +82,9 @@ def plain_terms(text: str) -> list[str]:
     return [t for t in tokenize(text) if t not in STOP_WORDS]
 
 
-def distill(conn: Connection, tokens: list[str], entry_count: int,
-            frequencies: dict[str, int] | None = None) -> tuple[list[str], list[str]]:
+def distill(
+    conn: Connection, tokens: list[str], entry_count: int, frequencies: dict[str, int] | None = None
+) -> tuple[list[str], list[str]]:
     """Split query tokens into (kept, dropped). Order of first appearance is kept.
     `frequencies`, if given, receives the document frequency of each non-stop token looked up
     (nothing in a workspace too small to judge)."""
@@ -101,8 +105,11 @@ def distill(conn: Connection, tokens: list[str], entry_count: int,
 
 def document_frequency(conn: Connection, stems: list[str]) -> dict[str, int]:
     marks = ",".join("?" * len(stems))
-    return dict(conn.execute(f"SELECT term, doc FROM entries_fts_vocab WHERE term IN ({marks})",
-                             stems).fetchall())
+    return dict(
+        conn.execute(
+            f"SELECT term, doc FROM entries_fts_vocab WHERE term IN ({marks})", stems
+        ).fetchall()
+    )
 
 
 def first_term(text: str) -> str:

@@ -9,6 +9,7 @@ Nothing is cached: every call recomputes every score. recall itself only reads (
 read-only connection); the returned entries' recall_count + 1 is the follow-up write
 `note_recalled`, which never touches updated_at (using a fact is not confirming it).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -67,7 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only: the vector binding's code lo
 
 # a bound recall's vector arm, or one whose query vector is still being embedded
 AnyVectorArm: TypeAlias = "VectorArm | DeferredVectorArm | None"
-Scored = tuple[str, float, RerankRow]      # (id, final score, rerank row): a reranked candidate
+Scored = tuple[str, float, RerankRow]  # (id, final score, rerank row): a reranked candidate
 
 
 class _Timer:
@@ -78,7 +79,7 @@ class _Timer:
     def __init__(self) -> None:
         self.marks: dict[str, float] = {}
         self._last = time.perf_counter()
-        self._parted = 0.0            # seconds of the current lap already booked to a part
+        self._parted = 0.0  # seconds of the current lap already booked to a part
 
     def lap(self, name: str) -> None:
         now = time.perf_counter()
@@ -105,20 +106,34 @@ def _rerank_rows(conn: Connection, ids: list[str]) -> dict[str, RerankRow]:
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
-    return {r[0]: rerank_row(r[1:]) for r in conn.execute(
-        f"SELECT e.id, {RERANK_COLUMNS} FROM entries e WHERE e.id IN ({marks})", ids).fetchall()}
+    return {
+        r[0]: rerank_row(r[1:])
+        for r in conn.execute(
+            f"SELECT e.id, {RERANK_COLUMNS} FROM entries e WHERE e.id IN ({marks})", ids
+        ).fetchall()
+    }
 
 
 def max_rerank_boost() -> float:
     """No rerank factor lifts a score by more than this (decay, rolledUp and brevity only
     lower it)."""
-    return ((1 + T.RECALL_BOOST_MAX) * (1 + T.IMPORTANCE_BOOST_MAX)
-            * (1 + T.TAG_OVERLAP_BOOST_MAX) * (1 + T.SUBJECT_BOOST_MAX))
+    return (
+        (1 + T.RECALL_BOOST_MAX)
+        * (1 + T.IMPORTANCE_BOOST_MAX)
+        * (1 + T.TAG_OVERLAP_BOOST_MAX)
+        * (1 + T.SUBJECT_BOOST_MAX)
+    )
 
 
-def _rerank(conn: Connection, fused: dict[str, Slot], known: dict[str, tuple[Any, ...]],
-            now_ms: int, query_stems: set[str], subjects: frozenset[str], pool_size: int
-            ) -> list[Scored]:
+def _rerank(
+    conn: Connection,
+    fused: dict[str, Slot],
+    known: dict[str, tuple[Any, ...]],
+    now_ms: int,
+    query_stems: set[str],
+    subjects: frozenset[str],
+    pool_size: int,
+) -> list[Scored]:
     """(id, final, rerank row), best first, for every candidate that can reach the MMR pool.
 
     Candidates are taken in fused order; once the pool is full, one whose fused score times the
@@ -127,10 +142,10 @@ def _rerank(conn: Connection, fused: dict[str, Slot], known: dict[str, tuple[Any
     """
     order = sorted(fused, key=lambda i: -fused[i]["fused"])
     scored: list[Scored] = []
-    finals: list[float] = []           # min-heap of the pool's finals
+    finals: list[float] = []  # min-heap of the pool's finals
     boost = max_rerank_boost()
     for start in range(0, len(order), 2 * pool_size):
-        chunk = order[start:start + 2 * pool_size]
+        chunk = order[start : start + 2 * pool_size]
         light = _rerank_rows(conn, [i for i in chunk if i not in known])
         light.update((i, rerank_row(known[i])) for i in chunk if i in known)
         for entry_id in chunk:
@@ -140,8 +155,9 @@ def _rerank(conn: Connection, fused: dict[str, Slot], known: dict[str, tuple[Any
             if entry_id not in light:
                 continue
             slot = fused[entry_id]
-            final = slot["fused"] * rerank_product(light[entry_id], now_ms, query_stems, subjects,
-                                                   lexical_part(slot))
+            final = slot["fused"] * rerank_product(
+                light[entry_id], now_ms, query_stems, subjects, lexical_part(slot)
+            )
             scored.append((entry_id, final, light[entry_id]))
             if len(finals) < pool_size:
                 heapq.heappush(finals, final)
@@ -155,8 +171,11 @@ def _prefixes(conn: Connection, ids: list[str], chars: int) -> dict[str, str]:
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
-    return dict(conn.execute(f"SELECT id, substr(content, 1, ?) FROM entries WHERE id IN ({marks})",
-                             [chars, *ids]).fetchall())
+    return dict(
+        conn.execute(
+            f"SELECT id, substr(content, 1, ?) FROM entries WHERE id IN ({marks})", [chars, *ids]
+        ).fetchall()
+    )
 
 
 # the entry columns with the content cut to what the snippet budget can show (one past it, so a
@@ -165,38 +184,54 @@ _SNIPPET_COLUMNS = ENTRY_COLUMNS.replace("content,", "substr(content, 1, ?),", 1
 assert _SNIPPET_COLUMNS != ENTRY_COLUMNS
 
 
-def _hydrate(conn: Connection, ids: list[str], now_ms: int, full: bool
-             ) -> dict[str, tuple[Entry, int]]:
+def _hydrate(
+    conn: Connection, ids: list[str], now_ms: int, full: bool
+) -> dict[str, tuple[Entry, int]]:
     """The returned entries only, each with its whole content's length. Without `full`, content
     is read up to the snippet budget."""
     if not ids:
         return {}
     if full:
-        return {i: (entry, len(entry["content"]))
-                for i, entry in entries_by_id(conn, ids, now_ms).items()}
+        return {
+            i: (entry, len(entry["content"]))
+            for i, entry in entries_by_id(conn, ids, now_ms).items()
+        }
     marks = ",".join("?" * len(ids))
     rows = conn.execute(
         f"SELECT {_SNIPPET_COLUMNS}, length(content), (SELECT group_concat(t.tag, "
         f"'{TAG_SEPARATOR}') FROM tags t WHERE t.entry_id = entries.id) FROM entries "
-        f"WHERE id IN ({marks})", [T.SNIPPET_TOP_CHARS + 1, *ids]).fetchall()
-    return {row[0]: (entry_dict(row, sorted(row[-1].split(TAG_SEPARATOR)) if row[-1] else [],
-                                 now_ms), row[-2])
-            for row in rows}
+        f"WHERE id IN ({marks})",
+        [T.SNIPPET_TOP_CHARS + 1, *ids],
+    ).fetchall()
+    return {
+        row[0]: (
+            entry_dict(row, sorted(row[-1].split(TAG_SEPARATOR)) if row[-1] else [], now_ms),
+            row[-2],
+        )
+        for row in rows
+    }
 
 
-def _lexical_led_pool(conn: Connection, scored: list[Scored], vector_arm: VectorArm,
-                      pool_size: int) -> list[Scored]:
+def _lexical_led_pool(
+    conn: Connection, scored: list[Scored], vector_arm: VectorArm, pool_size: int
+) -> list[Scored]:
     """The MMR pool of a recall whose fusion left the lexical order alone, re-scored with the
     cosine (dense_page.cosine_keys): (id, key, rerank row), best first."""
     pool = scored[:pool_size]
     if T.HYBRID_PAGE_COSINE_WEIGHT <= 0 or len(pool) < 2:
         return pool
-    keys = cosine_keys({i: final for i, final, _ in pool}, vector_arm.cosines(conn, [i for i, _, _ in pool]))
+    keys = cosine_keys(
+        {i: final for i, final, _ in pool}, vector_arm.cosines(conn, [i for i, _, _ in pool])
+    )
     return sorted(((i, keys[i], row) for i, _, row in pool), key=lambda s: -s[1])
 
 
-def _search_terms(conn: Connection, tokens: list[str], frequencies: dict[str, int],
-                  substitutes: dict[str, list[str]]) -> tuple[list[str], list[str]]:
+def _search_terms(
+    conn: Connection,
+    tokens: list[str],
+    frequencies: dict[str, int],
+    substitutes: dict[str, list[str]],
+) -> tuple[list[str], list[str]]:
     """distill's (kept, dropped), with the stand-ins of words no entry contains searched beside
     them (respell.py; `substitutes` receives them)."""
     terms, dropped = distill(conn, tokens, entry_count(conn), frequencies) if tokens else ([], [])
@@ -206,8 +241,13 @@ def _search_terms(conn: Connection, tokens: list[str], frequencies: dict[str, in
     return terms, dropped
 
 
-def _rewrite(conn: Connection, args: RecallArgs, now_ms: int, frequencies: dict[str, int],
-             substitutes: dict[str, list[str]]) -> tuple[str, TimeBounds, list[str], list[str]]:
+def _rewrite(
+    conn: Connection,
+    args: RecallArgs,
+    now_ms: int,
+    frequencies: dict[str, int],
+    substitutes: dict[str, list[str]],
+) -> tuple[str, TimeBounds, list[str], list[str]]:
     if not args.query.strip():
         raise InvalidArgument("recall: query must not be empty")
     text, bounds = extract_time_bounds(args.query, now_ms)
@@ -222,25 +262,26 @@ def _rewrite(conn: Connection, args: RecallArgs, now_ms: int, frequencies: dict[
 def _tag_hits(conn: Connection, arms: dict[str, list[Hit]], prefilter: Prefilter) -> list[Hit]:
     """The tag arm over what the keyword and graph arms found (tag_support.py)."""
     keyword = arms.get("keyword", [])
-    return tag_arm(conn, keyword, [h.id for h in [*keyword, *arms.get("graph", [])]],
-                   prefilter.tag)
+    return tag_arm(conn, keyword, [h.id for h in [*keyword, *arms.get("graph", [])]], prefilter.tag)
 
 
 @dataclass
 class Gathered:
     """The query as recall read it, and the arms run on it."""
+
     arms: dict[str, list[Hit]]
     prefilter: Prefilter
     terms: list[str]
-    dropped: list[str]                    # query words too common to search
-    text: str                             # the query rewritten (time phrases out)
+    dropped: list[str]  # query words too common to search
+    text: str  # the query rewritten (time phrases out)
     bounds: TimeBounds
-    relaxed: bool                         # the time bounds were dropped: they matched nothing
-    vector_arm: AnyVectorArm              # the vector arm that ran (None: none)
-    substitutes: dict[str, list[str]]     # stand-ins searched for unknown words
+    relaxed: bool  # the time bounds were dropped: they matched nothing
+    vector_arm: AnyVectorArm  # the vector arm that ran (None: none)
+    substitutes: dict[str, list[str]]  # stand-ins searched for unknown words
 
-    def query_used(self, args: RecallArgs, fusion_info: dict[str, Any], lexical_led: bool
-                   ) -> QueryUsed:
+    def query_used(
+        self, args: RecallArgs, fusion_info: dict[str, Any], lexical_led: bool
+    ) -> QueryUsed:
         bounds = self.bounds
         used: QueryUsed = {
             "original": args.query,
@@ -249,25 +290,28 @@ class Gathered:
             "droppedTerms": self.dropped,
             "standIns": self.substitutes,
             "timePhrases": bounds.phrases,
-            "since": bounds.since_ms, "until": bounds.until_ms,
-            "sinceIso": _iso_or_none(bounds.since_ms), "untilIso": _iso_or_none(bounds.until_ms),
+            "since": bounds.since_ms,
+            "until": bounds.until_ms,
+            "sinceIso": _iso_or_none(bounds.since_ms),
+            "untilIso": _iso_or_none(bounds.until_ms),
             "boundsRelaxed": self.relaxed,
             "filters": {"kind": args.kind, "tag": self.prefilter.tag},
             "arms": {name: len(hits) for name, hits in self.arms.items()},
         }
-        if fusion_info:     # how the hybrid weighed its arms for this query (the vector arm ran)
+        if fusion_info:  # how the hybrid weighed its arms for this query (the vector arm ran)
             used["fusion"] = cast("FusionState", {**fusion_info, "lexicalLed": lexical_led})
         return used
 
 
-def _gather_arms(conn: Connection, args: RecallArgs, now_ms: int, vector_arm: AnyVectorArm,
-                 timer: _Timer) -> Gathered:
+def _gather_arms(
+    conn: Connection, args: RecallArgs, now_ms: int, vector_arm: AnyVectorArm, timer: _Timer
+) -> Gathered:
     """The query rewritten and every arm run.
 
     The vector arm is resolved last, after the lexical arms: a bound recall's query embedding
     started before this recall and runs beside rewrite, keyword and graph, so only what is left
     of it is waited for here (booked as `embedWaitMs`, not as the KNN's `vectorMs`)."""
-    frequencies: dict[str, int] = {}      # document counts of the query words (distill's)
+    frequencies: dict[str, int] = {}  # document counts of the query words (distill's)
     substitutes: dict[str, list[str]] = {}
     text, bounds, terms, dropped = _rewrite(conn, args, now_ms, frequencies, substitutes)
     prefilter = Prefilter.build(args.kind, args.tag, bounds, now_ms)
@@ -293,20 +337,27 @@ def _gather_arms(conn: Connection, args: RecallArgs, now_ms: int, vector_arm: An
         timer.lap("tagMs")
         if vector_arm is not None:  # optional binding: KNN over sqlite-vec (engine/vectors)
             with timer.part("embedWaitMs"):
-                vector_arm = vector_arm.resolve()     # None: the embedding failed
+                vector_arm = vector_arm.resolve()  # None: the embedding failed
             if vector_arm is not None:
                 arms["vector"] = vector_arm.hits(conn, prefilter)
             timer.lap("vectorMs")
     elif bounds.active or prefilter.tag is not None:
         arms["recency"] = recency_arm(conn, prefilter)
         timer.lap("recencyMs")
-    return Gathered(arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm,
-                    substitutes)
+    return Gathered(arms, prefilter, terms, dropped, text, bounds, relaxed, vector_arm, substitutes)
 
 
-def _recall_item(hydrated: tuple[Entry, int], fused: Slot, arms: dict[str, list[Hit]],
-                 row: RerankRow, final: float, mmr_detail: MmrDetail, now_ms: int,
-                 query_stems: set[str], subjects: frozenset[str]) -> RecallItem:
+def _recall_item(
+    hydrated: tuple[Entry, int],
+    fused: Slot,
+    arms: dict[str, list[Hit]],
+    row: RerankRow,
+    final: float,
+    mmr_detail: MmrDetail,
+    now_ms: int,
+    query_stems: set[str],
+    subjects: frozenset[str],
+) -> RecallItem:
     """One answer item: the entry, its score and the breakdown of how it was reached (its
     content still whole; the snippet budget cuts it)."""
     entry, whole_chars = hydrated
@@ -325,43 +376,61 @@ def _recall_item(hydrated: tuple[Entry, int], fused: Slot, arms: dict[str, list[
     }
     if "vector" in arms:
         breakdown["vector"] = arm_detail.get("vector")
-    return {**entry, "score": final, "breakdown": breakdown, "contentChars": whole_chars,
-            "truncated": False}
+    return {
+        **entry,
+        "score": final,
+        "breakdown": breakdown,
+        "contentChars": whole_chars,
+        "truncated": False,
+    }
 
 
-def _fuse(conn: Connection, arms: dict[str, list[Hit]], vector_arm: AnyVectorArm,
-          prefilter: Prefilter, timer: _Timer, subjects: frozenset[str]
-          ) -> tuple[dict[str, Slot], dict[str, Any]]:
+def _fuse(
+    conn: Connection,
+    arms: dict[str, list[Hit]],
+    vector_arm: AnyVectorArm,
+    prefilter: Prefilter,
+    timer: _Timer,
+    subjects: frozenset[str],
+) -> tuple[dict[str, Slot], dict[str, Any]]:
     """The arms fused, and how the hybrid weighed them (empty when the vector arm did not run;
     its feedback round is booked to `feedbackMs`)."""
     info: dict[str, Any] = {}
     if "vector" not in arms:
         return fuse(arms), info
-    ran = cast("VectorArm", vector_arm)       # it ran, so it resolved to an arm
+    ran = cast("VectorArm", vector_arm)  # it ran, so it resolved to an arm
 
     def refine(head: list[str]) -> list[Hit]:
         with timer.part("feedbackMs"):
             return ran.refine(conn, prefilter, head)
+
     return fuse_hybrid(arms, refine, info, names_subject=bool(subjects)), info
 
 
-def _page(conn: Connection, args: RecallArgs, gathered: Gathered, fused: dict[str, Slot],
-          lexical_led: bool, now_ms: int, query_stems: set[str], subjects: frozenset[str]
-          ) -> tuple[list[Scored], list[tuple[str, MmrDetail]]]:
+def _page(
+    conn: Connection,
+    args: RecallArgs,
+    gathered: Gathered,
+    fused: dict[str, Slot],
+    lexical_led: bool,
+    now_ms: int,
+    query_stems: set[str],
+    subjects: frozenset[str],
+) -> tuple[list[Scored], list[tuple[str, MmrDetail]]]:
     """The candidates reranked, and the page MMR picks from the best of them."""
     arms = gathered.arms
     known = {h.id: h.row for hits in arms.values() for h in hits if h.row is not None}
     pool_size = args.top_k * T.MMR_POOL_FACTOR
     scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size)
-    if lexical_led:     # the fusion left the lexical order alone: the cosine has its say here
-        scored = _lexical_led_pool(conn, scored, cast("VectorArm", gathered.vector_arm),
-                                   pool_size)
+    if lexical_led:  # the fusion left the lexical order alone: the cosine has its say here
+        scored = _lexical_led_pool(conn, scored, cast("VectorArm", gathered.vector_arm), pool_size)
     pool = [(i, s) for i, s, _ in scored[:pool_size]]
     return scored, mmr(pool, lambda ids: _prefixes(conn, ids, T.MMR_TEXT_CHARS), args.top_k)
 
 
-def recall(conn: Connection, args: RecallArgs, now_ms: int,
-           vector_arm: AnyVectorArm = None) -> RecallAnswer:
+def recall(
+    conn: Connection, args: RecallArgs, now_ms: int, vector_arm: AnyVectorArm = None
+) -> RecallAnswer:
     """vector_arm: the optional vector binding's arm (vectors.arm.VectorArm: `hits(conn,
     prefilter)` and `refine(conn, prefilter, head ids)`), or a DeferredVectorArm whose query
     vector is still being embedded; either's `resolve()` gives the arm (None: no vector arm)."""
@@ -369,35 +438,50 @@ def recall(conn: Connection, args: RecallArgs, now_ms: int,
     gathered = _gather_arms(conn, args, now_ms, vector_arm, timer)
     arms = gathered.arms
     subjects = subject_terms(gathered.dropped)
-    fused, fusion_info = _fuse(conn, arms, gathered.vector_arm, gathered.prefilter, timer,
-                               subjects)
+    fused, fusion_info = _fuse(conn, arms, gathered.vector_arm, gathered.prefilter, timer, subjects)
     timer.lap("fusionMs")
 
     query_stems = {stem(t) for t in gathered.terms}
-    lexical_led = ("vector" in arms
-                   and fusion_info.get("lexicalShare", 0.0) >= T.HYBRID_LEXICAL_LED_SHARE)
-    scored, picked = _page(conn, args, gathered, fused, lexical_led, now_ms, query_stems,
-                           subjects)
+    lexical_led = (
+        "vector" in arms and fusion_info.get("lexicalShare", 0.0) >= T.HYBRID_LEXICAL_LED_SHARE
+    )
+    scored, picked = _page(conn, args, gathered, fused, lexical_led, now_ms, query_stems, subjects)
     row_of = {entry_id: row for entry_id, _, row in scored}
     final_of = {entry_id: final for entry_id, final, _ in scored}
     timer.lap("rerankMs")
 
     rows = _hydrate(conn, [i for i, _ in picked], now_ms, args.full)
-    items = [_recall_item(rows[entry_id], fused[entry_id], arms, row_of[entry_id],
-                          final_of[entry_id], mmr_detail, now_ms, query_stems, subjects)
-             for entry_id, mmr_detail in picked]
+    items = [
+        _recall_item(
+            rows[entry_id],
+            fused[entry_id],
+            arms,
+            row_of[entry_id],
+            final_of[entry_id],
+            mmr_detail,
+            now_ms,
+            query_stems,
+            subjects,
+        )
+        for entry_id, mmr_detail in picked
+    ]
     apply_budget(items, args.full)
     timer.lap("hydrateMs")
     # stale results, each with one question an agent can ask to re-confirm it
-    return {"items": items, "revalidate": [revalidate_prompt(i) for i in items if i["stale"]],
-            "queryUsed": gathered.query_used(args, fusion_info, lexical_led),
-            "timings": timer.marks}
+    return {
+        "items": items,
+        "revalidate": [revalidate_prompt(i) for i in items if i["stale"]],
+        "queryUsed": gathered.query_used(args, fusion_info, lexical_led),
+        "timings": timer.marks,
+    }
 
 
 def note_recalled(conn: Connection, args: NoteRecalledArgs, now_ms: int) -> NotedAnswer:
     """The follow-up write of a recall: recall_count + 1 for each returned entry."""
     if args.ids:
         marks = ",".join("?" * len(args.ids))
-        conn.execute(f"UPDATE entries SET recall_count = recall_count + 1 WHERE id IN ({marks})",
-                     list(args.ids))
+        conn.execute(
+            f"UPDATE entries SET recall_count = recall_count + 1 WHERE id IN ({marks})",
+            list(args.ids),
+        )
     return {"noted": len(args.ids)}

@@ -27,6 +27,7 @@ MMR_TEXT_CHARS characters, counted above MMR_SIMILARITY_FLOOR only and rescaled 
 Shingles make the penalty bite on near-duplicates and restatements, not on entries that merely
 share a topic.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -44,8 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover - types only
     from minisphere.engine.retrieval.arms import RerankRow
     from minisphere.engine.retrieval.fusion import Slot
 
-TAG_STEMS_CACHED = 4096           # distinct tags whose stems are kept (each a few words)
-Shingles = frozenset[str | tuple[str, str]]     # single words, or word pairs
+TAG_STEMS_CACHED = 4096  # distinct tags whose stems are kept (each a few words)
+Shingles = frozenset[str | tuple[str, str]]  # single words, or word pairs
 
 
 def decay_factor(volatility: str, age_ms: int) -> float:
@@ -110,9 +111,13 @@ def lexical_part(slot: Slot) -> float:
     return share
 
 
-def rerank_factors(row: RerankRow, now_ms: int, query_stems: set[str],
-                   subject_stems: frozenset[str] = frozenset(), lexical: float = 1.0
-                   ) -> RerankFactors:
+def rerank_factors(
+    row: RerankRow,
+    now_ms: int,
+    query_stems: set[str],
+    subject_stems: frozenset[str] = frozenset(),
+    lexical: float = 1.0,
+) -> RerankFactors:
     tag_factor, tag_share = tag_overlap_factor(query_stems, row["tags"])
     factors: dict[str, float] = {
         "decay": decay_factor(row["volatility"], now_ms - row["updatedAt"]),
@@ -126,19 +131,33 @@ def rerank_factors(row: RerankRow, now_ms: int, query_stems: set[str],
     product = 1.0
     for value in factors.values():
         product *= value
-    return {"decay": factors["decay"], "recall": factors["recall"],
-            "importance": factors["importance"], "tagOverlap": factors["tagOverlap"],
-            "rolledUp": factors["rolledUp"], "subject": factors["subject"],
-            "brevity": factors["brevity"], "tagShare": tag_share, "product": product}
+    return {
+        "decay": factors["decay"],
+        "recall": factors["recall"],
+        "importance": factors["importance"],
+        "tagOverlap": factors["tagOverlap"],
+        "rolledUp": factors["rolledUp"],
+        "subject": factors["subject"],
+        "brevity": factors["brevity"],
+        "tagShare": tag_share,
+        "product": product,
+    }
 
 
-def rerank_product(row: RerankRow, now_ms: int, query_stems: set[str],
-                   subject_stems: frozenset[str] = frozenset(), lexical: float = 1.0) -> float:
+def rerank_product(
+    row: RerankRow,
+    now_ms: int,
+    query_stems: set[str],
+    subject_stems: frozenset[str] = frozenset(),
+    lexical: float = 1.0,
+) -> float:
     """rerank_factors(...)["product"], without building the breakdown (run on every candidate;
     the breakdown is built for the returned ones only)."""
     volatility = row["volatility"]
     floor = T.DECAY_FLOOR[volatility]
-    product: float = floor + (1.0 - floor) * 0.5 ** (max(now_ms - row["updatedAt"], 0) / T.HALF_LIFE_MS[volatility])
+    product: float = floor + (1.0 - floor) * 0.5 ** (
+        max(now_ms - row["updatedAt"], 0) / T.HALF_LIFE_MS[volatility]
+    )
     if row["recallCount"] > 0:
         product *= recall_factor(row["recallCount"])
     if row["importance"] > 0:
@@ -172,7 +191,7 @@ def similarity(a: Shingles, b: Shingles) -> float:
     if not a or not b:
         return 0.0
     small, large = (len(a), len(b)) if len(a) <= len(b) else (len(b), len(a))
-    if small <= floor * large:       # Jaccard ≤ |smaller| / |larger|: cannot pass the floor
+    if small <= floor * large:  # Jaccard ≤ |smaller| / |larger|: cannot pass the floor
         return 0.0
     overlap = jaccard(a, b)
     return 0.0 if overlap <= floor else (overlap - floor) / (1.0 - floor)
@@ -183,13 +202,16 @@ def similarity(a: Shingles, b: Shingles) -> float:
 # it was compared with so far is an upper bound. The best bound is brought up to date (compared
 # with the newer picks) and taken only if it is still the best; candidates that relevance alone
 # keeps out of reach are never compared, nor their shingles computed.
-def mmr(candidates: list[tuple[str, float]],
-        texts: dict[str, str] | Callable[[list[str]], dict[str, str]], top_k: int,
-        lam: float | None = None) -> list[tuple[str, MmrDetail]]:
+def mmr(
+    candidates: list[tuple[str, float]],
+    texts: dict[str, str] | Callable[[list[str]], dict[str, str]],
+    top_k: int,
+    lam: float | None = None,
+) -> list[tuple[str, MmrDetail]]:
     """candidates: (id, score) best first. Returns (id, {relevance, maxSimilarity, mmr}).
     texts: id -> text, or a function reading the texts of a list of ids (called lazily, a
     page at a time, only for candidates MMR has to compare)."""
-    lam = T.MMR_LAMBDA if lam is None else lam   # read per call: the benchmark varies it
+    lam = T.MMR_LAMBDA if lam is None else lam  # read per call: the benchmark varies it
     pool = candidates[: top_k * T.MMR_POOL_FACTOR]
     if not pool:
         return []
@@ -209,9 +231,9 @@ def mmr(candidates: list[tuple[str, float]],
         return sets[index]
 
     keep = 1 - lam
-    closest = [0.0] * len(pool)           # max similarity to the picks compared so far
-    compared = [0] * len(pool)            # how many picks that covers
-    bounds = [(-lam * relevance[i], i) for i in range(len(pool))]   # (-value, pool order)
+    closest = [0.0] * len(pool)  # max similarity to the picks compared so far
+    compared = [0] * len(pool)  # how many picks that covers
+    bounds = [(-lam * relevance[i], i) for i in range(len(pool))]  # (-value, pool order)
     heapq.heapify(bounds)
     picks: list[int] = []
     chosen: list[tuple[str, MmrDetail]] = []
@@ -219,7 +241,7 @@ def mmr(candidates: list[tuple[str, float]],
         _, index = heapq.heappop(bounds)
         if compared[index] < len(picks):
             mine = shingles_of(index)
-            for pick in picks[compared[index]:]:
+            for pick in picks[compared[index] :]:
                 if closest[index] < 1.0:
                     closest[index] = max(closest[index], similarity(mine, shingles_of(pick)))
             compared[index] = len(picks)
@@ -227,6 +249,10 @@ def mmr(candidates: list[tuple[str, float]],
             continue
         value = lam * relevance[index] - keep * closest[index]
         picks.append(index)
-        chosen.append((pool[index][0], {"relevance": relevance[index],
-                                        "maxSimilarity": closest[index], "mmr": value}))
+        chosen.append(
+            (
+                pool[index][0],
+                {"relevance": relevance[index], "maxSimilarity": closest[index], "mmr": value},
+            )
+        )
     return chosen

@@ -19,6 +19,7 @@ vocabulary is this workspace's, read at recall time. Cost per unknown word: one 
 split parts' frequencies and at most a few prefix range reads of the vocabulary (B-tree seeks);
 nothing for a query whose words all occur. The answer names the stand-ins (queryUsed.standIns).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,7 @@ def _compound(conn: Connection, word: str) -> list[str]:
     """The stems of the first split of `word` into two vocabulary words, or []."""
     least = T.RESPELL_PART_MIN_CHARS
     splits = [(word[:i], word[i:]) for i in range(least, len(word) - least + 1)]
-    splits = [(a, b) for a, b in splits
-              if not {a, b, stem(a), stem(b)} & STOP_WORDS]
+    splits = [(a, b) for a, b in splits if not {a, b, stem(a), stem(b)} & STOP_WORDS]
     if not splits:
         return []
     frequency = document_frequency(conn, sorted({stem(part) for pair in splits for part in pair}))
@@ -48,24 +48,29 @@ def _by_prefix(conn: Connection, word: str) -> list[str]:
     shortest = max(T.RESPELL_PREFIX_MIN_CHARS, math.ceil(T.RESPELL_PREFIX_SHARE * len(word)))
     for end in range(len(word) - 1, shortest - 1, -1):
         prefix = word[:end]
-        found = [r[0] for r in conn.execute(
-            "SELECT term FROM entries_fts_vocab WHERE term >= ? AND term < ? "
-            "ORDER BY doc DESC, term LIMIT ?",
-            (prefix, prefix + "\U0010ffff", T.RESPELL_PER_WORD)).fetchall()
-            if r[0] not in STOP_WORDS]
+        found = [
+            r[0]
+            for r in conn.execute(
+                "SELECT term FROM entries_fts_vocab WHERE term >= ? AND term < ? "
+                "ORDER BY doc DESC, term LIMIT ?",
+                (prefix, prefix + "\U0010ffff", T.RESPELL_PER_WORD),
+            ).fetchall()
+            if r[0] not in STOP_WORDS
+        ]
         if found:
             return found
     return []
 
 
-def stand_ins(conn: Connection, terms: list[str], frequencies: dict[str, int]) -> dict[str, list[str]]:
+def stand_ins(
+    conn: Connection, terms: list[str], frequencies: dict[str, int]
+) -> dict[str, list[str]]:
     """unknown query word -> the vocabulary terms searched beside it (words with a stand-in
     only). `frequencies`: distill's document counts of the query words (empty in a workspace
     too small to judge them: then nothing is unknown)."""
     found: dict[str, list[str]] = {}
     for word in terms:
-        if (frequencies.get(word, 1) != 0 or len(word) < T.RESPELL_MIN_CHARS
-                or not word.isalpha()):
+        if frequencies.get(word, 1) != 0 or len(word) < T.RESPELL_MIN_CHARS or not word.isalpha():
             continue
         substitutes = _compound(conn, word) or _by_prefix(conn, word)
         if substitutes:

@@ -3,6 +3,7 @@ rest up to SNIPPET_TAIL_CHARS, and no more than SNIPPET_TOTAL_CHARS of content o
 response. A cut keeps the head of the text and appends
 `[truncated · N chars · get("<id>")]`, N being the number of characters left out (the marker
 itself is not counted against the budget). `full` bypasses all of it."""
+
 from __future__ import annotations
 
 from minisphere.engine.retrieval import tuning as T
@@ -26,7 +27,9 @@ def apply_budget(items: list[RecallItem], full: bool) -> None:
         allowed = max(0, min(cap, remaining))
         if whole > allowed:
             head = text[:allowed].rstrip()
-            item["content"] = (head + " " if head else "") + truncation_marker(whole - len(head), item["id"])
+            item["content"] = (head + " " if head else "") + truncation_marker(
+                whole - len(head), item["id"]
+            )
             item["truncated"] = True
             remaining -= len(head)
         else:

@@ -1,4 +1,5 @@
 """Exact prefilters (status, kind, tag, time range + the always-on filters) as SQL over `e`."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,20 +19,29 @@ class Prefilter:
     tag: str | None = None
     since_ms: int | None = None
     until_ms: int | None = None
-    now_ms: int = 0                    # judges lazily stale entries for a `stale:as-of:` tag
+    now_ms: int = 0  # judges lazily stale entries for a `stale:as-of:` tag
 
     @classmethod
-    def build(cls, kind: str | None, tag: str | None, bounds: TimeBounds | None,
-              now_ms: int = 0) -> Prefilter:
-        return cls(kind=kind, tag=normalize_tag(tag) if tag is not None else None,
-                   since_ms=bounds.since_ms if bounds else None,
-                   until_ms=bounds.until_ms if bounds else None, now_ms=now_ms)
+    def build(
+        cls, kind: str | None, tag: str | None, bounds: TimeBounds | None, now_ms: int = 0
+    ) -> Prefilter:
+        return cls(
+            kind=kind,
+            tag=normalize_tag(tag) if tag is not None else None,
+            since_ms=bounds.since_ms if bounds else None,
+            until_ms=bounds.until_ms if bounds else None,
+            now_ms=now_ms,
+        )
 
     @property
     def only_always_on(self) -> bool:
         """True when nothing but the always-on exclusions applies."""
-        return (self.kind is None and self.tag is None and self.since_ms is None
-                and self.until_ms is None)
+        return (
+            self.kind is None
+            and self.tag is None
+            and self.since_ms is None
+            and self.until_ms is None
+        )
 
     def without_time(self) -> Prefilter:
         return Prefilter(kind=self.kind, tag=self.tag, now_ms=self.now_ms)
@@ -39,8 +49,10 @@ class Prefilter:
     def sql(self) -> tuple[str, list[Any]]:
         """A WHERE fragment over the alias `e` (entries) and its parameters."""
         marks = ",".join("?" * len(ALWAYS_EXCLUDED_TAGS))
-        clauses = ["e.status != 'deprecated'",
-                   f"NOT EXISTS (SELECT 1 FROM tags x WHERE x.entry_id = e.id AND x.tag IN ({marks}))"]
+        clauses = [
+            "e.status != 'deprecated'",
+            f"NOT EXISTS (SELECT 1 FROM tags x WHERE x.entry_id = e.id AND x.tag IN ({marks}))",
+        ]
         params: list[Any] = list(ALWAYS_EXCLUDED_TAGS)
         if self.kind is not None:
             clauses.append("e.kind = ?")

@@ -18,6 +18,7 @@ with the rows the keyword arm read; one indexed read for the graph's finds, one 
 tags' sizes). Entries without tags, or a workspace without them, get nothing: the ranking is as
 without the arm.
 """
+
 from __future__ import annotations
 
 from minisphere.engine.db import Connection
@@ -36,13 +37,17 @@ def _grouping(conn: Connection, tags: set[str]) -> set[str]:
     ordered = sorted(tags)
     sizes: dict[str, int] = {}
     for chunk, marks in id_chunks(ordered):
-        sizes.update(conn.execute(
-            f"SELECT tag, count(*) FROM tags WHERE tag IN ({marks}) GROUP BY tag", chunk))
+        sizes.update(
+            conn.execute(
+                f"SELECT tag, count(*) FROM tags WHERE tag IN ({marks}) GROUP BY tag", chunk
+            )
+        )
     return {tag for tag in ordered if sizes.get(tag, 0) <= limit}
 
 
-def _tags_of(conn: Connection, keyword: list[Hit], candidates: list[str], filtered: str | None
-             ) -> dict[str, list[str]]:
+def _tags_of(
+    conn: Connection, keyword: list[Hit], candidates: list[str], filtered: str | None
+) -> dict[str, list[str]]:
     """The context tags of the keyword hits and the candidates: from the rows the keyword arm
     read already, and one indexed read for the rest (the graph's finds)."""
     tags: dict[str, list[str]] = {}
@@ -52,12 +57,16 @@ def _tags_of(conn: Connection, keyword: list[Hit], candidates: list[str], filter
             tags[hit.id] = folded.split(TAG_SEPARATOR) if folded else []
     missing = [i for i in dict.fromkeys([*(h.id for h in keyword), *candidates]) if i not in tags]
     tags.update(tags_for(conn, missing))
-    return {entry_id: [t for t in found if t not in NOT_CONTEXT_TAGS and t != filtered]
-            for entry_id, found in tags.items() if found}
+    return {
+        entry_id: [t for t in found if t not in NOT_CONTEXT_TAGS and t != filtered]
+        for entry_id, found in tags.items()
+        if found
+    }
 
 
-def tag_arm(conn: Connection, keyword: list[Hit], candidates: list[str],
-            filtered: str | None = None) -> list[Hit]:
+def tag_arm(
+    conn: Connection, keyword: list[Hit], candidates: list[str], filtered: str | None = None
+) -> list[Hit]:
     """Hit(d, tag(d), {"tag": the heaviest of d's tags, "weight": its weight}) for each
     candidate filed under a tag that holds a keyword hit, best first (empty when the weight is
     0 or no candidate has such a tag). `filtered`: the tag the recall is filtered by."""
@@ -80,7 +89,8 @@ def tag_arm(conn: Connection, keyword: list[Hit], candidates: list[str],
         mine = [tag for tag in tags.get(entry_id, ()) if tag in weight]
         if mine:
             heaviest = mine[0] if len(mine) == 1 else max(mine, key=lambda t: (weight[t], t))
-            hits.append(Hit(entry_id, weight[heaviest] / top,
-                            {"tag": heaviest, "weight": weight[heaviest]}))
+            hits.append(
+                Hit(entry_id, weight[heaviest] / top, {"tag": heaviest, "weight": weight[heaviest]})
+            )
     hits.sort(key=lambda h: -h.score)
     return hits

@@ -18,28 +18,85 @@ None. Several phrases intersect. Recognised (case-insensitive):
 | in|during <year>, bare YYYY-MM-DD        | recent one, this month included) or a year      |
 | last <weekday>                           | the most recent such day before today           |
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-_UNIT_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 7 * 86_400_000,
-            "month": 30 * 86_400_000, "year": 365 * 86_400_000}
-_WORD_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-                 "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-                 "a couple of": 2, "a few": 3, "several": 3}
+_UNIT_MS = {
+    "minute": 60_000,
+    "hour": 3_600_000,
+    "day": 86_400_000,
+    "week": 7 * 86_400_000,
+    "month": 30 * 86_400_000,
+    "year": 365 * 86_400_000,
+}
+_WORD_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "a few": 3,
+    "several": 3,
+}
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-_MONTHS = {name: i + 1 for i, name in enumerate(
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september",
-     "october", "november", "december"])}
-_MONTHS.update({"jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8,
-                "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12})
+_MONTHS = {
+    name: i + 1
+    for i, name in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ]
+    )
+}
+_MONTHS.update(
+    {
+        "jan": 1,
+        "feb": 2,
+        "mar": 3,
+        "apr": 4,
+        "jun": 6,
+        "jul": 7,
+        "aug": 8,
+        "sep": 9,
+        "sept": 9,
+        "oct": 10,
+        "nov": 11,
+        "dec": 12,
+    }
+)
 
 _NUM = r"(?P<num>\d{1,4}|a couple of|a few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _UNIT = r"(?P<unit>minute|hour|day|week|month|year)s?"
 _WEEKDAY = r"(?P<weekday>" + "|".join(_WEEKDAYS) + r")"
-_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?(?:\s+(?P<myear>\d{4}))?"
+_MONTH = (
+    r"(?P<month>"
+    + "|".join(sorted(_MONTHS, key=len, reverse=True))
+    + r")\.?(?:\s+(?P<myear>\d{4}))?"
+)
 _DATE = r"(?P<date>\d{4}-\d{2}-\d{2})"
 _YEAR = r"(?P<year>(?:19|20)\d{2})"
 
@@ -122,14 +179,26 @@ def _anchored(prep_pattern: str, target: str) -> re.Pattern[str]:
 
 _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+ago\b", re.IGNORECASE), "ago"),
-    (re.compile(rf"\b(?:in\s+)?(?:the\s+)?(?:past|last)\s+{_NUM}\s+{_UNIT}\b", re.IGNORECASE), "past_n"),
+    (
+        re.compile(rf"\b(?:in\s+)?(?:the\s+)?(?:past|last)\s+{_NUM}\s+{_UNIT}\b", re.IGNORECASE),
+        "past_n",
+    ),
     (re.compile(rf"\b(?:in\s+)?(?:the\s+)?past\s+{_UNIT}\b", re.IGNORECASE), "past_one"),
     (re.compile(r"\bthe day before yesterday\b", re.IGNORECASE), "day_before_yesterday"),
     (re.compile(r"\byesterday\b", re.IGNORECASE), "yesterday"),
     (re.compile(r"\blast night\b", re.IGNORECASE), "last_night"),
-    (re.compile(r"\b(?:this\s+(?P<part>morning|afternoon|evening)|(?P<tonight>tonight))\b", re.IGNORECASE), "day_part"),
+    (
+        re.compile(
+            r"\b(?:this\s+(?P<part>morning|afternoon|evening)|(?P<tonight>tonight))\b",
+            re.IGNORECASE,
+        ),
+        "day_part",
+    ),
     (re.compile(r"\btoday\b", re.IGNORECASE), "today"),
-    (re.compile(r"\b(?P<which>this|last)\s+(?P<period>week|month|year)\b", re.IGNORECASE), "calendar"),
+    (
+        re.compile(r"\b(?P<which>this|last)\s+(?P<period>week|month|year)\b", re.IGNORECASE),
+        "calendar",
+    ),
     (re.compile(rf"\blast\s+{_WEEKDAY}\b", re.IGNORECASE), "last_weekday"),
     (_anchored("since|after|from", f"(?:{_DATE}|{_WEEKDAY}|{_MONTH}|{_YEAR})"), "open_after"),
     (_anchored("before|until|till", f"(?:{_DATE}|{_WEEKDAY}|{_MONTH}|{_YEAR})"), "open_before"),
@@ -139,14 +208,19 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
-def _bounds_for(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime | None, datetime | None] | None:
+def _bounds_for(
+    kind: str, m: re.Match[str], now: datetime
+) -> tuple[datetime | None, datetime | None] | None:
     today = _day_start(now)
     if kind == "ago":
         n, unit = _number(m.group("num").lower()), m.group("unit").lower()
         if unit == "day":
             day = today - timedelta(days=n)
             return day, day + timedelta(days=1)
-        centre, half = now - timedelta(milliseconds=n * _UNIT_MS[unit]), timedelta(milliseconds=_UNIT_MS[unit] / 2)
+        centre, half = (
+            now - timedelta(milliseconds=n * _UNIT_MS[unit]),
+            timedelta(milliseconds=_UNIT_MS[unit] / 2),
+        )
         return centre - half, centre + half
     if kind == "past_n":
         n, unit = _number(m.group("num").lower()), m.group("unit").lower()
@@ -210,8 +284,9 @@ def extract_time_bounds(query: str, now_ms: int) -> tuple[str, TimeBounds]:
                 position = m.end()
                 continue
             since, until = span
-            bounds.narrow(_ms(since) if since else None, _ms(until) if until else None,
-                          m.group(0).strip())
-            text = text[:m.start()] + " " + text[m.end():]
+            bounds.narrow(
+                _ms(since) if since else None, _ms(until) if until else None, m.group(0).strip()
+            )
+            text = text[: m.start()] + " " + text[m.end() :]
             position = m.start()
     return re.sub(r"\s+", " ", text).strip(), bounds

@@ -4,35 +4,35 @@ measurements behind the chosen values are in bench/results/tuning-notes.md."""
 DAY_MS = 86_400_000
 
 # --- query text ---
-MAX_QUERY_TERMS = 32               # distinct terms searched after rewriting (token cap)
-COMMON_TERM_DOC_RATIO = 0.35       # a term in more than this share of entries does not discriminate
-COMMON_TERM_MIN_ENTRIES = 50       # ...but only judge "common" once the workspace is this big
+MAX_QUERY_TERMS = 32  # distinct terms searched after rewriting (token cap)
+COMMON_TERM_DOC_RATIO = 0.35  # a term in more than this share of entries does not discriminate
+COMMON_TERM_MIN_ENTRIES = 50  # ...but only judge "common" once the workspace is this big
 
 # --- stand-ins for query words no entry contains (engine/retrieval/respell.py) ---
 RESPELL_UNKNOWN_WORDS = True
-RESPELL_MIN_CHARS = 5              # shorter unknown words (initials, abbreviations) stay as they are
-RESPELL_PART_MIN_CHARS = 3         # each part of a compound ("bookshelf" -> book + shelf)
-RESPELL_PREFIX_MIN_CHARS = 4       # a shared prefix at least this long...
-RESPELL_PREFIX_SHARE = 0.6         # ...and at least this share of the unknown word
-RESPELL_PER_WORD = 2               # vocabulary terms searched for one unknown word, most frequent first
+RESPELL_MIN_CHARS = 5  # shorter unknown words (initials, abbreviations) stay as they are
+RESPELL_PART_MIN_CHARS = 3  # each part of a compound ("bookshelf" -> book + shelf)
+RESPELL_PREFIX_MIN_CHARS = 4  # a shared prefix at least this long...
+RESPELL_PREFIX_SHARE = 0.6  # ...and at least this share of the unknown word
+RESPELL_PER_WORD = 2  # vocabulary terms searched for one unknown word, most frequent first
 
 # --- keyword arm (FTS5 BM25) ---
-KEYWORD_ROW_CAP = 100              # candidates taken from FTS5, best bm25 first
-KEYWORD_HEAD_MARGIN = 20           # extra head rows ranked in FTS5 alone, to survive exclusions
-PROXIMITY_BOOST_WEIGHT = 0.25      # weight of the pair-proximity bm25 added to the word bm25
-PROXIMITY_WINDOW_TOKENS = 5        # two consecutive query terms at most this many tokens apart
-PROXIMITY_SCAN_ROWS = 1000         # best proximity matches read to find the word hits among them
-FEEDBACK_WEIGHT = 0.1              # pseudo-relevance feedback: weight of the expansion-term bm25
-FEEDBACK_DOCS = 10                 # best hits the expansion terms are drawn from
-FEEDBACK_TERMS = 10                # expansion terms added
-FEEDBACK_MIN_HITS = 3              # no feedback from fewer hits than this
-FEEDBACK_SHORTLIST = 12            # candidate terms whose document frequency is looked up
-FEEDBACK_MAX_DOC_RATIO = 0.01      # expansion terms must be in at most 1% of entries...
-FEEDBACK_MIN_DOC_CAP = 100         # ...or in at most 100 entries in a small workspace...
+KEYWORD_ROW_CAP = 100  # candidates taken from FTS5, best bm25 first
+KEYWORD_HEAD_MARGIN = 20  # extra head rows ranked in FTS5 alone, to survive exclusions
+PROXIMITY_BOOST_WEIGHT = 0.25  # weight of the pair-proximity bm25 added to the word bm25
+PROXIMITY_WINDOW_TOKENS = 5  # two consecutive query terms at most this many tokens apart
+PROXIMITY_SCAN_ROWS = 1000  # best proximity matches read to find the word hits among them
+FEEDBACK_WEIGHT = 0.1  # pseudo-relevance feedback: weight of the expansion-term bm25
+FEEDBACK_DOCS = 10  # best hits the expansion terms are drawn from
+FEEDBACK_TERMS = 10  # expansion terms added
+FEEDBACK_MIN_HITS = 3  # no feedback from fewer hits than this
+FEEDBACK_SHORTLIST = 12  # candidate terms whose document frequency is looked up
+FEEDBACK_MAX_DOC_RATIO = 0.01  # expansion terms must be in at most 1% of entries...
+FEEDBACK_MIN_DOC_CAP = 100  # ...or in at most 100 entries in a small workspace...
 # ...and never in more than 100 (specific words; each df check reads at most this many
 # postings, so its cost stays bounded)
 FEEDBACK_MAX_DOC_CAP = 100
-FEEDBACK_TEXT_CHARS = 2000         # expansion terms come from each hit's first 2,000 characters
+FEEDBACK_TEXT_CHARS = 2000  # expansion terms come from each hit's first 2,000 characters
 # No feedback when every query word is in at most 0.2% of entries (or 3): a query of rare words
 # has pinned its hits down, and skipping it saves the feedback round's document-frequency probes.
 FEEDBACK_SKIP_DOC_RATIO = 0.002
@@ -48,9 +48,9 @@ GRAPH_SEED_COUNT = 20
 # Without them a query the hybrid leaves to the lexical arm ranks exactly as with no binding.
 # Explicit edges of any provenance, and auto-links in connections and graphView, are unaffected.
 GRAPH_FOLLOWS_AUTO_LINKS = False
-GRAPH_FANOUT_PER_NODE = 8          # strongest edges followed per node
-GRAPH_MAX_NODES = 50               # nodes visited in total, seeds included
-GRAPH_HOP_DECAY = 0.6              # score = seed score × 0.6^hop × edge weight
+GRAPH_FANOUT_PER_NODE = 8  # strongest edges followed per node
+GRAPH_MAX_NODES = 50  # nodes visited in total, seeds included
+GRAPH_HOP_DECAY = 0.6  # score = seed score × 0.6^hop × edge weight
 # Support over several paths adds up, to half the best seed's score: with GRAPH_FUSION_WEIGHT
 # (1/0.6) a node found by the graph alone reaches at most 0.83 of the best keyword hit, so a
 # hub linked to many matches never outranks the best match itself.
@@ -65,7 +65,7 @@ GRAPH_SUPPORT_MAX = 0.5
 TAG_SUPPORT_WEIGHT = 0.2
 
 # --- fusion (engine/retrieval/fusion.py) ---
-RRF_K = 60                         # the recency list (no searchable words): 1 / (60 + rank)
+RRF_K = 60  # the recency list (no searchable words): 1 / (60 + rank)
 # lexical(d) = keyword / best keyword + GRAPH_FUSION_WEIGHT × graph support. 1 / 0.6: the first
 # hop's decay is undone, so a neighbour over an edge of weight w counts w × its seed's score;
 # a much larger weight lets neighbours crowd out the matching turns.
@@ -74,10 +74,10 @@ GRAPH_FUSION_WEIGHT = 1.0 / 0.6
 # --- rerank: each factor is a bounded multiplier, 1.0 = neutral ---
 HALF_LIFE_MS = {"durable": 365 * DAY_MS, "state": 30 * DAY_MS, "volatile": 3 * DAY_MS}
 DECAY_FLOOR = {"durable": 0.9, "state": 0.6, "volatile": 0.15}
-RECALL_BOOST_MAX = 0.05            # × (1 + 0.05 × min(1, log1p(recall_count)))
-IMPORTANCE_BOOST_MAX = 0.2         # × (1 + 0.2 × importance), importance in [0, 1]
-TAG_OVERLAP_BOOST_MAX = 0.15       # × (1 + 0.15 × share of query terms naming one of its tags)
-ROLLED_UP_FACTOR = 0.4             # entries tagged rolled-up are summaries' sources
+RECALL_BOOST_MAX = 0.05  # × (1 + 0.05 × min(1, log1p(recall_count)))
+IMPORTANCE_BOOST_MAX = 0.2  # × (1 + 0.2 × importance), importance in [0, 1]
+TAG_OVERLAP_BOOST_MAX = 0.15  # × (1 + 0.15 × share of query terms naming one of its tags)
+ROLLED_UP_FACTOR = 0.4  # entries tagged rolled-up are summaries' sources
 # × (1 + SUBJECT_BOOST_MAX) when the entry's first word is a query word that distillation dropped
 # as too common to search (stop words aside): an entry that starts with a name is by or about it
 # (a conversation turn's speaker, a note's subject). "What did Caroline research?" searches
@@ -104,7 +104,7 @@ RERANK_PREFIX_CHARS = 400
 
 # --- MMR diversity ---
 MMR_LAMBDA = 0.7
-MMR_POOL_FACTOR = 3                # MMR chooses topK out of the best topK × 3 candidates
+MMR_POOL_FACTOR = 3  # MMR chooses topK out of the best topK × 3 candidates
 # shingles from each candidate's first 2,000 characters: the cost stays flat however long
 # entries get (64 KiB allowed)
 MMR_TEXT_CHARS = 2000
@@ -120,9 +120,9 @@ SNIPPET_TAIL_CHARS = 400
 SNIPPET_TOTAL_CHARS = 12000
 
 # --- vector arm (only with the optional vector binding; see minisphere/engine/vectors/arm.py) ---
-VECTOR_ROW_CAP = 100               # nearest neighbours taken from sqlite-vec, best cosine first
-VECTOR_OVERFETCH = 2               # KNN depth multiplier before dropping always-on exclusions
-VECTOR_MIN_COSINE = 0.0            # neighbours at or below orthogonal say nothing: dropped
+VECTOR_ROW_CAP = 100  # nearest neighbours taken from sqlite-vec, best cosine first
+VECTOR_OVERFETCH = 2  # KNN depth multiplier before dropping always-on exclusions
+VECTOR_MIN_COSINE = 0.0  # neighbours at or below orthogonal say nothing: dropped
 # One feedback round (Rocchio): query' = query + 0.5 × mean vector of the first fused page,
 # then the KNN again. Uses both arms' agreement (the fused head, not the dense head alone); it is
 # what lifts the hybrid above dense-only on the passage sets.
@@ -134,10 +134,10 @@ VECTOR_FEEDBACK_WEIGHT = 0.5
 # a = clip(1.5 × (margin - 1/3), 0, 0.6). No fixed weight serves every kind of data: the dense
 # arm leads on passages and trails far on conversations, and a fixed lexical share that helps
 # conversations costs the passages.
-HYBRID_MARGIN_DEPTH = 10           # margin compares the best lexical score with the 10th
+HYBRID_MARGIN_DEPTH = 10  # margin compares the best lexical score with the 10th
 HYBRID_LEXICAL_MARGIN_FLOOR = 1 / 3  # at or below this margin the lexical arm has no say
-HYBRID_LEXICAL_SLOPE = 1.5         # lexical share gained per unit of margin above the floor
-HYBRID_LEXICAL_MAX = 0.6           # the dense arm always keeps 40% (it breaks lexical ties)
+HYBRID_LEXICAL_SLOPE = 1.5  # lexical share gained per unit of margin above the floor
+HYBRID_LEXICAL_MAX = 0.6  # the dense arm always keeps 40% (it breaks lexical ties)
 
 # --- hybrid: the arms' agreement ---------------------------------------------------------------
 # support = mean of lexical(d) / best lexical over the vector arm's 20 best hits. Where the

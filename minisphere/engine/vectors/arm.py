@@ -20,6 +20,7 @@ the resident index they cost nothing to speak of).
 embedding starts before the recall's lexical stages and runs beside them (in the embedder's
 process, or on a thread), and `resolve()` waits for it only where the vector arm runs.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -39,38 +40,51 @@ def _ids(conn: Connection, seqs: list[int], where: str, params: list[Any]) -> di
     if not seqs:
         return {}
     marks = ",".join("?" * len(seqs))
-    return dict(conn.execute(f"SELECT e.seq, e.id FROM entries e WHERE e.seq IN ({marks}) AND {where}",
-                             [*seqs, *params]).fetchall())
+    return dict(
+        conn.execute(
+            f"SELECT e.seq, e.id FROM entries e WHERE e.seq IN ({marks}) AND {where}",
+            [*seqs, *params],
+        ).fetchall()
+    )
 
 
-def vector_arm(conn: Connection, query_vector: np.ndarray, prefilter: Prefilter,
-               index: VectorIndex | None = None) -> list[Hit]:
+def vector_arm(
+    conn: Connection,
+    query_vector: np.ndarray,
+    prefilter: Prefilter,
+    index: VectorIndex | None = None,
+) -> list[Hit]:
     """The KNN arm alone (dense-only)."""
     return VectorArm(query_vector, index).hits(conn, prefilter)
 
 
-def stored_vectors_by_id(conn: Connection, entry_ids: list[str], index: VectorIndex | None = None
-                         ) -> dict[str, np.ndarray]:
+def stored_vectors_by_id(
+    conn: Connection, entry_ids: list[str], index: VectorIndex | None = None
+) -> dict[str, np.ndarray]:
     """The stored vector of each listed entry that has one (without an index, one rowid
     lookup each in sqlite-vec: meant for a head or a page, not for every candidate)."""
     if not entry_ids:
         return {}
     marks = ",".join("?" * len(entry_ids))
     out = {}
-    for entry_id, seq in conn.execute(f"SELECT id, seq FROM entries WHERE id IN ({marks})",
-                                      entry_ids).fetchall():
+    for entry_id, seq in conn.execute(
+        f"SELECT id, seq FROM entries WHERE id IN ({marks})", entry_ids
+    ).fetchall():
         if index is not None:
             vector = index.vector(seq)
         else:
-            row = conn.execute(f"SELECT embedding FROM {table.VEC_TABLE} WHERE rowid = ?",
-                               (seq,)).fetchone()
+            row = conn.execute(
+                f"SELECT embedding FROM {table.VEC_TABLE} WHERE rowid = ?", (seq,)
+            ).fetchone()
             vector = None if row is None else np.frombuffer(row[0], dtype=np.float32)
         if vector is not None:
             out[entry_id] = vector
     return out
 
 
-def stored_vectors(conn: Connection, entry_ids: list[str], index: VectorIndex | None = None) -> np.ndarray:
+def stored_vectors(
+    conn: Connection, entry_ids: list[str], index: VectorIndex | None = None
+) -> np.ndarray:
     """The stored vectors of these entries (those that have one), one row each."""
     vectors = list(stored_vectors_by_id(conn, entry_ids, index).values())
     return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
@@ -84,14 +98,18 @@ class VectorArm:
     def cosines(self, conn: Connection, entry_ids: list[str]) -> dict[str, float]:
         """Exact cosine of the query to each listed entry that has a stored vector (vectors are
         stored normalised)."""
-        return {entry_id: float(np.dot(self.query, vector))
-                for entry_id, vector in stored_vectors_by_id(conn, entry_ids, self.index).items()}
+        return {
+            entry_id: float(np.dot(self.query, vector))
+            for entry_id, vector in stored_vectors_by_id(conn, entry_ids, self.index).items()
+        }
 
     def resolve(self) -> VectorArm:
         """The arm itself: its query vector is already there."""
         return self
 
-    def hits(self, conn: Connection, prefilter: Prefilter, vector: np.ndarray | None = None) -> list[Hit]:
+    def hits(
+        self, conn: Connection, prefilter: Prefilter, vector: np.ndarray | None = None
+    ) -> list[Hit]:
         search = self.index.search if self.index is not None else table.knn
         return _knn_hits(conn, self.query if vector is None else vector, prefilter, search)
 
@@ -121,8 +139,12 @@ class DeferredVectorArm:
         return VectorArm(vector, self._index) if vector is not None else None
 
 
-def _knn_hits(conn: Connection, query_vector: np.ndarray, prefilter: Prefilter,
-              knn: Callable[..., list[tuple[int, float]]]) -> list[Hit]:
+def _knn_hits(
+    conn: Connection,
+    query_vector: np.ndarray,
+    prefilter: Prefilter,
+    knn: Callable[..., list[tuple[int, float]]],
+) -> list[Hit]:
     where, params = prefilter.sql()
     cap = T.VECTOR_ROW_CAP
     pairs: list[tuple[int, float]] = []
@@ -134,10 +156,13 @@ def _knn_hits(conn: Connection, query_vector: np.ndarray, prefilter: Prefilter,
             allowed.update(_ids(conn, [s for s, _ in fetched[cap:]], where, params))
         pairs = [(s, c) for s, c in fetched if s in allowed]
         if len(pairs) < cap and len(fetched) == cap * T.VECTOR_OVERFETCH:
-            pairs = []   # too many excluded near the top: restrict inside the KNN instead
+            pairs = []  # too many excluded near the top: restrict inside the KNN instead
     if not pairs:
         pairs = knn(conn, query_vector, cap, f"SELECT e.seq FROM entries e WHERE {where}", params)
         allowed = _ids(conn, [s for s, _ in pairs], where, params)
-    hits = [Hit(allowed[s], c, {"cosine": round(c, 6)}) for s, c in pairs
-            if s in allowed and c >= T.VECTOR_MIN_COSINE]
+    hits = [
+        Hit(allowed[s], c, {"cosine": round(c, 6)})
+        for s, c in pairs
+        if s in allowed and c >= T.VECTOR_MIN_COSINE
+    ]
     return hits[:cap]

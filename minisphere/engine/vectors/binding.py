@@ -32,6 +32,7 @@ transaction, where the batch's earlier captures are already visible.
 The binding reaches the file only through the workspace's `reading()` and `transaction()`
 (duck-typed as `storage`), so it never takes the workspace's lock itself.
 """
+
 from __future__ import annotations
 
 import logging
@@ -59,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only
 
 log = logging.getLogger("minisphere.vectors")
 
-BACKFILL_BATCH_SIZE = 64          # entries embedded per backfill step (one short write each)
+BACKFILL_BATCH_SIZE = 64  # entries embedded per backfill step (one short write each)
 HOOKED = frozenset({"capture", "update", "append", "recall"})
 Progress = Callable[[int, int], None]
 
@@ -77,7 +78,7 @@ class Storage(Protocol):
 
 class BackfillSummary(TypedDict):
     embedded: int
-    skipped: int          # entries whose content changed while they were embedded
+    skipped: int  # entries whose content changed while they were embedded
     total: int
     seconds: float
 
@@ -85,7 +86,7 @@ class BackfillSummary(TypedDict):
 class BindingState(TypedDict):
     provider: str | None
     dim: int | None
-    missing: int          # entries without a vector
+    missing: int  # entries without a vector
 
 
 def text_for(method_name: str, args: Any, conn: db.Connection | None) -> str | None:
@@ -105,9 +106,12 @@ def text_for(method_name: str, args: Any, conn: db.Connection | None) -> str | N
     return None
 
 
-def attach(storage: Storage, provider: EmbeddingProvider | None = None,
-           settings: semantic.SemanticSettings | None = None,
-           reembed_other: bool = False) -> VectorBinding:
+def attach(
+    storage: Storage,
+    provider: EmbeddingProvider | None = None,
+    settings: semantic.SemanticSettings | None = None,
+    reembed_other: bool = False,
+) -> VectorBinding:
     """The binding of an open workspace; binding a provider to an unbound file backfills it.
     A file holding another provider's vectors is refused (InvalidArgument), or with
     `reembed_other` re-embedded with this one: the service's blueprint names the provider a
@@ -116,24 +120,32 @@ def attach(storage: Storage, provider: EmbeddingProvider | None = None,
     if provider is not None:
         current = binding.binding
         if current is not None and not binding.holds(provider):
-            log.warning("%s holds vectors of %s (%d dims); re-embedding with %s",
-                        getattr(storage, "path", "workspace"), current["provider"],
-                        current["dim"], provider.name)
+            log.warning(
+                "%s holds vectors of %s (%d dims); re-embedding with %s",
+                getattr(storage, "path", "workspace"),
+                current["provider"],
+                current["dim"],
+                provider.name,
+            )
             binding.bind(provider, replace=True)
         elif current is None:
             binding.bind(provider)
-        else:       # entries captured while no embedder was attached: embed them now
+        else:  # entries captured while no embedder was attached: embed them now
             binding.backfill()
     return binding
 
 
 class VectorBinding(WorkspaceHooks):
     hooked = HOOKED
-    started_on_arrival = frozenset({"recall"})     # `prepare` only sends the query (start_query)
+    started_on_arrival = frozenset({"recall"})  # `prepare` only sends the query (start_query)
 
-    def __init__(self, storage: Storage, provider: EmbeddingProvider | None = None,
-                 settings: semantic.SemanticSettings | None = None,
-                 refuse_other: bool = True) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        provider: EmbeddingProvider | None = None,
+        settings: semantic.SemanticSettings | None = None,
+        refuse_other: bool = True,
+    ) -> None:
         self.storage = storage
         self.embeddings = Embeddings(provider, lambda: self._recorded()["dim"])
         self.settings = settings or semantic.SemanticSettings()
@@ -150,18 +162,25 @@ class VectorBinding(WorkspaceHooks):
                 raise InvalidArgument(
                     f"workspace is bound to {self.binding['provider']} ({self.binding['dim']} "
                     f"dims), not {provider.name} ({provider.dim}); rebind with "
-                    f"enable_vectors(provider, replace=True)")
-            self.embeddings.provider = None     # another provider's vectors: `attach` re-embeds
+                    f"enable_vectors(provider, replace=True)"
+                )
+            self.embeddings.provider = None  # another provider's vectors: `attach` re-embeds
 
     # ---- binding lifecycle ---------------------------------------------------------------------
     def holds(self, provider: EmbeddingProvider) -> bool:
         """The file's vectors are this provider's."""
         return self.binding is not None and (
-            (self.binding["provider"], self.binding["dim"]) == (provider.name, provider.dim))
+            (self.binding["provider"], self.binding["dim"]) == (provider.name, provider.dim)
+        )
 
-    def bind(self, provider: EmbeddingProvider, *, replace: bool = False,
-             batch_size: int | None = None, progress: Progress | None = None
-             ) -> BackfillSummary:
+    def bind(
+        self,
+        provider: EmbeddingProvider,
+        *,
+        replace: bool = False,
+        batch_size: int | None = None,
+        progress: Progress | None = None,
+    ) -> BackfillSummary:
         """Record the binding, create the vec table, then backfill every entry (with progress)."""
         self.switch(provider, replace=replace)
         return self.backfill(batch_size, progress)
@@ -176,11 +195,14 @@ class VectorBinding(WorkspaceHooks):
                 table.drop(conn)
                 current = None
             if current is None:
-                self.binding = table.create(conn, provider.name, provider.dim,
-                                            self.storage.clock.now_ms())
+                self.binding = table.create(
+                    conn, provider.name, provider.dim, self.storage.clock.now_ms()
+                )
                 self._open_index(conn)
             elif (current["provider"], current["dim"]) != (provider.name, provider.dim):
-                raise InvalidArgument(f"workspace is bound to {current['provider']}; pass replace=True")
+                raise InvalidArgument(
+                    f"workspace is bound to {current['provider']}; pass replace=True"
+                )
             # inside the transaction: no write commits between the new table and the new provider
             self.embeddings.switch(provider)
 
@@ -215,8 +237,10 @@ class VectorBinding(WorkspaceHooks):
         try:
             index.sync(conn)
         except Exception:  # the write stands; recall falls back to sqlite-vec
-            log.exception("resident vector index out of step with the file: dropped, recall "
-                          "searches sqlite-vec until the workspace reopens")
+            log.exception(
+                "resident vector index out of step with the file: dropped, recall "
+                "searches sqlite-vec until the workspace reopens"
+            )
             self.index = None
 
     # ---- embedding -------------------------------------------------------------------------------
@@ -237,37 +261,49 @@ class VectorBinding(WorkspaceHooks):
         return self.embeddings.embed(texts)
 
     # ---- hooks -------------------------------------------------------------------------------------
-    def prepare(self, calls: list[tuple[str, Any]], conn: db.Connection | None
-                ) -> list[tuple[str | None, Any, int]]:
+    def prepare(
+        self, calls: list[tuple[str, Any]], conn: db.Connection | None
+    ) -> list[tuple[str | None, Any, int]]:
         """(text, vector, generation) per (method name, parsed args), all the writes' texts
         embedded in one call; a recall's vector is a QueryVector, started here and waited for
         by the recall."""
         generation = self.generation
-        texts = [text_for(name, args, conn) if name in HOOKED else None
-                 for name, args in calls]
+        texts = [text_for(name, args, conn) if name in HOOKED else None for name, args in calls]
         wanted = [t for (name, _), t in zip(calls, texts) if t is not None and name != "recall"]
         vectors = dict(zip(wanted, self.embed(wanted)))
         start_query = self.embeddings.start_query
-        return [(t, start_query(t) if name == "recall" and t is not None
-                 else vectors.get(t) if t is not None else None, generation)
-                for (name, _), t in zip(calls, texts)]
+        return [
+            (
+                t,
+                start_query(t)
+                if name == "recall" and t is not None
+                else vectors.get(t)
+                if t is not None
+                else None,
+                generation,
+            )
+            for (name, _), t in zip(calls, texts)
+        ]
 
     def prepare_connection(self, conn: db.Connection) -> None:
         table.ensure_extension(conn)
 
     def handler(self, method: Method, prepared: Any) -> Handler | None:
-        text, vector, generation = prepared if prepared is not None else (None, None, self.generation)
+        text, vector, generation = (
+            prepared if prepared is not None else (None, None, self.generation)
+        )
         name = method.name
         if name == "recall":
             from minisphere.engine.retrieval.recall import recall
 
             embeddings = self.embeddings
-            query = (vector if isinstance(vector, QueryVector)
-                     else QueryVector(embeddings, text, vector))
+            query = (
+                vector if isinstance(vector, QueryVector) else QueryVector(embeddings, text, vector)
+            )
 
             def run_recall(conn: db.Connection, args: RecallArgs, now_ms: int) -> RecallAnswer:
                 nonlocal query
-                if query.generation != self.generation:    # the other model's query vector
+                if query.generation != self.generation:  # the other model's query vector
                     query = QueryVector(embeddings, text)
                 arm = DeferredVectorArm(query.wait, self.index) if query.may_come else None
                 result = recall(conn, args, now_ms, vector_arm=arm)
@@ -277,21 +313,29 @@ class VectorBinding(WorkspaceHooks):
                 if query.embed_ms is not None:
                     result["timings"]["queryEmbedMs"] = query.embed_ms
                 return result
+
             return run_recall
         if name == "capture":
+
             def run_capture(conn: db.Connection, args: CaptureArgs, now_ms: int) -> Any:
                 if vector is None or generation != self.generation:
                     self._needs_backfill = self.provider is not None
                     return method.handler(conn, args, now_ms)
-                assert self.provider is not None    # a current vector is the current provider's
-                return semantic.capture(conn, args, now_ms, vector, self.settings, self.provider.name)
+                assert self.provider is not None  # a current vector is the current provider's
+                return semantic.capture(
+                    conn, args, now_ms, vector, self.settings, self.provider.name
+                )
+
             return run_capture
         if name in ("update", "append"):
+
             def run_change(conn: db.Connection, args: Any, now_ms: int) -> Any:
                 result = method.handler(conn, args, now_ms)
-                self._put_if_current(conn, args.id, text,
-                                     vector if generation == self.generation else None)
+                self._put_if_current(
+                    conn, args.id, text, vector if generation == self.generation else None
+                )
                 return result
+
             return run_change
         return None
 
@@ -303,24 +347,31 @@ class VectorBinding(WorkspaceHooks):
     def _arm_state(self, vector: np.ndarray | None) -> VectorArmState:
         if vector is not None:
             return {"arm": "on", "provider": self._recorded()["provider"]}
-        reason = ("no embedder attached" if self.provider is None
-                  else f"embedding failed: {self.embeddings.last_error}")
+        reason = (
+            "no embedder attached"
+            if self.provider is None
+            else f"embedding failed: {self.embeddings.last_error}"
+        )
         return {"arm": "off", "provider": self._recorded()["provider"], "reason": reason}
 
-    def _put_if_current(self, conn: db.Connection, entry_id: str, text: str | None,
-                        vector: np.ndarray | None) -> None:
+    def _put_if_current(
+        self, conn: db.Connection, entry_id: str, text: str | None, vector: np.ndarray | None
+    ) -> None:
         row = conn.execute("SELECT seq, content FROM entries WHERE id = ?", (entry_id,)).fetchone()
         if row is None:
             return
         if vector is not None and text is not None and row[1] == text:
             table.put(conn, row[0], vector)
-            self._touched(row[0])     # an unchanged content fires no trigger
-        elif not conn.execute(f"SELECT 1 FROM {table.VEC_TABLE} WHERE rowid = ?", (row[0],)).fetchone():
+            self._touched(row[0])  # an unchanged content fires no trigger
+        elif not conn.execute(
+            f"SELECT 1 FROM {table.VEC_TABLE} WHERE rowid = ?", (row[0],)
+        ).fetchone():
             self._needs_backfill = self.provider is not None
 
     # ---- backfill ----------------------------------------------------------------------------------
-    def backfill(self, batch_size: int | None = None, progress: Progress | None = None
-                 ) -> BackfillSummary:
+    def backfill(
+        self, batch_size: int | None = None, progress: Progress | None = None
+    ) -> BackfillSummary:
         """Embed every entry lacking a vector: read a batch, embed it with no lock held, write
         the vectors whose content is unchanged in one short transaction. Returns a summary."""
         provider, generation = self.provider, self.generation
@@ -345,19 +396,21 @@ class VectorBinding(WorkspaceHooks):
                 self.embeddings.failed(exc, "backfill stopped")
                 break
             with self.storage.transaction() as conn:
-                if generation != self.generation:    # rebound meanwhile: that bind backfills
+                if generation != self.generation:  # rebound meanwhile: that bind backfills
                     break
                 for (seq, content, _), vector in zip(batch, matrix):
-                    row = conn.execute("SELECT content FROM entries WHERE seq = ?", (seq,)).fetchone()
+                    row = conn.execute(
+                        "SELECT content FROM entries WHERE seq = ?", (seq,)
+                    ).fetchone()
                     if row is None or row[0] != content:
                         skipped += 1
                         continue
                     table.put(conn, seq, vector)
                     self._touched(seq)
                     done += 1
-            with self.storage.reading() as conn:   # a binding attaching at open has no
-                self.transaction_ended(conn)        # workspace hooks to do this yet
-            total = max(total, done)      # entries written meanwhile are embedded here too
+            with self.storage.reading() as conn:  # a binding attaching at open has no
+                self.transaction_ended(conn)  # workspace hooks to do this yet
+            total = max(total, done)  # entries written meanwhile are embedded here too
             if progress:
                 progress(done, total)
         if progress and done < total and generation == self.generation:
@@ -365,5 +418,9 @@ class VectorBinding(WorkspaceHooks):
                 if table.missing_count(conn) == 0:
                     # a write's after-commit backfill embedded the rest first: complete
                     progress(total, total)
-        return {"embedded": done, "skipped": skipped, "total": total,
-                "seconds": round(time.perf_counter() - started, 3)}
+        return {
+            "embedded": done,
+            "skipped": skipped,
+            "total": total,
+            "seconds": round(time.perf_counter() - started, 3),
+        }

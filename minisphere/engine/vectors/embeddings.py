@@ -3,6 +3,7 @@ retried write, a repeated query), a back-off after a failure (a provider that is
 hold up every write), and a recall's query vector started ahead of the recall
 (`QueryVector`). Each switch of provider starts a new generation: a vector embedded by the
 provider a rebind replaced is never cached or used after it."""
+
 from __future__ import annotations
 
 import logging
@@ -18,10 +19,10 @@ from minisphere.engine.embedding.base import EmbeddingProvider
 
 log = logging.getLogger("minisphere.vectors")
 
-EMBED_CACHE_MAX = 2048            # texts whose vectors are kept (a retried write re-uses them)
-FAILURE_BACKOFF_S = 30.0          # after a provider failure, writes skip embedding this long
-QUERY_THREADS = 2                 # threads embedding recall queries for providers in this process
-Embedding = Future[np.ndarray]         # a provider's (texts, dim) matrix, on its way
+EMBED_CACHE_MAX = 2048  # texts whose vectors are kept (a retried write re-uses them)
+FAILURE_BACKOFF_S = 30.0  # after a provider failure, writes skip embedding this long
+QUERY_THREADS = 2  # threads embedding recall queries for providers in this process
+Embedding = Future[np.ndarray]  # a provider's (texts, dim) matrix, on its way
 
 
 _pools: dict[str, ThreadPoolExecutor] = {}
@@ -58,6 +59,7 @@ def _sent(send: Callable[[list[str]], Embedding], texts: list[str]) -> Embedding
             outer.result().add_done_callback(relay)
         except BaseException as exc:  # noqa: BLE001 - the call could not even be sent
             out.set_exception(exc)
+
     _threads("query-send", 1).submit(send, texts).add_done_callback(sent)
     return out
 
@@ -67,15 +69,20 @@ class QueryVector:
     since `started`. `wait()` gives the vector, or None when it cannot be had; a failure is
     recorded as a failed write embedding is (its reason, and the back-off)."""
 
-    def __init__(self, embeddings: Embeddings, text: str | None,
-                 vector: np.ndarray | None = None, future: Embedding | None = None,
-                 started: float | None = None) -> None:
+    def __init__(
+        self,
+        embeddings: Embeddings,
+        text: str | None,
+        vector: np.ndarray | None = None,
+        future: Embedding | None = None,
+        started: float | None = None,
+    ) -> None:
         self.embeddings, self.text = embeddings, text
         self.generation = embeddings.generation
         self.vector = vector
         self._future = future
         self.started = time.perf_counter() if started is None else started
-        self.embed_ms: float | None = None     # started -> vector in hand, when one was embedded
+        self.embed_ms: float | None = None  # started -> vector in hand, when one was embedded
         self._done_at: float | None = None
         if future is not None:
             future.add_done_callback(self._finished)
@@ -96,7 +103,8 @@ class QueryVector:
         try:
             matrix = np.asarray(
                 future.result(timeout=getattr(embeddings.provider, "timeout_s", None)),
-                dtype=np.float32)
+                dtype=np.float32,
+            )
             if matrix.shape != (1, embeddings.dim()):
                 raise ValueError(f"provider returned shape {matrix.shape}")
         except Exception as exc:  # noqa: BLE001 - a recall goes on without the vector arm
@@ -106,7 +114,7 @@ class QueryVector:
             done_at = self._done_at if self._done_at is not None else time.perf_counter()
             self.embed_ms = round((done_at - self.started) * 1000, 3)
         self.vector = matrix[0]
-        assert self.text is not None        # only a text is ever embedded (`start_query`)
+        assert self.text is not None  # only a text is ever embedded (`start_query`)
         embeddings.remember([self.text], matrix, self.generation)
         return self.vector
 
@@ -114,12 +122,12 @@ class QueryVector:
 class Embeddings:
     def __init__(self, provider: EmbeddingProvider | None, dim: Callable[[], int]) -> None:
         self.provider = provider
-        self.dim = dim                        # the dimension the file records
-        self.generation = 0                   # bumped by every switch of provider
+        self.dim = dim  # the dimension the file records
+        self.generation = 0  # bumped by every switch of provider
         self.last_error: str | None = None
-        self.failed_at = float("-inf")        # monotonic time of the last provider failure
+        self.failed_at = float("-inf")  # monotonic time of the last provider failure
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_lock = threading.Lock()   # prepare runs on several threads at once
+        self._cache_lock = threading.Lock()  # prepare runs on several threads at once
 
     def switch(self, provider: EmbeddingProvider) -> None:
         with self._cache_lock:
@@ -164,9 +172,12 @@ class Embeddings:
         if self.provider is None or cached is not None or self.backing_off():
             return QueryVector(self, text, cached)
         submit = getattr(self.provider, "submit", None)
-        started = time.perf_counter()        # sending the call is part of the embedding's cost
-        future = (_sent(submit, [text]) if submit is not None
-                  else _query_threads().submit(self.provider.embed, [text]))
+        started = time.perf_counter()  # sending the call is part of the embedding's cost
+        future = (
+            _sent(submit, [text])
+            if submit is not None
+            else _query_threads().submit(self.provider.embed, [text])
+        )
         return QueryVector(self, text, future=future, started=started)
 
     def failed(self, exc: BaseException, consequence: str) -> None:
@@ -176,7 +187,7 @@ class Embeddings:
 
     def remember(self, texts: list[str], matrix: np.ndarray, generation: int) -> None:
         with self._cache_lock:
-            if generation != self.generation:      # embedded by the provider a rebind replaced
+            if generation != self.generation:  # embedded by the provider a rebind replaced
                 return
             for text, vector in zip(texts, matrix):
                 self._cache[text] = vector

@@ -14,6 +14,7 @@ back after the transaction ended, committed or rolled back, needs no bookkeeping
 Readers (the read pool's threads) search while the writer syncs: every access holds `_lock`,
 and a search copies out only its answer.
 """
+
 from __future__ import annotations
 
 import threading
@@ -26,8 +27,8 @@ from minisphere.engine.db import Connection
 from minisphere.engine.vectors import table
 
 TOUCHED_FUNCTION = "minisphere_vector_touched"
-INITIAL_ROWS = 64                    # rows allocated before the first growth (doubling after)
-_TRIGGERS = {                        # TEMP: on the writer's connection only, gone when it closes
+INITIAL_ROWS = 64  # rows allocated before the first growth (doubling after)
+_TRIGGERS = {  # TEMP: on the writer's connection only, gone when it closes
     "inserted": "AFTER INSERT ON main.entries BEGIN SELECT {fn}(new.seq); END",
     "deleted": "AFTER DELETE ON main.entries BEGIN SELECT {fn}(old.seq); END",
     "content": "AFTER UPDATE OF content ON main.entries BEGIN SELECT {fn}(new.seq); END",
@@ -39,8 +40,10 @@ def watch(conn: Connection, touch: Callable[[int], None]) -> None:
     deletes or sets the content of."""
     conn.create_function(TOUCHED_FUNCTION, 1, touch)
     for name, body in _TRIGGERS.items():
-        conn.execute(f"CREATE TEMP TRIGGER IF NOT EXISTS minisphere_vector_{name} "
-                     + body.format(fn=TOUCHED_FUNCTION))
+        conn.execute(
+            f"CREATE TEMP TRIGGER IF NOT EXISTS minisphere_vector_{name} "
+            + body.format(fn=TOUCHED_FUNCTION)
+        )
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:
@@ -95,8 +98,9 @@ class VectorIndex:
             return
         found = {}
         for seq in touched:
-            row = conn.execute(f"SELECT embedding FROM {table.VEC_TABLE} WHERE rowid = ?",
-                               (seq,)).fetchone()
+            row = conn.execute(
+                f"SELECT embedding FROM {table.VEC_TABLE} WHERE rowid = ?", (seq,)
+            ).fetchone()
             found[seq] = None if row is None else np.frombuffer(row[0], dtype=np.float32)
         with self._lock:
             for seq, vector in found.items():
@@ -120,7 +124,7 @@ class VectorIndex:
         row = self._row_of.pop(seq, None)
         if row is None:
             return
-        last = len(self._row_of)       # the last live row moves into the gap
+        last = len(self._row_of)  # the last live row moves into the gap
         if row != last:
             moved = int(self._seqs[last])
             self._matrix[row], self._seqs[row] = self._matrix[last], moved
@@ -132,22 +136,30 @@ class VectorIndex:
             row = self._row_of.get(int(seq))
             return None if row is None else self._matrix[row].copy()
 
-    def search(self, conn: Connection, query: np.ndarray, k: int, restrict_sql: str | None = None,
-               params: list[Any] | None = None) -> list[tuple[int, float]]:
+    def search(
+        self,
+        conn: Connection,
+        query: np.ndarray,
+        k: int,
+        restrict_sql: str | None = None,
+        params: list[Any] | None = None,
+    ) -> list[tuple[int, float]]:
         """`table.knn`'s answer from memory: `restrict_sql` (a subquery of allowed seqs) is run
         on `conn` to mask the matrix."""
         allowed = None
         if restrict_sql:
-            allowed = np.fromiter((seq for (seq,) in conn.execute(restrict_sql, params or [])),
-                                  dtype=np.int64)
+            allowed = np.fromiter(
+                (seq for (seq,) in conn.execute(restrict_sql, params or [])), dtype=np.int64
+            )
         return self.knn(query, k, allowed)
 
-    def knn(self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
-            ) -> list[tuple[int, float]]:
+    def knn(
+        self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
         """(seq, cosine) of the k nearest stored vectors, best first; `allowed`: only these
         seqs (the prefilter)."""
         q = _unit(query)
-        if q.shape != (self.dim,):       # a query of the provider a rebind replaced
+        if q.shape != (self.dim,):  # a query of the provider a rebind replaced
             return []
         with self._lock:
             n = len(self._row_of)

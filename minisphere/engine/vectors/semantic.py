@@ -20,6 +20,7 @@ auto-links off small talk (between pleasantries a link would relate nothing).
 The weight starts from 0 at the link threshold because the graph arm passes weight × score to a
 neighbour: an edge drawn at the threshold is a weak hint, not a strong relation.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,18 +41,18 @@ from minisphere.wire.answers import CaptureAnswer, NearEntry
 if TYPE_CHECKING:
     from minisphere.engine.arguments import CaptureArgs
 
-DEDUP_BLOCK_COSINE = 0.95        # at or above: the capture is a duplicate, not stored
-DEDUP_BLOCK_MIN_OVERLAP = 0.8    # ...if it also shares this share of word pairs (Jaccard)
-DEDUP_CANDIDATE_COSINE = 0.85    # at or above: stored, tagged duplicate-candidate
+DEDUP_BLOCK_COSINE = 0.95  # at or above: the capture is a duplicate, not stored
+DEDUP_BLOCK_MIN_OVERLAP = 0.8  # ...if it also shares this share of word pairs (Jaccard)
+DEDUP_CANDIDATE_COSINE = 0.85  # at or above: stored, tagged duplicate-candidate
 DEDUP_CANDIDATE_MIN_OVERLAP = 0.5
-AUTO_LINK_COSINE = 0.78          # at or above: relates_to edge, provenance inferred
-AUTO_LINK_MAX = 3                # nearest neighbours linked at most
-AUTO_LINK_TERM_MAX_DOC_RATIO = 0.01   # a shared word counts if in at most 1% of entries...
-AUTO_LINK_TERM_MIN_DOCS = 3           # ...or in at most 3 entries in a small workspace
-AUTO_LINK_MIN_WEIGHT = 0.01      # the rescaled weight never reaches 0 (edge weights are > 0)
-NEIGHBOUR_FETCH = 16             # KNN depth for the checks (deprecated neighbours are skipped)
+AUTO_LINK_COSINE = 0.78  # at or above: relates_to edge, provenance inferred
+AUTO_LINK_MAX = 3  # nearest neighbours linked at most
+AUTO_LINK_TERM_MAX_DOC_RATIO = 0.01  # a shared word counts if in at most 1% of entries...
+AUTO_LINK_TERM_MIN_DOCS = 3  # ...or in at most 3 entries in a small workspace
+AUTO_LINK_MIN_WEIGHT = 0.01  # the rescaled weight never reaches 0 (edge weights are > 0)
+NEIGHBOUR_FETCH = 16  # KNN depth for the checks (deprecated neighbours are skipped)
 DUPLICATE_CANDIDATE_TAG = "duplicate-candidate"
-COSINE_TOLERANCE = 1e-5          # float32 vectors: a cosine this close to a threshold meets it
+COSINE_TOLERANCE = 1e-5  # float32 vectors: a cosine this close to a threshold meets it
 
 
 def meets(cosine: float, threshold: float) -> bool:
@@ -80,14 +81,19 @@ def neighbours(conn: Connection, vector: np.ndarray) -> list[tuple[str, float, s
     if not pairs:
         return []
     marks = ",".join("?" * len(pairs))
-    live = {seq: (entry_id, content) for seq, entry_id, content in conn.execute(
-        f"SELECT seq, id, content FROM entries WHERE seq IN ({marks}) AND status != 'deprecated'",
-        [s for s, _ in pairs]).fetchall()}
+    live = {
+        seq: (entry_id, content)
+        for seq, entry_id, content in conn.execute(
+            f"SELECT seq, id, content FROM entries WHERE seq IN ({marks}) AND status != 'deprecated'",
+            [s for s, _ in pairs],
+        ).fetchall()
+    }
     return [(live[s][0], c, live[s][1]) for s, c in pairs if s in live]
 
 
-def _first_agreeing(near: list[tuple[str, float, str]], shingle_set: frozenset[Any],
-                    cosine: float, overlap: float) -> tuple[str, float] | None:
+def _first_agreeing(
+    near: list[tuple[str, float, str]], shingle_set: frozenset[Any], cosine: float, overlap: float
+) -> tuple[str, float] | None:
     """The nearest neighbour at or above `cosine` whose word pairs overlap at least `overlap`."""
     for entry_id, c, content in near:
         if not meets(c, cosine):
@@ -107,9 +113,15 @@ def _specific_terms(conn: Connection, texts: list[str], settings: SemanticSettin
     return {t for t in stems if frequency.get(t, 0) <= cap}
 
 
-def _auto_link(conn: Connection, entry_id: str, content: str, near: list[tuple[str, float, str]],
-               settings: SemanticSettings,
-               provider_name: str, now_ms: int) -> list[NearEntry]:
+def _auto_link(
+    conn: Connection,
+    entry_id: str,
+    content: str,
+    near: list[tuple[str, float, str]],
+    settings: SemanticSettings,
+    provider_name: str,
+    now_ms: int,
+) -> list[NearEntry]:
     close = [n for n in near if meets(n[1], settings.link_cosine)]
     if not close:
         return []
@@ -120,46 +132,64 @@ def _auto_link(conn: Connection, entry_id: str, content: str, near: list[tuple[s
         if len(linked) >= settings.link_max:
             break
         if not specific & set(content_terms(other_content[:MMR_TEXT_CHARS])):
-            continue   # close by cosine only: small talk, not a shared subject
+            continue  # close by cosine only: small talk, not a shared subject
         src, dst = writes.canonical_endpoints(entry_id, other, "relates_to")
         weight = settings.link_weight(cosine)
-        metadata = json.dumps({"by": "auto-link", "cosine": round(cosine, 6),
-                               "provider": provider_name}, sort_keys=True)
+        metadata = json.dumps(
+            {"by": "auto-link", "cosine": round(cosine, 6), "provider": provider_name},
+            sort_keys=True,
+        )
         cursor = conn.execute(
             "INSERT INTO edges(src, dst, type, weight, provenance, metadata, created_at, updated_at) "
             "VALUES (?, ?, 'relates_to', ?, 'inferred', ?, ?, ?) ON CONFLICT(src, dst, type) DO NOTHING",
-            (src, dst, weight, metadata, now_ms, now_ms))
+            (src, dst, weight, metadata, now_ms, now_ms),
+        )
         if cursor.rowcount:
             linked.append({"id": other, "cosine": round(cosine, 6)})
     return linked
 
 
-def capture(conn: Connection, args: CaptureArgs, now_ms: int, vector: np.ndarray,
-            settings: SemanticSettings,
-            provider_name: str) -> CaptureAnswer:
+def capture(
+    conn: Connection,
+    args: CaptureArgs,
+    now_ms: int,
+    vector: np.ndarray,
+    settings: SemanticSettings,
+    provider_name: str,
+) -> CaptureAnswer:
     from minisphere.engine.normalize import content_hash
+
     writes.check_content(args.content)
-    exact = conn.execute("SELECT 1 FROM entries WHERE content_hash = ? LIMIT 1",
-                         (content_hash(args.content),)).fetchone()
+    exact = conn.execute(
+        "SELECT 1 FROM entries WHERE content_hash = ? LIMIT 1", (content_hash(args.content),)
+    ).fetchone()
     if exact is not None:
         return writes.capture(conn, args, now_ms)
     near = neighbours(conn, vector)
     own_shingles = shingles(args.content)
-    duplicate = _first_agreeing(near, own_shingles, settings.block_cosine, settings.block_min_overlap)
+    duplicate = _first_agreeing(
+        near, own_shingles, settings.block_cosine, settings.block_min_overlap
+    )
     if duplicate is not None:
-        return {"outcome": "blocked", "matchId": duplicate[0], "cosine": round(duplicate[1], 6),
-                "semantic": True}
+        return {
+            "outcome": "blocked",
+            "matchId": duplicate[0],
+            "cosine": round(duplicate[1], 6),
+            "semantic": True,
+        }
     result = writes.capture(conn, args, now_ms)
     entry_id = result.get("id")
     if result["outcome"] != "stored" or entry_id is None:
         return result
     seq = conn.execute("SELECT seq FROM entries WHERE id = ?", (entry_id,)).fetchone()[0]
     table.put(conn, seq, vector)
-    candidate = _first_agreeing(near, own_shingles, settings.candidate_cosine,
-                                settings.candidate_min_overlap)
+    candidate = _first_agreeing(
+        near, own_shingles, settings.candidate_cosine, settings.candidate_min_overlap
+    )
     if candidate is not None:
         writes.add_tags(conn, entry_id, [DUPLICATE_CANDIDATE_TAG])
         result["duplicateCandidateOf"] = {"id": candidate[0], "cosine": round(candidate[1], 6)}
-    result["autoLinked"] = _auto_link(conn, entry_id, args.content, near, settings,
-                                      provider_name, now_ms)
+    result["autoLinked"] = _auto_link(
+        conn, entry_id, args.content, near, settings, provider_name, now_ms
+    )
     return result

@@ -12,6 +12,7 @@ always inserted as text nodes — cannot run as code even if a bug slipped it in
 `GET /ui/{asset}` for the files found under `static/` when the app is built: a fixed table,
 so no request path ever reaches the file system.
 """
+
 from __future__ import annotations
 
 from importlib import resources
@@ -21,20 +22,27 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 CONSOLE_PREFIX = "/ui"
 STATIC_PACKAGE = "static"
-CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
-                 ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml",
-                 ".png": "image/png", ".ico": "image/x-icon"}
-CONTENT_SECURITY_POLICY = "; ".join([
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "img-src 'self' data:",
-    "connect-src 'self'",
-    "font-src 'self'",
-    "base-uri 'none'",
-    "form-action 'none'",
-    "frame-ancestors 'none'",
-])
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+}
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "font-src 'self'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+    ]
+)
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -58,13 +66,17 @@ def load_assets() -> dict[str, tuple[bytes, str]]:
             suffix = "." + item.name.rsplit(".", 1)[-1] if "." in item.name else ""
             if suffix in CONTENT_TYPES:
                 assets[name] = (item.read_bytes(), CONTENT_TYPES[suffix])
+
     walk(resources.files(__package__).joinpath(STATIC_PACKAGE), "")
     return assets
 
 
 def _not_found() -> JSONResponse:
-    return JSONResponse({"error": {"code": "not_found", "message": "no such console file"}},
-                        status_code=404, headers=SECURITY_HEADERS)
+    return JSONResponse(
+        {"error": {"code": "not_found", "message": "no such console file"}},
+        status_code=404,
+        headers=SECURITY_HEADERS,
+    )
 
 
 def mount_console(api: FastAPI, prefix: str = CONSOLE_PREFIX) -> None:
@@ -88,7 +100,11 @@ def mount_console(api: FastAPI, prefix: str = CONSOLE_PREFIX) -> None:
     async def asset(name: str):
         return send(name)
 
-    for path, endpoint in ((prefix, redirect), (prefix + "/", page),
-                           (prefix + "/{name:path}", asset)):
-        api.add_api_route(path, endpoint, methods=["GET", "HEAD"], include_in_schema=False,
-                          name="console")
+    for path, endpoint in (
+        (prefix, redirect),
+        (prefix + "/", page),
+        (prefix + "/{name:path}", asset),
+    ):
+        api.add_api_route(
+            path, endpoint, methods=["GET", "HEAD"], include_in_schema=False, name="console"
+        )

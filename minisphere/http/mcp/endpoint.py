@@ -12,6 +12,7 @@ protection checks Host and Origin against `McpSettings`.
 The session manager runs in the app's lifespan (`session_manager.run()`), which Ray Serve and
 uvicorn enter before the first request.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,16 +33,17 @@ from minisphere.http.statuses import error_response
 from minisphere.settings import McpSettings
 
 MCP_PATH = "/v1/w/{workspace}/mcp"
-SCOPE_KEY = "minisphere.mcp.backend"       # the request's backend, in the ASGI scope
+SCOPE_KEY = "minisphere.mcp.backend"  # the request's backend, in the ASGI scope
 # Any token of the workspace may call a read: the request is let in when it could call one.
 ENTRY_METHOD = "getCount"
-WRITE_METHOD = "capture"                   # asked to learn whether the token may write
+WRITE_METHOD = "capture"  # asked to learn whether the token may write
 AUTH_CHALLENGE = 'Bearer realm="minisphere"'
 
 
 @dataclass(frozen=True)
 class GatewayBackend:
     """The caller's workspace through the gateway: what the RPC routes do per call."""
+
     gateway: WorkspaceGateway
     workspace: str
     token: str
@@ -51,17 +53,17 @@ class GatewayBackend:
     async def can_write(self) -> bool:
         try:
             await self.gateway.authorize(self.workspace, self.token, WRITE_METHOD, self.client)
-        except Forbidden:                  # insufficient_scope: a read token
+        except Forbidden:  # insufficient_scope: a read token
             return False
         return True
 
     async def call(self, method: str, args: dict, idempotency_key: str | None) -> Any:
         try:
-            caller = await self.gateway.authorize(self.workspace, self.token, method,
-                                                  self.client)
+            caller = await self.gateway.authorize(self.workspace, self.token, method, self.client)
             parsed = parse_args(METHODS[method], args)
-            result, _ = await self.gateway.call(self.workspace, method, parsed, caller,
-                                                idempotency_key)
+            result, _ = await self.gateway.call(
+                self.workspace, method, parsed, caller, idempotency_key
+            )
         except Exception as exc:  # noqa: BLE001 - every refusal is the model's to read
             _, body = error_response(exc, self.audience)
             raise ToolRefusal(body["error"]["code"], body["error"]["message"]) from None
@@ -97,17 +99,29 @@ def backend_of(ctx) -> GatewayBackend:
     return ctx.request.scope[SCOPE_KEY]
 
 
-def mount_mcp(api, gateway: WorkspaceGateway, settings: McpSettings | None = None
-              ) -> StreamableHTTPSessionManager:
+def mount_mcp(
+    api, gateway: WorkspaceGateway, settings: McpSettings | None = None
+) -> StreamableHTTPSessionManager:
     """Add the endpoint to `api`; returns the session manager, whose `run()` the app's
     lifespan must enter."""
     settings = settings or McpSettings()
     manager = StreamableHTTPSessionManager(
-        app=build_server(backend_of), stateless=True, json_response=True,
+        app=build_server(backend_of),
+        stateless=True,
+        json_response=True,
         max_request_body_size=MAX_BODY_BYTES,
         security_settings=TransportSecuritySettings(
-            enable_dns_rebinding_protection=True, allowed_hosts=list(settings.allowed_hosts),
-            allowed_origins=list(settings.allowed_origins)))
-    api.router.routes.append(Route(MCP_PATH, McpEndpoint(gateway, StreamableHTTPASGIApp(manager)),
-                                   name="mcp", include_in_schema=False))
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=list(settings.allowed_hosts),
+            allowed_origins=list(settings.allowed_origins),
+        ),
+    )
+    api.router.routes.append(
+        Route(
+            MCP_PATH,
+            McpEndpoint(gateway, StreamableHTTPASGIApp(manager)),
+            name="mcp",
+            include_in_schema=False,
+        )
+    )
     return manager

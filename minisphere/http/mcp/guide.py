@@ -1,17 +1,21 @@
 """What a model is told about a workspace: the server's instructions (sent at initialize) and
 the `use_workspace` prompt, both written from the contract's vocabulary (kinds, volatility,
 status, claim tags, staleness)."""
+
 from __future__ import annotations
 
 PROMPT_NAME = "use_workspace"
-PROMPT_DESCRIPTION = ("How to use this Mini-Sphere workspace as your memory: recall before "
-                      "answering, capture decisions and facts, say how sure you are.")
+PROMPT_DESCRIPTION = (
+    "How to use this Mini-Sphere workspace as your memory: recall before "
+    "answering, capture decisions and facts, say how sure you are."
+)
 
 INSTRUCTIONS = (
     "A Mini-Sphere workspace: one agent's long-term memory of entries (facts and events) "
     "linked by typed edges. Call recall before answering anything the memory may know; capture "
     "what is worth keeping; set claimTag to say how sure you are. The use_workspace prompt "
-    "explains more.")
+    "explains more."
+)
 
 
 def prompt_text(workspace: str) -> str:

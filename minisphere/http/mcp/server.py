@@ -11,6 +11,7 @@ the HTTP endpoint's backend is the gateway (`endpoint.py`), the stdio server's t
   and its connections);
 - prompts: `use_workspace` (`guide.py`).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,7 @@ from minisphere.http.mcp import tools as T
 
 SERVER_NAME = "minisphere"
 SERVER_VERSION = "0.1.0"
-RESOURCE_NOT_FOUND = -32002          # the protocol's code for a resource that cannot be read
+RESOURCE_NOT_FOUND = -32002  # the protocol's code for a resource that cannot be read
 JSON_MIME = "application/json"
 URI_SCHEME = "minisphere"
 _ENTRY_URI = re.compile(r"^minisphere://(?P<workspace>[^/]+)/entries/(?P<id>[^/]+)$")
@@ -67,9 +68,14 @@ def brief_uri(workspace: str) -> str:
 
 def build_server(backend_of: Callable[[Any], WorkspaceBackend]) -> Server:
     """The server; `backend_of(ctx)`: the backend of the request's caller."""
-    server = Server(SERVER_NAME, version=SERVER_VERSION, instructions=guide.INSTRUCTIONS,
-                    **_tool_handlers(backend_of), **_resource_handlers(backend_of),
-                    **_prompt_handlers(backend_of))
+    server = Server(
+        SERVER_NAME,
+        version=SERVER_VERSION,
+        instructions=guide.INSTRUCTIONS,
+        **_tool_handlers(backend_of),
+        **_resource_handlers(backend_of),
+        **_prompt_handlers(backend_of),
+    )
     # the SDK's tracing middleware is a no-op without an exporter; the request log is ours
     server.middleware.clear()
     return server
@@ -83,8 +89,10 @@ def _tool_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[str, A
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in TOOL_ARGUMENTS:
-            raise MCPError(INVALID_PARAMS, f"no tool {params.name!r}; the tools are "
-                                           f"{', '.join(TOOL_ARGUMENTS)}")
+            raise MCPError(
+                INVALID_PARAMS,
+                f"no tool {params.name!r}; the tools are {', '.join(TOOL_ARGUMENTS)}",
+            )
         try:
             args, key = T.split_arguments(params.name, params.arguments)
             result = await backend_of(ctx).call(params.name, args, key)
@@ -102,44 +110,77 @@ def _resource_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[st
 
     async def list_resources(ctx, _params) -> types.ListResourcesResult:
         workspace = backend_of(ctx).workspace
-        return types.ListResourcesResult(resources=[types.Resource(
-            name="brief", title="Workspace brief", uri=brief_uri(workspace), mime_type=JSON_MIME,
-            description="Recent activity, top topics and entries worth resurfacing")])
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    name="brief",
+                    title="Workspace brief",
+                    uri=brief_uri(workspace),
+                    mime_type=JSON_MIME,
+                    description="Recent activity, top topics and entries worth resurfacing",
+                )
+            ]
+        )
 
     async def list_resource_templates(ctx, _params) -> types.ListResourceTemplatesResult:
         workspace = backend_of(ctx).workspace
-        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
-            name="entry", title="An entry", uri_template=entry_uri(workspace, "{id}"),
-            mime_type=JSON_MIME, description="One entry: content, tags, revisions, staleness, "
-                                             "and its connections (edges with their entries)")])
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    name="entry",
+                    title="An entry",
+                    uri_template=entry_uri(workspace, "{id}"),
+                    mime_type=JSON_MIME,
+                    description="One entry: content, tags, revisions, staleness, "
+                    "and its connections (edges with their entries)",
+                )
+            ]
+        )
 
-    async def read_resource(ctx, params: types.ReadResourceRequestParams
-                            ) -> types.ReadResourceResult:
+    async def read_resource(
+        ctx, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
         backend, uri = backend_of(ctx), str(params.uri)
         content = await _read(backend, uri)
-        return types.ReadResourceResult(contents=[types.TextResourceContents(
-            uri=uri, mime_type=JSON_MIME, text=json.dumps(content))])
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(uri=uri, mime_type=JSON_MIME, text=json.dumps(content))
+            ]
+        )
 
-    return {"on_list_resources": list_resources,
-            "on_list_resource_templates": list_resource_templates,
-            "on_read_resource": read_resource}
+    return {
+        "on_list_resources": list_resources,
+        "on_list_resource_templates": list_resource_templates,
+        "on_read_resource": read_resource,
+    }
 
 
 def _prompt_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[str, Any]:
     """The one prompt: how to use this workspace as memory."""
 
     async def list_prompts(_ctx, _params) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=[types.Prompt(
-            name=guide.PROMPT_NAME, title="Use this workspace as memory",
-            description=guide.PROMPT_DESCRIPTION)])
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=guide.PROMPT_NAME,
+                    title="Use this workspace as memory",
+                    description=guide.PROMPT_DESCRIPTION,
+                )
+            ]
+        )
 
     async def get_prompt(ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         if params.name != guide.PROMPT_NAME:
-            raise MCPError(INVALID_PARAMS, f"no prompt {params.name!r}; the prompt is "
-                                           f"{guide.PROMPT_NAME}")
+            raise MCPError(
+                INVALID_PARAMS, f"no prompt {params.name!r}; the prompt is {guide.PROMPT_NAME}"
+            )
         text = guide.prompt_text(backend_of(ctx).workspace)
-        return types.GetPromptResult(description=guide.PROMPT_DESCRIPTION, messages=[
-            types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))])
+        return types.GetPromptResult(
+            description=guide.PROMPT_DESCRIPTION,
+            messages=[
+                types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+            ],
+        )
 
     return {"on_list_prompts": list_prompts, "on_get_prompt": get_prompt}
 
@@ -150,10 +191,9 @@ async def _read(backend: WorkspaceBackend, uri: str) -> dict:
     entry, brief = _ENTRY_URI.match(uri), _BRIEF_URI.match(uri)
     found = entry or brief
     if found is None or found["workspace"] != backend.workspace:
-        raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri!r} in workspace "
-                                           f"{backend.workspace}")
+        raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri!r} in workspace {backend.workspace}")
     try:
-        if entry is None:                  # then the brief matched
+        if entry is None:  # then the brief matched
             return await backend.call("getBrief", {}, None)
         detail = await backend.call("getEntry", {"id": entry["id"]}, None)
         linked = await backend.call("connections", {"id": entry["id"]}, None)

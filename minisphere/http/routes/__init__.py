@@ -4,6 +4,7 @@ order the published OpenAPI document lists them: `service` (health, contracts), 
 (staleness runs), `workspace_rpc` (one route per contract method) and `transfer` (JSONL import
 and export, when the app is given the operations). Who may call a route is a dependency of
 `minisphere.http.callers`."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -24,9 +25,9 @@ class Routes:
 
     def route(self, path: str, methods: list[str], **options: Any) -> Callable:
         def declare(endpoint: Callable) -> Callable:
-            self.declared.append((path, endpoint, {**self.defaults, **options,
-                                                   "methods": methods}))
+            self.declared.append((path, endpoint, {**self.defaults, **options, "methods": methods}))
             return endpoint
+
         return declare
 
     def get(self, path: str, **options: Any) -> Callable:

@@ -1,13 +1,14 @@
 """Admin routes of workspaces and their durability (the admin token, except where noted):
 
-    POST/GET /v1/workspaces, GET/DELETE /v1/workspaces/{id}
-    POST /v1/workspaces/{id}/snapshot             take a snapshot now
-    GET  /v1/workspaces/{id}/snapshots            its versions (admin or the workspace's token)
-    POST /v1/workspaces/{id}/hibernate            snapshot if changed, close, release its actor
-    POST /v1/workspaces/{id}/restore {version}    restore a snapshot version
-    POST /v1/workspaces/{id}/restore-to-moment {timestamp}   restore any second the replica holds
-    POST /v1/workspaces/{id}/snapshots/prune {keep}
+POST/GET /v1/workspaces, GET/DELETE /v1/workspaces/{id}
+POST /v1/workspaces/{id}/snapshot             take a snapshot now
+GET  /v1/workspaces/{id}/snapshots            its versions (admin or the workspace's token)
+POST /v1/workspaces/{id}/hibernate            snapshot if changed, close, release its actor
+POST /v1/workspaces/{id}/restore {version}    restore a snapshot version
+POST /v1/workspaces/{id}/restore-to-moment {timestamp}   restore any second the replica holds
+POST /v1/workspaces/{id}/snapshots/prune {keep}
 """
+
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -46,23 +47,35 @@ class CreateWorkspace(BaseModel):
     model_config = ConfigDict(extra="forbid")
     # enforced as WORKSPACE_ID_PATTERN here (check_workspace_id refuses a final '-' after);
     # published as the one pattern of both
-    id: Optional[Annotated[StrictStr, Field(pattern=WORKSPACE_ID_PATTERN, json_schema_extra={
-        "pattern": WORKSPACE_ID_SHAPE})]] = None
+    id: Optional[
+        Annotated[
+            StrictStr,
+            Field(pattern=WORKSPACE_ID_PATTERN, json_schema_extra={"pattern": WORKSPACE_ID_SHAPE}),
+        ]
+    ] = None
     blueprint: Optional[dict[str, Any]] = None
     label: Optional[Annotated[StrictStr, Field(max_length=200)]] = None
 
 
 class RestoreWorkspace(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    version: Annotated[StrictStr, Field(pattern=SNAPSHOT_VERSION_PATTERN.pattern,
-                                        description="a version from GET .../snapshots")]
+    version: Annotated[
+        StrictStr,
+        Field(
+            pattern=SNAPSHOT_VERSION_PATTERN.pattern, description="a version from GET .../snapshots"
+        ),
+    ]
 
 
 class RestoreToMoment(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    timestamp: Annotated[StrictStr, Field(
-        pattern=MOMENT_PATTERN, description="UTC, RFC 3339 to the second, e.g. "
-                                            "2026-12-02T06:00:00Z; not in the future")]
+    timestamp: Annotated[
+        StrictStr,
+        Field(
+            pattern=MOMENT_PATTERN,
+            description="UTC, RFC 3339 to the second, e.g. 2026-12-02T06:00:00Z; not in the future",
+        ),
+    ]
 
     @field_validator("timestamp")
     @classmethod
@@ -78,28 +91,33 @@ class RestoreToMoment(BaseModel):
 
 class PruneSnapshots(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    keep: Annotated[StrictInt, Field(ge=1, le=PRUNE_KEEP_MAX,
-                                     description="versions to keep, the newest first")] = 1
+    keep: Annotated[
+        StrictInt, Field(ge=1, le=PRUNE_KEEP_MAX, description="versions to keep, the newest first")
+    ] = 1
 
 
 # a workspace's own token may list its snapshots too: authorized like a method call
 SnapshotsCaller = Annotated[WorkspaceCall, workspace_caller("listSnapshots", "workspace_id")]
 
 
-@routes.post("/v1/workspaces", status_code=201,
-             responses=answers(S.CreatedWorkspace, 201, links.CREATED_WORKSPACE),
-             openapi_extra=json_body(CreateWorkspace))
+@routes.post(
+    "/v1/workspaces",
+    status_code=201,
+    responses=answers(S.CreatedWorkspace, 201, links.CREATED_WORKSPACE),
+    openapi_extra=json_body(CreateWorkspace),
+)
 async def create_workspace(request: Request, gateway: AdminGateway):
     spec = await read_spec(request, CreateWorkspace, "createWorkspace")
     if spec.blueprint is not None:
-        parse_blueprint(spec.blueprint)   # refused here (422), before the directory
+        parse_blueprint(spec.blueprint)  # refused here (422), before the directory
     created = await gateway.create(spec.id, spec.blueprint, spec.label)
     return JSONResponse(created, status_code=201)
 
 
 @routes.get("/v1/workspaces", responses=answers(S.WorkspaceList))
-async def list_workspaces(gateway: AdminGateway, limit: str = str(WORKSPACES_MAX_LIMIT),
-                          after: str = ""):
+async def list_workspaces(
+    gateway: AdminGateway, limit: str = str(WORKSPACES_MAX_LIMIT), after: str = ""
+):
     count = query_integer(limit, "limit", 1, WORKSPACES_MAX_LIMIT)
     return {"items": await gateway.list(count, after[:AFTER_MAX_CHARS])}
 
@@ -114,76 +132,95 @@ async def delete_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     return await gateway.delete(check_workspace_id(workspace_id))
 
 
-@routes.post("/v1/workspaces/{workspace_id}/snapshot",
-             summary="Take a snapshot now (returns its manifest)",
-             responses=answers(S.SnapshotManifest))
+@routes.post(
+    "/v1/workspaces/{workspace_id}/snapshot",
+    summary="Take a snapshot now (returns its manifest)",
+    responses=answers(S.SnapshotManifest),
+)
 async def snapshot_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     return await gateway.snapshot(check_workspace_id(workspace_id))
 
 
-@routes.get("/v1/workspaces/{workspace_id}/snapshots",
-            summary="List snapshot versions, oldest first (admin or the workspace's token)",
-            responses=answers(S.SnapshotList))
+@routes.get(
+    "/v1/workspaces/{workspace_id}/snapshots",
+    summary="List snapshot versions, oldest first (admin or the workspace's token)",
+    responses=answers(S.SnapshotList),
+)
 async def list_workspace_snapshots(workspace_id: WorkspaceId, call: SnapshotsCaller):
     return {"items": await call.gateway.list_snapshots(workspace_id)}
 
 
-@routes.post("/v1/workspaces/{workspace_id}/hibernate",
-             summary="Hibernate now: snapshot if changed, close, release its actor",
-             responses=answers(S.Hibernated))
+@routes.post(
+    "/v1/workspaces/{workspace_id}/hibernate",
+    summary="Hibernate now: snapshot if changed, close, release its actor",
+    responses=answers(S.Hibernated),
+)
 async def hibernate_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     return await gateway.hibernate(check_workspace_id(workspace_id))
 
 
-@routes.post("/v1/workspaces/{workspace_id}/restore",
-             summary="Restore a snapshot version (point-in-time restore)",
-             responses=answers(S.Restored),
-             openapi_extra=json_body(RestoreWorkspace, required=True))
+@routes.post(
+    "/v1/workspaces/{workspace_id}/restore",
+    summary="Restore a snapshot version (point-in-time restore)",
+    responses=answers(S.Restored),
+    openapi_extra=json_body(RestoreWorkspace, required=True),
+)
 async def restore_workspace(workspace_id: WorkspaceId, request: Request, gateway: AdminGateway):
     check_workspace_id(workspace_id)
     spec = await read_spec(request, RestoreWorkspace, "restore", required=True)
     return await gateway.restore(workspace_id, spec.version)
 
 
-@routes.post("/v1/workspaces/{workspace_id}/restore-to-moment",
-             summary="Restore the state the workspace had at a moment (needs continuous "
-                     "replication: any second the replica still holds)",
-             responses=answers(S.RestoredToMoment),
-             openapi_extra=json_body(RestoreToMoment, required=True))
-async def restore_workspace_to_moment(workspace_id: WorkspaceId, request: Request,
-                                      gateway: AdminGateway):
+@routes.post(
+    "/v1/workspaces/{workspace_id}/restore-to-moment",
+    summary="Restore the state the workspace had at a moment (needs continuous "
+    "replication: any second the replica still holds)",
+    responses=answers(S.RestoredToMoment),
+    openapi_extra=json_body(RestoreToMoment, required=True),
+)
+async def restore_workspace_to_moment(
+    workspace_id: WorkspaceId, request: Request, gateway: AdminGateway
+):
     check_workspace_id(workspace_id)
     spec = await read_spec(request, RestoreToMoment, "restore-to-moment", required=True)
     return await gateway.restore_to_moment(workspace_id, spec.timestamp)
 
 
-@routes.post("/v1/workspaces/{workspace_id}/snapshots/prune",
-             summary="Keep only the newest versions (after a forget: drop the versions that "
-                     "still hold the forgotten text)",
-             responses=answers(S.Pruned),
-             openapi_extra=json_body(PruneSnapshots, required=False))
-async def prune_workspace_snapshots(workspace_id: WorkspaceId, request: Request,
-                                    gateway: AdminGateway):
+@routes.post(
+    "/v1/workspaces/{workspace_id}/snapshots/prune",
+    summary="Keep only the newest versions (after a forget: drop the versions that "
+    "still hold the forgotten text)",
+    responses=answers(S.Pruned),
+    openapi_extra=json_body(PruneSnapshots, required=False),
+)
+async def prune_workspace_snapshots(
+    workspace_id: WorkspaceId, request: Request, gateway: AdminGateway
+):
     check_workspace_id(workspace_id)
     spec = await read_spec(request, PruneSnapshots, "prune")
     return await gateway.prune_snapshots(workspace_id, spec.keep)
 
 
-@routes.post("/v1/workspaces/{workspace_id}/vector-binding",
-             summary="Move the workspace to another embedding provider: its blueprint names it "
-                     "at once, and every entry is re-embedded while the workspace serves",
-             responses=answers(S.VectorBindingState, status=202),
-             openapi_extra=json_body(VectorBindingSpec, required=True))
-async def rebind_workspace_vectors(workspace_id: WorkspaceId, request: Request,
-                                   gateway: AdminGateway):
+@routes.post(
+    "/v1/workspaces/{workspace_id}/vector-binding",
+    summary="Move the workspace to another embedding provider: its blueprint names it "
+    "at once, and every entry is re-embedded while the workspace serves",
+    responses=answers(S.VectorBindingState, status=202),
+    openapi_extra=json_body(VectorBindingSpec, required=True),
+)
+async def rebind_workspace_vectors(
+    workspace_id: WorkspaceId, request: Request, gateway: AdminGateway
+):
     check_workspace_id(workspace_id)
     spec = await read_spec(request, VectorBindingSpec, "vector-binding", required=True)
     state = await gateway.rebind_vectors(workspace_id, spec.model_dump())
     return JSONResponse(state, status_code=202)
 
 
-@routes.get("/v1/workspaces/{workspace_id}/vector-binding",
-            summary="The binding the blueprint names, the file's, and a rebind's progress",
-            responses=answers(S.VectorBindingState))
+@routes.get(
+    "/v1/workspaces/{workspace_id}/vector-binding",
+    summary="The binding the blueprint names, the file's, and a rebind's progress",
+    responses=answers(S.VectorBindingState),
+)
 async def get_workspace_vector_binding(workspace_id: WorkspaceId, gateway: AdminGateway):
     return await gateway.vector_binding(check_workspace_id(workspace_id))

@@ -1,5 +1,6 @@
 """`GET /v1/maintenance/runs` (admin): the audit of staleness runs. The manual run itself is
 the workspace method `runStalenessPass` (`workspace_rpc`)."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -18,8 +19,9 @@ routes = Routes(tags=[MAINTENANCE_TAG])
 
 
 @routes.get("/v1/maintenance/runs", responses=answers(S.MaintenanceRuns))
-async def maintenance_runs(gateway: AdminGateway, workspace: Optional[str] = None,
-                           limit: str = str(RUNS_DEFAULT_LIMIT)):
+async def maintenance_runs(
+    gateway: AdminGateway, workspace: Optional[str] = None, limit: str = str(RUNS_DEFAULT_LIMIT)
+):
     """Staleness runs (cron and manual), newest first; `?workspace=` filters."""
     if workspace is not None:
         check_workspace_id(workspace)

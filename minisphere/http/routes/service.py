@@ -1,5 +1,6 @@
 """Public service routes: `GET /healthz` and `GET /v1/contracts` (the pinned contracts and the
 routed methods)."""
+
 from __future__ import annotations
 
 from fastapi import Request
@@ -19,6 +20,10 @@ async def healthz():
 
 @routes.get("/v1/contracts", responses=answers(S.ContractsAnswer))
 async def list_contracts(request: Request):
-    return {"contracts": request.app.state.contracts,
-            "methods": [{"name": m.name, "access": m.access, "positional": list(m.positional)}
-                        for m in METHODS.values()]}
+    return {
+        "contracts": request.app.state.contracts,
+        "methods": [
+            {"name": m.name, "access": m.access, "positional": list(m.positional)}
+            for m in METHODS.values()
+        ],
+    }

@@ -11,6 +11,7 @@
 re-sending a chunk (after a failure) is harmless: the workspace's checkpoint skips lines already
 applied.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,9 +36,9 @@ from minisphere.http.handling import (
 from minisphere.http.routes import Routes
 
 IMPORT_MAX_BODY_BYTES = 16 * 1024 * 1024
-IMPORT_MAX_FIRST_LINE = 999_999_999          # `first`: a data line number
+IMPORT_MAX_FIRST_LINE = 999_999_999  # `first`: a data line number
 NDJSON = "application/x-ndjson"
-_IMPORT_KEY = re.compile(r"[A-Za-z0-9]{1,64}")       # ASCII only: str.isalnum() takes any script
+_IMPORT_KEY = re.compile(r"[A-Za-z0-9]{1,64}")  # ASCII only: str.isalnum() takes any script
 
 
 def _flag(raw: str, name: str) -> bool:
@@ -61,11 +62,12 @@ def check_lines(lines: list[str], first: int) -> None:
             deep = deep_enough and nesting_levels_exceed(value)
         except RecursionError:
             deep = True
-        except ValueError:          # not JSON at all: the importer names the line itself
+        except ValueError:  # not JSON at all: the importer names the line itself
             continue
         if deep:
-            raise ImportFormatError(f"line {number}: nests deeper than "
-                                    f"{MAX_JSON_NESTING_LEVELS} levels")
+            raise ImportFormatError(
+                f"line {number}: nests deeper than {MAX_JSON_NESTING_LEVELS} levels"
+            )
         try:
             refuse_unencodable_text(line, value, f"line {number}")
         except MalformedRequest as exc:
@@ -82,37 +84,58 @@ TransferOps = Annotated[Any, Depends(_admin_operations)]
 routes = Routes(tags=["admin"])
 
 
-@routes.get("/v1/workspaces/{workspace_id}/export",
-            summary="export the workspace as JSONL (streamed)",
-            response_class=StreamingResponse,
-            responses={200: {"description": "header line, then one line per entry and edge",
-                             "content": {NDJSON: {"schema": {"type": "string"}}}},
-                       **ERROR_RESPONSES})
+@routes.get(
+    "/v1/workspaces/{workspace_id}/export",
+    summary="export the workspace as JSONL (streamed)",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": "header line, then one line per entry and edge",
+            "content": {NDJSON: {"schema": {"type": "string"}}},
+        },
+        **ERROR_RESPONSES,
+    },
+)
 async def export_workspace(workspace_id: WorkspaceId, ops: TransferOps):
     pages = ops.export_pages(check_workspace_id(workspace_id))
-    first = await pages.__anext__()          # errors before any byte is sent
+    first = await pages.__anext__()  # errors before any byte is sent
 
     async def body():
         yield "".join(line + "\n" for line in first)
         async for page in pages:
             yield "".join(line + "\n" for line in page)
-    return StreamingResponse(body(), media_type=NDJSON, headers={
-        "Content-Disposition": f'attachment; filename="{workspace_id}.jsonl"'})
+
+    return StreamingResponse(
+        body(),
+        media_type=NDJSON,
+        headers={"Content-Disposition": f'attachment; filename="{workspace_id}.jsonl"'},
+    )
 
 
-@routes.post("/v1/workspaces/{workspace_id}/import",
-             summary="import a chunk of a JSONL export (header line + data lines)",
-             responses={200: {"model": S.ImportReport}, **ERROR_RESPONSES},
-             openapi_extra={"requestBody": {"content": {NDJSON: {"schema": {"type": "string"}}}}})
-async def import_workspace(workspace_id: WorkspaceId, request: Request, ops: TransferOps, key: str = "",
-                           first: str = "1", final: str = "false"):
+@routes.post(
+    "/v1/workspaces/{workspace_id}/import",
+    summary="import a chunk of a JSONL export (header line + data lines)",
+    responses={200: {"model": S.ImportReport}, **ERROR_RESPONSES},
+    openapi_extra={"requestBody": {"content": {NDJSON: {"schema": {"type": "string"}}}}},
+)
+async def import_workspace(
+    workspace_id: WorkspaceId,
+    request: Request,
+    ops: TransferOps,
+    key: str = "",
+    first: str = "1",
+    final: str = "false",
+):
     check_workspace_id(workspace_id)
     first_line = query_integer(first, "first", 1, IMPORT_MAX_FIRST_LINE)
     is_final = _flag(final, "final")
     if not _IMPORT_KEY.fullmatch(key):
         raise TransferError("key must be 1-64 letters or digits (e.g. the file's sha256)")
-    raw = await read_body(request, IMPORT_MAX_BODY_BYTES,
-                          "an import chunk must be smaller: send fewer lines per request")
+    raw = await read_body(
+        request,
+        IMPORT_MAX_BODY_BYTES,
+        "an import chunk must be smaller: send fewer lines per request",
+    )
     try:
         lines = [line for line in raw.decode("utf-8").split("\n") if line.strip()]
     except UnicodeDecodeError:

@@ -1,4 +1,5 @@
 """Fixtures of the retrieval tests (plain helpers live in helpers.py)."""
+
 import pytest
 
 from tests.engine.retrieval.helpers import FILLER, NOW
@@ -14,18 +15,22 @@ def now_clock(clock):
 @pytest.fixture
 def add(ws):
     """Capture an entry at the clock's current time, assert it was stored, return its id."""
+
     def capture(content: str, **options) -> str:
         result = ws.capture(content, **options)
         assert result["outcome"] == "stored", result
         return result["id"]
+
     return capture
 
 
 @pytest.fixture
 def filler(add):
     """Capture the FILLER entries; returns their ids."""
+
     def make() -> list[str]:
         return [add(text) for text in FILLER]
+
     return make
 
 
@@ -34,4 +39,5 @@ def no_brevity(monkeypatch):
     """The brevity factor off: for tests of the other rerank factors on short entries, whose
     figures would otherwise carry each entry's length too (brevity has its own tests)."""
     from minisphere.engine.retrieval import tuning
+
     monkeypatch.setattr(tuning, "BREVITY_FULL_CHARS", 0)

@@ -2,6 +2,7 @@
 
 `NOW` is Monday 2026-11-30 15:00 UTC; `at(...)` builds epoch ms in UTC.
 """
+
 from datetime import UTC, datetime
 
 
@@ -9,7 +10,7 @@ def at(year, month, day, hour=0, minute=0) -> int:
     return int(datetime(year, month, day, hour, minute, tzinfo=UTC).timestamp() * 1000)
 
 
-NOW = at(2026, 11, 30, 15)          # a Monday
+NOW = at(2026, 11, 30, 15)  # a Monday
 DAY_MS = 86_400_000
 
 # Unrelated entries that give BM25 a real document-frequency baseline (idf > 0 for rare words).

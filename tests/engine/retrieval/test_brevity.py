@@ -1,4 +1,5 @@
 """The brevity factor: a short entry's word match counts for less (rerank.py, tuning.py)."""
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,9 +14,11 @@ from minisphere.engine.retrieval.rerank import (
 from tests.engine.retrieval.helpers import FILLER, NOW, by_id, ids
 
 GREETING = "Bob: Hey Ann! Pottery class tonight, right? See you there!"
-SUBSTANTIVE = ("Bob: The pottery class tonight is in the old school hall, so bring the apron and "
-               "the glaze you mixed on Sunday; the class will fire the two bowls that cracked in "
-               "the kiln, and then the teacher shows the pottery wheel")
+SUBSTANTIVE = (
+    "Bob: The pottery class tonight is in the old school hall, so bring the apron and "
+    "the glaze you mixed on Sunday; the class will fire the two bowls that cracked in "
+    "the kiln, and then the teacher shows the pottery wheel"
+)
 
 
 @pytest.fixture
@@ -26,7 +29,8 @@ def greeting_and_turn(ws, now_clock, add):
 
 
 def test_a_short_greeting_does_not_outrank_a_substantive_turn_with_the_same_match(
-        ws, greeting_and_turn, monkeypatch):
+    ws, greeting_and_turn, monkeypatch
+):
     """Both match "pottery class" (the turn uses each word twice), yet BM25's length
     normalisation puts the greeting first; the brevity factor puts the turn that says something
     first."""
@@ -35,15 +39,15 @@ def test_a_short_greeting_does_not_outrank_a_substantive_turn_with_the_same_matc
     result = ws.recall("pottery class", hops=0)
     assert ids(result) == [turn, greeting]
     items = by_id(result)
-    assert items[greeting]["breakdown"]["keyword"]["rank"] == 1      # the words alone prefer it
+    assert items[greeting]["breakdown"]["keyword"]["rank"] == 1  # the words alone prefer it
     brevity = items[greeting]["breakdown"]["rerank"]["brevity"]
     assert brevity == pytest.approx((len(GREETING) / T.BREVITY_FULL_CHARS) ** T.BREVITY_EXPONENT)
     assert items[turn]["breakdown"]["rerank"]["brevity"] == 1.0
-    for item in result["items"]:           # the factor is part of the product the score shows
+    for item in result["items"]:  # the factor is part of the product the score shows
         b = item["breakdown"]
         assert b["final"] == pytest.approx(b["fused"] * b["rerank"]["product"], rel=1e-9)
 
-    monkeypatch.setattr(T, "BREVITY_FULL_CHARS", 0)        # off: the failure it guards
+    monkeypatch.setattr(T, "BREVITY_FULL_CHARS", 0)  # off: the failure it guards
     ws.conn.execute("UPDATE entries SET recall_count = 0")
     assert ids(ws.recall("pottery class", hops=0)) == [greeting, turn]
 
@@ -67,12 +71,22 @@ def test_the_rerank_reads_the_length_up_to_the_longest_cutoff_tried():
 
 
 def _row(chars: int) -> dict:
-    return {"updatedAt": 0, "recallCount": 0, "importance": 0.0, "volatility": "durable",
-            "tags": [], "prefix": "x" * min(chars, T.RERANK_PREFIX_CHARS)}
+    return {
+        "updatedAt": 0,
+        "recallCount": 0,
+        "importance": 0.0,
+        "volatility": "durable",
+        "tags": [],
+        "prefix": "x" * min(chars, T.RERANK_PREFIX_CHARS),
+    }
 
 
-@given(st.integers(0, 2 * T.RERANK_PREFIX_CHARS), st.integers(0, 2 * T.RERANK_PREFIX_CHARS),
-       st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+@given(
+    st.integers(0, 2 * T.RERANK_PREFIX_CHARS),
+    st.integers(0, 2 * T.RERANK_PREFIX_CHARS),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+)
 def test_brevity_is_bounded_and_monotone(short, long, lexical_a, lexical_b):
     """In (0, 1]; 1 from BREVITY_FULL_CHARS on; never lower for a longer entry; never lower
     where the lexical arms gave less of the fused score (it discounts their part only)."""
@@ -87,7 +101,7 @@ def test_brevity_is_bounded_and_monotone(short, long, lexical_a, lexical_b):
                 assert value == 1.0
     assert brevity_factor(_row(short), terms, high) <= brevity_factor(_row(long), terms, high)
     assert brevity_factor(_row(short), terms, high) <= brevity_factor(_row(short), terms, low)
-    assert brevity_factor(_row(short), set(), high) == 1.0      # no searchable words
+    assert brevity_factor(_row(short), set(), high) == 1.0  # no searchable words
 
 
 @given(st.integers(0, T.RERANK_PREFIX_CHARS), st.floats(0.0, 1.0))
@@ -96,13 +110,16 @@ def test_the_fast_product_equals_the_breakdowns_product(chars, lexical):
     row = _row(chars)
     factors = rerank_factors(row, 0, {"pottery"}, frozenset(), lexical)
     assert rerank_product(row, 0, {"pottery"}, frozenset(), lexical) == pytest.approx(
-        factors["product"], rel=1e-12)
+        factors["product"], rel=1e-12
+    )
 
 
 @given(st.floats(0.0, 10.0), st.floats(0.0, 10.0))
 def test_lexical_part_is_the_share_the_vector_arm_did_not_give(lexical, vector):
-    slot = {"fused": lexical + vector,
-            "arms": {"keyword": {"rrf": lexical}, "vector": {"rrf": vector}}}
+    slot = {
+        "fused": lexical + vector,
+        "arms": {"keyword": {"rrf": lexical}, "vector": {"rrf": vector}},
+    }
     part = lexical_part(slot)
     assert 0.0 <= part <= 1.0
     if lexical + vector > 0:

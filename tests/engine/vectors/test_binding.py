@@ -1,5 +1,6 @@
 """Vectors follow entries: capture stores one, update/append re-embed, forget deletes it;
 binding an existing workspace backfills; an unbound workspace loads nothing."""
+
 import json
 import subprocess
 import sys
@@ -36,7 +37,9 @@ def test_vectors_update_re_embeds(vws, hash_provider):
     vws.update(entry_id, "The database migrated to Postgres 17")
     after = stored_vector(vws, entry_id)
     assert not np.allclose(before, after)
-    assert np.allclose(after, hash_provider.embed(["The database migrated to Postgres 17"])[0], atol=1e-6)
+    assert np.allclose(
+        after, hash_provider.embed(["The database migrated to Postgres 17"])[0], atol=1e-6
+    )
     assert vec_rows(vws) == 1
 
 
@@ -60,10 +63,12 @@ def test_vectors_group_commit_embeds_once_per_batch(tmp_path, clock):
     provider = ChosenVectors()
     ws = Workspace(tmp_path / "b.db", clock=clock, synchronous="NORMAL", embedder=provider)
     calls_before = provider.calls
-    outcomes = ws.run_batch([("capture", {"content": f"batch note {i} on topic {i * 7}"}) for i in range(5)]
-                            + [("capture", {"content": ""})])
+    outcomes = ws.run_batch(
+        [("capture", {"content": f"batch note {i} on topic {i * 7}"}) for i in range(5)]
+        + [("capture", {"content": ""})]
+    )
     assert [ok for ok, _ in outcomes] == [True] * 5 + [False]
-    assert provider.calls == calls_before + 1          # one embed call for the whole batch
+    assert provider.calls == calls_before + 1  # one embed call for the whole batch
     assert vec_rows(ws) == 5
     ws.close()
 
@@ -71,24 +76,30 @@ def test_vectors_group_commit_embeds_once_per_batch(tmp_path, clock):
 def test_vectors_enabling_backfills_existing_entries_with_progress(ws, hash_provider):
     ids = [ws.capture(f"existing entry {i} about subject {i}")["id"] for i in range(7)]
     seen = []
-    report = ws.enable_vectors(hash_provider, batch_size=3, progress_callback=lambda d, t: seen.append((d, t)))
+    report = ws.enable_vectors(
+        hash_provider, batch_size=3, progress_callback=lambda d, t: seen.append((d, t))
+    )
     assert report["embedded"] == 7 and report["total"] == 7
-    assert seen[0] == (0, 7) and seen[-1] == (7, 7) and len(seen) == 4   # 0, 3, 6, 7
+    assert seen[0] == (0, 7) and seen[-1] == (7, 7) and len(seen) == 4  # 0, 3, 6, 7
     assert vec_rows(ws) == 7 and all(stored_vector(ws, i) is not None for i in ids)
-    meta = ws.conn.execute("SELECT value FROM workspace_meta WHERE key = 'vector_binding'").fetchone()
+    meta = ws.conn.execute(
+        "SELECT value FROM workspace_meta WHERE key = 'vector_binding'"
+    ).fetchone()
     assert json.loads(meta[0])["provider"] == "hash-384" and json.loads(meta[0])["dim"] == 384
 
 
 def test_a_bind_that_fails_leaves_no_half_made_binding_for_recall_to_trip_on(ws):
     """Seen by reading the types: the binding was kept before its table existed, so after a
     failed bind every recall failed on a binding with no provider and no record."""
+
     class NoSize:
         name, dim = "no-size", 0
 
         def embed(self, texts):
             return np.zeros((len(texts), 0), dtype=np.float32)
+
     entry = ws.capture("recalled lexically after the failed bind")["id"]
-    with pytest.raises(Exception):      # noqa: B017 - whatever sqlite-vec says of a 0-wide table
+    with pytest.raises(Exception):  # noqa: B017 - whatever sqlite-vec says of a 0-wide table
         ws.enable_vectors(NoSize())
     assert ws.vectors is None
     assert [item["id"] for item in ws.recall("failed bind")["items"]] == [entry]
@@ -105,7 +116,8 @@ def test_a_backfill_whose_entries_another_embedded_first_still_ends_complete(ws,
     def progress(done, total):
         seen.append((done, total))
         if len(seen) == 1:
-            vectors.backfill()              # another backfill gets to every entry first
+            vectors.backfill()  # another backfill gets to every entry first
+
     vectors.backfill(progress=progress)
     assert seen[0] == (0, 5) and seen[-1] == (5, 5)
     assert vectors.state()["missing"] == 0
@@ -115,15 +127,15 @@ def test_vectors_bound_file_without_embedder_keeps_vectors_in_sync(tmp_path, clo
     path = tmp_path / "w.db"
     with Workspace(path, clock=clock, embedder=hash_provider) as ws:
         first = ws.capture("first entry about kubernetes")["id"]
-    with Workspace(path, clock=clock) as ws:                    # bound file, no model attached
-        second = ws.capture("second entry about helm charts")["id"]   # stored, vector pending
+    with Workspace(path, clock=clock) as ws:  # bound file, no model attached
+        second = ws.capture("second entry about helm charts")["id"]  # stored, vector pending
         assert without_vector(ws) == 1
-        ws.forget(first)                                          # still removes the vector
+        ws.forget(first)  # still removes the vector
         assert vec_rows(ws) == 0
         result = ws.recall("helm charts")
         assert result["queryUsed"]["vector"]["arm"] == "off"
         assert [i["id"] for i in result["items"]] == [second]
-    with Workspace(path, clock=clock, embedder=hash_provider) as ws:   # attaching catches up
+    with Workspace(path, clock=clock, embedder=hash_provider) as ws:  # attaching catches up
         assert without_vector(ws) == 0 and stored_vector(ws, second) is not None
 
 
@@ -154,7 +166,7 @@ def test_vectors_failing_provider_never_fails_the_write(tmp_path, clock, caplog)
 def test_vectors_prepare_moves_embedding_before_the_write(vws):
     body = {"content": "prepared note about latency"}
     prepared = vws.prepare([("capture", body)])
-    assert prepared[0][1] is not None                   # embedded outside any transaction
+    assert prepared[0][1] is not None  # embedded outside any transaction
     provider = vws.vectors.provider
     calls = []
     original = provider.embed
@@ -164,9 +176,9 @@ def test_vectors_prepare_moves_embedding_before_the_write(vws):
     finally:
         provider.embed = original
     assert ok and result["outcome"] == "stored"
-    assert calls == []                                  # the write did not embed again
+    assert calls == []  # the write did not embed again
     assert stored_vector(vws, result["id"]) is not None
-    assert vws.prepare([("capture", {"content": 5})]) == [None]   # invalid: nothing to embed
+    assert vws.prepare([("capture", {"content": 5})]) == [None]  # invalid: nothing to embed
 
 
 UNBOUND_PROBE = textwrap.dedent("""
@@ -189,8 +201,13 @@ UNBOUND_PROBE = textwrap.dedent("""
 
 
 def test_vectors_unbound_workspace_imports_no_model_and_has_no_vec_table(tmp_path):
-    out = subprocess.run([sys.executable, "-c", UNBOUND_PROBE, str(tmp_path / "plain.db")],
-                         capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", UNBOUND_PROBE, str(tmp_path / "plain.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     probe = json.loads(out.stdout.strip().splitlines()[-1])
     assert probe["loaded"] == []
     assert not any(name.startswith("entries_vec") for name in probe["tables"])
@@ -206,12 +223,13 @@ def test_vectors_a_down_provider_is_not_retried_on_every_write(tmp_path, clock):
         def embed(self, texts):
             type(self).calls += 1
             raise RuntimeError("down")
+
     with Workspace(tmp_path / "w.db", clock=clock, embedder=ChosenVectors()):
         pass
     with Workspace(tmp_path / "w.db", clock=clock, embedder=CountingFailure()) as ws:
         for i in range(5):
             assert ws.capture(f"note {i} while the model is down")["outcome"] == "stored"
-        assert CountingFailure.calls == 1          # then backs off: the writes do not wait on it
+        assert CountingFailure.calls == 1  # then backs off: the writes do not wait on it
         assert without_vector(ws) == 5
 
 
@@ -219,6 +237,7 @@ def test_vectors_every_connection_to_a_bound_file_can_delete(tmp_path, clock, ha
     """Readers, maintenance or snapshot code opening the file with db.connect get sqlite-vec
     (the forget trigger needs it); files without the binding never load it."""
     from minisphere.engine import db
+
     with Workspace(tmp_path / "w.db", clock=clock, embedder=hash_provider) as ws:
         entry = ws.capture("an entry to forget from another connection")["id"]
     conn = db.connect(tmp_path / "w.db")

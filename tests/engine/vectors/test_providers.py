@@ -1,4 +1,5 @@
 """Providers: hash (deterministic), http (real HTTP on loopback), minilm (if installed)."""
+
 import json
 import threading
 import time
@@ -16,12 +17,17 @@ from tests.engine.vectors.helpers import needs_minilm
 
 def test_vectors_hash_provider_is_deterministic_and_normalized():
     a, b = HashProvider(), HashProvider()
-    texts = ["Deploys run on Fridays", "deploys run on fridays!", "Completely different words here", ""]
+    texts = [
+        "Deploys run on Fridays",
+        "deploys run on fridays!",
+        "Completely different words here",
+        "",
+    ]
     va, vb = a.embed(texts), b.embed(texts)
     assert va.dtype == np.float32 and va.shape == (4, 384)
     assert np.array_equal(va, vb)
     assert np.allclose(np.linalg.norm(va[:3], axis=1), 1.0, atol=1e-6)
-    assert not va[3].any()                                          # empty text: zero vector
+    assert not va[3].any()  # empty text: zero vector
     assert va[0] @ va[1] > 0.99 and va[0] @ va[2] < 0.5
 
 
@@ -32,17 +38,20 @@ class _Embeddings(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                                    "body": body})
+        type(self).requests.append(
+            {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+        )
         time.sleep(type(self).delay_s)
         if type(self).status != 200:
             self.send_response(type(self).status)
             self.end_headers()
             self.wfile.write(b'{"error": "nope"}')
             return
-        vectors = HashProvider(16).embed(body["input"]) * 3.0          # not normalized on purpose
-        data = [{"object": "embedding", "index": i, "embedding": v.tolist()}
-                for i, v in reversed(list(enumerate(vectors)))]          # out of order on purpose
+        vectors = HashProvider(16).embed(body["input"]) * 3.0  # not normalized on purpose
+        data = [
+            {"object": "embedding", "index": i, "embedding": v.tolist()}
+            for i, v in reversed(list(enumerate(vectors)))
+        ]  # out of order on purpose
         payload = json.dumps({"object": "list", "data": data, "model": body["model"]}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -67,12 +76,20 @@ def server():
 
 def test_vectors_http_provider_batches_and_normalizes(server, monkeypatch):
     monkeypatch.setenv("TEST_EMBED_KEY", "sekret")
-    provider = make_provider({"provider": "http", "url": server, "model": "tiny-embed", "dim": 16,
-                              "apiKeyEnv": "TEST_EMBED_KEY", "batch_size": 2})
+    provider = make_provider(
+        {
+            "provider": "http",
+            "url": server,
+            "model": "tiny-embed",
+            "dim": 16,
+            "apiKeyEnv": "TEST_EMBED_KEY",
+            "batch_size": 2,
+        }
+    )
     texts = ["one text", "two text", "three", "four", "five"]
     vectors = provider.embed(texts)
     assert vectors.shape == (5, 16) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
-    assert np.allclose(vectors, HashProvider(16).embed(texts), atol=1e-6)    # order restored
+    assert np.allclose(vectors, HashProvider(16).embed(texts), atol=1e-6)  # order restored
     assert [len(r["body"]["input"]) for r in _Embeddings.requests] == [2, 2, 1]
     assert {r["path"] for r in _Embeddings.requests} == {"/v1/embeddings"}
     assert {r["auth"] for r in _Embeddings.requests} == {"Bearer sekret"}
@@ -80,8 +97,9 @@ def test_vectors_http_provider_batches_and_normalizes(server, monkeypatch):
 
 
 def test_vectors_http_provider_errors_and_timeouts(server):
-    provider = make_provider({"provider": "http", "url": server, "model": "m", "dim": 16,
-                              "timeout_s": 0.3})
+    provider = make_provider(
+        {"provider": "http", "url": server, "model": "m", "dim": 16, "timeout_s": 0.3}
+    )
     _Embeddings.status = 500
     with pytest.raises(EmbeddingError, match="HTTP 500"):
         provider.embed(["x"])
@@ -112,9 +130,15 @@ def test_vectors_unknown_provider_is_refused():
 @needs_minilm
 def test_vectors_minilm_matches_sentence_transformers_similarity():
     provider = make_provider({"provider": "minilm"})
-    assert make_provider({"provider": "minilm"}) is provider        # one model per process
-    vectors = provider.embed(["A man is eating food.", "A man is eating a piece of bread.",
-                              "The stock market fell sharply on Tuesday.", ""])
+    assert make_provider({"provider": "minilm"}) is provider  # one model per process
+    vectors = provider.embed(
+        [
+            "A man is eating food.",
+            "A man is eating a piece of bread.",
+            "The stock market fell sharply on Tuesday.",
+            "",
+        ]
+    )
     assert vectors.shape == (4, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     # sentence-transformers' own figure for this pair with all-MiniLM-L6-v2 is 0.7553

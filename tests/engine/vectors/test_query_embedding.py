@@ -1,5 +1,6 @@
 """A bound recall's query embedding: started before the lexical stages, waited for only by the
 vector arm, and a failure of it leaves the recall lexical with the reason in the answer."""
+
 import threading
 import time
 from concurrent.futures import Future
@@ -10,8 +11,8 @@ from minisphere.engine.workspace import Workspace
 from tests.engine.vectors.helpers import ChosenVectors, at_cosine
 
 QUERY = "how do we ship code"
-TARGET = "Releases go out through the deploy pipeline"   # shares no word with QUERY
-LEXICAL = "We ship code reviews on Mondays"              # shares words with QUERY
+TARGET = "Releases go out through the deploy pipeline"  # shares no word with QUERY
+LEXICAL = "We ship code reviews on Mondays"  # shares words with QUERY
 EMBED_DELAY_S = 0.15
 
 
@@ -19,8 +20,13 @@ class SubmittingVectors(ChosenVectors):
     """A provider like the remote embedder: `submit` sends the texts and returns a Future that
     another thread completes after `delay_s` (or fails). Query texts must go through `submit`."""
 
-    def __init__(self, table, delay_s: float = EMBED_DELAY_S, failure: Exception | None = None,
-                 refuse: Exception | None = None):
+    def __init__(
+        self,
+        table,
+        delay_s: float = EMBED_DELAY_S,
+        failure: Exception | None = None,
+        refuse: Exception | None = None,
+    ):
         super().__init__(table)
         self.delay_s, self.failure, self.refuse = delay_s, failure, refuse
         self.submitted: list[list[str]] = []
@@ -36,6 +42,7 @@ class SubmittingVectors(ChosenVectors):
                 future.set_exception(self.failure)
             else:
                 future.set_result(ChosenVectors.embed(self, texts))
+
         threading.Timer(self.delay_s, complete).start()
         return future
 
@@ -55,7 +62,7 @@ def test_a_bound_recall_gets_its_query_vector_from_the_embedding_it_started(tmp_
     elapsed_ms = (time.perf_counter() - started) * 1000
     assert provider.submitted == [[QUERY]]
     ids = [item["id"] for item in result["items"]]
-    assert target in ids and lexical in ids       # the vector arm found what no keyword could
+    assert target in ids and lexical in ids  # the vector arm found what no keyword could
     by_id = {item["id"]: item for item in result["items"]}
     assert by_id[target]["breakdown"]["vector"]["rank"] == 1
     assert result["queryUsed"]["vector"] == {"arm": "on", "provider": "chosen-8"}
@@ -71,8 +78,9 @@ def test_a_bound_recall_runs_its_keyword_arm_before_its_query_vector_is_there(tm
     query vector only arrives once the keyword arm has run its full-text search. A recall that
     waited for the vector first would sit out the whole fallback delay."""
     fallback_s = 3.0
-    provider = SubmittingVectors({QUERY: at_cosine(1.0), TARGET: at_cosine(0.7)},
-                                 delay_s=fallback_s)
+    provider = SubmittingVectors(
+        {QUERY: at_cosine(1.0), TARGET: at_cosine(0.7)}, delay_s=fallback_s
+    )
     ws, target, _ = _bound(tmp_path, clock, provider)
     pending: list[Future] = []
     matched = threading.Event()
@@ -84,20 +92,22 @@ def test_a_bound_recall_runs_its_keyword_arm_before_its_query_vector_is_there(tm
             if not future.done():
                 future.set_result(vector)
 
-    def submit(texts):     # sent from its own thread: it may come before or after the search
+    def submit(texts):  # sent from its own thread: it may come before or after the search
         future = Future()
         pending.append(future)
         if matched.is_set():
             release(future, ChosenVectors.embed(provider, [QUERY]))
         original_submit(texts).add_done_callback(lambda done: release(future, done.result()))
         return future
+
     provider.submit = submit
 
-    def on_statement(sql: str) -> None:   # the keyword arm's FTS5 search releases the vector
+    def on_statement(sql: str) -> None:  # the keyword arm's FTS5 search releases the vector
         if " MATCH " in sql:
             matched.set()
             if pending:
                 release(pending[0], ChosenVectors.embed(provider, [QUERY]))
+
     ws.conn.set_trace_callback(on_statement)
     started = time.perf_counter()
     result = ws.recall(QUERY)
@@ -122,8 +132,9 @@ def _recalled_without_vectors(tmp_path, clock, why: str, error: Exception):
 
 
 def test_a_failed_query_embedding_leaves_the_recall_lexical_with_the_reason(tmp_path, clock):
-    ws, provider = _recalled_without_vectors(tmp_path, clock, "failure",
-                                             RuntimeError("embedding service down"))
+    ws, provider = _recalled_without_vectors(
+        tmp_path, clock, "failure", RuntimeError("embedding service down")
+    )
     # the back-off: the next recall does not ask the failing embedder again
     before = len(provider.submitted)
     assert ws.recall(QUERY + " again")["queryUsed"]["vector"]["arm"] == "off"
@@ -132,8 +143,9 @@ def test_a_failed_query_embedding_leaves_the_recall_lexical_with_the_reason(tmp_
 
 
 def test_an_embedder_that_cannot_be_asked_leaves_the_recall_lexical(tmp_path, clock):
-    ws, _ = _recalled_without_vectors(tmp_path, clock, "refuse",
-                                      ConnectionError("embedder actor is gone"))
+    ws, _ = _recalled_without_vectors(
+        tmp_path, clock, "refuse", ConnectionError("embedder actor is gone")
+    )
     ws.close()
 
 
@@ -166,6 +178,7 @@ def test_a_provider_without_submit_embeds_the_query_on_a_thread_beside_the_recal
             if texts == [QUERY]:
                 threads.append(threading.current_thread().name)
             return super().embed(texts)
+
     ws, target, _ = _bound(tmp_path, clock, Local({QUERY: at_cosine(1.0), TARGET: at_cosine(0.7)}))
     result = ws.recall(QUERY)
     assert threads and threads[0].startswith("query-embed")
@@ -203,7 +216,7 @@ def test_a_recall_started_on_arrival_is_embedded_once_from_that_start(tmp_path, 
         assert reader.start("getCount", {}) is NOT_PREPARED
         assert reader.start("recall", {"query": QUERY, "topK": 0}) is NOT_PREPARED  # invalid
         prepared = reader.start("recall", {"query": QUERY})
-        deadline = time.monotonic() + 30          # sent on its own, before any reader thread
+        deadline = time.monotonic() + 30  # sent on its own, before any reader thread
         while not provider.submitted and time.monotonic() < deadline:
             time.sleep(0.005)
         assert provider.submitted == [[QUERY]]

@@ -1,6 +1,7 @@
 """The resident index never drifts from sqlite-vec: after any sequence of writes (capture,
 update, append, forget, a rolled-back write, an import, a backfill, a rebind, a reopen) its KNN
 answers what `entries_vec` answers, prefiltered or not, and it holds exactly the file's vectors."""
+
 import tempfile
 from pathlib import Path
 
@@ -13,24 +14,45 @@ from minisphere.engine.vectors import table
 from minisphere.engine.workspace import Workspace
 from minisphere.transfer import export_lines, import_lines
 
-WORDS = ["deploy", "queue", "billing", "lunch", "postgres", "cache", "friday", "release",
-         "hiking", "sister", "guitar", "paris"]
+WORDS = [
+    "deploy",
+    "queue",
+    "billing",
+    "lunch",
+    "postgres",
+    "cache",
+    "friday",
+    "release",
+    "hiking",
+    "sister",
+    "guitar",
+    "paris",
+]
 PROVIDERS = [HashProvider(16), HashProvider(24)]
-NEAR_TIE = 1e-5          # cosines this close may come in either order from the two searches
+NEAR_TIE = 1e-5  # cosines this close may come in either order from the two searches
 
 texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
-operations = st.lists(st.one_of(
-    st.tuples(st.just("capture"), texts, st.sampled_from(["episodic", "semantic"])),
-    st.tuples(st.just("update"), st.integers(0, 50), texts),
-    st.tuples(st.just("append"), st.integers(0, 50), texts),
-    st.tuples(st.just("forget"), st.integers(0, 50)),
-    st.tuples(st.just("forget rolled back"), st.integers(0, 50)),
-    st.tuples(st.just("capture unembedded"), texts),
-    st.tuples(st.just("backfill"),),
-    st.tuples(st.just("import"), st.lists(texts, min_size=1, max_size=3)),
-    st.tuples(st.just("rebind"),),
-    st.tuples(st.just("reopen"),),
-), max_size=25)
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("capture"), texts, st.sampled_from(["episodic", "semantic"])),
+        st.tuples(st.just("update"), st.integers(0, 50), texts),
+        st.tuples(st.just("append"), st.integers(0, 50), texts),
+        st.tuples(st.just("forget"), st.integers(0, 50)),
+        st.tuples(st.just("forget rolled back"), st.integers(0, 50)),
+        st.tuples(st.just("capture unembedded"), texts),
+        st.tuples(
+            st.just("backfill"),
+        ),
+        st.tuples(st.just("import"), st.lists(texts, min_size=1, max_size=3)),
+        st.tuples(
+            st.just("rebind"),
+        ),
+        st.tuples(
+            st.just("reopen"),
+        ),
+    ),
+    max_size=25,
+)
 
 
 def _ids(ws: Workspace) -> list[str]:
@@ -73,7 +95,7 @@ def _apply(ws: Workspace, folder: Path, op: tuple, round_no: int) -> Workspace:
                     raise RuntimeError("rolled back")
             except RuntimeError:
                 pass
-    elif name == "capture unembedded":      # the provider away: the entry waits for a backfill
+    elif name == "capture unembedded":  # the provider away: the entry waits for a backfill
         provider, ws.vectors.provider = ws.vectors.provider, None
         try:
             ws.capture(op[1])
@@ -118,8 +140,10 @@ def _check(ws: Workspace, rng: np.random.Generator) -> None:
         query /= np.linalg.norm(query)
         for k in (1, 5, 50):
             _same_ranking(index.search(conn, query, k), table.knn(conn, query, k))
-            _same_ranking(index.search(conn, query, k, restrict, ["episodic"]),
-                          table.knn(conn, query, k, restrict, ["episodic"]))
+            _same_ranking(
+                index.search(conn, query, k, restrict, ["episodic"]),
+                table.knn(conn, query, k, restrict, ["episodic"]),
+            )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

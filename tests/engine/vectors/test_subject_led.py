@@ -1,5 +1,6 @@
 """A bound recall whose query names a word the workspace is full of (a conversation's speaker)
 keeps the lexical order: the subject factor ranks that subject's entries, the cosine cannot."""
+
 import pytest
 
 from minisphere.engine.retrieval import tuning as T
@@ -8,7 +9,7 @@ from minisphere.engine.retrieval.fusion import fuse_hybrid
 from minisphere.engine.workspace import Workspace
 from tests.engine.vectors.helpers import ChosenVectors, at_cosine
 
-KEYWORD = [Hit(f"k{i}", 10.0 - 0.1 * i) for i in range(12)]   # a flat head: margin rule gives 0
+KEYWORD = [Hit(f"k{i}", 10.0 - 0.1 * i) for i in range(12)]  # a flat head: margin rule gives 0
 # the dense arm backs the lexical head (support far above HYBRID_AGREEMENT_HIGH) but orders it
 # the other way round: with a say, it reverses the page
 DENSE = [Hit(f"k{i}", 0.5 + 0.03 * i) for i in reversed(range(12))]
@@ -16,15 +17,16 @@ DENSE = [Hit(f"k{i}", 0.5 + 0.03 * i) for i in reversed(range(12))]
 
 def _order(names_subject: bool) -> tuple[list[str], dict]:
     info: dict = {}
-    slots = fuse_hybrid({"keyword": KEYWORD, "vector": DENSE}, lambda head: DENSE, info,
-                        names_subject=names_subject)
+    slots = fuse_hybrid(
+        {"keyword": KEYWORD, "vector": DENSE}, lambda head: DENSE, info, names_subject=names_subject
+    )
     return list(slots), info
 
 
 def test_a_query_naming_a_subject_keeps_the_lexical_order_where_the_dense_arm_had_a_say():
     order, info = _order(names_subject=False)
     assert info["lexicalShare"] < 1.0 and not info["subjectLed"]
-    assert order[0] != "k0"                                     # the dense arm reordered it
+    assert order[0] != "k0"  # the dense arm reordered it
     order, info = _order(names_subject=True)
     assert info["lexicalShare"] == 1.0 and info["subjectLed"]
     assert order == [h.id for h in KEYWORD]
@@ -36,9 +38,11 @@ def test_the_subject_rule_can_be_switched_off(monkeypatch):
     assert info["lexicalShare"] < 1.0 and not info["subjectLed"]
 
 
-NOUNS = ("kettle lantern ribbon saddle tulip violin walnut anchor basket candle drum easel "
-         "falcon glove harbor island jacket kayak ladder magnet napkin orchard pebble quilt "
-         "rocket scarf teapot umbrella velvet wagon").split()
+NOUNS = (
+    "kettle lantern ribbon saddle tulip violin walnut anchor basket candle drum easel "
+    "falcon glove harbor island jacket kayak ladder magnet napkin orchard pebble quilt "
+    "rocket scarf teapot umbrella velvet wagon"
+).split()
 
 
 @pytest.fixture
@@ -50,8 +54,9 @@ def chat(tmp_path, clock):
         about = "the garden" if i < 2 else f"my {noun}"
         table[f"Ann: {about} {noun} looks fine"] = at_cosine(0.6 if i < 2 else 0.1, axis=2)
         table[f"Bob: {about} {noun}s look odd"] = at_cosine(0.9 if i < 2 else 0.1, axis=3)
-    ws = Workspace(tmp_path / "chat.db", clock=clock, synchronous="NORMAL",
-                   embedder=ChosenVectors(table))
+    ws = Workspace(
+        tmp_path / "chat.db", clock=clock, synchronous="NORMAL", embedder=ChosenVectors(table)
+    )
     for text in table:
         ws.capture(text)
     yield ws
