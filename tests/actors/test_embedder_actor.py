@@ -89,9 +89,9 @@ def test_an_embedder_actor_whose_model_fails_leaves_the_recall_lexical_with_the_
     """The actor's error crosses the Future a recall waits on: the recall answers from its
     lexical arms and says why the vector arm is off. (No back-off here, so the recall asks the
     embedder itself instead of repeating the capture's failure.)"""
-    from minisphere.engine.vectors import binding
+    from minisphere.engine.vectors import embeddings
 
-    monkeypatch.setattr(binding, "FAILURE_BACKOFF_S", 0.0)
+    monkeypatch.setattr(embeddings, "FAILURE_BACKOFF_S", 0.0)
     spec = {
         "provider": "http",
         "url": "http://127.0.0.1:9/v1",
