@@ -64,7 +64,7 @@ class HostCalls:
         writer.submit(method, body, done, prepared, key)
 
     def write_own(self, run: Callable[[], Any]) -> Any:
-        """Run `run` -- it commits a transaction of its own on `self.workspace` (an import
+        """Run `run` -- it commits a transaction of its own on `host.workspace` (an import
         chunk) -- on the writer thread and return its result once it is answered like any
         write: after the replica confirmed it in sync mode (else `ReplicationUnconfirmed`),
         counted toward the durable position. The caller notes its writes for the snapshots
