@@ -40,6 +40,7 @@ from minisphere.http.handling import QUERY_AHEAD_PART
 from . import locomo
 from .bench_service import server_timing
 from .common import machine_note, p50, percentile, publish_report, table
+from .recall_cost import STAGES
 
 ADMIN_TOKEN = "bench-recall-http-admin-0123456789"
 DEFAULT_PROVIDERS = ["minilm-int8"]
@@ -49,18 +50,6 @@ TOP_K = 10
 ZERO = "zero-binding"
 ZERO_TARGET = 1.5  # recall p50 / getCount p50 on the same workspace, at most
 BOUND_TARGET = 2.0
-STAGES = [
-    "rewriteMs",
-    "keywordMs",
-    "graphMs",
-    "tagMs",
-    "embedWaitMs",
-    "vectorMs",
-    "fusionMs",
-    "feedbackMs",
-    "rerankMs",
-    "hydrateMs",
-]
 OUTSIDE = "outsideMs"
 OVERLAPPED = "queryEmbedMs"  # runs beside the stages: reported, never added to them
 STAGE_LABELS = {
