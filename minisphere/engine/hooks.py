@@ -76,7 +76,7 @@ NO_HOOKS = WorkspaceHooks()
 def prepare_calls(
     hooks: WorkspaceHooks,
     calls: Sequence[tuple[str, Any]],
-    reading: AbstractContextManager[Connection] | Callable[[], AbstractContextManager[Connection]],
+    reading: Callable[[], AbstractContextManager[Connection]],
 ) -> list[Any]:
     """Step 2 for raw (method name, body) calls: one value per call, None for a call the hooks
     take no part in or whose arguments are invalid (the in-transaction step reports those).
@@ -91,7 +91,7 @@ def prepare_calls(
             continue
     prepared: list[Any] = [None] * len(calls)
     if wanted:
-        with reading() if callable(reading) else reading as conn:
+        with reading() as conn:
             values = hooks.prepare([(name, args) for _, name, args in wanted], conn)
         for (index, _, _), value in zip(wanted, values):
             prepared[index] = value

@@ -151,7 +151,9 @@ class Workspace:
         one value per call, to hand to `run_batch`. Calls the hooks do not take part in (or
         whose arguments are invalid: `run_batch` reports those) get None. `conn`: a connection
         that only reads (default: the writer's, taken between writes)."""
-        return prepare_calls(self.hooks, calls, self.reading if conn is None else nullcontext(conn))
+        if conn is None:
+            return prepare_calls(self.hooks, calls, self.reading)
+        return prepare_calls(self.hooks, calls, lambda: nullcontext(conn))
 
     def call(
         self, method_name: str, body: Body = None, *, idempotency_key: str | None = None

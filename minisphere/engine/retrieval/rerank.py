@@ -35,7 +35,7 @@ import itertools
 import math
 from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.query_text import content_terms, first_term, plain_terms
@@ -128,20 +128,11 @@ def rerank_factors(
         "subject": subject_factor(subject_stems, row),
         "brevity": brevity_factor(row, query_stems, lexical),
     }
-    product = 1.0
-    for value in factors.values():
-        product *= value
-    return {
-        "decay": factors["decay"],
-        "recall": factors["recall"],
-        "importance": factors["importance"],
-        "tagOverlap": factors["tagOverlap"],
-        "rolledUp": factors["rolledUp"],
-        "subject": factors["subject"],
-        "brevity": factors["brevity"],
-        "tagShare": tag_share,
-        "product": product,
-    }
+    # the factors' keys are RerankFactors' own, which mypy cannot see through a dict[str, float]
+    return cast(
+        "RerankFactors",
+        {**factors, "tagShare": tag_share, "product": math.prod(factors.values())},
+    )
 
 
 def rerank_product(

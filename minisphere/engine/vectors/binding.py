@@ -257,9 +257,6 @@ class VectorBinding(WorkspaceHooks):
     def generation(self) -> int:
         return self.embeddings.generation
 
-    def embed(self, texts: list[str]) -> list[np.ndarray | None]:
-        return self.embeddings.embed(texts)
-
     # ---- hooks -------------------------------------------------------------------------------------
     def prepare(
         self, calls: list[tuple[str, Any]], conn: db.Connection | None
@@ -270,7 +267,7 @@ class VectorBinding(WorkspaceHooks):
         generation = self.generation
         texts = [text_for(name, args, conn) if name in HOOKED else None for name, args in calls]
         wanted = [t for (name, _), t in zip(calls, texts) if t is not None and name != "recall"]
-        vectors = dict(zip(wanted, self.embed(wanted)))
+        vectors = dict(zip(wanted, self.embeddings.embed(wanted)))
         start_query = self.embeddings.start_query
         return [
             (
