@@ -36,6 +36,18 @@ def connection_flags(parser: argparse.ArgumentParser, workspace: bool) -> None:
         )
 
 
+def with_contracts_dir(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The `--dir` flag of the commands that read the pinned contract files."""
+    parser.add_argument(
+        "--dir",
+        dest="contracts_dir",
+        default=None,
+        help="contracts directory (default: $MINISPHERE_CONTRACTS_DIR, else the "
+        "repository's contracts/)",
+    )
+    return parser
+
+
 def fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 1

@@ -16,7 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-from minisphere.cli.common import fail
+from minisphere.cli.common import fail, with_contracts_dir
 from minisphere.contract.pins import (
     ContractPinError,
     check_engine,
@@ -35,17 +35,6 @@ from minisphere.contract.pins import (
 from minisphere.errors import MiniSphereError
 
 
-def _with_dir(parser):
-    parser.add_argument(
-        "--dir",
-        dest="contracts_dir",
-        default=None,
-        help="contracts directory (default: $MINISPHERE_CONTRACTS_DIR, else the "
-        "repository's contracts/)",
-    )
-    return parser
-
-
 def _register_evidence(commands) -> None:
     for name, func, text in (
         (
@@ -59,7 +48,7 @@ def _register_evidence(commands) -> None:
             "download the evidence objects and re-hash them against the local pins",
         ),
     ):
-        p = _with_dir(commands.add_parser(name, help=text))
+        p = with_contracts_dir(commands.add_parser(name, help=text))
         p.add_argument("--bucket", default=None, help="bucket (default $MINISPHERE_S3_BUCKET)")
         p.add_argument("--prefix", default=None, help="key prefix (default $MINISPHERE_S3_PREFIX)")
         p.add_argument(
@@ -85,7 +74,7 @@ def register(subparsers) -> None:
     )
     commands = parser.add_subparsers(dest="contracts_command", required=True)
 
-    verify = _with_dir(
+    verify = with_contracts_dir(
         commands.add_parser(
             "verify", help="check every pin, the surface file, and the engine against the surface"
         )
@@ -93,7 +82,7 @@ def register(subparsers) -> None:
     verify.add_argument("--json", action="store_true", help="print the pinned records as JSON")
     verify.set_defaults(func=cmd_verify)
 
-    pin = _with_dir(
+    pin = with_contracts_dir(
         commands.add_parser(
             "pin", help="write pins for new contract files (after an intentional amendment)"
         )

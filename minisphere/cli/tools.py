@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from minisphere.cli.common import fail
+from minisphere.cli.common import fail, with_contracts_dir
 from minisphere.contract.pins import load_surface
 from minisphere.errors import MiniSphereError
 from minisphere.integrations.tool_specs import FORMATS, TOOL_ARGUMENTS, tool_definitions
@@ -31,13 +31,7 @@ def register(subparsers) -> None:
         choices=list(TOOL_ARGUMENTS),
         help="only this method (repeatable; default: every workspace method)",
     )
-    parser.add_argument(
-        "--dir",
-        dest="contracts_dir",
-        default=None,
-        help="contracts directory (default: $MINISPHERE_CONTRACTS_DIR, else the "
-        "repository's contracts/)",
-    )
+    with_contracts_dir(parser)
     parser.set_defaults(func=cmd_tools)
 
 
