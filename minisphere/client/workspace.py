@@ -11,24 +11,21 @@ from collections.abc import Callable
 import httpx
 from pydantic.alias_generators import to_camel
 
-from minisphere.client.exchange import OverloadRetry, aexchange, exchange, resend_is_safe
+from minisphere.client.exchange import (
+    READ_METHODS,
+    OverloadRetry,
+    aexchange,
+    exchange,
+    resend_is_safe,
+)
 from minisphere.client.models import CaptureResult, Entry, RecallResult
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # The methods a workspace token may call, which `call_tool` dispatches (the tool definitions of
 # `minisphere tools` are these; runStalenessPass is the scheduler's). The client cannot import
 # the engine's method table, so tests/integrations keeps this set equal to it.
-TOOL_METHODS = frozenset(
+TOOL_METHODS = READ_METHODS | frozenset(
     {
-        "recall",
-        "listRecent",
-        "getEntry",
-        "connections",
-        "graphView",
-        "getTags",
-        "getCount",
-        "getStats",
-        "getBrief",
         "capture",
         "append",
         "update",
