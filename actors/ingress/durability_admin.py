@@ -13,6 +13,7 @@ from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.workspace_reach import WorkspaceReach
 from minisphere.control.auth import check_workspace_id
 from minisphere.durability.generations import generation_store
+from minisphere.durability.restores import restored_answer
 from minisphere.durability.snapshots import list_snapshots
 from minisphere.durability.stores import SnapshotStore, open_snapshot_store
 from minisphere.errors import WorkspaceDataMissing
@@ -75,14 +76,7 @@ class DurabilityAdmin:
             result = await self.actor_call(
                 workspace_id, ServedMethod.RESTORE, version, self.admin_hash
             )
-        return {
-            "workspace": workspace_id,
-            "version": result["version"],
-            "entryCount": result["manifest"].get("entryCount"),
-            "previousFileKeptAt": result["aside"],
-            "tookMs": result["tookMs"],
-            "newestVersion": result["published"]["version"],
-        }
+        return restored_answer(workspace_id, result)
 
     async def restore_to_moment(self, workspace_id: str, moment: str) -> dict:
         return await self.actor_call(

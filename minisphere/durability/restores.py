@@ -21,7 +21,7 @@ import tempfile
 import time
 import zlib
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from minisphere.durability.constants import RESTORE_ASIDE_KEEP, SNAPSHOT_COPY_CHUNK_BYTES
 from minisphere.durability.snapshots.layout import blob_key, list_versions, version_seq
@@ -59,6 +59,19 @@ class SnapshotRestore(TypedDict):
     tookMs: float
     published: Manifest | None
     skipped: NotRequired[list[SkippedVersion]]  # `restore_latest_good` only
+
+
+def restored_answer(workspace_id: str, restore: SnapshotRestore) -> dict[str, Any]:
+    """An admin restore's answer (the HTTP `Restored` shape), from a published restore."""
+    assert restore["published"] is not None  # an admin restore always publishes
+    return {
+        "workspace": workspace_id,
+        "version": restore["version"],
+        "entryCount": restore["manifest"].get("entryCount"),
+        "previousFileKeptAt": restore["aside"],
+        "tookMs": restore["tookMs"],
+        "newestVersion": restore["published"]["version"],
+    }
 
 
 def _corrupt(workspace_id: str, version: str, why: str) -> SnapshotCorrupt:

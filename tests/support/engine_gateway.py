@@ -41,7 +41,7 @@ from minisphere.control.auth import check_workspace_id, same_hash, token_hash
 from minisphere.control.blueprints import load_default_blueprint, parse_blueprint
 from minisphere.control.plane import ControlPlane
 from minisphere.control.token_cache import AdminCheck
-from minisphere.durability.restores import restore_snapshot
+from minisphere.durability.restores import restore_snapshot, restored_answer
 from minisphere.durability.snapshots.layout import list_versions
 from minisphere.durability.snapshots.manifest import list_snapshots
 from minisphere.durability.snapshots.pruning import delete_visible_snapshots, prune
@@ -285,14 +285,7 @@ class EngineGateway:
         result = restore_snapshot(
             self.store, workspace_id, self.path(workspace_id), version, publish=True
         )
-        return {
-            "workspace": workspace_id,
-            "version": result["version"],
-            "entryCount": result["manifest"].get("entryCount"),
-            "previousFileKeptAt": result["aside"],
-            "tookMs": result["tookMs"],
-            "newestVersion": result["published"]["version"],
-        }
+        return restored_answer(workspace_id, result)
 
     async def restore(self, workspace_id, version):
         return await self._run(self._restore, workspace_id, version)
