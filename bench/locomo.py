@@ -79,6 +79,16 @@ def load(path: str | Path) -> ConversationSet:
     return out
 
 
+def turn_capture(session: int, text: str) -> dict:
+    """The capture of one conversation turn: an episode filed under its session's tag."""
+    return {
+        "content": text,
+        "kind": "episodic",
+        "source": "conversation",
+        "tags": [f"session-{session}"],
+    }
+
+
 def capture_conversation(ws, conversation: Conversation) -> dict:
     """Capture the turns in order, link consecutive turns; returns
     {"turns_of": entry id -> turn ids, "outcomes": {outcome: count}, "auto_links": n,
@@ -90,18 +100,7 @@ def capture_conversation(ws, conversation: Conversation) -> dict:
     flat = conversation.turns
     for start in range(0, len(flat), CAPTURE_BATCH):
         chunk = flat[start : start + CAPTURE_BATCH]
-        calls = [
-            (
-                "capture",
-                {
-                    "content": text,
-                    "kind": "episodic",
-                    "source": "conversation",
-                    "tags": [f"session-{number}"],
-                },
-            )
-            for number, _, text in chunk
-        ]
+        calls = [("capture", turn_capture(number, text)) for number, _, text in chunk]
         for (_, turn_id, text), (ok, result) in zip(chunk, ws.run_batch(calls)):
             if not ok:
                 raise RuntimeError(f"capture of {turn_id} failed: {result}")

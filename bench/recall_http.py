@@ -79,18 +79,7 @@ async def _load(url: str, ws: str, headers: dict, conversation: locomo.Conversat
         for start in range(0, len(flat), LOAD_CONCURRENCY):
             chunk = flat[start : start + LOAD_CONCURRENCY]
             answers = await asyncio.gather(
-                *(
-                    post(
-                        "capture",
-                        {
-                            "content": text,
-                            "kind": "episodic",
-                            "source": "conversation",
-                            "tags": [f"session-{number}"],
-                        },
-                    )
-                    for number, _, text in chunk
-                )
+                *(post("capture", locomo.turn_capture(number, text)) for number, _, text in chunk)
             )
             for (_, turn_id, _), answer in zip(chunk, answers):
                 entry_of[turn_id] = answer.get("id") or answer["matchId"]
