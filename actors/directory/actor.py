@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
+from typing import Any
 
 import ray
 
@@ -360,16 +361,24 @@ class DirectoryActor:
         return getattr(self.maintenance_ledger, op)(*args)
 
 
+def singleton_options(name: str, settings: Settings) -> dict[str, Any]:
+    """The actor options of the cluster's named singletons (the directory, the scheduler): one
+    per namespace, made on first use and found by name after, detached from its maker,
+    restarted without limit, its calls never retried, no CPU reserved."""
+    return {
+        "name": name,
+        "namespace": settings.namespace,
+        "lifetime": "detached",
+        "get_if_exists": True,
+        "num_cpus": 0,
+        "max_restarts": -1,
+        "max_task_retries": 0,
+    }
+
+
 def get_directory(settings: Settings):
     """The directory singleton: created on first use, found by name afterwards."""
     # mypy keeps a decorated class's own type: Ray's ActorClass (and its .options) is unseen
     return DirectoryActor.options(  # type: ignore[attr-defined]
-        name=DIRECTORY_NAME,
-        namespace=settings.namespace,
-        lifetime="detached",
-        get_if_exists=True,
-        num_cpus=0,
-        max_restarts=-1,
-        max_task_retries=0,
-        resources=HEAD_NODE_RESOURCE,
+        **singleton_options(DIRECTORY_NAME, settings), resources=HEAD_NODE_RESOURCE
     ).remote(settings)

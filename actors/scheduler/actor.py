@@ -17,7 +17,7 @@ import warnings
 
 import ray
 
-from actors.directory.actor import get_directory
+from actors.directory.actor import get_directory, singleton_options
 from actors.process_logging import log_to_stderr
 from actors.scheduler.access import DirectoryLedger, StalenessPassAccess
 from minisphere.control.auth import token_hash
@@ -74,11 +74,5 @@ def get_scheduled_tasks(settings: Settings):
     """The scheduler singleton: created on first use, found by name afterwards."""
     # mypy keeps a decorated class's own type: Ray's ActorClass (and its .options) is unseen
     return ScheduledTasksActor.options(  # type: ignore[attr-defined]
-        name=SCHEDULER_NAME,
-        namespace=settings.namespace,
-        lifetime="detached",
-        get_if_exists=True,
-        num_cpus=0,
-        max_restarts=-1,
-        max_task_retries=0,
+        **singleton_options(SCHEDULER_NAME, settings)
     ).remote(settings)
