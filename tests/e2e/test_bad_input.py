@@ -5,6 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minisphere.engine.methods import METHODS
+from tests.support.call_bodies import CALL_BODIES
 
 GOOD = {
     "capture": {"content": "fine"},
@@ -127,46 +128,10 @@ def test_bad_admin_bodies(http, admin_headers):
         assert response.status_code == 400, response.text
 
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=30),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     method=st.sampled_from(sorted(METHODS)),
-    body=st.dictionaries(
-        st.sampled_from(
-            [
-                "id",
-                "content",
-                "query",
-                "tags",
-                "n",
-                "src",
-                "dst",
-                "type",
-                "seedIds",
-                "hops",
-                "topK",
-                "status",
-                "limit",
-                "weight",
-                "addition",
-                "x",
-            ]
-        ),
-        json_values,
-        max_size=4,
-    ),
+    body=CALL_BODIES,
 )
 def test_no_input_produces_a_500(http, seeded, admin_headers, method, body):
     ws, h, _ = seeded

@@ -24,6 +24,7 @@ from tests.http.standin import (
     one,
     send,
 )
+from tests.support.call_bodies import CALL_BODIES
 from tests.support.engine_gateway import ADMIN_TOKEN as GATEWAY_ADMIN
 from tests.support.engine_gateway import EngineGateway, engine_api
 
@@ -189,19 +190,6 @@ def test_a_wrong_argument_value_is_a_422_invalid_argument_and_changes_nothing(se
         assert snapshot(ws) == before
 
 
-JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=30),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
-
-
 @settings(
     max_examples=60,
     deadline=None,
@@ -209,30 +197,7 @@ JSON_VALUES = st.recursive(
 )
 @given(
     method=st.sampled_from(sorted(METHODS)),
-    body=st.dictionaries(
-        st.sampled_from(
-            [
-                "id",
-                "content",
-                "query",
-                "tags",
-                "n",
-                "src",
-                "dst",
-                "type",
-                "seedIds",
-                "hops",
-                "topK",
-                "status",
-                "limit",
-                "weight",
-                "addition",
-                "x",
-            ]
-        ),
-        JSON_VALUES,
-        max_size=4,
-    ),
+    body=CALL_BODIES,
 )
 def test_any_body_is_answered_200_or_422_never_a_5xx(seeded_app, method, body):
     """No id in these bodies names an entry, so nothing can be 404 or 409: a body is either
