@@ -10,19 +10,14 @@ import httpx
 
 from minisphere.contract.tools import TOOL_ARGUMENTS
 from minisphere.engine.methods import METHODS
-from tests.support.mcp_session import call_ok, exercise_every_tool, mcp_session, refusal_of
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "e2e", "version": "1"},
-    },
-}
-MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
+from tests.support.mcp_session import (
+    INITIALIZE,
+    MCP_ACCEPT,
+    call_ok,
+    exercise_every_tool,
+    mcp_session,
+    refusal_of,
+)
 
 
 def read_token(http, admin_headers, workspace: str) -> str:

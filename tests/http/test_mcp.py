@@ -21,6 +21,8 @@ from minisphere.http.mcp.tools import IDEMPOTENCY_ARGUMENT
 from minisphere.settings import load_settings
 from tests.support.engine_gateway import EngineGateway, engine_api, serve
 from tests.support.mcp_session import (
+    INITIALIZE,
+    MCP_ACCEPT,
     Alternating,
     call_ok,
     exercise_every_tool,
@@ -192,19 +194,7 @@ def test_a_repeated_write_with_its_idempotency_key_writes_once(workspace):
 
 
 def _initialize(endpoint: str, headers: dict) -> httpx.Response:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"},
-        },
-    }
-    return httpx.post(
-        endpoint, json=body, headers={"Accept": "application/json, text/event-stream", **headers}
-    )
+    return httpx.post(endpoint, json=INITIALIZE, headers={**MCP_ACCEPT, **headers})
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer msw_wrong-token", "Basic abc"])

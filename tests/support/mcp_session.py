@@ -19,6 +19,19 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 WRITE_SCENARIO = ["capture", "append", "update", "setStatus", "link", "unlink", "forget"]
+# A session's first request sent by hand (no SDK): what an endpoint's auth and its host and
+# origin checks see first
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 @contextlib.asynccontextmanager
