@@ -17,6 +17,8 @@ from minisphere.engine import constants as C  # noqa: E402
 from minisphere.engine.embedding.hash_provider import HashProvider  # noqa: E402
 from minisphere.engine.workspace import Workspace  # noqa: E402
 
+COALESCING_ROUNDS = 10  # rounds of calls sent at a busy embedder before the test gives up
+
 
 @pytest.fixture(scope="module")
 def ray_session():
@@ -46,16 +48,23 @@ def test_vectors_embedder_actor_is_shared_and_batches(ray_session, tmp_path, clo
         assert (remote.name, remote.dim) == ("hash-384", 384)
         # four full passes first (~10 ms each here): the 20 small calls sent right behind them
         # arrive while the embedder is busy, which is when calls are coalesced (an idle one
-        # starts each call's pass at once), so the check does not hang on the machine's speed
-        filler = [[f"filler {n} {i}" for i in range(256)] for n in range(4)]
-        texts = [f"text number {i}" for i in range(20)]
-        refs = [first.embed.remote(batch) for batch in filler]
-        refs += [first.embed.remote([t]) for t in texts]  # concurrent callers
-        vectors = np.concatenate(ray.get(refs)[len(filler) :])
-        assert np.allclose(vectors, HashProvider().embed(texts), atol=1e-6)
-        info = ray.get(first.info.remote())
-        assert info["texts"] == 4 * 256 + 20
-        assert info["batches"] < len(refs)  # coalesced into fewer passes
+        # starts each call's pass at once). On a loaded machine the calls can reach it one by
+        # one after the passes ended: the round is then sent again, a bounded number of times
+        coalesced = False
+        for round_number in range(COALESCING_ROUNDS):
+            filler = [[f"filler {round_number} {n} {i}" for i in range(256)] for n in range(4)]
+            texts = [f"text {round_number} number {i}" for i in range(20)]
+            before = ray.get(first.info.remote())
+            refs = [first.embed.remote(batch) for batch in filler]
+            refs += [first.embed.remote([t]) for t in texts]  # concurrent callers
+            vectors = np.concatenate(ray.get(refs)[len(filler) :])
+            assert np.allclose(vectors, HashProvider().embed(texts), atol=1e-6)
+            info = ray.get(first.info.remote())
+            assert info["texts"] - before["texts"] == 4 * 256 + 20
+            if info["batches"] - before["batches"] < len(refs):  # coalesced into fewer passes
+                coalesced = True
+                break
+        assert coalesced, f"no round of {COALESCING_ROUNDS} coalesced any call"
         with Workspace(tmp_path / "r.db", clock=clock, embedder=remote) as ws:
             entry = ws.capture("embedded by the shared actor")["id"]
             top = ws.recall("shared actor")["items"][0]
