@@ -122,6 +122,7 @@ class Hibernation:
             bool(result.get("pendingSnapshot")),
             snapshot.get("version"),
             result.get("position"),
+            result.get("storedPosition"),
         )
         log.info(
             "hibernated %s (%s, actor %s, %s): snapshot %s%s",

@@ -276,16 +276,17 @@ class ControlPlane:
         pending: bool,
         version: str | None,
         position: int | None = None,
+        stored: int | None = None,
     ) -> None:
-        """The workspace hibernated: no actor; its snapshot status; and the position its copy
-        was left at (in the store too when it left no pending writes)."""
+        """The workspace hibernated: no actor; its snapshot status; the position its copy was
+        left at, and the newest position the store holds (a snapshot's, or the replica's)."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             if position is not None:
                 self.conn.execute(
                     "UPDATE workspaces SET position = MAX(position, ?), stored_position = "
-                    "MAX(stored_position, ?) WHERE id = ?",
-                    (position, 0 if pending else position, workspace_id),
+                    "MAX(stored_position, COALESCE(?, 0)) WHERE id = ?",
+                    (position, stored, workspace_id),
                 )
             self.conn.execute(
                 "UPDATE workspaces SET state = 'hibernated', updated_at = ?, actor_name = NULL, "

@@ -274,19 +274,24 @@ class WorkspaceHost:
         self._closed = True
         if self.writer is not None:
             self.writer.close()
-        manifest, error = self.states.before_closing(replicated=self._release_replica())
+        replicated = self._release_replica()
+        manifest, error = self.states.before_closing(replicated=replicated)
         self.snapshotter.close()
         self._close_io()
         position = self.position()
         self._lock.release()
         status = self.snapshotter.status()
+        pending = status["pendingWrites"] > 0
         return {
             "workspace": self.workspace_id,
             "snapshot": manifest,
             "error": error,
-            "pendingSnapshot": status["pendingWrites"] > 0,
+            "pendingSnapshot": pending,
             "snapshots": status,
             "position": position,
+            # a replica that confirmed the last write holds it as surely as a snapshot: copies
+            # left on other nodes at or below it can go
+            "storedPosition": position if replicated or not pending else None,
         }
 
     def _release_replica(self) -> bool:

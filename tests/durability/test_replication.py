@@ -258,6 +258,26 @@ def test_hibernation_ships_the_last_writes_and_unregisters(tmp_path, daemon):
     assert replica_count(tmp_path / "replica", tmp_path) == 1
 
 
+def test_a_hibernation_the_replica_confirmed_tells_the_store_holds_its_position(tmp_path, daemon):
+    """No snapshot is needed when the replica holds every write, but the directory must still
+    hear that the store holds the position: a copy left on a node the workspace moved from is
+    deleted only then, and it may hold text forgotten since."""
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    for n in range(2):
+        write(host, f"on the replica before hibernation {n}")
+    hibernated = host.hibernate()
+    assert hibernated["snapshot"] is None and hibernated["pendingSnapshot"], hibernated
+    assert hibernated["storedPosition"] == hibernated["position"] == 2
+
+
+def test_a_hibernation_the_replica_did_not_confirm_claims_nothing_stored(tmp_path, daemon):
+    host = host_with_unreachable_replica(tmp_path, daemon, "async")
+    ok, result, _ = write(host, "answered though not shipped")
+    assert ok, result
+    hibernated = host.hibernate()
+    assert hibernated["position"] == 1 and hibernated["storedPosition"] is None, hibernated
+
+
 def test_the_replica_restores_any_moment_between_two_writes(tmp_path, daemon):
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
     try:
