@@ -124,6 +124,8 @@ class DirectoryActor:
                 joined, nodes = alive - nodes, alive
                 if joined:
                     self.workspaces.sweep_soon()
+                else:
+                    self.workspaces.sweep_if_owed()
                 await self.hibernation.sweep()
                 self.pool.retire(self.placement.misplaced_spares(self.pool.ready_nodes()))
                 if rounds % SNAPSHOT_DEBT_EVERY_ROUNDS == 0:

@@ -10,6 +10,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 from actors.directory.actor_runtime import ActorRuntime
 from minisphere.control.auth import check_workspace_id
@@ -28,6 +29,10 @@ AUDIT_PRUNE_EVERY_S = 3_600.0
 # A forget sweeps the nodes for copies left behind where the workspace lived before (they may
 # hold the forgotten text); forgets in a row share one sweep at most this often.
 FORGET_SWEEP_GAP_S = 5.0
+# A sweep some node did not answer (down, restarting, its task failed) is sent again after
+# this long, the gap doubling while it keeps failing, up to the periodic sweep's
+NODE_SWEEP_RETRY_S = 10.0
+NODE_SWEEP_RETRY_MAX_S = 600.0
 
 
 class WorkspaceLifecycle:
@@ -59,6 +64,12 @@ class WorkspaceLifecycle:
         # ((id, generation) -> its node, None when it never had one)
         self._replicas_to_recheck: dict[tuple[str, str | None], str | None] = {}
         self._audit_pruned_at = -AUDIT_PRUNE_EVERY_S
+        # live workspaces of which the last sweep had to keep a copy on a node they moved
+        # from, the store not holding it yet (id -> the stored position then): swept again
+        # once the store has moved on, since that copy may hold text forgotten since
+        self._left_behind: dict[str, int] = {}
+        self._retry_at: float | None = None  # when a sweep that missed a node goes again
+        self._retry_gap_s = NODE_SWEEP_RETRY_S
 
     def folder(self, workspace_id: str) -> Path:
         folder = (self.root / check_workspace_id(workspace_id)).resolve()
@@ -145,6 +156,24 @@ class WorkspaceLifecycle:
 
         self._forget_sweep = asyncio.get_running_loop().create_task(after_the_gap())
 
+    def sweep_if_owed(self) -> None:
+        """At each round of the directory's loop: sweep again when the last sweep could not
+        finish, a node not answering (once the retry gap is up), or a copy left behind on a
+        node that the store has since caught up with."""
+        if self._retry_at is not None and time.monotonic() >= self._retry_at:
+            self._retry_at = None
+            self.sweep_soon()
+            return
+        for workspace_id, stored_then in list(self._left_behind.items()):
+            try:
+                stored_now = self.control.locations.location(workspace_id)["storedPosition"]
+            except NotFound:  # deleted meanwhile: its delete swept
+                self._left_behind.pop(workspace_id, None)
+                continue
+            if stored_now > stored_then:
+                self.sweep_soon()
+                return
+
     async def sweep_nodes(self) -> dict | None:
         """On every node, let the replication daemon go of files no live host holds, and
         delete the copies of tombstoned generations and the stale copies of workspaces that
@@ -158,6 +187,11 @@ class WorkspaceLifecycle:
                 await self._delete_snapshots(workspace_id, generation)
             else:
                 self._replicas_to_recheck.setdefault((workspace_id, generation), node)
+        if _reached(swept, None):
+            self._retry_at, self._retry_gap_s = None, NODE_SWEEP_RETRY_S
+        else:
+            self._retry_at = time.monotonic() + self._retry_gap_s
+            self._retry_gap_s = min(NODE_SWEEP_RETRY_MAX_S, self._retry_gap_s * 2)
         return swept
 
     async def _sweep_every_node(self) -> dict | None:
@@ -177,12 +211,13 @@ class WorkspaceLifecycle:
                 sweep_node,
                 lambda node: (root, node, dead.get(node, {}), moved, "workspace.db", daemon_dir),
             )
-        except Exception:  # the periodic sweep tries again
+        except Exception:  # tried again after the retry gap
             log.warning("node sweep failed", exc_info=True)
             return None
         for node, deleted in swept.items():
             if deleted:
                 log.info("node %s swept: %s", node[:12], deleted)
+        self._left_behind = _left_behind(held, swept, moved)
         return swept
 
     def _prune_audit(self) -> None:
@@ -222,6 +257,25 @@ class WorkspaceLifecycle:
             if await self._delete_snapshots(workspace_id, generation):
                 self.control.settle_snapshot_debt(workspace_id, generation)
         return len(self.control.snapshot_debts())
+
+
+def _left_behind(
+    held: dict[str, Any],
+    swept: dict[str, Any],
+    moved: dict[str, tuple[str | None, str | None, int]],
+) -> dict[str, int]:
+    """Live workspaces with a copy a node kept though they live on another (id -> the stored
+    position it was kept at): the store did not hold it yet."""
+    left: dict[str, int] = {}
+    for node, copies in held.items():
+        kept = swept.get(node)
+        if not isinstance(copies, dict) or not isinstance(kept, list):
+            continue
+        for workspace_id in copies.keys() - set(kept):
+            _generation, holder, stored = moved.get(workspace_id, (None, None, 0))
+            if holder not in (None, node):
+                left[workspace_id] = stored
+    return left
 
 
 def _reached(swept: dict | None, node: str | None) -> bool:

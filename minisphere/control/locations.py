@@ -119,11 +119,11 @@ class LocationRecords:
         return dead
 
     def stored_copies(self) -> dict[str, tuple[str | None, str | None, int]]:
-        """Workspaces whose newest state is in the store: id -> (generation, node holding the
-        live copy, stored position). A copy of one of them on any other node is stale."""
+        """Live workspaces with a live copy somewhere: id -> (generation, node holding the
+        live copy, stored position). A copy of one of them on any other node is stale once
+        the store holds its position: nothing restores from it any more."""
         rows = self.conn.execute(
             "SELECT id, generation, node_id, stored_position FROM "
-            "workspaces WHERE state != 'deleting' AND position <= "
-            "stored_position"
+            "workspaces WHERE state != 'deleting' AND node_id IS NOT NULL"
         )
         return {w: (g, n, s) for w, g, n, s in rows}

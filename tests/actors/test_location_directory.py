@@ -227,3 +227,72 @@ def test_a_forget_sweeps_the_nodes_soon_and_forgets_in_a_row_share_one_sweep(tmp
     asyncio.run(drive())
     assert len(started) == 2
     assert started[1] - started[0] >= 0.3
+
+
+def test_a_sweep_a_node_missed_goes_again_without_waiting_for_the_periodic_one(
+    tmp_path, monkeypatch
+):
+    """A deleted workspace's copy sat on a node that was restarting when the delete's sweep
+    reached it; the next sweep was ten minutes away, and the fault soak ended with the
+    deleted text still on that disk. A sweep a node missed is sent again after a short gap."""
+    import actors.directory.workspaces as lifecycle
+
+    parts, _control, runtime = directory_parts(tmp_path)
+
+    async def drive():
+        parts.workspaces.create("gone", None, None)
+        actor = await parts.activator.activate("gone")
+        actor.host.workspace.capture(SECRET)
+        await parts.hibernation.hibernate("gone")
+        folder = parts.workspaces.folder("gone")
+        left = folder.with_name("gone-copy-on-a-worker")
+        folder.rename(left)
+        runtime.node_task_failure = "failed: NodeDiedError"  # the node is away
+        await parts.workspaces.delete("gone")
+        await parts.workspaces._sweep
+        left.rename(folder)
+        kept = folder.exists()
+        runtime.node_task_failure = None  # back
+        monkeypatch.setattr(lifecycle.time, "monotonic", lambda: float("inf"))  # gap is up
+        parts.workspaces.sweep_if_owed()
+        await parts.workspaces._sweep
+        return kept, folder
+
+    kept, folder = asyncio.run(drive())
+    assert kept and not folder.exists()
+
+
+def test_a_copy_left_behind_is_swept_once_the_store_holds_it(tmp_path):
+    """A workspace moved to another node; the copy it left here is deleted only once the store
+    holds its position, and the sweep that found the store behind was the last one for ten
+    minutes (the fault soak found forgotten text in such a copy). When the store catches up,
+    the next round of the directory's loop sweeps again."""
+    parts, control, _ = directory_parts(tmp_path)
+
+    def holding_secret():
+        return [p for p in tmp_path.rglob("workspace.db*") if SECRET.encode() in p.read_bytes()]
+
+    async def drive():
+        made = parts.workspaces.create("mover", None, None)
+        actor = await parts.activator.activate("mover")
+        actor.host.workspace.capture(SECRET)
+        actor.host.workspace.capture("a second write")
+        await parts.hibernation.hibernate("mover")
+        # it lives on another node now, further on; the store holds less than this copy
+        control.conn.execute(
+            "UPDATE workspaces SET node_id = 'another-node', position = 5, stored_position = 1 "
+            "WHERE id = 'mover'"
+        )
+        await parts.workspaces.sweep_nodes()
+        kept = bool(holding_secret())
+        parts.workspaces.sweep_if_owed()  # nothing changed: no sweep
+        idle = parts.workspaces._sweep
+        generation = made["workspace"]["generation"]
+        control.locations.record_position("mover", generation, 5, stored=5)  # a snapshot
+        parts.workspaces.sweep_if_owed()
+        await parts.workspaces._sweep
+        return kept, idle
+
+    kept, idle = asyncio.run(drive())
+    assert kept and idle is None
+    assert holding_secret() == []
