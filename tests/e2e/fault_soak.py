@@ -100,6 +100,8 @@ class Soak(Scenario):
         self.seed, self.duration_s = seed, duration_s
         self.tenants: list[Tenant] = []
         self.gone: dict[str, str] = {}  # nonce -> why it must be nowhere
+        # scratch workspaces whose delete went unanswered: deleted again before the final scan
+        self.undeleted: list[str] = []
         self.violations: list[dict] = []
         self.operations: Counter = Counter()
         self.faults: Counter = Counter()
@@ -433,6 +435,8 @@ class Soak(Scenario):
                 self.violation(
                     "another workspace's entry in an export", tenant=tenant.id, lines=foreign[:3]
                 )
+        for scratch in self.undeleted:
+            self.admin_call(http, "DELETE", f"/v1/workspaces/{scratch}", ok=(200, 404))
         self.orphan_check()
         # the scan must see a text that is still there, or finding nothing proves nothing
         live = {t.entries[e][-1].rsplit(" ", 1)[-1] for t in self.tenants for e in t.entries}
