@@ -85,17 +85,24 @@ def test_a_resident_with_a_call_running_is_not_hibernated_as_idle(tmp_path, monk
     assert asyncio.run(drive()) == ["quiet"]
 
 
+async def copy_set_aside(parts, workspace_id: str):
+    """A hibernated workspace holding SECRET, its folder moved aside (what another node's disk
+    keeps, out of the directory's reach): (the folder, where it is now)."""
+    parts.workspaces.create(workspace_id, None, None)
+    actor = await parts.activator.activate(workspace_id)
+    actor.host.workspace.capture(SECRET)
+    await parts.hibernation.hibernate(workspace_id)
+    folder = parts.workspaces.folder(workspace_id)
+    left = folder.with_name(f"{workspace_id}-copy-on-a-worker")
+    folder.rename(left)
+    return folder, left
+
+
 def test_the_node_sweep_removes_a_deleted_workspaces_copy_left_on_a_node(tmp_path):
     parts, _control, _ = directory_parts(tmp_path)
 
     async def drive():
-        parts.workspaces.create("gone", None, None)
-        actor = await parts.activator.activate("gone")
-        actor.host.workspace.capture(SECRET)
-        await parts.hibernation.hibernate("gone")
-        folder = parts.workspaces.folder("gone")
-        left = folder.with_name("gone-copy-on-a-worker")  # what another node's disk keeps
-        folder.rename(left)
+        folder, left = await copy_set_aside(parts, "gone")
         await parts.workspaces.delete("gone")
         left.rename(folder)  # the worker's folder is there
         swept = await parts.workspaces.sweep_nodes()
@@ -240,13 +247,7 @@ def test_a_sweep_a_node_missed_goes_again_without_waiting_for_the_periodic_one(
     parts, _control, runtime = directory_parts(tmp_path)
 
     async def drive():
-        parts.workspaces.create("gone", None, None)
-        actor = await parts.activator.activate("gone")
-        actor.host.workspace.capture(SECRET)
-        await parts.hibernation.hibernate("gone")
-        folder = parts.workspaces.folder("gone")
-        left = folder.with_name("gone-copy-on-a-worker")
-        folder.rename(left)
+        folder, left = await copy_set_aside(parts, "gone")
         runtime.node_task_failure = "failed: NodeDiedError"  # the node is away
         await parts.workspaces.delete("gone")
         await parts.workspaces._sweep
