@@ -17,6 +17,7 @@ from minisphere.control.auth import check_workspace_id
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.durability.generations import delete_generation_snapshots
 from minisphere.durability.replication import delete_replica
+from minisphere.durability.snapshotter import Backoff
 from minisphere.engine.clock import epoch_ms
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import NotFound, SnapshotError
@@ -33,6 +34,9 @@ FORGET_SWEEP_GAP_S = 5.0
 # this long, the gap doubling while it keeps failing, up to the periodic sweep's
 NODE_SWEEP_RETRY_S = 10.0
 NODE_SWEEP_RETRY_MAX_S = 600.0
+NODE_SWEEP_BACKOFF = Backoff(
+    initial_s=NODE_SWEEP_RETRY_S, factor=2.0, max_s=NODE_SWEEP_RETRY_MAX_S, jitter_ratio=0.0
+)
 
 
 class WorkspaceLifecycle:
@@ -69,7 +73,7 @@ class WorkspaceLifecycle:
         # once the store has moved on, since that copy may hold text forgotten since
         self._left_behind: dict[str, int] = {}
         self._retry_at: float | None = None  # when a sweep that missed a node goes again
-        self._retry_gap_s = NODE_SWEEP_RETRY_S
+        self._sweeps_missed = 0  # sweeps in a row that some node missed
 
     def folder(self, workspace_id: str) -> Path:
         folder = (self.root / check_workspace_id(workspace_id)).resolve()
@@ -188,10 +192,10 @@ class WorkspaceLifecycle:
             else:
                 self._replicas_to_recheck.setdefault((workspace_id, generation), node)
         if _reached(swept, None):
-            self._retry_at, self._retry_gap_s = None, NODE_SWEEP_RETRY_S
+            self._retry_at, self._sweeps_missed = None, 0
         else:
-            self._retry_at = time.monotonic() + self._retry_gap_s
-            self._retry_gap_s = min(NODE_SWEEP_RETRY_MAX_S, self._retry_gap_s * 2)
+            self._sweeps_missed += 1
+            self._retry_at = time.monotonic() + NODE_SWEEP_BACKOFF.delay_s(self._sweeps_missed)
         return swept
 
     async def _sweep_every_node(self) -> dict | None:
