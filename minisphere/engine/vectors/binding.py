@@ -147,7 +147,7 @@ class VectorBinding(WorkspaceHooks):
         refuse_other: bool = True,
     ) -> None:
         self.storage = storage
-        self.embeddings = Embeddings(provider, lambda: self._recorded()["dim"])
+        self.embeddings = Embeddings(provider)
         self.settings = settings or semantic.SemanticSettings()
         self._needs_backfill = False
         self.index: resident.VectorIndex | None = None

@@ -64,6 +64,13 @@ def _sent(send: Callable[[list[str]], Embedding], texts: list[str]) -> Embedding
     return out
 
 
+def checked_shape(matrix: np.ndarray, rows: int, provider: EmbeddingProvider | None) -> None:
+    """A provider's answer has one row per text, of the dimension the file records for it
+    (`switch` records the provider's own)."""
+    if provider is None or matrix.shape != (rows, provider.dim):
+        raise ValueError(f"provider returned shape {matrix.shape}")
+
+
 class QueryVector:
     """A recall's query vector: already known (cached, or none to be had), or being embedded
     since `started`. `wait()` gives the vector, or None when it cannot be had; a failure is
@@ -74,18 +81,19 @@ class QueryVector:
         embeddings: Embeddings,
         text: str | None,
         vector: np.ndarray | None = None,
-        future: Embedding | None = None,
-        started: float | None = None,
     ) -> None:
         self.embeddings, self.text = embeddings, text
-        self.generation = embeddings.generation
+        self.generation, self.provider = embeddings.generation, embeddings.provider
         self.vector = vector
-        self._future = future
-        self.started = time.perf_counter() if started is None else started
+        self._future: Embedding | None = None
+        self.started = time.perf_counter()
         self.embed_ms: float | None = None  # started -> vector in hand, when one was embedded
         self._done_at: float | None = None
-        if future is not None:
-            future.add_done_callback(self._finished)
+
+    def follow(self, future: Embedding) -> None:
+        """The embedding sent for this query, to be waited for."""
+        self._future = future
+        future.add_done_callback(self._finished)
 
     @property
     def may_come(self) -> bool:
@@ -99,14 +107,14 @@ class QueryVector:
         future, self._future = self._future, None
         if future is None:
             return self.vector
-        embeddings = self.embeddings
+        embeddings, provider = self.embeddings, self.provider
         try:
             matrix = np.asarray(
-                future.result(timeout=getattr(embeddings.provider, "timeout_s", None)),
-                dtype=np.float32,
+                future.result(timeout=getattr(provider, "timeout_s", None)), dtype=np.float32
             )
-            if matrix.shape != (1, embeddings.dim()):
-                raise ValueError(f"provider returned shape {matrix.shape}")
+            if embeddings.replaced_since(self.generation):
+                return None  # the other model's vector: no failure of the provider's
+            checked_shape(matrix, 1, provider)
         except Exception as exc:  # noqa: BLE001 - a recall goes on without the vector arm
             embeddings.failed(exc, "recall goes on without the vector arm")
             return None
@@ -120,9 +128,8 @@ class QueryVector:
 
 
 class Embeddings:
-    def __init__(self, provider: EmbeddingProvider | None, dim: Callable[[], int]) -> None:
+    def __init__(self, provider: EmbeddingProvider | None) -> None:
         self.provider = provider
-        self.dim = dim  # the dimension the file records
         self.generation = 0  # bumped by every switch of provider
         self.last_error: str | None = None
         self.failed_at = float("-inf")  # monotonic time of the last provider failure
@@ -134,6 +141,11 @@ class Embeddings:
             self.generation += 1
             self.provider = provider
             self._cache.clear()
+
+    def replaced_since(self, generation: int) -> bool:
+        """A rebind switched the provider after `generation` began: what that one embeds is
+        of another model (a shape unlike the file's is then no failure of the provider)."""
+        return generation != self.generation
 
     def backing_off(self) -> bool:
         return time.monotonic() - self.failed_at < FAILURE_BACKOFF_S
@@ -158,8 +170,9 @@ class Embeddings:
         if todo:
             try:
                 matrix = np.asarray(provider.embed(todo), dtype=np.float32)
-                if matrix.shape != (len(todo), self.dim()):
-                    raise ValueError(f"provider returned shape {matrix.shape}")
+                if self.replaced_since(generation):  # its writes are embedded by the backfill
+                    return [None] * len(texts)
+                checked_shape(matrix, len(todo), provider)
             except Exception as exc:  # noqa: BLE001 - a write must not fail because of the model
                 self.failed(exc, "entries stay pending")
                 return self.cached(texts)
@@ -168,17 +181,19 @@ class Embeddings:
 
     def start_query(self, text: str) -> QueryVector:
         """A recall's query vector, started now and waited for only where the recall needs it."""
-        [cached] = self.cached([text])
-        if self.provider is None or cached is not None or self.backing_off():
-            return QueryVector(self, text, cached)
-        submit = getattr(self.provider, "submit", None)
-        started = time.perf_counter()  # sending the call is part of the embedding's cost
-        future = (
+        query = QueryVector(self, text)  # its generation: the one the call is sent in
+        provider = query.provider
+        [query.vector] = self.cached([text])
+        if provider is None or query.vector is not None or self.backing_off():
+            return query
+        submit = getattr(provider, "submit", None)
+        query.started = time.perf_counter()  # sending the call is part of the embedding's cost
+        query.follow(
             _sent(submit, [text])
             if submit is not None
-            else _query_threads().submit(self.provider.embed, [text])
+            else _query_threads().submit(provider.embed, [text])
         )
-        return QueryVector(self, text, future=future, started=started)
+        return query
 
     def failed(self, exc: BaseException, consequence: str) -> None:
         self.last_error = f"{type(exc).__name__}: {exc}"
@@ -187,7 +202,7 @@ class Embeddings:
 
     def remember(self, texts: list[str], matrix: np.ndarray, generation: int) -> None:
         with self._cache_lock:
-            if generation != self.generation:  # embedded by the provider a rebind replaced
+            if self.replaced_since(generation):  # embedded by the provider a rebind replaced
                 return
             for text, vector in zip(texts, matrix):
                 self._cache[text] = vector

@@ -5,10 +5,12 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
 
+from minisphere.engine.embedding import make_provider
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import InvalidArgument
 from tests.engine.vectors.helpers import (
@@ -246,3 +248,44 @@ def test_vectors_every_connection_to_a_bound_file_can_delete(tmp_path, clock, ha
         assert conn.execute("SELECT COUNT(*) FROM entries_vec").fetchone()[0] == 0
     finally:
         conn.close()
+
+
+class HeldProvider(ChosenVectors):
+    """Embeds only once let go: a rebind can be made to come while it is embedding."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding, self.release = threading.Event(), threading.Event()
+
+    def embed(self, texts):
+        self.embedding.set()
+        assert self.release.wait(30)
+        return super().embed(texts)
+
+
+def test_a_vector_the_replaced_provider_returns_is_no_failure_of_the_provider(tmp_path, clock):
+    """Seen in CI: a write embedded by the old provider while a rebind switched to a wider one
+    was taken for a provider failure (its shape unlike the new binding's), which backed off
+    the writes' own backfill, so entries written after the rebind's sweep stayed unembedded."""
+    held = HeldProvider()
+    with Workspace(tmp_path / "w.db", clock=clock, embedder=held) as ws:
+        embeddings = ws.vectors.embeddings
+        for start in (
+            lambda: embeddings.embed(["a write embedded across the rebind"]),
+            lambda: embeddings.start_query("a query embedded across the rebind").wait(),
+        ):
+            held.embedding.clear()
+            held.release.clear()
+            answer: list = []
+            embedding = threading.Thread(target=lambda s=start, out=answer: out.append(s()))
+            embedding.start()
+            assert held.embedding.wait(30)
+            ws.vectors.switch(make_provider({"provider": "hash", "dim": 32}), replace=True)
+            held.release.set()
+            embedding.join(30)
+            assert answer and answer[0] in ([None], None)  # the other model's: not used
+            assert not embeddings.backing_off() and embeddings.last_error is None
+            ws.vectors.switch(held, replace=True)
+        ws.vectors.switch(make_provider({"provider": "hash", "dim": 32}), replace=True)
+        ws.capture("written after the rebind")
+        assert without_vector(ws) == 0
