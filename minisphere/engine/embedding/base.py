@@ -39,11 +39,15 @@ def l2_normalize(matrix: np.ndarray) -> np.ndarray:
     return normalized
 
 
-def check_output(provider_name: str, vectors: np.ndarray, count: int, dim: int) -> np.ndarray:
+def check_shape(provider_name: str, vectors: np.ndarray, count: int, dim: int) -> None:
     if vectors.shape != (count, dim):
         raise EmbeddingError(
             f"{provider_name}: expected shape ({count}, {dim}), got {vectors.shape}"
         )
+
+
+def check_output(provider_name: str, vectors: np.ndarray, count: int, dim: int) -> np.ndarray:
+    check_shape(provider_name, vectors, count, dim)
     if not np.isfinite(vectors).all():
         raise EmbeddingError(f"{provider_name}: embeddings contain NaN or infinity")
     return vectors

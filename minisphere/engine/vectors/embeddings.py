@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from minisphere.engine.embedding.base import EmbeddingProvider
+from minisphere.engine.embedding.base import EmbeddingProvider, check_shape
 
 log = logging.getLogger("minisphere.vectors")
 
@@ -64,13 +64,6 @@ def _sent(send: Callable[[list[str]], Embedding], texts: list[str]) -> Embedding
     return out
 
 
-def checked_shape(matrix: np.ndarray, rows: int, provider: EmbeddingProvider | None) -> None:
-    """A provider's answer has one row per text, of the dimension the file records for it
-    (`switch` records the provider's own)."""
-    if provider is None or matrix.shape != (rows, provider.dim):
-        raise ValueError(f"provider returned shape {matrix.shape}")
-
-
 class QueryVector:
     """A recall's query vector: already known (cached, or none to be had), or being embedded
     since `started`. `wait()` gives the vector, or None when it cannot be had; a failure is
@@ -114,7 +107,9 @@ class QueryVector:
             )
             if embeddings.replaced_since(self.generation):
                 return None  # the other model's vector: no failure of the provider's
-            checked_shape(matrix, 1, provider)
+            assert provider is not None  # a call is sent only to a provider (`start_query`)
+            # the provider's own dimension: `switch` records it as the file's
+            check_shape(provider.name, matrix, 1, provider.dim)
         except Exception as exc:  # noqa: BLE001 - a recall goes on without the vector arm
             embeddings.failed(exc, "recall goes on without the vector arm")
             return None
@@ -172,7 +167,7 @@ class Embeddings:
                 matrix = np.asarray(provider.embed(todo), dtype=np.float32)
                 if self.replaced_since(generation):  # its writes are embedded by the backfill
                     return [None] * len(texts)
-                checked_shape(matrix, len(todo), provider)
+                check_shape(provider.name, matrix, len(todo), provider.dim)
             except Exception as exc:  # noqa: BLE001 - a write must not fail because of the model
                 self.failed(exc, "entries stay pending")
                 return self.cached(texts)
