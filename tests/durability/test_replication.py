@@ -57,6 +57,24 @@ def host_on(
     )
 
 
+def host_with_history(tmp_path: Path, daemon, settings=SYNC) -> WorkspaceHost:
+    """A host whose replica's history is in a local store it can delete (a forget starts it
+    over); a second call opens the same file on the same history."""
+    from minisphere.durability.stores import LocalDirSnapshotStore
+
+    path = (tmp_path / "a" / "ws-rep" / "workspace.db").resolve()
+    history = (LocalDirSnapshotStore(tmp_path / "store"), "history/ws-rep/")
+    replica = WorkspaceReplica(daemon, path, history_url(tmp_path), settings, history)
+    return WorkspaceHost(
+        "ws-rep", path, replica=replica, known=KnownState(generation="g", epoch=1), tuning=BY_HAND
+    )
+
+
+def history_url(tmp_path: Path) -> str:
+    """Where `host_with_history`'s replica is (a restore reads it)."""
+    return (tmp_path / "store" / "history" / "ws-rep").as_uri()
+
+
 def write(host, content, key=None):
     future = Future()
     host.calls.submit_write("capture", {"content": content}, future.set_result, key=key)
@@ -331,17 +349,10 @@ def test_a_restore_to_a_moment_brings_back_exactly_the_writes_before_it(tmp_path
 def test_a_forget_leaves_no_trace_in_the_replica_or_the_daemons_local_history(
     tmp_path, daemon, mode
 ):
-    from minisphere.durability.stores import LocalDirSnapshotStore
-
     secret = "the replicated passphrase is quince-harbor-5512"
-    store = LocalDirSnapshotStore(tmp_path / "store")
-    path = (tmp_path / "a" / "ws-rep" / "workspace.db").resolve()
-    url = (tmp_path / "store" / "history" / "ws-rep").as_uri()
     settings = ReplicationSettings(mode=mode, sync_timeout_s=2.0)
-    replica = WorkspaceReplica(daemon, path, url, settings, (store, "history/ws-rep/"))
-    host = WorkspaceHost(
-        "ws-rep", path, replica=replica, known=KnownState(generation="g", epoch=1), tuning=BY_HAND
-    )
+    host = host_with_history(tmp_path, daemon, settings)
+    url = history_url(tmp_path)
 
     def holding_the_secret() -> list:
         return [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
@@ -371,15 +382,8 @@ def test_a_sync_forget_is_acknowledged_only_once_the_new_history_holds_the_file(
     it found nothing). The restart is now part of the forget's own confirmation."""
     import signal
 
-    from minisphere.durability.stores import LocalDirSnapshotStore
-
-    store = LocalDirSnapshotStore(tmp_path / "store")
-    path = (tmp_path / "a" / "ws-rep" / "workspace.db").resolve()
-    url = (tmp_path / "store" / "history" / "ws-rep").as_uri()
-    replica = WorkspaceReplica(daemon, path, url, SYNC, (store, "history/ws-rep/"))
-    host = WorkspaceHost(
-        "ws-rep", path, replica=replica, known=KnownState(generation="g", epoch=1), tuning=BY_HAND
-    )
+    host = host_with_history(tmp_path, daemon)
+    replica, url = host.replica, history_url(tmp_path)
     register = replica.register
 
     def register_then_die() -> None:  # once: the restart's registration, then the daemon dies
@@ -784,35 +788,24 @@ def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_th
     was owed only in its memory: the next actor registered the file on the torn history, the
     forgotten text stayed in it, and a restore to a moment rebuilt a state far older than the
     acknowledged one. The forget's own transaction now records the restart as owed."""
-    from minisphere.durability.stores import LocalDirSnapshotStore
     from minisphere.engine.forget_ledger import REPLICA_HISTORY
 
     secret = "the half-forgotten passphrase is larch-ember-3117"
-    store = LocalDirSnapshotStore(tmp_path / "store")
-    path = (tmp_path / "a" / "ws-rep" / "workspace.db").resolve()
-    url = (tmp_path / "store" / "history" / "ws-rep").as_uri()
-
-    def host_here() -> WorkspaceHost:
-        replica = WorkspaceReplica(daemon, path, url, SYNC, (store, "history/ws-rep/"))
-        return WorkspaceHost(
-            "ws-rep",
-            path,
-            replica=replica,
-            known=KnownState(generation="g", epoch=1),
-            tuning=BY_HAND,
-        )
+    url = history_url(tmp_path)
 
     def holding_the_secret() -> list:
         return [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
 
+    first = host_with_history(tmp_path, daemon)
+    store, prefix = first.replica.history
+
     def dies_halfway(**_) -> None:  # unregistered, all but the secret's objects deleted
         with contextlib.suppress(Exception):
-            daemon.control.unregister(path)
-        for key in store.list_keys("history/ws-rep/"):
+            daemon.control.unregister(first.path)
+        for key in store.list_keys(prefix):
             if secret.encode() not in store.get_bytes(key):
                 store.delete(key)
 
-    first = host_here()
     entry = write(first, secret)[1]["id"]
     kept = [write(first, f"a note that stays {i}")[1]["id"] for i in range(3)]
     until(
@@ -825,7 +818,7 @@ def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_th
     first._lock.release()
     assert holding_the_secret()
 
-    second = host_here()
+    second = host_with_history(tmp_path, daemon)
     try:
         assert holding_the_secret() == []
         assert second.workspace.forget_ledger.owed(REPLICA_HISTORY) == 0
