@@ -86,11 +86,9 @@ class GroupCommitWriter:
         answer_first: bool = False,
         confirm_every_s: float = 0.0,
         on_durable: Callable[[int], None] | None = None,
-        on_commit: Callable[[list[str]], None] | None = None,
     ):
         self.workspace = workspace
         self.confirm = confirm
-        self.on_commit = on_commit  # told the methods each batch applied, before confirming it
         self.answer_first = answer_first and confirm is not None
         self.confirm_every_s = confirm_every_s
         self.on_durable = on_durable
@@ -199,12 +197,6 @@ class GroupCommitWriter:
         self.batches += 1
         self.writes += len(batch)
         self.largest_batch = max(self.largest_batch, len(batch))
-        applied = [p.method for p, o in zip(batch, outcomes) if o.ok and not o.replayed]
-        if applied and self.on_commit is not None:
-            try:
-                self.on_commit(applied)
-            except Exception:  # a broken listener must not stop the writer
-                log.exception("group-commit listener failed")
         committed = _Committed(
             batch, outcomes, started, time.perf_counter(), self.workspace.position
         )

@@ -178,7 +178,6 @@ class WorkspaceHost:
             answer_first=self.replica is not None and not self.replica.synchronous,
             confirm_every_s=ASYNC_SYNC_INTERVAL_S,
             on_durable=self.on_durable,
-            on_commit=self.states.writes_committed,
         )
 
     def ensure_open(self) -> None:

@@ -174,9 +174,9 @@ class StoredStates:
         return dropped
 
     def after_forget(self) -> None:
-        """After a forget committed: the copies beside the file and the snapshot versions were
-        taken before it (the replica's history: `writes_committed`). Housekeeping: a failure
-        is logged, never answered in place of the forget's own result."""
+        """After a forget committed: the copies beside the file and the replica's history were
+        taken before it. Housekeeping: a failure is logged (the replica's is owed), never
+        answered in place of the forget's own result."""
         try:
             drop_after_forget(self.path)
         except OSError as exc:
@@ -185,14 +185,13 @@ class StoredStates:
             )
         if self.store is not None:  # the snapshotter's thread drops the older versions
             self.snapshotter.owe_purge(epoch_ms())
-
-    def writes_committed(self, methods: list[str]) -> None:
-        """On the writer thread, as a batch commits (before its confirmation is queued): the
-        replica's history holds a forgotten text, so the confirmation that covers the forget
-        starts it over first. A sync forget is then acknowledged only once the new history
-        holds the file: one answered while the history was empty, its first upload failed,
-        was on no replica at all."""
-        if self.replica is not None and "forget" in methods:
+        if self.replica is None:
+            return
+        if self.replica.synchronous:
+            self.replica.restart_history()  # on the confirmer thread, before the answer
+        else:
+            # async answers at the commit: the confirmer restarts the history right after,
+            # not the writer thread inside the forget's answer
             self.replica.history_owed = True
 
     def list_snapshots(self) -> list[dict[str, Any]]:

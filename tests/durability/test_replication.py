@@ -375,35 +375,6 @@ def test_a_forget_leaves_no_trace_in_the_replica_or_the_daemons_local_history(
         host.close()
 
 
-def test_a_sync_forget_is_acknowledged_only_once_the_new_history_holds_the_file(tmp_path, daemon):
-    """Seen in the fault soak: the forget was confirmed on the old history, which its restart
-    then deleted; the daemon died before the new history's first upload, and the forget was
-    acknowledged while no replica held the workspace at all (a restore to a moment just after
-    it found nothing). The restart is now part of the forget's own confirmation."""
-    import signal
-
-    host = host_with_history(tmp_path, daemon)
-    replica, url = host.replica, history_url(tmp_path)
-    register = replica.register
-
-    def register_then_die() -> None:  # once: the restart's registration, then the daemon dies
-        replica.register = register
-        register()
-        os.kill(int((daemon.folder / "litestream.pid").read_text()), signal.SIGKILL)
-
-    try:
-        entry = write(host, "a note to forget")[1]["id"]
-        write(host, "a note that stays")
-        replica.register = register_then_die
-        assert forget(host, entry)
-        assert replica.register == register  # the restart did register, and the daemon died
-        target = tmp_path / "just-after-the-forget.db"
-        assert restore_from_replica(url, target)
-        assert inspect_copy(target).position == host.workspace.position
-    finally:
-        host.close()
-
-
 def test_wal_checkpoints_before_the_daemon_read_the_frames_skip_no_transaction(tmp_path, daemon):
     settings = ReplicationSettings(mode="async", sync_timeout_s=5.0)
     host = host_on(tmp_path / "a", tmp_path / "replica", daemon, settings=settings)
@@ -799,7 +770,7 @@ def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_th
     first = host_with_history(tmp_path, daemon)
     store, prefix = first.replica.history
 
-    def dies_halfway(**_) -> None:  # unregistered, all but the secret's objects deleted
+    def dies_halfway() -> None:  # unregistered, all but the secret's objects deleted
         with contextlib.suppress(Exception):
             daemon.control.unregister(first.path)
         for key in store.list_keys(prefix):

@@ -133,8 +133,8 @@ class WorkspaceReplica:
         """Block until what is committed is on the replica (sync mode: after every batch).
         A daemon that is gone is started again and the file registered anew; a replica that
         cannot confirm within the bound raises `ReplicationUnconfirmed`."""
-        if self.history_owed:  # a forget in what this confirms: confirmed on the new history
-            self.restart_history(wait_for_first_upload=False)
+        if self.history_owed:
+            self.restart_history()
         try:
             return self._sync()
         except NOT_DONE as exc:
@@ -166,7 +166,7 @@ class WorkspaceReplica:
         self.restart_history()
         return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
 
-    def restart_history(self, wait_for_first_upload: bool = True) -> None:
+    def restart_history(self) -> None:
         """After a forget: the replica's history (and the daemon's local copy of it) holds the
         forgotten text in the pages of earlier transactions. Stop replicating the file, delete
         that history, and register it again: the replica starts over from a snapshot of the
@@ -174,17 +174,17 @@ class WorkspaceReplica:
         the store cannot be reached, it is owed and retried before the next confirmation.
 
         Done once the file is registered again: the new history's first upload (the whole
-        file) is waited for once, within the confirmation bound (by the caller, when it is a
-        confirmation), and after that it is the daemon's to finish, the confirmations waiting
-        for it like for any write. It may outlast one bound, and a restart per confirmation
-        would delete it each time, so that a large file would never reach its replica again."""
+        file) is waited for once, within the confirmation bound, and after that it is the
+        daemon's to finish, the confirmations waiting for it like for any write. It may outlast
+        one bound, and a restart per confirmation would delete it each time, so that a large
+        file would never reach its replica again."""
         with self._restarting:
             covers = self.ledger.forgets()[0] if self.ledger is not None else 0
-            if not self._restart_history():
+            self.history_owed = True
+            self._restart_history()
+            if self.history_owed:
                 return
             self._settle(covers)
-        if not wait_for_first_upload:
-            return
         try:
             self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
         except NOT_DONE as exc:
@@ -206,9 +206,7 @@ class WorkspaceReplica:
                 exc,
             )
 
-    def _restart_history(self) -> bool:
-        # cleared first: a forget committed while this runs owes a restart of its own
-        self.history_owed = False
+    def _restart_history(self) -> None:
         with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):
             self.daemon.control.unregister(self.db_path)
         try:
@@ -229,9 +227,8 @@ class WorkspaceReplica:
                 self.db_path.parent.name,
                 exc,
             )
-            self.history_owed = True
-            return False
-        return True
+            return
+        self.history_owed = False
 
     def lag(self) -> ReplicaLag | ReplicaFailing | ReplicaUnseen:
         """How far the replica is behind the file (async mode's loss window, shown):
