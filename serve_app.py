@@ -12,12 +12,12 @@ Routes are built by `minisphere.http.app`; the ingress replica's gateway
 from __future__ import annotations
 
 import compileall
+import dataclasses
 import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import MutableMapping
 from pathlib import Path
 
 from ray import serve
@@ -28,6 +28,7 @@ from actors.ingress.gateway import Gateway
 from actors.ingress.metrics import ServiceMetrics
 from actors.ingress.transfer import TransferOps
 from actors.process_logging import log_to_stderr
+from actors.ray_env import prepare_ray_env, release_ray_env, running_front
 from actors.scheduler.actor import get_scheduled_tasks
 from minisphere.contract.startup import verified_contracts
 from minisphere.durability.replication import LitestreamDaemon
@@ -51,25 +52,6 @@ INGRESS_AUTOSCALING = {
     "upscale_delay_s": 10,
     "downscale_delay_s": 120,
 }
-# Ray Serve's faster request path (its throughput-optimised mode). It must be in the
-# environment before Ray starts, so the proxy and the replicas inherit it;
-# infra/serve_config.yaml and the RayService set the same.
-SERVE_PERFORMANCE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}
-# Pydantic's plugin scan reads every installed distribution's entry points the first time a
-# process builds a validator, which would land in a woken workspace actor's first call; the
-# service uses no plugin (an operator's own PYDANTIC_DISABLE_PLUGINS is kept).
-WORKER_ENV = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
-
-
-def prepare_ray_env(
-    performance: bool = True, environ: MutableMapping[str, str] = os.environ
-) -> None:
-    """Before Ray starts, what every process it starts must inherit: `WORKER_ENV`, and Serve's
-    `SERVE_PERFORMANCE_ENV` unless `performance` is off. A value already set is kept."""
-    for name, value in {**WORKER_ENV, **(SERVE_PERFORMANCE_ENV if performance else {})}.items():
-        environ.setdefault(name, value)
-
-
 # A replica answers at most INGRESS_MAX_INFLIGHT requests at once and refuses the next with its
 # own 503 `overloaded` + Retry-After (minisphere/http/admission.py); Serve's bounds sit above it
 # as a backstop (its proxy queues at most MAX_QUEUED_REQUESTS more, then answers 503 with
@@ -93,7 +75,9 @@ class MiniSphereIngress:
         log_to_stderr()
         # each replica resolves its settings on its own node (its data folder made there),
         # from the node's environment (where the secrets are) under the deploy config's args
-        self.settings = settings or load_settings({**os.environ, **(overrides or {})})
+        loaded = settings or load_settings({**os.environ, **(overrides or {})})
+        # whether HAProxy names the client depends on the front Ray runs, not on the setting
+        self.settings = dataclasses.replace(loaded, http_front=running_front())
         self.contracts = verified_contracts()  # a pin mismatch stops the replica here
         self.gateway = Gateway(self.settings)
         # `serve run serve_app:app` never calls start(): make sure the scheduler exists anyway
@@ -213,7 +197,7 @@ def start(settings: Settings):
     restrict_file_modes()  # before Ray starts: its local processes inherit the umask
     compile_worker_code()
     if not ray.is_initialized():
-        prepare_ray_env()
+        prepare_ray_env(front=settings.http_front)
         joining = bool(settings.ray_address)  # a cluster's nodes advertise their own slots
         ray.init(
             address=settings.ray_address or None,
@@ -342,6 +326,7 @@ def stop_service(settings: Settings) -> None:
         # the node's replication daemon outlives the actors that started it: stop it too
         LitestreamDaemon(settings.replication.daemon_dir).stop()
     ray.shutdown()
+    release_ray_env()
 
 
 if __name__ == "__main__":

@@ -325,7 +325,7 @@ def main(argv=None) -> int:
 
     import ray
 
-    import serve_app
+    from actors import ray_env
     from actors.in_cluster import connect_in_cluster
 
     settings, url, admin = start_local_service("bench-serverless", ADMIN_TOKEN)
@@ -561,7 +561,7 @@ def main(argv=None) -> int:
         f"{os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.2f}; "
         "settings at their defaults (synchronous=FULL, local snapshot store, derived "
         "resident cap and spare pool), Serve with "
-        + ", ".join(f"{k}={v}" for k, v in serve_app.SERVE_PERFORMANCE_ENV.items())
+        + ", ".join(f"{k}={v}" for k, v in ray_env.SERVE_PERFORMANCE_ENV.items())
         + "."
     )
     # the figures this benchmark answers for together with its siblings, each its own run

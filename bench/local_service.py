@@ -16,12 +16,21 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def chosen_front() -> str:
+    from minisphere.settings import DEFAULT_HTTP_FRONT
+
+    flag = os.environ.get("RAY_SERVE_ENABLE_HA_PROXY", "")
+    by_flag = {"0": "python", "1": "haproxy"}.get(flag, DEFAULT_HTTP_FRONT)
+    return os.environ.get("MINISPHERE_HTTP_FRONT") or by_flag
+
+
 def start_local_service(name: str, admin_token: str, performance_env: bool = True):
     """(settings, base url, admin headers) of a service started under Ray namespace
     `minisphere-<name>`, data in a new temp folder. `performance_env`: the Serve settings the
-    launcher adopts (serve_app.SERVE_PERFORMANCE_ENV), unless the caller's environment says
-    otherwise; the workers' own (serve_app.WORKER_ENV) is set either way. Stop it with
-    `stop_local_service()`."""
+    launcher adopts (actors.ray_env.SERVE_PERFORMANCE_ENV), unless the caller's environment says
+    otherwise; the workers' own (actors.ray_env.WORKER_ENV) is set either way. Stop it with
+    `stop_local_service()`. The HTTP front: MINISPHERE_HTTP_FRONT, else Ray's own switch
+    RAY_SERVE_ENABLE_HA_PROXY if the caller's environment sets it, else the default."""
     import ray
 
     import serve_app
@@ -35,9 +44,10 @@ def start_local_service(name: str, admin_token: str, performance_env: bool = Tru
             "MINISPHERE_PORT": str(port),
             "MINISPHERE_RAY_NAMESPACE": f"minisphere-{name}",
             "MINISPHERE_ADMIN_TOKEN": admin_token,
+            "MINISPHERE_HTTP_FRONT": chosen_front(),
         }
     )
-    serve_app.prepare_ray_env(performance=performance_env)
+    serve_app.prepare_ray_env(performance=performance_env, front=settings.http_front)
     ray.init(
         num_cpus=os.cpu_count(),
         include_dashboard=False,
@@ -55,8 +65,11 @@ def stop_local_service(settings=None) -> None:
     import ray
     from ray import serve
 
+    import serve_app
+
     serve.shutdown()
     ray.shutdown()
+    serve_app.release_ray_env()
     if settings is not None:
         from minisphere.durability.replication.daemon import LitestreamDaemon
 

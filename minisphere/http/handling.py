@@ -4,6 +4,7 @@ audience), and the timing headers."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import math
@@ -220,14 +221,22 @@ def error_json(exc: BaseException, audience: str = TENANT) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+LOOPBACK_NETWORKS = [ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128")]
+
+
 def client_address(request: Request) -> str:
     """The caller's address, whose failed authentications are budgeted. The peer, unless the
     peer is a configured trusted proxy (`MINISPHERE_TRUSTED_PROXIES`): then the nearest address
     in `X-Forwarded-For` that is not one (anyone can send the header, so only those count, or
-    behind a load balancer one client's bad tokens would have rate-limited everyone)."""
+    behind a load balancer one client's bad tokens would have rate-limited everyone).
+    Behind Serve's HAProxy front (`http_front`), HAProxy on this node is one: it reaches the
+    replica over loopback and names the client in the header (`actors.ray_env`)."""
     peer = request.client.host if request.client is not None else "unknown"
     settings = getattr(getattr(request.app.state, "gateway", None), "settings", None)
-    trusted = [ipaddress.ip_network(n) for n in getattr(settings, "trusted_proxies", ())]
+    trusted = trusted_networks(
+        tuple(getattr(settings, "trusted_proxies", ())),
+        getattr(settings, "http_front", "") == "haproxy",
+    )
     if not trusted or not _within(peer, trusted):
         return peer
     forwarded = [
@@ -241,7 +250,14 @@ def client_address(request: Request) -> str:
     return forwarded[0] if forwarded else peer
 
 
-def _within(address: str, networks: list) -> bool:
+@functools.lru_cache(maxsize=8)
+def trusted_networks(listed: tuple[str, ...], haproxy_front: bool) -> tuple:
+    """The networks whose X-Forwarded-For is believed, parsed once (not per request)."""
+    parsed = tuple(ipaddress.ip_network(n) for n in listed)
+    return parsed + tuple(LOOPBACK_NETWORKS) if haproxy_front else parsed
+
+
+def _within(address: str, networks) -> bool:
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:

@@ -7,6 +7,10 @@ from pathlib import Path
 DEFAULT_DATA_DIR = "data"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+# Serve's HTTP front: its HAProxy ingress takes a third of the machine CPU per call of its Python
+# proxy (bench/results/call-cost.md); the Python proxy stays a setting.
+HTTP_FRONTS = ("haproxy", "python")
+DEFAULT_HTTP_FRONT = "haproxy"
 # The MCP endpoint's DNS-rebinding protection accepts these host names (any port) in the Host
 # and Origin headers, besides MINISPHERE_HOST and the names MINISPHERE_MCP_ALLOWED_* add.
 MCP_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")

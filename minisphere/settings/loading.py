@@ -18,6 +18,7 @@ from minisphere.settings.defaults import (
     DEFAULT_BLUEPRINT_PATH,
     DEFAULT_DATA_DIR,
     DEFAULT_HOST,
+    DEFAULT_HTTP_FRONT,
     DEFAULT_MAX_BATCH_WRITES,
     DEFAULT_MAX_REPLICAS,
     DEFAULT_MIN_REPLICAS,
@@ -27,6 +28,7 @@ from minisphere.settings.defaults import (
     DEFAULT_S3_PREFIX,
     DEFAULT_WORKSPACE_SLOTS_MODE,
     HIBERNATE_IDLE_S,
+    HTTP_FRONTS,
     LITESTREAM_DIR_NAME,
     MCP_LOOPBACK_HOSTS,
     RECYCLE_MAX_BINDS,
@@ -227,6 +229,13 @@ def load_residency_settings(env: Mapping[str, str]) -> ResidencySettings:
     )
 
 
+def load_http_front(env: Mapping[str, str]) -> str:
+    front = (env_value("MINISPHERE_HTTP_FRONT", env) or DEFAULT_HTTP_FRONT).lower()
+    if front not in HTTP_FRONTS:
+        raise ConfigError(f"MINISPHERE_HTTP_FRONT must be haproxy or python, got {front!r}")
+    return front
+
+
 def load_synchronous(env: Mapping[str, str]) -> str:
     synchronous = (env_value("MINISPHERE_SYNCHRONOUS", env) or DEFAULT_SYNCHRONOUS).upper()
     if synchronous not in SYNCHRONOUS_MODES:
@@ -244,7 +253,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         Path(env_value("MINISPHERE_DATA_DIR", env) or DEFAULT_DATA_DIR).expanduser().resolve()
     )
     host = env_value("MINISPHERE_HOST", env) or DEFAULT_HOST
-    synchronous = load_synchronous(env)
+    synchronous, http_front = load_synchronous(env), load_http_front(env)
     token, source = env_value("MINISPHERE_ADMIN_TOKEN", env), "env"
     check_admin_token(token, host)
     port = env_number(env, "MINISPHERE_PORT", DEFAULT_PORT, 1, 65535)
@@ -261,6 +270,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         data_dir=str(data_dir),
         host=host,
         port=port,
+        http_front=http_front,
         admin_token=token,
         admin_token_source=source,
         namespace=env_value("MINISPHERE_RAY_NAMESPACE", env) or DEFAULT_RAY_NAMESPACE,

@@ -10,6 +10,7 @@ from minisphere.settings.defaults import (
     AUTO,
     DEFAULT_BLUEPRINT_PATH,
     DEFAULT_HOST,
+    DEFAULT_HTTP_FRONT,
     DEFAULT_MAX_BATCH_WRITES,
     DEFAULT_MAX_REPLICAS,
     DEFAULT_MIN_REPLICAS,
@@ -111,6 +112,7 @@ class Settings:
     data_dir: str
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
+    http_front: str = DEFAULT_HTTP_FRONT  # haproxy | python (HTTP_FRONTS)
     admin_token: str = ""
     admin_token_source: str = "env"  # env | file | generated
     namespace: str = DEFAULT_RAY_NAMESPACE

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from minisphere.engine.constants import DEFAULT_SYNCHRONOUS
 from minisphere.settings.defaults import (
     DEFAULT_HOST,
+    DEFAULT_HTTP_FRONT,
     DEFAULT_MAX_BATCH_WRITES,
     DEFAULT_MAX_REPLICAS,
     DEFAULT_MIN_REPLICAS,
@@ -49,6 +50,13 @@ ENV_VARS: tuple[EnvVar, ...] = (
     ),
     EnvVar("MINISPHERE_HOST", f"`{DEFAULT_HOST}`", "where HTTP listens"),
     EnvVar("MINISPHERE_PORT", f"`{DEFAULT_PORT}`", "HTTP port"),
+    EnvVar(
+        "MINISPHERE_HTTP_FRONT",
+        f"`{DEFAULT_HTTP_FRONT}`",
+        "Serve's HTTP front the launcher starts Ray with: `haproxy` (its HAProxy ingress, a "
+        "third of the CPU per call) or `python` (its Python proxy); on a cluster, set "
+        "`RAY_SERVE_ENABLE_HA_PROXY` on every node to match",
+    ),
     EnvVar(
         "MINISPHERE_ADMIN_TOKEN",
         "generated on loopback, kept in `<data>/.admin_token`",

@@ -1,7 +1,7 @@
 """A woken workspace actor answers its first call without work that a warm one never does:
 here, pydantic's search of every installed distribution for plugins (~9 ms), which would
 otherwise run inside the first call (the argument models build on first use). The launcher
-turns it off in the environment Ray's processes are born with (serve_app.WORKER_ENV); importing
+turns it off in the environment Ray's processes are born with (ray_env.WORKER_ENV); importing
 the actors changes no environment."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import serve_app
+from actors import ray_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,7 +53,7 @@ def _without_the_setting() -> dict[str, str]:
 
 def test_first_call_in_a_worker_the_launcher_starts_does_not_scan_installed_distributions():
     env = _without_the_setting()
-    serve_app.prepare_ray_env(environ=env)
+    ray_env.prepare_ray_env(environ=env, front="python")
     done = _run(FIRST_CALL, env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "ok"
@@ -62,7 +62,7 @@ def test_first_call_in_a_worker_the_launcher_starts_does_not_scan_installed_dist
 def test_an_operators_own_plugin_choice_is_kept():
     # PYDANTIC_DISABLE_PLUGINS set to a plugin name: the others still load, so the scan runs
     env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "some-other-plugin"}
-    serve_app.prepare_ray_env(environ=env)
+    ray_env.prepare_ray_env(environ=env, front="python")
     assert env["PYDANTIC_DISABLE_PLUGINS"] == "some-other-plugin"
     done = _run(FIRST_CALL, env)
     assert done.returncode != 0

@@ -63,7 +63,7 @@ def service(tmp_path_factory, s3_endpoint):
     config = load_settings(env)
     owns_ray = not ray.is_initialized()  # another session fixture may have started it
     if owns_ray:  # the environment the launcher gives Ray, before it starts (see serve_app)
-        serve_app.prepare_ray_env()
+        serve_app.prepare_ray_env(front=config.http_front)
         ray.init(
             num_cpus=2,
             include_dashboard=False,
@@ -91,6 +91,7 @@ def service(tmp_path_factory, s3_endpoint):
         finally:
             if owns_ray:
                 ray.shutdown()
+                serve_app.release_ray_env()
             relay.stop()
             # the replication daemon the session's workspaces started outlives their actors
             from minisphere.durability.replication.daemon import LitestreamDaemon

@@ -52,6 +52,18 @@ CLUSTER_UP_TIMEOUT_S = 90.0
 HTTP_TIMEOUT_S = 30.0
 POLL_S = 0.5
 CLEANUP_STEP_TIMEOUT_S = 30.0
+# the launcher's own (actors.ray_env): HAProxy names each client to the replicas
+HAPROXY_RETRY_ON_WITH_CLIENT_ADDRESS = "conn-failure\n    option forwardfor"
+
+
+def shell_quoted(value: str) -> str:
+    """`value` as any POSIX shell sourcing the env file reads it back, line breaks included
+    (double quotes keep them; JSON's escapes would not)."""
+    if "\n" not in value:
+        return json.dumps(value)
+    for special in ("\\", '"', "$", "`"):
+        value = value.replace(special, "\\" + special)
+    return f'"{value}"'
 
 
 def log(message: str) -> None:
@@ -165,6 +177,9 @@ class Cluster:
         env = {
             "PYTHONPATH": str(ROOT),
             "RAY_SERVE_THROUGHPUT_OPTIMIZED": "1",
+            "RAY_SERVE_ENABLE_HA_PROXY": "1",
+            "RAY_SERVE_HAPROXY_RETRY_ON": HAPROXY_RETRY_ON_WITH_CLIENT_ADDRESS,
+            "MINISPHERE_TRUSTED_PROXIES": f"{SUBNET_PREFIX}.0/{SUBNET_BITS}",
             "PYDANTIC_DISABLE_PLUGINS": "__all__",
             "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
             "RAY_USAGE_STATS_ENABLED": "0",
@@ -181,7 +196,7 @@ class Cluster:
             )
         fd = os.open(self.env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
-            handle.writelines(f"{name}={json.dumps(value)}\n" for name, value in env.items())
+            handle.writelines(f"{name}={shell_quoted(value)}\n" for name, value in env.items())
 
     def start_s3(self) -> str:
         """An S3-protocol server (moto) on the bridge's host end: reachable from every node."""
