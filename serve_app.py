@@ -108,6 +108,7 @@ class MiniSphereIngress:
             request_id=serve_request_id,
             max_inflight=INGRESS_MAX_INFLIGHT,
             mcp=self.settings.mcp,
+            request_log=self.settings.access_log,
         )
 
     async def check_health(self):

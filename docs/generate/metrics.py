@@ -95,9 +95,12 @@ been behind its file (0 when every replica is current): `async` mode's loss wind
 
 ## Request logs
 
-One JSON line per request on the `minisphere.requests` logger: workspace, method, status,
-outcome, latency, request id; never content, queries or tokens. `MINISPHERE_ACCESS_LOG=1` adds
-Serve's own line per request.
+With `MINISPHERE_ACCESS_LOG=1`, one JSON line per request on the `minisphere.requests` logger:
+workspace, method, status, outcome, latency, request id; never content, queries or tokens; and
+Serve's own line per request. Off by default: under Serve each line costs the ingress replica
+about a millisecond of CPU (Serve routes a replica's stderr through a logger that walks the
+stack for every line; `bench/results/call-cost.md`), a fifth of a call's whole cost. The
+metrics above count every request either way.
 
 ## Timings on every answer
 

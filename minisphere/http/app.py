@@ -66,12 +66,14 @@ def build_api(
     request_id=None,
     max_inflight: int = 0,
     mcp: McpSettings | None = None,
+    request_log: bool = True,
 ) -> FastAPI:
     """The whole HTTP surface. `transfer`: the import/export operations (routes added when
     given); `observe(record)`: called with each request's log record (metrics); `request_id()`:
     the server's own id of the request, when it has one; `max_inflight`: requests held at once,
     past which one is refused with 503 `overloaded` (0: no bound); `mcp`: the Host and Origin
-    headers the MCP endpoint accepts (default: loopback names)."""
+    headers the MCP endpoint accepts (default: loopback names); `request_log`: one log line per
+    request on the `minisphere.requests` logger."""
     api = FastAPI(
         title="Mini-Sphere",
         version="0.1.0",
@@ -102,6 +104,7 @@ def build_api(
         request_id=request_id,
         echo_header=request_id is None,
         routes=api.router.routes,
+        log_lines=request_log,
     )
     api.add_middleware(InflightLimit, max_inflight=max_inflight)  # outermost: refused first
     return api

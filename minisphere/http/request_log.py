@@ -114,6 +114,18 @@ class RouteTable:
         """Every label a request can get (besides `unknown`)."""
         return {self._label(route)[1] for route in self.routes}
 
+    def of_matched(self, scope) -> dict | None:
+        """The same, from the route the router matched (FastAPI names it in the scope) when it
+        is one of the table's: no second pass over every route's pattern."""
+        route = scope.get("route")
+        if route is None or not any(known is route for known in self.routes):
+            return None
+        found = self._found(route, scope)
+        served = getattr(route, "methods", None)
+        if served and scope.get("method") not in served:  # its path, not its method: a 405
+            return dict(found, method=UNKNOWN)
+        return found
+
     def classify(self, http_method: str, path: str, root_path: str = "") -> dict:
         """(route kind, method label, workspace) of a request, from the route it matches."""
         scope = {"type": "http", "method": http_method, "path": path, "root_path": root_path}
@@ -185,6 +197,7 @@ class RequestLog:
         request_id: Callable[[], str | None] | None = None,
         echo_header: bool = True,
         routes=None,
+        log_lines: bool = True,
     ):
         self.app = app
         # the labels come from these routes (the app's own list), else from scope["app"]
@@ -193,6 +206,9 @@ class RequestLog:
         self.observe = observe
         self.request_id = request_id  # e.g. Ray Serve's own request id (same as its header)
         self.echo_header = echo_header  # False when the server already sends X-Request-Id
+        # the metrics hook runs for every request; the log line only when asked for (under
+        # Serve a line costs about a millisecond of the replica's CPU: bench/results/call-cost.md)
+        self.log_lines = log_lines
 
     async def __call__(self, scope, receive, send):
         if scope.get("type") != "http":
@@ -243,13 +259,15 @@ class RequestLog:
             app = scope.get("app")
             table = self.table = RouteTable(getattr(app, "routes", None) or [])
         try:
-            return table.classify(http_method, path, scope.get("root_path", ""))
+            matched = table.of_matched(scope)
+            return matched or table.classify(http_method, path, scope.get("root_path", ""))
         except Exception:  # noqa: BLE001 - observability must never fail a request
             return {"route": "service", "method": UNKNOWN, "workspace": None}
 
     def emit(self, record: dict) -> None:
         try:
-            self.logger.info(json.dumps(record, separators=(",", ":"), sort_keys=True))
+            if self.log_lines:
+                self.logger.info(json.dumps(record, separators=(",", ":"), sort_keys=True))
             if self.observe is not None:
                 self.observe(record)
         except Exception:  # observability must never fail a request

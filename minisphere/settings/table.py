@@ -90,7 +90,11 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "`infra/blueprint.default.json`",
         "default blueprint of new workspaces",
     ),
-    EnvVar("MINISPHERE_ACCESS_LOG", "`0`", "`1`: Serve logs one line per request"),
+    EnvVar(
+        "MINISPHERE_ACCESS_LOG",
+        "`0`",
+        "`1`: one log line per request (ours on `minisphere.requests`, and Serve's)",
+    ),
     EnvVar(
         "MINISPHERE_TRUSTED_PROXIES",
         "(none)",

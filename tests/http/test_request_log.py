@@ -48,9 +48,9 @@ class FakeGateway:
         return {"echo": body.model_dump(by_alias=True)}, {"engine_ms": 0.1}
 
 
-def run_requests(requests, caplog):
-    observed = []
-    api = build_api(FakeGateway(), [], observe=observed.append)
+def run_requests(requests, caplog, request_log: bool = True):
+    observed: list[dict] = []
+    api = build_api(FakeGateway(), [], observe=observed.append, request_log=request_log)
 
     async def go():
         transport = httpx.ASGITransport(app=api)
@@ -111,6 +111,34 @@ def test_infra_request_log_line_shape_and_no_secrets(caplog):
     text = "\n".join(lines)
     for secret in (TOKEN, SECRET_CONTENT, SECRET_QUERY, "launch", "debug"):
         assert secret not in text
+
+
+def test_without_request_log_lines_the_metrics_still_see_every_request(caplog):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    requests = [
+        ("POST", "/v1/w/notes/capture", {"json": {"content": "x"}, "headers": auth}),
+        ("GET", "/healthz", {}),
+    ]
+    _, records, lines, observed = run_requests(requests, caplog, request_log=False)
+    assert records == [] and lines == []
+    assert [(r["method"], r["status"]) for r in observed] == [("capture", 200), ("healthz", 200)]
+
+
+def test_the_route_the_router_matched_labels_a_request_as_a_scan_of_every_route_would(caplog):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    requests = [
+        ("POST", "/v1/w/notes/capture", {"json": {"content": "x"}, "headers": auth}),
+        ("POST", "/v1/w/notes/recall", {"json": {"query": "q"}, "headers": auth}),
+        ("DELETE", "/v1/workspaces/notes/tokens/t-1", {"headers": {}}),
+        ("GET", "/healthz", {}),
+        ("GET", "/v1/w/notes/capture", {}),  # a route's path with a method it does not serve
+        ("POST", "/v1/nowhere", {}),
+    ]
+    _, _, _, observed = run_requests(requests, caplog, request_log=False)
+    routes = build_api(FakeGateway(), []).router.routes
+    for (verb, url, _), record in zip(requests, observed, strict=True):
+        scanned = classify(verb, url, routes)
+        assert {k: record[k] for k in scanned} == scanned, url
 
 
 def test_infra_request_log_classification_is_bounded():
