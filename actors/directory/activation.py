@@ -223,6 +223,8 @@ class Activator:
         node = self.control.get(workspace_id)["nodeId"]
         if not self.placement.full(node):
             return
+        if self.pool.size and self.pool.has_ready(node):
+            return  # a spare there holds a slot already: the wake binds it, evicting no one
         evictable = self.residents.evictable(workspace_id)
         there = {
             ws: used for ws, used in evictable.items() if self.residents.get(ws).node_id == node

@@ -13,7 +13,11 @@ within its floor and its budget; it looks again every `DEMAND_REVIEW_S`, so it a
 once a busy minute leaves the window.
 
 Recycling: a workspace that hibernates hands its process back (`give_back`) rather than have it
-killed, and the pool keeps it while it wants another spare. The hibernations under way are
+killed, and the pool keeps it while it wants another spare. A pool that follows demand also keeps
+a process that comes back beyond its size (within its budget) for `RETURNED_KEPT_S`: the wake
+that takes it then leaves the pool at its size, where killing it (or a fresh spare in its place)
+would have the refiller start a process for that very wake, a start and a kill per wake cycle of
+one workspace. The hibernations under way are
 processes on their way back (`expect_return`), so the refiller starts fresh ones only for the
 room they will not fill, and a wake that finds the pool empty while one is on its way waits for
 it (`returned`) rather than start a process: a start costs most of a core while it runs, a
@@ -52,6 +56,10 @@ DEMAND_REVIEW_S = 10.0  # how often a demand-following pool recomputes its size
 # replacements at once would take every core from the wakes it exists for: a demand-following
 # pool starts at most this many per CPU of the cluster at a time (at least one).
 STARTS_AT_ONCE_PER_CPU = 0.5
+# How long a demand-following pool keeps a returned process beyond its size: an idle spare costs
+# under 1% of a core (residency_policy.SPARE_ACTOR_IDLE_CPUS), so a minute of it costs less than
+# the start (most of a core for a second) it saves when a wake comes for it.
+RETURNED_KEPT_S = 60.0
 
 
 class NoRoomForSpare(Exception):
@@ -117,6 +125,12 @@ class SparePool:
         retry = self._asks_again and node_id is None
         self._asks_again = False
         chosen = self._choose(node_id)
+        # leaving the queue is what makes it never handed out twice (a bound actor also refuses
+        # a second workspace), and first: the size is then looked at without it (a returned
+        # process kept beyond the size, taken, leaves nothing for the refiller to start). No
+        # record of past spares is kept: the state stays the size of the pool.
+        if chosen is not None:
+            self._ready.remove(chosen)
         # a wake served by a process a hibernation gave back needed no start: it is no demand
         # for pre-started spares (each costs a start and idle upkeep)
         if self.demand is not None and not retry and not (chosen and chosen.recycled):
@@ -128,10 +142,6 @@ class SparePool:
             # right away (the activator's next call): one wake, counted once
             self._asks_again = node_id is None and not retry
             return None
-        # leaving the queue is what makes it never handed out twice (a bound actor also
-        # refuses a second workspace); no record of past spares is kept, so the pool's state
-        # stays the size of the pool however many wakes it served
-        self._ready.remove(chosen)
         self.handed_out += 1
         self.refill()
         return chosen
@@ -146,11 +156,12 @@ class SparePool:
         self.refill()  # the room it was to fill is the refiller's again
 
     def give_back(self, spare: Spare) -> bool:
-        """A hibernated workspace's process, unbound again: kept if the pool wants another
-        spare (True), else killed here. A pool that is full of fresh spares keeps it in place
-        of its newest one (a process ends either way, and the recycled one is the warmer)."""
+        """A hibernated workspace's process, unbound again: kept if the pool has room for it
+        (True: below its size, or its budget when it follows demand), else killed here. A pool
+        that is full of fresh spares keeps it in place of its newest one (a process ends either
+        way, and the recycled one is the warmer)."""
         self.returning = max(0, self.returning - 1)
-        if len(self._ready) >= self.size:
+        if len(self._ready) >= self._room_for_returns():
             fresh = next((s for s in reversed(self._ready) if not s.recycled), None)
             if fresh is None or not self.size:
                 self._kill(spare.handle)
@@ -167,6 +178,18 @@ class SparePool:
         self._returned.set()
         self._returned = asyncio.Event()
         return True
+
+    def _room_for_returns(self) -> int:
+        """How many ready spares a returned process may join: the size of a fixed pool, the
+        budget of one that follows demand (see `RETURNED_KEPT_S`)."""
+        if self.demand is None:
+            return self.size
+        return max(self.size, self.demand.ceiling)
+
+    @staticmethod
+    def _kept_back(spare: Spare, now: float) -> bool:
+        """A spare that came back from a hibernation within RETURNED_KEPT_S."""
+        return spare.recycled and now - spare.ready_at < RETURNED_KEPT_S
 
     def has_ready(self, node_id: str | None = None) -> bool:
         return self._choose(node_id) is not None
@@ -232,9 +255,18 @@ class SparePool:
         if self.demand is None:
             return
         self.size = self._demand_target(self.demand)
-        while len(self._ready) > self.size:
-            self._kill(self._ready.pop().handle)
+        now = self.clock()
+        kept_back = [spare for spare in self._ready if self._kept_back(spare, now)]
+        excess = len(self._ready) - self.size - len(kept_back)
+        for spare in reversed(list(self._ready)):  # the newest first
+            if excess <= 0:
+                break
+            if spare in kept_back:
+                continue  # a wake is likely to come for it
+            self._ready.remove(spare)
+            self._kill(spare.handle)
             self.shrunk += 1
+            excess -= 1
 
     def spares_per_node(self) -> dict[str, int]:
         counts: dict[str, int] = {}

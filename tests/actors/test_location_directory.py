@@ -12,6 +12,7 @@ import pytest
 from minisphere.errors import NotFound
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 from tests.actors.test_directory_state import directory_parts
+from tests.support.in_process_actors import NODE
 
 SECRET = "the old tenant's launch code is 0000-7731"
 
@@ -138,6 +139,44 @@ def test_a_wake_on_a_full_node_makes_room_there_instead_of_moving(tmp_path, monk
     assert asyncio.run(drive()) == {"count": 1}
     assert sorted(parts.residents.ids()) == ["home", "newer"]  # the least recent made room
     assert len(runtime.live) == 2
+
+
+def test_a_wake_on_a_full_node_with_a_spare_there_binds_it_and_evicts_no_one(tmp_path, monkeypatch):
+    # the spare holds one of the node's slots already: the wake needs no other
+    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
+    monkeypatch.setattr("actors.directory.spares.REFILL_DELAY_S", 0.0)
+    monkeypatch.setattr("actors.directory.spares.NO_ROOM_RETRY_S", 0.01)
+    parts, _, runtime = directory_parts(
+        tmp_path,
+        node_resources={WORKSPACE_SLOT_RESOURCE: 2},
+        MINISPHERE_WORKSPACE_SLOTS="on",
+        MINISPHERE_SPARE_ACTORS="1",
+    )
+
+    async def spare_ready() -> None:
+        parts.pool.refill()
+        for _ in range(300):
+            if parts.pool.status()["ready"]:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(parts.pool.status())
+
+    async def drive():
+        for ws in ("home", "older"):
+            parts.workspaces.create(ws, None, None)
+        await spare_ready()
+        await parts.activator.activate("home")
+        await parts.hibernation.hibernate("home")  # its file stays on the node
+        await parts.activator.activate("older")
+        await spare_ready()  # the node's two slots: "older" and the spare
+        assert runtime.free_slots() == {NODE: 0}
+        parts.residents.get("older").last_used -= 60
+        await parts.activator.activate("home")
+        return parts.hibernation.counts
+
+    assert asyncio.run(drive()) == {"manual": 1}  # no eviction for room
+    assert sorted(parts.residents.ids()) == ["home", "older"]
 
 
 def test_a_wake_that_evicted_waits_for_the_freed_slot_to_show_instead_of_placing_elsewhere(

@@ -114,3 +114,47 @@ def test_a_demand_following_pool_never_starts_more_spares_at_once_than_it_may(mo
 
     status = asyncio.run(scenario())
     assert status["ready"] == 6 and most[0] == 2
+
+
+def test_a_demand_following_pool_keeps_a_returned_process_so_its_next_wake_starts_none(
+    monkeypatch,
+):
+    # one workspace woken and hibernated in turn: each wake takes the process its hibernation
+    # gave back; a pool that killed it (or a fresh spare for it) at the return would start a
+    # process for every wake, and kill one at every hibernation
+    from actors.directory.spares import Demand
+
+    monkeypatch.setattr(spares, "REFILL_DELAY_S", 0.0)
+    names, killed = iter(range(1_000)), []
+
+    async def start_spare(_spares_on):
+        return Spare(handle=f"h{next(names)}", name="workspace-actor:x", node_id="node-a")
+
+    async def scenario():
+        now = [0.0]
+        pool = SparePool(
+            2, start_spare, killed.append, demand=Demand(floor=2, ceiling=4), clock=lambda: now[0]
+        )
+        pool.refill()
+        for _ in range(200):
+            if pool.status()["ready"] == 2:
+                break
+            await asyncio.sleep(0.01)
+        bound = pool.take()  # the first wake: a fresh spare, replaced
+        for _ in range(5):
+            await asyncio.sleep(0.02)
+            pool.expect_return()
+            assert pool.give_back(Spare(bound.handle, bound.name, "node-a", recycled=True))
+            bound = pool.take()
+            assert bound.recycled
+        await asyncio.sleep(0.05)
+        started_then = pool.started
+        pool.expect_return()
+        pool.give_back(Spare(bound.handle, bound.name, "node-a", recycled=True))
+        now[0] += spares.RETURNED_KEPT_S  # nobody came for it: it goes at the next review
+        pool.follow_demand()
+        return started_then, pool.status()
+
+    started, status = asyncio.run(scenario())
+    assert started == 3 and status["ready"] == 2 and status["shrunk"] == 1
+    assert len(killed) == 1
