@@ -115,6 +115,8 @@ class Hibernation:
         else:
             recycled = False
             self._end_process(resident, False, "hibernation failed")
+        if result.get("tokensUsed"):  # the actor's last report of its tokens' use
+            self.control.tokens.touch(workspace_id, result["tokensUsed"])
         snapshot = result.get("snapshot") or {}
         self.control.record_hibernation(
             workspace_id,
@@ -124,7 +126,11 @@ class Hibernation:
             result.get("position"),
             result.get("storedPosition"),
         )
-        log.info(
+        # a line per hibernation only when it wrote a snapshot or failed at something: Ray's
+        # log monitor reads every line a worker writes, and wake cycles are many
+        noted = snapshot or result.get("error")
+        log.log(
+            logging.INFO if noted else logging.DEBUG,
             "hibernated %s (%s, actor %s, %s): snapshot %s%s",
             workspace_id,
             reason,

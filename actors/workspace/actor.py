@@ -56,7 +56,11 @@ from actors.workspace.node_ray import was_reconstructed
 from actors.workspace.opening import open_host, opening_progress
 from actors.workspace.position_reports import PositionReports
 from actors.workspace.process_facts import ProcessFacts
-from actors.workspace.process_memory import drop_process_wide_traces, rss_bytes
+from actors.workspace.process_memory import (
+    drop_process_wide_traces,
+    rss_bytes,
+    settle_startup_heap,
+)
 from actors.workspace.token_checks import TokenChecks
 from actors.workspace.write_path import WritePath
 from minisphere.contract.startup import verified_contracts
@@ -94,6 +98,8 @@ class WorkspaceActor:
         restrict_file_modes()  # spares too: a `ray start` cluster has its own umask
         log_to_stderr()
         self.contracts = verified_contracts()  # a broken pin must not open any file
+        if launch is None:  # no tenant's object exists yet: only the startup heap is frozen
+            settle_startup_heap()
         self.directory = directory  # handle, for reports (may be None)
         self.news = DirectoryNews(directory, lambda: self.workspace_id)
         self._directory_contacted = False
@@ -206,7 +212,8 @@ class WorkspaceActor:
         )
         self.facts.last_call_at = time.time()
         assert self.host.workspace is not None  # open_host opened the file
-        log.info(
+        # DEBUG: a line per wake is read by Ray's log monitor too (a restore logs its own)
+        log.debug(
             "workspace %s open at %s in %s (schema %s, restarted=%s, from %s)",
             workspace_id,
             launch.path,
@@ -349,10 +356,15 @@ class WorkspaceActor:
         assert self.admission is not None  # bound with the host
         await self.admission.close_for_hibernation()
         self.files.let_go()
-        self.tokens.report_use()
-        result = await asyncio.to_thread(self.host.hibernate)
-        await asyncio.to_thread(self._release_workspace)
-        return {**result, "process": self.facts.process()}
+        used = self.tokens.take_use()  # in the answer: no message of its own to the directory
+        result = await asyncio.to_thread(self._hibernate_and_release)
+        return {**result, "tokensUsed": used, "process": self.facts.process()}
+
+    def _hibernate_and_release(self) -> dict:
+        assert self.host is not None  # hibernate() checked it
+        result = self.host.hibernate()
+        self._release_workspace()
+        return result
 
     def _release_workspace(self) -> None:
         """Forget the workspace this process served: nothing of it (objects, caches, open

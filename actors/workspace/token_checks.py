@@ -74,7 +74,14 @@ class TokenChecks:
         self.report_use()
 
     def report_use(self) -> None:
-        if self._used:
-            self._used_reported_at = time.monotonic()
-            used, self._used = self._used, {}
+        used = self.take_use()
+        if used:
             self._report_use(used)
+
+    def take_use(self) -> dict[str, int]:
+        """The token use not reported yet, now counted as reported (a hibernation hands it
+        to the directory in its answer, rather than in a message of its own)."""
+        used, self._used = self._used, {}
+        if used:
+            self._used_reported_at = time.monotonic()
+        return used
