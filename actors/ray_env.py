@@ -23,6 +23,10 @@ SERVE_PERFORMANCE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}
 # process builds a validator, which would land in a woken workspace actor's first call; the
 # service uses no plugin (an operator's own PYDANTIC_DISABLE_PLUGINS is kept).
 WORKER_ENV = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
+# An idle Ray worker's upkeep is mostly a 10 ms signal-check timer Ray hard-codes; of what can be
+# set, only its per-event statistics (debug output alone) cost something: about 8% of an idle
+# actor's CPU, and the raylet's and GCS's with it (bench/results/tuning-notes.md).
+UPKEEP_ENV = {"RAY_event_stats": "0"}
 HAPROXY_FLAG = "RAY_SERVE_ENABLE_HA_PROXY"
 # Ray's HAProxy configuration sends no X-Forwarded-For, so every request would reach the replica
 # from HAProxy's address and the failed-authentication budget (kept per client address) would be
@@ -81,12 +85,14 @@ def prepare_ray_env(
     environ: MutableMapping[str, str] = os.environ,
     front: str = DEFAULT_HTTP_FRONT,
 ) -> None:
-    """Before Ray starts, what every process it starts must inherit: `WORKER_ENV`, Serve's
+    """Before Ray starts, what every process it starts must inherit: `WORKER_ENV`,
+    `UPKEEP_ENV`, Serve's
     `SERVE_PERFORMANCE_ENV` unless `performance` is off, and the HTTP `front` (`haproxy` or
     `python`, the setting MINISPHERE_HTTP_FRONT). A value already set is kept, but for the
     front's own switch, which follows the setting, and HAProxy's folder and ports when another
     launcher made them (a service started from within one inherits its environment)."""
-    for name, value in {**WORKER_ENV, **(SERVE_PERFORMANCE_ENV if performance else {})}.items():
+    chosen = {**WORKER_ENV, **UPKEEP_ENV, **(SERVE_PERFORMANCE_ENV if performance else {})}
+    for name, value in chosen.items():
         environ.setdefault(name, value)
     environ[HAPROXY_FLAG] = "1" if front == "haproxy" else "0"
     if front == "haproxy" and (

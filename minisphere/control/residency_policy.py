@@ -26,8 +26,10 @@ IDLE_SWEEP_S = 5.0  # how often the directory looks for idle workspaces
 MIB = 1024 * 1024
 # one idle bound workspace actor's proportional set size (nearly all of it is Ray's own worker)
 RESIDENT_ACTOR_PSS_BYTES = 57 * MIB
-# one idle actor's share of a core (Ray's own upkeep: a 10 ms timer in every worker's task loop)
-RESIDENT_ACTOR_IDLE_CPUS = 0.0075
+# one idle actor's share of a core: Ray's own upkeep, nearly all a 10 ms signal-check timer Ray
+# hard-codes in every worker's task loop (0.38-0.51% measured, 0.40% with its event statistics
+# off, which the launcher does; bench/results/tuning-notes.md)
+RESIDENT_ACTOR_IDLE_CPUS = 0.0045
 RESIDENT_MEMORY_SHARE = 0.25  # of the cluster's memory resident actors may take
 RESIDENT_IDLE_CPU_SHARE = 0.25  # of the cluster's CPUs idle resident actors may take
 MIN_RESIDENT = 8
@@ -60,7 +62,7 @@ def derived_spare_actors(cpus: float) -> int:
 SPARE_DEMAND_WINDOW_S = 180.0
 SPARE_DEMAND_BUCKET_S = 60.0  # wakes are counted per minute; the busiest one counts
 SPARE_ACTOR_PSS_BYTES = 50 * MIB  # one idle spare's proportional set size (no file open)
-SPARE_ACTOR_IDLE_CPUS = 0.0085  # one idle spare's share of a core (Ray's own upkeep)
+SPARE_ACTOR_IDLE_CPUS = 0.0045  # one idle spare's share of a core: the same process and upkeep
 
 
 def spare_budget(

@@ -88,3 +88,8 @@ def test_a_replica_believes_the_front_ray_runs_not_the_setting():
     assert ray_env.running_front({ray_env.HAPROXY_FLAG: "1"}) == "haproxy"
     assert ray_env.running_front({ray_env.HAPROXY_FLAG: "0"}) == "python"
     assert ray_env.running_front({}) == "python"  # Ray's own default
+
+
+def test_rays_debug_event_statistics_are_off_unless_an_operator_turns_them_on():
+    assert prepared("python")["RAY_event_stats"] == "0"
+    assert prepared("python", RAY_event_stats="1")["RAY_event_stats"] == "1"

@@ -107,5 +107,5 @@ def test_the_spare_budget_keeps_idle_spares_within_both_shares(memory, cpus, mem
 
 
 def test_the_spare_budget_of_this_machine():
-    # 2 cores, 24 GiB: idle CPU binds first (0.2 of a core / 0.85% each)
-    assert spare_budget(24 * 2**30, 2) == 23
+    # 2 cores, 24 GiB: idle CPU binds first (0.2 of a core / 0.45% each)
+    assert spare_budget(24 * 2**30, 2) == 44

@@ -181,6 +181,7 @@ class Cluster:
             "RAY_SERVE_HAPROXY_RETRY_ON": HAPROXY_RETRY_ON_WITH_CLIENT_ADDRESS,
             "MINISPHERE_TRUSTED_PROXIES": f"{SUBNET_PREFIX}.0/{SUBNET_BITS}",
             "PYDANTIC_DISABLE_PLUGINS": "__all__",
+            "RAY_event_stats": "0",
             "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
             "RAY_USAGE_STATS_ENABLED": "0",
             **ray_auth_env(),

@@ -87,7 +87,7 @@ def test_infra_kuberay_metrics_port_and_scheduler_documented():
         assert group["rayStartParams"]["metrics-export-port"] == "8080"
 
 
-def test_every_pod_runs_the_haproxy_front_the_launcher_runs_naming_each_client():
+def test_every_pod_starts_ray_as_the_launcher_does_haproxy_naming_each_client():
     from actors.ray_env import HAPROXY_RETRY_ON_WITH_CLIENT_ADDRESS
     from tests.e2e.operator_cluster import HAPROXY_RETRY_ON_WITH_CLIENT_ADDRESS as OPERATORS
 
@@ -97,3 +97,4 @@ def test_every_pod_runs_the_haproxy_front_the_launcher_runs_naming_each_client()
         assert env["RAY_SERVE_ENABLE_HA_PROXY"] == "1"
         assert env["RAY_SERVE_HAPROXY_RETRY_ON"] == HAPROXY_RETRY_ON_WITH_CLIENT_ADDRESS
         assert env["MINISPHERE_TRUSTED_PROXIES"]  # HAProxy's peers on other pods name clients
+        assert env["RAY_event_stats"] == "0"  # as the launcher starts Ray
