@@ -4,6 +4,8 @@ every internal link and anchor of the built HTML resolves (a crawler over the fi
 
 from __future__ import annotations
 
+import html
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -93,3 +95,24 @@ def test_every_page_of_the_navigation_is_built(site):
     assert "We chose SQLite per workspace" in (
         site / "get-started" / "first-workspace" / "index.html"
     ).read_text(encoding="utf-8")
+
+
+def test_every_snippet_marker_became_its_example(site):
+    """A respaced marker (`--8 < --"x.py"`) is no longer a marker: the page shows it as text,
+    and the strict build does not notice. Each marker in a page's source must be replaced by
+    the example's own code in the built page."""
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    unreplaced = []
+    for source in docs.rglob("*.md"):
+        text = source.read_text(encoding="utf-8")
+        markers = re.findall(r'^--8\s*<\s*--\s*"([\w.]+)', text, re.MULTILINE)
+        page = site / source.relative_to(docs).with_suffix("") / "index.html"
+        if not markers or not page.exists():
+            continue
+        shown = html.unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))
+        unreplaced += [
+            f"{page.relative_to(site)}: {name}"
+            for name in markers
+            if re.search(r'8\s*<\s*--\s*"' + re.escape(name), shown)
+        ]
+    assert unreplaced == []
