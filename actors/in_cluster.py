@@ -29,6 +29,7 @@ import ray
 
 from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.directory.actor import DIRECTORY_NAME
+from actors.workspace_call import WorkspaceCall
 from actors.workspace_reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.client.exchange import (
     OVERLOAD_RETRIES,
@@ -97,10 +98,7 @@ class _InClusterCalls:
             reply, _, _ = await self.reach.call(
                 self.workspace_id,
                 ServedMethod.CALL,
-                method,
-                body,
-                self._caller,
-                key,
+                WorkspaceCall(method, body, self._caller, key),
                 idempotent_attempts=resends,
                 timeout_s=CALL_TIMEOUT_S,
             )

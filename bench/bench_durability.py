@@ -241,6 +241,7 @@ def bench_ray(args) -> str:
     import ray
 
     from actors.directory.actor import get_directory
+    from actors.workspace_call import WorkspaceCall
     from minisphere.control.auth import token_hash
     from minisphere.settings import load_settings
 
@@ -272,7 +273,7 @@ def bench_ray(args) -> str:
 
         def call(ws, method, body):
             handle = ray.get(directory.activate.remote(ws))
-            return ray.get(handle.call.remote(method, body, caller)).unwrap()
+            return ray.get(handle.call.remote(WorkspaceCall(method, body, caller))).unwrap()
 
         # cold activation: local file, then from snapshot (file removed)
         cold_local, cold_snapshot = [], []

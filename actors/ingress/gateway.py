@@ -29,6 +29,7 @@ from actors.ingress.durability_admin import DurabilityAdmin
 from actors.ingress.query_encoders import QueryEncoders
 from actors.ingress.spare_contacts import SpareContacts
 from actors.sent_queries import RecallReply
+from actors.workspace_call import WorkspaceCall
 from actors.workspace_reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
 from minisphere.control.auth import check_workspace_id, same_hash, token_hash
 from minisphere.control.call_pressure import CallPressure
@@ -178,11 +179,7 @@ class Gateway:
             reply, attempts, rpc_ms = await self.reach.call(
                 workspace_id,
                 ServedMethod.CALL,
-                method_name,
-                body,
-                caller,
-                idempotency_key,
-                sent_query,
+                WorkspaceCall(method_name, body, caller, idempotency_key, sent_query),
                 idempotent_attempts=resends,
                 timeout_s=CALL_TIMEOUT_S,
                 unknown_outcome=unknown,

@@ -18,6 +18,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayTaskError
 
 from actors.actor_methods import ServedMethod
+from actors.workspace_call import WorkspaceCall
 from actors.workspace_reach import WorkspaceReach, unwrap
 from minisphere.control.auth import check_workspace_id
 from minisphere.engine.methods import METHODS, parse_args
@@ -46,9 +47,7 @@ class StalenessPassAccess:
                 reach.call(
                     workspace_id,
                     ServedMethod.CALL,
-                    PASS_METHOD,
-                    {"limit": limit},
-                    admin_token_hash,
+                    WorkspaceCall(PASS_METHOD, {"limit": limit}, admin_token_hash),
                     idempotent_attempts=PASS_ATTEMPTS,
                     max_attempts=PASS_ATTEMPTS,
                     timeout_s=PASS_TIMEOUT_S,

@@ -46,7 +46,7 @@ import ray
 
 from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.process_logging import log_to_stderr
-from actors.sent_queries import SentQuery, adopt_sent_query, recall_reply
+from actors.sent_queries import adopt_sent_query, recall_reply
 from actors.workspace.admin_methods import FILE_METHODS, AdminFiles
 from actors.workspace.admission import Admission
 from actors.workspace.directory_news import DirectoryNews
@@ -63,6 +63,7 @@ from actors.workspace.process_memory import (
 )
 from actors.workspace.token_checks import TokenChecks
 from actors.workspace.write_path import WritePath
+from actors.workspace_call import WorkspaceCall
 from minisphere.contract.startup import verified_contracts
 from minisphere.control.auth import TokenGrant
 from minisphere.durability.snapshotter import SnapshotStatus
@@ -283,26 +284,20 @@ class WorkspaceActor:
             )
         return await getattr(self.files if method in FILE_METHODS else self, method)(*args)
 
-    async def call(
-        self,
-        method_name: str,
-        body: dict | None,
-        token_hash: str,
-        idempotency_key: str | None = None,
-        sent_query: SentQuery | None = None,
-    ) -> Reply[Any]:
-        """One contract method. `idempotency_key` (writes): a repeat of a committed write with
-        the same key answers the stored result (timings `replayed`) and writes nothing.
-        `sent_query`: a recall's query the caller already sent to an embedder (taken if that
-        is this workspace's); a recall's reply names the embedder (`RecallReply`)."""
+    async def call(self, request: WorkspaceCall) -> Reply[Any]:
+        """One contract method. A keyed write repeated after it committed answers the stored
+        result (timings `replayed`) and writes nothing; a recall's query the caller already
+        sent to this workspace's embedder is taken in place of embedding it again, and a
+        recall's reply names the embedder (`RecallReply`)."""
         started = time.perf_counter()
+        method_name, body = request.method, request.body
         self.facts.note_call()
         timings: dict = {}
         try:
             assert self.host is not None  # serve() let the call in: a workspace is bound
             method = find_method(method_name)
-            self.tokens.authorize(method, token_hash)
-            ahead = adopt_sent_query(self.host.embedder, body, sent_query)
+            self.tokens.authorize(method, request.caller)
+            ahead = adopt_sent_query(self.host.embedder, body, request.sent_query)
             read = method.access == "read"
             calls = self.host.calls
             # a bound recall's query goes to the embedder now, while the call waits for
@@ -315,7 +310,7 @@ class WorkspaceActor:
                     )
                 else:
                     result, timings = await self._writes().write(
-                        method, body or {}, idempotency_key
+                        method, body or {}, request.idempotency_key
                     )
         except Exception as exc:  # noqa: BLE001 - answered as a named error
             timings["actor_ms"] = (time.perf_counter() - started) * 1e3

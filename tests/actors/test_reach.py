@@ -8,10 +8,13 @@ import asyncio
 import pytest
 from ray.exceptions import ActorDiedError, TaskCancelledError
 
+from actors.workspace_call import WorkspaceCall
 from actors.workspace_reach import WorkspaceReach
 from minisphere.errors import WorkspaceUnavailable
 from minisphere.http.statuses import error_response
 from minisphere.reply import Reply
+
+GET_COUNT = WorkspaceCall("getCount", {}, "hash")
 
 
 class CancellingDirectory:
@@ -28,7 +31,7 @@ class CancellingDirectory:
 def test_a_directory_call_cancelled_by_ray_is_a_503_to_retry_not_an_internal_error():
     reach = WorkspaceReach(CancellingDirectory())
     with pytest.raises(WorkspaceUnavailable) as refused:
-        asyncio.run(reach.call("ws-a", "call", "getCount", {}, "hash"))
+        asyncio.run(reach.call("ws-a", "call", GET_COUNT))
     assert error_response(refused.value)[0] == 503
 
 
@@ -57,8 +60,8 @@ def test_a_call_that_waited_for_its_actor_says_how_long_and_a_cached_one_does_no
     reach = WorkspaceReach(SlowDirectory())
 
     async def two_calls():
-        first, _, _ = await reach.call("ws-a", "call", "getCount", {}, "hash")
-        second, _, _ = await reach.call("ws-a", "call", "getCount", {}, "hash")
+        first, _, _ = await reach.call("ws-a", "call", GET_COUNT)
+        second, _, _ = await reach.call("ws-a", "call", GET_COUNT)
         return first, second
 
     first, second = asyncio.run(two_calls())
@@ -83,7 +86,7 @@ def test_a_call_that_found_its_cached_actor_gone_counts_that_attempt_and_the_wak
     reach = WorkspaceReach(SlowDirectory())
     reach._handles["ws-a"] = Hibernated()
     reply, attempts, _rpc_ms = asyncio.run(
-        reach.call("ws-a", "call", "getCount", {}, "hash", idempotent_attempts=1)
+        reach.call("ws-a", "call", GET_COUNT, idempotent_attempts=1)
     )
     assert attempts == 2 and reply.ok
     assert reply.timings["activate_ms"] >= 9.0  # 5 ms lost + 5 ms re-activation

@@ -155,16 +155,18 @@ def activate_all(ray, directory, ids: list[str], findings: dict) -> list:
     return [handles[w] for w in ids]
 
 
-def served_call(ray, directory, workspace_id: str, findings: dict, method: str, *args):
+def served_call(ray, directory, workspace_id: str, findings: dict, method: str, body, caller):
     """One call through the actor's gate, as the ingress sends it: a handle woken earlier may
     since have made room for another wake on its node and now serve another workspace (its
     process recycled), which the gate refuses as `hibernating`; the workspace is woken again."""
+    from actors.workspace_call import WorkspaceCall
     from minisphere.errors import WorkspaceHibernating
 
     for _ in range(10):
         handle = activate_all(ray, directory, [workspace_id], findings)[0]
         reply = ray.get(
-            handle.serve.remote(workspace_id, "call", method, *args), timeout=CALL_TIMEOUT_S
+            handle.serve.remote(workspace_id, "call", WorkspaceCall(method, body, caller)),
+            timeout=CALL_TIMEOUT_S,
         )
         if reply.ok or not isinstance(reply.error, WorkspaceHibernating):
             return reply

@@ -61,6 +61,7 @@ def call(ray, directory, workspace_id: str, method: str, body: dict, deadline: f
     restarting or being restored, until `deadline`."""
     from ray.exceptions import GetTimeoutError, RayActorError
 
+    from actors.workspace_call import WorkspaceCall
     from minisphere.control.auth import token_hash
 
     stale, last = False, None
@@ -68,7 +69,8 @@ def call(ray, directory, workspace_id: str, method: str, body: dict, deadline: f
         try:
             handle = ray.get(directory.activate.remote(workspace_id, stale), timeout=CALL_TIMEOUT_S)
             reply = ray.get(
-                handle.call.remote(method, body, token_hash(ADMIN_TOKEN)), timeout=CALL_TIMEOUT_S
+                handle.call.remote(WorkspaceCall(method, body, token_hash(ADMIN_TOKEN))),
+                timeout=CALL_TIMEOUT_S,
             )
         except (RayActorError, GetTimeoutError) as exc:
             stale, last = True, exc

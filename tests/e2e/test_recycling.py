@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ray
 
+from actors.workspace_call import WorkspaceCall
 from minisphere.control.auth import token_hash
 from minisphere.durability.replication.daemon import LitestreamDaemon
 from tests.e2e.helpers import directory_of, workspace_actor
@@ -133,7 +134,7 @@ def test_a_stale_handle_of_a_hibernated_workspace_is_refused_by_its_recycled_pro
     )
     admin = token_hash(service["admin"])
     # the gate names the workspace meant: a call for A reaching B's process ran nowhere
-    stale = serve(handle, a, "call", "getCount", {}, admin)
+    stale = serve(handle, a, "call", WorkspaceCall("getCount", {}, admin))
     assert stale.ok is False and stale.error.code == "hibernating"
     # and A, called again, wakes into a process of its own with all of its memory
     assert call(http, a, ha_token(http, admin_headers, a), "getCount") == {"count": 1}
