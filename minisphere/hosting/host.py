@@ -16,14 +16,16 @@ queued with its prepared value.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
 from minisphere.durability.generations import generation_store
 from minisphere.durability.replication.registration import ASYNC_SYNC_INTERVAL_S, WorkspaceReplica
 from minisphere.durability.stores import SnapshotStore
+from minisphere.engine import db
 from minisphere.engine.embedding.base import EmbeddingProvider
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
@@ -56,6 +58,7 @@ def _claimed(
     read_pool: Callable[[Workspace], ReadPool],
     generation: str | None,
     epoch: int | None,
+    replicated: bool = False,
 ) -> ReadPool:
     """The readers of a file just opened, once the file is claimed by `epoch` (refused if a
     newer owner did; expired idempotency keys pruned either way). On any failure the file and
@@ -66,6 +69,10 @@ def _claimed(
         workspace.close()
         raise
     try:
+        if replicated:
+            # before the claim commits: the WAL a hibernation left to the replicator may be
+            # past SQLite's own checkpoint threshold, and that checkpoint is the replicator's
+            workspace.checkpoints.leave_to_replicator()
         if epoch is not None:
             workspace.claim(generation, epoch)
         else:
@@ -75,6 +82,35 @@ def _claimed(
         workspace.close()
         raise
     return reads
+
+
+@contextlib.contextmanager
+def _wal_index_held(path: Path) -> Iterator[None]:
+    """A read-only connection kept open while a host inspects its file and opens it. The
+    first connection to a file nobody has open rebuilds the WAL index from every frame of the
+    WAL (which the replicator leaves in place, up to a thousand frames), and so would each
+    next one after it closed: the inspection's, then the writer's. With this one open, once."""
+    conn = _opened_read_only(path)
+    try:
+        yield
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _opened_read_only(path: Path) -> db.Connection | None:
+    """A read-only connection that has read the file (None: no file, or not one SQLite reads;
+    the inspection that follows says so)."""
+    try:
+        conn = db.sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    except db.DatabaseError:
+        return None
+    try:
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except db.DatabaseError:
+        conn.close()
+        return None
+    return conn
 
 
 class WorkspaceHost:
@@ -136,18 +172,22 @@ class WorkspaceHost:
         """Make sure the right copy of the file is here (restored when missing or behind; how it
         was found is `activation`), and open it."""
         drop_staging_leftovers(self.path.parent)  # of a killed earlier host's restore
-        self.activation = CurrentCopy(
-            self.workspace_id,
-            self.path,
-            self.generation,
-            self.min_position,
-            self.store,
-            self.replica,
-            copy_may_be_behind=known.moved_here,
-        ).ensure(known.expect_snapshot)
-        if known.pending_writes or self.activation["source"] == "new":
-            self.snapshotter.note_writes(max(1, known.pending_writes))
-        self._open()
+        with contextlib.ExitStack() as held:
+            held.enter_context(_wal_index_held(self.path))
+            self.activation = CurrentCopy(
+                self.workspace_id,
+                self.path,
+                self.generation,
+                self.min_position,
+                self.store,
+                self.replica,
+                copy_may_be_behind=known.moved_here,
+            ).ensure(known.expect_snapshot)
+            if self.activation["source"] != "local":
+                held.close()  # the file it read was replaced: nothing of it is kept open
+            if known.pending_writes or self.activation["source"] == "new":
+                self.snapshotter.note_writes(max(1, known.pending_writes))
+            self._open()
 
     # ---- file and connections ------------------------------------------------------------------
     def _open(self) -> None:
@@ -161,7 +201,9 @@ class WorkspaceHost:
         workspace = Workspace(
             self.path, synchronous=self.synchronous, embedder=self.embedder, reembed_other=True
         )
-        reads = _claimed(workspace, self._read_pool, self.generation, self.epoch)
+        reads = _claimed(
+            workspace, self._read_pool, self.generation, self.epoch, self.replica is not None
+        )
         self.workspace, self.reads = workspace, reads
         confirm = None
         if self.replica is not None:
@@ -229,7 +271,7 @@ class WorkspaceHost:
         file through the swap."""
         if self.writer is not None:
             self.writer.close()
-        self._release_replica()
+        self._release_replica(self.writer is not None)
         self._close_io()
 
     def reopen_file(self) -> None:
@@ -268,17 +310,32 @@ class WorkspaceHost:
         copy = inspect_copy(self.path)
         return copy.position if copy is not None else 0
 
+    def _position_now(self) -> int:
+        """`position()`, read on the file while it is open (a connection of its own costs an
+        open and a close)."""
+        if self.workspace is not None:
+            return self.workspace.location().position
+        return self.position()
+
     def hibernate(self) -> dict[str, Any]:
         """Drain writes, snapshot if anything changed (unless the store is backing off, or the
         replica confirmed the last write and no named version is due yet), close."""
         self._closed = True
+        was_open = self.writer is not None
         if self.writer is not None:
             self.writer.close()
-        replicated = self._release_replica()
+        position = self._position_now()
+        replicated = self._ship_last(was_open)
         manifest, error = self.states.before_closing(replicated=replicated)
         self.snapshotter.close()
+        # Closed after the final sync and before the unregistration: the daemon's connection
+        # is open then, so ours is not the file's last and does not checkpoint. The WAL stays
+        # as the daemon left it and its next registration goes on from there; after a
+        # checkpoint of ours it would copy the whole file into a new history (its CPU and the
+        # store's bytes by the size of the file, at every wake).
         self._close_io()
-        position = self.position()
+        if self.replica is not None and was_open:
+            self.replica.unregister()
         self._lock.release()
         status = self.snapshotter.status()
         pending = status["pendingWrites"] > 0
@@ -294,13 +351,22 @@ class WorkspaceHost:
             "storedPosition": position if replicated or not pending else None,
         }
 
-    def _release_replica(self) -> bool:
-        """Ship the last writes and stop replicating: the node's daemon holds only residents.
-        True when the replica confirmed it holds the last write."""
-        if self.replica is None or self.writer is None:
+    def _release_replica(self, was_open: bool) -> bool:
+        """Ship the last writes and stop replicating (`was_open`: the file was open, so it was
+        registered): the node's daemon holds only residents. True when the replica confirmed
+        it holds the last write."""
+        try:
+            return self._ship_last(was_open)
+        finally:
+            if self.replica is not None and was_open:
+                self.replica.unregister()
+
+    def _ship_last(self, was_open: bool) -> bool:
+        """The final sync (see `_release_replica`), the file still registered."""
+        if self.replica is None or not was_open:
             return False
         try:
-            self.replica.release()
+            self.replica.ship_last()
         except Exception as exc:  # noqa: BLE001 - the snapshot on the way out still runs
             log.warning("workspace %s: final replication sync failed: %r", self.workspace_id, exc)
             return False
@@ -310,7 +376,7 @@ class WorkspaceHost:
         self._closed = True
         if self.writer is not None:
             self.writer.close()
-        self._release_replica()
+        self._release_replica(self.writer is not None)
         self.snapshotter.close()
         self._close_io()
         self._lock.release()

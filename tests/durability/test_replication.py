@@ -276,6 +276,28 @@ def test_hibernation_ships_the_last_writes_and_unregisters(tmp_path, daemon):
     assert replica_count(tmp_path / "replica", tmp_path) == 1
 
 
+def test_a_wake_after_a_hibernation_ships_what_changed_not_the_whole_file_again(tmp_path, daemon):
+    """The host closes the file while the daemon still has it open, so its close does not
+    checkpoint: the daemon's next registration goes on from the WAL it followed. After a
+    checkpoint of ours it would copy the whole file into its history at every wake."""
+    async_mode = ReplicationSettings(mode="async", sync_timeout_s=5.0)
+    node, replica_root = tmp_path / "a", tmp_path / "replica"
+    host = host_on(node, replica_root, daemon, settings=async_mode)
+    for n in range(40):  # words that do not compress: the history's files are compressed
+        write(host, f"entry {n}: " + " ".join(os.urandom(6).hex() for _ in range(150)))
+    position = host.hibernate()["position"]
+    history = node / "ws-rep" / ".workspace.db-litestream" / "ltx" / "0"
+    shipped = set(history.iterdir())
+    for epoch in (2, 3):
+        host = host_on(node, replica_root, daemon, settings=async_mode, epoch=epoch)
+        assert host.activation["source"] == "local"
+        position = host.hibernate()["position"]
+    new = [f.stat().st_size for f in history.iterdir() if f not in shipped]
+    whole = (node / "ws-rep" / "workspace.db").stat().st_size
+    assert new and max(new) < whole / 10, (new, whole)
+    assert replica_count(replica_root, tmp_path) == 40 and position == 40
+
+
 def test_a_hibernation_the_replica_confirmed_tells_the_store_holds_its_position(tmp_path, daemon):
     """No snapshot is needed when the replica holds every write, but the directory must still
     hear that the store holds the position: a copy left on a node the workspace moved from is

@@ -270,16 +270,24 @@ class WorkspaceReplica:
         }
 
     def release(self) -> None:
-        """Final sync, then unregister (hibernation): the daemon then holds only residents.
-        A restart of the history still owed (a forget's) is done first: unregistered, the file
-        would keep the forgotten text in the replica's history for good."""
+        """Final sync, then unregister: the daemon then holds only residents."""
         try:
-            if self.history_owed:
-                self.restart_history()
-            self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+            self.ship_last()
         finally:
-            with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):
-                self.daemon.control.unregister(self.db_path)
+            self.unregister()
+
+    def ship_last(self) -> None:
+        """The final sync, while the file is still open (so is the daemon's connection to it
+        once synced). A restart of the history still owed (a forget's) is done first:
+        unregistered, the file would keep the forgotten text in the replica's history."""
+        if self.history_owed:
+            self.restart_history()
+        self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+
+    def unregister(self) -> None:
+        """Stop replicating the file (a daemon that is away has let go of it already)."""
+        with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):
+            self.daemon.control.unregister(self.db_path)
 
 
 def parse_litestream_time(text: str) -> float:
