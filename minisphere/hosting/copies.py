@@ -1,6 +1,7 @@
 """Every byte of a workspace on a node's disk, and how it goes away.
 
-Next to `workspace.db` a node can hold its WAL and shared-memory files, the copy a restore set
+Next to `workspace.db` a node can hold its WAL and shared-memory files, the seal a hibernation
+left (`workspace.db-at-rest`, hosting/at_rest.py), the copy a restore set
 aside (`workspace.db.pre-restore-*`, so an admin can undo a restore), an export's private
 copy (`.export-*.db`) and a file SQLite could not read that nothing could restore yet
 (`workspace.db.unreadable`). Each of them can hold text the tenant has since forgotten, or belong to
@@ -35,10 +36,11 @@ from minisphere.durability.replication.locations import local_history
 from minisphere.durability.restores import ASIDE_MARK
 from minisphere.engine.location import inspect_copy
 from minisphere.errors import WorkspaceUnavailable
+from minisphere.hosting.at_rest import SEAL_SUFFIX
 
 log = logging.getLogger("minisphere.copies")
 EXPORT_COPY_GLOB = ".export-*"
-SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
+SIDE_SUFFIXES = ("-wal", "-shm", "-journal", SEAL_SUFFIX)
 UNREADABLE_MARK = ".unreadable"  # a file SQLite could not read, kept while nothing restores it
 # what a restore or a snapshot stages beside the file, left behind when its process was killed
 STAGING_GLOBS = (".restore-*", ".snapshot-*", "*.from-replica")

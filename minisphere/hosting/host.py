@@ -16,16 +16,14 @@ queued with its prepared value.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
 from minisphere.durability.generations import generation_store
 from minisphere.durability.replication.registration import ASYNC_SYNC_INTERVAL_S, WorkspaceReplica
 from minisphere.durability.stores import SnapshotStore
-from minisphere.engine import db
 from minisphere.engine.embedding.base import EmbeddingProvider
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
@@ -34,6 +32,7 @@ from minisphere.errors import (
     WorkspaceDataMissing,
     WorkspaceUnavailable,
 )
+from minisphere.hosting.at_rest import altered_since_sealed, seal, unseal
 from minisphere.hosting.copies import HostLock, drop_staging_leftovers
 from minisphere.hosting.group_commit import GroupCommitWriter
 from minisphere.hosting.host_calls import HostCalls
@@ -70,8 +69,8 @@ def _claimed(
         raise
     try:
         if replicated:
-            # before the claim commits: the WAL a hibernation left to the replicator may be
-            # past SQLite's own checkpoint threshold, and that checkpoint is the replicator's
+            # before the claim commits: a WAL left by a process that ended may be past
+            # SQLite's own checkpoint threshold, and that checkpoint is the replicator's
             workspace.checkpoints.leave_to_replicator()
         if epoch is not None:
             workspace.claim(generation, epoch)
@@ -82,35 +81,6 @@ def _claimed(
         workspace.close()
         raise
     return reads
-
-
-@contextlib.contextmanager
-def _wal_index_held(path: Path) -> Iterator[None]:
-    """A read-only connection kept open while a host inspects its file and opens it. The
-    first connection to a file nobody has open rebuilds the WAL index from every frame of the
-    WAL (which the replicator leaves in place, up to a thousand frames), and so would each
-    next one after it closed: the inspection's, then the writer's. With this one open, once."""
-    conn = _opened_read_only(path)
-    try:
-        yield
-    finally:
-        if conn is not None:
-            conn.close()
-
-
-def _opened_read_only(path: Path) -> db.Connection | None:
-    """A read-only connection that has read the file (None: no file, or not one SQLite reads;
-    the inspection that follows says so)."""
-    try:
-        conn = db.sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-    except db.DatabaseError:
-        return None
-    try:
-        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-    except db.DatabaseError:
-        conn.close()
-        return None
-    return conn
 
 
 class WorkspaceHost:
@@ -172,22 +142,20 @@ class WorkspaceHost:
         """Make sure the right copy of the file is here (restored when missing or behind; how it
         was found is `activation`), and open it."""
         drop_staging_leftovers(self.path.parent)  # of a killed earlier host's restore
-        with contextlib.ExitStack() as held:
-            held.enter_context(_wal_index_held(self.path))
-            self.activation = CurrentCopy(
-                self.workspace_id,
-                self.path,
-                self.generation,
-                self.min_position,
-                self.store,
-                self.replica,
-                copy_may_be_behind=known.moved_here,
-            ).ensure(known.expect_snapshot)
-            if self.activation["source"] != "local":
-                held.close()  # the file it read was replaced: nothing of it is kept open
-            if known.pending_writes or self.activation["source"] == "new":
-                self.snapshotter.note_writes(max(1, known.pending_writes))
-            self._open()
+        self.activation = CurrentCopy(
+            self.workspace_id,
+            self.path,
+            self.generation,
+            self.min_position,
+            self.store,
+            self.replica,
+            copy_may_be_behind=known.moved_here,
+            altered_at_rest=altered_since_sealed(self.path),  # before anything opens it
+        ).ensure(known.expect_snapshot)
+        if known.pending_writes or self.activation["source"] == "new":
+            self.snapshotter.note_writes(max(1, known.pending_writes))
+        self._open()
+        unseal(self.path)
 
     # ---- file and connections ------------------------------------------------------------------
     def _open(self) -> None:
@@ -329,13 +297,14 @@ class WorkspaceHost:
         manifest, error = self.states.before_closing(replicated=replicated)
         self.snapshotter.close()
         # Closed after the final sync and before the unregistration: the daemon's connection
-        # is open then, so ours is not the file's last and does not checkpoint. The WAL stays
-        # as the daemon left it and its next registration goes on from there; after a
-        # checkpoint of ours it would copy the whole file into a new history (its CPU and the
-        # store's bytes by the size of the file, at every wake).
+        # is open then, so ours is not the file's last and does not checkpoint; the daemon
+        # folds the WAL in as it lets go, and its next registration goes on from its history.
+        # After a checkpoint of ours it copied the whole file into a new history (its CPU and
+        # the store's bytes by the size of the file, at every wake).
         self._close_io()
         if self.replica is not None and was_open:
             self.replica.unregister()
+            seal(self.path)  # the copy a next wake may open as it is: at_rest.py
         self._lock.release()
         status = self.snapshotter.status()
         pending = status["pendingWrites"] > 0

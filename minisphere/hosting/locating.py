@@ -49,13 +49,16 @@ class CurrentCopy:
     # the directory a moment after the answer, so a copy left here by an earlier stay can pass
     # that floor while the lost node had acknowledged more: the replica is asked first.
     copy_may_be_behind: bool = False
+    # What changed in the file since a hibernation sealed it (hosting/at_rest.py): such a copy
+    # is restored over like an unreadable one, even when SQLite still opens it.
+    altered_at_rest: str | None = None
 
     def ensure(self, expect_snapshot: bool) -> dict[str, Any]:
         """Make sure the file at `path` is a current copy of this workspace: keep a local copy
         of this generation at the newest position, delete any other (a deleted creation's, or
         one left behind when the workspace moved on), restore from the store, and refuse when
         no reachable copy reaches the newest acknowledged position."""
-        discarded, kept = self._discard_unusable_copy()
+        discarded, kept = (None, None) if self.altered_at_rest else self._discard_unusable_copy()
         if kept is not None:
             newer = (
                 self._restore_from_replica(above=kept.position) if self.copy_may_be_behind else None
@@ -118,15 +121,17 @@ class CurrentCopy:
         }
 
     def _set_aside_unreadable(self) -> Path | None:
-        """A file SQLite cannot read (a torn or overwritten disk block) is moved aside, with
-        its WAL, so a restore can take its place; where it went (None: no such file)."""
+        """A file SQLite cannot read (a torn or overwritten disk block), or one altered while
+        it was sealed, is moved aside with its WAL, so a restore can take its place; where it
+        went (None: no such file)."""
         if not self.path.exists():
             return None
         aside = self.path.with_name(self.path.name + UNREADABLE_MARK)
         log.error(
-            "workspace %s: the local file %s cannot be read; restoring from the store",
+            "workspace %s: the local file %s %s; restoring from the store",
             self.workspace_id,
             self.path,
+            self.altered_at_rest or "cannot be read",
         )
         self._move_database(self.path, aside)
         return aside

