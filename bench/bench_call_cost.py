@@ -24,6 +24,9 @@ ended for QUIET_WINDOW_S (a window a process started or ended in is measured aga
                 settled again: the CPU per cycle by kind, against a warm getCount
   session       a fresh workspace woken, SESSION_CALLS calls (capture, recall, getCount in
                 turn), hibernated: the CPU per session by kind
+  closed loop   CLOSED_LOOP_CLIENTS clients on the one workspace, each sending its next request
+                as the last answers (70% getCount, 30% capture): req/s and CPU per request,
+                the Python proxy's the baseline of the other front's
   threads       the CPU of each thread of the workspace actor and the ingress replica during the
                 warm windows (Ray's native threads, which py-spy does not see)
   --profile     py-spy on the workspace actor and the replica under a getCount load, then a
@@ -62,7 +65,8 @@ from .call_cost_probes import (
     thread_spent,
 )
 from .call_cost_report import CLIENT_COUNTS, METHODS, render
-from .common import p50, publish_report
+from .closed_loop import closed_loop
+from .common import p50, percentile, publish_report
 from .cpu_ledger import OTHER, CpuLedger
 from .local_service import start_local_service, stop_local_service
 
@@ -82,7 +86,9 @@ WINDOW_TRIES = 3
 WARM_LEDGER_PERIOD_S = 3600.0  # quiet windows: read at their start and end only
 CHURN_LEDGER_PERIOD_S = 0.5  # wakes and sessions: processes may start and end inside
 IDLE_WINDOW_S = 3.0
-WAKE_CYCLES = 4
+WAKE_CYCLES = 10  # /proc/stat counts in 10 ms ticks: ten cycles read to 1 ms a cycle
+CLOSED_LOOP_CLIENTS = 32
+CLOSED_LOOP_S = 15.0
 SESSIONS = 3
 SESSION_CALLS = 30
 SETTLE_TIMEOUT_S = 30.0
@@ -273,6 +279,30 @@ def warm_rounds(
     }
 
 
+def one_workspace_loaded(meter: Meter, url: str, headers: dict) -> dict:
+    """CLOSED_LOOP_CLIENTS clients in a closed loop on the one workspace (70% getCount, 30%
+    capture) for CLOSED_LOOP_S: what it serves, and the machine's CPU per request."""
+    side = (WORKSPACE, headers)
+
+    def run():
+        return asyncio.run(
+            closed_loop(url, lambda rng: side, CLOSED_LOOP_S, CLOSED_LOOP_CLIENTS, seed=1)
+        )
+
+    window = meter.measure(run)
+    rate, latencies, errors, refusals = window["result"]
+    tally: dict = {}
+    add_window(tally, window)
+    return {
+        **per_unit(tally, max(1, len(latencies))),
+        "reqPerS": rate,
+        "p50": p50(latencies),
+        "p99": percentile(latencies, 99),
+        "errors": errors,
+        "refusals": refusals,
+    }
+
+
 def settle_pool(directory) -> bool:
     """Until the spare pool has no process starting or coming back and is full (True), or
     SETTLE_TIMEOUT_S passed (False)."""
@@ -416,6 +446,9 @@ def measure_front(url, http, admin, meter, settings, want_profile) -> dict:
                 meter, url, sides, work, method, clients, pids
             )
     phases["idle and warm windows"] = time.monotonic()
+    say(f"  one workspace, {CLOSED_LOOP_CLIENTS} clients in a closed loop")
+    loaded = one_workspace_loaded(meter, url, headers)
+    phases["closed loop"] = time.monotonic()
     profiled = profile(url, sides, work, pids) if want_profile else {}
     phases["profile"] = time.monotonic()
     say("  wake cycles, sessions")
@@ -428,6 +461,7 @@ def measure_front(url, http, admin, meter, settings, want_profile) -> dict:
     return {
         "idle": per_unit(idle, idle["wallS"]),  # ms of CPU per second
         "warm": warm,
+        "loaded": loaded,
         "wake": wake,
         "session": session,
         "profile": profiled,

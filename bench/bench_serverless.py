@@ -38,11 +38,11 @@ from pathlib import Path
 
 import httpx
 
+from .closed_loop import closed_loop, refused_for
 from .common import p50, percentile, publish_report, quoted_reports, table
 from .local_service import start_local_service, stop_local_service
 
 CLIENTS = 32
-READ_SHARE = 0.7
 ZIPF_S = 1.1
 BURST_WAKES = 100
 ZIPF_BOUND_TARGET = 0.8
@@ -136,52 +136,6 @@ class Sampler(threading.Thread):
 
 
 # ---- load ------------------------------------------------------------------------------------------
-async def closed_loop(
-    url: str, pick, seconds: float, clients: int, seed: int
-) -> tuple[float, list[float], int, int]:
-    """`clients` loops sending requests for `seconds`: (answered req/s, latencies ms, errors,
-    refusals). A refusal (503 with Retry-After) is not served: its client pauses as asked
-    (jittered), as the clients do, and goes on."""
-    rng = random.Random(seed)
-    latencies: list[float] = []
-    errors = refusals = 0
-    stop_at = time.perf_counter() + seconds
-    counter = [0]
-
-    async def loop(http: httpx.AsyncClient):
-        nonlocal errors, refusals
-        while time.perf_counter() < stop_at:
-            ws, headers = pick(rng)
-            counter[0] += 1
-            if rng.random() < READ_SHARE:
-                method, body = "getCount", {}
-            else:
-                method, body = "capture", {"content": f"note {counter[0]} {rng.random()}"}
-            started = time.perf_counter()
-            response = await http.post(f"/v1/w/{ws}/{method}", json=body, headers=headers)
-            if refused_for(response) is not None:
-                refusals += 1
-                await asyncio.sleep(refused_for(response) * rng.uniform(0.5, 1.5))
-                continue
-            latencies.append((time.perf_counter() - started) * 1e3)
-            if response.status_code != 200:
-                errors += 1
-
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as http:
-        started = time.perf_counter()
-        await asyncio.gather(*(loop(http) for _ in range(clients)))
-        elapsed = time.perf_counter() - started
-    return len(latencies) / elapsed, latencies, errors, refusals
-
-
-def refused_for(response: httpx.Response) -> float | None:
-    """The pause a 503 refusal asks for (Retry-After, seconds); None for any other answer."""
-    if response.status_code == 503 and "retry-after" in response.headers:
-        return float(response.headers["retry-after"])
-    return None
-
-
 def zipf_picker(spaces: list[tuple[str, dict]], s: float):
     weights = [1 / (rank + 1) ** s for rank in range(len(spaces))]
     cumulative, total = [], 0.0

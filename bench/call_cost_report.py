@@ -90,6 +90,27 @@ def churn_rows(fronts: dict) -> list[list]:
     return rows
 
 
+def loaded_rows(fronts: dict) -> list[list]:
+    """One workspace under a closed loop, each front against the Python proxy's run."""
+    base = fronts.get("python", {}).get("loaded")
+    rows = []
+    for front, got in fronts.items():
+        loaded = got["loaded"]
+        ratio = f"{loaded['reqPerS'] / base['reqPerS']:.2f}×" if base else "-"
+        rows.append(
+            [
+                FRONT_NAMES[front],
+                f"{loaded['reqPerS']:,.0f}",
+                ratio,
+                f"{loaded['p50']:.1f} / {loaded['p99']:.1f} ms",
+                f"{loaded['errors']} / {loaded['refusals']}",
+                f"{loaded['cpuMs']:.2f} ms",
+                kinds_cell(loaded["kinds"], 0.05),
+            ]
+        )
+    return rows
+
+
 def engine_lines(engine: dict) -> list[str]:
     return [
         f"- {method}: {engine[method][1] * 1e3:.0f} µs"
@@ -212,6 +233,18 @@ def render(engine: dict, fronts: dict, took_s: float) -> tuple[str, list[str], s
         ],
         churn_rows(fronts),
     )
+    body += "\n\n" + table(
+        [
+            "front",
+            "one workspace, 32 clients, 70/30: req/s",
+            "against the Python proxy",
+            "p50 / p99",
+            "errors / refusals",
+            "machine CPU per request",
+            "by process, ms",
+        ],
+        loaded_rows(fronts),
+    )
     notes = [
         "machine CPU: every process on the machine (/proc/stat, all but idle and iowait), so "
         "`else` is whatever else the shared machine ran in the window; by process: "
@@ -224,6 +257,9 @@ def render(engine: dict, fronts: dict, took_s: float) -> tuple[str, list[str], s
         "ended for 5 s and is measured again if one did inside it; recall over 200 short "
         "entries; the engine's recall includes its recall-count write, its capture at 16 "
         "clients is a run_batch of 16 (the actor commits concurrent writes together)",
+        "closed loop: 32 clients on the measured workspace, each sending its next request as "
+        "its last answers, 70% getCount and 30% capture, for 15 s (bench/closed_loop.py, the "
+        "load of bench_serverless's one-workspace run)",
         "wake cycle and session: each window runs until the spare pool has settled again; "
         "idle hibernation pushed out of the run (the directory's set_residency), other "
         "settings at their defaults",
