@@ -340,7 +340,12 @@ def wake_cycles(meter: Meter, http: httpx.Client, admin: dict, headers: dict, di
         window = meter.measure(cycle, CHURN_LEDGER_PERIOD_S, retry=False)
         add_window(tally, window)
         wakes.append(window["result"])
-    return {**per_unit(tally, WAKE_CYCLES), "wakeP50": p50(wakes), "wallS": tally["wallS"]}
+    return {
+        **per_unit(tally, WAKE_CYCLES),
+        "wakeP50": p50(wakes),
+        "wallS": tally["wallS"],
+        "cycles": WAKE_CYCLES,
+    }
 
 
 def sessions(meter: Meter, http: httpx.Client, admin: dict, work: Workload, directory) -> dict:
