@@ -297,10 +297,7 @@ def main(argv=None) -> int:
         )
         resident, rss = resident_actors(config.namespace)
     finally:
-        from ray import serve
-
-        serve.shutdown()
-        ray.shutdown()
+        ray.shutdown()  # with every process of the service (Serve's shutdown waits out 30 s)
 
     rows = [
         row("minimal FastAPI/uvicorn POST (baseline)", minimal),

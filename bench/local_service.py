@@ -60,14 +60,14 @@ def start_local_service(name: str, admin_token: str, performance_env: bool = Tru
 
 
 def stop_local_service(settings=None) -> None:
-    """Serve and Ray down; with the run's `settings`, its replication daemon too (it runs in a
-    session of its own, so that it outlives actors, and would outlive the benchmark)."""
+    """Ray down with every process of the service (Serve's own shutdown would first wait out
+    a 30 s timeout for its controller); with the run's `settings`, its replication daemon too
+    (it runs in a session of its own, so that it outlives actors, and would outlive the
+    benchmark)."""
     import ray
-    from ray import serve
 
     import serve_app
 
-    serve.shutdown()
     ray.shutdown()
     serve_app.release_ray_env()
     if settings is not None:

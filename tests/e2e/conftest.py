@@ -87,9 +87,12 @@ def service(tmp_path_factory, s3_endpoint):
         }
     finally:
         try:
-            serve.shutdown()
+            if not owns_ray:  # the app off a Ray another fixture started and stops
+                serve.shutdown()
         finally:
             if owns_ray:
+                # every process of the service with it, the launcher's way: Serve's own
+                # shutdown waits out a 30 s timeout for its controller first
                 ray.shutdown()
                 serve_app.release_ray_env()
             relay.stop()

@@ -8,6 +8,7 @@ real snapshot store when one is given."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 import httpx
@@ -102,6 +103,31 @@ class StandInTransfer:
 
 def make_api(gateway=None, transfer=None, observe=None):
     return build_api(gateway or StandInGateway(), [], transfer=transfer, observe=observe)
+
+
+class Swappable:
+    """Stands for whichever stand-in an example set: see `shared_api`."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __getattr__(self, name: str):
+        return getattr(self.target, name)
+
+
+@functools.cache
+def _shared() -> tuple:
+    gateway, transfer = Swappable(StandInGateway()), Swappable(StandInTransfer())
+    return build_api(gateway, [], transfer=transfer), gateway, transfer
+
+
+def shared_api(gateway=None, transfer=None):
+    """One app over the given stand-ins, built once for all the examples of the property tests:
+    building an app (its routes' pydantic models) takes longer than an example's request."""
+    api, gateway_slot, transfer_slot = _shared()
+    gateway_slot.target = gateway or StandInGateway()
+    transfer_slot.target = transfer or StandInTransfer()
+    return api
 
 
 def send(api, requests: list[tuple[str, str, dict]]) -> list[httpx.Response]:

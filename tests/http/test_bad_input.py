@@ -23,6 +23,7 @@ from tests.http.standin import (
     make_api,
     one,
     send,
+    shared_api,
 )
 from tests.support.call_bodies import CALL_BODIES
 from tests.support.engine_gateway import ADMIN_TOKEN as GATEWAY_ADMIN
@@ -78,7 +79,7 @@ def test_deeply_nested_json_body_is_a_400_not_a_500(levels, kinds, route):
     gateway = StandInGateway()
     method, url, headers = route
     response = one(
-        make_api(gateway),
+        shared_api(gateway),
         method,
         url,
         content=nested(levels, kinds).encode(),
@@ -247,7 +248,7 @@ NOT_ASCII_NUMBERS = st.one_of(
 def test_limit_that_is_not_ascii_digits_is_a_400_not_a_500(raw, route):
     gateway = StandInGateway()
     response = one(
-        make_api(gateway), "GET", route.split("?")[0], params={"limit": raw}, headers=ADMIN
+        shared_api(gateway), "GET", route.split("?")[0], params={"limit": raw}, headers=ADMIN
     )
     assert_refused(response, 400, "malformed_request")
     assert gateway.calls == []
@@ -258,7 +259,7 @@ def test_limit_that_is_not_ascii_digits_is_a_400_not_a_500(raw, route):
 def test_import_first_line_that_is_not_ascii_digits_is_a_400_not_a_500(raw):
     transfer = StandInTransfer()
     response = one(
-        make_api(transfer=transfer),
+        shared_api(transfer=transfer),
         "POST",
         "/v1/workspaces/notes/import",
         params={"key": "abc123", "first": raw},
@@ -310,7 +311,7 @@ def test_import_line_nested_too_deeply_is_refused_naming_its_line(levels, where,
     lines = ['{"record":"header"}', '{"record":"entry"}', '{"record":"entry"}', '{"record":"edge"}']
     lines[where] = nested(levels, "oa")
     response = one(
-        make_api(transfer=transfer),
+        shared_api(transfer=transfer),
         "POST",
         "/v1/workspaces/notes/import",
         params={"key": "abc123", "first": str(first)},
@@ -429,7 +430,7 @@ def test_a_lone_surrogate_in_any_body_is_a_400_that_reaches_no_workspace(
     body = (f'{{"x{surrogate}": 1}}' if in_key else f'{{"content": "x {surrogate}"}}').encode()
     headers = {**TENANT, **({"Idempotency-Key": "k-" + uuid.uuid4().hex} if keyed else {})}
     response = one(
-        make_api(gateway),
+        shared_api(gateway),
         "POST",
         f"/v1/w/notes/{method}",
         content=body,
@@ -455,7 +456,7 @@ def test_an_import_line_with_a_lone_surrogate_is_refused_naming_its_line(surroga
     ]
     lines[where] = lines[where][:-1] + f',"note":"bad {surrogate}"}}'
     response = one(
-        make_api(transfer=transfer),
+        shared_api(transfer=transfer),
         "POST",
         "/v1/workspaces/notes/import",
         params={"key": "abc123", "first": "1"},
