@@ -23,6 +23,7 @@ from pathlib import Path
 
 import httpx
 
+from .closed_loop import post, session
 from .common import machine_note, p50, percentile, publish_report, table
 from .local_service import start_local_service, stop_local_service
 
@@ -48,15 +49,14 @@ async def drive(
     """Latencies (ms) of `calls` POSTs from `clients` at once; `body()` makes each call's JSON
     (default: an empty object)."""
     latencies: list[float] = []
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
+    async with session(url, clients) as http:  # aiohttp's: bench/closed_loop.py says why
         gate = asyncio.Semaphore(clients)
 
         async def one() -> None:
             async with gate:
                 began = time.perf_counter()
-                answer = await http.post(path, json=body() if body else {}, headers=headers)
-                assert answer.status_code == 200, answer.text
+                status, _ = await post(http, path, body() if body else {}, headers)
+                assert status == 200, status
                 latencies.append((time.perf_counter() - began) * 1e3)
 
         await asyncio.gather(*(one() for _ in range(calls)))

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import httpx
 
-from .closed_loop import closed_loop, refused_for
+from .closed_loop import closed_loop, post, refused_for, session
 from .common import p50, percentile, publish_report, quoted_reports, table
 from .local_service import start_local_service, stop_local_service
 
@@ -164,16 +164,16 @@ async def burst(url: str, spaces: list[tuple[str, dict]], clients: int) -> tuple
         async with sem:
             started = time.perf_counter()
             while True:
-                response = await http.post(f"/v1/w/{ws}/getCount", json={}, headers=headers)
-                pause_s = refused_for(response)
+                status, answer_headers = await post(http, f"/v1/w/{ws}/getCount", {}, headers)
+                pause_s = refused_for(status, answer_headers)
                 if pause_s is None:
                     break
                 refusals[0] += 1
                 await asyncio.sleep(pause_s * rng.uniform(0.5, 1.5))
-            assert response.status_code == 200, response.text
+            assert status == 200, status
             latencies.append((time.perf_counter() - started) * 1e3)
 
-    async with httpx.AsyncClient(base_url=url, timeout=300) as http:
+    async with session(url, clients) as http:
         await asyncio.gather(*(wake(http, ws, h) for ws, h in spaces))
     return latencies, refusals[0]
 

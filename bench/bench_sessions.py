@@ -24,15 +24,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import shutil
 import time
 from pathlib import Path
 
+import aiohttp
 import httpx
 
 from .bench_serverless import create_workspaces
+from .closed_loop import refused_for
 from .common import machine_note, p50, percentile, publish_report, table
 from .cpu_ledger import OTHER, CpuLedger
 from .local_service import start_local_service, stop_local_service
@@ -44,6 +47,7 @@ CALLS_PER_SESSION = 30
 CALL_GAP_S = 1.0  # a session's calls are about this far apart (±50%)
 READ_SHARE = 0.7
 P99_TARGET_MS = 1000.0
+CONNECTIONS = 256
 CALL_TIMEOUT_S = 30.0  # a call slower than this counts as an error (and ends it)
 SPARE_SHARE_TARGET = 0.95
 OVERLOAD_RESENDS = 3  # as the clients: a refused call is sent again this many times
@@ -57,7 +61,7 @@ SETTLE_S = 3.0
 class Sessions:
     """The run's sessions and what they saw."""
 
-    def __init__(self, http: httpx.AsyncClient, spaces: list, calls: int, seed: int):
+    def __init__(self, http: aiohttp.ClientSession, spaces: list, calls: int, seed: int):
         self.http, self.spaces, self.calls = http, spaces, calls
         self.rng = random.Random(seed)
         self.busy: set[str] = set()
@@ -92,15 +96,18 @@ class Sessions:
             began = time.perf_counter()
             retry_after = None
             try:
-                answer = await self.http.post(f"/v1/w/{ws}/{method}", json=body, headers=headers)
-                if answer.status_code == 503 and "retry-after" in answer.headers:
-                    retry_after = float(answer.headers["retry-after"])
+                async with self.http.post(
+                    f"/v1/w/{ws}/{method}", json=body, headers=headers
+                ) as answer:
+                    text = await answer.text()
+                    retry_after = refused_for(answer.status, answer.headers)
+                if retry_after is not None:
                     self.refusals.append((time.perf_counter() - began) * 1e3)
-                    if answer.json()["error"]["code"] != "overloaded":
-                        self.errors.append(f"503 {answer.text[:120]}")
-                elif answer.status_code != 200:
-                    self.errors.append(f"{answer.status_code} {answer.text[:120]}")
-            except httpx.HTTPError as exc:
+                    if json.loads(text)["error"]["code"] != "overloaded":
+                        self.errors.append(f"503 {text[:120]}")
+                elif answer.status != 200:
+                    self.errors.append(f"{answer.status} {text[:120]}")
+            except (aiohttp.ClientError, TimeoutError) as exc:
                 self.errors.append(repr(exc))
             elapsed = (time.perf_counter() - began) * 1e3
             if elapsed > UNANSWERED_MS:
@@ -210,8 +217,12 @@ def run(url: str, admin: dict, directory, args) -> tuple[list, list]:
     before = ray.get(directory.residency_status.remote(), timeout=60)
 
     async def drive() -> Sessions:
-        limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
-        async with httpx.AsyncClient(base_url=url, timeout=CALL_TIMEOUT_S, limits=limits) as http:
+        # aiohttp's clients: bench/closed_loop.py says why
+        async with aiohttp.ClientSession(
+            url,
+            connector=aiohttp.TCPConnector(limit=CONNECTIONS),
+            timeout=aiohttp.ClientTimeout(total=CALL_TIMEOUT_S),
+        ) as http:
             sessions = Sessions(http, spaces, args.calls, seed=7)
             await sessions.arrivals(args.arrivals_s, args.rate)
             return sessions
