@@ -59,6 +59,9 @@ STEADY_CPU_PER_SESSION_TARGET_S = 0.5
 # a session lasts about CALLS_PER_SESSION s and its workspace hibernates about 10 s later: by
 # then as many hibernate as wake
 STEADY_AFTER_S = 60.0
+# the spare pool's counters shown for the steady window: processes started, handed to wakes,
+# recycled, and ended because the pool had no room for them or shrank
+STEADY_POOL_COUNTERS = ("started", "handedOut", "recycled", "notKept", "shrunk")
 SETTLE_TIMEOUT_S = 60.0  # after the run, waiting for wakes and hibernations to end
 SETTLE_S = 3.0
 
@@ -220,10 +223,12 @@ class SteadyWindow:
     the processes that had to start once for the residents a run builds up are behind it. Its
     CPU per session is that window's CPU over the sessions that began in it."""
 
-    def __init__(self, sessions_started, after_s: float, until_s: float):
+    def __init__(self, sessions_started, pool_status, after_s: float, until_s: float):
         self.count = sessions_started  # () -> sessions begun so far
+        self.pool_status = pool_status  # () -> the spare pool's status (its counters)
         self.ledger: CpuLedger | None = None
         self.sessions = 0
+        self.pool_change: dict[str, int] = {}
         self.seconds = max(0.0, until_s - after_s)
         self._timers = [
             threading.Timer(after_s, self._open),
@@ -239,11 +244,16 @@ class SteadyWindow:
         self.ledger = CpuLedger()
         self.ledger.start()
         self._began = self.count()
+        self._pool = self.pool_status()
 
     def _close(self) -> None:
         if self.ledger is not None:
             self.ledger.stop()
             self.sessions = self.count() - self._began
+            now = self.pool_status()
+            self.pool_change = {
+                key: now[key] - self._pool[key] for key in STEADY_POOL_COUNTERS if key in now
+            }
 
     def service_cpu_per_session(self) -> float | None:
         """CPU-s per session of every process but the shared machine's unrelated ones (None:
@@ -269,7 +279,12 @@ def run(url: str, admin: dict, directory, args) -> tuple[list, list]:
             timeout=aiohttp.ClientTimeout(total=CALL_TIMEOUT_S),
         ) as http:
             sessions = Sessions(http, spaces, args.calls, seed=7)
-            steady = SteadyWindow(lambda: sessions.started, STEADY_AFTER_S, args.arrivals_s)
+            steady = SteadyWindow(
+                lambda: sessions.started,
+                lambda: ray.get(directory.spares.remote(), timeout=60),
+                STEADY_AFTER_S,
+                args.arrivals_s,
+            )
             steady.start()
             await sessions.arrivals(args.arrivals_s, args.rate)
             return sessions, steady
@@ -306,7 +321,8 @@ def run(url: str, admin: dict, directory, args) -> tuple[list, list]:
                 f"{per_steady:.2f} CPU-s",
                 f"{steady.sessions} sessions began from {STEADY_AFTER_S:.0f} s into the "
                 f"arrivals to their end ({steady.seconds:.0f} s): the processes started once "
-                "for the residents a run builds up are behind it",
+                f"for the residents a run builds up are behind it; the pool in it: "
+                + ", ".join(f"{key} {n}" for key, n in steady.pool_change.items()),
                 f"≤ {STEADY_CPU_PER_SESSION_TARGET_S:g} CPU-s: "
                 f"{met(per_steady <= STEADY_CPU_PER_SESSION_TARGET_S)}",
             ]
