@@ -672,7 +672,10 @@ class Scenario(Cluster):
             self.drills(http, workspaces)
             placed = self.placement(http, workspaces)  # the drills may have moved some
             self.kill_worker(http, workspaces, placed)
-            self.redeploy(http, workspaces, base)
+            # a `serve deploy` of a changed config is the checked-in config's check (the s3
+            # run); the local run is there for async replication and the full node's moves
+            if self.store == "s3":
+                self.redeploy(http, workspaces, base)
         self.findings["ok"] = all(self.findings["checks"].values())
 
 

@@ -1,8 +1,8 @@
 """The operator's procedure end to end: `ray start` nodes in their own network, PID and mount
 namespaces (separate hosts with separate disks), `serve deploy infra/serve_config.yaml`, route
 checks over HTTP, the drills (forget, delete, a delete racing a wake, a restore to a moment, a
-full node or S3 down), kill -9 of a worker holding workspaces, `serve deploy` of a changed
-config.
+full node or S3 down), kill -9 of a worker holding workspaces, and (the checked-in config's
+run) `serve deploy` of a changed config.
 
 The scenario (operator_scenario.py) runs as its own process and cleans up after itself; it needs
 root and network namespaces, so elsewhere these tests are skipped.
@@ -76,7 +76,7 @@ def test_a_stopped_worker_loses_workspaces_or_a_redeploy_loses_writes_s3_snapsho
 
 @needs_namespaces
 @pytest.mark.timeout(SCENARIO_TIMEOUT_S + 60)
-def test_a_stopped_worker_loses_workspaces_or_a_redeploy_loses_writes_local_snapshots():
+def test_a_stopped_worker_or_a_full_node_loses_workspaces_local_snapshots():
     """Snapshots in one folder every node mounts (NFS-like), standing in for S3; async
     replication (a kill loses only writes answered within its window) and no spares (the
     full-node drill's wakes really move)."""
