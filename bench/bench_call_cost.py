@@ -1,7 +1,7 @@
 """Where the machine's CPU goes per call: the service's warm calls against the least a call
 through Serve can cost, behind each of Serve's two HTTP fronts.
 
-    python -m bench.bench_call_cost                          # both fronts (~8 minutes)
+    python -m bench.bench_call_cost                          # both fronts (~4 minutes)
     python -m bench.bench_call_cost --front haproxy --profile
 
 Each front runs in a fresh process with its own local Ray (the front is chosen by
