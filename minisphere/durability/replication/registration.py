@@ -269,13 +269,6 @@ class WorkspaceReplica:
             "lagSeconds": round(behind, 3),
         }
 
-    def release(self) -> None:
-        """Final sync, then unregister: the daemon then holds only residents."""
-        try:
-            self.ship_last()
-        finally:
-            self.unregister()
-
     def ship_last(self) -> None:
         """The final sync, while the file is still open (so is the daemon's connection to it
         once synced). A restart of the history still owed (a forget's) is done first:
