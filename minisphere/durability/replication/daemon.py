@@ -23,6 +23,20 @@ from minisphere.settings import SnapshotSettings
 
 log = logging.getLogger("minisphere.replication")
 _STARTED_DAEMONS: list[subprocess.Popen[bytes]] = []  # this process's daemon starts, kept
+
+
+def _reap(pid: int) -> None:
+    """Reap `pid` if it is a daemon this process started: through its Popen, which then knows
+    it ended (one left believing its process runs warns at exit), else by its pid."""
+    for process in list(_STARTED_DAEMONS):
+        if process.pid == pid:
+            if process.poll() is not None:
+                _STARTED_DAEMONS.remove(process)
+            return
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
 SOCKET_NAME = "litestream.sock"
 CONFIG_NAME = "litestream.yml"
 PID_NAME = "litestream.pid"
@@ -179,8 +193,7 @@ class LitestreamDaemon:
             os.kill(pid, 15)
             deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
             while time.monotonic() < deadline:
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, os.WNOHANG)  # our own child lingers as a zombie unless reaped
+                _reap(pid)  # our own child lingers as a zombie unless reaped
                 os.kill(pid, 0)  # raises once it is gone
                 time.sleep(DAEMON_POLL_S)
 
