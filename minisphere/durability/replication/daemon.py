@@ -178,7 +178,9 @@ class LitestreamDaemon:
                 start_new_session=True,
             )  # outlives the actor that happened to start it
         # held for the process's life: the daemon outlives this call by design, and a Popen
-        # dropped while its process runs warns (and would never reap it)
+        # dropped while its process runs warns (and would never reap it); earlier starts that
+        # ended meanwhile (killed from outside) are reaped and dropped here
+        _STARTED_DAEMONS[:] = [p for p in _STARTED_DAEMONS if p.poll() is None]
         _STARTED_DAEMONS.append(process)
         (self.folder / OWNER_NAME).write_text(str(self.owner_pid or ""), encoding="ascii")
         (self.folder / PID_NAME).write_text(str(process.pid), encoding="ascii")
