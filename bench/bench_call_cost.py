@@ -325,22 +325,20 @@ def hibernate(http: httpx.Client, admin: dict, workspace: str) -> None:
 def wake_cycles(meter: Meter, http: httpx.Client, admin: dict, headers: dict, directory) -> dict:
     """WAKE_CYCLES windows: hibernate, one getCount (the wake), the pool settled again. One
     cycle first, not measured: its hibernation snapshots what the warm windows wrote."""
+
+    def cycle() -> float:
+        hibernate(http, admin, WORKSPACE)
+        began = time.perf_counter()
+        answer = http.post(f"/v1/w/{WORKSPACE}/getCount", headers=headers, json={})
+        assert answer.status_code == 200, answer.text
+        woke_ms = (time.perf_counter() - began) * 1e3
+        settle_pool(directory)
+        return woke_ms
+
     tally: dict = {}
     wakes = []
-    hibernate(http, admin, WORKSPACE)
-    assert http.post(f"/v1/w/{WORKSPACE}/getCount", headers=headers, json={}).status_code == 200
-    settle_pool(directory)
+    cycle()
     for _ in range(WAKE_CYCLES):
-
-        def cycle() -> float:
-            hibernate(http, admin, WORKSPACE)
-            began = time.perf_counter()
-            answer = http.post(f"/v1/w/{WORKSPACE}/getCount", headers=headers, json={})
-            assert answer.status_code == 200, answer.text
-            woke_ms = (time.perf_counter() - began) * 1e3
-            settle_pool(directory)
-            return woke_ms
-
         window = meter.measure(cycle, CHURN_LEDGER_PERIOD_S, retry=False)
         add_window(tally, window)
         wakes.append(window["result"])

@@ -256,12 +256,12 @@ class SparePool:
             return
         self.size = self._demand_target(self.demand)
         now = self.clock()
-        kept_back = [spare for spare in self._ready if self._kept_back(spare, now)]
-        excess = len(self._ready) - self.size - len(kept_back)
+        kept_back = sum(self._kept_back(spare, now) for spare in self._ready)
+        excess = len(self._ready) - self.size - kept_back
         for spare in reversed(list(self._ready)):  # the newest first
             if excess <= 0:
                 break
-            if spare in kept_back:
+            if self._kept_back(spare, now):
                 continue  # a wake is likely to come for it
             self._ready.remove(spare)
             self._kill(spare.handle)
