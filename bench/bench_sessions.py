@@ -36,7 +36,7 @@ import aiohttp
 import httpx
 
 from .bench_serverless import create_workspaces
-from .closed_loop import refused_for
+from .closed_loop import READ_SHARE, refused_for, session
 from .common import machine_note, p50, percentile, publish_report, table
 from .cpu_ledger import OTHER, CpuLedger
 from .local_service import start_local_service, stop_local_service
@@ -46,7 +46,6 @@ WORKSPACES = 500
 SESSIONS_PER_S = 1.0
 CALLS_PER_SESSION = 30
 CALL_GAP_S = 1.0  # a session's calls are about this far apart (±50%)
-READ_SHARE = 0.7
 P99_TARGET_MS = 1000.0
 CONNECTIONS = 256
 CALL_TIMEOUT_S = 30.0  # a call slower than this counts as an error (and ends it)
@@ -272,12 +271,7 @@ def run(url: str, admin: dict, directory, args) -> tuple[list, list]:
     before = ray.get(directory.residency_status.remote(), timeout=60)
 
     async def drive() -> Sessions:
-        # aiohttp's clients: bench/closed_loop.py says why
-        async with aiohttp.ClientSession(
-            url,
-            connector=aiohttp.TCPConnector(limit=CONNECTIONS),
-            timeout=aiohttp.ClientTimeout(total=CALL_TIMEOUT_S),
-        ) as http:
+        async with session(url, CONNECTIONS, CALL_TIMEOUT_S) as http:  # aiohttp's: closed_loop
             sessions = Sessions(http, spaces, args.calls, seed=7)
             steady = SteadyWindow(
                 lambda: sessions.started,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Mapping
 
 import aiohttp
 
@@ -19,20 +20,22 @@ READ_SHARE = 0.7
 REQUEST_TIMEOUT_S = 300
 
 
-def session(url: str, clients: int) -> aiohttp.ClientSession:
+def session(url: str, clients: int, timeout_s: float = REQUEST_TIMEOUT_S) -> aiohttp.ClientSession:
     """A client session of `clients` connections to the service at `url`."""
     return aiohttp.ClientSession(
         url,
         connector=aiohttp.TCPConnector(limit=clients),
-        timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
+        timeout=aiohttp.ClientTimeout(total=timeout_s),
     )
 
 
-async def post(http: aiohttp.ClientSession, path: str, body, headers: dict) -> tuple[int, dict]:
-    """(status, headers) of one POST, its body read."""
+async def post(
+    http: aiohttp.ClientSession, path: str, body, headers: dict
+) -> tuple[int, Mapping[str, str]]:
+    """(status, headers: looked up by any case) of one POST, its body read."""
     async with http.post(path, json=body, headers=headers) as response:
         await response.read()
-        return response.status, dict(response.headers)
+        return response.status, response.headers.copy()
 
 
 async def closed_loop(
@@ -76,7 +79,7 @@ async def closed_loop(
 
 def refused_for(status: int, headers) -> float | None:
     """The pause a 503 refusal asks for (Retry-After, seconds); None for any other answer."""
-    retry_after = headers.get("retry-after") or headers.get("Retry-After")
+    retry_after = headers.get("retry-after")
     if status == 503 and retry_after is not None:
         return float(retry_after)
     return None
