@@ -4,26 +4,23 @@ import. Each is admitted like a call (so a hibernation waits for it, and a resto
 other call while it swaps the file) and runs on a worker thread, never on the event loop.
 
 The workspace actor owns one (`files`) and sends it these through its `serve` gate; what they
-need of the actor is `FileOwner`. It owns the import/export sessions of the workspace bound
-now, made on the first export or import.
+need of the actor is `FileOwner` (file_owner.py). It owns the import/export sessions of the
+workspace bound now, made on the first export or import.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from actors.actor_methods import DirectoryMethod, ServedMethod
+from actors.workspace.file_owner import FileOwner
 from actors.workspace.vector_rebinds import VectorRebinds
 from minisphere.errors import as_named_error
 from minisphere.reply import Reply
 
 if TYPE_CHECKING:
-    from actors.workspace.admission import Admission
-    from actors.workspace.directory_news import DirectoryNews
     from actors.workspace.due_notes import DueNotes
-    from actors.workspace.position_reports import PositionReports
-    from actors.workspace.token_checks import TokenChecks
     from actors.workspace.transfer_steps import TransferSessions
     from minisphere.hosting.host import WorkspaceHost
 
@@ -48,21 +45,6 @@ async def run_on_thread(fn, *args) -> Reply[Any]:
         return Reply.done(await asyncio.to_thread(fn, *args))
     except Exception as exc:  # noqa: BLE001 - answered as a named error
         return Reply.failed(as_named_error(exc))
-
-
-class FileOwner(Protocol):
-    """What the admin's file operations need of the workspace actor that owns them: the
-    workspace bound now (its host, due notes and position reports), the token checks, the
-    admission of calls, and the fire-and-forget news for the directory."""
-
-    host: WorkspaceHost | None
-    tokens: TokenChecks
-    due: DueNotes | None
-    positions: PositionReports
-
-    news: DirectoryNews
-
-    def _admission(self) -> Admission: ...
 
 
 class AdminFiles:

@@ -20,7 +20,7 @@ from actors.workspace.opening import shared_embedder
 from minisphere.errors import WorkspaceUnavailable
 
 if TYPE_CHECKING:
-    from actors.workspace.admin_methods import FileOwner
+    from actors.workspace.file_owner import FileOwner
 
 log = logging.getLogger("minisphere.workspace")
 

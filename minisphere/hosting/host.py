@@ -46,6 +46,7 @@ from minisphere.hosting.host_options import (
 )
 from minisphere.hosting.lag_readings import LagReadings
 from minisphere.hosting.locating import CurrentCopy
+from minisphere.hosting.open_file import OpenFile
 from minisphere.hosting.read_pool import ReadPool
 from minisphere.hosting.stored_states import StoredStates
 
@@ -260,12 +261,12 @@ class WorkspaceHost:
         self.writer = self.reads = self.workspace = None
 
     # ---- calls -------------------------------------------------------------------------------
-    def opened(self) -> tuple[Workspace, ReadPool, GroupCommitWriter]:
+    def opened(self) -> OpenFile:
         """The open file's parts (opening it first if it is closed)."""
         self.ensure_open()
         if self.workspace is None or self.reads is None or self.writer is None:
             raise WorkspaceClosed(f"workspace {self.workspace_id} is closed")
-        return self.workspace, self.reads, self.writer
+        return OpenFile(self.workspace, self.reads, self.writer)
 
     def durable_position(self) -> int | None:
         """The newest position the replica is known to hold (without replication: the newest

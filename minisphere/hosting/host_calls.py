@@ -7,30 +7,44 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from minisphere.durability.snapshotter import Snapshotter
 from minisphere.engine.hooks import NOT_PREPARED
-from minisphere.hosting.group_commit import Callback
+from minisphere.hosting.group_commit import Callback, GroupCommitWriter
+from minisphere.hosting.open_file import OpenFile
+from minisphere.hosting.read_pool import ReadPool
+from minisphere.hosting.stored_states import StoredStates
 from minisphere.reply import Reply
-
-if TYPE_CHECKING:  # pragma: no cover - types only: the host makes its calls
-    from minisphere.hosting.host import WorkspaceHost
 
 log = logging.getLogger("minisphere.host")
 
 
+class CallsHost(Protocol):
+    """What the calls need of the host that makes them (`WorkspaceHost`): its file, opened on
+    demand or as it is now, and what a write tells its snapshots."""
+
+    workspace_id: str
+    writer: GroupCommitWriter | None
+    reads: ReadPool | None
+    snapshotter: Snapshotter
+    states: StoredStates
+
+    def opened(self) -> OpenFile: ...
+
+
 class HostCalls:
-    def __init__(self, host: WorkspaceHost):
+    def __init__(self, host: CallsHost):
         self.host = host
 
     def needs_prepare(self, method: str) -> bool:
         """Whether a write must be prepared (`prepare_write`) before it is queued."""
-        return method in self.host.opened()[0].hooks.hooked
+        return method in self.host.opened().workspace.hooks.hooked
 
     def prepare_write(self, method: str, body: dict[str, Any]) -> Future[Any]:
         """The hooks' prepare step of one write, on a read-pool thread: a Future of the value
         to pass to `submit_write`."""
-        return self.host.opened()[1].prepare(method, body)
+        return self.host.opened().reads.prepare(method, body)
 
     def submit_write(
         self,
@@ -46,7 +60,7 @@ class HostCalls:
         `key`: the caller's idempotency key. `counts`: whether the write makes the file dirty
         for the snapshot triggers -- a read's own follow-up (recall counts) does not, or a
         workspace that is only read would be snapshotted again and again."""
-        writer = self.host.opened()[2]
+        writer = self.host.opened().writer
         note = self.host.snapshotter.note_writes
 
         def done(reply: Reply[Any]) -> None:
@@ -69,7 +83,7 @@ class HostCalls:
         write: after the replica confirmed it in sync mode (else `ReplicationUnconfirmed`),
         counted toward the durable position. The caller notes its writes for the snapshots
         (it knows how many it made)."""
-        writer = self.host.opened()[2]
+        writer = self.host.opened().writer
         answered: Future[Any] = Future()
 
         def done(reply: Reply[Any]) -> None:
@@ -110,4 +124,4 @@ class HostCalls:
     def submit_read(
         self, method: str, body: dict[str, Any] | None, prepared: Any = NOT_PREPARED
     ) -> Future[tuple[Any, dict[str, Any]]]:
-        return self.host.opened()[1].submit(method, body, prepared)
+        return self.host.opened().reads.submit(method, body, prepared)
