@@ -33,6 +33,7 @@ from minisphere.contract.pins import (
     sha256_file,
 )
 from minisphere.errors import MiniSphereError
+from minisphere.files import write_in_one_step
 
 
 def _register_evidence(commands) -> None:
@@ -208,9 +209,7 @@ def cmd_pin(args) -> int:
         print("no pins were written", file=sys.stderr)
         return 1
     for pin, text in writes:
-        tmp = pin.with_name(pin.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8", newline="\n")
-        tmp.replace(pin)
+        write_in_one_step(pin, text.encode("utf-8"))
     print(f"{len(writes)} pin(s) written in {directory}" if writes else "all pins up to date")
     if writes:
         print("next: `minisphere contracts verify`, then `minisphere contracts push-evidence`")

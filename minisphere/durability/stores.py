@@ -14,7 +14,6 @@ key can climb out of the store's root or prefix. Two stores:
 from __future__ import annotations
 
 import abc
-import os
 import re
 import shutil
 import tempfile
@@ -33,7 +32,7 @@ from minisphere.errors import (
     SnapshotNotFound,
     SnapshotStoreUnavailable,
 )
-from minisphere.files import fsync_dir
+from minisphere.files import replaced_in_one_step
 from minisphere.settings import (
     PRIVATE_FILE_MODE,
     S3Settings,
@@ -117,19 +116,8 @@ class LocalDirSnapshotStore(SnapshotStore):
         target = self._path(key)
         try:
             ensure_private_dir(target.parent)
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            with (
-                source.open("rb") as src,
-                os.fdopen(
-                    os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE), "wb"
-                ) as dst,
-            ):
-                os.fchmod(dst.fileno(), PRIVATE_FILE_MODE)  # a left-over tmp keeps its mode
+            with source.open("rb") as src, replaced_in_one_step(target, PRIVATE_FILE_MODE) as dst:
                 shutil.copyfileobj(src, dst, SNAPSHOT_COPY_CHUNK_BYTES)
-                dst.flush()
-                os.fsync(dst.fileno())
-            tmp.replace(target)
-            fsync_dir(target.parent)
         except OSError as exc:
             raise SnapshotStoreUnavailable(
                 f"cannot write {key} to {self.description}: {exc}"

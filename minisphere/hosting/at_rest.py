@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from pathlib import Path
 
-from minisphere.files import fsync_dir
+from minisphere.files import write_in_one_step
 
 SEAL_SUFFIX = "-at-rest"
 WAL_SUFFIX = "-wal"
@@ -46,14 +45,7 @@ def _fingerprint(path: Path) -> dict[str, list[int] | None]:
 def seal(path: Path) -> None:
     """Record the closed file as it is now (durably: a node restarted while the workspace
     sleeps must still find the seal)."""
-    sealed = _seal_path(path)
-    staged = sealed.with_name(sealed.name + ".tmp")
-    with staged.open("w", encoding="utf-8") as out:
-        json.dump(_fingerprint(path), out)
-        out.flush()
-        os.fsync(out.fileno())
-    staged.replace(sealed)
-    fsync_dir(path.parent)
+    write_in_one_step(_seal_path(path), json.dumps(_fingerprint(path)).encode())
 
 
 def altered_since_sealed(path: Path) -> str | None:
