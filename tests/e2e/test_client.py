@@ -3,6 +3,10 @@
 
 import asyncio
 import json
+import os
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
 import ray
@@ -150,3 +154,61 @@ def test_cli(service, capsys):
     assert cli_main(["ws", "list", *base]) == 0
     assert "cli-space" in capsys.readouterr().out
     assert cli_main(["ws", "delete", "cli-space", *base]) == 0
+
+
+def readme_shell_lines() -> list[str]:
+    """The shell commands of the README's "same from the shell" paragraph, in its order."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    paragraph = readme[readme.index("The same from the shell") :].split("\n\n", 1)[0]
+    return [
+        cmd
+        for cmd in re.findall(r"`([^`]+)`", paragraph)
+        if cmd.startswith(("minisphere ", "export "))
+    ]
+
+
+def json_values(text: str) -> list:
+    """The JSON values printed one after another (the CLI indents each)."""
+    decoder, values, at = json.JSONDecoder(), [], 0
+    while (at := len(text) - len(text[at:].lstrip())) < len(text):
+        value, at = decoder.raw_decode(text, at)
+        values.append(value)
+    return values
+
+
+def test_the_readme_shell_lines_run_as_written(service, tmp_path):
+    """Run in order, the README's lines create a workspace, capture and recall what they
+    captured; only the token the first prints is filled in (the README writes `msw_...`)."""
+    lines = readme_shell_lines()
+    assert [line.split()[:2] for line in lines] == [
+        ["minisphere", "ws"],
+        ["export", "MINISPHERE_WORKSPACE=notes"],
+        ["minisphere", "capture"],
+        ["minisphere", "recall"],
+    ], lines
+    env = {
+        **os.environ,
+        "MINISPHERE_URL": service["url"],
+        "MINISPHERE_ADMIN_TOKEN": service["admin"],
+    }
+    created = subprocess.run(
+        lines[0].split(), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert created.returncode == 0, created.stderr
+    token = json.loads(created.stdout)["token"]
+    try:
+        rest = "\n".join([lines[1].replace("msw_...", token), *lines[2:]])
+        done = subprocess.run(
+            ["bash", "-euc", rest],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        answers = json_values(done.stdout)
+        assert answers[0]["outcome"] == "stored"
+        assert [item["id"] for item in answers[-1]["items"]] == [answers[0]["id"]]
+    finally:
+        Client(service["url"], admin_token=service["admin"]).delete_workspace("notes")
