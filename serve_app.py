@@ -23,7 +23,6 @@ from pathlib import Path
 from ray import serve
 
 from actors.directory.actor import get_directory
-from actors.directory.placement import node_workspace_slots
 from actors.ingress.gateway import Gateway
 from actors.ingress.metrics import ServiceMetrics
 from actors.ingress.transfer import TransferOps
@@ -31,6 +30,7 @@ from actors.process_logging import log_to_stderr
 from actors.ray_env import prepare_ray_env, release_ray_env, running_front
 from actors.scheduler.actor import get_scheduled_tasks
 from minisphere.contract.startup import verified_contracts
+from minisphere.directory.placement import node_workspace_slots
 from minisphere.durability.replication import LitestreamDaemon
 from minisphere.errors import ConfigError, MiniSphereError
 from minisphere.http.app import build_api

@@ -27,7 +27,6 @@ from collections.abc import Callable
 
 import ray
 
-from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.directory.actor import DIRECTORY_NAME
 from actors.workspace_call import WorkspaceCall
 from actors.workspace_reach import KEYED_WRITE_RESENDS, WorkspaceReach, ask
@@ -45,6 +44,7 @@ from minisphere.engine.methods import METHODS
 from minisphere.errors import MiniSphereError
 from minisphere.http.statuses import error_response
 from minisphere.settings import DEFAULT_RAY_NAMESPACE
+from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
 
 CALL_TIMEOUT_S = 60.0
 

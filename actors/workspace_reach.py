@@ -31,9 +31,9 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError, RayTaskError, TaskCancelledError
 
-from actors.actor_methods import DirectoryMethod, ServedMethod
 from minisphere.errors import MiniSphereError, WorkspaceHibernating, WorkspaceUnavailable
 from minisphere.reply import Reply
+from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
 
 log = logging.getLogger("minisphere.reach")
 FOLLOW_HIBERNATION_S = 60.0  # how long a call may keep following a hibernating workspace

@@ -210,7 +210,7 @@ async def many_workspaces(url, spaces, requests_per_space, concurrency, rng, met
 def resident_actors(namespace: str) -> tuple[int, list[int]]:
     import ray
 
-    from actors.workspace.launch import ACTOR_NAME_PREFIX
+    from minisphere.directory.launch import ACTOR_NAME_PREFIX
 
     alive = [n for n in ray.util.list_named_actors() if n.startswith(ACTOR_NAME_PREFIX)]
     stats = ray.get([ray.get_actor(n, namespace=namespace).stats.remote() for n in alive])

@@ -29,8 +29,6 @@ from typing import Any
 
 import ray
 
-from actors.directory.activation import record_placement
-from actors.directory.assembly import assemble
 from actors.directory.runtime import RayActors
 from actors.process_logging import log_to_stderr
 from actors.workspace.actor import WorkspaceActor
@@ -38,6 +36,8 @@ from minisphere.control.auth import token_hash
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.control.plane import AuditEntry, ControlPlane
 from minisphere.control.residency_policy import IDLE_SWEEP_S
+from minisphere.directory.activation import record_placement
+from minisphere.directory.assembly import assemble
 from minisphere.errors import InvalidArgument
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
 from minisphere.settings import Settings, ensure_private_dir, restrict_file_modes

@@ -16,18 +16,15 @@ import ray
 from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from actors.actor_methods import WorkspaceActorMethod
-from actors.workspace.launch import ACTOR_NAME_PREFIX
+from minisphere.directory.actor_runtime import ActorGone
+from minisphere.directory.launch import ACTOR_NAME_PREFIX
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
+from minisphere.wire.actor_methods import WorkspaceActorMethod
 
 KILL_CONFIRM_TIMEOUT_S = 10.0  # waiting for Ray to report a retired actor dead
 KILL_CONFIRM_POLL_S = 0.05
 NODE_CACHE_S = 2.0  # how long the list of live nodes is trusted
 NODE_TASK_TIMEOUT_S = 120.0  # a task on every node (the sweep of its workspace copies)
-
-
-class ActorGone(Exception):
-    """The actor died, was killed, or could not be reached: nothing it answers will come."""
 
 
 class RayActors:

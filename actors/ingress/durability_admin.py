@@ -9,7 +9,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.workspace_reach import WorkspaceReach
 from minisphere.control.auth import check_workspace_id
 from minisphere.durability.generations import generation_store
@@ -18,6 +17,7 @@ from minisphere.durability.snapshots import list_snapshots
 from minisphere.durability.stores import SnapshotStore, open_snapshot_store
 from minisphere.errors import WorkspaceDataMissing
 from minisphere.settings import Settings
+from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
 
 
 class DurabilityAdmin:

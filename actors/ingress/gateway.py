@@ -23,7 +23,6 @@ import logging
 import time
 from typing import Any
 
-from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.directory.actor import get_directory
 from actors.ingress.durability_admin import DurabilityAdmin
 from actors.ingress.query_encoders import QueryEncoders
@@ -39,6 +38,7 @@ from minisphere.engine.methods import METHODS
 from minisphere.errors import Overloaded, Unauthenticated, as_named_error
 from minisphere.maintenance import runs as M
 from minisphere.settings import Settings
+from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
 from minisphere.wire.records import MaintenanceRun, TokenInfo, TokenIssued, WorkspaceRecord
 
 log = logging.getLogger("minisphere.gateway")

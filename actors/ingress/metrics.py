@@ -28,7 +28,7 @@ import contextlib
 import logging
 import time
 
-from actors.actor_methods import DirectoryMethod
+from minisphere.wire.actor_methods import DirectoryMethod
 
 log = logging.getLogger("minisphere.metrics")
 METRICS_POLL_S = 15.0

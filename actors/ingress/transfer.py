@@ -8,9 +8,9 @@ from __future__ import annotations
 import itertools
 import uuid
 
-from actors.actor_methods import ServedMethod
 from actors.workspace.transfer_steps import EXPORT_PAGE_LINES
 from minisphere.errors import TransferError
+from minisphere.wire.actor_methods import ServedMethod
 
 
 class TransferOps:

@@ -17,13 +17,13 @@ import asyncio
 import ray
 from ray.exceptions import GetTimeoutError, RayTaskError
 
-from actors.actor_methods import ServedMethod
 from actors.workspace_call import WorkspaceCall
 from actors.workspace_reach import WorkspaceReach, unwrap
 from minisphere.control.auth import check_workspace_id
 from minisphere.engine.methods import METHODS, parse_args
 from minisphere.errors import WorkspaceUnavailable
 from minisphere.maintenance.ledger import LEDGER_OPS
+from minisphere.wire.actor_methods import ServedMethod
 
 PASS_METHOD = "runStalenessPass"
 PASS_TIMEOUT_S = 300.0  # one pass call (limit <= 100k entries)

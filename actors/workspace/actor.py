@@ -44,14 +44,12 @@ from typing import Any
 
 import ray
 
-from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.process_logging import log_to_stderr
 from actors.sent_queries import adopt_sent_query, recall_reply
 from actors.workspace.admin_methods import FILE_METHODS, AdminFiles
 from actors.workspace.admission import Admission
 from actors.workspace.directory_news import DirectoryNews
 from actors.workspace.due_notes import DueNotes
-from actors.workspace.launch import WorkspaceLaunch
 from actors.workspace.node_ray import was_reconstructed
 from actors.workspace.opening import open_host, opening_progress
 from actors.workspace.position_reports import PositionReports
@@ -66,6 +64,7 @@ from actors.workspace.write_path import WritePath
 from actors.workspace_call import WorkspaceCall
 from minisphere.contract.startup import verified_contracts
 from minisphere.control.auth import TokenGrant
+from minisphere.directory.launch import WorkspaceLaunch
 from minisphere.durability.snapshotter import SnapshotStatus
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.methods import find_method
@@ -78,6 +77,7 @@ from minisphere.errors import (
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.reply import Reply
 from minisphere.settings import restrict_file_modes
+from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
 
 log = logging.getLogger("minisphere.workspace_actor")
 

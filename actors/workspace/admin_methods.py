@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from actors.actor_methods import DirectoryMethod, ServedMethod
 from actors.workspace.file_owner import FileOwner
 from actors.workspace.vector_rebinds import VectorRebinds
 from minisphere.errors import as_named_error
 from minisphere.reply import Reply
+from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
 
 if TYPE_CHECKING:
     from actors.workspace.due_notes import DueNotes

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from actors.actor_methods import DirectoryMethod
+from minisphere.wire.actor_methods import DirectoryMethod
 
 log = logging.getLogger("minisphere.workspace_actor")
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import ray
 
-from actors.workspace.launch import WorkspaceLaunch
 from actors.workspace.node_ray import replication_owner
+from minisphere.directory.launch import WorkspaceLaunch
 from minisphere.durability.replication import workspace_replica
 from minisphere.durability.snapshotter import SnapshotStatus
 from minisphere.durability.stores import open_snapshot_store

@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from actors.actor_methods import DirectoryMethod
 from actors.workspace.directory_news import DirectoryNews
 from actors.workspace.due_notes import DueNotes
 from actors.workspace.position_reports import PositionReports
@@ -18,6 +17,7 @@ from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.methods import Method
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.reply import Reply
+from minisphere.wire.actor_methods import DirectoryMethod
 
 
 def _settle(future: asyncio.Future, reply: Reply) -> None:

@@ -13,17 +13,16 @@ import logging
 import math
 import time
 
-from actors.actor_methods import WorkspaceActorMethod
-from actors.directory.actor_runtime import ActorRuntime
-from actors.directory.binding import ActorBinder
-from actors.directory.placement import Placement
-from actors.directory.residents import Resident
-from actors.directory.runtime import ActorGone
-from actors.directory.spares import NoRoomForSpare, Spare
-from actors.workspace.launch import WorkspaceLaunch, new_actor_name
 from minisphere.control.blueprints import parse_stored_blueprint
 from minisphere.control.wake_admission import WakeAdmission
+from minisphere.directory.actor_runtime import ActorGone, ActorRuntime
+from minisphere.directory.binding import ActorBinder
+from minisphere.directory.launch import WorkspaceLaunch, new_actor_name
+from minisphere.directory.placement import Placement
+from minisphere.directory.residents import Resident
+from minisphere.directory.spares import NoRoomForSpare, Spare
 from minisphere.errors import NotFound, Overloaded, WorkspaceUnavailable
+from minisphere.wire.actor_methods import WorkspaceActorMethod
 
 log = logging.getLogger("minisphere.directory")
 # after evicting a resident to make room on its node: how long to wait for its slot to show

@@ -10,10 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from actors.actor_methods import WorkspaceActorMethod
+from minisphere.wire.actor_methods import WorkspaceActorMethod
 
 Handle = Any
 NodeResources = dict[str, Any]
+
+
+class ActorGone(Exception):
+    """The actor died, was killed, or could not be reached: nothing it answers will come."""
 
 
 class ActorRuntime(Protocol):

@@ -5,14 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from actors.directory.activation import WAKE_STARTS_AT_ONCE_PER_CPU, Activator, SpareStarter
-from actors.directory.actor_runtime import ActorRuntime
-from actors.directory.grants import TokenGrants
-from actors.directory.hibernation import HIBERNATING_OVER_CAP_PER_CPU, Hibernation
-from actors.directory.placement import NodePlacement
-from actors.directory.residents import ResidentTable
-from actors.directory.spares import STARTS_AT_ONCE_PER_CPU, Demand, SparePool
-from actors.directory.workspaces import WorkspaceLifecycle
 from minisphere.contract.startup import born_with, verified_contracts
 from minisphere.control.blueprints import load_default_blueprint
 from minisphere.control.residency_policy import (
@@ -20,6 +12,14 @@ from minisphere.control.residency_policy import (
     derived_spare_actors,
     spare_budget,
 )
+from minisphere.directory.activation import WAKE_STARTS_AT_ONCE_PER_CPU, Activator, SpareStarter
+from minisphere.directory.actor_runtime import ActorRuntime
+from minisphere.directory.grants import TokenGrants
+from minisphere.directory.hibernation import HIBERNATING_OVER_CAP_PER_CPU, Hibernation
+from minisphere.directory.placement import NodePlacement
+from minisphere.directory.residents import ResidentTable
+from minisphere.directory.spares import STARTS_AT_ONCE_PER_CPU, Demand, SparePool
+from minisphere.directory.workspaces import WorkspaceLifecycle
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.settings import Settings, ensure_private_dir
 

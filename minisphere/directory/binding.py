@@ -13,15 +13,14 @@ import logging
 import time
 from collections.abc import Callable
 
-from actors.actor_methods import WorkspaceActorMethod
-from actors.directory.actor_runtime import ActorRuntime
-from actors.directory.placement import NodePlacement, Placement
-from actors.directory.residents import Resident
-from actors.directory.runtime import ActorGone
-from actors.directory.spares import Spare, SparePool
-from actors.workspace.launch import WorkspaceLaunch, new_actor_name
+from minisphere.directory.actor_runtime import ActorGone, ActorRuntime
+from minisphere.directory.launch import WorkspaceLaunch, new_actor_name
+from minisphere.directory.placement import NodePlacement, Placement
+from minisphere.directory.residents import Resident
+from minisphere.directory.spares import Spare, SparePool
 from minisphere.errors import NoWorkspaceSlots
 from minisphere.reply import Reply
+from minisphere.wire.actor_methods import WorkspaceActorMethod
 
 log = logging.getLogger("minisphere.directory")
 BIND_TIMEOUT_S = 120.0  # opening a file, restoring it from a snapshot if missing

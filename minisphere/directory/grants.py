@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 
-from actors.actor_methods import WorkspaceActorMethod
-from actors.directory.actor_runtime import ActorRuntime
 from minisphere.control.auth import same_hash
+from minisphere.directory.actor_runtime import ActorRuntime
+from minisphere.wire.actor_methods import WorkspaceActorMethod
 
 log = logging.getLogger("minisphere.directory")
 PUSH_GRANTS_TIMEOUT_S = 10.0  # handing a resident actor its new token set

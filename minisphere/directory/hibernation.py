@@ -17,9 +17,6 @@ import logging
 import time
 from collections import OrderedDict
 
-from actors.actor_methods import WorkspaceActorMethod
-from actors.directory.actor_runtime import ActorRuntime
-from actors.directory.spares import Spare
 from minisphere.control.residency_policy import (
     IN_SESSION_S,
     MIB,
@@ -27,7 +24,10 @@ from minisphere.control.residency_policy import (
     lru_victims,
     retirement_reason,
 )
+from minisphere.directory.actor_runtime import ActorRuntime
+from minisphere.directory.spares import Spare
 from minisphere.errors import Overloaded
+from minisphere.wire.actor_methods import WorkspaceActorMethod
 
 log = logging.getLogger("minisphere.directory")
 HIBERNATE_TIMEOUT_S = 60.0  # a workspace actor's drain + snapshot + close

@@ -16,8 +16,6 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from actors.directory.actor_runtime import ActorRuntime
-from actors.directory.spares import NoRoomForSpare
 from minisphere.control.residency_policy import (
     MIB,
     misplaced_spares,
@@ -25,6 +23,8 @@ from minisphere.control.residency_policy import (
     placement,
     spare_home,
 )
+from minisphere.directory.actor_runtime import ActorRuntime
+from minisphere.directory.spares import NoRoomForSpare
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 
 PLACED_ACTOR_CPUS = 0.001  # CPUs a placed workspace actor asks for (see aimed_at)

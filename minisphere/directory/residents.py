@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.actor_methods import WorkspaceActorMethod
-from actors.directory.actor_runtime import ActorRuntime
-from actors.directory.flights import SingleFlight
 from minisphere.control.residency_policy import idle_residents
+from minisphere.directory.actor_runtime import ActorRuntime
+from minisphere.directory.flights import SingleFlight
+from minisphere.wire.actor_methods import WorkspaceActorMethod
 
 ACTIVITY_TIMEOUT_S = 0.5  # how long the directory waits for actors' last-call times
 REFRESH_INTERVAL_S = 1.0  # actors' last-call times are asked for at most this often

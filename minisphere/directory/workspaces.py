@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from actors.directory.actor_runtime import ActorRuntime
 from minisphere.control.auth import check_workspace_id
 from minisphere.control.blueprints import parse_blueprint
+from minisphere.directory.actor_runtime import ActorRuntime
 from minisphere.durability.generations import delete_generation_snapshots
 from minisphere.durability.replication import delete_replica
 from minisphere.durability.snapshotter import Backoff

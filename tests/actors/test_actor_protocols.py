@@ -1,6 +1,6 @@
 """The declared interfaces between the actors' parts: both gateways implement the HTTP layer's
 protocol, both actor runtimes the directory's, and every method name the actors are called by
-(`actors/actor_methods.py`) is a method of the actor class that must answer it. Imports only:
+(`minisphere/wire/actor_methods.py`) is a method of the actor class that must answer it. Imports only:
 no Ray cluster is started."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 import actors
-from actors.actor_methods import DirectoryMethod, ServedMethod, WorkspaceActorMethod
 from actors.directory.actor import DirectoryActor
-from actors.directory.actor_runtime import ActorRuntime
 from actors.directory.runtime import RayActors
 from actors.ingress.gateway import Gateway
 from actors.workspace.actor import SERVED_METHODS, WorkspaceActor
 from actors.workspace.admin_methods import FILE_METHODS, AdminFiles
+from minisphere.directory.actor_runtime import ActorRuntime
 from minisphere.http.gateway_protocol import WorkspaceGateway
+from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod, WorkspaceActorMethod
 from tests.support.in_process_actors import InProcessActors, InProcessWorkspaceActor
 from tests.support.protocols import protocol_gaps
 
@@ -101,7 +101,7 @@ def test_no_actor_call_names_its_method_with_a_bare_string():
         for path in sorted(ACTORS.rglob("*.py"))
         for line, name in _method_name_literals(ast.parse(path.read_text()))
     ]
-    assert found == [], "name the method with its member of actors/actor_methods.py"
+    assert found == [], "name the method with its member of minisphere/wire/actor_methods.py"
 
 
 def test_every_method_member_the_actors_name_exists():

@@ -46,8 +46,8 @@ def test_a_spare_starts_without_importing_what_only_transfers_blueprints_or_s3_n
 def test_a_launch_with_a_vector_binding_still_unpickles_in_a_fresh_spare():
     # the launch module names the binding's class only for type checkers: unpickling a launch
     # that carries one must import the class by itself
-    from actors.workspace.launch import WorkspaceLaunch
     from minisphere.control.blueprints import VectorBindingSpec
+    from minisphere.directory.launch import WorkspaceLaunch
 
     launch = WorkspaceLaunch(
         "ws-1", "/tmp/ws-1.db", vector=VectorBindingSpec(provider="hash", dimensions=8)

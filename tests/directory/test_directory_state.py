@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from actors.directory import binding as binding_module
-from actors.directory import hibernation as hibernation_module
-from actors.directory.assembly import assemble
 from minisphere.control.auth import token_hash
 from minisphere.control.plane import ControlPlane
+from minisphere.directory import binding as binding_module
+from minisphere.directory import hibernation as hibernation_module
+from minisphere.directory.assembly import assemble
 from minisphere.errors import NoWorkspaceSlots, WorkspaceUnavailable
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE, load_settings
 from tests.support.in_process_actors import InProcessActors
@@ -54,9 +54,9 @@ def directory_parts(tmp_path, node_resources=None, control=None, runtime=None, *
 def cap_of_two(tmp_path, monkeypatch):
     """Directory parts under a cap of two residents, each evictable as soon as it is bound and
     asked for its last use at every look."""
-    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
-    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
-    monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.hibernation.IN_SESSION_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.residents.REFRESH_INTERVAL_S", 0.0)
     parts, _, runtime = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="2")
     return parts, runtime
 
@@ -67,8 +67,8 @@ def created(parts, *names: str) -> list[str]:
 
 def test_a_thousand_wakes_leave_only_the_residents_in_the_directorys_state(tmp_path, monkeypatch):
     monkeypatch.setattr(hibernation_module, "CLEAN_EXITS_KEPT", CLEAN_EXITS_KEPT)
-    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
-    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.hibernation.IN_SESSION_S", 0.0)
     parts, control, runtime = directory_parts(tmp_path)
 
     async def drive() -> None:
@@ -116,7 +116,7 @@ def test_concurrent_activations_of_one_workspace_bind_one_actor(tmp_path):
 def test_a_workspace_hibernated_under_the_cap_keeps_its_writes_when_woken_again(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.hibernation.IN_SESSION_S", 0.0)
     parts, _, _ = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="1")
 
     async def drive():
@@ -278,7 +278,7 @@ def test_a_resident_too_busy_to_say_when_it_was_last_used_is_not_evicted_before_
     """On a loaded node the actors in use are the ones slow to answer the directory: taking
     their silence for idleness evicted the workspaces callers were using, each eviction
     answered by a wake that evicted another."""
-    monkeypatch.setattr("actors.directory.residents.ACTIVITY_TIMEOUT_S", 0.05)
+    monkeypatch.setattr("minisphere.directory.residents.ACTIVITY_TIMEOUT_S", 0.05)
     parts, _runtime = cap_of_two(tmp_path, monkeypatch)
 
     async def drive():
@@ -351,8 +351,8 @@ def test_a_wake_under_the_cap_does_not_wait_for_the_snapshot_of_the_workspace_it
     """On a busy node every wake evicts someone: waiting for the victim to drain, snapshot and
     close put that hibernation on the wake's own path. The victim still counts against the cap
     beyond the allowance (one per CPU here: two), so the cap cannot be outrun."""
-    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
-    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.hibernation.IN_SESSION_S", 0.0)
     parts, _, runtime = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="1")
 
     async def drive():
@@ -475,7 +475,7 @@ def test_a_wake_restored_from_a_snapshot_is_recorded_from_the_binds_answer(tmp_p
 @pytest.mark.parametrize("failure", ["died", "timed out"])
 def test_a_wake_whose_process_died_or_timed_out_is_a_503_with_retry_after(tmp_path, failure):
     """Nothing of the call ran: a client must be told to ask again (a 400 said it never may)."""
-    from actors.directory.runtime import ActorGone
+    from minisphere.directory.actor_runtime import ActorGone
     from minisphere.http.handling import error_json
 
     parts, _, runtime = directory_parts(tmp_path)

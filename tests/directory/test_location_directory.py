@@ -11,7 +11,7 @@ import pytest
 
 from minisphere.errors import NotFound
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
-from tests.actors.test_directory_state import directory_parts
+from tests.directory.test_directory_state import directory_parts
 from tests.support.in_process_actors import NODE
 
 SECRET = "the old tenant's launch code is 0000-7731"
@@ -70,7 +70,7 @@ def test_every_wake_gets_a_higher_epoch_and_the_acknowledged_position(tmp_path):
 
 
 def test_a_resident_with_a_call_running_is_not_hibernated_as_idle(tmp_path, monkeypatch):
-    monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.residents.REFRESH_INTERVAL_S", 0.0)
     parts, _, _runtime = directory_parts(tmp_path, MINISPHERE_HIBERNATE_IDLE_S="1")
 
     async def drive():
@@ -118,8 +118,8 @@ def test_the_node_sweep_removes_a_deleted_workspaces_copy_left_on_a_node(tmp_pat
 
 
 def test_a_wake_on_a_full_node_makes_room_there_instead_of_moving(tmp_path, monkeypatch):
-    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
-    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.hibernation.IN_SESSION_S", 0.0)
     parts, _, runtime = directory_parts(
         tmp_path, node_resources={WORKSPACE_SLOT_RESOURCE: 2}, MINISPHERE_WORKSPACE_SLOTS="on"
     )
@@ -143,10 +143,10 @@ def test_a_wake_on_a_full_node_makes_room_there_instead_of_moving(tmp_path, monk
 
 def test_a_wake_on_a_full_node_with_a_spare_there_binds_it_and_evicts_no_one(tmp_path, monkeypatch):
     # the spare holds one of the node's slots already: the wake needs no other
-    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
-    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
-    monkeypatch.setattr("actors.directory.spares.REFILL_DELAY_S", 0.0)
-    monkeypatch.setattr("actors.directory.spares.NO_ROOM_RETRY_S", 0.01)
+    monkeypatch.setattr("minisphere.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.hibernation.IN_SESSION_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.spares.REFILL_DELAY_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.spares.NO_ROOM_RETRY_S", 0.01)
     parts, _, runtime = directory_parts(
         tmp_path,
         node_resources={WORKSPACE_SLOT_RESOURCE: 2},
@@ -184,8 +184,8 @@ def test_a_wake_that_evicted_waits_for_the_freed_slot_to_show_instead_of_placing
 ):
     """Ray's resource view shows a killed actor's slot free only a moment later: placing at once
     found the node still full and sent the workspace elsewhere after evicting for it."""
-    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
-    monkeypatch.setattr("actors.directory.hibernation.IN_SESSION_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.hibernation.IN_SESSION_S", 0.0)
     parts, _, runtime = directory_parts(
         tmp_path, node_resources={WORKSPACE_SLOT_RESOURCE: 2}, MINISPHERE_WORKSPACE_SLOTS="on"
     )
@@ -245,7 +245,7 @@ def test_a_forget_sweeps_the_nodes_soon_and_forgets_in_a_row_share_one_sweep(tmp
     now starts a sweep; the forgets that follow within the gap share the next one."""
     import time
 
-    import actors.directory.workspaces as lifecycle
+    import minisphere.directory.workspaces as lifecycle
 
     monkeypatch.setattr(lifecycle, "FORGET_SWEEP_GAP_S", 0.3)
     parts, _, _ = directory_parts(tmp_path)
@@ -281,7 +281,7 @@ def test_a_sweep_a_node_missed_goes_again_without_waiting_for_the_periodic_one(
     """A deleted workspace's copy sat on a node that was restarting when the delete's sweep
     reached it; the next sweep was ten minutes away, and the fault soak ended with the
     deleted text still on that disk. A sweep a node missed is sent again after a short gap."""
-    import actors.directory.workspaces as lifecycle
+    import minisphere.directory.workspaces as lifecycle
 
     parts, _control, runtime = directory_parts(tmp_path)
 

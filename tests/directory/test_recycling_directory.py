@@ -10,9 +10,9 @@ import asyncio
 
 import pytest
 
-from actors.directory import spares
+from minisphere.directory import spares
 from minisphere.errors import Overloaded
-from tests.actors.test_directory_state import created, directory_parts
+from tests.directory.test_directory_state import created, directory_parts
 
 
 async def ready_spares(parts, count: int) -> None:
@@ -76,8 +76,8 @@ def test_recycling_off_ends_every_hibernated_process(tmp_path):
 def test_a_wake_that_would_evict_a_workspace_in_session_is_refused_not_queued(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setattr("actors.directory.residents.MIN_RESIDENCY_S", 0.0)
-    monkeypatch.setattr("actors.directory.residents.REFRESH_INTERVAL_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.residents.MIN_RESIDENCY_S", 0.0)
+    monkeypatch.setattr("minisphere.directory.residents.REFRESH_INTERVAL_S", 0.0)
     parts, _, _runtime = directory_parts(tmp_path, MINISPHERE_MAX_RESIDENT="2")
 
     async def drive():

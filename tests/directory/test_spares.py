@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from actors.directory import spares
-from actors.directory.spares import NoRoomForSpare, Spare, SparePool
+from minisphere.directory import spares
+from minisphere.directory.spares import NoRoomForSpare, Spare, SparePool
 
 
 def test_no_room_for_a_spare_is_waited_out_not_counted_as_a_failed_start(monkeypatch):
@@ -39,9 +39,9 @@ def test_a_pool_following_demand_meets_a_repeated_burst_from_spares_then_shrinks
 ):
     # the directory's own parts over real workspace files, the pool wired as the directory
     # wires it when MINISPHERE_SPARE_ACTORS is unset; the pool's clock is the test's
-    from actors.directory.spares import Demand
     from minisphere.control.residency_policy import SPARE_DEMAND_WINDOW_S, spare_budget
-    from tests.actors.test_directory_state import directory_parts
+    from minisphere.directory.spares import Demand
+    from tests.directory.test_directory_state import directory_parts
 
     monkeypatch.setattr(spares, "REFILL_DELAY_S", 0.0)
     monkeypatch.setattr(spares, "DEMAND_REVIEW_S", 0.02)
@@ -89,7 +89,7 @@ def test_a_pool_following_demand_meets_a_repeated_burst_from_spares_then_shrinks
 def test_a_demand_following_pool_never_starts_more_spares_at_once_than_it_may(monkeypatch):
     # a grown pool that started every replacement at once took the cores from the very wakes
     # it serves; it starts `starts_at_once` at a time however many are missing
-    from actors.directory.spares import Demand
+    from minisphere.directory.spares import Demand
 
     monkeypatch.setattr(spares, "REFILL_DELAY_S", 0.0)
     running, most, names = [0], [0], iter(range(1_000))
@@ -122,7 +122,7 @@ def test_a_demand_following_pool_keeps_a_returned_process_so_its_next_wake_start
     # one workspace woken and hibernated in turn: each wake takes the process its hibernation
     # gave back; a pool that killed it (or a fresh spare for it) at the return would start a
     # process for every wake, and kill one at every hibernation
-    from actors.directory.spares import Demand
+    from minisphere.directory.spares import Demand
 
     monkeypatch.setattr(spares, "REFILL_DELAY_S", 0.0)
     names, killed = iter(range(1_000)), []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.directory.placement import (
+from minisphere.directory.placement import (
     WORKSPACE_SLOT_MEMORY_BYTES,
     node_workspace_slots,
     slot_request,

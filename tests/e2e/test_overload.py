@@ -13,7 +13,7 @@ import time
 import httpx
 import ray
 
-from actors.directory.residents import REFRESH_INTERVAL_S
+from minisphere.directory.residents import REFRESH_INTERVAL_S
 from tests.e2e.helpers import directory_of, post_answered
 
 CALL_TIMEOUT_S = 60

@@ -12,7 +12,7 @@ import time
 import httpx
 import ray
 
-from actors.workspace.launch import WorkspaceLaunch
+from minisphere.directory.launch import WorkspaceLaunch
 from tests.e2e.helpers import directory_of, post_answered, workspace_actor
 
 POOL_WAIT_S = 90.0

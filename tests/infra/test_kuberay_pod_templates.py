@@ -20,8 +20,8 @@ import re
 import pytest
 import yaml
 
-from actors.directory.placement import node_workspace_slots
 from minisphere.control.residency_policy import MAX_SPARES
+from minisphere.directory.placement import node_workspace_slots
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 from tests.infra.helpers import manifests, rayservice
 

@@ -2,7 +2,7 @@
 one opens its workspace with the real host (the real SQLite file, snapshots to the real store)
 and hibernates it the way the Ray actor does, so the directory's bookkeeping can be driven
 through thousands of wakes in seconds, with no process start per wake. It implements
-`actors.directory.actor_runtime.ActorRuntime`, as `RayActors` does; one node, which advertises
+`minisphere.directory.actor_runtime.ActorRuntime`, as `RayActors` does; one node, which advertises
 `node_resources`. An actor asking for a resource no node has never starts, as in Ray: its calls
 wait until it is killed."""
 
@@ -12,13 +12,13 @@ import asyncio
 import itertools
 import time
 
-from actors.actor_methods import WorkspaceActorMethod
-from actors.directory.runtime import ActorGone
+from minisphere.directory.actor_runtime import ActorGone
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.hosting.host_options import HostTuning, KnownState
 from minisphere.reply import Reply
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE, SnapshotSettings
+from minisphere.wire.actor_methods import WorkspaceActorMethod
 
 NODE = "in-process-node"
 

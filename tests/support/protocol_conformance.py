@@ -4,9 +4,9 @@ half is `tests/support/protocols.py`."""
 
 from __future__ import annotations
 
-from actors.directory.actor_runtime import ActorRuntime
 from actors.directory.runtime import RayActors
 from actors.ingress.gateway import Gateway
+from minisphere.directory.actor_runtime import ActorRuntime
 from minisphere.http.gateway_protocol import WorkspaceGateway
 from tests.support.engine_gateway import EngineGateway
 from tests.support.in_process_actors import InProcessActors
