@@ -8,6 +8,7 @@ app, reached by the HTTP client)."""
 from __future__ import annotations
 
 import socket
+import threading
 import unicodedata
 
 import pytest
@@ -83,6 +84,36 @@ def test_two_creates_of_one_path_make_one_file_and_the_later_one_is_told_it_exis
     assert lost == ("File /memories/race.md already exists", True)
     assert workspace.get_count() == 1
     assert "\tmine\n" in winner.execute({"command": "view", "path": "/memories/race.md"})
+
+
+def create_together(workspace, path: str, racers: int) -> list[tuple[str, bool]]:
+    """The answers of `racers` creates of `path` sent at once, each by its own backend."""
+    start = threading.Barrier(racers)
+    answers: list[tuple[str, bool]] = []
+
+    def create(n: int) -> None:
+        memory = WorkspaceMemory(workspace)
+        start.wait()
+        answers.append(memory.run({"command": "create", "path": path, "file_text": f"racer {n}"}))
+
+    threads = [threading.Thread(target=create, args=(n,)) for n in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers
+
+
+def test_creates_of_one_path_from_several_threads_make_one_file(workspace):
+    """Several agents' loops creating one path at once."""
+    racers = 4
+    for round_ in range(3):
+        path = f"/memories/together-{round_}.md"
+        answers = create_together(workspace, path, racers)
+        made = [a for a in answers if a == (f"File created successfully at: {path}", False)]
+        assert len(made) == 1, answers
+        assert answers.count((f"File {path} already exists", True)) == racers - 1, answers
+        assert workspace.get_count() == round_ + 1
 
 
 def test_a_file_deleted_and_made_again_is_one_file_each_time(workspace):
