@@ -7,6 +7,7 @@ app, reached by the HTTP client)."""
 
 from __future__ import annotations
 
+import http.server
 import socket
 import threading
 import unicodedata
@@ -15,6 +16,7 @@ import pytest
 
 from minisphere.client import Client
 from minisphere.integrations.anthropic_memory import MAX_PATH_CHARS, WorkspaceMemory
+from minisphere.integrations.memory_files import FILES_TAG, header, path_tag
 from tests.integrations.conftest import live_workspace
 
 
@@ -84,6 +86,18 @@ def test_two_creates_of_one_path_make_one_file_and_the_later_one_is_told_it_exis
     assert lost == ("File /memories/race.md already exists", True)
     assert workspace.get_count() == 1
     assert "\tmine\n" in winner.execute({"command": "view", "path": "/memories/race.md"})
+
+
+def test_delete_forgets_every_entry_a_path_has(workspace):
+    """A second entry of a path (written by hand with the tool's header and tags) goes with the
+    first: a delete leaves no text of the path behind."""
+    memory = WorkspaceMemory(workspace)
+    memory.execute({"command": "create", "path": "/memories/twice.md", "file_text": "one"})
+    key = "/memories/twice.md"
+    workspace.capture(f"{header(key)}\ntwo", tags=[FILES_TAG, path_tag(key)])
+    assert workspace.get_count() == 2
+    memory.execute({"command": "delete", "path": "/memories/twice.md"})
+    assert workspace.get_count() == 0
 
 
 def create_together(workspace, path: str, racers: int) -> list[tuple[str, bool]]:
@@ -204,6 +218,31 @@ def test_an_unreachable_service_is_a_tool_error():
             ):
                 text, is_error = memory.run(command)
                 assert is_error and "could not reach the memory service" in text, text
+
+
+class BadGateway(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.send_response(502)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(b"bad gateway")
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_front_that_answers_5xx_is_a_tool_error():
+    """A proxy in front of the service that answers 502 (not the service's error body)."""
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), BadGateway) as front:
+        threading.Thread(target=front.serve_forever, daemon=True).start()
+        try:
+            url = f"http://127.0.0.1:{front.server_address[1]}"
+            with Client(url, overload_retries=0) as client:
+                memory = WorkspaceMemory(client.workspace("notes", "token"))
+                text, is_error = memory.run({"command": "view", "path": "/memories"})
+                assert is_error and "front_end_error" in text, text
+        finally:
+            front.shutdown()
 
 
 def test_a_service_that_never_answers_is_a_tool_error():
