@@ -18,10 +18,10 @@ Creating a file claims its path with an idempotency key made of the path's diges
 generation number (`claim_key`): of two creates of one path, the later write meets the first
 one's key and is refused, so a path never holds two entries. A key whose file was deleted since
 is marked so by the service and passed over for the next generation: a create passes over one
-key per earlier delete (or rename away) of its path within the service's key-keeping period (a
-day), one call each. Tags cannot
-be taken off an entry, so a file never changes path: a rename makes the file anew at its new
-path (claimed the same way) and then forgets the old entry, whose revisions go with it.
+key (one call) per earlier delete or rename away of its path within the service's key-keeping
+period, a day. Tags cannot be taken off an entry, so a file never changes path: a rename makes
+the file anew at its new path (claimed the same way) and then forgets the old entry, whose
+revisions go with it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 plain in-memory file tree: random sequences of the tool's commands, run on both, answer the
 same texts and the same errors, and leave the same files. The workspace is real (engine files
 behind the real app, reached by the HTTP client); the tree below is written from the tool's
-documented behaviour, independently of the backend. Paths that leave /memories are refused."""
+documented behaviour, independently of the backend. Paths that leave /memories are refused;
+ordinary captures in between (tagged as people tag notes, some looking like a file's first
+line) change nothing the tool answers."""
 
 from __future__ import annotations
 
