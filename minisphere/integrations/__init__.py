@@ -9,7 +9,7 @@ One module per framework, each importing its framework only when it is itself im
 - `llamaindex` a LlamaIndex memory block for `Memory` (`minisphere[llamaindex]`);
 - `tool_specs` the contract methods as tool definitions for any LLM API (no extra needed);
 - `anthropic_memory` a backend for Anthropic's memory tool: its file commands on a workspace,
-               one entry per file (no extra needed).
+               one entry per file (`memory_files`; no extra needed).
 
 Every adapter takes a workspace *handle*: the HTTP client's `Client.workspace(...)` or
 `AsyncClient.workspace(...)`, the in-cluster client (`actors/in_cluster.py`), or any object with

@@ -6,17 +6,20 @@ The model asks for file operations on paths under `/memories` (`view`, `create`,
 one entry of the workspace, written through a workspace handle (`Client.workspace(...)`):
 
 - the entry's content is the file's path and a digest of it on the first line, then the file's
-  text: recall finds a file by its path's words and its text, and two files never look like
-  duplicates of each other (the engine compares case-folded text);
-- every entry of a file carries the tag `memory-file`, which lists them all (at most
-  MAX_FILES: one `listRecent` page). The path is not a tag of its own: tags are case-folded
-  and cannot be removed, so one would go stale at the first rename;
-- every change is an `update`, so the workspace keeps each earlier text as a revision (a
-  rename too: the first line changes); `delete` is `forget`, permanent.
+  text; its tags are the tool's own index (`memory_files.py`): a path is found by its exact
+  tag, never by scanning the newest entries, and ordinary captures, however tagged, are never
+  taken for files;
+- creating a path claims it (an idempotency key of the path): two creates of one path at the
+  same moment make one file, and the other is told it exists;
+- every edit is an `update`, so the workspace keeps each earlier text as a revision; a rename
+  makes the file anew at its new path and forgets the old entry; `delete` is `forget` of every
+  entry of the path, permanent.
 
 Answers and refusals use the tool's own texts, so a model trained on the tool reads them as it
 expects. Paths that leave `/memories` (`..`, another root, a percent-encoded or backslash
-variant, control characters) are refused before anything is sent.
+variant, control characters) are refused before anything is sent; paths are compared in NFC.
+`run` never raises: wrong-typed arguments, the service's refusals and a service that cannot be
+reached are all answered as the tool's errors (`is_error`), so the caller's loop goes on.
 
     memory = WorkspaceMemory(Client(url).workspace("notes", token))
     text, is_error = memory.run(tool_use.input)     # the tool_result's content and is_error
@@ -24,59 +27,47 @@ variant, control characters) are refused before anything is sent.
 
 from __future__ import annotations
 
-import hashlib
-import re
+import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+
+import httpx
 
 from minisphere.client.exchange import ServiceError
-from minisphere.integrations.handles import call
+from minisphere.integrations.memory_files import (
+    FILES_TAG,
+    MAX_FILES,
+    MAX_PATH_CHARS,
+    ROOT,
+    File,
+    MemoryToolError,
+    WorkspaceFiles,
+    memory_key,
+)
+
+__all__ = [
+    "FILES_TAG",
+    "MAX_PATH_CHARS",
+    "TOOL_DEFINITION",
+    "MemoryToolError",
+    "WorkspaceMemory",
+    "memory_key",
+]
+
+log = logging.getLogger(__name__)
 
 TOOL_DEFINITION = {"type": "memory_20250818", "name": "memory"}
-ROOT = "/memories"
-FILE_TAG = "memory-file"
-MAX_FILES = 200  # one listRecent page (the contract's listRecentMaxN)
-MAX_PATH_CHARS = 200  # the path sits on the entry's first line, never cut
-DIGEST_CHARS = 16
 LINE_NUMBER_WIDTH = 6
 LISTING_DEPTH = 2
 SNIPPET_CONTEXT_LINES = 2
-_ENCODED = re.compile(r"%[0-9a-fA-F]{2}")
-
-
-class MemoryToolError(Exception):
-    """A refused command; its message is the tool result's text."""
-
-
-def _escape_refusal(path: str) -> MemoryToolError:
-    return MemoryToolError(f"Path {path} would escape /memories directory")
-
-
-def memory_key(path: Any) -> str:
-    """The canonical form of a path under /memories (`.` and empty segments dropped), or
-    MemoryToolError. Any `..` is refused, as is anything that could be decoded into one."""
-    if not isinstance(path, str) or not (path == ROOT or path.startswith(ROOT + "/")):
-        raise MemoryToolError(f"Path must start with /memories, got: {path}")
-    if (
-        len(path) > MAX_PATH_CHARS
-        or "\\" in path
-        or _ENCODED.search(path)
-        or any(ord(ch) < 32 or ord(ch) == 127 for ch in path)
-    ):
-        raise _escape_refusal(path)
-    parts = [part for part in path[len(ROOT) :].split("/") if part not in ("", ".")]
-    if ".." in parts:
-        raise _escape_refusal(path)
-    return "/".join([ROOT, *parts])
-
-
-def _digest(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:DIGEST_CHARS]
-
-
-def _header(key: str) -> str:
-    return f"{key}\t{_digest(key)}"
+# what each command's arguments must be (paths are checked by memory_key, with its own texts)
+ARGUMENT_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
+    "create": {"file_text": (str,)},
+    "str_replace": {"old_str": (str,), "new_str": (str,)},
+    "insert": {"insert_line": (int,), "insert_text": (str,)},
+    "view": {"view_range": (list, type(None))},
+}
+# a service that cannot be reached: the tool answers an error, the caller's loop goes on
+UNREACHABLE = (httpx.TransportError, OSError)
 
 
 def _human_size(size: float) -> str:
@@ -93,10 +84,26 @@ def _numbered(lines: list[str], first: int) -> str:
     )
 
 
-@dataclass
-class _File:
-    entry_id: str
-    size: int  # UTF-8 bytes of the text
+def _check_types(name: str, arguments: dict) -> None:
+    """A wrong-typed argument (a model may send a number where text goes) as the tool's error."""
+    for argument, types in ARGUMENT_TYPES.get(name, {}).items():
+        if argument not in arguments:
+            continue  # a missing one is refused by the call itself
+        value = arguments[argument]
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise MemoryToolError(
+                f"Invalid arguments for {name}: `{argument}` must be "
+                f"{' or '.join('null' if t is type(None) else t.__name__ for t in types)}, "
+                f"got {type(value).__name__}"
+            )
+    view_range = arguments.get("view_range") if name == "view" else None
+    if view_range and (
+        len(view_range) != 2
+        or any(isinstance(n, bool) or not isinstance(n, int) for n in view_range)
+    ):
+        raise MemoryToolError(
+            f"Invalid `view_range` parameter: {view_range}. It should be a list of two integers."
+        )
 
 
 class WorkspaceMemory:
@@ -104,14 +111,21 @@ class WorkspaceMemory:
 
     def __init__(self, handle):
         self.handle = handle
+        self.files = WorkspaceFiles(handle)
 
     # ---- the tool ---------------------------------------------------------------------------
     def run(self, command: dict) -> tuple[str, bool]:
-        """(the tool result's text, is_error) of one command."""
+        """(the tool result's text, is_error) of one command; never raises."""
         try:
             return self.execute(command), False
         except MemoryToolError as exc:
             return str(exc), True
+        except UNREACHABLE as exc:
+            return f"The memory tool could not reach the memory service: {exc!r}", True
+        except Exception as exc:  # a defect here must not end the caller's agent loop
+            name = command.get("command") if isinstance(command, dict) else None
+            log.exception("memory tool command %.40r failed", name)  # never the file's text
+            return f"The memory tool failed: {exc!r}", True
 
     def execute(self, command: dict) -> str:
         """The text of a command's answer; MemoryToolError when it is refused."""
@@ -125,9 +139,10 @@ class WorkspaceMemory:
             "rename": self.rename,
         }
         action = actions.get(name) if isinstance(name, str) else None  # a list is no key
-        if action is None:
+        if action is None or not isinstance(name, str):
             raise MemoryToolError(f"Unknown command: {name}")
         arguments = {k: v for k, v in command.items() if k != "command"}
+        _check_types(name, arguments)
         try:
             return action(**arguments)
         except TypeError as exc:
@@ -139,42 +154,34 @@ class WorkspaceMemory:
 
     # ---- the commands ---------------------------------------------------------------------
     def view(self, path: str, view_range: list[int] | None = None) -> str:
-        key, files = memory_key(path), self._files()
-        if key in files:
-            lines = self._entry_text(files[key].entry_id).split("\n")
+        key = memory_key(path)
+        entry_ids = self.files.entries(key)
+        if entry_ids:
+            lines = self.files.text(entry_ids[-1]).split("\n")
             start, end = 0, len(lines)
-            if view_range and len(view_range) == 2:
+            if view_range:
                 start = max(1, view_range[0]) - 1
                 end = len(lines) if view_range[1] == -1 else view_range[1]
             return f"Here's the content of {path} with line numbers:\n" + _numbered(
                 lines[start:end], start + 1
             )
+        files, _ = self.files.all()
         if not self._is_dir(key, files):
             raise MemoryToolError(f"The path {path} does not exist. Please provide a valid path.")
         return self._listing(path, key, files)
 
     def create(self, path: str, file_text: str) -> str:
-        key, files = memory_key(path), self._files()
-        if key in files or self._is_dir(key, files):
+        key = memory_key(path)
+        files, full = self.files.all()
+        if self.files.entries(key) or self._is_dir(key, files):
             raise MemoryToolError(f"File {path} already exists")
         self._check_parents(key, files)
-        if len(files) >= MAX_FILES:
+        if full:  # one page of files: the oldest may lie beyond it
             raise MemoryToolError(
                 f"Cannot create {path}: the memory holds {MAX_FILES} files, "
                 "the most it keeps; delete one first"
             )
-        answer = call(
-            self.handle,
-            "call_tool",
-            "capture",
-            {
-                "content": f"{_header(key)}\n{file_text}",
-                "tags": [FILE_TAG],
-                "kind": "semantic",
-                "volatility": "durable",
-            },
-        )
-        if answer.get("outcome") != "stored":  # never: the first line is unique
+        if not self.files.create(key, file_text):
             raise MemoryToolError(f"File {path} already exists")
         return f"File created successfully at: {path}"
 
@@ -194,7 +201,7 @@ class WorkspaceMemory:
             )
         changed = text[: text.find(old_str)].count("\n")
         new_text = text.replace(old_str, new_str)
-        self._write(entry_id, key, new_text)
+        self.files.write(entry_id, key, new_text)
         lines = new_text.split("\n")
         first = max(0, changed - SNIPPET_CONTEXT_LINES)
         shown = lines[first : changed + SNIPPET_CONTEXT_LINES + 1]
@@ -208,81 +215,74 @@ class WorkspaceMemory:
         lines = text.split("\n")
         if lines[-1] == "":
             lines.pop()
-        if not isinstance(insert_line, int) or not 0 <= insert_line <= len(lines):
+        if not 0 <= insert_line <= len(lines):
             raise MemoryToolError(
                 f"Invalid `insert_line` parameter: {insert_line}. It should "
                 f"be within the range [0, {len(lines)}]."
             )
         lines.insert(insert_line, insert_text.rstrip("\n"))
         new_text = "\n".join(lines)
-        self._write(entry_id, key, new_text if new_text.endswith("\n") else new_text + "\n")
+        self.files.write(entry_id, key, new_text if new_text.endswith("\n") else new_text + "\n")
         return f"The file {path} has been edited."
 
     def delete(self, path: str) -> str:
-        key, files = memory_key(path), self._files()
+        key = memory_key(path)
         if key == ROOT:
             raise MemoryToolError("Cannot delete the /memories directory itself")
-        doomed = [k for k in files if k == key or k.startswith(key + "/")]
-        if not doomed:
+        deleted = False
+        while entry_ids := self.files.entries(key):  # every entry of the path, however many
+            self.files.forget(entry_ids)
+            deleted = True
+        while True:  # forgetting brings older files into a full listing's view
+            files, _ = self.files.all()
+            doomed = [f for k, f in files.items() if k.startswith(key + "/")]
+            if not doomed:
+                break
+            for file in doomed:
+                self.files.forget(file.entry_ids)
+            deleted = True
+        if not deleted:
             raise MemoryToolError(f"The path {path} does not exist")
-        for doomed_key in doomed:
-            call(self.handle, "call_tool", "forget", {"id": files[doomed_key].entry_id})
         return f"Successfully deleted {path}"
 
     def rename(self, old_path: str, new_path: str) -> str:
-        old, new, files = memory_key(old_path), memory_key(new_path), self._files()
+        old, new = memory_key(old_path), memory_key(new_path)
         if old == ROOT:
             raise MemoryToolError("Cannot rename the /memories directory itself")
-        if new in files or self._is_dir(new, files):
+        files, _ = self.files.all()
+        if self.files.entries(new) or self._is_dir(new, files):
             raise MemoryToolError(f"The destination {new_path} already exists")
-        moving = [k for k in files if k == old or k.startswith(old + "/")]
+        moving = {k: f.entry_ids for k, f in files.items() if k.startswith(old + "/")}
+        if old_ids := self.files.entries(old):
+            moving[old] = old_ids
         if not moving:
             raise MemoryToolError(f"The path {old_path} does not exist")
         if new.startswith(old + "/"):
             raise MemoryToolError(f"Cannot move {old_path} into itself")
         self._check_parents(new, files)
-        for key in moving:
-            entry_id = files[key].entry_id
-            self._write(entry_id, new + key[len(old) :], self._entry_text(entry_id))
+        longest = max(sorted(new + k[len(old) :] for k in moving), key=len)
+        if len(longest) > MAX_PATH_CHARS:
+            raise MemoryToolError(
+                f"Cannot rename {old_path} to {new_path}: the path {longest} would be longer "
+                f"than {MAX_PATH_CHARS} characters"
+            )
+        for key, entry_ids in sorted(moving.items()):
+            if not self.files.create(new + key[len(old) :], self.files.text(entry_ids[-1])):
+                raise MemoryToolError(f"The destination {new_path} already exists")
+            self.files.forget(entry_ids)
         return f"Successfully renamed {old_path} to {new_path}"
 
     # ---- the files in the workspace ------------------------------------------------------
-    def _files(self) -> dict[str, _File]:
-        """Every file: its key, entry and size (a cut listing's size from the whole entry)."""
-        listed = call(self.handle, "call_tool", "listRecent", {"tag": FILE_TAG, "n": MAX_FILES})
-        files = {}
-        for item in listed["items"]:
-            header, _, text = item["content"].partition("\n")
-            key, _, digest = header.rpartition("\t")
-            if not key or digest != _digest(key):
-                continue  # not a file's entry: someone else's tag
-            if item.get("truncated"):
-                text = self._entry_text(item["id"])
-            files[key] = _File(item["id"], len(text.encode("utf-8")))
-        return files
-
-    def _entry_text(self, entry_id: str) -> str:
-        content = call(self.handle, "call_tool", "getEntry", {"id": entry_id})["content"]
-        return content.partition("\n")[2]
-
     def _file_text(self, path: str) -> tuple[str, str, str]:
         """(key, entry id, text) of the file at `path`, or the tool's refusal for a missing
         one or a directory."""
-        key, files = memory_key(path), self._files()
-        if key not in files:
-            if self._is_dir(key, files):
+        key = memory_key(path)
+        entry_ids = self.files.entries(key)
+        if not entry_ids:
+            if self._is_dir(key, self.files.all()[0]):
                 raise MemoryToolError(f"The path {path} is not a file.")
             raise MemoryToolError(f"The path {path} does not exist. Please provide a valid path.")
-        return key, files[key].entry_id, self._entry_text(files[key].entry_id)
-
-    def _write(self, entry_id: str, key: str, text: str) -> None:
-        """The file's entry now holds `text` at `key` (its old content becomes a revision)."""
-        call(
-            self.handle,
-            "call_tool",
-            "update",
-            {"id": entry_id, "content": f"{_header(key)}\n{text}"},
-        )
+        return key, entry_ids[-1], self.files.text(entry_ids[-1])
 
     @staticmethod
     def _is_dir(key: str, files: dict) -> bool:
@@ -297,7 +297,7 @@ class WorkspaceMemory:
                 raise MemoryToolError(f"Cannot create {key}: {parent} is a file")
 
     @staticmethod
-    def _listing(path: str, key: str, files: dict[str, _File]) -> str:
+    def _listing(path: str, key: str, files: dict[str, File]) -> str:
         """The directory's files and directories, two levels deep, hidden ones left out."""
         file_parts: set[tuple[str, ...]] = set()
         sizes: dict[tuple[str, ...], int] = {}

@@ -2,15 +2,19 @@
 plain in-memory file tree: random sequences of the tool's commands, run on both, answer the
 same texts and the same errors, and leave the same files. The workspace is real (engine files
 behind the real app, reached by the HTTP client); the tree below is written from the tool's
-documented behaviour, independently of the backend. Paths that leave /memories are refused."""
+documented behaviour, independently of the backend. Paths that leave /memories are refused;
+ordinary captures in between (tagged as people tag notes, some looking like a file's first
+line) change nothing the tool answers."""
 
 from __future__ import annotations
+
+import unicodedata
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minisphere.integrations.anthropic_memory import FILE_TAG, WorkspaceMemory
+from minisphere.integrations.anthropic_memory import FILES_TAG, WorkspaceMemory
 from tests.integrations.conftest import live_workspace
 
 EXAMPLES = settings(
@@ -31,18 +35,19 @@ class FileTree:
     def key(path):
         if not (path == "/memories" or path.startswith("/memories/")):
             raise ValueError(f"Path must start with /memories, got: {path}")
-        decoded = path.lower()
+        name = unicodedata.normalize("NFC", path)  # one file per name, however spelled
+        decoded = name.lower()
         if (
-            "\\" in path
+            "\\" in name
             or (
                 "%" in decoded
                 and any(code in decoded for code in ("%2e", "%2f", "%5c", "%25", "%00"))
             )
-            or any(ord(c) < 32 for c in path)
-            or len(path) > 200
+            or any(ord(c) < 32 for c in name)
+            or len(name) > 200
         ):
             raise ValueError(f"Path {path} would escape /memories directory")
-        parts = [p for p in path.split("/")[2:] if p not in ("", ".")]
+        parts = [p for p in name.split("/")[2:] if p not in ("", ".")]
         if ".." in parts:
             raise ValueError(f"Path {path} would escape /memories directory")
         return "/".join(["/memories", *parts])
@@ -191,6 +196,13 @@ class FileTree:
             raise ValueError(f"Cannot move {old_path} into itself")
         if self.parent_file(new):
             raise ValueError(f"Cannot create {new}: {self.parent_file(new)} is a file")
+        moved = sorted(new + k[len(old) :] for k in moving)
+        if max(map(len, moved)) > 200:  # else a moved file could be reached by no command
+            longest = max(moved, key=len)
+            raise ValueError(
+                f"Cannot rename {old_path} to {new_path}: the path {longest} would be longer "
+                "than 200 characters"
+            )
         for k in moving:
             self.files[new + k[len(old) :]] = self.files.pop(k)
         return f"Successfully renamed {old_path} to {new_path}"
@@ -216,6 +228,9 @@ PATHS = [
     "/memories/notes.md/inner",
     "/memories/a b",
     "/memories/a  b",
+    "/memories/caf\u00e9.md",  # NFC
+    "/memories/cafe\u0301.md",  # the same name in NFD
+    "/memories/" + "L" * 185,  # a name its directories' files would outgrow
 ]
 TRAVERSALS = [
     "/memories/../etc/passwd",
@@ -235,6 +250,18 @@ TEXT = st.text(
     st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.just("\n"), max_size=30
 )
 FRAGMENT = st.sampled_from(["a", "line", "\n", "x\ny", ""]) | TEXT
+
+
+# what a person or an agent captures beside the tool: its tags normalize to what the tool might
+# have used (`memory-file`), its text may look like a file's first line
+ORDINARY = st.builds(
+    lambda text, tags: {"command": "capture", "content": text, "tags": tags},
+    st.sampled_from(
+        ["/memories/notes.md\tnotes", "/memories/notes.md\t0123456789abcdef\nx", "a note"]
+    )
+    | TEXT.filter(str.strip),
+    st.lists(st.sampled_from(["memory file", "Memory-File", "memory", "notes"]), max_size=2),
+)
 
 
 def commands():
@@ -276,11 +303,14 @@ def fresh_memory(service) -> tuple[WorkspaceMemory, object]:
 
 
 @EXAMPLES
-@given(script=st.lists(commands(), min_size=1, max_size=10))
+@given(script=st.lists(commands() | ORDINARY, min_size=1, max_size=10))
 def test_the_workspace_answers_every_command_as_a_file_tree_does(service, script):
-    memory, _ = fresh_memory(service)
+    memory, ws = fresh_memory(service)
     tree = FileTree()
     for command in script:
+        if command["command"] == "capture":  # not the tool's: the tree has nothing to do
+            ws.capture(command["content"], tags=command["tags"])
+            continue
         assert memory.run(command) == tree.run(command), command
     listing = {"command": "view", "path": "/memories"}
     assert memory.run(listing) == tree.run(listing)
@@ -303,21 +333,25 @@ def test_paths_that_leave_memories_are_refused_and_send_nothing(service, path):
     assert ws.get_count() == 0
 
 
-def test_each_change_is_a_revision_and_delete_forgets_for_good(service):
+def test_each_edit_is_a_revision_a_rename_starts_anew_and_delete_forgets_for_good(service):
     memory, ws = fresh_memory(service)
     memory.execute({"command": "create", "path": "/memories/plan.md", "file_text": "one\n"})
     memory.execute(
         {"command": "str_replace", "path": "/memories/plan.md", "old_str": "one", "new_str": "two"}
     )
+    [edited] = ws.list_recent(tag=FILES_TAG)
+    assert ws.get_entry(edited.id).model_extra["revisionCount"] == 1
     memory.execute(
         {"command": "rename", "old_path": "/memories/plan.md", "new_path": "/memories/done/plan.md"}
     )
-    [entry] = ws.list_recent(tag=FILE_TAG)
+    [entry] = ws.list_recent(tag=FILES_TAG)
     detail = ws.get_entry(entry.id)
     assert detail.content.startswith("/memories/done/plan.md\t") and detail.content.endswith(
         "\ntwo\n"
     )
-    assert detail.model_extra["revisionCount"] == 2
+    # the old entry went with its revisions (its path's tag cannot be taken off it)
+    assert entry.id != edited.id and detail.model_extra["revisionCount"] == 0
+    assert ws.get_count() == 1
     memory.execute({"command": "delete", "path": "/memories/done"})
     assert ws.get_count() == 0
     assert memory.run({"command": "view", "path": "/memories/done/plan.md"})[1] is True

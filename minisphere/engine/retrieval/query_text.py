@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
 import unicodedata
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import snowballstemmer
 
@@ -41,7 +42,9 @@ happen happened happens happening
 """.split()
 )
 
-_stemmer = snowballstemmer.stemmer("porter")
+# A snowball stemmer keeps the word it works on in its own fields, so one object shared by the
+# reader threads mixes their words up: each thread has its own (cheaper than a lock around one).
+_thread_stemmers = threading.local()
 
 
 def fold(text: str) -> str:
@@ -57,9 +60,19 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(fold(text))
 
 
+def _stemmer() -> Any:  # snowballstemmer has no type information
+    stemmer = getattr(_thread_stemmers, "stemmer", None)
+    if stemmer is None:
+        stemmer = _thread_stemmers.stemmer = snowballstemmer.stemmer("porter")
+    return stemmer
+
+
 @lru_cache(maxsize=65536)
 def _porter(token: str) -> str:
-    stemmed: str = _stemmer.stemWord(token)  # snowballstemmer has no type information
+    stemmer = _stemmer()
+    stemmed: str = stemmer.stemWord(token)
+    # the cache is emptied between tenants; the stemmer must not keep the last word either
+    stemmer.set_current("")
     return stemmed
 
 
