@@ -165,6 +165,7 @@ class VectorBinding(WorkspaceHooks):
             if self.binding is not None:
                 self._open_index(conn)
             resident.watch(conn, self._touched)
+            self.embeddings.watch_deletes(conn)
         if provider is not None and self.binding is not None and not self.holds(provider):
             if refuse_other:
                 raise InvalidArgument(
