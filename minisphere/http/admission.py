@@ -17,8 +17,6 @@ Retry-After, never has to.
 from __future__ import annotations
 
 import json
-import re
-from collections import Counter
 
 from minisphere.errors import Overloaded
 from minisphere.http.statuses import status_for
@@ -28,7 +26,7 @@ REFUSAL_RETRY_AFTER_S = 1
 # the floor (a busy agent's concurrency), unless the bound itself is smaller.
 WORKSPACE_INFLIGHT_SHARE = 0.25
 WORKSPACE_INFLIGHT_FLOOR = 16
-_WORKSPACE_PATH = re.compile(r"/v1/(?:w|workspaces)/([^/]+)")
+_WORKSPACE_PREFIXES = ("/v1/w/", "/v1/workspaces/")
 
 
 def workspace_share(max_inflight: int) -> int:
@@ -38,8 +36,10 @@ def workspace_share(max_inflight: int) -> int:
 
 
 def workspace_of(path: str) -> str | None:
-    named = _WORKSPACE_PATH.match(path)
-    return named.group(1) if named else None
+    for prefix in _WORKSPACE_PREFIXES:
+        if path.startswith(prefix):
+            return path[len(prefix) :].partition("/")[0] or None
+    return None
 
 
 def _refusal_body(message: str) -> bytes:
@@ -53,7 +53,7 @@ class InflightLimit:
         self.max_inflight = max_inflight
         self.per_workspace = workspace_share(max_inflight)
         self.inflight = 0
-        self.held: Counter[str] = Counter()  # requests held, by workspace
+        self.held: dict[str, int] = {}  # requests held, by workspace
         self.refused = 0
         self._status = status_for(Overloaded("", retry_after_s=REFUSAL_RETRY_AFTER_S))
         self._full = _refusal_body(
@@ -69,19 +69,25 @@ class InflightLimit:
         if self.inflight >= self.max_inflight:
             return await self._refuse(send, self._full)
         workspace = workspace_of(scope["path"])
-        if workspace is not None and self.held[workspace] >= self.per_workspace:
-            return await self._refuse(send, self._share_spent)
-        self.inflight += 1
         if workspace is not None:
-            self.held[workspace] += 1
+            held = self.held.get(workspace, 0)
+            if held >= self.per_workspace:
+                return await self._refuse(send, self._share_spent)
+            self.held[workspace] = held + 1
+        self.inflight += 1
         try:
             return await self.app(scope, receive, send)
         finally:
             self.inflight -= 1
             if workspace is not None:
-                self.held[workspace] -= 1
-                if not self.held[workspace]:
-                    del self.held[workspace]
+                self._let_go(workspace)
+
+    def _let_go(self, workspace: str) -> None:
+        held = self.held[workspace] - 1
+        if held:
+            self.held[workspace] = held
+        else:
+            del self.held[workspace]  # only workspaces with requests held are kept
 
     async def _refuse(self, send, body: bytes) -> None:
         self.refused += 1
