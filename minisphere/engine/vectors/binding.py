@@ -57,7 +57,7 @@ from minisphere.engine.vectors import semantic, table
 from minisphere.engine.vectors.arm import DeferredVectorArm
 from minisphere.engine.vectors.backfills import BackgroundBackfills
 from minisphere.engine.vectors.embeddings import Embeddings, QueryVector
-from minisphere.errors import InvalidArgument
+from minisphere.errors import InvalidArgument, WorkspaceClosed
 from minisphere.wire.recall_answer import RecallAnswer, VectorArmState
 
 if TYPE_CHECKING:  # pragma: no cover - types only
@@ -437,6 +437,8 @@ class VectorBinding(WorkspaceHooks):
             total = max(total, done)  # entries written meanwhile are embedded here too
             if progress:
                 progress(done, total)
+        if self._closing:  # a rebind cut short is not done: the next open finishes it
+            raise WorkspaceClosed("the workspace closed during a backfill")
         if progress and done < total and generation == self.generation:
             with self.storage.reading() as conn:
                 if table.missing_count(conn) == 0:

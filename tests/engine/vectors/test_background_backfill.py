@@ -10,6 +10,7 @@ from collections import Counter
 
 from minisphere.engine.embedding.hash_provider import HashProvider
 from minisphere.engine.workspace import Workspace
+from minisphere.errors import WorkspaceClosed
 from minisphere.hosting.group_commit import GroupCommitWriter
 from tests.engine.vectors.helpers import ChosenVectors, without_vector
 
@@ -82,4 +83,34 @@ def test_a_write_after_a_rebind_is_answered_while_the_backfill_is_held(tmp_path,
     finally:
         gated.gate.set()
         writer.close()
+        ws.close()
+
+
+def test_a_backfill_cut_short_by_a_close_says_so_rather_than_done(tmp_path, clock):
+    """A rebind's backfill stopped by a hibernation must not be reported as done: it stops at
+    its next batch and raises, and the next open embeds the rest."""
+    ws = Workspace(tmp_path / "w.db", clock=clock, embedder=ChosenVectors())
+    for text in OLD_ENTRIES:
+        ws.capture(text)
+    gated = GatedEmbedder(OLD_ENTRIES)
+    vectors = ws.switch_vectors(gated, replace=True)
+    outcome: list = []
+
+    def rebind() -> None:
+        try:
+            outcome.append(vectors.backfill(batch_size=1))
+        except Exception as exc:  # noqa: BLE001 - what the rebind's runner would report
+            outcome.append(exc)
+
+    running = threading.Thread(target=rebind)
+    try:
+        running.start()
+        assert gated.entered.wait(WAIT_S)
+        vectors.close()  # what closing the workspace does first
+        gated.gate.set()
+        running.join(WAIT_S)
+        assert isinstance(outcome[0], WorkspaceClosed), outcome
+        assert vectors.state()["missing"] == len(OLD_ENTRIES) - 1  # the batch under way landed
+    finally:
+        gated.gate.set()
         ws.close()
