@@ -8,10 +8,10 @@ nothing to send on it and the stream would hold an ingress slot for as long as i
 
 The workspace token comes as `Authorization: Bearer`, checked before the SDK sees the request
 the way the RPC routes check it (`gateway.authorize`, which spends the client address's budget
-of failed authentications): a missing or refused token is answered with the service's error body, 401 with
-`WWW-Authenticate`. Each tool call is authorized again for its own method and sent through
-`gateway.call`, as `POST /v1/w/{workspace}/{method}` sends it. The SDK's DNS-rebinding
-protection checks Host and Origin against `McpSettings`.
+of failed authentications): a missing or refused token is answered with the service's error
+body, 401 with `WWW-Authenticate`. Each tool call is authorized again for its own method and
+sent through `gateway.call`, as `POST /v1/w/{workspace}/{method}` sends it. The SDK's
+DNS-rebinding protection checks Host and Origin against `McpSettings`.
 
 The session manager runs in the app's lifespan (`session_manager.run()`), which Ray Serve and
 uvicorn enter before the first request.
@@ -125,9 +125,7 @@ def mount_mcp(
         Route(
             MCP_PATH,
             McpEndpoint(gateway, StreamableHTTPASGIApp(manager)),
-            # a stateless server has nothing to push, so no GET stream: 405 (the protocol's
-            # answer for "no stream here"), before the token check, holding nothing open
-            methods=list(MCP_METHODS),
+            methods=list(MCP_METHODS),  # others: 405 with Allow, before the token check
             name="mcp",
             include_in_schema=False,
         )
