@@ -69,6 +69,9 @@ class WorkspaceHooks:
         """Called after every write transaction on the writer's connection, committed or rolled
         back, with the writer's lock still held (`conn` may only be read)."""
 
+    def close(self) -> None:
+        """Called as the workspace closes, before its connection does: stop background work."""
+
 
 NO_HOOKS = WorkspaceHooks()
 

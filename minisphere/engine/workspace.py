@@ -86,6 +86,7 @@ class Workspace:
 
     # ---- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
+        self.hooks.close()  # outside the lock: a backfill stopping may need it for a moment
         with self._lock:
             if self._conn is not None:
                 self._conn.close()

@@ -50,7 +50,11 @@ async def lifespan(api: FastAPI):
 async def http_error(_request, exc: StarletteHTTPException) -> JSONResponse:
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     message = "no such route" if exc.status_code == 404 else str(exc.detail)
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=exc.status_code)
+    return JSONResponse(
+        {"error": {"code": code, "message": message}},
+        status_code=exc.status_code,
+        headers=exc.headers,  # a 405's Allow
+    )
 
 
 async def validation_error(_request, exc: RequestValidationError) -> JSONResponse:
@@ -71,7 +75,8 @@ def build_api(
     """The whole HTTP surface. `transfer`: the import/export operations (routes added when
     given); `observe(record)`: called with each request's log record (metrics); `request_id()`:
     the server's own id of the request, when it has one; `max_inflight`: requests held at once,
-    past which one is refused with 503 `overloaded` (0: no bound); `mcp`: the Host and Origin
+    past which one is refused with 503 `overloaded` (0: no bound), as is one past its
+    workspace's share of them (`admission.workspace_share`); `mcp`: the Host and Origin
     headers the MCP endpoint accepts (default: loopback names); `request_log`: one log line per
     request on the `minisphere.requests` logger."""
     api = FastAPI(

@@ -632,6 +632,7 @@ def test_a_history_restart_is_not_begun_again_by_each_confirmation(tmp_path, dae
     host.replica.history = (store, "history/ws-rep/")
     try:
         store.put_bytes("history/ws-rep/0000/old.ltx", b"the history before the forget")
+        host.replica.history_owed = True  # a forget's restart is owed
         host.replica.restart_history()  # its first upload cannot finish here
         assert store.list_keys("history/ws-rep/") == []
         assert not host.replica.history_owed
@@ -662,6 +663,7 @@ def test_two_history_restarts_never_run_at_once(tmp_path, daemon):
         return fold()
 
     host.replica.checkpoint = slow_checkpoint
+    host.replica.history_owed = True  # a forget's restart is owed
     try:
         threads = [threading.Thread(target=host.replica.restart_history) for _ in range(2)]
         threads[0].start()
@@ -869,4 +871,39 @@ def test_an_untouched_sealed_file_opens_as_it_is_even_after_a_change_of_owner(tm
     try:
         assert host.activation["source"] == "local"
     finally:
+        host.close()
+
+
+def test_a_history_restart_a_caller_waited_for_is_not_done_again(tmp_path, daemon):
+    """A forget's restart of the history and a confirmation that found it owed both asked for
+    one: the second waited for the first, then restarted again, deleting the new history the
+    first had just begun to upload (the whole file, uploaded twice)."""
+    import threading
+
+    host = host_on(tmp_path / "a", tmp_path / "replica", daemon)
+    restarts, entered, release = [0], threading.Event(), threading.Event()
+    fold = host.replica.checkpoint
+
+    def slow_checkpoint() -> bool:  # each restart folds the WAL first
+        restarts[0] += 1
+        entered.set()
+        release.wait(30)
+        return fold()
+
+    try:
+        entry = write(host, "a note the forget takes")[1]["id"]
+        host.replica.checkpoint = slow_checkpoint
+        forgetting = threading.Thread(target=forget, args=(host, entry))
+        forgetting.start()
+        assert entered.wait(30)  # the forget's restart is under way
+        assert host.replica.history_owed
+        confirming = threading.Thread(target=host.replica.restart_history)
+        confirming.start()
+        release.set()
+        for thread in (forgetting, confirming):
+            thread.join(60)
+        assert restarts[0] == 1 and not host.replica.history_owed
+        assert write(host, "confirmed after the restart")[0]
+    finally:
+        release.set()
         host.close()

@@ -163,10 +163,10 @@ class WorkspaceReplica:
                 self.db_path,
                 exc,
             )
-        self.restart_history()
+        self.restart_history(owed_only=False)
         return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
 
-    def restart_history(self) -> None:
+    def restart_history(self, *, owed_only: bool = True) -> None:
         """After a forget: the replica's history (and the daemon's local copy of it) holds the
         forgotten text in the pages of earlier transactions. Stop replicating the file, delete
         that history, and register it again: the replica starts over from a snapshot of the
@@ -177,8 +177,12 @@ class WorkspaceReplica:
         file) is waited for once, within the confirmation bound, and after that it is the
         daemon's to finish, the confirmations waiting for it like for any write. It may outlast
         one bound, and a restart per confirmation would delete it each time, so that a large
-        file would never reach its replica again."""
+        file would never reach its replica again. For the same reason a caller that waited for
+        another's restart restarts only what is still owed (`owed_only`: a forget the history
+        may predate; a history the daemon cannot go on from is restarted regardless)."""
         with self._restarting:
+            if owed_only and not self._restart_owed():
+                return
             covers = self.ledger.forgets()[0] if self.ledger is not None else 0
             self.history_owed = True
             self._restart_history()
@@ -193,6 +197,16 @@ class WorkspaceReplica:
                 self.db_path.parent.name,
                 exc,
             )
+
+    def _restart_owed(self) -> bool:
+        if self.history_owed:
+            return True
+        if self.ledger is None:  # nothing says what the history covers: restart
+            return True
+        try:
+            return self.ledger.owed(REPLICA_HISTORY) > 0
+        except Exception:  # noqa: BLE001 - the file unreadable: restarting is the safe side
+            return True
 
     def _settle(self, forgets: int) -> None:
         if self.ledger is None or not forgets:

@@ -21,8 +21,11 @@ the file never holds vectors of two models.
 
 If a vector cannot be written with its entry (no provider attached, the provider failed, the
 content changed between embedding and commit, or a rebind came between), the entry simply has
-no vector yet: `backfill` (run after such a commit, and on demand) embeds every entry lacking
-one, in batches, outside the transaction, and writes only vectors whose content is still current.
+no vector yet (recall ranks it by the lexical arms meanwhile): `backfill` embeds every entry
+lacking one, in batches, outside the transaction, and writes only vectors whose content is
+still current. After such a commit it runs on a thread of its own (`backfills.py`), never on the
+writer's: re-embedding a whole workspace would hold every write behind it. Backfills run one at
+a time, whoever started them (a rebind, a write, an open), and stop at a close.
 
 Recall's KNN runs over the resident copy of the vectors (`index.py`: one in-memory matrix, rebuilt
 when the binding opens and on every bind, kept equal to `entries_vec` after every write
@@ -36,6 +39,7 @@ The binding reaches the file only through the workspace's `reading()` and `trans
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -51,8 +55,9 @@ from minisphere.engine.hooks import Handler, WorkspaceHooks
 from minisphere.engine.vectors import index as resident
 from minisphere.engine.vectors import semantic, table
 from minisphere.engine.vectors.arm import DeferredVectorArm
+from minisphere.engine.vectors.backfills import BackgroundBackfills
 from minisphere.engine.vectors.embeddings import Embeddings, QueryVector
-from minisphere.errors import InvalidArgument
+from minisphere.errors import InvalidArgument, WorkspaceClosed
 from minisphere.wire.recall_answer import RecallAnswer, VectorArmState
 
 if TYPE_CHECKING:  # pragma: no cover - types only
@@ -150,6 +155,9 @@ class VectorBinding(WorkspaceHooks):
         self.embeddings = Embeddings(provider)
         self.settings = settings or semantic.SemanticSettings()
         self._needs_backfill = False
+        self._backfilling = threading.RLock()  # held by the one backfill running
+        self._closing = False
+        self.backfills = BackgroundBackfills(self._backfill_if_bound, "vector-backfill")
         self.index: resident.VectorIndex | None = None
         with storage.reading() as conn:
             table.ensure_extension(conn)
@@ -157,6 +165,7 @@ class VectorBinding(WorkspaceHooks):
             if self.binding is not None:
                 self._open_index(conn)
             resident.watch(conn, self._touched)
+            self.embeddings.watch_deletes(conn)
         if provider is not None and self.binding is not None and not self.holds(provider):
             if refuse_other:
                 raise InvalidArgument(
@@ -339,6 +348,19 @@ class VectorBinding(WorkspaceHooks):
     def after_commit(self) -> None:
         if self._needs_backfill and not self.embeddings.backing_off():
             self._needs_backfill = False
+            self.backfills.request()
+
+    def wait_for_backfills(self, timeout: float | None = None) -> bool:
+        """Until no backfill the writes asked for is left to run; False on `timeout`."""
+        return self.backfills.wait_idle(timeout)
+
+    def close(self) -> None:
+        """Stop backfilling (a running one stops at its next batch) before the file closes."""
+        self._closing = True
+        self.backfills.close()
+
+    def _backfill_if_bound(self) -> None:
+        if self.provider is not None:
             self.backfill()
 
     def _arm_state(self, vector: np.ndarray | None) -> VectorArmState:
@@ -370,7 +392,12 @@ class VectorBinding(WorkspaceHooks):
         self, batch_size: int | None = None, progress: Progress | None = None
     ) -> BackfillSummary:
         """Embed every entry lacking a vector: read a batch, embed it with no lock held, write
-        the vectors whose content is unchanged in one short transaction. Returns a summary."""
+        the vectors whose content is unchanged in one short transaction. Returns a summary.
+        One runs at a time: another waits for it, then embeds what it left."""
+        with self._backfilling:
+            return self._backfill(batch_size, progress)
+
+    def _backfill(self, batch_size: int | None, progress: Progress | None) -> BackfillSummary:
         provider, generation = self.provider, self.generation
         if provider is None:
             raise InvalidArgument("no embedding provider attached to this workspace")
@@ -380,7 +407,7 @@ class VectorBinding(WorkspaceHooks):
         done, skipped, after = 0, 0, 0
         if progress:
             progress(0, total)
-        while True:
+        while not self._closing:
             with self.storage.reading() as conn:
                 batch = table.missing(conn, max(1, batch_size or BACKFILL_BATCH_SIZE), after)
             if not batch:
@@ -410,6 +437,8 @@ class VectorBinding(WorkspaceHooks):
             total = max(total, done)  # entries written meanwhile are embedded here too
             if progress:
                 progress(done, total)
+        if self._closing:  # a rebind cut short is not done: the next open finishes it
+            raise WorkspaceClosed("the workspace closed during a backfill")
         if progress and done < total and generation == self.generation:
             with self.storage.reading() as conn:
                 if table.missing_count(conn) == 0:

@@ -2,7 +2,9 @@
 retried write, a repeated query), a back-off after a failure (a provider that is down must not
 hold up every write), and a recall's query vector started ahead of the recall
 (`QueryVector`). Each switch of provider starts a new generation: a vector embedded by the
-provider a rebind replaced is never cached or used after it."""
+provider a rebind replaced is never cached or used after it. A deleted entry's texts (its
+content, every revision's) leave the cache as the delete runs: a forgotten entry's words are
+kept nowhere in the process."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
+from minisphere.engine.db import Connection
 from minisphere.engine.embedding.base import EmbeddingProvider, check_shape
 
 log = logging.getLogger("minisphere.vectors")
@@ -23,6 +26,11 @@ EMBED_CACHE_MAX = 2048  # texts whose vectors are kept (a retried write re-uses 
 FAILURE_BACKOFF_S = 30.0  # after a provider failure, writes skip embedding this long
 QUERY_THREADS = 2  # threads embedding recall queries for providers in this process
 Embedding = Future[np.ndarray]  # a provider's (texts, dim) matrix, on its way
+DELETED_TEXT_FUNCTION = "minisphere_text_deleted"
+_DELETED_TEXT_TRIGGERS = {  # TEMP: on the writer's connection only; a forget cascades to both
+    "entry": "AFTER DELETE ON main.entries BEGIN SELECT {fn}(old.content); END",
+    "revision": "AFTER DELETE ON main.revisions BEGIN SELECT {fn}(old.content); END",
+}
 
 
 _pools: dict[str, ThreadPoolExecutor] = {}
@@ -152,6 +160,19 @@ class Embeddings:
     def clear(self) -> None:
         with self._cache_lock:
             self._cache.clear()
+
+    def drop(self, text: str) -> None:
+        with self._cache_lock:
+            self._cache.pop(text, None)
+
+    def watch_deletes(self, conn: Connection) -> None:
+        """Drop each text a delete on this (writer) connection removes from the file."""
+        conn.create_function(DELETED_TEXT_FUNCTION, 1, self.drop)
+        for name, body in _DELETED_TEXT_TRIGGERS.items():
+            conn.execute(
+                f"CREATE TEMP TRIGGER IF NOT EXISTS minisphere_deleted_{name}_text "
+                + body.format(fn=DELETED_TEXT_FUNCTION)
+            )
 
     def embed(self, texts: list[str]) -> list[np.ndarray | None]:
         """Vectors for texts (cache first, one provider call for the rest); None on failure."""

@@ -1,13 +1,17 @@
 """`/v1/w/{workspace}/mcp`: the workspace's MCP server over Streamable HTTP, on the HTTP app.
 
 Stateless (a new transport for each request, no session id), so any ingress replica answers
-any request; answers are JSON, not event streams. The workspace token comes as
-`Authorization: Bearer`, checked before the SDK sees the request the way the RPC routes check
-it (`gateway.authorize`, which spends the client address's budget of failed authentications):
-a missing or refused token is answered with the service's error body, 401 with
-`WWW-Authenticate`. Each tool call is authorized again for its own method and sent through
-`gateway.call`, as `POST /v1/w/{workspace}/{method}` sends it. The SDK's DNS-rebinding
-protection checks Host and Origin against `McpSettings`.
+any request; answers are JSON, not event streams. Only `POST` is routed: the `GET` that opens a
+server's own event stream is answered 405 with `Allow: POST` (how the protocol says a server
+offers no such stream; clients then go on with `POST` alone), since a stateless server has
+nothing to send on it and the stream would hold an ingress slot for as long as it stayed open.
+
+The workspace token comes as `Authorization: Bearer`, checked before the SDK sees the request
+the way the RPC routes check it (`gateway.authorize`, which spends the client address's budget
+of failed authentications): a missing or refused token is answered with the service's error
+body, 401 with `WWW-Authenticate`. Each tool call is authorized again for its own method and
+sent through `gateway.call`, as `POST /v1/w/{workspace}/{method}` sends it. The SDK's
+DNS-rebinding protection checks Host and Origin against `McpSettings`.
 
 The session manager runs in the app's lifespan (`session_manager.run()`), which Ray Serve and
 uvicorn enter before the first request.
@@ -38,6 +42,7 @@ SCOPE_KEY = "minisphere.mcp.backend"  # the request's backend, in the ASGI scope
 ENTRY_METHOD = "getCount"
 WRITE_METHOD = "capture"  # asked to learn whether the token may write
 AUTH_CHALLENGE = 'Bearer realm="minisphere"'
+MCP_METHODS = ("POST",)  # stateless: no session to end (DELETE), no stream to open (GET)
 
 
 @dataclass(frozen=True)
@@ -120,6 +125,7 @@ def mount_mcp(
         Route(
             MCP_PATH,
             McpEndpoint(gateway, StreamableHTTPASGIApp(manager)),
+            methods=list(MCP_METHODS),  # others: 405 with Allow, before the token check
             name="mcp",
             include_in_schema=False,
         )

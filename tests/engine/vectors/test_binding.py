@@ -289,3 +289,20 @@ def test_a_vector_the_replaced_provider_returns_is_no_failure_of_the_provider(tm
         ws.vectors.switch(make_provider({"provider": "hash", "dim": 32}), replace=True)
         ws.capture("written after the rebind")
         assert without_vector(ws) == 0
+
+
+def test_a_forgotten_entry_leaves_none_of_its_texts_in_the_embeddings_cache(vws):
+    """The cache of recent texts' vectors held a forgotten entry's words (every revision of
+    them) until the workspace closed."""
+    first, second = "the locker code is 4512", "the locker code is 7781"
+    entry = vws.capture(first)["id"]
+    vws.update(entry, second)
+    vws.append(entry, "and the spare key is under the mat")
+    third = vws.get_entry(entry)["content"]
+    kept = "an entry that stays"
+    vws.capture(kept)
+    cache = vws.vectors.embeddings
+    assert all(v is not None for v in cache.cached([first, second, third, kept]))
+    vws.forget(entry)
+    assert [v is None for v in cache.cached([first, second, third])] == [True, True, True]
+    assert cache.cached([kept])[0] is not None

@@ -135,6 +135,7 @@ def test_write_embedded_before_a_rebind_stores_no_vector_of_the_old_model(
         ((ok, result),) = ws.run_batch(call, prepared=prepared)
         assert ok
         # the float vector was dropped; the backfill after the commit embedded it with int8
+        assert ws.vectors.wait_for_backfills(30)
         assert np.allclose(
             stored_vector(ws, result["id"]), int8_model.embed([TEXTS[4]])[0], atol=1e-6
         )
