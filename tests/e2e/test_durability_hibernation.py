@@ -119,7 +119,9 @@ async def touch_many(url, admin, n, concurrency, sample):
     return made, peaks
 
 
-def test_resident_cap_holds_while_ten_times_as_many_workspaces_wake(http, admin_headers, service, directory):
+def test_resident_cap_holds_while_ten_times_as_many_workspaces_wake(
+    http, admin_headers, service, directory
+):
     # the cap under test, without the rule that keeps workspaces in session (each one here is
     # called once, just before the next wakes: all would be in session)
     previous = ray.get(directory.set_residency.remote(max_resident=CAP, in_session_s=0))
