@@ -238,8 +238,7 @@ class WorkspaceHost:
         be confirming, and a confirmation registers the file again (a daemon that lost it, a
         restart of the history) -- after the release, the daemon would follow the replaced
         file through the swap."""
-        if self.writer is not None:
-            self.writer.close()
+        self._drain_writes()
         self._release_replica(self.writer is not None)
         self._close_io()
 
@@ -250,6 +249,15 @@ class WorkspaceHost:
             self._open()
         except Exception:  # the next call tries again and says why
             log.exception("workspace %s: reopening after restore failed", self.workspace_id)
+
+    def _drain_writes(self) -> None:
+        """Stop the file's own background writes (a vector backfill), then drain the writer:
+        nothing commits after this, so the position read and the last sync that follow hold
+        the last write."""
+        if self.workspace is not None:
+            self.workspace.hooks.close()
+        if self.writer is not None:
+            self.writer.close()
 
     def _close_io(self) -> None:
         if self.writer is not None:
@@ -291,8 +299,7 @@ class WorkspaceHost:
         replica confirmed the last write and no named version is due yet), close."""
         self._closed = True
         was_open = self.writer is not None
-        if self.writer is not None:
-            self.writer.close()
+        self._drain_writes()
         position = self._position_now()
         replicated = self._ship_last(was_open)
         manifest, error = self.states.before_closing(replicated=replicated)
@@ -344,8 +351,7 @@ class WorkspaceHost:
 
     def close(self) -> None:
         self._closed = True
-        if self.writer is not None:
-            self.writer.close()
+        self._drain_writes()
         self._release_replica(self.writer is not None)
         self.snapshotter.close()
         self._close_io()
