@@ -37,6 +37,9 @@ from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
 
 log = logging.getLogger("minisphere.reach")
 FOLLOW_HIBERNATION_S = 60.0  # how long a call may keep following a hibernating workspace
+# A directory that does not answer (stalled, or its node gone) is a 503 to retry, never a
+# request hung until the front's own 60 s limit answers a bare 408 for us.
+DIRECTORY_ANSWER_TIMEOUT_S = 45.0
 RESEND_PAUSE_S = 0.05  # pause before sending again (grows per attempt, up to 1 s)
 RESEND_PAUSE_MAX_S = 1.0
 KEYED_WRITE_RESENDS = 2  # a write with an idempotency key is sent up to 3 times
@@ -56,6 +59,26 @@ def unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
+def _bounded(
+    timeout_s: float | None,
+    deadline: float,
+    workspace_id: str,
+    method: ServedMethod,
+    unknown_outcome: str,
+) -> float | None:
+    """How long the next attempt may wait: `timeout_s`, and no later than the deadline; past
+    it, the call ends here (an earlier attempt may have run it)."""
+    if timeout_s is None:
+        return None
+    left_s = deadline - time.monotonic()
+    if left_s <= 0:
+        raise WorkspaceUnavailable(
+            unknown_outcome
+            or f"workspace {workspace_id} did not answer {method} in time; retry shortly"
+        )
+    return min(timeout_s, left_s)
+
+
 async def until_answered(sent_call, timeout_s: float | None):
     """The actor's answer to a call already sent. Should the caller go away meanwhile (the
     HTTP client disconnected, so Serve cancelled the request), the call is cancelled in the
@@ -71,15 +94,31 @@ async def until_answered(sent_call, timeout_s: float | None):
 
 
 async def ask(directory, method: DirectoryMethod, *args):
-    """Call the directory actor; its named errors come back as themselves."""
+    """Call the directory actor; its named errors come back as themselves, and no answer
+    within DIRECTORY_ANSWER_TIMEOUT_S is `WorkspaceUnavailable`. The call itself is never cut
+    short (the directory changes its state in steps): it goes on, and a repeat joins it
+    (activations) or asks again (look-ups)."""
+    sent = asyncio.ensure_future(getattr(directory, method).remote(*args))
+    sent.add_done_callback(_consume_outcome)
+    timeout_s = DIRECTORY_ANSWER_TIMEOUT_S
     try:
-        return await getattr(directory, method).remote(*args)
+        return await asyncio.wait_for(asyncio.shield(sent), timeout_s)
+    except TimeoutError:
+        raise WorkspaceUnavailable(
+            f"the directory did not answer {method} within {timeout_s:g} s"
+        ) from None
     except RayTaskError as exc:
         raise unwrap(exc) from None
     except (RayActorError, TaskCancelledError) as exc:
         # a cancelled call (Ray cancels the task when the future awaiting it is cancelled, as
         # under a loaded node) is the directory not answering, not a defect: retry shortly
         raise WorkspaceUnavailable(f"directory unavailable: {exc.__class__.__name__}") from None
+
+
+def _consume_outcome(sent: asyncio.Future[Any]) -> None:
+    """An ask its caller stopped waiting for still ends somewhere: its error is not news."""
+    if not sent.cancelled():
+        sent.exception()
 
 
 class WorkspaceReach:
@@ -138,7 +177,8 @@ class WorkspaceReach:
     ) -> tuple[Reply[Any], int, float]:
         """Send `method(*args)` to the workspace's actor until it answers (see the module
         docstring). Returns (the done reply, attempts, ms of the last round trip); a refusal
-        raises its named error."""
+        raises its named error. With `timeout_s`, the whole call, every attempt included,
+        also ends by `deadline_s`."""
         deadline = time.monotonic() + deadline_s
         attempt = 0
         began = time.perf_counter()
@@ -146,11 +186,12 @@ class WorkspaceReach:
             attempt += 1
             last = max_attempts is not None and attempt >= max_attempts
             handle = await self.handle(workspace_id)
+            wait_s = _bounded(timeout_s, deadline, workspace_id, method, unknown_outcome)
             sent = time.perf_counter()
             try:
                 # through the actor's gate: a process outlives a workspace's residency
                 sent_call = handle.serve.remote(workspace_id, ServedMethod(method).value, *args)
-                reply = await until_answered(sent_call, timeout_s)
+                reply = await until_answered(sent_call, wait_s)
             except (TimeoutError, TaskCancelledError):
                 # cancelled: as a timeout, the call may or may not have run
                 self._no_answer(

@@ -42,7 +42,9 @@ from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
 from minisphere.wire.records import MaintenanceRun, TokenInfo, TokenIssued, WorkspaceRecord
 
 log = logging.getLogger("minisphere.gateway")
-CALL_TIMEOUT_S = 60.0
+# a whole call, its wake and every resend included: below the front's 60 s request limit
+# (infra/serve_config.yaml), so the caller gets the service's 503 + Retry-After, not a bare 408
+CALL_TIMEOUT_S = 50.0
 LIVE_STATUS_TIMEOUT_S = 3.0  # GET /v1/workspaces/{id}: the actor's own snapshot status
 UNKNOWN_CLIENT = "unknown"  # a caller whose address the server was not told
 
@@ -182,6 +184,7 @@ class Gateway:
                 WorkspaceCall(method_name, body, caller, idempotency_key, sent_query),
                 idempotent_attempts=resends,
                 timeout_s=CALL_TIMEOUT_S,
+                deadline_s=CALL_TIMEOUT_S,
                 unknown_outcome=unknown,
             )
         except Unauthenticated:

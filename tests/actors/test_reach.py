@@ -8,6 +8,7 @@ import asyncio
 import pytest
 from ray.exceptions import ActorDiedError, TaskCancelledError
 
+from actors import workspace_reach
 from actors.workspace_call import WorkspaceCall
 from actors.workspace_reach import WorkspaceReach
 from minisphere.errors import WorkspaceUnavailable
@@ -90,3 +91,54 @@ def test_a_call_that_found_its_cached_actor_gone_counts_that_attempt_and_the_wak
     )
     assert attempts == 2 and reply.ok
     assert reply.timings["activate_ms"] >= 9.0  # 5 ms lost + 5 ms re-activation
+
+
+class Stalled:
+    """A directory or an actor that never answers (stalled, or its node gone silent); counts
+    the calls it was sent."""
+
+    def __init__(self):
+        self.sent = 0
+
+    def __getattr__(self, method: str):
+        async def never(*args):
+            self.sent += 1
+            await asyncio.Event().wait()
+
+        return type("Remote", (), {"remote": staticmethod(never)})
+
+
+def test_a_directory_that_never_answers_is_a_503_to_retry_not_a_hung_request(monkeypatch):
+    monkeypatch.setattr(workspace_reach, "DIRECTORY_ANSWER_TIMEOUT_S", 0.2)
+    reach = WorkspaceReach(Stalled())
+    with pytest.raises(WorkspaceUnavailable) as refused:
+        asyncio.run(reach.call("ws-a", "call", GET_COUNT))
+    assert error_response(refused.value)[0] == 503
+    assert "directory did not answer" in str(refused.value)
+
+
+class ActivatesStalled:
+    """Activations answer at once, with the one actor that never answers."""
+
+    def __init__(self, actor: Stalled):
+        self.actor = actor
+
+    def __getattr__(self, method: str):
+        async def activate(*args):
+            return self.actor
+
+        return type("Remote", (), {"remote": staticmethod(activate)})
+
+
+def test_a_call_whose_actor_never_answers_ends_by_its_deadline_however_many_resends_it_may():
+    # a read may be sent again after each timeout; the call as a whole still ends by its
+    # deadline (below the front's own limit) rather than after every attempt's full timeout
+    actor = Stalled()
+    reach = WorkspaceReach(ActivatesStalled(actor))
+    with pytest.raises(WorkspaceUnavailable):
+        asyncio.run(
+            reach.call(
+                "ws-a", "call", GET_COUNT, idempotent_attempts=50, timeout_s=0.2, deadline_s=0.5
+            )
+        )
+    assert 1 <= actor.sent <= 4  # 50 without the deadline
