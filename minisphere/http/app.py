@@ -27,6 +27,7 @@ from minisphere.errors import MalformedRequest
 from minisphere.http.admission import InflightLimit
 from minisphere.http.callers import RouteError, answer_route_error
 from minisphere.http.console import mount_console
+from minisphere.http.front_overrides import RefuseFrontOverrides
 from minisphere.http.gateway_protocol import WorkspaceGateway
 from minisphere.http.handling import error_json
 from minisphere.http.mcp.endpoint import MCP_PATH, mount_mcp
@@ -111,5 +112,7 @@ def build_api(
         routes=api.router.routes,
         log_lines=request_log,
     )
-    api.add_middleware(InflightLimit, max_inflight=max_inflight)  # outermost: refused first
+    api.add_middleware(InflightLimit, max_inflight=max_inflight)
+    # outermost: a request lifting the front's limits is refused before it holds a slot
+    api.add_middleware(RefuseFrontOverrides)
     return api
