@@ -176,7 +176,7 @@ def json_values(text: str) -> list:
     return values
 
 
-def test_the_readme_shell_lines_run_as_written(service, tmp_path):
+def test_the_readme_shell_lines_run_as_written(service, http, admin_headers, tmp_path):
     """Run in order, the README's lines create a workspace, capture and recall what they
     captured; only the token the first prints is filled in (the README writes `msw_...`)."""
     lines = readme_shell_lines()
@@ -211,4 +211,4 @@ def test_the_readme_shell_lines_run_as_written(service, tmp_path):
         assert answers[0]["outcome"] == "stored"
         assert [item["id"] for item in answers[-1]["items"]] == [answers[0]["id"]]
     finally:
-        Client(service["url"], admin_token=service["admin"]).delete_workspace("notes")
+        http.delete("/v1/workspaces/notes", headers=admin_headers)
