@@ -13,7 +13,7 @@ from pathlib import Path
 
 from actors import ray_env
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # In a fresh interpreter, as a spare is: import the actor module, then parse a method's
 # arguments the way the first call does, with the distribution scan made to fail loudly.

@@ -119,7 +119,7 @@ def test_a_short_admin_token_off_loopback_refuses_to_start_saying_how_long_it_mu
     assert on_loopback.admin_token == "x" * 20  # loopback: 16 characters stay enough
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def documented_table(heading: str) -> str:
