@@ -241,31 +241,6 @@ class Gateway:
     ) -> builtins.list[MaintenanceRun]:
         return await self.ask_directory(DirectoryMethod.MAINTENANCE, "runs", workspace_id, limit)
 
-    # ---- durability (admin): DurabilityAdmin ---------------------------------------------------
-    async def snapshot(self, workspace_id: str) -> dict:
-        return await self.durability_admin.snapshot(workspace_id)
-
-    async def hibernate(self, workspace_id: str) -> dict:
-        return await self.durability_admin.hibernate(workspace_id)
-
-    async def restore(self, workspace_id: str, version: str) -> dict:
-        return await self.durability_admin.restore(workspace_id, version)
-
-    async def restore_to_moment(self, workspace_id: str, moment: str) -> dict:
-        return await self.durability_admin.restore_to_moment(workspace_id, moment)
-
-    async def prune_snapshots(self, workspace_id: str, keep: int) -> dict:
-        return await self.durability_admin.prune_snapshots(workspace_id, keep)
-
-    async def rebind_vectors(self, workspace_id: str, vector: dict) -> dict:
-        return await self.durability_admin.rebind_vectors(workspace_id, vector)
-
-    async def vector_binding(self, workspace_id: str) -> dict:
-        return await self.durability_admin.vector_binding(workspace_id)
-
-    async def list_snapshots(self, workspace_id: str) -> list[dict]:
-        return await self.durability_admin.list_snapshots(workspace_id)
-
     # ---- admin -----------------------------------------------------------------------------------
     async def create(self, workspace_id, blueprint, label) -> dict:
         return await self.ask_directory(DirectoryMethod.CREATE, workspace_id, blueprint, label)

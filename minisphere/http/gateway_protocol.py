@@ -1,9 +1,11 @@
-"""What the HTTP layer needs of its gateway, as a `typing.Protocol` (no Ray here).
+"""What the HTTP layer needs of its gateway, as `typing.Protocol`s (no Ray here), by audience:
+`WorkspaceGateway` checks callers, runs their calls and the operator's workspace and token
+records; its `durability_admin` (`DurabilityOperations`) is the operator's snapshots, restores,
+hibernation and vector bindings.
 
 The service's gateway (`actors/ingress/gateway.py`, over Ray's actors) and the tests' in-process
-one (`tests/support/engine_gateway.py`, over engine files) both implement it; the routes, the
-MCP endpoint and the caller dependencies call nothing else. Every method is called
-positionally (hence the `/`): the two implementations name their parameters differently.
+one (`tests/support/engine_gateway.py`, over engine files) both implement them; the routes, the
+MCP endpoint and the caller dependencies call nothing else.
 """
 
 from __future__ import annotations
@@ -21,24 +23,48 @@ TokenInfos = list[TokenInfo]
 MaintenanceRuns = list[MaintenanceRun]
 
 
+class DurabilityOperations(Protocol):
+    """The operator's operations on a workspace's stored states and its actor."""
+
+    async def snapshot(self, workspace_id: str) -> Record: ...
+
+    async def list_snapshots(self, workspace_id: str) -> Records: ...
+
+    async def hibernate(self, workspace_id: str) -> Record: ...
+
+    async def restore(self, workspace_id: str, version: str) -> Record: ...
+
+    async def restore_to_moment(self, workspace_id: str, moment: str) -> Record: ...
+
+    async def prune_snapshots(self, workspace_id: str, keep: int) -> Record: ...
+
+    async def rebind_vectors(self, workspace_id: str, vector: dict[str, Any]) -> Record: ...
+
+    async def vector_binding(self, workspace_id: str) -> Record: ...
+
+
 class WorkspaceGateway(Protocol):
+    @property
+    def durability_admin(self) -> DurabilityOperations:
+        """The operator's durability operations (a read-only member: each gateway has its own
+        class of them)."""
+        ...
+
     # ---- auth ----------------------------------------------------------------------------------
-    def is_admin(self, token: str, /) -> bool:
+    def is_admin(self, token: str) -> bool:
         """The admin token (never raises for a wrong one)."""
         ...
 
-    async def require_admin(self, token: str, client: str, /) -> None:
+    async def require_admin(self, token: str, client: str) -> None:
         """Raise unless `token` is the admin token; a wrong one spends `client`'s budget."""
         ...
 
-    async def authorize(
-        self, workspace_id: str, token: str, method_name: str, client: str, /
-    ) -> Any:
+    async def authorize(self, workspace_id: str, token: str, method_name: str, client: str) -> Any:
         """Raise unless `token` may call `method_name` on the workspace; the caller to send
         on with the call."""
         ...
 
-    async def whoami(self, token: str, client: str, /) -> Record: ...
+    async def whoami(self, token: str, client: str) -> Record: ...
 
     # ---- calls ---------------------------------------------------------------------------------
     async def call(
@@ -48,54 +74,34 @@ class WorkspaceGateway(Protocol):
         body: Any,
         caller: Any,
         idempotency_key: str | None = None,
-        /,
     ) -> tuple[Any, Timings]:
         """One contract method as `caller` (what `authorize` answered): (result, timings)."""
         ...
 
     async def run_maintenance(
-        self, workspace_id: str, method_name: str, body: Any, caller: Any, /
+        self, workspace_id: str, method_name: str, body: Any, caller: Any
     ) -> tuple[Any, Timings]:
         """A maintenance method, audited as a manual run."""
         ...
 
-    async def maintenance_runs(
-        self, workspace_id: str | None, limit: int, /
-    ) -> MaintenanceRuns: ...
+    async def maintenance_runs(self, workspace_id: str | None, limit: int) -> MaintenanceRuns: ...
 
     # ---- workspaces (admin) --------------------------------------------------------------------
     async def create(
-        self, workspace_id: str | None, blueprint: Record | None, label: str | None, /
+        self, workspace_id: str | None, blueprint: Record | None, label: str | None
     ) -> Record: ...
 
-    async def list(self, limit: int, after: str, /) -> WorkspaceRecords: ...
+    async def list(self, limit: int, after: str) -> WorkspaceRecords: ...
 
-    async def get(self, workspace_id: str, /) -> Record: ...
+    async def get(self, workspace_id: str) -> Record: ...
 
-    async def delete(self, workspace_id: str, /) -> Record: ...
-
-    # ---- snapshots and hibernation (admin) -----------------------------------------------------
-    async def snapshot(self, workspace_id: str, /) -> Record: ...
-
-    async def list_snapshots(self, workspace_id: str, /) -> Records: ...
-
-    async def hibernate(self, workspace_id: str, /) -> Record: ...
-
-    async def restore(self, workspace_id: str, version: str, /) -> Record: ...
-
-    async def restore_to_moment(self, workspace_id: str, moment: str, /) -> Record: ...
-
-    async def prune_snapshots(self, workspace_id: str, keep: int, /) -> Record: ...
-
-    async def rebind_vectors(self, workspace_id: str, vector: dict[str, Any], /) -> Record: ...
-
-    async def vector_binding(self, workspace_id: str, /) -> Record: ...
+    async def delete(self, workspace_id: str) -> Record: ...
 
     # ---- tokens (admin) ------------------------------------------------------------------------
     async def create_token(
-        self, workspace_id: str, scope: str, label: str | None, expires_in_s: int | None, /
+        self, workspace_id: str, scope: str, label: str | None, expires_in_s: int | None
     ) -> TokenIssued: ...
 
-    async def list_tokens(self, workspace_id: str, /) -> TokenInfos: ...
+    async def list_tokens(self, workspace_id: str) -> TokenInfos: ...
 
-    async def revoke_token(self, workspace_id: str, token_id: str, /) -> Record: ...
+    async def revoke_token(self, workspace_id: str, token_id: str) -> Record: ...

@@ -14,11 +14,12 @@ import pytest
 import actors
 from actors.directory.actor import DirectoryActor
 from actors.directory.runtime import RayActors
+from actors.ingress.durability_admin import DurabilityAdmin
 from actors.ingress.gateway import Gateway
 from actors.workspace.actor import SERVED_METHODS, WorkspaceActor
 from actors.workspace.admin_methods import FILE_METHODS, AdminFiles
 from minisphere.directory.actor_runtime import ActorRuntime
-from minisphere.http.gateway_protocol import WorkspaceGateway
+from minisphere.http.gateway_protocol import DurabilityOperations, WorkspaceGateway
 from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod, WorkspaceActorMethod
 from tests.support.in_process_actors import InProcessActors, InProcessWorkspaceActor
 from tests.support.protocols import protocol_gaps
@@ -31,6 +32,7 @@ RECEIVER_NAMED_CALLS = {("runtime", "call"): 1, ("reach", "call"): 1, ("serve", 
 
 def test_the_services_gateway_lacks_no_method_of_the_http_layers_protocol():
     assert protocol_gaps(WorkspaceGateway, Gateway) == []
+    assert protocol_gaps(DurabilityOperations, DurabilityAdmin) == []
 
 
 @pytest.mark.parametrize("runtime", [RayActors, InProcessActors])

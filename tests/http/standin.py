@@ -30,6 +30,12 @@ class StandInGateway:
         self.snapshot_store = snapshot_store
         self.failure = failure  # raised by every call that reaches a workspace
 
+    @property
+    def durability_admin(self) -> StandInGateway:
+        """The stand-in answers the durability operations it knows (restore, list_snapshots)
+        itself."""
+        return self
+
     def is_admin(self, token: str) -> bool:
         return token == ADMIN_TOKEN
 

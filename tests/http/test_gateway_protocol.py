@@ -1,6 +1,7 @@
-"""The gateway protocol of the HTTP layer: complete (every gateway method the layer calls is in
-it), and implemented by the tests' in-process gateway; the check itself names what a class
-lacks. (The service's gateway, over Ray: tests/actors/test_actor_protocols.py.)"""
+"""The gateway protocols of the HTTP layer: complete (every gateway method the layer calls is in
+them, its durability operations' included), and implemented by the tests' in-process gateway;
+the check itself names what a class lacks. (The service's gateway, over Ray:
+tests/actors/test_actor_protocols.py.)"""
 
 from __future__ import annotations
 
@@ -8,17 +9,19 @@ import re
 from pathlib import Path
 
 import minisphere.http
-from minisphere.http.gateway_protocol import WorkspaceGateway
-from tests.support.engine_gateway import EngineGateway
+from minisphere.http.gateway_protocol import DurabilityOperations, WorkspaceGateway
+from tests.support.engine_gateway import EngineDurability, EngineGateway
 from tests.support.protocols import protocol_gaps, protocol_methods
 
 HTTP_LAYER = Path(minisphere.http.__file__).parent
 # `gateway.x(`, `self.gateway.x(`, `call.gateway.x(`: a method the HTTP layer calls
 GATEWAY_CALL = re.compile(r"\bgateway\.([a-z_]+)\(")
+DURABILITY_CALL = re.compile(r"\bgateway\.durability_admin\.([a-z_]+)\(")
 
 
 def test_the_in_process_gateway_lacks_no_method_of_the_protocol():
     assert protocol_gaps(WorkspaceGateway, EngineGateway) == []
+    assert protocol_gaps(DurabilityOperations, EngineDurability) == []
 
 
 def test_every_gateway_method_the_http_layer_calls_is_in_the_protocol():
@@ -31,6 +34,16 @@ def test_every_gateway_method_the_http_layer_calls_is_in_the_protocol():
     assert called - set(protocol_methods(WorkspaceGateway)) == set()
 
 
+def test_every_durability_operation_the_http_layer_calls_is_in_its_protocol():
+    called = {
+        name
+        for source in HTTP_LAYER.rglob("*.py")
+        for name in DURABILITY_CALL.findall(source.read_text())
+    }
+    assert called, "the pattern no longer finds the HTTP layer's durability calls"
+    assert called - set(protocol_methods(DurabilityOperations)) == set()
+
+
 def test_the_check_names_each_missing_method_and_each_call_a_method_cannot_take():
     class Partial:
         async def is_admin(self, token):  # async where the protocol's is not
@@ -39,7 +52,9 @@ def test_the_check_names_each_missing_method_and_each_call_a_method_cannot_take(
         async def restore(self, workspace_id):  # the version argument is missing
             return {}
 
-    gaps = "\n".join(protocol_gaps(WorkspaceGateway, Partial))
+    gaps = "\n".join(
+        protocol_gaps(WorkspaceGateway, Partial) + protocol_gaps(DurabilityOperations, Partial)
+    )
     assert "Partial.list is missing" in gaps
     assert "Partial.is_admin must be a plain method" in gaps
     assert "Partial.restore(workspace_id) cannot be called with 2 positional" in gaps

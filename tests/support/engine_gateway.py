@@ -88,6 +88,7 @@ class EngineGateway:
             token_hash(ADMIN_TOKEN),
             lambda candidate: self._run(self.control.tokens.whoami, candidate),
         )
+        self.durability_admin = EngineDurability(self)
 
     async def _run(self, fn, *args):
         """`fn(*args)` on a worker thread, one at a time (SQLite connections are shared)."""
@@ -168,8 +169,8 @@ class EngineGateway:
             result, replayed = reply.unwrap(), reply.replayed
         return result, {"engine_ms": (time.perf_counter() - started) * 1e3, "replayed": replayed}
 
-    async def call(self, workspace_id, method_name, args, caller, idempotency_key=None):
-        return await self._run(self._call, workspace_id, method_name, args, idempotency_key)
+    async def call(self, workspace_id, method_name, body, caller, idempotency_key=None):
+        return await self._run(self._call, workspace_id, method_name, body, idempotency_key)
 
     def _maintenance(self, workspace_id: str, method_name: str, args) -> tuple:
         """Like the service: the pass is recorded as the due state and audited (manual)."""
@@ -186,8 +187,8 @@ class EngineGateway:
         self.ledger.record_run(record.finish("ok", epoch_ms()))
         return result, timings
 
-    async def run_maintenance(self, workspace_id, method_name, args, caller):
-        return await self._run(self._maintenance, workspace_id, method_name, args)
+    async def run_maintenance(self, workspace_id, method_name, body, caller):
+        return await self._run(self._maintenance, workspace_id, method_name, body)
 
     async def maintenance_runs(self, workspace_id, limit):
         return await self._run(self.ledger.runs, workspace_id, limit)
@@ -252,46 +253,55 @@ class EngineGateway:
     async def revoke_token(self, workspace_id, token_id):
         return await self._run(self._revoke_token, workspace_id, token_id)
 
-    # ---- snapshots and hibernation (admin) ------------------------------------------------------
+
+class EngineDurability:
+    """The operator's snapshots, restores, hibernation and vector bindings over the engine
+    gateway's files (its `durability_admin`)."""
+
+    def __init__(self, gateway: EngineGateway):
+        self.gateway = gateway
+
     def _snapshot(self, workspace_id: str, reason: str = "manual") -> dict:
-        self.control.get(workspace_id)
-        return take_snapshot(self.path(workspace_id), self.store, workspace_id, reason=reason)
+        self.gateway.control.get(workspace_id)
+        return take_snapshot(
+            self.gateway.path(workspace_id), self.gateway.store, workspace_id, reason=reason
+        )
 
     async def snapshot(self, workspace_id):
-        return await self._run(self._snapshot, workspace_id)
+        return await self.gateway._run(self._snapshot, workspace_id)
 
     def _list_snapshots(self, workspace_id: str) -> list[dict]:
-        self.control.get(workspace_id)
-        return list_snapshots(self.store, workspace_id)
+        self.gateway.control.get(workspace_id)
+        return list_snapshots(self.gateway.store, workspace_id)
 
     async def list_snapshots(self, workspace_id):
-        return await self._run(self._list_snapshots, workspace_id)
+        return await self.gateway._run(self._list_snapshots, workspace_id)
 
     def _prune_snapshots(self, workspace_id: str, keep: int) -> dict:
         taken = self._snapshot(workspace_id, "prune")  # the newest is the file as it is
         return {
             "workspace": workspace_id,
             "snapshot": taken,
-            "deleted": prune(self.store, workspace_id, keep),
-            "kept": list_versions(self.store, workspace_id),
+            "deleted": prune(self.gateway.store, workspace_id, keep),
+            "kept": list_versions(self.gateway.store, workspace_id),
         }
 
     async def prune_snapshots(self, workspace_id, keep):
-        return await self._run(self._prune_snapshots, workspace_id, keep)
+        return await self.gateway._run(self._prune_snapshots, workspace_id, keep)
 
     def _restore(self, workspace_id: str, version: str) -> dict:
-        self.control.get(workspace_id)
-        self._close(workspace_id)
+        self.gateway.control.get(workspace_id)
+        self.gateway._close(workspace_id)
         result = restore_snapshot(
-            self.store, workspace_id, self.path(workspace_id), version, publish=True
+            self.gateway.store, workspace_id, self.gateway.path(workspace_id), version, publish=True
         )
         return restored_answer(workspace_id, result)
 
     async def restore(self, workspace_id, version):
-        return await self._run(self._restore, workspace_id, version)
+        return await self.gateway._run(self._restore, workspace_id, version)
 
     async def restore_to_moment(self, workspace_id, moment):
-        self.control.get(workspace_id)
+        self.gateway.control.get(workspace_id)
         raise InvalidArgument(
             "restoring to a moment needs continuous replication "
             "(MINISPHERE_REPLICATION=sync or async); restore a snapshot "
@@ -303,10 +313,10 @@ class EngineGateway:
         spec = parse_blueprint({"bindings": {"vector": vector}}).bindings.vector
         if spec is None:
             raise InvalidArgument("a vector binding is required (its provider at least)")
-        wanted = self.control.set_vector_binding(workspace_id, spec.model_dump())["blueprint"][
-            "bindings"
-        ]["vector"]
-        report = self.workspace(workspace_id).enable_vectors(
+        wanted = self.gateway.control.set_vector_binding(workspace_id, spec.model_dump())[
+            "blueprint"
+        ]["bindings"]["vector"]
+        report = self.gateway.workspace(workspace_id).enable_vectors(
             make_provider(spec.embedder_spec()), replace=True
         )
         return {
@@ -324,11 +334,11 @@ class EngineGateway:
         }
 
     async def rebind_vectors(self, workspace_id, vector):
-        return await self._run(self._rebind_vectors, workspace_id, vector)
+        return await self.gateway._run(self._rebind_vectors, workspace_id, vector)
 
     def _vector_binding(self, workspace_id: str) -> dict:
-        vectors = self.workspace(workspace_id).vectors
-        blueprint = self.control.get(workspace_id)["blueprint"]
+        vectors = self.gateway.workspace(workspace_id).vectors
+        blueprint = self.gateway.control.get(workspace_id)["blueprint"]
         return {
             "workspace": workspace_id,
             "blueprint": (blueprint.get("bindings") or {}).get("vector"),
@@ -339,11 +349,11 @@ class EngineGateway:
         }
 
     async def vector_binding(self, workspace_id):
-        return await self._run(self._vector_binding, workspace_id)
+        return await self.gateway._run(self._vector_binding, workspace_id)
 
     def _hibernate(self, workspace_id: str) -> dict:
-        self.control.get(workspace_id)
-        if workspace_id not in self.open:
+        self.gateway.control.get(workspace_id)
+        if workspace_id not in self.gateway.open:
             return {
                 "workspace": workspace_id,
                 "hibernated": False,
@@ -351,7 +361,7 @@ class EngineGateway:
                 "snapshot": None,
                 "pendingSnapshot": False,
             }
-        self._close(workspace_id)
+        self.gateway._close(workspace_id)
         taken = self._snapshot(workspace_id, "hibernate")
         return {
             "workspace": workspace_id,
@@ -362,7 +372,7 @@ class EngineGateway:
         }
 
     async def hibernate(self, workspace_id):
-        return await self._run(self._hibernate, workspace_id)
+        return await self.gateway._run(self._hibernate, workspace_id)
 
 
 class EngineTransfer:

@@ -138,7 +138,7 @@ async def delete_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     responses=answers(S.SnapshotManifest),
 )
 async def snapshot_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
-    return await gateway.snapshot(check_workspace_id(workspace_id))
+    return await gateway.durability_admin.snapshot(check_workspace_id(workspace_id))
 
 
 @routes.get(
@@ -147,7 +147,7 @@ async def snapshot_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     responses=answers(S.SnapshotList),
 )
 async def list_workspace_snapshots(workspace_id: WorkspaceId, call: SnapshotsCaller):
-    return {"items": await call.gateway.list_snapshots(workspace_id)}
+    return {"items": await call.gateway.durability_admin.list_snapshots(workspace_id)}
 
 
 @routes.post(
@@ -156,7 +156,7 @@ async def list_workspace_snapshots(workspace_id: WorkspaceId, call: SnapshotsCal
     responses=answers(S.Hibernated),
 )
 async def hibernate_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
-    return await gateway.hibernate(check_workspace_id(workspace_id))
+    return await gateway.durability_admin.hibernate(check_workspace_id(workspace_id))
 
 
 @routes.post(
@@ -168,7 +168,7 @@ async def hibernate_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
 async def restore_workspace(workspace_id: WorkspaceId, request: Request, gateway: AdminGateway):
     check_workspace_id(workspace_id)
     spec = await read_spec(request, RestoreWorkspace, "restore", required=True)
-    return await gateway.restore(workspace_id, spec.version)
+    return await gateway.durability_admin.restore(workspace_id, spec.version)
 
 
 @routes.post(
@@ -183,7 +183,7 @@ async def restore_workspace_to_moment(
 ):
     check_workspace_id(workspace_id)
     spec = await read_spec(request, RestoreToMoment, "restore-to-moment", required=True)
-    return await gateway.restore_to_moment(workspace_id, spec.timestamp)
+    return await gateway.durability_admin.restore_to_moment(workspace_id, spec.timestamp)
 
 
 @routes.post(
@@ -198,7 +198,7 @@ async def prune_workspace_snapshots(
 ):
     check_workspace_id(workspace_id)
     spec = await read_spec(request, PruneSnapshots, "prune")
-    return await gateway.prune_snapshots(workspace_id, spec.keep)
+    return await gateway.durability_admin.prune_snapshots(workspace_id, spec.keep)
 
 
 @routes.post(
@@ -213,7 +213,7 @@ async def rebind_workspace_vectors(
 ):
     check_workspace_id(workspace_id)
     spec = await read_spec(request, VectorBindingSpec, "vector-binding", required=True)
-    state = await gateway.rebind_vectors(workspace_id, spec.model_dump())
+    state = await gateway.durability_admin.rebind_vectors(workspace_id, spec.model_dump())
     return JSONResponse(state, status_code=202)
 
 
@@ -223,4 +223,4 @@ async def rebind_workspace_vectors(
     responses=answers(S.VectorBindingState),
 )
 async def get_workspace_vector_binding(workspace_id: WorkspaceId, gateway: AdminGateway):
-    return await gateway.vector_binding(check_workspace_id(workspace_id))
+    return await gateway.durability_admin.vector_binding(check_workspace_id(workspace_id))
