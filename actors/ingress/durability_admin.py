@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from actors.workspace_reach import WorkspaceReach
+from actors.workspace_reach import FOLLOW_HIBERNATION_S, WorkspaceReach
 from minisphere.control.auth import check_workspace_id
 from minisphere.durability.generations import generation_store
 from minisphere.durability.restores import restored_answer
@@ -34,14 +34,20 @@ class DurabilityAdmin:
         self.admin_hash = admin_hash  # the actors' admin methods check it again
         self._store: SnapshotStore | None = None  # made on first use
 
-    async def actor_call(self, workspace_id: str, method: ServedMethod, *args):
-        """An admin call on the workspace's actor (activating it), following hibernation."""
+    async def actor_call(
+        self, workspace_id: str, method: ServedMethod, *args, timeout_s: float | None = None
+    ):
+        """An admin call on the workspace's actor (activating it), following hibernation;
+        `timeout_s`: a bound on the whole call, for steps of a known size (an export page, an
+        import chunk). A snapshot or a restore takes what the file's size takes."""
         check_workspace_id(workspace_id)
         reply, _, _ = await self.reach.call(
             workspace_id,
             method,
             *args,
             idempotent_attempts=1,
+            timeout_s=timeout_s,
+            deadline_s=timeout_s or FOLLOW_HIBERNATION_S,
             unknown_outcome=f"workspace {workspace_id} restarted during {method}; retry shortly",
         )
         return reply.unwrap()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import uuid
 
+from actors.ingress.gateway import CALL_TIMEOUT_S
 from actors.workspace.transfer_steps import EXPORT_PAGE_LINES
 from minisphere.errors import TransferError
 from minisphere.wire.actor_methods import ServedMethod
@@ -29,6 +30,7 @@ class TransferOps:
                 number,
                 EXPORT_PAGE_LINES,
                 self.gateway.admin_hash,
+                timeout_s=CALL_TIMEOUT_S,  # a page is small: no page may hang the export
             )
             yield page["lines"]
             if page["done"]:
@@ -48,4 +50,5 @@ class TransferOps:
             first,
             final,
             self.gateway.admin_hash,
+            timeout_s=CALL_TIMEOUT_S,  # a chunk is small: no chunk may hang the import
         )

@@ -9,11 +9,14 @@ import pytest
 from ray.exceptions import ActorDiedError, TaskCancelledError
 
 from actors import workspace_reach
+from actors.ingress.durability_admin import DurabilityAdmin
 from actors.workspace_call import WorkspaceCall
 from actors.workspace_reach import WorkspaceReach
 from minisphere.errors import WorkspaceUnavailable
 from minisphere.http.statuses import error_response
 from minisphere.reply import Reply
+from minisphere.settings import load_settings
+from minisphere.wire.actor_methods import ServedMethod
 
 GET_COUNT = WorkspaceCall("getCount", {}, "hash")
 
@@ -142,3 +145,22 @@ def test_a_call_whose_actor_never_answers_ends_by_its_deadline_however_many_rese
             )
         )
     assert 1 <= actor.sent <= 4  # 50 without the deadline
+
+
+def test_an_import_chunk_to_an_actor_that_never_answers_ends_within_its_bound(tmp_path):
+    # an admin import chunk went through the resend loop with no time limit: an actor lost
+    # to a fault left the operator's import hanging for good
+    actor = Stalled()
+    admin = DurabilityAdmin(
+        load_settings({"MINISPHERE_DATA_DIR": str(tmp_path)}),
+        WorkspaceReach(ActivatesStalled(actor)),
+        ask_directory=None,
+        admin_hash="h",
+    )
+    with pytest.raises(WorkspaceUnavailable):
+        asyncio.run(
+            admin.actor_call(
+                "ws-a", ServedMethod.IMPORT_CHUNK, "k", "{}", [], 0, True, "h", timeout_s=0.3
+            )
+        )
+    assert actor.sent >= 1
