@@ -41,9 +41,9 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
-from operator_cluster import HTTP_TIMEOUT_S, ROOT, load_config, log
+from operator_cluster import HTTP_TIMEOUT_S, ROOT, files_under, load_config, log
 from operator_scenario import DEPLOY_TIMEOUT_S, SERVE_CONFIG, Scenario
-from soak_faults import FAULTS, files_under
+from soak_faults import FAULTS
 from soak_workload import OPERATIONS, resolve
 
 WORKSPACES = 6

@@ -508,6 +508,14 @@ def ray_auth_env() -> dict[str, str]:
     return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": RAY_AUTH_TOKEN}
 
 
+def files_under(root: Path):
+    """Every file below `root`; a folder deleted meanwhile (a workspace's, Litestream's) is
+    skipped rather than ending the walk."""
+    for folder, _, names in os.walk(root):
+        for name in names:
+            yield Path(folder) / name
+
+
 def netns_pids(netns: str) -> list[str]:
     return run("ip", "netns", "pids", netns, check=False).stdout.split()
 

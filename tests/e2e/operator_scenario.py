@@ -59,6 +59,7 @@ from operator_cluster import (
     SERVE_PORT,
     Cluster,
     dump_config,
+    files_under,
     kill_netns_processes,
     load_config,
     log,
@@ -270,11 +271,11 @@ class Scenario(Cluster):
                 return b""
 
         for node in self.nodes:
-            for path in (node.folder / "data").rglob("*"):
+            for path in files_under(node.folder / "data"):
                 if holds(read(path), path.name):
                     found.append(f"{node.name}:{path.relative_to(node.folder)}")
         if self.store == "local":
-            for path in self.shared_snapshots.rglob("*"):
+            for path in files_under(self.shared_snapshots):
                 if holds(read(path), path.name):
                     found.append(f"store:{path.relative_to(self.shared_snapshots)}")
             return found

@@ -14,15 +14,7 @@ import signal
 import time
 from pathlib import Path
 
-from operator_cluster import kill_netns_processes
-
-
-def files_under(root: Path):
-    """Every file below `root`; a folder deleted meanwhile is skipped."""
-    for folder, _, names in os.walk(root):
-        for name in names:
-            yield Path(folder) / name
-
+from operator_cluster import files_under, kill_netns_processes
 
 FREEZE_S = (2.0, 6.0)  # a stopped daemon or raylet: under Ray's health-check bound
 S3_DOWN_S = (2.0, 6.0)
