@@ -16,7 +16,9 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
+from typing import Any
 
+from minisphere.control.plane import ControlPlane
 from minisphere.control.residency_policy import (
     IN_SESSION_S,
     MIB,
@@ -25,7 +27,8 @@ from minisphere.control.residency_policy import (
     retirement_reason,
 )
 from minisphere.directory.actor_runtime import ActorRuntime
-from minisphere.directory.spares import Spare
+from minisphere.directory.residents import Resident, ResidentTable
+from minisphere.directory.spares import Spare, SparePool
 from minisphere.errors import Overloaded
 from minisphere.wire.actor_methods import WorkspaceActorMethod
 
@@ -44,13 +47,13 @@ HIBERNATING_OVER_CAP_PER_CPU = 1.0
 class Hibernation:
     def __init__(
         self,
-        control,
+        control: ControlPlane,
         runtime: ActorRuntime,
-        residents,
+        residents: ResidentTable,
         max_resident: int,
         idle_s: float,
         hibernating_over_cap: int = 1,
-        pool=None,
+        pool: SparePool | None = None,
         recycle_max_binds: int = 0,
         recycle_max_growth_mib: float = 0.0,
     ):
@@ -66,14 +69,16 @@ class Hibernation:
         self.max_resident = int(max_resident)
         self.idle_s = float(idle_s)
         self.hibernating_over_cap = max(0, int(hibernating_over_cap))
-        self._evictions: set[asyncio.Task] = set()  # evictions for room, while they run
+        self._evictions: set[asyncio.Task[dict[str, Any]]] = (
+            set()
+        )  # evictions for room, while they run
         self._clean_exits: OrderedDict[str, None] = OrderedDict()  # actor ids, bounded
         # hibernations begun since the directory started, by reason (idle, lru, manual, ...):
         # many `lru` per wake is the cap thrashing
         self.counts: dict[str, int] = {}
 
     # ---- one workspace -----------------------------------------------------------------------------
-    async def hibernate(self, workspace_id: str, reason: str = "manual") -> dict:
+    async def hibernate(self, workspace_id: str, reason: str = "manual") -> dict[str, Any]:
         """Hibernate a resident workspace: its actor drains, snapshots (if changed), closes;
         then it is killed. Calls that reach it afterwards were never run (ended cleanly)."""
         if workspace_id in self.residents.hibernations:
@@ -90,7 +95,9 @@ class Hibernation:
             workspace_id, lambda: self._hibernate_actor(workspace_id, resident, reason)
         )
 
-    async def _hibernate_actor(self, workspace_id: str, resident, reason: str) -> dict:
+    async def _hibernate_actor(
+        self, workspace_id: str, resident: Resident, reason: str
+    ) -> dict[str, Any]:
         clean = True
         try:
             result = await self.runtime.call(
@@ -141,7 +148,7 @@ class Hibernation:
         )
         return {**result, "hibernated": True, "reason": reason, "recycled": recycled}
 
-    def _recycle(self, resident, process: dict) -> bool:
+    def _recycle(self, resident: Resident, process: dict[str, Any]) -> bool:
         """Hand the cleanly hibernated process back to the pool when it may serve again."""
         why = retirement_reason(
             int(process.get("binds", 0)),
@@ -164,13 +171,13 @@ class Hibernation:
         self._end_process(resident, True, why or "no pool")
         return False
 
-    def _end_process(self, resident, clean: bool, why: str) -> None:
+    def _end_process(self, resident: Resident, clean: bool, why: str) -> None:
         self.runtime.kill(resident.handle)
         if self.pool is not None:
             self.pool.not_returning()
         self._note_end(resident, clean, why)
 
-    def _note_end(self, resident, clean: bool, why: str) -> None:
+    def _note_end(self, resident: Resident, clean: bool, why: str) -> None:
         self.retired[why] = self.retired.get(why, 0) + 1
         if clean:
             self._clean_exits[self.runtime.actor_id(resident.handle)] = None
@@ -205,7 +212,7 @@ class Hibernation:
         max_resident: int | None = None,
         idle_s: float | None = None,
         in_session_s: float | None = None,
-    ) -> dict:
+    ) -> dict[str, float]:
         """Change the cap / idle time / how recent a use protects a resident from eviction at
         run time (operators, tests); returns the previous."""
         previous = {
@@ -235,7 +242,7 @@ class Hibernation:
         """Hibernate `victim` for room, as a task of its own (held here until it ends: the
         event loop keeps only a weak reference to a task)."""
 
-        def ended(task: asyncio.Task) -> None:
+        def ended(task: asyncio.Task[dict[str, Any]]) -> None:
             self._evictions.discard(task)
             if not task.cancelled() and task.exception() is not None:
                 log.warning("evicting %s for room failed: %r", victim, task.exception())
