@@ -46,6 +46,7 @@ from minisphere.errors import InvalidArgument
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
 from minisphere.settings import Settings, ensure_private_dir, restrict_file_modes
 from minisphere.wire.records import Location, TokenInfo, TokenIssued, WorkspaceRecord
+from minisphere.wire.residency import Activation, HibernationAnswer, SnapshotStatus
 
 log = logging.getLogger("minisphere.directory")
 DIRECTORY_NAME = "directory"
@@ -201,7 +202,7 @@ class DirectoryActor:
         self._start_background()
         return await self.activator.activate(workspace_id, caller_saw_failure)
 
-    async def hibernate(self, workspace_id: str, reason: str = "manual") -> dict:
+    async def hibernate(self, workspace_id: str, reason: str = "manual") -> HibernationAnswer:
         return await self.hibernation.hibernate(workspace_id, reason)
 
     async def set_vector_binding(self, workspace_id: str, vector: dict) -> WorkspaceRecord:
@@ -312,7 +313,7 @@ class DirectoryActor:
         return self._durability(workspace_id)
 
     # ---- reports from workspace actors (fire-and-forget) ---------------------------------------------
-    async def placed(self, workspace_id: str, node_id: str, activation: dict) -> None:
+    async def placed(self, workspace_id: str, node_id: str, activation: Activation) -> None:
         """A restarted actor reopened its workspace on its own (binds answer the directory)."""
         if not self.control.exists(workspace_id):
             return
@@ -334,7 +335,7 @@ class DirectoryActor:
     async def sweep_nodes(self) -> dict | None:
         return await self.workspaces.sweep_nodes()
 
-    async def snapshot_status(self, workspace_id: str, status: dict) -> None:
+    async def snapshot_status(self, workspace_id: str, status: SnapshotStatus) -> None:
         if self.control.exists(workspace_id):
             self.control.record_snapshot_status(workspace_id, status)
 

@@ -13,7 +13,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from minisphere.control.blueprints import parse_stored_blueprint
 from minisphere.control.plane import ControlPlane, DurabilityRecord
@@ -29,6 +29,7 @@ from minisphere.errors import NotFound, Overloaded, WorkspaceUnavailable
 from minisphere.settings import Settings
 from minisphere.wire.actor_methods import WorkspaceActorMethod
 from minisphere.wire.records import WorkspaceRecord
+from minisphere.wire.residency import Activation
 
 log = logging.getLogger("minisphere.directory")
 # after evicting a resident to make room on its node: how long to wait for its slot to show
@@ -62,11 +63,11 @@ def pending_writes(snap: DurabilityRecord) -> int:
 
 
 def record_placement(
-    control: ControlPlane, workspace_id: str, node_id: str, activation: dict[str, Any]
+    control: ControlPlane, workspace_id: str, node_id: str, activation: Activation
 ) -> None:
     """Where the workspace opened, and from what: a restore from a snapshot is an event."""
     control.touch(workspace_id, node_id)
-    if activation.get("source") == "snapshot":
+    if activation["source"] == "snapshot":
         control.record_event(
             workspace_id,
             "restore-on-activation",
@@ -253,7 +254,8 @@ class Activator:
             resident = self.residents.get(victim)
             assert resident is not None  # `evictable` names residents only
             handle = resident.handle
-            if (await self.hibernation.hibernate(victim, "room on its node")).get("recycled"):
+            answer = await self.hibernation.hibernate(victim, "room on its node")
+            if answer["hibernated"] and answer["recycled"]:
                 return  # its process is a spare on that node now: the wake's own
             # the victim's slot is free only once its process is gone and Ray's resource view
             # shows it: placing before then finds the node still full and moves the workspace
@@ -355,7 +357,7 @@ class Activator:
         resident.wake = {
             "actor": source,
             "bindMs": round((time.perf_counter() - bind_started) * 1e3, 3),
-            "openMs": bound.get("openMs"),
+            "openMs": bound["openMs"],
         }
         self.control.set_state(workspace_id, "active")
         record_placement(self.control, workspace_id, node, resident.activation)

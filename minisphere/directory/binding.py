@@ -12,7 +12,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from minisphere.control.auth import TokenGrant
 from minisphere.control.plane import ControlPlane
@@ -24,9 +23,10 @@ from minisphere.directory.spares import Spare, SparePool
 from minisphere.errors import NoWorkspaceSlots
 from minisphere.reply import Reply
 from minisphere.wire.actor_methods import WorkspaceActorMethod
+from minisphere.wire.residency import BindAnswer
 
 log = logging.getLogger("minisphere.directory")
-Binding = asyncio.Future[Reply[dict[str, Any]]]  # the bind call under way
+Binding = asyncio.Future[Reply[BindAnswer]]  # the bind call under way
 BIND_TIMEOUT_S = 120.0  # opening a file, restoring it from a snapshot if missing
 # A bind past BIND_TIMEOUT_S whose restore staged more bytes since the last look is given this
 # much longer each time (a restore of a large file), up to BIND_RESTORE_MAX_S in all.
@@ -78,7 +78,7 @@ class ActorBinder:
         placed: Placement | None,
         launch: WorkspaceLaunch,
         grants: tuple[TokenGrant, ...],
-    ) -> tuple[Reply[dict[str, Any]], WakeSource | None]:
+    ) -> tuple[Reply[BindAnswer], WakeSource | None]:
         """Bind the actor; its reply, and "spare" when a spare took the place of a new actor
         that never got a process. A new actor aimed at a node that filled up before it started
         (a wake racing it for the last slot) would wait there for good, so one still not

@@ -16,7 +16,6 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from typing import Any
 
 from minisphere.control.plane import ControlPlane
 from minisphere.control.residency_policy import (
@@ -31,6 +30,13 @@ from minisphere.directory.residents import Resident, ResidentTable
 from minisphere.directory.spares import Spare, SparePool
 from minisphere.errors import Overloaded
 from minisphere.wire.actor_methods import WorkspaceActorMethod
+from minisphere.wire.residency import (
+    Hibernated,
+    HibernationAnswer,
+    HibernationReport,
+    HostHibernation,
+    ProcessReport,
+)
 
 log = logging.getLogger("minisphere.directory")
 HIBERNATE_TIMEOUT_S = 60.0  # a workspace actor's drain + snapshot + close
@@ -69,16 +75,15 @@ class Hibernation:
         self.max_resident = int(max_resident)
         self.idle_s = float(idle_s)
         self.hibernating_over_cap = max(0, int(hibernating_over_cap))
-        self._evictions: set[asyncio.Task[dict[str, Any]]] = (
-            set()
-        )  # evictions for room, while they run
+        # evictions for room, while they run
+        self._evictions: set[asyncio.Task[HibernationAnswer]] = set()
         self._clean_exits: OrderedDict[str, None] = OrderedDict()  # actor ids, bounded
         # hibernations begun since the directory started, by reason (idle, lru, manual, ...):
         # many `lru` per wake is the cap thrashing
         self.counts: dict[str, int] = {}
 
     # ---- one workspace -----------------------------------------------------------------------------
-    async def hibernate(self, workspace_id: str, reason: str = "manual") -> dict[str, Any]:
+    async def hibernate(self, workspace_id: str, reason: str = "manual") -> HibernationAnswer:
         """Hibernate a resident workspace: its actor drains, snapshots (if changed), closes;
         then it is killed. Calls that reach it afterwards were never run (ended cleanly)."""
         if workspace_id in self.residents.hibernations:
@@ -97,73 +102,74 @@ class Hibernation:
 
     async def _hibernate_actor(
         self, workspace_id: str, resident: Resident, reason: str
-    ) -> dict[str, Any]:
-        clean = True
+    ) -> Hibernated:
         try:
-            result = await self.runtime.call(
+            report: HibernationReport = await self.runtime.call(
                 resident.handle, WorkspaceActorMethod.HIBERNATE, timeout_s=HIBERNATE_TIMEOUT_S
             )
         except Exception as exc:  # noqa: BLE001 - timed out, died, or Ray's own failure
-            # whatever the failure, the actor is killed below: it is no longer resident, so
-            # left alive it would be nobody's (a process and a slot nothing would ever free)
-            clean = False
-            result = {
+            # whatever the failure, the actor is killed: it is no longer resident, so left
+            # alive it would be nobody's (a process and a slot nothing would ever free)
+            self._end_process(resident, False, "hibernation failed")
+            failed: HostHibernation = {
                 "workspace": workspace_id,
                 "snapshot": None,
                 "pendingSnapshot": True,
                 "snapshots": None,
                 "error": f"hibernation failed: {exc.__class__.__name__}",
             }
+            return self._recorded(workspace_id, resident, reason, failed, recycled=False)
         except BaseException:
             self._end_process(resident, False, "cancelled")  # cancelled: never left alive
             raise
-        if clean:
-            recycled = self._recycle(resident, result.get("process") or {})
-        else:
-            recycled = False
-            self._end_process(resident, False, "hibernation failed")
-        if result.get("tokensUsed"):  # the actor's last report of its tokens' use
-            self.control.tokens.touch(workspace_id, result["tokensUsed"])
-        snapshot = result.get("snapshot") or {}
+        recycled = self._recycle(resident, report["process"])
+        if report.get("tokensUsed"):  # the actor's last report of its tokens' use
+            self.control.tokens.touch(workspace_id, report["tokensUsed"])
+        return self._recorded(workspace_id, resident, reason, report, recycled)
+
+    def _recorded(
+        self,
+        workspace_id: str,
+        resident: Resident,
+        reason: str,
+        report: HostHibernation,
+        recycled: bool,
+    ) -> Hibernated:
+        """The hibernation recorded in the control plane (and logged), as answered."""
+        snapshot = report["snapshot"] or {}
         self.control.record_hibernation(
             workspace_id,
-            result.get("snapshots"),
-            bool(result.get("pendingSnapshot")),
+            report["snapshots"],
+            report["pendingSnapshot"],
             snapshot.get("version"),
-            result.get("position"),
-            result.get("storedPosition"),
+            report.get("position"),
+            report.get("storedPosition"),
         )
         # a line per hibernation only when it wrote a snapshot or failed at something: Ray's
         # log monitor reads every line a worker writes, and wake cycles are many
-        noted = snapshot or result.get("error")
         log.log(
-            logging.INFO if noted else logging.DEBUG,
+            logging.INFO if snapshot or report["error"] else logging.DEBUG,
             "hibernated %s (%s, actor %s, %s): snapshot %s%s",
             workspace_id,
             reason,
             resident.actor_name,
             "recycled" if recycled else "ended",
             snapshot.get("version", "not needed"),
-            f"; {result['error']}" if result.get("error") else "",
+            f"; {report['error']}" if report["error"] else "",
         )
-        return {**result, "hibernated": True, "reason": reason, "recycled": recycled}
+        return {**report, "hibernated": True, "reason": reason, "recycled": recycled}
 
-    def _recycle(self, resident: Resident, process: dict[str, Any]) -> bool:
+    def _recycle(self, resident: Resident, process: ProcessReport) -> bool:
         """Hand the cleanly hibernated process back to the pool when it may serve again."""
         why = retirement_reason(
-            int(process.get("binds", 0)),
-            int(process.get("rssBytes", 0)),
-            int(process.get("freshRssBytes", 0)),
+            process["binds"],
+            process["rssBytes"],
+            process["freshRssBytes"],
             self.recycle_max_binds,
             self.recycle_max_growth_bytes,
         )
-        if why is None and self.pool is not None and process:
-            spare = Spare(
-                resident.handle,
-                resident.actor_name,
-                process.get("nodeId") or resident.node_id,
-                recycled=True,
-            )
+        if why is None and self.pool is not None:
+            spare = Spare(resident.handle, resident.actor_name, process["nodeId"], recycled=True)
             if self.pool.give_back(spare):  # else the pool killed it: it was full
                 return True
             self._note_end(resident, True, "the pool is full")
@@ -242,7 +248,7 @@ class Hibernation:
         """Hibernate `victim` for room, as a task of its own (held here until it ends: the
         event loop keeps only a weak reference to a task)."""
 
-        def ended(task: asyncio.Task[dict[str, Any]]) -> None:
+        def ended(task: asyncio.Task[HibernationAnswer]) -> None:
             self._evictions.discard(task)
             if not task.cancelled() and task.exception() is not None:
                 log.warning("evicting %s for room failed: %r", victim, task.exception())

@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from minisphere.control.plane import ControlPlane
 from minisphere.control.residency_policy import idle_residents
 from minisphere.directory.actor_runtime import ActorRuntime, Handle
 from minisphere.directory.flights import SingleFlight
 from minisphere.wire.actor_methods import WorkspaceActorMethod
+from minisphere.wire.residency import Activation, Hibernated
 
 ACTIVITY_TIMEOUT_S = 0.5  # how long the directory waits for actors' last-call times
 REFRESH_INTERVAL_S = 1.0  # actors' last-call times are asked for at most this often
@@ -49,7 +50,7 @@ class Resident:
     bound_at: float = float("-inf")  # monotonic time it was bound (adopted: long ago)
     snapshot_failing: bool = False  # its snapshots fail: it stays to retry them
     inflight: int = 0  # calls running in it when last asked: not idle
-    activation: dict[str, Any] | None = None  # how its actor opened the file
+    activation: Activation | None = None  # how its actor opened the file
     wake: Wake | None = None  # where its process came from, and how long the wake took
     placement: str | None = None  # why it runs where it runs
 
@@ -60,7 +61,7 @@ class ResidentTable:
         self.runtime = runtime
         self._residents: dict[str, Resident] = {}
         self.activations: SingleFlight[Handle] = SingleFlight()
-        self.hibernations: SingleFlight[dict[str, Any]] = SingleFlight()
+        self.hibernations: SingleFlight[Hibernated] = SingleFlight()
         self.reserved: set[str] = set()  # being bound, a slot under the cap held
         self._refreshed_at = float("-inf")
 

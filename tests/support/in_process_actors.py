@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import time
 
 from minisphere.directory.actor_runtime import ActorGone
@@ -19,6 +20,7 @@ from minisphere.hosting.host_options import HostTuning, KnownState
 from minisphere.reply import Reply
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE, SnapshotSettings
 from minisphere.wire.actor_methods import WorkspaceActorMethod
+from minisphere.wire.residency import BindAnswer, HibernationReport, ProcessReport
 
 NODE = "in-process-node"
 
@@ -47,11 +49,12 @@ class InProcessWorkspaceActor:
     async def ready(self) -> dict:
         return {"name": self.name, "nodeId": NODE, "bound": None}
 
-    async def bind(self, launch, grants=()) -> Reply[dict]:
+    async def bind(self, launch, grants=()) -> Reply[BindAnswer]:
         if self.host is not None:
             raise AssertionError(f"{self.name} bound twice")
         if self.bind_gate is not None:
             await self.bind_gate.wait()
+        started = time.perf_counter()
         snapshots = launch.snapshots or SnapshotSettings()
         known = KnownState(
             generation=launch.generation,
@@ -71,7 +74,14 @@ class InProcessWorkspaceActor:
             ),
         )
         self.grants = tuple(grants)
-        return Reply.done({"activation": self.host.activation, "nodeId": NODE})
+        return Reply.done(
+            {
+                "activation": self.host.activation,
+                "nodeId": NODE,
+                "pid": os.getpid(),
+                "openMs": (time.perf_counter() - started) * 1e3,
+            }
+        )
 
     async def opening(self) -> dict:
         return {"stagedBytes": self.staged_bytes}
@@ -87,7 +97,7 @@ class InProcessWorkspaceActor:
             "inflight": self.inflight,
         }
 
-    async def hibernate(self) -> dict:
+    async def hibernate(self) -> HibernationReport:
         if self.hibernate_gate is not None:
             await self.hibernate_gate.wait()
         if self.hibernate_failure is not None:
@@ -95,7 +105,14 @@ class InProcessWorkspaceActor:
         result = await asyncio.to_thread(self.host.hibernate)
         self.host, self.grants = None, ()  # a spare again, as the Ray actor lets go
         self.binds += 1
-        return {**result, "process": {"binds": self.binds, "nodeId": NODE}}
+        process: ProcessReport = {
+            "binds": self.binds,
+            "rssBytes": 0,
+            "freshRssBytes": 0,
+            "pid": os.getpid(),
+            "nodeId": NODE,
+        }
+        return {**result, "process": process}
 
 
 class InProcessActors:
