@@ -86,7 +86,7 @@ class SpareStarter:
         self._turn = 0
 
     async def start(self, spares_on: dict[str, int]) -> Spare:
-        if self.residents.reserved and self.placement.slot_request():
+        if self.residents.slots_held() and self.placement.slot_request():
             # wakes are waiting for slots: a spare started now could take the one they need
             raise NoRoomForSpare("wakes first")
         placed = self.placement.place_spare(self._turn, spares_on)
@@ -222,12 +222,9 @@ class Activator:
         await self.residents.hibernations.settled(workspace_id)  # its own must finish first
         started = time.perf_counter()
         await self._room_on_file_node(workspace_id)
-        await self.hibernation.make_room(workspace_id)
-        room_ms = (time.perf_counter() - started) * 1e3
-        try:
-            resident = await self._bind_reserved(workspace_id)
-        finally:
-            self.residents.reserved.discard(workspace_id)
+        async with self.hibernation.slot_for(workspace_id):
+            room_ms = (time.perf_counter() - started) * 1e3
+            resident = await self._bind_in_slot(workspace_id)
         assert resident.wake is not None  # _bind_actor recorded the wake
         resident.wake["roomMs"] = round(room_ms, 3)
         resident.wake["wakeMs"] = round((time.perf_counter() - started) * 1e3, 3)
@@ -303,7 +300,7 @@ class Activator:
         options = {**self.placement.slot_request(), **(placed.options if placed else {})}
         return self.runtime.start(name, options)
 
-    async def _bind_reserved(self, workspace_id: str) -> Resident:
+    async def _bind_in_slot(self, workspace_id: str) -> Resident:
         handle, name, source, placed, why = await self._actor_for(self.control.get(workspace_id))
         resident = Resident(handle, name, placement=why)
         self.starting += source == "new"

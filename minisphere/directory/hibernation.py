@@ -2,7 +2,8 @@
 
 At most `max_resident` workspace actors stay; above the cap the least recently called ones
 hibernate (drain, snapshot if changed, close, let go of the workspace) before a new one is
-bound, and the sweep hibernates those idle for `idle_s`. A cleanly hibernated process is a
+bound, and the sweep hibernates those idle for `idle_s`; a wake holds its slot under the cap
+from the moment there is room for it until its bind has ended (`slot_for`). A cleanly hibernated process is a
 spare again: it goes back to the pool (`SparePool.give_back`) unless the pool is full or the
 process is due for retirement (`residency_policy.retirement_reason`: too many binds, or grown
 too far), and only then is it killed. An actor killed after a clean hibernation refused every
@@ -13,9 +14,11 @@ tells it so (a recycled one refuses such calls itself, as `hibernating`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 
 from minisphere.control.plane import ControlPlane
 from minisphere.control.residency_policy import (
@@ -236,13 +239,12 @@ class Hibernation:
 
     # ---- the cap -----------------------------------------------------------------------------------------
     def _over_cap(self) -> int:
-        """How many actors the incoming one would put above the cap, counting those with a
-        reserved slot being bound and those still hibernating beyond the allowance (all hold
-        a process)."""
+        """How many actors the incoming one would put above the cap, counting the wakes that
+        hold a slot while they are bound and those still hibernating beyond the allowance (all
+        hold a process)."""
         hibernating = max(0, len(self.residents.hibernations) - self.hibernating_over_cap)
-        return (
-            len(self.residents) + hibernating + len(self.residents.reserved) + 1 - self.max_resident
-        )
+        held = self.residents.slots_held()
+        return len(self.residents) + hibernating + held + 1 - self.max_resident
 
     def _evict(self, victim: str) -> None:
         """Hibernate `victim` for room, as a task of its own (held here until it ends: the
@@ -257,9 +259,22 @@ class Hibernation:
         self._evictions.add(task)
         task.add_done_callback(ended)
 
-    async def make_room(self, incoming: str) -> None:
-        """Hibernate least recently used residents until the incoming one fits the cap, then
-        reserve its slot (the activator releases it once it is bound or has failed). The
+    @contextlib.asynccontextmanager
+    async def slot_for(self, incoming: str) -> AsyncIterator[None]:
+        """The incoming workspace's slot under the cap, held by its wake (`async with`) while
+        it is bound, and let go however the bind ends (bound, failed or cancelled): the cap
+        counts it as a resident meanwhile. Entered, it makes the room first (`_make_room`),
+        so a wake refused for room holds none."""
+        await self._make_room(incoming)
+        # no await since the cap had room for it: no other wake took that room meanwhile
+        self.residents.hold_slot(incoming)
+        try:
+            yield
+        finally:
+            self.residents.release_slot(incoming)
+
+    async def _make_room(self, incoming: str) -> None:
+        """Hibernate least recently used residents until the incoming one fits the cap. The
         victims' hibernations run on their own; the incoming one waits for them only when more
         than the allowance are still hibernating."""
         if self._over_cap() > 0:
@@ -291,4 +306,3 @@ class Hibernation:
                 await self.residents.hibernations.any_settled()
             else:  # the room is held by activations or by workspaces just bound
                 await asyncio.sleep(ROOM_WAIT_S)
-        self.residents.reserved.add(incoming)

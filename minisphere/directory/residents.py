@@ -62,7 +62,7 @@ class ResidentTable:
         self._residents: dict[str, Resident] = {}
         self.activations: SingleFlight[Handle] = SingleFlight()
         self.hibernations: SingleFlight[Hibernated] = SingleFlight()
-        self.reserved: set[str] = set()  # being bound, a slot under the cap held
+        self._slots_held: set[str] = set()  # being bound, each holding a slot under the cap
         self._refreshed_at = float("-inf")
 
     # ---- the table -------------------------------------------------------------------------------
@@ -118,8 +118,21 @@ class ResidentTable:
             "residents": len(self._residents),
             "activations": len(self.activations),
             "hibernations": len(self.hibernations),
-            "reserved": len(self.reserved),
+            "reserved": len(self._slots_held),
         }
+
+    # ---- slots under the cap (`Hibernation.slot_for` is their one holder) -------------------------
+    def hold_slot(self, workspace_id: str) -> None:
+        if workspace_id in self._slots_held:  # one wake per workspace: activations share it
+            raise RuntimeError(f"a slot under the cap is already held for {workspace_id}")
+        self._slots_held.add(workspace_id)
+
+    def release_slot(self, workspace_id: str) -> None:
+        self._slots_held.remove(workspace_id)  # KeyError: released twice
+
+    def slots_held(self) -> int:
+        """Wakes being bound, each counted by the cap as a resident."""
+        return len(self._slots_held)
 
     # ---- recency and place -------------------------------------------------------------------------
     def touch(self, workspace_id: str) -> None:

@@ -122,6 +122,8 @@ class InProcessActors:
         # set by a test: the next bind call fails with it, as a Ray call can for reasons of
         # Ray's own (a system error, an unreachable raylet) that are not the actor dying
         self.bind_failure: BaseException | None = None
+        # set by a test: every bind of these workspaces fails with the exception named
+        self.bind_failures: dict[str, BaseException] = {}
         # set by a test: what the node answers a task sent to every node instead of running
         # it (as Ray's runtime answers a node whose task failed or timed out)
         self.node_task_failure: str | None = None
@@ -150,6 +152,7 @@ class InProcessActors:
         failure = None
         if method == WorkspaceActorMethod.BIND:
             failure, self.bind_failure = self.bind_failure, None
+            failure = failure or self.bind_failures.get(args[0].workspace_id)
 
         async def run():
             await actor.started.wait()
