@@ -2,11 +2,11 @@
 
 At most `max_resident` workspace actors stay; above the cap the least recently called ones
 hibernate (drain, snapshot if changed, close, let go of the workspace) before a new one is
-bound, and the sweep hibernates those idle for `idle_s`; a wake holds its slot under the cap
-from the moment there is room for it until its bind has ended (`slot_for`). A cleanly hibernated process is a
-spare again: it goes back to the pool (`SparePool.give_back`) unless the pool is full or the
-process is due for retirement (`residency_policy.retirement_reason`: too many binds, or grown
-too far), and only then is it killed. An actor killed after a clean hibernation refused every
+bound, and the sweep hibernates those idle for `idle_s`. A wake holds its slot under the cap
+from the moment there is room for it until its bind has ended (`slot_for`). A cleanly
+hibernated process is a spare again: it goes back to the pool (`SparePool.give_back`) unless
+the pool is full or the process is due for retirement (`residency_policy.retirement_reason`:
+too many binds, or grown too far), and only then is it killed. An actor killed after a clean hibernation refused every
 call it did not finish, so a caller whose call failed on it may send it again: `ended_cleanly`
 tells it so (a recycled one refuses such calls itself, as `hibernating`).
 """
