@@ -36,12 +36,17 @@ from minisphere.control.auth import token_hash
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.control.plane import AuditEntry, ControlPlane
 from minisphere.control.residency_policy import IDLE_SWEEP_S
+from minisphere.control.token_records import WorkspaceTokenIdentity
 from minisphere.directory.activation import record_placement
 from minisphere.directory.assembly import assemble
+from minisphere.directory.grants import AdminIdentity, TokenRevoked
+from minisphere.directory.spares import PoolStatus
+from minisphere.directory.workspaces import CreatedWorkspace, DeletedWorkspace
 from minisphere.errors import InvalidArgument
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
 from minisphere.settings import Settings, ensure_private_dir, restrict_file_modes
-from minisphere.wire.records import Location, TokenInfo, WorkspaceRecord
+from minisphere.wire.records import Location, TokenInfo, TokenIssued, WorkspaceRecord
+from minisphere.wire.residency import Activation, HibernationAnswer, SnapshotStatus
 
 log = logging.getLogger("minisphere.directory")
 DIRECTORY_NAME = "directory"
@@ -135,7 +140,7 @@ class DirectoryActor:
             except Exception:  # keep sweeping
                 log.warning("idle sweep failed", exc_info=True)
 
-    async def start(self) -> dict:
+    async def start(self) -> PoolStatus:
         """Start the pool and the sweep now (the launcher calls it; any call does it too)."""
         self._start_background()
         return self.pool.status()
@@ -146,7 +151,7 @@ class DirectoryActor:
         workspace_id: str | None = None,
         blueprint: dict | None = None,
         label: str | None = None,
-    ) -> dict:
+    ) -> CreatedWorkspace:
         self._start_background()
         return self.workspaces.create(workspace_id, blueprint, label)
 
@@ -162,7 +167,7 @@ class DirectoryActor:
         self._start_background()
         return self.control.list(limit, after)
 
-    async def delete(self, workspace_id: str) -> dict:
+    async def delete(self, workspace_id: str) -> DeletedWorkspace:
         return await self.workspaces.delete(workspace_id)
 
     def workspace_path(self, workspace_id: str) -> str:
@@ -175,18 +180,18 @@ class DirectoryActor:
     async def authenticate(self, workspace_id: str, candidate_hash: str):
         return self.grants.authenticate(workspace_id, candidate_hash)
 
-    async def whoami(self, candidate_hash: str) -> dict | None:
+    async def whoami(self, candidate_hash: str) -> AdminIdentity | WorkspaceTokenIdentity | None:
         return self.grants.whoami(candidate_hash)
 
     async def create_token(
         self, workspace_id: str, scope: str, label: str | None, expires_at: int | None
-    ) -> dict:
+    ) -> TokenIssued:
         return await self.grants.create(workspace_id, scope, label, expires_at)
 
     async def list_tokens(self, workspace_id: str) -> builtins.list[TokenInfo]:
         return self.control.tokens.list_for(workspace_id)
 
-    async def revoke_token(self, workspace_id: str, token_id: str) -> dict:
+    async def revoke_token(self, workspace_id: str, token_id: str) -> TokenRevoked:
         return await self.grants.revoke(workspace_id, token_id)
 
     async def binding_of_actor(self, actor_name: str):
@@ -197,7 +202,7 @@ class DirectoryActor:
         self._start_background()
         return await self.activator.activate(workspace_id, caller_saw_failure)
 
-    async def hibernate(self, workspace_id: str, reason: str = "manual") -> dict:
+    async def hibernate(self, workspace_id: str, reason: str = "manual") -> HibernationAnswer:
         return await self.hibernation.hibernate(workspace_id, reason)
 
     async def set_vector_binding(self, workspace_id: str, vector: dict) -> WorkspaceRecord:
@@ -271,7 +276,7 @@ class DirectoryActor:
             },
         }
 
-    def spares(self) -> dict:
+    def spares(self) -> PoolStatus:
         self._start_background()
         return self.pool.status()
 
@@ -286,7 +291,7 @@ class DirectoryActor:
         """Nothing: what a spare sends the directory while it waits, so that the first message
         of its process to the directory is not sent inside a woken workspace's first call."""
 
-    def set_spares(self, size: int) -> dict:
+    def set_spares(self, size: int) -> PoolStatus:
         """Resize the pool at run time (operators, tests); returns its status."""
         self._start_background()
         self.pool.resize(size)
@@ -308,7 +313,7 @@ class DirectoryActor:
         return self._durability(workspace_id)
 
     # ---- reports from workspace actors (fire-and-forget) ---------------------------------------------
-    async def placed(self, workspace_id: str, node_id: str, activation: dict) -> None:
+    async def placed(self, workspace_id: str, node_id: str, activation: Activation) -> None:
         """A restarted actor reopened its workspace on its own (binds answer the directory)."""
         if not self.control.exists(workspace_id):
             return
@@ -330,7 +335,7 @@ class DirectoryActor:
     async def sweep_nodes(self) -> dict | None:
         return await self.workspaces.sweep_nodes()
 
-    async def snapshot_status(self, workspace_id: str, status: dict) -> None:
+    async def snapshot_status(self, workspace_id: str, status: SnapshotStatus) -> None:
         if self.control.exists(workspace_id):
             self.control.record_snapshot_status(workspace_id, status)
 

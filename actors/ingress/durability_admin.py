@@ -18,6 +18,7 @@ from minisphere.durability.stores import SnapshotStore, open_snapshot_store
 from minisphere.errors import WorkspaceDataMissing
 from minisphere.settings import Settings
 from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
+from minisphere.wire.residency import HibernationAnswer
 
 
 class DurabilityAdmin:
@@ -55,17 +56,27 @@ class DurabilityAdmin:
     async def snapshot(self, workspace_id: str) -> dict:
         return await self.actor_call(workspace_id, ServedMethod.SNAPSHOT, "manual", self.admin_hash)
 
-    async def hibernate(self, workspace_id: str) -> dict:
+    async def hibernate(self, workspace_id: str) -> dict[str, Any]:
         """Hibernate the workspace now (snapshot if changed, close, release its actor)."""
         check_workspace_id(workspace_id)
-        result = await self._ask_directory(DirectoryMethod.HIBERNATE, workspace_id, "manual")
+        result: HibernationAnswer = await self._ask_directory(
+            DirectoryMethod.HIBERNATE, workspace_id, "manual"
+        )
         self.reach.forget(workspace_id)
+        if not result["hibernated"]:
+            return {
+                "workspace": workspace_id,
+                "hibernated": False,
+                "why": result["why"],
+                "snapshot": None,
+                "pendingSnapshot": False,
+            }
         return {
             "workspace": workspace_id,
-            "hibernated": bool(result.get("hibernated")),
-            "why": result.get("why"),
-            "snapshot": (result.get("snapshot") or {}).get("version"),
-            "pendingSnapshot": bool(result.get("pendingSnapshot")),
+            "hibernated": True,
+            "why": None,
+            "snapshot": (result["snapshot"] or {}).get("version"),
+            "pendingSnapshot": result["pendingSnapshot"],
         }
 
     async def restore(self, workspace_id: str, version: str) -> dict:

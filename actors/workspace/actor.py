@@ -65,7 +65,6 @@ from actors.workspace_call import WorkspaceCall
 from minisphere.contract.startup import verified_contracts
 from minisphere.control.auth import TokenGrant
 from minisphere.directory.launch import WorkspaceLaunch
-from minisphere.durability.snapshotter import SnapshotStatus
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.methods import find_method
 from minisphere.errors import (
@@ -78,6 +77,13 @@ from minisphere.hosting.host import WorkspaceHost
 from minisphere.reply import Reply
 from minisphere.settings import restrict_file_modes
 from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
+from minisphere.wire.residency import (
+    Activation,
+    BindAnswer,
+    HibernationReport,
+    HostHibernation,
+    SnapshotStatus,
+)
 
 log = logging.getLogger("minisphere.workspace_actor")
 
@@ -156,7 +162,7 @@ class WorkspaceActor:
 
     async def bind(
         self, launch: WorkspaceLaunch, grants: tuple[TokenGrant, ...] = ()
-    ) -> Reply[dict]:
+    ) -> Reply[BindAnswer]:
         """Give this actor its one workspace: open the file (restoring it from a snapshot if it
         is missing). A reply; a second bind is refused."""
         started = time.perf_counter()
@@ -182,7 +188,7 @@ class WorkspaceActor:
         """How far the bind under way has come (see `opening_progress`)."""
         return await asyncio.to_thread(opening_progress, self.launch)
 
-    def _bind(self, launch: WorkspaceLaunch, grants, report_placement: bool = True) -> dict:
+    def _bind(self, launch: WorkspaceLaunch, grants, report_placement: bool = True) -> Activation:
         """Open the workspace. `report_placement`: tell the directory where it opened, which
         a bind the directory asked for does not need (it reads the answer), and a process's
         first message to an actor is slow to submit, which would land inside every wake."""
@@ -335,7 +341,7 @@ class WorkspaceActor:
         return self.facts.activity(self.host, self.admission)
 
     # ---- ending ----------------------------------------------------------------------------------
-    async def hibernate(self) -> dict:
+    async def hibernate(self) -> HibernationReport:
         """Refuse new calls, finish those in flight, snapshot if changed, close, and let go of
         everything of the workspace: the process is then a spare again, which the directory
         keeps in its pool or kills. `process` says what the pool's retirement rule needs."""
@@ -355,7 +361,7 @@ class WorkspaceActor:
         result = await asyncio.to_thread(self._hibernate_and_release)
         return {**result, "tokensUsed": used, "process": self.facts.process()}
 
-    def _hibernate_and_release(self) -> dict:
+    def _hibernate_and_release(self) -> HostHibernation:
         assert self.host is not None  # hibernate() checked it
         result = self.host.hibernate()
         self._release_workspace()

@@ -13,12 +13,12 @@ import ray
 from actors.workspace.node_ray import replication_owner
 from minisphere.directory.launch import WorkspaceLaunch
 from minisphere.durability.replication import workspace_replica
-from minisphere.durability.snapshotter import SnapshotStatus
 from minisphere.durability.stores import open_snapshot_store
 from minisphere.hosting.copies import staged_bytes
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.hosting.host_options import HostListeners, HostTuning, KnownState
 from minisphere.settings import SnapshotSettings, ensure_private_dir
+from minisphere.wire.residency import SnapshotStatus
 
 if TYPE_CHECKING:
     from minisphere.control.blueprints import VectorBindingSpec

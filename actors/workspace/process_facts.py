@@ -12,6 +12,7 @@ from typing import Any
 from actors.workspace.admission import Admission
 from actors.workspace.process_memory import rss_bytes
 from minisphere.hosting.host import WorkspaceHost
+from minisphere.wire.residency import ProcessReport
 
 CLOSED_WRITER_COUNTERS = ("queueDepth", "batches", "writes", "largestBatch")
 
@@ -31,7 +32,7 @@ class ProcessFacts:
         self.calls += 1
         self.last_call_at = time.time()
 
-    def process(self) -> dict[str, Any]:
+    def process(self) -> ProcessReport:
         """What the pool's retirement rule needs of a process handed back."""
         return {
             "binds": self.binds,

@@ -25,6 +25,7 @@ from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms
 from minisphere.errors import NotFound, WorkspaceExists
 from minisphere.wire.records import WorkspaceRecord
+from minisphere.wire.residency import SnapshotStatus
 
 _COLUMNS = (
     "id, created_at, updated_at, state, contracts_json, blueprint_json, label, node_id, "
@@ -255,7 +256,7 @@ class ControlPlane:
             "snapshotPending": bool(row[2]),
         }
 
-    def record_snapshot_status(self, workspace_id: str, status: dict[str, Any]) -> None:
+    def record_snapshot_status(self, workspace_id: str, status: SnapshotStatus) -> None:
         """The workspace actor's latest snapshot status (after every attempt)."""
         self.conn.execute(
             "UPDATE workspaces SET snapshot_json = ?, "
@@ -272,7 +273,7 @@ class ControlPlane:
     def record_hibernation(
         self,
         workspace_id: str,
-        status: dict[str, Any] | None,
+        status: SnapshotStatus | None,
         pending: bool,
         version: str | None,
         position: int | None = None,

@@ -12,17 +12,24 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
+from typing import NamedTuple
 
 from minisphere.control.blueprints import parse_stored_blueprint
+from minisphere.control.plane import ControlPlane, DurabilityRecord
 from minisphere.control.wake_admission import WakeAdmission
-from minisphere.directory.actor_runtime import ActorGone, ActorRuntime
+from minisphere.directory.actor_runtime import ActorGone, ActorRuntime, Handle
 from minisphere.directory.binding import ActorBinder
+from minisphere.directory.hibernation import Hibernation
 from minisphere.directory.launch import WorkspaceLaunch, new_actor_name
-from minisphere.directory.placement import Placement
-from minisphere.directory.residents import Resident
-from minisphere.directory.spares import NoRoomForSpare, Spare
+from minisphere.directory.placement import NodePlacement, Placement
+from minisphere.directory.residents import Resident, ResidentTable, WakeSource
+from minisphere.directory.spares import NoRoomForSpare, Spare, SparePool
 from minisphere.errors import NotFound, Overloaded, WorkspaceUnavailable
+from minisphere.settings import Settings
 from minisphere.wire.actor_methods import WorkspaceActorMethod
+from minisphere.wire.records import WorkspaceRecord
+from minisphere.wire.residency import Activation
 
 log = logging.getLogger("minisphere.directory")
 # after evicting a resident to make room on its node: how long to wait for its slot to show
@@ -37,7 +44,17 @@ FIRST_START_GUESS_S = 1.0  # a process start's duration before any was measured
 WAKE_STARTS_AT_ONCE_PER_CPU = 0.5
 
 
-def pending_writes(snap: dict) -> int:
+class WakeActor(NamedTuple):
+    """The process a wake binds: where it came from, and where a new one was aimed and why."""
+
+    handle: Handle
+    name: str
+    source: WakeSource
+    placed: Placement | None
+    why: str
+
+
+def pending_writes(snap: DurabilityRecord) -> int:
     """Writes the workspace holds that no snapshot does, as its last residency counted them
     (at least one when a snapshot is owed or none was ever taken)."""
     if not (snap["snapshotPending"] or not snap["lastSnapshotVersion"]):
@@ -45,10 +62,12 @@ def pending_writes(snap: dict) -> int:
     return max(1, int((snap["snapshots"] or {}).get("pendingWrites") or 0))
 
 
-def record_placement(control, workspace_id: str, node_id: str, activation: dict) -> None:
+def record_placement(
+    control: ControlPlane, workspace_id: str, node_id: str, activation: Activation
+) -> None:
     """Where the workspace opened, and from what: a restore from a snapshot is an event."""
     control.touch(workspace_id, node_id)
-    if activation.get("source") == "snapshot":
+    if activation["source"] == "snapshot":
         control.record_event(
             workspace_id,
             "restore-on-activation",
@@ -60,14 +79,14 @@ class SpareStarter:
     """Starts the spare pool's actors where `NodePlacement.place_spare` says, given the pool's
     count of ready spares per node (`spares_on`)."""
 
-    def __init__(self, runtime: ActorRuntime, placement, residents):
+    def __init__(self, runtime: ActorRuntime, placement: NodePlacement, residents: ResidentTable):
         self.runtime = runtime
         self.placement = placement
         self.residents = residents
         self._turn = 0
 
     async def start(self, spares_on: dict[str, int]) -> Spare:
-        if self.residents.reserved and self.placement.slot_request():
+        if self.residents.slots_held() and self.placement.slot_request():
             # wakes are waiting for slots: a spare started now could take the one they need
             raise NoRoomForSpare("wakes first")
         placed = self.placement.place_spare(self._turn, spares_on)
@@ -89,16 +108,16 @@ class SpareStarter:
 class Activator:
     def __init__(
         self,
-        settings,
-        control,
+        settings: Settings,
+        control: ControlPlane,
         runtime: ActorRuntime,
-        residents,
-        placement,
-        pool,
-        cap,
-        workspace_path,
+        residents: ResidentTable,
+        placement: NodePlacement,
+        pool: SparePool,
+        hibernation: Hibernation,
+        workspace_path: Callable[[str], str],
         starts_at_once: int = 1,
-        on_move=lambda: None,
+        on_move: Callable[[], None] = lambda: None,
     ):
         self.settings = settings
         self.control = control
@@ -106,7 +125,7 @@ class Activator:
         self.residents = residents
         self.placement = placement
         self.pool = pool
-        self.cap = cap  # makes room under the resident cap
+        self.hibernation = hibernation  # makes room under the resident cap
         self.workspace_path = workspace_path  # workspace id -> its file on the node
         # a workspace opened on another node than before: the copy left behind holds what
         # it held, forgotten text included, until a node sweep deletes it
@@ -115,14 +134,14 @@ class Activator:
         # bound since the directory started, by where the process came from (a hibernated
         # workspace's, a pre-started spare, or a new one): a wake served by a new actor waited
         # for a process start (the benchmarks' miss and start rates)
-        self.wakes = {"recycled": 0, "spare": 0, "new": 0}
+        self.wakes: dict[WakeSource, int] = {"recycled": 0, "spare": 0, "new": 0}
         self.wake_admission = WakeAdmission(settings.residency.wake_deadline_s)
         # processes wakes are starting now (none was ready for them), and how many may be
         self.starts_at_once = max(1, starts_at_once)
         self.starting = 0
         self.refused_for_starts = 0
 
-    async def activate(self, workspace_id: str, caller_saw_failure: bool = False):
+    async def activate(self, workspace_id: str, caller_saw_failure: bool = False) -> Handle:
         """The workspace's actor handle, binding one if it is not resident. A caller that saw
         the actor fail says so: it is let go unless Ray still has it (restarting). A wake the
         node cannot bind within the wake deadline is refused at once (`Overloaded`)."""
@@ -151,7 +170,7 @@ class Activator:
             workspace_id, lambda: self._admitted_bind(workspace_id, began)
         )
 
-    async def _admitted_bind(self, workspace_id: str, began: tuple[float, int]):
+    async def _admitted_bind(self, workspace_id: str, began: tuple[float, int]) -> Handle:
         try:
             return await self._bind(workspace_id)
         finally:
@@ -162,7 +181,7 @@ class Activator:
         if resident is not None and self.runtime.find(resident.actor_name) is None:
             self.residents.forget(workspace_id)
 
-    async def retire(self, workspace_id: str, handle) -> None:
+    async def retire(self, workspace_id: str, handle: Handle) -> None:
         """Stop this actor serving the workspace now: forget it, kill it, and wait until Ray
         reports it dead, so no call on its way to it is served."""
         resident = self.residents.get(workspace_id)
@@ -195,7 +214,7 @@ class Activator:
         )
 
     # ---- binding -----------------------------------------------------------------------------------
-    async def _bind(self, workspace_id: str):
+    async def _bind(self, workspace_id: str) -> Handle:
         """Make room under the cap, take a spare on the node holding the file (or start an
         actor there), and bind it to the workspace."""
         if not self.control.exists(workspace_id):
@@ -203,16 +222,12 @@ class Activator:
         await self.residents.hibernations.settled(workspace_id)  # its own must finish first
         started = time.perf_counter()
         await self._room_on_file_node(workspace_id)
-        await self.cap.make_room(workspace_id)
-        room_ms = (time.perf_counter() - started) * 1e3
-        try:
-            resident = await self._bind_reserved(workspace_id)
-        finally:
-            self.residents.reserved.discard(workspace_id)
+        async with self.hibernation.slot_for(workspace_id):
+            room_ms = (time.perf_counter() - started) * 1e3
+            resident = await self._bind_in_slot(workspace_id)
         assert resident.wake is not None  # _bind_actor recorded the wake
-        resident.wake.update(
-            roomMs=round(room_ms, 3), wakeMs=round((time.perf_counter() - started) * 1e3, 3)
-        )
+        resident.wake["roomMs"] = round(room_ms, 3)
+        resident.wake["wakeMs"] = round((time.perf_counter() - started) * 1e3, 3)
         return resident.handle
 
     async def _room_on_file_node(self, workspace_id: str) -> None:
@@ -220,14 +235,11 @@ class Activator:
         resident rather than move the workspace (a move costs a restore, and when the store is
         behind the file, only this node holds the newest state)."""
         node = self.control.get(workspace_id)["nodeId"]
-        if not self.placement.full(node):
+        if node is None or not self.placement.full(node):
             return
         if self.pool.size and self.pool.has_ready(node):
             return  # a spare there holds a slot already: the wake binds it, evicting no one
-        evictable = self.residents.evictable(workspace_id)
-        there = {
-            ws: used for ws, used in evictable.items() if self.residents.get(ws).node_id == node
-        }
+        there = self.residents.evictable(workspace_id, on_node=node)
         if there:
             victim = min(there, key=there.__getitem__)
             log.info(
@@ -236,8 +248,11 @@ class Activator:
                 node[:12],
                 victim,
             )
-            handle = self.residents.get(victim).handle
-            if (await self.cap.hibernate(victim, "room on its node")).get("recycled"):
+            resident = self.residents.get(victim)
+            assert resident is not None  # `evictable` names residents only
+            handle = resident.handle
+            answer = await self.hibernation.hibernate(victim, "room on its node")
+            if answer["hibernated"] and answer["recycled"]:
                 return  # its process is a spare on that node now: the wake's own
             # the victim's slot is free only once its process is gone and Ray's resource view
             # shows it: placing before then finds the node still full and moves the workspace
@@ -245,8 +260,8 @@ class Activator:
             await self.runtime.until_dead(handle)
             await self.placement.until_room(node, ROOM_SHOWN_TIMEOUT_S)
 
-    async def _actor_for(self, record: dict) -> tuple:
-        """(handle, name, "spare" | "new", the placement of a new one, why there)."""
+    async def _actor_for(self, record: WorkspaceRecord) -> WakeActor:
+        """A spare (on the file's node when one is there) or a new actor placed for it."""
         recorded, why = self.placement.placement_of(record["nodeId"])
         if self.pool.size and not self.pool.has_ready(recorded) and self.pool.returning:
             # a hibernating workspace's process is on its way back to the pool: it is worth
@@ -256,11 +271,12 @@ class Activator:
         if spare is None and recorded is None and self.pool.size:
             spare = self.pool.take()
         if spare is not None:
-            return (spare.handle, spare.name, "recycled" if spare.recycled else "spare", None, why)
+            source: WakeSource = "recycled" if spare.recycled else "spare"
+            return WakeActor(spare.handle, spare.name, source, None, why)
         self._refuse_another_start(record["id"])
         placed = self.placement.place(record["nodeId"])
         name = new_actor_name()
-        return self._start(name, placed), name, "new", placed, placed.why
+        return WakeActor(self._start(name, placed), name, "new", placed, placed.why)
 
     def _refuse_another_start(self, workspace_id: str) -> None:
         """A process start takes most of a core while it runs: past `starts_at_once` under
@@ -280,11 +296,11 @@ class Activator:
             retry_after_s=max(1, math.ceil(self.pool.start_p50_s() or FIRST_START_GUESS_S)),
         )
 
-    def _start(self, name: str, placed: Placement | None):
+    def _start(self, name: str, placed: Placement | None) -> Handle:
         options = {**self.placement.slot_request(), **(placed.options if placed else {})}
         return self.runtime.start(name, options)
 
-    async def _bind_reserved(self, workspace_id: str) -> Resident:
+    async def _bind_in_slot(self, workspace_id: str) -> Resident:
         handle, name, source, placed, why = await self._actor_for(self.control.get(workspace_id))
         resident = Resident(handle, name, placement=why)
         self.starting += source == "new"
@@ -302,7 +318,7 @@ class Activator:
             self.placement.release(placed)
 
     async def _bind_actor(
-        self, workspace_id: str, resident: Resident, source: str, placed: Placement | None
+        self, workspace_id: str, resident: Resident, source: WakeSource, placed: Placement | None
     ) -> Resident:
         launch = self.launch(workspace_id)
         self.control.set_actor(workspace_id, resident.actor_name)  # before binding: a crash
@@ -338,7 +354,7 @@ class Activator:
         resident.wake = {
             "actor": source,
             "bindMs": round((time.perf_counter() - bind_started) * 1e3, 3),
-            "openMs": bound.get("openMs"),
+            "openMs": bound["openMs"],
         }
         self.control.set_state(workspace_id, "active")
         record_placement(self.control, workspace_id, node, resident.activation)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from minisphere.contract.startup import born_with, verified_contracts
 from minisphere.control.blueprints import load_default_blueprint
+from minisphere.control.plane import ControlPlane
 from minisphere.control.residency_policy import (
     derived_resident_cap,
     derived_spare_actors,
@@ -21,7 +22,7 @@ from minisphere.directory.residents import ResidentTable
 from minisphere.directory.spares import STARTS_AT_ONCE_PER_CPU, Demand, SparePool
 from minisphere.directory.workspaces import WorkspaceLifecycle
 from minisphere.durability.stores import open_snapshot_store
-from minisphere.settings import Settings, ensure_private_dir
+from minisphere.settings import ResidencySettings, Settings, ensure_private_dir
 
 
 @dataclass
@@ -36,7 +37,11 @@ class DirectoryParts:
 
 
 def spare_pool(
-    limits, starter, runtime: ActorRuntime, cluster_cpus: float, cluster_memory_bytes: float
+    limits: ResidencySettings,
+    starter: SpareStarter,
+    runtime: ActorRuntime,
+    cluster_cpus: float,
+    cluster_memory_bytes: float,
 ) -> SparePool:
     """A pool of the size the settings fix, else one that follows demand: at least the derived
     size, at most what the spare budget allows (never below that floor)."""
@@ -60,7 +65,7 @@ def spare_pool(
 
 def assemble(
     settings: Settings,
-    control,
+    control: ControlPlane,
     runtime: ActorRuntime,
     admin_token_hash: str,
     *,

@@ -13,16 +13,20 @@ import logging
 import time
 from collections.abc import Callable
 
-from minisphere.directory.actor_runtime import ActorGone, ActorRuntime
+from minisphere.control.auth import TokenGrant
+from minisphere.control.plane import ControlPlane
+from minisphere.directory.actor_runtime import ActorGone, ActorRuntime, Handle
 from minisphere.directory.launch import WorkspaceLaunch, new_actor_name
 from minisphere.directory.placement import NodePlacement, Placement
-from minisphere.directory.residents import Resident
+from minisphere.directory.residents import Resident, WakeSource
 from minisphere.directory.spares import Spare, SparePool
 from minisphere.errors import NoWorkspaceSlots
 from minisphere.reply import Reply
 from minisphere.wire.actor_methods import WorkspaceActorMethod
+from minisphere.wire.residency import BindAnswer
 
 log = logging.getLogger("minisphere.directory")
+Binding = asyncio.Future[Reply[BindAnswer]]  # the bind call under way
 BIND_TIMEOUT_S = 120.0  # opening a file, restoring it from a snapshot if missing
 # A bind past BIND_TIMEOUT_S whose restore staged more bytes since the last look is given this
 # much longer each time (a restore of a large file), up to BIND_RESTORE_MAX_S in all.
@@ -57,8 +61,8 @@ class ActorBinder:
         runtime: ActorRuntime,
         placement: NodePlacement,
         pool: SparePool,
-        control,
-        start_actor: Callable[[str, Placement | None], object],
+        control: ControlPlane,
+        start_actor: Callable[[str, Placement | None], Handle],
     ):
         self.runtime = runtime
         self.placement = placement
@@ -73,15 +77,15 @@ class ActorBinder:
         resident: Resident,
         placed: Placement | None,
         launch: WorkspaceLaunch,
-        grants: tuple,
-    ) -> tuple[Reply[dict], str | None]:
+        grants: tuple[TokenGrant, ...],
+    ) -> tuple[Reply[BindAnswer], WakeSource | None]:
         """Bind the actor; its reply, and "spare" when a spare took the place of a new actor
         that never got a process. A new actor aimed at a node that filled up before it started
         (a wake racing it for the last slot) would wait there for good, so one still not
         started after PLACEMENT_STALL_S on a full node is replaced by one that may start
         anywhere: on another node, or on a new one the autoscaler adds for it."""
         started = time.monotonic()
-        swapped_for: str | None = None
+        swapped_for: WakeSource | None = None
         binding = await self._unstalled(
             workspace_id,
             resident,
@@ -126,9 +130,9 @@ class ActorBinder:
         resident: Resident,
         placed: Placement | None,
         launch: WorkspaceLaunch,
-        grants: tuple,
-        binding: asyncio.Future,
-    ) -> asyncio.Future:
+        grants: tuple[TokenGrant, ...],
+        binding: Binding,
+    ) -> Binding:
         """`binding`, or, when its actor still has not started after PLACEMENT_STALL_S on the
         full node it was placed on, the binding of a new actor that may start anywhere."""
         if placed is None or placed.node is None:
@@ -170,14 +174,14 @@ class ActorBinder:
         raise TimeoutError
 
     def _bind_call(
-        self, resident: Resident, launch: WorkspaceLaunch, grants: tuple
-    ) -> asyncio.Future:
+        self, resident: Resident, launch: WorkspaceLaunch, grants: tuple[TokenGrant, ...]
+    ) -> Binding:
         return asyncio.ensure_future(
             self.runtime.call(resident.handle, WorkspaceActorMethod.BIND, launch, grants)
         )
 
     def _spare_for_pending(
-        self, resident: Resident, binding: asyncio.Future, placed: Placement | None
+        self, resident: Resident, binding: Binding, placed: Placement | None
     ) -> Spare | None:
         """A ready spare to bind instead, when the wake's own new actor has no process yet:
         it may be waiting for a slot that the spares themselves hold (they became ready after
@@ -193,13 +197,13 @@ class ActorBinder:
         self,
         workspace_id: str,
         resident: Resident,
-        binding: asyncio.Future,
-        handle,
+        binding: Binding,
+        handle: Handle,
         name: str,
         why: str,
         launch: WorkspaceLaunch,
-        grants: tuple,
-    ) -> asyncio.Future:
+        grants: tuple[TokenGrant, ...],
+    ) -> Binding:
         """Kill the actor that has not started, and bind `handle` in its place."""
         self.runtime.kill(resident.handle)
         binding.cancel()
@@ -207,7 +211,7 @@ class ActorBinder:
         self.control.set_actor(workspace_id, name)
         return self._bind_call(resident, launch, grants)
 
-    async def _unless_slots_missing(self, binding: asyncio.Future) -> None:
+    async def _unless_slots_missing(self, binding: Binding) -> None:
         """While no node advertises the workspace slots every actor asks for, wait at most
         NO_SLOTS_WAIT_S for one to join; then refuse the wake (logged once per directory)."""
         if not self.placement.slots_missing():

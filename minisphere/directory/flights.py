@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Generic, TypeVar
+
+Outcome = TypeVar("Outcome")
 
 
-class SingleFlight:
+class SingleFlight(Generic[Outcome]):
     def __init__(self) -> None:
-        self._running: dict[str, asyncio.Future] = {}
+        self._running: dict[str, asyncio.Future[Outcome]] = {}
 
     def __contains__(self, key: str) -> bool:
         return key in self._running
@@ -21,11 +23,11 @@ class SingleFlight:
     def __len__(self) -> int:
         return len(self._running)
 
-    async def joined(self, key: str) -> Any:
+    async def joined(self, key: str) -> Outcome:
         """The outcome of the work running for `key` (which must be running)."""
         return await asyncio.shield(self._running[key])
 
-    async def run(self, key: str, work: Callable[[], Awaitable[Any]]) -> Any:
+    async def run(self, key: str, work: Callable[[], Awaitable[Outcome]]) -> Outcome:
         """The outcome of `work()`, or of the one already running for `key`. The work runs as
         a task of its own: a caller that goes away (Ray cancels the directory's task when the
         request waiting for it is cancelled, as when an HTTP client times out) leaves it
@@ -37,7 +39,7 @@ class SingleFlight:
         task = asyncio.ensure_future(work())
         self._running[key] = task
 
-        def ended(done: asyncio.Future) -> None:
+        def ended(done: asyncio.Future[Outcome]) -> None:
             if self._running.get(key) is done:
                 del self._running[key]
             if not done.cancelled():

@@ -11,30 +11,52 @@ was never answered).
 from __future__ import annotations
 
 import logging
+from typing import Literal, TypedDict
 
-from minisphere.control.auth import same_hash
+from minisphere.control.auth import TokenGrant, same_hash
+from minisphere.control.plane import ControlPlane
+from minisphere.control.token_records import WorkspaceTokenIdentity
+from minisphere.directory.activation import Activator
 from minisphere.directory.actor_runtime import ActorRuntime
+from minisphere.directory.launch import WorkspaceLaunch
+from minisphere.directory.residents import ResidentTable
 from minisphere.wire.actor_methods import WorkspaceActorMethod
+from minisphere.wire.records import TokenIssued
 
 log = logging.getLogger("minisphere.directory")
 PUSH_GRANTS_TIMEOUT_S = 10.0  # handing a resident actor its new token set
 
 
+class AdminIdentity(TypedDict):
+    kind: Literal["admin"]
+
+
+class TokenRevoked(TypedDict):
+    revoked: str
+
+
 class TokenGrants:
-    def __init__(self, control, runtime: ActorRuntime, residents, activator, admin_token_hash: str):
+    def __init__(
+        self,
+        control: ControlPlane,
+        runtime: ActorRuntime,
+        residents: ResidentTable,
+        activator: Activator,
+        admin_token_hash: str,
+    ):
         self.control = control
         self.runtime = runtime
         self.residents = residents
         self.activator = activator  # retires an actor that cannot be told
         self._admin_hash = admin_token_hash
 
-    def authenticate(self, workspace_id: str, candidate_hash: str):
+    def authenticate(self, workspace_id: str, candidate_hash: str) -> tuple[str, list[TokenGrant]]:
         """("ok", grants) | ("admin", []) | ("expired", []) | ("other", []) | ("invalid", [])."""
         if same_hash(candidate_hash, self._admin_hash):
             return "admin", []
         return self.control.tokens.authenticate(workspace_id, candidate_hash)
 
-    def whoami(self, candidate_hash: str) -> dict | None:
+    def whoami(self, candidate_hash: str) -> AdminIdentity | WorkspaceTokenIdentity | None:
         """What a token is: {"kind": "admin"}, its workspace grant, or None (unknown)."""
         if same_hash(candidate_hash, self._admin_hash):
             return {"kind": "admin"}
@@ -42,12 +64,12 @@ class TokenGrants:
 
     async def create(
         self, workspace_id: str, scope: str, label: str | None, expires_at: int | None
-    ) -> dict:
+    ) -> TokenIssued:
         issued = self.control.tokens.issue(workspace_id, scope, label, expires_at)
         await self.push(workspace_id)
         return issued
 
-    async def revoke(self, workspace_id: str, token_id: str) -> dict:
+    async def revoke(self, workspace_id: str, token_id: str) -> TokenRevoked:
         self.control.tokens.revoke(workspace_id, token_id)
         await self.push(workspace_id)
         return {"revoked": token_id}
@@ -73,7 +95,9 @@ class TokenGrants:
             )
             await self.activator.retire(workspace_id, resident.handle)
 
-    def binding_of_actor(self, actor_name: str):
+    def binding_of_actor(
+        self, actor_name: str
+    ) -> tuple[WorkspaceLaunch, tuple[TokenGrant, ...]] | None:
         """(launch, token grants) of the workspace this actor is bound to, or None: what an
         actor Ray restarted after a crash asks."""
         workspace_id = self.control.workspace_of_actor(actor_name)

@@ -2,10 +2,11 @@
 
 At most `max_resident` workspace actors stay; above the cap the least recently called ones
 hibernate (drain, snapshot if changed, close, let go of the workspace) before a new one is
-bound, and the sweep hibernates those idle for `idle_s`. A cleanly hibernated process is a
-spare again: it goes back to the pool (`SparePool.give_back`) unless the pool is full or the
-process is due for retirement (`residency_policy.retirement_reason`: too many binds, or grown
-too far), and only then is it killed. An actor killed after a clean hibernation refused every
+bound, and the sweep hibernates those idle for `idle_s`. A wake holds its slot under the cap
+from the moment there is room for it until its bind has ended (`slot_for`). A cleanly
+hibernated process is a spare again: it goes back to the pool (`SparePool.give_back`) unless
+the pool is full or the process is due for retirement (`residency_policy.retirement_reason`:
+too many binds, or grown too far), and only then is it killed. An actor killed after a clean hibernation refused every
 call it did not finish, so a caller whose call failed on it may send it again: `ended_cleanly`
 tells it so (a recycled one refuses such calls itself, as `hibernating`).
 """
@@ -13,10 +14,13 @@ tells it so (a recycled one refuses such calls itself, as `hibernating`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 
+from minisphere.control.plane import ControlPlane
 from minisphere.control.residency_policy import (
     IN_SESSION_S,
     MIB,
@@ -25,9 +29,17 @@ from minisphere.control.residency_policy import (
     retirement_reason,
 )
 from minisphere.directory.actor_runtime import ActorRuntime
-from minisphere.directory.spares import Spare
+from minisphere.directory.residents import Resident, ResidentTable
+from minisphere.directory.spares import Spare, SparePool
 from minisphere.errors import Overloaded
 from minisphere.wire.actor_methods import WorkspaceActorMethod
+from minisphere.wire.residency import (
+    Hibernated,
+    HibernationAnswer,
+    HibernationReport,
+    HostHibernation,
+    ProcessReport,
+)
 
 log = logging.getLogger("minisphere.directory")
 HIBERNATE_TIMEOUT_S = 60.0  # a workspace actor's drain + snapshot + close
@@ -44,13 +56,13 @@ HIBERNATING_OVER_CAP_PER_CPU = 1.0
 class Hibernation:
     def __init__(
         self,
-        control,
+        control: ControlPlane,
         runtime: ActorRuntime,
-        residents,
+        residents: ResidentTable,
         max_resident: int,
         idle_s: float,
         hibernating_over_cap: int = 1,
-        pool=None,
+        pool: SparePool | None = None,
         recycle_max_binds: int = 0,
         recycle_max_growth_mib: float = 0.0,
     ):
@@ -66,14 +78,15 @@ class Hibernation:
         self.max_resident = int(max_resident)
         self.idle_s = float(idle_s)
         self.hibernating_over_cap = max(0, int(hibernating_over_cap))
-        self._evictions: set[asyncio.Task] = set()  # evictions for room, while they run
+        # evictions for room, while they run
+        self._evictions: set[asyncio.Task[HibernationAnswer]] = set()
         self._clean_exits: OrderedDict[str, None] = OrderedDict()  # actor ids, bounded
         # hibernations begun since the directory started, by reason (idle, lru, manual, ...):
         # many `lru` per wake is the cap thrashing
         self.counts: dict[str, int] = {}
 
     # ---- one workspace -----------------------------------------------------------------------------
-    async def hibernate(self, workspace_id: str, reason: str = "manual") -> dict:
+    async def hibernate(self, workspace_id: str, reason: str = "manual") -> HibernationAnswer:
         """Hibernate a resident workspace: its actor drains, snapshots (if changed), closes;
         then it is killed. Calls that reach it afterwards were never run (ended cleanly)."""
         if workspace_id in self.residents.hibernations:
@@ -90,73 +103,76 @@ class Hibernation:
             workspace_id, lambda: self._hibernate_actor(workspace_id, resident, reason)
         )
 
-    async def _hibernate_actor(self, workspace_id: str, resident, reason: str) -> dict:
-        clean = True
+    async def _hibernate_actor(
+        self, workspace_id: str, resident: Resident, reason: str
+    ) -> Hibernated:
         try:
-            result = await self.runtime.call(
+            report: HibernationReport = await self.runtime.call(
                 resident.handle, WorkspaceActorMethod.HIBERNATE, timeout_s=HIBERNATE_TIMEOUT_S
             )
         except Exception as exc:  # noqa: BLE001 - timed out, died, or Ray's own failure
-            # whatever the failure, the actor is killed below: it is no longer resident, so
-            # left alive it would be nobody's (a process and a slot nothing would ever free)
-            clean = False
-            result = {
+            # whatever the failure, the actor is killed: it is no longer resident, so left
+            # alive it would be nobody's (a process and a slot nothing would ever free)
+            self._end_process(resident, False, "hibernation failed")
+            failed: HostHibernation = {
                 "workspace": workspace_id,
                 "snapshot": None,
                 "pendingSnapshot": True,
                 "snapshots": None,
                 "error": f"hibernation failed: {exc.__class__.__name__}",
             }
+            return self._recorded(workspace_id, resident, reason, failed, recycled=False)
         except BaseException:
             self._end_process(resident, False, "cancelled")  # cancelled: never left alive
             raise
-        if clean:
-            recycled = self._recycle(resident, result.get("process") or {})
-        else:
-            recycled = False
-            self._end_process(resident, False, "hibernation failed")
-        if result.get("tokensUsed"):  # the actor's last report of its tokens' use
-            self.control.tokens.touch(workspace_id, result["tokensUsed"])
-        snapshot = result.get("snapshot") or {}
+        recycled = self._recycle(resident, report["process"])
+        if report.get("tokensUsed"):  # the actor's last report of its tokens' use
+            self.control.tokens.touch(workspace_id, report["tokensUsed"])
+        return self._recorded(workspace_id, resident, reason, report, recycled)
+
+    def _recorded(
+        self,
+        workspace_id: str,
+        resident: Resident,
+        reason: str,
+        report: HostHibernation,
+        recycled: bool,
+    ) -> Hibernated:
+        """The hibernation recorded in the control plane (and logged), as answered."""
+        snapshot = report["snapshot"] or {}
         self.control.record_hibernation(
             workspace_id,
-            result.get("snapshots"),
-            bool(result.get("pendingSnapshot")),
+            report["snapshots"],
+            report["pendingSnapshot"],
             snapshot.get("version"),
-            result.get("position"),
-            result.get("storedPosition"),
+            report.get("position"),
+            report.get("storedPosition"),
         )
         # a line per hibernation only when it wrote a snapshot or failed at something: Ray's
         # log monitor reads every line a worker writes, and wake cycles are many
-        noted = snapshot or result.get("error")
         log.log(
-            logging.INFO if noted else logging.DEBUG,
+            logging.INFO if snapshot or report["error"] else logging.DEBUG,
             "hibernated %s (%s, actor %s, %s): snapshot %s%s",
             workspace_id,
             reason,
             resident.actor_name,
             "recycled" if recycled else "ended",
             snapshot.get("version", "not needed"),
-            f"; {result['error']}" if result.get("error") else "",
+            f"; {report['error']}" if report["error"] else "",
         )
-        return {**result, "hibernated": True, "reason": reason, "recycled": recycled}
+        return {**report, "hibernated": True, "reason": reason, "recycled": recycled}
 
-    def _recycle(self, resident, process: dict) -> bool:
+    def _recycle(self, resident: Resident, process: ProcessReport) -> bool:
         """Hand the cleanly hibernated process back to the pool when it may serve again."""
         why = retirement_reason(
-            int(process.get("binds", 0)),
-            int(process.get("rssBytes", 0)),
-            int(process.get("freshRssBytes", 0)),
+            process["binds"],
+            process["rssBytes"],
+            process["freshRssBytes"],
             self.recycle_max_binds,
             self.recycle_max_growth_bytes,
         )
-        if why is None and self.pool is not None and process:
-            spare = Spare(
-                resident.handle,
-                resident.actor_name,
-                process.get("nodeId") or resident.node_id,
-                recycled=True,
-            )
+        if why is None and self.pool is not None:
+            spare = Spare(resident.handle, resident.actor_name, process["nodeId"], recycled=True)
             if self.pool.give_back(spare):  # else the pool killed it: it was full
                 return True
             self._note_end(resident, True, "the pool is full")
@@ -164,13 +180,13 @@ class Hibernation:
         self._end_process(resident, True, why or "no pool")
         return False
 
-    def _end_process(self, resident, clean: bool, why: str) -> None:
+    def _end_process(self, resident: Resident, clean: bool, why: str) -> None:
         self.runtime.kill(resident.handle)
         if self.pool is not None:
             self.pool.not_returning()
         self._note_end(resident, clean, why)
 
-    def _note_end(self, resident, clean: bool, why: str) -> None:
+    def _note_end(self, resident: Resident, clean: bool, why: str) -> None:
         self.retired[why] = self.retired.get(why, 0) + 1
         if clean:
             self._clean_exits[self.runtime.actor_id(resident.handle)] = None
@@ -205,7 +221,7 @@ class Hibernation:
         max_resident: int | None = None,
         idle_s: float | None = None,
         in_session_s: float | None = None,
-    ) -> dict:
+    ) -> dict[str, float]:
         """Change the cap / idle time / how recent a use protects a resident from eviction at
         run time (operators, tests); returns the previous."""
         previous = {
@@ -223,19 +239,18 @@ class Hibernation:
 
     # ---- the cap -----------------------------------------------------------------------------------------
     def _over_cap(self) -> int:
-        """How many actors the incoming one would put above the cap, counting those with a
-        reserved slot being bound and those still hibernating beyond the allowance (all hold
-        a process)."""
+        """How many actors the incoming one would put above the cap, counting the wakes that
+        hold a slot while they are bound and those still hibernating beyond the allowance (all
+        hold a process)."""
         hibernating = max(0, len(self.residents.hibernations) - self.hibernating_over_cap)
-        return (
-            len(self.residents) + hibernating + len(self.residents.reserved) + 1 - self.max_resident
-        )
+        held = self.residents.slots_held()
+        return len(self.residents) + hibernating + held + 1 - self.max_resident
 
     def _evict(self, victim: str) -> None:
         """Hibernate `victim` for room, as a task of its own (held here until it ends: the
         event loop keeps only a weak reference to a task)."""
 
-        def ended(task: asyncio.Task) -> None:
+        def ended(task: asyncio.Task[HibernationAnswer]) -> None:
             self._evictions.discard(task)
             if not task.cancelled() and task.exception() is not None:
                 log.warning("evicting %s for room failed: %r", victim, task.exception())
@@ -244,9 +259,22 @@ class Hibernation:
         self._evictions.add(task)
         task.add_done_callback(ended)
 
-    async def make_room(self, incoming: str) -> None:
-        """Hibernate least recently used residents until the incoming one fits the cap, then
-        reserve its slot (the activator releases it once it is bound or has failed). The
+    @contextlib.asynccontextmanager
+    async def slot_for(self, incoming: str) -> AsyncIterator[None]:
+        """The incoming workspace's slot under the cap, held by its wake (`async with`) while
+        it is bound, and let go however the bind ends (bound, failed or cancelled): the cap
+        counts it as a resident meanwhile. Entered, it makes the room first (`_make_room`),
+        so a wake refused for room holds none."""
+        await self._make_room(incoming)
+        # no await since the cap had room for it: no other wake took that room meanwhile
+        self.residents.hold_slot(incoming)
+        try:
+            yield
+        finally:
+            self.residents.release_slot(incoming)
+
+    async def _make_room(self, incoming: str) -> None:
+        """Hibernate least recently used residents until the incoming one fits the cap. The
         victims' hibernations run on their own; the incoming one waits for them only when more
         than the allowance are still hibernating."""
         if self._over_cap() > 0:
@@ -278,4 +306,3 @@ class Hibernation:
                 await self.residents.hibernations.any_settled()
             else:  # the room is held by activations or by workspaces just bound
                 await asyncio.sleep(ROOM_WAIT_S)
-        self.residents.reserved.add(incoming)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from minisphere.control.residency_policy import (
     MIB,
@@ -23,7 +24,8 @@ from minisphere.control.residency_policy import (
     placement,
     spare_home,
 )
-from minisphere.directory.actor_runtime import ActorRuntime
+from minisphere.directory.actor_runtime import ActorRuntime, Handle
+from minisphere.directory.residents import ResidentTable
 from minisphere.directory.spares import NoRoomForSpare
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 
@@ -38,7 +40,7 @@ SLOTS_PER_WORKSPACE_ACTOR = 1
 ROOM_POLL_S = 0.1  # while waiting for a freed slot to show in Ray's view
 
 
-def slot_request(mode: str, advertised: bool) -> dict:
+def slot_request(mode: str, advertised: bool) -> dict[str, Any]:
     """Actor options asking for one workspace slot, or {}: `off`, or `auto` while no live node
     advertises slots (a plain `ray.init()` on a laptop). With `on` an actor waits for a free
     slot: on an autoscaling cluster, that wait is the demand for another node."""
@@ -57,13 +59,13 @@ class Placement:
     """Actor options aiming a new actor at a node, why, and the node whose slot it was
     promised (None once released, or when the actor is not aimed)."""
 
-    options: dict
+    options: dict[str, Any]
     why: str
     node: str | None
 
 
 class NodePlacement:
-    def __init__(self, runtime: ActorRuntime, residents, slots: str = "auto"):
+    def __init__(self, runtime: ActorRuntime, residents: ResidentTable, slots: str = "auto"):
         self.runtime = runtime
         self.residents = residents
         self.slots = slots  # auto | on | off (settings)
@@ -72,7 +74,7 @@ class NodePlacement:
     def alive_nodes(self) -> set[str]:
         return set(self.runtime.alive_nodes())
 
-    def slot_request(self) -> dict:
+    def slot_request(self) -> dict[str, Any]:
         """Actor options asking for a workspace slot, or {} (see `slot_request`)."""
         advertised = self.slots == "auto" and any(
             WORKSPACE_SLOT_RESOURCE in resources
@@ -193,7 +195,7 @@ class NodePlacement:
             await asyncio.sleep(ROOM_POLL_S)
         return True
 
-    def stuck(self, handle, placed: Placement | None) -> bool:
+    def stuck(self, handle: Handle, placed: Placement | None) -> bool:
         """An aimed actor that has not started and whose node has no free slot: a pending
         actor with a node affinity is never the autoscaler's demand, so it would wait there
         until another workspace on that node hibernates. One that has a worker process is

@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
+from minisphere.control.plane import ControlPlane
 from minisphere.control.residency_policy import idle_residents
-from minisphere.directory.actor_runtime import ActorRuntime
+from minisphere.directory.actor_runtime import ActorRuntime, Handle
 from minisphere.directory.flights import SingleFlight
 from minisphere.wire.actor_methods import WorkspaceActorMethod
+from minisphere.wire.residency import Activation, Hibernated
 
 ACTIVITY_TIMEOUT_S = 0.5  # how long the directory waits for actors' last-call times
 REFRESH_INTERVAL_S = 1.0  # actors' last-call times are asked for at most this often
@@ -25,29 +27,42 @@ REFRESH_INTERVAL_S = 1.0  # actors' last-call times are asked for at most this o
 # evicting it then would only wake it again (under more wakes than the cap, a livelock).
 MIN_RESIDENCY_S = 2.0
 
+# where a wake's process came from: a hibernated workspace's, a pre-started spare, a new one
+WakeSource = Literal["recycled", "spare", "new"]
+
+
+class Wake(TypedDict):
+    """How a resident's wake went (milliseconds): `roomMs` and `wakeMs` once it is bound."""
+
+    actor: WakeSource
+    bindMs: float
+    openMs: float | None
+    roomMs: NotRequired[float]
+    wakeMs: NotRequired[float]
+
 
 @dataclass
 class Resident:
-    handle: Any
+    handle: Handle
     actor_name: str
     node_id: str | None = None
     last_used: float = field(default_factory=time.time)  # wall time of the last call
     bound_at: float = float("-inf")  # monotonic time it was bound (adopted: long ago)
     snapshot_failing: bool = False  # its snapshots fail: it stays to retry them
     inflight: int = 0  # calls running in it when last asked: not idle
-    activation: dict | None = None  # how its actor opened the file
-    wake: dict | None = None  # spare | new, and how long the wake took
+    activation: Activation | None = None  # how its actor opened the file
+    wake: Wake | None = None  # where its process came from, and how long the wake took
     placement: str | None = None  # why it runs where it runs
 
 
 class ResidentTable:
-    def __init__(self, control, runtime: ActorRuntime):
+    def __init__(self, control: ControlPlane, runtime: ActorRuntime):
         self.control = control
         self.runtime = runtime
         self._residents: dict[str, Resident] = {}
-        self.activations = SingleFlight()
-        self.hibernations = SingleFlight()
-        self.reserved: set[str] = set()  # being bound, a slot under the cap held
+        self.activations: SingleFlight[Handle] = SingleFlight()
+        self.hibernations: SingleFlight[Hibernated] = SingleFlight()
+        self._slots_held: set[str] = set()  # being bound, each holding a slot under the cap
         self._refreshed_at = float("-inf")
 
     # ---- the table -------------------------------------------------------------------------------
@@ -81,7 +96,7 @@ class ResidentTable:
         other workspace process is ended (returns how many). The spare pool and a hibernation
         under way died with the old directory: their processes belong to no one now, and
         nothing else would ever free them or their workspace slots."""
-        bound = set()
+        bound: set[str] = set()
         for workspace_id, name in self.control.bound_actors():
             handle = self.runtime.find(name)
             if handle is None:
@@ -103,8 +118,21 @@ class ResidentTable:
             "residents": len(self._residents),
             "activations": len(self.activations),
             "hibernations": len(self.hibernations),
-            "reserved": len(self.reserved),
+            "reserved": len(self._slots_held),
         }
+
+    # ---- slots under the cap (`Hibernation.slot_for` is their one holder) -------------------------
+    def hold_slot(self, workspace_id: str) -> None:
+        if workspace_id in self._slots_held:  # one wake per workspace: activations share it
+            raise RuntimeError(f"a slot under the cap is already held for {workspace_id}")
+        self._slots_held.add(workspace_id)
+
+    def release_slot(self, workspace_id: str) -> None:
+        self._slots_held.remove(workspace_id)  # KeyError: released twice
+
+    def slots_held(self) -> int:
+        """Wakes being bound, each counted by the cap as a resident."""
+        return len(self._slots_held)
 
     # ---- recency and place -------------------------------------------------------------------------
     def touch(self, workspace_id: str) -> None:
@@ -122,14 +150,16 @@ class ResidentTable:
         """Nodes holding at least one resident workspace."""
         return {r.node_id for r in self._residents.values() if r.node_id}
 
-    def evictable(self, incoming: str) -> dict[str, float]:
-        """Residents that may hibernate for room, with their last use: not the incoming one,
-        not one bound within MIN_RESIDENCY_S."""
+    def evictable(self, incoming: str, on_node: str | None = None) -> dict[str, float]:
+        """Residents that may hibernate for room (those on `on_node` when given), with their
+        last use: not the incoming one, not one bound within MIN_RESIDENCY_S."""
         now = time.monotonic()
         return {
             ws: r.last_used
             for ws, r in self._residents.items()
-            if ws != incoming and now - r.bound_at >= MIN_RESIDENCY_S
+            if ws != incoming
+            and now - r.bound_at >= MIN_RESIDENCY_S
+            and on_node in (None, r.node_id)
         }
 
     def idle(self, idle_s: float) -> list[str]:
@@ -152,7 +182,7 @@ class ResidentTable:
             return
         self._refreshed_at = time.monotonic()
 
-        async def ask(workspace_id: str, resident: Resident):
+        async def ask(workspace_id: str, resident: Resident) -> None:
             try:
                 info = await self.runtime.call(
                     resident.handle, WorkspaceActorMethod.ACTIVITY, timeout_s=ACTIVITY_TIMEOUT_S

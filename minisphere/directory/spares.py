@@ -36,13 +36,14 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from minisphere.control.residency_policy import (
     SPARE_DEMAND_WINDOW_S,
     demand_spare_target,
     peak_wakes_per_bucket,
 )
+from minisphere.directory.actor_runtime import Handle
 
 log = logging.getLogger("minisphere.spares")
 SPARE_READY_TIMEOUT_S = 120.0  # a spare that has not finished starting by then is dropped
@@ -66,6 +67,29 @@ class NoRoomForSpare(Exception):
     """No node has room for another spare now: not a failure, the pool waits and tries again."""
 
 
+class PoolStatus(TypedDict):
+    """The pool's counters, as the directory's residency status shows them."""
+
+    size: int
+    ready: int
+    starting: int
+    started: int
+    handedOut: int
+    failed: int
+    noRoom: int
+    noRoomWhy: str
+    retired: int
+    returning: int
+    recycled: int
+    notKept: int
+    startSecondsP50: float | None
+    followsDemand: bool
+    shrunk: int
+    floor: int | None
+    ceiling: int | None
+    peakWakesPerMinute: int
+
+
 @dataclass(frozen=True)
 class Demand:
     """A pool that follows demand keeps at least `floor` spares and never more than `ceiling`
@@ -78,7 +102,7 @@ class Demand:
 
 @dataclass
 class Spare:
-    handle: Any
+    handle: Handle
     name: str
     node_id: str | None
     ready_at: float = field(default_factory=time.monotonic)
@@ -90,7 +114,7 @@ class SparePool:
         self,
         size: int,
         start_spare: Callable[[dict[str, int]], Awaitable[Spare]],
-        kill: Callable[[Any], None],
+        kill: Callable[[Handle], None],
         demand: Demand | None = None,
         clock: Callable[[], float] = time.monotonic,
     ):
@@ -103,7 +127,7 @@ class SparePool:
         self._kill = kill
         self._ready: deque[Spare] = deque()
         self._starting = 0
-        self._refiller: asyncio.Task | None = None
+        self._refiller: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self.started = 0  # spares that finished starting
         self.handed_out = 0
@@ -219,7 +243,7 @@ class SparePool:
         recent = sorted(self.start_seconds)
         return recent[len(recent) // 2] if recent else None
 
-    def status(self) -> dict:
+    def status(self) -> PoolStatus:
         demand = self.demand
         return {
             "size": self.size,
@@ -279,7 +303,7 @@ class SparePool:
         """Ready spares: name -> node."""
         return {spare.name: spare.node_id for spare in self._ready}
 
-    def ready_handles(self) -> dict[str, Any]:
+    def ready_handles(self) -> dict[str, Handle]:
         """Ready spares: name -> actor handle, the oldest (the next handed out) first."""
         return {spare.name: spare.handle for spare in self._ready}
 

@@ -10,19 +10,23 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from minisphere.control.auth import check_workspace_id
-from minisphere.control.blueprints import parse_blueprint
+from minisphere.control.blueprints import Blueprint, parse_blueprint
+from minisphere.control.plane import ControlPlane
 from minisphere.directory.actor_runtime import ActorRuntime
+from minisphere.directory.residents import ResidentTable
 from minisphere.durability.generations import delete_generation_snapshots
 from minisphere.durability.replication import delete_replica
 from minisphere.durability.snapshotter import Backoff
+from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.clock import epoch_ms
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import NotFound, SnapshotError
 from minisphere.hosting.copies import list_copies, sweep_node
-from minisphere.settings import ensure_private_dir
+from minisphere.settings import Settings, ensure_private_dir
+from minisphere.wire.records import WorkspaceRecord
 
 log = logging.getLogger("minisphere.directory")
 AUDIT_KEPT_S = 90 * 86_400  # the audit trail's reach back
@@ -37,18 +41,31 @@ NODE_SWEEP_RETRY_MAX_S = 600.0
 NODE_SWEEP_BACKOFF = Backoff(
     initial_s=NODE_SWEEP_RETRY_S, factor=2.0, max_s=NODE_SWEEP_RETRY_MAX_S, jitter_ratio=0.0
 )
+# node -> what each node answered a sweep: the copies it deleted, or the name of its failure
+NodeAnswers = dict[str, Any]
+
+
+class CreatedWorkspace(TypedDict):
+    workspace: WorkspaceRecord
+    token: str  # shown only in this answer
+    tokenId: str
+
+
+class DeletedWorkspace(TypedDict):
+    deleted: str
+    snapshotsDeleted: bool  # False: owed, a later sweep deletes them
 
 
 class WorkspaceLifecycle:
     def __init__(
         self,
-        settings,
-        control,
-        snapshots,
-        residents,
+        settings: Settings,
+        control: ControlPlane,
+        snapshots: SnapshotStore,
+        residents: ResidentTable,
         runtime: ActorRuntime,
-        contracts,
-        default_blueprint,
+        contracts: list[dict[str, Any]],
+        default_blueprint: Blueprint,
     ):
         self.settings = settings
         self.control = control
@@ -58,9 +75,9 @@ class WorkspaceLifecycle:
         self.contracts = contracts  # what a new workspace is born with
         self.default_blueprint = default_blueprint
         self.root = ensure_private_dir(settings.workspaces_dir).resolve()
-        self._sweep: asyncio.Task | None = None  # the node sweep running, if any
+        self._sweep: asyncio.Task[None] | None = None  # the node sweep running, if any
         self._sweep_again = False
-        self._forget_sweep: asyncio.Task | None = None  # a forget's sweep, waiting its turn
+        self._forget_sweep: asyncio.Task[None] | None = None  # a forget's sweep, waiting its turn
         self._forget_swept_at = -FORGET_SWEEP_GAP_S
         # deleted generations whose replica is deleted once more after a node sweep that
         # reached every node, the one the workspace lived on among them: a killed actor's file
@@ -84,7 +101,9 @@ class WorkspaceLifecycle:
     def workspace_path(self, workspace_id: str) -> str:
         return str(self.folder(workspace_id) / "workspace.db")
 
-    def create(self, workspace_id: str | None, blueprint: dict | None, label: str | None) -> dict:
+    def create(
+        self, workspace_id: str | None, blueprint: dict[str, Any] | None, label: str | None
+    ) -> CreatedWorkspace:
         chosen = parse_blueprint(blueprint) if blueprint is not None else self.default_blueprint
         record, token = self.control.create(chosen, self.contracts, workspace_id, label)
         try:
@@ -107,7 +126,7 @@ class WorkspaceLifecycle:
         [grant] = self.control.tokens.grants(record["id"])
         return {"workspace": record, "token": token, "tokenId": grant.token_id}
 
-    async def delete(self, workspace_id: str) -> dict:
+    async def delete(self, workspace_id: str) -> DeletedWorkspace:
         self.control.get(workspace_id)  # NotFound when absent
         self.control.set_state(workspace_id, "deleting")  # no new activation from here on
         # an activation in flight finds the workspace deleting once bound and lets go of its
@@ -136,7 +155,7 @@ class WorkspaceLifecycle:
             self._sweep_again = True
             return
 
-        async def sweeps():
+        async def sweeps() -> None:
             while True:
                 self._sweep_again = False
                 await self.sweep_nodes()
@@ -153,7 +172,7 @@ class WorkspaceLifecycle:
             return
         wait_s = max(0.0, self._forget_swept_at + FORGET_SWEEP_GAP_S - time.monotonic())
 
-        async def after_the_gap():
+        async def after_the_gap() -> None:
             await asyncio.sleep(wait_s)
             self._forget_swept_at = time.monotonic()
             self.sweep_soon()
@@ -178,7 +197,7 @@ class WorkspaceLifecycle:
                 self.sweep_soon()
                 return
 
-    async def sweep_nodes(self) -> dict | None:
+    async def sweep_nodes(self) -> NodeAnswers | None:
         """On every node, let the replication daemon go of files no live host holds, and
         delete the copies of tombstoned generations and the stale copies of workspaces that
         moved on (minisphere/hosting/copies.py); node -> what it deleted (None: it failed).
@@ -198,7 +217,7 @@ class WorkspaceLifecycle:
             self._retry_at = time.monotonic() + NODE_SWEEP_BACKOFF.delay_s(self._sweeps_missed)
         return swept
 
-    async def _sweep_every_node(self) -> dict | None:
+    async def _sweep_every_node(self) -> NodeAnswers | None:
         """Each node says which copies it holds; then each is told which of them belong to no
         live creation (deleted, or its id made again) and which moved on, and sweeps."""
         root, daemon_dir = str(self.root), self.settings.replication.daemon_dir
@@ -264,8 +283,8 @@ class WorkspaceLifecycle:
 
 
 def _left_behind(
-    held: dict[str, Any],
-    swept: dict[str, Any],
+    held: NodeAnswers,
+    swept: NodeAnswers,
     moved: dict[str, tuple[str | None, str | None, int]],
 ) -> dict[str, int]:
     """Live workspaces with a copy a node kept though they live on another (id -> the stored
@@ -282,7 +301,7 @@ def _left_behind(
     return left
 
 
-def _reached(swept: dict | None, node: str | None) -> bool:
+def _reached(swept: NodeAnswers | None, node: str | None) -> bool:
     """The sweep let every node's daemon go of the files no live host holds: each node it was
     sent to answered (a failure or a timeout answers its name instead of what it deleted), and
     the node the workspace lived on was among them (a node missing from the list of live ones

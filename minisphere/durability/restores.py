@@ -36,17 +36,11 @@ from minisphere.engine.location import rebase
 from minisphere.errors import SnapshotCorrupt, SnapshotError, SnapshotNotFound
 from minisphere.files import fsync_dir, fsync_file, sized_sha256
 from minisphere.settings import SNAPSHOT_KEEP_VERSIONS
+from minisphere.wire.residency import SkippedVersion
 
 log = logging.getLogger("minisphere.snapshots")
 ASIDE_MARK = ".pre-restore-"
 LIVE_FILE_MODE = 0o600  # a restored workspace file is private to the service
-
-
-class SkippedVersion(TypedDict):
-    """A version `restore_latest_good` passed over, and why (words any caller may read)."""
-
-    version: str
-    error: str
 
 
 class SnapshotRestore(TypedDict):

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypedDict
 
 from minisphere.durability.constants import (
     SNAPSHOT_BACKOFF_FACTOR,
@@ -31,26 +30,9 @@ from minisphere.durability.constants import (
 from minisphere.durability.snapshots.manifest import Manifest
 from minisphere.errors import MiniSphereError, SnapshotError
 from minisphere.settings import SNAPSHOT_EVERY_S, SNAPSHOT_EVERY_WRITES
+from minisphere.wire.residency import SnapshotStatus
 
 log = logging.getLogger("minisphere.snapshots")
-
-
-class SnapshotStatus(TypedDict):
-    """What `GET /v1/workspaces/{id}` shows of a workspace's snapshots."""
-
-    lastSnapshotAt: float | None
-    lastVersion: str | None
-    lastPosition: int | None
-    pendingWrites: int
-    snapshots: int
-    failures: int
-    consecutiveFailures: int
-    lastFailureAt: float | None
-    lastFailure: str | None
-    lastFailureCode: str | None
-    retryInS: float | None
-    everyWrites: int
-    everyS: float
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ from minisphere.hosting.locating import CurrentCopy
 from minisphere.hosting.open_file import OpenFile
 from minisphere.hosting.read_pool import ReadPool
 from minisphere.hosting.stored_states import StoredStates
+from minisphere.wire.residency import Activation, HostHibernation
 
 log = logging.getLogger("minisphere.host")
 
@@ -143,7 +144,7 @@ class WorkspaceHost:
         """Make sure the right copy of the file is here (restored when missing or behind; how it
         was found is `activation`), and open it."""
         drop_staging_leftovers(self.path.parent)  # of a killed earlier host's restore
-        self.activation = CurrentCopy(
+        self.activation: Activation = CurrentCopy(
             self.workspace_id,
             self.path,
             self.generation,
@@ -294,7 +295,7 @@ class WorkspaceHost:
             return self.workspace.location().position
         return self.position()
 
-    def hibernate(self) -> dict[str, Any]:
+    def hibernate(self) -> HostHibernation:
         """Drain writes, snapshot if anything changed (unless the store is backing off, or the
         replica confirmed the last write and no named version is due yet), close."""
         self._closed = True

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from minisphere.durability.snapshotter import SnapshotStatus
 from minisphere.hosting.read_pool import DEFAULT_READ_THREADS
 from minisphere.settings import DEFAULT_MAX_BATCH_WRITES, DEFAULT_SYNCHRONOUS, SnapshotSettings
+from minisphere.wire.residency import SnapshotStatus
 
 
 @dataclass(frozen=True)

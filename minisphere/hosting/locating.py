@@ -17,7 +17,6 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from minisphere.durability.replication.registration import WorkspaceReplica
 from minisphere.durability.replication.restore import restore_from_replica
@@ -33,6 +32,7 @@ from minisphere.hosting.copies import (
     discard_copy,
     remove_database,
 )
+from minisphere.wire.residency import Activation
 
 log = logging.getLogger("minisphere.host")
 
@@ -53,7 +53,7 @@ class CurrentCopy:
     # is restored over like an unreadable one, even when SQLite still opens it.
     altered_at_rest: str | None = None
 
-    def ensure(self, expect_snapshot: bool) -> dict[str, Any]:
+    def ensure(self, expect_snapshot: bool) -> Activation:
         """Make sure the file at `path` is a current copy of this workspace: keep a local copy
         of this generation at the newest position, delete any other (a deleted creation's, or
         one left behind when the workspace moved on), restore from the store, and refuse when
@@ -77,13 +77,13 @@ class CurrentCopy:
 
     def _restore(
         self, expect_snapshot: bool, discarded: str | None, refuse_empty: bool = False
-    ) -> dict[str, Any]:
+    ) -> Activation:
         """No local copy to keep: the replica's newest state, else the newest good snapshot,
         else an empty file for a workspace that never acknowledged a write."""
         started = time.perf_counter()
         from_replica = self._restore_from_replica()
         if from_replica is not None:
-            return {**from_replica, **({"discarded": discarded} if discarded else {})}
+            return _discarding(from_replica, discarded)
         if self.store is None:
             return self._start_empty(
                 expect_snapshot or refuse_empty, discarded, "no snapshot store"
@@ -111,14 +111,14 @@ class CurrentCopy:
             position,
             took,
         )
-        return {
+        from_snapshot: Activation = {
             "source": "snapshot",
             "version": restored["version"],
             "restoreMs": took,
             "skipped": restored["skipped"],
             "position": position,
-            **({"discarded": discarded} if discarded else {}),
         }
+        return _discarding(from_snapshot, discarded)
 
     def _set_aside_unreadable(self) -> Path | None:
         """A file SQLite cannot read (a torn or overwritten disk block), or one altered while
@@ -144,7 +144,7 @@ class CurrentCopy:
                 Path(f"{source}{suffix}").replace(f"{target}{suffix}")
         fsync_dir(target.parent)
 
-    def _restore_from_replica(self, above: int = -1) -> dict[str, Any] | None:
+    def _restore_from_replica(self, above: int = -1) -> Activation | None:
         """The replica's newest state, when replication is on and it holds a usable copy (it
         is at least as new as any snapshot: it is shipped within a second of each commit) past
         position `above` (the local copy's, which it then replaces)."""
@@ -234,13 +234,11 @@ class CurrentCopy:
         deleted tenant's file, and the claim would stamp the new generation onto it."""
         return copy.generation == self.generation
 
-    def _start_empty(
-        self, expect_snapshot: bool, discarded: str | None, why: str
-    ) -> dict[str, Any]:
+    def _start_empty(self, expect_snapshot: bool, discarded: str | None, why: str) -> Activation:
         if expect_snapshot or self.min_position > 0:
             raise self._missing(f"{discarded}; {why}" if discarded else why)
         log.warning("workspace %s: no file and %s; starting empty", self.workspace_id, why)
-        return {"source": "new", "position": 0, **({"discarded": discarded} if discarded else {})}
+        return _discarding({"source": "new", "position": 0}, discarded)
 
     def _missing(self, why: str) -> WorkspaceDataMissing:
         return WorkspaceDataMissing(
@@ -249,3 +247,10 @@ class CurrentCopy:
             "Bring back the node or store holding it, or restore a named snapshot version to "
             "accept the loss"
         )
+
+
+def _discarding(activation: Activation, discarded: str | None) -> Activation:
+    """`activation`, saying why the copy found here was deleted first (when it was)."""
+    if discarded:
+        activation["discarded"] = discarded
+    return activation

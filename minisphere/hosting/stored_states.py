@@ -22,7 +22,7 @@ from minisphere.durability.snapshots.layout import list_versions, version_taken_
 from minisphere.durability.snapshots.manifest import list_snapshots
 from minisphere.durability.snapshots.pruning import delete_version, prune
 from minisphere.durability.snapshots.publish import take_snapshot
-from minisphere.durability.snapshotter import SnapshotStatus, Snapshotter
+from minisphere.durability.snapshotter import Snapshotter
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.clock import epoch_ms
 from minisphere.engine.forget_ledger import SNAPSHOT_VERSIONS, ForgetLedger
@@ -31,6 +31,7 @@ from minisphere.engine.workspace import Workspace
 from minisphere.errors import InvalidArgument, SnapshotError
 from minisphere.hosting.copies import drop_after_forget
 from minisphere.settings import SnapshotSettings
+from minisphere.wire.residency import SnapshotStatus
 
 log = logging.getLogger("minisphere.host")
 

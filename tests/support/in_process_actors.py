@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import time
 
 from minisphere.directory.actor_runtime import ActorGone
@@ -19,6 +20,7 @@ from minisphere.hosting.host_options import HostTuning, KnownState
 from minisphere.reply import Reply
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE, SnapshotSettings
 from minisphere.wire.actor_methods import WorkspaceActorMethod
+from minisphere.wire.residency import BindAnswer, HibernationReport, ProcessReport
 
 NODE = "in-process-node"
 
@@ -47,11 +49,12 @@ class InProcessWorkspaceActor:
     async def ready(self) -> dict:
         return {"name": self.name, "nodeId": NODE, "bound": None}
 
-    async def bind(self, launch, grants=()) -> Reply[dict]:
+    async def bind(self, launch, grants=()) -> Reply[BindAnswer]:
         if self.host is not None:
             raise AssertionError(f"{self.name} bound twice")
         if self.bind_gate is not None:
             await self.bind_gate.wait()
+        started = time.perf_counter()
         snapshots = launch.snapshots or SnapshotSettings()
         known = KnownState(
             generation=launch.generation,
@@ -71,7 +74,14 @@ class InProcessWorkspaceActor:
             ),
         )
         self.grants = tuple(grants)
-        return Reply.done({"activation": self.host.activation, "nodeId": NODE})
+        return Reply.done(
+            {
+                "activation": self.host.activation,
+                "nodeId": NODE,
+                "pid": os.getpid(),
+                "openMs": (time.perf_counter() - started) * 1e3,
+            }
+        )
 
     async def opening(self) -> dict:
         return {"stagedBytes": self.staged_bytes}
@@ -87,7 +97,7 @@ class InProcessWorkspaceActor:
             "inflight": self.inflight,
         }
 
-    async def hibernate(self) -> dict:
+    async def hibernate(self) -> HibernationReport:
         if self.hibernate_gate is not None:
             await self.hibernate_gate.wait()
         if self.hibernate_failure is not None:
@@ -95,7 +105,14 @@ class InProcessWorkspaceActor:
         result = await asyncio.to_thread(self.host.hibernate)
         self.host, self.grants = None, ()  # a spare again, as the Ray actor lets go
         self.binds += 1
-        return {**result, "process": {"binds": self.binds, "nodeId": NODE}}
+        process: ProcessReport = {
+            "binds": self.binds,
+            "rssBytes": 0,
+            "freshRssBytes": 0,
+            "pid": os.getpid(),
+            "nodeId": NODE,
+        }
+        return {**result, "process": process}
 
 
 class InProcessActors:
@@ -105,6 +122,8 @@ class InProcessActors:
         # set by a test: the next bind call fails with it, as a Ray call can for reasons of
         # Ray's own (a system error, an unreachable raylet) that are not the actor dying
         self.bind_failure: BaseException | None = None
+        # set by a test: every bind of these workspaces fails with the exception named
+        self.bind_failures: dict[str, BaseException] = {}
         # set by a test: what the node answers a task sent to every node instead of running
         # it (as Ray's runtime answers a node whose task failed or timed out)
         self.node_task_failure: str | None = None
@@ -133,6 +152,7 @@ class InProcessActors:
         failure = None
         if method == WorkspaceActorMethod.BIND:
             failure, self.bind_failure = self.bind_failure, None
+            failure = failure or self.bind_failures.get(args[0].workspace_id)
 
         async def run():
             await actor.started.wait()
