@@ -26,6 +26,8 @@ Detail = TypeVar("Detail")
 
 def superseded_factor(found: Supersession, entry_id: str) -> float:
     """Step 1: the factor of an entry before any replacement's score is known."""
+    if entry_id not in found.newer:  # most candidates: nothing replaces them
+        return 1.0
     return T.SUPERSEDED_FACTOR if found.head(entry_id) is not None else 1.0
 
 
