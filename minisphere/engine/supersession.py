@@ -113,8 +113,7 @@ def read_supersession(
                 newer.append(src)
             found.live[src] = status != LIVE_STATUS_EXCLUDED
             found.created[src] = created_at
-    found._reach.clear()  # new edges may lengthen a chain already walked
-    found._heads.clear()
+    # no cache is stale now: every edge into an entry already reached was read with it
     return found
 
 

@@ -38,10 +38,11 @@ def hold_below_successors(
     under its scored replacements'; `factors` receives each replaced entry's whole factor
     (steps 1 and 2). The candidates come back best first."""
     final = {entry_id: score for entry_id, score, _ in scored}
-    replaced = [i for i in final if found.replacements(i)]
+    replacing = {i: found.replacements(i) for i in final if i in found.newer}
+    replacing = {i: above for i, above in replacing.items() if above}
     # a replacement's own replacements are fewer than those of what it replaced: settled first
-    for entry_id in sorted(replaced, key=lambda i: len(found.replacements(i))):
-        above = [final[s] for s in found.replacements(entry_id) if s in final]
+    for entry_id in sorted(replacing, key=lambda i: len(replacing[i])):
+        above = [final[s] for s in replacing[entry_id] if s in final]
         before = final[entry_id]
         if above and before >= min(above) * T.SUPERSEDED_BELOW_SHARE:
             final[entry_id] = min(above) * T.SUPERSEDED_BELOW_SHARE
@@ -58,6 +59,9 @@ def successors_first(
     """Step 3: the page in its order, except that no entry comes before a live replacement of
     it that is also on the page (at each place, the first remaining entry none of whose
     remaining replacements is still waiting)."""
+    replacing = {i: found.replacements(i) for i, _ in picked if i in found.newer}
+    if not any(replacing.values()):
+        return picked
     waiting = list(picked)
     ordered: list[tuple[str, Detail]] = []
     while waiting:
@@ -66,7 +70,7 @@ def successors_first(
             (
                 n
                 for n, (entry_id, _) in enumerate(waiting)
-                if not (found.replacements(entry_id) & ids)
+                if not (replacing.get(entry_id, frozenset()) & ids)
             ),
             0,
         )
