@@ -47,7 +47,8 @@ SUBJECTS_PER_KIND = 12
 CHATTER_PER_WEEK = 40
 TARGET_CURRENT_AT_1 = 0.95
 P50_TOLERANCE = 0.05  # recall p50 may be at most 5% above the baseline's
-ROUNDS = 3
+ROUNDS = 5
+TIMING_PASSES = 2  # each LoCoMo question timed this many times in a round
 INTERLEAVED_PASSES = 3  # each LoCoMo question, with and without reading supersession
 
 NAMES = ["Alice", "Bruno", "Chiara", "Dmitri", "Esther", "Farid", "Greta", "Hiroshi", "Ines",
@@ -351,21 +352,23 @@ def knowledge_updates(seed: int, vectors: str | None) -> tuple[list[list], dict]
 
 
 # ---- LoCoMo, this tree against a baseline -------------------------------------------------------
-def locomo_figures(data: str) -> dict:
-    """Zero-binding R@10 / nDCG@10 per held-out conversation and their mean (bench/folds.py),
-    and recall p50 (ms) over every question, on this process's code."""
+def locomo_figures(data: str, with_folds: bool) -> dict:
+    """Zero-binding R@10 / nDCG@10 per held-out conversation and their mean (bench/folds.py;
+    with `with_folds`), and recall p50 (ms) over every question asked TIMING_PASSES times, on
+    this process's code."""
     from . import folds, locomo
 
     bench = folds.ConversationBench(locomo.load(data))
     try:
-        rows = folds.fold_rows(bench)
+        rows = folds.fold_rows(bench) if with_folds else []
         timings = []
-        for _cid, ws, questions in bench.runs[False]:
-            for question, _ in questions:
-                ws.conn.execute("UPDATE entries SET recall_count = 0")
-                started = time.perf_counter()
-                ws.recall(question.text, topK=10)
-                timings.append((time.perf_counter() - started) * 1000)
+        for _ in range(TIMING_PASSES):
+            for _cid, ws, questions in bench.runs[False]:
+                for question, _ in questions:
+                    ws.conn.execute("UPDATE entries SET recall_count = 0")
+                    started = time.perf_counter()
+                    ws.recall(question.text, topK=10)
+                    timings.append((time.perf_counter() - started) * 1000)
     finally:
         bench.close()
     import minisphere
@@ -419,9 +422,10 @@ def baseline_tree(revision: str, folder: Path) -> Path:
     return folder
 
 
-def measure_in(tree: Path, data: str) -> dict:
+def measure_in(tree: Path, data: str, with_folds: bool) -> dict:
+    flags = [] if with_folds else ["--timing-only"]
     out = subprocess.run(
-        [sys.executable, "-m", "bench.bench_knowledge_updates", "--locomo-json", data],
+        [sys.executable, "-m", "bench.bench_knowledge_updates", "--locomo-json", data, *flags],
         cwd=tree,
         capture_output=True,
         text=True,
@@ -440,9 +444,9 @@ def locomo_comparison(data: str, revision: str, rounds: int) -> tuple[str, list[
     with tempfile.TemporaryDirectory() as tmp:
         old_tree = baseline_tree(revision, Path(tmp))
         runs: dict[str, list[dict]] = {"baseline": [], "this tree": []}
-        for _ in range(rounds):  # alternated: a busy spell of the machine hits both sides
-            runs["baseline"].append(measure_in(old_tree, data))
-            runs["this tree"].append(measure_in(here, data))
+        for n in range(rounds):  # alternated: a busy spell of the machine hits both sides
+            runs["baseline"].append(measure_in(old_tree, data, n == 0))
+            runs["this tree"].append(measure_in(here, data, n == 0))
     before, after = runs["baseline"][0]["folds"], runs["this tree"][0]["folds"]
     rows = [
         [b[0], b[1], b[2], a[2], a[2] - b[2], b[3], a[3], a[3] - b[3]]
@@ -483,9 +487,10 @@ def main() -> None:
     parser.add_argument("--baseline", default=None, help="git revision (default: merge base)")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--locomo-json", help=argparse.SUPPRESS)  # one side of the comparison
+    parser.add_argument("--timing-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.locomo_json:
-        print(json.dumps(locomo_figures(args.locomo_json)))
+        print(json.dumps(locomo_figures(args.locomo_json, not args.timing_only)))
         return
     rows, figures = knowledge_updates(args.seed, args.vectors)
     subjects, changes, chatter = figures["shape"]

@@ -207,3 +207,45 @@ def test_random_replacement_graphs_rank_and_resolve_as_the_model_says(graph, hop
                     )
         finally:
             ws.close()
+
+
+def test_a_cycle_stored_before_the_rule_has_no_head_and_recall_still_answers(ws, clock):
+    a = ws.capture("Release train leaves on Tuesday")["id"]
+    b = ws.capture("Release train leaves on Thursday")["id"]
+    with ws.transaction() as conn:  # what a file written before 0.3 may hold
+        for src, dst in ((a, b), (b, a)):
+            conn.execute(
+                "INSERT INTO edges(src, dst, type, weight, provenance, created_at, updated_at) "
+                "VALUES (?, ?, 'supersedes', 1.0, 'explicit', 0, 0)",
+                (src, dst),
+            )
+    items = ws.recall("release train leaves")["items"]
+    assert {i["id"] for i in items} == {a, b}
+    assert all(
+        i["supersededBy"] is None and i["breakdown"]["rerank"]["superseded"] == 1 for i in items
+    )
+    assert ws.get_entry(a)["supersession"] == {
+        "supersededBy": None,
+        "chain": [a],
+        "supersedes": [b],
+    }
+
+
+def test_with_a_vector_binding_the_replacement_still_comes_first(tmp_path, clock):
+    from tests.engine.vectors.helpers import ChosenVectors, at_cosine
+
+    query = "billing service deploys region Fridays"
+    vectors = ChosenVectors({query: at_cosine(1.0), OLD: at_cosine(0.95), NEW: at_cosine(0.2, 2)})
+    ws = Workspace(tmp_path / "bound.db", clock=clock, synchronous="NORMAL", embedder=vectors)
+    try:
+        for text in FILLER:
+            ws.capture(text)
+        old, new = ws.capture(OLD)["id"], ws.capture(NEW)["id"]
+        assert ids(ws.recall(query, hops=0))[0] == old  # words and cosine both favour it
+        ws.link(new, old, "supersedes")
+        result = ws.recall(query, hops=0)
+        assert result["queryUsed"]["arms"].get("vector")
+        order = ids(result)
+        assert order.index(new) < order.index(old)
+    finally:
+        ws.close()
