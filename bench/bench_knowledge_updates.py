@@ -49,7 +49,7 @@ TARGET_CURRENT_AT_1 = 0.95
 P50_TOLERANCE = 0.05  # recall p50 may be at most 5% above the baseline's
 ROUNDS = 5
 TIMING_PASSES = 2  # each LoCoMo question timed this many times in a round
-INTERLEAVED_PASSES = 3  # each LoCoMo question, with and without reading supersession
+INTERLEAVED_PASSES = 3  # each LoCoMo question, with and without the supersession probe
 
 NAMES = ["Alice", "Bruno", "Chiara", "Dmitri", "Esther", "Farid", "Greta", "Hiroshi", "Ines",
          "Jonas", "Kavya", "Lars", "Mei", "Nadia", "Oscar", "Priya", "Quentin", "Rosa", "Sven",
@@ -381,34 +381,29 @@ def locomo_figures(data: str, with_folds: bool) -> dict:
 
 
 def interleaved_cost(data: str, passes: int) -> tuple[float, float]:
-    """Recall p50 (ms) over every LoCoMo question with and without reading supersession, in one
-    process, question by question in alternating order: the machine's load falls on both alike.
-    Without it, a workspace holding no `supersedes` edge runs exactly the code before 0.3 (every
-    later step is skipped when nothing was found)."""
+    """Recall p50 (ms) over every LoCoMo question with and without looking for supersession, in
+    one process, question by question in alternating order: the machine's load falls on both
+    alike. Without the look (the pool's probe for `supersedes` edges answering no), recall runs
+    exactly the code before supersession: every later step depends on that probe."""
     from minisphere.engine.retrieval import recall as pipeline
-    from minisphere.engine.supersession import Supersession
 
     from . import folds, locomo
 
-    reading = pipeline.read_supersession
-    skipped = {True: [], False: []}
+    probe = pipeline.any_replaced
+    skipped: dict[bool, list[float]] = {True: [], False: []}
     bench = folds.ConversationBench(locomo.load(data))
     try:
         for n in range(passes):
             for _cid, ws, questions in bench.runs[False]:
                 for k, (question, _) in enumerate(questions):
                     for skip in (False, True) if (n + k) % 2 else (True, False):
-                        pipeline.read_supersession = (  # type: ignore[assignment]
-                            (lambda conn, ids, found=None: found or Supersession())
-                            if skip
-                            else reading
-                        )
+                        pipeline.any_replaced = (lambda conn, ids: False) if skip else probe
                         ws.conn.execute("UPDATE entries SET recall_count = 0")
                         started = time.perf_counter()
                         ws.recall(question.text, topK=10)
                         skipped[skip].append((time.perf_counter() - started) * 1000)
     finally:
-        pipeline.read_supersession = reading
+        pipeline.any_replaced = probe
         bench.close()
     return p50(skipped[True]), p50(skipped[False])
 
@@ -416,7 +411,10 @@ def interleaved_cost(data: str, passes: int) -> tuple[float, float]:
 def baseline_tree(revision: str, folder: Path) -> Path:
     """The baseline's files, exported (not checked out) into `folder`, with this module beside
     its own benchmarks so the same measurement runs on its code."""
-    archive = subprocess.run(["git", "archive", revision], capture_output=True, check=True)
+    repo = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", revision], capture_output=True, check=True
+    )
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
     shutil.copy(Path(__file__), folder / "bench" / Path(__file__).name)
     return folder
@@ -465,7 +463,7 @@ def locomo_comparison(data: str, revision: str, rounds: int) -> tuple[str, list[
             else "LOWER"
         ),
         f"recall p50, one process, every question {INTERLEAVED_PASSES} times with and without "
-        f"reading supersession, interleaved: {without:.3f} ms -> {with_reading:.3f} ms "
+        f"the supersession probe, interleaved: {without:.3f} ms -> {with_reading:.3f} ms "
         f"({ratio - 1:+.1%}): "
         + ("within 5%" if ratio <= 1 + P50_TOLERANCE else "MORE than 5% slower"),
         f"recall p50, the baseline tree against this tree, each in processes of its own "

@@ -91,11 +91,7 @@ def read_supersession(
     `found` when given: recall reads its candidates a page at a time)."""
     found = Supersession() if found is None else found
     for chunk, marks in id_chunks(list(ids)):
-        # a plain probe first: most entries are replaced by nothing, and it costs half the walk
-        replaced = conn.execute(
-            f"SELECT 1 FROM edges WHERE dst IN ({marks}) AND type = 'supersedes' LIMIT 1", chunk
-        ).fetchone()
-        if replaced is None:
+        if not any_replaced(conn, chunk):  # most pages: half the cost of the walk
             continue
         rows = conn.execute(
             "WITH RECURSIVE reach(id) AS ("
@@ -115,6 +111,16 @@ def read_supersession(
             found.created[src] = created_at
     # no cache is stale now: every edge into an entry already reached was read with it
     return found
+
+
+def any_replaced(conn: Connection, ids: list[str]) -> bool:
+    """Whether a `supersedes` edge points at any of `ids` (one index probe each)."""
+    for chunk, marks in id_chunks(ids):
+        if conn.execute(
+            f"SELECT 1 FROM edges WHERE dst IN ({marks}) AND type = 'supersedes' LIMIT 1", chunk
+        ).fetchone():
+            return True
+    return False
 
 
 def refuse_cycle(conn: Connection, src: str, dst: str) -> None:

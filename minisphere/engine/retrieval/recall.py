@@ -57,7 +57,7 @@ from minisphere.engine.retrieval.tag_support import tag_arm
 from minisphere.engine.retrieval.temporal import TimeBounds, extract_time_bounds
 from minisphere.engine.rows import ENTRY_COLUMNS, entries_by_id, entry_dict
 from minisphere.engine.staleness import revalidate_prompt
-from minisphere.engine.supersession import Supersession, read_supersession
+from minisphere.engine.supersession import Supersession, any_replaced, read_supersession
 from minisphere.errors import InvalidArgument
 from minisphere.wire.answers import Entry, NotedAnswer
 from minisphere.wire.recall_answer import (
@@ -139,10 +139,11 @@ def _rerank(
     query_stems: set[str],
     subjects: frozenset[str],
     pool_size: int,
-    found: Supersession,
+    found: Supersession | None,
 ) -> list[Scored]:
     """(id, final, rerank row), best first, for every candidate that can reach the MMR pool;
-    `found` receives the supersession of every candidate looked at.
+    with `found`, the supersession factor is applied and `found` receives the supersession of
+    every candidate looked at.
 
     Candidates are taken in fused order; once the pool is full, one whose fused score times the
     largest possible boost cannot beat the pool's last is not looked at, nor is any after it
@@ -156,7 +157,8 @@ def _rerank(
         chunk = order[start : start + 2 * pool_size]
         light = _rerank_rows(conn, [i for i in chunk if i not in known])
         light.update((i, rerank_row(known[i])) for i in chunk if i in known)
-        read_supersession(conn, chunk, found)
+        if found is not None:
+            read_supersession(conn, chunk, found)
         for entry_id in chunk:
             if len(finals) >= pool_size and fused[entry_id]["fused"] * boost < finals[0]:
                 scored.sort(key=lambda s: -s[1])
@@ -170,7 +172,7 @@ def _rerank(
                 query_stems,
                 subjects,
                 lexical_part(slot),
-                superseded_factor(found, entry_id),
+                1.0 if found is None else superseded_factor(found, entry_id),
             )
             scored.append((entry_id, final, light[entry_id]))
             if len(finals) < pool_size:
@@ -443,8 +445,11 @@ def _page(
     arms = gathered.arms
     known = {h.id: h.row for hits in arms.values() for h in hits if h.row is not None}
     pool_size = args.top_k * T.MMR_POOL_FACTOR
-    scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size, found)
-    if found.newer:
+    scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size, None)
+    # supersession only lowers scores: when no entry of the pool is replaced, the pool stands;
+    # otherwise the rerank runs again with it (the pool it picks may differ)
+    if any_replaced(conn, [entry_id for entry_id, _, _ in scored[:pool_size]]):
+        scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size, found)
         scored = hold_below_successors(scored, found, factors)
     if lexical_led:  # the fusion left the lexical order alone: the cosine has its say here
         scored = _lexical_led_pool(conn, scored, cast("VectorArm", gathered.vector_arm), pool_size)
