@@ -33,7 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from minisphere.engine.clock import ManualClock
@@ -206,7 +207,6 @@ class Thread:
     texts: list[str]
     weeks: list[int]
     question: str
-    ids: list[str] = field(default_factory=list)
 
 
 def generate(rng: random.Random) -> tuple[list[Thread], list[tuple[int, str]]]:
@@ -248,17 +248,17 @@ def build(
     linked: bool,
     seed: int,
     embedder=None,
-) -> Workspace:
+) -> tuple[Workspace, list[list[str]]]:
     """One workspace holding every statement and the chatter, week by week (shuffled within a
-    week); with `linked`, each new value `supersedes` the one before it. Fills each thread's
-    `ids`."""
+    week); with `linked`, each new value `supersedes` the one before it. Answers the workspace
+    and, per thread, the ids of its statements in order."""
     clock = ManualClock()
     folder.mkdir(parents=True, exist_ok=True)
     ws = Workspace(folder / "updates.db", clock=clock, embedder=embedder)
-    events: list[tuple[int, str | tuple[Thread, int]]] = list(chatter)
-    for thread in threads:
-        thread.ids = []
-        events += [(w, (thread, n)) for n, w in enumerate(thread.weeks)]
+    ids: list[list[str]] = [[] for _ in threads]
+    events: list[tuple[int, str | tuple[int, int]]] = list(chatter)
+    for k, thread in enumerate(threads):
+        events += [(w, (k, n)) for n, w in enumerate(thread.weeks)]
     random.Random(seed).shuffle(events)
     events.sort(key=lambda e: e[0])  # stable: shuffled within a week
     week = 0
@@ -270,41 +270,48 @@ def build(
         if isinstance(what, str):
             ws.capture(what, kind="episodic")
             continue
-        thread, n = what
-        answer = ws.capture(thread.texts[n], kind="semantic", volatility="state")
+        k, n = what
+        answer = ws.capture(threads[k].texts[n], kind="semantic", volatility="state")
         entry = answer.get("id") or answer["matchId"]
-        if linked and thread.ids:
-            ws.link(entry, thread.ids[-1], "supersedes")
-        thread.ids.append(entry)
+        if linked and ids[k]:
+            ws.link(entry, ids[k][-1], "supersedes")
+        ids[k].append(entry)
     clock.advance(days=7)
-    return ws
+    return ws, ids
 
 
-def score(ws: Workspace, threads: list[Thread]) -> dict:
-    """current@1, stale@1, current-first (of the subject's statements answered, the first is
-    the current one) and recall p50 over the questions."""
-    current = stale = leads = other = 0
-    statements = {entry for thread in threads for entry in thread.ids}
-    timings = []
-    for thread in threads:
-        ws.conn.execute("UPDATE entries SET recall_count = 0")  # every question on one state
-        started = time.perf_counter()
-        ranked = [item["id"] for item in ws.recall(thread.question, topK=10)["items"]]
-        timings.append((time.perf_counter() - started) * 1000)
-        first = ranked[0] if ranked else None
-        current += first == thread.ids[-1]
-        stale += first in thread.ids[:-1]
-        other += first in statements and first not in thread.ids
-        own = [entry for entry in ranked if entry in thread.ids]
-        leads += bool(own) and own[0] == thread.ids[-1]
+def judge(ranked: list[str], own: list[str], statements: set[str], tally: Counter) -> None:
+    """One question's answer: current@1, stale@1, another fact@1 and current-first (of the
+    asked fact's statements answered, the first is the current one)."""
+    first = ranked[0] if ranked else None
+    tally["current"] += first == own[-1]
+    tally["stale"] += first in own[:-1]
+    tally["other"] += first in statements and first not in own
+    answered = [entry for entry in ranked if entry in own]
+    tally["leads"] += bool(answered) and answered[0] == own[-1]
+
+
+def score(built: dict[str, tuple[Workspace, list[list[str]]]], threads: list[Thread]) -> dict:
+    """Every question asked of every run's workspace, the runs taking turns question by question
+    (the machine's load falls on all alike): each run's shares and recall p50."""
+    tallies = {label: Counter() for label in built}
+    timings: dict[str, list[float]] = {label: [] for label in built}
+    for k, thread in enumerate(threads):
+        for label in list(built) if k % 2 == 0 else list(reversed(built)):
+            ws, ids = built[label]
+            ws.conn.execute("UPDATE entries SET recall_count = 0")  # every question on one state
+            started = time.perf_counter()
+            ranked = [item["id"] for item in ws.recall(thread.question, topK=10)["items"]]
+            timings[label].append((time.perf_counter() - started) * 1000)
+            judge(ranked, ids[k], {e for own in ids for e in own}, tallies[label])
     n = len(threads)
     return {
-        "current": current / n,
-        "stale": stale / n,
-        "leads": leads / n,
-        "other": other / n,
-        "p50": p50(timings),
-        "n": n,
+        label: {
+            **{key: tally[key] / n for key in ("current", "stale", "other", "leads")},
+            "p50": p50(timings[label]),
+            "n": n,
+        }
+        for label, tally in tallies.items()
     }
 
 
@@ -322,8 +329,8 @@ def knowledge_updates(seed: int, vectors: str | None) -> tuple[list[list], dict]
             (provider, False, f"links ignored, {vectors}"),
         ]
     with tempfile.TemporaryDirectory() as tmp:
-        for embedder, linked, label in runs:
-            ws = build(
+        built = {
+            label: build(
                 Path(tmp) / label.replace(" ", "-").replace(",", ""),
                 threads,
                 chatter,
@@ -331,10 +338,15 @@ def knowledge_updates(seed: int, vectors: str | None) -> tuple[list[list], dict]
                 seed,
                 embedder,
             )
-            try:
-                figures[label] = result = score(ws, threads)
-            finally:
+            for embedder, linked, label in runs
+        }
+        try:
+            figures.update(score(built, threads))
+        finally:
+            for ws, _ in built.values():
                 ws.close()
+        for label in built:
+            result = figures[label]
             rows.append(
                 [
                     label,
