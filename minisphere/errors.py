@@ -94,6 +94,12 @@ class SelfLink(MiniSphereError):
     code = "self_link"
 
 
+class SupersessionCycle(MiniSphereError):
+    """A `supersedes` edge that would close a cycle of replacements (no member would be newest)."""
+
+    code = "supersession_cycle"
+
+
 class SchemaTooNew(MiniSphereError):
     """The file was written by a newer schema than this build knows."""
 

@@ -18,9 +18,21 @@ class Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
 
 
+class Supersession(Model):
+    """What replaced an entry (`supersedes` edges): its newest live replacement, the way to it,
+    and what the entry replaces itself."""
+
+    superseded_by: Optional[str] = None
+    chain: list[str] = []
+    supersedes: list[str] = []
+
+
 class Entry(Model, wire.Entry):
     """An entry as a read or a write answers it; what an answer adds to the wire entry (the
-    staleness fields, a list's `truncated`) is kept as extra fields."""
+    staleness fields, a list's `truncated`) is kept as extra fields. `supersession` comes with
+    getEntry and with the writes that answer the entry they changed."""
+
+    supersession: Optional[Supersession] = None
 
 
 class CaptureResult(Model):
@@ -33,6 +45,7 @@ class RecallItem(Model):
     id: str
     content: str
     score: float
+    superseded_by: Optional[str] = None  # the newest live entry replacing this one
     breakdown: dict[str, Any] = {}
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 from typing import Any, get_args
 
 from minisphere.engine import constants as C
+from minisphere.errors import MiniSphereError
+from minisphere.wire import CaptureOutcome
 
 # Keys of an argument descriptor that are prose, not contract terms.
 DESCRIPTIVE_KEYS = frozenset({"description"})
@@ -143,7 +145,24 @@ def describe_engine() -> dict:
             }
         )
     limits = {key: getattr(C, const) for key, const in LIMIT_CONSTANTS.items()}
-    return {"methods": methods, "enums": enums, "edgeTypes": edge_types, "limits": limits}
+    return {
+        "methods": methods,
+        "enums": enums,
+        "edgeTypes": edge_types,
+        "limits": limits,
+        "captureOutcomes": list(get_args(CaptureOutcome)),
+        "errorCodes": sorted(error_codes()),
+    }
+
+
+def error_codes() -> set[str]:
+    """The code of every named error (minisphere.errors)."""
+    found, todo = set(), [MiniSphereError]
+    while todo:
+        cls = todo.pop()
+        found.add(cls.code)
+        todo.extend(cls.__subclasses__())
+    return found
 
 
 def _strip(arg: dict) -> dict:
@@ -241,6 +260,16 @@ def _vocabulary_differences(surface_doc: dict, engine: dict) -> list[str]:
                     f"in the contract, {engine_edges[name][key]!r} in the engine"
                 )
 
+    outcomes = surface_doc.get("captureOutcomes")
+    if outcomes != engine["captureOutcomes"]:
+        problems.append(
+            f"capture outcomes {outcomes!r} in the contract, {engine['captureOutcomes']!r} in "
+            "the engine"
+        )
+    for code in surface_doc.get("errors", []):
+        if code not in engine["errorCodes"]:
+            problems.append(f"error {code!r} is in the contract but no error has that code")
+
     contract_limits = surface_doc.get("limits", {})
     for key, value in engine["limits"].items():
         if key not in contract_limits:
@@ -257,7 +286,8 @@ def differences(surface_doc: dict, engine: dict | None = None) -> list[str]:
 
     Compared: the method set, each method's group against the engine's access class,
     positional parameters, argument names, types, required-ness, defaults, enums and bounds;
-    the enum vocabularies; the edge types with symmetry and kind gates; the limits.
+    the enum vocabularies; the edge types with symmetry and kind gates; the limits; the capture
+    outcomes; that every listed error code exists.
     """
     engine = engine if engine is not None else describe_engine()
     return _method_differences(

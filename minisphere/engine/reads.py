@@ -20,6 +20,7 @@ from minisphere.engine.rows import (
     tags_for,
 )
 from minisphere.engine.staleness import lazy_stale_tag_counts, tag_filter_sql
+from minisphere.engine.supersession import chain_of
 from minisphere.engine.writes import require_entry
 from minisphere.wire.answers import (
     BriefAnswer,
@@ -72,6 +73,7 @@ def get_entry(conn: Connection, args: IdArgs, now_ms: int) -> EntryDetail:
                 (args.id,),
             )
         ],
+        "supersession": chain_of(conn, args.id),
     }
 
 
@@ -111,7 +113,7 @@ def connections(conn: Connection, args: IdArgs, now_ms: int) -> ConnectionsAnswe
                 "entry": bounded(neighbours[other], C.LIST_CONTENT_MAX_CHARS),
             }
         )
-    return {"id": args.id, "items": items}
+    return {"id": args.id, "items": items, "supersession": chain_of(conn, args.id)}
 
 
 def neighbours_of(conn: Connection, node: str, limit: int) -> list[tuple[Any, ...]]:

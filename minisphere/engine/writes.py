@@ -20,6 +20,7 @@ from minisphere.engine.db import Connection
 from minisphere.engine.normalize import check_id, content_hash, new_id, normalize_tags
 from minisphere.engine.rows import EDGE_COLUMNS, edge_dict
 from minisphere.engine.staleness import confirm, due_at
+from minisphere.engine.supersession import refuse_cycle
 from minisphere.engine.volatility import infer_volatility
 from minisphere.errors import (
     ContentTooLarge,
@@ -223,6 +224,8 @@ def link(conn: Connection, args: LinkArgs, now_ms: int) -> LinkAnswer:
         ).fetchone()
         is not None
     )
+    if args.type == "supersedes" and not existed:
+        refuse_cycle(conn, src, dst)
     conn.execute(
         "INSERT INTO edges(src, dst, type, weight, provenance, metadata, created_at, updated_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(src, dst, type) DO UPDATE SET "

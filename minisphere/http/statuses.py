@@ -29,6 +29,7 @@ STATUS: dict[type, int] = {
     E.Forbidden: 403,
     E.NotFound: 404,
     E.KindGateViolation: 409,
+    E.SupersessionCycle: 409,
     E.WorkspaceExists: 409,
     E.IdempotencyKeyReused: 409,
     E.ImportGap: 409,

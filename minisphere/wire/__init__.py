@@ -31,7 +31,7 @@ EdgeType = Literal[
 ]
 EDGE_TYPES: tuple[str, ...] = get_args(EdgeType)
 RevisionReason = Literal["append", "update"]
-CaptureOutcome = Literal["stored", "blocked", "merged", "replaced"]
+CaptureOutcome = Literal["stored", "blocked"]
 # the embedding providers that run a model in the cluster (from the packaged weights)
 LOCAL_PROVIDERS: tuple[str, ...] = ("minilm", "minilm-int8")
 

@@ -67,10 +67,36 @@ class Revision(TypedDict):
 
 
 @with_config(ANSWER_CONFIG)
+class SupersessionChain(TypedDict):
+    supersededBy: Annotated[
+        Optional[str],
+        Field(
+            description=(
+                "the newest live (not deprecated) entry replacing this one through `supersedes` "
+                "edges; null when nothing live replaces it"
+            )
+        ),
+    ]
+    chain: Annotated[
+        list[str],
+        Field(
+            description=(
+                "this entry, then each replacement in turn up to `supersededBy` (only this entry "
+                "when nothing live replaces it)"
+            )
+        ),
+    ]
+    supersedes: Annotated[
+        list[str], Field(description="the entries this one replaces directly, oldest first")
+    ]
+
+
+@with_config(ANSWER_CONFIG)
 class EntryDetail(Entry):
     revisionCount: int
     edgeCount: int
     revisions: Annotated[list[Revision], Field(description="the newest revisions, newest first")]
+    supersession: SupersessionChain
 
 
 @with_config(ANSWER_CONFIG)
@@ -189,6 +215,7 @@ class Connection(TypedDict):
 class ConnectionsAnswer(TypedDict):
     id: str
     items: list[Connection]
+    supersession: SupersessionChain
 
 
 @with_config(ANSWER_CONFIG)

@@ -86,6 +86,15 @@ class RerankFactors(TypedDict):
             )
         ),
     ]
+    superseded: Annotated[
+        float,
+        Field(
+            description=(
+                "x0.5 when a live entry replaces this one (a `supersedes` edge), lower still when "
+                "needed to rank it just below that entry; else 1"
+            )
+        ),
+    ]
     product: float
 
 
@@ -119,6 +128,15 @@ class Breakdown(TypedDict):
 @with_config(ANSWER_CONFIG)
 class RecallItem(Entry):
     score: float
+    supersededBy: Annotated[
+        Optional[str],
+        Field(
+            description=(
+                "the newest live entry replacing this one through `supersedes` edges; null when "
+                "nothing live replaces it"
+            )
+        ),
+    ]
     breakdown: Breakdown
     contentChars: Annotated[int, Field(description="length of the whole content")]
     truncated: Annotated[bool, Field(description="content was cut by the snippet budget")]

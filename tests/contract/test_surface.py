@@ -171,6 +171,8 @@ def test_contract_text_names_every_surface_method_and_edge_type(surface):
         ),
         (lambda d: d["limits"].update(maxContentBytes=1), "limit maxContentBytes"),
         (lambda d: d["methods"]["getEntry"].update(positional=[]), "getEntry: positional"),
+        (lambda d: d["captureOutcomes"].append("merged"), "capture outcomes"),
+        (lambda d: d["errors"].append("supersession_loop"), "'supersession_loop'"),
     ],
 )
 def test_differences_detects_drift(surface, mutate, expect):
@@ -245,3 +247,8 @@ def test_recall_pipeline_numbers_match_the_contract(surface):
         for (group, key), const in RETRIEVAL_CONSTANTS.items()
     }
     assert contract == engine
+
+
+def test_the_active_surface_lists_the_supersession_cycle_error_and_no_reserved_outcome(surface):
+    assert "supersession_cycle" in surface["errors"]
+    assert surface["captureOutcomes"] == ["stored", "blocked"]

@@ -100,6 +100,9 @@ def link(soak, http, rng, tenant) -> None:
         return capture(soak, http, rng, tenant)
     src, dst = rng.sample(sorted(tenant.entries), 2)
     kind = rng.choice(EDGE_TYPES)
+    if kind == "supersedes":  # the later known replaces the earlier: a cycle would be refused
+        known = list(tenant.entries)
+        src, dst = sorted((src, dst), key=known.index, reverse=True)
     if keyed(soak, http, rng, tenant, "link", {"src": src, "dst": dst, "type": kind}) is not None:
         if kind == "relates_to":  # symmetric: stored once, the smaller id first
             src, dst = sorted((src, dst))

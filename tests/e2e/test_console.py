@@ -533,6 +533,42 @@ def test_markup_in_memory_content_is_shown_as_text_and_never_runs(page, console,
     assert page.execute_script("return window.__pwned") is None
 
 
+def test_a_superseded_entry_is_marked_and_links_to_its_replacement(page, console, http, screenshot):
+    """A fact replaced through `supersedes`: the search marks it and links to the replacement,
+    which comes first; the replaced entry's page says what replaced it, the replacement's page
+    what it replaces."""
+    workspace, marker = console["workspace"], f"heron{uuid.uuid4().hex[:6]}"
+    headers = {"Authorization": f"Bearer {console['write']}"}
+
+    def call(method, **body):
+        answer = http.post(f"/v1/w/{workspace}/{method}", json=body, headers=headers)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    old = call("capture", content=f"The {marker} billing job deploys to us-east-1 on Fridays")["id"]
+    new = call("capture", content=f"The {marker} billing job moved: eu-west-1 is the region now")[
+        "id"
+    ]
+    call("link", src=new, dst=old, type="supersedes")
+    sign_in(page, console["read"])
+    go(page, console, ws_route(console, f"search?q={marker}%20billing%20deploys%20Fridays"))
+    results = wait_for(page, "#results .result", count=2)
+    assert [r.get_attribute("data-id") for r in results[:2]] == [new, old]
+    note = results[1].find_element("css selector", ".superseded-by a.successor")
+    assert note.get_attribute("data-id") == new
+    assert not results[0].find_elements("css selector", ".superseded-by")
+    assert results[1].find_element("css selector", '[data-factor="superseded"]')
+    screenshot("search")
+    with reloaded(page):
+        note.click()
+    assert text_of(page, "#entry-id") == new
+    assert wait_for(page, f'#supersedes a.entry-link[data-id="{old}"]')
+    go(page, console, ws_route(console, f"entry/{old}"))
+    link = wait_for(page, "#superseded-by a.successor")[0]
+    assert link.get_attribute("data-id") == new
+    screenshot("entry")
+
+
 def test_a_bound_recall_shows_how_it_weighed_its_arms(page, console, http, admin_headers):
     """A workspace with a vector binding: the query-used box says what share the lexical arm
     got, how sharply each arm's head stood out, the arms' agreement and whether the page kept

@@ -40,6 +40,12 @@ def test_get_entry_shape_and_counts(api, make_entry):
         "stale",
         "staleSince",
         "staleDueAt",
+        "supersession",
+    }
+    assert entry["supersession"] == {
+        "supersededBy": b,
+        "chain": [entry_id, b],
+        "supersedes": [],
     }
     assert entry["tags"] == ["alpha", "zeta"]  # sorted
     assert entry["revisionCount"] == 7
@@ -166,7 +172,11 @@ def test_connections_both_directions_with_neighbours(api, make_entry):
 
 def test_connections_of_isolated_entry(api, make_entry):
     entry_id = make_entry()
-    assert api.connections(entry_id) == {"id": entry_id, "items": []}
+    assert api.connections(entry_id) == {
+        "id": entry_id,
+        "items": [],
+        "supersession": {"supersededBy": None, "chain": [entry_id], "supersedes": []},
+    }
 
 
 def test_connections_missing_entry(api):

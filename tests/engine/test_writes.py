@@ -426,10 +426,10 @@ def test_relates_to_is_one_edge_in_canonical_order(api, ws, make_entry):
 
 def test_directed_types_keep_both_directions(api, ws, make_entry):
     a, b = make_entry(), make_entry()
-    api.link(a, b, "supersedes")
-    assert api.link(b, a, "supersedes")["created"] is True
+    api.link(a, b, "caused_by")
+    assert api.link(b, a, "caused_by")["created"] is True
     assert ws.conn.execute("SELECT COUNT(*) FROM edges").fetchone()[0] == 2
-    assert api.unlink(a, b, "supersedes") == {"removed": True}
+    assert api.unlink(a, b, "caused_by") == {"removed": True}
     assert ws.conn.execute("SELECT src, dst FROM edges").fetchall() == [(b, a)]
 
 

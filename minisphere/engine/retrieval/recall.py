@@ -48,10 +48,16 @@ from minisphere.engine.retrieval.rerank import lexical_part, mmr, rerank_factors
 from minisphere.engine.retrieval.respell import stand_ins
 from minisphere.engine.retrieval.snippets import apply_budget
 from minisphere.engine.retrieval.sql_filters import Prefilter
+from minisphere.engine.retrieval.superseded import (
+    hold_below_successors,
+    successors_first,
+    superseded_factor,
+)
 from minisphere.engine.retrieval.tag_support import tag_arm
 from minisphere.engine.retrieval.temporal import TimeBounds, extract_time_bounds
 from minisphere.engine.rows import ENTRY_COLUMNS, entries_by_id, entry_dict
 from minisphere.engine.staleness import revalidate_prompt
+from minisphere.engine.supersession import Supersession, any_replaced, read_supersession
 from minisphere.errors import InvalidArgument
 from minisphere.wire.answers import Entry, NotedAnswer
 from minisphere.wire.recall_answer import (
@@ -133,8 +139,11 @@ def _rerank(
     query_stems: set[str],
     subjects: frozenset[str],
     pool_size: int,
+    found: Supersession | None,
 ) -> list[Scored]:
-    """(id, final, rerank row), best first, for every candidate that can reach the MMR pool.
+    """(id, final, rerank row), best first, for every candidate that can reach the MMR pool;
+    with `found`, the supersession factor is applied and `found` receives the supersession of
+    every candidate looked at.
 
     Candidates are taken in fused order; once the pool is full, one whose fused score times the
     largest possible boost cannot beat the pool's last is not looked at, nor is any after it
@@ -148,6 +157,8 @@ def _rerank(
         chunk = order[start : start + 2 * pool_size]
         light = _rerank_rows(conn, [i for i in chunk if i not in known])
         light.update((i, rerank_row(known[i])) for i in chunk if i in known)
+        if found is not None:
+            read_supersession(conn, chunk, found)
         for entry_id in chunk:
             if len(finals) >= pool_size and fused[entry_id]["fused"] * boost < finals[0]:
                 scored.sort(key=lambda s: -s[1])
@@ -156,7 +167,12 @@ def _rerank(
                 continue
             slot = fused[entry_id]
             final = slot["fused"] * rerank_product(
-                light[entry_id], now_ms, query_stems, subjects, lexical_part(slot)
+                light[entry_id],
+                now_ms,
+                query_stems,
+                subjects,
+                lexical_part(slot),
+                1.0 if found is None else superseded_factor(found, entry_id),
             )
             scored.append((entry_id, final, light[entry_id]))
             if len(finals) < pool_size:
@@ -357,9 +373,11 @@ def _recall_item(
     now_ms: int,
     query_stems: set[str],
     subjects: frozenset[str],
+    superseded: tuple[float, str | None],
 ) -> RecallItem:
     """One answer item: the entry, its score and the breakdown of how it was reached (its
-    content still whole; the snippet budget cuts it)."""
+    content still whole; the snippet budget cuts it). `superseded`: the entry's supersession
+    factor and its newest live replacement."""
     entry, whole_chars = hydrated
     entry["recallCount"] += 1
     arm_detail = fused["arms"]
@@ -370,7 +388,9 @@ def _recall_item(
         "recency": arm_detail.get("recency"),
         "tag": arm_detail.get("tag"),
         "fused": fused["fused"],
-        "rerank": rerank_factors(row, now_ms, query_stems, subjects, lexical_part(fused)),
+        "rerank": rerank_factors(
+            row, now_ms, query_stems, subjects, lexical_part(fused), superseded[0]
+        ),
         "final": final,
         "mmr": mmr_detail,
     }
@@ -379,6 +399,7 @@ def _recall_item(
     return {
         **entry,
         "score": final,
+        "supersededBy": superseded[1],
         "breakdown": breakdown,
         "contentChars": whole_chars,
         "truncated": False,
@@ -416,16 +437,25 @@ def _page(
     now_ms: int,
     query_stems: set[str],
     subjects: frozenset[str],
+    found: Supersession,
+    factors: dict[str, float],
 ) -> tuple[list[Scored], list[tuple[str, MmrDetail]]]:
-    """The candidates reranked, and the page MMR picks from the best of them."""
+    """The candidates reranked, and the page MMR picks from the best of them, every entry
+    after its live replacements (`factors` receives the supersession factor of the replaced)."""
     arms = gathered.arms
     known = {h.id: h.row for hits in arms.values() for h in hits if h.row is not None}
     pool_size = args.top_k * T.MMR_POOL_FACTOR
-    scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size)
+    scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size, None)
+    # supersession only lowers scores: when no entry of the pool is replaced, the pool stands;
+    # otherwise the rerank runs again with it (the pool it picks may differ)
+    if any_replaced(conn, [entry_id for entry_id, _, _ in scored[:pool_size]]):
+        scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size, found)
+        scored = hold_below_successors(scored, found, factors)
     if lexical_led:  # the fusion left the lexical order alone: the cosine has its say here
         scored = _lexical_led_pool(conn, scored, cast("VectorArm", gathered.vector_arm), pool_size)
     pool = [(i, s) for i, s, _ in scored[:pool_size]]
-    return scored, mmr(pool, lambda ids: _prefixes(conn, ids, T.MMR_TEXT_CHARS), args.top_k)
+    picked = mmr(pool, lambda ids: _prefixes(conn, ids, T.MMR_TEXT_CHARS), args.top_k)
+    return scored, successors_first(picked, found) if found.newer else picked
 
 
 def recall(
@@ -445,7 +475,10 @@ def recall(
     lexical_led = (
         "vector" in arms and fusion_info.get("lexicalShare", 0.0) >= T.HYBRID_LEXICAL_LED_SHARE
     )
-    scored, picked = _page(conn, args, gathered, fused, lexical_led, now_ms, query_stems, subjects)
+    found, factors = Supersession(), dict[str, float]()
+    scored, picked = _page(
+        conn, args, gathered, fused, lexical_led, now_ms, query_stems, subjects, found, factors
+    )
     row_of = {entry_id: row for entry_id, _, row in scored}
     final_of = {entry_id: final for entry_id, final, _ in scored}
     timer.lap("rerankMs")
@@ -462,6 +495,7 @@ def recall(
             now_ms,
             query_stems,
             subjects,
+            (factors.get(entry_id, 1.0), found.head(entry_id)),
         )
         for entry_id, mmr_detail in picked
     ]

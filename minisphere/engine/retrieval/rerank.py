@@ -10,6 +10,8 @@ bounded multiplier and 1.0 means "no opinion":
   importance = 1 + 0.2 × importance                        -> in [1, 1.2]
   tagOverlap = 1 + 0.15 × (share of query terms that name one of the entry's tags) -> [1, 1.15]
   rolledUp   = 0.4 if tagged `rolled-up` else 1
+  superseded = 0.5 if a live entry replaces it (`supersedes`), less when needed to rank it just
+               below that entry (retrieval/superseded.py), else 1
   subject    = 1 + SUBJECT_BOOST_MAX if the entry's first word is a word of the query, else 1
   brevity    = 1 - lexical × (1 - min(1, chars / BREVITY_FULL_CHARS) ^ BREVITY_EXPONENT)
                -> in (0, 1]; chars = the entry's length (read up to RERANK_PREFIX_CHARS),
@@ -117,6 +119,7 @@ def rerank_factors(
     query_stems: set[str],
     subject_stems: frozenset[str] = frozenset(),
     lexical: float = 1.0,
+    superseded: float = 1.0,
 ) -> RerankFactors:
     tag_factor, tag_share = tag_overlap_factor(query_stems, row["tags"])
     factors: dict[str, float] = {
@@ -127,6 +130,7 @@ def rerank_factors(
         "rolledUp": T.ROLLED_UP_FACTOR if "rolled-up" in row["tags"] else 1.0,
         "subject": subject_factor(subject_stems, row),
         "brevity": brevity_factor(row, query_stems, lexical),
+        "superseded": superseded,
     }
     # the factors' keys are RerankFactors' own, which mypy cannot see through a dict[str, float]
     return cast(
@@ -141,6 +145,7 @@ def rerank_product(
     query_stems: set[str],
     subject_stems: frozenset[str] = frozenset(),
     lexical: float = 1.0,
+    superseded: float = 1.0,
 ) -> float:
     """rerank_factors(...)["product"], without building the breakdown (run on every candidate;
     the breakdown is built for the returned ones only)."""
@@ -158,7 +163,12 @@ def rerank_product(
         product *= tag_overlap_factor(query_stems, tags)[0]
         if "rolled-up" in tags:
             product *= T.ROLLED_UP_FACTOR
-    return product * subject_factor(subject_stems, row) * brevity_factor(row, query_stems, lexical)
+    return (
+        product
+        * subject_factor(subject_stems, row)
+        * brevity_factor(row, query_stems, lexical)
+        * superseded
+    )
 
 
 def shingles(text: str) -> Shingles:

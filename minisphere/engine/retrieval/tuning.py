@@ -78,6 +78,11 @@ RECALL_BOOST_MAX = 0.05  # × (1 + 0.05 × min(1, log1p(recall_count)))
 IMPORTANCE_BOOST_MAX = 0.2  # × (1 + 0.2 × importance), importance in [0, 1]
 TAG_OVERLAP_BOOST_MAX = 0.15  # × (1 + 0.15 × share of query terms naming one of its tags)
 ROLLED_UP_FACTOR = 0.4  # entries tagged rolled-up are summaries' sources
+# × SUPERSEDED_FACTOR for an entry a live entry replaces (`supersedes`): it still answers (as
+# history, naming its replacement) but below comparable current facts. When its replacement is
+# a candidate too, it is held at SUPERSEDED_BELOW_SHARE of the replacement's score at most.
+SUPERSEDED_FACTOR = 0.5
+SUPERSEDED_BELOW_SHARE = 0.99
 # × (1 + SUBJECT_BOOST_MAX) when the entry's first word is a query word that distillation dropped
 # as too common to search (stop words aside): an entry that starts with a name is by or about it
 # (a conversation turn's speaker, a note's subject). "What did Caroline research?" searches

@@ -40,8 +40,11 @@ What to keep
 - An exact duplicate is refused with outcome `blocked` and the `matchId` of the entry that
   already holds it: use that entry.
 - When a fact changes, `update` the entry (the old words are kept as a revision) or capture the
-  new one and `link` it to the old with `supersedes`; `setStatus` `deprecated` retires an entry
-  without deleting it. `forget` deletes for good: only when asked to.
+  new one and `link` it to the old with `supersedes` (src: the new entry, dst: the old one).
+  Recall then ranks the old one below the new and marks it `supersededBy` the newest; a link
+  that would make a cycle of replacements is refused (`supersession_cycle`). `setStatus`
+  `deprecated` retires an entry without deleting it. `forget` deletes for good: only when asked
+  to.
 
 Say how sure you are
 - Set `claimTag`: `VERIFIED` for what you checked or were told by the person who knows,

@@ -4,7 +4,7 @@
 import {call} from "./api.js";
 import {add, fmtAge, fmtNum, fmtTime, h, kv, preview, shortId} from "./dom.js";
 import {renderDiff, diffWords} from "./diff.js";
-import {entryFacts, section, SYMMETRIC_EDGE_TYPES, tagChips} from "./ui.js";
+import {entryFacts, section, supersededNote, SYMMETRIC_EDGE_TYPES, tagChips} from "./ui.js";
 import {entryControls, unlinkButton} from "./write.js";
 
 const API_REVISIONS = 5;           // getEntry returns the newest five revisions
@@ -74,6 +74,25 @@ function connectionsBox(ctx, entry, connections, refresh) {
       `${[...SYMMETRIC_EDGE_TYPES].join(", ")} is symmetric; the other types point from src to dst.`) : null);
 }
 
+// A replaced entry says so first, with its newest live replacement and the chain to it; an entry
+// that replaces others lists them.
+function supersessionBox(ctx, supersession) {
+  if (!supersession) return null;
+  const link = (id) => h("a", {href: `${ctx.base}/entry/${encodeURIComponent(id)}`, class: "entry-link",
+                               "data-id": id}, h("code", null, shortId(id)));
+  const links = (ids, gap) => ids.flatMap((id, i) => (i ? [gap, link(id)] : [link(id)]));
+  const between = supersession.chain.slice(1, -1);
+  const replaced = supersession.supersededBy
+    ? h("p", {class: "superseded-notice", id: "superseded-by"},
+        supersededNote(ctx.base, supersession.supersededBy),
+        between.length ? h("span", {class: "hint"}, " through ", links(between, " → ")) : null)
+    : null;
+  const replaces = supersession.supersedes.length
+    ? h("p", {class: "hint", id: "supersedes"}, "replaces ", links(supersession.supersedes, ", "))
+    : null;
+  return replaced || replaces ? h("div", {class: "supersession"}, replaced, replaces) : null;
+}
+
 export async function entryView(root, ctx) {
   const id = ctx.id;
   const [entry, connections] = await Promise.all([
@@ -88,6 +107,7 @@ export async function entryView(root, ctx) {
         entryFacts(entry),
         h("a", {href: `${ctx.base}/graph?seeds=${encodeURIComponent(entry.id)}`, class: "button",
                 id: "entry-graph"}, "Graph from here")),
+      supersessionBox(ctx, entry.supersession),
       h("p", {class: "content full", id: "entry-content"}, entry.content),
       h("div", {class: "meta"}, tagChips(entry.tags, ctx.base)),
       h("dl", {class: "kvs grid"},

@@ -5,13 +5,13 @@
 
 import {call, isAbort} from "./api.js";
 import {fmtNum, fmtTime, h, kv, replace, shortId} from "./dom.js";
-import {entryFacts, errorBox, loading, section, tagChips} from "./ui.js";
+import {entryFacts, errorBox, loading, section, supersededNote, tagChips} from "./ui.js";
 
 const ARMS = [["keyword", "keyword"], ["graph", "graph"], ["tag", "tag context"],
               ["vector", "vector"], ["recency", "recency"]];
 const FACTORS = [["decay", "decay"], ["recall", "recall count"], ["importance", "importance"],
                  ["tagOverlap", "tag overlap"], ["rolledUp", "rolled-up"],
-                 ["subject", "subject named"], ["brevity", "brevity"]];
+                 ["subject", "subject named"], ["brevity", "brevity"], ["superseded", "superseded"]];
 const MAX_TOP_K = 50;
 
 function option(value, label, selected) {
@@ -176,6 +176,7 @@ function resultCard(ctx, item, index, maxFused) {
     h("div", {class: "meta"}, tagChips(item.tags, ctx.base),
       item.evidenceRef ? h("span", {class: "evidence"}, "evidence: ", item.evidenceRef) : null,
       item.stale ? h("span", {class: "stale-since"}, `stale since ${fmtTime(item.staleSince)}`) : null,
+      item.supersededBy ? supersededNote(ctx.base, item.supersededBy) : null,
       h("span", null, `updated ${fmtTime(item.updatedAt)}`),
       h("a", {href: `${ctx.base}/graph?seeds=${encodeURIComponent(item.id)}`}, "graph")),
     h("details", {class: "why", open: index < 3},

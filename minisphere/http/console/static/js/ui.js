@@ -80,6 +80,14 @@ export function entryFacts(entry) {
     claimBadge(entry), staleBadge(entry));
 }
 
+/** "superseded by <id>": a replaced entry names its newest live replacement, linked. */
+export function supersededNote(base, successorId) {
+  return h("span", {class: "superseded-by"},
+    h("span", {class: "badge superseded"}, "superseded"), " by ",
+    h("a", {href: `${base}/entry/${encodeURIComponent(successorId)}`, class: "entry-link successor",
+            "data-id": successorId}, h("code", null, shortId(successorId))));
+}
+
 export function entryLink(base, entry, text) {
   return h("a", {href: `${base}/entry/${encodeURIComponent(entry.id)}`, class: "entry-link",
                  "data-id": entry.id}, text ?? preview(entry.content ?? entry.preview, 90));
