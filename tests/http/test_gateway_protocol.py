@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 import minisphere.http
 from minisphere.http.gateway_protocol import DurabilityOperations, WorkspaceGateway
 from tests.support.engine_gateway import EngineDurability, EngineGateway
@@ -24,24 +26,16 @@ def test_the_in_process_gateway_lacks_no_method_of_the_protocol():
     assert protocol_gaps(DurabilityOperations, EngineDurability) == []
 
 
-def test_every_gateway_method_the_http_layer_calls_is_in_the_protocol():
+@pytest.mark.parametrize(
+    ("calls", "protocol"),
+    [(GATEWAY_CALL, WorkspaceGateway), (DURABILITY_CALL, DurabilityOperations)],
+)
+def test_every_gateway_method_the_http_layer_calls_is_in_its_protocol(calls, protocol):
     called = {
-        name
-        for source in HTTP_LAYER.rglob("*.py")
-        for name in GATEWAY_CALL.findall(source.read_text())
+        name for source in HTTP_LAYER.rglob("*.py") for name in calls.findall(source.read_text())
     }
-    assert called, "the pattern no longer finds the HTTP layer's gateway calls"
-    assert called - set(protocol_methods(WorkspaceGateway)) == set()
-
-
-def test_every_durability_operation_the_http_layer_calls_is_in_its_protocol():
-    called = {
-        name
-        for source in HTTP_LAYER.rglob("*.py")
-        for name in DURABILITY_CALL.findall(source.read_text())
-    }
-    assert called, "the pattern no longer finds the HTTP layer's durability calls"
-    assert called - set(protocol_methods(DurabilityOperations)) == set()
+    assert called, f"the pattern no longer finds the HTTP layer's calls of {protocol.__name__}"
+    assert called - set(protocol_methods(protocol)) == set()
 
 
 def test_the_check_names_each_missing_method_and_each_call_a_method_cannot_take():
