@@ -89,6 +89,7 @@ class DirectoryActor:
         self.residents, self.placement, self.pool = parts.residents, parts.placement, parts.pool
         self.hibernation, self.workspaces = parts.hibernation, parts.workspaces
         self.activator, self.grants = parts.activator, parts.grants
+        self.liveness = parts.liveness
         self.maintenance_ledger = LocalLedger(control)  # runs + due state
         self._sweeper: asyncio.Task | None = None
         self.runtime = runtime
@@ -131,6 +132,7 @@ class DirectoryActor:
                     self.workspaces.sweep_soon()
                 else:
                     self.workspaces.sweep_if_owed()
+                await self.liveness.end_hung()  # before the idle sweep: not hibernated
                 await self.hibernation.sweep()
                 self.pool.retire(self.placement.misplaced_spares(self.pool.ready_nodes()))
                 if rounds % SNAPSHOT_DEBT_EVERY_ROUNDS == 0:
@@ -267,6 +269,8 @@ class DirectoryActor:
             "hibernations": dict(self.hibernation.counts),
             # processes ended after a clean hibernation instead of recycled, by why
             "processesEnded": dict(self.hibernation.retired),
+            # resident actors ended because they stopped answering (liveness.py)
+            "hungEnded": self.liveness.ended,
             # wakes refused (503 overloaded): behind too many others, no room for them, or
             # no process ready while as many starts as may run are under way
             "wakeAdmission": {

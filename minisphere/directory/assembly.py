@@ -17,6 +17,7 @@ from minisphere.directory.activation import WAKE_STARTS_AT_ONCE_PER_CPU, Activat
 from minisphere.directory.actor_runtime import ActorRuntime
 from minisphere.directory.grants import TokenGrants
 from minisphere.directory.hibernation import HIBERNATING_OVER_CAP_PER_CPU, Hibernation
+from minisphere.directory.liveness import Liveness
 from minisphere.directory.placement import NodePlacement
 from minisphere.directory.residents import ResidentTable
 from minisphere.directory.spares import STARTS_AT_ONCE_PER_CPU, Demand, SparePool
@@ -34,6 +35,7 @@ class DirectoryParts:
     workspaces: WorkspaceLifecycle
     activator: Activator
     grants: TokenGrants
+    liveness: Liveness
 
 
 def spare_pool(
@@ -114,4 +116,7 @@ def assemble(
         on_move=workspaces.sweep_soon,
     )
     grants = TokenGrants(control, runtime, residents, activator, admin_token_hash)
-    return DirectoryParts(residents, placement, pool, hibernation, workspaces, activator, grants)
+    liveness = Liveness(residents, activator)
+    return DirectoryParts(
+        residents, placement, pool, hibernation, workspaces, activator, grants, liveness
+    )

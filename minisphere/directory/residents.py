@@ -53,6 +53,8 @@ class Resident:
     activation: Activation | None = None  # how its actor opened the file
     wake: Wake | None = None  # where its process came from, and how long the wake took
     placement: str | None = None  # why it runs where it runs
+    # monotonic time since which every ask for its activity went unanswered (None: it answers)
+    silent_since: float | None = None
 
 
 class ResidentTable:
@@ -173,6 +175,15 @@ class ResidentTable:
         }
         return idle_residents(last_used, time.time(), idle_s)
 
+    def silent(self, for_s: float) -> dict[str, Resident]:
+        """Residents none of whose asks for activity was answered for `for_s` or longer."""
+        now = time.monotonic()
+        return {
+            ws: r
+            for ws, r in self._residents.items()
+            if r.silent_since is not None and now - r.silent_since >= for_s
+        }
+
     async def refresh(self) -> None:
         """Ask every resident actor for its last call time (those that do not answer in time,
         e.g. still starting, keep the directory's own time). At most once per
@@ -194,8 +205,11 @@ class ResidentTable:
                 # are using, each eviction answered by a wake that evicts another (a thrash).
                 if self._residents.get(workspace_id) is resident:
                     resident.last_used = max(resident.last_used, time.time())
+                    if resident.silent_since is None:
+                        resident.silent_since = time.monotonic()
                 return
             if self._residents.get(workspace_id) is resident:  # still the same one
+                resident.silent_since = None
                 resident.last_used = max(resident.last_used, info["lastCallAt"])
                 resident.snapshot_failing = bool(info.get("snapshotFailing"))
                 resident.inflight = int(info.get("inflight", 0))
