@@ -231,16 +231,21 @@ class DirectoryActor:
         idle_s: float | None = None,
         wake_deadline_s: float | None = None,
         in_session_s: float | None = None,
+        hung_after_s: float | None = None,
     ) -> dict:
-        """Change the cap, the idle time, the wake deadline or how recent a call keeps a
-        resident from eviction, at run time (operators, tests); returns the previous values."""
+        """Change the cap, the idle time, the wake deadline, how recent a call keeps a
+        resident from eviction or how long a silent actor is borne, at run time (operators,
+        tests); returns the previous values."""
         admission = self.activator.wake_admission
         previous = {
             **self.hibernation.set_limits(max_resident, idle_s, in_session_s),
             "wake_deadline_s": admission.deadline_s,
+            "hung_after_s": self.liveness.hung_after_s,
         }
         if wake_deadline_s is not None:
             admission.deadline_s = max(0.0, float(wake_deadline_s))
+        if hung_after_s is not None:
+            self.liveness.hung_after_s = max(0.0, float(hung_after_s))
         return previous
 
     async def actor_name_of(self, workspace_id: str) -> str | None:

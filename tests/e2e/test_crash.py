@@ -6,6 +6,7 @@ must be in the file after the actor restarts on its own.
 """
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -115,3 +116,43 @@ def test_a_bind_reaching_an_actor_that_rebound_itself_after_a_restart_is_answere
     assert answer.ok, answer.error
     assert ray.get(actor.stats.remote())["restarted"] is True
     assert http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json()["count"] == 1
+
+
+HUNG_AFTER_S = 3.0  # the liveness bound for this test (30 s in the service)
+REPLACED_WITHIN_S = 120.0  # a generous wait for the condition on a busy machine
+
+
+def test_a_stopped_actor_is_ended_within_the_liveness_bound_and_its_workspace_answers_again(
+    http, new_workspace, service
+):
+    """A workspace actor that stops answering (SIGSTOP: a wedged process) was never replaced:
+    the workspace stayed unusable. The directory ends it once it has been silent past the
+    bound, and the next call wakes the workspace with every acknowledged write."""
+    ws, h = new_workspace()
+    acked = [
+        http.post(f"/v1/w/{ws}/capture", headers=h, json={"content": f"kept {i}"}).json()["id"]
+        for i in range(3)
+    ]
+    directory = directory_of(service)
+    stopped_pid = ray.get(workspace_actor(service, ws).stats.remote(), timeout=30)["pid"]
+    ended_before = ray.get(directory.residency_status.remote(), timeout=30)["hungEnded"]
+    previous = ray.get(directory.set_residency.remote(hung_after_s=HUNG_AFTER_S), timeout=30)
+    os.kill(stopped_pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + REPLACED_WITHIN_S
+        while time.monotonic() < deadline:
+            status = ray.get(directory.residency_status.remote(), timeout=30)
+            if status["hungEnded"] > ended_before:
+                break
+            time.sleep(0.5)
+        assert status["hungEnded"] == ended_before + 1, status
+        count = http.post(f"/v1/w/{ws}/getCount", headers=h, json={})
+        assert count.status_code == 200 and count.json() == {"count": 3}, count.text
+        for entry_id in acked:
+            assert http.post(f"/v1/w/{ws}/getEntry", headers=h, json={"id": entry_id}).is_success
+        woken_pid = ray.get(workspace_actor(service, ws).stats.remote(), timeout=30)["pid"]
+        assert woken_pid != stopped_pid
+    finally:
+        ray.get(directory.set_residency.remote(hung_after_s=previous["hung_after_s"]), timeout=30)
+        with contextlib.suppress(ProcessLookupError):  # ended by then: nothing to resume
+            os.kill(stopped_pid, signal.SIGCONT)
