@@ -31,6 +31,7 @@ from minisphere.engine.arguments import (
     UnlinkArgs,
     UpdateArgs,
 )
+from minisphere.engine.retrieval.recall import note_recalled, recall
 from minisphere.errors import InvalidArgument, NotFound
 from minisphere.wire import answers as A
 from minisphere.wire.recall_answer import RecallAnswer
@@ -64,19 +65,6 @@ def _entry_after(write: Callable[[Any, Any, int], str]) -> Callable[[Any, Any, i
     return run
 
 
-def _recall(conn: Any, args: Any, now_ms: int) -> Any:
-    # imported here: retrieval imports the engine's modules, not the other way round
-    from minisphere.engine.retrieval.recall import recall
-
-    return recall(conn, args, now_ms)
-
-
-def _note_recalled(conn: Any, args: Any, now_ms: int) -> Any:
-    from minisphere.engine.retrieval.recall import note_recalled
-
-    return note_recalled(conn, args, now_ms)
-
-
 def _recalled_ids(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "noteRecalled", {"ids": [item["id"] for item in result["items"]]}
 
@@ -86,7 +74,7 @@ METHODS: dict[str, Method] = {
     for m in [
         # reads
         Method(
-            "recall", RecallArgs, "read", _recall, RecallAnswer, ("query",), follow_up=_recalled_ids
+            "recall", RecallArgs, "read", recall, RecallAnswer, ("query",), follow_up=_recalled_ids
         ),
         Method("listRecent", ListRecentArgs, "read", reads.list_recent, A.EntryList),
         Method("getEntry", IdArgs, "read", reads.get_entry, A.EntryDetail, ("id",)),
@@ -140,9 +128,7 @@ METHODS: dict[str, Method] = {
 
 # Engine-internal writes: never routed, not part of the contract surface.
 INTERNAL_METHODS: dict[str, Method] = {
-    "noteRecalled": Method(
-        "noteRecalled", NoteRecalledArgs, "write", _note_recalled, A.NotedAnswer
-    ),
+    "noteRecalled": Method("noteRecalled", NoteRecalledArgs, "write", note_recalled, A.NotedAnswer),
 }
 
 

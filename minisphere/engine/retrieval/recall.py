@@ -18,7 +18,7 @@ import heapq
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import Any, cast
 
 from minisphere.engine.arguments import NoteRecalledArgs, RecallArgs
 from minisphere.engine.clock import iso_utc
@@ -55,6 +55,7 @@ from minisphere.engine.retrieval.superseded import (
 )
 from minisphere.engine.retrieval.tag_support import tag_arm
 from minisphere.engine.retrieval.temporal import TimeBounds, extract_time_bounds
+from minisphere.engine.retrieval.vector_arm import AnyVectorArm, VectorArm
 from minisphere.engine.rows import ENTRY_COLUMNS, entries_by_id, entry_dict
 from minisphere.engine.staleness import revalidate_prompt
 from minisphere.engine.supersession import Supersession, any_replaced, read_supersession
@@ -69,11 +70,6 @@ from minisphere.wire.recall_answer import (
     RecallItem,
 )
 
-if TYPE_CHECKING:  # pragma: no cover - types only: the vector binding's code loads when bound
-    from minisphere.engine.vectors.arm import DeferredVectorArm, VectorArm
-
-# a bound recall's vector arm, or one whose query vector is still being embedded
-AnyVectorArm: TypeAlias = "VectorArm | DeferredVectorArm | None"
 Scored = tuple[str, float, RerankRow]  # (id, final score, rerank row): a reranked candidate
 
 
@@ -419,7 +415,7 @@ def _fuse(
     info: dict[str, Any] = {}
     if "vector" not in arms:
         return fuse(arms), info
-    ran = cast("VectorArm", vector_arm)  # it ran, so it resolved to an arm
+    ran = cast(VectorArm, vector_arm)  # it ran, so it resolved to an arm
 
     def refine(head: list[str]) -> list[Hit]:
         with timer.part("feedbackMs"):
@@ -452,7 +448,7 @@ def _page(
         scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size, found)
         scored = hold_below_successors(scored, found, factors)
     if lexical_led:  # the fusion left the lexical order alone: the cosine has its say here
-        scored = _lexical_led_pool(conn, scored, cast("VectorArm", gathered.vector_arm), pool_size)
+        scored = _lexical_led_pool(conn, scored, cast(VectorArm, gathered.vector_arm), pool_size)
     pool = [(i, s) for i, s, _ in scored[:pool_size]]
     picked = mmr(pool, lambda ids: _prefixes(conn, ids, T.MMR_TEXT_CHARS), args.top_k)
     return scored, successors_first(picked, found) if found.newer else picked

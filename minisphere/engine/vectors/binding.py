@@ -43,7 +43,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
 
@@ -52,6 +52,7 @@ from minisphere.engine.arguments import CaptureArgs, RecallArgs
 from minisphere.engine.clock import Clock
 from minisphere.engine.embedding.base import EmbeddingProvider
 from minisphere.engine.hooks import Handler, WorkspaceHooks
+from minisphere.engine.methods import Method
 from minisphere.engine.vectors import index as resident
 from minisphere.engine.vectors import semantic, table
 from minisphere.engine.vectors.arm import DeferredVectorArm
@@ -59,9 +60,6 @@ from minisphere.engine.vectors.backfills import BackgroundBackfills
 from minisphere.engine.vectors.embeddings import Embeddings, QueryVector
 from minisphere.errors import InvalidArgument, WorkspaceClosed
 from minisphere.wire.recall_answer import RecallAnswer, VectorArmState
-
-if TYPE_CHECKING:  # pragma: no cover - types only
-    from minisphere.engine.methods import Method
 
 log = logging.getLogger("minisphere.vectors")
 
