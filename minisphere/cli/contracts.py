@@ -18,7 +18,6 @@ from pathlib import Path
 
 from minisphere.cli.common import fail, with_contracts_dir
 from minisphere.contract.pins import (
-    ContractPinError,
     check_engine,
     check_routes,
     contract_file_name,
@@ -30,10 +29,9 @@ from minisphere.contract.pins import (
     pin_path,
     pinned_contracts,
     read_pin,
-    sha256_file,
 )
-from minisphere.errors import MiniSphereError
-from minisphere.files import write_in_one_step
+from minisphere.errors import ContractPinError, MiniSphereError
+from minisphere.files import sha256_file, write_in_one_step
 
 
 def _register_evidence(commands) -> None:
