@@ -24,6 +24,8 @@ from minisphere.engine.methods import METHODS, parse_args
 from minisphere.errors import WorkspaceUnavailable
 from minisphere.maintenance.ledger import LEDGER_OPS
 from minisphere.wire.actor_methods import ServedMethod
+from minisphere.wire.answers import StalenessPassAnswer
+from minisphere.wire.records import DueState, MaintenanceRun, WorkspaceRecord
 
 PASS_METHOD = "runStalenessPass"
 PASS_TIMEOUT_S = 300.0  # one pass call (limit <= 100k entries)
@@ -39,7 +41,7 @@ class StalenessPassAccess:
     def __init__(self, directory, admin_token_hash: str = ""):
         reach = WorkspaceReach(directory)
 
-        def run_staleness_pass(workspace_id: str, limit: int) -> dict:
+        def run_staleness_pass(workspace_id: str, limit: int) -> StalenessPassAnswer:
             check_workspace_id(workspace_id)
             parse_args(METHODS[PASS_METHOD], {"limit": limit})  # InvalidArgument if bad
             # runs on an APScheduler thread: the resend loop gets an event loop of its own
@@ -80,16 +82,16 @@ class DirectoryLedger:
 
         self._call = call
 
-    def schedules(self) -> list[dict]:
+    def schedules(self) -> list[WorkspaceRecord]:
         return self._call("schedules")
 
-    def due_state(self, workspace_id: str) -> dict | None:
+    def due_state(self, workspace_id: str) -> DueState | None:
         return self._call("due_state", workspace_id)
 
     def record_pass(self, workspace_id, next_due_at, remaining, checked_at) -> None:
         self._call("record_pass", workspace_id, next_due_at, remaining, checked_at)
 
-    def record_run(self, run: dict) -> None:
+    def record_run(self, run: MaintenanceRun) -> None:
         self._call("record_run", run)
 
     def last_cron_start(self, workspace_id: str) -> int | None:

@@ -21,7 +21,7 @@ from actors.directory.actor import get_directory, singleton_options
 from actors.process_logging import log_to_stderr
 from actors.scheduler.access import DirectoryLedger, StalenessPassAccess
 from minisphere.control.auth import token_hash
-from minisphere.maintenance.scheduler import MaintenanceScheduler
+from minisphere.maintenance.scheduler import JobInfo, MaintenanceScheduler, SyncSummary
 from minisphere.settings import Settings, restrict_file_modes
 from minisphere.wire.records import MaintenanceRun
 
@@ -45,11 +45,11 @@ class ScheduledTasksActor:
             self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
         log.info("scheduled tasks up: %d jobs (restarted=%s)", self.started["jobs"], self.restarted)
 
-    def refresh(self) -> dict:
+    def refresh(self) -> SyncSummary:
         """Re-read the schedules now (also done every JOB_REFRESH_INTERVAL_S)."""
         return self.core.sync()
 
-    def jobs(self) -> list[dict]:
+    def jobs(self) -> list[JobInfo]:
         return self.core.jobs()
 
     def run_scheduled(self, workspace_id: str) -> MaintenanceRun:

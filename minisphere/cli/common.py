@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TypeAlias
 
 from minisphere.settings import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, env_value
 
+# what `add_subparsers` returns, each module registering its commands on it
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 DEFAULT_URL = "http://127.0.0.1:8000"
 NO_TOKEN = (
     "no token to send: give --admin-token (or a workspace's --token), or set "
@@ -15,11 +18,12 @@ NO_TOKEN = (
 )
 
 
-def admin_token(args) -> str:
+def admin_token(args: argparse.Namespace) -> str:
     """`--admin-token`, else MINISPHERE_ADMIN_TOKEN (the flag's default), else the token file the
     embedded default keeps in its data folder, when readable."""
     if getattr(args, "admin_token", ""):
-        return args.admin_token
+        token: str = args.admin_token
+        return token
     token_file = Path(env_value("MINISPHERE_DATA_DIR") or DEFAULT_DATA_DIR) / ADMIN_TOKEN_FILE
     return token_file.read_text(encoding="utf-8").strip() if token_file.is_file() else ""
 

@@ -11,14 +11,15 @@ Exit status 0 on success, 1 when a check fails or a change is refused, 2 for usa
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from minisphere.cli.common import fail, with_contracts_dir
+from minisphere.cli.common import Subparsers, fail, with_contracts_dir
 from minisphere.contract.pins import (
-    ContractPinError,
     check_engine,
     check_routes,
     contract_file_name,
@@ -30,13 +31,15 @@ from minisphere.contract.pins import (
     pin_path,
     pinned_contracts,
     read_pin,
-    sha256_file,
 )
-from minisphere.errors import MiniSphereError
-from minisphere.files import write_in_one_step
+from minisphere.errors import ContractPinError, MiniSphereError
+from minisphere.files import sha256_file, write_in_one_step
+
+if TYPE_CHECKING:  # imported by the evidence commands alone, where they run
+    from minisphere.contract.evidence import EvidenceTarget
 
 
-def _register_evidence(commands) -> None:
+def _register_evidence(commands: Subparsers) -> None:
     for name, func, text in (
         (
             "push-evidence",
@@ -65,7 +68,7 @@ def _register_evidence(commands) -> None:
         p.set_defaults(func=func)
 
 
-def register(subparsers) -> None:
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "contracts",
         help="pinned contracts: pin, verify, push evidence",
@@ -101,7 +104,7 @@ def register(subparsers) -> None:
 # ---- verify -----------------------------------------------------------------------------------
 
 
-def cmd_verify(args) -> int:
+def cmd_verify(args: argparse.Namespace) -> int:
     from minisphere.engine.methods import METHODS
 
     try:
@@ -161,7 +164,7 @@ def check_pinnable(path: Path) -> str | None:
     return None
 
 
-def cmd_pin(args) -> int:
+def cmd_pin(args: argparse.Namespace) -> int:
     try:
         directory = find_contracts_dir(args.contracts_dir)
     except MiniSphereError as exc:
@@ -219,13 +222,13 @@ def cmd_pin(args) -> int:
 # ---- evidence ---------------------------------------------------------------------------------
 
 
-def _target(args):
+def _target(args: argparse.Namespace) -> EvidenceTarget:
     from minisphere.contract.evidence import EvidenceTarget
 
     return EvidenceTarget.from_settings(args.bucket, args.prefix, args.endpoint_url)
 
 
-def cmd_push_evidence(args) -> int:
+def cmd_push_evidence(args: argparse.Namespace) -> int:
     from minisphere.contract.evidence import push_evidence
 
     try:
@@ -243,7 +246,7 @@ def cmd_push_evidence(args) -> int:
     return 0
 
 
-def cmd_verify_evidence(args) -> int:
+def cmd_verify_evidence(args: argparse.Namespace) -> int:
     from minisphere.contract.evidence import verify_evidence
 
     try:

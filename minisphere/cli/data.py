@@ -18,20 +18,22 @@ Progress goes to stderr; an interrupted import is resumed by running the same co
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any, TextIO
 
 import httpx
 
-from minisphere.cli.common import NO_TOKEN, admin_token, connection_flags, fail
+from minisphere.cli.common import NO_TOKEN, Subparsers, admin_token, connection_flags, fail
 from minisphere.cli.progress import ProgressLine
 
 IMPORT_CHUNK_LINES = 500
 HTTP_TIMEOUT_S = 300.0
 
 
-def _workspace_file(args) -> Path | None:
+def _workspace_file(args: argparse.Namespace) -> Path | None:
     if args.path:
         return Path(args.path)
     if args.data_dir:
@@ -43,13 +45,13 @@ def _workspace_file(args) -> Path | None:
     return None
 
 
-def _open_out(target: str | None):
+def _open_out(target: str | None) -> tuple[TextIO, bool]:
     if not target or target == "-":
         return sys.stdout, False
     return Path(target).open("w", encoding="utf-8", newline="\n"), True
 
 
-def _export(args) -> int:
+def _export(args: argparse.Namespace) -> int:
     from minisphere.engine.clock import SystemClock
     from minisphere.errors import MiniSphereError
     from minisphere.transfer import export_file, export_raw
@@ -84,7 +86,7 @@ def _export(args) -> int:
         return fail(str(exc))
 
 
-def _http(args):
+def _http(args: argparse.Namespace) -> httpx.Client:
     from minisphere.errors import TransferError
 
     token = admin_token(args)
@@ -95,7 +97,7 @@ def _http(args):
     )
 
 
-def _service_error(response) -> str:
+def _service_error(response: httpx.Response) -> str:
     try:
         error = response.json()["error"]
         return f"{response.status_code} {error['code']}: {error['message']}"
@@ -103,7 +105,7 @@ def _service_error(response) -> str:
         return f"{response.status_code}: {response.text[:200]}"
 
 
-def _export_service(args, out, bar) -> int:
+def _export_service(args: argparse.Namespace, out: TextIO, bar: ProgressLine) -> int:
     from minisphere.errors import TransferError
 
     lines, total = 0, 0
@@ -125,7 +127,7 @@ def _export_service(args, out, bar) -> int:
     return lines
 
 
-def _import(args) -> int:
+def _import(args: argparse.Namespace) -> int:
     from minisphere.errors import MiniSphereError
     from minisphere.files import sha256_file
     from minisphere.transfer import import_file
@@ -162,7 +164,9 @@ def _import(args) -> int:
     return 0
 
 
-def _import_service(args, source: Path, key: str, bar) -> dict:
+def _import_service(
+    args: argparse.Namespace, source: Path, key: str, bar: ProgressLine
+) -> dict[str, Any]:
     from minisphere.errors import TransferError
 
     url = f"/v1/workspaces/{args.workspace}/import"
@@ -170,6 +174,8 @@ def _import_service(args, source: Path, key: str, bar) -> dict:
         header = handle.readline().rstrip("\n")
         total = json.loads(header).get("counts", {}) if header.strip() else {}
         total = total.get("entries", 0) + total.get("edges", 0)
+        chunk: list[str]
+        report: dict[str, Any]  # the service's answer to the last chunk (JSON)
         chunk, first, done, report = [], 1, 0, {}
         lines = (line.rstrip("\n") for line in handle if line.strip())
         while True:
@@ -194,8 +200,8 @@ def _import_service(args, source: Path, key: str, bar) -> dict:
                 return report
 
 
-def register(subparsers) -> None:
-    def common(parser):
+def register(subparsers: Subparsers) -> None:
+    def common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("workspace", help="workspace id")
         parser.add_argument("--path", help="the workspace's SQLite file (offline mode)")
         parser.add_argument(

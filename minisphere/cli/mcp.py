@@ -12,18 +12,19 @@ refusals at start go to stderr with exit status 1.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import httpx
 
-from minisphere.cli.common import NO_TOKEN, admin_token, connection_flags, fail
+from minisphere.cli.common import NO_TOKEN, Subparsers, admin_token, connection_flags, fail
 from minisphere.client import AsyncClient, AsyncWorkspaceClient, Client, ServiceError
 from minisphere.http.mcp.server import ToolRefusal, build_server
 
 
-def register(subparsers) -> None:
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "mcp",
         help="serve a workspace over the Model Context Protocol on stdio",
@@ -45,7 +46,7 @@ class ClientBackend:
     async def can_write(self) -> bool:
         return self.writes
 
-    async def call(self, method: str, args: dict, idempotency_key: str | None) -> Any:
+    async def call(self, method: str, args: dict[str, Any], idempotency_key: str | None) -> Any:
         try:
             return await self.handle.call_tool(method, args, idempotency_key=idempotency_key)
         except ServiceError as exc:
@@ -63,7 +64,8 @@ def token_may_write(url: str, workspace: str, token: str) -> bool:
         raise ValueError(
             f"the token belongs to workspace {grant.get('workspace')}, not {workspace}"
         )
-    return grant.get("scope") == "write"
+    writes: bool = grant.get("scope") == "write"
+    return writes
 
 
 async def serve_stdio(url: str, workspace: str, token: str, writes: bool) -> None:
@@ -76,7 +78,7 @@ async def serve_stdio(url: str, workspace: str, token: str, writes: bool) -> Non
             await server.run(read, write, server.create_initialization_options())
 
 
-def cmd_mcp(args) -> int:
+def cmd_mcp(args: argparse.Namespace) -> int:
     if not args.workspace:
         return fail("give --workspace (or set MINISPHERE_WORKSPACE)")
     token = args.token or admin_token(args)

@@ -22,8 +22,8 @@ from typing import Any
 
 import httpx
 
-from minisphere.cli.common import NO_TOKEN, admin_token, connection_flags, fail
-from minisphere.client import Client, ServiceError
+from minisphere.cli.common import NO_TOKEN, Subparsers, admin_token, connection_flags, fail
+from minisphere.client import Client, ServiceError, WorkspaceClient
 from minisphere.control.auth import TOKEN_SCOPES
 from minisphere.settings import (
     CLIENT_ENV_VARS,
@@ -36,7 +36,7 @@ from minisphere.settings import (
 APP_LAUNCHER = "serve_app.py"
 
 
-def _print(value) -> None:
+def _print(value: object) -> None:
     if hasattr(value, "model_dump"):
         value = value.model_dump(by_alias=True, exclude_none=True)
     elif isinstance(value, list):
@@ -47,8 +47,10 @@ def _print(value) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def _run(action):
-    def run(args) -> int:
+def _run(
+    action: Callable[[Client, argparse.Namespace], object],
+) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
         token = admin_token(args)
         if not token and not getattr(args, "token", ""):
             return fail(NO_TOKEN)
@@ -71,14 +73,14 @@ def _usage(message: str) -> ServiceError:
     return ServiceError(USAGE_STATUS, "usage", message)
 
 
-def _json_argument(text: str, what: str):
+def _json_argument(text: str, what: str) -> Any:  # any JSON value: the service checks it
     try:
         return json.loads(text)
     except ValueError as exc:
         raise _usage(f"{what} is not valid JSON: {exc}") from None
 
 
-def _blueprint_file(path: Path | None) -> dict | None:
+def _blueprint_file(path: Path | None) -> Any:  # a JSON value, or None without a file
     if path is None:
         return None
     try:
@@ -88,13 +90,13 @@ def _blueprint_file(path: Path | None) -> dict | None:
     return _json_argument(text, f"the blueprint file {path}")
 
 
-def _ws(client: Client, args):
+def _ws(client: Client, args: argparse.Namespace) -> WorkspaceClient:
     if not args.workspace:
         raise _usage("give --workspace (or set MINISPHERE_WORKSPACE)")
     return client.workspace(args.workspace, args.token or None)
 
 
-def _serve(args) -> int:
+def _serve(args: argparse.Namespace) -> int:
     """Run the Ray application's launcher (`serve_app.py`) in place of this process: the
     library never imports the Ray layer, it starts it."""
     try:
@@ -120,12 +122,12 @@ def find_app_dir(explicit: str | None = None) -> Path:
     )
 
 
-def _settings(args) -> int:
+def _settings(args: argparse.Namespace) -> int:
     print(env_table_markdown(ENV_VARS if not args.client else CLIENT_ENV_VARS))
     return 0
 
 
-def _register_ws(subparsers) -> None:
+def _register_ws(subparsers: Subparsers) -> None:
     ws = subparsers.add_parser("ws", help="create, list, show and delete workspaces (admin)")
     actions = ws.add_subparsers(dest="ws_command", required=True)
     create = actions.add_parser("create", help="create a workspace; prints its token once")
@@ -179,7 +181,7 @@ def _register_ws(subparsers) -> None:
         connection_flags(parser, workspace=False)
 
 
-def _opts(args, *names) -> dict:
+def _opts(args: argparse.Namespace, *names: str) -> dict[str, Any]:
     return {n: getattr(args, n) for n in names if getattr(args, n, None) not in (None, [])}
 
 
@@ -190,7 +192,7 @@ IDEMPOTENCY_KEY_HELP = (
 )
 
 
-def _register_tokens(subparsers) -> None:
+def _register_tokens(subparsers: Subparsers) -> None:
     tokens = subparsers.add_parser("token", help="issue, list and revoke workspace tokens (admin)")
     actions = tokens.add_subparsers(dest="token_command", required=True)
     create = actions.add_parser("create", help="issue a token; prints its secret once")
@@ -234,7 +236,7 @@ def _pos(name: str) -> Argument:
     return (name,), {}
 
 
-def _key(args: argparse.Namespace) -> dict:
+def _key(args: argparse.Namespace) -> dict[str, str | None]:
     return {"idempotency_key": args.idempotency_key}
 
 
@@ -349,7 +351,7 @@ CALL_COMMANDS = (
 )
 
 
-def _add_call_command(subparsers, command: CallCommand) -> None:
+def _add_call_command(subparsers: Subparsers, command: CallCommand) -> None:
     parser = subparsers.add_parser(command.name, help=command.help)
     for flags, kwargs in command.arguments:
         parser.add_argument(*flags, **kwargs)
@@ -359,12 +361,12 @@ def _add_call_command(subparsers, command: CallCommand) -> None:
     parser.set_defaults(func=_run(lambda c, a: command.action(_ws(c, a), a)))
 
 
-def _register_calls(subparsers) -> None:
+def _register_calls(subparsers: Subparsers) -> None:
     for command in CALL_COMMANDS:
         _add_call_command(subparsers, command)
 
 
-def register(subparsers) -> None:
+def register(subparsers: Subparsers) -> None:
     serve = subparsers.add_parser(
         "serve",
         help="start the service on the embedded default "

@@ -9,15 +9,16 @@ contract surface; see `minisphere.integrations.tool_specs`). A model's tool call
 
 from __future__ import annotations
 
+import argparse
 import json
 
-from minisphere.cli.common import fail, with_contracts_dir
+from minisphere.cli.common import Subparsers, fail, with_contracts_dir
 from minisphere.contract.pins import load_surface
 from minisphere.errors import MiniSphereError
 from minisphere.integrations.tool_specs import FORMATS, TOOL_ARGUMENTS, tool_definitions
 
 
-def register(subparsers) -> None:
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "tools",
         help="print the contract methods as LLM tool definitions",
@@ -35,7 +36,7 @@ def register(subparsers) -> None:
     parser.set_defaults(func=cmd_tools)
 
 
-def cmd_tools(args) -> int:
+def cmd_tools(args: argparse.Namespace) -> int:
     try:
         surface = load_surface(args.contracts_dir)
     except MiniSphereError as exc:

@@ -18,7 +18,10 @@ no key pair is set); the client is the one `durability.s3.make_s3_client` builds
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypedDict
 
 from minisphere.contract.pins import find_contracts_dir, pin_path, pinned_contracts, read_pin
 from minisphere.durability.s3 import make_s3_client
@@ -35,6 +38,29 @@ ENV_ENDPOINT = "MINISPHERE_S3_ENDPOINT_URL"
 ENV_BUCKET = "MINISPHERE_S3_BUCKET"
 ENV_PREFIX = "MINISPHERE_S3_PREFIX"
 EVIDENCE_FOLDER = "contracts"
+# a boto3 S3 client: boto3 ships no type information
+S3Client = Any
+ContractsDir = str | os.PathLike[str] | None
+
+
+class EvidenceFile(TypedDict):
+    """A verified local contract file to snapshot, with its pin."""
+
+    file: str
+    path: Path
+    sha256: str
+    pin_file: str
+    pin_bytes: bytes
+
+
+class CheckedEvidence(TypedDict):
+    file: str
+    key: str
+    sha256: str
+
+
+class PushedEvidence(CheckedEvidence):
+    status: str  # uploaded | unchanged
 
 
 @dataclass(frozen=True)
@@ -76,7 +102,7 @@ class EvidenceTarget:
         return f"s3://{self.bucket}/{self.key('')} at {where}"
 
 
-def make_client(target: EvidenceTarget):
+def make_client(target: EvidenceTarget) -> S3Client:
     return make_s3_client(
         S3Settings(
             bucket=target.bucket,
@@ -125,13 +151,14 @@ def _translate(exc: Exception, target: EvidenceTarget, action: str) -> EvidenceE
     raise exc
 
 
-def _get(client, target: EvidenceTarget, key: str) -> bytes | None:
+def _get(client: S3Client, target: EvidenceTarget, key: str) -> bytes | None:
     """The object's bytes, or None when there is no such key."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         response = client.get_object(Bucket=target.bucket, Key=key)
-        return response["Body"].read()
+        body: bytes = response["Body"].read()
+        return body
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
             return None
@@ -140,7 +167,7 @@ def _get(client, target: EvidenceTarget, key: str) -> bytes | None:
         raise _translate(exc, target, f"read {key}") from None
 
 
-def _put(client, target: EvidenceTarget, key: str, body: bytes, sha256_hex: str) -> bool:
+def _put(client: S3Client, target: EvidenceTarget, key: str, body: bytes, sha256_hex: str) -> bool:
     """Create the object only if absent. Returns False when someone else created it first."""
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -174,14 +201,16 @@ def _put(client, target: EvidenceTarget, key: str, body: bytes, sha256_hex: str)
         raise _translate(exc, target, f"upload {key}") from None
 
 
-def evidence_files(contracts_dir=None, *, all_versions: bool = False) -> list[dict]:
+def evidence_files(
+    contracts_dir: ContractsDir = None, *, all_versions: bool = False
+) -> list[EvidenceFile]:
     """Verified local files to snapshot: [{file, path, sha256, pin_path, pin_bytes}].
 
     Pins are verified first (a mismatch raises ContractPinError): evidence is only ever taken
     of pinned bytes. By default only the active contract version; `all_versions` adds the rest.
     """
     directory = find_contracts_dir(contracts_dir)
-    files = []
+    files: list[EvidenceFile] = []
     for record in pinned_contracts(directory):
         if not (record["active"] or all_versions):
             continue
@@ -199,10 +228,10 @@ def evidence_files(contracts_dir=None, *, all_versions: bool = False) -> list[di
     return files
 
 
-def _objects(files: list[dict]) -> list[tuple[str, str, bytes]]:
+def _objects(files: list[EvidenceFile]) -> list[tuple[str, str, bytes]]:
     """(file name, kind, bytes): each body followed by its pin, so a pin is never stored
     without the body it vouches for."""
-    out = []
+    out: list[tuple[str, str, bytes]] = []
     for item in files:
         body = item["path"].read_bytes()
         actual = hashlib.sha256(body).hexdigest()
@@ -220,8 +249,12 @@ def _objects(files: list[dict]) -> list[tuple[str, str, bytes]]:
 
 
 def push_evidence(
-    target: EvidenceTarget, contracts_dir=None, *, all_versions: bool = False, client=None
-) -> list[dict]:
+    target: EvidenceTarget,
+    contracts_dir: ContractsDir = None,
+    *,
+    all_versions: bool = False,
+    client: S3Client = None,
+) -> list[PushedEvidence]:
     """Upload the contract files and their pins, then download and re-hash them.
 
     Returns [{file, key, sha256, status}] with status `uploaded` or `unchanged`. Raises
@@ -232,8 +265,8 @@ def push_evidence(
     files = evidence_files(contracts_dir, all_versions=all_versions)
     client = client or make_client(target)
     objects = _objects(files)
-    plan = []
-    conflicts = []
+    plan: list[tuple[str, str, bytes, str]] = []
+    conflicts: list[str] = []
     for name, _kind, body in objects:
         key = target.key(name)
         stored = _get(client, target, key)
@@ -253,7 +286,7 @@ def push_evidence(
             + "; ".join(conflicts)
             + ". A published contract version is immutable; amend by bumping the version"
         )
-    results = []
+    results: list[PushedEvidence] = []
     for name, key, body, action in plan:
         status = "unchanged"
         if action == "upload":
@@ -276,12 +309,12 @@ def push_evidence(
 
 def verify_evidence(
     target: EvidenceTarget,
-    contracts_dir=None,
+    contracts_dir: ContractsDir = None,
     *,
     all_versions: bool = False,
-    client=None,
-    files: list[dict] | None = None,
-) -> list[dict]:
+    client: S3Client = None,
+    files: list[EvidenceFile] | None = None,
+) -> list[CheckedEvidence]:
     """Download every evidence object and check it against the local pins.
 
     Returns [{file, key, sha256}] for the bodies; raises EvidenceVerifyError on any missing or
@@ -289,7 +322,7 @@ def verify_evidence(
     """
     files = files if files is not None else evidence_files(contracts_dir, all_versions=all_versions)
     client = client or make_client(target)
-    checked = []
+    checked: list[CheckedEvidence] = []
     for item in files:
         body_key, pin_key = target.key(item["file"]), target.key(item["pin_file"])
         body = _get(client, target, body_key)

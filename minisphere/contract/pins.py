@@ -32,7 +32,7 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from minisphere.errors import ContractPinError, ContractSurfaceError
 from minisphere.files import sha256_file
@@ -52,7 +52,7 @@ _ROLE = {"md": "text", "surface.json": "surface"}
 # ---- locating --------------------------------------------------------------------------------
 
 
-def find_contracts_dir(contracts_dir: str | os.PathLike | None = None) -> Path:
+def find_contracts_dir(contracts_dir: str | os.PathLike[str] | None = None) -> Path:
     """The contracts directory (see the module docstring for the search order)."""
     if contracts_dir is not None:
         candidates = [("argument", Path(contracts_dir))]
@@ -77,6 +77,17 @@ class ContractFileName(TypedDict):
     name: str
     version: str
     role: str  # text | surface
+
+
+class PinnedContract(TypedDict):
+    """One pinned contract file, its pin verified."""
+
+    name: str
+    version: str
+    sha256: str
+    file: str
+    role: str  # text | surface
+    active: bool
 
 
 def parse_contract_file_name(file_name: str) -> ContractFileName | None:
@@ -180,7 +191,7 @@ def active_version(directory: Path, name: str = CONTRACT_NAME) -> str:
     return max(versions, key=version_key)
 
 
-def _record(path: Path, digest: str, active: str) -> dict:
+def _record(path: Path, digest: str, active: str) -> PinnedContract:
     meta = contract_file_name(path)
     return {
         "name": meta["name"],
@@ -192,7 +203,9 @@ def _record(path: Path, digest: str, active: str) -> dict:
     }
 
 
-def pinned_contracts(contracts_dir: str | os.PathLike | None = None) -> list[dict]:
+def pinned_contracts(
+    contracts_dir: str | os.PathLike[str] | None = None,
+) -> list[PinnedContract]:
     """Verify every pin; return [{name, version, sha256, file, role, active}] per contract file.
 
     Raises ContractPinError when a file's bytes differ from its pin (message: file, expected
@@ -218,7 +231,7 @@ def pinned_contracts(contracts_dir: str | os.PathLike | None = None) -> list[dic
                 "surface file",
                 file=required.name,
             )
-    records = []
+    records: list[PinnedContract] = []
     for path in contract_files(directory):
         actual = sha256_file(path)
         if not pin_path(path).is_file():
@@ -243,7 +256,7 @@ def pinned_contracts(contracts_dir: str | os.PathLike | None = None) -> list[dic
     return records
 
 
-def active_contract(records: Iterable[dict]) -> dict:
+def active_contract(records: Iterable[PinnedContract]) -> PinnedContract:
     """The record of the active contract text — the reference a new workspace is born with."""
     for record in records:
         if record["active"] and record["role"] == "text":
@@ -251,7 +264,7 @@ def active_contract(records: Iterable[dict]) -> dict:
     raise ContractPinError(f"no active {CONTRACT_NAME} text among the pinned contracts")
 
 
-def contract_reference(record: dict) -> str:
+def contract_reference(record: PinnedContract) -> str:
     """`NAME@version+sha256:<hex>` — the compact form stored with a workspace."""
     return f"{record['name']}@{record['version']}+sha256:{record['sha256']}"
 
@@ -260,8 +273,9 @@ def contract_reference(record: dict) -> str:
 
 
 def load_surface(
-    contracts_dir: str | os.PathLike | None = None, records: list[dict] | None = None
-) -> dict:
+    contracts_dir: str | os.PathLike[str] | None = None,
+    records: list[PinnedContract] | None = None,
+) -> dict[str, Any]:
     """The active contract's surface document (parsed JSON). Does not re-verify pins unless
     `records` is None."""
     directory = find_contracts_dir(contracts_dir)
@@ -271,7 +285,7 @@ def load_surface(
         raise ContractPinError(f"no surface file for {CONTRACT_NAME} in {directory}")
     path = directory / surface["file"]
     try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
+        doc: dict[str, Any] = json.loads(path.read_bytes().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ContractSurfaceError(f"surface file {path.name} is not valid JSON: {exc}") from None
     if doc.get("contract") != surface["name"] or str(doc.get("version")) != surface["version"]:
@@ -284,7 +298,7 @@ def load_surface(
     return doc
 
 
-def check_routes(surface_doc: dict, routed_methods: Iterable[str]) -> None:
+def check_routes(surface_doc: dict[str, Any], routed_methods: Iterable[str]) -> None:
     """Both directions: nothing routed that the contract does not describe, and nothing
     described that is not routed."""
     routed = set(routed_methods)
@@ -302,7 +316,7 @@ def check_routes(surface_doc: dict, routed_methods: Iterable[str]) -> None:
         )
 
 
-def check_engine(surface_doc: dict) -> None:
+def check_engine(surface_doc: dict[str, Any]) -> None:
     """The engine's argument models, enums, edge gates and limits agree with the surface."""
     from minisphere.contract.surface import differences  # imports the engine modules (no Ray)
 
@@ -318,9 +332,9 @@ def check_engine(surface_doc: dict) -> None:
 def verify_startup(
     routed_methods: set[str],
     *,
-    contracts_dir: str | os.PathLike | None = None,
+    contracts_dir: str | os.PathLike[str] | None = None,
     check_arguments: bool = True,
-) -> list[dict]:
+) -> list[PinnedContract]:
     """Startup gate for the ingress and for every workspace actor.
 
     1. every contract file matches its pin (ContractPinError otherwise);

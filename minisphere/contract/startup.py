@@ -4,8 +4,14 @@ contract's. A mismatch raises, which must stop the process."""
 
 from __future__ import annotations
 
-from minisphere.contract.pins import active_contract, contract_reference, verify_startup
+from minisphere.contract.pins import (
+    PinnedContract,
+    active_contract,
+    contract_reference,
+    verify_startup,
+)
 from minisphere.engine.methods import METHODS
+from minisphere.wire.records import BornWith
 
 
 def routed_methods() -> set[str]:
@@ -13,13 +19,13 @@ def routed_methods() -> set[str]:
     return set(METHODS)
 
 
-def verified_contracts() -> list[dict]:
+def verified_contracts() -> list[PinnedContract]:
     """[{name, version, sha256, file, role, active}] of the pinned contracts; raises if a pin
     does not hold or the routes disagree with the contract."""
-    return [dict(record) for record in verify_startup(routed_methods())]
+    return [record.copy() for record in verify_startup(routed_methods())]
 
 
-def born_with(records: list[dict]) -> list[dict]:
+def born_with(records: list[PinnedContract]) -> list[BornWith]:
     """What a new workspace records: the active contract text as name@version+sha256."""
     if not records:
         return []

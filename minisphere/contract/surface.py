@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
+from pydantic import BaseModel
+
 from minisphere.engine import constants as C
 from minisphere.errors import MiniSphereError
 from minisphere.wire import CaptureOutcome
@@ -74,7 +76,7 @@ ENUM_TYPES = {
 }
 
 
-def _describe_schema(schema: dict) -> dict:
+def _describe_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """One pydantic JSON-schema property -> the descriptor fields that carry contract terms."""
     out: dict[str, Any] = {}
     variants = schema.get("anyOf")
@@ -101,11 +103,11 @@ def _describe_schema(schema: dict) -> dict:
     return out
 
 
-def describe_model(model) -> list[dict]:
+def describe_model(model: type[BaseModel]) -> list[dict[str, Any]]:
     """The wire-level arguments of one pydantic argument model, in declaration order."""
     schema = model.model_json_schema(by_alias=True)
     required = set(schema.get("required", ()))
-    args = []
+    args: list[dict[str, Any]] = []
     for name, prop in schema.get("properties", {}).items():
         arg: dict[str, Any] = {"name": name, "required": name in required}
         arg.update(_describe_schema(prop))
@@ -115,13 +117,13 @@ def describe_model(model) -> list[dict]:
     return args
 
 
-def describe_engine() -> dict:
+def describe_engine() -> dict[str, Any]:
     """The engine's own surface in the surface-file shape (methods, enums, edge types, limits)."""
     from minisphere.engine import arguments as inputs
     from minisphere.engine import methods as surface
     from minisphere.engine import writes
 
-    methods = {}
+    methods: dict[str, dict[str, Any]] = {}
     for name, method in surface.METHODS.items():
         methods[name] = {
             "access": method.access,
@@ -131,7 +133,7 @@ def describe_engine() -> dict:
     enums = {
         key: list(get_args(getattr(inputs, type_name))) for key, type_name in ENUM_TYPES.items()
     }
-    edge_types = []
+    edge_types: list[dict[str, Any]] = []
     for edge_type in inputs.EDGE_TYPES:
         src_episodic, dst_episodic = writes.KIND_GATES.get(edge_type, (False, False))
         edge_types.append(
@@ -157,7 +159,8 @@ def describe_engine() -> dict:
 
 def error_codes() -> set[str]:
     """The code of every named error (minisphere.errors)."""
-    found, todo = set(), [MiniSphereError]
+    found: set[str] = set()
+    todo: list[type[MiniSphereError]] = [MiniSphereError]
     while todo:
         cls = todo.pop()
         found.add(cls.code)
@@ -165,7 +168,7 @@ def error_codes() -> set[str]:
     return found
 
 
-def _strip(arg: dict) -> dict:
+def _strip(arg: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in arg.items() if k not in DESCRIPTIVE_KEYS}
 
 
@@ -175,10 +178,13 @@ def _same_number(a: Any, b: Any) -> bool:
         return a is b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return float(a) == float(b)
-    return a == b
+    same: bool = a == b  # JSON values: == answers a bool
+    return same
 
 
-def _arg_differences(method: str, contract_args: list[dict], engine_args: list[dict]) -> list[str]:
+def _arg_differences(
+    method: str, contract_args: list[dict[str, Any]], engine_args: list[dict[str, Any]]
+) -> list[str]:
     problems = []
     contract_by_name = {a["name"]: _strip(a) for a in contract_args}
     engine_by_name = {a["name"]: a for a in engine_args}
@@ -203,7 +209,9 @@ def _arg_differences(method: str, contract_args: list[dict], engine_args: list[d
     return problems
 
 
-def _method_differences(contract_methods: dict, engine_methods: dict) -> list[str]:
+def _method_differences(
+    contract_methods: dict[str, Any], engine_methods: dict[str, Any]
+) -> list[str]:
     problems: list[str] = []
     for name in sorted(contract_methods.keys() - engine_methods.keys()):
         problems.append(f"method {name!r} is in the contract but the engine does not implement it")
@@ -234,7 +242,7 @@ def _method_differences(contract_methods: dict, engine_methods: dict) -> list[st
     return problems
 
 
-def _vocabulary_differences(surface_doc: dict, engine: dict) -> list[str]:
+def _vocabulary_differences(surface_doc: dict[str, Any], engine: dict[str, Any]) -> list[str]:
     """The enums, the edge types and the limits."""
     problems: list[str] = []
     contract_enums = surface_doc.get("enums", {})
@@ -281,7 +289,7 @@ def _vocabulary_differences(surface_doc: dict, engine: dict) -> list[str]:
     return problems
 
 
-def differences(surface_doc: dict, engine: dict | None = None) -> list[str]:
+def differences(surface_doc: dict[str, Any], engine: dict[str, Any] | None = None) -> list[str]:
     """Every way the engine disagrees with the surface document (empty list = agreement).
 
     Compared: the method set, each method's group against the engine's access class,

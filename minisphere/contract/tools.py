@@ -58,7 +58,7 @@ _SUBSCHEMAS = ("items", "additionalProperties", "not")
 
 
 @lru_cache(maxsize=1)
-def contract_surface() -> dict:
+def contract_surface() -> dict[str, Any]:
     """The active contract's surface, pins checked (found as `minisphere.contract.pins` finds
     it: MINISPHERE_CONTRACTS_DIR, the checkout, or the installed data files)."""
     from minisphere.contract.pins import load_surface
@@ -83,11 +83,11 @@ def without_titles(schema: Any) -> Any:
     return out
 
 
-def tool_schema(name: str, surface: dict | None = None) -> dict:
+def tool_schema(name: str, surface: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON Schema of one tool's arguments: the argument model's, by wire (camelCase)
     names, with the surface's notes as property descriptions."""
     model = tool_model(name)
-    schema = without_titles(copy.deepcopy(model.model_json_schema(by_alias=True)))
+    schema: dict[str, Any] = without_titles(copy.deepcopy(model.model_json_schema(by_alias=True)))
     schema.setdefault("properties", {})
     notes = {a["name"]: a.get("description") for a in _surface_method(name, surface)["args"]}
     for prop, sub in schema["properties"].items():
@@ -96,10 +96,11 @@ def tool_schema(name: str, surface: dict | None = None) -> dict:
     return schema
 
 
-def tool_description(name: str, surface: dict | None = None) -> str:
+def tool_description(name: str, surface: dict[str, Any] | None = None) -> str:
     method = _surface_method(name, surface)
     effects = "; ".join(method.get("sideEffects", []))
-    return method["summary"] + (f" Side effects: {effects}." if effects else "")
+    summary: str = method["summary"]
+    return summary + (f" Side effects: {effects}." if effects else "")
 
 
 def tool_model(name: str) -> type[Args]:
@@ -108,9 +109,10 @@ def tool_model(name: str) -> type[Args]:
     return TOOL_ARGUMENTS[name]
 
 
-def _surface_method(name: str, surface: dict | None) -> dict:
+def _surface_method(name: str, surface: dict[str, Any] | None) -> dict[str, Any]:
     tool_model(name)
     methods = (surface if surface is not None else contract_surface())["methods"]
     if name not in methods:
         raise ValueError(f"the contract surface does not describe {name!r}")
-    return methods[name]
+    method: dict[str, Any] = methods[name]
+    return method

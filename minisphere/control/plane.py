@@ -24,7 +24,7 @@ from minisphere.control.token_records import TokenRecords
 from minisphere.engine import db
 from minisphere.engine.clock import epoch_ms
 from minisphere.errors import NotFound, WorkspaceExists
-from minisphere.wire.records import WorkspaceRecord
+from minisphere.wire.records import BornWith, WorkspaceRecord
 from minisphere.wire.residency import SnapshotStatus
 
 _COLUMNS = (
@@ -107,7 +107,7 @@ class ControlPlane:
     def create(
         self,
         blueprint: Blueprint,
-        contracts: builtins.list[dict[str, Any]],
+        contracts: builtins.list[BornWith],
         workspace_id: str | None = None,
         label: str | None = None,
     ) -> tuple[WorkspaceRecord, str]:

@@ -26,7 +26,7 @@ from minisphere.engine.workspace import Workspace
 from minisphere.errors import NotFound, SnapshotError
 from minisphere.hosting.copies import list_copies, sweep_node
 from minisphere.settings import Settings, ensure_private_dir
-from minisphere.wire.records import WorkspaceRecord
+from minisphere.wire.records import BornWith, WorkspaceRecord
 
 log = logging.getLogger("minisphere.directory")
 AUDIT_KEPT_S = 90 * 86_400  # the audit trail's reach back
@@ -64,7 +64,7 @@ class WorkspaceLifecycle:
         snapshots: SnapshotStore,
         residents: ResidentTable,
         runtime: ActorRuntime,
-        contracts: list[dict[str, Any]],
+        contracts: list[BornWith],
         default_blueprint: Blueprint,
     ):
         self.settings = settings

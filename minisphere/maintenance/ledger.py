@@ -4,12 +4,14 @@ connection (autocommit; each function is one statement, so one atomic step)."""
 
 from __future__ import annotations
 
+import builtins
 import threading
-from typing import cast
+from typing import Protocol, cast
 
+from minisphere.engine.db import Connection
 from minisphere.errors import InvalidArgument
 from minisphere.maintenance.runs import CLOCK_SKEW_ALLOWANCE_MS, RUNS_MAX_LIMIT
-from minisphere.wire.records import MaintenanceRun
+from minisphere.wire.records import DueState, MaintenanceRun, WorkspaceRecord
 
 # What the directory's `maintenance(op, ...)` accepts (methods of LocalLedger); nothing else.
 LEDGER_OPS = frozenset(
@@ -40,9 +42,20 @@ _RUN_COLUMNS = (
     "error",
 )
 _RUN_KEYS = tuple(MaintenanceRun.__annotations__)  # in the order of _RUN_COLUMNS
+_DUE_KEYS = tuple(DueState.__annotations__)  # in the order of due_state's columns
 
 
-def record_run(conn, run: MaintenanceRun) -> None:
+class ControlPlaneRows(Protocol):
+    """What the ledger needs of the control plane (`minisphere.control.ControlPlane`, a layer
+    it may not import): its connection and its workspace listing."""
+
+    @property
+    def conn(self) -> Connection: ...
+
+    def list(self, limit: int = ..., after: str = ...) -> builtins.list[WorkspaceRecord]: ...
+
+
+def record_run(conn: Connection, run: MaintenanceRun) -> None:
     conn.execute(
         f"INSERT INTO maintenance_runs({', '.join(_RUN_COLUMNS)}) "
         f"VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
@@ -50,7 +63,9 @@ def record_run(conn, run: MaintenanceRun) -> None:
     )
 
 
-def list_runs(conn, workspace_id: str | None = None, limit: int = 100) -> list[MaintenanceRun]:
+def list_runs(
+    conn: Connection, workspace_id: str | None = None, limit: int = 100
+) -> list[MaintenanceRun]:
     """Runs newest first, optionally of one workspace."""
     if not isinstance(limit, int) or not 1 <= limit <= RUNS_MAX_LIMIT:
         raise InvalidArgument(f"limit must be an integer from 1 to {RUNS_MAX_LIMIT}")
@@ -62,15 +77,16 @@ def list_runs(conn, workspace_id: str | None = None, limit: int = 100) -> list[M
     return [cast("MaintenanceRun", dict(zip(_RUN_KEYS, row))) for row in rows]
 
 
-def last_cron_start(conn, workspace_id: str) -> int | None:
-    return conn.execute(
+def last_cron_start(conn: Connection, workspace_id: str) -> int | None:
+    started: int | None = conn.execute(  # MAX over no rows is NULL
         "SELECT MAX(started_at) FROM maintenance_runs WHERE workspace_id = ? AND trigger = 'cron'",
         (workspace_id,),
     ).fetchone()[0]
+    return started
 
 
 def record_pass(
-    conn, workspace_id: str, next_due_at: int | None, remaining: int, checked_at: int
+    conn: Connection, workspace_id: str, next_due_at: int | None, remaining: int, checked_at: int
 ) -> None:
     """A pass requested at `checked_at` answered (next_due_at, remaining). A write noted before
     the request (minus the clock-skew allowance) was seen by it and is forgotten; a later one is
@@ -86,7 +102,7 @@ def record_pass(
     )
 
 
-def note_write(conn, workspace_id: str, at: int) -> None:
+def note_write(conn: Connection, workspace_id: str, at: int) -> None:
     """A due-changing write is about to be queued at `at` (workspace actor's clock). Ignored when
     the workspace has no due state yet (then the scheduler always runs it anyway)."""
     conn.execute(
@@ -96,13 +112,13 @@ def note_write(conn, workspace_id: str, at: int) -> None:
     )
 
 
-def forget_due(conn, workspace_id: str) -> None:
+def forget_due(conn: Connection, workspace_id: str) -> None:
     """The file changed under the recorded state (a snapshot restore): unknown again, so the
     next cron run is never skipped."""
     conn.execute("DELETE FROM maintenance_due WHERE workspace_id = ?", (workspace_id,))
 
 
-def due_state(conn, workspace_id: str) -> dict | None:
+def due_state(conn: Connection, workspace_id: str) -> DueState | None:
     row = conn.execute(
         "SELECT next_due_at, remaining, checked_at, dirty_since FROM "
         "maintenance_due WHERE workspace_id = ?",
@@ -110,11 +126,12 @@ def due_state(conn, workspace_id: str) -> dict | None:
     ).fetchone()
     if row is None:
         return None
-    return dict(zip(("nextDueAt", "remaining", "checkedAt", "dirtySince"), row))
+    return cast("DueState", dict(zip(_DUE_KEYS, row)))
 
 
-def all_workspaces(control_plane, page: int = 1000) -> list[dict]:
-    records, after = [], ""
+def all_workspaces(control_plane: ControlPlaneRows, page: int = 1000) -> list[WorkspaceRecord]:
+    records: list[WorkspaceRecord] = []
+    after = ""
     while True:
         batch = control_plane.list(page, after)
         records += batch
@@ -127,19 +144,19 @@ class LocalLedger:
     """The ledger interface of `maintenance.run_workspace` over a `ControlPlane` in this process
     (the directory actor uses it; tests use it directly)."""
 
-    def __init__(self, control_plane):
+    def __init__(self, control_plane: ControlPlaneRows) -> None:
         self.control_plane = control_plane
         self._lock = threading.Lock()  # scheduler threads share the one connection
 
     @property
-    def conn(self):
+    def conn(self) -> Connection:
         return self.control_plane.conn
 
-    def schedules(self) -> list[dict]:
+    def schedules(self) -> list[WorkspaceRecord]:
         with self._lock:
             return all_workspaces(self.control_plane)
 
-    def due_state(self, workspace_id: str) -> dict | None:
+    def due_state(self, workspace_id: str) -> DueState | None:
         with self._lock:
             return due_state(self.conn, workspace_id)
 

@@ -24,7 +24,8 @@ A *run* is what one cron tick (or one admin call) does for one workspace:
 3. Every run is audited: run id, workspace, trigger, started/finished, outcome
    (ok | error | skipped), summed counts, error message.
 
-The gate and the ledger are duck-typed so tests can pass plain objects:
+The gate and the ledger are protocols (`StalenessGate`, `Ledger`), so tests can pass plain
+objects:
 - gate.run_staleness_pass(workspace_id, limit) -> {scanned, marked, cleared, remaining, nextDueAt}
 - ledger.due_state(workspace_id) -> dict | None, ledger.record_pass(workspace_id, next_due_at,
   remaining, checked_at), ledger.record_run(run: dict), ledger.schedules() -> [dict]
@@ -36,12 +37,21 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import cast
+from typing import Protocol, cast
 
 from minisphere.engine.clock import epoch_ms, iso_utc
 from minisphere.engine.constants import STALE_AFTER_MS
 from minisphere.errors import InvalidArgument
-from minisphere.wire.records import OUTCOMES, TRIGGERS, MaintenanceRun, Outcome, Trigger
+from minisphere.wire.answers import StalenessPassAnswer
+from minisphere.wire.records import (
+    OUTCOMES,
+    TRIGGERS,
+    DueState,
+    MaintenanceRun,
+    Outcome,
+    Trigger,
+    WorkspaceRecord,
+)
 
 log = logging.getLogger("minisphere.maintenance")
 
@@ -66,8 +76,30 @@ UNUSABLE_SCHEDULE_PREFIX = "schedule not used (no cron runs until the blueprint 
 DUE_CHANGING_WRITES = frozenset({"capture", "append", "update"})
 
 
+class StalenessGate(Protocol):
+    """The narrow way into a workspace: one staleness pass, nothing else."""
+
+    def run_staleness_pass(self, workspace_id: str, limit: int) -> StalenessPassAnswer: ...
+
+
+class Ledger(Protocol):
+    """The control plane's maintenance rows, in this process or across the directory."""
+
+    def schedules(self) -> list[WorkspaceRecord]: ...
+
+    def due_state(self, workspace_id: str) -> DueState | None: ...
+
+    def record_pass(
+        self, workspace_id: str, next_due_at: int | None, remaining: int, checked_at: int
+    ) -> None: ...
+
+    def record_run(self, run: MaintenanceRun) -> None: ...
+
+    def last_cron_start(self, workspace_id: str) -> int | None: ...
+
+
 # --- Skip rule ----------------------------------------------------------------------------------
-def effective_due_at(state: dict | None) -> int | None:
+def effective_due_at(state: DueState | None) -> int | None:
     """Earliest time anything in the workspace can need marking, per the recorded state."""
     if state is None:
         return None
@@ -79,7 +111,7 @@ def effective_due_at(state: dict | None) -> int | None:
     return due
 
 
-def skip_reason(state: dict | None, now: int) -> str | None:
+def skip_reason(state: DueState | None, now: int) -> str | None:
     """Why a cron run can be skipped without waking the workspace, or None to run it."""
     if state is None:
         return None  # never passed: unknown, so run
@@ -120,7 +152,7 @@ class RunRecord:
             runId=str(uuid.uuid4()), workspaceId=workspace_id, trigger=trigger, startedAt=started_at
         )
 
-    def add(self, result: dict) -> None:
+    def add(self, result: StalenessPassAnswer) -> None:
         self.calls += 1
         self.scanned += result["scanned"]
         self.marked += result["marked"]
@@ -143,8 +175,8 @@ def describe_error(exc: BaseException) -> str:
 
 
 def run_workspace(
-    gate,
-    ledger,
+    gate: StalenessGate,
+    ledger: Ledger,
     workspace_id: str,
     limit: int,
     trigger: str = "cron",
@@ -178,7 +210,7 @@ def run_workspace(
     return audit_run(ledger, record.finish("ok", clock()))
 
 
-def audit_run(ledger, row: MaintenanceRun) -> MaintenanceRun:
+def audit_run(ledger: Ledger, row: MaintenanceRun) -> MaintenanceRun:
     """Write one run row (a failure to write is logged, never raised) and log the run."""
     try:
         ledger.record_run(row)
@@ -206,7 +238,7 @@ class JobSpec:
     limit: int
 
 
-def job_spec(record: dict) -> JobSpec | None:
+def job_spec(record: WorkspaceRecord) -> JobSpec | None:
     """The job a directory record asks for: its blueprint's `scheduledTasks` binding, or None
     (no binding, or the workspace is being deleted). A binding that cannot be a job (no cron
     text, a limit that is not a positive integer) raises InvalidArgument; whether the cron
@@ -235,7 +267,7 @@ def job_spec(record: dict) -> JobSpec | None:
     return JobSpec(workspace_id, " ".join(cron.split()), limit)
 
 
-def checked_job_specs(records: list[dict]) -> tuple[dict[str, JobSpec], dict[str, str]]:
+def checked_job_specs(records: list[WorkspaceRecord]) -> tuple[dict[str, JobSpec], dict[str, str]]:
     """(the jobs the records ask for, {workspace id: why its schedule cannot be used}). One
     unusable record never hides the others."""
     specs: dict[str, JobSpec] = {}
@@ -251,7 +283,9 @@ def checked_job_specs(records: list[dict]) -> tuple[dict[str, JobSpec], dict[str
     return specs, problems
 
 
-def audit_unusable_schedule(ledger, workspace_id: str, reason: str, now: int) -> MaintenanceRun:
+def audit_unusable_schedule(
+    ledger: Ledger, workspace_id: str, reason: str, now: int
+) -> MaintenanceRun:
     """Audit a schedule the scheduler refused (outcome `error`, no call made): the workspace
     gets no cron runs until its blueprint is fixed, and the audit says so."""
     record = RunRecord.begin(workspace_id, "cron", now)

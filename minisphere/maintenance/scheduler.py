@@ -23,8 +23,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import TypedDict
 
-from apscheduler.events import EVENT_JOB_MISSED
+from apscheduler.events import EVENT_JOB_MISSED, JobExecutionEvent
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
@@ -42,6 +43,22 @@ JOB_DEFAULTS = {
     "misfire_grace_time": M.MISFIRE_GRACE_S,
     "max_instances": M.MAX_INSTANCES_PER_WORKSPACE,
 }
+
+
+class SyncSummary(TypedDict):
+    """What a `sync` did: the jobs now scheduled, the workspaces added and removed, those whose
+    schedule cannot be used."""
+
+    jobs: int
+    added: list[str]
+    removed: list[str]
+    unusable: list[str]
+
+
+class JobInfo(TypedDict):
+    id: str
+    name: str
+    nextRunTime: str | None  # ISO 8601; None: paused
 
 
 def new_scheduler() -> BackgroundScheduler:
@@ -79,12 +96,12 @@ class MaintenanceScheduler:
 
     def __init__(
         self,
-        gate,
-        ledger,
+        gate: M.StalenessGate,
+        ledger: M.Ledger,
         *,
         scheduler: BackgroundScheduler | None = None,
         clock: Callable[[], int] = epoch_ms,
-    ):
+    ) -> None:
         self._gate = gate
         self.ledger = ledger
         self.clock = clock
@@ -100,7 +117,7 @@ class MaintenanceScheduler:
         paused: bool = False,
         refresh_every_s: float = M.JOB_REFRESH_INTERVAL_S,
         catch_up: bool = True,
-    ) -> dict:
+    ) -> SyncSummary:
         if not self.scheduler.running:
             self.scheduler.start(paused=paused)
         summary = self.sync(catch_up=catch_up)
@@ -118,7 +135,7 @@ class MaintenanceScheduler:
             self.scheduler.shutdown(wait=False)
 
     # ---- jobs ----------------------------------------------------------------------------------
-    def sync(self, catch_up: bool = False) -> dict:
+    def sync(self, catch_up: bool = False) -> SyncSummary:
         """Make the jobs match the directory: add new or changed ones (replace_existing), remove
         those of deleted workspaces, leave unchanged ones alone (their next run time stays).
 
@@ -134,7 +151,8 @@ class MaintenanceScheduler:
                 problems[workspace_id] = f"cron {spec.cron!r} is not valid: {exc}"
                 del wanted[workspace_id]
         existing = {job.id for job in self.scheduler.get_jobs() if job.id != REFRESH_JOB_ID}
-        added, removed = [], []
+        added: list[str] = []
+        removed: list[str] = []
         for workspace_id in existing - set(wanted):
             self.scheduler.remove_job(workspace_id)
             self.specs.pop(workspace_id, None)
@@ -163,7 +181,7 @@ class MaintenanceScheduler:
         }
 
     def _add_job(self, spec: M.JobSpec, catch_up: bool) -> None:
-        options = {}
+        options: dict[str, datetime] = {}
         if catch_up:
             first = self._catch_up_time(spec)
             if first is not None:
@@ -199,7 +217,7 @@ class MaintenanceScheduler:
             return None
         return latest
 
-    def jobs(self) -> list[dict]:
+    def jobs(self) -> list[JobInfo]:
         return [
             {
                 "id": job.id,
@@ -216,7 +234,7 @@ class MaintenanceScheduler:
             self._gate, self.ledger, workspace_id, limit, "cron", clock=self.clock
         )
 
-    def _on_missed(self, event) -> None:
+    def _on_missed(self, event: JobExecutionEvent) -> None:
         if event.job_id == REFRESH_JOB_ID:
             return
         late_s = (datetime.now(UTC) - event.scheduled_run_time).total_seconds()

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from minisphere.engine import db
+from minisphere.engine.db import Connection
 from minisphere.engine.rows import EDGE_COLUMNS
 from minisphere.errors import TransferError
 from minisphere.transfer.format import CONTRACT, FORMAT_NAME, FORMAT_VERSION, dumps
@@ -33,15 +34,18 @@ _ENTRY_SQL = (
 )
 
 
-def _grouped(conn, sql: str, ids: list[str]) -> dict[str, list]:
-    found: dict[str, list] = {}
+Row = tuple[Any, ...]  # a row as sqlite3 returns it
+
+
+def _grouped(conn: Connection, sql: str, ids: list[str]) -> dict[str, list[Row]]:
+    found: dict[str, list[Row]] = {}
     marks = ",".join("?" * len(ids))
     for row in conn.execute(sql.format(marks=marks), ids):
         found.setdefault(row[0], []).append(row[1:])
     return found
 
 
-def _entry_record(row, tags: list, revisions: list) -> dict:
+def _entry_record(row: Row, tags: list[Row], revisions: list[Row]) -> dict[str, object]:
     (
         _seq,
         id_,
@@ -84,7 +88,7 @@ def _entry_record(row, tags: list, revisions: list) -> dict:
     }
 
 
-def _header_line(conn, now_ms: int) -> tuple[str, int]:
+def _header_line(conn: Connection, now_ms: int) -> tuple[str, int]:
     """The header line, and how many entries and edges the lines after it hold."""
     counts = {
         name: conn.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
@@ -105,7 +109,7 @@ def _header_line(conn, now_ms: int) -> tuple[str, int]:
     return header, counts["entries"] + counts["edges"]
 
 
-def _entry_pages(conn) -> Iterator[list[str]]:
+def _entry_pages(conn: Connection) -> Iterator[list[str]]:
     """The entry lines, a page of EXPORT_PAGE_ENTRIES at a time (tags and revisions read per
     page, not per entry)."""
     last = 0
@@ -132,7 +136,7 @@ def _entry_pages(conn) -> Iterator[list[str]]:
         last = rows[-1][0]
 
 
-def _edge_lines(conn) -> Iterator[str]:
+def _edge_lines(conn: Connection) -> Iterator[str]:
     for src, dst, type_, weight, provenance, metadata, created, updated in conn.execute(
         f"SELECT {EDGE_COLUMNS} FROM edges ORDER BY rowid"
     ):
@@ -151,7 +155,9 @@ def _edge_lines(conn) -> Iterator[str]:
         )
 
 
-def export_lines(conn, *, now_ms: int, progress: Progress | None = None) -> Iterator[str]:
+def export_lines(
+    conn: Connection, *, now_ms: int, progress: Progress | None = None
+) -> Iterator[str]:
     """Header, entries, edges: every line from one read transaction (no newline at the end)."""
     conn.execute("BEGIN")
     try:
@@ -189,7 +195,9 @@ def export_file(
         conn.close()
 
 
-def export_raw(db_path: str | Path, dest: str | Path, progress: Progress | None = None) -> dict:
+def export_raw(
+    db_path: str | Path, dest: str | Path, progress: Progress | None = None
+) -> dict[str, str | int]:
     """A consistent copy of the database (online backup API), checked, then renamed in place."""
     source_path, dest = Path(db_path), Path(dest)
     if not source_path.is_file():

@@ -19,7 +19,7 @@ import reproduces the workspace exactly (the content hash and the keyword index 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 from pydantic.alias_generators import to_camel
@@ -104,7 +104,7 @@ class EdgeRecord(_Record):
     type: EdgeType
     weight: EdgeWeight
     provenance: Provenance
-    metadata: Optional[dict] = None
+    metadata: Optional[dict[str, Any]] = None  # open JSON, as a link's metadata
     created_at: EpochMs
     updated_at: EpochMs
 
@@ -112,19 +112,19 @@ class EdgeRecord(_Record):
 Record = Union[EntryRecord, EdgeRecord]
 
 
-def dumps(record: dict) -> str:
+def dumps(record: dict[str, object]) -> str:
     """One JSONL line (no newline): compact, UTF-8 as is, strict JSON."""
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def metadata_text(metadata: dict | None) -> str | None:
+def metadata_text(metadata: dict[str, Any] | None) -> str | None:
     """Edge metadata as the engine stores it (same encoding as `writes.link`)."""
     if metadata is None:
         return None
     return json.dumps(metadata, ensure_ascii=False, sort_keys=True, allow_nan=False)
 
 
-def _load(line: str, number: int) -> dict:
+def _load(line: str, number: int) -> dict[str, Any]:
     if len(line.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
         raise ImportFormatError(f"line {number}: longer than {MAX_LINE_BYTES} bytes")
     try:

@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from minisphere.engine.db import read_meta, write_meta
+from minisphere.engine.db import Connection, read_meta, write_meta
 from minisphere.engine.location import advance
 from minisphere.engine.normalize import content_hash, normalize_tags
+from minisphere.engine.workspace import Workspace
 from minisphere.engine.writes import canonical_endpoints
 from minisphere.errors import ImportFormatError, ImportGap
 from minisphere.files import sha256_file
 from minisphere.transfer.format import (
     EdgeRecord,
     EntryRecord,
+    Record,
     metadata_text,
     parse_header,
     parse_record,
@@ -31,7 +33,7 @@ class _Importer:
     def __init__(self) -> None:
         self.alias: dict[str, str] = {}  # duplicate entry id in the file -> id kept here
         self.seen: set[str] = set()  # entry ids of this file (never a content match)
-        self.report = {
+        self.report: dict[str, int] = {
             "entries": 0,
             "edges": 0,
             "duplicateIds": 0,
@@ -40,7 +42,7 @@ class _Importer:
             "orphanEdges": 0,
         }
 
-    def remember(self, conn, record) -> None:
+    def remember(self, conn: Connection, record: Record) -> None:
         """For lines a previous run already applied: rebuild the duplicate id map only."""
         if isinstance(record, EntryRecord):
             if not self._has(conn, record.id):
@@ -49,13 +51,14 @@ class _Importer:
                     self.alias[record.id] = match
             self.seen.add(record.id)
 
-    def _has(self, conn, entry_id: str) -> bool:
+    def _has(self, conn: Connection, entry_id: str) -> bool:
         return (
             conn.execute("SELECT 1 FROM entries WHERE id = ?", (entry_id,)).fetchone() is not None
         )
 
-    def _content_match(self, conn, content: str) -> str | None:
+    def _content_match(self, conn: Connection, content: str) -> str | None:
         """The first entry that was here before this file with the same normalized content."""
+        entry_id: str  # the column is TEXT
         for (entry_id,) in conn.execute(
             "SELECT id FROM entries WHERE content_hash = ? ORDER BY seq", (content_hash(content),)
         ):
@@ -63,10 +66,13 @@ class _Importer:
                 return entry_id
         return None
 
-    def apply(self, conn, record) -> None:
-        (self._entry if isinstance(record, EntryRecord) else self._edge)(conn, record)
+    def apply(self, conn: Connection, record: Record) -> None:
+        if isinstance(record, EntryRecord):
+            self._entry(conn, record)
+        else:
+            self._edge(conn, record)
 
-    def _entry(self, conn, r: EntryRecord) -> None:
+    def _entry(self, conn: Connection, r: EntryRecord) -> None:
         if r.id in self.seen:
             raise ImportFormatError(f"entry {r.id} appears twice in the file")
         if self._has(conn, r.id):
@@ -114,7 +120,7 @@ class _Importer:
         )
         self.report["entries"] += 1
 
-    def _edge(self, conn, r: EdgeRecord) -> None:
+    def _edge(self, conn: Connection, r: EdgeRecord) -> None:
         src, dst = self.alias.get(r.src, r.src), self.alias.get(r.dst, r.dst)
         if src == dst or not (self._has(conn, src) and self._has(conn, dst)):
             self.report["orphanEdges"] += 1
@@ -137,7 +143,7 @@ class _Importer:
         self.report["edges" if cursor.rowcount else "duplicateEdges"] += 1
 
 
-def _checkpoint(conn, key: str, value: int | None) -> None:
+def _checkpoint(conn: Connection, key: str, value: int | None) -> None:
     write_meta(conn, key, None if value is None else str(value))
 
 
@@ -149,7 +155,7 @@ class ImportSession:
     the stored checkpoint) only rebuild the duplicate map. `finish()` drops the checkpoint.
     """
 
-    def __init__(self, workspace, header_line: str, checkpoint_key: str):
+    def __init__(self, workspace: Workspace, header_line: str, checkpoint_key: str) -> None:
         self.workspace = workspace
         self.header = parse_header(header_line)
         self.total = self.header.counts.entries + self.header.counts.edges
@@ -159,7 +165,7 @@ class ImportSession:
         self.importer = _Importer()
         self.resumed = self.applied = int(stored) if stored is not None else 0
 
-    def feed(self, records: list, first: int) -> None:
+    def feed(self, records: list[Record], first: int) -> None:
         """`records` are data lines number `first` (1-based) onwards. Refused, changing
         nothing, when they start past the line after the last one applied."""
         if first > self.applied + 1:
@@ -183,7 +189,7 @@ class ImportSession:
             self.workspace.position = position  # committed
         self.applied = max(self.applied, last)
 
-    def finish(self, lines: int) -> dict:
+    def finish(self, lines: int) -> dict[str, int]:
         with self.workspace.transaction() as conn:
             _checkpoint(conn, self.key, None)
         return dict(
@@ -196,13 +202,13 @@ class ImportSession:
 
 
 def import_lines(
-    workspace,
+    workspace: Workspace,
     lines: Iterable[str],
     *,
     checkpoint_key: str,
     batch_lines: int = IMPORT_BATCH_LINES,
     progress: Progress | None = None,
-) -> dict:
+) -> dict[str, int]:
     """Import an export's lines into an open `Workspace`; resumable under `checkpoint_key`."""
     iterator = iter(lines)
     header_line = next(iterator, None)
@@ -228,12 +234,12 @@ def import_lines(
 
 
 def import_file(
-    workspace,
+    workspace: Workspace,
     path: str | Path,
     *,
     batch_lines: int = IMPORT_BATCH_LINES,
     progress: Progress | None = None,
-) -> dict:
+) -> dict[str, int | str]:
     """Import the JSONL file at `path`; the checkpoint is keyed by the file's SHA-256."""
     digest = sha256_file(path)
     with Path(path).open(encoding="utf-8", newline="\n") as handle:

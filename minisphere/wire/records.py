@@ -120,3 +120,12 @@ class MaintenanceRun(TypedDict):
     remaining: Optional[int]
     nextDueAt: Optional[int]
     error: Optional[str]
+
+
+# one workspace's due state in the maintenance ledger: what its last staleness pass answered
+# (requested at checkedAt) and the earliest due-changing write it may not have seen
+class DueState(TypedDict):
+    nextDueAt: Optional[int]
+    remaining: int
+    checkedAt: int
+    dirtySince: Optional[int]
