@@ -30,7 +30,10 @@ class Routes:
         self, path: str, methods: list[str], **options: Any
     ) -> Callable[[Endpoint], Endpoint]:
         def declare(endpoint: Endpoint) -> Endpoint:
-            self.declared.append((path, endpoint, {**self.defaults, **options, "methods": methods}))
+            # the answer is the JSON the endpoint built (documented by `responses`): never a
+            # response model FastAPI would make of the endpoint's return annotation
+            route = {"response_model": None, **self.defaults, **options, "methods": methods}
+            self.declared.append((path, endpoint, route))
             return endpoint
 
         return declare
