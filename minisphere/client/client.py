@@ -20,7 +20,7 @@ contract's camelCase. Errors raise `ServiceError(status, code, message)`. Every 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -33,18 +33,25 @@ from minisphere.client.exchange import (
 )
 from minisphere.client.models import CreatedWorkspace, WorkspaceInfo
 from minisphere.client.workspace import AsyncWorkspaceClient, WorkspaceClient, camel_options
+from minisphere.wire.records import MaintenanceRun, TokenInfo, TokenIssued
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 
 class _Admin:
-    def _settings(self, base_url, admin_token, overload_retries, overload_retry_max_wait_s):
+    def _settings(
+        self,
+        base_url: str | None,
+        admin_token: str | None,
+        overload_retries: int,
+        overload_retry_max_wait_s: float,
+    ) -> None:
         self.base_url = base_url or os.environ.get("MINISPHERE_URL") or DEFAULT_URL
         self.admin_token = admin_token or os.environ.get("MINISPHERE_ADMIN_TOKEN", "")
         # the policy of this client's calls and of its workspaces' (replace it to wait otherwise)
         self.overload_retry = OverloadRetry(overload_retries, overload_retry_max_wait_s)
 
-    def _admin_headers(self) -> dict:
+    def _admin_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.admin_token}"}
 
 
@@ -62,21 +69,21 @@ class Client(_Admin):
         transport: httpx.BaseTransport | None = None,
         overload_retries: int = OVERLOAD_RETRIES,
         overload_retry_max_wait_s: float = OVERLOAD_RETRY_MAX_WAIT_S,
-    ):
+    ) -> None:
         self._settings(base_url, admin_token, overload_retries, overload_retry_max_wait_s)
         self.http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
 
-    def _ask(self, verb: str, url: str, **request) -> Any:
+    def _ask(self, verb: str, url: str, **request: Any) -> Any:
         """A service route's checked answer; a GET is sent again as a read is."""
         return exchange(self.http, self.overload_retry, verb == "GET", verb, url, **request)
 
-    def close(self):
+    def close(self) -> None:
         self.http.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def workspace(self, workspace_id: str, token: str | None = None) -> WorkspaceClient:
@@ -84,17 +91,19 @@ class Client(_Admin):
             self.http, workspace_id, token or self.admin_token, self.overload_retry
         )
 
-    def health(self) -> dict:
-        return self._ask("GET", "/healthz")
+    def health(self) -> dict[str, Any]:
+        answer: dict[str, Any] = self._ask("GET", "/healthz")
+        return answer
 
-    def contracts(self) -> dict:
-        return self._ask("GET", "/v1/contracts")
+    def contracts(self) -> dict[str, Any]:
+        answer: dict[str, Any] = self._ask("GET", "/v1/contracts")
+        return answer
 
     def create_workspace(
         self,
         workspace_id: str | None = None,
         *,
-        blueprint: dict | None = None,
+        blueprint: dict[str, Any] | None = None,
         label: str | None = None,
     ) -> CreatedWorkspace:
         body = camel_options({"id": workspace_id, "blueprint": blueprint, "label": label})
@@ -113,14 +122,18 @@ class Client(_Admin):
             self._ask("GET", f"/v1/workspaces/{workspace_id}", headers=self._admin_headers())
         )
 
-    def delete_workspace(self, workspace_id: str) -> dict:
-        return self._ask("DELETE", f"/v1/workspaces/{workspace_id}", headers=self._admin_headers())
+    def delete_workspace(self, workspace_id: str) -> dict[str, Any]:
+        answer: dict[str, Any] = self._ask(
+            "DELETE", f"/v1/workspaces/{workspace_id}", headers=self._admin_headers()
+        )
+        return answer
 
-    def hibernate_workspace(self, workspace_id: str) -> dict:
+    def hibernate_workspace(self, workspace_id: str) -> dict[str, Any]:
         """Snapshot if changed, close, release its actor; answers once it is done (admin)."""
-        return self._ask(
+        answer: dict[str, Any] = self._ask(
             "POST", f"/v1/workspaces/{workspace_id}/hibernate", headers=self._admin_headers()
         )
+        return answer
 
     def create_token(
         self,
@@ -129,102 +142,117 @@ class Client(_Admin):
         *,
         label: str | None = None,
         expires_in_s: int | None = None,
-    ) -> dict:
+    ) -> TokenIssued:
         """Issue a token (`read`: read methods only; `write`: everything a tenant may do);
         the secret is in this answer only. Rotation: create the new one, move callers, revoke
         the old one."""
         body = camel_options({"scope": scope, "label": label, "expires_in_s": expires_in_s})
-        return self._ask(
+        answer: TokenIssued = self._ask(
             "POST",
             f"/v1/workspaces/{workspace_id}/tokens",
             json=body,
             headers=self._admin_headers(),
         )
+        return answer
 
-    def list_tokens(self, workspace_id: str) -> list[dict]:
-        return self._ask(
+    def list_tokens(self, workspace_id: str) -> list[TokenInfo]:
+        items: list[TokenInfo] = self._ask(
             "GET", f"/v1/workspaces/{workspace_id}/tokens", headers=self._admin_headers()
         )["items"]
+        return items
 
-    def revoke_token(self, workspace_id: str, token_id: str) -> dict:
+    def revoke_token(self, workspace_id: str, token_id: str) -> dict[str, Any]:
         """Revoke now: the very next request with it is refused."""
-        return self._ask(
+        answer: dict[str, Any] = self._ask(
             "DELETE",
             f"/v1/workspaces/{workspace_id}/tokens/{token_id}",
             headers=self._admin_headers(),
         )
+        return answer
 
-    def whoami(self, token: str | None = None) -> dict:
+    def whoami(self, token: str | None = None) -> dict[str, Any]:
         """What a token is (default: the admin token this client holds)."""
-        return self._ask(
+        answer: dict[str, Any] = self._ask(
             "GET", "/v1/whoami", headers={"Authorization": f"Bearer {token or self.admin_token}"}
         )
+        return answer
 
-    def snapshot(self, workspace_id: str) -> dict:
+    def snapshot(self, workspace_id: str) -> dict[str, Any]:
         """Take a snapshot now; its manifest."""
-        return self._ask(
+        answer: dict[str, Any] = self._ask(
             "POST", f"/v1/workspaces/{workspace_id}/snapshot", headers=self._admin_headers()
         )
+        return answer
 
-    def list_snapshots(self, workspace_id: str) -> list[dict]:
-        return self._ask(
+    def list_snapshots(self, workspace_id: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self._ask(
             "GET", f"/v1/workspaces/{workspace_id}/snapshots", headers=self._admin_headers()
         )["items"]
+        return items
 
     def restore(
         self, workspace_id: str, *, version: str | None = None, timestamp: str | None = None
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Restore a snapshot `version`, or the state at `timestamp` (UTC, e.g.
         "2026-12-02T06:00:00Z"; needs continuous replication): exactly one of the two."""
         if (version is None) == (timestamp is None):
             raise ValueError("restore takes a version or a timestamp, not both or neither")
+        answer: dict[str, Any]
         if version is not None:
-            return self._ask(
+            answer = self._ask(
                 "POST",
                 f"/v1/workspaces/{workspace_id}/restore",
                 json={"version": version},
                 headers=self._admin_headers(),
             )
-        return self._ask(
+            return answer
+        answer = self._ask(
             "POST",
             f"/v1/workspaces/{workspace_id}/restore-to-moment",
             json={"timestamp": timestamp},
             headers=self._admin_headers(),
         )
+        return answer
 
-    def prune_snapshots(self, workspace_id: str, keep: int = 1) -> dict:
+    def prune_snapshots(self, workspace_id: str, keep: int = 1) -> dict[str, Any]:
         """Keep only the newest `keep` snapshot versions, the newest being the workspace as it
         is now (admin). After a forget, this drops the versions that still hold the text."""
-        return self._ask(
+        answer: dict[str, Any] = self._ask(
             "POST",
             f"/v1/workspaces/{workspace_id}/snapshots/prune",
             json={"keep": keep},
             headers=self._admin_headers(),
         )
+        return answer
 
-    def rebind_vectors(self, workspace_id: str, provider: str, **spec) -> dict:
+    def rebind_vectors(self, workspace_id: str, provider: str, **spec: Any) -> dict[str, Any]:
         """Move the workspace to another embedding provider (admin): its blueprint names it
         at once and every entry is re-embedded while it serves; `vector_binding` shows the
         progress. `spec`: the binding's other fields (model, dimensions, url, apiKeyEnv)."""
-        return self._ask(
+        answer: dict[str, Any] = self._ask(
             "POST",
             f"/v1/workspaces/{workspace_id}/vector-binding",
             json={"provider": provider, **spec},
             headers=self._admin_headers(),
         )
+        return answer
 
-    def vector_binding(self, workspace_id: str) -> dict:
+    def vector_binding(self, workspace_id: str) -> dict[str, Any]:
         """The binding the blueprint names, the file's own, and a rebind's progress."""
-        return self._ask(
+        answer: dict[str, Any] = self._ask(
             "GET", f"/v1/workspaces/{workspace_id}/vector-binding", headers=self._admin_headers()
         )
+        return answer
 
-    def maintenance_runs(self, workspace_id: str | None = None, limit: int = 100) -> list[dict]:
+    def maintenance_runs(
+        self, workspace_id: str | None = None, limit: int = 100
+    ) -> list[MaintenanceRun]:
         """Audited staleness runs (cron and manual), newest first (admin token)."""
         params = {"limit": limit, **({"workspace": workspace_id} if workspace_id else {})}
-        return self._ask(
+        items: list[MaintenanceRun] = self._ask(
             "GET", "/v1/maintenance/runs", params=params, headers=self._admin_headers()
         )["items"]
+        return items
 
 
 class AsyncClient(_Admin):
@@ -240,7 +268,7 @@ class AsyncClient(_Admin):
         limits: httpx.Limits | None = None,
         overload_retries: int = OVERLOAD_RETRIES,
         overload_retry_max_wait_s: float = OVERLOAD_RETRY_MAX_WAIT_S,
-    ):
+    ) -> None:
         self._settings(base_url, admin_token, overload_retries, overload_retry_max_wait_s)
         self.http = httpx.AsyncClient(
             base_url=self.base_url,
@@ -249,16 +277,16 @@ class AsyncClient(_Admin):
             limits=limits or httpx.Limits(),
         )
 
-    async def _ask(self, verb: str, url: str, **request) -> Any:
+    async def _ask(self, verb: str, url: str, **request: Any) -> Any:
         return await aexchange(self.http, self.overload_retry, verb == "GET", verb, url, **request)
 
-    async def aclose(self):
+    async def aclose(self) -> None:
         await self.http.aclose()
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     def workspace(self, workspace_id: str, token: str | None = None) -> AsyncWorkspaceClient:
@@ -266,14 +294,15 @@ class AsyncClient(_Admin):
             self.http, workspace_id, token or self.admin_token, self.overload_retry
         )
 
-    async def health(self) -> dict:
-        return await self._ask("GET", "/healthz")
+    async def health(self) -> dict[str, Any]:
+        answer: dict[str, Any] = await self._ask("GET", "/healthz")
+        return answer
 
     async def create_workspace(
         self,
         workspace_id: str | None = None,
         *,
-        blueprint: dict | None = None,
+        blueprint: dict[str, Any] | None = None,
         label: str | None = None,
     ) -> CreatedWorkspace:
         body = camel_options({"id": workspace_id, "blueprint": blueprint, "label": label})
@@ -287,15 +316,17 @@ class AsyncClient(_Admin):
         )
         return [WorkspaceInfo.model_validate(w) for w in body["items"]]
 
-    async def delete_workspace(self, workspace_id: str) -> dict:
-        return await self._ask(
+    async def delete_workspace(self, workspace_id: str) -> dict[str, Any]:
+        answer: dict[str, Any] = await self._ask(
             "DELETE", f"/v1/workspaces/{workspace_id}", headers=self._admin_headers()
         )
+        return answer
 
-    async def hibernate_workspace(self, workspace_id: str) -> dict:
-        return await self._ask(
+    async def hibernate_workspace(self, workspace_id: str) -> dict[str, Any]:
+        answer: dict[str, Any] = await self._ask(
             "POST", f"/v1/workspaces/{workspace_id}/hibernate", headers=self._admin_headers()
         )
+        return answer
 
     async def create_token(
         self,
@@ -304,25 +335,28 @@ class AsyncClient(_Admin):
         *,
         label: str | None = None,
         expires_in_s: int | None = None,
-    ) -> dict:
+    ) -> TokenIssued:
         body = camel_options({"scope": scope, "label": label, "expires_in_s": expires_in_s})
-        return await self._ask(
+        answer: TokenIssued = await self._ask(
             "POST",
             f"/v1/workspaces/{workspace_id}/tokens",
             json=body,
             headers=self._admin_headers(),
         )
+        return answer
 
-    async def list_tokens(self, workspace_id: str) -> list[dict]:
-        return (
+    async def list_tokens(self, workspace_id: str) -> list[TokenInfo]:
+        items: list[TokenInfo] = (
             await self._ask(
                 "GET", f"/v1/workspaces/{workspace_id}/tokens", headers=self._admin_headers()
             )
         )["items"]
+        return items
 
-    async def revoke_token(self, workspace_id: str, token_id: str) -> dict:
-        return await self._ask(
+    async def revoke_token(self, workspace_id: str, token_id: str) -> dict[str, Any]:
+        answer: dict[str, Any] = await self._ask(
             "DELETE",
             f"/v1/workspaces/{workspace_id}/tokens/{token_id}",
             headers=self._admin_headers(),
         )
+        return answer

@@ -127,7 +127,7 @@ class OverloadRetry:
     sleep: Callable[[float], Any] = time.sleep
     async_sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.retries < 0 or not 0 <= self.max_wait_s < math.inf:
             raise ValueError("overload retries and their longest wait are finite and not negative")
 
@@ -171,16 +171,16 @@ class OverloadRetry:
 
 
 def exchange(
-    http: httpx.Client, retry: OverloadRetry, safe: bool, verb: str, url: str, **request
+    http: httpx.Client, retry: OverloadRetry, safe: bool, verb: str, url: str, **request: Any
 ) -> Any:
     """One HTTP call's checked answer, the call sent again as `retry` says."""
     return retry.run(lambda: check_answer(http.request(verb, url, **request)), safe)
 
 
 async def aexchange(
-    http: httpx.AsyncClient, retry: OverloadRetry, safe: bool, verb: str, url: str, **request
+    http: httpx.AsyncClient, retry: OverloadRetry, safe: bool, verb: str, url: str, **request: Any
 ) -> Any:
-    async def send():
+    async def send() -> Any:
         return check_answer(await http.request(verb, url, **request))
 
     return await retry.arun(send, safe)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 
+from starlette.types import ASGIApp, Receive, Scope, Send
+
 from minisphere.errors import Overloaded
 from minisphere.http.statuses import status_for
 
@@ -48,7 +50,7 @@ def _refusal_body(message: str) -> bytes:
 
 
 class InflightLimit:
-    def __init__(self, app, max_inflight: int):
+    def __init__(self, app: ASGIApp, max_inflight: int) -> None:
         self.app = app
         self.max_inflight = max_inflight
         self.per_workspace = workspace_share(max_inflight)
@@ -63,7 +65,7 @@ class InflightLimit:
             "this workspace holds its share of this ingress replica's requests"
         )
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.max_inflight <= 0:
             return await self.app(scope, receive, send)
         if self.inflight >= self.max_inflight:
@@ -89,7 +91,7 @@ class InflightLimit:
         else:
             del self.held[workspace]  # only workspaces with requests held are kept
 
-    async def _refuse(self, send, body: bytes) -> None:
+    async def _refuse(self, send: Send, body: bytes) -> None:
         self.refused += 1
         await send(
             {

@@ -16,8 +16,10 @@ back in a `Server-Timing` header (queue, engine, actor, ingress; milliseconds) a
 from __future__ import annotations
 
 import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -42,13 +44,13 @@ ROUTES = (service.routes, admin.routes, tokens.routes, maintenance.routes, works
 
 
 @contextlib.asynccontextmanager
-async def lifespan(api: FastAPI):
+async def lifespan(api: FastAPI) -> AsyncIterator[None]:
     """The MCP endpoint's session manager runs while the app does."""
     async with api.state.mcp_sessions.run():
         yield
 
 
-async def http_error(_request, exc: StarletteHTTPException) -> JSONResponse:
+async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     message = "no such route" if exc.status_code == 404 else str(exc.detail)
     return JSONResponse(
@@ -58,17 +60,17 @@ async def http_error(_request, exc: StarletteHTTPException) -> JSONResponse:
     )
 
 
-async def validation_error(_request, exc: RequestValidationError) -> JSONResponse:
+async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
     return error_json(MalformedRequest(str(exc.errors()[:3])))
 
 
 def build_api(
     gateway: WorkspaceGateway,
-    contracts: list[dict],
+    contracts: list[dict[str, Any]],
     *,
-    transfer=None,
-    observe=None,
-    request_id=None,
+    transfer: transfer_routes.TransferOperations | None = None,
+    observe: Callable[[dict[str, Any]], None] | None = None,
+    request_id: Callable[[], str | None] | None = None,
     max_inflight: int = 0,
     mcp: McpSettings | None = None,
     request_log: bool = True,

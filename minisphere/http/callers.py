@@ -72,7 +72,8 @@ def _bearer(request: Request) -> str:
 
 
 async def _gateway(request: Request) -> WorkspaceGateway:
-    return request.app.state.gateway
+    gateway: WorkspaceGateway = request.app.state.gateway
+    return gateway
 
 
 async def _admin_gateway(request: Request) -> AsyncIterator[WorkspaceGateway]:
@@ -110,10 +111,11 @@ class WorkspaceCall:
     auth_ms: float = 0.0
 
 
-def workspace_caller(method: str, param: str = "workspace"):
+def workspace_caller(method: str, param: str = "workspace") -> Any:
     """The dependency of a route that calls `method` on the workspace named by the path
     parameter `param`: the bearer token must be authorized for it (the admin token always is);
-    failures are answered to the token's audience."""
+    failures are answered to the token's audience. Typed `Any` as FastAPI's `Depends` is, so it
+    can stand as the default of a `WorkspaceCall` parameter."""
 
     async def authorized(request: Request) -> AsyncIterator[WorkspaceCall]:
         started = time.perf_counter()

@@ -3,6 +3,8 @@ it is documented under."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from minisphere.http.answer_model import Answer
@@ -17,6 +19,6 @@ class ErrorBody(Answer):
     error: ErrorDetail
 
 
-ERROR_RESPONSES = {
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody} for status in (400, 401, 403, 404, 409, 413, 429, 422, 500, 503)
 }

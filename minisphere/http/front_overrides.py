@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 
+from starlette.types import ASGIApp, Receive, Scope, Send
+
 from minisphere.errors import MalformedRequest
 from minisphere.http.statuses import status_for
 
@@ -19,7 +21,7 @@ FRONT_OVERRIDE_HEADERS = frozenset({b"x-request-timeout-seconds", b"x-request-di
 
 
 class RefuseFrontOverrides:
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
         refusal = MalformedRequest(
             "the x-request-timeout-seconds and x-request-disconnect-disabled headers are not "
@@ -28,7 +30,7 @@ class RefuseFrontOverrides:
         self._status = status_for(refusal)
         self._body = json.dumps(refusal.to_dict()).encode()
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and any(
             name in FRONT_OVERRIDE_HEADERS for name, _ in scope["headers"]
         ):

@@ -9,7 +9,8 @@ import ipaddress
 import json
 import math
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, NoReturn, TypeVar
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS, KEY_PATTERN, check_key
 from minisphere.engine.methods import describe_validation_error
 from minisphere.errors import ADMIN, TENANT, MalformedRequest, MiniSphereError, RequestTooLarge
-from minisphere.http.gateway_protocol import WorkspaceGateway
+from minisphere.http.gateway_protocol import Timings, WorkspaceGateway
 from minisphere.http.statuses import error_response
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -61,6 +62,9 @@ QUERY_AHEAD_PART = "query-ahead"
 # The token check is shown when it took any time (it asked the directory); from the replica's
 # cache it takes microseconds.
 AUTH_SHOWN_MS = 0.1
+# a body's model, as `read_spec` answers it
+Spec = TypeVar("Spec", bound=BaseModel)
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 def query_integer(raw: str, name: str, low: int, high: int) -> int:
@@ -99,7 +103,7 @@ async def read_body(request: Request, limit_bytes: int = MAX_BODY_BYTES, hint: s
     return b"".join(chunks)
 
 
-def _reject_constant(name: str):
+def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
 
@@ -171,7 +175,7 @@ def parse_json(raw: bytes | str, what: str = "request body") -> Any:
     return value
 
 
-async def read_json_object(request: Request, required: bool = False) -> dict:
+async def read_json_object(request: Request, required: bool = False) -> dict[str, Any]:
     raw = await read_body(request)
     if not raw.strip():
         if required:
@@ -183,7 +187,7 @@ async def read_json_object(request: Request, required: bool = False) -> dict:
     return body
 
 
-def server_timing(timings: dict, ingress_ms: float) -> dict:
+def server_timing(timings: Timings, ingress_ms: float) -> dict[str, str]:
     parts = [f"{name};dur={timings[key]:.3f}" for name, key in TIMING_PARTS if key in timings]
     parts.append(f"ingress;dur={ingress_ms:.3f}")
     if timings.get("query_ahead"):  # a bound recall's query was embedded from the ingress
@@ -196,7 +200,7 @@ def server_timing(timings: dict, ingress_ms: float) -> dict:
     return headers
 
 
-def idempotency_key(request) -> str | None:
+def idempotency_key(request: Request) -> str | None:
     """The request's Idempotency-Key header, checked (400 when malformed), or None."""
     key = request.headers.get(IDEMPOTENCY_HEADER)
     return None if key is None else check_key(key)
@@ -221,7 +225,10 @@ def error_json(exc: BaseException, audience: str = TENANT) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-LOOPBACK_NETWORKS = [ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128")]
+LOOPBACK_NETWORKS: list[IPNetwork] = [
+    ipaddress.ip_network("127.0.0.0/8"),
+    ipaddress.ip_network("::1/128"),
+]
 
 
 def client_address(request: Request) -> str:
@@ -251,13 +258,13 @@ def client_address(request: Request) -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def trusted_networks(listed: tuple[str, ...], haproxy_front: bool) -> tuple:
+def trusted_networks(listed: tuple[str, ...], haproxy_front: bool) -> tuple[IPNetwork, ...]:
     """The networks whose X-Forwarded-For is believed, parsed once (not per request)."""
     parsed = tuple(ipaddress.ip_network(n) for n in listed)
     return parsed + tuple(LOOPBACK_NETWORKS) if haproxy_front else parsed
 
 
-def _within(address: str, networks) -> bool:
+def _within(address: str, networks: Iterable[IPNetwork]) -> bool:
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
@@ -273,7 +280,7 @@ def audience_of(gateway: WorkspaceGateway, token: str | None) -> str:
         return TENANT
 
 
-async def read_spec(request: Request, model: type[BaseModel], what: str, required: bool = False):
+async def read_spec(request: Request, model: type[Spec], what: str, required: bool = False) -> Spec:
     """The request's JSON object body as `model`; a 400 naming `what` when it does not fit."""
     body = await read_json_object(request, required=required)
     try:

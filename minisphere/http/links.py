@@ -10,6 +10,8 @@ generated operation ids, which change with a route function's name."""
 
 from __future__ import annotations
 
+from typing import Any
+
 WORKSPACE_ROUTE = "/v1/workspaces/{workspace_id}"
 TOKENS_ROUTE = "/v1/workspaces/{workspace_id}/tokens"
 TOKEN_ROUTE = "/v1/workspaces/{workspace_id}/tokens/{token_id}"
@@ -20,10 +22,14 @@ def method_route(name: str) -> str:
 
 
 def link(
-    path: str, verb: str, description: str, parameters: dict | None = None, body: dict | None = None
-) -> dict:
+    path: str,
+    verb: str,
+    description: str,
+    parameters: dict[str, Any] | None = None,
+    body: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     pointer = path.replace("~", "~0").replace("/", "~1")
-    out: dict = {"operationRef": f"#/paths/{pointer}/{verb}", "description": description}
+    out: dict[str, Any] = {"operationRef": f"#/paths/{pointer}/{verb}", "description": description}
     if parameters:
         out["parameters"] = parameters
     if body:
@@ -31,7 +37,7 @@ def link(
     return out
 
 
-def workspace_links(workspace: str) -> dict:
+def workspace_links(workspace: str) -> dict[str, Any]:
     """Links from an answer about one workspace (its id given by the runtime expression
     `workspace`) to what can be done with it next."""
     at = {"workspace_id": workspace}
@@ -83,7 +89,7 @@ TOKEN_REVOKED = workspace_links("$request.path.workspace_id")
 _ENTRY_METHODS = ("getEntry", "connections", "append", "update", "setStatus", "forget")
 
 
-def entry_links() -> dict:
+def entry_links() -> dict[str, Any]:
     """Links from an answer carrying an entry (`id`) to the methods that take its id."""
     links = {
         name[0].upper() + name[1:]: link(

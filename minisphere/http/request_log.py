@@ -28,9 +28,12 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from starlette.routing import Match
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from typing_extensions import TypedDict
 
 from minisphere.control.auth import WORKSPACE_ID_PATTERN
 
@@ -54,9 +57,18 @@ _TOKEN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 _LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 UNKNOWN = "unknown"
 _WORKSPACE_PARAMS = ("workspace", "workspace_id")
+# a request's route kind, method label and workspace (None: the path names none)
+Classified = dict[str, str | None]
 
 
-def _valid_workspace(raw) -> str | None:
+class _Sent(TypedDict):
+    """What a request's answer has sent so far: its status, the start of an error body."""
+
+    status: int
+    error: bytearray
+
+
+def _valid_workspace(raw: object) -> str | None:
     return raw if isinstance(raw, str) and _WORKSPACE.fullmatch(raw) else None
 
 
@@ -72,7 +84,7 @@ def _kind_of(parts: list[str]) -> str:
     return "service"
 
 
-def route_label(route) -> tuple[str, str]:
+def route_label(route: BaseRoute) -> tuple[str, str]:
     """(route kind, label) of one route of the app, derived from its path template (and, for
     the workspace collection and items, its HTTP method)."""
     template = getattr(route, "path", "") or ""
@@ -100,11 +112,11 @@ def route_label(route) -> tuple[str, str]:
 class RouteTable:
     """The app's routes (a live list: routes added later are seen) and their labels."""
 
-    def __init__(self, routes) -> None:
+    def __init__(self, routes: Sequence[BaseRoute]) -> None:
         self.routes = routes
         self._labels: dict[int, tuple[str, str]] = {}
 
-    def _label(self, route) -> tuple[str, str]:
+    def _label(self, route: BaseRoute) -> tuple[str, str]:
         key = id(route)
         if key not in self._labels:
             self._labels[key] = route_label(route)
@@ -114,7 +126,7 @@ class RouteTable:
         """Every label a request can get (besides `unknown`)."""
         return {self._label(route)[1] for route in self.routes}
 
-    def of_matched(self, scope) -> dict | None:
+    def of_matched(self, scope: Scope) -> Classified | None:
         """The same, from the route the router matched (FastAPI names it in the scope) when it
         is one of the table's: no second pass over every route's pattern."""
         route = scope.get("route")
@@ -126,9 +138,9 @@ class RouteTable:
             return dict(found, method=UNKNOWN)
         return found
 
-    def classify(self, http_method: str, path: str, root_path: str = "") -> dict:
+    def classify(self, http_method: str, path: str, root_path: str = "") -> Classified:
         """(route kind, method label, workspace) of a request, from the route it matches."""
-        scope = {"type": "http", "method": http_method, "path": path, "root_path": root_path}
+        scope: Scope = {"type": "http", "method": http_method, "path": path, "root_path": root_path}
         partial = None
         for route in self.routes:
             try:
@@ -149,7 +161,7 @@ class RouteTable:
         )
         return {"route": _kind_of(parts), "method": UNKNOWN, "workspace": workspace}
 
-    def _found(self, route, child: dict) -> dict:
+    def _found(self, route: BaseRoute, child: Mapping[str, Any]) -> Classified:
         kind, label = self._label(route)
         params = child.get("path_params") or {}
         workspace = next(
@@ -158,7 +170,7 @@ class RouteTable:
         return {"route": kind, "method": label, "workspace": workspace}
 
 
-def classify(http_method: str, path: str, routes) -> dict:
+def classify(http_method: str, path: str, routes: RouteTable | Sequence[BaseRoute]) -> Classified:
     """(route kind, method label, workspace) of a request to an app with these routes."""
     table = routes if isinstance(routes, RouteTable) else RouteTable(routes)
     return table.classify(http_method, path)
@@ -190,15 +202,15 @@ class RequestLog:
 
     def __init__(
         self,
-        app,
+        app: ASGIApp,
         *,
         logger: logging.Logger | None = None,
-        observe: Callable[[dict], None] | None = None,
+        observe: Callable[[dict[str, Any]], None] | None = None,
         request_id: Callable[[], str | None] | None = None,
         echo_header: bool = True,
-        routes=None,
+        routes: Sequence[BaseRoute] | None = None,
         log_lines: bool = True,
-    ):
+    ) -> None:
         self.app = app
         # the labels come from these routes (the app's own list), else from scope["app"]
         self.table = RouteTable(routes) if routes is not None else None
@@ -210,16 +222,16 @@ class RequestLog:
         # Serve a line costs about a millisecond of the replica's CPU: bench/results/call-cost.md)
         self.log_lines = log_lines
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
             return await self.app(scope, receive, send)
         started = time.perf_counter()
         request_id = (self.request_id() if self.request_id else None) or request_id_from(
             scope.get("headers") or []
         )
-        state = {"status": 500, "error": bytearray()}
+        state: _Sent = {"status": 500, "error": bytearray()}
 
-        async def send_logged(message):
+        async def send_logged(message: Message) -> None:
             if message["type"] == "http.response.start":
                 state["status"] = message["status"]
                 if self.echo_header:
@@ -241,7 +253,7 @@ class RequestLog:
         try:
             await self.app(scope, receive, send_logged)
         finally:
-            record = {
+            record: dict[str, Any] = {
                 "event": "request",
                 "requestId": request_id,
                 **self.classify(scope),
@@ -252,7 +264,7 @@ class RequestLog:
             }
             self.emit(record)
 
-    def classify(self, scope) -> dict:
+    def classify(self, scope: Scope) -> Classified:
         http_method, path = scope.get("method", ""), scope.get("path", "")
         table = self.table
         if table is None:
@@ -264,7 +276,7 @@ class RequestLog:
         except Exception:  # noqa: BLE001 - observability must never fail a request
             return {"route": "service", "method": UNKNOWN, "workspace": None}
 
-    def emit(self, record: dict) -> None:
+    def emit(self, record: dict[str, Any]) -> None:
         try:
             if self.log_lines:
                 self.logger.info(json.dumps(record, separators=(",", ":"), sort_keys=True))

@@ -15,6 +15,7 @@ of such an error is logged on every answer, whoever the caller was.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from minisphere import errors as E
 from minisphere.errors import ADMIN, TENANT
@@ -59,7 +60,7 @@ def status_for(exc: BaseException) -> int:
     return 500
 
 
-def error_response(exc: BaseException, audience: str = TENANT) -> tuple[int, dict]:
+def error_response(exc: BaseException, audience: str = TENANT) -> tuple[int, dict[str, Any]]:
     """(status, `{"error": {"code", "message"}}`) of any exception, for `audience`."""
     named = E.as_named_error(exc)
     status = status_for(named)

@@ -28,7 +28,8 @@ reached are all answered as the tool's errors (`is_error`), so the caller's loop
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 
@@ -84,7 +85,7 @@ def _numbered(lines: list[str], first: int) -> str:
     )
 
 
-def _check_types(name: str, arguments: dict) -> None:
+def _check_types(name: str, arguments: dict[str, Any]) -> None:
     """A wrong-typed argument (a model may send a number where text goes) as the tool's error."""
     for argument, types in ARGUMENT_TYPES.get(name, {}).items():
         if argument not in arguments:
@@ -109,12 +110,12 @@ def _check_types(name: str, arguments: dict) -> None:
 class WorkspaceMemory:
     """The memory tool's commands on a workspace (a sync workspace handle)."""
 
-    def __init__(self, handle):
+    def __init__(self, handle: Any) -> None:
         self.handle = handle
         self.files = WorkspaceFiles(handle)
 
     # ---- the tool ---------------------------------------------------------------------------
-    def run(self, command: dict) -> tuple[str, bool]:
+    def run(self, command: dict[str, Any]) -> tuple[str, bool]:
         """(the tool result's text, is_error) of one command; never raises."""
         try:
             return self.execute(command), False
@@ -127,7 +128,7 @@ class WorkspaceMemory:
             log.exception("memory tool command %.40r failed", name)  # never the file's text
             return f"The memory tool failed: {exc!r}", True
 
-    def execute(self, command: dict) -> str:
+    def execute(self, command: dict[str, Any]) -> str:
         """The text of a command's answer; MemoryToolError when it is refused."""
         name = command.get("command") if isinstance(command, dict) else None
         actions: dict[str, Callable[..., str]] = {
@@ -285,11 +286,11 @@ class WorkspaceMemory:
         return key, entry_ids[-1], self.files.text(entry_ids[-1])
 
     @staticmethod
-    def _is_dir(key: str, files: dict) -> bool:
+    def _is_dir(key: str, files: dict[str, File]) -> bool:
         return key == ROOT or any(k.startswith(key + "/") for k in files)
 
     @staticmethod
-    def _check_parents(key: str, files: dict) -> None:
+    def _check_parents(key: str, files: dict[str, File]) -> None:
         parts = key.split("/")
         for end in range(3, len(parts)):
             parent = "/".join(parts[:end])
@@ -321,7 +322,7 @@ class WorkspaceMemory:
         )
 
 
-def _occurrences(text: str, needle: str):
+def _occurrences(text: str, needle: str) -> Iterator[int]:
     at = text.find(needle)
     while at != -1:
         yield at

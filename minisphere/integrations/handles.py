@@ -31,14 +31,14 @@ def is_async(handle: Any) -> bool:
     return inspect.iscoroutinefunction(getattr(handle, "call", None))
 
 
-def call(handle: Any, method: str, *args, **kwargs) -> Any:
+def call(handle: Any, method: str, *args: Any, **kwargs: Any) -> Any:
     """`handle.method(*args, **kwargs)` from sync code."""
     if is_async(handle):
         raise ValueError(ASYNC_ONLY)
     return getattr(handle, method)(*args, **kwargs)
 
 
-async def acall(handle: Any, method: str, *args, **kwargs) -> Any:
+async def acall(handle: Any, method: str, *args: Any, **kwargs: Any) -> Any:
     """`handle.method(*args, **kwargs)` from async code, whichever kind the handle is."""
     if is_async(handle):
         return await getattr(handle, method)(*args, **kwargs)

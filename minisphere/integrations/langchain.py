@@ -89,7 +89,7 @@ class MinisphereRetriever(BaseRetriever):
     hops: int = Field(default=C.RECALL_DEFAULT_HOPS, ge=0, le=C.GRAPH_MAX_HOPS)
     full: bool = False
 
-    def _request(self, query: str, overrides: dict) -> RecallArgs:
+    def _request(self, query: str, overrides: dict[str, Any]) -> RecallArgs:
         unknown = sorted(set(overrides) - set(RECALL_OPTIONS))
         if unknown:
             raise ValueError(f"unknown recall option(s) {unknown}; known: {RECALL_OPTIONS}")
@@ -109,7 +109,7 @@ class MinisphereRetriever(BaseRetriever):
         return documents(await acall(self.workspace, "recall", query, **_options(request)))
 
 
-def _options(request: RecallArgs) -> dict:
+def _options(request: RecallArgs) -> dict[str, Any]:
     return request.model_dump(exclude={"query"}, exclude_none=True)
 
 

@@ -46,6 +46,7 @@ from langgraph.store.base import (
     GetOp,
     Item,
     ListNamespacesOp,
+    MatchCondition,
     Op,
     PutOp,
     Result,
@@ -64,14 +65,14 @@ MAX_NAMESPACE_DEPTH = C.MAX_TAGS_PER_ENTRY - FIXED_ITEM_TAGS
 LIST_MAX = C.LIST_RECENT_MAX_N  # items or namespaces one listing sees
 SEARCH_MAX = C.RECALL_MAX_TOP_K  # candidates one query search sees
 MS_PER_S = 1000
-COMPARISONS = {
+COMPARISONS: dict[str, Callable[[float, float], bool]] = {
     "$gt": lambda a, b: a > b,
     "$gte": lambda a, b: a >= b,
     "$lt": lambda a, b: a < b,
     "$lte": lambda a, b: a <= b,
 }
 
-Plan = Generator[tuple[str, dict], Any, Any]
+Plan = Generator[tuple[str, dict[str, Any]], Any, Any]
 
 
 def _digest(*parts: Any) -> str:
@@ -123,7 +124,7 @@ def _time(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / MS_PER_S, tz=UTC)
 
 
-def _item(entry: dict, score: float | None = None, searched: bool = False) -> Item:
+def _item(entry: dict[str, Any], score: float | None = None, searched: bool = False) -> Item:
     body = json.loads(entry["content"])
     fields = dict(
         namespace=tuple(body["namespace"]),
@@ -135,13 +136,13 @@ def _item(entry: dict, score: float | None = None, searched: bool = False) -> It
     return SearchItem(score=score, **fields) if searched else Item(**fields)
 
 
-def matches(value: dict, conditions: dict | None) -> bool:
+def matches(value: dict[str, Any], conditions: dict[str, Any] | None) -> bool:
     """LangGraph's filter: equality per field (nested dicts and lists compared as a whole)
     or an operator object such as {"$gte": 3}."""
     return all(_holds(value.get(field), wanted) for field, wanted in (conditions or {}).items())
 
 
-def _holds(actual: Any, wanted: Any) -> bool:
+def _holds(actual: object, wanted: object) -> bool:
     if isinstance(wanted, dict) and any(k.startswith("$") for k in wanted):
         return all(_operator(actual, op, operand) for op, operand in wanted.items())
     if isinstance(wanted, dict):
@@ -149,7 +150,7 @@ def _holds(actual: Any, wanted: Any) -> bool:
     return actual == wanted
 
 
-def _operator(actual: Any, op: str, operand: Any) -> bool:
+def _operator(actual: object, op: str, operand: object) -> bool:
     if op == "$eq":
         return actual == operand
     if op == "$ne":
@@ -158,8 +159,14 @@ def _operator(actual: Any, op: str, operand: Any) -> bool:
         raise ValueError(
             f"unknown filter operator {op!r}; known: $eq, $ne, " + ", ".join(COMPARISONS)
         )
+    return _as_numbers(COMPARISONS[op], actual, operand)
+
+
+def _as_numbers(compare: Callable[[float, float], bool], actual: Any, operand: Any) -> bool:
+    """`compare` of two JSON values as numbers; False when either is not one (`float` is tried
+    on any value, hence Any)."""
     try:
-        return COMPARISONS[op](float(actual), float(operand))
+        return compare(float(actual), float(operand))
     except (TypeError, ValueError):
         return False
 
@@ -167,7 +174,7 @@ def _operator(actual: Any, op: str, operand: Any) -> bool:
 # ---- plans: each yields (method, arguments) and receives the service's answer ------------------
 
 
-def _full(entry: dict) -> Plan:
+def _full(entry: dict[str, Any]) -> Plan:
     """The entry with its whole content (listings cut content at C.LIST_CONTENT_MAX_CHARS)."""
     if entry.get("truncated"):
         entry = yield "getEntry", {"id": entry["id"]}
@@ -281,7 +288,7 @@ def _list_namespaces(op: ListNamespacesOp) -> Plan:
     return sorted(chosen)[op.offset : op.offset + op.limit]
 
 
-def _matches_condition(namespace: tuple[str, ...], condition) -> bool:
+def _matches_condition(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
     path = tuple(condition.path)
     if len(namespace) < len(path):
         return False

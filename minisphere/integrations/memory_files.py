@@ -115,10 +115,10 @@ class File:
 class WorkspaceFiles:
     """The tool's files in a workspace, through a sync workspace handle."""
 
-    def __init__(self, handle):
+    def __init__(self, handle: Any) -> None:
         self.handle = handle
 
-    def _call(self, method: str, arguments: dict, key: str | None = None) -> Any:
+    def _call(self, method: str, arguments: dict[str, Any], key: str | None = None) -> Any:
         options = {} if key is None else {"idempotency_key": key}
         return call(self.handle, "call_tool", method, arguments, **options)
 

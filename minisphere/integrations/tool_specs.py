@@ -17,6 +17,8 @@ format.
 
 from __future__ import annotations
 
+from typing import Any
+
 from minisphere.contract.tools import (
     TOOL_ARGUMENTS,
     contract_surface,
@@ -38,8 +40,8 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
 def tool_definitions(
-    fmt: str, names: list[str] | None = None, surface: dict | None = None
-) -> list[dict]:
+    fmt: str, names: list[str] | None = None, surface: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """Every tool (or those named) in one API's format."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
@@ -49,7 +51,7 @@ def tool_definitions(
     ]
 
 
-def _definition(fmt: str, name: str, description: str, schema: dict) -> dict:
+def _definition(fmt: str, name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
     if fmt == "openai":
         return {
             "type": "function",

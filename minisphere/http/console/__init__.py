@@ -16,6 +16,7 @@ so no request path ever reaches the file system.
 from __future__ import annotations
 
 from importlib import resources
+from importlib.resources.abc import Traversable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
@@ -57,7 +58,7 @@ def load_assets() -> dict[str, tuple[bytes, str]]:
     """Every shipped file under `static/`, by its path relative to it: (bytes, content type)."""
     assets: dict[str, tuple[bytes, str]] = {}
 
-    def walk(folder, prefix: str) -> None:
+    def walk(folder: Traversable, prefix: str) -> None:
         for item in folder.iterdir():
             name = prefix + item.name
             if item.is_dir():
@@ -90,14 +91,14 @@ def mount_console(api: FastAPI, prefix: str = CONSOLE_PREFIX) -> None:
         body, media_type = found
         return Response(body, media_type=media_type, headers=SECURITY_HEADERS)
 
-    async def redirect(request: Request):
+    async def redirect(request: Request) -> RedirectResponse:
         root = request.scope.get("root_path", "").rstrip("/")
         return RedirectResponse(f"{root}{prefix}/", status_code=308, headers=SECURITY_HEADERS)
 
-    async def page():
+    async def page() -> Response:
         return send("index.html")
 
-    async def asset(name: str):
+    async def asset(name: str) -> Response:
         return send(name)
 
     for path, endpoint in (

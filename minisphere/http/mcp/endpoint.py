@@ -22,10 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fastapi import FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from minisphere.control.auth import bearer_token, check_workspace_id
 from minisphere.engine.methods import METHODS, parse_args
@@ -62,7 +64,7 @@ class GatewayBackend:
             return False
         return True
 
-    async def call(self, method: str, args: dict, idempotency_key: str | None) -> Any:
+    async def call(self, method: str, args: dict[str, Any], idempotency_key: str | None) -> Any:
         try:
             caller = await self.gateway.authorize(self.workspace, self.token, method, self.client)
             parsed = parse_args(METHODS[method], args)
@@ -78,10 +80,10 @@ class GatewayBackend:
 class McpEndpoint:
     """The ASGI endpoint: the bearer token checked, then the SDK's transport."""
 
-    def __init__(self, gateway: WorkspaceGateway, transport):
+    def __init__(self, gateway: WorkspaceGateway, transport: ASGIApp) -> None:
         self.gateway, self.transport = gateway, transport
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
         audience = TENANT
         try:
@@ -101,11 +103,12 @@ class McpEndpoint:
 
 
 def backend_of(ctx) -> GatewayBackend:
-    return ctx.request.scope[SCOPE_KEY]
+    backend: GatewayBackend = ctx.request.scope[SCOPE_KEY]
+    return backend
 
 
 def mount_mcp(
-    api, gateway: WorkspaceGateway, settings: McpSettings | None = None
+    api: FastAPI, gateway: WorkspaceGateway, settings: McpSettings | None = None
 ) -> StreamableHTTPSessionManager:
     """Add the endpoint to `api`; returns the session manager, whose `run()` the app's
     lifespan must enter."""

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import mcp_types as types
 from mcp.server import Server
+from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
@@ -28,6 +29,7 @@ from minisphere.contract.tools import TOOL_ARGUMENTS
 from minisphere.errors import TENANT, MiniSphereError
 from minisphere.http.mcp import guide
 from minisphere.http.mcp import tools as T
+from minisphere.wire.answers import BriefAnswer, ConnectionsAnswer, EntryDetail
 
 SERVER_NAME = "minisphere"
 SERVER_VERSION = "0.1.0"
@@ -38,10 +40,16 @@ _ENTRY_URI = re.compile(r"^minisphere://(?P<workspace>[^/]+)/entries/(?P<id>[^/]
 _BRIEF_URI = re.compile(r"^minisphere://(?P<workspace>[^/]+)/brief$")
 
 
+# what the SDK hands each handler: the request's context (no lifespan state here), and a
+# listing's paging, which the lists ignore (each fits on one page)
+Context = ServerRequestContext[Any]
+Paging = types.PaginatedRequestParams | None
+
+
 class ToolRefusal(Exception):
     """The service refused a call: its error code and the message the caller may read."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str) -> None:
         super().__init__(f"{code}: {message}")
         self.code, self.message = code, message
 
@@ -54,7 +62,7 @@ class WorkspaceBackend(Protocol):
     async def can_write(self) -> bool:
         """Whether the caller's token may call the writes."""
 
-    async def call(self, method: str, args: dict, idempotency_key: str | None) -> Any:
+    async def call(self, method: str, args: dict[str, Any], idempotency_key: str | None) -> Any:
         """The service's answer to one call, or ToolRefusal."""
 
 
@@ -66,7 +74,7 @@ def brief_uri(workspace: str) -> str:
     return f"{URI_SCHEME}://{workspace}/brief"
 
 
-def build_server(backend_of: Callable[[Any], WorkspaceBackend]) -> Server:
+def build_server(backend_of: Callable[[Context], WorkspaceBackend]) -> Server:
     """The server; `backend_of(ctx)`: the backend of the request's caller."""
     server = Server(
         SERVER_NAME,
@@ -81,13 +89,13 @@ def build_server(backend_of: Callable[[Any], WorkspaceBackend]) -> Server:
     return server
 
 
-def _tool_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[str, Any]:
+def _tool_handlers(backend_of: Callable[[Context], WorkspaceBackend]) -> dict[str, Any]:
     """Listing the tools the caller may use, and calling one."""
 
-    async def list_tools(ctx, _params) -> types.ListToolsResult:
+    async def list_tools(ctx: Context, _params: Paging) -> types.ListToolsResult:
         return types.ListToolsResult(tools=T.tools_for(await backend_of(ctx).can_write()))
 
-    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in TOOL_ARGUMENTS:
             raise MCPError(
                 INVALID_PARAMS,
@@ -105,10 +113,10 @@ def _tool_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[str, A
     return {"on_list_tools": list_tools, "on_call_tool": call_tool}
 
 
-def _resource_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[str, Any]:
+def _resource_handlers(backend_of: Callable[[Context], WorkspaceBackend]) -> dict[str, Any]:
     """The workspace's brief and its entries, as resources."""
 
-    async def list_resources(ctx, _params) -> types.ListResourcesResult:
+    async def list_resources(ctx: Context, _params: Paging) -> types.ListResourcesResult:
         workspace = backend_of(ctx).workspace
         return types.ListResourcesResult(
             resources=[
@@ -122,7 +130,9 @@ def _resource_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[st
             ]
         )
 
-    async def list_resource_templates(ctx, _params) -> types.ListResourceTemplatesResult:
+    async def list_resource_templates(
+        ctx: Context, _params: Paging
+    ) -> types.ListResourceTemplatesResult:
         workspace = backend_of(ctx).workspace
         return types.ListResourceTemplatesResult(
             resource_templates=[
@@ -138,7 +148,7 @@ def _resource_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[st
         )
 
     async def read_resource(
-        ctx, params: types.ReadResourceRequestParams
+        ctx: Context, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         backend, uri = backend_of(ctx), str(params.uri)
         content = await _read(backend, uri)
@@ -155,10 +165,10 @@ def _resource_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[st
     }
 
 
-def _prompt_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[str, Any]:
+def _prompt_handlers(backend_of: Callable[[Context], WorkspaceBackend]) -> dict[str, Any]:
     """The one prompt: how to use this workspace as memory."""
 
-    async def list_prompts(_ctx, _params) -> types.ListPromptsResult:
+    async def list_prompts(_ctx: Context, _params: Paging) -> types.ListPromptsResult:
         return types.ListPromptsResult(
             prompts=[
                 types.Prompt(
@@ -169,7 +179,9 @@ def _prompt_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[str,
             ]
         )
 
-    async def get_prompt(ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(
+        ctx: Context, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
         if params.name != guide.PROMPT_NAME:
             raise MCPError(
                 INVALID_PARAMS, f"no prompt {params.name!r}; the prompt is {guide.PROMPT_NAME}"
@@ -185,7 +197,7 @@ def _prompt_handlers(backend_of: Callable[[Any], WorkspaceBackend]) -> dict[str,
     return {"on_list_prompts": list_prompts, "on_get_prompt": get_prompt}
 
 
-async def _read(backend: WorkspaceBackend, uri: str) -> dict:
+async def _read(backend: WorkspaceBackend, uri: str) -> Mapping[str, Any]:
     """A resource's JSON; the protocol's resource-not-found error for a URI that names no
     resource of this workspace, or one the service refuses to read."""
     entry, brief = _ENTRY_URI.match(uri), _BRIEF_URI.match(uri)
@@ -194,9 +206,10 @@ async def _read(backend: WorkspaceBackend, uri: str) -> dict:
         raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri!r} in workspace {backend.workspace}")
     try:
         if entry is None:  # then the brief matched
-            return await backend.call("getBrief", {}, None)
-        detail = await backend.call("getEntry", {"id": entry["id"]}, None)
-        linked = await backend.call("connections", {"id": entry["id"]}, None)
+            workspace_brief: BriefAnswer = await backend.call("getBrief", {}, None)
+            return workspace_brief
+        detail: EntryDetail = await backend.call("getEntry", {"id": entry["id"]}, None)
+        linked: ConnectionsAnswer = await backend.call("connections", {"id": entry["id"]}, None)
     except MiniSphereError as exc:
         raise MCPError(RESOURCE_NOT_FOUND, f"{exc.code}: {exc.message_for(TENANT)}") from None
     except ToolRefusal as refused:

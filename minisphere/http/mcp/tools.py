@@ -70,7 +70,7 @@ def tool_annotations(name: str) -> types.ToolAnnotations:
     )
 
 
-def input_schema(name: str) -> dict:
+def input_schema(name: str) -> dict[str, Any]:
     schema = tool_schema(name)
     if not is_read(name):
         schema = copy.deepcopy(schema)
@@ -78,9 +78,10 @@ def input_schema(name: str) -> dict:
     return schema
 
 
-def output_schema(name: str) -> dict:
+def output_schema(name: str) -> dict[str, Any]:
     answer = TypeAdapter(METHODS[name].answer)
-    return without_titles(answer.json_schema(mode="serialization"))
+    schema: dict[str, Any] = without_titles(answer.json_schema(mode="serialization"))
+    return schema
 
 
 @lru_cache(maxsize=1)
@@ -104,7 +105,9 @@ def tools_for(can_write: bool) -> list[types.Tool]:
     return [tool for tool in all_tools() if can_write or is_read(tool.name)]
 
 
-def split_arguments(name: str, arguments: dict[str, Any] | None) -> tuple[dict, str | None]:
+def split_arguments(
+    name: str, arguments: dict[str, Any] | None
+) -> tuple[dict[str, Any], str | None]:
     """(the method's arguments, the write's idempotency key or None); MalformedRequest for a
     key that is not one, or a key given to a read."""
     args = dict(arguments or {})

@@ -8,9 +8,12 @@ and export, when the app is given the operations). Who may call a route is a dep
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI
+
+# a route's endpoint: any function FastAPI can call
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 
 
 class Routes:
@@ -19,24 +22,29 @@ class Routes:
     order, by `add_to(api)`. Not an `APIRouter`: `include_router` adds a router as one nested
     entry of the app's routes, which the request log's route table cannot label."""
 
-    def __init__(self, **defaults: Any):
+    def __init__(self, **defaults: Any) -> None:
         self.defaults = defaults
-        self.declared: list[tuple[str, Callable, dict]] = []
+        self.declared: list[tuple[str, Callable[..., Any], dict[str, Any]]] = []
 
-    def route(self, path: str, methods: list[str], **options: Any) -> Callable:
-        def declare(endpoint: Callable) -> Callable:
-            self.declared.append((path, endpoint, {**self.defaults, **options, "methods": methods}))
+    def route(
+        self, path: str, methods: list[str], **options: Any
+    ) -> Callable[[Endpoint], Endpoint]:
+        def declare(endpoint: Endpoint) -> Endpoint:
+            # the answer is the JSON the endpoint built (documented by `responses`): never a
+            # response model FastAPI would make of the endpoint's return annotation
+            route = {"response_model": None, **self.defaults, **options, "methods": methods}
+            self.declared.append((path, endpoint, route))
             return endpoint
 
         return declare
 
-    def get(self, path: str, **options: Any) -> Callable:
+    def get(self, path: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
         return self.route(path, ["GET"], **options)
 
-    def post(self, path: str, **options: Any) -> Callable:
+    def post(self, path: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
         return self.route(path, ["POST"], **options)
 
-    def delete(self, path: str, **options: Any) -> Callable:
+    def delete(self, path: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
         return self.route(path, ["DELETE"], **options)
 
     def add_to(self, api: FastAPI) -> None:

@@ -30,6 +30,7 @@ from minisphere.http.callers import (
     WorkspaceId,
     workspace_caller,
 )
+from minisphere.http.gateway_protocol import Record, Records, WorkspaceRecords
 from minisphere.http.handling import query_integer, read_spec
 from minisphere.http.route_docs import answers, json_body
 from minisphere.http.routes import Routes
@@ -106,7 +107,7 @@ SnapshotsCaller = Annotated[WorkspaceCall, workspace_caller("listSnapshots", "wo
     responses=answers(S.CreatedWorkspace, 201, links.CREATED_WORKSPACE),
     openapi_extra=json_body(CreateWorkspace),
 )
-async def create_workspace(request: Request, gateway: AdminGateway):
+async def create_workspace(request: Request, gateway: AdminGateway) -> JSONResponse:
     spec = await read_spec(request, CreateWorkspace, "createWorkspace")
     if spec.blueprint is not None:
         parse_blueprint(spec.blueprint)  # refused here (422), before the directory
@@ -117,18 +118,18 @@ async def create_workspace(request: Request, gateway: AdminGateway):
 @routes.get("/v1/workspaces", responses=answers(S.WorkspaceList))
 async def list_workspaces(
     gateway: AdminGateway, limit: str = str(WORKSPACES_MAX_LIMIT), after: str = ""
-):
+) -> dict[str, WorkspaceRecords]:
     count = query_integer(limit, "limit", 1, WORKSPACES_MAX_LIMIT)
     return {"items": await gateway.list(count, after[:AFTER_MAX_CHARS])}
 
 
 @routes.get("/v1/workspaces/{workspace_id}", responses=answers(S.WorkspaceDetail))
-async def get_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
+async def get_workspace(workspace_id: WorkspaceId, gateway: AdminGateway) -> Record:
     return await gateway.get(check_workspace_id(workspace_id))
 
 
 @routes.delete("/v1/workspaces/{workspace_id}", responses=answers(S.Deleted))
-async def delete_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
+async def delete_workspace(workspace_id: WorkspaceId, gateway: AdminGateway) -> Record:
     return await gateway.delete(check_workspace_id(workspace_id))
 
 
@@ -137,7 +138,7 @@ async def delete_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     summary="Take a snapshot now (returns its manifest)",
     responses=answers(S.SnapshotManifest),
 )
-async def snapshot_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
+async def snapshot_workspace(workspace_id: WorkspaceId, gateway: AdminGateway) -> Record:
     return await gateway.durability_admin.snapshot(check_workspace_id(workspace_id))
 
 
@@ -146,7 +147,9 @@ async def snapshot_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     summary="List snapshot versions, oldest first (admin or the workspace's token)",
     responses=answers(S.SnapshotList),
 )
-async def list_workspace_snapshots(workspace_id: WorkspaceId, call: SnapshotsCaller):
+async def list_workspace_snapshots(
+    workspace_id: WorkspaceId, call: SnapshotsCaller
+) -> dict[str, Records]:
     return {"items": await call.gateway.durability_admin.list_snapshots(workspace_id)}
 
 
@@ -155,7 +158,7 @@ async def list_workspace_snapshots(workspace_id: WorkspaceId, call: SnapshotsCal
     summary="Hibernate now: snapshot if changed, close, release its actor",
     responses=answers(S.Hibernated),
 )
-async def hibernate_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
+async def hibernate_workspace(workspace_id: WorkspaceId, gateway: AdminGateway) -> Record:
     return await gateway.durability_admin.hibernate(check_workspace_id(workspace_id))
 
 
@@ -165,7 +168,9 @@ async def hibernate_workspace(workspace_id: WorkspaceId, gateway: AdminGateway):
     responses=answers(S.Restored),
     openapi_extra=json_body(RestoreWorkspace, required=True),
 )
-async def restore_workspace(workspace_id: WorkspaceId, request: Request, gateway: AdminGateway):
+async def restore_workspace(
+    workspace_id: WorkspaceId, request: Request, gateway: AdminGateway
+) -> Record:
     check_workspace_id(workspace_id)
     spec = await read_spec(request, RestoreWorkspace, "restore", required=True)
     return await gateway.durability_admin.restore(workspace_id, spec.version)
@@ -180,7 +185,7 @@ async def restore_workspace(workspace_id: WorkspaceId, request: Request, gateway
 )
 async def restore_workspace_to_moment(
     workspace_id: WorkspaceId, request: Request, gateway: AdminGateway
-):
+) -> Record:
     check_workspace_id(workspace_id)
     spec = await read_spec(request, RestoreToMoment, "restore-to-moment", required=True)
     return await gateway.durability_admin.restore_to_moment(workspace_id, spec.timestamp)
@@ -195,7 +200,7 @@ async def restore_workspace_to_moment(
 )
 async def prune_workspace_snapshots(
     workspace_id: WorkspaceId, request: Request, gateway: AdminGateway
-):
+) -> Record:
     check_workspace_id(workspace_id)
     spec = await read_spec(request, PruneSnapshots, "prune")
     return await gateway.durability_admin.prune_snapshots(workspace_id, spec.keep)
@@ -210,7 +215,7 @@ async def prune_workspace_snapshots(
 )
 async def rebind_workspace_vectors(
     workspace_id: WorkspaceId, request: Request, gateway: AdminGateway
-):
+) -> JSONResponse:
     check_workspace_id(workspace_id)
     spec = await read_spec(request, VectorBindingSpec, "vector-binding", required=True)
     state = await gateway.durability_admin.rebind_vectors(workspace_id, spec.model_dump())
@@ -222,5 +227,5 @@ async def rebind_workspace_vectors(
     summary="The binding the blueprint names, the file's, and a rebind's progress",
     responses=answers(S.VectorBindingState),
 )
-async def get_workspace_vector_binding(workspace_id: WorkspaceId, gateway: AdminGateway):
+async def get_workspace_vector_binding(workspace_id: WorkspaceId, gateway: AdminGateway) -> Record:
     return await gateway.durability_admin.vector_binding(check_workspace_id(workspace_id))

@@ -8,6 +8,7 @@ from typing import Optional
 from minisphere.control.auth import check_workspace_id
 from minisphere.http import service_responses as S
 from minisphere.http.callers import AdminGateway
+from minisphere.http.gateway_protocol import MaintenanceRuns
 from minisphere.http.handling import query_integer
 from minisphere.http.route_docs import answers
 from minisphere.http.routes import Routes
@@ -21,7 +22,7 @@ routes = Routes(tags=[MAINTENANCE_TAG])
 @routes.get("/v1/maintenance/runs", responses=answers(S.MaintenanceRuns))
 async def maintenance_runs(
     gateway: AdminGateway, workspace: Optional[str] = None, limit: str = str(RUNS_DEFAULT_LIMIT)
-):
+) -> dict[str, MaintenanceRuns]:
     """Staleness runs (cron and manual), newest first; `?workspace=` filters."""
     if workspace is not None:
         check_workspace_id(workspace)

@@ -3,6 +3,8 @@ routed methods)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import Request
 
 from minisphere.engine.methods import METHODS
@@ -14,12 +16,12 @@ routes = Routes(tags=["service"])
 
 
 @routes.get("/healthz", responses=answers(S.Health))
-async def healthz():
+async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
 @routes.get("/v1/contracts", responses=answers(S.ContractsAnswer))
-async def list_contracts(request: Request):
+async def list_contracts(request: Request) -> dict[str, Any]:
     return {
         "contracts": request.app.state.contracts,
         "methods": [

@@ -15,6 +15,7 @@ from minisphere.errors import NotFound
 from minisphere.http import links
 from minisphere.http import service_responses as S
 from minisphere.http.callers import AdminGateway, BearerToken, Gateway, WorkspaceId
+from minisphere.http.gateway_protocol import Record, TokenInfos
 from minisphere.http.handling import client_address, read_spec
 from minisphere.http.route_docs import answers, json_body
 from minisphere.http.routes import Routes
@@ -43,7 +44,7 @@ class CreateToken(BaseModel):
     responses=answers(S.WhoAmI),
     summary="What the bearer token is: admin, or a workspace token and its scope",
 )
-async def whoami(request: Request, token: BearerToken, gateway: Gateway):
+async def whoami(request: Request, token: BearerToken, gateway: Gateway) -> Record:
     return await gateway.whoami(token, client_address(request))
 
 
@@ -55,7 +56,9 @@ async def whoami(request: Request, token: BearerToken, gateway: Gateway):
     responses=answers(TokenIssued, 201, links.TOKEN_ISSUED),
     openapi_extra=json_body(CreateToken, required=True),
 )
-async def create_token(workspace_id: WorkspaceId, request: Request, gateway: AdminGateway):
+async def create_token(
+    workspace_id: WorkspaceId, request: Request, gateway: AdminGateway
+) -> JSONResponse:
     check_workspace_id(workspace_id)
     spec = await read_spec(request, CreateToken, "token", required=True)
     issued = await gateway.create_token(workspace_id, spec.scope, spec.label, spec.expiresInS)
@@ -68,7 +71,7 @@ async def create_token(workspace_id: WorkspaceId, request: Request, gateway: Adm
     summary="The workspace's tokens (never a secret or a hash)",
     responses=answers(S.TokenList),
 )
-async def list_tokens(workspace_id: WorkspaceId, gateway: AdminGateway):
+async def list_tokens(workspace_id: WorkspaceId, gateway: AdminGateway) -> dict[str, TokenInfos]:
     return {"items": await gateway.list_tokens(check_workspace_id(workspace_id))}
 
 
@@ -78,7 +81,7 @@ async def list_tokens(workspace_id: WorkspaceId, gateway: AdminGateway):
     summary="Revoke a token: refused from the very next request on",
     responses=answers(S.TokenRevoked, links=links.TOKEN_REVOKED),
 )
-async def revoke_token(workspace_id: WorkspaceId, token_id: str, gateway: AdminGateway):
+async def revoke_token(workspace_id: WorkspaceId, token_id: str, gateway: AdminGateway) -> Record:
     check_workspace_id(workspace_id)
     if not token_id.isascii() or len(token_id) > TOKEN_ID_MAX_CHARS:
         raise NotFound(f"workspace {workspace_id} has no token {token_id[:64]!r}")

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -74,12 +75,24 @@ def check_lines(lines: list[str], first: int) -> None:
             raise ImportFormatError(exc.message) from None
 
 
-async def _admin_operations(request: Request, _admin: AdminGateway) -> Any:
-    return request.app.state.transfer
+class TransferOperations(Protocol):
+    """The import/export operations the routes call: the service's (`actors.ingress.transfer`)
+    or, in process, the engine's."""
+
+    def export_pages(self, workspace_id: str) -> AsyncIterator[list[str]]: ...
+
+    async def import_chunk(
+        self, workspace_id: str, key: str, header: str, lines: list[str], first: int, final: bool
+    ) -> dict[str, Any]: ...
+
+
+async def _admin_operations(request: Request, _admin: AdminGateway) -> TransferOperations:
+    operations: TransferOperations = request.app.state.transfer
+    return operations
 
 
 # the import/export operations, for the admin (only the admin reaches them)
-TransferOps = Annotated[Any, Depends(_admin_operations)]
+TransferOps = Annotated[TransferOperations, Depends(_admin_operations)]
 
 routes = Routes(tags=["admin"])
 
@@ -96,11 +109,11 @@ routes = Routes(tags=["admin"])
         **ERROR_RESPONSES,
     },
 )
-async def export_workspace(workspace_id: WorkspaceId, ops: TransferOps):
+async def export_workspace(workspace_id: WorkspaceId, ops: TransferOps) -> StreamingResponse:
     pages = ops.export_pages(check_workspace_id(workspace_id))
     first = await pages.__anext__()  # errors before any byte is sent
 
-    async def body():
+    async def body() -> AsyncIterator[str]:
         yield "".join(line + "\n" for line in first)
         async for page in pages:
             yield "".join(line + "\n" for line in page)
@@ -125,7 +138,7 @@ async def import_workspace(
     key: str = "",
     first: str = "1",
     final: str = "false",
-):
+) -> JSONResponse:
     check_workspace_id(workspace_id)
     first_line = query_integer(first, "first", 1, IMPORT_MAX_FIRST_LINE)
     is_final = _flag(final, "final")

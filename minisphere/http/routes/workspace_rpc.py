@@ -7,6 +7,7 @@ parts and the ingress; milliseconds) and `X-Batch-Size`."""
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
@@ -47,11 +48,13 @@ IDEMPOTENT_REPLAY_DOC = {
 routes = Routes()
 
 
-def method_endpoint(name: str, method: Method):
+def method_endpoint(name: str, method: Method) -> Callable[..., Awaitable[JSONResponse]]:
     """The route function of one method (named `call_<method>`)."""
     authorized = workspace_caller(name)
 
-    async def endpoint(workspace: WorkspaceId, request: Request, call: WorkspaceCall = authorized):
+    async def endpoint(
+        workspace: WorkspaceId, request: Request, call: WorkspaceCall = authorized
+    ) -> JSONResponse:
         key = idempotency_key(request) if method.access == "write" else None
         args = parse_args(method, await read_json_object(request))
         if method.access == "maintenance":  # audited (trigger=manual)
