@@ -93,15 +93,22 @@ class InflightLimit:
 
     async def _refuse(self, send: Send, body: bytes) -> None:
         self.refused += 1
-        await send(
-            {
-                "type": "http.response.start",
-                "status": self._status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"retry-after", str(REFUSAL_RETRY_AFTER_S).encode()),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
+        await send_answer(
+            send, self._status, body, (b"retry-after", str(REFUSAL_RETRY_AFTER_S).encode())
         )
-        await send({"type": "http.response.body", "body": body})
+
+
+async def send_answer(send: Send, status: int, body: bytes, *headers: tuple[bytes, bytes]) -> None:
+    """A whole JSON answer sent from an ASGI middleware, before any route runs."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                *headers,
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -15,6 +15,7 @@ import json
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from minisphere.errors import MalformedRequest
+from minisphere.http.admission import send_answer
 from minisphere.http.statuses import status_for
 
 FRONT_OVERRIDE_HEADERS = frozenset({b"x-request-timeout-seconds", b"x-request-disconnect-disabled"})
@@ -34,16 +35,6 @@ class RefuseFrontOverrides:
         if scope["type"] == "http" and any(
             name in FRONT_OVERRIDE_HEADERS for name, _ in scope["headers"]
         ):
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": self._status,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(self._body)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": self._body})
+            await send_answer(send, self._status, self._body)
             return
         await self.app(scope, receive, send)
