@@ -32,7 +32,7 @@ from pathlib import Path
 
 from minisphere.durability.litestream_control import ReplicaControl
 from minisphere.durability.replication.daemon import daemon_socket
-from minisphere.durability.replication.locations import local_history
+from minisphere.durability.replication.locations import drop_local_history
 from minisphere.durability.restores import ASIDE_MARK
 from minisphere.engine.location import inspect_copy
 from minisphere.errors import WorkspaceUnavailable
@@ -107,7 +107,7 @@ def discard_copy(db_path: Path) -> None:
     remove_database(db_path)
     remove_database(db_path.with_name(db_path.name + UNREADABLE_MARK))
     drop_after_forget(db_path)
-    shutil.rmtree(local_history(db_path), ignore_errors=True)
+    drop_local_history(db_path)
 
 
 class HostLock:

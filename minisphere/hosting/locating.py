@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from minisphere.durability.replication.locations import drop_local_history
 from minisphere.durability.replication.registration import WorkspaceReplica
 from minisphere.durability.replication.restore import restore_from_replica
 from minisphere.durability.restores import restore_latest_good, verify_database
@@ -79,7 +80,11 @@ class CurrentCopy:
         self, expect_snapshot: bool, discarded: str | None, refuse_empty: bool = False
     ) -> Activation:
         """No local copy to keep: the replica's newest state, else the newest good snapshot,
-        else an empty file for a workspace that never acknowledged a write."""
+        else an empty file for a workspace that never acknowledged a write. The daemon's local
+        history beside the path goes first: it is of a file no longer there (set aside as
+        unreadable, or a stale copy's), may hold text forgotten since on another node, and the
+        daemon would carry it on under the restored file."""
+        drop_local_history(self.path)
         started = time.perf_counter()
         from_replica = self._restore_from_replica()
         if from_replica is not None:

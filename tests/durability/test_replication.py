@@ -182,6 +182,35 @@ def test_an_unreadable_local_file_is_restored_from_the_replica_not_a_500(tmp_pat
         again.close()
 
 
+def test_a_stale_copy_found_unreadable_takes_its_local_history_with_it(tmp_path, daemon):
+    """A copy left on node a by an earlier stay keeps, beside it, the daemon's local history
+    of its file. The workspace forgot an entry on node b, then came back to a and found that
+    copy unreadable: the restore replaced the file and the daemon carried the old history on,
+    forgotten text and all."""
+    secret = "the stale node's passphrase is larch-ember-2207"
+    node_a, replica_root = tmp_path / "a", tmp_path / "replica"
+
+    def held_on_a() -> list:
+        return [p for p in node_a.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+
+    a = host_on(node_a, replica_root, daemon)
+    entry = write(a, secret)[1]["id"]
+    write(a, "a note that stays")
+    position = a.hibernate()["position"]
+    assert any(".workspace.db-litestream" in str(p) for p in held_on_a())
+    b = host_on(tmp_path / "b", replica_root, daemon, epoch=2, position=position, moved_here=True)
+    assert forget(b, entry)
+    position = b.hibernate()["position"]
+    (node_a / "ws-rep" / "workspace.db").write_bytes(b"garbage, not a database " * 512)
+    again = host_on(node_a, replica_root, daemon, epoch=3, position=position, moved_here=True)
+    try:
+        assert again.activation["source"] == "replica"
+        assert again.calls.submit_read("getCount", {}).result()[0]["count"] == 1
+        assert held_on_a() == []
+    finally:
+        again.close()
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

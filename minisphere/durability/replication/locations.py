@@ -3,6 +3,7 @@ snapshots), the daemon's local copy of its recent history, and removing a replic
 
 from __future__ import annotations
 
+import shutil
 import urllib.parse
 from pathlib import Path
 
@@ -28,6 +29,12 @@ def delete_replica(store: SnapshotStore, workspace_id: str, generation: str | No
 def local_history(db_path: Path) -> Path:
     """Where the daemon keeps its own copy of a database's recent history, beside the file."""
     return db_path.with_name(f".{db_path.name}-litestream")
+
+
+def drop_local_history(db_path: Path) -> None:
+    """Delete the daemon's local history of a file (it holds the pages of past transactions,
+    forgotten text included); nothing to do when there is none."""
+    shutil.rmtree(local_history(db_path), ignore_errors=True)
 
 
 def replica_url(snapshots: SnapshotSettings, workspace_id: str, generation: str | None) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from typing import TypedDict
 from minisphere.durability.litestream_control import CONTROL_ERRORS, DaemonJson
 from minisphere.durability.replication.daemon import LitestreamDaemon, daemon_environment
 from minisphere.durability.replication.locations import (
-    local_history,
+    drop_local_history,
     replica_prefix,
     replica_url,
 )
@@ -233,7 +232,7 @@ class WorkspaceReplica:
                 store, prefix = self.history
                 for key in store.list_keys(prefix):
                     store.delete(key)
-            shutil.rmtree(local_history(self.db_path), ignore_errors=True)
+            drop_local_history(self.db_path)
             self.register()
         except Exception as exc:  # noqa: BLE001 - owed, retried; never fails the forget itself
             log.error(
