@@ -22,7 +22,7 @@ from minisphere.engine.methods import METHODS
 
 PINNED = "fuzz-target"
 GONE = "fuzz-never-created"  # destructive routes aim here: they reach the handler
-EXAMPLES_PER_OPERATION = {GenerationMode.POSITIVE: 25, GenerationMode.NEGATIVE: 10}
+EXAMPLES_PER_OPERATION = {GenerationMode.POSITIVE: 15, GenerationMode.NEGATIVE: 6}
 REQUEST_TIMEOUT_S = 60
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from tests.support.stateful_lifecycle import assert_lifecycle_walked, walk_lifecycles
 
-SCENARIOS = 40
+# half the in-process walk's (tests/http/test_stateful_lifecycle.py), which gives the breadth:
+# this one proves the same lifecycle through Serve and the workspace actors
+SCENARIOS = 20
 
 
 def test_linked_lifecycles_on_the_service_answer_no_5xx_and_revocation_holds(
