@@ -89,7 +89,7 @@ class DirectoryActor:
         self.residents, self.placement, self.pool = parts.residents, parts.placement, parts.pool
         self.hibernation, self.workspaces = parts.hibernation, parts.workspaces
         self.activator, self.grants = parts.activator, parts.grants
-        self.liveness = parts.liveness
+        self.liveness, self.cleanups = parts.liveness, parts.cleanups
         self.maintenance_ledger = LocalLedger(control)  # runs + due state
         self._sweeper: asyncio.Task | None = None
         self.runtime = runtime
@@ -134,6 +134,7 @@ class DirectoryActor:
                     self.workspaces.sweep_if_owed()
                 await self.liveness.end_hung()  # before the idle sweep: not hibernated
                 await self.hibernation.sweep()
+                self.cleanups.pay_soon()
                 self.pool.retire(self.placement.misplaced_spares(self.pool.ready_nodes()))
                 if rounds % SNAPSHOT_DEBT_EVERY_ROUNDS == 0:
                     await self.workspaces.settle_snapshot_debts()
@@ -276,6 +277,12 @@ class DirectoryActor:
             "processesEnded": dict(self.hibernation.retired),
             # resident actors ended because they stopped answering (liveness.py)
             "hungEnded": self.liveness.ended,
+            # forget clean-ups hibernated workspaces still owe (the store was down), and those
+            # paid by a wake since the directory started (cleanups.py)
+            "forgetCleanups": {
+                "owed": self.control.cleanup_debts.count(),
+                "paid": self.cleanups.paid,
+            },
             # wakes refused (503 overloaded): behind too many others, no room for them, or
             # no process ready while as many starts as may run are under way
             "wakeAdmission": {

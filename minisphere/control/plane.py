@@ -18,6 +18,7 @@ from minisphere.control.auth import (
     new_workspace_token,
 )
 from minisphere.control.blueprints import Blueprint
+from minisphere.control.cleanup_debts import CleanupDebts
 from minisphere.control.locations import LocationRecords
 from minisphere.control.schema import migrate_control_plane
 from minisphere.control.token_records import TokenRecords
@@ -83,6 +84,7 @@ class ControlPlane:
         self._migrate()
         self.locations = LocationRecords(self.conn, self._audit)
         self.tokens = TokenRecords(self.conn, self._audit, self.exists)
+        self.cleanup_debts = CleanupDebts(self.conn, self._audit)
 
     def close(self) -> None:
         self.conn.close()
@@ -210,6 +212,7 @@ class ControlPlane:
                 (epoch_ms(), workspace_id),
             )
             self.conn.execute("DELETE FROM workspaces WHERE id = ?", (workspace_id,))
+            self.cleanup_debts.drop(workspace_id)
             self._audit(workspace_id, "delete")
             self.conn.execute("COMMIT")
         except BaseException:

@@ -15,6 +15,7 @@ from minisphere.control.residency_policy import (
 )
 from minisphere.directory.activation import WAKE_STARTS_AT_ONCE_PER_CPU, Activator, SpareStarter
 from minisphere.directory.actor_runtime import ActorRuntime
+from minisphere.directory.cleanups import OwedCleanups
 from minisphere.directory.grants import TokenGrants
 from minisphere.directory.hibernation import HIBERNATING_OVER_CAP_PER_CPU, Hibernation
 from minisphere.directory.liveness import Liveness
@@ -36,6 +37,7 @@ class DirectoryParts:
     activator: Activator
     grants: TokenGrants
     liveness: Liveness
+    cleanups: OwedCleanups
 
 
 def spare_pool(
@@ -117,6 +119,7 @@ def assemble(
     )
     grants = TokenGrants(control, runtime, residents, activator, admin_token_hash)
     liveness = Liveness(residents, activator)
+    cleanups = OwedCleanups(control, residents, activator, hibernation)
     return DirectoryParts(
-        residents, placement, pool, hibernation, workspaces, activator, grants, liveness
+        residents, placement, pool, hibernation, workspaces, activator, grants, liveness, cleanups
     )

@@ -120,6 +120,7 @@ class Hibernation:
                 "pendingSnapshot": True,
                 "snapshots": None,
                 "error": f"hibernation failed: {exc.__class__.__name__}",
+                "cleanupOwed": True,  # unknown: a wake later costs less than text left behind
             }
             return self._recorded(workspace_id, resident, reason, failed, recycled=False)
         except BaseException:
@@ -147,6 +148,9 @@ class Hibernation:
             snapshot.get("version"),
             report.get("position"),
             report.get("storedPosition"),
+        )
+        self.control.cleanup_debts.note(
+            workspace_id, report.get("cleanupOwed", False), report["error"]
         )
         # a line per hibernation only when it wrote a snapshot or failed at something: Ray's
         # log monitor reads every line a worker writes, and wake cycles are many

@@ -304,6 +304,8 @@ class WorkspaceHost:
         position = self._position_now()
         replicated = self._ship_last(was_open)
         manifest, error = self.states.before_closing(replicated=replicated)
+        workspace = self.workspace
+        owed = workspace is not None and self.states.cleanup_owed(workspace.forget_ledger)
         self.snapshotter.close()
         # Closed after the final sync and before the unregistration: the daemon's connection
         # is open then, so ours is not the file's last and does not checkpoint; the daemon
@@ -327,6 +329,7 @@ class WorkspaceHost:
             # a replica that confirmed the last write holds it as surely as a snapshot: copies
             # left on other nodes at or below it can go
             "storedPosition": position if replicated or not pending else None,
+            "cleanupOwed": owed,
         }
 
     def _release_replica(self, was_open: bool) -> bool:

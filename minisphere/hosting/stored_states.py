@@ -25,7 +25,7 @@ from minisphere.durability.snapshots.publish import take_snapshot
 from minisphere.durability.snapshotter import Snapshotter
 from minisphere.durability.stores import SnapshotStore
 from minisphere.engine.clock import epoch_ms
-from minisphere.engine.forget_ledger import SNAPSHOT_VERSIONS, ForgetLedger
+from minisphere.engine.forget_ledger import REPLICA_HISTORY, SNAPSHOT_VERSIONS, ForgetLedger
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
 from minisphere.errors import InvalidArgument, SnapshotError
@@ -162,6 +162,21 @@ class StoredStates:
         versions older than them were deleted) is owed again, to the snapshotter."""
         if self.store is not None and ledger.owed(SNAPSHOT_VERSIONS):
             self.snapshotter.owe_purge(ledger.forgets()[1])
+
+    def cleanup_owed(self, ledger: ForgetLedger) -> bool:
+        """A forget's clean-up outside the file still owed as the workspace closes: the
+        replica's history not started over, or snapshot versions from before it not deleted
+        (the store was down). The directory then wakes the workspace later to pay it."""
+        try:
+            history = self.replica is not None and (
+                self.replica.history_owed or ledger.owed(REPLICA_HISTORY) > 0
+            )
+            versions = self.store is not None and (
+                self.snapshotter.purge_is_owed or ledger.owed(SNAPSHOT_VERSIONS) > 0
+            )
+        except Exception:  # noqa: BLE001 - the file unreadable: owing is the safe answer
+            return True
+        return history or versions
 
     def _drop_versions_before_forgets(self, forgotten_at_ms: int) -> list[str]:
         """The snapshotter's owed purge: the versions from before the newest forget the file

@@ -70,6 +70,8 @@ class HostHibernation(TypedDict):
     snapshots: SnapshotStatus | None
     position: NotRequired[int]  # the copy's position as it was closed
     storedPosition: NotRequired[int | None]  # the newest position the store holds
+    # a forget's clean-up outside the file (replica history, older snapshot versions) unpaid
+    cleanupOwed: NotRequired[bool]
 
 
 class ProcessReport(TypedDict):
