@@ -15,9 +15,21 @@ from actors.workspace.due_notes import DueNotes
 from actors.workspace.position_reports import PositionReports
 from minisphere.engine.hooks import NOT_PREPARED
 from minisphere.engine.methods import Method
+from minisphere.errors import (
+    IdempotencyKeyReused,
+    InvalidArgument,
+    NotFound,
+    WorkspaceClosed,
+    WorkspaceFenced,
+)
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.reply import Reply
 from minisphere.wire.actor_methods import DirectoryMethod
+
+# A forget refused before its transaction (bad input, no such entry, a key reused with another
+# body, a closed file, an owner fenced out) forgot nothing: the admin's exports stay and no node
+# is swept for it. Any other failure may come after the commit (a replica that did not confirm).
+FORGET_REFUSED = (InvalidArgument, NotFound, IdempotencyKeyReused, WorkspaceClosed, WorkspaceFenced)
 
 
 def _settle(future: asyncio.Future, reply: Reply) -> None:
@@ -62,15 +74,22 @@ class WritePath:
         self.host.calls.submit_write(method.name, body, done, prepared, key=key)
         try:
             result, timings = await future
-        finally:  # a forget the replica did not confirm is committed all the same
-            if method.name == "forget":
-                self.after_forget()
-                # copies left on nodes the workspace moved from may hold the text too
-                self.news.tell(DirectoryMethod.FORGOT)
+        except FORGET_REFUSED:
+            raise
+        except BaseException:
+            self._after(method.name)
+            raise
+        self._after(method.name)
         self.positions.after_write()
         if prepare_ms is not None:
             timings["prepare_ms"] = prepare_ms
         return result, timings
+
+    def _after(self, method_name: str) -> None:
+        if method_name == "forget":
+            self.after_forget()
+            # copies left on nodes the workspace moved from may hold the text too
+            self.news.tell(DirectoryMethod.FORGOT)
 
     async def _prepare(self, method_name: str, body: dict) -> tuple[object, float | None]:
         """The hooks' prepare step (embedding) on a read-pool thread, when the write has one."""
