@@ -126,7 +126,11 @@ class Hibernation:
         except BaseException:
             self._end_process(resident, False, "cancelled")  # cancelled: never left alive
             raise
-        recycled = self._recycle(resident, report["process"])
+        if report.get("threadsLeft"):  # still running in that process: no other tenant there
+            self._end_process(resident, True, "its workspace's threads still ran")
+            recycled = False
+        else:
+            recycled = self._recycle(resident, report["process"])
         if report.get("tokensUsed"):  # the actor's last report of its tokens' use
             self.control.tokens.touch(workspace_id, report["tokensUsed"])
         return self._recorded(workspace_id, resident, reason, report, recycled)

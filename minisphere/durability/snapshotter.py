@@ -32,6 +32,8 @@ from minisphere.errors import MiniSphereError, SnapshotError
 from minisphere.settings import SNAPSHOT_EVERY_S, SNAPSHOT_EVERY_WRITES
 from minisphere.wire.residency import SnapshotStatus
 
+SNAPSHOTTER_CLOSE_TIMEOUT_S = 30.0  # for a snapshot under way to finish as its host closes
+
 log = logging.getLogger("minisphere.snapshots")
 
 
@@ -275,8 +277,11 @@ class Snapshotter:
         while not self._stop.wait(self.poll_s):
             self.tick()
 
-    def close(self, timeout_s: float = 30.0) -> None:
+    def close(self, timeout_s: float = SNAPSHOTTER_CLOSE_TIMEOUT_S) -> bool:
+        """Stop the background thread; False when it outlived the wait (an upload under way)."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-            self._thread = None
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return True
+        thread.join(timeout_s)
+        return not thread.is_alive()

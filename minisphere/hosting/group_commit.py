@@ -36,6 +36,9 @@ from minisphere.settings import DEFAULT_MAX_BATCH_WRITES
 log = logging.getLogger("minisphere.group_commit")
 Callback = Callable[[Reply[Any]], None]
 _STOP = object()
+# how long a close waits for the writer (and the confirmer) to finish what is queued; a thread
+# still running after it is reported, so its process is never handed to another workspace
+WRITER_CLOSE_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -131,15 +134,19 @@ class GroupCommitWriter:
             raise WorkspaceClosed("the workspace's writer is closed")
         self._queue.put(_Pending("own", {}, callback, own=run))
 
-    def close(self, timeout: float = 30.0) -> None:
-        """Commit what is queued, then stop the thread."""
+    def close(self, timeout_s: float | None = None) -> bool:
+        """Commit what is queued, then stop the threads; False when one outlived the wait."""
+        wait_s = WRITER_CLOSE_TIMEOUT_S if timeout_s is None else timeout_s
         if not self._closed:
             self._closed = True
             self._queue.put(_STOP)
-        self._thread.join(timeout)
+        self._thread.join(wait_s)
         if self._confirmer is not None:  # every committed batch answered, then stop
             self._confirms.put(_STOP)
-            self._confirmer.join(timeout)
+            self._confirmer.join(wait_s)
+        return not self._thread.is_alive() and not (
+            self._confirmer is not None and self._confirmer.is_alive()
+        )
 
     @property
     def depth(self) -> int:

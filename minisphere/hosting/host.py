@@ -131,6 +131,9 @@ class WorkspaceHost:
         self.writer: GroupCommitWriter | None = None
         self.reads: ReadPool | None = None
         self._closed = False  # closed for good (hibernated or closed)
+        # a thread of this workspace (writer, confirmer, snapshotter) outlived its close: the
+        # process must not serve another workspace
+        self.threads_left = False
         self._lock = HostLock(self.path.parent)  # the node's sweep leaves this folder alone
         try:
             self._activate(known)
@@ -257,12 +260,12 @@ class WorkspaceHost:
         the last write."""
         if self.workspace is not None:
             self.workspace.hooks.close()
-        if self.writer is not None:
-            self.writer.close()
+        if self.writer is not None and not self.writer.close():
+            self.threads_left = True
 
     def _close_io(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
+        if self.writer is not None and not self.writer.close():
+            self.threads_left = True
         if self.reads is not None:
             self.reads.close()
         if self.workspace is not None:
@@ -306,7 +309,8 @@ class WorkspaceHost:
         manifest, error = self.states.before_closing(replicated=replicated)
         workspace = self.workspace
         owed = workspace is not None and self.states.cleanup_owed(workspace.forget_ledger)
-        self.snapshotter.close()
+        if not self.snapshotter.close():
+            self.threads_left = True
         # Closed after the final sync and before the unregistration: the daemon's connection
         # is open then, so ours is not the file's last and does not checkpoint; the daemon
         # folds the WAL in as it lets go, and its next registration goes on from its history.
@@ -330,6 +334,7 @@ class WorkspaceHost:
             # left on other nodes at or below it can go
             "storedPosition": position if replicated or not pending else None,
             "cleanupOwed": owed,
+            "threadsLeft": self.threads_left,
         }
 
     def _release_replica(self, was_open: bool) -> bool:

@@ -72,6 +72,8 @@ class HostHibernation(TypedDict):
     storedPosition: NotRequired[int | None]  # the newest position the store holds
     # a forget's clean-up outside the file (replica history, older snapshot versions) unpaid
     cleanupOwed: NotRequired[bool]
+    # a thread of the workspace outlived the close: its process is ended, never reused
+    threadsLeft: NotRequired[bool]
 
 
 class ProcessReport(TypedDict):

@@ -7,6 +7,7 @@ the wake deadline."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -43,6 +44,7 @@ def test_a_hibernated_workspace_process_serves_the_next_wake(tmp_path):
 
     actor, answer, woken, source = asyncio.run(drive())
     assert answer["recycled"] is True and woken is actor and source == "recycled"
+    assert answer["threadsLeft"] is False
     assert not actor.killed and actor.host.workspace_id.endswith("second")
     assert parts.pool.status()["recycled"] == 1 and parts.pool.status()["notKept"] == 1
 
@@ -147,3 +149,34 @@ def test_a_wake_that_would_start_a_second_process_at_once_is_refused_not_queued(
     else:
         assert isinstance(outcome, Overloaded) and outcome.retry_after_s >= 1
         assert parts.activator.refused_for_starts == 1 and parts.activator.starting == 0
+
+
+def test_a_process_whose_workspace_threads_outlive_the_close_is_ended_not_recycled(
+    tmp_path, monkeypatch
+):
+    """A writer still busy when the hibernation gave up waiting for it (a long import chunk,
+    a sync that hangs) would go on running in the process beside the next tenant's workspace:
+    that process is ended, never handed back to the pool."""
+    monkeypatch.setattr("minisphere.hosting.group_commit.WRITER_CLOSE_TIMEOUT_S", 0.2)
+    parts, _, _ = directory_parts(tmp_path, MINISPHERE_SPARE_ACTORS="2")
+    release = threading.Event()
+
+    async def drive():
+        await ready_spares(parts, 2)
+        (first,) = created(parts, "busy")
+        actor = await parts.activator.activate(first)
+        host = actor.host
+        # a write that holds the writer thread until the test lets it go
+        busy = threading.Thread(target=host.calls.write_own, args=(release.wait,), daemon=True)
+        busy.start()
+        answer = await parts.hibernation.hibernate(first)
+        return actor, answer, busy
+
+    try:
+        actor, answer, busy = asyncio.run(drive())
+        assert answer["threadsLeft"] is True
+        assert answer["recycled"] is False and actor.killed
+        assert parts.hibernation.retired == {"its workspace's threads still ran": 1}
+    finally:
+        release.set()
+    busy.join(10)

@@ -581,6 +581,8 @@ def test_a_daemon_too_busy_to_answer_is_waited_for_never_started_twice(
         assert daemon.running_pid() == pid
     finally:
         os.kill(pid, signal.SIGCONT)
+    # the daemon just continued may take more than the shortened wait to answer on a busy node
+    monkeypatch.undo()
     try:
         assert other.ensure_running().alive()
         assert daemon.running_pid() == pid
