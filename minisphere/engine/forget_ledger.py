@@ -22,6 +22,9 @@ LAST_FORGET_MS_KEY = "forget.lastAtMs"  # when the newest one committed (epoch m
 REPLICA_HISTORY = "forget.settled.replicaHistory"
 SNAPSHOT_VERSIONS = "forget.settled.snapshotVersions"
 SETTLED_KINDS = (REPLICA_HISTORY, SNAPSHOT_VERSIONS)
+# which of the replica's histories the file goes to: a restart of the history (after a forget)
+# starts the next one beside the old, which is deleted once the new one holds the file
+HISTORY_NUMBER_KEY = "replica.history"
 
 
 def _read_int(conn: db.Connection, key: str) -> int:
@@ -68,12 +71,22 @@ class ForgetLedger:
             conn = self._connection()
             return max(0, _read_int(conn, FORGETS_KEY) - _read_int(conn, kind))
 
-    def settle(self, kind: str, forgets: int) -> None:
-        """The copies of this kind hold nothing of the first `forgets` forgets any more."""
+    def settle(self, kind: str, forgets: int, history: int | None = None) -> None:
+        """The copies of this kind hold nothing of the first `forgets` forgets any more;
+        `history`: the replica's history the file goes to from now on (same transaction)."""
         if kind not in SETTLED_KINDS:
             raise ValueError(f"unknown kind of copy: {kind}")
         with self._lock:
-            if _read_int(self._connection(), kind) >= forgets:
+            conn = self._connection()
+            same_history = history is None or _read_int(conn, HISTORY_NUMBER_KEY) == history
+            if _read_int(conn, kind) >= forgets and same_history:
                 return
             with self._transaction() as conn:
-                _write_int(conn, kind, forgets)
+                _write_int(conn, kind, max(forgets, _read_int(conn, kind)))
+                if history is not None:
+                    _write_int(conn, HISTORY_NUMBER_KEY, history)
+
+    def history(self) -> int:
+        """The replica's history the file goes to (0: the first, begun before any forget)."""
+        with self._lock:
+            return _read_int(self._connection(), HISTORY_NUMBER_KEY)

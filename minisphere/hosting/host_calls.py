@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from minisphere.durability.snapshotter import Snapshotter
 from minisphere.engine.hooks import NOT_PREPARED
+from minisphere.errors import ReplicationUnconfirmed
 from minisphere.hosting.group_commit import Callback, GroupCommitWriter
 from minisphere.hosting.open_file import OpenFile
 from minisphere.hosting.read_pool import ReadPool
@@ -68,10 +69,15 @@ class HostCalls:
                 # committed, even when the replica did not confirm it (sync mode answers 503
                 # then): the file changed, and a committed forget's text must go everywhere
                 committed = reply.ok or reply.timings.get("committed", False)
-                if committed and counts and not reply.timings.get("replayed"):
+                replayed = reply.timings.get("replayed")
+                if committed and counts and not replayed:
                     note(1)
                     if method == "forget":  # copies taken before it hold the text too
                         self.host.states.after_forget()
+                elif method == "forget" and reply.ok and replayed:
+                    self.host.states.confirm_forgotten()  # a retry asks again
+            except ReplicationUnconfirmed as exc:
+                reply = Reply.failed(exc, timings={**reply.timings, "committed": True})
             finally:
                 callback(reply)
 

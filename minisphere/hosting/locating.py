@@ -157,22 +157,8 @@ class CurrentCopy:
             return None
         started = time.perf_counter()
         staged = self.path.with_name(self.path.name + ".from-replica")
-        try:
-            found = restore_from_replica(self.replica.url, staged, env=self.replica.daemon.env)
-        except (SnapshotError, OSError) as exc:
-            log.warning(
-                "workspace %s: no restore from its replica (%s); trying snapshots",
-                self.workspace_id,
-                exc,
-            )
-            found = False
-        copy = inspect_copy(staged) if found and self._sound(staged) else None
-        if (
-            copy is None
-            or copy.position < max(self.min_position, above + 1)
-            or not self._ours(copy)
-        ):
-            remove_database(staged)  # a staging file: nothing else of the folder goes
+        copy = self._newest_from_replica(staged, max(self.min_position, above + 1))
+        if copy is None:
             return None
         if above >= 0:
             log.warning(
@@ -193,6 +179,34 @@ class CurrentCopy:
             took,
         )
         return {"source": "replica", "position": copy.position, "restoreMs": took}
+
+    def _newest_from_replica(self, staged: Path, floor: int) -> CopyLocation | None:
+        """The replica's newest state of this creation at `floor` or past it, staged at
+        `staged`: from its newest history that restores one (a node lost while a forget
+        restarted the history may leave a new history without its first upload beside the
+        old, whole one)."""
+        assert self.replica is not None
+        try:
+            urls = self.replica.restore_urls()
+        except Exception as exc:  # noqa: BLE001 - the store unreachable: snapshots are tried
+            log.warning("workspace %s: its replica not listed (%r)", self.workspace_id, exc)
+            return None
+        for url in urls:
+            try:
+                found = restore_from_replica(url, staged, env=self.replica.daemon.env)
+            except (SnapshotError, OSError) as exc:
+                log.warning(
+                    "workspace %s: no restore from its replica at %s (%s)",
+                    self.workspace_id,
+                    url.partition("?")[0],
+                    exc,
+                )
+                found = False
+            copy = inspect_copy(staged) if found and self._sound(staged) else None
+            if copy is not None and copy.position >= floor and self._ours(copy):
+                return copy
+            remove_database(staged)  # a staging file: nothing else of the folder goes
+        return None
 
     def _sound(self, staged: Path) -> bool:
         """The replica's state passes SQLite's integrity check (else the snapshots are tried)."""

@@ -28,7 +28,7 @@ from minisphere.engine.clock import epoch_ms
 from minisphere.engine.forget_ledger import REPLICA_HISTORY, SNAPSHOT_VERSIONS, ForgetLedger
 from minisphere.engine.location import inspect_copy
 from minisphere.engine.workspace import Workspace
-from minisphere.errors import InvalidArgument, SnapshotError
+from minisphere.errors import InvalidArgument, ReplicationUnconfirmed, SnapshotError
 from minisphere.hosting.copies import drop_after_forget
 from minisphere.settings import SnapshotSettings
 from minisphere.wire.residency import SnapshotStatus
@@ -191,8 +191,8 @@ class StoredStates:
 
     def after_forget(self) -> None:
         """After a forget committed: the copies beside the file and the replica's history were
-        taken before it. Housekeeping: a failure is logged (the replica's is owed), never
-        answered in place of the forget's own result."""
+        taken before it. A failure is logged and owed; in sync mode a replica history not
+        started over yet raises `ReplicationUnconfirmed` (`confirm_forgotten`)."""
         try:
             drop_after_forget(self.path)
         except OSError as exc:
@@ -204,11 +204,22 @@ class StoredStates:
         if self.replica is None:
             return
         if self.replica.synchronous:
-            self.replica.restart_history()  # on the confirmer thread, before the answer
+            self.confirm_forgotten()  # on the confirmer thread, before the answer
         else:
             # async answers at the commit: the confirmer restarts the history right after,
             # not the writer thread inside the forget's answer
             self.replica.history_owed = True
+
+    def confirm_forgotten(self) -> None:
+        """Sync mode: a forget is answered once the replica holds the file on a history without
+        the forgotten text (a new history confirmed, the old one deleted); else
+        `ReplicationUnconfirmed` (503), and the same forget sent again with its key asks again."""
+        replica = self.replica
+        if replica is not None and replica.synchronous and not replica.restart_history():
+            raise ReplicationUnconfirmed(
+                f"the forget is committed, but the replica of {self.workspace_id} still "
+                "holds its text in an older history; send it again with the same key"
+            )
 
     def list_snapshots(self) -> list[dict[str, Any]]:
         return list_snapshots(self._require_store(), self.workspace_id)
@@ -245,7 +256,7 @@ class StoredStates:
             )
         with self._file_swap():
             result = restore_moment(
-                self.replica.url,
+                self.replica.current_url,
                 self.path,
                 moment,
                 self._position_after_restore(),

@@ -89,9 +89,10 @@ def forget(host, entry_id: str) -> bool:
     return future.result(timeout=60)
 
 
-def replica_count(replica_root: Path, tmp_path: Path) -> int:
+def replica_count(replica_root: Path, tmp_path: Path, url: str | None = None) -> int:
+    """Entries in the replica's newest state (`url`: of a history restarted since)."""
     target = tmp_path / f"probe-{time.monotonic_ns()}.db"
-    assert restore_from_replica((replica_root / "ws-rep").as_uri(), target)
+    assert restore_from_replica(url or (replica_root / "ws-rep").as_uri(), target)
     import pysqlite3.dbapi2 as sqlite3
 
     with sqlite3.connect(target) as conn:
@@ -421,7 +422,11 @@ def test_a_forget_leaves_no_trace_in_the_replica_or_the_daemons_local_history(
         until(lambda: holding_the_secret() == [], holding_the_secret)
         until(lambda: not host.replica.history_owed, holding_the_secret)
         target = tmp_path / "after-forget.db"
-        assert restore_from_replica(url, target)  # and the replica still has the rest
+        # the new history, beside where the old one was, and the replica still has the rest
+        assert host.replica.current_url != url and host.replica.restore_urls() == [
+            host.replica.current_url
+        ]
+        assert restore_from_replica(host.replica.current_url, target)
         assert inspect_copy(target).position == host.workspace.position
     finally:
         host.close()
@@ -442,7 +447,9 @@ def test_wal_checkpoints_before_the_daemon_read_the_frames_skip_no_transaction(t
     finally:
         host.close()
     target = tmp_path / "replicated.db"
-    assert restore_from_replica((tmp_path / "replica" / "ws-rep").as_uri(), target)
+    # one history per restart; forgets close together share one (async: one a second)
+    assert not host.replica.history_owed and host.replica.number >= 1
+    assert restore_from_replica(host.replica.current_url, target)
     assert inspect_copy(target).position == position
     import pysqlite3.dbapi2 as sqlite3
 
@@ -655,22 +662,27 @@ def test_a_sync_forget_the_replica_cannot_confirm_still_cleans_every_copy(tmp_pa
 def test_a_history_restart_is_not_begun_again_by_each_confirmation(tmp_path, daemon):
     """After a forget the replica starts over with the whole file, an upload that may outlast
     a confirmation's bound. The next confirmations wait for it; restarting again in each would
-    delete it every time, and no write would be confirmed again."""
+    delete it every time, and no write would be confirmed again. Meanwhile the old history
+    stays: the replica always holds the file."""
     from minisphere.durability.stores import LocalDirSnapshotStore
 
     store = LocalDirSnapshotStore(tmp_path / "store")
     host = host_with_unreachable_replica(tmp_path, daemon, "sync")
     host.replica.history = (store, "history/ws-rep/")
     try:
-        store.put_bytes("history/ws-rep/0000/old.ltx", b"the history before the forget")
+        store.put_bytes("history/ws-rep/ltx/0/old.ltx", b"the history before the forget")
         host.replica.history_owed = True  # a forget's restart is owed
-        host.replica.restart_history()  # its first upload cannot finish here
-        assert store.list_keys("history/ws-rep/") == []
-        assert not host.replica.history_owed
-        store.put_bytes("history/ws-rep/0000/new.ltx", b"the new history, still uploading")
+        assert not host.replica.restart_history()  # its first upload cannot finish here
+        assert store.list_keys("history/ws-rep/") == ["history/ws-rep/ltx/0/old.ltx"]
+        assert host.replica.history_owed and host.replica.number == 1
+        store.put_bytes("history/ws-rep/h00000001/ltx/0/new.ltx", b"the new one, uploading")
         with pytest.raises(ReplicationUnconfirmed):
             host.replica.confirm()
-        assert store.list_keys("history/ws-rep/") == ["history/ws-rep/0000/new.ltx"]
+        assert host.replica.number == 1, "begun again"
+        assert store.list_keys("history/ws-rep/") == [
+            "history/ws-rep/h00000001/ltx/0/new.ltx",
+            "history/ws-rep/ltx/0/old.ltx",
+        ]
     finally:
         host.close()
 
@@ -802,7 +814,8 @@ def test_a_daemon_whose_local_history_is_torn_starts_the_replica_over_not_503_fo
         os.kill(daemon.running_pid(), signal.SIGKILL)
         ok, result, _ = write(host, "written after the tear")
         assert ok, result
-        assert replica_count(tmp_path / "replica", tmp_path) == 3
+        assert host.replica.number == 1  # started over, in a history of its own
+        assert replica_count(tmp_path / "replica", tmp_path, host.replica.current_url) == 3
     finally:
         host.close()
 
@@ -818,7 +831,6 @@ def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_th
     from minisphere.engine.forget_ledger import REPLICA_HISTORY
 
     secret = "the half-forgotten passphrase is larch-ember-3117"
-    url = history_url(tmp_path)
 
     def holding_the_secret() -> list:
         return [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
@@ -840,7 +852,8 @@ def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_th
         holding_the_secret,
     )  # the history holds it before the forget
     first.replica.restart_history = dies_halfway
-    assert forget(first, entry)
+    # never acknowledged: a sync forget is answered once its history restart is done
+    assert not forget(first, entry)
     first._close_io()  # killed: no release, no clean-up, the daemon goes on
     first._lock.release()
     assert holding_the_secret()
@@ -850,7 +863,8 @@ def test_a_forget_whose_process_died_mid_restart_has_its_history_restarted_at_th
         assert holding_the_secret() == []
         assert second.workspace.forget_ledger.owed(REPLICA_HISTORY) == 0
         target = tmp_path / "after-restart.db"
-        assert restore_from_replica(url, target)
+        assert second.replica.restore_urls() == [second.replica.current_url]
+        assert restore_from_replica(second.replica.current_url, target)
         assert inspect_copy(target).position == second.workspace.position
         import pysqlite3.dbapi2 as sqlite3
 
@@ -938,3 +952,53 @@ def test_a_history_restart_a_caller_waited_for_is_not_done_again(tmp_path, daemo
     finally:
         release.set()
         host.close()
+
+
+def test_a_node_lost_before_the_new_history_holds_the_file_restores_from_the_old_one(
+    tmp_path, daemon
+):
+    """Make before break: a forget starts the replica's history over, and until the new
+    history's first upload is confirmed the old one stays. Here the new history cannot be
+    written at all, and the node is lost: the forget was never acknowledged (503), the old
+    history restores every acknowledged write with the forget applied, and the next open
+    starts the history over for good, the forgotten text gone from the store."""
+    secret = "the make-before-break passphrase is alder-comet-4410"
+    node_b = tmp_path / "b"
+
+    def stored_secret() -> list:
+        store = tmp_path / "store"
+        return [p for p in store.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+
+    first = host_with_history(tmp_path, daemon)
+    entry = write(first, secret)[1]["id"]
+    kept = [write(first, f"a note that stays {i}")[1]["id"] for i in range(3)]
+    store, prefix = first.replica.history
+    obstacle = tmp_path / "store" / prefix / "h00000001"
+    obstacle.write_bytes(b"")  # a file where the new history's folder would go
+    assert not forget(first, entry)
+    assert first.replica.history_owed and stored_secret()
+    floor = first.workspace.position
+    first._close_io()  # the node is lost: no release, no clean-up
+    first._lock.release()
+    daemon.control.unregister(first.path)
+    obstacle.unlink()
+
+    path = (node_b / "ws-rep" / "workspace.db").resolve()
+    replica = WorkspaceReplica(daemon, path, history_url(tmp_path), SYNC, (store, prefix))
+    second = WorkspaceHost(
+        "ws-rep",
+        path,
+        replica=replica,
+        known=KnownState(generation="g", epoch=2, position=floor, moved_here=True),
+        tuning=BY_HAND,
+    )
+    try:
+        assert second.activation["source"] == "replica"
+        ids = {
+            item["id"] for item in second.calls.submit_read("listRecent", {}).result()[0]["items"]
+        }
+        assert ids == set(kept)
+        until(lambda: not second.replica.history_owed, stored_secret)
+        assert stored_secret() == [] and second.replica.number == 1
+    finally:
+        second.close()

@@ -19,6 +19,9 @@ from minisphere.durability.litestream_control import CONTROL_ERRORS, DaemonJson
 from minisphere.durability.replication.daemon import LitestreamDaemon, daemon_environment
 from minisphere.durability.replication.locations import (
     drop_local_history,
+    histories_in,
+    history_folder,
+    history_url,
     replica_prefix,
     replica_url,
 )
@@ -80,6 +83,10 @@ class WorkspaceReplica:
     settings: ReplicationSettings
     history: tuple[SnapshotStore, str] | None = None
     history_owed: bool = False  # a forget whose old history is not deleted yet
+    number: int = 0  # the history registered (or being registered): see `restart_history`
+    # a restart whose new history is registered, its first upload not confirmed yet: (its
+    # number, the forgets it covers); the old history stays until it is
+    pending: tuple[int, int] | None = None
     # folds the WAL into the file (the open workspace's; set by its host): True when done
     checkpoint: Callable[[], bool] | None = None
     registered_at: float | None = None  # epoch seconds of the newest registration
@@ -93,15 +100,28 @@ class WorkspaceReplica:
     def synchronous(self) -> bool:
         return self.settings.mode == "sync"
 
+    @property
+    def current_url(self) -> str:
+        """Where the file is replicated now (its history's folder in the replica)."""
+        return history_url(self.url, self.number)
+
+    def restore_urls(self) -> list[str]:
+        """Where a restore may find the file, newest history first: after a crash mid-restart
+        both the old history and the new one may be there, the new one whole or not."""
+        if self.history is None:
+            return [self.current_url]
+        store, prefix = self.history
+        return [history_url(self.url, n) for n in histories_in(store.list_keys(prefix), prefix)]
+
     def register(self) -> None:
         # straight to the daemon, which is nearly always up: asking it first whether it answers
         # would put a round trip inside every wake; when it does not answer, it is started (or
         # waited for) and asked again. Only a process's first registration checks whose it is.
         self.daemon.ensure_owned()
         try:
-            self.daemon.control.register(self.db_path, self.url)
+            self.daemon.control.register(self.db_path, self.current_url)
         except CONTROL_ERRORS:
-            self.daemon.ensure_running().register(self.db_path, self.url)
+            self.daemon.ensure_running().register(self.db_path, self.current_url)
         self.registered_at = time.time()
 
     def attach(self, checkpoints: WalCheckpoints, ledger: ForgetLedger) -> None:
@@ -113,6 +133,7 @@ class WorkspaceReplica:
         checkpoints.leave_to_replicator()
         self.checkpoint = checkpoints.truncate
         self.ledger = ledger
+        self.number = ledger.history()
         if ledger.owed(REPLICA_HISTORY):
             # a forget whose process died before the history started over: nothing is
             # served (nor restored to a moment) from the old history first
@@ -131,22 +152,27 @@ class WorkspaceReplica:
     def confirm(self) -> DaemonJson:
         """Block until what is committed is on the replica (sync mode: after every batch).
         A daemon that is gone is started again and the file registered anew; a replica that
-        cannot confirm within the bound raises `ReplicationUnconfirmed`."""
-        if self.history_owed:
-            self.restart_history()
+        cannot confirm within the bound raises `ReplicationUnconfirmed`. Then a restart of the
+        history still owed (or under way) is tried: what was committed is on the registered
+        history first, whichever it is, and the old one is deleted only once the new one
+        holds the file."""
         try:
-            return self._sync()
+            answer = self._sync()
         except NOT_DONE as exc:
             log.warning(
                 "replication of %s not confirmed (%s); registering again", self.db_path, exc
             )
-        try:
-            self.register()
-            return self._sync()
-        except CONTROL_ERRORS as exc:
-            raise ReplicationUnconfirmed(
-                f"replication of {self.db_path.parent.name} not confirmed: {exc.__class__.__name__}"
-            ) from None
+            try:
+                self.register()
+                answer = self._sync()
+            except CONTROL_ERRORS as exc:
+                raise ReplicationUnconfirmed(
+                    f"replication of {self.db_path.parent.name} not confirmed: "
+                    f"{exc.__class__.__name__}"
+                ) from None
+        if self.history_owed:
+            self.restart_history()
+        return answer
 
     def _sync(self) -> DaemonJson:
         """One sync; when the daemon cannot go on from its local history, the history starts
@@ -165,37 +191,90 @@ class WorkspaceReplica:
         self.restart_history(owed_only=False)
         return self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
 
-    def restart_history(self, *, owed_only: bool = True) -> None:
+    def restart_history(self, *, owed_only: bool = True) -> bool:
         """After a forget: the replica's history (and the daemon's local copy of it) holds the
-        forgotten text in the pages of earlier transactions. Stop replicating the file, delete
-        that history, and register it again: the replica starts over from a snapshot of the
-        file as it is now. Points in time before the forget can no longer be restored. When
-        the store cannot be reached, it is owed and retried before the next confirmation.
+        forgotten text in the pages of earlier transactions. Make before break: the file is
+        registered on a new history (the next number, a folder beside the old one in the
+        replica) starting from a snapshot of the file as it is now; once that history's first
+        upload is confirmed, every other history is deleted and the file records the new one
+        as its own, in the transaction that settles the forgets it covers. Until then the old
+        history stays, so the replica always holds the file: a node lost meanwhile restores
+        from the newest history that restores (`restore_urls`). Points in time before the
+        forget can no longer be restored. True once done; else it is owed, and retried after
+        the next confirmation (the new history's upload goes on meanwhile: a restart begun
+        again at each confirmation would delete a large file's first upload every time).
 
-        Done once the file is registered again: the new history's first upload (the whole
-        file) is waited for once, within the confirmation bound, and after that it is the
-        daemon's to finish, the confirmations waiting for it like for any write. It may outlast
-        one bound, and a restart per confirmation would delete it each time, so that a large
-        file would never reach its replica again. For the same reason a caller that waited for
-        another's restart restarts only what is still owed (`owed_only`: a forget the history
-        may predate; a history the daemon cannot go on from is restarted regardless)."""
+        One restart at a time: a caller that waited for another's restarts only what is still
+        owed (`owed_only`; a history the daemon cannot go on from is restarted regardless)."""
         with self._restarting:
-            if owed_only and not self._restart_owed():
-                return
-            covers = self.ledger.forgets()[0] if self.ledger is not None else 0
+            if not owed_only:
+                self.pending = None
+            elif not self._restart_owed():
+                return True
             self.history_owed = True
-            self._restart_history()
-            if self.history_owed:
-                return
-            self._settle(covers)
+            if self.pending is None and not self._begin_history():
+                return False
+            return self._finish_history()
+
+    def _begin_history(self) -> bool:
+        """Register the file on the next history (False: not begun, the old one kept)."""
+        covers = self.ledger.forgets()[0] if self.ledger is not None else 0
+        target = self.number + 1
+        with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):
+            self.daemon.control.unregister(self.db_path)
         try:
-            self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
-        except NOT_DONE as exc:
-            log.warning(
-                "replica of %s: the new history's first upload goes on (%s)",
+            # the daemon holds a read transaction on a file it replicates, so the engine's own
+            # checkpoint after the forget could not fold the WAL into the file (the old pages
+            # stay there until it does): now, unregistered, it can
+            if self.checkpoint is not None and not self.checkpoint():
+                raise ReplicationUnconfirmed("the WAL is still held by a reader")
+            if self.history is not None:  # what a restart killed halfway left there
+                store, prefix = self.history
+                for key in store.list_keys(prefix + history_folder(target)):
+                    store.delete(key)
+        except Exception as exc:  # noqa: BLE001 - owed, retried; never fails the forget itself
+            log.error(
+                "replica history of %s still holds forgotten text (%s); retried after the "
+                "next confirmation",
                 self.db_path.parent.name,
                 exc,
             )
+            with contextlib.suppress(Exception):
+                self.register()  # the old history goes on meanwhile
+            return False
+        drop_local_history(self.db_path)  # of the old history: the new one starts afresh
+        self.number, self.pending = target, (target, covers)
+        try:
+            self.register()
+        except Exception as exc:  # noqa: BLE001 - the next confirmation registers it
+            log.warning("replica of %s: new history not registered yet: %r", self.db_path, exc)
+            return False
+        return True
+
+    def _finish_history(self) -> bool:
+        """Once the new history holds the file: every other history deleted, the file told."""
+        assert self.pending is not None
+        target, covers = self.pending
+        try:
+            self.daemon.control.sync(self.db_path, self.settings.sync_timeout_s)
+            if self.history is not None:
+                store, prefix = self.history
+                kept = prefix + history_folder(target)
+                for key in store.list_keys(prefix):
+                    if not key.startswith(kept):
+                        store.delete(key)
+        except Exception as exc:  # noqa: BLE001 - the upload goes on; finished later
+            log.warning(
+                "replica of %s: the new history is not confirmed yet, the old one is kept (%r)",
+                self.db_path.parent.name,
+                exc,
+            )
+            return False
+        self.pending = None
+        self._settle(covers, target)
+        # a forget committed after this restart began is in the new history: it owes another
+        self.history_owed = self.ledger is not None and self.ledger.owed(REPLICA_HISTORY) > 0
+        return True
 
     def _restart_owed(self) -> bool:
         if self.history_owed:
@@ -207,41 +286,17 @@ class WorkspaceReplica:
         except Exception:  # noqa: BLE001 - the file unreadable: restarting is the safe side
             return True
 
-    def _settle(self, forgets: int) -> None:
-        if self.ledger is None or not forgets:
+    def _settle(self, forgets: int, history: int) -> None:
+        if self.ledger is None:
             return
         try:
-            self.ledger.settle(REPLICA_HISTORY, forgets)
+            self.ledger.settle(REPLICA_HISTORY, forgets, history=history)
         except Exception as exc:  # noqa: BLE001 - left owed: the next open restarts once more
             log.warning(
                 "replica of %s: its restart not recorded in the file (%r)",
                 self.db_path.parent.name,
                 exc,
             )
-
-    def _restart_history(self) -> None:
-        with contextlib.suppress(*CONTROL_ERRORS, ReplicationUnconfirmed):
-            self.daemon.control.unregister(self.db_path)
-        try:
-            # the daemon holds a read transaction on a file it replicates, so the engine's own
-            # checkpoint after the forget could not fold the WAL into the file (the old pages
-            # stay there until it does): now, unregistered, it can
-            if self.checkpoint is not None and not self.checkpoint():
-                raise ReplicationUnconfirmed("the WAL is still held by a reader")
-            if self.history is not None:
-                store, prefix = self.history
-                for key in store.list_keys(prefix):
-                    store.delete(key)
-            drop_local_history(self.db_path)
-            self.register()
-        except Exception as exc:  # noqa: BLE001 - owed, retried; never fails the forget itself
-            log.error(
-                "replica history of %s still holds forgotten text (%s); retried on the next write",
-                self.db_path.parent.name,
-                exc,
-            )
-            return
-        self.history_owed = False
 
     def lag(self) -> ReplicaLag | ReplicaFailing | ReplicaUnseen:
         """How far the replica is behind the file (async mode's loss window, shown):
