@@ -40,6 +40,7 @@ from minisphere.maintenance import runs as M
 from minisphere.settings import Settings
 from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
 from minisphere.wire.records import MaintenanceRun, TokenInfo, TokenIssued, WorkspaceRecord
+from minisphere.wire.timings import CallTimings
 
 log = logging.getLogger("minisphere.gateway")
 # a whole call, its wake and every resend included: below the front's 60 s request limit
@@ -162,7 +163,7 @@ class Gateway:
         body,
         caller: str,
         idempotency_key: str | None = None,
-    ) -> tuple[Any, dict]:
+    ) -> tuple[Any, CallTimings]:
         """Run one method on the workspace's actor as `caller` (the token hash `authorize`
         returned): (result, timings); engine errors raise. Timings say `replayed` when a
         keyed write was answered from its stored result."""
@@ -195,7 +196,7 @@ class Gateway:
                 self.pressure.end(ticket, time.monotonic(), counted=attempts == 1)
         if isinstance(reply, RecallReply):
             self.query_encoders.learn(workspace_id, reply.query_encoder)
-        timings = dict(reply.timings)
+        timings = reply.timings.copy()
         timings["rpc_ms"] = rpc_ms
         if attempts > 1:
             timings["attempts"] = attempts
@@ -204,7 +205,7 @@ class Gateway:
     # ---- maintenance -------------------------------------------------------------------
     async def run_maintenance(
         self, workspace_id: str, method_name: str, body, caller: str
-    ) -> tuple[object, dict]:
+    ) -> tuple[object, CallTimings]:
         """A maintenance method called over HTTP (admin token, checked by `authorize`): run like
         any call, recorded as the workspace's due state and audited as trigger=manual."""
         record = M.RunRecord.begin(workspace_id, "manual", epoch_ms())

@@ -18,13 +18,14 @@ from minisphere.engine.methods import Method
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.reply import Reply
 from minisphere.wire.actor_methods import DirectoryMethod
+from minisphere.wire.timings import CallTimings
 
 
-def _settle(future: asyncio.Future, reply: Reply) -> None:
+def _settle(future: asyncio.Future[tuple[Any, CallTimings]], reply: Reply[Any]) -> None:
     if future.cancelled():
         return
     if reply.error is None:
-        future.set_result((reply.value, dict(reply.timings)))
+        future.set_result((reply.value, reply.timings.copy()))
     else:
         future.set_exception(reply.error)
 
@@ -43,7 +44,9 @@ class WritePath:
         # where the writer thread's news goes (the actor's loop, known from its first write)
         self.loop: asyncio.AbstractEventLoop | None = None
 
-    async def write(self, method: Method, body: dict, key: str | None = None) -> tuple[Any, dict]:
+    async def write(
+        self, method: Method, body: dict[str, Any], key: str | None = None
+    ) -> tuple[Any, CallTimings]:
         """(result, timings) of one write, once committed; a refusal raises."""
         prepared, prepare_ms = await self._prepare(method.name, body)
         # Tell the control plane before a write (or a pass) can change what is due, then queue
@@ -53,9 +56,9 @@ class WritePath:
         else:
             self.due.before_write(method.name)
         loop = asyncio.get_running_loop()
-        future = loop.create_future()
+        future: asyncio.Future[tuple[Any, CallTimings]] = loop.create_future()
 
-        def done(reply: Reply) -> None:
+        def done(reply: Reply[Any]) -> None:
             loop.call_soon_threadsafe(_settle, future, reply)
 
         self.loop = loop
@@ -72,7 +75,7 @@ class WritePath:
             timings["prepare_ms"] = prepare_ms
         return result, timings
 
-    async def _prepare(self, method_name: str, body: dict) -> tuple[object, float | None]:
+    async def _prepare(self, method_name: str, body: dict[str, Any]) -> tuple[object, float | None]:
         """The hooks' prepare step (embedding) on a read-pool thread, when the write has one."""
         if not self.host.calls.needs_prepare(method_name):
             return NOT_PREPARED, None
