@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ray import ObjectRef
+from ray import ActorID, ObjectRef
 from ray.actor import ActorClass
 
 
@@ -16,6 +16,9 @@ class RemoteMethod(Protocol):
 
 class Handle(Protocol):
     """Any actor's handle (a workspace actor's, the directory's, an embedder's)."""
+
+    @property
+    def _actor_id(self) -> ActorID: ...  # the only stable id of the actor
 
     def __getattr__(self, method: str, /) -> RemoteMethod: ...
 
