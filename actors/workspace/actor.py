@@ -89,10 +89,10 @@ from minisphere.wire.residency import (
     SnapshotStatus,
     SpareReady,
 )
+from minisphere.wire.timings import CallTimings
 
 if TYPE_CHECKING:
     from actors.workspace.isolation_audit import Retained
-from minisphere.wire.timings import CallTimings
 
 log = logging.getLogger("minisphere.workspace_actor")
 
