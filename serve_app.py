@@ -18,11 +18,17 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from fastapi import FastAPI
 from ray import serve
+from ray.serve import Application, Deployment
+from ray.serve.handle import DeploymentHandle
 
 from actors.directory.actor import get_directory
+from actors.handles import Handle
 from actors.ingress.gateway import Gateway
 from actors.ingress.metrics import ServiceMetrics
 from actors.ingress.transfer import TransferOps
@@ -94,9 +100,9 @@ class MiniSphereIngress:
                 self.settings.data_dir,
             )
 
-    def __serve_build_asgi_app__(self):
+    def __serve_build_asgi_app__(self) -> FastAPI:
         try:
-            observe = ServiceMetrics(self.gateway).observe
+            observe: Callable[[dict[str, Any]], None] | None = ServiceMetrics(self.gateway).observe
         except Exception:  # outside a Ray worker: logs only
             log.warning("Ray metrics unavailable; request logs only", exc_info=True)
             observe = None
@@ -111,7 +117,7 @@ class MiniSphereIngress:
             request_log=self.settings.access_log,
         )
 
-    async def check_health(self):
+    async def check_health(self) -> None:
         await self.gateway.ready()
 
 
@@ -125,19 +131,20 @@ def serve_request_id() -> str | None:
         return None
 
 
-def autoscaled(min_replicas: int, max_replicas: int):
+def autoscaled(min_replicas: int, max_replicas: int) -> Deployment:
     """The ingress deployment between these replica counts."""
     # mypy keeps a decorated class's own type: Serve's Deployment (and its .options) is unseen
-    return MiniSphereIngress.options(  # type: ignore[attr-defined]
+    deployment: Deployment = MiniSphereIngress.options(  # type: ignore[attr-defined]
         autoscaling_config={
             "min_replicas": min_replicas,
             "max_replicas": max_replicas,
             **INGRESS_AUTOSCALING,
         }
     )
+    return deployment
 
 
-def build_app(settings: Settings):
+def build_app(settings: Settings) -> Application:
     """The Serve application for resolved settings (replica counts from the settings)."""
     return autoscaled(settings.min_replicas, settings.max_replicas).bind(settings)
 
@@ -147,7 +154,7 @@ def build_app(settings: Settings):
 app = autoscaled(*load_replica_bounds()).bind()
 
 
-def configured_app(args: dict):
+def configured_app(args: dict[str, object]) -> Application:
     """`serve deploy`'s application builder (`import_path: serve_app:configured_app`): the
     settings are the config's `args` (`MINISPHERE_*` names) over the nodes' environment.
 
@@ -191,7 +198,7 @@ def compile_worker_code() -> bool:
     return written and bool(compileall.compile_file(Path(__file__), quiet=2))
 
 
-def start(settings: Settings):
+def start(settings: Settings) -> DeploymentHandle[Any]:
     """Start (or join) Ray and Serve and deploy the app. Returns the Serve handle."""
     import ray
 
@@ -235,7 +242,7 @@ def deployment_messages() -> str:
     return "\n".join([f"application {APP_NAME}: {app.status} {app.message}".rstrip(), *lines])
 
 
-def start_scheduler(settings: Settings):
+def start_scheduler(settings: Settings) -> Handle:
     """The scheduled-tasks singleton: created once, found by name on every later start
     (get-if-exists), so restarts and extra launchers never make a second scheduler."""
     import ray

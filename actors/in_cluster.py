@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import ray
 
@@ -77,14 +78,18 @@ class _InClusterCalls:
             raise token_refusal(verdict)  # as the ingress answers: expired, other, invalid
         self._checked = True
 
-    async def _call(self, method: str, body: dict, parse: Callable, key: str | None):
+    async def _call(
+        self, method: str, body: dict[str, Any], parse: Callable[[Any], Any], key: str | None
+    ) -> Any:
         """One call; refused as not run (a 503 with retry_after_s), sent again as the HTTP
         client would."""
         return await self.overload_retry.arun(
             lambda: self._attempt(method, body, parse, key), resend_is_safe(method, key)
         )
 
-    async def _attempt(self, method: str, body: dict, parse: Callable, key: str | None):
+    async def _attempt(
+        self, method: str, body: dict[str, Any], parse: Callable[[Any], Any], key: str | None
+    ) -> Any:
         try:
             if method not in METHODS:
                 raise MiniSphereError(f"unknown method {method!r}")
@@ -129,7 +134,13 @@ class InClusterWorkspace(_InClusterCalls, WorkspaceCalls):
             target=self._loop.run_forever, daemon=True, name=f"in-cluster-{workspace_id}"
         ).start()
 
-    def _run(self, method: str, body: dict, parse: Callable = unparsed, key: str | None = None):
+    def _run(
+        self,
+        method: str,
+        body: dict[str, Any],
+        parse: Callable[[Any], Any] = unparsed,
+        key: str | None = None,
+    ) -> Any:
         return asyncio.run_coroutine_threadsafe(
             self._call(method, body, parse, key), self._loop
         ).result()
@@ -142,8 +153,12 @@ class AsyncInClusterWorkspace(_InClusterCalls, WorkspaceCalls):
     """The async client: `await notes.capture(...)` on the caller's own event loop."""
 
     async def _run(
-        self, method: str, body: dict, parse: Callable = unparsed, key: str | None = None
-    ):
+        self,
+        method: str,
+        body: dict[str, Any],
+        parse: Callable[[Any], Any] = unparsed,
+        key: str | None = None,
+    ) -> Any:
         return await self._call(method, body, parse, key)
 
 

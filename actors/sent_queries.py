@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minisphere.reply import Reply
+from minisphere.wire.timings import CallTimings
 
 Address = tuple[str, str]  # an embedder actor's (name, namespace)
 # (the embedder it was sent to, [the embed call's ObjectRef]): the ref is in a list so Ray
@@ -47,7 +48,7 @@ class RecallReply(Reply[Any]):
     query_encoder: Address | None = None
 
 
-def recall_reply(result: Any, timings: dict[str, Any], embedder: Any, ahead: bool) -> RecallReply:
+def recall_reply(result: Any, timings: CallTimings, embedder: Any, ahead: bool) -> RecallReply:
     """A recall's reply; its timings say when it used the query sent ahead (`query_ahead`)."""
     if ahead:
         timings["query_ahead"] = 1

@@ -25,12 +25,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import ray
 from ray.exceptions import RayActorError, RayTaskError, TaskCancelledError
 
+from actors.handles import Handle
 from minisphere.errors import MiniSphereError, WorkspaceHibernating, WorkspaceUnavailable
 from minisphere.reply import Reply
 from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
@@ -48,6 +49,7 @@ KEYED_WRITE_RESENDS = 2  # a write with an idempotency key is sent up to 3 times
 # cached handle whose actor had hibernated or died. A cached live handle is found in
 # microseconds.
 ACTIVATE_SHOWN_MS = 0.1
+T = TypeVar("T")
 
 
 def unwrap(exc: BaseException) -> BaseException:
@@ -79,7 +81,7 @@ def _bounded(
     return min(timeout_s, left_s)
 
 
-async def until_answered(sent_call, timeout_s: float | None):
+async def until_answered(sent_call: Awaitable[T], timeout_s: float | None) -> T:
     """The actor's answer to a call already sent. Should the caller go away meanwhile (the
     HTTP client disconnected, so Serve cancelled the request), the call is cancelled in the
     actor too: a read not yet run is not run for nobody (a write already queued commits; its
@@ -93,7 +95,7 @@ async def until_answered(sent_call, timeout_s: float | None):
         raise
 
 
-async def ask(directory, method: DirectoryMethod, *args):
+async def ask(directory: Handle, method: DirectoryMethod, *args: Any) -> Any:
     """Call the directory actor; its named errors come back as themselves, and no answer
     within DIRECTORY_ANSWER_TIMEOUT_S is `WorkspaceUnavailable`. The call itself is never cut
     short (the directory changes its state in steps): it goes on, and a repeat joins it
@@ -128,15 +130,17 @@ class WorkspaceReach:
     this process holds no handle for (a wake, unless another process woke it): it raises
     `Overloaded` to refuse the call, which then never ran."""
 
-    def __init__(self, directory, wake_gate: Callable[[str], None] | None = None):
+    def __init__(self, directory: Handle, wake_gate: Callable[[str], None] | None = None):
         self.directory = directory
         self.wake_gate = wake_gate
-        self._handles: dict = {}
+        self._handles: dict[str, Handle] = {}
 
     def holds(self, workspace_id: str) -> bool:
         return workspace_id in self._handles
 
-    async def handle(self, workspace_id: str, saw_failure: bool = False, gated: bool = True):
+    async def handle(
+        self, workspace_id: str, saw_failure: bool = False, gated: bool = True
+    ) -> Handle:
         """The workspace's actor: cached, or from the directory (told when this process saw
         the cached one fail, so it lets go of a dead actor). `gated`: the call has not run
         anywhere yet, so the wake gate may refuse it."""
@@ -151,7 +155,7 @@ class WorkspaceReach:
     def forget(self, workspace_id: str) -> None:
         self._handles.pop(workspace_id, None)
 
-    async def _ended_cleanly(self, workspace_id: str, handle) -> bool:
+    async def _ended_cleanly(self, workspace_id: str, handle: Handle) -> bool:
         try:
             return bool(
                 await ask(
@@ -168,7 +172,7 @@ class WorkspaceReach:
         self,
         workspace_id: str,
         method: ServedMethod,
-        *args,
+        *args: Any,
         idempotent_attempts: int = 0,
         max_attempts: int | None = None,
         timeout_s: float | None = None,
@@ -256,7 +260,7 @@ class WorkspaceReach:
         self,
         workspace_id: str,
         method: ServedMethod,
-        handle: Any,
+        handle: Handle,
         exc: RayActorError,
         attempt: int,
         resend: bool,

@@ -8,9 +8,11 @@ raises). Frozen: a reply is never amended, only replaced (`with_timings`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
+
+from minisphere.wire.timings import CallTimings
 
 T = TypeVar("T")
 
@@ -23,19 +25,17 @@ class Reply(Generic[T]):
 
     value: T | None = None
     error: BaseException | None = None
-    timings: Mapping[str, Any] = field(default_factory=dict)
+    timings: CallTimings = field(default_factory=CallTimings)
     replayed: bool = False
 
     @classmethod
     def done(
-        cls, value: T, *, replayed: bool = False, timings: Mapping[str, Any] | None = None
+        cls, value: T, *, replayed: bool = False, timings: CallTimings | None = None
     ) -> Reply[T]:
         return cls(value=value, replayed=replayed, timings=timings or {})
 
     @classmethod
-    def failed(
-        cls, error: BaseException, *, timings: Mapping[str, Any] | None = None
-    ) -> Reply[Any]:
+    def failed(cls, error: BaseException, *, timings: CallTimings | None = None) -> Reply[Any]:
         return cls(error=error, timings=timings or {})
 
     @property
@@ -48,7 +48,7 @@ class Reply(Generic[T]):
             raise self.error
         return self.value  # type: ignore[return-value]  # done: value is the T it was given
 
-    def with_timings(self, timings: Mapping[str, Any]) -> Reply[T]:
+    def with_timings(self, timings: CallTimings) -> Reply[T]:
         return replace(self, timings=timings)
 
     def __iter__(self) -> Iterator[Any]:

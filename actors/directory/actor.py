@@ -30,9 +30,10 @@ from typing import Any
 import ray
 
 from actors.directory.runtime import RayActors
+from actors.handles import Handle, actor_class
 from actors.process_logging import log_to_stderr
 from actors.workspace.actor import WorkspaceActor
-from minisphere.control.auth import token_hash
+from minisphere.control.auth import TokenGrant, token_hash
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.control.plane import AuditEntry, ControlPlane
 from minisphere.control.residency_policy import IDLE_SWEEP_S
@@ -40,8 +41,9 @@ from minisphere.control.token_records import WorkspaceTokenIdentity
 from minisphere.directory.activation import record_placement
 from minisphere.directory.assembly import assemble
 from minisphere.directory.grants import AdminIdentity, TokenRevoked
+from minisphere.directory.launch import WorkspaceLaunch
 from minisphere.directory.spares import PoolStatus
-from minisphere.directory.workspaces import CreatedWorkspace, DeletedWorkspace
+from minisphere.directory.workspaces import CreatedWorkspace, DeletedWorkspace, NodeAnswers
 from minisphere.errors import InvalidArgument
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
 from minisphere.settings import Settings, ensure_private_dir, restrict_file_modes
@@ -75,7 +77,10 @@ class DirectoryActor:
         self.control = control = ControlPlane(settings.control_db)
         admin_hash = token_hash(settings.admin_token)
         runtime = RayActors(
-            WorkspaceActor, settings.namespace, ray.get_runtime_context().current_actor, admin_hash
+            actor_class(WorkspaceActor),
+            settings.namespace,
+            ray.get_runtime_context().current_actor,
+            admin_hash,
         )
         cluster = ray.cluster_resources()
         parts = assemble(
@@ -91,7 +96,7 @@ class DirectoryActor:
         self.activator, self.grants = parts.activator, parts.grants
         self.liveness, self.cleanups = parts.liveness, parts.cleanups
         self.maintenance_ledger = LocalLedger(control)  # runs + due state
-        self._sweeper: asyncio.Task | None = None
+        self._sweeper: asyncio.Task[None] | None = None
         self.runtime = runtime
         ended = self.residents.adopt()
         if ended:
@@ -152,13 +157,13 @@ class DirectoryActor:
     async def create(
         self,
         workspace_id: str | None = None,
-        blueprint: dict | None = None,
+        blueprint: dict[str, Any] | None = None,
         label: str | None = None,
     ) -> CreatedWorkspace:
         self._start_background()
         return self.workspaces.create(workspace_id, blueprint, label)
 
-    async def get(self, workspace_id: str) -> dict:
+    async def get(self, workspace_id: str) -> dict[str, Any]:
         return {
             **self.control.get(workspace_id),
             "resident": workspace_id in self.residents,
@@ -180,7 +185,9 @@ class DirectoryActor:
         return await self.workspaces.settle_snapshot_debts()
 
     # ---- tokens ------------------------------------------------------------------------------------
-    async def authenticate(self, workspace_id: str, candidate_hash: str):
+    async def authenticate(
+        self, workspace_id: str, candidate_hash: str
+    ) -> tuple[str, builtins.list[TokenGrant]]:
         return self.grants.authenticate(workspace_id, candidate_hash)
 
     async def whoami(self, candidate_hash: str) -> AdminIdentity | WorkspaceTokenIdentity | None:
@@ -197,18 +204,23 @@ class DirectoryActor:
     async def revoke_token(self, workspace_id: str, token_id: str) -> TokenRevoked:
         return await self.grants.revoke(workspace_id, token_id)
 
-    async def binding_of_actor(self, actor_name: str):
+    async def binding_of_actor(
+        self, actor_name: str
+    ) -> tuple[WorkspaceLaunch, tuple[TokenGrant, ...]] | None:
         return self.grants.binding_of_actor(actor_name)
 
     # ---- residency ---------------------------------------------------------------------------------
-    async def activate(self, workspace_id: str, caller_saw_failure: bool = False):
+    async def activate(self, workspace_id: str, caller_saw_failure: bool = False) -> Handle:
         self._start_background()
-        return await self.activator.activate(workspace_id, caller_saw_failure)
+        handle: Handle = await self.activator.activate(workspace_id, caller_saw_failure)
+        return handle
 
     async def hibernate(self, workspace_id: str, reason: str = "manual") -> HibernationAnswer:
         return await self.hibernation.hibernate(workspace_id, reason)
 
-    async def set_vector_binding(self, workspace_id: str, vector: dict) -> WorkspaceRecord:
+    async def set_vector_binding(
+        self, workspace_id: str, vector: dict[str, Any]
+    ) -> WorkspaceRecord:
         """The binding the workspace's blueprint names from now on (checked first); its file
         follows by the rebind the caller sends the actor next, or at its next open."""
         spec = parse_blueprint({"bindings": {"vector": vector}}).bindings.vector
@@ -233,7 +245,7 @@ class DirectoryActor:
         wake_deadline_s: float | None = None,
         in_session_s: float | None = None,
         hung_after_s: float | None = None,
-    ) -> dict:
+    ) -> dict[str, float]:
         """Change the cap, the idle time, the wake deadline, how recent a call keeps a
         resident from eviction or how long a silent actor is borne, at run time (operators,
         tests); returns the previous values."""
@@ -260,7 +272,7 @@ class DirectoryActor:
             self.activator.drop_if_dead(workspace_id)
         return sorted(self.residents.ids())
 
-    async def residency_status(self) -> dict:
+    async def residency_status(self) -> dict[str, Any]:
         self._start_background()
         return {
             "resident": len(self.residents),
@@ -296,7 +308,9 @@ class DirectoryActor:
         self._start_background()
         return self.pool.status()
 
-    def spare_handles(self, known: builtins.list[str]) -> tuple[builtins.list[str], dict]:
+    def spare_handles(
+        self, known: builtins.list[str]
+    ) -> tuple[builtins.list[str], dict[str, Handle]]:
         """For an ingress replica's advance contact (actors/ingress/spare_contacts.py): the
         names of the ready spares, and the handles of those not in `known`."""
         ready = self.pool.ready_handles()
@@ -314,7 +328,7 @@ class DirectoryActor:
         return self.pool.status()
 
     # ---- durability ----------------------------------------------------------------------------------
-    def _durability(self, workspace_id: str) -> dict:
+    def _durability(self, workspace_id: str) -> dict[str, Any]:
         resident = self.residents.get(workspace_id)
         return {
             "resident": resident is not None,
@@ -325,7 +339,7 @@ class DirectoryActor:
             **self.control.durability(workspace_id),
         }
 
-    async def durability(self, workspace_id: str) -> dict:
+    async def durability(self, workspace_id: str) -> dict[str, Any]:
         return self._durability(workspace_id)
 
     # ---- reports from workspace actors (fire-and-forget) ---------------------------------------------
@@ -348,7 +362,7 @@ class DirectoryActor:
         """An admin accepts losing what only an unreachable copy held (then restores)."""
         return self.control.locations.accept_stored_state(workspace_id)
 
-    async def sweep_nodes(self) -> dict | None:
+    async def sweep_nodes(self) -> NodeAnswers | None:
         return await self.workspaces.sweep_nodes()
 
     async def snapshot_status(self, workspace_id: str, status: SnapshotStatus) -> None:
@@ -363,7 +377,9 @@ class DirectoryActor:
         if self.control.exists(workspace_id):
             self.workspaces.sweep_after_forget()
 
-    async def audit_event(self, workspace_id: str, action: str, detail: dict | None = None) -> None:
+    async def audit_event(
+        self, workspace_id: str, action: str, detail: dict[str, Any] | None = None
+    ) -> None:
         if self.control.exists(workspace_id):
             self.control.record_event(workspace_id, action, detail)
 
@@ -376,7 +392,7 @@ class DirectoryActor:
     ) -> builtins.list[AuditEntry]:
         return self.control.audit_log(workspace_id, limit)
 
-    async def maintenance(self, op: str, *args):
+    async def maintenance(self, op: str, *args: Any) -> Any:
         """The maintenance rows of the control plane: schedules, due state, write notes, the
         run audit (`minisphere.maintenance.ledger.LEDGER_OPS`; nothing else is reachable)."""
         if op not in LEDGER_OPS:
@@ -399,9 +415,10 @@ def singleton_options(name: str, settings: Settings) -> dict[str, Any]:
     }
 
 
-def get_directory(settings: Settings):
+def get_directory(settings: Settings) -> Handle:
     """The directory singleton: created on first use, found by name afterwards."""
     # mypy keeps a decorated class's own type: Ray's ActorClass (and its .options) is unseen
-    return DirectoryActor.options(  # type: ignore[attr-defined]
+    directory: Handle = DirectoryActor.options(  # type: ignore[attr-defined]
         **singleton_options(DIRECTORY_NAME, settings), resources=HEAD_NODE_RESOURCE
     ).remote(settings)
+    return directory

@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
+from typing import Any
 
 import ray
+from ray.actor import ActorClass
 from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from minisphere.directory.actor_runtime import ActorGone
+from minisphere.directory.actor_runtime import ActorGone, Handle, NodeResources
 from minisphere.directory.launch import ACTOR_NAME_PREFIX
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE
 from minisphere.wire.actor_methods import WorkspaceActorMethod
@@ -28,15 +31,21 @@ NODE_TASK_TIMEOUT_S = 120.0  # a task on every node (the sweep of its workspace 
 
 
 class RayActors:
-    def __init__(self, actor_class, namespace: str, directory, admin_token_hash: str):
+    def __init__(
+        self,
+        actor_class: ActorClass[Any],
+        namespace: str,
+        directory: Handle,
+        admin_token_hash: str,
+    ):
         self.actor_class = actor_class  # the workspace actor (a Ray actor class)
         self.namespace = namespace
         self.directory = directory  # this directory's own handle, for reports
         self.admin_token_hash = admin_token_hash
-        self._nodes: tuple[float, dict[str, dict]] = (0.0, {})
+        self._nodes: tuple[float, dict[str, NodeResources]] = (0.0, {})
 
     # ---- actors ----------------------------------------------------------------------------------
-    def start(self, name: str, options: dict):
+    def start(self, name: str, options: dict[str, Any]) -> Handle:
         """A new, unbound workspace actor named `name` (it binds when told to)."""
         return self.actor_class.options(
             name=name,
@@ -48,7 +57,9 @@ class RayActors:
         ).remote(None, self.directory, self.admin_token_hash)
 
     @staticmethod
-    async def call(handle, method: WorkspaceActorMethod, *args, timeout_s: float | None = None):
+    async def call(
+        handle: Handle, method: WorkspaceActorMethod, *args: Any, timeout_s: float | None = None
+    ) -> Any:
         """`handle.method(*args)`; ActorGone when the actor is gone, TimeoutError past
         `timeout_s`."""
         try:
@@ -57,18 +68,20 @@ class RayActors:
             raise ActorGone(exc.__class__.__name__) from None
 
     @staticmethod
-    def kill(handle) -> None:
+    def kill(handle: Handle) -> None:
         with contextlib.suppress(Exception):  # already gone
             ray.kill(handle, no_restart=True)
 
     @staticmethod
-    def actor_id(handle) -> str:
-        return handle._actor_id.hex()
+    def actor_id(handle: Handle) -> str:
+        actor_id: str = handle._actor_id.hex()
+        return actor_id
 
-    def _state(self, handle) -> dict:
-        return ray._private.state.actors(self.actor_id(handle)) or {}
+    def _state(self, handle: Handle) -> dict[str, Any]:
+        state: dict[str, Any] = ray._private.state.actors(self.actor_id(handle)) or {}
+        return state
 
-    async def until_dead(self, handle) -> None:
+    async def until_dead(self, handle: Handle) -> None:
         """Wait (bounded) until Ray reports the killed actor dead: a call already on its way
         to it must fail, not be served by it."""
         deadline = time.monotonic() + KILL_CONFIRM_TIMEOUT_S
@@ -78,7 +91,7 @@ class RayActors:
                 return
             await asyncio.sleep(KILL_CONFIRM_POLL_S)
 
-    def has_process(self, handle) -> bool:
+    def has_process(self, handle: Handle) -> bool:
         """The actor runs, or has a worker process starting (Ray reports its pid before it is
         ALIVE): slow to start, not waiting for room."""
         state = self._state(handle)
@@ -93,7 +106,7 @@ class RayActors:
             if found["namespace"] == self.namespace and found["name"].startswith(ACTOR_NAME_PREFIX)
         ]
 
-    def find(self, name: str):
+    def find(self, name: str) -> Handle | None:
         """The live actor of this name, or None."""
         try:
             return ray.get_actor(name, namespace=self.namespace)
@@ -101,7 +114,12 @@ class RayActors:
             return None
 
     # ---- work on every node --------------------------------------------------------------------
-    async def on_every_node(self, fn, args_for, timeout_s: float = NODE_TASK_TIMEOUT_S) -> dict:
+    async def on_every_node(
+        self,
+        fn: Callable[..., Any],
+        args_for: Callable[[str], tuple[Any, ...]],
+        timeout_s: float = NODE_TASK_TIMEOUT_S,
+    ) -> dict[str, Any]:
         """Run `fn(*args_for(node))` once on each live node (a task pinned there: a node's
         own disk is reachable only from it); node -> its answer, or the error's name."""
         task = ray.remote(num_cpus=0, max_retries=0)(fn)
@@ -111,7 +129,7 @@ class RayActors:
             ).remote(*args_for(node))
             for node in self.alive_nodes()
         }
-        answers = {}
+        answers: dict[str, Any] = {}
         for node, ref in refs.items():
             try:
                 answers[node] = await asyncio.wait_for(ref, timeout_s)
@@ -120,7 +138,7 @@ class RayActors:
         return answers
 
     # ---- nodes -----------------------------------------------------------------------------------
-    def alive_nodes(self) -> dict[str, dict]:
+    def alive_nodes(self) -> dict[str, NodeResources]:
         """Live node -> its resources (cached for NODE_CACHE_S)."""
         expires, nodes = self._nodes
         if time.monotonic() >= expires:
@@ -137,7 +155,7 @@ class RayActors:
         }
 
     @staticmethod
-    def aimed_at(node_id: str, cpus: float) -> dict:
+    def aimed_at(node_id: str, cpus: float) -> dict[str, Any]:
         """Actor options to start on this node if it has room, else on another. A soft
         affinity alone falls back only when the node is gone, not when it is full; and Ray
         2.60 ignores a soft affinity for an actor that asks for no resources, hence `cpus`."""

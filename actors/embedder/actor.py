@@ -18,10 +18,13 @@ import hashlib
 import logging
 import os
 import time
+from typing import Any
 
 import numpy as np
 import ray
+from typing_extensions import TypedDict
 
+from actors.handles import Handle
 from actors.process_logging import log_to_stderr
 from minisphere.wire import LOCAL_PROVIDERS
 
@@ -31,7 +34,20 @@ EMBEDDER_NUM_CPUS = 0.5  # the model's forward pass is CPU work: reserve half a 
 MAX_BATCH_TEXTS = 256  # texts per forward pass at most
 
 
-def embedder_name(spec: dict) -> str:
+class EmbedderInfo(TypedDict):
+    """What an embedder tells of itself: its model, and the work it has done."""
+
+    name: str
+    dim: int
+    pid: int
+    spec: dict[str, Any]  # the provider spec, without a literal key
+    calls: int
+    texts: int
+    batches: int  # forward passes
+    embedSeconds: float
+
+
+def embedder_name(spec: dict[str, Any]) -> str:
     """One embedder per distinct provider spec: workspaces bound to the same provider with
     other dimensions, or to another endpoint (its URL and key variable, digested), must never
     share one, which would hand them vectors of the wrong size or from the wrong service."""
@@ -47,7 +63,7 @@ def embedder_name(spec: dict) -> str:
 # Ray's typed overloads of remote() list task options only, not an actor's max_concurrency
 @ray.remote(max_restarts=-1, max_task_retries=1, max_concurrency=64)  # type: ignore[call-overload]
 class EmbedderActor:
-    def __init__(self, spec: dict):
+    def __init__(self, spec: dict[str, Any]):
         log_to_stderr()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from minisphere.engine.embedding import make_provider
@@ -57,8 +73,8 @@ class EmbedderActor:
         self.spec = {k: v for k, v in spec.items() if k not in ("apiKey",)}
         self.calls = self.texts = self.batches = 0
         self.embed_s = 0.0
-        self._pending: list[tuple[list[str], asyncio.Future]] = []
-        self._flusher: asyncio.Task | None = None
+        self._pending: list[tuple[list[str], asyncio.Future[np.ndarray]]] = []
+        self._flusher: asyncio.Task[None] | None = None
         log.info(
             "embedder %s (%d dims) loaded in %.1f s",
             self.provider.name,
@@ -66,7 +82,7 @@ class EmbedderActor:
             time.perf_counter() - started,
         )
 
-    async def info(self) -> dict:
+    async def info(self) -> EmbedderInfo:
         return {
             "name": self.provider.name,
             "dim": self.provider.dim,
@@ -82,7 +98,7 @@ class EmbedderActor:
         self.calls += 1
         if not texts:
             return np.zeros((0, self.provider.dim), dtype=np.float32)
-        future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
         self._pending.append((list(texts), future))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
@@ -91,7 +107,7 @@ class EmbedderActor:
     async def _flush(self) -> None:
         await asyncio.sleep(0)  # requests delivered in the same turn of the loop go together
         while self._pending:
-            group: list[tuple[list[str], asyncio.Future]] = []
+            group: list[tuple[list[str], asyncio.Future[np.ndarray]]] = []
             size = 0
             while self._pending and (
                 not group or size + len(self._pending[0][0]) <= MAX_BATCH_TEXTS
@@ -118,7 +134,9 @@ class EmbedderActor:
                 offset += len(texts)
 
 
-def get_or_create_embedder(spec: dict, namespace: str | None = None, num_cpus: float | None = None):
+def get_or_create_embedder(
+    spec: dict[str, Any], namespace: str | None = None, num_cpus: float | None = None
+) -> Handle:
     """The cluster's one embedder for this provider spec (named, detached, get-if-exists).
     Pass secrets as {"apiKeyEnv": "VAR"} (read inside the actor), not as a literal key. Only
     a local model reserves CPU (`num_cpus`, default EMBEDDER_NUM_CPUS): an endpoint's or the
@@ -127,10 +145,11 @@ def get_or_create_embedder(spec: dict, namespace: str | None = None, num_cpus: f
     if num_cpus is None:
         num_cpus = EMBEDDER_NUM_CPUS if spec["provider"] in LOCAL_PROVIDERS else 0
     # mypy keeps a decorated class's own type: Ray's ActorClass (and its .options) is unseen
-    return EmbedderActor.options(  # type: ignore[attr-defined]
+    embedder: Handle = EmbedderActor.options(  # type: ignore[attr-defined]
         name=embedder_name(spec),
         namespace=namespace,
         lifetime="detached",
         get_if_exists=True,
         num_cpus=num_cpus,
     ).remote(spec)
+    return embedder

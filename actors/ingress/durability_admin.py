@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actors.workspace_reach import FOLLOW_HIBERNATION_S, WorkspaceReach
 from minisphere.control.auth import check_workspace_id
@@ -19,6 +19,9 @@ from minisphere.errors import WorkspaceDataMissing
 from minisphere.settings import Settings
 from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
 from minisphere.wire.residency import HibernationAnswer
+
+if TYPE_CHECKING:
+    from minisphere.durability.restores import SnapshotRestore
 
 
 class DurabilityAdmin:
@@ -36,8 +39,8 @@ class DurabilityAdmin:
         self._store: SnapshotStore | None = None  # made on first use
 
     async def actor_call(
-        self, workspace_id: str, method: ServedMethod, *args, timeout_s: float | None = None
-    ):
+        self, workspace_id: str, method: ServedMethod, *args: Any, timeout_s: float | None = None
+    ) -> Any:
         """An admin call on the workspace's actor (activating it), following hibernation;
         `timeout_s`: a bound on the whole call, for steps of a known size (an export page, an
         import chunk). A snapshot or a restore takes what the file's size takes."""
@@ -53,8 +56,11 @@ class DurabilityAdmin:
         )
         return reply.unwrap()
 
-    async def snapshot(self, workspace_id: str) -> dict:
-        return await self.actor_call(workspace_id, ServedMethod.SNAPSHOT, "manual", self.admin_hash)
+    async def snapshot(self, workspace_id: str) -> dict[str, Any]:
+        manifest: dict[str, Any] = await self.actor_call(
+            workspace_id, ServedMethod.SNAPSHOT, "manual", self.admin_hash
+        )
+        return manifest
 
     async def hibernate(self, workspace_id: str) -> dict[str, Any]:
         """Hibernate the workspace now (snapshot if changed, close, release its actor)."""
@@ -79,9 +85,9 @@ class DurabilityAdmin:
             "pendingSnapshot": result["pendingSnapshot"],
         }
 
-    async def restore(self, workspace_id: str, version: str) -> dict:
+    async def restore(self, workspace_id: str, version: str) -> dict[str, Any]:
         try:
-            result = await self.actor_call(
+            result: SnapshotRestore = await self.actor_call(
                 workspace_id, ServedMethod.RESTORE, version, self.admin_hash
             )
         except WorkspaceDataMissing:
@@ -95,31 +101,35 @@ class DurabilityAdmin:
             )
         return restored_answer(workspace_id, result)
 
-    async def restore_to_moment(self, workspace_id: str, moment: str) -> dict:
-        return await self.actor_call(
+    async def restore_to_moment(self, workspace_id: str, moment: str) -> dict[str, Any]:
+        restored: dict[str, Any] = await self.actor_call(
             workspace_id, ServedMethod.RESTORE_TO_MOMENT, moment, self.admin_hash
         )
+        return restored
 
-    async def prune_snapshots(self, workspace_id: str, keep: int) -> dict:
-        return await self.actor_call(
+    async def prune_snapshots(self, workspace_id: str, keep: int) -> dict[str, Any]:
+        pruned: dict[str, Any] = await self.actor_call(
             workspace_id, ServedMethod.PRUNE_SNAPSHOTS, keep, self.admin_hash
         )
+        return pruned
 
-    async def rebind_vectors(self, workspace_id: str, vector: dict) -> dict:
+    async def rebind_vectors(self, workspace_id: str, vector: dict[str, Any]) -> dict[str, Any]:
         """The blueprint names the binding `vector` from now on; the file follows, re-embedded
         while the workspace serves (its progress: `vector_binding`)."""
         check_workspace_id(workspace_id)
         record = await self._ask_directory(DirectoryMethod.SET_VECTOR_BINDING, workspace_id, vector)
         wanted = record["blueprint"]["bindings"]["vector"]
-        state = await self.actor_call(
+        state: dict[str, Any] = await self.actor_call(
             workspace_id, ServedMethod.REBIND_VECTORS, wanted, self.admin_hash
         )
         return {"workspace": workspace_id, "blueprint": wanted, **state}
 
-    async def vector_binding(self, workspace_id: str) -> dict:
+    async def vector_binding(self, workspace_id: str) -> dict[str, Any]:
         check_workspace_id(workspace_id)
         record = await self._ask_directory(DirectoryMethod.GET, workspace_id)
-        state = await self.actor_call(workspace_id, ServedMethod.VECTOR_BINDING, self.admin_hash)
+        state: dict[str, Any] = await self.actor_call(
+            workspace_id, ServedMethod.VECTOR_BINDING, self.admin_hash
+        )
         return {
             "workspace": workspace_id,
             "blueprint": (record["blueprint"].get("bindings") or {}).get("vector"),
@@ -131,7 +141,7 @@ class DurabilityAdmin:
             self._store = open_snapshot_store(self.settings.snapshots)
         return self._store
 
-    async def list_snapshots(self, workspace_id: str) -> list[dict]:
+    async def list_snapshots(self, workspace_id: str) -> list[dict[str, Any]]:
         """Versions in the store (no actor is woken for this)."""
         check_workspace_id(workspace_id)
         record = await self._ask_directory(DirectoryMethod.GET, workspace_id)  # NotFound if absent

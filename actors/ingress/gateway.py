@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from actors.directory.actor import get_directory
+from actors.handles import Handle
 from actors.ingress.durability_admin import DurabilityAdmin
 from actors.ingress.query_encoders import QueryEncoders
 from actors.ingress.spare_contacts import SpareContacts
@@ -40,6 +41,7 @@ from minisphere.maintenance import runs as M
 from minisphere.settings import Settings
 from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
 from minisphere.wire.records import MaintenanceRun, TokenInfo, TokenIssued, WorkspaceRecord
+from minisphere.wire.timings import CallTimings
 
 log = logging.getLogger("minisphere.gateway")
 # a whole call, its wake and every resend included: below the front's 60 s request limit
@@ -70,7 +72,7 @@ def _resend_policy(
 
 
 class Gateway:
-    def __init__(self, settings: Settings, directory=None):
+    def __init__(self, settings: Settings, directory: Handle | None = None):
         """`directory`: the directory actor's handle (default: the named singleton); a test
         passes one whose methods' `.remote()` are awaitables, to run replicas in process."""
         self.settings = settings
@@ -91,7 +93,7 @@ class Gateway:
             settings, self.reach, self.ask_directory, self.admin_hash
         )
 
-    async def ask_directory(self, method: DirectoryMethod | str, *args):
+    async def ask_directory(self, method: DirectoryMethod | str, *args: Any) -> Any:
         """The directory's `method(*args)`; a name it has no method for (the token cache
         names its one question as a string) raises ValueError before anything is sent."""
         return await ask(self.directory, DirectoryMethod(method), *args)
@@ -135,7 +137,7 @@ class Gateway:
             grant.require(method_name, method.access)
         return candidate
 
-    async def whoami(self, token: str, client: str = UNKNOWN_CLIENT) -> dict:
+    async def whoami(self, token: str, client: str = UNKNOWN_CLIENT) -> dict[str, Any]:
         """What the token is (admin, or a workspace grant without its secret)."""
         candidate = token_hash(token)
         if same_hash(candidate, self.admin_hash):
@@ -147,7 +149,8 @@ class Gateway:
         )
         if found is None:
             raise Unauthenticated("invalid token")
-        return found
+        grant: dict[str, Any] = found
+        return grant
 
     def forget(self, workspace_id: str) -> None:
         self.token_cache.forget(workspace_id)
@@ -159,10 +162,10 @@ class Gateway:
         self,
         workspace_id: str,
         method_name: str,
-        body,
+        body: Any,
         caller: str,
         idempotency_key: str | None = None,
-    ) -> tuple[Any, dict]:
+    ) -> tuple[Any, CallTimings]:
         """Run one method on the workspace's actor as `caller` (the token hash `authorize`
         returned): (result, timings); engine errors raise. Timings say `replayed` when a
         keyed write was answered from its stored result."""
@@ -195,7 +198,7 @@ class Gateway:
                 self.pressure.end(ticket, time.monotonic(), counted=attempts == 1)
         if isinstance(reply, RecallReply):
             self.query_encoders.learn(workspace_id, reply.query_encoder)
-        timings = dict(reply.timings)
+        timings = reply.timings.copy()
         timings["rpc_ms"] = rpc_ms
         if attempts > 1:
             timings["attempts"] = attempts
@@ -203,8 +206,8 @@ class Gateway:
 
     # ---- maintenance -------------------------------------------------------------------
     async def run_maintenance(
-        self, workspace_id: str, method_name: str, body, caller: str
-    ) -> tuple[object, dict]:
+        self, workspace_id: str, method_name: str, body: Any, caller: str
+    ) -> tuple[object, CallTimings]:
         """A maintenance method called over HTTP (admin token, checked by `authorize`): run like
         any call, recorded as the workspace's due state and audited as trigger=manual."""
         record = M.RunRecord.begin(workspace_id, "manual", epoch_ms())
@@ -239,29 +242,42 @@ class Gateway:
     async def maintenance_runs(
         self, workspace_id: str | None, limit: int
     ) -> builtins.list[MaintenanceRun]:
-        return await self.ask_directory(DirectoryMethod.MAINTENANCE, "runs", workspace_id, limit)
+        runs: builtins.list[MaintenanceRun] = await self.ask_directory(
+            DirectoryMethod.MAINTENANCE, "runs", workspace_id, limit
+        )
+        return runs
 
     # ---- admin -----------------------------------------------------------------------------------
-    async def create(self, workspace_id, blueprint, label) -> dict:
-        return await self.ask_directory(DirectoryMethod.CREATE, workspace_id, blueprint, label)
+    async def create(
+        self, workspace_id: str | None, blueprint: dict[str, Any] | None, label: str | None
+    ) -> dict[str, Any]:
+        record: dict[str, Any] = await self.ask_directory(
+            DirectoryMethod.CREATE, workspace_id, blueprint, label
+        )
+        return record
 
     async def list(self, limit: int, after: str) -> builtins.list[WorkspaceRecord]:
-        return await self.ask_directory(DirectoryMethod.LIST, limit, after)
+        records: builtins.list[WorkspaceRecord] = await self.ask_directory(
+            DirectoryMethod.LIST, limit, after
+        )
+        return records
 
-    async def get(self, workspace_id: str) -> dict:
+    async def get(self, workspace_id: str) -> dict[str, Any]:
         check_workspace_id(workspace_id)
-        record = await self.ask_directory(DirectoryMethod.GET, workspace_id)
+        record: dict[str, Any] = await self.ask_directory(DirectoryMethod.GET, workspace_id)
         await self._add_live_durability(workspace_id, record.get("durability") or {})
         return record
 
-    async def durability(self, workspace_id: str) -> dict:
+    async def durability(self, workspace_id: str) -> dict[str, Any]:
         """A workspace's snapshot and replication status: its actor's own when resident (the
         replica's lag is known only there), else what the directory recorded."""
-        durability = await self.ask_directory(DirectoryMethod.DURABILITY, workspace_id)
+        durability: dict[str, Any] = await self.ask_directory(
+            DirectoryMethod.DURABILITY, workspace_id
+        )
         await self._add_live_durability(workspace_id, durability)
         return durability
 
-    async def _add_live_durability(self, workspace_id: str, durability: dict) -> None:
+    async def _add_live_durability(self, workspace_id: str, durability: dict[str, Any]) -> None:
         if not durability.get("resident"):
             return
         try:
@@ -275,10 +291,11 @@ class Gateway:
         except Exception as exc:  # noqa: BLE001 - the stored status is shown instead
             log.info("live durability status of %s unavailable: %r", workspace_id, exc)
 
-    async def delete(self, workspace_id: str) -> dict:
+    async def delete(self, workspace_id: str) -> dict[str, Any]:
         check_workspace_id(workspace_id)
         self.forget(workspace_id)
-        return await self.ask_directory(DirectoryMethod.DELETE, workspace_id)
+        deleted: dict[str, Any] = await self.ask_directory(DirectoryMethod.DELETE, workspace_id)
+        return deleted
 
     async def ready(self) -> bool:
         """The replica's own health: deliberately not the directory's. A directory busy with a
@@ -292,16 +309,22 @@ class Gateway:
     ) -> TokenIssued:
         check_workspace_id(workspace_id)
         expires_at = epoch_ms() + expires_in_s * 1000 if expires_in_s is not None else None
-        return await self.ask_directory(
+        issued: TokenIssued = await self.ask_directory(
             DirectoryMethod.CREATE_TOKEN, workspace_id, scope, label, expires_at
         )
+        return issued
 
     async def list_tokens(self, workspace_id: str) -> builtins.list[TokenInfo]:
         check_workspace_id(workspace_id)
-        return await self.ask_directory(DirectoryMethod.LIST_TOKENS, workspace_id)
+        tokens: builtins.list[TokenInfo] = await self.ask_directory(
+            DirectoryMethod.LIST_TOKENS, workspace_id
+        )
+        return tokens
 
-    async def revoke_token(self, workspace_id: str, token_id: str) -> dict:
+    async def revoke_token(self, workspace_id: str, token_id: str) -> dict[str, Any]:
         check_workspace_id(workspace_id)
-        answer = await self.ask_directory(DirectoryMethod.REVOKE_TOKEN, workspace_id, token_id)
+        answer: dict[str, Any] = await self.ask_directory(
+            DirectoryMethod.REVOKE_TOKEN, workspace_id, token_id
+        )
         self.token_cache.forget(workspace_id)
         return answer

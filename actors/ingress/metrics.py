@@ -27,8 +27,12 @@ import asyncio
 import contextlib
 import logging
 import time
+from typing import TYPE_CHECKING, Any
 
 from minisphere.wire.actor_methods import DirectoryMethod
+
+if TYPE_CHECKING:
+    from actors.ingress.gateway import Gateway
 
 log = logging.getLogger("minisphere.metrics")
 METRICS_POLL_S = 15.0
@@ -52,7 +56,7 @@ LATENCY_BOUNDARIES_MS: list[float] = [
 
 
 class ServiceMetrics:
-    def __init__(self, gateway=None) -> None:
+    def __init__(self, gateway: Gateway | None = None) -> None:
         from ray.util import metrics
 
         self.gateway = gateway
@@ -78,9 +82,9 @@ class ServiceMetrics:
             "minisphere_replication_lag_seconds",
             description="longest time a resident workspace's replica has been behind its file",
         )
-        self._poller: asyncio.Task | None = None
+        self._poller: asyncio.Task[None] | None = None
 
-    def observe(self, record: dict) -> None:
+    def observe(self, record: dict[str, Any]) -> None:
         method = record["method"]
         self.requests.inc(1, tags={"method": method, "status": str(record["status"])})
         self.latency.observe(record["latencyMs"], tags={"method": method})
@@ -96,8 +100,9 @@ class ServiceMetrics:
                 log.debug("metrics poll failed", exc_info=True)
             await asyncio.sleep(METRICS_POLL_S)
 
-    async def poll_once(self) -> dict:
-        resident = await self.gateway.ask_directory(DirectoryMethod.RESIDENT)
+    async def poll_once(self) -> dict[str, float]:
+        assert self.gateway is not None  # polled only with a gateway to ask
+        resident: list[str] = await self.gateway.ask_directory(DirectoryMethod.RESIDENT)
         self.resident.set(len(resident))
         ages, lags = [], []
         for workspace_id in resident[:SNAPSHOT_AGE_SAMPLE]:

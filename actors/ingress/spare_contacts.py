@@ -17,18 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+
+from actors.handles import Handle
 
 log = logging.getLogger("minisphere.spare_contacts")
 SPARE_CONTACT_EVERY_S = 2.0
 
 
 class SpareContacts:
-    def __init__(self, directory, every_s: float = SPARE_CONTACT_EVERY_S):
+    def __init__(self, directory: Handle, every_s: float = SPARE_CONTACT_EVERY_S):
         self.directory = directory
         self.every_s = every_s
-        self.contacted: dict[str, Any] = {}  # ready spare's actor name -> its handle
-        self._task: asyncio.Task | None = None
+        self.contacted: dict[str, Handle] = {}  # ready spare's actor name -> its handle
+        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Keep contacting new spares from now on (cheap to call again; needs a running loop)."""
@@ -46,7 +47,10 @@ class SpareContacts:
     async def refresh(self) -> int:
         """Ask which spares are ready, ping the new ones and let go of the rest; returns how
         many were pinged."""
-        ready, new = await self.directory.spare_handles.remote(list(self.contacted))
+        handles: tuple[list[str], dict[str, Handle]] = await self.directory.spare_handles.remote(
+            list(self.contacted)
+        )
+        ready, new = handles
         for handle in new.values():
             handle.ping.remote()  # the first message; its answer is not needed
         kept = {name: self.contacted[name] for name in ready if name in self.contacted}

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections.abc import AsyncIterator
 
-from actors.ingress.gateway import CALL_TIMEOUT_S
-from actors.workspace.transfer_steps import EXPORT_PAGE_LINES
+from actors.ingress.gateway import CALL_TIMEOUT_S, Gateway
+from actors.workspace.transfer_steps import EXPORT_PAGE_LINES, ExportPage
 from minisphere.errors import TransferError
 from minisphere.wire.actor_methods import ServedMethod
 
@@ -17,13 +18,13 @@ from minisphere.wire.actor_methods import ServedMethod
 class TransferOps:
     """What the HTTP routes need, on top of the replica's gateway."""
 
-    def __init__(self, gateway):
+    def __init__(self, gateway: Gateway):
         self.gateway = gateway
 
-    async def export_pages(self, workspace_id: str):
+    async def export_pages(self, workspace_id: str) -> AsyncIterator[list[str]]:
         export_id = uuid.uuid4().hex
         for number in itertools.count():
-            page = await self.gateway.durability_admin.actor_call(
+            page: ExportPage = await self.gateway.durability_admin.actor_call(
                 workspace_id,
                 ServedMethod.EXPORT_PAGE,
                 export_id,
@@ -38,10 +39,10 @@ class TransferOps:
 
     async def import_chunk(
         self, workspace_id: str, key: str, header: str, lines: list[str], first: int, final: bool
-    ) -> dict:
+    ) -> dict[str, int]:
         if not key.isalnum() or len(key) > 64:
             raise TransferError("key must be 1-64 letters or digits (e.g. the file's sha256)")
-        return await self.gateway.durability_admin.actor_call(
+        report: dict[str, int] = await self.gateway.durability_admin.actor_call(
             workspace_id,
             ServedMethod.IMPORT_CHUNK,
             key,
@@ -52,3 +53,4 @@ class TransferOps:
             self.gateway.admin_hash,
             timeout_s=CALL_TIMEOUT_S,  # a chunk is small: no chunk may hang the import
         )
+        return report

@@ -13,10 +13,12 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import ray
 from ray.exceptions import GetTimeoutError, RayTaskError
 
+from actors.handles import Handle
 from actors.workspace_call import WorkspaceCall
 from actors.workspace_reach import WorkspaceReach, unwrap
 from minisphere.control.auth import check_workspace_id
@@ -38,7 +40,7 @@ class StalenessPassAccess:
 
     __slots__ = ("run_staleness_pass",)
 
-    def __init__(self, directory, admin_token_hash: str = ""):
+    def __init__(self, directory: Handle, admin_token_hash: str = ""):
         reach = WorkspaceReach(directory)
 
         def run_staleness_pass(workspace_id: str, limit: int) -> StalenessPassAnswer:
@@ -57,7 +59,8 @@ class StalenessPassAccess:
                     f"{PASS_METHOD}",
                 )
             )
-            return reply.unwrap()
+            answer: StalenessPassAnswer = reply.unwrap()
+            return answer
 
         self.run_staleness_pass = run_staleness_pass
 
@@ -67,8 +70,8 @@ class DirectoryLedger:
 
     __slots__ = ("_call",)
 
-    def __init__(self, directory):
-        def call(op: str, *args):
+    def __init__(self, directory: Handle):
+        def call(op: str, *args: Any) -> Any:
             if op not in LEDGER_OPS:
                 raise ValueError(f"not a maintenance ledger operation: {op}")
             try:
@@ -83,16 +86,21 @@ class DirectoryLedger:
         self._call = call
 
     def schedules(self) -> list[WorkspaceRecord]:
-        return self._call("schedules")
+        records: list[WorkspaceRecord] = self._call("schedules")
+        return records
 
     def due_state(self, workspace_id: str) -> DueState | None:
-        return self._call("due_state", workspace_id)
+        due: DueState | None = self._call("due_state", workspace_id)
+        return due
 
-    def record_pass(self, workspace_id, next_due_at, remaining, checked_at) -> None:
+    def record_pass(
+        self, workspace_id: str, next_due_at: int | None, remaining: int, checked_at: int
+    ) -> None:
         self._call("record_pass", workspace_id, next_due_at, remaining, checked_at)
 
     def record_run(self, run: MaintenanceRun) -> None:
         self._call("record_run", run)
 
     def last_cron_start(self, workspace_id: str) -> int | None:
-        return self._call("last_cron_start", workspace_id)
+        started: int | None = self._call("last_cron_start", workspace_id)
+        return started

@@ -18,6 +18,7 @@ import warnings
 import ray
 
 from actors.directory.actor import get_directory, singleton_options
+from actors.handles import Handle
 from actors.process_logging import log_to_stderr
 from actors.scheduler.access import DirectoryLedger, StalenessPassAccess
 from minisphere.control.auth import token_hash
@@ -62,7 +63,7 @@ class ScheduledTasksActor:
             raise ValueError(f"workspace {workspace_id} has no scheduled staleness job")
         return self.core.run_scheduled(workspace_id, spec.limit)
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, int | bool]:
         return {
             "jobs": len(self.core.jobs()),
             "restarted": self.restarted,
@@ -70,9 +71,10 @@ class ScheduledTasksActor:
         }
 
 
-def get_scheduled_tasks(settings: Settings):
+def get_scheduled_tasks(settings: Settings) -> Handle:
     """The scheduler singleton: created on first use, found by name afterwards."""
     # mypy keeps a decorated class's own type: Ray's ActorClass (and its .options) is unseen
-    return ScheduledTasksActor.options(  # type: ignore[attr-defined]
+    scheduler: Handle = ScheduledTasksActor.options(  # type: ignore[attr-defined]
         **singleton_options(SCHEDULER_NAME, settings)
     ).remote(settings)
+    return scheduler

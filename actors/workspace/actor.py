@@ -40,10 +40,12 @@ import asyncio
 import logging
 import os
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import ray
 
+from actors.handles import Handle
 from actors.process_logging import log_to_stderr
 from actors.sent_queries import adopt_sent_query, recall_reply
 from actors.workspace.admin_methods import FILE_METHODS, AdminFiles
@@ -79,11 +81,18 @@ from minisphere.settings import restrict_file_modes
 from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
 from minisphere.wire.residency import (
     Activation,
+    Activity,
     BindAnswer,
     HibernationReport,
     HostHibernation,
+    OpeningProgress,
     SnapshotStatus,
+    SpareReady,
 )
+from minisphere.wire.timings import CallTimings
+
+if TYPE_CHECKING:
+    from actors.workspace.isolation_audit import Retained
 
 log = logging.getLogger("minisphere.workspace_actor")
 
@@ -98,7 +107,7 @@ class WorkspaceActor:
     def __init__(
         self,
         launch: WorkspaceLaunch | None = None,
-        directory=None,
+        directory: Handle | None = None,
         admin_token_hash: str = "",
         grants: tuple[TokenGrant, ...] = (),
     ):
@@ -138,7 +147,7 @@ class WorkspaceActor:
         if launch is not None:
             self._bind(launch, grants)
 
-    async def ready(self) -> dict:
+    async def ready(self) -> SpareReady:
         """What the directory's pool records of a spare once its imports are done.
         `runtimeEnv`: any non-empty one (inherited from whoever started the directory) makes
         Ray start workers through its setup_worker.py shim, which makes every start dearer."""
@@ -184,11 +193,13 @@ class WorkspaceActor:
             }
         )
 
-    async def opening(self) -> dict:
+    async def opening(self) -> OpeningProgress:
         """How far the bind under way has come (see `opening_progress`)."""
         return await asyncio.to_thread(opening_progress, self.launch)
 
-    def _bind(self, launch: WorkspaceLaunch, grants, report_placement: bool = True) -> Activation:
+    def _bind(
+        self, launch: WorkspaceLaunch, grants: tuple[TokenGrant, ...], report_placement: bool = True
+    ) -> Activation:
         """Open the workspace. `report_placement`: tell the directory where it opened, which
         a bind the directory asked for does not need (it reads the answer), and a process's
         first message to an actor is slow to submit, which would land inside every wake."""
@@ -274,7 +285,7 @@ class WorkspaceActor:
         self.news.tell(DirectoryMethod.SNAPSHOT_STATUS, status)
         self.positions.report(status.get("lastPosition"))
 
-    async def serve(self, workspace_id: str, method: str, *args) -> Reply[Any]:
+    async def serve(self, workspace_id: str, method: str, *args: Any) -> Reply[Any]:
         """Run one of the methods callers reach a workspace by, if this actor serves
         `workspace_id` now. A process outlives a workspace's residency (it is recycled through
         the spare pool), so a handle cached for a workspace that has since hibernated may
@@ -288,7 +299,10 @@ class WorkspaceActor:
                     f"workspace {workspace_id} is not served here any more; the call was not run"
                 )
             )
-        return await getattr(self.files if method in FILE_METHODS else self, method)(*args)
+        served: Callable[..., Awaitable[Reply[Any]]] = getattr(
+            self.files if method in FILE_METHODS else self, method
+        )
+        return await served(*args)
 
     async def call(self, request: WorkspaceCall) -> Reply[Any]:
         """One contract method. A keyed write repeated after it committed answers the stored
@@ -298,7 +312,7 @@ class WorkspaceActor:
         started = time.perf_counter()
         method_name, body = request.method, request.body
         self.facts.note_call()
-        timings: dict = {}
+        timings: CallTimings = {}
         try:
             assert self.host is not None  # serve() let the call in: a workspace is bound
             method = find_method(method_name)
@@ -326,17 +340,17 @@ class WorkspaceActor:
             return recall_reply(result, timings, self.host.embedder, ahead)
         return Reply.done(result, timings=timings)
 
-    async def audit_retained(self, hex_needles: list[str]) -> dict:
+    async def audit_retained(self, hex_needles: list[str]) -> Retained:
         """Where this process still holds any of the needles (isolation_audit.py): run on
         a recycled process, with the previous tenant's id, paths and text, it must find none."""
         from actors.workspace.isolation_audit import retained
 
         return retained(list(hex_needles))
 
-    async def ping(self) -> dict:
+    async def ping(self) -> dict[str, Any]:
         return {"workspace": self.workspace_id, "pid": os.getpid(), "nodeId": self.node_id}
 
-    async def activity(self) -> dict:
+    async def activity(self) -> Activity:
         """What the directory needs to choose hibernation victims (cheap)."""
         return self.facts.activity(self.host, self.admission)
 
@@ -376,7 +390,7 @@ class WorkspaceActor:
         self.tokens.forget_workspace()
         drop_process_wide_traces()
 
-    async def durability(self) -> Reply[dict]:
+    async def durability(self) -> Reply[dict[str, Any]]:
         return Reply.done(
             {
                 "nodeId": self.node_id,
@@ -385,10 +399,10 @@ class WorkspaceActor:
             }
         )
 
-    async def stats(self) -> dict:
+    async def stats(self) -> dict[str, Any]:
         return self.facts.stats(self.host, self.workspace_id, self.contracts)
 
-    async def close(self) -> dict:
+    async def close(self) -> dict[str, str | None]:
         """Commit what is queued, close every connection. The actor must be killed after."""
         if self.host is not None:
             assert self.admission is not None  # bound with the host

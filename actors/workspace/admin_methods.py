@@ -11,7 +11,8 @@ workspace bound now, made on the first export or import.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from actors.workspace.file_owner import FileOwner
 from actors.workspace.vector_rebinds import VectorRebinds
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from actors.workspace.transfer_steps import TransferSessions
     from minisphere.hosting.host import WorkspaceHost
 
+P = ParamSpec("P")
+T = TypeVar("T")
+Target = TypeVar("Target")  # what a restore restores to: a version, or a moment
 # the served methods that are the admin's operations on the file (sent to `AdminFiles`)
 FILE_METHODS = frozenset(
     {
@@ -39,10 +43,10 @@ FILE_METHODS = frozenset(
 )
 
 
-async def run_on_thread(fn, *args) -> Reply[Any]:
+async def run_on_thread(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Reply[Any]:
     """`fn(*args)` on a worker thread, answered as a reply."""
     try:
-        return Reply.done(await asyncio.to_thread(fn, *args))
+        return Reply.done(await asyncio.to_thread(fn, *args, **kwargs))
     except Exception as exc:  # noqa: BLE001 - answered as a named error
         return Reply.failed(as_named_error(exc))
 
@@ -143,7 +147,12 @@ class AdminFiles:
         )
 
     async def _swap_file(
-        self, restore, target: str | None, action: str, field: str, token_hash: str
+        self,
+        restore: Callable[[Target], Mapping[str, object]],
+        target: Target,
+        action: str,
+        field: str,
+        token_hash: str,
     ) -> Reply[Any]:
         """A restore: hold new calls, let those in flight finish, swap the file, reopen; then
         audit it, and tell the scheduler (its due state was about the old file) and the
@@ -162,7 +171,7 @@ class AdminFiles:
             self.owner.positions.report()
         return answer
 
-    async def rebind_vectors(self, spec: dict, token_hash: str) -> Reply[Any]:
+    async def rebind_vectors(self, spec: dict[str, Any], token_hash: str) -> Reply[Any]:
         """Start moving the file's vectors to the binding `spec` (see `VectorRebinds`)."""
         try:
             self.owner.tokens.authorize_admin(token_hash, "a rebind")

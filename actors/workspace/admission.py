@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from minisphere.errors import WorkspaceHibernating
@@ -32,7 +33,7 @@ class Admission:
         )
 
     @asynccontextmanager
-    async def admit(self):
+    async def admit(self) -> AsyncIterator[None]:
         while not self._open.is_set():
             await self._open.wait()
         if self.hibernating:
@@ -47,7 +48,7 @@ class Admission:
                 self._idle.set()
 
     @asynccontextmanager
-    async def exclusive(self):
+    async def exclusive(self) -> AsyncIterator[None]:
         """No call runs inside; calls arriving meanwhile wait (or are refused if hibernating)."""
         async with self._exclusive:
             if self.hibernating:

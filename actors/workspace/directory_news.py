@@ -8,13 +8,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from actors.handles import Handle
 from minisphere.wire.actor_methods import DirectoryMethod
 
 log = logging.getLogger("minisphere.workspace_actor")
 
 
 class DirectoryNews:
-    def __init__(self, directory: Any, workspace_id: Callable[[], str | None]):
+    def __init__(self, directory: Handle | None, workspace_id: Callable[[], str | None]):
         self.directory = directory  # the directory's handle (may be None)
         self.workspace_id = workspace_id
 

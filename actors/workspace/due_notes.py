@@ -21,7 +21,10 @@ anyway. Every write, on a vector-bound workspace too, goes through the one FIFO 
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Future
+from typing import Any
 
+from actors.handles import Handle
 from minisphere.engine.clock import epoch_ms
 from minisphere.maintenance.runs import DUE_CHANGING_WRITES
 
@@ -31,7 +34,7 @@ log = logging.getLogger("minisphere.due_notes")
 class DueNotes:
     """`directory`: the directory actor's handle (None: no control plane to tell; no-op)."""
 
-    def __init__(self, workspace_id: str, directory):
+    def __init__(self, workspace_id: str, directory: Handle | None):
         self.workspace_id = workspace_id
         self.directory = directory
         self.noted = False
@@ -52,9 +55,10 @@ class DueNotes:
         except Exception as exc:  # noqa: BLE001 - the write must not fail for this
             self._undelivered(exc)
 
-    def _delivered(self, future) -> None:
-        if future.exception() is not None:
-            self._undelivered(future.exception())
+    def _delivered(self, future: Future[Any]) -> None:
+        exc = future.exception()
+        if exc is not None:
+            self._undelivered(exc)
 
     def _undelivered(self, exc: BaseException) -> None:
         self.noted = False  # the next write sends one again

@@ -16,12 +16,20 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from typing_extensions import TypedDict
+
 from minisphere.hosting.tenant_caches import tenant_caches
 
 HOLDERS_SHOWN = 5  # per needle: enough to say where to look
 
 
-def _strings_in(obj) -> Iterable[str | bytes | bytearray]:
+class Retained(TypedDict):
+    objects: dict[str, list[str]]  # needle -> the kinds of object holding it
+    files: list[str]  # open files whose path holds a needle
+    cacheEntries: int  # entries left in the engine's process-wide caches
+
+
+def _strings_in(obj: object) -> Iterable[str | bytes | bytearray]:
     if isinstance(obj, str | bytes | bytearray):
         yield obj
         return
@@ -30,7 +38,7 @@ def _strings_in(obj) -> Iterable[str | bytes | bytearray]:
             yield referent
 
 
-def retained(hex_needles: list[str]) -> dict:
+def retained(hex_needles: list[str]) -> Retained:
     """{"objects": {needle: [holder kinds]}, "files": [...], "cacheEntries": n}."""
     needles = [bytes.fromhex(h).decode() for h in hex_needles]
     encoded = [(needle, needle.encode()) for needle in needles]
@@ -50,7 +58,7 @@ def retained(hex_needles: list[str]) -> dict:
                     kinds = found.setdefault(needle, [])
                     if len(kinds) < HOLDERS_SHOWN:
                         kinds.append(type(holder).__name__)
-    files = []
+    files: list[str] = []
     for fd in Path("/proc/self/fd").iterdir():
         try:
             target = str(fd.readlink())

@@ -18,9 +18,10 @@ from minisphere.hosting.copies import staged_bytes
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.hosting.host_options import HostListeners, HostTuning, KnownState
 from minisphere.settings import SnapshotSettings, ensure_private_dir
-from minisphere.wire.residency import SnapshotStatus
+from minisphere.wire.residency import OpeningProgress, SnapshotStatus
 
 if TYPE_CHECKING:
+    from actors.workspace.remote_embedder import RemoteEmbedder
     from minisphere.control.blueprints import VectorBindingSpec
 
 
@@ -47,7 +48,7 @@ def open_host(
             launch.generation,
             owner_pid=owner,
         ),
-        embedder=shared_embedder(launch.vector),
+        embedder=shared_embedder(launch.vector) if launch.vector is not None else None,
         known=KnownState(
             generation=launch.generation,
             epoch=launch.epoch,
@@ -66,16 +67,14 @@ def open_host(
     )
 
 
-def opening_progress(launch: WorkspaceLaunch | None) -> dict:
+def opening_progress(launch: WorkspaceLaunch | None) -> OpeningProgress:
     """The bytes the bind under way has staged so far, restoring its file (the directory lets a
     restore that keeps growing outlast the bind's timeout)."""
     return {"stagedBytes": staged_bytes(Path(launch.path).parent) if launch else 0}
 
 
-def shared_embedder(vector: VectorBindingSpec | None):
+def shared_embedder(vector: VectorBindingSpec) -> RemoteEmbedder:
     """A vector binding embeds through the cluster's shared embedder, never a local model."""
-    if vector is None:
-        return None
     from actors.embedder.actor import embedder_name, get_or_create_embedder
     from actors.workspace.remote_embedder import RemoteEmbedder
 

@@ -12,7 +12,7 @@ from typing import Any
 from actors.workspace.admission import Admission
 from actors.workspace.process_memory import rss_bytes
 from minisphere.hosting.host import WorkspaceHost
-from minisphere.wire.residency import ProcessReport
+from minisphere.wire.residency import Activity, ProcessReport
 
 CLOSED_WRITER_COUNTERS = ("queueDepth", "batches", "writes", "largestBatch")
 
@@ -42,7 +42,7 @@ class ProcessFacts:
             "nodeId": self.node_id,
         }
 
-    def activity(self, host: WorkspaceHost | None, admission: Admission | None) -> dict[str, Any]:
+    def activity(self, host: WorkspaceHost | None, admission: Admission | None) -> Activity:
         """What the directory needs to choose hibernation victims (cheap)."""
         if host is None or admission is None:
             return {"lastCallAt": self.last_call_at, "inflight": 0, "snapshotFailing": False}

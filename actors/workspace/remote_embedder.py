@@ -10,11 +10,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future
-from typing import Any
 
 import numpy as np
 import ray
 
+from actors.handles import Handle
 from actors.sent_queries import Address
 
 REMOTE_TIMEOUT_S = 120.0  # a workspace gives up on one embed call after this
@@ -37,20 +37,21 @@ class RemoteEmbedder:
     then starts a hop earlier, and `submit` hands over that call instead of sending its own."""
 
     def __init__(
-        self, handle: Any, timeout_s: float = REMOTE_TIMEOUT_S, address: Address | None = None
+        self, handle: Handle, timeout_s: float = REMOTE_TIMEOUT_S, address: Address | None = None
     ):
         self.handle = handle
         self.timeout_s = timeout_s
         self.address = address
         info = ray.get(handle.info.remote(), timeout=timeout_s)
         self.name, self.dim = info["name"], int(info["dim"])
-        self._adopted: OrderedDict[str, ray.ObjectRef] = OrderedDict()
+        self._adopted: OrderedDict[str, ray.ObjectRef[np.ndarray]] = OrderedDict()
         self._adopted_lock = threading.Lock()  # submit runs on the engine's sending thread
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        return ray.get(self.handle.embed.remote(list(texts)), timeout=self.timeout_s)
+        vectors: np.ndarray = ray.get(self.handle.embed.remote(list(texts)), timeout=self.timeout_s)
+        return vectors
 
-    def adopt(self, text: str, sent: ray.ObjectRef) -> None:
+    def adopt(self, text: str, sent: ray.ObjectRef[np.ndarray]) -> None:
         """`sent` is this embedder's `embed([text])`, sent by the caller: the next `submit`
         of exactly [text] takes it instead of embedding the text again."""
         with self._adopted_lock:
@@ -58,7 +59,7 @@ class RemoteEmbedder:
             while len(self._adopted) > ADOPTED_QUERIES_MAX:
                 self._adopted.popitem(last=False)
 
-    def submit(self, texts: list[str]) -> Future:
+    def submit(self, texts: list[str]) -> Future[np.ndarray]:
         """A Future of `embed(texts)`; an error of the embedder is the Future's exception."""
         sent = None
         if len(texts) == 1:

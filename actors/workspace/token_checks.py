@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from minisphere.control.auth import TokenGrant, same_hash
 from minisphere.engine.clock import epoch_ms
+from minisphere.engine.methods import Method
 from minisphere.errors import Unauthenticated
 
 TOKEN_USE_REPORT_S = 60.0  # how often token use reaches the directory, at most
@@ -28,7 +29,7 @@ class TokenChecks:
         self._used_reported_at = float("-inf")
         self._report_pending = False
 
-    def set_grants(self, grants) -> None:
+    def set_grants(self, grants: Iterable[TokenGrant]) -> None:
         self.grants = {grant.token_hash: grant for grant in grants}
 
     def forget_workspace(self) -> None:
@@ -39,7 +40,7 @@ class TokenChecks:
     def _is_admin(self, token_hash: str) -> bool:
         return bool(self.admin_token_hash) and same_hash(token_hash, self.admin_token_hash)
 
-    def authorize(self, method, token_hash: str) -> None:
+    def authorize(self, method: Method, token_hash: str) -> None:
         """Refuse the call unless the token may call `method` (a contract method) now."""
         if self._is_admin(token_hash):
             return

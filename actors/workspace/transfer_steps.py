@@ -19,11 +19,15 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+from typing_extensions import TypedDict
 
 from minisphere.engine import db
 from minisphere.engine.clock import SystemClock
 from minisphere.errors import TransferError
+from minisphere.hosting.host import WorkspaceHost
 from minisphere.transfer import ImportSession, export_lines, export_raw
 from minisphere.transfer.format import parse_record
 
@@ -32,8 +36,13 @@ EXPORT_PAGE_LINES = 2000
 EXPORT_SESSION_TTL_S = 600.0
 
 
+class ExportPage(TypedDict):
+    lines: list[str]
+    done: bool  # the last page: the export's copy is gone
+
+
 class _Export:
-    def __init__(self, lines, conn, copy: str):
+    def __init__(self, lines: Iterator[str], conn: db.Connection, copy: str):
         self.lines, self.conn, self.copy = lines, conn, copy
         self.used_at = time.monotonic()
 
@@ -49,7 +58,9 @@ class TransferSessions:
         self._exports: dict[str, _Export] = {}
         self._imports: dict[str, ImportSession] = {}
 
-    def export_page(self, host, export_id: str, number: int, max_lines: int) -> dict:
+    def export_page(
+        self, host: WorkspaceHost, export_id: str, number: int, max_lines: int
+    ) -> ExportPage:
         """Page `number` of export `export_id` (page 0 takes the copy). A later page of an
         export this actor does not know (it restarted meanwhile) is refused: starting over
         silently would repeat lines in the middle of the stream."""
@@ -82,13 +93,15 @@ class TransferSessions:
         return {"lines": lines, "done": done}
 
     def import_chunk(
-        self, host, key: str, header: str, lines: list[str], first: int, final: bool
-    ) -> dict:
+        self, host: WorkspaceHost, key: str, header: str, lines: list[str], first: int, final: bool
+    ) -> dict[str, int]:
         """Apply data lines `first..` of one file (identified by `key`)."""
         with self._lock:
             session = self._imports.get(key)
-            if session is None or session.workspace is not host.workspace:
-                session = self._imports[key] = ImportSession(host.workspace, header, key)
+            workspace = host.workspace
+            assert workspace is not None  # the caller made sure the file is open
+            if session is None or session.workspace is not workspace:
+                session = self._imports[key] = ImportSession(workspace, header, key)
             records = [parse_record(line, first + i + 1) for i, line in enumerate(lines)]
             before = session.applied
             host.calls.write_own(lambda: session.feed(records, first))  # the one write path

@@ -13,16 +13,35 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from typing_extensions import TypedDict
 
 from actors.workspace.opening import shared_embedder
 from minisphere.errors import WorkspaceUnavailable
 
 if TYPE_CHECKING:
     from actors.workspace.file_owner import FileOwner
+    from actors.workspace.remote_embedder import RemoteEmbedder
+    from minisphere.engine.vectors.binding import BindingState
+    from minisphere.hosting.host import WorkspaceHost
 
 log = logging.getLogger("minisphere.workspace")
+
+
+class NoBinding(TypedDict):
+    """A file bound to no embedder (or not open here)."""
+
+    provider: None
+    dim: None
+    missing: None
+
+
+class VectorBindingState(TypedDict):
+    file: BindingState | NoBinding  # the file's binding now
+    rebind: dict[str, Any] | None  # the last rebind's `RebindProgress`, if any
 
 
 @dataclass
@@ -43,9 +62,9 @@ class VectorRebinds:
     def __init__(self, owner: FileOwner):
         self.owner = owner
         self.last: RebindProgress | None = None
-        self._task: asyncio.Task | None = None  # held: the loop keeps tasks only weakly
+        self._task: asyncio.Task[None] | None = None  # held: the loop keeps tasks only weakly
 
-    async def start(self, spec: dict) -> dict:
+    async def start(self, spec: dict[str, Any]) -> VectorBindingState:
         """Begin moving the file to the binding `spec`; its state at once."""
         host = self.owner.host
         if host is None:
@@ -69,7 +88,13 @@ class VectorRebinds:
         await asyncio.sleep(0)  # let it begin before the state is read
         return await self.state()
 
-    async def _run(self, host: Any, embedder: Any, progress: RebindProgress, advanced) -> None:
+    async def _run(
+        self,
+        host: WorkspaceHost,
+        embedder: RemoteEmbedder,
+        progress: RebindProgress,
+        advanced: Callable[[int, int], None],
+    ) -> None:
         try:
             summary = await asyncio.to_thread(host.rebind_vectors, embedder, advanced)
         except Exception as exc:  # noqa: BLE001 - reported in the state; the next open finishes
@@ -81,13 +106,13 @@ class VectorRebinds:
                 progress.embedded = int(summary.get("embedded", progress.embedded))
         progress.finishedAt = time.time()
 
-    async def state(self) -> dict:
+    async def state(self) -> VectorBindingState:
         """The file's binding (provider, dimensions, entries still without a vector) and the
         last rebind's progress."""
         host = self.owner.host
         workspace = host.workspace if host is not None else None
         vectors = workspace.vectors if workspace is not None else None
-        file = (
+        file: BindingState | NoBinding = (
             await asyncio.to_thread(vectors.state)
             if vectors is not None
             else {"provider": None, "dim": None, "missing": None}

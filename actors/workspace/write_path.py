@@ -25,6 +25,7 @@ from minisphere.errors import (
 from minisphere.hosting.host import WorkspaceHost
 from minisphere.reply import Reply
 from minisphere.wire.actor_methods import DirectoryMethod
+from minisphere.wire.timings import CallTimings
 
 # A forget refused before its transaction (bad input, no such entry, a key reused with another
 # body, a closed file, an owner fenced out) forgot nothing: the admin's exports stay and no node
@@ -32,11 +33,11 @@ from minisphere.wire.actor_methods import DirectoryMethod
 FORGET_REFUSED = (InvalidArgument, NotFound, IdempotencyKeyReused, WorkspaceClosed, WorkspaceFenced)
 
 
-def _settle(future: asyncio.Future, reply: Reply) -> None:
+def _settle(future: asyncio.Future[tuple[Any, CallTimings]], reply: Reply[Any]) -> None:
     if future.cancelled():
         return
     if reply.error is None:
-        future.set_result((reply.value, dict(reply.timings)))
+        future.set_result((reply.value, reply.timings.copy()))
     else:
         future.set_exception(reply.error)
 
@@ -55,7 +56,9 @@ class WritePath:
         # where the writer thread's news goes (the actor's loop, known from its first write)
         self.loop: asyncio.AbstractEventLoop | None = None
 
-    async def write(self, method: Method, body: dict, key: str | None = None) -> tuple[Any, dict]:
+    async def write(
+        self, method: Method, body: dict[str, Any], key: str | None = None
+    ) -> tuple[Any, CallTimings]:
         """(result, timings) of one write, once committed; a refusal raises."""
         prepared, prepare_ms = await self._prepare(method.name, body)
         # Tell the control plane before a write (or a pass) can change what is due, then queue
@@ -65,9 +68,9 @@ class WritePath:
         else:
             self.due.before_write(method.name)
         loop = asyncio.get_running_loop()
-        future = loop.create_future()
+        future: asyncio.Future[tuple[Any, CallTimings]] = loop.create_future()
 
-        def done(reply: Reply) -> None:
+        def done(reply: Reply[Any]) -> None:
             loop.call_soon_threadsafe(_settle, future, reply)
 
         self.loop = loop
@@ -91,7 +94,7 @@ class WritePath:
             # copies left on nodes the workspace moved from may hold the text too
             self.news.tell(DirectoryMethod.FORGOT)
 
-    async def _prepare(self, method_name: str, body: dict) -> tuple[object, float | None]:
+    async def _prepare(self, method_name: str, body: dict[str, Any]) -> tuple[object, float | None]:
         """The hooks' prepare step (embedding) on a read-pool thread, when the write has one."""
         if not self.host.calls.needs_prepare(method_name):
             return NOT_PREPARED, None

@@ -32,6 +32,7 @@ from minisphere.engine.workspace import Workspace
 from minisphere.errors import ReplicationUnconfirmed, WorkspaceClosed
 from minisphere.reply import Reply
 from minisphere.settings import DEFAULT_MAX_BATCH_WRITES
+from minisphere.wire.timings import CallTimings
 
 log = logging.getLogger("minisphere.group_commit")
 Callback = Callable[[Reply[Any]], None]
@@ -280,7 +281,7 @@ class GroupCommitWriter:
                     if outcome.error is not None or unconfirmed is None
                     else Reply.failed(unconfirmed)
                 )
-                timings = {
+                timings: CallTimings = {
                     "queue_ms": (committed.started - pending.enqueued) * 1e3,
                     "engine_ms": (committed.finished - committed.started) * 1e3,
                     "batch": len(committed.batch),

@@ -17,6 +17,7 @@ from minisphere.hosting.open_file import OpenFile
 from minisphere.hosting.read_pool import ReadPool
 from minisphere.hosting.stored_states import StoredStates
 from minisphere.reply import Reply
+from minisphere.wire.timings import CallTimings
 
 log = logging.getLogger("minisphere.host")
 
@@ -114,7 +115,7 @@ class HostCalls:
         if self.host.writer is not None:
             self.submit_write(method, body, done, counts=False)
 
-    def warm_reads(self) -> Future[tuple[Any, dict[str, Any]]] | None:
+    def warm_reads(self) -> Future[tuple[Any, CallTimings]] | None:
         """Ready a reader before the first call (see ReadPool.warm); None when not open."""
         reads = self.host.reads
         return reads.warm() if reads is not None else None
@@ -129,5 +130,5 @@ class HostCalls:
 
     def submit_read(
         self, method: str, body: dict[str, Any] | None, prepared: Any = NOT_PREPARED
-    ) -> Future[tuple[Any, dict[str, Any]]]:
+    ) -> Future[tuple[Any, CallTimings]]:
         return self.host.opened().reads.submit(method, body, prepared)

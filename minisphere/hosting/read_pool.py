@@ -32,6 +32,7 @@ from minisphere.engine.clock import Clock, SystemClock
 from minisphere.engine.hooks import NO_HOOKS, NOT_PREPARED, WorkspaceHooks
 from minisphere.engine.methods import find_method, parse_args
 from minisphere.errors import MiniSphereError, NotFound
+from minisphere.wire.timings import CallTimings
 
 DEFAULT_READ_THREADS = 2
 
@@ -78,7 +79,7 @@ class ReadPool:
 
     def read(
         self, method_name: str, body: dict[str, Any] | None, prepared: Any = NOT_PREPARED
-    ) -> tuple[Any, dict[str, Any]]:
+    ) -> tuple[Any, CallTimings]:
         """Run one read method now, on the calling thread's connection: (result, timings).
         `prepared`: what `start` made for it, if it ran."""
         method = find_method(method_name)
@@ -97,17 +98,17 @@ class ReadPool:
             result = handler(conn, args, self.clock.now_ms())
         finally:
             conn.execute("COMMIT")
-        timings = {"engine_ms": (time.perf_counter() - started) * 1e3}
+        timings: CallTimings = {"engine_ms": (time.perf_counter() - started) * 1e3}
         if method.follow_up is not None and self.on_follow_up is not None:
             self.on_follow_up(*method.follow_up(result))
         return result, timings
 
     def submit(
         self, method_name: str, body: dict[str, Any] | None, prepared: Any = NOT_PREPARED
-    ) -> Future[tuple[Any, dict[str, Any]]]:
+    ) -> Future[tuple[Any, CallTimings]]:
         enqueued = time.perf_counter()
 
-        def job() -> tuple[Any, dict[str, Any]]:
+        def job() -> tuple[Any, CallTimings]:
             started = time.perf_counter()
             result, timings = self.read(method_name, body, prepared)
             timings["queue_ms"] = (started - enqueued) * 1e3
@@ -115,7 +116,7 @@ class ReadPool:
 
         return self._pool.submit(job)
 
-    def warm(self) -> Future[tuple[Any, dict[str, Any]]]:
+    def warm(self) -> Future[tuple[Any, CallTimings]]:
         """Start a reader thread, open its connection and answer one cheap read on it now, so
         the first call finds them ready: on a woken actor, starting the thread, opening the
         connection and building the read's argument validator would otherwise land inside its

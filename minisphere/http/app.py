@@ -24,6 +24,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from minisphere.contract.pins import PinnedContract
 from minisphere.control.auth import WORKSPACE_ID_PATTERN
 from minisphere.errors import MalformedRequest
 from minisphere.http.admission import InflightLimit
@@ -66,7 +67,7 @@ async def validation_error(_request: Request, exc: RequestValidationError) -> JS
 
 def build_api(
     gateway: WorkspaceGateway,
-    contracts: list[dict[str, Any]],
+    contracts: list[PinnedContract],
     *,
     transfer: transfer_routes.TransferOperations | None = None,
     observe: Callable[[dict[str, Any]], None] | None = None,

@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from minisphere.wire.records import MaintenanceRun, TokenInfo, TokenIssued, WorkspaceRecord
+from minisphere.wire.timings import CallTimings
 
 # JSON-shaped answers; a `list` method on the protocol would shadow the builtin in its body
 Record = dict[str, Any]
 Records = list[Record]
-Timings = dict[str, Any]  # milliseconds per stage, sent as `Server-Timing`
 WorkspaceRecords = list[WorkspaceRecord]
 TokenInfos = list[TokenInfo]
 MaintenanceRuns = list[MaintenanceRun]
@@ -74,13 +74,13 @@ class WorkspaceGateway(Protocol):
         body: Any,
         caller: Any,
         idempotency_key: str | None = None,
-    ) -> tuple[Any, Timings]:
+    ) -> tuple[Any, CallTimings]:
         """One contract method as `caller` (what `authorize` answered): (result, timings)."""
         ...
 
     async def run_maintenance(
         self, workspace_id: str, method_name: str, body: Any, caller: Any
-    ) -> tuple[Any, Timings]:
+    ) -> tuple[Any, CallTimings]:
         """A maintenance method, audited as a manual run."""
         ...
 

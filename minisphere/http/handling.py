@@ -19,8 +19,9 @@ from pydantic import BaseModel, ValidationError
 from minisphere.engine.idempotency import IDEMPOTENCY_KEEP_MS, KEY_PATTERN, check_key
 from minisphere.engine.methods import describe_validation_error
 from minisphere.errors import ADMIN, TENANT, MalformedRequest, MiniSphereError, RequestTooLarge
-from minisphere.http.gateway_protocol import Timings, WorkspaceGateway
+from minisphere.http.gateway_protocol import WorkspaceGateway
 from minisphere.http.statuses import error_response
+from minisphere.wire.timings import CallTimings, TimedPart
 
 MAX_BODY_BYTES = 1024 * 1024
 # Deeper JSON is refused before it reaches a model, an actor call or the engine: Python's own
@@ -48,7 +49,7 @@ IDEMPOTENCY_KEY_PROMISE = (
     "writes nothing"
 )
 # Server-Timing parts, in order: (name in the header, key in the timings the actors report)
-TIMING_PARTS = (
+TIMING_PARTS: tuple[tuple[str, TimedPart], ...] = (
     ("auth", "auth_ms"),
     ("activate", "activate_ms"),
     ("prepare", "prepare_ms"),
@@ -187,7 +188,7 @@ async def read_json_object(request: Request, required: bool = False) -> dict[str
     return body
 
 
-def server_timing(timings: Timings, ingress_ms: float) -> dict[str, str]:
+def server_timing(timings: CallTimings, ingress_ms: float) -> dict[str, str]:
     parts = [f"{name};dur={timings[key]:.3f}" for name, key in TIMING_PARTS if key in timings]
     parts.append(f"ingress;dur={ingress_ms:.3f}")
     if timings.get("query_ahead"):  # a bound recall's query was embedded from the ingress

@@ -76,6 +76,30 @@ class HostHibernation(TypedDict):
     threadsLeft: NotRequired[bool]
 
 
+class SpareReady(TypedDict):
+    """What a workspace actor's process answers once its imports are done."""
+
+    name: str | None  # the actor's name
+    pid: int
+    nodeId: str
+    bound: str | None  # the workspace it serves, if any
+    runtimeEnv: str  # the runtime env it inherited (any non-empty one makes starts dearer)
+
+
+class Activity(TypedDict):
+    """What the directory reads of a bound actor to choose hibernation victims."""
+
+    lastCallAt: float  # epoch seconds
+    inflight: int
+    snapshotFailing: bool  # snapshots keep failing with writes no snapshot holds
+
+
+class OpeningProgress(TypedDict):
+    """How far a bind under way has come: the bytes its restore has staged."""
+
+    stagedBytes: int
+
+
 class ProcessReport(TypedDict):
     """What the spare pool's retirement rule needs of a process handed back."""
 
