@@ -1002,3 +1002,28 @@ def test_a_node_lost_before_the_new_history_holds_the_file_restores_from_the_old
         assert stored_secret() == [] and second.replica.number == 1
     finally:
         second.close()
+
+
+def test_a_file_restored_in_place_from_before_a_forget_goes_on_in_the_newer_history(
+    tmp_path, daemon
+):
+    """A restore replaces the file with one from a moment (or a snapshot version) before the
+    history that replicates it now began: that file names the older history, and registered
+    there it would leave the newer one in the store, the first a later restore would take."""
+    from minisphere.engine import db
+    from minisphere.engine.forget_ledger import HISTORY_NUMBER_KEY
+
+    host = host_with_history(tmp_path, daemon)
+    try:
+        entry = write(host, "forgotten, so the history starts over")[1]["id"]
+        assert forget(host, entry)
+        assert host.replica.number == 1 and host.workspace.forget_ledger.history() == 1
+        host.let_go_of_file()
+        with db.connect(host.path) as conn:  # as a file from before the restart would say
+            db.write_meta(conn, HISTORY_NUMBER_KEY, "0")
+        host.reopen_file()
+        assert host.replica.number == 1 and host.workspace.forget_ledger.history() == 1
+        assert write(host, "confirmed on the newer history")[0]
+        assert host.replica.restore_urls()[0] == host.replica.current_url
+    finally:
+        host.close()

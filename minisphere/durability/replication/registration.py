@@ -133,7 +133,13 @@ class WorkspaceReplica:
         checkpoints.leave_to_replicator()
         self.checkpoint = checkpoints.truncate
         self.ledger = ledger
-        self.number = ledger.history()
+        recorded = ledger.history()
+        if recorded < self.number:
+            # a file restored in place (a snapshot version, a moment) from before this history
+            # began: it goes on in the history it replaces, and says so before it is shipped,
+            # or a later restore would take the newer history for its own and skip the file
+            ledger.settle(REPLICA_HISTORY, 0, history=self.number)
+        self.number = max(recorded, self.number)
         if ledger.owed(REPLICA_HISTORY):
             # a forget whose process died before the history started over: nothing is
             # served (nor restored to a moment) from the old history first
