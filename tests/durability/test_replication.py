@@ -580,7 +580,9 @@ def test_a_daemon_too_busy_to_answer_is_waited_for_never_started_twice(
     pid = daemon.running_pid()
     assert pid is not None
     monkeypatch.setattr(daemon_module, "DAEMON_START_TIMEOUT_S", 1.0)
-    os.kill(pid, signal.SIGSTOP)  # alive, and answering nothing
+    os.kill(pid, signal.SIGSTOP)  # alive, and answering nothing (once the signal landed:
+    # it is delivered asynchronously, and a busy daemon answered one more question meanwhile)
+    until(lambda: "T (stopped)" in Path(f"/proc/{pid}/status").read_text(), lambda: pid)
     other = LitestreamDaemon(daemon.folder)  # another process of the node
     try:
         with pytest.raises(ReplicationUnconfirmed, match="does not answer"):
