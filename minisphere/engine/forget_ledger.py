@@ -82,7 +82,10 @@ class ForgetLedger:
             if _read_int(conn, kind) >= forgets and same_history:
                 return
             with self._transaction() as conn:
-                _write_int(conn, kind, max(forgets, _read_int(conn, kind)))
+                # never past the file's own count: a file restored from before some forgets
+                # counts its next ones again, and they must show as owed
+                count = _read_int(conn, FORGETS_KEY)
+                _write_int(conn, kind, min(count, max(forgets, _read_int(conn, kind))))
                 if history is not None:
                     _write_int(conn, HISTORY_NUMBER_KEY, history)
 
