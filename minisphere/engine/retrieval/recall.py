@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from minisphere.engine.arguments import NoteRecalledArgs, RecallArgs
+from minisphere.engine.as_of import parse_as_of, view_at
 from minisphere.engine.clock import iso_utc
 from minisphere.engine.db import Connection
 from minisphere.engine.reads import entry_count
@@ -459,7 +460,15 @@ def recall(
 ) -> RecallAnswer:
     """vector_arm: the optional vector binding's arm (vectors.arm.VectorArm: `hits(conn,
     prefilter)` and `refine(conn, prefilter, head ids)`), or a DeferredVectorArm whose query
-    vector is still being embedded; either's `resolve()` gives the arm (None: no vector arm)."""
+    vector is still being embedded; either's `resolve()` gives the arm (None: no vector arm).
+    As of a moment, recall runs over the workspace as it held then (as_of.py) without the
+    vector arm: the vectors are of today's words."""
+    if args.as_of is not None:
+        at_ms = parse_as_of(args.as_of, now_ms)
+        with view_at(conn, at_ms) as view:
+            answer = recall(view, args.model_copy(update={"as_of": None}), at_ms)
+        answer["queryUsed"]["asOf"] = iso_utc(at_ms, milliseconds=True)
+        return answer
     timer = _Timer()
     gathered = _gather_arms(conn, args, now_ms, vector_arm, timer)
     arms = gathered.arms
