@@ -12,7 +12,7 @@ Status, tags, importance, claim tag, source and recall counts keep no history: t
 today's. Staleness is judged at T from the view's `updatedAt`.
 
 The view is a private in-memory database with the workspace schema (copied from a template
-built once per process), filled from the caller's connection in one snapshot: recall,
+built once per process), filled in SQL from the workspace file attached read-only: recall,
 listRecent and getEntry then run over it unchanged, so BM25 statistics, graph hops and
 supersession are those of the moment.
 """
@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
+from urllib.parse import quote
 
 from minisphere.engine import constants as C
 from minisphere.engine import db
@@ -84,101 +85,80 @@ def _blank() -> db.Connection:
             # after the copy (`rebuild`), several times faster than a trigger per row
             template.execute("DROP TRIGGER entries_fts_insert")
             _template = template
-        view = db.sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        view = db.sqlite3.connect(
+            ":memory:", isolation_level=None, check_same_thread=False, uri=True
+        )
         _template.backup(view)
     return view
 
 
-def _columns(conn: db.Connection, table: str) -> list[str]:
-    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+def _columns(view: db.Connection, table: str) -> list[str]:
+    return [row[1] for row in view.execute(f"PRAGMA main.table_info({table})")]
 
 
-def _entry_rows(conn: db.Connection, at_ms: int) -> tuple[list[str], list[Any]]:
-    """The entries' columns and rows as they stood at `at_ms`."""
-    replaced = {
-        # the words the entry held at T: those the first later revision saved
-        "content": "COALESCE((SELECT r.content FROM revisions r WHERE r.entry_id = e.id "
-        "AND r.at > :at ORDER BY r.at, r.seq LIMIT 1), e.content)",
-        # the last write up to T (a write after T moved today's updated_at past it)
-        "updated_at": "CASE WHEN e.updated_at <= :at THEN e.updated_at ELSE "
-        "MAX(e.created_at, COALESCE((SELECT MAX(r.at) FROM revisions r "
-        "WHERE r.entry_id = e.id AND r.at <= :at), e.created_at)) END",
-        "stale_since": "NULL",  # judged lazily at T (stale_due_at is set after the copy)
-        "stale_checked_at": "NULL",
-    }
-    names = _columns(conn, "entries")
-    select = ", ".join(replaced.get(n, "e." + n) for n in names)
-    rows = conn.execute(
-        f"SELECT {select} FROM entries e WHERE e.created_at <= :at ORDER BY e.seq", {"at": at_ms}
-    ).fetchall()
-    return names, rows
+# what a column of an entry held at T, where it is not today's value
+_ENTRY_THEN = {
+    # the words the entry held at T: those the first revision after T saved, else today's
+    "content": "COALESCE((SELECT r.content FROM src.revisions r WHERE r.entry_id = e.id "
+    "AND r.at > :at ORDER BY r.at, r.seq LIMIT 1), e.content)",
+    # the last write up to T (a write after T moved today's updated_at past it)
+    "updated_at": "CASE WHEN e.updated_at <= :at THEN e.updated_at ELSE "
+    "MAX(e.created_at, COALESCE((SELECT MAX(r.at) FROM src.revisions r "
+    "WHERE r.entry_id = e.id AND r.at <= :at), e.created_at)) END",
+    "stale_since": "NULL",  # judged lazily at T (stale_due_at is set after the copy)
+    "stale_checked_at": "NULL",
+}
 
 
-def _copy(view: db.Connection, table: str, names: list[str], rows: list[Any]) -> None:
-    if rows:
-        marks = ", ".join("?" * len(names))
-        view.executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})", rows)
+def _copy_statements(view: db.Connection) -> list[str]:
+    """INSERT … SELECT from the attached file (`src`) into the view, table by table."""
+    entries = _columns(view, "entries")
+    edges = _columns(view, "edges")
+    revisions = _columns(view, "revisions")
+    due = " ".join(f"WHEN '{v}' THEN {ms}" for v, ms in C.STALE_AFTER_MS.items())
+    return [
+        f"INSERT INTO main.entries ({', '.join(entries)}) SELECT "
+        + ", ".join(_ENTRY_THEN.get(n, "e." + n) for n in entries)
+        + " FROM src.entries e WHERE e.created_at <= :at ORDER BY e.seq",
+        "INSERT INTO main.entries_fts(entries_fts) VALUES ('rebuild')",
+        f"UPDATE main.entries SET stale_due_at = updated_at + CASE volatility {due} END",
+        "INSERT INTO main.tags (entry_id, tag) SELECT t.entry_id, t.tag FROM src.tags t "
+        "CROSS JOIN main.entries e ON e.id = t.entry_id WHERE t.tag NOT LIKE :stale",
+        # edges first (CROSS JOIN keeps that order): one probe per endpoint
+        f"INSERT INTO main.edges ({', '.join(edges)}) SELECT "
+        + ", ".join("g." + n for n in edges)
+        + " FROM src.edges g CROSS JOIN main.entries s ON s.id = g.src "
+        "CROSS JOIN main.entries d ON d.id = g.dst WHERE g.created_at <= :at",
+        f"INSERT INTO main.revisions ({', '.join(revisions)}) SELECT "
+        + ", ".join("r." + n for n in revisions)
+        + " FROM src.revisions r WHERE r.at <= :at ORDER BY r.seq",
+    ]
 
 
-@contextmanager
-def _snapshot(conn: db.Connection) -> Iterator[None]:
-    """One read transaction around the copy's reads, unless the caller already holds one."""
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN")
+def fill(view: db.Connection, path: str, at_ms: int) -> None:
+    """Copy into `view` (blank schema) what the workspace file at `path` held at `at_ms`.
+
+    The file is attached read-only and copied in SQL, in one read transaction of its own: a
+    commit made since the caller's snapshot can only add what happened after T, or take away
+    what was forgotten (which a forget does to the past too)."""
+    view.execute("ATTACH DATABASE ? AS src", (f"file:{quote(path)}?mode=ro",))
     try:
-        yield
+        view.execute("BEGIN")
+        try:
+            for statement in _copy_statements(view):
+                view.execute(statement, {"at": at_ms, "stale": C.STALE_TAG_PREFIX + "%"})
+        finally:
+            view.execute("COMMIT")
     finally:
-        conn.execute("COMMIT")
-
-
-def fill(view: db.Connection, conn: db.Connection, at_ms: int) -> None:
-    """Copy into `view` (blank schema) what the workspace behind `conn` held at `at_ms`."""
-    with _snapshot(conn):
-        _fill(view, conn, at_ms)
-
-
-def _fill(view: db.Connection, conn: db.Connection, at_ms: int) -> None:
-    names, rows = _entry_rows(conn, at_ms)
-    view.execute("BEGIN")
-    _copy(view, "entries", names, rows)
-    view.execute("INSERT INTO entries_fts(entries_fts) VALUES ('rebuild')")
-    view.execute(
-        "UPDATE entries SET stale_due_at = updated_at + CASE volatility "
-        + " ".join(f"WHEN '{v}' THEN {ms}" for v, ms in C.STALE_AFTER_MS.items())
-        + " END"
-    )
-    tags = conn.execute(
-        "SELECT t.entry_id, t.tag FROM tags t JOIN entries e ON e.id = t.entry_id "
-        "WHERE e.created_at <= :at AND t.tag NOT LIKE :stale",
-        {"at": at_ms, "stale": C.STALE_TAG_PREFIX + "%"},
-    ).fetchall()
-    _copy(view, "tags", ["entry_id", "tag"], tags)
-    edge_names = _columns(conn, "edges")
-    # edges first (CROSS JOIN keeps that order): one probe per endpoint, never src x dst lists
-    edges = conn.execute(
-        f"SELECT {', '.join('g.' + n for n in edge_names)} FROM edges g "
-        "CROSS JOIN entries s ON s.id = g.src CROSS JOIN entries d ON d.id = g.dst "
-        "WHERE g.created_at <= :at AND s.created_at <= :at AND d.created_at <= :at",
-        {"at": at_ms},
-    ).fetchall()
-    _copy(view, "edges", edge_names, edges)
-    revision_names = _columns(conn, "revisions")
-    revisions = conn.execute(
-        f"SELECT {', '.join(revision_names)} FROM revisions WHERE at <= :at ORDER BY seq",
-        {"at": at_ms},
-    ).fetchall()
-    _copy(view, "revisions", revision_names, revisions)
-    view.execute("COMMIT")
+        view.execute("DETACH DATABASE src")
 
 
 @contextmanager
 def view_at(conn: db.Connection, at_ms: int) -> Iterator[db.Connection]:
-    """A connection to the workspace as it held at `at_ms` (closed on exit)."""
+    """A connection to the workspace behind `conn` as it held at `at_ms` (closed on exit)."""
     view = _blank()
     try:
-        fill(view, conn, at_ms)
+        fill(view, db.conn_path(conn), at_ms)
         yield view
     finally:
         view.close()
