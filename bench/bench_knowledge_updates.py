@@ -14,6 +14,12 @@ Reported, on the same generated data:
 current@1: the first answer is the statement of the current value; stale@1: it is one of the
 subject's earlier values.
 
+As of a moment: every earlier value of every subject asked for at a moment it held (halfway
+between its statement and the next), with `asOf`, on the linked workspace; held@1: the first
+answer is the value held then. Each question is asked as of its moment and plainly (no asOf), in
+alternating order, for the two recall p50s. `--as-of-only` runs this part alone and puts it in
+the saved report in place of its previous run.
+
 With --locomo: the LoCoMo-layout conversations, leave-one-conversation-out (bench/folds.py),
 zero binding: R@10 and nDCG@10 per held-out conversation and their mean, and recall p50 over
 every question, for this tree and for a baseline tree (`--baseline`, default the merge base with
@@ -47,6 +53,8 @@ SEED = 52
 SUBJECTS_PER_KIND = 12
 CHATTER_PER_WEEK = 40
 TARGET_CURRENT_AT_1 = 0.95
+TARGET_HELD_AT_1 = 0.9  # as-of questions: the value held then at rank 1
+AS_OF_SECTION = "## As of a moment"
 P50_TOLERANCE = 0.05  # recall p50 may be at most 5% above the baseline's
 ROUNDS = 5
 TIMING_PASSES = 2  # each LoCoMo question timed this many times in a round
@@ -363,6 +371,108 @@ def knowledge_updates(seed: int, vectors: str | None) -> tuple[list[list], dict]
     return rows, figures
 
 
+# ---- as of a moment ----------------------------------------------------------------------------
+def as_of_questions(seed: int) -> dict:
+    """Each earlier value of each thread asked as of a moment it held, on the linked workspace:
+    held@1, later@1 (a value stated after the moment), and recall p50 with and without asOf over
+    the same questions, taking turns."""
+    from minisphere.engine.clock import iso_utc
+
+    threads, chatter = generate(random.Random(seed))
+    tally: Counter = Counter()
+    timings: dict[str, list[float]] = {"as of": [], "plain": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        ws, ids = build(Path(tmp) / "as-of", threads, chatter, True, seed)
+        try:
+            created = dict(ws.conn.execute("SELECT id, created_at FROM entries").fetchall())
+            asked = 0
+            for k, thread in enumerate(threads):
+                own = ids[k]
+                for n in range(len(own) - 1):
+                    moment = (created[own[n]] + created[own[n + 1]]) // 2
+                    order = ("as of", "plain") if asked % 2 else ("plain", "as of")
+                    for run in order:
+                        options = (
+                            {"asOf": iso_utc(moment, milliseconds=True)} if run == "as of" else {}
+                        )
+                        ws.conn.execute("UPDATE entries SET recall_count = 0")
+                        started = time.perf_counter()
+                        answer = ws.recall(thread.question, topK=10, **options)
+                        timings[run].append((time.perf_counter() - started) * 1000)
+                        if run == "as of":
+                            first = answer["items"][0]["id"] if answer["items"] else None
+                            tally["held"] += first == own[n]
+                            tally["later"] += first in own[n + 1 :]
+                            tally["earlier"] += first in own[:n]
+                            answered = [i["id"] for i in answer["items"] if i["id"] in own]
+                            tally["leads"] += bool(answered) and answered[0] == own[n]
+                    asked += 1
+            entries = len(created)
+        finally:
+            ws.close()
+    return {
+        "n": asked,
+        "entries": entries,
+        **{key: tally[key] / asked for key in ("held", "later", "earlier", "leads")},
+        "p50": {run: p50(samples) for run, samples in timings.items()},
+    }
+
+
+def as_of_section(seed: int) -> list[str]:
+    found = as_of_questions(seed)
+    plain, as_of = found["p50"]["plain"], found["p50"]["as of"]
+    rows = [
+        [found["n"], found["held"], found["earlier"], found["later"], found["leads"], plain, as_of]
+    ]
+    headers = ["questions", "held@1", "earlier value@1", "later value@1", "held first",
+               "plain recall p50 ms", "as-of recall p50 ms"]  # fmt: skip
+    return [
+        AS_OF_SECTION,
+        "",
+        f"Every earlier value of every subject ({found['n']} questions, seed {seed}), asked with "
+        "`asOf` halfway between its statement and the next, on the workspace with the agent's "
+        f"links ({found['entries']} entries); each also asked plainly, in alternating order, "
+        "in the same process.",
+        "",
+        table(headers, rows),
+        "",
+        "held@1: the first answer is the value held at the moment; earlier/later value@1: a "
+        "value the subject had before it, or only after it (the view has no later entry, so "
+        "this must be 0); held first: of the asked fact's statements answered, the first is "
+        "the one held then. The as-of recall copies the moment's workspace into memory before "
+        f"searching it: {as_of / plain:.1f}x the plain recall's p50 here.",
+        "",
+        f"Target held@1 >= {TARGET_HELD_AT_1}: {found['held']:.3f}, "
+        + ("met" if found["held"] >= TARGET_HELD_AT_1 else "missed"),
+    ]
+
+
+def replace_section(report: str, section: list[str]) -> str:
+    """The saved report with its as-of section (up to the next `## `) replaced by `section`,
+    or `section` added before the LoCoMo comparison."""
+    lines = report.rstrip("\n").split("\n")
+    if AS_OF_SECTION in lines:
+        start = lines.index(AS_OF_SECTION)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), None)
+        lines[start : end if end is not None else len(lines)] = [*section, ""]
+    else:
+        at = next((i for i, line in enumerate(lines) if line.startswith("## LoCoMo")), len(lines))
+        lines[at:at] = [*section, ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def save_as_of_only(seed: int) -> Path:
+    from .common import RESULTS_DIR
+
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    command = "python -m bench.bench_knowledge_updates " + " ".join(sys.argv[1:])
+    section = as_of_section(seed)
+    section[1:1] = ["", f"Command: `{command.strip()}`, run {stamp}"]
+    path = RESULTS_DIR / "knowledge-updates.md"
+    path.write_text(replace_section(path.read_text(encoding="utf-8"), section), encoding="utf-8")
+    return path
+
+
 # ---- LoCoMo, this tree against a baseline -------------------------------------------------------
 def locomo_figures(data: str, with_folds: bool) -> dict:
     """Zero-binding R@10 / nDCG@10 per held-out conversation and their mean (bench/folds.py;
@@ -498,9 +608,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--locomo-json", help=argparse.SUPPRESS)  # one side of the comparison
     parser.add_argument("--timing-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--as-of-only", action="store_true", help="only the as-of questions, into the saved report"
+    )
     args = parser.parse_args()
     if args.locomo_json:
         print(json.dumps(locomo_figures(args.locomo_json, not args.timing_only)))
+        return
+    if args.as_of_only:
+        print(f"saved {save_as_of_only(args.seed)}")
         return
     rows, figures = knowledge_updates(args.seed, args.vectors)
     subjects, changes, chatter = figures["shape"]
@@ -531,6 +647,8 @@ def main() -> None:
         "",
         f"Target current@1 >= {TARGET_CURRENT_AT_1} with links: {linked:.3f}, "
         + ("met" if linked >= TARGET_CURRENT_AT_1 else "missed"),
+        "",
+        *as_of_section(args.seed),
     ]
     if args.locomo:
         revision = (

@@ -240,6 +240,9 @@ def _key(args: argparse.Namespace) -> dict[str, str | None]:
     return {"idempotency_key": args.idempotency_key}
 
 
+# reads as of a past moment
+_AS_OF: Argument = (("--as-of",), {"metavar": "RFC3339", "help": "as the workspace held it then"})
+
 CALL_COMMANDS = (
     CallCommand(
         "capture",
@@ -264,7 +267,7 @@ CALL_COMMANDS = (
     CallCommand(
         "recall",
         "ranked retrieval",
-        lambda w, a: w.recall(a.query, **_opts(a, "top_k", "tag", "kind", "hops", "full")),
+        lambda w, a: w.recall(a.query, **_opts(a, "top_k", "tag", "kind", "hops", "full", "as_of")),
         (
             _pos("query"),
             (("--top-k",), {"type": int}),
@@ -272,9 +275,15 @@ CALL_COMMANDS = (
             (("--kind",), {}),
             (("--hops",), {"type": int}),
             (("--full",), {"action": "store_true", "default": None}),
+            _AS_OF,
         ),
     ),
-    CallCommand("get", "one entry", lambda w, a: w.get_entry(a.id), (_pos("id"),)),
+    CallCommand(
+        "get",
+        "one entry",
+        lambda w, a: w.get_entry(a.id, **_opts(a, "as_of")),
+        (_pos("id"), _AS_OF),
+    ),
     CallCommand(
         "append",
         "append text to an entry",
@@ -326,8 +335,8 @@ CALL_COMMANDS = (
     CallCommand(
         "recent",
         "latest entries",
-        lambda w, a: w.list_recent(**_opts(a, "n", "tag")),
-        ((("-n",), {"type": int}), (("--tag",), {})),
+        lambda w, a: w.list_recent(**_opts(a, "n", "tag", "as_of")),
+        ((("-n",), {"type": int}), (("--tag",), {}), _AS_OF),
     ),
     CallCommand(
         "connections", "edges of an entry", lambda w, a: w.connections(a.id), (_pos("id"),)

@@ -106,8 +106,9 @@ class WorkspaceCalls:
             "recall", {"query": query, **camel_options(options)}, RecallResult.model_validate
         )
 
-    def get_entry(self, id: str) -> Any:
-        return self._run("getEntry", {"id": id}, Entry.model_validate)
+    def get_entry(self, id: str, **options: Any) -> Any:
+        """One entry; `as_of` (an RFC 3339 date-time) answers it as it stood then."""
+        return self._run("getEntry", {"id": id, **camel_options(options)}, Entry.model_validate)
 
     def append(
         self, id: str, addition: str, *, idempotency_key: str | None = None, **options: Any

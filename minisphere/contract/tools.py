@@ -19,6 +19,7 @@ from minisphere.engine.arguments import (
     AppendArgs,
     Args,
     CaptureArgs,
+    GetEntryArgs,
     GraphViewArgs,
     IdArgs,
     LinkArgs,
@@ -36,7 +37,7 @@ from minisphere.engine.arguments import (
 TOOL_ARGUMENTS: dict[str, type[Args]] = {
     "recall": RecallArgs,
     "listRecent": ListRecentArgs,
-    "getEntry": IdArgs,
+    "getEntry": GetEntryArgs,
     "connections": IdArgs,
     "graphView": GraphViewArgs,
     "getTags": TagsArgs,

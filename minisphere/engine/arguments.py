@@ -75,6 +75,19 @@ TagFilter = Annotated[
     StrictStr,
     Field(json_schema_extra={"pattern": C.TAG_PATTERN, "description": f"one tag, {_TAG_RULES}"}),
 ]
+# checked by the engine (as_of.parse_as_of: the shape, and not in the future); published here
+AsOf = Optional[
+    Annotated[
+        StrictStr,
+        Field(
+            max_length=C.AS_OF_MAX_CHARS,
+            json_schema_extra={
+                "format": "date-time",
+                "description": "an RFC 3339 date-time: answer from what the workspace held then",
+            },
+        ),
+    ]
+]
 TagList = Annotated[list[Tag], Field(max_length=C.MAX_TAGS_PER_ENTRY)]
 OptionalSource = Optional[Annotated[StrictStr, Field(max_length=C.MAX_SOURCE_CHARS)]]
 OptionalEvidence = Optional[Annotated[StrictStr, Field(max_length=C.MAX_EVIDENCE_REF_CHARS)]]
@@ -111,6 +124,10 @@ class NoArgs(Args):
 
 class IdArgs(Args):
     id: Id
+
+
+class GetEntryArgs(IdArgs):
+    as_of: AsOf = None
 
 
 class CaptureArgs(Args):
@@ -163,6 +180,7 @@ class UnlinkArgs(Args):
 class ListRecentArgs(Args):
     n: RecentN = C.LIST_RECENT_DEFAULT_N
     tag: Optional[TagFilter] = None
+    as_of: AsOf = None
 
 
 class TagsArgs(Args):
@@ -187,6 +205,7 @@ class RecallArgs(Args):
     kind: Optional[Kind] = None
     hops: Hops = C.RECALL_DEFAULT_HOPS
     full: StrictBool = False
+    as_of: AsOf = None
 
 
 class NoteRecalledArgs(Args):

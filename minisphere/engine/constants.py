@@ -63,6 +63,11 @@ RECALL_DEFAULT_TOP_K = 10
 RECALL_MAX_TOP_K = 50
 RECALL_DEFAULT_HOPS = 1  # one hop: linked context without drowning the keyword hits
 
+# --- Reads as of a moment (asOf) ---
+# a moment this far ahead of the service's clock reads as now: callers' clocks drift a little
+AS_OF_FUTURE_SKEW_MS = 60_000
+AS_OF_MAX_CHARS = 40  # the longest RFC 3339 date-time (nine fraction digits and an offset)
+
 # --- Staleness (contract §7): age since updated_at after which an entry needs re-confirming ---
 DAY_MS = 86_400_000
 STALE_AFTER_MS = {

@@ -18,6 +18,7 @@ from minisphere.engine.arguments import (
     AppendArgs,
     Args,
     CaptureArgs,
+    GetEntryArgs,
     GraphViewArgs,
     IdArgs,
     LinkArgs,
@@ -77,7 +78,7 @@ METHODS: dict[str, Method] = {
             "recall", RecallArgs, "read", recall, RecallAnswer, ("query",), follow_up=_recalled_ids
         ),
         Method("listRecent", ListRecentArgs, "read", reads.list_recent, A.EntryList),
-        Method("getEntry", IdArgs, "read", reads.get_entry, A.EntryDetail, ("id",)),
+        Method("getEntry", GetEntryArgs, "read", reads.get_entry, A.EntryDetail, ("id",)),
         Method("connections", IdArgs, "read", reads.connections, A.ConnectionsAnswer, ("id",)),
         Method("graphView", GraphViewArgs, "read", reads.graph_view, A.GraphAnswer),
         Method("getTags", TagsArgs, "read", lambda c, a, t: reads.get_tags(c, a, t), A.TagsAnswer),

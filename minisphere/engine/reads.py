@@ -6,7 +6,15 @@ from collections import deque
 from typing import Any
 
 from minisphere.engine import constants as C
-from minisphere.engine.arguments import GraphViewArgs, IdArgs, ListRecentArgs, TagsArgs
+from minisphere.engine.arguments import (
+    GetEntryArgs,
+    GraphViewArgs,
+    IdArgs,
+    ListRecentArgs,
+    TagsArgs,
+)
+from minisphere.engine.as_of import read_as_of
+from minisphere.engine.clock import iso_utc
 from minisphere.engine.db import Connection
 from minisphere.engine.normalize import check_id, normalize_tag
 from minisphere.engine.rows import (
@@ -22,6 +30,7 @@ from minisphere.engine.rows import (
 from minisphere.engine.staleness import lazy_stale_tag_counts, tag_filter_sql
 from minisphere.engine.supersession import chain_of
 from minisphere.engine.writes import require_entry
+from minisphere.errors import NotFound
 from minisphere.wire.answers import (
     BriefAnswer,
     ConnectionsAnswer,
@@ -53,6 +62,9 @@ _NON_TOPIC_PREFIXES = (
 
 
 def get_entry(conn: Connection, args: IdArgs, now_ms: int) -> EntryDetail:
+    if isinstance(args, GetEntryArgs) and args.as_of is not None:
+        require_entry(conn, args.id)  # not found today: not found at any moment
+        return read_as_of(conn, args, now_ms, _get_entry_then)
     require_entry(conn, args.id)
     entry = entries_by_id(conn, [args.id], now_ms)[args.id]
     return {
@@ -77,7 +89,15 @@ def get_entry(conn: Connection, args: IdArgs, now_ms: int) -> EntryDetail:
     }
 
 
+def _get_entry_then(conn: Connection, args: GetEntryArgs, now_ms: int) -> EntryDetail:
+    if conn.execute("SELECT 1 FROM entries WHERE id = ?", (args.id,)).fetchone() is None:
+        raise NotFound(f"entry {args.id} did not exist yet at {iso_utc(now_ms, milliseconds=True)}")
+    return get_entry(conn, args, now_ms)
+
+
 def list_recent(conn: Connection, args: ListRecentArgs, now_ms: int) -> EntryList:
+    if args.as_of is not None:
+        return read_as_of(conn, args, now_ms, list_recent)
     where = "1"
     params: list[Any] = []
     if args.tag is not None:

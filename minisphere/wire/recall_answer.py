@@ -229,6 +229,18 @@ class QueryUsed(TypedDict):
     fusion: NotRequired[
         Annotated[Optional[FusionState], Field(None, description="only where the vector arm ran")]
     ]
+    asOf: NotRequired[
+        Annotated[
+            Optional[str],
+            Field(
+                None,
+                description=(
+                    "only for a recall as of a moment: that moment (UTC, milliseconds), the "
+                    "workspace as it held then being what was searched"
+                ),
+            ),
+        ]
+    ]
 
 
 @with_config(ANSWER_CONFIG)

@@ -5,6 +5,7 @@ import threading
 import pytest
 
 from minisphere import errors as E
+from minisphere.engine.clock import ManualClock, iso_utc
 from minisphere.engine.workspace import Workspace
 from minisphere.hosting.group_commit import GroupCommitWriter
 from minisphere.hosting.read_pool import ReadPool
@@ -145,4 +146,21 @@ def test_keyed_write_queued_twice_is_applied_once_and_flagged_replayed(tmp_path)
     assert [r[0] for r in results] == [True, True]
     assert [r[2]["replayed"] for r in results] == [False, True]
     assert ws.get_entry(entry)["content"].count("once") == 1
+    ws.close()
+
+
+def test_reads_as_of_a_moment_run_on_the_read_pools_read_only_connection(tmp_path):
+    clock = ManualClock()
+    ws = Workspace(tmp_path / "w.db", clock=clock, synchronous="NORMAL")
+    pool = ReadPool(tmp_path / "w.db", clock=clock)
+    entry_id = ws.capture("sqlite is an embedded database")["id"]
+    moment = iso_utc(clock.advance(seconds=5))
+    clock.advance(seconds=5)
+    ws.update(entry_id, "sqlite is a library")
+    recalled, _ = pool.read("recall", {"query": "embedded database", "asOf": moment})
+    assert [item["content"] for item in recalled["items"]] == ["sqlite is an embedded database"]
+    listed, _ = pool.read("listRecent", {"asOf": moment})
+    entry, _ = pool.read("getEntry", {"id": entry_id, "asOf": moment})
+    assert listed["items"][0]["content"] == entry["content"] == "sqlite is an embedded database"
+    pool.close()
     ws.close()

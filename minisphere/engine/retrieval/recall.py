@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from minisphere.engine.arguments import NoteRecalledArgs, RecallArgs
+from minisphere.engine.as_of import read_as_of
 from minisphere.engine.clock import iso_utc
 from minisphere.engine.db import Connection
 from minisphere.engine.reads import entry_count
@@ -459,7 +460,11 @@ def recall(
 ) -> RecallAnswer:
     """vector_arm: the optional vector binding's arm (vectors.arm.VectorArm: `hits(conn,
     prefilter)` and `refine(conn, prefilter, head ids)`), or a DeferredVectorArm whose query
-    vector is still being embedded; either's `resolve()` gives the arm (None: no vector arm)."""
+    vector is still being embedded; either's `resolve()` gives the arm (None: no vector arm).
+    As of a moment, recall runs over the workspace as it held then (as_of.py) without the
+    vector arm: the vectors are of today's words."""
+    if args.as_of is not None:
+        return read_as_of(conn, args, now_ms, _recall_then)
     timer = _Timer()
     gathered = _gather_arms(conn, args, now_ms, vector_arm, timer)
     arms = gathered.arms
@@ -504,6 +509,13 @@ def recall(
         "queryUsed": gathered.query_used(args, fusion_info, lexical_led),
         "timings": timer.marks,
     }
+
+
+def _recall_then(view: Connection, args: RecallArgs, at_ms: int) -> RecallAnswer:
+    """A recall over the workspace as it held at `at_ms` (as_of.py), saying so."""
+    answer = recall(view, args, at_ms)
+    answer["queryUsed"]["asOf"] = iso_utc(at_ms, milliseconds=True)
+    return answer
 
 
 def note_recalled(conn: Connection, args: NoteRecalledArgs, now_ms: int) -> NotedAnswer:

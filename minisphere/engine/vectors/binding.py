@@ -100,6 +100,8 @@ def text_for(method_name: str, args: Any, conn: db.Connection | None) -> str | N
         text = args.content
         return text
     if method_name == "recall":  # the whole query: "in 1990" is a filter AND a topic
+        if args.as_of is not None:  # as of a moment recall is lexical (engine/as_of.py)
+            return None
         text = args.query
         return text
     if method_name == "append":
@@ -307,6 +309,14 @@ class VectorBinding(WorkspaceHooks):
 
             def run_recall(conn: db.Connection, args: RecallArgs, now_ms: int) -> RecallAnswer:
                 nonlocal query
+                if args.as_of is not None:  # the vectors are of today's words, not of then
+                    result = recall(conn, args, now_ms)
+                    result["queryUsed"]["vector"] = {
+                        "arm": "off",
+                        "provider": self._recorded()["provider"],
+                        "reason": "asOf: the vectors are of today's words",
+                    }
+                    return result
                 if query.generation != self.generation:  # the other model's query vector
                     query = QueryVector(embeddings, text)
                 arm = DeferredVectorArm(query.wait, self.index) if query.may_come else None

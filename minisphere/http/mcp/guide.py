@@ -30,6 +30,9 @@ Before you answer
 - `getBrief` tells what changed recently and which topics matter; `getEntry` shows one entry
   whole (a listed entry's content may be cut), with its revisions; `connections` and
   `graphView` follow its edges.
+- To answer what was true at a past moment ("where did she live in March?"), give `recall`,
+  `listRecent` or `getEntry` an `asOf` date-time (`2026-03-15T12:00:00Z`): they answer from
+  what the memory held then.
 
 What to keep
 - `capture` a decision, a stated fact, a preference or an outcome once it is settled, one

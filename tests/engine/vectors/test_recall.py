@@ -2,6 +2,7 @@
 
 from pydantic import TypeAdapter
 
+from minisphere.engine.clock import iso_utc
 from minisphere.engine.workspace import Workspace
 from minisphere.wire.recall_answer import RecallAnswer
 from tests.engine.vectors.helpers import ChosenVectors, at_cosine
@@ -153,3 +154,13 @@ def test_an_unbound_recall_has_no_fusion_state(tmp_path, clock):
     ws = Workspace(tmp_path / "plain.db", clock=clock, synchronous="NORMAL")
     ws.capture("We ship code every Friday after the review")
     assert "fusion" not in ws.recall(QUERY)["queryUsed"]
+
+
+def test_a_recall_as_of_a_moment_is_lexical_and_says_the_vector_arm_was_off(tmp_path, clock):
+    ws = bound(tmp_path, clock, {"Releases go out through the deploy pipeline": at_cosine(0.7)})
+    ws.capture("Releases go out through the deploy pipeline")
+    result = ws.recall(QUERY, asOf=iso_utc(clock.now_ms()))
+    assert result["items"] == []  # only the vector arm, on today's words, could find it
+    state = result["queryUsed"]["vector"]
+    assert state["arm"] == "off" and "asOf" in state["reason"]
+    TypeAdapter(RecallAnswer).validate_python(result)
