@@ -279,7 +279,9 @@ class WorkspaceReplica:
         self.pending = None
         self._settle(covers, target)
         # a forget committed after this restart began is in the new history: it owes another
-        self.history_owed = self.ledger is not None and self.ledger.owed(REPLICA_HISTORY) > 0
+        self.history_owed = False
+        if self.ledger is not None:
+            self.history_owed = self._restart_owed()
         return True
 
     def _restart_owed(self) -> bool:
