@@ -34,7 +34,7 @@ from minisphere.engine.methods import METHODS, parse_args
 from minisphere.errors import TENANT, Forbidden
 from minisphere.http.gateway_protocol import WorkspaceGateway
 from minisphere.http.handling import MAX_BODY_BYTES, audience_of, client_address, error_json
-from minisphere.http.mcp.server import ToolRefusal, build_server
+from minisphere.http.mcp.server import Context, ToolRefusal, build_server
 from minisphere.http.statuses import error_response
 from minisphere.settings import McpSettings
 
@@ -102,7 +102,11 @@ class McpEndpoint:
         await self.transport(scope, receive, send)
 
 
-def backend_of(ctx) -> GatewayBackend:
+def backend_of(ctx: Context) -> GatewayBackend:
+    """The backend `McpEndpoint` put in the request's scope (over HTTP a request is always
+    there; the SDK types it optional for stdio)."""
+    if ctx.request is None:
+        raise RuntimeError("an MCP request over HTTP carries its HTTP request")
     backend: GatewayBackend = ctx.request.scope[SCOPE_KEY]
     return backend
 
