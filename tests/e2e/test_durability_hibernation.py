@@ -88,10 +88,10 @@ def test_idle_workspace_hibernates_on_its_own(
     assert http.post(f"/v1/w/{ws}/getCount", headers=h, json={}).json()["count"] == 1
 
 
-# ten times the cap: every wake past the eighth evicts (the directory's own parts are driven
+# ten times the cap: every wake past the fifth evicts (the directory's own parts are driven
 # through a thousand wakes in process, tests/directory/test_directory_state.py)
-WORKSPACES = 80
-CAP = 8
+CAP = 5
+WORKSPACES = 10 * CAP
 
 
 async def touch_many(url, admin, n, concurrency, sample):
@@ -135,7 +135,7 @@ def test_resident_cap_holds_while_ten_times_as_many_workspaces_wake(
         resident = ray.get(directory.resident.remote())
         print(f"\nresident samples: max {max(peaks)}; at the end {len(resident)}")
         assert max(peaks) <= CAP and len(resident) <= CAP
-        for ws in ("cap-0000", "cap-0037", "cap-0079"):  # early ones were hibernated
+        for ws in ("cap-0000", f"cap-{WORKSPACES // 2:04d}", f"cap-{WORKSPACES - 1:04d}"):
             r = http.post(f"/v1/w/{ws}/getCount", headers=made[ws], json={})
             assert r.status_code == 200 and r.json()["count"] == 1
         assert len(ray.get(directory.resident.remote())) <= CAP

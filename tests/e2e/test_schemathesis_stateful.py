@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tests.support.stateful_lifecycle import assert_lifecycle_walked, walk_lifecycles
 
-# half the in-process walk's (tests/http/test_stateful_lifecycle.py), which gives the breadth:
+# fewer than the in-process walk (tests/http/test_stateful_lifecycle.py), which gives the breadth:
 # this one proves the same lifecycle through Serve and the workspace actors
 SCENARIOS = 20
 

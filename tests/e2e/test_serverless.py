@@ -212,7 +212,7 @@ def test_the_resident_cap_holds_under_a_skewed_load(http, new_workspace, service
         sampler.start()
         try:
             statuses, written = asyncio.run(
-                skewed_load(service["url"], spaces, requests=240, clients=8)
+                skewed_load(service["url"], spaces, requests=160, clients=8)
             )
         finally:
             done = True

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tests.support.engine_gateway import ADMIN_TOKEN, EngineGateway, engine_api, serve
 from tests.support.stateful_lifecycle import assert_lifecycle_walked, walk_lifecycles
 
-SCENARIOS = 40
+SCENARIOS = 30
 
 
 def test_linked_lifecycles_answer_no_5xx_and_revocation_holds_from_the_next_call(tmp_path):
