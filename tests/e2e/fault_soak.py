@@ -570,6 +570,8 @@ def summary(findings: dict) -> str:
         f"  answers by status: {findings.get('statuses')}",
         f"  entries checked at the end: {findings.get('entriesChecked')}; forgotten or "
         f"deleted texts looked for: {findings.get('goneTextsChecked')}",
+        "  restores to a moment before the replica's history started over (refused, by "
+        f"design): {findings.get('momentsBeforeAHistoryRestart', 0)}",
         f"  violations: {len(findings.get('violations', []))}",
     ]
     lines += [f"    {json.dumps(v, default=str)[:300]}" for v in findings.get("violations", [])]

@@ -203,14 +203,39 @@ def restore_to_moment(soak, http, rng, tenant) -> None:
     if tenant.suspended:
         return
     restored = soak.admin_call(
-        http, "POST", f"/v1/workspaces/{tenant.id}/restore-to-moment", json={"timestamp": moment}
+        http,
+        "POST",
+        f"/v1/workspaces/{tenant.id}/restore-to-moment",
+        ok=(200, 404),
+        json={"timestamp": moment},
     )
     if restored is None:
         tenant.pending.append(("restore-to-moment", {"timestamp": moment, "model": before}, ""))
         tenant.suspended = True
         return
-    revert(tenant, before)
+    if not moment_gone(soak, restored):
+        revert(tenant, before)
     return
+
+
+def moment_gone(soak, answer) -> bool:
+    """A restore to a moment refused because the replica no longer reaches it: its history
+    started over after that moment (a forget's restart, or one owed and paid at a later wake:
+    the new history begins when its first upload ships), and the moments before it are gone
+    by design. Nothing was restored. Any other 404 is a violation."""
+    if answer.status_code != 404:
+        return False
+    try:
+        code = answer.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        code = None
+    if code == "snapshot_not_found":
+        soak.findings["momentsBeforeAHistoryRestart"] = (
+            soak.findings.get("momentsBeforeAHistoryRestart", 0) + 1
+        )
+    else:
+        soak.violation("an admin call refused", call="restore-to-moment", body=answer.text[:300])
+    return True
 
 
 def delete_and_create(soak, http, rng, tenant) -> None:
@@ -253,12 +278,14 @@ def resolve(soak, http, tenant) -> None:
     for method, body, key in tenant.pending:
         if method in ("restore", "restore-to-moment"):
             asked = {k: v for k, v in body.items() if k != "model"}
-            if (
-                soak.admin_call(http, "POST", f"/v1/workspaces/{tenant.id}/{method}", json=asked)
-                is None
-            ):
+            ok = (200, 404) if method == "restore-to-moment" else (200,)
+            answer = soak.admin_call(
+                http, "POST", f"/v1/workspaces/{tenant.id}/{method}", ok=ok, json=asked
+            )
+            if answer is None:
                 soak.violation("a restore never answered", tenant=tenant.id)
-            revert(tenant, body["model"])
+            if answer is None or not moment_gone(soak, answer):
+                revert(tenant, body["model"])
             continue
         answer = soak.call(http, tenant, method, body, key=key)
         if answer is None:
