@@ -4,11 +4,10 @@ is a 422 `invalid_argument` (the status of every invalid argument) that names it
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from minisphere.engine.clock import ManualClock, iso_utc
-from tests.support.engine_gateway import BASE_URL, EngineGateway, SyncASGITransport, engine_api
+from tests.support.engine_gateway import answer_of, workspace_http
 
 OLD = "The billing service deploys to region us-east-1 on Fridays"
 NEW = "Billing moved: eu-west-1 is the region now"
@@ -21,20 +20,12 @@ def clock():
 
 @pytest.fixture
 def http(tmp_path, clock):
-    gateway = EngineGateway(tmp_path, clock=clock)
-    token = gateway.create_now("notes")["token"]
-    transport = SyncASGITransport(engine_api(gateway))
-    headers = {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=BASE_URL, transport=transport, headers=headers) as client:
+    with workspace_http(tmp_path, "notes", clock) as client:
         yield client
-    transport.close()
-    gateway.close()
 
 
 def call(http, method: str, **body):
-    response = http.post(f"/v1/w/notes/{method}", json=body)
-    assert response.status_code == 200, response.text
-    return response.json()
+    return answer_of(http, "notes", method, **body)
 
 
 def test_recall_get_entry_and_list_recent_over_http_answer_as_of_a_moment(http, clock):

@@ -4,10 +4,9 @@ close a cycle is a 409 `supersession_cycle` that stores nothing."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
-from tests.support.engine_gateway import BASE_URL, EngineGateway, SyncASGITransport, engine_api
+from tests.support.engine_gateway import answer_of, workspace_http
 
 OLD = "The billing service deploys to region us-east-1 on Fridays"
 NEW = "Billing moved: eu-west-1 is the region now"
@@ -15,20 +14,12 @@ NEW = "Billing moved: eu-west-1 is the region now"
 
 @pytest.fixture
 def http(tmp_path):
-    gateway = EngineGateway(tmp_path)
-    token = gateway.create_now("notes")["token"]
-    transport = SyncASGITransport(engine_api(gateway))
-    headers = {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=BASE_URL, transport=transport, headers=headers) as client:
+    with workspace_http(tmp_path, "notes") as client:
         yield client
-    transport.close()
-    gateway.close()
 
 
 def call(http, method: str, **body):
-    response = http.post(f"/v1/w/notes/{method}", json=body)
-    assert response.status_code == 200, response.text
-    return response.json()
+    return answer_of(http, "notes", method, **body)
 
 
 def test_recall_over_http_answers_the_replacement_first_and_names_it(http):

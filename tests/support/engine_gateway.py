@@ -444,6 +444,29 @@ class SyncASGITransport(httpx.BaseTransport):
 
 
 @contextlib.contextmanager
+def workspace_http(folder, workspace_id: str, clock=None):
+    """A sync HTTP client of the real app over engine files in `folder`, holding the write
+    token of one new workspace (`clock`: the engine's, a `ManualClock` in tests of time)."""
+    gateway = EngineGateway(folder, clock=clock)
+    token = gateway.create_now(workspace_id)["token"]
+    transport = SyncASGITransport(engine_api(gateway))
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        with httpx.Client(base_url=BASE_URL, transport=transport, headers=headers) as client:
+            yield client
+    finally:
+        transport.close()
+        gateway.close()
+
+
+def answer_of(http, workspace_id: str, method: str, **body):
+    """The 200 answer of one call to `workspace_id` (anything else fails the test)."""
+    response = http.post(f"/v1/w/{workspace_id}/{method}", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+@contextlib.contextmanager
 def serve(app):
     """Run `app` with uvicorn on 127.0.0.1 (a free port) in a thread, its lifespan entered (the
     MCP endpoint's session manager runs there); yields its base URL."""
