@@ -43,6 +43,7 @@ from minisphere.directory.assembly import assemble
 from minisphere.directory.grants import AdminIdentity, TokenRevoked
 from minisphere.directory.launch import WorkspaceLaunch
 from minisphere.directory.spares import PoolStatus
+from minisphere.directory.status import residency_status
 from minisphere.directory.workspaces import CreatedWorkspace, DeletedWorkspace, NodeAnswers
 from minisphere.errors import InvalidArgument
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
@@ -91,6 +92,7 @@ class DirectoryActor:
             cluster_cpus=float(cluster.get("CPU", 1)),
             cluster_memory_bytes=float(cluster.get("memory", 2**30)),
         )
+        self.parts = parts
         self.residents, self.placement, self.pool = parts.residents, parts.placement, parts.pool
         self.hibernation, self.workspaces = parts.hibernation, parts.workspaces
         self.activator, self.grants = parts.activator, parts.grants
@@ -274,35 +276,7 @@ class DirectoryActor:
 
     async def residency_status(self) -> dict[str, Any]:
         self._start_background()
-        return {
-            "resident": len(self.residents),
-            "hibernating": len(self.residents.hibernations),
-            "maxResident": self.hibernation.max_resident,
-            "idleS": self.hibernation.idle_s,
-            # actors still hibernating that may be beyond the cap while their wakes go on
-            "hibernatingOverCap": self.hibernation.hibernating_over_cap,
-            "spares": self.pool.status(),
-            "state": self.residents.state_sizes(),
-            "wakes": dict(self.activator.wakes),
-            "hibernations": dict(self.hibernation.counts),
-            # processes ended after a clean hibernation instead of recycled, by why
-            "processesEnded": dict(self.hibernation.retired),
-            # resident actors ended because they stopped answering (liveness.py)
-            "hungEnded": self.liveness.ended,
-            # forget clean-ups hibernated workspaces still owe (the store was down), and those
-            # paid by a wake since the directory started (cleanups.py)
-            "forgetCleanups": {
-                "owed": self.control.cleanup_debts.count(),
-                "paid": self.cleanups.paid,
-            },
-            # wakes refused (503 overloaded): behind too many others, no room for them, or
-            # no process ready while as many starts as may run are under way
-            "wakeAdmission": {
-                **self.activator.wake_admission.status(),
-                "refusedForRoom": self.hibernation.refused_for_room,
-                "refusedForStarts": self.activator.refused_for_starts,
-            },
-        }
+        return residency_status(self.parts)
 
     def spares(self) -> PoolStatus:
         self._start_background()

@@ -121,3 +121,14 @@ def test_a_deleted_workspaces_debt_goes_with_it(tmp_path):
     control.cleanup_debts.note(ws, True, "the store was down")
     asyncio.run(parts.workspaces.delete(ws))
     assert control.cleanup_debts.get(ws) is None
+
+
+def test_the_residency_status_counts_debts_owed_and_paid(tmp_path):
+    from minisphere.directory.status import residency_status
+
+    parts, control, _ = directory_parts(tmp_path)
+    (ws,) = created(parts, "counted")
+    control.cleanup_debts.note(ws, True, "the store was down")
+    status = residency_status(parts)
+    assert status["forgetCleanups"] == {"owed": 1, "paid": 0}
+    assert status["resident"] == 0 and status["hungEnded"] == 0
