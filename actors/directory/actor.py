@@ -139,6 +139,9 @@ class DirectoryActor:
                     self.workspaces.sweep_soon()
                 else:
                     self.workspaces.sweep_if_owed()
+                let_go = await self.residents.confirm_adopted()
+                if let_go:
+                    log.warning("adopted actors that served nothing ended: %s", let_go)
                 await self.liveness.end_hung()  # before the idle sweep: not hibernated
                 await self.hibernation.sweep()
                 self.cleanups.pay_soon()

@@ -166,6 +166,9 @@ class WorkspaceActor:
             "pid": os.getpid(),
             "nodeId": self.node_id,
             "bound": self.workspace_id,
+            "serving": self.host is not None
+            and self.admission is not None
+            and not self.admission.hibernating,
             "runtimeEnv": ray.get_runtime_context().get_runtime_env_string(),
         }
 

@@ -147,6 +147,9 @@ class Activator:
         node cannot bind within the wake deadline is refused at once (`Overloaded`)."""
         if caller_saw_failure:
             self.drop_if_dead(workspace_id)
+            adopted = self.residents.get(workspace_id)
+            if adopted is not None and adopted.adopted:
+                await self.residents.confirm_adopted(workspace_id)
         resident = self.residents.get(workspace_id)
         if resident is not None:
             self.residents.touch(workspace_id)

@@ -22,6 +22,8 @@ from minisphere.wire.actor_methods import WorkspaceActorMethod
 from minisphere.wire.residency import Activation, Hibernated
 
 ACTIVITY_TIMEOUT_S = 0.5  # how long the directory waits for actors' last-call times
+# how long an adopted actor has to say what it serves (it answers on its event loop)
+ADOPTED_CONFIRM_TIMEOUT_S = 5.0
 REFRESH_INTERVAL_S = 1.0  # actors' last-call times are asked for at most this often
 # A workspace just bound keeps its slot this long: its first call is still on the way, and
 # evicting it then would only wake it again (under more wakes than the cap, a livelock).
@@ -55,6 +57,8 @@ class Resident:
     placement: str | None = None  # why it runs where it runs
     # monotonic time since which every ask for its activity went unanswered (None: it answers)
     silent_since: float | None = None
+    # taken over from a directory that died; not yet known to serve its workspace
+    adopted: bool = False
 
 
 class ResidentTable:
@@ -105,7 +109,7 @@ class ResidentTable:
                 self.control.set_actor(workspace_id, None)
                 continue
             node = self.control.get(workspace_id)["nodeId"]
-            self._residents[workspace_id] = Resident(handle, name, node_id=node)
+            self._residents[workspace_id] = Resident(handle, name, node_id=node, adopted=True)
             bound.add(name)
         orphans = [name for name in self.runtime.named_workspace_actors() if name not in bound]
         for name in orphans:
@@ -113,6 +117,38 @@ class ResidentTable:
             if handle is not None:
                 self.runtime.kill(handle)
         return len(orphans)
+
+    async def confirm_adopted(self, only: str | None = None) -> list[str]:
+        """Ask adopted actors whether they serve their workspace (all, or `only` that one); let
+        go of and end those that do not (the workspaces let go of). The control plane names an
+        actor before its bind is sent, so a directory that died in between left a name whose
+        process is still a spare, or whose bind failed: every call to it is refused as
+        `hibernating`, and its callers would be sent back to it until they gave up. One that
+        does not answer is left to the liveness guard."""
+        adopted = {
+            ws: r for ws, r in self._residents.items() if r.adopted and (only is None or ws == only)
+        }
+
+        async def confirm(workspace_id: str, resident: Resident) -> str | None:
+            try:
+                ready = await self.runtime.call(
+                    resident.handle,
+                    WorkspaceActorMethod.READY,
+                    timeout_s=ADOPTED_CONFIRM_TIMEOUT_S,
+                )
+            except Exception:  # noqa: BLE001 - silent or dead: the liveness guard's case
+                return None
+            if self._residents.get(workspace_id) is not resident:
+                return None  # let go of meanwhile
+            if ready.get("bound") == workspace_id and ready.get("serving"):
+                resident.adopted = False
+                return None
+            self.forget(workspace_id)
+            self.runtime.kill(resident.handle)
+            return workspace_id
+
+        confirmed = await asyncio.gather(*(confirm(ws, r) for ws, r in adopted.items()))
+        return [ws for ws in confirmed if ws is not None]
 
     def state_sizes(self) -> dict[str, int]:
         """How much per-workspace state the table holds (operators, tests)."""

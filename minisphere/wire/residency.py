@@ -82,7 +82,8 @@ class SpareReady(TypedDict):
     name: str | None  # the actor's name
     pid: int
     nodeId: str
-    bound: str | None  # the workspace it serves, if any
+    bound: str | None  # the workspace it is bound to, if any
+    serving: bool  # that workspace is open and taking calls (not opening, not hibernating)
     runtimeEnv: str  # the runtime env it inherited (any non-empty one makes starts dearer)
 
 

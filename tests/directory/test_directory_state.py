@@ -516,3 +516,41 @@ def test_a_deleted_workspaces_replica_is_deleted_again_only_after_a_sweep_reache
         return parts.workspaces.snapshots.list_keys(replica_prefix(workspace_id, generation))
 
     assert asyncio.run(drive()) == []
+
+
+def test_an_adopted_actor_that_serves_nothing_is_let_go_not_handed_out(tmp_path):
+    """The control plane names a wake's actor before its bind is sent: a directory that died in
+    between left a name whose process never opened the workspace. Adopted as resident, every
+    call to it was refused as `hibernating` and sent back to it, until the callers gave up."""
+    parts, control, runtime = directory_parts(tmp_path)
+    (workspace_id,) = created(parts, "named-before-its-bind")
+    orphan = runtime.start("workspace-actor:named-then-the-crash", {})
+    control.set_actor(workspace_id, orphan.name)  # its bind never sent: still a spare
+    restarted, _, _ = directory_parts(tmp_path, control=control, runtime=runtime)
+    assert restarted.residents.adopt() == 0
+
+    async def call_refused_then_woken():
+        # the caller was refused (`hibernating`) and says so as it asks again
+        return await restarted.activator.activate(workspace_id, caller_saw_failure=True)
+
+    woken = asyncio.run(call_refused_then_woken())
+    assert woken is not orphan and orphan.killed
+    assert woken.host.workspace.get_count() == {"count": 0}
+    assert dict(control.bound_actors())[workspace_id] == woken.name
+
+
+def test_an_adopted_actor_that_serves_its_workspace_stays_resident(tmp_path):
+    parts, control, runtime = directory_parts(tmp_path)
+
+    async def before_the_crash():
+        (workspace_id,) = created(parts, "kept")
+        actor = await parts.activator.activate(workspace_id)
+        actor.host.workspace.capture("written before the directory died")
+        return workspace_id, actor
+
+    workspace_id, actor = asyncio.run(before_the_crash())
+    restarted, _, _ = directory_parts(tmp_path, control=control, runtime=runtime)
+    restarted.residents.adopt()
+    assert asyncio.run(restarted.residents.confirm_adopted()) == []
+    assert not actor.killed and not restarted.residents.get(workspace_id).adopted
+    assert asyncio.run(restarted.activator.activate(workspace_id, True)) is actor

@@ -47,7 +47,8 @@ class InProcessWorkspaceActor:
         self.staged_bytes = 0  # what a test says its restore has staged so far
 
     async def ready(self) -> dict:
-        return {"name": self.name, "nodeId": NODE, "bound": None}
+        bound = self.host.workspace_id if self.host is not None else None
+        return {"name": self.name, "nodeId": NODE, "bound": bound, "serving": bound is not None}
 
     async def bind(self, launch, grants=()) -> Reply[BindAnswer]:
         if self.host is not None:
