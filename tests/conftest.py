@@ -6,6 +6,11 @@ sys.path, so `minisphere`, `actors` and `serve_app` import from the checkout.
 Two tiers: a test that starts a local Ray cluster (and Serve) or runs a service in a process of
 its own is marked `e2e` here; the rest, the unit tier, runs alone with
 `python -m pytest -m "not e2e"`, without Ray.
+
+The suite runs in two worker processes (pytest-xdist, `-n 2 --dist loadgroup` in
+pyproject.toml): every test that needs Ray is in one group, so one worker starts the session's
+one local cluster and runs them in order, while the other takes the tests that need no Ray. Ray
+tests spend much of their time waiting on processes; the unit tier fills that time.
 """
 
 from pathlib import Path
@@ -32,13 +37,21 @@ E2E_MODULES = {
 }
 
 
+# ... and of those, the ones that start Ray: one worker runs them all (one cluster at a time)
+RAY_MODULES = {"actors/test_embedder_actor.py"}
+RAY_GROUP = "ray"
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if not item.path.is_relative_to(TESTS):
             continue
         where = item.path.relative_to(TESTS)
-        if where.parts[0] in E2E_FOLDERS or where.as_posix() in E2E_MODULES:
+        in_e2e_folder = where.parts[0] in E2E_FOLDERS
+        if in_e2e_folder or where.as_posix() in E2E_MODULES:
             item.add_marker(pytest.mark.e2e)
+        if in_e2e_folder or where.as_posix() in RAY_MODULES:
+            item.add_marker(pytest.mark.xdist_group(RAY_GROUP))
 
 
 @pytest.fixture
