@@ -42,6 +42,8 @@ RAY_MODULES = {"actors/test_embedder_actor.py"}
 RAY_GROUP = "ray"
 
 
+# first: xdist reads the group marks in a hook of its own, which would otherwise run before this
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     for item in items:
         if not item.path.is_relative_to(TESTS):
