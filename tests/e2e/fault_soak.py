@@ -40,13 +40,17 @@ import uuid
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from operator_cluster import HTTP_TIMEOUT_S, ROOT, files_under, load_config, log
 from operator_scenario import DEPLOY_TIMEOUT_S, SERVE_CONFIG, Scenario
 from soak_faults import FAULTS
+from soak_memory import MEMORY_OPERATIONS, check_files, is_file_entry
+from soak_tenant_faults import TENANT_FAULTS, fill_large
 from soak_workload import OPERATIONS, resolve
 
 WORKSPACES = 6
+MEMORY_WORKSPACES = 1  # beside them: workspaces the memory tool keeps files in
 WORKLOAD_THREADS = 3
 RETRY_DEADLINE_S = 150.0  # a call re-sent (keyed: with its key) this long: a node restart
 #                                 and a restore from the replica fit in it
@@ -80,6 +84,9 @@ class Tenant:
     pending: list[tuple[str, dict, str]] = field(default_factory=list)  # keyed, unanswered
     suspended: bool = False  # a keyed write went unanswered: no more calls until the end
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # a memory-tool tenant's files: path -> its texts, newest last (None: not one)
+    files: dict[str, list[str]] | None = None
+    memory: Any = None  # its memory tool, made at its first command
 
     @property
     def marker(self) -> str:
@@ -98,6 +105,7 @@ class Soak(Scenario):
     def __init__(self, seed: int, duration_s: float, keep: bool):
         super().__init__("s3", keep)
         self.seed, self.duration_s = seed, duration_s
+        self.fill_rng = random.Random(f"{seed}/fill")  # the large workspace's texts
         self.tenants: list[Tenant] = []
         self.gone: dict[str, str] = {}  # nonce -> why it must be nowhere
         # scratch workspaces whose delete went unanswered: deleted again before the final scan
@@ -115,6 +123,7 @@ class Soak(Scenario):
         # every call and its answer, in order: with --keep written next to the nodes' logs, so
         # a violation can be read against what the workspace was asked and answered
         self.journal: list[dict] = []
+        self.memory_answers: Counter = Counter()  # the memory tool's answers: ok, error, unsure
 
     # ---- what was seen ---------------------------------------------------------------------------
     def evidence(self, http, workspace_id: str) -> dict:
@@ -307,7 +316,7 @@ class Soak(Scenario):
             return None
         lines = [line for line in answer.text.splitlines() if line.strip()]
         records = [json.loads(line) for line in lines[1:]]
-        entries = {r["id"]: r for r in records if r["record"] == "entry"}
+        entries = {r["id"]: r for r in records if r["record"] == "entry" and not is_file_entry(r)}
         for entry_id in set(entries) - set(tenant.entries):
             self.adopt(tenant, entries[entry_id], "export")
         missing = sorted(set(tenant.entries) - set(entries))
@@ -347,18 +356,17 @@ class Soak(Scenario):
 
         rng = random.Random(f"{self.seed}/workload/{index}")
         mine = self.tenants[index::WORKLOAD_THREADS]
-        names = list(OPERATIONS)
-        weights = [OPERATIONS[name][1] for name in names]
         with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S) as http:
             while not self.stop.is_set():
                 tenant = rng.choice(mine)
-                name = rng.choices(names, weights)[0]
+                table = MEMORY_OPERATIONS if tenant.files is not None else OPERATIONS
+                name = rng.choices(list(table), [weight for _, weight in table.values()])[0]
                 with tenant.lock:
                     if tenant.suspended:
                         time.sleep(RETRY_PAUSE_S)
                         continue
                     try:
-                        OPERATIONS[name][0](self, http, rng, tenant)
+                        table[name][0](self, http, rng, tenant)
                     except Exception as exc:  # noqa: BLE001 - a broken soak must not pass
                         self.violation(
                             "the workload itself failed", operation=name, error=repr(exc)
@@ -371,13 +379,14 @@ class Soak(Scenario):
         import httpx
 
         rng = random.Random(f"{self.seed}/faults")
-        names = list(FAULTS)
-        weights = [FAULTS[name][1] for name in names]
+        faults = {**FAULTS, **TENANT_FAULTS}
+        names = list(faults)
+        weights = [faults[name][1] for name in names]
         with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S) as self.fault_http:
             while not self.stop.wait(rng.uniform(*FAULT_GAP_S)):
                 name = rng.choices(names, weights)[0]
                 try:
-                    done = FAULTS[name][0](self, rng)
+                    done = faults[name][0](self, rng)
                 except Exception as exc:  # noqa: BLE001 - a fault that failed is reported
                     done = None
                     self.fault_log.append(f"{name} failed: {exc!r}"[:300])
@@ -387,10 +396,14 @@ class Soak(Scenario):
                     log(f"fault: {name}: {done}")
 
     def soak(self, http) -> None:
-        for index in range(WORKSPACES):
+        for index in range(WORKSPACES + MEMORY_WORKSPACES):
             tenant = Tenant(f"soak-{index}-{uuid.uuid4().hex[:6]}", "")
+            if index >= WORKSPACES:
+                tenant.files = {}
             self.create(http, tenant)
             self.tenants.append(tenant)
+        with self.timed("large workspace filled"):
+            fill_large(self, http, self.tenants[0])
         threads = [
             threading.Thread(target=self.workload, args=(i,), daemon=True)
             for i in range(WORKLOAD_THREADS)
@@ -417,19 +430,25 @@ class Soak(Scenario):
                     **self.evidence(http, tenant.id),
                 )
                 continue
+            if tenant.files is not None:
+                check_files(self, tenant)
             lines = self.export_of(http, tenant) or []
             count = self.call(http, tenant, "getCount", {})
-            if count is not None and count["count"] != len(tenant.entries):
+            model = len(tenant.entries) + len(tenant.files or {})
+            if count is not None and count["count"] != model:
                 self.violation(
                     "getCount other than the acknowledged entries",
                     tenant=tenant.id,
                     count=count["count"],
-                    model=len(tenant.entries),
+                    model=model,
                 )
+            records = [json.loads(line) for line in lines[1:]]
             foreign = [
-                line[:120]
-                for line in lines[1:]
-                if '"record":"entry"' in line and f'"content":"{tenant.marker} ' not in line
+                record["content"][:120]
+                for record in records
+                if record["record"] == "entry"
+                and not is_file_entry(record)
+                and not record["content"].startswith(f"{tenant.marker} ")
             ]
             if foreign:
                 self.violation(
@@ -541,6 +560,8 @@ class Soak(Scenario):
                 goneTextsChecked=len(self.gone),
                 proxyErrorsWhenAReplicaDied=self.proxy_errors,
                 entriesChecked=sum(len(t.entries) for t in self.tenants),
+                memoryFilesChecked=sum(len(t.files or {}) for t in self.tenants),
+                memoryToolAnswers=dict(self.memory_answers),
             )
 
     def procedure(self) -> None:
@@ -569,7 +590,8 @@ def summary(findings: dict) -> str:
         f"  faults: {findings.get('faults')}",
         f"  answers by status: {findings.get('statuses')}",
         f"  entries checked at the end: {findings.get('entriesChecked')}; forgotten or "
-        f"deleted texts looked for: {findings.get('goneTextsChecked')}",
+        f"deleted texts looked for: {findings.get('goneTextsChecked')}; memory-tool files "
+        f"checked: {findings.get('memoryFilesChecked')} (answers {findings.get('memoryToolAnswers')})",
         "  restores to a moment before the replica's history started over (refused, by "
         f"design): {findings.get('momentsBeforeAHistoryRestart', 0)}",
         f"  violations: {len(findings.get('violations', []))}",
@@ -620,6 +642,9 @@ def results_page(findings: dict, argv: list[str]) -> str:
             "or deleted texts looked for in every node's files and every stored object "
             f"({findings.get('liveTextsSeenByTheScan')} live texts seen by the same scan, "
             f"{findings.get('liveTextsSeenInTheStore')} of them in the store)",
+            f"- the memory tool: {findings.get('memoryFilesChecked')} files checked at the end "
+            f"against its model (listing and contents); its answers {findings.get('memoryToolAnswers')} "
+            "(unsure: the service was down or refused, and the files were read back)",
             f"- timings (s): {findings.get('timings')}",
             *[f"- violation: {json.dumps(v, default=str)[:400]}" for v in violations],
             "",
