@@ -37,18 +37,27 @@ from minisphere.control.auth import TokenGrant, token_hash
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.control.plane import AuditEntry, ControlPlane
 from minisphere.control.residency_policy import IDLE_SWEEP_S
-from minisphere.control.token_records import WorkspaceTokenIdentity
 from minisphere.directory.activation import record_placement
 from minisphere.directory.assembly import assemble
-from minisphere.directory.grants import AdminIdentity, TokenRevoked
 from minisphere.directory.launch import WorkspaceLaunch
 from minisphere.directory.spares import PoolStatus
 from minisphere.directory.status import residency_status
-from minisphere.directory.workspaces import CreatedWorkspace, DeletedWorkspace, NodeAnswers
+from minisphere.directory.workspaces import NodeAnswers
 from minisphere.errors import InvalidArgument
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
 from minisphere.settings import Settings, ensure_private_dir, restrict_file_modes
-from minisphere.wire.records import Location, TokenInfo, TokenIssued, WorkspaceRecord
+from minisphere.wire.records import (
+    AdminIdentity,
+    CreatedWorkspace,
+    Deleted,
+    Location,
+    TokenInfo,
+    TokenIssued,
+    TokenRevoked,
+    WorkspaceDetail,
+    WorkspaceRecord,
+    WorkspaceTokenIdentity,
+)
 from minisphere.wire.residency import Activation, HibernationAnswer, SnapshotStatus
 
 log = logging.getLogger("minisphere.directory")
@@ -165,7 +174,7 @@ class DirectoryActor:
         self._start_background()
         return self.workspaces.create(workspace_id, blueprint, label)
 
-    async def get(self, workspace_id: str) -> dict[str, Any]:
+    async def get(self, workspace_id: str) -> WorkspaceDetail:
         return {
             **self.control.get(workspace_id),
             "resident": workspace_id in self.residents,
@@ -177,7 +186,7 @@ class DirectoryActor:
         self._start_background()
         return self.control.list(limit, after)
 
-    async def delete(self, workspace_id: str) -> DeletedWorkspace:
+    async def delete(self, workspace_id: str) -> Deleted:
         return await self.workspaces.delete(workspace_id)
 
     def workspace_path(self, workspace_id: str) -> str:
