@@ -22,10 +22,10 @@ pytest_plugins = ["tests.support.s3", "tests.support.stores", "tests.support.con
 TESTS = Path(__file__).resolve().parent
 # the service over Ray Serve, the launcher, several nodes, the console in a browser
 E2E_FOLDERS = ("e2e",)
-# modules elsewhere whose tests start Ray or a service process, and which one
+# modules (or folders of them) elsewhere whose tests start Ray or a service process, and which one
 E2E_MODULES = {
     "actors/test_embedder_actor.py": "a local Ray cluster for the embedder actors",
-    "durability/test_replication.py": "the Litestream binary as a daemon",
+    "durability/replication": "the Litestream binary as a daemon",
     "durability/test_daemon_lifetime.py": "the Litestream binary as a daemon",
     "cli/test_mcp_stdio.py": "`minisphere mcp` as a stdio server process",
     "docs/test_site_in_browser.py": "chromium through chromedriver",
@@ -37,7 +37,7 @@ def pytest_collection_modifyitems(items):
         if not item.path.is_relative_to(TESTS):
             continue
         where = item.path.relative_to(TESTS)
-        if where.parts[0] in E2E_FOLDERS or where.as_posix() in E2E_MODULES:
+        if where.parts[0] in E2E_FOLDERS or any(map(where.is_relative_to, E2E_MODULES)):
             item.add_marker(pytest.mark.e2e)
 
 
