@@ -67,10 +67,18 @@ def write(host, content, key=None):
     return (*reply, reply.timings)
 
 
-def forget(host, entry_id: str) -> bool:
+def forget(host, entry_id: str, key: str | None = None) -> bool:
     future = Future()
-    host.calls.submit_write("forget", {"id": entry_id}, lambda reply: future.set_result(reply.ok))
+    host.calls.submit_write(
+        "forget", {"id": entry_id}, lambda reply: future.set_result(reply.ok), key=key
+    )
     return future.result(timeout=60)
+
+
+def stored_files_holding(tmp_path: Path, text: str) -> list[Path]:
+    """The files of `host_with_history`'s store (its replica's histories) that hold `text`."""
+    store = tmp_path / "store"
+    return [p for p in store.rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
 
 
 def replica_count(replica_root: Path, tmp_path: Path, url: str | None = None) -> int:

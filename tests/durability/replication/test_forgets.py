@@ -24,6 +24,7 @@ from tests.durability.replication.replicas import (
     host_with_history,
     host_with_unreachable_replica,
     needs_litestream,
+    stored_files_holding,
     until,
     write,
 )
@@ -251,8 +252,7 @@ def test_a_node_lost_before_the_new_history_holds_the_file_restores_from_the_old
     node_b = tmp_path / "b"
 
     def stored_secret() -> list:
-        store = tmp_path / "store"
-        return [p for p in store.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+        return stored_files_holding(tmp_path, secret)
 
     first = host_with_history(tmp_path, daemon)
     entry = write(first, secret)[1]["id"]
@@ -287,3 +287,31 @@ def test_a_node_lost_before_the_new_history_holds_the_file_restores_from_the_old
         assert stored_secret() == [] and second.replica.number == 1
     finally:
         second.close()
+
+
+def test_a_sync_forget_answered_503_is_acknowledged_by_its_keyed_retry_once_made_before_broken(
+    tmp_path, daemon
+):
+    """Sync mode: a forget is acknowledged only once a new history without its text holds the
+    file. While the new history cannot be written the forget answers 503 (committed here, not
+    acknowledged) and the old history, text included, stays the replica; the same forget sent
+    again with its key is answered once the new history holds the file, the old one deleted."""
+    secret = "the retried forget's passphrase is moss-lantern-7731"
+    host = host_with_history(tmp_path, daemon)
+    try:
+        entry = write(host, secret)[1]["id"]
+        _store, prefix = host.replica.history
+        obstacle = tmp_path / "store" / prefix / "h00000001"
+        obstacle.write_bytes(b"")  # a file where the new history's folder would go
+        assert not forget(host, entry, key="forget-1")
+        assert host.replica.history_owed and stored_files_holding(tmp_path, secret)
+        obstacle.unlink()
+        until(
+            lambda: forget(host, entry, key="forget-1"),
+            lambda: f"the keyed retry was never acknowledged: {host.status()['replication']}",
+            timeout_s=120,
+        )
+        assert not host.replica.history_owed and host.replica.number == 1
+        assert stored_files_holding(tmp_path, secret) == []
+    finally:
+        host.close()
