@@ -42,6 +42,7 @@ from minisphere.directory.assembly import assemble
 from minisphere.directory.launch import WorkspaceLaunch
 from minisphere.directory.spares import PoolStatus
 from minisphere.directory.status import residency_status
+from minisphere.directory.sweep_rounds import SweepRounds
 from minisphere.directory.workspaces import NodeAnswers
 from minisphere.errors import InvalidArgument
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
@@ -63,8 +64,6 @@ from minisphere.wire.residency import Activation, HibernationAnswer, SnapshotSta
 log = logging.getLogger("minisphere.directory")
 DIRECTORY_NAME = "directory"
 DIRECTORY_CONCURRENCY = 64  # calls the directory interleaves at most
-SNAPSHOT_DEBT_EVERY_ROUNDS = 12  # sweep rounds between retries of owed snapshot deletions
-NODE_SWEEP_EVERY_ROUNDS = 120  # sweep rounds (of IDLE_SWEEP_S) between sweeps of every node
 # Ray's own resource of the head node. The control plane's file is in the data folder of the node
 # the directory runs on; on separate hosts only the head outlives the workers, so the directory
 # lives there (a worker going away must not take the record of every workspace with it).
@@ -132,32 +131,8 @@ class DirectoryActor:
         call (an async actor's constructor runs before its loop)."""
         if self._sweeper is None:
             self.pool.refill()
-            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_loop())
-
-    async def _sweep_loop(self) -> None:
-        rounds, nodes = 0, set(self.runtime.alive_nodes())
-        while True:
-            await asyncio.sleep(IDLE_SWEEP_S)
-            rounds += 1
-            try:
-                # a node that joined (or came back under a new id) may hold copies that were
-                # deleted or moved on while it was away: it is swept now, not in ten minutes
-                alive = set(self.runtime.alive_nodes())
-                joined, nodes = alive - nodes, alive
-                if joined:
-                    self.workspaces.sweep_soon()
-                else:
-                    self.workspaces.sweep_if_owed()
-                await self.liveness.end_hung()  # before the idle sweep: not hibernated
-                await self.hibernation.sweep()
-                self.cleanups.pay_soon()
-                self.pool.retire(self.placement.misplaced_spares(self.pool.ready_nodes()))
-                if rounds % SNAPSHOT_DEBT_EVERY_ROUNDS == 0:
-                    await self.workspaces.settle_snapshot_debts()
-                if rounds % NODE_SWEEP_EVERY_ROUNDS == 0:
-                    await self.workspaces.sweep_nodes()
-            except Exception:  # keep sweeping
-                log.warning("idle sweep failed", exc_info=True)
+            rounds = SweepRounds(self.parts, self.runtime.alive_nodes)
+            self._sweeper = asyncio.get_running_loop().create_task(rounds.run_forever(IDLE_SWEEP_S))
 
     async def start(self) -> PoolStatus:
         """Start the pool and the sweep now (the launcher calls it; any call does it too)."""
