@@ -37,25 +37,33 @@ from minisphere.control.auth import TokenGrant, token_hash
 from minisphere.control.blueprints import parse_blueprint
 from minisphere.control.plane import AuditEntry, ControlPlane
 from minisphere.control.residency_policy import IDLE_SWEEP_S
-from minisphere.control.token_records import WorkspaceTokenIdentity
 from minisphere.directory.activation import record_placement
 from minisphere.directory.assembly import assemble
-from minisphere.directory.grants import AdminIdentity, TokenRevoked
 from minisphere.directory.launch import WorkspaceLaunch
 from minisphere.directory.spares import PoolStatus
 from minisphere.directory.status import residency_status
-from minisphere.directory.workspaces import CreatedWorkspace, DeletedWorkspace, NodeAnswers
+from minisphere.directory.sweep_rounds import SweepRounds
+from minisphere.directory.workspaces import NodeAnswers
 from minisphere.errors import InvalidArgument
 from minisphere.maintenance.ledger import LEDGER_OPS, LocalLedger
 from minisphere.settings import Settings, ensure_private_dir, restrict_file_modes
-from minisphere.wire.records import Location, TokenInfo, TokenIssued, WorkspaceRecord
+from minisphere.wire.records import (
+    AdminIdentity,
+    CreatedWorkspace,
+    Deleted,
+    Location,
+    TokenInfo,
+    TokenIssued,
+    TokenRevoked,
+    WorkspaceDetail,
+    WorkspaceRecord,
+    WorkspaceTokenIdentity,
+)
 from minisphere.wire.residency import Activation, HibernationAnswer, SnapshotStatus
 
 log = logging.getLogger("minisphere.directory")
 DIRECTORY_NAME = "directory"
 DIRECTORY_CONCURRENCY = 64  # calls the directory interleaves at most
-SNAPSHOT_DEBT_EVERY_ROUNDS = 12  # sweep rounds between retries of owed snapshot deletions
-NODE_SWEEP_EVERY_ROUNDS = 120  # sweep rounds (of IDLE_SWEEP_S) between sweeps of every node
 # Ray's own resource of the head node. The control plane's file is in the data folder of the node
 # the directory runs on; on separate hosts only the head outlives the workers, so the directory
 # lives there (a worker going away must not take the record of every workspace with it).
@@ -123,35 +131,8 @@ class DirectoryActor:
         call (an async actor's constructor runs before its loop)."""
         if self._sweeper is None:
             self.pool.refill()
-            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_loop())
-
-    async def _sweep_loop(self) -> None:
-        rounds, nodes = 0, set(self.runtime.alive_nodes())
-        while True:
-            await asyncio.sleep(IDLE_SWEEP_S)
-            rounds += 1
-            try:
-                # a node that joined (or came back under a new id) may hold copies that were
-                # deleted or moved on while it was away: it is swept now, not in ten minutes
-                alive = set(self.runtime.alive_nodes())
-                joined, nodes = alive - nodes, alive
-                if joined:
-                    self.workspaces.sweep_soon()
-                else:
-                    self.workspaces.sweep_if_owed()
-                let_go = await self.residents.confirm_adopted()
-                if let_go:
-                    log.warning("adopted actors that served nothing ended: %s", let_go)
-                await self.liveness.end_hung()  # before the idle sweep: not hibernated
-                await self.hibernation.sweep()
-                self.cleanups.pay_soon()
-                self.pool.retire(self.placement.misplaced_spares(self.pool.ready_nodes()))
-                if rounds % SNAPSHOT_DEBT_EVERY_ROUNDS == 0:
-                    await self.workspaces.settle_snapshot_debts()
-                if rounds % NODE_SWEEP_EVERY_ROUNDS == 0:
-                    await self.workspaces.sweep_nodes()
-            except Exception:  # keep sweeping
-                log.warning("idle sweep failed", exc_info=True)
+            rounds = SweepRounds(self.parts, self.runtime.alive_nodes)
+            self._sweeper = asyncio.get_running_loop().create_task(rounds.run_forever(IDLE_SWEEP_S))
 
     async def start(self) -> PoolStatus:
         """Start the pool and the sweep now (the launcher calls it; any call does it too)."""
@@ -168,7 +149,7 @@ class DirectoryActor:
         self._start_background()
         return self.workspaces.create(workspace_id, blueprint, label)
 
-    async def get(self, workspace_id: str) -> dict[str, Any]:
+    async def get(self, workspace_id: str) -> WorkspaceDetail:
         return {
             **self.control.get(workspace_id),
             "resident": workspace_id in self.residents,
@@ -180,7 +161,7 @@ class DirectoryActor:
         self._start_background()
         return self.control.list(limit, after)
 
-    async def delete(self, workspace_id: str) -> DeletedWorkspace:
+    async def delete(self, workspace_id: str) -> Deleted:
         return await self.workspaces.delete(workspace_id)
 
     def workspace_path(self, workspace_id: str) -> str:

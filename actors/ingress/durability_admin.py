@@ -16,9 +16,20 @@ from minisphere.durability.restores import restored_answer
 from minisphere.durability.snapshots import list_snapshots
 from minisphere.durability.stores import SnapshotStore, open_snapshot_store
 from minisphere.errors import WorkspaceDataMissing
+from minisphere.http.service_responses import Hibernated
 from minisphere.settings import Settings
 from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
+from minisphere.wire.records import WorkspaceDetail, WorkspaceRecord
 from minisphere.wire.residency import HibernationAnswer
+from minisphere.wire.stored_states import (
+    FileBinding,
+    Pruned,
+    Restored,
+    RestoredToMoment,
+    SnapshotManifest,
+    VectorBindingState,
+    binding_answer,
+)
 
 if TYPE_CHECKING:
     from minisphere.durability.restores import SnapshotRestore
@@ -56,13 +67,13 @@ class DurabilityAdmin:
         )
         return reply.unwrap()
 
-    async def snapshot(self, workspace_id: str) -> dict[str, Any]:
-        manifest: dict[str, Any] = await self.actor_call(
+    async def snapshot(self, workspace_id: str) -> SnapshotManifest:
+        manifest: SnapshotManifest = await self.actor_call(
             workspace_id, ServedMethod.SNAPSHOT, "manual", self.admin_hash
         )
         return manifest
 
-    async def hibernate(self, workspace_id: str) -> dict[str, Any]:
+    async def hibernate(self, workspace_id: str) -> Hibernated:
         """Hibernate the workspace now (snapshot if changed, close, release its actor)."""
         check_workspace_id(workspace_id)
         result: HibernationAnswer = await self._ask_directory(
@@ -81,11 +92,11 @@ class DurabilityAdmin:
             "workspace": workspace_id,
             "hibernated": True,
             "why": None,
-            "snapshot": (result["snapshot"] or {}).get("version"),
+            "snapshot": result["snapshot"]["version"] if result["snapshot"] else None,
             "pendingSnapshot": result["pendingSnapshot"],
         }
 
-    async def restore(self, workspace_id: str, version: str) -> dict[str, Any]:
+    async def restore(self, workspace_id: str, version: str) -> Restored:
         try:
             result: SnapshotRestore = await self.actor_call(
                 workspace_id, ServedMethod.RESTORE, version, self.admin_hash
@@ -101,49 +112,49 @@ class DurabilityAdmin:
             )
         return restored_answer(workspace_id, result)
 
-    async def restore_to_moment(self, workspace_id: str, moment: str) -> dict[str, Any]:
-        restored: dict[str, Any] = await self.actor_call(
+    async def restore_to_moment(self, workspace_id: str, moment: str) -> RestoredToMoment:
+        restored: RestoredToMoment = await self.actor_call(
             workspace_id, ServedMethod.RESTORE_TO_MOMENT, moment, self.admin_hash
         )
         return restored
 
-    async def prune_snapshots(self, workspace_id: str, keep: int) -> dict[str, Any]:
-        pruned: dict[str, Any] = await self.actor_call(
+    async def prune_snapshots(self, workspace_id: str, keep: int) -> Pruned:
+        pruned: Pruned = await self.actor_call(
             workspace_id, ServedMethod.PRUNE_SNAPSHOTS, keep, self.admin_hash
         )
         return pruned
 
-    async def rebind_vectors(self, workspace_id: str, vector: dict[str, Any]) -> dict[str, Any]:
+    async def rebind_vectors(self, workspace_id: str, vector: dict[str, Any]) -> VectorBindingState:
         """The blueprint names the binding `vector` from now on; the file follows, re-embedded
         while the workspace serves (its progress: `vector_binding`)."""
         check_workspace_id(workspace_id)
-        record = await self._ask_directory(DirectoryMethod.SET_VECTOR_BINDING, workspace_id, vector)
-        wanted = record["blueprint"]["bindings"]["vector"]
-        state: dict[str, Any] = await self.actor_call(
+        record: WorkspaceRecord = await self._ask_directory(
+            DirectoryMethod.SET_VECTOR_BINDING, workspace_id, vector
+        )
+        wanted: dict[str, Any] = record["blueprint"]["bindings"]["vector"]
+        state: FileBinding = await self.actor_call(
             workspace_id, ServedMethod.REBIND_VECTORS, wanted, self.admin_hash
         )
-        return {"workspace": workspace_id, "blueprint": wanted, **state}
+        return binding_answer(workspace_id, wanted, state)
 
-    async def vector_binding(self, workspace_id: str) -> dict[str, Any]:
+    async def vector_binding(self, workspace_id: str) -> VectorBindingState:
         check_workspace_id(workspace_id)
-        record = await self._ask_directory(DirectoryMethod.GET, workspace_id)
-        state: dict[str, Any] = await self.actor_call(
+        record: WorkspaceDetail = await self._ask_directory(DirectoryMethod.GET, workspace_id)
+        state: FileBinding = await self.actor_call(
             workspace_id, ServedMethod.VECTOR_BINDING, self.admin_hash
         )
-        return {
-            "workspace": workspace_id,
-            "blueprint": (record["blueprint"].get("bindings") or {}).get("vector"),
-            **state,
-        }
+        wanted = (record["blueprint"].get("bindings") or {}).get("vector")
+        return binding_answer(workspace_id, wanted, state)
 
     def _snapshot_store(self) -> SnapshotStore:
         if self._store is None:
             self._store = open_snapshot_store(self.settings.snapshots)
         return self._store
 
-    async def list_snapshots(self, workspace_id: str) -> list[dict[str, Any]]:
+    async def list_snapshots(self, workspace_id: str) -> list[SnapshotManifest]:
         """Versions in the store (no actor is woken for this)."""
         check_workspace_id(workspace_id)
-        record = await self._ask_directory(DirectoryMethod.GET, workspace_id)  # NotFound if absent
+        # NotFound if absent
+        record: WorkspaceDetail = await self._ask_directory(DirectoryMethod.GET, workspace_id)
         store = generation_store(self._snapshot_store(), workspace_id, record["generation"])
         return await asyncio.to_thread(list_snapshots, store, workspace_id)

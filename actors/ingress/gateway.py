@@ -40,7 +40,18 @@ from minisphere.errors import Overloaded, Unauthenticated, as_named_error
 from minisphere.maintenance import runs as M
 from minisphere.settings import Settings
 from minisphere.wire.actor_methods import DirectoryMethod, ServedMethod
-from minisphere.wire.records import MaintenanceRun, TokenInfo, TokenIssued, WorkspaceRecord
+from minisphere.wire.records import (
+    CreatedWorkspace,
+    Deleted,
+    Identity,
+    MaintenanceRun,
+    TokenInfo,
+    TokenIssued,
+    TokenRevoked,
+    WorkspaceDetail,
+    WorkspaceRecord,
+    WorkspaceTokenIdentity,
+)
 from minisphere.wire.timings import CallTimings
 
 log = logging.getLogger("minisphere.gateway")
@@ -137,7 +148,7 @@ class Gateway:
             grant.require(method_name, method.access)
         return candidate
 
-    async def whoami(self, token: str, client: str = UNKNOWN_CLIENT) -> dict[str, Any]:
+    async def whoami(self, token: str, client: str = UNKNOWN_CLIENT) -> Identity:
         """What the token is (admin, or a workspace grant without its secret)."""
         candidate = token_hash(token)
         if same_hash(candidate, self.admin_hash):
@@ -149,7 +160,7 @@ class Gateway:
         )
         if found is None:
             raise Unauthenticated("invalid token")
-        grant: dict[str, Any] = found
+        grant: WorkspaceTokenIdentity = found
         return grant
 
     def forget(self, workspace_id: str) -> None:
@@ -250,11 +261,11 @@ class Gateway:
     # ---- admin -----------------------------------------------------------------------------------
     async def create(
         self, workspace_id: str | None, blueprint: dict[str, Any] | None, label: str | None
-    ) -> dict[str, Any]:
-        record: dict[str, Any] = await self.ask_directory(
+    ) -> CreatedWorkspace:
+        created: CreatedWorkspace = await self.ask_directory(
             DirectoryMethod.CREATE, workspace_id, blueprint, label
         )
-        return record
+        return created
 
     async def list(self, limit: int, after: str) -> builtins.list[WorkspaceRecord]:
         records: builtins.list[WorkspaceRecord] = await self.ask_directory(
@@ -262,10 +273,10 @@ class Gateway:
         )
         return records
 
-    async def get(self, workspace_id: str) -> dict[str, Any]:
+    async def get(self, workspace_id: str) -> WorkspaceDetail:
         check_workspace_id(workspace_id)
-        record: dict[str, Any] = await self.ask_directory(DirectoryMethod.GET, workspace_id)
-        await self._add_live_durability(workspace_id, record.get("durability") or {})
+        record: WorkspaceDetail = await self.ask_directory(DirectoryMethod.GET, workspace_id)
+        await self._add_live_durability(workspace_id, record["durability"])
         return record
 
     async def durability(self, workspace_id: str) -> dict[str, Any]:
@@ -291,10 +302,10 @@ class Gateway:
         except Exception as exc:  # noqa: BLE001 - the stored status is shown instead
             log.info("live durability status of %s unavailable: %r", workspace_id, exc)
 
-    async def delete(self, workspace_id: str) -> dict[str, Any]:
+    async def delete(self, workspace_id: str) -> Deleted:
         check_workspace_id(workspace_id)
         self.forget(workspace_id)
-        deleted: dict[str, Any] = await self.ask_directory(DirectoryMethod.DELETE, workspace_id)
+        deleted: Deleted = await self.ask_directory(DirectoryMethod.DELETE, workspace_id)
         return deleted
 
     async def ready(self) -> bool:
@@ -321,9 +332,9 @@ class Gateway:
         )
         return tokens
 
-    async def revoke_token(self, workspace_id: str, token_id: str) -> dict[str, Any]:
+    async def revoke_token(self, workspace_id: str, token_id: str) -> TokenRevoked:
         check_workspace_id(workspace_id)
-        answer: dict[str, Any] = await self.ask_directory(
+        answer: TokenRevoked = await self.ask_directory(
             DirectoryMethod.REVOKE_TOKEN, workspace_id, token_id
         )
         self.token_cache.forget(workspace_id)

@@ -14,57 +14,53 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from typing_extensions import TypedDict
 
 from actors.workspace.opening import shared_embedder
 from minisphere.errors import WorkspaceUnavailable
+from minisphere.wire.stored_states import FileBinding, FileVectors, RebindProgress, RebindState
 
 if TYPE_CHECKING:
     from actors.workspace.file_owner import FileOwner
     from actors.workspace.remote_embedder import RemoteEmbedder
-    from minisphere.engine.vectors.binding import BindingState
     from minisphere.hosting.host import WorkspaceHost
 
 log = logging.getLogger("minisphere.workspace")
 
 
-class NoBinding(TypedDict):
-    """A file bound to no embedder (or not open here)."""
-
-    provider: None
-    dim: None
-    missing: None
-
-
-class VectorBindingState(TypedDict):
-    file: BindingState | NoBinding  # the file's binding now
-    rebind: dict[str, Any] | None  # the last rebind's `RebindProgress`, if any
-
-
 @dataclass
-class RebindProgress:
+class RebindRun:
     """One rebind: `state` is re-embedding, done, failed or superseded; `embedded` of
     `total` entries so far."""
 
     provider: str
-    state: str = "re-embedding"
+    state: RebindState = "re-embedding"
     embedded: int = 0
     total: int | None = None
     error: str | None = None
     startedAt: float = field(default_factory=time.time)
     finishedAt: float | None = None
 
+    def progress(self) -> RebindProgress:
+        return {
+            "provider": self.provider,
+            "state": self.state,
+            "embedded": self.embedded,
+            "total": self.total,
+            "error": self.error,
+            "startedAt": self.startedAt,
+            "finishedAt": self.finishedAt,
+        }
+
 
 class VectorRebinds:
     def __init__(self, owner: FileOwner):
         self.owner = owner
-        self.last: RebindProgress | None = None
+        self.last: RebindRun | None = None
         self._task: asyncio.Task[None] | None = None  # held: the loop keeps tasks only weakly
 
-    async def start(self, spec: dict[str, Any]) -> VectorBindingState:
+    async def start(self, spec: dict[str, Any]) -> FileBinding:
         """Begin moving the file to the binding `spec`; its state at once."""
         host = self.owner.host
         if host is None:
@@ -74,7 +70,7 @@ class VectorRebinds:
 
         binding = VectorBindingSpec.model_validate(spec)
         embedder = shared_embedder(binding)
-        progress = RebindProgress(binding.provider)
+        progress = RebindRun(binding.provider)
         if self.last is not None and self.last.state == "re-embedding":
             self.last.state = "superseded"  # its backfill stops at its next batch
         self.last = progress
@@ -92,7 +88,7 @@ class VectorRebinds:
         self,
         host: WorkspaceHost,
         embedder: RemoteEmbedder,
-        progress: RebindProgress,
+        progress: RebindRun,
         advanced: Callable[[int, int], None],
     ) -> None:
         try:
@@ -106,15 +102,14 @@ class VectorRebinds:
                 progress.embedded = int(summary.get("embedded", progress.embedded))
         progress.finishedAt = time.time()
 
-    async def state(self) -> VectorBindingState:
+    async def state(self) -> FileBinding:
         """The file's binding (provider, dimensions, entries still without a vector) and the
         last rebind's progress."""
         host = self.owner.host
         workspace = host.workspace if host is not None else None
         vectors = workspace.vectors if workspace is not None else None
-        file: BindingState | NoBinding = (
-            await asyncio.to_thread(vectors.state)
-            if vectors is not None
-            else {"provider": None, "dim": None, "missing": None}
-        )
-        return {"file": file, "rebind": asdict(self.last) if self.last else None}
+        file: FileVectors = {"provider": None, "dim": None, "missing": None}  # bound to none
+        if vectors is not None:
+            bound = await asyncio.to_thread(vectors.state)
+            file = {"provider": bound["provider"], "dim": bound["dim"], "missing": bound["missing"]}
+        return {"file": file, "rebind": self.last.progress() if self.last else None}

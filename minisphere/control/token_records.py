@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from sqlite3 import Connection
-from typing import Literal, TypedDict
 
 from minisphere.control.auth import (
     TokenGrant,
@@ -18,18 +17,7 @@ from minisphere.control.auth import (
 from minisphere.control.locations import Audit
 from minisphere.engine.clock import epoch_ms
 from minisphere.errors import NotFound
-from minisphere.wire.records import TokenInfo, TokenIssued
-
-
-class WorkspaceTokenIdentity(TypedDict):
-    """A workspace token as its holder may see it (`whoami`)."""
-
-    kind: Literal["workspace"]
-    workspace: str
-    tokenId: str
-    scope: str
-    label: str | None
-    expiresAt: int | None
+from minisphere.wire.records import TokenInfo, TokenIssued, WorkspaceTokenIdentity
 
 
 class TokenRecords:

@@ -11,28 +11,23 @@ was never answered).
 from __future__ import annotations
 
 import logging
-from typing import Literal, TypedDict
 
 from minisphere.control.auth import TokenGrant, same_hash
 from minisphere.control.plane import ControlPlane
-from minisphere.control.token_records import WorkspaceTokenIdentity
 from minisphere.directory.activation import Activator
 from minisphere.directory.actor_runtime import ActorRuntime
 from minisphere.directory.launch import WorkspaceLaunch
 from minisphere.directory.residents import ResidentTable
 from minisphere.wire.actor_methods import WorkspaceActorMethod
-from minisphere.wire.records import TokenIssued
+from minisphere.wire.records import (
+    AdminIdentity,
+    TokenIssued,
+    TokenRevoked,
+    WorkspaceTokenIdentity,
+)
 
 log = logging.getLogger("minisphere.directory")
 PUSH_GRANTS_TIMEOUT_S = 10.0  # handing a resident actor its new token set
-
-
-class AdminIdentity(TypedDict):
-    kind: Literal["admin"]
-
-
-class TokenRevoked(TypedDict):
-    revoked: str
 
 
 class TokenGrants:

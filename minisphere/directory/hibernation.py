@@ -144,12 +144,12 @@ class Hibernation:
         recycled: bool,
     ) -> Hibernated:
         """The hibernation recorded in the control plane (and logged), as answered."""
-        snapshot = report["snapshot"] or {}
+        version = report["snapshot"]["version"] if report["snapshot"] else None
         self.control.record_hibernation(
             workspace_id,
             report["snapshots"],
             report["pendingSnapshot"],
-            snapshot.get("version"),
+            version,
             report.get("position"),
             report.get("storedPosition"),
         )
@@ -159,13 +159,13 @@ class Hibernation:
         # a line per hibernation only when it wrote a snapshot or failed at something: Ray's
         # log monitor reads every line a worker writes, and wake cycles are many
         log.log(
-            logging.INFO if snapshot or report["error"] else logging.DEBUG,
+            logging.INFO if version or report["error"] else logging.DEBUG,
             "hibernated %s (%s, actor %s, %s): snapshot %s%s",
             workspace_id,
             reason,
             resident.actor_name,
             "recycled" if recycled else "ended",
-            snapshot.get("version", "not needed"),
+            version or "not needed",
             f"; {report['error']}" if report["error"] else "",
         )
         return {**report, "hibernated": True, "reason": reason, "recycled": recycled}

@@ -10,7 +10,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from minisphere.control.auth import check_workspace_id
 from minisphere.control.blueprints import Blueprint, parse_blueprint
@@ -26,7 +26,7 @@ from minisphere.engine.workspace import Workspace
 from minisphere.errors import NotFound, SnapshotError
 from minisphere.hosting.copies import list_copies, sweep_node
 from minisphere.settings import Settings, ensure_private_dir
-from minisphere.wire.records import BornWith, WorkspaceRecord
+from minisphere.wire.records import BornWith, CreatedWorkspace, Deleted
 
 log = logging.getLogger("minisphere.directory")
 AUDIT_KEPT_S = 90 * 86_400  # the audit trail's reach back
@@ -43,17 +43,6 @@ NODE_SWEEP_BACKOFF = Backoff(
 )
 # node -> what each node answered a sweep: the copies it deleted, or the name of its failure
 NodeAnswers = dict[str, Any]
-
-
-class CreatedWorkspace(TypedDict):
-    workspace: WorkspaceRecord
-    token: str  # shown only in this answer
-    tokenId: str
-
-
-class DeletedWorkspace(TypedDict):
-    deleted: str
-    snapshotsDeleted: bool  # False: owed, a later sweep deletes them
 
 
 class WorkspaceLifecycle:
@@ -126,7 +115,7 @@ class WorkspaceLifecycle:
         [grant] = self.control.tokens.grants(record["id"])
         return {"workspace": record, "token": token, "tokenId": grant.token_id}
 
-    async def delete(self, workspace_id: str) -> DeletedWorkspace:
+    async def delete(self, workspace_id: str) -> Deleted:
         self.control.get(workspace_id)  # NotFound when absent
         self.control.set_state(workspace_id, "deleting")  # no new activation from here on
         # an activation in flight finds the workspace deleting once bound and lets go of its

@@ -21,7 +21,7 @@ import tempfile
 import time
 import zlib
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from minisphere.durability.constants import RESTORE_ASIDE_KEEP, SNAPSHOT_COPY_CHUNK_BYTES
 from minisphere.durability.snapshots.layout import blob_key, list_versions, version_seq
@@ -37,6 +37,7 @@ from minisphere.errors import SnapshotCorrupt, SnapshotError, SnapshotNotFound
 from minisphere.files import fsync_dir, fsync_file, sized_sha256
 from minisphere.settings import SNAPSHOT_KEEP_VERSIONS
 from minisphere.wire.residency import SkippedVersion
+from minisphere.wire.stored_states import Restored
 
 log = logging.getLogger("minisphere.snapshots")
 ASIDE_MARK = ".pre-restore-"
@@ -55,7 +56,7 @@ class SnapshotRestore(TypedDict):
     skipped: NotRequired[list[SkippedVersion]]  # `restore_latest_good` only
 
 
-def restored_answer(workspace_id: str, restore: SnapshotRestore) -> dict[str, Any]:
+def restored_answer(workspace_id: str, restore: SnapshotRestore) -> Restored:
     """An admin restore's answer (the HTTP `Restored` shape), from a published restore."""
     assert restore["published"] is not None  # an admin restore always publishes
     return {
@@ -211,10 +212,10 @@ def _publish_restored(
         workspace_id,
         existing,
         reason="restore",
-        schema=manifest.get("schemaVersion", 0),
-        entries=manifest.get("entryCount", 0),
-        restoredFrom=version,
-        position=new_position or manifest.get("position", 0),
+        schema=manifest.get("schemaVersion") or 0,
+        entries=manifest.get("entryCount") or 0,
+        restored_from=version,
+        position=new_position or manifest.get("position") or 0,
     )
 
 

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from minisphere.durability.replication.registration import WorkspaceReplica
 from minisphere.durability.replication.restore import restore_moment
@@ -32,6 +32,7 @@ from minisphere.errors import InvalidArgument, ReplicationUnconfirmed, SnapshotE
 from minisphere.hosting.copies import drop_after_forget
 from minisphere.settings import SnapshotSettings
 from minisphere.wire.residency import SnapshotStatus
+from minisphere.wire.stored_states import Pruned, RestoredToMoment, SnapshotManifest
 
 log = logging.getLogger("minisphere.host")
 
@@ -81,16 +82,16 @@ class StoredStates:
             raise SnapshotError("no snapshot store is configured")
         return self.store
 
-    def _take(self, reason: str) -> dict[str, Any]:
+    def _take(self, reason: str) -> SnapshotManifest:
         return take_snapshot(
             self.path, self._require_store(), self.workspace_id, reason=reason, keep=self.keep
         )
 
-    def snapshot_now(self, reason: str = "manual") -> dict[str, Any]:
+    def snapshot_now(self, reason: str = "manual") -> SnapshotManifest:
         self._require_store()
         return self.snapshotter.snapshot_now(reason)
 
-    def before_closing(self, replicated: bool) -> tuple[dict[str, Any] | None, str | None]:
+    def before_closing(self, replicated: bool) -> tuple[SnapshotManifest | None, str | None]:
         """At hibernation: a snapshot if anything changed (unless the store is backing off, or
         the replica confirmed the last write and no named version is due yet), then the purge
         a forget owes. Returns (the manifest taken or None, what went wrong or None)."""
@@ -116,7 +117,7 @@ class StoredStates:
                 error = f"versions from before a forget not deleted: {exc.message}"
         return manifest, error
 
-    def prune_snapshots(self, keep: int) -> dict[str, Any]:
+    def prune_snapshots(self, keep: int) -> Pruned:
         """Keep only the newest `keep` versions, after making sure the newest one is the file
         as it is now (a snapshot is taken first when anything changed). By hand, more than
         what a forget does by itself (`drop_versions_before`)."""
@@ -221,7 +222,7 @@ class StoredStates:
                 "holds its text in an older history; send it again with the same key"
             )
 
-    def list_snapshots(self) -> list[dict[str, Any]]:
+    def list_snapshots(self) -> list[SnapshotManifest]:
         return list_snapshots(self._require_store(), self.workspace_id)
 
     def restore(self, version: str | None) -> SnapshotRestore:
@@ -244,7 +245,7 @@ class StoredStates:
         self._confirm_replicated()
         return result
 
-    def restore_to_time(self, moment: str) -> dict[str, Any]:
+    def restore_to_time(self, moment: str) -> RestoredToMoment:
         """Restore the state the replica held at `moment` (RFC 3339, UTC): any second within
         the replica's retention, where snapshots give only their versions. The restored state
         is a new state (a new position) and the next snapshot stores it."""
@@ -264,7 +265,12 @@ class StoredStates:
             )
         self.snapshotter.note_writes(1)
         self._confirm_replicated()
-        return {"workspace": self.workspace_id, **result}
+        return {
+            "workspace": self.workspace_id,
+            "moment": result["moment"],
+            "position": result["position"],
+            "aside": result["aside"],
+        }
 
     def _confirm_replicated(self) -> None:
         """In `sync` mode a restore is answered like a write: once the restored state is on the

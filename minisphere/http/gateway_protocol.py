@@ -12,12 +12,29 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from minisphere.wire.records import MaintenanceRun, TokenInfo, TokenIssued, WorkspaceRecord
+from minisphere.http.service_responses import Hibernated
+from minisphere.wire.records import (
+    CreatedWorkspace,
+    Deleted,
+    Identity,
+    MaintenanceRun,
+    TokenInfo,
+    TokenIssued,
+    TokenRevoked,
+    WorkspaceDetail,
+    WorkspaceRecord,
+)
+from minisphere.wire.stored_states import (
+    Pruned,
+    Restored,
+    RestoredToMoment,
+    SnapshotManifest,
+    VectorBindingState,
+)
 from minisphere.wire.timings import CallTimings
 
-# JSON-shaped answers; a `list` method on the protocol would shadow the builtin in its body
-Record = dict[str, Any]
-Records = list[Record]
+# lists of answers; a `list` method on the protocol would shadow the builtin in its body
+SnapshotManifests = list[SnapshotManifest]
 WorkspaceRecords = list[WorkspaceRecord]
 TokenInfos = list[TokenInfo]
 MaintenanceRuns = list[MaintenanceRun]
@@ -26,21 +43,23 @@ MaintenanceRuns = list[MaintenanceRun]
 class DurabilityOperations(Protocol):
     """The operator's operations on a workspace's stored states and its actor."""
 
-    async def snapshot(self, workspace_id: str) -> Record: ...
+    async def snapshot(self, workspace_id: str) -> SnapshotManifest: ...
 
-    async def list_snapshots(self, workspace_id: str) -> Records: ...
+    async def list_snapshots(self, workspace_id: str) -> SnapshotManifests: ...
 
-    async def hibernate(self, workspace_id: str) -> Record: ...
+    async def hibernate(self, workspace_id: str) -> Hibernated: ...
 
-    async def restore(self, workspace_id: str, version: str) -> Record: ...
+    async def restore(self, workspace_id: str, version: str) -> Restored: ...
 
-    async def restore_to_moment(self, workspace_id: str, moment: str) -> Record: ...
+    async def restore_to_moment(self, workspace_id: str, moment: str) -> RestoredToMoment: ...
 
-    async def prune_snapshots(self, workspace_id: str, keep: int) -> Record: ...
+    async def prune_snapshots(self, workspace_id: str, keep: int) -> Pruned: ...
 
-    async def rebind_vectors(self, workspace_id: str, vector: dict[str, Any]) -> Record: ...
+    async def rebind_vectors(
+        self, workspace_id: str, vector: dict[str, Any]
+    ) -> VectorBindingState: ...
 
-    async def vector_binding(self, workspace_id: str) -> Record: ...
+    async def vector_binding(self, workspace_id: str) -> VectorBindingState: ...
 
 
 class WorkspaceGateway(Protocol):
@@ -64,7 +83,7 @@ class WorkspaceGateway(Protocol):
         on with the call."""
         ...
 
-    async def whoami(self, token: str, client: str) -> Record: ...
+    async def whoami(self, token: str, client: str) -> Identity: ...
 
     # ---- calls ---------------------------------------------------------------------------------
     async def call(
@@ -88,14 +107,14 @@ class WorkspaceGateway(Protocol):
 
     # ---- workspaces (admin) --------------------------------------------------------------------
     async def create(
-        self, workspace_id: str | None, blueprint: Record | None, label: str | None
-    ) -> Record: ...
+        self, workspace_id: str | None, blueprint: dict[str, Any] | None, label: str | None
+    ) -> CreatedWorkspace: ...
 
     async def list(self, limit: int, after: str) -> WorkspaceRecords: ...
 
-    async def get(self, workspace_id: str) -> Record: ...
+    async def get(self, workspace_id: str) -> WorkspaceDetail: ...
 
-    async def delete(self, workspace_id: str) -> Record: ...
+    async def delete(self, workspace_id: str) -> Deleted: ...
 
     # ---- tokens (admin) ------------------------------------------------------------------------
     async def create_token(
@@ -104,4 +123,4 @@ class WorkspaceGateway(Protocol):
 
     async def list_tokens(self, workspace_id: str) -> TokenInfos: ...
 
-    async def revoke_token(self, workspace_id: str, token_id: str) -> Record: ...
+    async def revoke_token(self, workspace_id: str, token_id: str) -> TokenRevoked: ...

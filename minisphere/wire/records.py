@@ -1,6 +1,6 @@
-"""The operator's records as the control plane and the maintenance ledger hand them out: a
-workspace, where it lives, its tokens, a maintenance run. The operator's routes answer these
-dicts as they are and publish these same classes (`minisphere.http.service_responses`), so a
+"""The operator's records as the control plane, the directory and the maintenance ledger hand
+them out: a workspace, where it lives, its creation and deletion, its tokens, a maintenance
+run. The operator's routes answer these dicts as they are and publish these same classes, so a
 record and its documented shape are one definition, checked by mypy where they are built."""
 
 from __future__ import annotations
@@ -82,6 +82,44 @@ class Location(TypedDict):
     ]
 
 
+@with_config(ANSWER_CONFIG)
+class WorkspaceDetail(WorkspaceRecord):
+    resident: Annotated[bool, Field(description="an actor holds it now (else it is hibernated)")]
+    durability: Annotated[
+        dict[str, Any], Field(description="residency, placement, snapshot status")
+    ]
+    location: Annotated[
+        Location,
+        Field(
+            description=(
+                "the location record: where the workspace lives and how far its copies reach"
+            )
+        ),
+    ]
+
+
+@with_config(ANSWER_CONFIG)
+class CreatedWorkspace(TypedDict):
+    workspace: WorkspaceRecord
+    token: Annotated[
+        str, Field(description="a write token of the workspace, shown only in this answer")
+    ]
+    tokenId: Annotated[str, Field(description="its id (to list or revoke it)")]
+
+
+@with_config(ANSWER_CONFIG)
+class Deleted(TypedDict):
+    deleted: str
+    snapshotsDeleted: Annotated[
+        bool,
+        Field(
+            description="false: the snapshot store failed; the directory "
+            "keeps retrying, and a workspace created again "
+            "with this id never sees them"
+        ),
+    ]
+
+
 # a token just issued: the only answer that holds its secret
 @with_config(ANSWER_CONFIG)
 class TokenIssued(TypedDict):
@@ -90,6 +128,30 @@ class TokenIssued(TypedDict):
     scope: Annotated[str, Field(description="read | write")]
     label: Optional[str]
     expiresAt: Annotated[Optional[int], Field(description="epoch ms; null: never")]
+
+
+@with_config(ANSWER_CONFIG)
+class TokenRevoked(TypedDict):
+    revoked: str
+
+
+class AdminIdentity(TypedDict):
+    kind: Literal["admin"]
+
+
+class WorkspaceTokenIdentity(TypedDict):
+    """A workspace token as its holder may see it (`whoami`)."""
+
+    kind: Literal["workspace"]
+    workspace: str
+    tokenId: str
+    scope: str
+    label: str | None
+    expiresAt: int | None
+
+
+# what `whoami` answers of a token (the published `WhoAmI` documents both as one object)
+Identity = AdminIdentity | WorkspaceTokenIdentity
 
 
 @with_config(ANSWER_CONFIG)

@@ -5,9 +5,11 @@ read by the directory and the ingress: one definition, checked by mypy on both s
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired
+from typing import Literal, NotRequired
 
 from typing_extensions import TypedDict
+
+from minisphere.wire.stored_states import SnapshotManifest
 
 # where a host's copy of the file came from: kept from an earlier stay, shipped by the replica,
 # restored from a snapshot, or made empty (a workspace that never acknowledged a write)
@@ -64,7 +66,7 @@ class HostHibernation(TypedDict):
     what went wrong, and how far its copy and the store reach."""
 
     workspace: str | None  # None: the actor was a spare, holding none
-    snapshot: dict[str, Any] | None  # the manifest of the snapshot taken on the way out
+    snapshot: SnapshotManifest | None  # taken on the way out
     error: str | None
     pendingSnapshot: bool  # writes no snapshot holds
     snapshots: SnapshotStatus | None

@@ -3,7 +3,8 @@
     sudo python tests/e2e/operator_scenario.py [--store s3|local] [--keep] [--json]
 
 Each Ray node runs in namespaces of its own, with its own disk (operator_cluster.py); the drills
-are in operator_drills.py. The procedure is infra/README.md's, step by step:
+are in operator_drills.py, the worker killed and the redeploy in operator_node_loss.py. The
+procedure is infra/README.md's, step by step:
 
 1. every node gets the same env file (what the RayService's Secret and ConfigMap give a pod:
    admin token, S3 credentials and endpoint, Serve's fast path), sourced before `ray start`;
@@ -42,12 +43,10 @@ import gzip
 import json
 import signal
 import sys
-import threading
 import time
 import traceback
 import uuid
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 # this file's folder: the scenario runs as a script
@@ -60,7 +59,6 @@ from operator_cluster import (
     Cluster,
     dump_config,
     files_under,
-    kill_netns_processes,
     load_config,
     log,
 )
@@ -68,17 +66,9 @@ from operator_cluster import (
 WORKSPACES = 6
 WRITES_PER_WORKSPACE = 8  # acknowledged and snapshotted before the worker stops
 WRITES_AFTER_SNAPSHOT = 2  # acknowledged after the snapshot (on the replica only)
-CONCURRENT_WRITES = 500  # keyed writes at once on the worker about to be killed
-CONCURRENT_WRITERS = 32
-# async replication's loss window: Litestream ships a file's new transactions every second; the
-# rest is margin for a busy shared machine (a write answered just before a sync began)
-ASYNC_LOSS_WINDOW_S = 3.0
 
 DEPLOY_TIMEOUT_S = 150.0
-RECOVERY_TIMEOUT_S = 120.0
-REDEPLOY_TIMEOUT_S = 150.0
 NODE_STOP_TIMEOUT_S = 60.0
-REDEPLOY_WRITE_PAUSE_S = 0.05  # between the writes kept going during the redeploy
 
 
 class Scenario(Cluster):
@@ -354,254 +344,6 @@ class Scenario(Cluster):
             with self.timed("drill: S3 down"):
                 drills.s3_outage_drill(self, http, workspaces, next(iter(workspaces)))
 
-    # ---- a worker leaves ------------------------------------------------------------------------
-    def concurrent_writes(self, workspaces: dict, targets: list[str]) -> dict[str, list[str]]:
-        """CONCURRENT_WRITES keyed captures at once over `targets`; the acknowledged ids of each
-        (a 503 is sent again with its key, so each write is applied at most once)."""
-        import httpx
-
-        acknowledged: dict[str, list[str]] = {w: [] for w in targets}
-        lock = threading.Lock()
-
-        def one(n: int) -> None:
-            workspace_id = targets[n % len(targets)]
-            with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S) as client:
-                answer = self.call(
-                    client,
-                    workspace_id,
-                    workspaces[workspace_id]["token"],
-                    "capture",
-                    {"content": f"concurrent write {n} {uuid.uuid4().hex}"},
-                    key=uuid.uuid4().hex,
-                    deadline=time.monotonic() + RECOVERY_TIMEOUT_S,
-                )
-            if answer.status_code == 200:
-                with lock:
-                    acknowledged[workspace_id].append(answer.json()["id"])
-                    self.acknowledged_at[answer.json()["id"]] = time.monotonic()
-
-        with ThreadPoolExecutor(CONCURRENT_WRITERS) as pool:
-            list(pool.map(one, range(CONCURRENT_WRITES)))
-        return acknowledged
-
-    def kill_worker(self, http, workspaces: dict, placed: dict) -> None:
-        """Concurrent keyed writes on the worker holding the most workspaces, then SIGKILL to
-        every process in its namespace (raylet, Litestream, actors: no `ray stop`, nothing
-        flushed on the way out): with `MINISPHERE_REPLICATION=sync` every acknowledged write
-        is served from the other worker, restored from the replica, none doubled."""
-        per_worker = {
-            n.name: [w for w, where in placed.items() if where == n.name] for n in self.nodes[1:]
-        }
-        victim_name = max(per_worker, key=lambda name: len(per_worker[name]))
-        victim = next(n for n in self.nodes if n.name == victim_name)
-        moved = per_worker[victim_name]
-        self.findings["stopped"] = victim_name
-        if not self.check("the killed worker holds workspaces", bool(moved), per_worker):
-            return
-        with self.timed("concurrent writes"):
-            late = self.concurrent_writes(workspaces, moved)
-        for workspace_id, ids in late.items():
-            workspaces[workspace_id]["late"].extend(ids)
-        acknowledged = sum(len(ids) for ids in late.values())
-        self.check(
-            "the concurrent writes were acknowledged",
-            acknowledged == CONCURRENT_WRITES,
-            acknowledged,
-        )
-        with self.timed("kill -9"):
-            killed = kill_netns_processes(victim.netns)
-            self.killed_at = time.monotonic()
-            victim.stopped = True
-        self.findings["killed"] = {"worker": victim_name, "processes": killed}
-        self.served_again(http, workspaces, placed, moved, victim_name)
-
-    def served_again(
-        self, http, workspaces: dict, placed: dict, moved: list[str], victim_name: str
-    ) -> None:
-        """Every workspace answers again; the moved ones from the replica, every acknowledged
-        write present once; and they take writes again."""
-        deadline = time.monotonic() + RECOVERY_TIMEOUT_S
-        started = time.monotonic()
-        report = {}
-        for workspace_id, ws in workspaces.items():
-            answer = self.call(http, workspace_id, ws["token"], "getCount", {}, deadline=deadline)
-            if answer.status_code != 200:
-                raise RuntimeError(
-                    f"{workspace_id} after the kill: {answer.status_code} {answer.text[:300]}"
-                )
-            report[workspace_id] = {"count": answer.json()["count"]}
-        self.findings["timings"]["served again after the kill"] = round(
-            time.monotonic() - started, 1
-        )
-        after = self.placement(http, workspaces)
-        for workspace_id, ws in workspaces.items():
-            record = http.get(f"/v1/workspaces/{workspace_id}", headers=self.admin).json()
-            activation = (record.get("durability") or {}).get("activation") or {}
-            report[workspace_id].update(
-                before=placed[workspace_id],
-                after=after[workspace_id],
-                source=activation.get("source"),
-                snapshotted=self.present(http, workspace_id, ws["token"], ws["ids"], deadline),
-                late=self.present(http, workspace_id, ws["token"], ws["late"], deadline),
-                acknowledged=len(ws["ids"]) + len(ws["late"]),
-            )
-        self.findings["moved"] = {w: report[w] for w in moved}
-        self.findings["writesChecked"] = sum(r["acknowledged"] for r in report.values())
-        self.check(
-            "moved workspaces now on the other worker",
-            all(report[w]["after"] not in (victim_name, "?") for w in moved),
-            {w: report[w]["after"] for w in moved},
-        )
-        self.check(
-            "moved workspaces restored from their replicas",
-            all(report[w]["source"] == "replica" for w in moved),
-            {w: report[w]["source"] for w in moved},
-        )
-        self.loss_checks(report)
-        for workspace_id in moved:  # and they take writes again
-            ws = workspaces[workspace_id]
-            answer = self.call(
-                http,
-                workspace_id,
-                ws["token"],
-                "capture",
-                {"content": f"{workspace_id} after the move {uuid.uuid4().hex}"},
-                key=uuid.uuid4().hex,
-                deadline=deadline,
-            )
-            ws["ids"].append(answer.json()["id"])
-        self.check("moved workspaces take writes again", True)
-
-    def loss_checks(self, report: dict) -> None:
-        """sync: every acknowledged write is there. async: only writes answered within the
-        documented window before the kill may be missing. Either way none is there twice."""
-        present = {w: r["snapshotted"] + r["late"] for w, r in report.items()}
-        missing = [entry for _, entry, *_ in self.findings.get("missing", [])]
-        ages = [
-            round(self.killed_at - self.acknowledged_at[entry], 2)
-            if entry in self.acknowledged_at and self.killed_at
-            else None
-            for entry in missing
-        ]
-        self.findings["loss"] = {
-            "mode": self.replication,
-            "lost": len(missing),
-            "acknowledgedSecondsBeforeKill": sorted(ages, key=str)[:20],
-        }
-        if self.replication == "sync":
-            self.check(
-                "no acknowledged write lost",
-                all(present[w] == r["acknowledged"] for w, r in report.items()),
-                {w: (present[w], r["acknowledged"]) for w, r in report.items()},
-            )
-        else:
-            self.check(
-                f"async: only writes answered in the last {ASYNC_LOSS_WINDOW_S} s "
-                "before the kill lost",
-                all(age is not None and age <= ASYNC_LOSS_WINDOW_S for age in ages),
-                ages,
-            )
-        self.check(
-            "no acknowledged write applied twice",
-            all(r["count"] == present[w] for w, r in report.items()),
-            {w: (r["count"], present[w]) for w, r in report.items()},
-        )
-
-    # ---- redeploy -----------------------------------------------------------------------------
-    def redeploy(self, http, workspaces: dict, base_config: dict) -> None:
-        changed = copy.deepcopy(base_config)
-        deployment = changed["applications"][0]["deployments"][0]
-        deployment["autoscaling_config"]["min_replicas"] = 2
-        self.config_env(changed)["MINISPHERE_MIN_REPLICAS"] = "2"  # new env: new replicas
-        path = self.work / "serve_config.changed.yaml"
-        dump_config(changed, path)
-        before = self.singletons()
-        acknowledged: dict[str, list[str]] = {w: [] for w in list(workspaces)[:2]}
-        counts = {
-            w: self.call(http, w, workspaces[w]["token"], "getCount", {}).json()["count"]
-            for w in acknowledged
-        }
-        stop = threading.Event()
-        errors: list[str] = []
-
-        def keep_writing():
-            import httpx
-
-            with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S) as client:
-                n = 0
-                while not stop.is_set():
-                    for workspace_id in acknowledged:
-                        n += 1
-                        try:
-                            answer = self.call(
-                                client,
-                                workspace_id,
-                                workspaces[workspace_id]["token"],
-                                "capture",
-                                {"content": f"redeploy write {n} {uuid.uuid4().hex}"},
-                                key=uuid.uuid4().hex,
-                                deadline=time.monotonic() + REDEPLOY_TIMEOUT_S,
-                            )
-                        except TimeoutError as exc:
-                            errors.append(str(exc))
-                            continue
-                        if answer.status_code == 200:
-                            acknowledged[workspace_id].append(answer.json()["id"])
-                        else:
-                            errors.append(f"{answer.status_code} {answer.text[:200]}")
-                    time.sleep(REDEPLOY_WRITE_PAUSE_S)
-
-        writer = threading.Thread(target=keep_writing, daemon=True)
-        writer.start()
-        with self.timed("redeploy"):
-            self.serve_deploy(path)
-            status = self.wait_running(REDEPLOY_TIMEOUT_S, replicas=2)
-        time.sleep(2)  # writes keep going on the new replicas
-        stop.set()
-        writer.join(REDEPLOY_TIMEOUT_S)
-        after = self.singletons()
-        deadline = time.monotonic() + RECOVERY_TIMEOUT_S
-        kept = {
-            w: self.present(http, w, workspaces[w]["token"], ids, deadline)
-            for w, ids in acknowledged.items()
-        }
-        final = {
-            w: self.call(http, w, workspaces[w]["token"], "getCount", {}).json()["count"]
-            for w in acknowledged
-        }
-        written = sum(len(ids) for ids in acknowledged.values())
-        self.findings["redeploy"] = {
-            "change": "min_replicas 1 -> 2 (and MINISPHERE_MIN_REPLICAS)",
-            **status,
-            "writesDuring": written,
-            "writesKept": sum(kept.values()),
-            "errors": errors[:5],
-            "directory": len(after["DirectoryActor"]),
-            "scheduler": len(after["ScheduledTasksActor"]),
-        }
-        self.findings["writesChecked"] = self.findings.get("writesChecked", 0) + written
-        self.check(
-            "writes kept going during the redeploy",
-            written > 0 and not errors,
-            f"{written} acknowledged, {len(errors)} failed",
-        )
-        self.check(
-            "no acknowledged write lost in the redeploy",
-            all(kept[w] == len(acknowledged[w]) for w in acknowledged),
-            kept,
-        )
-        self.check(
-            "no write applied twice",
-            all(final[w] == counts[w] + len(acknowledged[w]) for w in acknowledged),
-            {w: (counts[w], len(acknowledged[w]), final[w]) for w in acknowledged},
-        )
-        self.check(
-            "one directory and one scheduler, the same ones",
-            before == after and all(len(v) == 1 for v in after.values()),
-            {k: len(v) for k, v in after.items()},
-        )
-        self.check("the changed config is live", status["replicas"] >= 2, status)
-
     # ---- the whole run --------------------------------------------------------------------------
     def execute(self) -> dict:
         self.preflight()
@@ -629,6 +371,7 @@ class Scenario(Cluster):
 
     def procedure(self) -> None:
         import httpx
+        import operator_node_loss as node_loss  # this file's folder (run as a script)
 
         with self.timed("network"):
             self.network_up()
@@ -672,11 +415,11 @@ class Scenario(Cluster):
             )
             self.drills(http, workspaces)
             placed = self.placement(http, workspaces)  # the drills may have moved some
-            self.kill_worker(http, workspaces, placed)
+            node_loss.kill_worker(self, http, workspaces, placed)
             # a `serve deploy` of a changed config is the checked-in config's check (the s3
             # run); the local run is there for async replication and the full node's moves
             if self.store == "s3":
-                self.redeploy(http, workspaces, base)
+                node_loss.redeploy(self, http, workspaces, base)
         self.findings["ok"] = all(self.findings["checks"].values())
 
 

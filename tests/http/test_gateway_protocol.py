@@ -6,6 +6,7 @@ tests/actors/test_actor_protocols.py.)"""
 from __future__ import annotations
 
 import re
+import typing
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,23 @@ def test_every_gateway_method_the_http_layer_calls_is_in_its_protocol(calls, pro
     }
     assert called, f"the pattern no longer finds the HTTP layer's calls of {protocol.__name__}"
     assert called - set(protocol_methods(protocol)) == set()
+
+
+def _bare_dicts(hint: object) -> list[object]:
+    """The plain `dict` types inside an annotation (through lists, tuples and unions); a
+    `TypedDict` is not one."""
+    if typing.get_origin(hint) is dict or hint is dict:
+        return [hint]
+    return [bare for arg in typing.get_args(hint) for bare in _bare_dicts(arg)]
+
+
+@pytest.mark.parametrize("protocol", [WorkspaceGateway, DurabilityOperations])
+def test_no_answer_of_the_gateway_is_an_untyped_dict(protocol):
+    untyped = {
+        name: _bare_dicts(typing.get_type_hints(method)["return"])
+        for name, method in protocol_methods(protocol).items()
+    }
+    assert {name: found for name, found in untyped.items() if found} == {}
 
 
 def test_the_check_names_each_missing_method_and_each_call_a_method_cannot_take():

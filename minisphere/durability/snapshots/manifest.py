@@ -26,6 +26,7 @@ from minisphere.errors import (
     SnapshotNotFound,
     SnapshotStoreUnavailable,
 )
+from minisphere.wire.stored_states import SnapshotManifest as StoredManifest
 
 log = logging.getLogger("minisphere.snapshots")
 MANIFEST_REQUIRED = ("compressedBytes", "compressedSha256", "rawBytes", "rawSha256")
@@ -43,8 +44,8 @@ MANIFEST_DIGESTS = ("rawSha256", "compressedSha256")
 MANIFEST_COMPRESSION = "gzip"
 _SHOWN_VALUE_CHARS = 40  # of a bad field's value, in the refusal
 # a version's manifest as stored: a JSON object, its fields checked by `SnapshotManifest` and
-# any others kept as they are (so it stays an open mapping, not a fixed shape)
-Manifest = dict[str, Any]
+# any others kept as they are (the wire's shape names the fields this build knows)
+Manifest = StoredManifest
 
 Count = Annotated[int, Field(strict=True, ge=0)]
 Digest = Annotated[str, Field(strict=True, pattern=r"^[0-9a-f]{64}$")]
@@ -136,7 +137,7 @@ def read_manifest(store: SnapshotStore, workspace_id: str, version: str) -> Mani
         raise SnapshotCorrupt(
             f"snapshot {workspace_id}@{version}: unreadable manifest ({why})"
         ) from None
-    if manifest.get("format", 0) > SNAPSHOT_FORMAT_VERSION:
+    if (manifest.get("format") or 0) > SNAPSHOT_FORMAT_VERSION:
         newer = (
             f"snapshot {workspace_id}@{version} has format {manifest['format']}; this "
             f"build reads up to {SNAPSHOT_FORMAT_VERSION}"

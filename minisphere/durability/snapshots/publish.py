@@ -8,7 +8,6 @@ import logging
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from minisphere.durability.constants import SNAPSHOT_FORMAT_VERSION
 from minisphere.durability.snapshots.layout import (
@@ -83,11 +82,12 @@ def publish_file(
     schema: int,
     entries: int,
     now_ms: int | None = None,
-    **extra: Any,
+    position: int,
+    restored_from: str | None = None,
 ) -> Manifest:
     """Compress the self-contained database file `raw` and store it as the workspace's next
-    version (after `existing`, its current versions); returns the manifest. `extra` fields
-    go into the manifest as they are."""
+    version (after `existing`, its current versions); returns the manifest. `position`: that
+    of the state it holds; `restored_from`: the version a restore stores again."""
     now_ms = now_ms if now_ms is not None else epoch_ms()
     seq = (version_seq(existing[-1]) + 1) if existing else 1
     version = version_name(now_ms, seq)
@@ -112,8 +112,10 @@ def publish_file(
             "compressedBytes": packed_bytes,
             "compressedSha256": packed_sha,
             "blobKey": store.stored_key(blob_key(workspace_id, version)),
-            **extra,
+            "position": position,
         }
+        if restored_from is not None:
+            manifest["restoredFrom"] = restored_from
         store.put_file(blob_key(workspace_id, version), packed)
         store.put_bytes(
             manifest_key(workspace_id, version), json.dumps(manifest, sort_keys=True).encode()

@@ -30,10 +30,17 @@ from minisphere.http.callers import (
     WorkspaceId,
     workspace_caller,
 )
-from minisphere.http.gateway_protocol import Record, Records, WorkspaceRecords
 from minisphere.http.handling import query_integer, read_spec
 from minisphere.http.route_docs import answers, json_body
 from minisphere.http.routes import Routes
+from minisphere.wire.records import CreatedWorkspace, Deleted, WorkspaceDetail, WorkspaceRecord
+from minisphere.wire.stored_states import (
+    Pruned,
+    Restored,
+    RestoredToMoment,
+    SnapshotManifest,
+    VectorBindingState,
+)
 
 WORKSPACES_MAX_LIMIT = 1000
 PRUNE_KEEP_MAX = 1000
@@ -104,7 +111,7 @@ SnapshotsCaller = Annotated[WorkspaceCall, workspace_caller("listSnapshots", "wo
 @routes.post(
     "/v1/workspaces",
     status_code=201,
-    responses=answers(S.CreatedWorkspace, 201, links.CREATED_WORKSPACE),
+    responses=answers(CreatedWorkspace, 201, links.CREATED_WORKSPACE),
     openapi_extra=json_body(CreateWorkspace),
 )
 async def create_workspace(request: Request, gateway: AdminGateway) -> JSONResponse:
@@ -118,27 +125,27 @@ async def create_workspace(request: Request, gateway: AdminGateway) -> JSONRespo
 @routes.get("/v1/workspaces", responses=answers(S.WorkspaceList))
 async def list_workspaces(
     gateway: AdminGateway, limit: str = str(WORKSPACES_MAX_LIMIT), after: str = ""
-) -> dict[str, WorkspaceRecords]:
+) -> dict[str, list[WorkspaceRecord]]:
     count = query_integer(limit, "limit", 1, WORKSPACES_MAX_LIMIT)
     return {"items": await gateway.list(count, after[:AFTER_MAX_CHARS])}
 
 
-@routes.get("/v1/workspaces/{workspace_id}", responses=answers(S.WorkspaceDetail))
-async def get_workspace(workspace_id: WorkspaceId, gateway: AdminGateway) -> Record:
+@routes.get("/v1/workspaces/{workspace_id}", responses=answers(WorkspaceDetail))
+async def get_workspace(workspace_id: WorkspaceId, gateway: AdminGateway) -> WorkspaceDetail:
     return await gateway.get(check_workspace_id(workspace_id))
 
 
-@routes.delete("/v1/workspaces/{workspace_id}", responses=answers(S.Deleted))
-async def delete_workspace(workspace_id: WorkspaceId, gateway: AdminGateway) -> Record:
+@routes.delete("/v1/workspaces/{workspace_id}", responses=answers(Deleted))
+async def delete_workspace(workspace_id: WorkspaceId, gateway: AdminGateway) -> Deleted:
     return await gateway.delete(check_workspace_id(workspace_id))
 
 
 @routes.post(
     "/v1/workspaces/{workspace_id}/snapshot",
     summary="Take a snapshot now (returns its manifest)",
-    responses=answers(S.SnapshotManifest),
+    responses=answers(SnapshotManifest),
 )
-async def snapshot_workspace(workspace_id: WorkspaceId, gateway: AdminGateway) -> Record:
+async def snapshot_workspace(workspace_id: WorkspaceId, gateway: AdminGateway) -> SnapshotManifest:
     return await gateway.durability_admin.snapshot(check_workspace_id(workspace_id))
 
 
@@ -149,7 +156,7 @@ async def snapshot_workspace(workspace_id: WorkspaceId, gateway: AdminGateway) -
 )
 async def list_workspace_snapshots(
     workspace_id: WorkspaceId, call: SnapshotsCaller
-) -> dict[str, Records]:
+) -> dict[str, list[SnapshotManifest]]:
     return {"items": await call.gateway.durability_admin.list_snapshots(workspace_id)}
 
 
@@ -158,19 +165,19 @@ async def list_workspace_snapshots(
     summary="Hibernate now: snapshot if changed, close, release its actor",
     responses=answers(S.Hibernated),
 )
-async def hibernate_workspace(workspace_id: WorkspaceId, gateway: AdminGateway) -> Record:
+async def hibernate_workspace(workspace_id: WorkspaceId, gateway: AdminGateway) -> S.Hibernated:
     return await gateway.durability_admin.hibernate(check_workspace_id(workspace_id))
 
 
 @routes.post(
     "/v1/workspaces/{workspace_id}/restore",
     summary="Restore a snapshot version (point-in-time restore)",
-    responses=answers(S.Restored),
+    responses=answers(Restored),
     openapi_extra=json_body(RestoreWorkspace, required=True),
 )
 async def restore_workspace(
     workspace_id: WorkspaceId, request: Request, gateway: AdminGateway
-) -> Record:
+) -> Restored:
     check_workspace_id(workspace_id)
     spec = await read_spec(request, RestoreWorkspace, "restore", required=True)
     return await gateway.durability_admin.restore(workspace_id, spec.version)
@@ -180,12 +187,12 @@ async def restore_workspace(
     "/v1/workspaces/{workspace_id}/restore-to-moment",
     summary="Restore the state the workspace had at a moment (needs continuous "
     "replication: any second the replica still holds)",
-    responses=answers(S.RestoredToMoment),
+    responses=answers(RestoredToMoment),
     openapi_extra=json_body(RestoreToMoment, required=True),
 )
 async def restore_workspace_to_moment(
     workspace_id: WorkspaceId, request: Request, gateway: AdminGateway
-) -> Record:
+) -> RestoredToMoment:
     check_workspace_id(workspace_id)
     spec = await read_spec(request, RestoreToMoment, "restore-to-moment", required=True)
     return await gateway.durability_admin.restore_to_moment(workspace_id, spec.timestamp)
@@ -195,12 +202,12 @@ async def restore_workspace_to_moment(
     "/v1/workspaces/{workspace_id}/snapshots/prune",
     summary="Keep only the newest versions (after a forget: drop the versions that "
     "still hold the forgotten text)",
-    responses=answers(S.Pruned),
+    responses=answers(Pruned),
     openapi_extra=json_body(PruneSnapshots, required=False),
 )
 async def prune_workspace_snapshots(
     workspace_id: WorkspaceId, request: Request, gateway: AdminGateway
-) -> Record:
+) -> Pruned:
     check_workspace_id(workspace_id)
     spec = await read_spec(request, PruneSnapshots, "prune")
     return await gateway.durability_admin.prune_snapshots(workspace_id, spec.keep)
@@ -210,7 +217,7 @@ async def prune_workspace_snapshots(
     "/v1/workspaces/{workspace_id}/vector-binding",
     summary="Move the workspace to another embedding provider: its blueprint names it "
     "at once, and every entry is re-embedded while the workspace serves",
-    responses=answers(S.VectorBindingState, status=202),
+    responses=answers(VectorBindingState, status=202),
     openapi_extra=json_body(VectorBindingSpec, required=True),
 )
 async def rebind_workspace_vectors(
@@ -225,7 +232,9 @@ async def rebind_workspace_vectors(
 @routes.get(
     "/v1/workspaces/{workspace_id}/vector-binding",
     summary="The binding the blueprint names, the file's, and a rebind's progress",
-    responses=answers(S.VectorBindingState),
+    responses=answers(VectorBindingState),
 )
-async def get_workspace_vector_binding(workspace_id: WorkspaceId, gateway: AdminGateway) -> Record:
+async def get_workspace_vector_binding(
+    workspace_id: WorkspaceId, gateway: AdminGateway
+) -> VectorBindingState:
     return await gateway.durability_admin.vector_binding(check_workspace_id(workspace_id))

@@ -15,11 +15,11 @@ from minisphere.errors import NotFound
 from minisphere.http import links
 from minisphere.http import service_responses as S
 from minisphere.http.callers import AdminGateway, BearerToken, Gateway, WorkspaceId
-from minisphere.http.gateway_protocol import Record, TokenInfos
+from minisphere.http.gateway_protocol import TokenInfos
 from minisphere.http.handling import client_address, read_spec
 from minisphere.http.route_docs import answers, json_body
 from minisphere.http.routes import Routes
-from minisphere.wire.records import TokenIssued
+from minisphere.wire.records import Identity, TokenIssued, TokenRevoked
 
 TOKEN_MAX_LIFETIME_S = 10 * 365 * 24 * 3600  # ten years: "does not expire" is null
 TOKEN_ID_MAX_CHARS = 64
@@ -44,7 +44,7 @@ class CreateToken(BaseModel):
     responses=answers(S.WhoAmI),
     summary="What the bearer token is: admin, or a workspace token and its scope",
 )
-async def whoami(request: Request, token: BearerToken, gateway: Gateway) -> Record:
+async def whoami(request: Request, token: BearerToken, gateway: Gateway) -> Identity:
     return await gateway.whoami(token, client_address(request))
 
 
@@ -79,9 +79,11 @@ async def list_tokens(workspace_id: WorkspaceId, gateway: AdminGateway) -> dict[
     "/v1/workspaces/{workspace_id}/tokens/{token_id}",
     tags=["admin"],
     summary="Revoke a token: refused from the very next request on",
-    responses=answers(S.TokenRevoked, links=links.TOKEN_REVOKED),
+    responses=answers(TokenRevoked, links=links.TOKEN_REVOKED),
 )
-async def revoke_token(workspace_id: WorkspaceId, token_id: str, gateway: AdminGateway) -> Record:
+async def revoke_token(
+    workspace_id: WorkspaceId, token_id: str, gateway: AdminGateway
+) -> TokenRevoked:
     check_workspace_id(workspace_id)
     if not token_id.isascii() or len(token_id) > TOKEN_ID_MAX_CHARS:
         raise NotFound(f"workspace {workspace_id} has no token {token_id[:64]!r}")
