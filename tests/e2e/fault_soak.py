@@ -102,8 +102,9 @@ def ours(answer) -> bool:
 
 
 class Soak(Scenario):
-    def __init__(self, seed: int, duration_s: float, keep: bool):
+    def __init__(self, seed: int, duration_s: float, keep: bool, only: list[str] | None = None):
         super().__init__("s3", keep)
+        self.only = only  # the fault kinds injected (None: every kind)
         self.seed, self.duration_s = seed, duration_s
         self.fill_rng = random.Random(f"{seed}/fill")  # the large workspace's texts
         self.tenants: list[Tenant] = []
@@ -379,7 +380,11 @@ class Soak(Scenario):
         import httpx
 
         rng = random.Random(f"{self.seed}/faults")
-        faults = {**FAULTS, **TENANT_FAULTS}
+        faults = {
+            name: fault
+            for name, fault in {**FAULTS, **TENANT_FAULTS}.items()
+            if self.only is None or name in self.only
+        }
         names = list(faults)
         weights = [faults[name][1] for name in names]
         with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S) as self.fault_http:
@@ -389,7 +394,7 @@ class Soak(Scenario):
                     done = faults[name][0](self, rng)
                 except Exception as exc:  # noqa: BLE001 - a fault that failed is reported
                     done = None
-                    self.fault_log.append(f"{name} failed: {exc!r}"[:300])
+                    self.fault_log.append(f"{name} failed: {exc!r}"[-900:])
                 if done is not None:
                     self.faults[name] += 1
                     self.fault_log.append(f"{name}: {done}")
@@ -663,12 +668,21 @@ def main(argv: list[str] | None = None) -> int:
         "--duration-s", type=float, default=600.0, help="how long the workload and the faults run"
     )
     parser.add_argument("--keep", action="store_true", help="keep the nodes' folders and logs")
+    parser.add_argument(
+        "--faults",
+        help="only these fault kinds, comma-separated (default: every kind): "
+        + ", ".join([*FAULTS, *TENANT_FAULTS]),
+    )
     parser.add_argument("--json", action="store_true", help="findings as JSON on the last line")
     parser.add_argument(
         "--results", action="store_true", help=f"write the figures to {RESULTS.relative_to(ROOT)}"
     )
     args = parser.parse_args(argv)
-    soak = Soak(args.seed, args.duration_s, args.keep)
+    only = args.faults.split(",") if args.faults else None
+    unknown = set(only or ()) - {*FAULTS, *TENANT_FAULTS}
+    if unknown:
+        parser.error(f"no fault kind {sorted(unknown)}")
+    soak = Soak(args.seed, args.duration_s, args.keep, only)
     signal.signal(signal.SIGTERM, interrupted)
     try:
         findings = soak.execute()

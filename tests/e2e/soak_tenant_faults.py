@@ -40,7 +40,8 @@ FORGET_ANSWER_WAIT_S = 400.0  # the forget's own retries end by then (RETRY_DEAD
 ACTOR_DRIVER = """
 import json, sys, ray
 ray.init(address="auto", namespace=sys.argv[1], logging_level="ERROR", log_to_driver=False)
-handle = ray.get(ray.get_actor("directory").activate.remote(sys.argv[2]), timeout=60)
+# by name: a handle found by name takes no positional arguments (Ray's traced signature)
+handle = ray.get(ray.get_actor("directory").activate.remote(workspace_id=sys.argv[2]), timeout=60)
 print(json.dumps(ray.get(handle.ready.remote(), timeout=60)))
 """
 
@@ -64,11 +65,18 @@ def forget_large_then_lose_node(soak, rng) -> str | None:
     it, and the final scan looks for its text everywhere."""
     tenant = soak.tenants[0]
     if tenant.suspended or not tenant.lock.acquire(timeout=LOCK_WAIT_S):
+        soak.fault_log.append(f"large forget skipped: {tenant.id} suspended or busy")
         return None
     try:
+        # awake, so its record names the node it runs on now (not one that restarted since)
+        soak.call(soak.fault_http, tenant, "getCount", {})
         node = node_of(soak, tenant)
         workers = [n for n in soak.nodes[1:] if not n.stopped]
         if node is None or len(workers) < 2 or not tenant.entries:
+            soak.fault_log.append(
+                f"large forget skipped: node {node and node.name}, {len(workers)} workers, "
+                f"{len(tenant.entries)} entries"
+            )
             return None
         entry = max(tenant.entries, key=lambda e: len(tenant.entries[e][-1]))
         answered: list = []
@@ -179,12 +187,13 @@ def hold_requests(soak, rng) -> str | None:
     if time.monotonic() < soak.node_fault_until:
         return None  # a node's aftermath answers 503s of its own
     holder, *others = rng.sample(soak.tenants, len(soak.tenants))
+    # first: once the holder's share is spent, its GETs are refused for that (503) instead
+    gets = [mcp_get(soak, holder) for _ in range(MCP_GETS)]
+    if any(status != 405 for status in gets):
+        soak.violation("an MCP GET not refused at once", tenant=holder.id, statuses=gets)
     host, port = soak.url.split("//")[1].split(":")
     held = open_held(holder, host, int(port))
     try:
-        gets = [mcp_get(soak, holder) for _ in range(MCP_GETS)]
-        if any(status != 405 for status in gets):
-            soak.violation("an MCP GET not refused at once", tenant=holder.id, statuses=gets)
         time.sleep(HOLD_S / 2)
         late = [t.id for t in others if answered_soon(soak, t) is False]
         if late:
@@ -264,5 +273,5 @@ def ask_count(soak, tenant) -> bool:
 TENANT_FAULTS = {
     "SIGSTOP workspace actor past the liveness bound": (stop_actor_past_liveness, 1),
     "one tenant holds the ingress": (hold_requests, 2),
-    "forget on a large workspace, node lost": (forget_large_then_lose_node, 1),
+    "forget on a large workspace then node lost": (forget_large_then_lose_node, 1),
 }
