@@ -230,6 +230,7 @@ RETRIEVAL_CONSTANTS = {
     ("rerank", "volatilityFloors"): "DECAY_FLOOR",
     ("rerank", "rolledUpPenalty"): "ROLLED_UP_FACTOR",
     ("rerank", "mmrLambda"): "MMR_LAMBDA",
+    ("rerank", "nameMissingFactor"): "NAME_MISSING_FACTOR",
     ("snippets", "strongCount"): "SNIPPET_TOP_COUNT",
     ("snippets", "strongChars"): "SNIPPET_TOP_CHARS",
     ("snippets", "tailChars"): "SNIPPET_TAIL_CHARS",
