@@ -44,16 +44,17 @@ def record(
 
 
 # An open hint: its edge stands as the binding wrote it (inferred), the new entry still carries
-# the tag, neither end is deprecated, and no `supersedes` edge joins the two either way.
+# the tag, neither end is deprecated, and no `supersedes` edge joins the two either way. Read
+# from the tag (indexed): the workspace's other edges are never scanned.
 _OPEN_HINTS = f"""
-SELECT json_extract(h.metadata, '$.entry'), json_extract(h.metadata, '$.replaces'),
-       json_extract(h.metadata, '$.before'), json_extract(h.metadata, '$.after')
-FROM edges h
-JOIN entries n ON n.id = json_extract(h.metadata, '$.entry') AND n.status != 'deprecated'
+SELECT n.id, o.id, json_extract(h.metadata, '$.before'), json_extract(h.metadata, '$.after')
+FROM tags t
+JOIN entries n ON n.id = t.entry_id AND n.status != 'deprecated'
+JOIN edges h ON (h.src = n.id OR h.dst = n.id) AND h.type = 'relates_to'
+  AND h.provenance = 'inferred' AND json_extract(h.metadata, '$.by') = '{HINT_EDGE_BY}'
+  AND json_extract(h.metadata, '$.entry') = n.id
 JOIN entries o ON o.id = json_extract(h.metadata, '$.replaces') AND o.status != 'deprecated'
-WHERE h.type = 'relates_to' AND h.provenance = 'inferred'
-  AND json_extract(h.metadata, '$.by') = '{HINT_EDGE_BY}'
-  AND EXISTS (SELECT 1 FROM tags t WHERE t.entry_id = n.id AND t.tag = '{HINT_TAG}')
+WHERE t.tag = '{HINT_TAG}'
   AND NOT EXISTS (SELECT 1 FROM edges s WHERE s.type = 'supersedes'
                   AND ((s.src = n.id AND s.dst = o.id) OR (s.src = o.id AND s.dst = n.id)))
 ORDER BY h.created_at DESC, n.seq DESC

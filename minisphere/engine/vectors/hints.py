@@ -128,13 +128,13 @@ def _subject_kept(old: list[Token], first_change: int, gone: Iterable[Token]) ->
 
 
 def find(
-    near: list[tuple[str, float, str, int]], content: str, cosine: float, min_overlap: float
+    close: list[tuple[str, float, str, int]], content: str, min_overlap: float
 ) -> SupersessionHint | None:
-    """Among the neighbours (id, cosine, content, seq) at or above `cosine`, the newest that
-    `content` restates with a detail changed: a chain of values is answered its latest."""
+    """Among the close neighbours (id, cosine, content, seq), the newest that `content`
+    restates with a detail changed: a chain of values is answered its latest."""
     found: tuple[int, SupersessionHint] | None = None
-    for entry_id, similarity, other, seq in near:
-        if similarity < cosine or (found is not None and seq < found[0]):
+    for entry_id, similarity, other, seq in close:
+        if found is not None and seq < found[0]:
             continue
         restated = compare(other, content, min_overlap)
         if restated is not None:

@@ -214,7 +214,8 @@ def capture(
     if candidate is not None:
         writes.add_tags(conn, entry_id, [DUPLICATE_CANDIDATE_TAG])
         result["duplicateCandidateOf"] = {"id": candidate[0], "cosine": round(candidate[1], 6)}
-    hint = hints.find(near, args.content, settings.hint_cosine, settings.hint_min_overlap)
+    close = [n for n in near if meets(n[1], settings.hint_cosine)]
+    hint = hints.find(close, args.content, settings.hint_min_overlap)
     if hint is not None:  # before the auto-links: the pair's edge is the hint's
         supersession_hints.record(conn, entry_id, hint, provider_name, now_ms)
         result["supersessionHint"] = hint
