@@ -20,11 +20,17 @@ HINT_EDGE_BY = "supersession-hint"  # the `by` of the hint edge's metadata
 
 
 def record(
-    conn: Connection, entry_id: str, hint: SupersessionHint, provider_name: str, now_ms: int
+    conn: Connection,
+    entry_id: str,
+    hint: SupersessionHint,
+    weight: float,
+    provider_name: str,
+    now_ms: int,
 ) -> None:
     """The hint kept in the file: the reserved tag on the new entry and an inferred
-    `relates_to` edge to the candidate whose metadata says which replaces which. The edge is
-    what `getBrief` lists and what the agent unlinks to dismiss the hint."""
+    `relates_to` edge to the candidate (`weight`: an auto-link's at that cosine) whose metadata
+    says which replaces which. The edge is what `getBrief` lists and what the agent unlinks to
+    dismiss the hint."""
     writes.add_tags(conn, entry_id, [HINT_TAG])
     src, dst = writes.canonical_endpoints(entry_id, hint["id"], "relates_to")
     metadata = {
@@ -39,7 +45,7 @@ def record(
     conn.execute(
         "INSERT INTO edges(src, dst, type, weight, provenance, metadata, created_at, updated_at) "
         "VALUES (?, ?, 'relates_to', ?, 'inferred', ?, ?, ?) ON CONFLICT(src, dst, type) DO NOTHING",
-        (src, dst, hint["cosine"], json.dumps(metadata, sort_keys=True), now_ms, now_ms),
+        (src, dst, weight, json.dumps(metadata, sort_keys=True), now_ms, now_ms),
     )
 
 

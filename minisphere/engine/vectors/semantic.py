@@ -217,7 +217,8 @@ def capture(
     close = [n for n in near if meets(n[1], settings.hint_cosine)]
     hint = hints.find(close, args.content, settings.hint_min_overlap)
     if hint is not None:  # before the auto-links: the pair's edge is the hint's
-        supersession_hints.record(conn, entry_id, hint, provider_name, now_ms)
+        weight = settings.link_weight(hint["cosine"])  # the graph arm reads it as an auto-link's
+        supersession_hints.record(conn, entry_id, hint, weight, provider_name, now_ms)
         result["supersessionHint"] = hint
     result["autoLinked"] = _auto_link(
         conn, entry_id, args.content, near, settings, provider_name, now_ms

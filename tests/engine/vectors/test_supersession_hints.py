@@ -38,6 +38,11 @@ def test_a_capture_changing_a_detail_is_stored_answered_with_the_hint_and_listed
         "after": ["eu-west-1"],
     }
     assert TAG in ws.get_entry(answer["id"])["tags"]
+    (edge,) = [c["edge"] for c in ws.connections(answer["id"])["items"]]
+    assert (edge["type"], edge["provenance"]) == ("relates_to", "inferred")
+    assert edge["metadata"]["by"] == "supersession-hint" and edge["metadata"]["replaces"] == old
+    # weighed as an auto-link at that cosine: the graph arm reads the two alike
+    assert edge["weight"] == pytest.approx(SemanticSettings().link_weight(0.8), abs=1e-4)
     listed = ws.get_brief()["revalidate"]
     assert [(h["entry"]["id"], h["candidate"]["id"], h["before"], h["after"]) for h in listed] == [
         (answer["id"], old, ["us-east-1"], ["eu-west-1"])
