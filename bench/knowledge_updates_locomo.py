@@ -49,15 +49,17 @@ def locomo_figures(data: str, with_folds: bool) -> dict:
 
 
 def interleaved_cost(data: str, passes: int) -> tuple[float, float]:
-    """Recall p50 (ms) over every LoCoMo question with and without looking for supersession, in
-    one process, question by question in alternating order: the machine's load falls on both
-    alike. Without the look (the pool's probe for `supersedes` edges answering no), recall runs
-    exactly the code before supersession: every later step depends on that probe."""
+    """Recall p50 (ms) over every LoCoMo question with and without looking for supersession and
+    for the query's names, in one process, question by question in alternating order: the
+    machine's load falls on both alike. Without the look (the pool's probe for `supersedes`
+    edges answering no, no names found in the query), recall runs the code before supersession
+    and the name factor: every later step depends on that probe, and the name factor is 1
+    without names."""
     from minisphere.engine.retrieval import recall as pipeline
 
     from . import folds, locomo
 
-    probe = pipeline.any_replaced
+    probe, names = pipeline.any_replaced, pipeline.query_names
     skipped: dict[bool, list[float]] = {True: [], False: []}
     bench = folds.ConversationBench(locomo.load(data))
     try:
@@ -66,12 +68,13 @@ def interleaved_cost(data: str, passes: int) -> tuple[float, float]:
                 for k, (question, _) in enumerate(questions):
                     for skip in (False, True) if (n + k) % 2 else (True, False):
                         pipeline.any_replaced = (lambda conn, ids: False) if skip else probe
+                        pipeline.query_names = (lambda q, s: frozenset()) if skip else names
                         ws.conn.execute("UPDATE entries SET recall_count = 0")
                         started = time.perf_counter()
                         ws.recall(question.text, topK=10)
                         skipped[skip].append((time.perf_counter() - started) * 1000)
     finally:
-        pipeline.any_replaced = probe
+        pipeline.any_replaced, pipeline.query_names = probe, names
         bench.close()
     return p50(skipped[True]), p50(skipped[False])
 
@@ -131,7 +134,7 @@ def locomo_comparison(data: str, revision: str, rounds: int) -> tuple[str, list[
             else "LOWER"
         ),
         f"recall p50, one process, every question {INTERLEAVED_PASSES} times with and without "
-        f"the supersession probe, interleaved: {without:.3f} ms -> {with_reading:.3f} ms "
+        f"the supersession probe and the name factor, interleaved: {without:.3f} ms -> {with_reading:.3f} ms "
         f"({ratio - 1:+.1%}): "
         + ("within 5%" if ratio <= 1 + P50_TOLERANCE else "MORE than 5% slower"),
         f"recall p50, the baseline tree against this tree, each in processes of its own "

@@ -39,6 +39,8 @@ class CaptureResult(Model):
     outcome: wire.CaptureOutcome
     id: Optional[str] = None
     match_id: Optional[str] = None
+    # with a vector binding: the earlier entry this capture may replace (contract section 7.1)
+    supersession_hint: Optional[dict[str, Any]] = None
 
 
 class RecallItem(Model):

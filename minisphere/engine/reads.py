@@ -29,6 +29,7 @@ from minisphere.engine.rows import (
 )
 from minisphere.engine.staleness import lazy_stale_tag_counts, tag_filter_sql
 from minisphere.engine.supersession import chain_of
+from minisphere.engine.supersession_hints import open_hints
 from minisphere.engine.writes import require_entry
 from minisphere.errors import NotFound
 from minisphere.wire.answers import (
@@ -57,6 +58,7 @@ _NON_TOPIC_PREFIXES = (
     "synthesized",
     "auto-pattern",
     "duplicate-candidate",
+    "supersession-candidate",
     "contradiction-resolved",
 )
 
@@ -273,7 +275,8 @@ def _preview(entry: Entry) -> Preview:
 
 
 def get_brief(conn: Connection, now_ms: int) -> BriefAnswer:
-    """Recent activity, top topics and resurface candidates, in plain SQL (no model)."""
+    """Recent activity, top topics, resurface candidates and the open supersession hints
+    (`revalidate`), in plain SQL (no model)."""
     since = now_ms - C.BRIEF_RECENT_WINDOW_MS
     captured, revised = conn.execute(
         "SELECT (SELECT COUNT(*) FROM entries WHERE created_at >= ?),"
@@ -297,7 +300,9 @@ def get_brief(conn: Connection, now_ms: int) -> BriefAnswer:
             (now_ms - C.BRIEF_RESURFACE_MIN_AGE_MS, C.BRIEF_RESURFACE_N),
         )
     ]
-    entries = entries_by_id(conn, recent_ids + resurface_ids, now_ms)
+    hints = open_hints(conn, C.BRIEF_REVALIDATE_N)
+    hinted = [i for entry, candidate, _, _ in hints for i in (entry, candidate)]
+    entries = entries_by_id(conn, recent_ids + resurface_ids + hinted, now_ms)
     return {
         "generatedAt": now_ms,
         "recentActivity": {
@@ -308,5 +313,14 @@ def get_brief(conn: Connection, now_ms: int) -> BriefAnswer:
         },
         "topTopics": top_topics(conn),
         "resurface": [_preview(entries[i]) for i in resurface_ids],
+        "revalidate": [
+            {
+                "entry": _preview(entries[entry]),
+                "candidate": _preview(entries[candidate]),
+                "before": before,
+                "after": after,
+            }
+            for entry, candidate, before, after in hints
+        ],
         "count": entry_count(conn),
     }

@@ -25,7 +25,8 @@ from minisphere.wire.recall_answer import RecallAnswer
 
 if TYPE_CHECKING:  # pragma: no cover - types only: the binding's code is imported when bound
     from minisphere.engine.embedding.base import EmbeddingProvider
-    from minisphere.engine.vectors.binding import BackfillSummary, Progress, VectorBinding
+    from minisphere.engine.vectors.backfill import BackfillSummary, Progress
+    from minisphere.engine.vectors.binding import VectorBinding
     from minisphere.engine.vectors.semantic import SemanticSettings
 
 log = logging.getLogger("minisphere.workspace")

@@ -33,7 +33,7 @@ from minisphere.wire import Entry as WireEntry
 
 FORMAT_NAME = "minisphere-jsonl"
 FORMAT_VERSION = 1
-CONTRACT = "MINI_SPHERE_CONTRACT@0.4"
+CONTRACT = "MINI_SPHERE_CONTRACT@0.5"
 MAX_LINE_BYTES = 2 * 1024 * 1024  # one entry with many revisions still fits
 MAX_REVISIONS_PER_ENTRY = 100_000
 

@@ -137,6 +137,17 @@ class NearEntry(TypedDict):
 
 
 @with_config(ANSWER_CONFIG)
+class SupersessionHint(TypedDict):
+    """The vector binding's guess that a new capture replaces an earlier entry: the same
+    statement with a detail changed. A hint, never acted on by the service."""
+
+    id: Annotated[str, Field(description="the earlier entry the capture may replace")]
+    cosine: float
+    before: Annotated[list[str], Field(description="the earlier entry's changed details")]
+    after: Annotated[list[str], Field(description="the capture's details in their place")]
+
+
+@with_config(ANSWER_CONFIG)
 class CaptureAnswer(TypedDict):
     outcome: CaptureOutcome
     id: NotRequired[Annotated[Optional[str], Field(None, description="the new entry (stored)")]]
@@ -158,6 +169,7 @@ class CaptureAnswer(TypedDict):
     semantic: NotRequired[Annotated[Optional[bool], Field(None)]]
     duplicateCandidateOf: NotRequired[Annotated[Optional[NearEntry], Field(None)]]
     autoLinked: NotRequired[Annotated[Optional[list[NearEntry]], Field(None)]]
+    supersessionHint: NotRequired[Annotated[Optional[SupersessionHint], Field(None)]]
 
 
 @with_config(ANSWER_CONFIG)
@@ -281,11 +293,26 @@ class RecentActivity(TypedDict):
 
 
 @with_config(ANSWER_CONFIG)
+class Revalidation(TypedDict):
+    """An open supersession hint: `entry` may replace `candidate`; link `supersedes` to
+    confirm, unlink their `relates_to` hint edge to dismiss."""
+
+    entry: Preview
+    candidate: Preview
+    before: list[str]
+    after: list[str]
+
+
+@with_config(ANSWER_CONFIG)
 class BriefAnswer(TypedDict):
     generatedAt: int
     recentActivity: RecentActivity
     topTopics: list[TagCount]
     resurface: list[Preview]
+    revalidate: Annotated[
+        list[Revalidation],
+        Field(description="open supersession hints of the vector binding, newest first"),
+    ]
     count: int
 
 

@@ -76,6 +76,15 @@ class RerankFactors(TypedDict):
             )
         ),
     ]
+    name: Annotated[
+        float,
+        Field(
+            description=(
+                "x0.8 when the query searches for names (capitalised words past its first) and "
+                "the entry holds none of them, else 1"
+            )
+        ),
+    ]
     brevity: Annotated[
         float,
         Field(

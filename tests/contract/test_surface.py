@@ -230,6 +230,7 @@ RETRIEVAL_CONSTANTS = {
     ("rerank", "volatilityFloors"): "DECAY_FLOOR",
     ("rerank", "rolledUpPenalty"): "ROLLED_UP_FACTOR",
     ("rerank", "mmrLambda"): "MMR_LAMBDA",
+    ("rerank", "nameMissingFactor"): "NAME_MISSING_FACTOR",
     ("snippets", "strongCount"): "SNIPPET_TOP_COUNT",
     ("snippets", "strongChars"): "SNIPPET_TOP_CHARS",
     ("snippets", "tailChars"): "SNIPPET_TAIL_CHARS",
@@ -252,3 +253,26 @@ def test_recall_pipeline_numbers_match_the_contract(surface):
 def test_the_active_surface_lists_the_supersession_cycle_error_and_no_reserved_outcome(surface):
     assert "supersession_cycle" in surface["errors"]
     assert surface["captureOutcomes"] == ["stored", "blocked"]
+
+
+def test_the_supersession_hint_numbers_and_tag_match_the_engine(surface):
+    from minisphere.engine import constants, supersession_hints
+    from minisphere.engine.vectors import hints
+
+    section = surface["bindings"]["vector"]["supersessionHints"]
+    assert (
+        section["cosine"],
+        section["minOverlap"],
+        section["maxChars"],
+        section["subjectWords"],
+        section["briefLimit"],
+        section["tag"],
+    ) == (
+        hints.HINT_COSINE,
+        hints.HINT_MIN_OVERLAP,
+        hints.HINT_MAX_CHARS,
+        hints.SUBJECT_MIN_WORDS,
+        constants.BRIEF_REVALIDATE_N,
+        supersession_hints.HINT_TAG,
+    )
+    assert supersession_hints.HINT_TAG in surface["reservedTags"]["pipelineMarkers"]

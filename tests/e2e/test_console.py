@@ -611,3 +611,54 @@ def test_a_bound_recall_shows_how_it_weighed_its_arms(page, console, http, admin
         assert "page kept the lexical order" in used or "fused order of both arms" in used
     finally:
         http.delete(f"/v1/workspaces/{workspace}", headers=admin_headers)
+
+
+def test_the_overview_lists_an_open_supersession_hint_with_both_entries(
+    page, console, http, admin_headers, screenshot
+):
+    """A capture that restates an entry with a detail changed, in a bound workspace: the
+    overview lists the hint with both entries and what changed, until the agent links it."""
+    workspace = f"console-hint-{uuid.uuid4().hex[:8]}"
+    created = http.post(
+        "/v1/workspaces",
+        headers=admin_headers,
+        json={
+            "id": workspace,
+            "blueprint": {"bindings": {"vector": {"provider": "hash", "dimensions": 64}}},
+        },
+    )
+    assert created.status_code == 201, created.text
+    token = created.json()["token"]
+    tenant = {"Authorization": f"Bearer {token}"}
+
+    def capture(text):
+        wrote = http.post(f"/v1/w/{workspace}/capture", json={"content": text}, headers=tenant)
+        assert wrote.status_code == 200, wrote.text
+        return wrote.json()
+
+    try:
+        old = capture("The billing service deploys to us-east-1 on Fridays.")["id"]
+        new = capture("The billing service deploys to eu-west-1 on Fridays.")
+        assert new["supersessionHint"]["id"] == old
+        sign_in(page, token)
+        go(page, {**console, "workspace": workspace}, f"/w/{workspace}")
+        pair = wait_for(page, "#supersession-hints li.hint-pair")[0]
+        assert pair.get_attribute("data-id") == new["id"]
+        assert "us-east-1 → eu-west-1" in pair.text
+        shown = [
+            e.get_attribute("data-id") for e in pair.find_elements("css selector", "li.entry-row")
+        ]
+        assert shown == [new["id"], old]
+        screenshot("hint")
+        linked = http.post(
+            f"/v1/w/{workspace}/link",
+            json={"src": new["id"], "dst": old, "type": "supersedes"},
+            headers=tenant,
+        )
+        assert linked.status_code == 200, linked.text
+        go(page, {**console, "workspace": workspace}, f"/w/{workspace}/search?q=billing")
+        go(page, {**console, "workspace": workspace}, f"/w/{workspace}")
+        wait_for(page, "#stats")
+        assert not page.find_elements("css selector", "#supersession-hints")
+    finally:
+        http.delete(f"/v1/workspaces/{workspace}", headers=admin_headers)

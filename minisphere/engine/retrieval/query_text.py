@@ -15,6 +15,7 @@ import itertools
 import re
 import threading
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,11 @@ if TYPE_CHECKING:  # pragma: no cover - types only
     from minisphere.engine.db import Connection
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_CALENDAR_WORDS = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may "
+    "june july august september october november december".split()
+)
+_CAPITALISED = re.compile(r"[^\W\d_]\w*", re.UNICODE)  # a word, its first character a letter
 
 STOP_WORDS = frozenset(
     """
@@ -130,6 +136,16 @@ def first_term(text: str) -> str:
     what a note or an abstract is about ("Postgres upgrade: ...", "Sweden is ...")."""
     match = _TOKEN.search(fold(text))
     return stem(match.group(0)) if match else ""
+
+
+def query_names(query: str, searched: Iterable[str]) -> frozenset[str]:
+    """The names a query searches for: its capitalised words past the first ("Where does Wanda
+    work now?" -> wanda), folded, that are among its searched words (`searched`: not a time
+    phrase's "March", nor a name too common to search, which the subject factor weighs). Days
+    and months are capitalised by convention, not because they name what is asked about."""
+    words = _CAPITALISED.findall(query)
+    names = {fold(w) for w in words[1:] if w[0].isupper()}
+    return frozenset(names.intersection(searched) - _CALENDAR_WORDS)
 
 
 def subject_terms(dropped: list[str]) -> frozenset[str]:

@@ -41,11 +41,18 @@ from minisphere.engine.retrieval.fusion import Slot, fuse, fuse_hybrid
 from minisphere.engine.retrieval.query_text import (
     STOP_WORDS,
     distill,
+    query_names,
     stem,
     subject_terms,
     tokenize,
 )
-from minisphere.engine.retrieval.rerank import lexical_part, mmr, rerank_factors, rerank_product
+from minisphere.engine.retrieval.rerank import (
+    Focus,
+    lexical_part,
+    mmr,
+    rerank_factors,
+    rerank_product,
+)
 from minisphere.engine.retrieval.respell import stand_ins
 from minisphere.engine.retrieval.snippets import apply_budget
 from minisphere.engine.retrieval.sql_filters import Prefilter
@@ -134,7 +141,7 @@ def _rerank(
     known: dict[str, tuple[Any, ...]],
     now_ms: int,
     query_stems: set[str],
-    subjects: frozenset[str],
+    focus: Focus,
     pool_size: int,
     found: Supersession | None,
 ) -> list[Scored]:
@@ -167,7 +174,7 @@ def _rerank(
                 light[entry_id],
                 now_ms,
                 query_stems,
-                subjects,
+                focus,
                 lexical_part(slot),
                 1.0 if found is None else superseded_factor(found, entry_id),
             )
@@ -369,7 +376,7 @@ def _recall_item(
     mmr_detail: MmrDetail,
     now_ms: int,
     query_stems: set[str],
-    subjects: frozenset[str],
+    focus: Focus,
     superseded: tuple[float, str | None],
 ) -> RecallItem:
     """One answer item: the entry, its score and the breakdown of how it was reached (its
@@ -386,7 +393,7 @@ def _recall_item(
         "tag": arm_detail.get("tag"),
         "fused": fused["fused"],
         "rerank": rerank_factors(
-            row, now_ms, query_stems, subjects, lexical_part(fused), superseded[0]
+            row, now_ms, query_stems, focus, lexical_part(fused), superseded[0]
         ),
         "final": final,
         "mmr": mmr_detail,
@@ -433,7 +440,7 @@ def _page(
     lexical_led: bool,
     now_ms: int,
     query_stems: set[str],
-    subjects: frozenset[str],
+    focus: Focus,
     found: Supersession,
     factors: dict[str, float],
 ) -> tuple[list[Scored], list[tuple[str, MmrDetail]]]:
@@ -442,11 +449,11 @@ def _page(
     arms = gathered.arms
     known = {h.id: h.row for hits in arms.values() for h in hits if h.row is not None}
     pool_size = args.top_k * T.MMR_POOL_FACTOR
-    scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size, None)
+    scored = _rerank(conn, fused, known, now_ms, query_stems, focus, pool_size, None)
     # supersession only lowers scores: when no entry of the pool is replaced, the pool stands;
     # otherwise the rerank runs again with it (the pool it picks may differ)
     if any_replaced(conn, [entry_id for entry_id, _, _ in scored[:pool_size]]):
-        scored = _rerank(conn, fused, known, now_ms, query_stems, subjects, pool_size, found)
+        scored = _rerank(conn, fused, known, now_ms, query_stems, focus, pool_size, found)
         scored = hold_below_successors(scored, found, factors)
     if lexical_led:  # the fusion left the lexical order alone: the cosine has its say here
         scored = _lexical_led_pool(conn, scored, cast(VectorArm, gathered.vector_arm), pool_size)
@@ -477,8 +484,9 @@ def recall(
         "vector" in arms and fusion_info.get("lexicalShare", 0.0) >= T.HYBRID_LEXICAL_LED_SHARE
     )
     found, factors = Supersession(), dict[str, float]()
+    focus = Focus(subjects, query_names(args.query, gathered.terms))
     scored, picked = _page(
-        conn, args, gathered, fused, lexical_led, now_ms, query_stems, subjects, found, factors
+        conn, args, gathered, fused, lexical_led, now_ms, query_stems, focus, found, factors
     )
     row_of = {entry_id: row for entry_id, _, row in scored}
     final_of = {entry_id: final for entry_id, final, _ in scored}
@@ -495,7 +503,7 @@ def recall(
             mmr_detail,
             now_ms,
             query_stems,
-            subjects,
+            focus,
             (factors.get(entry_id, 1.0), found.head(entry_id)),
         )
         for entry_id, mmr_detail in picked

@@ -13,6 +13,8 @@ bounded multiplier and 1.0 means "no opinion":
   superseded = 0.5 if a live entry replaces it (`supersedes`), less when needed to rank it just
                below that entry (retrieval/superseded.py), else 1
   subject    = 1 + SUBJECT_BOOST_MAX if the entry's first word is a word of the query, else 1
+  name       = NAME_MISSING_FACTOR if the query searches for names (capitalised words past its
+               first) and the entry (read up to RERANK_PREFIX_CHARS) contains none of them, else 1
   brevity    = 1 - lexical × (1 - min(1, chars / BREVITY_FULL_CHARS) ^ BREVITY_EXPONENT)
                -> in (0, 1]; chars = the entry's length (read up to RERANK_PREFIX_CHARS),
                lexical = the lexical arms' share of the fused score (1 without a binding); 1
@@ -35,12 +37,14 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, cast
 
 from minisphere.engine.retrieval import tuning as T
-from minisphere.engine.retrieval.query_text import content_terms, first_term, plain_terms
+from minisphere.engine.retrieval.query_text import content_terms, first_term, fold, plain_terms
 from minisphere.wire.recall_answer import MmrDetail, RerankFactors
 
 if TYPE_CHECKING:  # pragma: no cover - types only
@@ -81,6 +85,35 @@ def tag_overlap_factor(query_stems: set[str], tags: list[str]) -> tuple[float, f
     return 1.0 + T.TAG_OVERLAP_BOOST_MAX * share, share
 
 
+@dataclass(frozen=True)
+class Focus:
+    """What the query is about, as the rerank reads it: `subjects`, stems of its words too
+    common to search (a speaker it names; the subject factor); `names`, the names it searches
+    for (the name factor), found in an entry by one pattern over its folded prefix."""
+
+    subjects: frozenset[str] = frozenset()
+    names: frozenset[str] = frozenset()
+    named: re.Pattern[str] | None = field(init=False, default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.names:  # a name as a whole token: no token character either side
+            words = "|".join(re.escape(n) for n in sorted(self.names))
+            object.__setattr__(self, "named", re.compile(rf"(?<![^\W_])(?:{words})(?![^\W_])"))
+
+
+def name_factor(focus: Focus, row: RerankRow) -> float:
+    """NAME_MISSING_FACTOR when the query searches for names and the entry holds none of them
+    (most queries name none: then no entry is read)."""
+    if focus.named is None:
+        return 1.0
+    text = fold(row.get("prefix", ""))
+    # a substring test first: most entries hold no name of the query, and it costs a tenth
+    # of the whole-token pattern, which then only confirms
+    if any(name in text for name in focus.names) and focus.named.search(text):
+        return 1.0
+    return T.NAME_MISSING_FACTOR
+
+
 def subject_factor(subject_stems: frozenset[str], row: RerankRow) -> float:
     """1 + SUBJECT_BOOST_MAX if the entry's first word is one of the query's dropped common
     words (most queries have none: then no entry's first word is read)."""
@@ -117,7 +150,7 @@ def rerank_factors(
     row: RerankRow,
     now_ms: int,
     query_stems: set[str],
-    subject_stems: frozenset[str] = frozenset(),
+    focus: Focus = Focus(),
     lexical: float = 1.0,
     superseded: float = 1.0,
 ) -> RerankFactors:
@@ -128,7 +161,8 @@ def rerank_factors(
         "importance": importance_factor(row["importance"]),
         "tagOverlap": tag_factor,
         "rolledUp": T.ROLLED_UP_FACTOR if "rolled-up" in row["tags"] else 1.0,
-        "subject": subject_factor(subject_stems, row),
+        "subject": subject_factor(focus.subjects, row),
+        "name": name_factor(focus, row),
         "brevity": brevity_factor(row, query_stems, lexical),
         "superseded": superseded,
     }
@@ -143,7 +177,7 @@ def rerank_product(
     row: RerankRow,
     now_ms: int,
     query_stems: set[str],
-    subject_stems: frozenset[str] = frozenset(),
+    focus: Focus = Focus(),
     lexical: float = 1.0,
     superseded: float = 1.0,
 ) -> float:
@@ -165,7 +199,8 @@ def rerank_product(
             product *= T.ROLLED_UP_FACTOR
     return (
         product
-        * subject_factor(subject_stems, row)
+        * subject_factor(focus.subjects, row)
+        * name_factor(focus, row)
         * brevity_factor(row, query_stems, lexical)
         * superseded
     )

@@ -91,6 +91,11 @@ SUPERSEDED_BELOW_SHARE = 0.99
 # the named one must still be able to rank. Only dropped words count: a first word the query
 # searches anyway is counted already (an abstract that opens with its title would count twice).
 SUBJECT_BOOST_MAX = 2.0
+# × NAME_MISSING_FACTOR for an entry that does not contain any of the names the query searches
+# for (its capitalised words past the first, query_text.query_names): "Where does Wanda work now?"
+# is rarely answered by "Quentin has been working for Evergreen Health", which matches its other
+# word. Mild: a name the entry refers to otherwise ("she", a nickname) must still rank.
+NAME_MISSING_FACTOR = 0.8
 # × min(1, chars / BREVITY_FULL_CHARS) ^ BREVITY_EXPONENT, chars = the entry's length: an entry
 # shorter than BREVITY_FULL_CHARS matches on the few words it has, so a match says less about it
 # ("Bob: Hey Ann, good to see you!" matches a question about Ann as well as the turn that answers

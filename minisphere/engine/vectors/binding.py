@@ -21,9 +21,9 @@ the file never holds vectors of two models.
 
 If a vector cannot be written with its entry (no provider attached, the provider failed, the
 content changed between embedding and commit, or a rebind came between), the entry simply has
-no vector yet (recall ranks it by the lexical arms meanwhile): `backfill` embeds every entry
-lacking one, in batches, outside the transaction, and writes only vectors whose content is
-still current. After such a commit it runs on a thread of its own (`backfills.py`), never on the
+no vector yet (recall ranks it by the lexical arms meanwhile): `backfill` (`backfill.py`)
+embeds every entry lacking one, in batches, outside the transaction, and writes only vectors
+whose content is still current. After such a commit it runs on a thread of its own (`backfills.py`), never on the
 writer's: re-embedding a whole workspace would hold every write behind it. Backfills run one at
 a time, whoever started them (a rebind, a write, an open), and stop at a close.
 
@@ -40,8 +40,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypedDict
 
@@ -56,16 +54,15 @@ from minisphere.engine.methods import Method
 from minisphere.engine.vectors import index as resident
 from minisphere.engine.vectors import semantic, table
 from minisphere.engine.vectors.arm import DeferredVectorArm
+from minisphere.engine.vectors.backfill import BackfillSummary, Progress, embed_missing
 from minisphere.engine.vectors.backfills import BackgroundBackfills
 from minisphere.engine.vectors.embeddings import Embeddings, QueryVector
-from minisphere.errors import InvalidArgument, WorkspaceClosed
+from minisphere.errors import InvalidArgument
 from minisphere.wire.recall_answer import RecallAnswer, VectorArmState
 
 log = logging.getLogger("minisphere.vectors")
 
-BACKFILL_BATCH_SIZE = 64  # entries embedded per backfill step (one short write each)
 HOOKED = frozenset({"capture", "update", "append", "recall"})
-Progress = Callable[[int, int], None]
 
 
 class Storage(Protocol):
@@ -77,13 +74,6 @@ class Storage(Protocol):
     def reading(self) -> AbstractContextManager[db.Connection]: ...
 
     def transaction(self) -> AbstractContextManager[db.Connection]: ...
-
-
-class BackfillSummary(TypedDict):
-    embedded: int
-    skipped: int  # entries whose content changed while they were embedded
-    total: int
-    seconds: float
 
 
 class BindingState(TypedDict):
@@ -156,7 +146,7 @@ class VectorBinding(WorkspaceHooks):
         self.settings = settings or semantic.SemanticSettings()
         self._needs_backfill = False
         self._backfilling = threading.RLock()  # held by the one backfill running
-        self._closing = False
+        self.closing = False
         self.backfills = BackgroundBackfills(self._backfill_if_bound, "vector-backfill")
         self.index: resident.VectorIndex | None = None
         with storage.reading() as conn:
@@ -164,7 +154,7 @@ class VectorBinding(WorkspaceHooks):
             self.binding = db.read_vector_binding(conn)
             if self.binding is not None:
                 self._open_index(conn)
-            resident.watch(conn, self._touched)
+            resident.watch(conn, self.touched)
             self.embeddings.watch_deletes(conn)
         if provider is not None and self.binding is not None and not self.holds(provider):
             if refuse_other:
@@ -234,7 +224,7 @@ class VectorBinding(WorkspaceHooks):
         index.rebuild(conn)
         self.index = index
 
-    def _touched(self, seq: int) -> None:
+    def touched(self, seq: int) -> None:
         index = self.index
         if index is not None:
             index.touch(seq)
@@ -364,7 +354,7 @@ class VectorBinding(WorkspaceHooks):
 
     def close(self) -> None:
         """Stop backfilling (a running one stops at its next batch) before the file closes."""
-        self._closing = True
+        self.closing = True
         self.backfills.close()
 
     def _backfill_if_bound(self) -> None:
@@ -389,7 +379,7 @@ class VectorBinding(WorkspaceHooks):
             return
         if vector is not None and text is not None and row[1] == text:
             table.put(conn, row[0], vector)
-            self._touched(row[0])  # an unchanged content fires no trigger
+            self.touched(row[0])  # an unchanged content fires no trigger
         elif not conn.execute(
             f"SELECT 1 FROM {table.VEC_TABLE} WHERE rowid = ?", (row[0],)
         ).fetchone():
@@ -403,58 +393,4 @@ class VectorBinding(WorkspaceHooks):
         the vectors whose content is unchanged in one short transaction. Returns a summary.
         One runs at a time: another waits for it, then embeds what it left."""
         with self._backfilling:
-            return self._backfill(batch_size, progress)
-
-    def _backfill(self, batch_size: int | None, progress: Progress | None) -> BackfillSummary:
-        provider, generation = self.provider, self.generation
-        if provider is None:
-            raise InvalidArgument("no embedding provider attached to this workspace")
-        started = time.perf_counter()
-        with self.storage.reading() as conn:
-            total = table.missing_count(conn)
-        done, skipped, after = 0, 0, 0
-        if progress:
-            progress(0, total)
-        while not self._closing:
-            with self.storage.reading() as conn:
-                batch = table.missing(conn, max(1, batch_size or BACKFILL_BATCH_SIZE), after)
-            if not batch:
-                break
-            after = batch[-1][0]
-            texts = [content for _, content, _ in batch]
-            try:
-                matrix = np.asarray(provider.embed(texts), dtype=np.float32)
-            except Exception as exc:  # noqa: BLE001 - the entries stay pending
-                self.embeddings.failed(exc, "backfill stopped")
-                break
-            with self.storage.transaction() as conn:
-                if generation != self.generation:  # rebound meanwhile: that bind backfills
-                    break
-                for (seq, content, _), vector in zip(batch, matrix):
-                    row = conn.execute(
-                        "SELECT content FROM entries WHERE seq = ?", (seq,)
-                    ).fetchone()
-                    if row is None or row[0] != content:
-                        skipped += 1
-                        continue
-                    table.put(conn, seq, vector)
-                    self._touched(seq)
-                    done += 1
-            with self.storage.reading() as conn:  # a binding attaching at open has no
-                self.transaction_ended(conn)  # workspace hooks to do this yet
-            total = max(total, done)  # entries written meanwhile are embedded here too
-            if progress:
-                progress(done, total)
-        if self._closing:  # a rebind cut short is not done: the next open finishes it
-            raise WorkspaceClosed("the workspace closed during a backfill")
-        if progress and done < total and generation == self.generation:
-            with self.storage.reading() as conn:
-                if table.missing_count(conn) == 0:
-                    # a write's after-commit backfill embedded the rest first: complete
-                    progress(total, total)
-        return {
-            "embedded": done,
-            "skipped": skipped,
-            "total": total,
-            "seconds": round(time.perf_counter() - started, 3),
-        }
+            return embed_missing(self, batch_size, progress)

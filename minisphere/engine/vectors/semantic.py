@@ -6,10 +6,17 @@ asking for lexical agreement (overlap = Jaccard of the word-pair shingles MMR us
                                    -> not stored: {"outcome": "blocked", "matchId", "cosine"}
   cosine ≥ candidate_cosine (0.85) and overlap ≥ 0.5
                                    -> stored, tagged `duplicate-candidate`
+  cosine ≥ hint_cosine (0.7) and the new text restates the neighbour with a detail changed
+  (hints.py)                       -> stored, tagged `supersession-candidate`, answered with
+                                      `supersessionHint` (the newest such neighbour), and an
+                                      inferred `relates_to` edge that records it
+                                      (engine/supersession_hints.py)
   each of the link_max (3) nearest with cosine ≥ link_cosine (0.78) that shares a specific
   word with it (a term in at most max(3, 1% of the entries))
                                    -> a `relates_to` edge, provenance `inferred`,
                                       weight = (cosine - 0.78) / (1 - 0.78) (at least 0.01)
+A neighbour the new text restates with a detail changed is never a reason to block it (a changed
+date, name or negation barely moves a cosine): it is stored, with the hint.
 An exact (content-hash) duplicate keeps the engine's own answer (blocked / confirmed).
 Existing edges between the same pair are never overwritten (an explicit link stays explicit).
 
@@ -29,13 +36,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from minisphere.engine import writes
+from minisphere.engine import supersession_hints, writes
 from minisphere.engine.db import Connection
 from minisphere.engine.reads import entry_count
 from minisphere.engine.retrieval.query_text import content_terms, document_frequency
 from minisphere.engine.retrieval.rerank import jaccard, shingles
 from minisphere.engine.retrieval.tuning import MMR_TEXT_CHARS
-from minisphere.engine.vectors import table
+from minisphere.engine.vectors import hints, table
 from minisphere.wire.answers import CaptureAnswer, NearEntry
 
 if TYPE_CHECKING:
@@ -69,14 +76,16 @@ class SemanticSettings:
     candidate_min_overlap: float = DEDUP_CANDIDATE_MIN_OVERLAP
     link_term_max_doc_ratio: float = AUTO_LINK_TERM_MAX_DOC_RATIO
     link_term_min_docs: int = AUTO_LINK_TERM_MIN_DOCS
+    hint_cosine: float = hints.HINT_COSINE
+    hint_min_overlap: float = hints.HINT_MIN_OVERLAP
 
     def link_weight(self, cosine: float) -> float:
         span = max(1.0 - self.link_cosine, 1e-6)
         return float(min(1.0, max(AUTO_LINK_MIN_WEIGHT, (cosine - self.link_cosine) / span)))
 
 
-def neighbours(conn: Connection, vector: np.ndarray) -> list[tuple[str, float, str]]:
-    """(id, cosine, content) of the nearest non-deprecated entries, best first."""
+def neighbours(conn: Connection, vector: np.ndarray) -> list[tuple[str, float, str, int]]:
+    """(id, cosine, content, seq) of the nearest non-deprecated entries, best first."""
     pairs = table.knn(conn, vector, NEIGHBOUR_FETCH)
     if not pairs:
         return []
@@ -88,14 +97,17 @@ def neighbours(conn: Connection, vector: np.ndarray) -> list[tuple[str, float, s
             [s for s, _ in pairs],
         ).fetchall()
     }
-    return [(live[s][0], c, live[s][1]) for s, c in pairs if s in live]
+    return [(live[s][0], c, live[s][1], s) for s, c in pairs if s in live]
 
 
 def _first_agreeing(
-    near: list[tuple[str, float, str]], shingle_set: frozenset[Any], cosine: float, overlap: float
+    near: list[tuple[str, float, str, int]],
+    shingle_set: frozenset[Any],
+    cosine: float,
+    overlap: float,
 ) -> tuple[str, float] | None:
     """The nearest neighbour at or above `cosine` whose word pairs overlap at least `overlap`."""
-    for entry_id, c, content in near:
+    for entry_id, c, content, _ in near:
         if not meets(c, cosine):
             break
         if jaccard(shingle_set, shingles(content)) >= overlap:
@@ -117,7 +129,7 @@ def _auto_link(
     conn: Connection,
     entry_id: str,
     content: str,
-    near: list[tuple[str, float, str]],
+    near: list[tuple[str, float, str, int]],
     settings: SemanticSettings,
     provider_name: str,
     now_ms: int,
@@ -128,7 +140,7 @@ def _auto_link(
     own = set(content_terms(content[:MMR_TEXT_CHARS]))
     specific = _specific_terms(conn, [content], settings) & own
     linked: list[NearEntry] = []
-    for other, cosine, other_content in close:
+    for other, cosine, other_content, _ in close:
         if len(linked) >= settings.link_max:
             break
         if not specific & set(content_terms(other_content[:MMR_TEXT_CHARS])):
@@ -147,6 +159,16 @@ def _auto_link(
         if cursor.rowcount:
             linked.append({"id": other, "cosine": round(cosine, 6)})
     return linked
+
+
+def _changes_detail(
+    neighbour: tuple[str, float, str, int], content: str, settings: SemanticSettings
+) -> bool:
+    """A close neighbour that `content` restates with a number, name or negation changed: a
+    new fact, however near its vector, so never blocked as a duplicate of it."""
+    return meets(neighbour[1], settings.block_cosine) and (
+        hints.compare(neighbour[2], content, settings.hint_min_overlap) is not None
+    )
 
 
 def capture(
@@ -168,7 +190,10 @@ def capture(
     near = neighbours(conn, vector)
     own_shingles = shingles(args.content)
     duplicate = _first_agreeing(
-        near, own_shingles, settings.block_cosine, settings.block_min_overlap
+        [n for n in near if not _changes_detail(n, args.content, settings)],
+        own_shingles,
+        settings.block_cosine,
+        settings.block_min_overlap,
     )
     if duplicate is not None:
         return {
@@ -189,6 +214,12 @@ def capture(
     if candidate is not None:
         writes.add_tags(conn, entry_id, [DUPLICATE_CANDIDATE_TAG])
         result["duplicateCandidateOf"] = {"id": candidate[0], "cosine": round(candidate[1], 6)}
+    close = [n for n in near if meets(n[1], settings.hint_cosine)]
+    hint = hints.find(close, args.content, settings.hint_min_overlap)
+    if hint is not None:  # before the auto-links: the pair's edge is the hint's
+        weight = settings.link_weight(hint["cosine"])  # the graph arm reads it as an auto-link's
+        supersession_hints.record(conn, entry_id, hint, weight, provider_name, now_ms)
+        result["supersessionHint"] = hint
     result["autoLinked"] = _auto_link(
         conn, entry_id, args.content, near, settings, provider_name, now_ms
     )

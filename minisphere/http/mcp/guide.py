@@ -45,7 +45,11 @@ What to keep
 - When a fact changes, `update` the entry (the old words are kept as a revision) or capture the
   new one and `link` it to the old with `supersedes` (src: the new entry, dst: the old one).
   Recall then ranks the old one below the new and marks it `supersededBy` the newest; a link
-  that would make a cycle of replacements is refused (`supersession_cycle`). `setStatus`
+  that would make a cycle of replacements is refused (`supersession_cycle`). With a vector
+  binding, a capture that restates an entry with a detail changed (a date, a number, a name, a
+  "not") comes back with `supersessionHint` naming that entry: link `supersedes` if the new one
+  replaces it, or `unlink` their `relates_to` edge if not; `getBrief` lists the hints still open
+  under `revalidate`. Nothing is replaced until you link it. `setStatus`
   `deprecated` retires an entry without deleting it. `forget` deletes for good: only when asked
   to.
 

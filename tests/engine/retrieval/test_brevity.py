@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.rerank import (
+    Focus,
     brevity_factor,
     lexical_part,
     rerank_factors,
@@ -108,8 +109,8 @@ def test_brevity_is_bounded_and_monotone(short, long, lexical_a, lexical_b):
 def test_the_fast_product_equals_the_breakdowns_product(chars, lexical):
     """recall ranks by rerank_product and shows rerank_factors: they must agree."""
     row = _row(chars)
-    factors = rerank_factors(row, 0, {"pottery"}, frozenset(), lexical)
-    assert rerank_product(row, 0, {"pottery"}, frozenset(), lexical) == pytest.approx(
+    factors = rerank_factors(row, 0, {"pottery"}, Focus(), lexical)
+    assert rerank_product(row, 0, {"pottery"}, Focus(), lexical) == pytest.approx(
         factors["product"], rel=1e-12
     )
 

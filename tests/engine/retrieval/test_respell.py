@@ -54,7 +54,7 @@ def test_a_word_the_workspace_holds_is_never_replaced_and_its_exact_match_ranks_
 ):
     """Once an entry says "bookshelf", the word is searched as it is: no stand-in can lift the
     entries holding only its parts above the exact match."""
-    exact = add("Melanie: the new bookshelf arrived today")
+    exact = add("Caroline: the new bookshelf arrived today")
     result = ws.recall("Would Caroline have Dr. Seuss on her bookshelf?", hops=0)
     assert result["queryUsed"]["standIns"] == {}
     assert ids(result)[0] == exact

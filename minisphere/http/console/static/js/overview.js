@@ -29,6 +29,15 @@ function topicList(topics, base) {
   }));
 }
 
+// One open supersession hint: the new entry, what changed, and the entry it may replace.
+function hintPair(base, hint) {
+  const changed = `${hint.before.join(", ") || "—"} → ${hint.after.join(", ") || "—"}`;
+  return h("li", {class: "hint-pair", "data-id": hint.entry.id},
+    h("ul", {class: "entries"}, entryRow(base, hint.entry)),
+    h("p", {class: "changed"}, "may replace (", h("code", null, changed), "):"),
+    h("ul", {class: "entries candidate"}, entryRow(base, hint.candidate)));
+}
+
 export async function overviewView(root, ctx) {
   const [brief, stats, tags, recent] = await Promise.all([
     call(ctx.workspace, "getBrief", {}, ctx.signal),
@@ -54,6 +63,10 @@ export async function overviewView(root, ctx) {
         section(`Recent activity (last ${Math.round(activity.windowMs / 86_400_000)} days)`,
           h("p", null, `${activity.captured} captured, ${activity.revised} revised.`),
           h("ul", {class: "entries", id: "brief-recent"}, activity.entries.map((e) => entryRow(ctx.base, e)))),
+        brief.revalidate.length ? section("Supersession hints",
+          h("p", {class: "hint"}, "New entries that restate an earlier one with a detail changed (getBrief). " +
+            "Link supersedes to confirm, unlink their relates_to edge to dismiss."),
+          h("ul", {class: "hint-pairs", id: "supersession-hints"}, brief.revalidate.map((r) => hintPair(ctx.base, r)))) : null,
         section("Resurface", h("p", {class: "hint"}, "Entries worth a look again (getBrief)."),
           brief.resurface.length ? h("ul", {class: "entries", id: "resurface"}, brief.resurface.map((e) => entryRow(ctx.base, e)))
                                  : h("p", {class: "hint"}, "Nothing to resurface.")),
