@@ -609,9 +609,10 @@ def summary(findings: dict) -> str:
     return "\n".join(lines)
 
 
-def results_page(findings: dict, argv: list[str]) -> str:
+def results_page(findings: dict, argv: list[str], heading: str = "# fault-soak benchmark") -> str:
     """bench/results/fault-soak.md: the run's command, faults by kind, operations, answers and
-    every violation (the long form's figures, as the issue asks them)."""
+    every violation (the long form's figures, as the issue asks them); under `heading`, so a
+    second seed's run can follow the first on one page."""
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     rows = [f"| {name} | {count} |" for name, count in sorted(findings.get("faults", {}).items())]
     ops = [
@@ -620,7 +621,7 @@ def results_page(findings: dict, argv: list[str]) -> str:
     violations = findings.get("violations", [])
     return "\n".join(
         [
-            "# fault-soak benchmark",
+            heading,
             "",
             f"Command: `sudo python tests/e2e/fault_soak.py {' '.join(argv)}`  ",
             f"Run: {stamp} on {platform.node()} ({platform.machine()}, Python "
@@ -677,6 +678,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--results", action="store_true", help=f"write the figures to {RESULTS.relative_to(ROOT)}"
     )
+    parser.add_argument(
+        "--results-append", action="store_true", help="add the figures to that page, after a run"
+    )
     args = parser.parse_args(argv)
     only = args.faults.split(",") if args.faults else None
     unknown = set(only or ()) - {*FAULTS, *TENANT_FAULTS}
@@ -689,10 +693,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         findings = soak.findings
     print(summary(findings), file=sys.stderr, flush=True)
+    command = sys.argv[1:] if argv is None else argv
     if args.results:
-        RESULTS.write_text(
-            results_page(findings, sys.argv[1:] if argv is None else argv), encoding="utf-8"
-        )
+        RESULTS.write_text(results_page(findings, command), encoding="utf-8")
+    elif args.results_append:
+        page = results_page(findings, command, f"## Seed {findings.get('seed')}")
+        with RESULTS.open("a", encoding="utf-8") as results:
+            results.write("\n" + page)
     if args.json:
         print(json.dumps(findings, default=str), flush=True)
     return 0 if findings.get("ok") else 1
