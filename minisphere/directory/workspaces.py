@@ -16,6 +16,7 @@ from minisphere.control.auth import check_workspace_id
 from minisphere.control.blueprints import Blueprint, parse_blueprint
 from minisphere.control.plane import ControlPlane
 from minisphere.directory.actor_runtime import ActorRuntime
+from minisphere.directory.deleted_replicas import RECHECK_AFTER_S, DeletedReplicas
 from minisphere.directory.residents import ResidentTable
 from minisphere.durability.generations import delete_generation_snapshots
 from minisphere.durability.replication import delete_replica
@@ -72,7 +73,7 @@ class WorkspaceLifecycle:
         # reached every node, the one the workspace lived on among them: a killed actor's file
         # may still have been shipped until that node's sweep unregistered it
         # ((id, generation) -> its node, None when it never had one)
-        self._replicas_to_recheck: dict[tuple[str, str | None], str | None] = {}
+        self._replicas_to_recheck = DeletedReplicas()
         self._audit_pruned_at = -AUDIT_PRUNE_EVERY_S
         # live workspaces of which the last sweep had to keep a copy on a node they moved
         # from, the store not holding it yet (id -> the stored position then): swept again
@@ -131,7 +132,7 @@ class WorkspaceLifecycle:
         lived_on = self.control.locations.location(workspace_id)["nodeId"]
         snapshots_deleted = await self._delete_snapshots(workspace_id, generation)
         self.control.delete(workspace_id)  # and records its tombstone
-        self._replicas_to_recheck[(workspace_id, generation)] = lived_on
+        self._replicas_to_recheck.add((workspace_id, generation), lived_on)
         log.info("deleted workspace %s", workspace_id)
         self.sweep_soon()  # its copies on every other node
         return {"deleted": workspace_id, "snapshotsDeleted": snapshots_deleted}
@@ -190,20 +191,24 @@ class WorkspaceLifecycle:
         """On every node, let the replication daemon go of files no live host holds, and
         delete the copies of tombstoned generations and the stale copies of workspaces that
         moved on (minisphere/hosting/copies.py); node -> what it deleted (None: it failed).
-        Then the replicas of deleted workspaces whose nodes it reached are deleted once more;
-        the others wait for a later sweep (this one runs every few minutes too)."""
-        recheck, self._replicas_to_recheck = self._replicas_to_recheck, {}
+        Then the replicas of deleted workspaces whose nodes it reached are deleted once more
+        (again at later sweeps, until they stay empty: `DeletedReplicas`); the others wait for a
+        later sweep (this one runs every few minutes too)."""
+        recheck = self._replicas_to_recheck.take()
         swept = await self._sweep_every_node()
-        for (workspace_id, generation), node in recheck.items():
-            if _reached(swept, node):
-                await self._delete_snapshots(workspace_id, generation)
+        for creation, (node, quiet) in recheck.items():
+            found = await self._delete_generation(*creation) if _reached(swept, node) else None
+            if found is None:
+                self._replicas_to_recheck.keep(creation, node, quiet)
             else:
-                self._replicas_to_recheck.setdefault((workspace_id, generation), node)
+                self._replicas_to_recheck.deleted_again(creation, node, quiet, found)
         if _reached(swept, None):
             self._retry_at, self._sweeps_missed = None, 0
         else:
             self._sweeps_missed += 1
             self._retry_at = time.monotonic() + NODE_SWEEP_BACKOFF.delay_s(self._sweeps_missed)
+        if self._replicas_to_recheck and self._retry_at is None:
+            self._retry_at = time.monotonic() + RECHECK_AFTER_S
         return swept
 
     async def _sweep_every_node(self) -> NodeAnswers | None:
@@ -243,15 +248,18 @@ class WorkspaceLifecycle:
             log.info("pruned %d audit rows older than %d days", pruned, AUDIT_KEPT_S // 86_400)
 
     async def _delete_snapshots(self, workspace_id: str, generation: str | None) -> bool:
-        """Remove one generation's snapshots and replica; when the store fails, owe it (the
-        sweep retries).
+        return await self._delete_generation(workspace_id, generation) is not None
+
+    async def _delete_generation(self, workspace_id: str, generation: str | None) -> int | None:
+        """Remove one generation's snapshots and replica: how many replica objects there were,
+        None when the store failed (then it is owed, and the sweep retries).
         A workspace created later with the same id has another generation, so it never sees
         these meanwhile."""
         try:
             await asyncio.to_thread(
                 delete_generation_snapshots, self.snapshots, workspace_id, generation
             )
-            await asyncio.to_thread(delete_replica, self.snapshots, workspace_id, generation)
+            return await asyncio.to_thread(delete_replica, self.snapshots, workspace_id, generation)
         except SnapshotError as exc:
             log.warning(
                 "snapshots of deleted workspace %s (%s) not removed yet: %s",
@@ -260,8 +268,7 @@ class WorkspaceLifecycle:
                 exc.message,
             )
             self.control.owe_snapshot_deletion(workspace_id, generation, exc.message)
-            return False
-        return True
+            return None
 
     async def settle_snapshot_debts(self) -> int:
         """Retry deleting the snapshots of deleted workspaces; returns how many are left."""

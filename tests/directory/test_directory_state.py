@@ -18,6 +18,7 @@ from minisphere.control.plane import ControlPlane
 from minisphere.directory import binding as binding_module
 from minisphere.directory import hibernation as hibernation_module
 from minisphere.directory.assembly import assemble
+from minisphere.directory.deleted_replicas import QUIET_RECHECKS
 from minisphere.errors import NoWorkspaceSlots, WorkspaceUnavailable
 from minisphere.settings import WORKSPACE_SLOT_RESOURCE, load_settings
 from tests.support.in_process_actors import InProcessActors
@@ -516,6 +517,32 @@ def test_a_deleted_workspaces_replica_is_deleted_again_only_after_a_sweep_reache
         return parts.workspaces.snapshots.list_keys(replica_prefix(workspace_id, generation))
 
     assert asyncio.run(drive()) == []
+
+
+def test_an_upload_landing_after_the_deleted_replica_was_deleted_again_goes_too(tmp_path):
+    """An upload under way when the node's sweep let the daemon go of the file (or retried
+    after the store was away) lands after the replica was deleted again: a later sweep deletes
+    it once more, and they go on until deletes in a row find nothing."""
+    from minisphere.durability.replication.locations import replica_prefix
+
+    parts, control, _ = directory_parts(tmp_path)
+
+    async def drive():
+        workspace_id = parts.workspaces.create("gone", None, None)["workspace"]["id"]
+        await parts.activator.activate(workspace_id)
+        generation = control.get(workspace_id)["generation"]
+        await parts.workspaces.delete(workspace_id)
+        await parts.workspaces._sweep  # reached the node: the replica deleted once more
+        late = replica_prefix(workspace_id, generation) + "0000/landed-late.ltx"
+        parts.workspaces.snapshots.put_bytes(late, b"an upload that was under way")
+        owed = parts.workspaces._retry_at is not None  # the next sweep is asked for
+        for _ in range(QUIET_RECHECKS + 1):
+            await parts.workspaces.sweep_nodes()
+        left = parts.workspaces.snapshots.list_keys(replica_prefix(workspace_id, generation))
+        return owed, left, bool(parts.workspaces._replicas_to_recheck)
+
+    owed, left, still_pending = asyncio.run(drive())
+    assert owed and left == [] and not still_pending
 
 
 def test_an_adopted_actor_that_serves_nothing_is_let_go_not_handed_out(tmp_path):
