@@ -113,8 +113,15 @@ def forget_large_then_lose_node(soak, rng) -> str | None:
 
 def node_of(soak, tenant):
     answer = soak.admin_call(soak.fault_http, "GET", f"/v1/workspaces/{tenant.id}")
-    node_id = answer.json().get("nodeId") if answer is not None else None
-    return next((n for n in soak.nodes[1:] if node_id and n.node_id == node_id), None)
+    return node_with_id(soak, answer.json().get("nodeId") if answer is not None else None)
+
+
+def node_with_id(soak, node_id: str | None):
+    """The worker a Ray node id names, by its address: a node started again has a new id,
+    and the one recorded when it came back may be its old self, not yet seen dead."""
+    addresses = {n["node_id"]: n["node_ip"] for n in soak.state("nodes")}
+    address = addresses.get(node_id) if node_id else None
+    return next((n for n in soak.nodes[1:] if n.ip == address and not n.stopped), None)
 
 
 # ---- a hung actor ----------------------------------------------------------------------------
@@ -160,7 +167,7 @@ def actor_process(soak, tenant) -> tuple | None:
         return None
     if ready.get("bound") != tenant.id or not ready.get("serving"):
         return None
-    node = next((n for n in soak.nodes[1:] if n.node_id == ready["nodeId"]), None)
+    node = node_with_id(soak, ready["nodeId"])
     if node is None:
         return None
     for pid in soak.pids_of(node):  # its pid inside the node's PID namespace is the last
