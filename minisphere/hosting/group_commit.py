@@ -37,6 +37,7 @@ from minisphere.wire.timings import CallTimings
 log = logging.getLogger("minisphere.group_commit")
 Callback = Callable[[Reply[Any]], None]
 _STOP = object()
+_NUDGE = object()  # a confirmation asked for with nothing new committed (`confirm_soon`)
 # how long a close waits for the writer (and the confirmer) to finish what is queued; a thread
 # still running after it is reported, so its process is never handed to another workspace
 WRITER_CLOSE_TIMEOUT_S = 30.0
@@ -90,9 +91,13 @@ class GroupCommitWriter:
         answer_first: bool = False,
         confirm_every_s: float = 0.0,
         on_durable: Callable[[int], None] | None = None,
+        owes_confirm: Callable[[], bool] | None = None,
     ):
         self.workspace = workspace
         self.confirm = confirm
+        # async: a confirmation still owes work (a forget's history restart not done yet): it
+        # is confirmed again each interval, not only when the next write commits
+        self.owes_confirm = owes_confirm
         self.answer_first = answer_first and confirm is not None
         self.confirm_every_s = confirm_every_s
         self.on_durable = on_durable
@@ -215,12 +220,27 @@ class GroupCommitWriter:
         else:
             self._confirms.put(committed)
 
+    def confirm_soon(self) -> None:
+        """Async: confirm once more soon even if nothing else commits (a forget's answer asks
+        it: the replica's history restart it owes must not wait for the next write)."""
+        if self._confirmer is not None and self.answer_first:
+            self._confirms.put(_NUDGE)
+
+    def _next_to_confirm(self) -> Any:
+        """The next item to confirm; `_NUDGE` when an interval passed with work still owed."""
+        if self.answer_first and self.owes_confirm is not None and self.owes_confirm():
+            try:
+                return self._confirms.get(timeout=max(self.confirm_every_s, 0.1))
+            except queue.Empty:
+                return _NUDGE
+        return self._confirms.get()
+
     def _confirm_loop(self) -> None:
         confirm = self.confirm
         assert confirm is not None  # the loop runs only for a writer that confirms
         stop, last = False, float("-inf")
         while not stop:
-            group = [self._confirms.get()]
+            group = [self._next_to_confirm()]
             if self.answer_first and group[0] is not _STOP:
                 # let writes gather, one confirmation per interval; a close ends the wait (a
                 # hibernation waited out the interval: up to a second of every one's wall time)
@@ -232,9 +252,10 @@ class GroupCommitWriter:
                 except queue.Empty:
                     break
             stop = any(item is _STOP for item in group)
-            group = [item for item in group if item is not _STOP]
+            nudged = any(item is _NUDGE for item in group)
+            group = [item for item in group if item is not _STOP and item is not _NUDGE]
             error = None
-            if any(outcome.ok for committed in group for outcome in committed.outcomes):
+            if nudged or any(outcome.ok for committed in group for outcome in committed.outcomes):
                 try:
                     confirm()
                 except Exception as exc:  # noqa: BLE001 - every caller of the group is told

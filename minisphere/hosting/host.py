@@ -193,6 +193,7 @@ class WorkspaceHost:
             answer_first=self.replica is not None and not self.replica.synchronous,
             confirm_every_s=ASYNC_SYNC_INTERVAL_S,
             on_durable=self.on_durable,
+            owes_confirm=(lambda: replica.history_owed) if (replica := self.replica) else None,
         )
 
     def ensure_open(self) -> None:

@@ -75,6 +75,7 @@ class HostCalls:
                     note(1)
                     if method == "forget":  # copies taken before it hold the text too
                         self.host.states.after_forget()
+                        writer.confirm_soon()  # async: its history restart starts now
                 elif method == "forget" and reply.ok and replayed:
                     self.host.states.confirm_forgotten()  # a retry asks again
             except ReplicationUnconfirmed as exc:

@@ -164,3 +164,45 @@ def test_reads_as_of_a_moment_run_on_the_read_pools_read_only_connection(tmp_pat
     assert listed["items"][0]["content"] == entry["content"] == "sqlite is an embedded database"
     pool.close()
     ws.close()
+
+
+@pytest.mark.parametrize("asked_by", ["work still owed", "confirm_soon"])
+def test_an_async_confirmation_owed_runs_again_without_waiting_for_the_next_write(
+    tmp_path, asked_by
+):
+    """Async replication confirms behind the answers, after a write. A forget's history restart
+    that did not finish at its confirmation (the new history's upload not confirmed yet), or
+    that was asked for after it, was left until the next write: with none, the old history kept
+    the forgotten text for good. It is confirmed again each interval while owed, and at once
+    when asked."""
+    ws = Workspace(tmp_path / "w.db", synchronous="NORMAL")
+    owed = threading.Event()
+    owed.set()
+    confirmations = threading.Semaphore(0)
+    finish_at = 3 if asked_by == "work still owed" else 2
+
+    def confirm():
+        confirmations.release()
+        count[0] += 1
+        if count[0] >= finish_at:
+            owed.clear()  # the restart finished at last
+
+    count = [0]
+    writer = GroupCommitWriter(
+        ws,
+        confirm=confirm,
+        answer_first=True,
+        confirm_every_s=0.05,
+        owes_confirm=owed.is_set if asked_by == "work still owed" else None,
+    )
+    try:
+        submit_and_wait(writer, [("capture", {"content": "the only write"})])
+        assert confirmations.acquire(timeout=30)  # the write's own confirmation
+        if asked_by == "confirm_soon":
+            writer.confirm_soon()
+        for _ in range(finish_at - 1):  # and the ones owed, with nothing more committed
+            assert confirmations.acquire(timeout=30)
+        assert not owed.is_set()
+    finally:
+        writer.close()
+        ws.close()
