@@ -11,18 +11,49 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypedDict
+from contextlib import AbstractContextManager
+from typing import Protocol, TypedDict
 
 import numpy as np
 
+from minisphere.engine import db
+from minisphere.engine.clock import Clock
+from minisphere.engine.embedding.base import EmbeddingProvider
 from minisphere.engine.vectors import table
+from minisphere.engine.vectors.embeddings import Embeddings
 from minisphere.errors import InvalidArgument, WorkspaceClosed
-
-if TYPE_CHECKING:
-    from minisphere.engine.vectors.binding import VectorBinding
 
 BACKFILL_BATCH_SIZE = 64  # entries embedded per backfill step (one short write each)
 Progress = Callable[[int, int], None]
+
+
+class Storage(Protocol):
+    """What the binding uses of its workspace: the writer connection, to read or to write."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    def reading(self) -> AbstractContextManager[db.Connection]: ...
+
+    def transaction(self) -> AbstractContextManager[db.Connection]: ...
+
+
+class Backfilled(Protocol):
+    """What a backfill uses of the binding it runs for (`VectorBinding`)."""
+
+    storage: Storage
+    embeddings: Embeddings
+    closing: bool
+
+    @property
+    def provider(self) -> EmbeddingProvider | None: ...
+
+    @property
+    def generation(self) -> int: ...
+
+    def transaction_ended(self, conn: db.Connection) -> None: ...
+
+    def touched(self, seq: int) -> None: ...
 
 
 class BackfillSummary(TypedDict):
@@ -33,7 +64,7 @@ class BackfillSummary(TypedDict):
 
 
 def embed_missing(
-    binding: VectorBinding, batch_size: int | None, progress: Progress | None
+    binding: Backfilled, batch_size: int | None, progress: Progress | None
 ) -> BackfillSummary:
     """Embed, in batches, every entry lacking a vector (module doc); a summary of the run."""
     provider, generation = binding.provider, binding.generation
@@ -82,7 +113,7 @@ def embed_missing(
 
 
 def _write(
-    binding: VectorBinding,
+    binding: Backfilled,
     generation: int,
     batch: list[tuple[int, str, str]],
     matrix: np.ndarray,

@@ -40,21 +40,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from contextlib import AbstractContextManager
-from typing import Any, Protocol, TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
 from minisphere.engine import db
 from minisphere.engine.arguments import CaptureArgs, RecallArgs
-from minisphere.engine.clock import Clock
 from minisphere.engine.embedding.base import EmbeddingProvider
 from minisphere.engine.hooks import Handler, WorkspaceHooks
 from minisphere.engine.methods import Method
 from minisphere.engine.vectors import index as resident
 from minisphere.engine.vectors import semantic, table
 from minisphere.engine.vectors.arm import DeferredVectorArm
-from minisphere.engine.vectors.backfill import BackfillSummary, Progress, embed_missing
+from minisphere.engine.vectors.backfill import BackfillSummary, Progress, Storage, embed_missing
 from minisphere.engine.vectors.backfills import BackgroundBackfills
 from minisphere.engine.vectors.embeddings import Embeddings, QueryVector
 from minisphere.errors import InvalidArgument
@@ -63,17 +61,6 @@ from minisphere.wire.recall_answer import RecallAnswer, VectorArmState
 log = logging.getLogger("minisphere.vectors")
 
 HOOKED = frozenset({"capture", "update", "append", "recall"})
-
-
-class Storage(Protocol):
-    """What the binding uses of its workspace: the writer connection, to read or to write."""
-
-    @property
-    def clock(self) -> Clock: ...
-
-    def reading(self) -> AbstractContextManager[db.Connection]: ...
-
-    def transaction(self) -> AbstractContextManager[db.Connection]: ...
 
 
 class BindingState(TypedDict):
