@@ -58,6 +58,7 @@ RETRY_DEADLINE_S = 150.0  # a call re-sent (keyed: with its key) this long: a no
 #                                 and a restore from the replica fit in it
 RETRY_PAUSE_S = 0.5
 FAULT_GAP_S = (3.0, 9.0)  # between the end of one fault and the start of the next
+MIN_FAULTS_GRACE_S = 180.0  # the most a run goes on past its duration for its `--min-faults`
 RESULTS = ROOT / "bench" / "results" / "fault-soak.md"
 
 
@@ -93,8 +94,18 @@ def ours(answer) -> bool:
 
 
 class Soak(SoakChecks, Scenario):
-    def __init__(self, seed: int, duration_s: float, keep: bool, only: list[str] | None = None):
+    def __init__(
+        self,
+        seed: int,
+        duration_s: float,
+        keep: bool,
+        only: list[str] | None = None,
+        min_faults: int = 0,
+    ):
         super().__init__("s3", keep)
+        # the run goes on past its duration until this many faults were injected (a busy
+        # machine makes each fault take longer), up to MIN_FAULTS_GRACE_S more
+        self.min_faults = min_faults
         self.only = only  # the fault kinds injected (None: every kind)
         self.seed, self.duration_s = seed, duration_s
         self.fill_rng = random.Random(f"{seed}/fill")  # the large workspace's texts
@@ -340,6 +351,9 @@ class Soak(SoakChecks, Scenario):
         for thread in threads:
             thread.start()
         self.stop.wait(self.duration_s)
+        grace_ends = time.monotonic() + MIN_FAULTS_GRACE_S
+        while sum(self.faults.values()) < self.min_faults and time.monotonic() < grace_ends:
+            time.sleep(1.0)
         self.stop.set()
         for thread in threads:
             thread.join(RETRY_DEADLINE_S * 2)
@@ -472,6 +486,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep", action="store_true", help="keep the nodes' folders and logs")
     parser.add_argument(
+        "--min-faults", type=int, default=0, help="go on past the duration until this many faults"
+    )
+    parser.add_argument(
         "--faults",
         help="only these fault kinds, comma-separated (default: every kind): "
         + ", ".join([*FAULTS, *TENANT_FAULTS]),
@@ -488,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(only or ()) - {*FAULTS, *TENANT_FAULTS}
     if unknown:
         parser.error(f"no fault kind {sorted(unknown)}")
-    soak = Soak(args.seed, args.duration_s, args.keep, only)
+    soak = Soak(args.seed, args.duration_s, args.keep, only, args.min_faults)
     signal.signal(signal.SIGTERM, interrupted)
     try:
         findings = soak.execute()
