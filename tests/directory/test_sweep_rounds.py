@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from minisphere.directory.sweep_rounds import SweepRounds
+from tests.directory.test_adopted_actors import restarted_with_a_spare_named
 from tests.directory.test_directory_state import created, directory_parts
 
 HUNG_AFTER_S = 0.3  # the liveness bound under test (30 s in the service)
@@ -72,11 +73,6 @@ def test_a_round_ends_an_actor_that_stopped_answering(tmp_path, monkeypatch):
 def test_a_round_ends_an_adopted_actor_that_serves_nothing(tmp_path):
     """A directory that died between naming a wake's actor and sending its bind left a spare
     named as resident: the next directory's first round lets it go, before any call needs to."""
-    parts, control, runtime = directory_parts(tmp_path)
-    (ws,) = created(parts, "named-before-its-bind")
-    orphan = runtime.start("workspace-actor:named-then-the-crash", {})
-    control.set_actor(ws, orphan.name)
-    restarted, _, _ = directory_parts(tmp_path, control=control, runtime=runtime)
-    restarted.residents.adopt()
+    restarted, _, ws, orphan = restarted_with_a_spare_named(tmp_path, "named-before-its-bind")
     asyncio.run(SweepRounds(restarted, lambda: {"node-a"}).run_once())
     assert orphan.killed and restarted.residents.get(ws) is None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from soak_workload import keyed, new_text
+from soak_workload import capture, new_text
 
 from minisphere.client import Client
 from minisphere.integrations.anthropic_memory import WorkspaceMemory
@@ -157,32 +157,30 @@ def delete(soak, http, rng, tenant) -> None:
         soak.violation("a memory file delete refused", tenant=tenant.id, answer=answer[:200])
     else:
         soak.forget_texts(tenant.files.pop(path), f"memory file deleted in {tenant.id}")
-    return
 
 
 def view(soak, http, rng, tenant) -> None:
-    if not tenant.files:
-        return
-    path = rng.choice(sorted(tenant.files))
+    if tenant.files:
+        check_file(soak, tenant, rng.choice(sorted(tenant.files)), "a memory file read back")
+
+
+def check_file(soak, tenant, path: str, what: str) -> None:
+    """The file holds the model's last text for it, else the violation `what` other than
+    written."""
     held = current_text(soak, tenant, path)
     if held != tenant.files[path][-1]:
         soak.violation(
-            "a memory file read back other than written",
+            f"{what} other than written",
             tenant=tenant.id,
             path=path,
             held=(held or "<no such file>")[:120],
             expected=tenant.files[path][-1][:120],
         )
-    return
 
 
 def capture_tagged_like_files(soak, http, rng, tenant) -> None:
     """An ordinary capture whose tag normalises to what the tool once used: never a file."""
-    nonce, text = new_text(rng, tenant, "note")
-    tenant.written.add(nonce)
-    answer = keyed(soak, http, rng, tenant, "capture", {"content": text, "tags": ["memory file"]})
-    if answer is not None:
-        tenant.entries[answer["id"]] = [text]
+    capture(soak, http, rng, tenant, tags=("memory file",))
 
 
 def check_files(soak, tenant) -> None:
@@ -202,14 +200,7 @@ def check_files(soak, tenant) -> None:
             answer=listing[:200] if is_error else None,
         )
     for path in sorted(tenant.files):
-        held = current_text(soak, tenant, path)
-        if held != tenant.files[path][-1]:
-            soak.violation(
-                "a memory file other than written at the end",
-                tenant=tenant.id,
-                path=path,
-                held=(held or "<no such file>")[:120],
-            )
+        check_file(soak, tenant, path, "a memory file at the end")
 
 
 MEMORY_OPERATIONS = {

@@ -56,10 +56,10 @@ def keyed(soak, http, rng, tenant, method: str, body: dict):
     return answer
 
 
-def capture(soak, http, rng, tenant) -> None:
+def capture(soak, http, rng, tenant, tags: tuple[str, ...] = ("soak",)) -> None:
     nonce, text = new_text(rng, tenant, "fact")
     tenant.written.add(nonce)
-    answer = keyed(soak, http, rng, tenant, "capture", {"content": text, "tags": ["soak"]})
+    answer = keyed(soak, http, rng, tenant, "capture", {"content": text, "tags": list(tags)})
     if answer is not None:
         tenant.entries[answer["id"]] = [text]
 
