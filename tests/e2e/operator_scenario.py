@@ -79,6 +79,7 @@ class Scenario(Cluster):
         self.replication = "async" if store == "local" else "sync"
         self.acknowledged_at: dict[str, float] = {}  # entry id -> when its write was answered
         self.killed_at: float | None = None
+        self.copies_before_kill: dict[str, set[str]] = {}  # worker -> moved workspaces it held
 
     # ---- checks and timings ---------------------------------------------------------------------
     def check(self, name: str, ok: bool, detail=None) -> bool:
