@@ -102,6 +102,22 @@ DIRECTORY_TIMEOUT_S = 30.0  # a restarted actor asking what it was bound to
 SERVED_METHODS = frozenset(ServedMethod)
 
 
+def log_opened(
+    host: WorkspaceHost, launch: WorkspaceLaunch, name: str | None, restarted: bool
+) -> None:
+    # DEBUG: a line per wake is read by Ray's log monitor too (a restore logs its own)
+    assert host.workspace is not None  # open_host opened the file
+    log.debug(
+        "workspace %s open at %s in %s (schema %s, restarted=%s, from %s)",
+        launch.workspace_id,
+        launch.path,
+        name,
+        host.workspace.schema_version,
+        restarted,
+        host.activation["source"],
+    )
+
+
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class WorkspaceActor:
     def __init__(
@@ -232,17 +248,7 @@ class WorkspaceActor:
             self.host, self.due, self.news, self.positions, self.files.drop_exports
         )
         self.facts.last_call_at = time.time()
-        assert self.host.workspace is not None  # open_host opened the file
-        # DEBUG: a line per wake is read by Ray's log monitor too (a restore logs its own)
-        log.debug(
-            "workspace %s open at %s in %s (schema %s, restarted=%s, from %s)",
-            workspace_id,
-            launch.path,
-            self.name,
-            self.host.workspace.schema_version,
-            self.restarted,
-            self.host.activation["source"],
-        )
+        log_opened(self.host, launch, self.name, self.restarted)
         if report_placement:  # Ray re-ran the constructor: the directory asked nothing
             self.news.tell(DirectoryMethod.PLACED, self.node_id, self.host.activation)
         if self.host.activation["source"] == "snapshot":
@@ -362,15 +368,8 @@ class WorkspaceActor:
         """Refuse new calls, finish those in flight, snapshot if changed, close, and let go of
         everything of the workspace: the process is then a spare again, which the directory
         keeps in its pool or kills. `process` says what the pool's retirement rule needs."""
-        if self.host is None:  # a spare: nothing to keep
-            return {
-                "workspace": None,
-                "snapshot": None,
-                "error": None,
-                "pendingSnapshot": False,
-                "snapshots": None,
-                "process": self.facts.process(),
-            }
+        if self.host is None:
+            return self.facts.spare_hibernated()
         assert self.admission is not None  # bound with the host
         await self.admission.close_for_hibernation()
         self.files.let_go()

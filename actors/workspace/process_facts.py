@@ -12,7 +12,7 @@ from typing import Any
 from actors.workspace.admission import Admission
 from actors.workspace.process_memory import rss_bytes
 from minisphere.hosting.host import WorkspaceHost
-from minisphere.wire.residency import Activity, ProcessReport
+from minisphere.wire.residency import Activity, HibernationReport, ProcessReport
 
 CLOSED_WRITER_COUNTERS = ("queueDepth", "batches", "writes", "largestBatch")
 
@@ -40,6 +40,17 @@ class ProcessFacts:
             "freshRssBytes": self.fresh_rss_bytes,
             "pid": os.getpid(),
             "nodeId": self.node_id,
+        }
+
+    def spare_hibernated(self) -> HibernationReport:
+        """A spare's answer to `hibernate`: it served nothing, so it keeps nothing."""
+        return {
+            "workspace": None,
+            "snapshot": None,
+            "error": None,
+            "pendingSnapshot": False,
+            "snapshots": None,
+            "process": self.process(),
         }
 
     def activity(self, host: WorkspaceHost | None, admission: Admission | None) -> Activity:
