@@ -77,6 +77,17 @@ STALE_AFTER_MS = {
     "volatile": 2 * DAY_MS,  # prices, "right now", live incidents: re-check after two days
 }
 STALE_TAG_PREFIX = "stale:as-of:"
+# Tags the engine or its pipelines write (marks, not what an entry is about): no topic of the
+# brief, and no context the tag arm groups matches by
+BOOKKEEPING_TAG_PREFIXES = (
+    "stale:",
+    "rolled-up",
+    "synthesized",
+    "auto-pattern",
+    "duplicate-candidate",
+    "supersession-candidate",
+    "contradiction-resolved",
+)
 STALENESS_PASS_DEFAULT_LIMIT = 1000
 STALENESS_PASS_MAX_LIMIT = 100_000  # entries one pass may mark
 REVALIDATE_PREVIEW_CHARS = 120

@@ -51,17 +51,6 @@ from minisphere.wire.answers import (
     Connection as Neighbour,
 )
 
-# Tags the engine or pipelines write; they are not "topics".
-_NON_TOPIC_PREFIXES = (
-    "stale:",
-    "rolled-up",
-    "synthesized",
-    "auto-pattern",
-    "duplicate-candidate",
-    "supersession-candidate",
-    "contradiction-resolved",
-)
-
 
 def get_entry(conn: Connection, args: IdArgs, now_ms: int) -> EntryDetail:
     if isinstance(args, GetEntryArgs) and args.as_of is not None:
@@ -225,11 +214,11 @@ def get_count(conn: Connection) -> CountAnswer:
 
 
 def top_topics(conn: Connection, n: int = C.TOP_TOPICS_N) -> list[TagCount]:
-    clauses = " AND ".join("tag NOT LIKE ?" for _ in _NON_TOPIC_PREFIXES)
+    clauses = " AND ".join("tag NOT LIKE ?" for _ in C.BOOKKEEPING_TAG_PREFIXES)
     rows = conn.execute(
         f"SELECT tag, COUNT(*) AS c FROM tags WHERE {clauses} "
         "GROUP BY tag ORDER BY c DESC, tag LIMIT ?",
-        [p + "%" for p in _NON_TOPIC_PREFIXES] + [n],
+        [p + "%" for p in C.BOOKKEEPING_TAG_PREFIXES] + [n],
     )
     return [{"tag": tag, "count": c} for tag, c in rows]
 

@@ -11,24 +11,28 @@ matter than a lone match elsewhere. Per candidate d (an entry the keyword or gra
 and fusion adds TAG_SUPPORT_WEIGHT × tag(d) to d's lexical score (fusion.py). It only reorders
 what the other arms found: no entry enters the candidates through it. A tag on more than
 COMMON_TERM_DOC_RATIO of the workspace's entries groups nothing (every candidate would share
-it) and is not counted, nor are `rolled-up` and the always-excluded tags (bookkeeping, not
-context), nor the tag a recall is filtered by (every candidate has it). Nothing is fitted: the
-tags and their sizes are this workspace's, read at recall time (the keyword hits' tags come
-with the rows the keyword arm read; one indexed read for the graph's finds, one for the
-tags' sizes). Entries without tags, or a workspace without them, get nothing: the ranking is as
-without the arm.
+it) and is not counted, nor are the tags the engine writes itself (`rolled-up`, a staleness
+mark, a hint: bookkeeping, not context), nor the tag a recall is filtered by (every candidate
+has it). Nothing is fitted: the tags and their sizes are this workspace's, read at recall time
+(the keyword hits' tags come with the rows the keyword arm read; one indexed read for the
+graph's finds, one for the tags' sizes). Entries without tags, or a workspace without them,
+get nothing: the ranking is as without the arm.
 """
 
 from __future__ import annotations
 
+from minisphere.engine import constants as C
 from minisphere.engine.db import Connection
 from minisphere.engine.reads import entry_count
 from minisphere.engine.retrieval import tuning as T
 from minisphere.engine.retrieval.arms import RERANK_TAGS_AT, TAG_SEPARATOR, Hit
-from minisphere.engine.retrieval.sql_filters import ALWAYS_EXCLUDED_TAGS
 from minisphere.engine.rows import id_chunks, tags_for
 
-NOT_CONTEXT_TAGS = frozenset({"rolled-up", *ALWAYS_EXCLUDED_TAGS})
+
+def _context(tag: str, filtered: str | None) -> bool:
+    """A tag that says what its entries share: not one the engine writes (a staleness pass
+    marking entries would otherwise change the ranking), nor the recall's own filter."""
+    return tag != filtered and not tag.startswith(C.BOOKKEEPING_TAG_PREFIXES)
 
 
 def _grouping(conn: Connection, tags: set[str]) -> set[str]:
@@ -58,7 +62,7 @@ def _tags_of(
     missing = [i for i in dict.fromkeys([*(h.id for h in keyword), *candidates]) if i not in tags]
     tags.update(tags_for(conn, missing))
     return {
-        entry_id: [t for t in found if t not in NOT_CONTEXT_TAGS and t != filtered]
+        entry_id: [t for t in found if _context(t, filtered)]
         for entry_id, found in tags.items()
         if found
     }

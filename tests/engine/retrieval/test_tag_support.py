@@ -163,3 +163,26 @@ def test_with_a_binding_the_tag_share_is_part_of_the_lexical_score(tmp_path, clo
         shares = [b[arm]["rrf"] for arm in ("keyword", "graph", "tag", "vector") if b.get(arm)]
         assert b["fused"] == pytest.approx(sum(shares))
     TypeAdapter(RecallAnswer).validate_python(result)
+
+
+def test_a_staleness_pass_changes_no_recall_score(ws, now_clock, add, no_brevity):
+    """The pass marks what recall already judges stale by age (`stale:as-of:<day>`): entries
+    that turned stale on one day share that mark, which the tag arm must not take for a
+    context, or running the pass would reorder recall."""
+    for text in FILLER:
+        add(text, volatility="durable")
+    for text in TRIP_TURNS:
+        add(text, tags=[TRIP], volatility="durable")
+    add(ANSWER, tags=[TRIP], volatility="durable")
+    add(ERRAND, volatility="volatile")
+    add("Bob: the gym timetable for the winter is on the door", volatility="volatile")
+    now_clock.advance(days=3)  # the two volatile entries are stale, unmarked
+
+    def scores() -> list[tuple[str, float, dict | None]]:
+        ws.conn.execute("UPDATE entries SET recall_count = 0")  # a recall counts itself
+        result = ws.recall("ferry timetable", hops=0)
+        return [(i["id"], i["score"], i["breakdown"]["tag"]) for i in result["items"]]
+
+    judged_at_read = scores()
+    assert ws.run_staleness_pass()["marked"] == 2
+    assert scores() == judged_at_read
