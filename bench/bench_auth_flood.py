@@ -97,18 +97,7 @@ def main(argv=None) -> int:
 
     settings, url, admin = start_local_service("bench-flood", ADMIN_TOKEN)
     try:
-        with httpx.Client(base_url=url, timeout=120) as http:
-            made = [
-                http.post("/v1/workspaces", headers=admin, json={"id": name}).json()
-                for name in ("flood-target", "flood-other")
-            ]
-            token, other_token = made[0]["token"], made[1]["token"]
-            for i in range(20):
-                http.post(
-                    "/v1/w/flood-target/capture",
-                    json={"content": f"fact {i}"},
-                    headers={"Authorization": f"Bearer {token}"},
-                )
+        token, other_token = two_workspaces(url, admin)
         caller = LegitimateCaller(url, "flood-target", token)
         caller.start()
         time.sleep(2.0)  # warm: cached token, resident
@@ -116,59 +105,90 @@ def main(argv=None) -> int:
         time.sleep(BASELINE_S)
         baseline = caller.between(baseline_start, time.perf_counter())
         n = args.flood
-        many = [f"127.1.{i // 250}.{i % 250 + 2}" for i in range(n)]
-        scenarios = [
-            ("one address, bad tokens", [f"msw_bad_{i}" for i in range(n)], ["127.0.0.1"]),
-            ("many addresses, bad tokens", [f"msw_bad_many_{i}" for i in range(n)], many),
-            ("many addresses, another workspace's token", [other_token] * n, many),
-        ]
-        base_p99 = percentile(baseline, 99)
-        rows = [["baseline (no flood)", len(baseline), p50(baseline), base_p99, 1.0, "-", "-"]]
-        for name, tokens, addresses in scenarios:
-            start = time.perf_counter()
-            # the flood runs in its own process: in this one it would hold the GIL the
-            # legitimate caller's thread needs, and the figure would measure the benchmark
-            with multiprocessing.get_context("spawn").Pool(1) as pool:
-                result = pool.apply(flood_process, (url, "flood-target", tokens, addresses))
-            during = caller.between(start, time.perf_counter())
-            rows.append(
-                [
-                    name,
-                    len(during),
-                    p50(during),
-                    percentile(during, 99),
-                    percentile(during, 99) / base_p99,
-                    f"{n / result['seconds']:.0f}/s",
-                    ", ".join(f"{k}: {v}" for k, v in sorted(result["statuses"].items())),
-                ]
-            )
-            time.sleep(1.0)
+        rows = flood_rows(url, caller, baseline, flood_scenarios(n, other_token), n)
         caller.stop.set()
         caller.join()
-        worst = max(r[4] for r in rows[1:])
-        body = table(
-            [
-                "legitimate caller during",
-                "calls",
-                "p50 ms",
-                "p99 ms",
-                "p99 / baseline",
-                "flood rate",
-                "flood answers",
-            ],
-            rows,
-        )
-        verdict = "met" if worst <= TARGET_RATIO else "missed"
-        body += (
-            f"\n\nTarget: the legitimate caller's p99 at most {TARGET_RATIO:.0f}x its "
-            f"baseline during each flood of {n} requests ({IN_FLIGHT} in flight): worst "
-            f"{worst:.2f}x, {verdict}. Legitimate answers: {caller.statuses}."
-        )
+        body = report_body(rows, n, caller.statuses)
         print(body)
         print(f"saved {save_report('auth-flood', body)}")
     finally:
         stop_local_service(settings)
     return 0
+
+
+def two_workspaces(url: str, admin: dict) -> tuple[str, str]:
+    """The flood's target (with 20 entries) and another workspace: their tokens."""
+    with httpx.Client(base_url=url, timeout=120) as http:
+        made = [
+            http.post("/v1/workspaces", headers=admin, json={"id": name}).json()
+            for name in ("flood-target", "flood-other")
+        ]
+        token, other_token = made[0]["token"], made[1]["token"]
+        for i in range(20):
+            http.post(
+                "/v1/w/flood-target/capture",
+                json={"content": f"fact {i}"},
+                headers={"Authorization": f"Bearer {token}"},
+            )
+    return token, other_token
+
+
+def flood_scenarios(n: int, other_token: str) -> list[tuple[str, list[str], list[str]]]:
+    """(name, the tokens sent, the source addresses they cycle over) of each flood."""
+    many = [f"127.1.{i // 250}.{i % 250 + 2}" for i in range(n)]
+    return [
+        ("one address, bad tokens", [f"msw_bad_{i}" for i in range(n)], ["127.0.0.1"]),
+        ("many addresses, bad tokens", [f"msw_bad_many_{i}" for i in range(n)], many),
+        ("many addresses, another workspace's token", [other_token] * n, many),
+    ]
+
+
+def flood_rows(url: str, caller: LegitimateCaller, baseline: list[float], scenarios, n: int):
+    """The baseline row, then the legitimate caller's figures during each flood in turn."""
+    base_p99 = percentile(baseline, 99)
+    rows = [["baseline (no flood)", len(baseline), p50(baseline), base_p99, 1.0, "-", "-"]]
+    for name, tokens, addresses in scenarios:
+        start = time.perf_counter()
+        # the flood runs in its own process: in this one it would hold the GIL the
+        # legitimate caller's thread needs, and the figure would measure the benchmark
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            result = pool.apply(flood_process, (url, "flood-target", tokens, addresses))
+        during = caller.between(start, time.perf_counter())
+        rows.append(
+            [
+                name,
+                len(during),
+                p50(during),
+                percentile(during, 99),
+                percentile(during, 99) / base_p99,
+                f"{n / result['seconds']:.0f}/s",
+                ", ".join(f"{k}: {v}" for k, v in sorted(result["statuses"].items())),
+            ]
+        )
+        time.sleep(1.0)
+    return rows
+
+
+def report_body(rows: list[list], n: int, statuses: dict[int, int]) -> str:
+    worst = max(r[4] for r in rows[1:])
+    body = table(
+        [
+            "legitimate caller during",
+            "calls",
+            "p50 ms",
+            "p99 ms",
+            "p99 / baseline",
+            "flood rate",
+            "flood answers",
+        ],
+        rows,
+    )
+    verdict = "met" if worst <= TARGET_RATIO else "missed"
+    return body + (
+        f"\n\nTarget: the legitimate caller's p99 at most {TARGET_RATIO:.0f}x its "
+        f"baseline during each flood of {n} requests ({IN_FLIGHT} in flight): worst "
+        f"{worst:.2f}x, {verdict}. Legitimate answers: {statuses}."
+    )
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=10, help="loads of each page")
     args = parser.parse_args(argv)
 
-    from tests.e2e.console_helpers import browser_available, chrome, seed_service
+    from tests.e2e.console_helpers import browser_available, chrome
 
     missing = browser_available()
     if missing:
@@ -100,87 +100,11 @@ def main(argv=None) -> int:
     tmp = Path(settings.data_dir)
     driver = None
     try:
-        with httpx.Client(base_url=url, timeout=120) as http:
-            created = http.post("/v1/workspaces", headers=admin, json={"id": WORKSPACE})
-            created.raise_for_status()
-            seeded = seed_service({"url": url, "admin": ADMIN_TOKEN}, WORKSPACE, tmp, ENTRIES)
-            http.post(
-                f"/v1/w/{WORKSPACE}/runStalenessPass", headers=admin, json={"limit": 5000}
-            ).raise_for_status()
-            read = http.post(
-                f"/v1/workspaces/{WORKSPACE}/tokens",
-                headers=admin,
-                json={"scope": "read", "label": "bench"},
-            )
-            read.raise_for_status()
-            token = read.json()["token"]
-        hub = seeded.hubs["atlas"]
-        base = f"{url}/ui/#/w/{WORKSPACE}"
-        scenarios = [
-            ("baseline: bare /healthz page, same ingress", f"{url}/healthz", False),
-            ("sign-in page (the console's static files only)", f"{url}/ui/#/signin", False),
-            (f"overview @ {ENTRIES} entries", f"{base}/overview", True),
-            (
-                f"search, 50 results with breakdowns @ {ENTRIES}",
-                f"{base}/search?q=SQLite%20file%20per%20workspace&topK=50",
-                True,
-            ),
-            ("needs-revalidation list", f"{base}/stale", True),
-            ("entry page (3 revisions, edges)", f"{base}/entry/{seeded.revised}", True),
-            ("graph, hub 1 hop (~50 nodes)", f"{base}/graph?seeds={hub}&hops=1", True),
-            ("graph, hub 2 hops", f"{base}/graph?seeds={hub}&hops=2", True),
-        ]
+        seeded, token = seeded_workspace(url, admin, tmp)
+        scenarios = page_scenarios(url, seeded)
         driver = chrome()
-        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": LONG_TASKS})
-        driver.get(f"{url}/ui/#/signin")
-        driver.execute_script(
-            "sessionStorage.setItem(arguments[0], arguments[1])", TOKEN_KEY, token
-        )
-        for _name, page, console in scenarios:  # warm: caches, resident workspace
-            load(driver, page, console=console)
-        samples: dict[str, list[dict]] = {name: [] for name, _p, _c in scenarios}
-        for _round in range(args.rounds):
-            for name, page, console in scenarios:
-                samples[name].append(load(driver, page, console=console))
-        base_p50 = p50([s["ready"] for s in samples[scenarios[0][0]]])
-        rows = []
-        for name, _page, _console in scenarios:
-            ready = [s["ready"] for s in samples[name]]
-            render = [s["render"] for s in samples[name] if s["render"] is not None]
-            layout = [s["layout"] for s in samples[name] if s["layout"] is not None]
-            nodes = samples[name][-1]["nodes"]
-            rows.append(
-                [
-                    name + (f" [{nodes} nodes]" if nodes else ""),
-                    len(ready),
-                    p50(ready),
-                    percentile(ready, 90),
-                    f"{p50(ready) / base_p50:.1f}x",
-                    f"{p50(render):.1f} (layout {p50(layout):.1f})" if render else "-",
-                    max(s["longest"] for s in samples[name]),
-                ]
-            )
-        worst = max(row[-1] for row in rows)
-        body = table(
-            [
-                "page (full load)",
-                "n",
-                "ready p50 ms",
-                "ready p90 ms",
-                "p50 / baseline",
-                "graph render p50 ms",
-                "longest task ms",
-            ],
-            rows,
-        )
-        verdict = "met" if worst <= FREEZE_MS else "missed"
-        body += (
-            f'\n\n"ready": navigation start to the view drawn (`console:view-ready`); '
-            "graph render: from the graphView answer to the painted SVG, our layout "
-            f"included. Freeze target: no main-thread task above {FREEZE_MS:.0f} ms: "
-            f"longest {worst:.0f} ms, {verdict}. Headless chromium "
-            f"{driver.capabilities.get('browserVersion', '?')}, 1440x960."
-        )
+        samples = load_rounds(driver, url, token, scenarios, args.rounds)
+        body = report_body(result_rows(scenarios, samples), driver)
         print(body)
         print(f"saved {save_report('console', body)}")
     finally:
@@ -188,6 +112,107 @@ def main(argv=None) -> int:
             driver.quit()
         stop_local_service(settings)
     return 0
+
+
+def seeded_workspace(url: str, admin: dict, tmp: Path):
+    """The browser tests' data imported into WORKSPACE, its staleness passed: (what the seed
+    holds, a read token for the console)."""
+    from tests.e2e.console_helpers import seed_service
+
+    with httpx.Client(base_url=url, timeout=120) as http:
+        created = http.post("/v1/workspaces", headers=admin, json={"id": WORKSPACE})
+        created.raise_for_status()
+        seeded = seed_service({"url": url, "admin": ADMIN_TOKEN}, WORKSPACE, tmp, ENTRIES)
+        http.post(
+            f"/v1/w/{WORKSPACE}/runStalenessPass", headers=admin, json={"limit": 5000}
+        ).raise_for_status()
+        read = http.post(
+            f"/v1/workspaces/{WORKSPACE}/tokens",
+            headers=admin,
+            json={"scope": "read", "label": "bench"},
+        )
+        read.raise_for_status()
+        return seeded, read.json()["token"]
+
+
+def page_scenarios(url: str, seeded) -> list[tuple[str, str, bool]]:
+    """(name, page, is a console view) of each page loaded; the baseline first."""
+    hub = seeded.hubs["atlas"]
+    base = f"{url}/ui/#/w/{WORKSPACE}"
+    return [
+        ("baseline: bare /healthz page, same ingress", f"{url}/healthz", False),
+        ("sign-in page (the console's static files only)", f"{url}/ui/#/signin", False),
+        (f"overview @ {ENTRIES} entries", f"{base}/overview", True),
+        (
+            f"search, 50 results with breakdowns @ {ENTRIES}",
+            f"{base}/search?q=SQLite%20file%20per%20workspace&topK=50",
+            True,
+        ),
+        ("needs-revalidation list", f"{base}/stale", True),
+        ("entry page (3 revisions, edges)", f"{base}/entry/{seeded.revised}", True),
+        ("graph, hub 1 hop (~50 nodes)", f"{base}/graph?seeds={hub}&hops=1", True),
+        ("graph, hub 2 hops", f"{base}/graph?seeds={hub}&hops=2", True),
+    ]
+
+
+def load_rounds(driver, url: str, token: str, scenarios, rounds: int) -> dict[str, list[dict]]:
+    """Sign the tab in, load every page once to warm up, then `rounds` rounds of them all."""
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": LONG_TASKS})
+    driver.get(f"{url}/ui/#/signin")
+    driver.execute_script("sessionStorage.setItem(arguments[0], arguments[1])", TOKEN_KEY, token)
+    for _name, page, console in scenarios:  # warm: caches, resident workspace
+        load(driver, page, console=console)
+    samples: dict[str, list[dict]] = {name: [] for name, _p, _c in scenarios}
+    for _round in range(rounds):
+        for name, page, console in scenarios:
+            samples[name].append(load(driver, page, console=console))
+    return samples
+
+
+def result_rows(scenarios, samples: dict[str, list[dict]]) -> list[list]:
+    base_p50 = p50([s["ready"] for s in samples[scenarios[0][0]]])
+    rows = []
+    for name, _page, _console in scenarios:
+        ready = [s["ready"] for s in samples[name]]
+        render = [s["render"] for s in samples[name] if s["render"] is not None]
+        layout = [s["layout"] for s in samples[name] if s["layout"] is not None]
+        nodes = samples[name][-1]["nodes"]
+        rows.append(
+            [
+                name + (f" [{nodes} nodes]" if nodes else ""),
+                len(ready),
+                p50(ready),
+                percentile(ready, 90),
+                f"{p50(ready) / base_p50:.1f}x",
+                f"{p50(render):.1f} (layout {p50(layout):.1f})" if render else "-",
+                max(s["longest"] for s in samples[name]),
+            ]
+        )
+    return rows
+
+
+def report_body(rows: list[list], driver) -> str:
+    worst = max(row[-1] for row in rows)
+    body = table(
+        [
+            "page (full load)",
+            "n",
+            "ready p50 ms",
+            "ready p90 ms",
+            "p50 / baseline",
+            "graph render p50 ms",
+            "longest task ms",
+        ],
+        rows,
+    )
+    verdict = "met" if worst <= FREEZE_MS else "missed"
+    return body + (
+        f'\n\n"ready": navigation start to the view drawn (`console:view-ready`); '
+        "graph render: from the graphView answer to the painted SVG, our layout "
+        f"included. Freeze target: no main-thread task above {FREEZE_MS:.0f} ms: "
+        f"longest {worst:.0f} ms, {verdict}. Headless chromium "
+        f"{driver.capabilities.get('browserVersion', '?')}, 1440x960."
+    )
 
 
 if __name__ == "__main__":

@@ -241,8 +241,27 @@ def bench_ray(args) -> str:
     import ray
 
     from actors.directory.actor import get_directory
-    from actors.workspace_call import WorkspaceCall
-    from minisphere.control.auth import token_hash
+
+    config, data_dir = start_ray(args)
+    out = []
+    try:
+        directory = get_directory(config)
+        ray.get(directory.list.remote(1))
+        sampler = PeakSampler()
+        sampler.start()
+        call = admin_caller(directory, config)
+        out += cold_activation_section(directory, call, args)
+        out += many_workspaces_section(directory, call, args, sampler)
+    finally:
+        ray.shutdown()
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return "\n".join(out)
+
+
+def start_ray(args) -> tuple:
+    """A local Ray for the directory and its workspace actors (no Serve): (settings, data dir)."""
+    import ray
+
     from minisphere.settings import load_settings
 
     data_dir = Path(tempfile.mkdtemp(prefix="bench-durability-ray-", dir=REPO))
@@ -262,114 +281,132 @@ def bench_ray(args) -> str:
         logging_level="WARNING",
         log_to_driver=False,
     )
-    out = []
-    try:
-        directory = get_directory(config)
-        ray.get(directory.list.remote(1))
-        sampler = PeakSampler()
-        sampler.start()
+    return config, data_dir
 
-        caller = token_hash(config.admin_token)
 
-        def call(ws, method, body):
-            handle = ray.get(directory.activate.remote(ws))
-            return ray.get(handle.call.remote(WorkspaceCall(method, body, caller))).unwrap()
+def admin_caller(directory, config):
+    """call(workspace, method, body): activate through the directory, call as the admin."""
+    import ray
 
-        # cold activation: local file, then from snapshot (file removed)
-        cold_local, cold_snapshot = [], []
-        for i in range(args.cold):
-            ws = f"cold-{i:04d}"
-            ray.get(directory.create.remote(ws))
-            call(ws, "capture", {"content": f"cold fact {i}"})
-            ray.get(directory.hibernate.remote(ws))
-            started = time.perf_counter()
-            call(ws, "getCount", {})
-            cold_local.append((time.perf_counter() - started) * 1e3)
-            ray.get(directory.hibernate.remote(ws))
-            path = Path(ray.get(directory.workspace_path.remote(ws)))
-            path.unlink()
-            started = time.perf_counter()
-            assert call(ws, "getCount", {})["count"] == 1
-            cold_snapshot.append((time.perf_counter() - started) * 1e3)
-            ray.get(directory.hibernate.remote(ws))
-        out.append("## Cold activation (first call to a hibernated workspace)\n")
-        out.append(
-            table(
-                ["file", "p50 ms", "p99 ms", "n"],
-                [
-                    ["local file", p50(cold_local), percentile(cold_local, 99), len(cold_local)],
-                    [
-                        "restored from snapshot (local store)",
-                        p50(cold_snapshot),
-                        percentile(cold_snapshot, 99),
-                        len(cold_snapshot),
-                    ],
-                ],
-            )
-        )
+    from actors.workspace_call import WorkspaceCall
+    from minisphere.control.auth import token_hash
 
-        # memory per resident actor + many workspaces under the cap
+    caller = token_hash(config.admin_token)
+
+    def call(ws, method, body):
+        handle = ray.get(directory.activate.remote(ws))
+        return ray.get(handle.call.remote(WorkspaceCall(method, body, caller))).unwrap()
+
+    return call
+
+
+def cold_activation_section(directory, call, args) -> list[str]:
+    """Cold activation: from the local file, then from the snapshot (file removed)."""
+    import ray
+
+    cold_local, cold_snapshot = [], []
+    for i in range(args.cold):
+        ws = f"cold-{i:04d}"
+        ray.get(directory.create.remote(ws))
+        call(ws, "capture", {"content": f"cold fact {i}"})
+        ray.get(directory.hibernate.remote(ws))
         started = time.perf_counter()
-        max_resident, touch_ms = 0, []
-
-        def touch(i: int) -> None:
-            nonlocal max_resident
-            ws = f"many-{i:05d}"
-            t0 = time.perf_counter()
-            ray.get(directory.create.remote(ws))
-            call(ws, "capture", {"content": f"workspace {i} remembers one thing"})
-            touch_ms.append((time.perf_counter() - t0) * 1e3)
-            if i % 50 == 0:
-                resident = len(ray.get(directory.resident.remote()))
-                max_resident = max(max_resident, resident)
-                print(
-                    f"  {i}/{args.workspaces} touched, {resident} resident, cluster RSS "
-                    f"{cluster_rss() / 2**20:.0f} MiB",
-                    flush=True,
-                )
-
-        with ThreadPoolExecutor(args.concurrency) as pool:
-            list(pool.map(touch, range(args.workspaces)))
-        elapsed = time.perf_counter() - started
-        residents = ray.get(directory.resident.remote())
-        max_resident = max(max_resident, len(residents))
-        rss = []
-        for ws in residents:
-            handle = ray.get(directory.activate.remote(ws))
-            rss.append(ray.get(handle.stats.remote())["rssBytes"] / 2**20)
-        peak = sampler.stop()
-        out.append("\n## Memory and many workspaces\n")
-        out.append(
-            table(
-                ["measure", "value"],
+        call(ws, "getCount", {})
+        cold_local.append((time.perf_counter() - started) * 1e3)
+        ray.get(directory.hibernate.remote(ws))
+        path = Path(ray.get(directory.workspace_path.remote(ws)))
+        path.unlink()
+        started = time.perf_counter()
+        assert call(ws, "getCount", {})["count"] == 1
+        cold_snapshot.append((time.perf_counter() - started) * 1e3)
+        ray.get(directory.hibernate.remote(ws))
+    return [
+        "## Cold activation (first call to a hibernated workspace)\n",
+        table(
+            ["file", "p50 ms", "p99 ms", "n"],
+            [
+                ["local file", p50(cold_local), percentile(cold_local, 99), len(cold_local)],
                 [
-                    ["workspaces touched (create + 1 capture each)", args.workspaces],
-                    ["resident cap", args.cap],
-                    ["concurrent clients", args.concurrency],
-                    [
-                        "create + first capture, ms p50 / p99 (includes hibernating an LRU victim)",
-                        f"{p50(touch_ms):.0f} / {percentile(touch_ms, 99):.0f}",
-                    ],
-                    ["most resident actors seen", max_resident],
-                    [
-                        "wall time for all, s (workspaces per s)",
-                        f"{elapsed:.1f} ({args.workspaces / elapsed:.1f}/s)",
-                    ],
-                    [
-                        "RSS per resident workspace actor, MiB (median / max)",
-                        f"{statistics.median(rss):.0f} / {max(rss):.0f}" if rss else "n/a",
-                    ],
-                    [
-                        "peak RSS of the whole Ray cluster (this session + driver), MiB",
-                        f"{peak / 2**20:.0f}",
-                    ],
+                    "restored from snapshot (local store)",
+                    p50(cold_snapshot),
+                    percentile(cold_snapshot, 99),
+                    len(cold_snapshot),
                 ],
+            ],
+        ),
+    ]
+
+
+def many_workspaces_section(directory, call, args, sampler: PeakSampler) -> list[str]:
+    """Memory per resident actor, and many workspaces touched under the resident cap."""
+    import ray
+
+    started = time.perf_counter()
+    max_resident, touch_ms = touch_workspaces(directory, call, args)
+    elapsed = time.perf_counter() - started
+    residents = ray.get(directory.resident.remote())
+    max_resident = max(max_resident, len(residents))
+    rss = []
+    for ws in residents:
+        handle = ray.get(directory.activate.remote(ws))
+        rss.append(ray.get(handle.stats.remote())["rssBytes"] / 2**20)
+    peak = sampler.stop()
+    return [
+        "\n## Memory and many workspaces\n",
+        table(
+            ["measure", "value"],
+            [
+                ["workspaces touched (create + 1 capture each)", args.workspaces],
+                ["resident cap", args.cap],
+                ["concurrent clients", args.concurrency],
+                [
+                    "create + first capture, ms p50 / p99 (includes hibernating an LRU victim)",
+                    f"{p50(touch_ms):.0f} / {percentile(touch_ms, 99):.0f}",
+                ],
+                ["most resident actors seen", max_resident],
+                [
+                    "wall time for all, s (workspaces per s)",
+                    f"{elapsed:.1f} ({args.workspaces / elapsed:.1f}/s)",
+                ],
+                [
+                    "RSS per resident workspace actor, MiB (median / max)",
+                    f"{statistics.median(rss):.0f} / {max(rss):.0f}" if rss else "n/a",
+                ],
+                [
+                    "peak RSS of the whole Ray cluster (this session + driver), MiB",
+                    f"{peak / 2**20:.0f}",
+                ],
+            ],
+        ),
+    ]
+
+
+def touch_workspaces(directory, call, args) -> tuple[int, list[float]]:
+    """Create and capture once into each of --workspaces from --concurrency clients: (the most
+    resident actors seen, each touch's ms)."""
+    import ray
+
+    max_resident, touch_ms = 0, []
+
+    def touch(i: int) -> None:
+        nonlocal max_resident
+        ws = f"many-{i:05d}"
+        t0 = time.perf_counter()
+        ray.get(directory.create.remote(ws))
+        call(ws, "capture", {"content": f"workspace {i} remembers one thing"})
+        touch_ms.append((time.perf_counter() - t0) * 1e3)
+        if i % 50 == 0:
+            resident = len(ray.get(directory.resident.remote()))
+            max_resident = max(max_resident, resident)
+            print(
+                f"  {i}/{args.workspaces} touched, {resident} resident, cluster RSS "
+                f"{cluster_rss() / 2**20:.0f} MiB",
+                flush=True,
             )
-        )
-    finally:
-        ray.shutdown()
-        shutil.rmtree(data_dir, ignore_errors=True)
-    return "\n".join(out)
+
+    with ThreadPoolExecutor(args.concurrency) as pool:
+        list(pool.map(touch, range(args.workspaces)))
+    return max_resident, touch_ms
 
 
 def main(argv=None) -> int:

@@ -240,38 +240,44 @@ def latencies_us(engine_fn, raw_fn, engine_args, raw_args, warmup: int = 50):
 
 def run_size(n: int, args, workdir: Path) -> list[list]:
     items = make_items(n, seed=args.seed + n)
-    rows: list[list] = []
     label = f"{n:,}"
+    rows = [single_capture_row(n, args, workdir, items, label)]
+    return rows + batch_fill_and_read_rows(n, args, workdir, items, label)
 
-    if n <= args.single_max:
-        ws = Workspace(workdir / f"engine-each-{n}.db", synchronous=args.synchronous)
-        conn = raw_open(workdir / f"raw-each-{n}.db", args.synchronous)
-        try:
-            engine_rate, raw_rate = fill_both(
-                ws, conn, items, engine_capture_each, raw_capture_each
-            )
-        finally:
-            ws.close()
-            conn.close()
-        rows.append(
-            [
-                label,
-                "capture, 1 txn/entry (entries/s)",
-                engine_rate,
-                raw_rate,
-                engine_rate / raw_rate,
-            ]
-        )
-    else:
-        rows.append(
-            [label, "capture, 1 txn/entry (entries/s)", "skipped: batch fill only", "skipped", "-"]
-        )
 
+def single_capture_row(n: int, args, workdir: Path, items, label: str) -> list:
+    """One transaction per entry; above --single-max only a 'skipped' row."""
+    if n > args.single_max:
+        return [
+            label,
+            "capture, 1 txn/entry (entries/s)",
+            "skipped: batch fill only",
+            "skipped",
+            "-",
+        ]
+    ws = Workspace(workdir / f"engine-each-{n}.db", synchronous=args.synchronous)
+    conn = raw_open(workdir / f"raw-each-{n}.db", args.synchronous)
+    try:
+        engine_rate, raw_rate = fill_both(ws, conn, items, engine_capture_each, raw_capture_each)
+    finally:
+        ws.close()
+        conn.close()
+    return [
+        label,
+        "capture, 1 txn/entry (entries/s)",
+        engine_rate,
+        raw_rate,
+        engine_rate / raw_rate,
+    ]
+
+
+def batch_fill_and_read_rows(n: int, args, workdir: Path, items, label: str) -> list[list]:
+    """The run_batch fill, then getEntry and listRecent timed on the N-entry files it made."""
     ws = Workspace(workdir / f"engine-batch-{n}.db", synchronous=args.synchronous)
     conn = raw_open(workdir / f"raw-batch-{n}.db", args.synchronous)
     try:
         engine_rate, raw_rate = fill_both(ws, conn, items, engine_capture_batch, raw_capture_batch)
-        rows.append(
+        rows: list[list] = [
             [
                 label,
                 f"capture, run_batch x{BATCH_SIZE} (entries/s)",
@@ -279,39 +285,42 @@ def run_size(n: int, args, workdir: Path) -> list[list]:
                 raw_rate,
                 engine_rate / raw_rate,
             ]
-        )
+        ]
         if ws.get_count()["count"] != n:
             raise RuntimeError("the engine workspace does not hold every entry")
-        rng = random.Random(args.seed)
-        engine_ids = [r[0] for r in ws.conn.execute("SELECT id FROM entries ORDER BY seq")]
-        raw_ids = [r[0] for r in conn.execute("SELECT id FROM entries ORDER BY seq")]
-        picks = [rng.randrange(n) for _ in range(args.lookups)]
-        get_e, get_r = latencies_us(
-            ws.get_entry,
-            raw_get_entry,
-            [(engine_ids[i],) for i in picks],
-            [(conn, raw_ids[i]) for i in picks],
-        )
-        recent_e, recent_r = latencies_us(
-            lambda: ws.list_recent(n=20),
-            raw_list_recent,
-            [()] * args.lookups,
-            [(conn,)] * args.lookups,
-        )
+        read_samples = read_latencies(ws, conn, n, args)
     finally:
         ws.close()
         conn.close()
-    for name, engine_s, raw_s in [
-        ("getEntry", get_e, get_r),
-        ("listRecent(n=20)", recent_e, recent_r),
-    ]:
+    for name, engine_s, raw_s in read_samples:
         for pct_name, pick in [("p50", p50), ("p99", lambda s: percentile(s, 99))]:
             e, r = pick(engine_s), pick(raw_s)
             rows.append([label, f"{name} {pct_name} (µs)", e, r, e / r])
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
+def read_latencies(ws: Workspace, conn, n: int, args) -> list[tuple[str, list, list]]:
+    """(read, engine µs, raw µs) for getEntry on random existing ids and for listRecent."""
+    rng = random.Random(args.seed)
+    engine_ids = [r[0] for r in ws.conn.execute("SELECT id FROM entries ORDER BY seq")]
+    raw_ids = [r[0] for r in conn.execute("SELECT id FROM entries ORDER BY seq")]
+    picks = [rng.randrange(n) for _ in range(args.lookups)]
+    get_e, get_r = latencies_us(
+        ws.get_entry,
+        raw_get_entry,
+        [(engine_ids[i],) for i in picks],
+        [(conn, raw_ids[i]) for i in picks],
+    )
+    recent_e, recent_r = latencies_us(
+        lambda: ws.list_recent(n=20),
+        raw_list_recent,
+        [()] * args.lookups,
+        [(conn,)] * args.lookups,
+    )
+    return [("getEntry", get_e, get_r), ("listRecent(n=20)", recent_e, recent_r)]
+
+
+def parse_args(argv: list[str] | None):
     parser = argparse.ArgumentParser(
         prog="python -m bench.bench_engine",
         description=__doc__,
@@ -352,12 +361,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-save", action="store_true", help="print only; do not write bench/results/engine.md"
     )
-    args = parser.parse_args(argv)
-    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    return parser.parse_args(argv)
 
+
+def run_sizes(sizes: list[int], args) -> list[list]:
     all_rows: list[list] = []
-    load_before = os.getloadavg()[0]
-    started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="bench-engine-", dir=args.dir))
     try:
         for n in sizes:
@@ -371,10 +379,11 @@ def main(argv: list[str] | None = None) -> int:
                 path.unlink()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    return all_rows
 
-    headers = ["entries", "measure", "engine", "raw SQLite", "engine/raw"]
-    body = table(headers, all_rows)
-    notes = (
+
+def notes_text(args, started: float, load_before: float) -> str:
+    return (
         f"SQLite {sqlite3.sqlite_version} via pysqlite3, WAL, synchronous={args.synchronous} on "
         f"both sides; {BATCH_SIZE} captures per run_batch / raw transaction; {args.lookups} timed "
         f"reads per latency row (after 50 warm-up calls); sizes above {args.single_max:,} are "
@@ -389,6 +398,19 @@ def main(argv: list[str] | None = None) -> int:
         f"load average {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end "
         "(the machine is shared: p99 values are sensitive to other work)."
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+
+    load_before = os.getloadavg()[0]
+    started = time.perf_counter()
+    all_rows = run_sizes(sizes, args)
+
+    headers = ["entries", "measure", "engine", "raw SQLite", "engine/raw"]
+    body = table(headers, all_rows)
+    notes = notes_text(args, started, load_before)
     print(body)
     print()
     print(notes)

@@ -74,7 +74,7 @@ def timed(fn) -> tuple[float, object]:
     return (time.perf_counter() - started) * 1e3, result
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_cli(argv: list[str] | None):
     parser = argparse.ArgumentParser(
         prog="python -m bench.bench_maintenance",
         description=__doc__,
@@ -86,65 +86,71 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--no-save", action="store_true")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
-    load_before = os.getloadavg()[0]
-    wall = time.perf_counter()
-    workdir = Path(tempfile.mkdtemp(prefix="bench-maint-", dir=args.dir))
-    clock = ManualClock()
-    try:
-        print(f"filling {args.entries:,} entries ...", file=sys.stderr, flush=True)
-        base = Workspace(workdir / "passed.db", clock=clock, synchronous="NORMAL")
-        fill_s = fill(base, args.entries, args.seed)
-        base.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        base.close()
-        shutil.copyfile(workdir / "passed.db", workdir / "lazy.db")
-        passed = Workspace(workdir / "passed.db", clock=clock, synchronous="NORMAL")
-        lazy = Workspace(workdir / "lazy.db", clock=clock, synchronous="NORMAL")
-        clock.advance(ms=max(STALE_AFTER_MS.values()) + DAY_MS)
 
-        print("passing ...", file=sys.stderr, flush=True)
-        call_ms: list[float] = []
-        marked = 0
-        started = time.perf_counter()
-        while True:
-            ms, result = timed(lambda: passed.run_staleness_pass(limit=args.limit))
-            call_ms.append(ms)
-            marked += result["marked"]
-            if result["remaining"] == 0:
-                break
-        pass_s = time.perf_counter() - started
-        assert marked == args.entries, (marked, args.entries)
-        idle_ms = [timed(lambda: passed.run_staleness_pass(limit=args.limit))[0] for _ in range(20)]
+def fill_pair(workdir: Path, clock: ManualClock, args) -> tuple[float, Workspace, Workspace]:
+    """(fill seconds, passed, lazy): one filled file and its copy, every entry then due."""
+    print(f"filling {args.entries:,} entries ...", file=sys.stderr, flush=True)
+    base = Workspace(workdir / "passed.db", clock=clock, synchronous="NORMAL")
+    fill_s = fill(base, args.entries, args.seed)
+    base.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    base.close()
+    shutil.copyfile(workdir / "passed.db", workdir / "lazy.db")
+    passed = Workspace(workdir / "passed.db", clock=clock, synchronous="NORMAL")
+    lazy = Workspace(workdir / "lazy.db", clock=clock, synchronous="NORMAL")
+    clock.advance(ms=max(STALE_AFTER_MS.values()) + DAY_MS)
+    return fill_s, passed, lazy
 
-        print("recall, lazy vs passed ...", file=sys.stderr, flush=True)
-        rng = random.Random(args.seed)
-        vocabulary = [w for w in make_vocabulary(random.Random(args.seed)) if len(w) > 3]
-        queries = [" ".join(rng.sample(vocabulary, 2)) for _ in range(args.queries + WARMUP_CALLS)]
-        recall_ms = {"lazy": [], "passed": []}
-        recent_ms = {"lazy": [], "passed": []}
-        stale_items = 0
-        for index, query in enumerate(queries):
-            answers = {}
-            order = (
-                (("lazy", lazy), ("passed", passed))
-                if index % 2
-                else (("passed", passed), ("lazy", lazy))
-            )
-            for name, ws in order:
-                ms, answers[name] = timed(lambda ws=ws, query=query: recall_read(ws, query))
-                ms_recent, _recent = timed(lambda ws=ws: ws.list_recent(n=20))
-                if index >= WARMUP_CALLS:
-                    recall_ms[name].append(ms)
-                    recent_ms[name].append(ms_recent)
-            assert stale_view(answers["lazy"]["items"]) == stale_view(answers["passed"]["items"])
-            assert answers["lazy"]["revalidate"] == answers["passed"]["revalidate"]
-            stale_items += len(answers["passed"]["revalidate"])
-        lazy.close()
-        passed.close()
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
 
+def pass_until_done(passed: Workspace, args) -> tuple[float, list[float], list[float]]:
+    """(pass seconds, per-call ms, idle-pass ms): staleness passes until nothing remains."""
+    print("passing ...", file=sys.stderr, flush=True)
+    call_ms: list[float] = []
+    marked = 0
+    started = time.perf_counter()
+    while True:
+        ms, result = timed(lambda: passed.run_staleness_pass(limit=args.limit))
+        call_ms.append(ms)
+        marked += result["marked"]
+        if result["remaining"] == 0:
+            break
+    pass_s = time.perf_counter() - started
+    assert marked == args.entries, (marked, args.entries)
+    idle_ms = [timed(lambda: passed.run_staleness_pass(limit=args.limit))[0] for _ in range(20)]
+    return pass_s, call_ms, idle_ms
+
+
+def recall_lazy_vs_passed(lazy: Workspace, passed: Workspace, args) -> tuple[dict, dict, int]:
+    """(recall ms, listRecent ms, stale results): the same queries on both workspaces,
+    alternating which goes first, their answers checked to agree."""
+    print("recall, lazy vs passed ...", file=sys.stderr, flush=True)
+    rng = random.Random(args.seed)
+    vocabulary = [w for w in make_vocabulary(random.Random(args.seed)) if len(w) > 3]
+    queries = [" ".join(rng.sample(vocabulary, 2)) for _ in range(args.queries + WARMUP_CALLS)]
+    recall_ms: dict[str, list[float]] = {"lazy": [], "passed": []}
+    recent_ms: dict[str, list[float]] = {"lazy": [], "passed": []}
+    stale_items = 0
+    for index, query in enumerate(queries):
+        answers = {}
+        order = (
+            (("lazy", lazy), ("passed", passed))
+            if index % 2
+            else (("passed", passed), ("lazy", lazy))
+        )
+        for name, ws in order:
+            ms, answers[name] = timed(lambda ws=ws, query=query: recall_read(ws, query))
+            ms_recent, _recent = timed(lambda ws=ws: ws.list_recent(n=20))
+            if index >= WARMUP_CALLS:
+                recall_ms[name].append(ms)
+                recent_ms[name].append(ms_recent)
+        assert stale_view(answers["lazy"]["items"]) == stale_view(answers["passed"]["items"])
+        assert answers["lazy"]["revalidate"] == answers["passed"]["revalidate"]
+        stale_items += len(answers["passed"]["revalidate"])
+    return recall_ms, recent_ms, stale_items
+
+
+def result_rows(args, fill_s, pass_s, call_ms, idle_ms, recall_ms, recent_ms) -> list[list]:
     rows = [
         [
             "fill (run_batch x256)",
@@ -178,6 +184,26 @@ def main(argv: list[str] | None = None) -> int:
                 f"p95 {percentile(recent_ms[name], 95):.3f} ms",
             ]
         )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_cli(argv)
+
+    load_before = os.getloadavg()[0]
+    wall = time.perf_counter()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-maint-", dir=args.dir))
+    clock = ManualClock()
+    try:
+        fill_s, passed, lazy = fill_pair(workdir, clock, args)
+        pass_s, call_ms, idle_ms = pass_until_done(passed, args)
+        recall_ms, recent_ms, stale_items = recall_lazy_vs_passed(lazy, passed, args)
+        lazy.close()
+        passed.close()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    rows = result_rows(args, fill_s, pass_s, call_ms, idle_ms, recall_ms, recent_ms)
     body = table(["measure", "result", "detail"], rows)
     notes = (
         f"\n\n{args.entries:,} entries (a third each durable/state/volatile), all due after a "

@@ -81,24 +81,43 @@ def main(argv=None) -> int:
         with httpx.Client(base_url=url, timeout=120) as http:
             spaces = create_workspaces(http, admin, args.cycles, "cycle")
             pid = spare_pid(ray, directory)
-            fresh_pss, fresh_rss = pss_rss([pid])
+            fresh = pss_rss([pid])
             print(f"{args.cycles} cycles through process {pid} ...", flush=True)
-            results, cpu = [], []
-            for n, (ws, headers) in enumerate(spaces):
-                cpu_before = process_cpu_s(pid)
-                results.append(cycle(http, ray, directory, ws, headers, n))
-                cpu.append(process_cpu_s(pid) - cpu_before)
-                if (n + 1) % 100 == 0:
-                    print(f"  {n + 1}/{args.cycles}", flush=True)
-            after_pss, after_rss = pss_rss([pid])
+            results, cpu = run_cycles(http, ray, directory, spaces, pid, args.cycles)
+            after = pss_rss([pid])
     finally:
         stop_local_service(settings)
         shutil.rmtree(Path(settings.data_dir), ignore_errors=True)
+    body = table(
+        ["measure", "figure", "detail / baseline in the same run", "target"],
+        result_rows(results, cpu, pid, fresh, after),
+    )
+    return publish_report(
+        "recycling", body, [machine_note("; settings at their defaults, the spare pool fixed at 1")]
+    )
+
+
+def run_cycles(http, ray, directory, spaces: list, pid: int, cycles: int) -> tuple[list, list]:
+    """Every workspace woken and hibernated in turn: (each cycle's figures, the process's CPU
+    seconds in each)."""
+    results, cpu = [], []
+    for n, (ws, headers) in enumerate(spaces):
+        cpu_before = process_cpu_s(pid)
+        results.append(cycle(http, ray, directory, ws, headers, n))
+        cpu.append(process_cpu_s(pid) - cpu_before)
+        if (n + 1) % 100 == 0:
+            print(f"  {n + 1}/{cycles}", flush=True)
+    return results, cpu
+
+
+def result_rows(results: list, cpu: list, pid: int, fresh: tuple, after: tuple) -> list[list]:
+    """fresh, after: the process's (PSS, RSS) as a spare and after the cycles."""
+    (fresh_pss, fresh_rss), (after_pss, after_rss) = fresh, after
     same = sum(1 for r in results if r["recycled"] and r["pid"] == pid)
     ratio = after_pss / max(1, fresh_pss)
     wakes, warm = [r["wake"] for r in results], [r["warm"] for r in results]
     hibernations = [r["hibernate"] for r in results]
-    rows = [
+    return [
         [
             "cycles served by the one process",
             f"{same}/{len(results)}",
@@ -131,10 +150,6 @@ def main(argv=None) -> int:
             "",
         ],
     ]
-    body = table(["measure", "figure", "detail / baseline in the same run", "target"], rows)
-    return publish_report(
-        "recycling", body, [machine_note("; settings at their defaults, the spare pool fixed at 1")]
-    )
 
 
 if __name__ == "__main__":

@@ -130,57 +130,14 @@ def conversation_quality(
     bound_runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for conversation in data.conversations:
-            with Workspace(Path(tmp) / f"{conversation.id}.db", synchronous="NORMAL") as ws:
-                info = locomo.capture_conversation(ws, conversation)
-                add_raw_index(ws)
-                questions = conversation_questions(conversation, info["turns_of"])
-                for name, search in methods(ws).items():
-                    reset_recall_counts(ws)
-                    scores.run(name, search, questions)
+            zero_binding_run(Path(tmp), conversation, scores)
             if provider is None:
                 continue
-            from . import bench_vectors
-
-            bound = Workspace(
-                Path(tmp) / f"{conversation.id}-bound.db", synchronous="NORMAL", embedder=provider
-            )
-            bound_info = locomo.capture_conversation(bound, conversation)
-            dedup_rows.append(
-                [
-                    conversation.id,
-                    len(conversation.turns),
-                    bound_info["outcomes"].get("stored", 0),
-                    len(bound_info["blocked"]),
-                    bound_info["duplicate_candidates"],
-                    bound_info["auto_links"],
-                ]
-            )
-            for blocked_text, matched_text, cosine in bound_info["blocked"]:
-                dedup_rows.append(
-                    ["  blocked", f"{cosine:.3f}", blocked_text[:60], matched_text[:60], "", ""]
-                )
-            bound_questions = conversation_questions(conversation, bound_info["turns_of"])
-            for name, search in bench_vectors.methods(bound, provider).items():
-                reset_recall_counts(bound)
-                scores.run(name, search, bound_questions)
+            bound, bound_questions, rows = bound_run(Path(tmp), conversation, provider, scores)
+            dedup_rows += rows
             bound_runs.append((bound, bound_questions))
         if bound_runs and not skip_sensitivity:
-            from . import bench_vectors
-
-            def reset():
-                for bound, _ in bound_runs:
-                    reset_recall_counts(bound)
-
-            def measure():
-                run = Scores()
-                for bound, questions in bound_runs:
-                    run.run("hybrid", lambda q, ws=bound: recall_ids(ws, q), questions)
-                ndcg, rec, _, _ = run.row("hybrid")
-                return ndcg, rec
-
-            sensitivity = [[data.name, *r] for r in bench_vectors.sensitivity(reset, measure)]
-            for bound, _ in bound_runs:
-                bound.close()
+            sensitivity = bound_sensitivity(data.name, bound_runs)
     turns = sum(len(c.turns) for c in data.conversations)
     questions = sum(len(c.questions) for c in data.conversations)
     note = (
@@ -188,6 +145,66 @@ def conversation_quality(
         f"linked in {time.perf_counter() - started:.1f} s (all runs), {questions} questions"
     )
     return note, scores, dedup_rows, sensitivity
+
+
+def zero_binding_run(tmp: Path, conversation, scores: Scores) -> None:
+    """Every zero-binding method over one conversation's own workspace."""
+    with Workspace(tmp / f"{conversation.id}.db", synchronous="NORMAL") as ws:
+        info = locomo.capture_conversation(ws, conversation)
+        add_raw_index(ws)
+        questions = conversation_questions(conversation, info["turns_of"])
+        for name, search in methods(ws).items():
+            reset_recall_counts(ws)
+            scores.run(name, search, questions)
+
+
+def bound_run(tmp: Path, conversation, provider, scores: Scores) -> tuple[Workspace, list, list]:
+    """The conversation captured again with the binding on and its bound methods scored:
+    (the open bound workspace, its questions, its dedup rows)."""
+    from . import bench_vectors
+
+    bound = Workspace(tmp / f"{conversation.id}-bound.db", synchronous="NORMAL", embedder=provider)
+    bound_info = locomo.capture_conversation(bound, conversation)
+    dedup_rows = [
+        [
+            conversation.id,
+            len(conversation.turns),
+            bound_info["outcomes"].get("stored", 0),
+            len(bound_info["blocked"]),
+            bound_info["duplicate_candidates"],
+            bound_info["auto_links"],
+        ]
+    ]
+    for blocked_text, matched_text, cosine in bound_info["blocked"]:
+        dedup_rows.append(
+            ["  blocked", f"{cosine:.3f}", blocked_text[:60], matched_text[:60], "", ""]
+        )
+    bound_questions = conversation_questions(conversation, bound_info["turns_of"])
+    for name, search in bench_vectors.methods(bound, provider).items():
+        reset_recall_counts(bound)
+        scores.run(name, search, bound_questions)
+    return bound, bound_questions, dedup_rows
+
+
+def bound_sensitivity(name: str, bound_runs: list) -> list:
+    """The hybrid's settings varied over every bound conversation at once; closes them."""
+    from . import bench_vectors
+
+    def reset():
+        for bound, _ in bound_runs:
+            reset_recall_counts(bound)
+
+    def measure():
+        run = Scores()
+        for bound, questions in bound_runs:
+            run.run("hybrid", lambda q, ws=bound: recall_ids(ws, q), questions)
+        ndcg, rec, _, _ = run.row("hybrid")
+        return ndcg, rec
+
+    sensitivity = [[name, *r] for r in bench_vectors.sensitivity(reset, measure)]
+    for bound, _ in bound_runs:
+        bound.close()
+    return sensitivity
 
 
 # ---- report ------------------------------------------------------------------------------------------
@@ -257,7 +274,7 @@ def targets(results: dict[str, Scores], kinds: dict[str, str]) -> list[list]:
     return rows
 
 
-def main() -> None:
+def parse_cli() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -298,8 +315,11 @@ def main() -> None:
         default=None,
         help="folder caching embeddings between runs (default: a temp dir)",
     )
-    args = parser.parse_args()
-    out = []
+    return parser.parse_args()
+
+
+def make_providers(args) -> tuple:
+    """(provider, embedding cache, second provider to compare), each None when not asked for."""
     provider = cache = compare = None
     if args.vectors:
         from . import bench_vectors
@@ -309,6 +329,13 @@ def main() -> None:
             bench_vectors.cache_dir(args.embed_cache),
         )
         compare = bench_vectors.make(args.compare_vectors) if args.compare_vectors else None
+    return provider, cache, compare
+
+
+def quality_runs(
+    args, provider, cache
+) -> tuple[dict[str, Scores], dict[str, str], list, list, list]:
+    """(scores by set, kind by set, notes, sensitivity rows, dedup rows) over every set."""
     results: dict[str, Scores] = {}
     kinds: dict[str, str] = {}
     notes, sensitivity, dedup = [], [], []
@@ -325,41 +352,55 @@ def main() -> None:
         notes.append(note)
         dedup += dedup_rows
         sensitivity += sens
-    if results:
-        rows = [
-            [name, method, *scores.row(method)]
-            for name, scores in results.items()
-            for method in QUALITY_METHODS
-            if method in scores.values
-        ]
+    return results, kinds, notes, sensitivity, dedup
+
+
+def quality_sections(results: dict[str, Scores], kinds: dict[str, str], notes: list) -> list[str]:
+    """Quality and latency per set and method, per category on conversations, the targets."""
+    rows = [
+        [name, method, *scores.row(method)]
+        for name, scores in results.items()
+        for method in QUALITY_METHODS
+        if method in scores.values
+    ]
+    out = [
+        "## Quality (nDCG@10, R@10) and query latency (ms)\n\n"
+        + "\n".join(f"- {n}" for n in notes)
+        + "\n\n"
+        + table(["set", "method", "nDCG@10", "R@10", "p50 ms", "p99 ms"], rows)
+    ]
+    for name, scores in results.items():
+        if kinds[name] == "conversations":
+            out += category_sections(name, scores)
+    out.append(
+        "## Targets\n\n"
+        + table(["set", "target", "figure", "bar (same run)", ""], targets(results, kinds))
+    )
+    return out
+
+
+def category_sections(name: str, scores: Scores) -> list[str]:
+    """R@10, then nDCG@10, by question category of one conversational set."""
+    out = []
+    categories = list(locomo.CATEGORY_NAMES.values())
+    for index, label in ((1, "R@10"), (0, "nDCG@10")):
+        cat_rows = []
+        for method in QUALITY_METHODS:
+            if method in scores.values:
+                values = scores.by_category(method, index)
+                cat_rows.append([method, *[values.get(c, float("nan")) for c in categories]])
+        counts = scores.by_category("recall", 1)
+        sizes = {c: sum(1 for v in scores.values["recall"] if v[3] == c) for c in counts}
         out.append(
-            "## Quality (nDCG@10, R@10) and query latency (ms)\n\n"
-            + "\n".join(f"- {n}" for n in notes)
-            + "\n\n"
-            + table(["set", "method", "nDCG@10", "R@10", "p50 ms", "p99 ms"], rows)
+            f"## {name}: {label} by question category\n\n"
+            + table(["method", *[f"{c} ({sizes.get(c, 0)})" for c in categories]], cat_rows)
         )
-        for name, scores in results.items():
-            if kinds[name] != "conversations":
-                continue
-            categories = list(locomo.CATEGORY_NAMES.values())
-            for index, label in ((1, "R@10"), (0, "nDCG@10")):
-                cat_rows = []
-                for method in QUALITY_METHODS:
-                    if method in scores.values:
-                        values = scores.by_category(method, index)
-                        cat_rows.append(
-                            [method, *[values.get(c, float("nan")) for c in categories]]
-                        )
-                counts = scores.by_category("recall", 1)
-                sizes = {c: sum(1 for v in scores.values["recall"] if v[3] == c) for c in counts}
-                out.append(
-                    f"## {name}: {label} by question category\n\n"
-                    + table(["method", *[f"{c} ({sizes.get(c, 0)})" for c in categories]], cat_rows)
-                )
-        out.append(
-            "## Targets\n\n"
-            + table(["set", "target", "figure", "bar (same run)", ""], targets(results, kinds))
-        )
+    return out
+
+
+def conversation_sections(args, provider, cache, results, kinds, compare) -> list[str]:
+    """Per conversational set: the held-out sections, then with --http recall over HTTP."""
+    out = []
     for path in args.conversations:
         out += held_out_sections(path, provider, cache, results, kinds, compare)
         if args.http:
@@ -369,54 +410,75 @@ def main() -> None:
                 path, [args.vectors] if args.vectors in ("minilm", "minilm-int8") else []
             )
             out.append(body + "\n\n" + "\n".join(f"- {n}" for n in http_notes))
+    return out
+
+
+def dedup_section(dedup: list) -> str:
+    return (
+        "## Semantic dedup and auto-links when capturing conversations with the binding on\n\n"
+        + table(
+            [
+                "conversation",
+                "turns",
+                "stored",
+                "blocked (semantic)",
+                "duplicate-candidate",
+                "auto-link edges",
+            ],
+            dedup,
+        )
+    )
+
+
+def stand_in_section(args) -> str:
+    note, rows = stand_in_cost(args.data, args.conversations)
+    return (
+        "## Stand-ins for unknown words: their cost per recall (read path, ms)\n\n"
+        f"- {note}; each query recalled with and without stand-ins, interleaved\n\n"
+        + table(
+            [
+                "queries",
+                "n",
+                "share with stand-ins",
+                "p50 off",
+                "p50 on",
+                "p99 off",
+                "p99 on",
+                "rewrite p50 off",
+                "rewrite p50 on",
+            ],
+            rows,
+        )
+    )
+
+
+def latency_sections(entries: int) -> list[str]:
+    note, rows, large = latency(entries)
+    return [
+        f"## Latency at scale\n\n- {note}\n\n"
+        + table(["data", "method", "p50 ms", "p99 ms", "p50 / raw", "p99 / raw"], rows),
+        "## MMR + rerank against entry size (recall read path, ms)\n\n"
+        + table(
+            ["entries", "query", "recall p50", "rerank + MMR p50", "hydrate + snippets p50"],
+            large,
+        ),
+    ]
+
+
+def main() -> None:
+    args = parse_cli()
+    out = []
+    provider, cache, compare = make_providers(args)
+    results, kinds, notes, sensitivity, dedup = quality_runs(args, provider, cache)
+    if results:
+        out += quality_sections(results, kinds, notes)
+    out += conversation_sections(args, provider, cache, results, kinds, compare)
     if dedup:
-        out.append(
-            "## Semantic dedup and auto-links when capturing conversations with the binding on\n\n"
-            + table(
-                [
-                    "conversation",
-                    "turns",
-                    "stored",
-                    "blocked (semantic)",
-                    "duplicate-candidate",
-                    "auto-link edges",
-                ],
-                dedup,
-            )
-        )
+        out.append(dedup_section(dedup))
     if args.stand_in_cost and args.data:
-        note, rows = stand_in_cost(args.data, args.conversations)
-        out.append(
-            "## Stand-ins for unknown words: their cost per recall (read path, ms)\n\n"
-            f"- {note}; each query recalled with and without stand-ins, interleaved\n\n"
-            + table(
-                [
-                    "queries",
-                    "n",
-                    "share with stand-ins",
-                    "p50 off",
-                    "p50 on",
-                    "p99 off",
-                    "p99 on",
-                    "rewrite p50 off",
-                    "rewrite p50 on",
-                ],
-                rows,
-            )
-        )
+        out.append(stand_in_section(args))
     if args.synthetic:
-        note, rows, large = latency(args.synthetic)
-        out.append(
-            f"## Latency at scale\n\n- {note}\n\n"
-            + table(["data", "method", "p50 ms", "p99 ms", "p50 / raw", "p99 / raw"], rows)
-        )
-        out.append(
-            "## MMR + rerank against entry size (recall read path, ms)\n\n"
-            + table(
-                ["entries", "query", "recall p50", "rerank + MMR p50", "hydrate + snippets p50"],
-                large,
-            )
-        )
+        out += latency_sections(args.synthetic)
     if provider is not None:
         from . import bench_vectors
 

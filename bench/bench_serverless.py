@@ -267,7 +267,7 @@ def wait_ready(directory, ready: int, timeout_s: float = 120.0) -> dict:
 
 
 # ---- the run -------------------------------------------------------------------------------------
-def main(argv=None) -> int:
+def parse_cli(argv) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workspaces", type=int, default=2000, help="Zipf run population")
     parser.add_argument("--zipf-s", type=float, default=60.0, help="Zipf run duration, seconds")
@@ -275,12 +275,13 @@ def main(argv=None) -> int:
     parser.add_argument("--wakes", type=int, default=40, help="sequential wakes timed")
     parser.add_argument("--samples", type=int, default=200, help="sequential captures timed")
     parser.add_argument("--idle-actors", type=int, default=20)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_cli(argv)
 
     import ray
-
-    from actors import ray_env
-    from actors.in_cluster import connect_in_cluster
 
     settings, url, admin = start_local_service("bench-serverless", ADMIN_TOKEN)
     tmp = Path(settings.data_dir)
@@ -296,233 +297,271 @@ def main(argv=None) -> int:
                 f"{residency['spares']['size']}",
                 flush=True,
             )
-
-            # 1. one warm workspace
-            (one,) = create_workspaces(http, admin, 1, "warm")
-            http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1])
-            print("one workspace, closed loop ...", flush=True)
-            one_rate, one_lat, one_err, _ = asyncio.run(
-                closed_loop(url, lambda rng: one, args.warm_s, CLIENTS, 1)
-            )
-            seq = timed(
-                lambda i: http.post(
-                    f"/v1/w/{one[0]}/capture",
-                    headers=one[1],
-                    json={"content": f"sequential note {i}"},
-                ),
-                args.samples,
-            )
-            in_cluster = connect_in_cluster(
-                one[0], one[1]["Authorization"][7:], namespace=settings.namespace
-            )
-            in_cluster.get_count()
-            seq_ic = timed(lambda i: in_cluster.capture(f"in-cluster note {i}"), args.samples)
-            read_ic = timed(lambda i: in_cluster.get_count(), args.samples)
-            read_http = timed(
-                lambda i: http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1]),
-                args.samples,
-            )
-            in_cluster.close()
-            rows += [
-                [
-                    "1 workspace, 32 clients, 70/30: req/s",
-                    f"{one_rate:,.0f}",
-                    f"p50 {p50(one_lat):.1f} ms, p99 {percentile(one_lat, 99):.1f} ms, "
-                    f"errors {one_err}",
-                    "≥ 150 req/s",
-                ],
-                [
-                    "capture p50 over HTTP (sequential)",
-                    f"{p50(seq):.2f} ms",
-                    f"p99 {percentile(seq, 99):.1f} ms",
-                    "≤ 8 ms",
-                ],
-                [
-                    "capture p50 in-cluster client (sequential)",
-                    f"{p50(seq_ic):.2f} ms",
-                    f"{p50(seq_ic) / p50(seq):.2f}× HTTP",
-                    "≤ 4 ms",
-                ],
-                [
-                    "getCount p50: in-cluster / HTTP",
-                    f"{p50(read_ic):.2f} / {p50(read_http):.2f} ms",
-                    f"{p50(read_ic) / p50(read_http):.2f}×",
-                    "",
-                ],
-            ]
-
-            # 2. sequential wakes
-            print("sequential wakes ...", flush=True)
-            (sleeper,) = create_workspaces(http, admin, 1, "sleeper")
-            http.post(
-                f"/v1/w/{sleeper[0]}/capture", json={"content": "wake me"}, headers=sleeper[1]
-            )
-            wakes, warm, binds, directory_ms, sources = [], [], [], [], []
-            for _ in range(args.wakes):
-                paced = time.perf_counter()
-                assert (
-                    http.post(f"/v1/workspaces/{sleeper[0]}/hibernate", headers=admin).status_code
-                    == 200
-                )
-                wait_ready(directory, 1)
-                time.sleep(max(0.0, WAKE_PACE_S - (time.perf_counter() - paced)))
-                started = time.perf_counter()
-                assert (
-                    http.post(
-                        f"/v1/w/{sleeper[0]}/getCount", json={}, headers=sleeper[1]
-                    ).status_code
-                    == 200
-                )
-                wakes.append((time.perf_counter() - started) * 1e3)
-                started = time.perf_counter()
-                http.post(f"/v1/w/{sleeper[0]}/getCount", json={}, headers=sleeper[1])
-                warm.append((time.perf_counter() - started) * 1e3)
-                record = http.get(f"/v1/workspaces/{sleeper[0]}", headers=admin).json()
-                wake = record["durability"]["wake"]
-                sources.append(wake["actor"])
-                binds.append(wake["bindMs"])
-                directory_ms.append(wake["wakeMs"])
-            rows += [
-                [
-                    "sequential wake (hibernated → answered), HTTP getCount",
-                    f"p50 {p50(wakes):.1f} ms, p99 {percentile(wakes, 99):.1f} ms",
-                    f"warm call p50 {p50(warm):.1f} ms ({p50(wakes) / p50(warm):.1f}×); "
-                    f"{sources.count('recycled')} recycled, {sources.count('spare')} "
-                    f"pre-started, {sources.count('new')} new; in the directory p50 "
-                    f"{p50(directory_ms):.1f} ms, of it binding {p50(binds):.1f} ms",
-                    f"one per {WAKE_PACE_S:g} s; p50 ≤ {WAKE_RATIO_TARGET:g}× warm: "
-                    + met(p50(wakes) <= WAKE_RATIO_TARGET * p50(warm)),
-                ]
-            ]
-
-            # 3. a burst of wakes
-            print(f"burst of {BURST_WAKES} wakes ...", flush=True)
-            sleepers = create_workspaces(http, admin, BURST_WAKES, "burst")
-            settle(http, admin, directory)
-            pool_before = wait_ready(directory, residency["spares"]["size"])
-            wakes_at_burst = ray.get(directory.residency_status.remote(), timeout=60)["wakes"]
-            started = time.perf_counter()
-            burst_lat, burst_refused = asyncio.run(burst(url, sleepers, CLIENTS))
-            burst_s = time.perf_counter() - started
-            pool_after = ray.get(directory.residency_status.remote(), timeout=60)
-            burst_wakes = {
-                kind: pool_after["wakes"][kind] - wakes_at_burst[kind] for kind in wakes_at_burst
-            }
-            rows += [
-                [
-                    f"burst: {BURST_WAKES} wakes from {CLIENTS} clients",
-                    f"p50 {p50(burst_lat):.0f} ms, p99 {percentile(burst_lat, 99):.0f} ms",
-                    f"{burst_refused} refusals resent after their Retry-After; bound to "
-                    f"{burst_wakes['recycled']} recycled, {burst_wakes['spare']} pre-started "
-                    f"(the pool had {pool_before['ready']}) and {burst_wakes['new']} new "
-                    f"processes in {burst_s:.1f} s; spare start p50 "
-                    f"{pool_after['spares']['startSecondsP50'] or 0:.2f} s",
-                    f"p99 ≤ {BURST_P99_TARGET_MS / 1e3:g} s: "
-                    + met(percentile(burst_lat, 99) <= BURST_P99_TARGET_MS),
-                ]
-            ]
-            rows.append(back_to_back(http, admin, sleepers[:BACK_TO_BACK]))
-
-            # 4. the Zipf run, from a settled start: nothing resident, the pool full
-            settle(http, admin, directory)
-            print(f"creating {args.workspaces} workspaces ...", flush=True)
-            started = time.perf_counter()
-            population = create_workspaces(http, admin, args.workspaces, "zipf")
-            create_s = time.perf_counter() - started
-            cap = ray.get(directory.residency_status.remote(), timeout=60)["maxResident"]
-            print(f"Zipf run for {args.zipf_s:.0f} s ...", flush=True)
-            sampler = Sampler(directory)
-            wakes_before = ray.get(directory.residency_status.remote(), timeout=60)["wakes"]
-            sampler.start()
-            zipf_rate, zipf_lat, zipf_err, zipf_refused = asyncio.run(
-                closed_loop(url, zipf_picker(population, ZIPF_S), args.zipf_s, CLIENTS, 2)
-            )
-            sampler.stop()
-            pool_end = ray.get(directory.spares.remote(), timeout=60)
-            after_zipf = ray.get(directory.residency_status.remote(), timeout=60)
-            wakes_after = after_zipf["wakes"]
-            bound = zipf_bound(
-                one_rate,
-                after_zipf["wakeAdmission"]["throughputPerS"],
-                wakes_before,
-                wakes_after,
-                len(zipf_lat),
-            )
-            rows += [
-                [
-                    f"Zipf(s={ZIPF_S}) over {args.workspaces} workspaces, 32 clients, 70/30",
-                    f"{zipf_rate:,.0f} req/s ({zipf_rate / one_rate:.0%} of 1 workspace)",
-                    f"p50 {p50(zipf_lat):.0f} ms, p99 {percentile(zipf_lat, 99):.0f} ms, "
-                    f"errors {zipf_err}, refusals {zipf_refused}; spares handed out "
-                    f"{pool_end['handedOut']} ({pool_end['recycled']} given back)",
-                    f"≥ {ZIPF_SHARE_TARGET:.0%}: " + met(zipf_rate >= ZIPF_SHARE_TARGET * one_rate),
-                ],
-                [
-                    "the Zipf run against its bound B = min(1 workspace, bind rate ÷ miss rate)",
-                    f"{zipf_rate / max(bound['B'], 1e-9):.0%} of B = {bound['B']:,.1f} req/s",
-                    f"bind rate {bound['bindRate']:.2f}/s (the directory's, measured over "
-                    f"the run's wakes); miss rate "
-                    f"{bound['missRate']:.1%} ({bound['wakes']} wakes in {len(zipf_lat)} "
-                    f"requests at the cap)",
-                    "≥ 80% of B: "
-                    + ("met" if zipf_rate >= ZIPF_BOUND_TARGET * bound["B"] else "missed"),
-                ],
-                [
-                    "resident during the Zipf run (sampled 1/s)",
-                    f"max {max(sampler.resident, default=0)}, median "
-                    f"{statistics.median(sampler.resident) if sampler.resident else 0:.0f}",
-                    f"cap {cap}",
-                    "never above the cap",
-                ],
-                [
-                    "peak memory of all Ray processes during the Zipf run",
-                    f"PSS {sampler.peak_pss / 2**30:.2f} GiB",
-                    f"RSS {sampler.peak_rss / 2**30:.2f} GiB",
-                    "PSS ≤ 6 GiB",
-                ],
-            ]
-            notes.append(
-                f"creating {args.workspaces} workspaces took {create_s:.0f} s "
-                f"({args.workspaces / create_s:.0f}/s)."
-            )
-
-            # 5. idle cost of resident actors
-            print("idle cost of resident actors ...", flush=True)
-            ray.get(directory.set_residency.remote(idle_s=0), timeout=60)
-            idle = population[: args.idle_actors]
-            for ws, headers in idle:
-                http.post(f"/v1/w/{ws}/getCount", json={}, headers=headers)
-            time.sleep(5)
-            pids = actor_processes("WorkspaceActor")
-            cpu_before, wall_before = cpu_seconds(pids), time.monotonic()
-            time.sleep(20)
-            cpu_share = (cpu_seconds(pids) - cpu_before) / (time.monotonic() - wall_before)
-            pss, rss = pss_rss(pids)
-            rows += [
-                [
-                    f"idle workspace actor ({len(pids)} resident, 20 s)",
-                    f"{cpu_share / max(1, len(pids)) * 100:.2f}% of a core each",
-                    f"PSS {pss / max(1, len(pids)) / 2**20:.0f} MiB, RSS "
-                    f"{rss / max(1, len(pids)) / 2**20:.0f} MiB each",
-                    "",
-                ]
-            ]
+            one_rate, warm = one_workspace_rows(http, url, admin, settings, args)
+            rows += warm
+            rows += sequential_wake_rows(http, admin, directory, args)
+            rows += burst_rows(http, url, admin, directory, residency)
+            zipf, population, create_note = zipf_rows(http, url, admin, directory, args, one_rate)
+            rows += zipf
+            notes.append(create_note)
+            rows.append(idle_cost_row(http, directory, population, args))
     finally:
         stop_local_service(settings)
         shutil.rmtree(tmp, ignore_errors=True)
     body = table(["measure", "figure", "detail / baseline in the same run", "target"], rows)
-    notes.append(
+    notes.append(settings_note())
+    # the figures this benchmark answers for together with its siblings, each its own run
+    related = "\n\n## The other wake benchmarks' latest runs, quoted\n\n" + quoted_reports(
+        RELATED_REPORTS
+    )
+    return publish_report("serverless", body, notes, appendix=related)
+
+
+def one_workspace_rows(http: httpx.Client, url: str, admin: dict, settings, args):
+    """1. one warm workspace: (its closed-loop rate, the rows of it and of sequential calls)."""
+    from actors.in_cluster import connect_in_cluster
+
+    (one,) = create_workspaces(http, admin, 1, "warm")
+    http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1])
+    print("one workspace, closed loop ...", flush=True)
+    one_rate, one_lat, one_err, _ = asyncio.run(
+        closed_loop(url, lambda rng: one, args.warm_s, CLIENTS, 1)
+    )
+    seq = timed(
+        lambda i: http.post(
+            f"/v1/w/{one[0]}/capture",
+            headers=one[1],
+            json={"content": f"sequential note {i}"},
+        ),
+        args.samples,
+    )
+    in_cluster = connect_in_cluster(
+        one[0], one[1]["Authorization"][7:], namespace=settings.namespace
+    )
+    in_cluster.get_count()
+    seq_ic = timed(lambda i: in_cluster.capture(f"in-cluster note {i}"), args.samples)
+    read_ic = timed(lambda i: in_cluster.get_count(), args.samples)
+    read_http = timed(
+        lambda i: http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1]),
+        args.samples,
+    )
+    in_cluster.close()
+    return one_rate, [
+        [
+            "1 workspace, 32 clients, 70/30: req/s",
+            f"{one_rate:,.0f}",
+            f"p50 {p50(one_lat):.1f} ms, p99 {percentile(one_lat, 99):.1f} ms, errors {one_err}",
+            "≥ 150 req/s",
+        ],
+        [
+            "capture p50 over HTTP (sequential)",
+            f"{p50(seq):.2f} ms",
+            f"p99 {percentile(seq, 99):.1f} ms",
+            "≤ 8 ms",
+        ],
+        [
+            "capture p50 in-cluster client (sequential)",
+            f"{p50(seq_ic):.2f} ms",
+            f"{p50(seq_ic) / p50(seq):.2f}× HTTP",
+            "≤ 4 ms",
+        ],
+        [
+            "getCount p50: in-cluster / HTTP",
+            f"{p50(read_ic):.2f} / {p50(read_http):.2f} ms",
+            f"{p50(read_ic) / p50(read_http):.2f}×",
+            "",
+        ],
+    ]
+
+
+def sequential_wake_rows(http: httpx.Client, admin: dict, directory, args) -> list:
+    """2. sequential wakes, one per WAKE_PACE_S, each beside a warm call right after it."""
+    print("sequential wakes ...", flush=True)
+    (sleeper,) = create_workspaces(http, admin, 1, "sleeper")
+    http.post(f"/v1/w/{sleeper[0]}/capture", json={"content": "wake me"}, headers=sleeper[1])
+    wakes, warm, binds, directory_ms, sources = [], [], [], [], []
+    for _ in range(args.wakes):
+        wake_ms, warm_ms, wake = paced_wake(http, admin, directory, sleeper)
+        wakes.append(wake_ms)
+        warm.append(warm_ms)
+        sources.append(wake["actor"])
+        binds.append(wake["bindMs"])
+        directory_ms.append(wake["wakeMs"])
+    return [
+        [
+            "sequential wake (hibernated → answered), HTTP getCount",
+            f"p50 {p50(wakes):.1f} ms, p99 {percentile(wakes, 99):.1f} ms",
+            f"warm call p50 {p50(warm):.1f} ms ({p50(wakes) / p50(warm):.1f}×); "
+            f"{sources.count('recycled')} recycled, {sources.count('spare')} "
+            f"pre-started, {sources.count('new')} new; in the directory p50 "
+            f"{p50(directory_ms):.1f} ms, of it binding {p50(binds):.1f} ms",
+            f"one per {WAKE_PACE_S:g} s; p50 ≤ {WAKE_RATIO_TARGET:g}× warm: "
+            + met(p50(wakes) <= WAKE_RATIO_TARGET * p50(warm)),
+        ]
+    ]
+
+
+def paced_wake(http: httpx.Client, admin: dict, directory, sleeper) -> tuple[float, float, dict]:
+    """Hibernate, wait for a spare and the pace, wake: (wake ms, warm call ms, the wake's
+    record as the admin route tells it)."""
+    paced = time.perf_counter()
+    assert http.post(f"/v1/workspaces/{sleeper[0]}/hibernate", headers=admin).status_code == 200
+    wait_ready(directory, 1)
+    time.sleep(max(0.0, WAKE_PACE_S - (time.perf_counter() - paced)))
+    started = time.perf_counter()
+    assert http.post(f"/v1/w/{sleeper[0]}/getCount", json={}, headers=sleeper[1]).status_code == 200
+    wake_ms = (time.perf_counter() - started) * 1e3
+    started = time.perf_counter()
+    http.post(f"/v1/w/{sleeper[0]}/getCount", json={}, headers=sleeper[1])
+    warm_ms = (time.perf_counter() - started) * 1e3
+    record = http.get(f"/v1/workspaces/{sleeper[0]}", headers=admin).json()
+    return wake_ms, warm_ms, record["durability"]["wake"]
+
+
+def burst_rows(http: httpx.Client, url: str, admin: dict, directory, residency: dict) -> list:
+    """3. a burst of wakes of distinct workspaces, then some of them back to back."""
+    import ray
+
+    print(f"burst of {BURST_WAKES} wakes ...", flush=True)
+    sleepers = create_workspaces(http, admin, BURST_WAKES, "burst")
+    settle(http, admin, directory)
+    pool_before = wait_ready(directory, residency["spares"]["size"])
+    wakes_at_burst = ray.get(directory.residency_status.remote(), timeout=60)["wakes"]
+    started = time.perf_counter()
+    burst_lat, burst_refused = asyncio.run(burst(url, sleepers, CLIENTS))
+    burst_s = time.perf_counter() - started
+    pool_after = ray.get(directory.residency_status.remote(), timeout=60)
+    burst_wakes = {
+        kind: pool_after["wakes"][kind] - wakes_at_burst[kind] for kind in wakes_at_burst
+    }
+    return [
+        [
+            f"burst: {BURST_WAKES} wakes from {CLIENTS} clients",
+            f"p50 {p50(burst_lat):.0f} ms, p99 {percentile(burst_lat, 99):.0f} ms",
+            f"{burst_refused} refusals resent after their Retry-After; bound to "
+            f"{burst_wakes['recycled']} recycled, {burst_wakes['spare']} pre-started "
+            f"(the pool had {pool_before['ready']}) and {burst_wakes['new']} new "
+            f"processes in {burst_s:.1f} s; spare start p50 "
+            f"{pool_after['spares']['startSecondsP50'] or 0:.2f} s",
+            f"p99 ≤ {BURST_P99_TARGET_MS / 1e3:g} s: "
+            + met(percentile(burst_lat, 99) <= BURST_P99_TARGET_MS),
+        ],
+        back_to_back(http, admin, sleepers[:BACK_TO_BACK]),
+    ]
+
+
+def zipf_rows(http: httpx.Client, url: str, admin: dict, directory, args, one_rate: float):
+    """4. the Zipf run, from a settled start (nothing resident, the pool full): (its rows, its
+    population, the note on how long creating it took)."""
+    import ray
+
+    settle(http, admin, directory)
+    print(f"creating {args.workspaces} workspaces ...", flush=True)
+    started = time.perf_counter()
+    population = create_workspaces(http, admin, args.workspaces, "zipf")
+    create_s = time.perf_counter() - started
+    cap = ray.get(directory.residency_status.remote(), timeout=60)["maxResident"]
+    print(f"Zipf run for {args.zipf_s:.0f} s ...", flush=True)
+    sampler = Sampler(directory)
+    wakes_before = ray.get(directory.residency_status.remote(), timeout=60)["wakes"]
+    sampler.start()
+    zipf_rate, zipf_lat, zipf_err, zipf_refused = asyncio.run(
+        closed_loop(url, zipf_picker(population, ZIPF_S), args.zipf_s, CLIENTS, 2)
+    )
+    sampler.stop()
+    pool_end = ray.get(directory.spares.remote(), timeout=60)
+    after_zipf = ray.get(directory.residency_status.remote(), timeout=60)
+    wakes_after = after_zipf["wakes"]
+    bound = zipf_bound(
+        one_rate,
+        after_zipf["wakeAdmission"]["throughputPerS"],
+        wakes_before,
+        wakes_after,
+        len(zipf_lat),
+    )
+    rows = [
+        [
+            f"Zipf(s={ZIPF_S}) over {args.workspaces} workspaces, 32 clients, 70/30",
+            f"{zipf_rate:,.0f} req/s ({zipf_rate / one_rate:.0%} of 1 workspace)",
+            f"p50 {p50(zipf_lat):.0f} ms, p99 {percentile(zipf_lat, 99):.0f} ms, "
+            f"errors {zipf_err}, refusals {zipf_refused}; spares handed out "
+            f"{pool_end['handedOut']} ({pool_end['recycled']} given back)",
+            f"≥ {ZIPF_SHARE_TARGET:.0%}: " + met(zipf_rate >= ZIPF_SHARE_TARGET * one_rate),
+        ],
+        zipf_bound_row(zipf_rate, bound, len(zipf_lat)),
+        *zipf_sampled_rows(sampler, cap),
+    ]
+    note = (
+        f"creating {args.workspaces} workspaces took {create_s:.0f} s "
+        f"({args.workspaces / create_s:.0f}/s)."
+    )
+    return rows, population, note
+
+
+def zipf_bound_row(zipf_rate: float, bound: dict, requests: int) -> list:
+    return [
+        "the Zipf run against its bound B = min(1 workspace, bind rate ÷ miss rate)",
+        f"{zipf_rate / max(bound['B'], 1e-9):.0%} of B = {bound['B']:,.1f} req/s",
+        f"bind rate {bound['bindRate']:.2f}/s (the directory's, measured over "
+        f"the run's wakes); miss rate "
+        f"{bound['missRate']:.1%} ({bound['wakes']} wakes in {requests} "
+        f"requests at the cap)",
+        "≥ 80% of B: " + ("met" if zipf_rate >= ZIPF_BOUND_TARGET * bound["B"] else "missed"),
+    ]
+
+
+def zipf_sampled_rows(sampler: Sampler, cap: int) -> list:
+    return [
+        [
+            "resident during the Zipf run (sampled 1/s)",
+            f"max {max(sampler.resident, default=0)}, median "
+            f"{statistics.median(sampler.resident) if sampler.resident else 0:.0f}",
+            f"cap {cap}",
+            "never above the cap",
+        ],
+        [
+            "peak memory of all Ray processes during the Zipf run",
+            f"PSS {sampler.peak_pss / 2**30:.2f} GiB",
+            f"RSS {sampler.peak_rss / 2**30:.2f} GiB",
+            "PSS ≤ 6 GiB",
+        ],
+    ]
+
+
+def idle_cost_row(http: httpx.Client, directory, population: list, args) -> list:
+    """5. the CPU share and memory of resident workspace actors left idle for 20 s."""
+    import ray
+
+    print("idle cost of resident actors ...", flush=True)
+    ray.get(directory.set_residency.remote(idle_s=0), timeout=60)
+    idle = population[: args.idle_actors]
+    for ws, headers in idle:
+        http.post(f"/v1/w/{ws}/getCount", json={}, headers=headers)
+    time.sleep(5)
+    pids = actor_processes("WorkspaceActor")
+    cpu_before, wall_before = cpu_seconds(pids), time.monotonic()
+    time.sleep(20)
+    cpu_share = (cpu_seconds(pids) - cpu_before) / (time.monotonic() - wall_before)
+    pss, rss = pss_rss(pids)
+    return [
+        f"idle workspace actor ({len(pids)} resident, 20 s)",
+        f"{cpu_share / max(1, len(pids)) * 100:.2f}% of a core each",
+        f"PSS {pss / max(1, len(pids)) / 2**20:.0f} MiB, RSS "
+        f"{rss / max(1, len(pids)) / 2**20:.0f} MiB each",
+        "",
+    ]
+
+
+def settings_note() -> str:
+    from actors import ray_env
+
+    return (
         f"{os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.2f}; "
         "settings at their defaults (synchronous=FULL, local snapshot store, derived "
         "resident cap and spare pool), Serve with "
         + ", ".join(f"{k}={v}" for k, v in ray_env.SERVE_PERFORMANCE_ENV.items())
         + "."
     )
-    # the figures this benchmark answers for together with its siblings, each its own run
-    related = "\n\n## The other wake benchmarks' latest runs, quoted\n\n" + quoted_reports(
-        RELATED_REPORTS
-    )
-    return publish_report("serverless", body, notes, appendix=related)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -217,7 +218,7 @@ def resident_actors(namespace: str) -> tuple[int, list[int]]:
     return len(alive), [s["rssBytes"] for s in stats]
 
 
-def main(argv=None) -> int:
+def parse_cli(argv) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--entries", type=int, default=10_000)
     ap.add_argument("--samples", type=int, default=300)
@@ -230,7 +231,36 @@ def main(argv=None) -> int:
         help="RAY_worker_niceness for this run (Ray's default is 15; 0 puts Ray's "
         "processes on par with the uvicorn baseline on a busy machine)",
     )
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+@dataclass
+class OneWorkspace:
+    """The figures of the seeded workspace: seeding rate, sequential latency and its parts,
+    getCount beside /healthz."""
+
+    seed_rate: float
+    service: dict[str, list[float]]
+    breakdown: dict[str, dict[str, list[float]]]
+    count_lat: list[float]
+    serve_floor: list[float]
+
+
+@dataclass
+class AcrossWorkspaces:
+    """The figures of the many-workspace phase, and the workspace actors left resident."""
+
+    cold: list[float]
+    cap_rate: float
+    cap_lat: list[float]
+    read_rate: float
+    read_lat: list[float]
+    resident: int
+    rss: list[int]
+
+
+def main(argv=None) -> int:
+    args = parse_cli(argv)
     rng = random.Random(42)
     tmp = Path(tempfile.mkdtemp(prefix="bench-service-"))
     print(f"data in {tmp}", flush=True)
@@ -242,6 +272,52 @@ def main(argv=None) -> int:
     engine = engine_numbers(tmp, args.entries, args.samples, rng)
     recall_ok = "recall" in engine
 
+    import ray
+
+    config, url, admin = start_service(tmp, args)
+    try:
+        with httpx.Client(base_url=url, timeout=120) as client:
+            one = one_workspace(client, url, admin, args, rng, recall_ok)
+            print(f"creating {args.workspaces} workspaces ...", flush=True)
+            spaces = []
+            for _ in range(args.workspaces):
+                made = client.post("/v1/workspaces", headers=admin, json={}).json()
+                spaces.append(
+                    (made["workspace"]["id"], {"Authorization": f"Bearer {made['token']}"})
+                )
+        many = across_workspaces(url, spaces, args, rng, config.namespace)
+    finally:
+        ray.shutdown()  # with every process of the service (Serve's shutdown waits out 30 s)
+
+    lat = latency_table(args, minimal, engine, one, many.cold)
+    parts = table(
+        ["method", "ingress p50", "rpc p50", "actor p50", "queue p50", "engine p50"],
+        [
+            [m, *(p50(b.get(k, [])) for k in ("ingress", "rpc", "actor", "queue", "engine"))]
+            for m, b in one.breakdown.items()
+        ],
+    )
+    thr = throughput_table(args, one.seed_rate, len(spaces), many)
+    notes = service_notes(one.service, base, recall_ok)
+    body = "\n\n".join(
+        [
+            "## Latency",
+            lat,
+            "## Where the time goes (Server-Timing, ms)",
+            parts,
+            "## Throughput and memory",
+            thr,
+            "## Notes",
+            "\n".join(f"- {n}" for n in notes),
+        ]
+    )
+    print("\n" + body)
+    print(f"\nsaved to {save_report('service', body)}")
+    return 0
+
+
+def start_service(tmp: Path, args) -> tuple:
+    """A fresh local Ray with the service on a free port: (its settings, url, admin headers)."""
     import ray
 
     import serve_app
@@ -267,38 +343,43 @@ def main(argv=None) -> int:
     )
     serve_app.start(config)
     url, admin = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {config.admin_token}"}
-    try:
-        with httpx.Client(base_url=url, timeout=120) as client:
-            created = client.post("/v1/workspaces", headers=admin, json={"id": "bench-main"}).json()
-            headers = {"Authorization": f"Bearer {created['token']}"}
-            print(f"seeding {args.entries} entries over HTTP ...", flush=True)
-            seed_rate = asyncio.run(seed(url, "bench-main", headers, args.entries, rng))
-            print("sequential latency ...", flush=True)
-            service, breakdown = service_latency(
-                client, "bench-main", headers, args.samples, rng, recall_ok
-            )
-            ingress_cost(client, "bench-main", headers, 30)
-            count_lat, serve_floor = ingress_cost(client, "bench-main", headers, args.samples)
-            print(f"creating {args.workspaces} workspaces ...", flush=True)
-            spaces = []
-            for _ in range(args.workspaces):
-                made = client.post("/v1/workspaces", headers=admin, json={}).json()
-                spaces.append(
-                    (made["workspace"]["id"], {"Authorization": f"Bearer {made['token']}"})
-                )
-        print("first call per workspace (cold activation) ...", flush=True)
-        _, cold = asyncio.run(many_workspaces(url, spaces, 1, 16, rng, "getCount"))
-        print("throughput across workspaces ...", flush=True)
-        cap_rate, cap_lat = asyncio.run(
-            many_workspaces(url, spaces, args.per_workspace, args.concurrency, rng, "capture")
-        )
-        read_rate, read_lat = asyncio.run(
-            many_workspaces(url, spaces, args.per_workspace, args.concurrency, rng, "getCount")
-        )
-        resident, rss = resident_actors(config.namespace)
-    finally:
-        ray.shutdown()  # with every process of the service (Serve's shutdown waits out 30 s)
+    return config, url, admin
 
+
+def one_workspace(client, url: str, admin: dict, args, rng, recall_ok: bool) -> OneWorkspace:
+    """Seed one workspace over HTTP, then time its calls one at a time."""
+    created = client.post("/v1/workspaces", headers=admin, json={"id": "bench-main"}).json()
+    headers = {"Authorization": f"Bearer {created['token']}"}
+    print(f"seeding {args.entries} entries over HTTP ...", flush=True)
+    seed_rate = asyncio.run(seed(url, "bench-main", headers, args.entries, rng))
+    print("sequential latency ...", flush=True)
+    service, breakdown = service_latency(
+        client, "bench-main", headers, args.samples, rng, recall_ok
+    )
+    ingress_cost(client, "bench-main", headers, 30)
+    count_lat, serve_floor = ingress_cost(client, "bench-main", headers, args.samples)
+    return OneWorkspace(seed_rate, service, breakdown, count_lat, serve_floor)
+
+
+def across_workspaces(url: str, spaces: list, args, rng, namespace: str) -> AcrossWorkspaces:
+    """Every workspace's first call (its activation), then capture and getCount spread over
+    them all; then the workspace actors resident and their memory."""
+    print("first call per workspace (cold activation) ...", flush=True)
+    _, cold = asyncio.run(many_workspaces(url, spaces, 1, 16, rng, "getCount"))
+    print("throughput across workspaces ...", flush=True)
+    cap_rate, cap_lat = asyncio.run(
+        many_workspaces(url, spaces, args.per_workspace, args.concurrency, rng, "capture")
+    )
+    read_rate, read_lat = asyncio.run(
+        many_workspaces(url, spaces, args.per_workspace, args.concurrency, rng, "getCount")
+    )
+    resident, rss = resident_actors(namespace)
+    return AcrossWorkspaces(cold, cap_rate, cap_lat, read_rate, read_lat, resident, rss)
+
+
+def latency_table(args, minimal: list[float], engine: dict, one: OneWorkspace, cold) -> str:
+    base = p50(minimal)
+    service, count_lat, serve_floor = one.service, one.count_lat, one.serve_floor
     rows = [
         row("minimal FastAPI/uvicorn POST (baseline)", minimal),
         row("Serve trivial route GET /healthz (no actor)", serve_floor, base),
@@ -323,28 +404,30 @@ def main(argv=None) -> int:
             f"{p50(count_lat) / base:.1f}x",
         ]
     )
-    lat = table(["path", "p50 ms", "p99 ms", "n", "p50 / baseline"], rows)
-    parts = table(
-        ["method", "ingress p50", "rpc p50", "actor p50", "queue p50", "engine p50"],
-        [
-            [m, *(p50(b.get(k, [])) for k in ("ingress", "rpc", "actor", "queue", "engine"))]
-            for m, b in breakdown.items()
-        ],
+    return table(["path", "p50 ms", "p99 ms", "n", "p50 / baseline"], rows)
+
+
+def throughput_table(args, seed_rate: float, spaces: int, many: AcrossWorkspaces) -> str:
+    cap_rate, cap_lat, read_rate, read_lat = (
+        many.cap_rate,
+        many.cap_lat,
+        many.read_rate,
+        many.read_lat,
     )
-    mib = [r / 2**20 for r in rss]
-    thr = table(
+    mib = [r / 2**20 for r in many.rss]
+    return table(
         ["measure", "value"],
         [
             [f"capture req/s, 1 workspace, {64} concurrent (seeding)", f"{seed_rate:,.0f}"],
             [
-                f"capture req/s across {len(spaces)} workspaces, {args.concurrency} concurrent",
+                f"capture req/s across {spaces} workspaces, {args.concurrency} concurrent",
                 f"{cap_rate:,.0f} (p50 {p50(cap_lat):.1f} ms, p99 {percentile(cap_lat, 99):.1f} ms)",
             ],
             [
-                f"getCount req/s across {len(spaces)} workspaces, {args.concurrency} concurrent",
+                f"getCount req/s across {spaces} workspaces, {args.concurrency} concurrent",
                 f"{read_rate:,.0f} (p50 {p50(read_lat):.1f} ms, p99 {percentile(read_lat, 99):.1f} ms)",
             ],
-            ["resident workspace actors", str(resident)],
+            ["resident workspace actors", str(many.resident)],
             [
                 "RSS per workspace actor (median / max)",
                 f"{p50(mib):.0f} MiB / {max(mib, default=0):.0f} MiB",
@@ -352,6 +435,9 @@ def main(argv=None) -> int:
             ["RSS of all workspace actors", f"{sum(mib):,.0f} MiB"],
         ],
     )
+
+
+def service_notes(service: dict, base: float, recall_ok: bool) -> list[str]:
     verdict = (
         ("met" if p50(service["capture"]) <= 3 * base else "NOT met")
         + f" for capture ({p50(service['capture']) / base:.1f}x); getEntry "
@@ -370,21 +456,7 @@ def main(argv=None) -> int:
     ]
     if not recall_ok:
         notes.append("recall did not run in this build (absent or failing): capture/getEntry only.")
-    body = "\n\n".join(
-        [
-            "## Latency",
-            lat,
-            "## Where the time goes (Server-Timing, ms)",
-            parts,
-            "## Throughput and memory",
-            thr,
-            "## Notes",
-            "\n".join(f"- {n}" for n in notes),
-        ]
-    )
-    print("\n" + body)
-    print(f"\nsaved to {save_report('service', body)}")
-    return 0
+    return notes
 
 
 if __name__ == "__main__":

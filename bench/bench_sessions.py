@@ -331,16 +331,15 @@ def met(ok: bool) -> str:
 def report_rows(
     sessions: Sessions, before: dict, after: dict, processes: int, took: float, args
 ) -> tuple[list, list]:
-    lru = after["hibernations"].get("lru", 0) - before["hibernations"].get("lru", 0)
-    recycled, spare, new = (
-        after["wakes"][kind] - before["wakes"][kind] for kind in ("recycled", "spare", "new")
-    )
-    wakes = recycled + spare + new
-    share = (recycled + spare) / wakes if wakes else 1.0
+    rows = session_rows(sessions, took, args) + wake_rows(sessions, before, after, processes)
+    return rows, end_notes(sessions, after)
+
+
+def session_rows(sessions: Sessions, took: float, args) -> list[list]:
+    """The calls' latency and errors, sessions completed, refusals, unanswered, first calls."""
     p99 = percentile(sessions.latencies, 99)
-    pool = after["spares"]
     refused_p99 = percentile(sessions.refusals, 99) if sessions.refusals else 0.0
-    rows = [
+    return [
         [
             f"{sessions.started} sessions of {args.calls} calls over {args.workspaces} workspaces",
             f"p50 {p50(sessions.latencies):.1f} ms, p99 {p99:.0f} ms (calls answered)",
@@ -374,6 +373,20 @@ def report_rows(
             "a wake unless still resident",
             "",
         ],
+    ]
+
+
+def wake_rows(sessions: Sessions, before: dict, after: dict, processes: int) -> list[list]:
+    """How the run's wakes were bound, per session, and the workspace processes left."""
+    lru = after["hibernations"].get("lru", 0) - before["hibernations"].get("lru", 0)
+    recycled, spare, new = (
+        after["wakes"][kind] - before["wakes"][kind] for kind in ("recycled", "spare", "new")
+    )
+    wakes = recycled + spare + new
+    share = (recycled + spare) / wakes if wakes else 1.0
+    pool = after["spares"]
+    tracked = tracked_processes(after)
+    return [
         [
             "wakes bound to a running process",
             f"{recycled + spare}/{wakes} ({share:.0%})",
@@ -389,19 +402,19 @@ def report_rows(
             "workspace evicted mid-session",
             "",
         ],
-    ]
-    tracked = tracked_processes(after)
-    rows.append(
         [
             "workspace actor processes at the end",
             f"{processes} alive",
             f"the directory accounts for {tracked} (resident, spares ready or starting, "
             f"activations); {max(0, processes - tracked)} more are nobody's",
             f"none unaccounted: {met(processes <= tracked)}",
-        ]
-    )
+        ],
+    ]
+
+
+def end_notes(sessions: Sessions, after: dict) -> list[str]:
     admission = after.get("wakeAdmission", {})
-    notes = [
+    return [
         f"resident at the end {after['resident']} (cap {after['maxResident']}); idle "
         f"workspaces hibernate after {after['idleS']:g} s (less near the cap); wakes "
         f"refused by the directory: {admission.get('refused', 0)} behind others, "
@@ -410,7 +423,6 @@ def report_rows(
         f"hibernating: {after.get('processesEnded', {})}",
         *(f"error: {error}" for error in sessions.errors[:5]),
     ]
-    return rows, notes
 
 
 def main(argv=None) -> int:

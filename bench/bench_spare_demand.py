@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -94,18 +95,36 @@ def wait_pool(directory, ready: int | None = None) -> dict:
         time.sleep(0.5)
 
 
+@dataclass
+class DemandRun:
+    """What one run measured: warm calls, then each group of wakes and the pool around it."""
+
+    warm: list[float]
+    paced: list[float]
+    first: list[float]
+    before: dict
+    grown: dict
+    second: list[float]
+    refilling: list[float]
+    refilled: dict
+    refill_s: float
+    trickle: list[float]
+    second_parts: str
+    refill_parts: str
+    trickle_parts: str
+
+
 def run(http: httpx.Client, admin: dict, directory, samples: int) -> tuple[list, dict]:
     import ray
 
-    (one,) = create_workspaces(http, admin, 1, "warm")
-    http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1])
-    warm = timed(lambda i: http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1]), samples)
-    paced = []
-    for _ in range(PACED_WARM_CALLS):
-        time.sleep(1.0)
-        started = time.perf_counter()
-        http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1])
-        paced.append((time.perf_counter() - started) * 1e3)
+    rows = demand_rows(measure(http, admin, directory, samples))
+    return rows, ray.get(directory.spares.remote(), timeout=60)
+
+
+def measure(http: httpx.Client, admin: dict, directory, samples: int) -> DemandRun:
+    import ray
+
+    warm, paced = warm_calls(http, admin, samples)
     spaces = create_workspaces(http, admin, BURST + 2 * TRICKLE_WAKES, "sleeper")
     wait_pool(directory)
     before = ray.get(directory.spares.remote(), timeout=60)
@@ -120,16 +139,50 @@ def run(http: httpx.Client, admin: dict, directory, samples: int) -> tuple[list,
     refilled = wait_pool(directory)
     refill_s = time.monotonic() - burst_ended
     trickle_wakes = Wakes(http, steady, gap_s=1.0)
-    second, refilling, trickle = (
+    return DemandRun(
+        warm,
+        paced,
+        first,
+        before,
+        grown,
         second_wakes.latencies,
         refill_wakes.latencies,
+        refilled,
+        refill_s,
         trickle_wakes.latencies,
+        wake_parts(http, admin, spaces[:BURST], second_wakes),
+        wake_parts(http, admin, during, refill_wakes),
+        wake_parts(http, admin, steady, trickle_wakes),
     )
-    second_parts = wake_parts(http, admin, spaces[:BURST], second_wakes)
-    refill_parts = wake_parts(http, admin, during, refill_wakes)
-    trickle_parts = wake_parts(http, admin, steady, trickle_wakes)
+
+
+def warm_calls(http: httpx.Client, admin: dict, samples: int) -> tuple[list[float], list[float]]:
+    """getCount on one resident workspace: back to back, then one per second (ms)."""
+    (one,) = create_workspaces(http, admin, 1, "warm")
+    http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1])
+    warm = timed(lambda i: http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1]), samples)
+    paced = []
+    for _ in range(PACED_WARM_CALLS):
+        time.sleep(1.0)
+        started = time.perf_counter()
+        http.post(f"/v1/w/{one[0]}/getCount", json={}, headers=one[1])
+        paced.append((time.perf_counter() - started) * 1e3)
+    return warm, paced
+
+
+def demand_rows(m: DemandRun) -> list[list]:
+    warm, paced, first, second, refilling, trickle = (
+        m.warm,
+        m.paced,
+        m.first,
+        m.second,
+        m.refilling,
+        m.trickle,
+    )
+    before, grown, refilled, refill_s = m.before, m.grown, m.refilled, m.refill_s
+    second_parts, refill_parts, trickle_parts = m.second_parts, m.refill_parts, m.trickle_parts
     warm_p50, paced_p50 = p50(warm), p50(paced)
-    rows = [
+    return [
         [
             "warm getCount (one resident workspace)",
             f"p50 {warm_p50:.1f} ms",
@@ -171,7 +224,6 @@ def run(http: httpx.Client, admin: dict, directory, samples: int) -> tuple[list,
             f"{'met' if p50(trickle) <= TRICKLE_TARGET * warm_p50 else 'missed'}",
         ],
     ]
-    return rows, ray.get(directory.spares.remote(), timeout=60)
 
 
 def main(argv=None) -> int:

@@ -254,6 +254,21 @@ def query_embed_ms(providers: list, texts: list[str]) -> list[list[float]]:
     return samples
 
 
+ENCODER_HEADERS = [
+    "held-out conversation",
+    "questions",
+    "zero R@10",
+    "hybrid R@10 first",
+    "hybrid R@10 second",
+    "Δ R@10 second − first",
+    "Δ nDCG@10 second − first",
+    "Δ R@10 second − zero",
+    "query ms first",
+    "query ms second",
+    "ms second / first",
+]
+
+
 def encoder_section(bench, other_bench, providers: list) -> str:
     """Per held-out conversation: zero-binding R@10 and the hybrid's with each encoder (bench:
     zero and bound with the first; other_bench: bound with the second), and each encoder's
@@ -276,15 +291,7 @@ def encoder_section(bench, other_bench, providers: list) -> str:
         for total, part in zip(all_ms, ms):
             total += part
         rows.append(_encoder_row(cid, [folds.of(o, [cid]) for o in (zero, hybrid, other)], ms))
-    n = len(rows)
-    mean_row = [
-        "mean over folds",
-        sum(r[1] for r in rows),
-        *[sum(r[i] for r in rows) / n for i in range(2, 8)],
-        p50(all_ms[0]),
-        p50(all_ms[1]),
-        p50(all_ms[1]) / p50(all_ms[0]),
-    ]
+    mean_row = _encoder_mean_row(rows, all_ms)
     worst = min(r[5] for r in rows)
     verdict = mean_row[5] >= -ENCODER_MEAN_TOLERANCE and worst >= -ENCODER_FOLD_TOLERANCE
     worst_zero = min(r[7] for r in rows)
@@ -294,28 +301,26 @@ def encoder_section(bench, other_bench, providers: list) -> str:
         f"conversation; the second's workspaces are captured and recalled with that encoder "
         f"only. Query ms: each question embedded fresh, alone, the two encoders taking turns "
         f"(p50 per fold).\n\n"
-        + table(
-            [
-                "held-out conversation",
-                "questions",
-                "zero R@10",
-                "hybrid R@10 first",
-                "hybrid R@10 second",
-                "Δ R@10 second − first",
-                "Δ nDCG@10 second − first",
-                "Δ R@10 second − zero",
-                "query ms first",
-                "query ms second",
-                "ms second / first",
-            ],
-            [*rows, mean_row],
-        )
+        + table(ENCODER_HEADERS, [*rows, mean_row])
         + f"\n\n{second} no worse than {first} (mean Δ R@10 ≥ −{ENCODER_MEAN_TOLERANCE}, no fold "
         f"below −{ENCODER_FOLD_TOLERANCE}): mean {mean_row[5]:+.4f}, worst fold {worst:+.4f}, "
         f"{'met' if verdict else 'missed'}. {second}'s hybrid against zero-binding: mean Δ R@10 "
         f"{mean_row[7]:+.4f}, worst fold {worst_zero:+.4f}. Query embedding {second} / {first}: "
         f"{mean_row[10]:.2f} (p50 over all {mean_row[1]} questions)."
     )
+
+
+def _encoder_mean_row(rows: list[list], all_ms: list[list[float]]) -> list:
+    """The folds' rows averaged (questions summed), query ms as p50 over every question."""
+    n = len(rows)
+    return [
+        "mean over folds",
+        sum(r[1] for r in rows),
+        *[sum(r[i] for r in rows) / n for i in range(2, 8)],
+        p50(all_ms[0]),
+        p50(all_ms[1]),
+        p50(all_ms[1]) / p50(all_ms[0]),
+    ]
 
 
 def _encoder_row(cid: str, outcomes: list, ms: list[list[float]]) -> list:

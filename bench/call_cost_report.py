@@ -216,6 +216,11 @@ def appendix_text(engine: dict, fronts: dict, took_s: float) -> str:
 
 def render(engine: dict, fronts: dict, took_s: float) -> tuple[str, list[str], str]:
     """(the tables, the notes, the appendix) of a run."""
+    return tables(engine, fronts), notes(), appendix_text(engine, fronts, took_s)
+
+
+def tables(engine: dict, fronts: dict) -> str:
+    """The warm calls against their floor, the wake cycle and session, the closed loop."""
     body = table(
         [
             "front",
@@ -242,19 +247,26 @@ def render(engine: dict, fronts: dict, took_s: float) -> tuple[str, list[str], s
         ],
         churn_rows(fronts),
     )
-    body += "\n\n" + table(
-        [
-            "front",
-            "one workspace, 32 clients, 70/30: req/s",
-            "against the Python proxy",
-            "p50 / p99",
-            "errors / refusals",
-            "machine CPU per request",
-            "by process, ms",
-        ],
-        loaded_rows(fronts),
+    return (
+        body
+        + "\n\n"
+        + table(
+            [
+                "front",
+                "one workspace, 32 clients, 70/30: req/s",
+                "against the Python proxy",
+                "p50 / p99",
+                "errors / refusals",
+                "machine CPU per request",
+                "by process, ms",
+            ],
+            loaded_rows(fronts),
+        )
     )
-    notes = [
+
+
+def notes() -> list[str]:
+    return [
         "machine CPU: every process on the machine (/proc/stat, all but idle and iowait), so "
         "`else` is whatever else the shared machine ran in the window; by process: "
         "bench/cpu_ledger.py's kinds (`clients` is this benchmark's own process)",
@@ -276,4 +288,3 @@ def render(engine: dict, fronts: dict, took_s: float) -> tuple[str, list[str], s
         "settings at their defaults",
         machine_note("; each front in a fresh local Ray"),
     ]
-    return body, notes, appendix_text(engine, fronts, took_s)

@@ -153,49 +153,21 @@ def measure(url: str, admin: dict, data: locomo.ConversationSet, providers: list
     embedder = {p: [0.0, 0, 0] for p in providers}
     with httpx.Client(base_url=url, timeout=300) as client:
         for conversation in data.conversations:
-            runs = {}
-            for name, provider in arms:
-                ws = f"cost-{conversation.id}-{provider or 'zero'}".lower()
-                headers = _workspace(client, admin, ws, blueprint(provider) if provider else None)
-                started = time.perf_counter()
-                asyncio.run(_load(url, ws, headers, conversation))
-                load_s += time.perf_counter() - started
-                runs[f"getCount, {name}"] = (ws, headers, "getCount", False)
-                runs[f"recall, {name}"] = (ws, headers, "recall", True)
-
-            def call(name: str, query: str, runs=runs) -> tuple[float, httpx.Response]:
-                ws, headers, method, is_recall = runs[name]
-                body = {"query": query, "topK": TOP_K} if is_recall else {}
-                started = time.perf_counter()
-                response = client.post(f"/v1/w/{ws}/{method}", headers=headers, json=body)
-                elapsed = (time.perf_counter() - started) * 1000
-                response.raise_for_status()
-                return elapsed, response
-
+            runs, took_s = _loaded_runs(client, url, admin, conversation, arms)
+            load_s += took_s
             warmup = [text.split(".")[0][:80] for _, _, text in conversation.turns[:WARMUP_CALLS]]
             for text in warmup:
                 for name in runs:
-                    call(name, text)
+                    _call(client, runs, name, text)
             questions = list(dict.fromkeys(q.text for q in conversation.questions))
             names = list(runs)
             before = {p: _embedder_work(p) for p in providers}
             for index, question in enumerate(questions):
                 shift = index % len(names)
                 for name in names[shift:] + names[:shift]:
-                    elapsed, response = call(name, question)
+                    elapsed, response = _call(client, runs, name, question)
                     samples[name].append(elapsed)
-                    for part, ms in server_timing(response).items():
-                        parts[name][part].append(ms)
-                    if runs[name][3]:
-                        ahead[name] += QUERY_AHEAD_PART in response.headers.get("server-timing", "")
-                        timings = response.json()["timings"]
-                        for stage, ms in timings.items():
-                            stages[name][stage].append(ms)
-                        # the engine part less the stages: parsing, the read's prepare step
-                        stages[name][OUTSIDE].append(
-                            server_timing(response).get("engine", 0.0)
-                            - sum(timings.get(s, 0.0) for s in STAGES)
-                        )
+                    _record(name, response, runs[name][3], parts, stages, ahead)
             asked += len(questions)
             for p in providers:
                 embedder[p] = [
@@ -211,6 +183,47 @@ def measure(url: str, admin: dict, data: locomo.ConversationSet, providers: list
         "embedder": embedder,
         "ahead": ahead,
     }
+
+
+def _loaded_runs(client: httpx.Client, url: str, admin: dict, conversation, arms) -> tuple:
+    """One workspace per arm with the conversation loaded: ({call name: (workspace, headers,
+    method, is a recall)}, seconds the loads took)."""
+    runs = {}
+    load_s = 0.0
+    for name, provider in arms:
+        ws = f"cost-{conversation.id}-{provider or 'zero'}".lower()
+        headers = _workspace(client, admin, ws, blueprint(provider) if provider else None)
+        started = time.perf_counter()
+        asyncio.run(_load(url, ws, headers, conversation))
+        load_s += time.perf_counter() - started
+        runs[f"getCount, {name}"] = (ws, headers, "getCount", False)
+        runs[f"recall, {name}"] = (ws, headers, "recall", True)
+    return runs, load_s
+
+
+def _call(client: httpx.Client, runs: dict, name: str, query: str) -> tuple[float, httpx.Response]:
+    ws, headers, method, is_recall = runs[name]
+    body = {"query": query, "topK": TOP_K} if is_recall else {}
+    started = time.perf_counter()
+    response = client.post(f"/v1/w/{ws}/{method}", headers=headers, json=body)
+    elapsed = (time.perf_counter() - started) * 1000
+    response.raise_for_status()
+    return elapsed, response
+
+
+def _record(name: str, response, is_recall: bool, parts, stages, ahead) -> None:
+    """The answer's Server-Timing parts, and for a recall its stages and the query sent ahead."""
+    for part, ms in server_timing(response).items():
+        parts[name][part].append(ms)
+    if is_recall:
+        ahead[name] += QUERY_AHEAD_PART in response.headers.get("server-timing", "")
+        timings = response.json()["timings"]
+        for stage, ms in timings.items():
+            stages[name][stage].append(ms)
+        # the engine part less the stages: parsing, the read's prepare step
+        stages[name][OUTSIDE].append(
+            server_timing(response).get("engine", 0.0) - sum(timings.get(s, 0.0) for s in STAGES)
+        )
 
 
 def report(measured: dict, providers: list[str]) -> tuple[str, list[str]]:

@@ -127,24 +127,43 @@ def build_seed_file(
     rng = random.Random(rng_seed)
     end = int(time.time() * 1000) if now_ms is None else now_ms
     clock = ManualClock(end - SEED_SPAN_DAYS * DAY_MS)
-    seeded = Seeded()
     # captures, the appends of one entry in ten and the showcase's 6 days all fit before `end`
     step_ms = ((SEED_SPAN_DAYS - 8) * DAY_MS) // int(entries * 1.04 + 40)
     with Workspace(path, clock=clock, synchronous="OFF") as ws:
+        seed = SeedWriter(ws, clock, step_ms, rng)
+        seed.people_and_hubs()
+        seed.showcase()
+        seed.bulk(entries - seed.seeded.entries)
+        seed.showcase_revisions()
+        assert clock.now_ms() <= end, "the seed ran past now"
+    return seed.seeded
 
-        def capture(content: str, **options) -> str:
-            clock.advance(ms=step_ms)
-            answer = ws.capture(content, **options)
-            assert answer["outcome"] == "stored", answer
-            seeded.entries += 1
-            return answer["id"]
 
-        def link(src: str, dst: str, kind: str, **options) -> None:
-            ws.link(src, dst, kind, **options)
-            seeded.edges += 1
+class SeedWriter:
+    """The seed's captures and links, `step_ms` apart on the clock and counted in `seeded`.
+    Every draw comes from the one `rng`, in a fixed order, so a seed is the same each time."""
 
+    def __init__(self, ws: Workspace, clock: ManualClock, step_ms: int, rng: random.Random):
+        self.ws, self.clock, self.step_ms, self.rng = ws, clock, step_ms, rng
+        self.seeded = Seeded()
+        self.last_event: dict[str, str] = {}  # project -> its latest episodic entry
+        self.decisions: list[str] = []
+        self.facts: list[str] = []
+
+    def capture(self, content: str, **options) -> str:
+        self.clock.advance(ms=self.step_ms)
+        answer = self.ws.capture(content, **options)
+        assert answer["outcome"] == "stored", answer
+        self.seeded.entries += 1
+        return answer["id"]
+
+    def link(self, src: str, dst: str, kind: str, **options) -> None:
+        self.ws.link(src, dst, kind, **options)
+        self.seeded.edges += 1
+
+    def people_and_hubs(self) -> None:
         for name in PEOPLE:
-            seeded.people[name] = capture(
+            self.seeded.people[name] = self.capture(
                 f"{name} is an engineer on the platform team; ask "
                 f"{name.split()[0]} about on-call and capacity.",
                 tags=["person"],
@@ -152,15 +171,19 @@ def build_seed_file(
                 volatility="durable",
             )
         for project in PROJECTS:
-            seeded.hubs[project] = capture(
-                f"Project {project.title()}: the {rng.choice(SUBJECTS)[4:]} work stream, "
-                f"led by {rng.choice(PEOPLE)}.",
+            self.seeded.hubs[project] = self.capture(
+                f"Project {project.title()}: the {self.rng.choice(SUBJECTS)[4:]} work stream, "
+                f"led by {self.rng.choice(PEOPLE)}.",
                 tags=[f"project:{project}", "hub"],
                 kind="semantic",
                 volatility="durable",
                 importance=0.8,
             )
-        seeded.revised = capture(
+
+    def showcase(self) -> None:
+        """The entry the tests revise, its neighbour, and the XSS probe."""
+        seeded = self.seeded
+        seeded.revised = self.capture(
             "We chose SQLite per workspace because each agent's memory is small and private.",
             tags=["design", "project:atlas"],
             kind="semantic",
@@ -169,96 +192,108 @@ def build_seed_file(
             evidenceRef="design-review-2026-07",
             importance=0.9,
         )
-        seeded.neighbour = capture(
+        seeded.neighbour = self.capture(
             "WAL lets readers run beside one writer, so recall never waits for a capture.",
             tags=["design", "sqlite"],
             kind="semantic",
             volatility="durable",
         )
-        link(seeded.revised, seeded.neighbour, "relates_to")
-        link(seeded.revised, seeded.hubs["atlas"], "part_of_project")
-        seeded.xss = capture(
+        self.link(seeded.revised, seeded.neighbour, "relates_to")
+        self.link(seeded.revised, seeded.hubs["atlas"], "part_of_project")
+        seeded.xss = self.capture(
             XSS_PROBE, tags=["security-probe"], kind="semantic", volatility="durable"
         )
 
-        last_event: dict[str, str] = {}
-        decisions: list[str] = []
-        facts: list[str] = []
-        remaining = entries - seeded.entries
+    def bulk(self, remaining: int) -> None:
         for index in range(max(0, remaining)):
             project = PROJECTS[index % len(PROJECTS)]
-            subject = rng.choice(SUBJECTS)
-            roll = rng.random()
-            volatility = "durable" if roll < 0.85 else "state" if roll < 0.95 else "volatile"
-            tags = [f"project:{project}", subject.split()[-1]]
-            if index % 3 == 0:
-                text = (
-                    f"The team {rng.choice(EVENTS)} {subject} for {project.title()} "
-                    f"(change {index})."
-                )
-                kind = "episodic"
-            elif index % 11 == 0:
-                text = f"We decided {rng.choice(DECISIONS)} in {project.title()} (note {index})."
-                kind = "semantic"
-            else:
-                text = f"In {project.title()}, {subject} {rng.choice(FACTS)} (fact {index})."
-                kind = "semantic"
-            options = {
-                "tags": tags,
-                "kind": kind,
-                "volatility": volatility,
-                "importance": round(rng.random() * 0.6, 2),
-            }
-            if index % 7 == 0:
-                options["claimTag"] = rng.choice(["VERIFIED", "INFERRED", "UNKNOWN"])
-                options["evidenceRef"] = f"ticket-{1000 + index}"
-            entry = capture(text, **options)
+            entry, kind, text, volatility = self.bulk_entry(index, project)
             if volatility != "durable" and index < remaining * 0.6:
-                seeded.stale.append(entry)
-            if index < 600:  # 60 per hub: its 1-hop view is 50 nodes + the hub
-                link(
-                    entry,
-                    seeded.hubs[project],
-                    "part_of_project",
-                    weight=round(0.5 + rng.random() / 2, 2),
-                )
-            if kind == "episodic":
-                if project in last_event:
-                    link(last_event[project], entry, "follows")
-                last_event[project] = entry
-                if decisions and index % 6 == 0:
-                    link(entry, rng.choice(decisions), "decided", provenance="inferred")
-            elif "decided" in text:
-                decisions.append(entry)
-            else:
-                facts.append(entry)
-                if len(facts) > 5 and index % 5 == 0:
-                    link(entry, rng.choice(facts[:-1]), "relates_to", weight=0.6)
-                if len(facts) > 5 and index % 13 == 0:
-                    link(entry, rng.choice(facts[:-1]), "supersedes")
-                if len(facts) > 5 and index % 17 == 0:
-                    link(entry, rng.choice(facts[:-1]), "caused_by", provenance="system")
-            if index % 9 == 0:
-                link(entry, seeded.people[rng.choice(PEOPLE)], "about_person")
-            if index % 29 == 0:
-                link(entry, seeded.hubs[project], "document_of")
+                self.seeded.stale.append(entry)
+            self.bulk_links(index, entry, project, kind, text)
             if index % 10 == 0:  # revisions on one entry in ten
-                clock.advance(ms=step_ms // 3)
-                ws.append(entry, f"Follow-up {index}: confirmed by {rng.choice(PEOPLE)}.")
-        # the showcase entry: an append, an update and another append, days apart
+                self.clock.advance(ms=self.step_ms // 3)
+                self.ws.append(entry, f"Follow-up {index}: confirmed by {self.rng.choice(PEOPLE)}.")
+
+    def bulk_entry(self, index: int, project: str) -> tuple[str, str, str, str]:
+        """(id, kind, text, volatility) of the index-th entry: an event, a decision or a fact."""
+        rng = self.rng
+        subject = rng.choice(SUBJECTS)
+        roll = rng.random()
+        volatility = "durable" if roll < 0.85 else "state" if roll < 0.95 else "volatile"
+        tags = [f"project:{project}", subject.split()[-1]]
+        if index % 3 == 0:
+            text = (
+                f"The team {rng.choice(EVENTS)} {subject} for {project.title()} (change {index})."
+            )
+            kind = "episodic"
+        elif index % 11 == 0:
+            text = f"We decided {rng.choice(DECISIONS)} in {project.title()} (note {index})."
+            kind = "semantic"
+        else:
+            text = f"In {project.title()}, {subject} {rng.choice(FACTS)} (fact {index})."
+            kind = "semantic"
+        options = {
+            "tags": tags,
+            "kind": kind,
+            "volatility": volatility,
+            "importance": round(rng.random() * 0.6, 2),
+        }
+        if index % 7 == 0:
+            options["claimTag"] = rng.choice(["VERIFIED", "INFERRED", "UNKNOWN"])
+            options["evidenceRef"] = f"ticket-{1000 + index}"
+        return self.capture(text, **options), kind, text, volatility
+
+    def bulk_links(self, index: int, entry: str, project: str, kind: str, text: str) -> None:
+        """Its hub, its event chain or decision, fact-to-fact edges, a person, a document."""
+        rng, seeded = self.rng, self.seeded
+        if index < 600:  # 60 per hub: its 1-hop view is 50 nodes + the hub
+            self.link(
+                entry,
+                seeded.hubs[project],
+                "part_of_project",
+                weight=round(0.5 + rng.random() / 2, 2),
+            )
+        if kind == "episodic":
+            if project in self.last_event:
+                self.link(self.last_event[project], entry, "follows")
+            self.last_event[project] = entry
+            if self.decisions and index % 6 == 0:
+                self.link(entry, rng.choice(self.decisions), "decided", provenance="inferred")
+        elif "decided" in text:
+            self.decisions.append(entry)
+        else:
+            self.fact_links(index, entry)
+        if index % 9 == 0:
+            self.link(entry, seeded.people[rng.choice(PEOPLE)], "about_person")
+        if index % 29 == 0:
+            self.link(entry, seeded.hubs[project], "document_of")
+
+    def fact_links(self, index: int, entry: str) -> None:
+        facts = self.facts
+        facts.append(entry)
+        if len(facts) > 5 and index % 5 == 0:
+            self.link(entry, self.rng.choice(facts[:-1]), "relates_to", weight=0.6)
+        if len(facts) > 5 and index % 13 == 0:
+            self.link(entry, self.rng.choice(facts[:-1]), "supersedes")
+        if len(facts) > 5 and index % 17 == 0:
+            self.link(entry, self.rng.choice(facts[:-1]), "caused_by", provenance="system")
+
+    def showcase_revisions(self) -> None:
+        """The showcase entry: an append, an update and another append, days apart."""
         for change in ("append", "update", "append"):
-            clock.advance(days=2)
+            self.clock.advance(days=2)
             if change == "append":
-                ws.append(seeded.revised, "WAL mode lets recall read while one writer commits.")
+                self.ws.append(
+                    self.seeded.revised, "WAL mode lets recall read while one writer commits."
+                )
             else:
-                ws.update(
-                    seeded.revised,
+                self.ws.update(
+                    self.seeded.revised,
                     "We chose one SQLite file per workspace: each agent's "
                     "memory is small, private and easy to snapshot.",
                 )
-        link(seeded.neighbour, seeded.people["Dana Ruiz"], "about_person")
-        assert clock.now_ms() <= end, "the seed ran past now"
-    return seeded
+        self.link(self.seeded.neighbour, self.seeded.people["Dana Ruiz"], "about_person")
 
 
 def seed_service(service, workspace_id: str, tmp_dir: Path, entries: int = 1000) -> Seeded:

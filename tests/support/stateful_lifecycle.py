@@ -98,6 +98,50 @@ def error_body_problem(response) -> str | None:
     return None
 
 
+def record_answer(scenario: Scenario, case, response) -> None:
+    """What a creation, a token issue, a revocation or a deletion changes in the scenario."""
+    path, verb, status = case.operation.path, case.method.upper(), response.status_code
+    params = case.path_parameters
+    if (verb, path) == ("POST", "/v1/workspaces") and status == 201:
+        answer = response.json()
+        workspace = answer["workspace"]["id"]
+        scenario.created.append(workspace)
+        scenario.tokens.pop(workspace, None)  # a new creation, new tokens
+        scenario.issued(workspace, answer, "write")
+    elif path.endswith("/tokens") and verb == "POST" and status == 201:
+        answer = response.json()
+        scenario.issued(params["workspace_id"], answer, answer["scope"])
+    elif path.endswith("/{token_id}") and verb == "DELETE" and status == 200:
+        scenario.revoked(params["workspace_id"], params["token_id"])
+    elif path == "/v1/workspaces/{workspace_id}" and verb == "DELETE" and status == 200:
+        scenario.deleted(params["workspace_id"])
+
+
+def check_credential(
+    exercised: collections.Counter, token: Token, case, response, where: str
+) -> None:
+    """A revoked or deleted workspace's token is refused; a live one never is (a read token's
+    write is 403 insufficient_scope, nothing else). Counts what each kind of token answered."""
+    status = response.status_code
+    method = case.operation.path.rsplit("/", 1)[-1]
+    state = token.state(int(time.time() * 1000))
+    if state != "unsure":
+        exercised[f"{state} token answered {status // 100}xx"] += 1
+    if state == "refused":
+        assert status in (401, 429), (
+            f"{where}: a revoked or deleted workspace's token "
+            f"({token.token_id}) was not refused: {response.text[:300]}"
+        )
+    elif state == "live":
+        assert status not in (401, 429), f"{where}: a live token was refused: {response.text[:300]}"
+        if status == 403:
+            assert (
+                token.scope == "read"
+                and method in WRITE_METHODS
+                and response.json()["error"]["code"] == "insufficient_scope"
+            ), f"{where}: {token.scope} token: {response.text[:300]}"
+
+
 def lifecycle_machine(schema, url: str, admin_token: str):
     admin = {"Authorization": f"Bearer {admin_token}"}
     base = schema.include(path_regex=LIFECYCLE_PATHS).as_state_machine()
@@ -123,21 +167,7 @@ def lifecycle_machine(schema, url: str, admin_token: str):
 
         def after_call(self, response, case) -> None:
             super().after_call(response, case)
-            path, verb, status = case.operation.path, case.method.upper(), response.status_code
-            params = case.path_parameters
-            if (verb, path) == ("POST", "/v1/workspaces") and status == 201:
-                answer = response.json()
-                workspace = answer["workspace"]["id"]
-                self.scenario.created.append(workspace)
-                self.scenario.tokens.pop(workspace, None)  # a new creation, new tokens
-                self.scenario.issued(workspace, answer, "write")
-            elif path.endswith("/tokens") and verb == "POST" and status == 201:
-                answer = response.json()
-                self.scenario.issued(params["workspace_id"], answer, answer["scope"])
-            elif path.endswith("/{token_id}") and verb == "DELETE" and status == 200:
-                self.scenario.revoked(params["workspace_id"], params["token_id"])
-            elif path == "/v1/workspaces/{workspace_id}" and verb == "DELETE" and status == 200:
-                self.scenario.deleted(params["workspace_id"])
+            record_answer(self.scenario, case, response)
 
         def validate_response(self, response, case, additional_checks=None, **kwargs) -> None:
             status = response.status_code
@@ -148,25 +178,7 @@ def lifecycle_machine(schema, url: str, admin_token: str):
                 assert problem is None, f"{where}: {problem}"
             token = self.scenario.used.pop(case.id, None)
             if token is not None:
-                method = case.operation.path.rsplit("/", 1)[-1]
-                state = token.state(int(time.time() * 1000))
-                if state != "unsure":
-                    self.exercised[f"{state} token answered {status // 100}xx"] += 1
-                if state == "refused":
-                    assert status in (401, 429), (
-                        f"{where}: a revoked or deleted workspace's token "
-                        f"({token.token_id}) was not refused: {response.text[:300]}"
-                    )
-                elif state == "live":
-                    assert status not in (401, 429), (
-                        f"{where}: a live token was refused: {response.text[:300]}"
-                    )
-                    if status == 403:
-                        assert (
-                            token.scope == "read"
-                            and method in WRITE_METHODS
-                            and response.json()["error"]["code"] == "insufficient_scope"
-                        ), f"{where}: {token.scope} token: {response.text[:300]}"
+                check_credential(self.exercised, token, case, response, where)
             self.exercised[f"{case.method} {case.operation.path} {status}"] += 1
             case.validate_response(
                 response,
