@@ -37,7 +37,7 @@ TAG_SEPARATOR = "\x1f"  # tags are normalized text: they never hold a control ch
 RERANK_COLUMNS = (
     "e.updated_at, e.recall_count, e.importance_score, e.volatility, "
     f"(SELECT group_concat(t.tag, '{TAG_SEPARATOR}') FROM tags t WHERE t.entry_id = e.id), "
-    f"substr(e.content, 1, {T.RERANK_PREFIX_CHARS})"
+    f"substr(e.content, 1, {T.RERANK_PREFIX_CHARS}), e.kind"
 )
 RERANK_TAGS_AT = 4  # where the folded tags sit among RERANK_COLUMNS
 
@@ -49,11 +49,12 @@ class RerankRow(TypedDict):
     volatility: str
     tags: list[str]
     prefix: str
+    kind: str  # episodic or semantic: brevity discounts episodes only
 
 
 def rerank_row(values: Sequence[Any]) -> RerankRow:
     """RERANK_COLUMNS' values as the dict rerank_factors reads."""
-    updated_at, recall_count, importance, volatility, tags, prefix = values
+    updated_at, recall_count, importance, volatility, tags, prefix, kind = values
     return {
         "updatedAt": updated_at,
         "recallCount": recall_count,
@@ -61,7 +62,8 @@ def rerank_row(values: Sequence[Any]) -> RerankRow:
         "volatility": volatility,
         "tags": tags.split(TAG_SEPARATOR) if tags else [],
         "prefix": prefix or "",
-    }  # first word: the subject; length: brevity
+        "kind": kind,
+    }  # first word: the subject; length and kind: brevity
 
 
 def _bm25(

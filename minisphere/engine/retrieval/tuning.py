@@ -107,6 +107,11 @@ NAME_MISSING_FACTOR = 0.8
 # length of a typical passage, so it discounts short turns, not documents.
 BREVITY_FULL_CHARS = 200
 BREVITY_EXPONENT = 0.5
+# Only episodes (conversation turns, events) are discounted: a greeting is short because it says
+# little, a fact is short because it is one fact ("Ines lives in Turin."). Discounting facts
+# ranked a person's longer statement of another attribute, or a longer statement of another
+# subject, above the short fact asked about.
+BREVITY_KINDS = frozenset({"episodic"})
 # The first word (subject factor) and the length up to BREVITY_FULL_CHARS (brevity factor) are
 # read from this much of the content, never more: the rerank's cost does not follow entry size.
 # Read once, into the arms' SQL: it must stay at least any BREVITY_FULL_CHARS bench/folds.py tries.
