@@ -18,6 +18,10 @@ RESPELL_PER_WORD = 2  # vocabulary terms searched for one unknown word, most fre
 
 # --- keyword arm (FTS5 BM25) ---
 KEYWORD_ROW_CAP = 100  # candidates taken from FTS5, best bm25 first
+# A query word the stemmer folds onto a stop word ("Ines" -> "in") is searched by its letters
+# among the stop word's postings (stop_folded.py); at most this many holders are read (a word in
+# more entries than that weighs next to nothing anyway).
+FOLDED_WORD_MAX_ROWS = 1000
 KEYWORD_HEAD_MARGIN = 20  # extra head rows ranked in FTS5 alone, to survive exclusions
 PROXIMITY_BOOST_WEIGHT = 0.25  # weight of the pair-proximity bm25 added to the word bm25
 PROXIMITY_WINDOW_TOKENS = 5  # two consecutive query terms at most this many tokens apart
