@@ -90,8 +90,9 @@ class RerankFactors(TypedDict):
         Field(
             description=(
                 "1 - lexical share of the fused score x (1 - min(1, characters / 200) ^ 0.5): a short "
-                "entry's word match counts for less (a greeting shares a question's words, not what "
-                "it asks); 1 from 200 characters on, and when the query has no searchable words"
+                "episode's word match counts for less (a greeting shares a question's words, not what "
+                "it asks); 1 for a semantic entry (a fact is short by design), from 200 characters "
+                "on, and when the query has no searchable words"
             )
         ),
     ]

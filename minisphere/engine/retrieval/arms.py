@@ -19,6 +19,7 @@ from minisphere.engine.retrieval.query_text import (
     stem,
 )
 from minisphere.engine.retrieval.sql_filters import ALWAYS_EXCLUDED_TAGS, Prefilter
+from minisphere.engine.retrieval.stop_folded import literal_matches
 from minisphere.engine.rows import id_chunks
 
 
@@ -37,7 +38,7 @@ TAG_SEPARATOR = "\x1f"  # tags are normalized text: they never hold a control ch
 RERANK_COLUMNS = (
     "e.updated_at, e.recall_count, e.importance_score, e.volatility, "
     f"(SELECT group_concat(t.tag, '{TAG_SEPARATOR}') FROM tags t WHERE t.entry_id = e.id), "
-    f"substr(e.content, 1, {T.RERANK_PREFIX_CHARS})"
+    f"substr(e.content, 1, {T.RERANK_PREFIX_CHARS}), e.kind"
 )
 RERANK_TAGS_AT = 4  # where the folded tags sit among RERANK_COLUMNS
 
@@ -49,11 +50,12 @@ class RerankRow(TypedDict):
     volatility: str
     tags: list[str]
     prefix: str
+    kind: str  # episodic or semantic: brevity discounts episodes only
 
 
 def rerank_row(values: Sequence[Any]) -> RerankRow:
     """RERANK_COLUMNS' values as the dict rerank_factors reads."""
-    updated_at, recall_count, importance, volatility, tags, prefix = values
+    updated_at, recall_count, importance, volatility, tags, prefix, kind = values
     return {
         "updatedAt": updated_at,
         "recallCount": recall_count,
@@ -61,7 +63,8 @@ def rerank_row(values: Sequence[Any]) -> RerankRow:
         "volatility": volatility,
         "tags": tags.split(TAG_SEPARATOR) if tags else [],
         "prefix": prefix or "",
-    }  # first word: the subject; length: brevity
+        "kind": kind,
+    }  # first word: the subject; length and kind: brevity
 
 
 def _bm25(
@@ -226,6 +229,7 @@ def keyword_arm(
     prefilter: Prefilter,
     frequencies: dict[str, int] | None = None,
     stopwatch: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
+    folded: frozenset[str] = frozenset(),
 ) -> list[Hit]:
     """FTS5 BM25 over the OR of the tokens (the words), plus two bounded additions:
 
@@ -235,13 +239,20 @@ def keyword_arm(
     for the word hits are kept; expansion terms come from a bounded prefix of the best hits, and
     none are sought when every query word is rare (`frequencies`: distill's document counts).
     `stopwatch()`, if given, is a context manager timing the feedback round on its own.
+    Tokens in `folded` (names the stemmer folds onto a stop word, query_text.folded_names) are
+    searched by their letters (stop_folded.py), not in FTS5.
     """
-    found = _bm25(conn, match_any(tokens), prefilter, T.KEYWORD_ROW_CAP)
+    searched = [t for t in tokens if t not in folded]
+    found = _bm25(conn, match_any(searched), prefilter, T.KEYWORD_ROW_CAP) if searched else {}
+    if folded_here := [t for t in tokens if t in folded]:
+        found = _with_folded_words(conn, found, folded_here, prefilter)
     words = {entry_id: score for entry_id, (score, _, _) in found.items()}
     seq_of = {entry_id: seq for entry_id, (_, seq, _) in found.items()}
     row_of = {entry_id: row for entry_id, (_, _, row) in found.items()}
     proximity: dict[str, float] = {}
-    near = match_near_pairs(tokens, T.PROXIMITY_WINDOW_TOKENS) if T.PROXIMITY_BOOST_WEIGHT else None
+    near = (
+        match_near_pairs(searched, T.PROXIMITY_WINDOW_TOKENS) if T.PROXIMITY_BOOST_WEIGHT else None
+    )
     if near and words:
         by_seq = _bm25_among(conn, near, list(seq_of.values()))
         proximity = {entry_id: by_seq[seq] for entry_id, seq in seq_of.items() if seq in by_seq}
@@ -264,6 +275,25 @@ def keyword_arm(
         hits.append(Hit(entry_id, score, detail, row_of.get(entry_id)))
     hits.sort(key=lambda h: -h.score)
     return hits[: T.KEYWORD_ROW_CAP]
+
+
+def _with_folded_words(
+    conn: Connection,
+    found: dict[str, tuple[float, int, tuple[Any, ...]]],
+    folded: list[str],
+    prefilter: Prefilter,
+) -> dict[str, tuple[float, int, tuple[Any, ...]]]:
+    """The word hits with each word the stemmer folds onto a stop word added by its letters
+    (stop_folded.py): its weight added to the entries holding it, the best KEYWORD_ROW_CAP kept."""
+    merged = dict(found)
+    for word in folded:
+        for entry_id, (weight, seq, row) in literal_matches(
+            conn, word, prefilter, RERANK_COLUMNS
+        ).items():
+            score = merged[entry_id][0] if entry_id in merged else 0.0
+            merged[entry_id] = (score + weight, seq, row)
+    best = sorted(merged, key=lambda i: -merged[i][0])[: T.KEYWORD_ROW_CAP]
+    return {entry_id: merged[entry_id] for entry_id in best}
 
 
 def _feedback_scores(

@@ -91,6 +91,20 @@ def stem(token: str) -> str:
     return _porter(token)
 
 
+def stop_folded(tokens: Iterable[str]) -> list[str]:
+    """The tokens the stemmer folds onto a stop word, not stop words themselves ("ines" -> "in",
+    "wes" -> "we", but also "using" -> "us"): the index cannot tell them from the stop word."""
+    return [t for t in tokens if t not in STOP_WORDS and stem(t) in STOP_WORDS]
+
+
+def folded_names(query: str) -> frozenset[str]:
+    """The query's names (query_names: capitalised words past its first) that the stemmer folds
+    onto a stop word: "Where does Ines work now?" -> ines. Only names: an ordinary word folded so
+    ("using", "getting") is better searched by its stem, which finds its other forms too, and a
+    name has none."""
+    return frozenset(stop_folded(query_names(query, tokenize(query))))
+
+
 def content_terms(text: str) -> list[str]:
     """Stemmed, stop-word-free terms of a text (for overlap and similarity measures)."""
     return [stem(t) for t in tokenize(text) if t not in STOP_WORDS]
@@ -102,19 +116,26 @@ def plain_terms(text: str) -> list[str]:
 
 
 def distill(
-    conn: Connection, tokens: list[str], entry_count: int, frequencies: dict[str, int] | None = None
+    conn: Connection,
+    tokens: list[str],
+    entry_count: int,
+    frequencies: dict[str, int] | None = None,
+    folded: frozenset[str] = frozenset(),
 ) -> tuple[list[str], list[str]]:
     """Split query tokens into (kept, dropped). Order of first appearance is kept.
     `frequencies`, if given, receives the document frequency of each non-stop token looked up
-    (nothing in a workspace too small to judge)."""
+    (nothing in a workspace too small to judge). `folded`: names the stemmer folds onto a stop
+    word (folded_names), whose count in the index is the stop word's, not theirs: they are kept,
+    uncounted (they are searched by their letters)."""
     unique = list(dict.fromkeys(tokens))[: T.MAX_QUERY_TERMS]
     kept = [t for t in unique if t not in STOP_WORDS]
-    if entry_count >= T.COMMON_TERM_MIN_ENTRIES and kept:
-        frequency = document_frequency(conn, [stem(t) for t in kept])
+    judged = [t for t in kept if t not in folded]
+    if entry_count >= T.COMMON_TERM_MIN_ENTRIES and judged:
+        frequency = document_frequency(conn, [stem(t) for t in judged])
         if frequencies is not None:
-            frequencies.update((t, frequency.get(stem(t), 0)) for t in kept)
+            frequencies.update((t, frequency.get(stem(t), 0)) for t in judged)
         limit = T.COMMON_TERM_DOC_RATIO * entry_count
-        rare = [t for t in kept if frequency.get(stem(t), 0) <= limit]
+        rare = [t for t in kept if t in folded or frequency.get(stem(t), 0) <= limit]
         kept = rare or kept
     if not kept:  # only stop words: search them rather than nothing
         kept = unique

@@ -41,6 +41,7 @@ from minisphere.engine.retrieval.fusion import Slot, fuse, fuse_hybrid
 from minisphere.engine.retrieval.query_text import (
     STOP_WORDS,
     distill,
+    folded_names,
     query_names,
     stem,
     subject_terms,
@@ -251,10 +252,13 @@ def _search_terms(
     tokens: list[str],
     frequencies: dict[str, int],
     substitutes: dict[str, list[str]],
+    folded: frozenset[str],
 ) -> tuple[list[str], list[str]]:
     """distill's (kept, dropped), with the stand-ins of words no entry contains searched beside
     them (respell.py; `substitutes` receives them)."""
-    terms, dropped = distill(conn, tokens, entry_count(conn), frequencies) if tokens else ([], [])
+    terms, dropped = (
+        distill(conn, tokens, entry_count(conn), frequencies, folded) if tokens else ([], [])
+    )
     if T.RESPELL_UNKNOWN_WORDS and terms:
         substitutes.update(stand_ins(conn, terms, frequencies))
         terms = list(dict.fromkeys([*terms, *(s for found in substitutes.values() for s in found)]))
@@ -267,12 +271,13 @@ def _rewrite(
     now_ms: int,
     frequencies: dict[str, int],
     substitutes: dict[str, list[str]],
+    folded: frozenset[str],
 ) -> tuple[str, TimeBounds, list[str], list[str]]:
     if not args.query.strip():
         raise InvalidArgument("recall: query must not be empty")
     text, bounds = extract_time_bounds(args.query, now_ms)
     tokens = tokenize(text)
-    terms, dropped = _search_terms(conn, tokens, frequencies, substitutes)
+    terms, dropped = _search_terms(conn, tokens, frequencies, substitutes, folded)
     only_stop_words = bool(terms) and all(t in STOP_WORDS for t in terms)
     if only_stop_words and bounds.active:  # "what happened yesterday?": browse the period
         terms, dropped = [], list(dict.fromkeys(tokens))
@@ -333,20 +338,22 @@ def _gather_arms(
     of it is waited for here (booked as `embedWaitMs`, not as the KNN's `vectorMs`)."""
     frequencies: dict[str, int] = {}  # document counts of the query words (distill's)
     substitutes: dict[str, list[str]] = {}
-    text, bounds, terms, dropped = _rewrite(conn, args, now_ms, frequencies, substitutes)
+    folded = folded_names(args.query)  # searched by their letters, not in FTS5
+    text, bounds, terms, dropped = _rewrite(conn, args, now_ms, frequencies, substitutes, folded)
     prefilter = Prefilter.build(args.kind, args.tag, bounds, now_ms)
     timer.lap("rewriteMs")
     relaxed = False
     arms: dict[str, list[Hit]] = {}
     if terms:
         feedback_watch = functools.partial(timer.part, "feedbackMs")
-        keyword = keyword_arm(conn, terms, prefilter, frequencies, feedback_watch)
+        keyword = keyword_arm(conn, terms, prefilter, frequencies, feedback_watch, folded)
         if not keyword and bounds.active:
             # A time phrase must not turn a good query into nothing: drop the bounds and search
             # the phrase's words too (in "the 1990 world cup", 1990 is a topic, not a filter).
             relaxed, prefilter = True, prefilter.without_time()
-            terms, dropped = _search_terms(conn, tokenize(args.query), frequencies, substitutes)
-            keyword = keyword_arm(conn, terms, prefilter, frequencies, feedback_watch)
+            tokens = tokenize(args.query)
+            terms, dropped = _search_terms(conn, tokens, frequencies, substitutes, folded)
+            keyword = keyword_arm(conn, terms, prefilter, frequencies, feedback_watch, folded)
         arms["keyword"] = keyword
         timer.lap("keywordMs")
         if args.hops > 0 and keyword:

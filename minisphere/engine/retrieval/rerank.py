@@ -18,7 +18,8 @@ bounded multiplier and 1.0 means "no opinion":
   brevity    = 1 - lexical × (1 - min(1, chars / BREVITY_FULL_CHARS) ^ BREVITY_EXPONENT)
                -> in (0, 1]; chars = the entry's length (read up to RERANK_PREFIX_CHARS),
                lexical = the lexical arms' share of the fused score (1 without a binding); 1
-               when off (0) or when the query has no searchable words (no match to discount)
+               when off (0), when the query has no searchable words (no match to discount),
+               and for an entry whose kind is not in BREVITY_KINDS (a fact)
 
 A fresh entry with importance 0 that was never recalled, at least BREVITY_FULL_CHARS long, gets
 ×1 from every factor: it ranks by relevance alone.
@@ -123,14 +124,17 @@ def subject_factor(subject_stems: frozenset[str], row: RerankRow) -> float:
 
 
 def brevity_factor(row: RerankRow, query_stems: set[str], lexical_part: float = 1.0) -> float:
-    """Below BREVITY_FULL_CHARS an entry's word match counts for less: a short entry (a
+    """Below BREVITY_FULL_CHARS an episode's word match counts for less: a short turn (a
     greeting, a one-line reply) matches the query's words by the few it has, not by what it
-    says. It discounts the lexical part of the fused score only (`lexical_part`, its share of
-    it): a cosine already weighs the whole entry. Without searchable words there is no match to
-    discount (browsing a period or a tag by recency)."""
+    says. A fact (`semantic`) is short by design and keeps its match. It discounts the lexical
+    part of the fused score only (`lexical_part`, its share of it): a cosine already weighs the
+    whole entry. Without searchable words there is no match to discount (browsing a period or
+    a tag by recency)."""
     full = T.BREVITY_FULL_CHARS
     chars = len(row.get("prefix", ""))
     if full <= 0 or chars >= full or not query_stems or lexical_part <= 0:
+        return 1.0
+    if row["kind"] not in T.BREVITY_KINDS:
         return 1.0
     discount: float = (max(chars, 1) / full) ** T.BREVITY_EXPONENT
     return 1.0 - min(lexical_part, 1.0) * (1.0 - discount)

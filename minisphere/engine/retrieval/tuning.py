@@ -18,6 +18,10 @@ RESPELL_PER_WORD = 2  # vocabulary terms searched for one unknown word, most fre
 
 # --- keyword arm (FTS5 BM25) ---
 KEYWORD_ROW_CAP = 100  # candidates taken from FTS5, best bm25 first
+# A query word the stemmer folds onto a stop word ("Ines" -> "in") is searched by its letters
+# among the stop word's postings (stop_folded.py); at most this many holders are read (a word in
+# more entries than that weighs next to nothing anyway).
+FOLDED_WORD_MAX_ROWS = 1000
 KEYWORD_HEAD_MARGIN = 20  # extra head rows ranked in FTS5 alone, to survive exclusions
 PROXIMITY_BOOST_WEIGHT = 0.25  # weight of the pair-proximity bm25 added to the word bm25
 PROXIMITY_WINDOW_TOKENS = 5  # two consecutive query terms at most this many tokens apart
@@ -107,6 +111,11 @@ NAME_MISSING_FACTOR = 0.8
 # length of a typical passage, so it discounts short turns, not documents.
 BREVITY_FULL_CHARS = 200
 BREVITY_EXPONENT = 0.5
+# Only episodes (conversation turns, events) are discounted: a greeting is short because it says
+# little, a fact is short because it is one fact ("Ines lives in Turin."). Discounting facts
+# ranked a person's longer statement of another attribute, or a longer statement of another
+# subject, above the short fact asked about.
+BREVITY_KINDS = frozenset({"episodic"})
 # The first word (subject factor) and the length up to BREVITY_FULL_CHARS (brevity factor) are
 # read from this much of the content, never more: the rerank's cost does not follow entry size.
 # Read once, into the arms' SQL: it must stay at least any BREVITY_FULL_CHARS bench/folds.py tries.

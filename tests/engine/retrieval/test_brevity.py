@@ -26,7 +26,7 @@ SUBSTANTIVE = (
 def greeting_and_turn(ws, now_clock, add):
     for text in FILLER:
         add(text)
-    return add(GREETING), add(SUBSTANTIVE)
+    return add(GREETING, kind="episodic"), add(SUBSTANTIVE, kind="episodic")
 
 
 def test_a_short_greeting_does_not_outrank_a_substantive_turn_with_the_same_match(
@@ -53,13 +53,38 @@ def test_a_short_greeting_does_not_outrank_a_substantive_turn_with_the_same_matc
     assert ids(ws.recall("pottery class", hops=0)) == [greeting, turn]
 
 
+def test_a_short_fact_is_not_ranked_below_a_longer_entry_with_the_same_match(
+    ws, now_clock, add, monkeypatch
+):
+    """Facts are short by design: "Wanda lives in Lisbon." matches a question about Wanda as
+    well as a longer remark that names her (BM25 even prefers it, being shorter), and the
+    brevity discount, meant for greetings, put the remark first."""
+    for text in FILLER:
+        add(text)
+    fact = add("Wanda lives in Lisbon.", kind="semantic")
+    remark = add(
+        "Wanda said the coffee machine in the north wing is broken again today.", kind="semantic"
+    )
+    turn = add("Wanda: see you at the canteen!", kind="episodic")
+    result = ws.recall("wanda", hops=0)
+    assert ids(result)[0] == fact
+    items = by_id(result)
+    assert items[fact]["breakdown"]["rerank"]["brevity"] == 1.0
+    assert items[remark]["breakdown"]["rerank"]["brevity"] == 1.0
+    assert items[turn]["breakdown"]["rerank"]["brevity"] < 1.0  # an episode still is discounted
+
+    monkeypatch.setattr(T, "BREVITY_KINDS", frozenset({"episodic", "semantic"}))  # the failure
+    ws.conn.execute("UPDATE entries SET recall_count = 0")
+    assert ids(ws.recall("wanda", hops=0))[0] == remark
+
+
 def test_browsing_without_searchable_words_does_not_discount_short_entries(ws, clock, add):
     """A time phrase or a tag alone lists entries newest first: there is no match to discount,
     so a short entry keeps its place."""
     clock.set(NOW - 3_600_000)
-    long_one = add(SUBSTANTIVE, tags=["pottery"])
+    long_one = add(SUBSTANTIVE, tags=["pottery"], kind="episodic")
     clock.set(NOW)
-    short_one = add(GREETING, tags=["pottery"])
+    short_one = add(GREETING, tags=["pottery"], kind="episodic")
     result = ws.recall("?", tag="pottery")
     assert ids(result) == [short_one, long_one]
     assert by_id(result)[short_one]["breakdown"]["rerank"]["brevity"] == 1.0
@@ -71,7 +96,7 @@ def test_the_rerank_reads_the_length_up_to_the_longest_cutoff_tried():
     assert 0 < T.BREVITY_FULL_CHARS <= T.RERANK_PREFIX_CHARS
 
 
-def _row(chars: int) -> dict:
+def _row(chars: int, kind: str = "episodic") -> dict:
     return {
         "updatedAt": 0,
         "recallCount": 0,
@@ -79,7 +104,15 @@ def _row(chars: int) -> dict:
         "volatility": "durable",
         "tags": [],
         "prefix": "x" * min(chars, T.RERANK_PREFIX_CHARS),
+        "kind": kind,
     }
+
+
+@given(st.integers(0, 2 * T.RERANK_PREFIX_CHARS), st.floats(0.0, 1.0))
+def test_a_fact_of_any_length_keeps_its_whole_match(chars, lexical):
+    """Only episodes are discounted: a semantic entry's factor is 1 however short."""
+    assert "semantic" not in T.BREVITY_KINDS
+    assert brevity_factor(_row(chars, "semantic"), {"pottery"}, lexical) == 1.0
 
 
 @given(
