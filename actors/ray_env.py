@@ -27,6 +27,10 @@ WORKER_ENV = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
 # set, only its per-event statistics (debug output alone) cost something: about 8% of an idle
 # actor's CPU, and the raylet's and GCS's with it (bench/results/tuning-notes.md).
 UPKEEP_ENV = {"RAY_event_stats": "0"}
+# Serve gives a starting proxy 5 s to say it is ready, and kills it after three misses; on a
+# loaded node HAProxy's manager takes longer than that, and `serve.start`, which waits on that
+# very actor, then fails the whole start. A slow start is no broken proxy: it is given 30 s.
+PROXY_READY_ENV = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "30"}
 HAPROXY_FLAG = "RAY_SERVE_ENABLE_HA_PROXY"
 # Ray's HAProxy configuration sends no X-Forwarded-For, so every request would reach the replica
 # from HAProxy's address and the failed-authentication budget (kept per client address) would be
@@ -86,12 +90,17 @@ def prepare_ray_env(
     front: str = DEFAULT_HTTP_FRONT,
 ) -> None:
     """Before Ray starts, what every process it starts must inherit: `WORKER_ENV`,
-    `UPKEEP_ENV`, Serve's `SERVE_PERFORMANCE_ENV` unless `performance` is off, and the HTTP
+    `UPKEEP_ENV`, `PROXY_READY_ENV`, Serve's `SERVE_PERFORMANCE_ENV` unless `performance` is off, and the HTTP
     `front` (`haproxy` or `python`, the setting MINISPHERE_HTTP_FRONT). A value already set is
     kept, but for the front's own switch, which follows the setting, and HAProxy's folder and
     ports when another launcher made them (a service started from within one inherits its
     environment)."""
-    chosen = {**WORKER_ENV, **UPKEEP_ENV, **(SERVE_PERFORMANCE_ENV if performance else {})}
+    chosen = {
+        **WORKER_ENV,
+        **UPKEEP_ENV,
+        **PROXY_READY_ENV,
+        **(SERVE_PERFORMANCE_ENV if performance else {}),
+    }
     for name, value in chosen.items():
         environ.setdefault(name, value)
     environ[HAPROXY_FLAG] = "1" if front == "haproxy" else "0"

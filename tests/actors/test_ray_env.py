@@ -93,3 +93,11 @@ def test_a_replica_believes_the_front_ray_runs_not_the_setting():
 def test_rays_debug_event_statistics_are_off_unless_an_operator_turns_them_on():
     assert prepared("python")["RAY_event_stats"] == "0"
     assert prepared("python", RAY_event_stats="1")["RAY_event_stats"] == "1"
+
+
+def test_a_proxy_slow_to_start_on_a_loaded_node_is_not_killed_after_five_seconds():
+    """Serve's own 5 s readiness bound failed `serve.start` on a busy machine: the launcher
+    gives the proxy longer, and an operator's own value is kept."""
+    assert float(prepared("python")["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"]) >= 30
+    kept = prepared("python", RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S="12")
+    assert kept["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"] == "12"

@@ -182,6 +182,7 @@ class Cluster:
             "MINISPHERE_TRUSTED_PROXIES": f"{SUBNET_PREFIX}.0/{SUBNET_BITS}",
             "PYDANTIC_DISABLE_PLUGINS": "__all__",
             "RAY_event_stats": "0",
+            "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "30",
             "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
             "RAY_USAGE_STATS_ENABLED": "0",
             **ray_auth_env(),

@@ -98,3 +98,4 @@ def test_every_pod_starts_ray_as_the_launcher_does_haproxy_naming_each_client():
         assert env["RAY_SERVE_HAPROXY_RETRY_ON"] == HAPROXY_RETRY_ON_WITH_CLIENT_ADDRESS
         assert env["MINISPHERE_TRUSTED_PROXIES"]  # HAProxy's peers on other pods name clients
         assert env["RAY_event_stats"] == "0"  # as the launcher starts Ray
+        assert env["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"] == "30"  # as the launcher does
