@@ -90,11 +90,11 @@ def prepare_ray_env(
     front: str = DEFAULT_HTTP_FRONT,
 ) -> None:
     """Before Ray starts, what every process it starts must inherit: `WORKER_ENV`,
-    `UPKEEP_ENV`, `PROXY_READY_ENV`, Serve's `SERVE_PERFORMANCE_ENV` unless `performance` is off, and the HTTP
-    `front` (`haproxy` or `python`, the setting MINISPHERE_HTTP_FRONT). A value already set is
-    kept, but for the front's own switch, which follows the setting, and HAProxy's folder and
-    ports when another launcher made them (a service started from within one inherits its
-    environment)."""
+    `UPKEEP_ENV`, `PROXY_READY_ENV`, Serve's `SERVE_PERFORMANCE_ENV` unless `performance` is
+    off, and the HTTP `front` (`haproxy` or `python`, the setting MINISPHERE_HTTP_FRONT). A
+    value already set is kept, but for the front's own switch, which follows the setting, and
+    HAProxy's folder and ports when another launcher made them (a service started from within
+    one inherits its environment)."""
     chosen = {
         **WORKER_ENV,
         **UPKEEP_ENV,
