@@ -88,7 +88,7 @@ def test_infra_kuberay_metrics_port_and_scheduler_documented():
 
 
 def test_every_pod_starts_ray_as_the_launcher_does_haproxy_naming_each_client():
-    from actors.ray_env import HAPROXY_RETRY_ON_WITH_CLIENT_ADDRESS
+    from actors.ray_env import HAPROXY_RETRY_ON_WITH_CLIENT_ADDRESS, PROXY_READY_ENV
     from tests.e2e.operator_cluster import HAPROXY_RETRY_ON_WITH_CLIENT_ADDRESS as OPERATORS
 
     assert OPERATORS == HAPROXY_RETRY_ON_WITH_CLIENT_ADDRESS
@@ -98,4 +98,5 @@ def test_every_pod_starts_ray_as_the_launcher_does_haproxy_naming_each_client():
         assert env["RAY_SERVE_HAPROXY_RETRY_ON"] == HAPROXY_RETRY_ON_WITH_CLIENT_ADDRESS
         assert env["MINISPHERE_TRUSTED_PROXIES"]  # HAProxy's peers on other pods name clients
         assert env["RAY_event_stats"] == "0"  # as the launcher starts Ray
-        assert env["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"] == "30"  # as the launcher does
+        for name, value in PROXY_READY_ENV.items():  # as the launcher starts Ray
+            assert env[name] == value
