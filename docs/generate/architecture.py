@@ -30,23 +30,17 @@ def modules(names: list[str]) -> str:
     return ", ".join(f"`{name}`" for name in names)
 
 
-def pages() -> dict[str, str]:
-    found = contracts()
-    layered = [c for c in found if c["type"] == "layers"]
-    forbidden = [c for c in found if c["type"] == "forbidden"]
-    protected = [c for c in found if c["type"] == "protected"]
-    independent = [c for c in found if c["type"] == "independence"]
-    lines = [
-        notice("the import-linter contracts in pyproject.toml"),
-        "# Layer rules",
-        "",
-        "`lint-imports` checks these contracts in CI before the tests "
-        "(`[tool.importlinter]` in `pyproject.toml`): a broken rule fails the build. "
-        "What import-linter cannot see (an `importlib.import_module`), "
-        "`tests/test_import_boundaries.py` checks in a fresh interpreter. The layout "
-        "these rules keep is described in [Architecture](index.md).",
-        "",
-    ]
+INTRODUCTION = (
+    "`lint-imports` checks these contracts in CI before the tests "
+    "(`[tool.importlinter]` in `pyproject.toml`): a broken rule fails the build. "
+    "What import-linter cannot see (an `importlib.import_module`), "
+    "`tests/test_import_boundaries.py` checks in a fresh interpreter. The layout "
+    "these rules keep is described in [Architecture](index.md)."
+)
+
+
+def layers_lines(layered: list[dict]) -> list[str]:
+    lines: list[str] = []
     for contract in layered:
         lines += [
             f"## {contract['name']}",
@@ -56,47 +50,51 @@ def pages() -> dict[str, str]:
             "```",
             "",
         ]
-    lines += [
-        "## Forbidden imports",
-        "",
-        table(
-            ["rule", "modules", "may never import"],
-            [
-                [
-                    c["name"],
-                    modules(c["source_modules"]),
-                    modules(c["forbidden_modules"])
-                    + ("; indirect imports allowed" if c.get("allow_indirect_imports") else ""),
-                ]
-                for c in forbidden
-            ],
-        ),
-        "",
+    return lines
+
+
+def forbidden_lines(forbidden: list[dict]) -> list[str]:
+    rows = [
+        [
+            c["name"],
+            modules(c["source_modules"]),
+            modules(c["forbidden_modules"])
+            + ("; indirect imports allowed" if c.get("allow_indirect_imports") else ""),
+        ]
+        for c in forbidden
     ]
-    if protected:
-        lines += [
-            "## Protected modules",
-            "",
-            table(
-                ["rule", "modules", "imported only by"],
-                [
-                    [c["name"], modules(c["protected_modules"]), modules(c["allowed_importers"])]
-                    for c in protected
-                ],
-            ),
-            "",
-        ]
-    if independent:
-        lines += [
-            "## Independent packages",
-            "",
-            table(
-                ["rule", "packages", "the only imports between them"],
-                [
-                    [c["name"], modules(c["modules"]), modules(c.get("ignore_imports", []))]
-                    for c in independent
-                ],
-            ),
-            "",
-        ]
+    return ["## Forbidden imports", "", table(["rule", "modules", "may never import"], rows), ""]
+
+
+def section_lines(title: str, header: list[str], rows: list[list[object]]) -> list[str]:
+    """A titled table, or nothing when no contract of its kind exists."""
+    return [f"## {title}", "", table(header, rows), ""] if rows else []
+
+
+def pages() -> dict[str, str]:
+    found = contracts()
+    of_type = {kind: [c for c in found if c["type"] == kind] for kind in {c["type"] for c in found}}
+    protected: list[list[object]] = [
+        [c["name"], modules(c["protected_modules"]), modules(c["allowed_importers"])]
+        for c in of_type.get("protected", [])
+    ]
+    independent: list[list[object]] = [
+        [c["name"], modules(c["modules"]), modules(c.get("ignore_imports", []))]
+        for c in of_type.get("independence", [])
+    ]
+    lines = [
+        notice("the import-linter contracts in pyproject.toml"),
+        "# Layer rules",
+        "",
+        INTRODUCTION,
+        "",
+        *layers_lines(of_type.get("layers", [])),
+        *forbidden_lines(of_type.get("forbidden", [])),
+        *section_lines("Protected modules", ["rule", "modules", "imported only by"], protected),
+        *section_lines(
+            "Independent packages",
+            ["rule", "packages", "the only imports between them"],
+            independent,
+        ),
+    ]
     return {"architecture/layers.md": "\n".join(lines).rstrip("\n") + "\n"}

@@ -90,72 +90,72 @@ def fields_table(schema: dict) -> str:
     return table(["field", "type", "required", "default", "rules"], rows) + extra
 
 
-def operation_section(path: str, method: str, operation: dict) -> list[str]:
-    lines = [f"### `{method.upper()} {path}`", "", operation.get("summary", ""), ""]
-    if operation.get("description"):
-        lines += [operation["description"].strip(), ""]
-    params = operation.get("parameters", [])
-    if params:
-        rows = [
-            [
-                f"`{p['name']}`",
-                p["in"],
-                "yes" if p.get("required") else "",
-                type_of(p["schema"]),
-                "; ".join(
-                    filter(None, [p["schema"].get("description", ""), rules_of(p["schema"])])
-                ),
-            ]
-            for p in params
+def parameters_lines(params: list[dict]) -> list[str]:
+    if not params:
+        return []
+    rows = [
+        [
+            f"`{p['name']}`",
+            p["in"],
+            "yes" if p.get("required") else "",
+            type_of(p["schema"]),
+            "; ".join(filter(None, [p["schema"].get("description", ""), rules_of(p["schema"])])),
         ]
-        lines += ["Parameters:", "", table(["name", "in", "required", "type", "rules"], rows), ""]
-    body = operation.get("requestBody")
-    if body:
-        for media, content in body.get("content", {}).items():
-            schema = content.get("schema", {})
-            title = schema.get("title", "")
-            needed = "required" if body.get("required") else "optional"
-            lines += [
-                f"Body ({needed}, `{media}`{', ' + title if title else ''}):",
-                "",
-                fields_table(schema)
-                if "properties" in schema or "$ref" not in schema
-                else type_of(schema),
-                "",
-            ]
+        for p in params
+    ]
+    return ["Parameters:", "", table(["name", "in", "required", "type", "rules"], rows), ""]
+
+
+def body_lines(body: dict | None) -> list[str]:
+    lines: list[str] = []
+    for media, content in (body or {}).get("content", {}).items():
+        schema = content.get("schema", {})
+        title = schema.get("title", "")
+        needed = "required" if body and body.get("required") else "optional"
+        lines += [
+            f"Body ({needed}, `{media}`{', ' + title if title else ''}):",
+            "",
+            fields_table(schema)
+            if "properties" in schema or "$ref" not in schema
+            else type_of(schema),
+            "",
+        ]
+    return lines
+
+
+def answers_lines(responses: dict) -> list[str]:
     answers, errors = [], []
-    for status, answer in operation.get("responses", {}).items():
+    for status, answer in responses.items():
         schema = next(iter(answer.get("content", {}).values()), {}).get("schema", {})
         if status.startswith(("4", "5")) and schema.get("$ref", "").endswith("/ErrorBody"):
             errors.append(status)
         else:
             what = type_of(schema) if schema else "no body"
             answers.append(f"`{status}` {what}")
-    lines += [
-        "Answers: "
-        + ", ".join(answers)
-        + (
-            "; errors "
-            + ", ".join(f"`{status}`" for status in sorted(errors))
-            + " as [ErrorBody](#schema-errorbody)"
-            if errors
-            else ""
-        ),
-        "",
-    ]
+    listed = ", ".join(f"`{status}`" for status in sorted(errors))
+    tail = f"; errors {listed} as [ErrorBody](#schema-errorbody)" if errors else ""
+    lines = ["Answers: " + ", ".join(answers) + tail, ""]
     links = next(
-        (answer.get("links") for answer in operation["responses"].values() if answer.get("links")),
-        None,
+        (answer.get("links") for answer in responses.values() if answer.get("links")), None
     )
     if links:
-        lines += [
-            "Links: "
-            + "; ".join(
-                f"{name} ({cell(link.get('description', ''))})" for name, link in links.items()
-            ),
-            "",
-        ]
+        described = (
+            f"{name} ({cell(link.get('description', ''))})" for name, link in links.items()
+        )
+        lines += ["Links: " + "; ".join(described), ""]
     return lines
+
+
+def operation_section(path: str, method: str, operation: dict) -> list[str]:
+    lines = [f"### `{method.upper()} {path}`", "", operation.get("summary", ""), ""]
+    if operation.get("description"):
+        lines += [operation["description"].strip(), ""]
+    return (
+        lines
+        + parameters_lines(operation.get("parameters", []))
+        + body_lines(operation.get("requestBody"))
+        + answers_lines(operation["responses"])
+    )
 
 
 def pages() -> dict[str, str]:
