@@ -6,15 +6,15 @@ admin token. Tests talk to it over real HTTP with httpx.
 
 from __future__ import annotations
 
-import socket
 import time
 import uuid
+from pathlib import Path
 from urllib.parse import urlparse
 
 import httpx
 import pytest
 
-from tests.support.tcp_relay import TcpRelay
+from tests.support.tcp_relay import TcpRelay, free_port
 
 ADMIN_TOKEN = "test-admin-" + uuid.uuid4().hex
 SNAPSHOT_BUCKET = "minisphere-service-tests"
@@ -44,10 +44,24 @@ class PatientTransport(httpx.HTTPTransport):
             time.sleep(float(response.headers["retry-after"]))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def service_env(data_dir: Path, port: int, relay_url: str) -> dict[str, str]:
+    """The session service's settings: S3 snapshots through the relay, one ingress replica."""
+    return {
+        "MINISPHERE_DATA_DIR": str(data_dir),
+        "MINISPHERE_HOST": "127.0.0.1",
+        "MINISPHERE_PORT": str(port),
+        "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
+        "MINISPHERE_RAY_NAMESPACE": "minisphere-test",
+        "MINISPHERE_SYNCHRONOUS": "NORMAL",
+        "MINISPHERE_MAX_REPLICAS": "1",
+        "MINISPHERE_SNAPSHOT_STORE": "s3",
+        "MINISPHERE_S3_BUCKET": SNAPSHOT_BUCKET,
+        "MINISPHERE_S3_PREFIX": SNAPSHOT_PREFIX,
+        "MINISPHERE_S3_ENDPOINT_URL": relay_url,
+        "MINISPHERE_S3_REGION": "us-east-1",
+        "MINISPHERE_S3_ACCESS_KEY_ID": "testing",
+        "MINISPHERE_S3_SECRET_ACCESS_KEY": "testing",
+    }
 
 
 @pytest.fixture(scope="session")
@@ -59,7 +73,7 @@ def service(tmp_path_factory, s3_endpoint):
     from minisphere.settings import load_settings
 
     data_dir = tmp_path_factory.mktemp("service-data")
-    port = _free_port()
+    port = free_port()
     # snapshots go to moto through a relay the durability tests can take down and bring back
     import boto3
 
@@ -68,23 +82,7 @@ def service(tmp_path_factory, s3_endpoint):
     )
     moto = urlparse(s3_endpoint)
     relay = TcpRelay(moto.hostname, moto.port).start()
-    env = {
-        "MINISPHERE_DATA_DIR": str(data_dir),
-        "MINISPHERE_HOST": "127.0.0.1",
-        "MINISPHERE_PORT": str(port),
-        "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
-        "MINISPHERE_RAY_NAMESPACE": "minisphere-test",
-        "MINISPHERE_SYNCHRONOUS": "NORMAL",
-        "MINISPHERE_MAX_REPLICAS": "1",
-        "MINISPHERE_SNAPSHOT_STORE": "s3",
-        "MINISPHERE_S3_BUCKET": SNAPSHOT_BUCKET,
-        "MINISPHERE_S3_PREFIX": SNAPSHOT_PREFIX,
-        "MINISPHERE_S3_ENDPOINT_URL": relay.url,
-        "MINISPHERE_S3_REGION": "us-east-1",
-        "MINISPHERE_S3_ACCESS_KEY_ID": "testing",
-        "MINISPHERE_S3_SECRET_ACCESS_KEY": "testing",
-    }
-    config = load_settings(env)
+    config = load_settings(service_env(data_dir, port, relay.url))
     owns_ray = not ray.is_initialized()  # another session fixture may have started it
     if owns_ray:  # the environment the launcher gives Ray, before it starts (see serve_app)
         serve_app.prepare_ray_env(front=config.http_front)

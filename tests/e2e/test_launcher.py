@@ -7,7 +7,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -16,6 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.support.tcp_relay import free_port
 
 
 def test_serve_refuses_non_loopback_without_admin_token(tmp_path, monkeypatch, capsys):
@@ -78,6 +79,59 @@ def ray_processes_under(folder: str) -> list[int]:
     return found
 
 
+def launcher_env(data_dir: Path, ray_folder: str, port: int, token: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "MINISPHERE_DATA_DIR": str(data_dir),
+        "MINISPHERE_HOST": "127.0.0.1",
+        "MINISPHERE_PORT": str(port),
+        "MINISPHERE_ADMIN_TOKEN": token,
+        "MINISPHERE_MAX_REPLICAS": "1",
+        # a new local Ray in its own folder, never a cluster already running here
+        "RAY_ADDRESS": "local",
+        "RAY_TMPDIR": ray_folder,
+    }
+    env.pop("MINISPHERE_RAY_ADDRESS", None)
+    return env
+
+
+def wait_until_listening(process: subprocess.Popen, output: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while "Mini-Sphere is listening" not in output.read_text(errors="replace"):
+        assert process.poll() is None, output.read_text(errors="replace")[-3000:]
+        assert time.monotonic() < deadline, "the service did not start"
+        time.sleep(0.5)
+
+
+def write_one_entry(port: int, token: str) -> None:
+    admin = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
+        created = http.post("/v1/workspaces", headers=admin, json={"id": "before-stop"})
+        assert created.status_code == 201, created.text
+        written = http.post(
+            "/v1/w/before-stop/capture",
+            headers=admin,
+            json={"content": "written just before Ctrl-C"},
+        )
+        assert written.status_code == 200, written.text
+
+
+def stop_with_ctrl_c(process: subprocess.Popen, output: Path, ray_folder: str) -> None:
+    process.send_signal(signal.SIGINT)
+    pressed = time.monotonic()
+    returncode = process.wait(timeout=120)
+    took = time.monotonic() - pressed
+    said = output.read_text(errors="replace")
+    assert returncode == 0, said[-3000:]
+    assert took < STOP_WITHIN_S, f"stopping took {took:.1f} s: {said[-3000:]}"
+    assert "failed to shut down" not in said, said[-3000:]
+    assert "hibernated 1 resident workspace(s)" in said, said[-3000:]
+    deadline = time.monotonic() + 10
+    while ray_processes_under(ray_folder) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert ray_processes_under(ray_folder) == [], "Ray processes outlived the launcher"
+
+
 def test_ctrl_c_on_minisphere_serve_stops_in_seconds_and_leaves_no_ray_process(tmp_path):
     """What a new user does: `minisphere serve`, one write, Ctrl-C. The residents hibernate and
     the local Ray stops in seconds, with no "Controller failed to shut down" (Serve's own
@@ -89,61 +143,20 @@ def test_ctrl_c_on_minisphere_serve_stops_in_seconds_and_leaves_no_ray_process(t
     # a short private Ray folder: its processes are found by it, and its socket paths stay
     # under the length Unix sockets allow
     ray_folder = tempfile.mkdtemp(prefix="msr-", dir="/tmp")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    token = "launcher-test-" + uuid.uuid4().hex
-    env = {
-        **os.environ,
-        "MINISPHERE_DATA_DIR": str(tmp_path / "data"),
-        "MINISPHERE_HOST": "127.0.0.1",
-        "MINISPHERE_PORT": str(port),
-        "MINISPHERE_ADMIN_TOKEN": token,
-        "MINISPHERE_MAX_REPLICAS": "1",
-        # a new local Ray in its own folder, never a cluster already running here
-        "RAY_ADDRESS": "local",
-        "RAY_TMPDIR": ray_folder,
-    }
-    env.pop("MINISPHERE_RAY_ADDRESS", None)
+    port, token = free_port(), "launcher-test-" + uuid.uuid4().hex
     output = tmp_path / "serve.log"
     with output.open("wb") as log:
         process = subprocess.Popen(
             [launcher, "serve"],
             cwd=Path(__file__).parents[2],
-            env=env,
+            env=launcher_env(tmp_path / "data", ray_folder, port, token),
             stdout=log,
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while "Mini-Sphere is listening" not in output.read_text(errors="replace"):
-            assert process.poll() is None, output.read_text(errors="replace")[-3000:]
-            assert time.monotonic() < deadline, "the service did not start"
-            time.sleep(0.5)
-        admin = {"Authorization": f"Bearer {token}"}
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
-            created = http.post("/v1/workspaces", headers=admin, json={"id": "before-stop"})
-            assert created.status_code == 201, created.text
-            written = http.post(
-                "/v1/w/before-stop/capture",
-                headers=admin,
-                json={"content": "written just before Ctrl-C"},
-            )
-            assert written.status_code == 200, written.text
-
-        process.send_signal(signal.SIGINT)
-        pressed = time.monotonic()
-        returncode = process.wait(timeout=120)
-        took = time.monotonic() - pressed
-        said = output.read_text(errors="replace")
-        assert returncode == 0, said[-3000:]
-        assert took < STOP_WITHIN_S, f"stopping took {took:.1f} s: {said[-3000:]}"
-        assert "failed to shut down" not in said, said[-3000:]
-        assert "hibernated 1 resident workspace(s)" in said, said[-3000:]
-        deadline = time.monotonic() + 10
-        while ray_processes_under(ray_folder) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert ray_processes_under(ray_folder) == [], "Ray processes outlived the launcher"
+        wait_until_listening(process, output)
+        write_one_entry(port, token)
+        stop_with_ctrl_c(process, output, ray_folder)
     finally:
         if process.poll() is None:
             process.kill()

@@ -59,12 +59,112 @@ def workspace_call(http, openapi, ws, headers, method, body=None, status=200):
     return openapi.check("POST", f"/v1/w/{{workspace}}/{method}", response)
 
 
-def test_every_published_route_answers_what_its_schema_says(http, admin_headers, openapi, service):
-    def admin(verb, url, path, status=200, headers=None, **kw):
-        response = http.request(verb, url, headers={**admin_headers, **(headers or {})}, **kw)
-        assert response.status_code == status, response.text
-        return openapi.check(verb, path, response)
+class Admin:
+    """Admin calls, each answer checked against the route's published schema."""
 
+    def __init__(self, http, headers: dict, openapi: OpenApi):
+        self.http, self.headers, self.openapi = http, headers, openapi
+
+    def __call__(self, verb, url, path, status=200, headers=None, **kw):
+        response = self.http.request(verb, url, headers={**self.headers, **(headers or {})}, **kw)
+        assert response.status_code == status, response.text
+        return self.openapi.check(verb, path, response)
+
+
+def every_workspace_method(call, http, openapi, ws, admin_headers) -> None:
+    a = call(
+        "capture",
+        {
+            "content": "The deploy pipeline runs on Fridays",
+            "tags": ["ops"],
+            "kind": "episodic",
+            "claimTag": "VERIFIED",
+        },
+    )["id"]
+    b = call("capture", {"content": "Rollbacks take ten minutes", "kind": "episodic"})["id"]
+    assert (
+        call("capture", {"content": "the deploy pipeline runs on fridays"})["outcome"] == "blocked"
+    )
+    call("append", {"id": b, "addition": "on a good day"})
+    call("update", {"id": a, "content": "The deploy pipeline runs on Fridays at noon"})
+    call("setStatus", {"id": b, "status": "draft"})
+    call("link", {"src": a, "dst": b, "type": "follows", "metadata": {"why": "order"}})
+    call("link", {"src": a, "dst": b, "type": "relates_to", "weight": 0.5})
+    call("getEntry", {"id": a})
+    call("listRecent", {"n": 5})
+    call("connections", {"id": a})
+    call("graphView", {"seedIds": [a, "123e4567-e89b-42d3-a456-426614174000"], "hops": 2})
+    for method in ("getTags", "getCount", "getStats", "getBrief"):
+        call(method)
+    found = call("recall", {"query": "when does the deploy pipeline run", "topK": 5})
+    assert any(item["breakdown"]["keyword"] is not None for item in found["items"])
+    call("recall", {"query": "what happened yesterday"})
+    call("unlink", {"src": b, "dst": a, "type": "relates_to"})
+    call("getEntry", {"id": "123e4567-e89b-42d3-a456-426614174000"}, status=404)
+    call("capture", {"content": ""}, status=422)
+    workspace_call(http, openapi, ws, admin_headers, "runStalenessPass", {"limit": 10})
+    call("forget", {"id": b})
+    unauthorized = http.post(
+        f"/v1/w/{ws}/getCount", json={}, headers={"Authorization": "Bearer wrong-token-value"}
+    )
+    assert unauthorized.status_code == 401
+    openapi.check("POST", "/v1/w/{workspace}/getCount", unauthorized)
+
+
+def snapshots_and_restores(admin: Admin, item: str) -> None:
+    manifest = admin("POST", f"{item}/snapshot", "/v1/workspaces/{workspace_id}/snapshot")
+    admin("GET", f"{item}/snapshots", "/v1/workspaces/{workspace_id}/snapshots")
+    restore = "/v1/workspaces/{workspace_id}/restore"
+    admin("POST", f"{item}/restore", restore, json={"version": manifest["version"]})
+    admin("POST", f"{item}/restore", restore, 400, json={"version": "not-a-version"})
+    moments = "/v1/workspaces/{workspace_id}/restore-to-moment"
+    # a moment before the replica's history, then a day that does not exist
+    for status, moment in ((404, "2001-01-01T00:00:00Z"), (400, "2001-02-30T00:00:00Z")):
+        admin("POST", f"{item}/restore-to-moment", moments, status, json={"timestamp": moment})
+    prune = "/v1/workspaces/{workspace_id}/snapshots/prune"
+    admin("POST", f"{item}/snapshots/prune", prune, json={"keep": 2})
+
+
+def bindings_and_tokens(admin: Admin, http, openapi: OpenApi, item: str) -> None:
+    binding = "/v1/workspaces/{workspace_id}/vector-binding"
+    admin(
+        "POST", f"{item}/vector-binding", binding, 202, json={"provider": "hash", "dimensions": 32}
+    )
+    admin("GET", f"{item}/vector-binding", binding)
+    admin("POST", f"{item}/vector-binding", binding, 400, json={"provider": "word2vec"})
+    tokens = "/v1/workspaces/{workspace_id}/tokens"
+    issued = admin(
+        "POST",
+        f"{item}/tokens",
+        tokens,
+        201,
+        json={"scope": "read", "label": "schema check", "expiresInS": 600},
+    )
+    whoami = http.get("/v1/whoami", headers={"Authorization": f"Bearer {issued['token']}"})
+    openapi.check("GET", "/v1/whoami", whoami)
+    admin("GET", f"{item}/tokens", tokens)
+    admin("DELETE", f"{item}/tokens/{issued['tokenId']}", tokens + "/{token_id}")
+
+
+def hibernate_export_import(admin: Admin, item: str) -> None:
+    hibernated = admin("POST", f"{item}/hibernate", "/v1/workspaces/{workspace_id}/hibernate")
+    assert hibernated["hibernated"] is True
+    assert admin("GET", item, "/v1/workspaces/{workspace_id}")["resident"] is False
+    exported = admin("GET", f"{item}/export", "/v1/workspaces/{workspace_id}/export")
+    lines = exported.splitlines()
+    assert all(isinstance(json.loads(line), dict) for line in lines)
+    report = admin(
+        "POST",
+        f"{item}/import?key=openapi1&final=true",
+        "/v1/workspaces/{workspace_id}/import",
+        content="\n".join(lines).encode(),
+        headers={"Content-Type": NDJSON},
+    )
+    assert report["complete"] is True
+
+
+def test_every_published_route_answers_what_its_schema_says(http, admin_headers, openapi, service):
+    admin = Admin(http, admin_headers, openapi)
     openapi.check("GET", "/healthz", http.get("/healthz"))
     openapi.check("GET", "/v1/contracts", http.get("/v1/contracts"))
     ws = "openapi-answers"
@@ -72,140 +172,22 @@ def test_every_published_route_answers_what_its_schema_says(http, admin_headers,
         "POST", "/v1/workspaces", "/v1/workspaces", 201, json={"id": ws, "label": "schema check"}
     )
     headers = {"Authorization": f"Bearer {created['token']}"}
+    item = f"/v1/workspaces/{ws}"
     try:
-        call = lambda method, body=None, status=200: workspace_call(
-            http, openapi, ws, headers, method, body, status
-        )
-        a = call(
-            "capture",
-            {
-                "content": "The deploy pipeline runs on Fridays",
-                "tags": ["ops"],
-                "kind": "episodic",
-                "claimTag": "VERIFIED",
-            },
-        )["id"]
-        b = call("capture", {"content": "Rollbacks take ten minutes", "kind": "episodic"})["id"]
-        assert (
-            call("capture", {"content": "the deploy pipeline runs on fridays"})["outcome"]
-            == "blocked"
-        )
-        call("append", {"id": b, "addition": "on a good day"})
-        call("update", {"id": a, "content": "The deploy pipeline runs on Fridays at noon"})
-        call("setStatus", {"id": b, "status": "draft"})
-        call("link", {"src": a, "dst": b, "type": "follows", "metadata": {"why": "order"}})
-        call("link", {"src": a, "dst": b, "type": "relates_to", "weight": 0.5})
-        call("getEntry", {"id": a})
-        call("listRecent", {"n": 5})
-        call("connections", {"id": a})
-        call("graphView", {"seedIds": [a, "123e4567-e89b-42d3-a456-426614174000"], "hops": 2})
-        call("getTags")
-        call("getCount")
-        call("getStats")
-        call("getBrief")
-        found = call("recall", {"query": "when does the deploy pipeline run", "topK": 5})
-        assert any(item["breakdown"]["keyword"] is not None for item in found["items"])
-        call("recall", {"query": "what happened yesterday"})
-        call("unlink", {"src": b, "dst": a, "type": "relates_to"})
-        call("getEntry", {"id": "123e4567-e89b-42d3-a456-426614174000"}, status=404)
-        call("capture", {"content": ""}, status=422)
-        workspace_call(http, openapi, ws, admin_headers, "runStalenessPass", {"limit": 10})
-        call("forget", {"id": b})
-        unauthorized = http.post(
-            f"/v1/w/{ws}/getCount", json={}, headers={"Authorization": "Bearer wrong-token-value"}
-        )
-        assert unauthorized.status_code == 401
-        openapi.check("POST", "/v1/w/{workspace}/getCount", unauthorized)
 
-        item = f"/v1/workspaces/{ws}"
+        def call(method, body=None, status=200):
+            return workspace_call(http, openapi, ws, headers, method, body, status)
+
+        every_workspace_method(call, http, openapi, ws, admin_headers)
         admin("GET", "/v1/workspaces", "/v1/workspaces")
         admin("GET", item, "/v1/workspaces/{workspace_id}")
         admin("GET", "/v1/workspaces/no-such-one", "/v1/workspaces/{workspace_id}", 404)
-        manifest = admin("POST", f"{item}/snapshot", "/v1/workspaces/{workspace_id}/snapshot")
-        admin("GET", f"{item}/snapshots", "/v1/workspaces/{workspace_id}/snapshots")
-        admin(
-            "POST",
-            f"{item}/restore",
-            "/v1/workspaces/{workspace_id}/restore",
-            json={"version": manifest["version"]},
-        )
-        admin(
-            "POST",
-            f"{item}/restore",
-            "/v1/workspaces/{workspace_id}/restore",
-            400,
-            json={"version": "not-a-version"},
-        )
-        moments = "/v1/workspaces/{workspace_id}/restore-to-moment"
-        admin(
-            "POST",
-            f"{item}/restore-to-moment",
-            moments,
-            404,
-            json={"timestamp": "2001-01-01T00:00:00Z"},
-        )  # before the replica's history
-        admin(
-            "POST",
-            f"{item}/restore-to-moment",
-            moments,
-            400,
-            json={"timestamp": "2001-02-30T00:00:00Z"},
-        )  # not a day that exists
-        admin(
-            "POST",
-            f"{item}/snapshots/prune",
-            "/v1/workspaces/{workspace_id}/snapshots/prune",
-            json={"keep": 2},
-        )
+        snapshots_and_restores(admin, item)
         admin("GET", f"/v1/maintenance/runs?workspace={ws}", "/v1/maintenance/runs")
-        binding = "/v1/workspaces/{workspace_id}/vector-binding"
-        admin(
-            "POST",
-            f"{item}/vector-binding",
-            binding,
-            202,
-            json={"provider": "hash", "dimensions": 32},
-        )
-        admin("GET", f"{item}/vector-binding", binding)
-        admin("POST", f"{item}/vector-binding", binding, 400, json={"provider": "word2vec"})
-        issued = admin(
-            "POST",
-            f"{item}/tokens",
-            "/v1/workspaces/{workspace_id}/tokens",
-            201,
-            json={"scope": "read", "label": "schema check", "expiresInS": 600},
-        )
-        openapi.check(
-            "GET",
-            "/v1/whoami",
-            http.get("/v1/whoami", headers={"Authorization": f"Bearer {issued['token']}"}),
-        )
-        admin("GET", f"{item}/tokens", "/v1/workspaces/{workspace_id}/tokens")
-        admin(
-            "DELETE",
-            f"{item}/tokens/{issued['tokenId']}",
-            "/v1/workspaces/{workspace_id}/tokens/{token_id}",
-        )
-        assert (
-            admin("POST", f"{item}/hibernate", "/v1/workspaces/{workspace_id}/hibernate")[
-                "hibernated"
-            ]
-            is True
-        )
-        assert admin("GET", item, "/v1/workspaces/{workspace_id}")["resident"] is False
-        exported = admin("GET", f"{item}/export", "/v1/workspaces/{workspace_id}/export")
-        lines = exported.splitlines()
-        assert all(isinstance(json.loads(line), dict) for line in lines)
-        report = admin(
-            "POST",
-            f"{item}/import?key=openapi1&final=true",
-            "/v1/workspaces/{workspace_id}/import",
-            content="\n".join(lines).encode(),
-            headers={"Content-Type": NDJSON},
-        )
-        assert report["complete"] is True
+        bindings_and_tokens(admin, http, openapi, item)
+        hibernate_export_import(admin, item)
     finally:
-        admin("DELETE", f"/v1/workspaces/{ws}", "/v1/workspaces/{workspace_id}")
+        admin("DELETE", item, "/v1/workspaces/{workspace_id}")
     assert openapi.operations() - openapi.checked == set(), "routes answered by no test"
     assert {200, 201, 400, 401, 404, 422} <= openapi.statuses
 
