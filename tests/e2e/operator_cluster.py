@@ -50,6 +50,7 @@ ADMIN_TOKEN = "operator-scenario-admin-" + uuid.uuid4().hex
 RAY_AUTH_TOKEN = secrets.token_hex(32)
 CLUSTER_UP_TIMEOUT_S = 90.0
 HTTP_TIMEOUT_S = 30.0
+DEPLOY_TIMEOUT_S = 150.0  # for `serve deploy`'s replicas to run, and the first writes to land
 POLL_S = 0.5
 CLEANUP_STEP_TIMEOUT_S = 30.0
 # the launcher's own (actors.ray_env): HAProxy names each client to the replicas

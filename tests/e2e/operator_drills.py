@@ -288,11 +288,22 @@ def delete_racing_wake_drill(sc, http) -> None:
     sc.check("the id created again after the race starts empty", not any(counts), counts)
 
 
+def send_in_thread(url: str, answers: dict, name: str, verb: str, path: str, **kw):
+    """Send one request from a thread of its own; its status lands in `answers[name]`."""
+    import httpx
+
+    def run() -> None:
+        with httpx.Client(base_url=url, timeout=DRILL_HTTP_TIMEOUT_S) as client:
+            answers[name] = client.request(verb, path, **kw).status_code
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
 def race_once(sc, http) -> dict:
     """One wake and one delete of a new hibernated workspace, interleaved as the drill says;
     what each answered, whether they really raced, and what was left afterwards."""
-    import httpx
-
     secret = f"race-drill vault combination {uuid.uuid4().hex}"
     workspace_id, headers = sc.new_drill_workspace(http, "race")
     sc.drill(http, workspace_id, headers, "capture", {"content": secret})
@@ -303,13 +314,7 @@ def race_once(sc, http) -> dict:
     answers: dict = {}
 
     def send(name: str, verb: str, path: str, **kw) -> threading.Thread:
-        def run() -> None:
-            with httpx.Client(base_url=sc.url, timeout=DRILL_HTTP_TIMEOUT_S) as client:
-                answers[name] = client.request(verb, path, **kw).status_code
-
-        thread = threading.Thread(target=run)
-        thread.start()
-        return thread
+        return send_in_thread(sc.url, answers, name, verb, path, **kw)
 
     def observed(field):
         answer = http.get(f"/v1/workspaces/{workspace_id}", headers=sc.admin)
@@ -439,21 +444,13 @@ def restore_to_moment_drill(sc, http) -> None:
     )
 
 
-def s3_outage_drill(sc, http, workspaces: dict, target: str) -> None:
-    """The S3-protocol server stopped while keyed writes arrive (sync replication): each is
-    answered 503, none 200, none 5xx of another kind; once the server is back, the same writes
-    sent again (same keys) are acknowledged once each, and they join the writes the worker-kill
-    drill checks after restoring from the replica."""
+def writes_while_s3_is_down(sc, target: str, token: str, bodies: list, keys: list):
+    """Send the keyed writes at once with the S3 server stopped, then start it again; each
+    write's status (or the transport error's name), its error code, and how long S3 was down."""
     import httpx
 
-    ws = workspaces[target]
-    keys = [uuid.uuid4().hex for _ in range(S3_OUTAGE_WRITES)]
-    bodies = [
-        {"content": f"written while S3 was down {n} {uuid.uuid4().hex}"}
-        for n in range(S3_OUTAGE_WRITES)
-    ]
-    statuses: list[int | str] = [0] * S3_OUTAGE_WRITES
-    codes: list[str] = [""] * S3_OUTAGE_WRITES
+    statuses: list[int | str] = [0] * len(bodies)
+    codes: list[str] = [""] * len(bodies)
 
     def send(n: int) -> None:
         with httpx.Client(base_url=sc.url, timeout=DRILL_HTTP_TIMEOUT_S) as client:
@@ -461,7 +458,7 @@ def s3_outage_drill(sc, http, workspaces: dict, target: str) -> None:
                 answer = client.post(
                     f"/v1/w/{target}/capture",
                     json=bodies[n],
-                    headers={"Authorization": f"Bearer {ws['token']}", "Idempotency-Key": keys[n]},
+                    headers={"Authorization": f"Bearer {token}", "Idempotency-Key": keys[n]},
                 )
             except httpx.HTTPError as exc:
                 statuses[n] = exc.__class__.__name__
@@ -473,7 +470,7 @@ def s3_outage_drill(sc, http, workspaces: dict, target: str) -> None:
     started = time.monotonic()
     sc.stop_s3()
     try:
-        senders = [threading.Thread(target=send, args=(n,)) for n in range(S3_OUTAGE_WRITES)]
+        senders = [threading.Thread(target=send, args=(n,)) for n in range(len(bodies))]
         for sender in senders:
             sender.start()
         for sender in senders:
@@ -481,6 +478,21 @@ def s3_outage_drill(sc, http, workspaces: dict, target: str) -> None:
     finally:
         outage_s = time.monotonic() - started
         sc.start_s3_again()
+    return statuses, codes, outage_s
+
+
+def s3_outage_drill(sc, http, workspaces: dict, target: str) -> None:
+    """The S3-protocol server stopped while keyed writes arrive (sync replication): each is
+    answered 503, none 200, none 5xx of another kind; once the server is back, the same writes
+    sent again (same keys) are acknowledged once each, and they join the writes the worker-kill
+    drill checks after restoring from the replica."""
+    ws = workspaces[target]
+    keys = [uuid.uuid4().hex for _ in range(S3_OUTAGE_WRITES)]
+    bodies = [
+        {"content": f"written while S3 was down {n} {uuid.uuid4().hex}"}
+        for n in range(S3_OUTAGE_WRITES)
+    ]
+    statuses, codes, outage_s = writes_while_s3_is_down(sc, target, ws["token"], bodies, keys)
     deadline = time.monotonic() + S3_RETURN_TIMEOUT_S
     acknowledged = []
     for key, body in zip(keys, bodies):

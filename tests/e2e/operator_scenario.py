@@ -2,9 +2,9 @@
 
     sudo python tests/e2e/operator_scenario.py [--store s3|local] [--keep] [--json]
 
-Each Ray node runs in namespaces of its own, with its own disk (operator_cluster.py); the drills
-are in operator_drills.py, the worker killed and the redeploy in operator_node_loss.py. The
-procedure is infra/README.md's, step by step:
+Each Ray node runs in namespaces of its own, with its own disk (operator_cluster.py); the route
+checks are in operator_routes.py, the drills in operator_drills.py, the worker killed and the
+redeploy in operator_node_loss.py. The procedure is infra/README.md's, step by step:
 
 1. every node gets the same env file (what the RayService's Secret and ConfigMap give a pod:
    admin token, S3 credentials and endpoint, Serve's fast path), sourced before `ray start`;
@@ -51,6 +51,7 @@ from pathlib import Path
 
 # this file's folder: the scenario runs as a script
 from operator_cluster import (
+    DEPLOY_TIMEOUT_S,
     HTTP_TIMEOUT_S,
     POLL_S,
     ROOT,
@@ -62,12 +63,10 @@ from operator_cluster import (
     load_config,
     log,
 )
+from operator_routes import route_checks
 
-WORKSPACES = 6
-WRITES_PER_WORKSPACE = 8  # acknowledged and snapshotted before the worker stops
 WRITES_AFTER_SNAPSHOT = 2  # acknowledged after the snapshot (on the replica only)
 
-DEPLOY_TIMEOUT_S = 150.0
 NODE_STOP_TIMEOUT_S = 60.0
 
 
@@ -131,78 +130,6 @@ class Scenario(Cluster):
                     f"{workspace}.{method}: no answer before the deadline; the last: {last}"
                 )
             time.sleep(POLL_S)
-
-    def route_checks(self, http) -> dict:
-        import httpx
-
-        # RAY_SERVE_THROUGHPUT_OPTIMIZED=1 (the env file, as infra/README.md asks) turns on
-        # Serve's direct ingress in Ray 2.60: one HTTP proxy, on the head, whatever
-        # proxy_location says; the workers' replicas take requests from it
-        self.check("the head's proxy answers /healthz", http.get("/healthz").status_code == 200)
-        self.findings["proxies"] = {}
-        for node in self.nodes[1:]:
-            try:
-                self.findings["proxies"][node.name] = httpx.get(
-                    f"http://{node.ip}:{SERVE_PORT}/healthz", timeout=HTTP_TIMEOUT_S
-                ).status_code
-            except httpx.HTTPError as exc:
-                self.findings["proxies"][node.name] = exc.__class__.__name__
-        self.check("contracts listed", http.get("/v1/contracts").status_code == 200)
-        self.check("no token: 401", http.post("/v1/workspaces", json={}).status_code == 401)
-        workspaces = {}
-        for index in range(WORKSPACES):
-            workspace_id = f"op-{index}-{uuid.uuid4().hex[:6]}"
-            made = http.post("/v1/workspaces", json={"id": workspace_id}, headers=self.admin)
-            if made.status_code != 201:
-                raise RuntimeError(f"create {workspace_id}: {made.status_code} {made.text}")
-            workspaces[workspace_id] = {"token": made.json()["token"], "ids": [], "late": []}
-        deadline = time.monotonic() + DEPLOY_TIMEOUT_S
-        for workspace_id, ws in workspaces.items():
-            for n in range(WRITES_PER_WORKSPACE):
-                answer = self.call(
-                    http,
-                    workspace_id,
-                    ws["token"],
-                    "capture",
-                    {
-                        "content": f"{workspace_id} decision {n} {uuid.uuid4().hex}: 東京 ünïcødé",
-                        "tags": ["operator"],
-                    },
-                    key=uuid.uuid4().hex,
-                    deadline=deadline,
-                )
-                if answer.status_code != 200 or answer.json().get("outcome") != "stored":
-                    raise RuntimeError(
-                        f"capture on {workspace_id}: {answer.status_code} {answer.text[:300]}"
-                    )
-                ws["ids"].append(answer.json()["id"])
-        first = next(iter(workspaces.values()))
-        first_id = next(iter(workspaces))
-        count = self.call(http, first_id, first["token"], "getCount", {}).json()["count"]
-        self.check("getCount after writes", count == WRITES_PER_WORKSPACE, count)
-        recalled = self.call(
-            http, first_id, first["token"], "recall", {"query": "decision", "topK": 3}
-        ).json()
-        self.check("recall finds the writes", len(recalled.get("items", [])) > 0)
-        other_id = list(workspaces)[1]
-        foreign = self.call(http, other_id, first["token"], "getCount", {})
-        self.check(
-            "a workspace token is refused on another workspace",
-            foreign.status_code in (401, 403),
-            foreign.status_code,
-        )
-        # Ray starts a worker whose runtime env is not empty through its setup_worker.py shim
-        # (a second interpreter); the raylet decides from exactly this field of the actor
-        actors = [
-            a for a in self.state("actors", class_name="WorkspaceActor") if a["state"] == "ALIVE"
-        ]
-        shimmed = [a["name"] for a in actors if a.get("serialized_runtime_env") not in ("", "{}")]
-        self.check(
-            "workspace actors start without Ray's runtime-env shim",
-            bool(actors) and not shimmed,
-            {"alive": len(actors), "shimmed": shimmed[:5]},
-        )
-        return workspaces
 
     def placement(self, http, workspaces: dict) -> dict[str, str]:
         placed = {}
@@ -405,7 +332,7 @@ class Scenario(Cluster):
             self.findings["deployed"] = self.wait_running(DEPLOY_TIMEOUT_S)
         with httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_S, headers={}) as http:
             with self.timed("route checks"):
-                workspaces = self.route_checks(http)
+                workspaces = route_checks(self, http)
                 placed = self.placement(http, workspaces)
                 self.snapshot_all(http, workspaces)
             self.findings["placedOn"] = placed

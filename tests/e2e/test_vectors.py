@@ -12,6 +12,24 @@ def call(http, ws, headers, method, body):
     return response.json()
 
 
+def queries_go_ahead_once_the_ingress_knows_the_embedder(http, headers, embedder, before) -> None:
+    """Once the ingress knows the workspace's embedder (from an answer; it looks the embedder up
+    off its event loop) it sends each query there itself, ahead of the call: still one
+    embedding per recall, never one from each side."""
+    for n in range(1, 200):
+        response = http.post(
+            "/v1/w/vector-bound-1/recall",
+            headers=headers,
+            json={"query": f"parquet export question {n}", "topK": 2},
+        )
+        assert response.status_code == 200, response.text
+        assert response.json()["items"][0]["breakdown"]["vector"]["rank"] >= 1
+        assert ray.get(embedder.info.remote())["texts"] == before + n
+        if QUERY_AHEAD_PART in response.headers["Server-Timing"]:
+            return
+    raise AssertionError("no recall used a query vector sent ahead by the ingress")
+
+
 def test_vector_binding_from_the_blueprint(http, admin_headers, service):
     created = http.post(
         "/v1/workspaces",
@@ -25,52 +43,22 @@ def test_vector_binding_from_the_blueprint(http, admin_headers, service):
     assert created.json()["workspace"]["blueprint"]["bindings"]["vector"]["provider"] == "hash"
     headers = {"Authorization": f"Bearer {created.json()['token']}"}
     try:
-        first = call(
-            http,
-            "vector-bound-1",
-            headers,
-            "capture",
-            {"content": "The nightly export job writes parquet files to the archive bucket"},
-        )
+        capture = {"content": "The nightly export job writes parquet files to the archive bucket"}
+        first = call(http, "vector-bound-1", headers, "capture", capture)
         assert first["outcome"] == "stored"
-        call(
-            http,
-            "vector-bound-1",
-            headers,
-            "capture",
-            {"content": "Lunch on Fridays is pizza in the small meeting room"},
-        )
+        lunch = {"content": "Lunch on Fridays is pizza in the small meeting room"}
+        call(http, "vector-bound-1", headers, "capture", lunch)
         spec = {"provider": "hash", "model": "all-MiniLM-L6-v2", "dim": 384}
         embedder = ray.get_actor(embedder_name(spec), namespace=service["config"].namespace)
         before = ray.get(embedder.info.remote())["texts"]
-        found = call(
-            http,
-            "vector-bound-1",
-            headers,
-            "recall",
-            {"query": "where does the nightly export write its files", "topK": 2},
-        )
+        query = {"query": "where does the nightly export write its files", "topK": 2}
+        found = call(http, "vector-bound-1", headers, "recall", query)
         assert found["items"][0]["id"] == first["id"]
         assert found["items"][0]["breakdown"]["vector"]["rank"] >= 1  # the vector arm ran
         # started as the call reached the actor, and that embedding is the one the read used
         assert ray.get(embedder.info.remote())["texts"] == before + 1
         assert before >= 2  # shared, not per actor
-        # once the ingress knows the workspace's embedder (from that answer; it looks the
-        # embedder up off its event loop) it sends each query there itself, ahead of the call:
-        # still one embedding per recall, never one from each side
-        for n in range(1, 200):
-            response = http.post(
-                "/v1/w/vector-bound-1/recall",
-                headers=headers,
-                json={"query": f"parquet export question {n}", "topK": 2},
-            )
-            assert response.status_code == 200, response.text
-            assert response.json()["items"][0]["breakdown"]["vector"]["rank"] >= 1
-            assert ray.get(embedder.info.remote())["texts"] == before + 1 + n
-            if QUERY_AHEAD_PART in response.headers["Server-Timing"]:
-                break
-        else:
-            raise AssertionError("no recall used a query vector sent ahead by the ingress")
+        queries_go_ahead_once_the_ingress_knows_the_embedder(http, headers, embedder, before + 1)
     finally:
         http.delete("/v1/workspaces/vector-bound-1", headers=admin_headers)
 
