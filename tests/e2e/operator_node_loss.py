@@ -199,50 +199,64 @@ def loss_checks(scenario, report: dict) -> None:
 
 
 # ---- redeploy -----------------------------------------------------------------------------
-def redeploy(scenario, http, workspaces: dict, base_config: dict) -> None:
+def changed_config(scenario, base_config: dict):
+    """The deployed config with two replicas at least, and a changed env: new replicas."""
     changed = copy.deepcopy(base_config)
     deployment = changed["applications"][0]["deployments"][0]
     deployment["autoscaling_config"]["min_replicas"] = 2
-    scenario.config_env(changed)["MINISPHERE_MIN_REPLICAS"] = "2"  # new env: new replicas
+    scenario.config_env(changed)["MINISPHERE_MIN_REPLICAS"] = "2"
     path = scenario.work / "serve_config.changed.yaml"
     dump_config(changed, path)
+    return path
+
+
+def write_until_stopped(scenario, workspaces: dict, acknowledged: dict, errors: list, stop) -> None:
+    """Keyed captures round the workspaces in `acknowledged` until `stop` is set; each write's
+    id lands in `acknowledged`, each refusal or timeout in `errors`."""
+    import httpx
+
+    with httpx.Client(base_url=scenario.url, timeout=HTTP_TIMEOUT_S) as client:
+        n = 0
+        while not stop.is_set():
+            for workspace_id in acknowledged:
+                n += 1
+                try:
+                    answer = scenario.call(
+                        client,
+                        workspace_id,
+                        workspaces[workspace_id]["token"],
+                        "capture",
+                        {"content": f"redeploy write {n} {uuid.uuid4().hex}"},
+                        key=uuid.uuid4().hex,
+                        deadline=time.monotonic() + REDEPLOY_TIMEOUT_S,
+                    )
+                except TimeoutError as exc:
+                    errors.append(str(exc))
+                    continue
+                if answer.status_code == 200:
+                    acknowledged[workspace_id].append(answer.json()["id"])
+                else:
+                    errors.append(f"{answer.status_code} {answer.text[:200]}")
+            time.sleep(REDEPLOY_WRITE_PAUSE_S)
+
+
+def redeploy(scenario, http, workspaces: dict, base_config: dict) -> None:
+    path = changed_config(scenario, base_config)
     before = scenario.singletons()
     acknowledged: dict[str, list[str]] = {w: [] for w in list(workspaces)[:2]}
-    counts = {
-        w: scenario.call(http, w, workspaces[w]["token"], "getCount", {}).json()["count"]
-        for w in acknowledged
-    }
+
+    def count(workspace_id: str) -> int:
+        token = workspaces[workspace_id]["token"]
+        return scenario.call(http, workspace_id, token, "getCount", {}).json()["count"]
+
+    counts = {w: count(w) for w in acknowledged}
     stop = threading.Event()
     errors: list[str] = []
-
-    def keep_writing():
-        import httpx
-
-        with httpx.Client(base_url=scenario.url, timeout=HTTP_TIMEOUT_S) as client:
-            n = 0
-            while not stop.is_set():
-                for workspace_id in acknowledged:
-                    n += 1
-                    try:
-                        answer = scenario.call(
-                            client,
-                            workspace_id,
-                            workspaces[workspace_id]["token"],
-                            "capture",
-                            {"content": f"redeploy write {n} {uuid.uuid4().hex}"},
-                            key=uuid.uuid4().hex,
-                            deadline=time.monotonic() + REDEPLOY_TIMEOUT_S,
-                        )
-                    except TimeoutError as exc:
-                        errors.append(str(exc))
-                        continue
-                    if answer.status_code == 200:
-                        acknowledged[workspace_id].append(answer.json()["id"])
-                    else:
-                        errors.append(f"{answer.status_code} {answer.text[:200]}")
-                time.sleep(REDEPLOY_WRITE_PAUSE_S)
-
-    writer = threading.Thread(target=keep_writing, daemon=True)
+    writer = threading.Thread(
+        target=write_until_stopped,
+        args=(scenario, workspaces, acknowledged, errors, stop),
+        daemon=True,
+    )
     writer.start()
     with scenario.timed("redeploy"):
         scenario.serve_deploy(path)
@@ -256,10 +270,7 @@ def redeploy(scenario, http, workspaces: dict, base_config: dict) -> None:
         w: scenario.present(http, w, workspaces[w]["token"], ids, deadline)
         for w, ids in acknowledged.items()
     }
-    final = {
-        w: scenario.call(http, w, workspaces[w]["token"], "getCount", {}).json()["count"]
-        for w in acknowledged
-    }
+    final = {w: count(w) for w in acknowledged}
     written = sum(len(ids) for ids in acknowledged.values())
     scenario.findings["redeploy"] = {
         "change": "min_replicas 1 -> 2 (and MINISPHERE_MIN_REPLICAS)",
@@ -276,6 +287,16 @@ def redeploy(scenario, http, workspaces: dict, base_config: dict) -> None:
         written > 0 and not errors,
         f"{written} acknowledged, {len(errors)} failed",
     )
+    redeploy_kept_everything(scenario, acknowledged, kept, counts, final)
+    scenario.check(
+        "one directory and one scheduler, the same ones",
+        before == after and all(len(v) == 1 for v in after.values()),
+        {k: len(v) for k, v in after.items()},
+    )
+    scenario.check("the changed config is live", status["replicas"] >= 2, status)
+
+
+def redeploy_kept_everything(scenario, acknowledged: dict, kept: dict, counts: dict, final: dict):
     scenario.check(
         "no acknowledged write lost in the redeploy",
         all(kept[w] == len(acknowledged[w]) for w in acknowledged),
@@ -286,9 +307,3 @@ def redeploy(scenario, http, workspaces: dict, base_config: dict) -> None:
         all(final[w] == counts[w] + len(acknowledged[w]) for w in acknowledged),
         {w: (counts[w], len(acknowledged[w]), final[w]) for w in acknowledged},
     )
-    scenario.check(
-        "one directory and one scheduler, the same ones",
-        before == after and all(len(v) == 1 for v in after.values()),
-        {k: len(v) for k, v in after.items()},
-    )
-    scenario.check("the changed config is live", status["replicas"] >= 2, status)
