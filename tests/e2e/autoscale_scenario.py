@@ -200,14 +200,8 @@ def wait_for(what: str, predicate, timeout: float):
     raise TimeoutError(f"{what}: not within {timeout:.0f} s")
 
 
-def inside(work: Path) -> dict:
-    """The scenario proper (already inside its namespaces)."""
-    import ray
-
-    from actors.directory.actor import get_directory
-    from minisphere.control.auth import token_hash
-    from minisphere.settings import load_settings
-
+def start_head(work: Path) -> dict[str, str]:
+    """`ray start --head` with the fake autoscaler's config; the environment it ran with."""
     config_file = work / "autoscaling.json"
     config_file.write_text(json.dumps(autoscaling_config()))
     env = {
@@ -217,14 +211,6 @@ def inside(work: Path) -> dict:
         "RAY_AUTH_MODE": "disabled",
         "RAY_USAGE_STATS_ENABLED": "0",
     }
-    findings: dict = {
-        "checks": {},
-        "timings": {},
-        "workerSlots": WORKER_SLOTS,
-        "workspaces": WORKSPACES,
-    }
-    t0 = time.monotonic()
-    since = lambda: round(time.monotonic() - t0, 1)
     subprocess.run(
         [
             "ray",
@@ -244,6 +230,156 @@ def inside(work: Path) -> dict:
         timeout=120,
     )
     os.environ.update({"RAY_AUTH_MODE": "disabled"})
+    return env
+
+
+def scenario_settings(work: Path):
+    from minisphere.settings import load_settings
+
+    return load_settings(
+        {
+            "MINISPHERE_DATA_DIR": str(work / "data"),
+            "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
+            "MINISPHERE_RAY_NAMESPACE": "minisphere-autoscale",
+            "MINISPHERE_SYNCHRONOUS": "NORMAL",
+            "MINISPHERE_SNAPSHOT_STORE": "local",
+            "MINISPHERE_SNAPSHOT_EVERY_WRITES": "0",
+            "MINISPHERE_SNAPSHOT_EVERY_S": "0",
+            "MINISPHERE_HIBERNATE_IDLE_S": "0",
+            "MINISPHERE_MAX_RESIDENT": "64",
+            # warm spares hold slots too: they must neither take the slots that waiting wakes
+            # need nor keep an otherwise idle worker from being removed
+            "MINISPHERE_SPARE_ACTORS": str(SPARE_ACTORS),
+            "MINISPHERE_WORKSPACE_SLOTS": "on",
+        }
+    )
+
+
+class Run:
+    """What the scenario's phases share: Ray, the directory, the workspaces, the findings."""
+
+    def __init__(self, ray, directory, first_id: str, findings: dict, t0: float):
+        from minisphere.control.auth import token_hash
+
+        self.ray, self.directory, self.first_id = ray, directory, first_id
+        self.findings, self.t0 = findings, t0
+        self.check: dict = findings["checks"]
+        self.admin = token_hash(ADMIN_TOKEN)
+        self.ids = [f"as-{i}" for i in range(WORKSPACES)]
+
+    def since(self) -> float:
+        return round(time.monotonic() - self.t0, 1)
+
+    def timing(self, name: str, value: float | None = None) -> None:
+        self.findings["timings"][name] = self.since() if value is None else value
+
+    def remote(self, method, *args, **kw):
+        return self.ray.get(method.remote(*args, **kw), timeout=CALL_TIMEOUT_S)
+
+
+def wake_burst(run: Run) -> None:
+    """Every wake at once: those beyond the first worker's slots wait for a new node."""
+    demand: dict = {}
+
+    def watch():
+        while "launched" not in demand:
+            if "seen" not in demand and slot_demand():
+                demand["seen"] = run.since()
+            if len(workers(run.ray)) > 1:
+                demand["launched"] = run.since()
+            time.sleep(POLL_S / 2)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    wake_started = run.since()
+    watcher.start()
+    handles = activate_all(run.ray, run.directory, run.ids, run.findings)
+    run.timing("all woken")
+    demand.setdefault("launched", None)
+    watcher.join(5)
+    run.timing("wake burst started", wake_started)
+    run.timing("slot demand seen", demand.get("seen"))
+    run.timing("second worker alive", demand["launched"])
+    placed = {w: run.remote(h.ping)["nodeId"] for w, h in zip(run.ids, handles, strict=True)}
+    per_node: dict[str, int] = {}
+    for node in placed.values():
+        per_node[node] = per_node.get(node, 0) + 1
+    first = run.first_id
+    run.findings["placed"] = {w: ("first" if n == first else n[:12]) for w, n in placed.items()}
+    run.check["a second worker was launched for the wakes"] = demand["launched"] is not None
+    run.check["no worker holds more workspaces than its slots"] = (
+        max(per_node.values()) <= WORKER_SLOTS
+    )
+    run.check["the workspaces beyond the first worker's slots went to the new one"] = (
+        sum(1 for n in placed.values() if n != first) >= WORKSPACES - WORKER_SLOTS
+    )
+
+
+def write_everywhere(run: Run) -> dict[str, list[str]]:
+    written: dict[str, list[str]] = {}
+    for workspace_id in run.ids:
+        for n in range(WRITES_PER_WORKSPACE):
+            body = {"content": f"{workspace_id} fact {n} {time.time_ns()}"}
+            reply = served_call(
+                run.ray, run.directory, workspace_id, run.findings, "capture", body, run.admin
+            )
+            assert reply.ok, reply
+            written.setdefault(workspace_id, []).append(reply.value["id"])
+    return written
+
+
+def idle_down(run: Run) -> None:
+    """Idle: the workspaces hibernate, the second worker holds nothing and is removed."""
+    hibernate_started = run.since()
+    run.remote(run.directory.set_residency, idle_s=HIBERNATE_IDLE_S)
+    wait_for("hibernation", lambda: not run.remote(run.directory.resident), DOWN_TIMEOUT_S)
+    run.timing("all hibernated")
+    run.remote(run.directory.set_residency, idle_s=0)
+    wait_for("the idle worker removed", lambda: len(workers(run.ray)) == 1, DOWN_TIMEOUT_S)
+    run.timing("back to one worker")
+    # either worker may go: when it is the first, the re-wake below meets workspaces whose
+    # recorded node is the surviving, already full one
+    left = workers(run.ray)
+    run.findings["removed"] = "first" if left[0]["NodeID"] != run.first_id else "second"
+    run.timing("hibernation started", hibernate_started)
+    run.check["the idle worker was removed"] = len(workers(run.ray)) == 1
+
+
+def wake_again_and_read(run: Run, written: dict[str, list[str]]) -> None:
+    """Nothing acknowledged is lost: everything wakes again (the cluster grows again)."""
+    activate_all(run.ray, run.directory, run.ids, run.findings)
+    kept = 0
+    for workspace_id in run.ids:
+        for entry_id in written[workspace_id]:
+            reply = served_call(
+                run.ray,
+                run.directory,
+                workspace_id,
+                run.findings,
+                "getEntry",
+                {"id": entry_id},
+                run.admin,
+            )
+            kept += bool(reply.ok and reply.value.get("id") == entry_id)
+    run.findings["writes"] = {"acknowledged": sum(map(len, written.values())), "kept": kept}
+    run.timing("woken again")
+    run.findings["spares"] = run.remote(run.directory.spares)
+    run.check["no acknowledged write lost"] = kept == run.findings["writes"]["acknowledged"]
+
+
+def inside(work: Path) -> dict:
+    """The scenario proper (already inside its namespaces)."""
+    import ray
+
+    from actors.directory.actor import get_directory
+
+    findings: dict = {
+        "checks": {},
+        "timings": {},
+        "workerSlots": WORKER_SLOTS,
+        "workspaces": WORKSPACES,
+    }
+    t0 = time.monotonic()
+    env = start_head(work)
     try:
         ray.init(
             address="127.0.0.1:6379",
@@ -252,116 +388,16 @@ def inside(work: Path) -> dict:
             log_to_driver=False,
         )
         first = wait_for("the first worker", lambda: workers(ray), UP_TIMEOUT_S)
-        findings["timings"]["first worker up"] = since()
-        first_id = first[0]["NodeID"]
-        settings = load_settings(
-            {
-                "MINISPHERE_DATA_DIR": str(work / "data"),
-                "MINISPHERE_ADMIN_TOKEN": ADMIN_TOKEN,
-                "MINISPHERE_RAY_NAMESPACE": "minisphere-autoscale",
-                "MINISPHERE_SYNCHRONOUS": "NORMAL",
-                "MINISPHERE_SNAPSHOT_STORE": "local",
-                "MINISPHERE_SNAPSHOT_EVERY_WRITES": "0",
-                "MINISPHERE_SNAPSHOT_EVERY_S": "0",
-                "MINISPHERE_HIBERNATE_IDLE_S": "0",
-                "MINISPHERE_MAX_RESIDENT": "64",
-                # warm spares hold slots too: they must neither take the slots that waiting wakes
-                # need nor keep an otherwise idle worker from being removed
-                "MINISPHERE_SPARE_ACTORS": str(SPARE_ACTORS),
-                "MINISPHERE_WORKSPACE_SLOTS": "on",
-            }
-        )
-        admin = token_hash(ADMIN_TOKEN)
-        directory = get_directory(settings)
-        ids = [f"as-{i}" for i in range(WORKSPACES)]
-        for workspace_id in ids:
-            ray.get(directory.create.remote(workspace_id, None, None), timeout=CALL_TIMEOUT_S)
-
-        # every wake at once: those beyond the first worker's slots wait for a node
-        demand: dict = {}
-
-        def watch():
-            while "launched" not in demand:
-                if "seen" not in demand and slot_demand():
-                    demand["seen"] = since()
-                if len(workers(ray)) > 1:
-                    demand["launched"] = since()
-                time.sleep(POLL_S / 2)
-
-        watcher = threading.Thread(target=watch, daemon=True)
-        wake_started = since()
-        watcher.start()
-        handles = activate_all(ray, directory, ids, findings)
-        findings["timings"]["all woken"] = since()
-        demand.setdefault("launched", None)
-        watcher.join(5)
-        findings["timings"]["wake burst started"] = wake_started
-        findings["timings"]["slot demand seen"] = demand.get("seen")
-        findings["timings"]["second worker alive"] = demand["launched"]
-        placed = {
-            w: ray.get(h.ping.remote(), timeout=CALL_TIMEOUT_S)["nodeId"]
-            for w, h in zip(ids, handles, strict=True)
-        }
-        per_node: dict[str, int] = {}
-        for node in placed.values():
-            per_node[node] = per_node.get(node, 0) + 1
-        findings["placed"] = {w: ("first" if n == first_id else n[:12]) for w, n in placed.items()}
-        check = findings["checks"]
-        check["a second worker was launched for the wakes"] = demand["launched"] is not None
-        check["no worker holds more workspaces than its slots"] = (
-            max(per_node.values()) <= WORKER_SLOTS
-        )
-        check["the workspaces beyond the first worker's slots went to the new one"] = (
-            sum(1 for n in placed.values() if n != first_id) >= WORKSPACES - WORKER_SLOTS
-        )
-
-        written: dict[str, list[str]] = {}
-        for workspace_id in ids:
-            for n in range(WRITES_PER_WORKSPACE):
-                reply = served_call(
-                    ray,
-                    directory,
-                    workspace_id,
-                    findings,
-                    "capture",
-                    {"content": f"{workspace_id} fact {n} {time.time_ns()}"},
-                    admin,
-                )
-                assert reply.ok, reply
-                written.setdefault(workspace_id, []).append(reply.value["id"])
-
-        # idle: they hibernate, the second worker holds nothing and is removed
-        hibernate_started = since()
-        ray.get(directory.set_residency.remote(idle_s=HIBERNATE_IDLE_S), timeout=CALL_TIMEOUT_S)
-        wait_for(
-            "hibernation",
-            lambda: not ray.get(directory.resident.remote(), timeout=CALL_TIMEOUT_S),
-            DOWN_TIMEOUT_S,
-        )
-        findings["timings"]["all hibernated"] = since()
-        ray.get(directory.set_residency.remote(idle_s=0), timeout=CALL_TIMEOUT_S)
-        wait_for("the idle worker removed", lambda: len(workers(ray)) == 1, DOWN_TIMEOUT_S)
-        findings["timings"]["back to one worker"] = since()
-        # either worker may go: when it is the first, the re-wake below meets workspaces whose
-        # recorded node is the surviving, already full one
-        findings["removed"] = "first" if workers(ray)[0]["NodeID"] != first_id else "second"
-        findings["timings"]["hibernation started"] = hibernate_started
-        check["the idle worker was removed"] = len(workers(ray)) == 1
-
-        # nothing acknowledged is lost: everything wakes again (the cluster grows again)
-        activate_all(ray, directory, ids, findings)
-        kept = 0
-        for workspace_id in ids:
-            for entry_id in written[workspace_id]:
-                reply = served_call(
-                    ray, directory, workspace_id, findings, "getEntry", {"id": entry_id}, admin
-                )
-                kept += bool(reply.ok and reply.value.get("id") == entry_id)
-        findings["writes"] = {"acknowledged": sum(map(len, written.values())), "kept": kept}
-        findings["timings"]["woken again"] = since()
-        findings["spares"] = ray.get(directory.spares.remote(), timeout=CALL_TIMEOUT_S)
-        check["no acknowledged write lost"] = kept == findings["writes"]["acknowledged"]
-        findings["ok"] = all(check.values())
+        findings["timings"]["first worker up"] = round(time.monotonic() - t0, 1)
+        directory = get_directory(scenario_settings(work))
+        run = Run(ray, directory, first[0]["NodeID"], findings, t0)
+        for workspace_id in run.ids:
+            run.remote(directory.create, workspace_id, None, None)
+        wake_burst(run)
+        written = write_everywhere(run)
+        idle_down(run)
+        wake_again_and_read(run, written)
+        findings["ok"] = all(run.check.values())
     except Exception as exc:  # noqa: BLE001 - reported as findings
         findings["ok"] = False
         findings["error"] = f"{exc.__class__.__name__}: {exc}"[-1500:]
@@ -374,7 +410,7 @@ def inside(work: Path) -> dict:
         with contextlib.suppress(Exception):
             ray.shutdown()
         subprocess.run(["ray", "stop", "--force"], capture_output=True, timeout=60, env=env)
-        findings["timings"]["total"] = since()
+        findings["timings"]["total"] = round(time.monotonic() - t0, 1)
     return findings
 
 
