@@ -119,6 +119,116 @@ def retrying(ray, make_call, deadline: float):
             time.sleep(0.5)
 
 
+def fill_one(ray, directory, workspace_id: str, deadline: float) -> tuple[list[str], dict]:
+    """Entries written and snapshotted, then more after the snapshot; the snapshotted ids and
+    the actor's ping."""
+    from minisphere.control.auth import token_hash
+
+    entries = []
+    for n in range(ENTRIES_SNAPSHOTTED):
+        body = {"content": f"{workspace_id} fact {n}: 東京 ünïcødé", "tags": ["mn"]}
+        result, handle = call(ray, directory, workspace_id, "capture", body, deadline)
+        entries.append(result["id"])
+    ping = ray.get(handle.ping.remote())
+    snap = ray.get(
+        handle.serve.remote(workspace_id, "snapshot", "manual", token_hash(ADMIN_TOKEN)),
+        timeout=CALL_TIMEOUT_S,
+    )
+    assert snap.ok, snap
+    for n in range(ENTRIES_AFTER_SNAPSHOT):
+        body = {"content": f"{workspace_id} late fact {n}"}
+        call(ray, directory, workspace_id, "capture", body, deadline)
+    return entries, ping
+
+
+def fill_both_workers(ray, directory, nodes: dict, ids: dict, findings: dict):
+    """WORKSPACES_PER_NODE workspaces placed on each worker and filled; what each one holds
+    snapshotted, and the pid of its actor."""
+    deadline = time.monotonic() + RECOVERY_TIMEOUT_S
+    placed, kept, pids = {}, {}, {}
+    for label, node in nodes.items():
+        for index in range(WORKSPACES_PER_NODE):
+            workspace_id = f"mn-{label.lower()}-{index}"
+            ray.get(directory.create.remote(workspace_id, None, None))
+            ray.get(directory.set_placement.remote(workspace_id, node.node_id))
+            kept[workspace_id], ping = fill_one(ray, directory, workspace_id, deadline)
+            placed[workspace_id], pids[workspace_id] = ids.get(ping["nodeId"], "head"), ping["pid"]
+    findings["placedOn"] = placed
+    spread = {placed[f"mn-a-{i}"] for i in range(WORKSPACES_PER_NODE)} == {"A"} and {
+        placed[f"mn-b-{i}"] for i in range(WORKSPACES_PER_NODE)
+    } == {"B"}
+    findings["checks"]["spread over both workers"] = spread
+    if not spread:
+        raise AssertionError(
+            "the directory did not start workspaces on their recorded "
+            "nodes (placement / node affinity not honored)"
+        )
+    # the directory has heard every acknowledged write (the actors report positions)
+    expected = ENTRIES_SNAPSHOTTED + ENTRIES_AFTER_SNAPSHOT
+    while time.monotonic() < deadline and not all(
+        ray.get(directory.get.remote(w))["location"]["position"] >= expected for w in kept
+    ):
+        time.sleep(0.2)
+    return kept, pids
+
+
+def refused_until_the_loss_is_accepted(ray, directory, lost: list[str], findings, deadline):
+    refused = {}
+    for workspace_id in lost:
+        try:
+            call(ray, directory, workspace_id, "getCount", {}, deadline)
+            refused[workspace_id] = "opened"
+        except Exception as exc:  # noqa: BLE001 - the refusal is what is checked
+            refused[workspace_id] = getattr(exc, "code", exc.__class__.__name__)
+        ray.get(directory.accept_stored_state.remote(workspace_id))
+    findings["refusedBeforeAcceptingTheLoss"] = refused
+    findings["checks"]["B's workspaces refused by name, not opened older"] = all(
+        code == "workspace_data_missing" for code in refused.values()
+    )
+
+
+def recovered_everywhere(ray, directory, kept: dict, ids: dict, findings: dict, deadline):
+    recovered = {}
+    for workspace_id, entries in kept.items():
+        count, handle = call(ray, directory, workspace_id, "getCount", {}, deadline)
+        missing = [
+            e
+            for e in entries
+            if not call(ray, directory, workspace_id, "getEntry", {"id": e}, deadline)[0].get("id")
+        ]
+        info = ray.get(handle.durability.remote(), timeout=CALL_TIMEOUT_S).value
+        recovered[workspace_id] = {
+            "node": ids.get(info["nodeId"], "head"),
+            "count": count["count"],
+            "missing": len(missing),
+            "source": (info.get("activation") or {}).get("source"),
+        }
+    findings["recovered"] = recovered
+    on_b = [w for w in kept if w.startswith("mn-b-")]
+    checks = findings["checks"]
+    checks["nothing snapshotted lost"] = all(r["missing"] == 0 for r in recovered.values())
+    checks["B's workspaces left B"] = all(recovered[w]["node"] != "B" for w in on_b)
+    checks["B's workspaces restored from snapshots"] = all(
+        recovered[w]["source"] == "snapshot" for w in on_b
+    )
+    checks["A's workspaces kept everything"] = all(
+        recovered[w]["count"] == ENTRIES_SNAPSHOTTED + ENTRIES_AFTER_SNAPSHOT
+        for w in kept
+        if w.startswith("mn-a-")
+    )
+
+
+def scheduler_survived(ray, scheduler, findings: dict, deadline: float) -> None:
+    # the scheduler lived on B too: it is restarting elsewhere, so wait for it
+    status = retrying(ray, lambda: scheduler.status.remote(), deadline)
+    run = retrying(ray, lambda: scheduler.run_scheduled.remote("mn-b-0"), deadline)
+    findings["scheduler"] = {
+        "status": status,
+        "run": {k: run.get(k) for k in ("status", "outcome", "trigger") if k in run},
+    }
+    findings["checks"]["scheduler keeps running"] = bool(status.get("running"))
+
+
 def main() -> int:
     import ray
     from ray.cluster_utils import Cluster
@@ -150,131 +260,27 @@ def main() -> int:
         ids = {node_a.node_id: "A", node_b.node_id: "B"}
         directory = get_directory(config)
         scheduler = get_scheduled_tasks(config)
-        where = lambda actor: ray.get(
-            actor.__ray_call__.remote(lambda _self: ray.get_runtime_context().get_node_id()),
-            timeout=CALL_TIMEOUT_S,
-        )
+
+        def where(actor) -> str:
+            node_of = lambda _self: ray.get_runtime_context().get_node_id()
+            return ray.get(actor.__ray_call__.remote(node_of), timeout=CALL_TIMEOUT_S)
+
         findings["directoryNode"] = ids.get(where(directory), "head")
         findings["schedulerNode"] = ids.get(where(scheduler), "head")
-        from minisphere.control.auth import token_hash
-
-        deadline = time.monotonic() + RECOVERY_TIMEOUT_S
-        placed, kept, pids = {}, {}, {}
-        for label, node in (("A", node_a), ("B", node_b)):
-            for index in range(WORKSPACES_PER_NODE):
-                workspace_id = f"mn-{label.lower()}-{index}"
-                ray.get(directory.create.remote(workspace_id, None, None))
-                ray.get(directory.set_placement.remote(workspace_id, node.node_id))
-                entries = []
-                for n in range(ENTRIES_SNAPSHOTTED):
-                    result, handle = call(
-                        ray,
-                        directory,
-                        workspace_id,
-                        "capture",
-                        {"content": f"{workspace_id} fact {n}: 東京 ünïcødé", "tags": ["mn"]},
-                        deadline,
-                    )
-                    entries.append(result["id"])
-                ping = ray.get(handle.ping.remote())
-                placed[workspace_id], pids[workspace_id] = (
-                    ids.get(ping["nodeId"], "head"),
-                    ping["pid"],
-                )
-                snap = ray.get(
-                    handle.serve.remote(
-                        workspace_id, "snapshot", "manual", token_hash(ADMIN_TOKEN)
-                    ),
-                    timeout=CALL_TIMEOUT_S,
-                )
-                assert snap.ok, snap
-                for n in range(ENTRIES_AFTER_SNAPSHOT):
-                    call(
-                        ray,
-                        directory,
-                        workspace_id,
-                        "capture",
-                        {"content": f"{workspace_id} late fact {n}"},
-                        deadline,
-                    )
-                kept[workspace_id] = entries
-        findings["placedOn"] = placed
-        findings["checks"]["spread over both workers"] = {
-            placed[f"mn-a-{i}"] for i in range(WORKSPACES_PER_NODE)
-        } == {"A"} and {placed[f"mn-b-{i}"] for i in range(WORKSPACES_PER_NODE)} == {"B"}
-        if not findings["checks"]["spread over both workers"]:
-            raise AssertionError(
-                "the directory did not start workspaces on their recorded "
-                "nodes (placement / node affinity not honored)"
-            )
-
-        # the directory has heard every acknowledged write (the actors report positions)
-        expected = ENTRIES_SNAPSHOTTED + ENTRIES_AFTER_SNAPSHOT
-        while time.monotonic() < deadline and not all(
-            ray.get(directory.get.remote(w))["location"]["position"] >= expected for w in kept
-        ):
-            time.sleep(0.2)
+        nodes = {"A": node_a, "B": node_b}
+        kept, pids = fill_both_workers(ray, directory, nodes, ids, findings)
         # worker B goes away with its disk: its workspace files are gone too
-        for workspace_id in kept:
-            if workspace_id.startswith("mn-b-"):
-                shutil.rmtree(data_dir / "workspaces" / workspace_id)
+        on_b = [w for w in kept if w.startswith("mn-b-")]
+        for workspace_id in on_b:
+            shutil.rmtree(data_dir / "workspaces" / workspace_id)
         cluster.remove_node(node_b, allow_graceful=False)
-        gone_with_the_node([pids[w] for w in kept if w.startswith("mn-b-")])
+        gone_with_the_node([pids[w] for w in on_b])
         findings["removed"] = "B"
-
         deadline = time.monotonic() + RECOVERY_TIMEOUT_S
-        refused = {}
-        for workspace_id in [w for w in kept if w.startswith("mn-b-")]:
-            try:
-                call(ray, directory, workspace_id, "getCount", {}, deadline)
-                refused[workspace_id] = "opened"
-            except Exception as exc:  # noqa: BLE001 - the refusal is what is checked
-                refused[workspace_id] = getattr(exc, "code", exc.__class__.__name__)
-            ray.get(directory.accept_stored_state.remote(workspace_id))
-        findings["refusedBeforeAcceptingTheLoss"] = refused
-        findings["checks"]["B's workspaces refused by name, not opened older"] = all(
-            code == "workspace_data_missing" for code in refused.values()
-        )
-        recovered = {}
-        for workspace_id, entries in kept.items():
-            count, handle = call(ray, directory, workspace_id, "getCount", {}, deadline)
-            missing = [
-                e
-                for e in entries
-                if not call(ray, directory, workspace_id, "getEntry", {"id": e}, deadline)[0].get(
-                    "id"
-                )
-            ]
-            info = ray.get(handle.durability.remote(), timeout=CALL_TIMEOUT_S).value
-            recovered[workspace_id] = {
-                "node": ids.get(info["nodeId"], "head"),
-                "count": count["count"],
-                "missing": len(missing),
-                "source": (info.get("activation") or {}).get("source"),
-            }
-        findings["recovered"] = recovered
-        checks = findings["checks"]
-        checks["nothing snapshotted lost"] = all(r["missing"] == 0 for r in recovered.values())
-        checks["B's workspaces left B"] = all(
-            recovered[w]["node"] != "B" for w in kept if w.startswith("mn-b-")
-        )
-        checks["B's workspaces restored from snapshots"] = all(
-            recovered[w]["source"] == "snapshot" for w in kept if w.startswith("mn-b-")
-        )
-        checks["A's workspaces kept everything"] = all(
-            recovered[w]["count"] == ENTRIES_SNAPSHOTTED + ENTRIES_AFTER_SNAPSHOT
-            for w in kept
-            if w.startswith("mn-a-")
-        )
-        # the scheduler lived on B too: it is restarting elsewhere, so wait for it
-        status = retrying(ray, lambda: scheduler.status.remote(), deadline)
-        run = retrying(ray, lambda: scheduler.run_scheduled.remote("mn-b-0"), deadline)
-        findings["scheduler"] = {
-            "status": status,
-            "run": {k: run.get(k) for k in ("status", "outcome", "trigger") if k in run},
-        }
-        checks["scheduler keeps running"] = bool(status.get("running"))
-        findings["ok"] = all(checks.values())
+        refused_until_the_loss_is_accepted(ray, directory, on_b, findings, deadline)
+        recovered_everywhere(ray, directory, kept, ids, findings, deadline)
+        scheduler_survived(ray, scheduler, findings, deadline)
+        findings["ok"] = all(findings["checks"].values())
     except Exception as exc:  # noqa: BLE001 - reported, then a failing exit status
         findings["ok"] = False
         findings["error"] = f"{exc.__class__.__name__}: {exc}"
