@@ -110,10 +110,9 @@ class Node:
         return ["nsenter", "-t", str(self.init_pid), "-n", "-m", "-p", "--", *argv]
 
 
-class Cluster:
-    """Three Ray nodes (a head, two workers) in namespaces on a private bridge, the env file
-    they share, the S3-protocol server on the bridge's host end (with `--store s3`), `serve
-    deploy` against the head's dashboard, and the cleanup that always runs."""
+class Hosts:
+    """Three hosts (a head, two workers) stood in for by namespaces on a private bridge, the env
+    file they share, and the S3-protocol server on the bridge's host end (with `--store s3`)."""
 
     def __init__(self, store: str, keep: bool):
         self.store = store
@@ -130,10 +129,6 @@ class Cluster:
         self.created_dirs: list[Path] = []
         self.moto = None
         self.s3_endpoint: str | None = None
-        self.findings: dict = {"store": store, "checks": {}, "timings": {}}
-        self.url = f"http://{self.head.ip}:{SERVE_PORT}"
-        self.dashboard = f"http://{self.head.ip}:{DASHBOARD_PORT}"
-        self.admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
     # ---- the network ----------------------------------------------------------------------------
     def preflight(self) -> None:
@@ -221,10 +216,6 @@ class Cluster:
         ).create_bucket(Bucket=bucket)
         return endpoint
 
-    def run_on_head(self, *argv: str, timeout: float) -> subprocess.CompletedProcess:
-        """A command inside the head node's namespaces, as a Ray driver of the cluster."""
-        return run(*self.head.inside(*argv), timeout=timeout, env={**os.environ, **ray_auth_env()})
-
     @staticmethod
     def pids_of(node: Node) -> list[str]:
         return netns_pids(node.netns)
@@ -256,6 +247,22 @@ class Cluster:
         for folder in reversed(missing):
             folder.mkdir()
             self.created_dirs.append(folder)
+
+
+class Cluster(Hosts):
+    """Ray on the hosts (the head, two workers), `serve deploy` against the head's dashboard,
+    what Ray's state says, and the cleanup that always runs."""
+
+    def __init__(self, store: str, keep: bool):
+        super().__init__(store, keep)
+        self.findings: dict = {"store": store, "checks": {}, "timings": {}}
+        self.url = f"http://{self.head.ip}:{SERVE_PORT}"
+        self.dashboard = f"http://{self.head.ip}:{DASHBOARD_PORT}"
+        self.admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+    def run_on_head(self, *argv: str, timeout: float) -> subprocess.CompletedProcess:
+        """A command inside the head node's namespaces, as a Ray driver of the cluster."""
+        return run(*self.head.inside(*argv), timeout=timeout, env={**os.environ, **ray_auth_env()})
 
     def start_node(self, node: Node, ray_args: list[str]) -> None:
         node.ray_args, node.init_pid, node.stopped = list(ray_args), None, False
