@@ -67,14 +67,22 @@ class Wakes:
 
 
 def wake_parts(http: httpx.Client, admin: dict, spaces: list, wakes: Wakes) -> str:
-    """Where each wake's time went (p50 ms): at the ingress, in the directory, binding."""
-    records = [
+    """Where each wake's time went (p50 ms): at the ingress, in the directory, binding. A
+    workspace already hibernated again (residency pressure on a busy machine) has no wake
+    record left, and is counted apart."""
+    answers = [
         http.get(f"/v1/workspaces/{ws}", headers=admin).json()["durability"]["wake"]
         for ws, _ in spaces
     ]
+    records = [wake for wake in answers if wake]
     spare = sum(wake["actor"] == "spare" for wake in records)
+    gone = (
+        f" ({len(answers) - len(records)} hibernated since, no record)"
+        if len(records) < len(answers)
+        else ""
+    )
     return (
-        f"{spare}/{len(records)} from a spare; {wakes.at_ingress()}; in the directory p50 "
+        f"{spare}/{len(records)} from a spare{gone}; {wakes.at_ingress()}; in the directory p50 "
         f"{p50([w['wakeMs'] for w in records]):.0f} ms, of it binding "
         f"{p50([w['bindMs'] for w in records]):.0f} ms, of that the actor opening the file "
         f"{p50([w.get('openMs') or 0 for w in records]):.0f} ms"
