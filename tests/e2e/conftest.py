@@ -6,7 +6,6 @@ admin token. Tests talk to it over real HTTP with httpx.
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 from urllib.parse import urlparse
@@ -14,34 +13,12 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
+from tests.support.patient_http import PatientTransport
 from tests.support.tcp_relay import TcpRelay, free_port
 
 ADMIN_TOKEN = "test-admin-" + uuid.uuid4().hex
 SNAPSHOT_BUCKET = "minisphere-service-tests"
 SNAPSHOT_PREFIX = "service-tests/"
-# how long a test's call keeps honouring `503 overloaded` + Retry-After before the refusal is
-# its answer: on a busy shared machine a wake may be refused for a while
-OVERLOAD_PATIENCE_S = 120.0
-
-
-class PatientTransport(httpx.HTTPTransport):
-    """Sends a request again after each `503 overloaded` refusal, pausing as its Retry-After
-    asks, as the service's own clients do: such a call was not run, and the tests that use this
-    check what a call does once admitted (test_overload.py checks the refusals themselves)."""
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        give_up_at = time.monotonic() + OVERLOAD_PATIENCE_S
-        while True:
-            response = super().handle_request(request)
-            if not (
-                response.status_code == 503
-                and "retry-after" in response.headers
-                and time.monotonic() < give_up_at
-                and b'"overloaded"' in response.read()
-            ):
-                return response
-            response.close()
-            time.sleep(float(response.headers["retry-after"]))
 
 
 def service_env(data_dir: Path, port: int, relay_url: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ import pytest
 import ray
 
 from tests.e2e.helpers import directory_of, workspace_actor
+from tests.support.patient_http import PatientAsyncTransport
 
 WRITES = 240
 CONCURRENCY = 16
@@ -24,7 +25,9 @@ CONCURRENCY = 16
 async def stream_with_kill(url, ws, headers, kill):
     acked, unknown, others = {}, [], []
     sem = asyncio.Semaphore(CONCURRENCY)
-    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+    # a capture refused `overloaded` (a busy node) was not run: sent again after its pause
+    transport = PatientAsyncTransport()
+    async with httpx.AsyncClient(base_url=url, timeout=120, transport=transport) as client:
 
         async def one(i):
             async with sem:

@@ -60,7 +60,9 @@ def test_a_changed_contract_byte_stops_the_launcher_naming_the_file_and_both_has
     assert "starting Ray" not in out
 
 
-STOP_WITHIN_S = 15  # "a few seconds"; Serve's own shutdown waited 30 s for its controller
+# under the 30 s Serve's own shutdown waited for its controller (the failure this guards), with
+# room for a loaded machine: 3 s on a quiet one, 15 s beside two CPU loops and a test run
+STOP_WITHIN_S = 25
 START_TIMEOUT_S = 240
 
 

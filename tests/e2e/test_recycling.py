@@ -9,6 +9,8 @@ replication daemon has no registration of A's file, and B's answers are B's."""
 
 from __future__ import annotations
 
+import contextlib
+
 import ray
 
 from actors.workspace_call import WorkspaceCall
@@ -17,6 +19,7 @@ from minisphere.durability.replication.daemon import LitestreamDaemon
 from tests.e2e.helpers import directory_of, workspace_actor
 
 TIMEOUT_S = 60
+RESIDENT_CAP_OFF = 100_000  # a cap no test session reaches
 
 
 def call(http, ws, headers, method, body=None):
@@ -62,17 +65,38 @@ def a_then_b_in_one_process(http, admin_headers, new_workspace, service, bluepri
     assert call(http, a, ha, "recall", {"query": canary})["items"][0]["id"] == entry["id"]
     handle = workspace_actor(service, a)
     start_transfers(http, admin_headers, handle, a, admin, donor)
-    answer = hibernated(service, a)
-    assert answer["hibernated"] and answer["recycled"], answer
-    # a spare again: it holds nothing of A, and its text caches are empty
-    assert audit(service, handle, a, canary) == {"objects": {}, "files": [], "cacheEntries": 0}
-    b, hb = new_workspace()
-    call(http, b, hb, "capture", {"content": "bravo's own note"})
+    with no_other_hibernation(service):
+        answer = hibernated(service, a)
+        assert answer["hibernated"] and answer["recycled"], answer
+        # a spare again: it holds nothing of A, and its text caches are empty
+        assert audit(service, handle, a, canary) == {"objects": {}, "files": [], "cacheEntries": 0}
+        b, hb = new_workspace()
+        call(http, b, hb, "capture", {"content": "bravo's own note"})
     assert (
         ray.get(directory_of(service).actor_name_of.remote(b), timeout=TIMEOUT_S)
         == ray.get(handle.ready.remote(), timeout=TIMEOUT_S)["name"]
     ), "B was not bound in A's process"
     return a, canary, b, hb, handle
+
+
+@contextlib.contextmanager
+def no_other_hibernation(service):
+    """Neither the idle sweep nor the resident cap hibernates another workspace meanwhile: a
+    process given back goes first in the spare pool's line, so on a slow machine another
+    workspace's, given back between A's hibernation and B's wake, would be the one B gets."""
+    directory = directory_of(service)
+    previous = ray.get(
+        directory.set_residency.remote(max_resident=RESIDENT_CAP_OFF, idle_s=0), timeout=TIMEOUT_S
+    )
+    try:
+        yield
+    finally:
+        ray.get(
+            directory.set_residency.remote(
+                max_resident=previous["max_resident"], idle_s=previous["idle_s"]
+            ),
+            timeout=TIMEOUT_S,
+        )
 
 
 def new_workspace_with(http, admin_headers, new_workspace, blueprint):
