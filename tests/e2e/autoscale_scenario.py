@@ -270,8 +270,12 @@ class Run:
     def since(self) -> float:
         return round(time.monotonic() - self.t0, 1)
 
-    def timing(self, name: str, value: float | None = None) -> None:
-        self.findings["timings"][name] = self.since() if value is None else value
+    def timing(self, name: str, value: float | None) -> None:
+        self.findings["timings"][name] = value
+
+    def mark(self, name: str) -> None:
+        """The time since the start, as the timing `name`."""
+        self.timing(name, self.since())
 
     def remote(self, method, *args, **kw):
         return self.ray.get(method.remote(*args, **kw), timeout=CALL_TIMEOUT_S)
@@ -293,7 +297,7 @@ def wake_burst(run: Run) -> None:
     wake_started = run.since()
     watcher.start()
     handles = activate_all(run.ray, run.directory, run.ids, run.findings)
-    run.timing("all woken")
+    run.mark("all woken")
     demand.setdefault("launched", None)
     watcher.join(5)
     run.timing("wake burst started", wake_started)
@@ -332,10 +336,10 @@ def idle_down(run: Run) -> None:
     hibernate_started = run.since()
     run.remote(run.directory.set_residency, idle_s=HIBERNATE_IDLE_S)
     wait_for("hibernation", lambda: not run.remote(run.directory.resident), DOWN_TIMEOUT_S)
-    run.timing("all hibernated")
+    run.mark("all hibernated")
     run.remote(run.directory.set_residency, idle_s=0)
     wait_for("the idle worker removed", lambda: len(workers(run.ray)) == 1, DOWN_TIMEOUT_S)
-    run.timing("back to one worker")
+    run.mark("back to one worker")
     # either worker may go: when it is the first, the re-wake below meets workspaces whose
     # recorded node is the surviving, already full one
     left = workers(run.ray)
@@ -361,7 +365,7 @@ def wake_again_and_read(run: Run, written: dict[str, list[str]]) -> None:
             )
             kept += bool(reply.ok and reply.value.get("id") == entry_id)
     run.findings["writes"] = {"acknowledged": sum(map(len, written.values())), "kept": kept}
-    run.timing("woken again")
+    run.mark("woken again")
     run.findings["spares"] = run.remote(run.directory.spares)
     run.check["no acknowledged write lost"] = kept == run.findings["writes"]["acknowledged"]
 
