@@ -93,6 +93,19 @@ def ours(answer) -> bool:
         return False
 
 
+def journal_entry(sent, verb, path, headers, body, status: int | None, answer: str) -> dict:
+    return {
+        "sent": round(sent, 3),
+        "took": round(time.time() - sent, 3),
+        "call": verb,
+        "path": path,
+        "key": headers.get("Idempotency-Key"),
+        "body": json.dumps(body)[:200] if body is not None else None,
+        "status": status,
+        "answer": answer,
+    }
+
+
 class Soak(SoakChecks, Scenario):
     def __init__(
         self,
@@ -175,30 +188,11 @@ class Soak(SoakChecks, Scenario):
                 return None
             time.sleep(RETRY_PAUSE_S)
 
-    def note_call(
-        self,
-        sent: float,
-        verb: str,
-        path: str,
-        headers: dict,
-        kw: dict,
-        status: int | None,
-        answer: str,
-    ) -> None:
-        body = kw.get("json")
+    def note_call(self, sent, verb, path, headers, kw, status: int | None, answer: str) -> None:
+        """A call and its answer (no status: none came) in the journal."""
+        entry = journal_entry(sent, verb, path, headers, kw.get("json"), status, answer)
         with self.guard:
-            self.journal.append(
-                {
-                    "sent": round(sent, 3),
-                    "took": round(time.time() - sent, 3),
-                    "call": verb,
-                    "path": path,
-                    "key": headers.get("Idempotency-Key"),
-                    "body": json.dumps(body)[:200] if body is not None else None,
-                    "status": status,
-                    "answer": answer,
-                }
-            )
+            self.journal.append(entry)
 
     def call(
         self,
