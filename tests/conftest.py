@@ -17,9 +17,17 @@ of their time waiting on processes; the rest fills that time.
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from minisphere.engine.clock import ManualClock
 from minisphere.engine.workspace import Workspace
+
+# Hypothesis's per-example deadline (200 ms) and its too-slow health check are timings: on a
+# busy shared machine they fail properties that hold. Each property's max_examples bounds it.
+settings.register_profile(
+    "shared-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("shared-machine")
 
 # `s3_endpoint` / `fresh_bucket`: one moto S3 server on loopback per session; snapshot stores;
 # `contracts_copy`: a private copy of contracts/

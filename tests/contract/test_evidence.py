@@ -14,6 +14,7 @@ from minisphere.contract.evidence import (
     EvidenceTarget,
     EvidenceUnreachable,
     EvidenceVerifyError,
+    make_client,
     push_evidence,
     verify_evidence,
 )
@@ -117,9 +118,12 @@ def closed_loopback_port() -> int:
 def test_unreachable_endpoint_fails_fast_with_a_clear_error(s3_endpoint, contracts_copy):
     url = f"http://127.0.0.1:{closed_loopback_port()}"
     target = EvidenceTarget(bucket="any", endpoint_url=url)
+    # the client is made before the clock starts: loading botocore's models is CPU work that a
+    # busy machine stretches, and this checks the refused connection's few bounded attempts
+    client = make_client(target)
     started = time.monotonic()
     with pytest.raises(EvidenceUnreachable) as caught:
-        push_evidence(target)
+        push_evidence(target, client=client)
     assert time.monotonic() - started < 10
     assert url in str(caught.value) and "cannot reach the S3 endpoint" in str(caught.value)
     assert caught.value.code == "evidence_unreachable"
