@@ -31,6 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from minisphere.client.exchange import OVERLOAD_RETRY_JITTER
 from minisphere.engine.workspace import Workspace
 from minisphere.hosting.group_commit import GroupCommitWriter
 
@@ -297,7 +298,7 @@ def woken(directory, ws: str):
         try:
             return ray.get(directory.activate.remote(ws))
         except Overloaded as refused:
-            time.sleep(refused.retry_after_s * random.uniform(0.5, 1.5))
+            time.sleep(refused.retry_after_s * random.uniform(*OVERLOAD_RETRY_JITTER))
     return ray.get(directory.activate.remote(ws))
 
 

@@ -38,6 +38,8 @@ from pathlib import Path
 
 import httpx
 
+from minisphere.client.exchange import OVERLOAD_RETRY_JITTER
+
 from .closed_loop import closed_loop, post, refused_for, session
 from .common import p50, percentile, publish_report, quoted_reports, table
 from .local_service import start_local_service, stop_local_service
@@ -169,7 +171,7 @@ async def burst(url: str, spaces: list[tuple[str, dict]], clients: int) -> tuple
                 if pause_s is None:
                     break
                 refusals[0] += 1
-                await asyncio.sleep(pause_s * rng.uniform(0.5, 1.5))
+                await asyncio.sleep(pause_s * rng.uniform(*OVERLOAD_RETRY_JITTER))
             assert status == 200, status
             latencies.append((time.perf_counter() - started) * 1e3)
 

@@ -25,6 +25,7 @@ import httpx
 from bench.closed_loop import refused_for
 from bench.common import p50, percentile, save_report, table
 from bench.local_service import free_port
+from minisphere.client.exchange import OVERLOAD_RETRY_JITTER
 
 INGRESS_TARGET = 1.3  # HTTP getCount p50 / /healthz p50 through the same app
 REFUSALS_PER_CALL_MAX = 20  # a call refused more often than this fails the run
@@ -206,7 +207,7 @@ async def many_workspaces(url, spaces, requests_per_space, concurrency, rng, met
                     if pause_s is None:
                         break
                     refusals += 1
-                    await asyncio.sleep(pause_s * random.uniform(0.5, 1.5))
+                    await asyncio.sleep(pause_s * random.uniform(*OVERLOAD_RETRY_JITTER))
                 latencies.append((time.perf_counter() - started) * 1e3)
                 r.raise_for_status()
 

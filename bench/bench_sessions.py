@@ -35,6 +35,8 @@ from pathlib import Path
 import aiohttp
 import httpx
 
+from minisphere.client.exchange import OVERLOAD_RETRY_JITTER
+
 from .bench_serverless import create_workspaces
 from .closed_loop import READ_SHARE, refused_for, session
 from .common import machine_note, p50, percentile, publish_report, table
@@ -125,7 +127,7 @@ class Sessions:
                     self.first_calls.append(elapsed)
                 return True
             if resent < OVERLOAD_RESENDS:
-                await asyncio.sleep(retry_after * self.rng.uniform(0.5, 1.5))
+                await asyncio.sleep(retry_after * self.rng.uniform(*OVERLOAD_RETRY_JITTER))
         return False
 
     async def arrivals(self, seconds: float, rate: float) -> None:

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 
 import aiohttp
 
+from minisphere.client.exchange import OVERLOAD_RETRY_JITTER
+
 READ_SHARE = 0.7
 REQUEST_TIMEOUT_S = 300
 
@@ -64,7 +66,7 @@ async def closed_loop(
             pause_s = refused_for(status, answer_headers)
             if pause_s is not None:
                 refusals += 1
-                await asyncio.sleep(pause_s * rng.uniform(0.5, 1.5))
+                await asyncio.sleep(pause_s * rng.uniform(*OVERLOAD_RETRY_JITTER))
                 continue
             latencies.append((time.perf_counter() - started) * 1e3)
             if status != 200:
